@@ -1,0 +1,80 @@
+"""The error tree: one root, branched by phase (load, run) and by who must act.
+
+    SherpaError
+    ├── WorkflowError          a workflow file is wrong; carries every problem, each FILE:LINE: message
+    ├── UsageError             the library was called the wrong way (a developer's mistake)
+    ├── RegistryError          an unknown or duplicate action / guard name
+    ├── RunError               a failure during a run
+    │   ├── ActionError        an action failed or timed out
+    │   ├── PolicyError        no valid decision could be had (garbage LLM answers, no rule, ...)
+    │   ├── NoTransitionError  nothing can leave a state that is neither final nor waiting
+    │   └── ReadOnlyBeliefError  a policy or guard tried to write belief
+    ├── StoreError             the run store cannot do what was asked (unknown run id, ...)
+    └── ModelError             the LLM call itself failed (provider, network, scripted model without answer)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SherpaError(Exception):
+    """Root of every error sherpa-skills raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a workflow file, located as precisely as the YAML allows."""
+
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+class WorkflowError(SherpaError):
+    """A workflow could not be loaded; all problems are reported at once."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class UsageError(SherpaError):
+    """The library or CLI was used the wrong way; the message says the fix."""
+
+
+class RegistryError(SherpaError):
+    """An action or guard name is unknown or registered twice."""
+
+
+class RunError(SherpaError):
+    """A failure during a run; the run is recorded with status ``error``."""
+
+
+class ActionError(RunError):
+    def __init__(self, action: str, message: str):
+        self.action = action
+        super().__init__(f"action '{action}': {message}")
+
+
+class PolicyError(RunError):
+    """The policy could not produce a valid decision."""
+
+
+class NoTransitionError(RunError):
+    """A non-final, non-waiting state has no available transition."""
+
+
+class ReadOnlyBeliefError(RunError):
+    """Policies and guards read belief; only actions (through their results) change it."""
+
+
+class StoreError(SherpaError):
+    """The run store cannot do what was asked."""
+
+
+class ModelError(SherpaError):
+    """The LLM call failed (provider error, or the scripted model had no answer)."""

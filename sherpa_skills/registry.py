@@ -1,0 +1,192 @@
+"""Named, typed actions and guards: YAML names them, Python defines them, nothing is eval'ed."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict
+
+from .errors import RegistryError
+
+
+@dataclass(frozen=True)
+class Internal:
+    """Marks an argument read from belief context (by key) when the call does not give it."""
+
+    key: str
+
+
+class AnyArgs(BaseModel):
+    """Arguments model for functions that declare none: any keyword is accepted."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+@dataclass
+class ActionResult:
+    """What an action hands back: its outputs and the context keys it changes."""
+
+    outputs: Any = None
+    context: dict[str, Any] = field(default_factory=dict)
+    status: str = "ok"
+    tokens: int = 0
+    cost: float = 0.0
+    llm_calls: int = 0
+
+
+@dataclass(frozen=True)
+class ActionDef:
+    name: str
+    fn: Callable[..., Any]
+    args_model: type[BaseModel]
+    internal: dict[str, str]
+    side_effects: bool
+    is_async: bool
+    description: str
+    shell_fields: tuple[str, ...] = ()
+
+
+@dataclass
+class ActionContext:
+    """What an action may know about the run it acts in; belief is read-only here too."""
+
+    view: Any
+    state: str
+    tick: int
+    run_id: str | None = None
+    workdir: Path = field(default_factory=Path.cwd)
+    model: str | None = None
+    emit: Callable[[dict[str, Any]], None] | None = None
+
+
+@dataclass(frozen=True)
+class GuardDef:
+    name: str
+    fn: Callable[..., bool]
+    args_model: type[BaseModel]
+    description: str
+
+
+def _args_model(fn: Callable[..., Any], given: type[BaseModel] | None) -> type[BaseModel]:
+    if given is not None:
+        return given
+    params = list(inspect.signature(fn).parameters.values())
+    if params:
+        hint = typing.get_type_hints(fn).get(params[0].name)
+        if isinstance(hint, type) and issubclass(hint, BaseModel):
+            return hint
+    return AnyArgs
+
+
+def _internal_fields(model: type[BaseModel]) -> dict[str, str]:
+    return {
+        name: meta.key
+        for name, info in model.model_fields.items()
+        for meta in info.metadata
+        if isinstance(meta, Internal)
+    }
+
+
+def _doc(fn: Callable[..., Any], description: str) -> str:
+    return description or (inspect.getdoc(fn) or "").split("\n", 1)[0]
+
+
+class Registry:
+    """Actions and guards by name; a child registry sees its parent's names too."""
+
+    def __init__(self, parent: Registry | None = None):
+        self.parent = parent
+        self._actions: dict[str, ActionDef] = {}
+        self._guards: dict[str, GuardDef] = {}
+
+    def child(self) -> Registry:
+        return Registry(self)
+
+    def action(
+        self,
+        name: str | None = None,
+        *,
+        args: type[BaseModel] | None = None,
+        side_effects: bool = False,
+        description: str = "",
+        replace: bool = False,
+        shell_fields: tuple[str, ...] = (),
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register `fn(args, ctx) -> dict | ActionResult | None` (sync or async).
+
+        `shell_fields` names arguments that are shell commands: their templates shell-quote every value.
+        """
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            action_name = name or fn.__name__
+            if action_name in self._actions and not replace:
+                raise RegistryError(f"action '{action_name}' is already registered (pass replace=True to override)")
+            model = _args_model(fn, args)
+            self._actions[action_name] = ActionDef(
+                action_name, fn, model, _internal_fields(model), side_effects,
+                inspect.iscoroutinefunction(fn), _doc(fn, description), tuple(shell_fields),
+            )
+            return fn
+
+        return register
+
+    def guard(
+        self, name: str | None = None, *, args: type[BaseModel] | None = None, description: str = "", replace: bool = False
+    ) -> Callable[[Callable[..., bool]], Callable[..., bool]]:
+        """Register `fn(view, args) -> bool`: a pure check over the read-only belief."""
+
+        def register(fn: Callable[..., bool]) -> Callable[..., bool]:
+            guard_name = name or fn.__name__
+            if guard_name in self._guards and not replace:
+                raise RegistryError(f"guard '{guard_name}' is already registered (pass replace=True to override)")
+            params = list(inspect.signature(fn).parameters.values())
+            model = args
+            if model is None and len(params) > 1:
+                hint = typing.get_type_hints(fn).get(params[1].name)
+                model = hint if isinstance(hint, type) and issubclass(hint, BaseModel) else None
+            self._guards[guard_name] = GuardDef(guard_name, fn, model or AnyArgs, _doc(fn, description))
+            return fn
+
+        return register
+
+    def find_action(self, name: str) -> ActionDef | None:
+        found = self._actions.get(name)
+        if found is None and self.parent is not None:
+            return self.parent.find_action(name)
+        return found
+
+    def find_guard(self, name: str) -> GuardDef | None:
+        found = self._guards.get(name)
+        if found is None and self.parent is not None:
+            return self.parent.find_guard(name)
+        return found
+
+    def get_action(self, name: str) -> ActionDef:
+        found = self.find_action(name)
+        if found is None:
+            raise RegistryError(f"unknown action '{name}'; known actions: {', '.join(self.action_names())}")
+        return found
+
+    def get_guard(self, name: str) -> GuardDef:
+        found = self.find_guard(name)
+        if found is None:
+            raise RegistryError(f"unknown guard '{name}'; known guards: {', '.join(self.guard_names())}")
+        return found
+
+    def action_names(self) -> list[str]:
+        names = set(self._actions) | (set(self.parent.action_names()) if self.parent else set())
+        return sorted(names)
+
+    def guard_names(self) -> list[str]:
+        names = set(self._guards) | (set(self.parent.guard_names()) if self.parent else set())
+        return sorted(names)
+
+
+#: The process-wide registry that built-ins and `@action`/`@guard` register into.
+default_registry = Registry()
+action = default_registry.action
+guard = default_registry.guard
