@@ -1,0 +1,552 @@
+"""The agent: one loop, `run()` repeats `tick()` — fast-forward or ask the policy, act, record, commit.
+
+A tick is written once, as a generator that yields what needs I/O (a policy decision, an action call);
+`run` and `arun` only pump it, so the sync and async faces cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from time import perf_counter
+from typing import Any, Callable, Generator
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from .logs import ensure_configured
+from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, lookup
+from .compiler import BoundAction, CompiledMachine, Edge
+from .errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
+from .policy.base import Decision, DecisionContext, NoPolicy, Policy
+from .registry import ActionContext, ActionResult
+from .runstore import Interrupted, RunStore, TickRecord
+
+log = structlog.get_logger("sherpa_skills.agent")
+
+_MISSING = object()
+Observer = Callable[[str, dict[str, Any]], None]
+COUNTERS = ("steps", "llm_calls", "tokens", "cost", "fast_forwards", "rule_decisions", "llm_decisions", "user_decisions", "actions")
+
+
+@dataclass
+class RunResult:
+    """How a run (or a resumed stretch of it) ended; `to_dict` is the stable `--json` shape."""
+
+    run_id: str
+    status: str  # final | waiting | error
+    state: str
+    counters: dict[str, Any]
+    error: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+    available: list[str] = field(default_factory=list)
+    interrupted: list[dict[str, Any]] = field(default_factory=list)
+    duration_ms: float = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        counters = self.__dict__.get("counters", {})
+        if name in counters:
+            return counters[name]
+        raise AttributeError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id, "status": self.status, "state": self.state, **self.counters,
+            "error": self.error, "available_triggers": self.available, "interrupted": self.interrupted,
+            "duration_ms": round(self.duration_ms, 3), "context": self.context,
+        }
+
+
+class _Act:
+    """A request, from the tick flow to its driver, to run one action."""
+
+    __slots__ = ("bound", "args", "ctx")
+
+    def __init__(self, bound: BoundAction, args: BaseModel, ctx: ActionContext):
+        self.bound, self.args, self.ctx = bound, args, ctx
+
+
+class Agent:
+    """One machine, one policy, one belief; optionally durable through a RunStore."""
+
+    def __init__(self, machine: CompiledMachine, policy: Policy | None = None, belief: Belief | None = None, *,
+                 store: RunStore | None = None, run_id: str | None = None, model: str | None = None,
+                 base_dir: str | Path | None = None, workflow_path: str | None = None, max_steps: int | None = None):
+        ensure_configured()
+        self.machine = machine
+        self.policy: Policy = policy or NoPolicy()
+        self.belief = belief or Belief()
+        self.store = store
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        self.model = model or machine.spec.llm.model
+        self.base_dir = Path(base_dir) if base_dir else Path.cwd()
+        self.workflow_path = workflow_path
+        self.max_steps = max_steps or machine.spec.max_steps
+        self.counters: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
+        self.counters["cost"] = 0.0
+        self.outbox: list[dict[str, Any]] = []
+        self.observers: list[Observer] = []
+        self._leaf = machine.initial_leaf
+        self._tick = 0
+        self._started = False
+        self._view = BeliefView(self.belief)
+        self._record = TickRecord()
+        self._interrupted: list[Interrupted] = []
+        self._clear_intents = False
+        self._inputs: dict[str, Any] = {}
+        self._log = log.bind(run_id=self.run_id, agent=machine.name)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def state(self) -> str:
+        return self.machine.leaves[self._leaf]
+
+    @property
+    def view(self) -> BeliefView:
+        return self._view
+
+    def is_final(self) -> bool:
+        return self.machine.final[self._leaf]
+
+    def is_waiting(self) -> bool:
+        return self.machine.waiting[self._leaf]
+
+    def available_transitions(self) -> list[Edge]:
+        """Exactly the transitions whose source covers the current state and whose guards pass."""
+        return self.machine.available(self._leaf, self._view)
+
+    def observe(self, observer: Observer) -> None:
+        """Progress callbacks: ('transition'|'action'|'decision'|'status', payload)."""
+        self.observers.append(observer)
+
+    def _notify(self, kind: str, **payload: Any) -> None:
+        for observer in self.observers:
+            observer(kind, payload)
+
+    # ------------------------------------------------------------------ the tick, written once
+
+    def _start_flow(self, inputs: dict[str, Any]) -> Generator[Any, Any, None]:
+        spec = self.machine.spec
+        values = dict(spec.context)
+        problems = []
+        for name, declared in spec.inputs.items():
+            if name in inputs:
+                continue
+            if declared.required:
+                problems.append(f"missing required input '{name}'" + (f" ({declared.description})" if declared.description else ""))
+            elif declared.default is not None:
+                values[name] = declared.default
+        if problems:
+            raise UsageError("; ".join(problems) + f"; pass them with --input NAME=VALUE (workflow '{spec.name}')")
+        values.update(inputs)
+        self._inputs = dict(inputs)
+        self._write_context(values)
+        self._trajectory(None, None, "start")
+        yield from self._act_all(self.machine.initial_actions, {})
+
+    def _tick_flow(self, trigger: str | None, args: dict[str, Any] | None, decided_by: str) -> Generator[Any, Any, None]:
+        machine, leaf = self.machine, self._leaf
+        options = machine.available(leaf, self._view)
+        decision: Decision | None = None
+        if trigger is not None:
+            edge = next((e for e in options if e.trigger == trigger), None)
+            if edge is None:
+                raise UsageError(f"trigger '{trigger}' is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options) or 'none'}")
+            decision = Decision(trigger, dict(args or {}), decided_by=decided_by)
+        elif not options:
+            raise NoTransitionError(f"no transition is available in state '{self.state}' (its guards all fail) and it is neither final nor waiting")
+        elif len(options) == 1 and not options[0].needs_args:
+            edge = options[0]
+            self.counters["fast_forwards"] += 1
+        else:
+            ctx = DecisionContext(machine.name, self.state, machine.describe(leaf), options, self._view, self.base_dir, self.model)
+            decision = yield ctx
+            if decision is None:
+                raise PolicyError(f"no policy decided in state '{self.state}'; available: {', '.join(e.trigger for e in options)}")
+            edge = next((e for e in options if e.trigger == decision.trigger), None)
+            if edge is None:
+                raise PolicyError(f"policy chose '{decision.trigger}', which is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options)}")
+        targs: dict[str, Any] = {}
+        if decision is not None:
+            self._count_decision(decision)
+            targs = decision.args
+            if edge.args_model is not None:
+                try:
+                    targs = edge.args_model.model_validate(targs).model_dump()
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    raise PolicyError(f"arguments for '{edge.trigger}' in state '{self.state}' are not valid: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+            if self.observers:
+                self._notify("decision", state=self.state, trigger=edge.trigger, decided_by=decision.decided_by, reason=decision.reason)
+        self._tick += 1
+        source = self.state
+        yield from self._act_all(edge.actions, targs)
+        if edge.dest_leaf is not None:
+            self._leaf = edge.dest_leaf
+        self._trajectory(edge.trigger, source, decision.decided_by if decision else "fast_forward")
+        self.counters["steps"] += 1
+
+    def _count_decision(self, decision: Decision) -> None:
+        c = self.counters
+        by = decision.decided_by
+        if by == "rule":
+            c["rule_decisions"] += 1
+        elif by == "llm":
+            c["llm_decisions"] += 1
+        elif by in ("user", "event"):
+            c["user_decisions"] += 1
+        if decision.llm_calls:
+            c["llm_calls"] += decision.llm_calls
+            c["tokens"] += decision.tokens
+            c["cost"] += decision.cost
+            self._append_log(LogEntry.model_construct(
+                tick=self._tick + 1, action="policy:llm", inputs={"state": self.state}, outputs={"trigger": decision.trigger, "reason": decision.reason},
+                status="ok", started=time.time(), duration_ms=0.0, tokens=decision.tokens, cost=decision.cost, error=None))
+
+    def _act_all(self, actions: tuple[BoundAction, ...], targs: dict[str, Any]) -> Generator[Any, Any, None]:
+        for seq, bound in enumerate(actions):
+            inputs, args = self._resolve(bound, targs)
+            actx = ActionContext(view=self._view, state=self.state, tick=self._tick, run_id=self.run_id,
+                                 workdir=self.base_dir, model=self.model, emit=self._emit)
+            if bound.definition.side_effects and self.store is not None:
+                self.store.mark_started(self.run_id, self._tick, seq, bound.name)
+                self._clear_intents = True
+            started = time.time()
+            t0 = perf_counter()
+            try:
+                result = yield _Act(bound, args, actx)
+            except SherpaError as exc:
+                self._log_action(bound, inputs, None, "error", started, t0, str(exc))
+                raise exc if isinstance(exc, RunError) else ActionError(bound.name, str(exc)) from exc
+            except Exception as exc:
+                self._log_action(bound, inputs, None, "error", started, t0, f"{type(exc).__name__}: {exc}")
+                raise ActionError(bound.name, f"{type(exc).__name__}: {exc}") from exc
+            if not isinstance(result, ActionResult):
+                result = ActionResult(outputs=result)
+            self._log_action(bound, inputs, result.outputs, result.status, started, t0, None, result)
+            if result.context:
+                self._write_context(result.context)
+            if bound.save_as:
+                self._write_context({bound.save_as: result.outputs})
+
+    def _resolve(self, bound: BoundAction, targs: dict[str, Any]) -> tuple[dict[str, Any], BaseModel]:
+        if bound.static_args is not None:
+            return bound.literal, bound.static_args
+        definition = bound.definition
+        values = dict(bound.literal)
+        context = self.belief.context
+        if bound.dynamic:
+            variables: dict[str, Any] | None = None
+            for key, dyn in bound.dynamic.items():
+                kind = dyn.kind
+                if kind == "context":
+                    values[key] = lookup(context, dyn.payload)
+                elif kind == "arg":
+                    values[key] = targs.get(dyn.payload)
+                else:
+                    if variables is None:
+                        variables = {**context, "context": context, "args": targs, "state": self.state, "run_id": self.run_id}
+                    try:
+                        values[key] = dyn.payload(**variables) if kind == "expr" else dyn.payload.render(variables)
+                    except Exception as exc:  # jinja2 UndefinedError and friends
+                        raise ActionError(bound.name, f"argument '{key}' ({bound.where}, state '{self.state}'): template failed: {exc}") from None
+        for name, key in definition.internal.items():
+            if name not in values:
+                value = lookup(context, key, _MISSING)
+                if value is not _MISSING:
+                    values[name] = value
+        if targs:
+            fields = definition.args_model.model_fields
+            for key, value in targs.items():
+                if key in fields and key not in values:
+                    values[key] = value
+        try:
+            return values, definition.args_model.model_validate(values)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ActionError(bound.name, f"invalid arguments ({bound.where}, state '{self.state}'): {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+
+    def _log_action(self, bound: BoundAction, inputs: dict[str, Any], outputs: Any, status: str, started: float, t0: float,
+                    error: str | None, result: ActionResult | None = None) -> None:
+        duration = (perf_counter() - t0) * 1000
+        tokens = result.tokens if result else 0
+        cost = result.cost if result else 0.0
+        self.counters["actions"] += 1
+        if result is not None and (result.llm_calls or tokens):
+            self.counters["llm_calls"] += result.llm_calls
+            self.counters["tokens"] += tokens
+            self.counters["cost"] += cost
+        self._append_log(LogEntry.model_construct(tick=self._tick, action=bound.name, inputs=inputs, outputs=outputs, status=status,
+                                                  started=started, duration_ms=duration, tokens=tokens, cost=cost, error=error))
+        if self.observers:
+            self._notify("action", action=bound.name, status=status, duration_ms=duration, error=error, state=self.state)
+
+    def _append_log(self, entry: LogEntry) -> None:
+        self.belief.log.append(entry)
+        self._record.log.append(entry)
+
+    def _write_context(self, values: dict[str, Any]) -> None:
+        self.belief.context.update(values)
+        self._record.context.extend(values.items())
+
+    def _trajectory(self, trigger: str | None, source: str | None, decided_by: str) -> None:
+        entry = TrajectoryEntry.model_construct(tick=self._tick, state=self.state, trigger=trigger, source=source, decided_by=decided_by, at=time.time())
+        self.belief.trajectory.append(entry)
+        self._record.trajectory.append(entry)
+        if self.observers:
+            self._notify("transition", state=self.state, trigger=trigger, source=source, decided_by=decided_by, tick=self._tick)
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        self.outbox.append(event)
+        if self.observers:
+            self._notify("event", **event)
+
+    # ------------------------------------------------------------------ committing
+
+    def _status(self) -> str:
+        if self.machine.final[self._leaf]:
+            return "final"
+        if self.machine.waiting[self._leaf]:
+            return "waiting"
+        return "running"
+
+    def _commit(self, status: str, error: str | None = None) -> None:
+        record, self._record = self._record, TickRecord()
+        if self.store is None:
+            return
+        if not self._started:
+            self.store.create_run(self.run_id, self.machine.name, self.workflow_path, spec_hash(self.machine), self._inputs, self.state, self.counters, record)
+            self._started = True
+            if status == "running":
+                return
+            record = TickRecord()
+        self.store.commit_tick(self.run_id, record, status=status, state=self.state, tick=self._tick, counters=self.counters,
+                               error=error, clear_intents=self._clear_intents)
+        self._clear_intents = False
+
+    def _result(self, status: str, error: str | None, t0: float) -> RunResult:
+        interrupted = [{"tick": i.tick, "action": i.action, "started": i.started} for i in self._interrupted]
+        available = [e.trigger for e in self.available_transitions()] if status in ("waiting", "error") else []
+        result = RunResult(self.run_id, status, self.state, dict(self.counters), error, dict(self.belief.context), available,
+                           interrupted, (perf_counter() - t0) * 1000)
+        if self.observers:
+            self._notify("status", **{k: v for k, v in result.to_dict().items() if k != "context"})
+        self._log.info("run_stopped", status=status, state=self.state, steps=self.counters["steps"], error=error)
+        return result
+
+    # ------------------------------------------------------------------ sync driver
+
+    def _drive(self, flow: Generator[Any, Any, None]) -> None:
+        request = next(flow, None)
+        while request is not None:
+            try:
+                if isinstance(request, _Act):
+                    fn = request.bound.definition.fn
+                    if request.bound.definition.is_async:
+                        answer = _run_coroutine(fn(request.args, request.ctx), request.bound.name)
+                    else:
+                        answer = fn(request.args, request.ctx)
+                else:
+                    answer = self.policy.decide(request)
+            except BaseException as exc:  # handed back into the flow, which logs and re-raises
+                request = _throw(flow, exc)
+                continue
+            request = _send(flow, answer)
+
+    def run(self, inputs: dict[str, Any] | None = None, *, trigger: str | None = None, args: dict[str, Any] | None = None) -> RunResult:
+        """Run until final, waiting or error; on a started run, `inputs` are the outside input it waited for."""
+        t0 = perf_counter()
+        try:
+            first = self._begin(inputs, self._drive)
+            if trigger is not None:
+                self._drive(self._tick_flow(trigger, args, "user"))
+                self._commit(self._status())
+            elif first is False:
+                stay = self._from_waiting(self._drive)
+                if stay is not None:
+                    return stay(t0)
+            while True:
+                status = self._status()
+                if status != "running":
+                    return self._result(status, None, t0)
+                if self.counters["steps"] >= self.max_steps:
+                    raise RunError(f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state")
+                self._drive(self._tick_flow(None, None, "policy"))
+                self._commit(self._status())
+        except SherpaError as exc:
+            return self._fail(exc, t0)
+
+    # ------------------------------------------------------------------ async driver
+
+    async def _adrive(self, flow: Generator[Any, Any, None]) -> None:
+        request = next(flow, None)
+        while request is not None:
+            try:
+                if isinstance(request, _Act):
+                    definition = request.bound.definition
+                    if definition.is_async:
+                        answer = await definition.fn(request.args, request.ctx)
+                    elif definition.side_effects:
+                        answer = await asyncio.to_thread(definition.fn, request.args, request.ctx)
+                    else:
+                        answer = definition.fn(request.args, request.ctx)
+                else:
+                    answer = await self.policy.adecide(request)
+            except BaseException as exc:
+                request = _throw(flow, exc)
+                continue
+            request = _send(flow, answer)
+
+    async def arun(self, inputs: dict[str, Any] | None = None, *, trigger: str | None = None, args: dict[str, Any] | None = None) -> RunResult:
+        """The async twin of `run`: the same tick flow, with awaited policies and actions."""
+        t0 = perf_counter()
+        try:
+            first = await self._abegin(inputs)
+            if trigger is not None:
+                await self._adrive(self._tick_flow(trigger, args, "user"))
+                self._commit(self._status())
+            elif first is False:
+                stay = await self._afrom_waiting()
+                if stay is not None:
+                    return stay(t0)
+            while True:
+                status = self._status()
+                if status != "running":
+                    return self._result(status, None, t0)
+                if self.counters["steps"] >= self.max_steps:
+                    raise RunError(f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state")
+                await self._adrive(self._tick_flow(None, None, "policy"))
+                self._commit(self._status())
+        except SherpaError as exc:
+            return self._fail(exc, t0)
+
+    # ------------------------------------------------------------------ shared pieces of the drivers
+
+    def _begin(self, inputs: dict[str, Any] | None, drive: Callable[[Generator[Any, Any, None]], None]) -> bool:
+        """Start a new run (True), or apply outside input to a started one (False)."""
+        if not self._started and not self.belief.trajectory:
+            drive(self._start_flow(dict(inputs or {})))
+            self._commit(self._status())
+            self._log.info("run_started", state=self.state, workflow=self.machine.name)
+            return True
+        self._check_resumable()
+        if inputs:
+            self._write_context(dict(inputs))
+            self._commit("running")
+        return False
+
+    async def _abegin(self, inputs: dict[str, Any] | None) -> bool:
+        if not self._started and not self.belief.trajectory:
+            await self._adrive(self._start_flow(dict(inputs or {})))
+            self._commit(self._status())
+            return True
+        self._check_resumable()
+        if inputs:
+            self._write_context(dict(inputs))
+            self._commit("running")
+        return False
+
+    def _waiting_step(self) -> Edge | None | bool:
+        """In a waiting state only outside input moves on: a single guard-enabled transition, else stay."""
+        if not self.is_waiting():
+            return True
+        options = self.available_transitions()
+        if len(options) == 1 and not options[0].needs_args:
+            return options[0]
+        return None
+
+    def _from_waiting(self, drive: Callable[[Generator[Any, Any, None]], None]) -> Callable[[float], RunResult] | None:
+        step = self._waiting_step()
+        if step is True:
+            return None
+        if step is None:
+            self._commit("waiting")
+            return lambda t0: self._result("waiting", None, t0)
+        drive(self._tick_flow(step.trigger, {}, "user"))
+        self._commit(self._status())
+        return None
+
+    async def _afrom_waiting(self) -> Callable[[float], RunResult] | None:
+        step = self._waiting_step()
+        if step is True:
+            return None
+        if step is None:
+            self._commit("waiting")
+            return lambda t0: self._result("waiting", None, t0)
+        await self._adrive(self._tick_flow(step.trigger, {}, "user"))
+        self._commit(self._status())
+        return None
+
+    def _check_resumable(self) -> None:
+        if self.is_final():
+            raise UsageError(f"run {self.run_id} already finished in state '{self.state}'")
+
+    def _fail(self, exc: SherpaError, t0: float) -> RunResult:
+        message = str(exc)
+        for attr in ("llm_calls", "tokens", "cost"):
+            extra = getattr(exc, attr, None)
+            if extra:
+                self.counters[attr] += extra
+        self._log.error("run_failed", state=self.state, error=message, kind=type(exc).__name__)
+        try:
+            self._commit("error", message)
+        except SherpaError as store_exc:
+            message = f"{message}; and the store refused the record: {store_exc}"
+        return self._result("error", message, t0)
+
+    # ------------------------------------------------------------------ resuming
+
+    @classmethod
+    def resume(cls, store: RunStore, run_id: str, machine: CompiledMachine, policy: Policy | None = None, *,
+               rerun_interrupted: bool = True, **kwargs: Any) -> Agent:
+        """Rebuild an agent from its last committed tick; an action started but never recorded runs again
+        (at-least-once), unless `rerun_interrupted` is False, in which case resuming stops with an error."""
+        row = store.get_run(run_id)
+        if row.state not in machine.leaf_index:
+            raise StoreError(f"run {row.run_id} is in state '{row.state}', which workflow '{machine.name}' no longer has")
+        agent = cls(machine, policy, store.load_belief(row.run_id), store=store, run_id=row.run_id, workflow_path=row.workflow_path, **kwargs)
+        agent._leaf = machine.leaf_index[row.state]
+        agent._tick = row.tick
+        agent._started = True
+        agent.counters.update(row.counters)
+        agent._interrupted = store.interrupted(row.run_id)
+        if agent._interrupted:
+            names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in agent._interrupted)
+            if not rerun_interrupted:
+                raise RunError(f"run {row.run_id} was killed while {names} ran; its result was never recorded. "
+                               "Resume with rerun allowed to run it again, or inspect the side effects first")
+            agent._log.warning("rerunning_interrupted_actions", actions=names)
+            agent._clear_intents = True
+        return agent
+
+
+def spec_hash(machine: CompiledMachine) -> str:
+    return hashlib.sha256(machine.spec.model_dump_json().encode()).hexdigest()[:16]
+
+
+def _send(flow: Generator[Any, Any, None], value: Any) -> Any:
+    try:
+        return flow.send(value)
+    except StopIteration:
+        return None
+
+
+def _throw(flow: Generator[Any, Any, None], exc: BaseException) -> Any:
+    try:
+        return flow.throw(exc)
+    except StopIteration:
+        return None
+
+
+def _run_coroutine(coro: Any, name: str) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise UsageError(f"action '{name}' is async and the agent runs inside an event loop: use `await agent.arun()`")

@@ -1,0 +1,51 @@
+"""structlog set-up: quiet by default for embedders, a JSON file per run and readable stderr for the CLI."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import structlog
+
+_configured = False
+
+
+def ensure_configured() -> None:
+    """If nobody configured structlog, send warnings and errors to stderr (structlog's default prints everything to stdout)."""
+    global _configured
+    if _configured or structlog.is_configured():
+        _configured = True
+        return
+    configure(level="warning")
+
+
+def configure(level: str = "warning", json_file: Path | None = None, stream: TextIO | None = None) -> None:
+    """Console lines on stderr at `level`; with `json_file`, every event at info and above as JSON lines too."""
+    global _configured
+    threshold = getattr(logging, level.upper(), logging.WARNING)
+    console = structlog.dev.ConsoleRenderer(colors=False)
+    json_renderer = structlog.processors.JSONRenderer()
+    out = stream or sys.stderr
+    handle = json_file.open("a", encoding="utf-8") if json_file else None
+
+    def emit(logger: Any, method: str, event: dict[str, Any]) -> str:
+        if handle is not None:
+            handle.write(json_renderer(logger, method, dict(event)) + "\n")
+            handle.flush()
+        if logging.getLevelName(method.upper()) >= threshold:
+            out.write(console(logger, method, dict(event)) + "\n")
+        raise structlog.DropEvent
+
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            emit,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO if handle else threshold),
+        cache_logger_on_first_use=False,
+    )
+    _configured = True

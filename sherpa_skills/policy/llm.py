@@ -1,0 +1,190 @@
+"""LLM policy: a jinja2 prompt of the state, the available transitions and recent belief; a validated JSON answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Generator
+
+import structlog
+from pydantic import BaseModel, Field, ValidationError
+
+from ..compiler import Edge
+from ..data import data_dir
+from ..errors import ModelError, PolicyError
+from .base import Decision, DecisionContext
+
+log = structlog.get_logger(__name__)
+
+_CONTEXT_CHARS = 4000
+_OUTPUT_CHARS = 300
+
+
+class LLMAnswer(BaseModel):
+    trigger: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    reason: str = ""
+
+
+class PolicyFailure(PolicyError):
+    """No valid answer after every retry; carries what the attempts cost."""
+
+    def __init__(self, message: str, llm_calls: int, tokens: int, cost: float):
+        super().__init__(message)
+        self.llm_calls, self.tokens, self.cost = llm_calls, tokens, cost
+
+
+def _template_env(folder: Path) -> Any:
+    from jinja2 import FileSystemLoader, StrictUndefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    return ImmutableSandboxedEnvironment(loader=FileSystemLoader([str(folder), str(data_dir("policies") / "prompts")]),
+                                         undefined=StrictUndefined, keep_trailing_newline=True)
+
+
+def _option_view(edge: Edge) -> dict[str, Any]:
+    return {
+        "trigger": edge.trigger, "dest": edge.dest, "description": edge.description,
+        "arguments": {n: a.model_dump(exclude_defaults=True) | {"type": a.type} for n, a in edge.arguments.items()},
+    }
+
+
+def _clip(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} chars cut]"
+
+
+def response_schema(options: list[Edge]) -> dict[str, Any]:
+    """A JSON schema whose trigger is an enum of what is available, so a provider cannot pick anything else."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "transition_choice",
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "trigger": {"type": "string", "enum": [o.trigger for o in options]},
+                    "args": {"type": "object"},
+                    "reason": {"type": "string"},
+                },
+                "required": ["trigger", "args"],
+            },
+        },
+    }
+
+
+def parse_answer(text: str, ctx: DecisionContext) -> tuple[Decision | None, str]:
+    """A decision, or the reason the answer is unusable (said back to the model on retry)."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.strip("`")
+        body = body[body.find("{"):] if "{" in body else body
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end < start:
+        return None, "the answer is not a JSON object"
+    try:
+        answer = LLMAnswer.model_validate_json(body[start:end + 1])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return None, f"the answer is not valid: {first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'}"
+    edge = ctx.option(answer.trigger)
+    if edge is None:
+        return None, f"'{answer.trigger}' is not an available transition; choose one of {', '.join(ctx.triggers())}"
+    args = answer.args
+    if edge.args_model is not None:
+        try:
+            args = edge.args_model.model_validate(args).model_dump()
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            return None, f"arguments of '{edge.trigger}' are not valid: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+    return Decision(answer.trigger, args, decided_by="llm", reason=answer.reason), ""
+
+
+class LLMPolicy:
+    """Asks a model through litellm; a garbage answer is re-asked with the error, then becomes a PolicyError."""
+
+    def __init__(self, model: str | None = None, *, prompt: str = "choose_transition", max_retries: int = 2, recent: int = 8,
+                 temperature: float = 0.0, max_tokens: int | None = None, structured_output: bool = True, base_dir: Path | None = None):
+        self.model, self.prompt, self.max_retries, self.recent = model, prompt, max_retries, recent
+        self.temperature, self.max_tokens, self.structured_output = temperature, max_tokens, structured_output
+        self.base_dir = Path(base_dir) if base_dir else Path.cwd()
+        self._env: Any = None
+
+    def messages(self, ctx: DecisionContext) -> list[dict[str, str]]:
+        if self._env is None:
+            self._env = _template_env(self.base_dir)
+        view = ctx.view
+        values = {
+            "machine": ctx.machine, "state": ctx.state, "state_description": ctx.state_description,
+            "options": [_option_view(o) for o in ctx.options], "triggers": ctx.triggers(),
+            "context": _clip(dict(view.context.items()), _CONTEXT_CHARS),
+            "trajectory": view.trajectory.recent(self.recent),
+            "actions": [{"action": e.action, "status": e.status, "outputs": _clip(e.outputs, _OUTPUT_CHARS) if e.outputs else ""}
+                        for e in view.log.recent(self.recent)],
+        }
+        system = self._env.get_template(f"{self.prompt}.system.j2").render(values)
+        user = self._env.get_template(f"{self.prompt}.user.j2").render(values)
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def _model(self, ctx: DecisionContext) -> str:
+        from ..llm import resolve_model
+
+        return resolve_model(self.model, ctx.model)
+
+    def _dialogue(self, ctx: DecisionContext) -> Generator[tuple[list[dict[str, str]], str, dict[str, Any]], Any, Decision]:
+        """The whole ask/validate/re-ask exchange, written once; `decide` and `adecide` only do the I/O."""
+        model, messages = self._model(ctx), self.messages(ctx)
+        options = {"response_format": response_schema(ctx.options) if self.structured_output else None,
+                   "temperature": self.temperature, "max_tokens": self.max_tokens, "base_dir": self.base_dir}
+        calls = tokens = 0
+        cost = 0.0
+        error = ""
+        for _ in range(self.max_retries + 1):
+            try:
+                answer = yield messages, model, options
+            except ModelError as exc:
+                raise PolicyFailure(f"LLM policy in state '{ctx.state}': {exc}", calls, tokens, cost) from exc
+            calls, tokens, cost = calls + 1, tokens + answer.tokens, cost + answer.cost
+            decision, error = parse_answer(answer.text, ctx)
+            if decision is not None:
+                decision.llm_calls, decision.tokens, decision.cost = calls, tokens, cost
+                return decision
+            log.warning("llm_answer_rejected", state=ctx.state, error=error)
+            messages = [*messages, {"role": "assistant", "content": answer.text},
+                        {"role": "user", "content": f"That answer was rejected: {error}. Answer again with one JSON object."}]
+        raise PolicyFailure(f"LLM policy gave no valid choice in state '{ctx.state}' after {calls} attempt(s): {error}; "
+                            f"available: {', '.join(ctx.triggers())}", calls, tokens, cost)
+
+    def decide(self, ctx: DecisionContext) -> Decision | None:
+        from ..llm import complete
+
+        dialogue = self._dialogue(ctx)
+        request = next(dialogue)
+        while True:
+            messages, model, options = request
+            try:
+                answer = complete(messages, model, **options)
+            except ModelError as exc:
+                request = dialogue.throw(exc)
+                continue
+            try:
+                request = dialogue.send(answer)
+            except StopIteration as done:
+                return done.value
+
+    async def adecide(self, ctx: DecisionContext) -> Decision | None:
+        from ..llm import acomplete
+
+        dialogue = self._dialogue(ctx)
+        request = next(dialogue)
+        while True:
+            messages, model, options = request
+            try:
+                answer = await acomplete(messages, model, **options)
+            except ModelError as exc:
+                request = dialogue.throw(exc)
+                continue
+            try:
+                request = dialogue.send(answer)
+            except StopIteration as done:
+                return done.value

@@ -1,0 +1,186 @@
+"""Durable runs: every tick appends what it changed in one SQLite transaction; a run resumes from its last tick."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .belief import Belief, LogEntry, TrajectoryEntry
+from .errors import StoreError
+from .home import store_path
+from .sqlite_db import connect, execute_script, migrate
+
+
+def m001_runs(conn: sqlite3.Connection) -> None:
+    execute_script(conn, """
+        CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY, workflow TEXT NOT NULL, workflow_path TEXT, spec_hash TEXT,
+            status TEXT NOT NULL, state TEXT NOT NULL, tick INTEGER NOT NULL, counters TEXT NOT NULL,
+            error TEXT, inputs TEXT NOT NULL, created REAL NOT NULL, updated REAL NOT NULL);
+        CREATE TABLE run_trajectory (
+            id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, tick INTEGER NOT NULL, state TEXT NOT NULL,
+            trigger TEXT, source TEXT, decided_by TEXT NOT NULL, at REAL NOT NULL);
+        CREATE INDEX run_trajectory_run ON run_trajectory (run_id, id);
+        CREATE TABLE run_log (
+            id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, tick INTEGER NOT NULL, action TEXT NOT NULL,
+            inputs TEXT NOT NULL, outputs TEXT, status TEXT NOT NULL, started REAL NOT NULL,
+            duration_ms REAL NOT NULL, tokens INTEGER NOT NULL, cost REAL NOT NULL, error TEXT);
+        CREATE INDEX run_log_run ON run_log (run_id, id);
+        CREATE TABLE run_context (
+            id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, tick INTEGER NOT NULL, key TEXT NOT NULL, value TEXT);
+        CREATE INDEX run_context_run ON run_context (run_id, id);
+        CREATE TABLE run_intents (
+            run_id TEXT NOT NULL, tick INTEGER NOT NULL, seq INTEGER NOT NULL, action TEXT NOT NULL,
+            started REAL NOT NULL, PRIMARY KEY (run_id, tick, seq));
+    """)
+
+
+MIGRATIONS = [m001_runs]
+
+
+@dataclass(slots=True)
+class TickRecord:
+    """What one tick changed: appended rows only, never a copy of the whole belief."""
+
+    trajectory: list[TrajectoryEntry] = field(default_factory=list)
+    log: list[LogEntry] = field(default_factory=list)
+    context: list[tuple[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class RunRow:
+    run_id: str
+    workflow: str
+    workflow_path: str | None
+    spec_hash: str | None
+    status: str
+    state: str
+    tick: int
+    counters: dict[str, Any]
+    error: str | None
+    inputs: dict[str, Any]
+    created: float
+    updated: float
+
+
+@dataclass
+class Interrupted:
+    """An action that was started but whose result was never committed (the process died in between)."""
+
+    tick: int
+    seq: int
+    action: str
+    started: float
+
+
+def _dump(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+class RunStore:
+    """The run half of the truth store (store.db in the home folder)."""
+
+    def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None):
+        self.path = Path(path) if path else store_path(home)
+        self.conn = connect(self.path)
+        migrate(self.conn, "runs", MIGRATIONS)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def create_run(self, run_id: str, workflow: str, workflow_path: str | None, spec_hash: str | None, inputs: dict[str, Any],
+                   state: str, counters: dict[str, Any], record: TickRecord) -> None:
+        now = time.time()
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute(
+                    "INSERT INTO runs (run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated)"
+                    " VALUES (?, ?, ?, ?, 'running', ?, 0, ?, NULL, ?, ?, ?)",
+                    (run_id, workflow, workflow_path, spec_hash, state, _dump(counters, "counters"), _dump(inputs, "inputs"), now, now))
+                self._append(run_id, record)
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+
+    def _append(self, run_id: str, record: TickRecord) -> None:
+        conn = self.conn
+        if record.trajectory:
+            conn.executemany(
+                "INSERT INTO run_trajectory (run_id, tick, state, trigger, source, decided_by, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, t.tick, t.state, t.trigger, t.source, t.decided_by, t.at) for t in record.trajectory])
+        if record.log:
+            conn.executemany(
+                "INSERT INTO run_log (run_id, tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, e.tick, e.action, _dump(e.inputs, f"inputs of action '{e.action}'"), _dump(e.outputs, f"outputs of action '{e.action}'"),
+                  e.status, e.started, e.duration_ms, e.tokens, e.cost, e.error) for e in record.log])
+        if record.context:
+            tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else -1)
+            conn.executemany("INSERT INTO run_context (run_id, tick, key, value) VALUES (?, ?, ?, ?)",
+                             [(run_id, tick, k, _dump(v, f"context key '{k}'")) for k, v in record.context])
+
+    def commit_tick(self, run_id: str, record: TickRecord, *, status: str, state: str, tick: int, counters: dict[str, Any],
+                    error: str | None = None, clear_intents: bool = False) -> None:
+        """Everything a tick changed, and the machine position, in one transaction."""
+        with self._lock:
+            conn = self.conn
+            conn.execute("BEGIN")
+            try:
+                self._append(run_id, record)
+                conn.execute("UPDATE runs SET status = ?, state = ?, tick = ?, counters = ?, error = ?, updated = ? WHERE run_id = ?",
+                             (status, state, tick, _dump(counters, "counters"), error, time.time(), run_id))
+                if clear_intents:
+                    conn.execute("DELETE FROM run_intents WHERE run_id = ?", (run_id,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def mark_started(self, run_id: str, tick: int, seq: int, action: str) -> None:
+        """Committed before a side-effecting action runs, so a crash leaves a trace of it."""
+        with self._lock:
+            self.conn.execute("INSERT OR REPLACE INTO run_intents (run_id, tick, seq, action, started) VALUES (?, ?, ?, ?, ?)",
+                              (run_id, tick, seq, action, time.time()))
+
+    def get_run(self, run_id: str) -> RunRow:
+        row = self.conn.execute(
+            "SELECT run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated"
+            " FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            matches = [r[0] for r in self.conn.execute("SELECT run_id FROM runs WHERE run_id LIKE ? LIMIT 3", (run_id + "%",))]
+            if len(matches) == 1:
+                return self.get_run(matches[0])
+            hint = f"; did you mean {', '.join(matches)}?" if matches else "; `sherpa-skills runs` lists them"
+            raise StoreError(f"no run '{run_id}' in {self.path}{hint}")
+        return RunRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8], json.loads(row[9]), row[10], row[11])
+
+    def load_belief(self, run_id: str) -> Belief:
+        conn = self.conn
+        trajectory = [TrajectoryEntry(tick=r[0], state=r[1], trigger=r[2], source=r[3], decided_by=r[4], at=r[5])
+                      for r in conn.execute("SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory WHERE run_id = ? ORDER BY id", (run_id,))]
+        log = [LogEntry(tick=r[0], action=r[1], inputs=json.loads(r[2]), outputs=json.loads(r[3]) if r[3] is not None else None, status=r[4],
+                        started=r[5], duration_ms=r[6], tokens=r[7], cost=r[8], error=r[9])
+               for r in conn.execute("SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error FROM run_log WHERE run_id = ? ORDER BY id", (run_id,))]
+        context: dict[str, Any] = {}
+        for key, value in conn.execute("SELECT key, value FROM run_context WHERE run_id = ? ORDER BY id", (run_id,)):
+            context[key] = json.loads(value)
+        return Belief(trajectory=trajectory, log=log, context=context)
+
+    def interrupted(self, run_id: str) -> list[Interrupted]:
+        return [Interrupted(*r) for r in self.conn.execute(
+            "SELECT tick, seq, action, started FROM run_intents WHERE run_id = ? ORDER BY tick, seq", (run_id,))]
+
+    def list_runs(self, limit: int = 50) -> list[RunRow]:
+        ids = [r[0] for r in self.conn.execute("SELECT run_id FROM runs ORDER BY created DESC LIMIT ?", (limit,))]
+        return [self.get_run(i) for i in ids]

@@ -1,0 +1,152 @@
+"""Load a workflow file: YAML → spec → compiled machine and policy, every problem reported as FILE:LINE."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .compiler import CompiledMachine, compile_machine
+from .data import data_dir
+from .errors import Problem, WorkflowError
+from .policy.base import ChainPolicy, NoPolicy, Policy
+from .registry import Registry, default_registry
+from .spec import WorkflowSpec
+from .yaml_source import Located, load_yaml_file, load_yaml_text
+
+
+def _load_builtins() -> None:
+    from . import builtins  # noqa: F401  (registers built-in actions and guards)
+
+
+@dataclass
+class Workflow:
+    """A loaded, checked workflow: everything needed to build agents for it."""
+
+    spec: WorkflowSpec
+    machine: CompiledMachine
+    policy: Policy
+    path: Path | None
+    registry: Registry
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent if self.path else Path.cwd()
+
+    def agent(self, **kwargs: Any) -> Any:
+        from .agent import Agent
+
+        kwargs.setdefault("base_dir", self.base_dir)
+        kwargs.setdefault("workflow_path", str(self.path) if self.path else None)
+        return Agent(self.machine, self.policy, **kwargs)
+
+
+def _pydantic_problems(exc: ValidationError, source: Located) -> list[Problem]:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        if err["type"] == "extra_forbidden":
+            message = f"unknown key '{loc[-1]}'"
+        elif err["type"] == "missing":
+            message = f"missing required key '{loc[-1]}'"
+        else:
+            where = ".".join(str(x) for x in loc)
+            message = f"{where}: {err['msg']}" if where else err["msg"]
+        problems.append(source.problem(loc, message))
+    return problems
+
+
+def _import_modules(spec: WorkflowSpec, source: Located, base_dir: Path) -> list[Problem]:
+    import sys
+
+    problems = []
+    for i, module in enumerate(spec.imports):
+        added = str(base_dir) not in sys.path
+        if added:
+            sys.path.insert(0, str(base_dir))
+        try:
+            importlib.import_module(module)
+        except Exception as exc:
+            problems.append(source.problem(("imports", i), f"cannot import '{module}': {type(exc).__name__}: {exc}"))
+        finally:
+            if added:
+                sys.path.remove(str(base_dir))
+    return problems
+
+
+def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_dir: Path, machine: CompiledMachine) -> tuple[Policy, list[Problem]]:
+    from .policy.rule import RulePolicy
+
+    pspec = spec.policy
+    problems: list[Problem] = []
+    rule_policy: RulePolicy | None = None
+    if pspec.type in ("rule", "chain"):
+        if pspec.rules is None:
+            return NoPolicy(), [source.problem(("policy",), f"policy type '{pspec.type}' needs 'rules' (a list, or a rules file)")]
+        try:
+            if isinstance(pspec.rules, str):
+                path = base_dir / pspec.rules
+                if not path.is_file():
+                    path = data_dir("policies") / pspec.rules
+                if not path.is_file():
+                    return NoPolicy(), [source.problem(("policy", "rules"), f"rules file '{pspec.rules}' not found beside the workflow or in the shipped policies/")]
+                rule_policy = RulePolicy.from_file(path, registry)
+            else:
+                rule_policy = RulePolicy(pspec.rules, registry, source=source, loc=("policy", "rules"))
+        except WorkflowError as exc:
+            return NoPolicy(), exc.problems
+        triggers = {e.trigger for edges in machine.edges for e in edges}
+        for i, rule in enumerate(pspec.rules if isinstance(pspec.rules, list) else []):
+            if rule.trigger not in triggers:
+                problems.append(source.problem(("policy", "rules", i, "trigger"), f"rule {i + 1} names trigger '{rule.trigger}', which no transition has"))
+    llm_policy = None
+    if pspec.type in ("llm", "chain"):
+        from .policy.llm import LLMPolicy
+
+        llm = spec.llm
+        llm_policy = LLMPolicy(llm.model, prompt=pspec.prompt, max_retries=pspec.max_retries, recent=pspec.recent, temperature=llm.temperature,
+                               max_tokens=llm.max_tokens, structured_output=llm.structured_output, base_dir=base_dir)
+    if pspec.type == "rule":
+        return rule_policy or NoPolicy(), problems
+    if pspec.type == "llm":
+        return llm_policy, problems  # type: ignore[return-value]
+    if pspec.type == "chain":
+        return ChainPolicy(rule_policy, llm_policy), problems  # type: ignore[arg-type]
+    return NoPolicy(), problems
+
+
+def load_workflow_source(source: Located, *, registry: Registry | None = None, path: Path | None = None) -> Workflow:
+    _load_builtins()
+    registry = registry or default_registry.child()
+    if not isinstance(source.data, dict):
+        raise WorkflowError([source.problem((), "a workflow must be a mapping with name, initial and states")])
+    try:
+        spec = WorkflowSpec.model_validate(source.data)
+    except ValidationError as exc:
+        raise WorkflowError(_pydantic_problems(exc, source)) from None
+    base_dir = path.parent if path else Path.cwd()
+    problems = _import_modules(spec, source, base_dir)
+    machine, compile_problems = compile_machine(spec, registry, source, source.file)
+    problems += compile_problems
+    if machine is None:
+        raise WorkflowError(problems)
+    policy, policy_problems = build_policy(spec, registry, source, base_dir, machine)
+    problems += policy_problems
+    if problems:
+        raise WorkflowError(problems)
+    return Workflow(spec, machine, policy, path, registry)
+
+
+def load_workflow(path: str | Path, *, registry: Registry | None = None) -> Workflow:
+    """Load and check a workflow file; raises WorkflowError listing every problem found."""
+    path = Path(path).resolve()
+    return load_workflow_source(load_yaml_file(path), registry=registry, path=path)
+
+
+def load_workflow_text(text: str, *, name: str = "<workflow>", registry: Registry | None = None, base_dir: Path | None = None) -> Workflow:
+    """Load a workflow from YAML text (tests, embedding); relative files resolve against `base_dir`."""
+    path = (base_dir / "<inline>.yaml") if base_dir else None
+    return load_workflow_source(load_yaml_text(text, name), registry=registry, path=path)
