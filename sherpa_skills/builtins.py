@@ -1,4 +1,4 @@
 """Importing this registers every built-in action and guard on the default registry."""
 
 from . import guards  # noqa: F401
-from .actions import context  # noqa: F401
+from .actions import context, shell  # noqa: F401

@@ -1,0 +1,50 @@
+"""Shared test setup: offline settings before anything imports litellm, and a tripwire for network use."""
+
+import os
+
+# Set before any test imports litellm: it would fetch a cost map, or a tokenizer, from the internet.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import ipaddress  # noqa: E402
+import sys  # noqa: E402
+from typing import Any  # noqa: E402
+
+_LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
+
+
+def _is_local(host: Any) -> bool:
+    """True for loopback addresses and names, and for passive (None/empty) lookups."""
+    if host is None:
+        return True
+    if isinstance(host, (bytes, bytearray)):
+        host = bytes(host).decode(errors="replace")
+    if not isinstance(host, str):
+        return False
+    host = host.strip("[]").split("%", 1)[0]
+    if host == "" or host.lower() in _LOCAL_NAMES:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _network_tripwire(event: str, args: tuple) -> None:
+    """Fail loudly on any connection or lookup beyond this machine: tests never reach the internet."""
+    if event == "socket.getaddrinfo":
+        host = args[0]
+    elif event == "socket.connect":
+        address = args[1]
+        if isinstance(address, (str, bytes, bytearray)):  # a unix socket path
+            return
+        host = address[0] if isinstance(address, tuple) and address else address
+    else:
+        return
+    if not _is_local(host):
+        raise RuntimeError(f"network access in tests is forbidden: {event} to {host!r}")
+
+
+sys.addaudithook(_network_tripwire)

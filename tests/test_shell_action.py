@@ -1,0 +1,314 @@
+"""The `shell` action against real subprocesses: statuses, capture, truncation, timeouts, env, cwd."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from sherpa_skills.actions import shell
+from sherpa_skills.actions.shell import DEFAULT_ENV_ALLOWLIST, ShellArgs, arun_shell, run_shell
+from sherpa_skills.errors import ActionError
+from sherpa_skills.registry import ActionContext, ActionResult, default_registry
+
+
+def ctx() -> ActionContext:
+    return ActionContext(view=None, state="s", tick=0)
+
+
+def sh(command: str, **kwargs: Any) -> ActionResult:
+    return run_shell(ShellArgs(command=command, **kwargs), ctx())
+
+
+def _is_gone(pid: int) -> bool:
+    """Dead, or a zombie whose (non-reaping) adopter has not collected it yet: either way it runs no more."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, IndexError):
+        return True
+
+
+def _wait_gone(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if _is_gone(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_public_surface() -> None:
+    assert set(shell.__all__) == {
+        "DEFAULT_ENV_ALLOWLIST", "KILL_GRACE_SECS", "ShellArgs", "arun_shell", "kill_process_group", "run_shell",
+    }
+
+
+def test_registered_on_default_registry_with_shell_quoted_command() -> None:
+    found = default_registry.get_action("shell")
+    assert found.fn is run_shell
+    assert found.args_model is ShellArgs
+    assert found.side_effects is True
+    assert found.shell_fields == ("command",)
+    assert found.is_async is False
+
+
+def test_exit_zero_is_ok_and_captures_both_streams() -> None:
+    result = sh("echo out; echo err >&2")
+    assert result.status == "ok"
+    assert result.outputs["exit_code"] == 0
+    assert result.outputs["stdout"] == "out\n"
+    assert result.outputs["stderr"] == "err\n"
+    assert result.outputs["timed_out"] is False
+    assert result.outputs["truncated"] is False
+    assert isinstance(result.outputs["duration_ms"], int)
+
+
+def test_nonzero_exit_is_failed() -> None:
+    result = sh("exit 3")
+    assert result.status == "failed"
+    assert result.outputs["exit_code"] == 3
+
+
+def test_expected_exit_code_decides_status() -> None:
+    assert sh("exit 3", expected_exit_code=3).status == "ok"
+    assert sh("true", expected_exit_code=3).status == "failed"
+
+
+def test_check_raises_with_exit_code_and_stderr_tail() -> None:
+    lines = "; ".join(f"echo line{i} >&2" for i in range(30))
+    with pytest.raises(ActionError) as err:
+        sh(f"{lines}; exit 4", check=True)
+    message = str(err.value)
+    assert err.value.action == "shell"
+    assert "exit code 4" in message
+    assert "line29" in message
+    assert "line0\n" not in message  # only the last lines
+
+
+def test_check_passes_silently_on_expected_code() -> None:
+    assert sh("exit 2", expected_exit_code=2, check=True).status == "ok"
+
+
+def test_check_raises_on_timeout() -> None:
+    with pytest.raises(ActionError, match="timed out"):
+        sh("sleep 5", timeout_secs=0.3, check=True)
+
+
+def test_output_is_decoded_leniently() -> None:
+    result = sh(r"printf 'caf\303\251 \377\n'")
+    assert result.outputs["stdout"] == "café \ufffd\n"
+
+
+def test_stdin_is_fed_and_defaults_to_empty() -> None:
+    assert sh("tr a-z A-Z", stdin="hello").outputs["stdout"] == "HELLO"
+    assert sh("cat", timeout_secs=5).outputs["stdout"] == ""  # no inherited terminal to hang on
+
+
+def test_large_stdin_and_output_do_not_deadlock() -> None:
+    data = "x" * 2_000_000
+    result = sh("cat; cat >&2 </dev/null", stdin=data, max_output_chars=10, timeout_secs=10)
+    assert result.status == "ok"
+    assert result.outputs["truncated"] is True
+
+
+def test_stdin_the_command_ignores_is_no_error() -> None:
+    assert sh("true", stdin="y" * 1_000_000).status == "ok"
+
+
+def test_truncation_keeps_head_and_tail_with_marker() -> None:
+    result = sh("seq 1 100000", max_output_chars=100)
+    out = result.outputs["stdout"]
+    assert result.outputs["truncated"] is True
+    assert out.startswith("1\n2\n3\n")
+    assert out.endswith("99999\n100000\n")
+    full = "".join(f"{i}\n" for i in range(1, 100_001))
+    head, marker, tail = out.split("\n[", 1)[0], out.split("\n[", 1)[1].split("]\n", 1)[0], out.split("]\n", 1)[1]
+    assert len(head) + len(tail) == 100
+    assert marker == f"... {len(full) - 100} chars cut ..."
+    assert full.startswith(head) and full.endswith(tail)
+
+
+@pytest.mark.parametrize("length", [1, 9, 10, 11, 19, 20, 21, 200_000])
+def test_truncation_boundaries(length: int) -> None:
+    result = sh(f"head -c {length} /dev/zero | tr '\\0' x", max_output_chars=20)
+    out = result.outputs["stdout"]
+    if length <= 20:
+        assert out == "x" * length and result.outputs["truncated"] is False
+    else:
+        assert out == f"{'x' * 10}\n[... {length - 20} chars cut ...]\n{'x' * 10}" and result.outputs["truncated"] is True
+
+
+def test_multibyte_chars_are_counted_as_chars() -> None:
+    result = sh("printf 'ééééé'", max_output_chars=5)
+    assert result.outputs["stdout"] == "ééééé" and result.outputs["truncated"] is False
+
+
+def test_stderr_is_truncated_too_and_short_output_is_untouched() -> None:
+    result = sh("seq 1 1000 >&2; echo short", max_output_chars=50)
+    assert result.outputs["stdout"] == "short\n"
+    assert "chars cut" in result.outputs["stderr"]
+    assert result.outputs["truncated"] is True
+
+
+def test_large_output_does_not_deadlock() -> None:
+    started = time.monotonic()
+    result = sh("head -c 5000000 /dev/zero | tr '\\0' a; head -c 5000000 /dev/zero | tr '\\0' b >&2", timeout_secs=20)
+    assert time.monotonic() - started < 10
+    assert result.status == "ok"
+    assert result.outputs["stdout"].startswith("a" * 5000)
+    assert "chars cut" in result.outputs["stdout"] and "chars cut" in result.outputs["stderr"]
+    assert len(result.outputs["stdout"]) < 10_100
+
+
+def test_timeout_returns_quickly_and_kills_grandchildren(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    started = time.monotonic()
+    result = sh(f"echo before; sleep 30 & echo $! > {pidfile}; wait", timeout_secs=0.5)
+    elapsed = time.monotonic() - started
+    assert result.status == "timeout"
+    assert result.outputs["timed_out"] is True
+    assert result.outputs["exit_code"] is None
+    assert result.outputs["stdout"] == "before\n"  # what came before the kill is kept
+    assert elapsed < 3
+    assert _wait_gone(int(pidfile.read_text()))
+
+
+def test_timeout_kills_nested_shells(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    result = sh(f"bash -c 'sleep 30 & echo $! > {pidfile}; sleep 30'", timeout_secs=0.5)
+    assert result.status == "timeout"
+    assert _wait_gone(int(pidfile.read_text()))
+
+
+def test_sigterm_resistant_group_is_sigkilled(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    started = time.monotonic()
+    result = sh(f"trap '' TERM; sh -c 'trap \"\" TERM; sleep 30' & echo $! > {pidfile}; wait", timeout_secs=0.3)
+    assert result.status == "timeout"
+    assert time.monotonic() - started < 4
+    assert _wait_gone(int(pidfile.read_text()))
+
+
+def test_background_process_holding_output_counts_as_timeout(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    result = sh(f"sleep 30 & echo $! > {pidfile}; exit 0", timeout_secs=0.5)
+    assert result.status == "timeout"
+    assert result.outputs["exit_code"] == 0  # the shell itself did finish
+    assert _wait_gone(int(pidfile.read_text()))
+
+
+def test_background_process_with_redirected_output_does_not_block(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    started = time.monotonic()
+    result = sh(f"sleep 2 >/dev/null 2>&1 & echo $! > {pidfile}; echo done", timeout_secs=5)
+    assert result.status == "ok"
+    assert time.monotonic() - started < 1.5
+    os.kill(int(pidfile.read_text()), 9)  # tidy up: a detached background job is left alone by design
+
+
+@pytest.fixture
+def secret_env(monkeypatch: pytest.MonkeyPatch) -> str:
+    value = "s3cr3t-value-that-must-not-leak"
+    monkeypatch.setenv("SHERPA_TEST_SECRET", value)
+    monkeypatch.setenv("SHERPA_TEST_ALLOWED", "allowed-value")
+    monkeypatch.setenv("PATH", os.environ["PATH"])
+    return value
+
+
+def test_env_only_allow_list_reaches_the_child(secret_env: str) -> None:
+    result = sh("env")
+    names = {line.split("=", 1)[0] for line in result.outputs["stdout"].splitlines()}
+    assert "SHERPA_TEST_SECRET" not in names
+    assert "SHERPA_TEST_ALLOWED" not in names
+    assert "PATH" in names
+    # the shell may add a few of its own (PWD, SHLVL, _), but nothing else from our environment
+    assert names - set(DEFAULT_ENV_ALLOWLIST) <= {"PWD", "SHLVL", "_", "OLDPWD"}
+    assert secret_env not in repr(result.outputs)
+
+
+def test_env_names_are_passed_through_by_name(secret_env: str) -> None:
+    result = sh('echo "allowed=$SHERPA_TEST_ALLOWED secret=$SHERPA_TEST_SECRET"', env=["SHERPA_TEST_ALLOWED"])
+    assert result.outputs["stdout"] == "allowed=allowed-value secret=\n"
+    assert secret_env not in repr(result.outputs)
+
+
+def test_env_name_not_set_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SHERPA_TEST_UNSET", raising=False)
+    assert sh('echo "${SHERPA_TEST_UNSET-unset}"', env=["SHERPA_TEST_UNSET"]).outputs["stdout"] == "unset\n"
+
+
+def test_env_takes_names_not_assignments() -> None:
+    with pytest.raises(ValidationError, match="variable names only"):
+        ShellArgs(command="true", env=["FOO=bar"])
+
+
+def test_args_are_validated() -> None:
+    with pytest.raises(ValidationError):
+        ShellArgs(command="true", timeout_secs=0)
+    with pytest.raises(ValidationError):
+        ShellArgs(command="true", max_output_chars=0)
+    with pytest.raises(ValidationError):
+        ShellArgs(command="true", tiemout_secs=3)  # typos are caught, not ignored
+
+
+def test_cwd_absolute_and_relative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "sub").mkdir()
+    assert sh("pwd -P", cwd=str(tmp_path)).outputs["stdout"].strip() == str(tmp_path.resolve())
+    monkeypatch.chdir(tmp_path)
+    assert sh("pwd -P", cwd="sub").outputs["stdout"].strip() == str((tmp_path / "sub").resolve())
+    assert sh("pwd -P").outputs["stdout"].strip() == str(tmp_path.resolve())
+
+
+def test_missing_cwd_is_a_clear_action_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    with pytest.raises(ActionError, match="does not exist") as err:
+        sh("true", cwd=str(missing))
+    assert str(missing) in str(err.value)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ActionError, match="not a directory"):
+        sh("true", cwd=str(tmp_path / "file"))
+
+
+def test_async_twin_does_not_block_the_loop() -> None:
+    async def main() -> tuple[ActionResult, int]:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        result = await arun_shell(ShellArgs(command="sleep 0.3; echo hi"), ctx())
+        task.cancel()
+        return result, ticks
+
+    result, ticks = asyncio.run(main())
+    assert result.outputs["stdout"] == "hi\n"
+    assert ticks >= 5
+
+
+def test_kill_process_group_is_reusable_on_its_own(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    proc = subprocess.Popen(["/bin/sh", "-c", f"sleep 30 & echo $! > {pidfile}; wait"], start_new_session=True)
+    deadline = time.monotonic() + 2
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    started = time.monotonic()
+    shell.kill_process_group(proc, grace=1.0)
+    assert time.monotonic() - started < 0.9  # SIGTERM sufficed: no need to sit out the grace
+    assert proc.returncode is not None
+    assert _wait_gone(int(pidfile.read_text()))
+    shell.kill_process_group(proc, grace=1.0)  # a second call on a dead group is harmless
