@@ -23,7 +23,7 @@ from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, lookup
 from .compiler import BoundAction, CompiledMachine, Edge
 from .errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
 from .policy.base import Decision, DecisionContext, NoPolicy, Policy
-from .registry import ActionContext, ActionResult
+from .registry import ActionContext, ActionResult, Registry, default_registry
 from .runstore import Interrupted, RunStore, TickRecord
 
 log = structlog.get_logger("sherpa_skills.agent")
@@ -46,6 +46,7 @@ class RunResult:
     available: list[str] = field(default_factory=list)
     interrupted: list[dict[str, Any]] = field(default_factory=list)
     duration_ms: float = 0.0
+    waiting_for: str = ""
 
     def __getattr__(self, name: str) -> Any:
         counters = self.__dict__.get("counters", {})
@@ -57,7 +58,7 @@ class RunResult:
         return {
             "run_id": self.run_id, "status": self.status, "state": self.state, **self.counters,
             "error": self.error, "available_triggers": self.available, "interrupted": self.interrupted,
-            "duration_ms": round(self.duration_ms, 3), "context": self.context,
+            "duration_ms": round(self.duration_ms, 3), "waiting_for": self.waiting_for, "context": self.context,
         }
 
 
@@ -75,7 +76,8 @@ class Agent:
 
     def __init__(self, machine: CompiledMachine, policy: Policy | None = None, belief: Belief | None = None, *,
                  store: RunStore | None = None, run_id: str | None = None, model: str | None = None,
-                 base_dir: str | Path | None = None, workflow_path: str | None = None, max_steps: int | None = None):
+                 base_dir: str | Path | None = None, workflow_path: str | None = None, max_steps: int | None = None,
+                 registry: Registry | None = None):
         ensure_configured()
         self.machine = machine
         self.policy: Policy = policy or NoPolicy()
@@ -86,6 +88,7 @@ class Agent:
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self.workflow_path = workflow_path
         self.max_steps = max_steps or machine.spec.max_steps
+        self.registry = registry or default_registry
         self.counters: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
         self.counters["cost"] = 0.0
         self.outbox: list[dict[str, Any]] = []
@@ -185,6 +188,10 @@ class Agent:
                 self._notify("decision", state=self.state, trigger=edge.trigger, decided_by=decision.decided_by, reason=decision.reason)
         self._tick += 1
         source = self.state
+        if self.observers:
+            dest = machine.leaves[edge.dest_leaf] if edge.dest_leaf is not None else source
+            self._notify("transition", state=dest, trigger=edge.trigger, source=source,
+                         decided_by=decision.decided_by if decision else "fast_forward", tick=self._tick)
         yield from self._act_all(edge.actions, targs)
         if edge.dest_leaf is not None:
             self._leaf = edge.dest_leaf
@@ -212,7 +219,7 @@ class Agent:
         for seq, bound in enumerate(actions):
             inputs, args = self._resolve(bound, targs)
             actx = ActionContext(view=self._view, state=self.state, tick=self._tick, run_id=self.run_id,
-                                 workdir=self.base_dir, model=self.model, emit=self._emit)
+                                 workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry)
             if bound.definition.side_effects and self.store is not None:
                 self.store.mark_started(self.run_id, self._tick, seq, bound.name)
                 self._clear_intents = True
@@ -298,8 +305,8 @@ class Agent:
         entry = TrajectoryEntry.model_construct(tick=self._tick, state=self.state, trigger=trigger, source=source, decided_by=decided_by, at=time.time())
         self.belief.trajectory.append(entry)
         self._record.trajectory.append(entry)
-        if self.observers:
-            self._notify("transition", state=self.state, trigger=trigger, source=source, decided_by=decided_by, tick=self._tick)
+        if trigger is None and self.observers:
+            self._notify("transition", state=self.state, trigger=None, source=None, decided_by=decided_by, tick=self._tick)
 
     def _emit(self, event: dict[str, Any]) -> None:
         self.outbox.append(event)
@@ -333,7 +340,7 @@ class Agent:
         interrupted = [{"tick": i.tick, "action": i.action, "started": i.started} for i in self._interrupted]
         available = [e.trigger for e in self.available_transitions()] if status in ("waiting", "error") else []
         result = RunResult(self.run_id, status, self.state, dict(self.counters), error, dict(self.belief.context), available,
-                           interrupted, (perf_counter() - t0) * 1000)
+                           interrupted, (perf_counter() - t0) * 1000, self.machine.describe(self._leaf) if status == "waiting" else "")
         if self.observers:
             self._notify("status", **{k: v for k, v in result.to_dict().items() if k != "context"})
         self._log.info("run_stopped", status=status, state=self.state, steps=self.counters["steps"], error=error)

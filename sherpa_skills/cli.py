@@ -68,6 +68,8 @@ def _summary(console: Any, result: Any) -> None:
     if d["error"]:
         console.print(f"[red]error:[/] {d['error']}")
     if d["status"] == "waiting":
+        if d.get("waiting_for"):
+            console.print(f"waiting for: {d['waiting_for']}")
         hint = f" --trigger {d['available_triggers'][0]}" if d["available_triggers"] else ""
         console.print(f"waiting for input; continue with: sherpa-skills resume {d['run_id']} --input NAME=VALUE{hint}"
                       + (f"  (triggers: {', '.join(d['available_triggers'])})" if d["available_triggers"] else ""))

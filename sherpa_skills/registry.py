@@ -61,6 +61,7 @@ class ActionContext:
     workdir: Path = field(default_factory=Path.cwd)
     model: str | None = None
     emit: Callable[[dict[str, Any]], None] | None = None
+    registry: Registry | None = None
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def _args_model(fn: Callable[..., Any], given: type[BaseModel] | None) -> type[B
     params = list(inspect.signature(fn).parameters.values())
     if params:
         hint = typing.get_type_hints(fn).get(params[0].name)
-        if isinstance(hint, type) and issubclass(hint, BaseModel):
+        if isinstance(hint, type) and issubclass(hint, BaseModel) and hint is not BaseModel:
             return hint
     return AnyArgs
 
@@ -102,6 +103,7 @@ class Registry:
         self.parent = parent
         self._actions: dict[str, ActionDef] = {}
         self._guards: dict[str, GuardDef] = {}
+        self._functions: dict[str, Callable[..., Any]] = {}
 
     def child(self) -> Registry:
         return Registry(self)
@@ -147,11 +149,35 @@ class Registry:
             model = args
             if model is None and len(params) > 1:
                 hint = typing.get_type_hints(fn).get(params[1].name)
-                model = hint if isinstance(hint, type) and issubclass(hint, BaseModel) else None
+                model = hint if isinstance(hint, type) and issubclass(hint, BaseModel) and hint is not BaseModel else None
             self._guards[guard_name] = GuardDef(guard_name, fn, model or AnyArgs, _doc(fn, description))
             return fn
 
         return register
+
+    def function(self, name: str | None = None, *, replace: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a plain Python function for the built-in `call` action: `fn(**kwargs) -> JSON-able value`."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            function_name = name or fn.__name__
+            if function_name in self._functions and not replace:
+                raise RegistryError(f"function '{function_name}' is already registered (pass replace=True to override)")
+            self._functions[function_name] = fn
+            return fn
+
+        return register
+
+    def get_function(self, name: str) -> Callable[..., Any]:
+        registry: Registry | None = self
+        while registry is not None:
+            if name in registry._functions:
+                return registry._functions[name]
+            registry = registry.parent
+        raise RegistryError(f"unknown function '{name}'; registered functions: {', '.join(self.function_names()) or 'none'}")
+
+    def function_names(self) -> list[str]:
+        names = set(self._functions) | (set(self.parent.function_names()) if self.parent else set())
+        return sorted(names)
 
     def find_action(self, name: str) -> ActionDef | None:
         found = self._actions.get(name)
@@ -190,3 +216,4 @@ class Registry:
 default_registry = Registry()
 action = default_registry.action
 guard = default_registry.guard
+function = default_registry.function

@@ -26,13 +26,15 @@ def _normalise_call(value: Any, kind: str) -> Any:
             return out
         if "name" in value:
             return value
-        if len(value) == 1:
-            (name, args), = value.items()
+        named = [k for k in value if k not in ("args", "save_as")]
+        if len(named) == 1:
+            name, args = named[0], value[named[0]]
+            rest = {k: v for k, v in value.items() if k != name}
             if args is None:
                 args = {}
             if not isinstance(args, dict):
                 raise ValueError(f"arguments of {kind} '{name}' must be a mapping, got {type(args).__name__}")
-            return {"name": name, "args": args}
+            return {"name": name, "args": args, **rest}
     return value
 
 

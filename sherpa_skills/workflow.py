@@ -41,6 +41,7 @@ class Workflow:
 
         kwargs.setdefault("base_dir", self.base_dir)
         kwargs.setdefault("workflow_path", str(self.path) if self.path else None)
+        kwargs.setdefault("registry", self.registry)
         return Agent(self.machine, self.policy, **kwargs)
 
 

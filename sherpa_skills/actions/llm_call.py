@@ -1,0 +1,36 @@
+"""Built-in `llm` action: one templated prompt to the configured model, through litellm."""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel
+
+from ..registry import ActionContext, ActionResult, default_registry
+
+
+class LLMArgs(BaseModel):
+    prompt: str
+    system: str | None = None
+    model: str | None = None
+    json_output: bool = False
+    temperature: float = 0.0
+    max_tokens: int | None = None
+
+
+@default_registry.action("llm", side_effects=True)
+def call_llm(args: LLMArgs, ctx: ActionContext) -> ActionResult:
+    """Ask the model; with json_output the answer must parse as JSON or the action reports status failed."""
+    from ..llm import complete, resolve_model
+
+    messages = ([{"role": "system", "content": args.system}] if args.system else []) + [{"role": "user", "content": args.prompt}]
+    answer = complete(messages, resolve_model(args.model, ctx.model), temperature=args.temperature,
+                      max_tokens=args.max_tokens, base_dir=ctx.workdir)
+    outputs: dict[str, object] = {"text": answer.text, "model": answer.model}
+    status = "ok"
+    if args.json_output:
+        try:
+            outputs["json"] = json.loads(answer.text)
+        except ValueError:
+            outputs["json"], status = None, "failed"
+    return ActionResult(outputs=outputs, status=status, tokens=answer.tokens, cost=answer.cost, llm_calls=1)

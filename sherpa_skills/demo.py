@@ -1,0 +1,61 @@
+"""`sherpa-skills demo`: the support-triage example end to end, offline, with the scripted stand-in model."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+TICKETS = [
+    ("billing, decided by a rule", "I was charged twice for my subscription this month."),
+    ("technical, decided by the LLM, needs a human", "The app crashes with an error every time I open it."),
+]
+
+
+def run_demo(home: str | None = None, as_json: bool = False) -> int:
+    from rich.console import Console
+
+    from .agent import Agent
+    from .data import data_dir
+    from .logs import configure
+    from .runstore import RunStore
+    from .workflow import load_workflow
+
+    configure(level="error")
+    console = Console(stderr=as_json, highlight=False)
+    home_dir = Path(home) if home else Path(tempfile.mkdtemp(prefix="sherpa-skills-demo-"))
+    workflow_file = data_dir("examples") / "support_triage" / "workflow.yaml"
+    workflow = load_workflow(workflow_file)
+    store = RunStore(home=home_dir)
+    console.print(f"[bold]sherpa-skills demo[/] — workflow {workflow_file.name} ({workflow.spec.name}), "
+                  f"model: the offline scripted stand-in, home: {home_dir}\n")
+    results: list[dict[str, Any]] = []
+
+    def show(title: str, result: Any) -> None:
+        d = result.to_dict()
+        results.append({k: v for k, v in d.items() if k != "context"})
+        path = " → ".join(t.state for t in store.load_belief(result.run_id).trajectory)
+        console.print(f"[bold]{title}[/]\n  {path}\n  [bold]{d['status']}[/] in {d['state']}: {d['steps']} steps, "
+                      f"{d['fast_forwards']} fast-forwarded, {d['rule_decisions']} by rules, {d['llm_decisions']} by the LLM, "
+                      f"{d['llm_calls']} LLM calls, {d['tokens']} tokens")
+        if d["status"] == "waiting":
+            console.print(f"  waiting for: {d['waiting_for']}")
+        if d["error"]:
+            console.print(f"  [red]{d['error']}[/]")
+
+    waiting_run = None
+    for label, ticket in TICKETS:
+        result = workflow.agent(store=store).run({"ticket": ticket, "customer": "Ada"})
+        show(f"ticket: {ticket!r} ({label})", result)
+        if result.status == "waiting":
+            waiting_run = result.run_id
+    if waiting_run:
+        resumed = Agent.resume(store, waiting_run, workflow.machine, workflow.policy, base_dir=workflow.base_dir).run({"approved": True})
+        show(f"a human approves run {waiting_run} (resumed from the store)", resumed)
+        console.print(f"\n  the reply that went out: {resumed.context['draft']['text']!r}")
+    console.print(f"\nInspect the runs: sherpa-skills runs --home {home_dir}")
+    if as_json:
+        sys.stdout.write(json.dumps(results, indent=2) + "\n")
+    return 0 if all(r["status"] in ("final", "waiting") for r in results) else 1
