@@ -134,20 +134,7 @@ class Agent:
     # ------------------------------------------------------------------ the tick, written once
 
     def _start_flow(self, inputs: dict[str, Any]) -> Generator[Any, Any, None]:
-        spec = self.machine.spec
-        values = dict(spec.context)
-        problems = []
-        for name, declared in spec.inputs.items():
-            if name in inputs:
-                continue
-            if declared.required:
-                problems.append(f"missing required input '{name}'" + (f" ({declared.description})" if declared.description else ""))
-            elif declared.default is not None:
-                values[name] = declared.default
-        if problems:
-            raise UsageError("; ".join(problems) + f"; pass them with --input NAME=VALUE (workflow '{spec.name}')")
-        values.update(inputs)
-        self._inputs = dict(inputs)
+        values = {**self.machine.spec.context, **self._input_defaults(), **inputs}
         self._write_context(values)
         self._trajectory(None, None, "start")
         yield from self._act_all(self.machine.initial_actions, {})
@@ -326,12 +313,6 @@ class Agent:
         record, self._record = self._record, TickRecord()
         if self.store is None:
             return
-        if not self._started:
-            self.store.create_run(self.run_id, self.machine.name, self.workflow_path, spec_hash(self.machine), self._inputs, self.state, self.counters, record)
-            self._started = True
-            if status == "running":
-                return
-            record = TickRecord()
         self.store.commit_tick(self.run_id, record, status=status, state=self.state, tick=self._tick, counters=self.counters,
                                error=error, clear_intents=self._clear_intents)
         self._clear_intents = False
@@ -436,27 +417,54 @@ class Agent:
 
     def _begin(self, inputs: dict[str, Any] | None, drive: Callable[[Generator[Any, Any, None]], None]) -> bool:
         """Start a new run (True), or apply outside input to a started one (False)."""
-        if not self._started and not self.belief.trajectory:
-            drive(self._start_flow(dict(inputs or {})))
+        start = self._prepare_start(inputs)
+        if start is not None:
+            drive(self._start_flow(start))
             self._commit(self._status())
-            self._log.info("run_started", state=self.state, workflow=self.machine.name)
             return True
-        self._check_resumable()
-        if inputs:
-            self._write_context(dict(inputs))
-            self._commit("running")
+        self._apply_input(inputs)
         return False
 
     async def _abegin(self, inputs: dict[str, Any] | None) -> bool:
-        if not self._started and not self.belief.trajectory:
-            await self._adrive(self._start_flow(dict(inputs or {})))
+        start = self._prepare_start(inputs)
+        if start is not None:
+            await self._adrive(self._start_flow(start))
             self._commit(self._status())
             return True
+        self._apply_input(inputs)
+        return False
+
+    def _input_defaults(self) -> dict[str, Any]:
+        return {n: d.default for n, d in self.machine.spec.inputs.items() if d.default is not None}
+
+    def _check_inputs(self, inputs: dict[str, Any]) -> None:
+        spec = self.machine.spec
+        missing = [f"'{n}'" + (f" ({d.description})" if d.description else "") for n, d in spec.inputs.items() if d.required and n not in inputs]
+        if missing:
+            raise UsageError(f"workflow '{spec.name}' needs input {', '.join(missing)}; pass it with --input NAME=VALUE")
+
+    def _prepare_start(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The inputs to start with, when the run has not entered its initial state yet (new, or killed while entering it).
+
+        The run row is created before the initial state's actions run, so a crash there still leaves a resumable run.
+        """
+        if self.belief.trajectory:
+            return None
+        start = {**self._inputs, **(inputs or {})}
+        self._check_inputs(start)
+        if not self._started and self.store is not None:
+            self._inputs = start
+            self.store.create_run(self.run_id, self.machine.name, self.workflow_path, spec_hash(self.machine), start,
+                                  self.state, self.counters, TickRecord())
+            self._started = True
+        self._log.info("run_started", state=self.state, workflow=self.machine.name)
+        return start
+
+    def _apply_input(self, inputs: dict[str, Any] | None) -> None:
         self._check_resumable()
         if inputs:
             self._write_context(dict(inputs))
             self._commit("running")
-        return False
 
     def _waiting_step(self) -> Edge | None | bool:
         """In a waiting state only outside input moves on: a single guard-enabled transition, else stay."""
@@ -521,6 +529,7 @@ class Agent:
         agent._tick = row.tick
         agent._started = True
         agent.counters.update(row.counters)
+        agent._inputs = dict(row.inputs)
         agent._interrupted = store.interrupted(row.run_id)
         if agent._interrupted:
             names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in agent._interrupted)

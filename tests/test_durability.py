@@ -1,0 +1,136 @@
+"""A run killed with SIGKILL at any point resumes from its last committed tick, losing and repeating nothing it recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+STEPS = 12
+
+WORKFLOW = f"""
+name: counter
+inputs:
+  out: {{required: true}}
+context: {{n: 0}}
+max_steps: 1000
+initial: work
+states:
+  work:
+    initial: step
+    states:
+      step:
+        on_enter:
+          - shell: {{command: "echo {{{{ n }}}} >> {{{{ out }}}} && sleep 0.03"}}
+          - increment: {{key: n}}
+      check: {{}}
+  done: {{final: true}}
+transitions:
+  - {{trigger: checked, source: work/step, dest: work/check}}
+  - {{trigger: again, source: work/check, dest: work/step, conditions: {{context_lt: {{key: n, value: {STEPS}}}}}}}
+  - {{trigger: finish, source: work/check, dest: done, unless: {{context_lt: {{key: n, value: {STEPS}}}}}}}
+"""
+
+
+def cli(*args: str, home: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "sherpa_skills.cli", *args, "--home", str(home)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def committed_ticks(db: Path) -> int:
+    try:
+        with sqlite3.connect(db) as conn:
+            row = conn.execute("SELECT MAX(tick) FROM run_trajectory").fetchone()
+        return row[0] or 0
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_after_ticks", [1, 6, 13, 20])
+def test_kill_9_then_resume_loses_nothing_and_repeats_only_the_interrupted_action(tmp_path: Path, kill_after_ticks: int) -> None:
+    """SIGKILL mid-run, resume from the CLI: every step is logged once, and only an action the crash interrupted ran twice."""
+    home, out = tmp_path / "home", tmp_path / "out.txt"
+    workflow = tmp_path / "counter.yaml"
+    workflow.write_text(WORKFLOW)
+    proc = cli("run", str(workflow), "--input", f"out={out}", "--json", home=home)
+    deadline = time.time() + 30
+    while committed_ticks(home / "store.db") < kill_after_ticks and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    with sqlite3.connect(home / "store.db") as conn:
+        run_id, status = conn.execute("SELECT run_id, status FROM runs").fetchone()
+    assert status == "running"
+
+    resumed = cli("resume", run_id, "--json", home=home)
+    stdout, stderr = resumed.communicate(timeout=60)
+    assert resumed.returncode == 0, stderr
+    result = json.loads(stdout)
+    assert result["status"] == "final"
+    assert result["context"]["n"] == STEPS
+
+    with sqlite3.connect(home / "store.db") as conn:
+        ticks = [r[0] for r in conn.execute("SELECT tick FROM run_trajectory WHERE run_id = ? ORDER BY id", (run_id,))]
+        shells = [json.loads(r[0]) for r in conn.execute(
+            "SELECT outputs FROM run_log WHERE run_id = ? AND action = 'shell' AND status = 'ok' ORDER BY id", (run_id,))]
+        intents = conn.execute("SELECT COUNT(*) FROM run_intents").fetchone()[0]
+    assert ticks == list(range(len(ticks))), "every tick is recorded exactly once, in order"
+    assert len(shells) == STEPS, "each step's shell action is logged exactly once"
+    assert intents == 0
+
+    lines = [int(x) for x in out.read_text().split()]
+    assert sorted(set(lines)) == list(range(STEPS)), "no step's side effect was lost"
+    repeated = len(lines) - len(set(lines))
+    assert repeated <= len(result["interrupted"]) <= 1, "only an action the crash interrupted may have run twice"
+
+
+SLOW_STEP = """
+name: slow
+inputs:
+  out: {required: true}
+initial: busy
+states:
+  busy:
+    on_enter:
+      shell: {command: "test -f {{ out }} || (touch {{ out }} && sleep 30)", timeout_secs: 60}
+  done: {final: true}
+transitions:
+  - {trigger: finished, source: busy, dest: done}
+"""
+
+
+@pytest.mark.slow
+def test_an_action_killed_mid_flight_is_reported_and_rerun_only_when_allowed(tmp_path: Path) -> None:
+    """An action started but never recorded is named on resume; --no-rerun-interrupted stops, a plain resume runs it again."""
+    home, out = tmp_path / "home", tmp_path / "marker"
+    workflow = tmp_path / "slow.yaml"
+    workflow.write_text(SLOW_STEP)
+    proc = cli("run", str(workflow), "--input", f"out={out}", home=home)
+    deadline = time.time() + 30
+    while not out.exists() and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with sqlite3.connect(home / "store.db") as conn:
+        run_id = conn.execute("SELECT run_id FROM runs").fetchone()[0]
+
+    refused = cli("resume", run_id, "--no-rerun-interrupted", home=home)
+    _, stderr = refused.communicate(timeout=60)
+    assert refused.returncode != 0
+    assert "'shell'" in stderr and "never recorded" in stderr and "Traceback" not in stderr
+
+    rerun = cli("resume", run_id, "--json", home=home)
+    stdout, stderr = rerun.communicate(timeout=60)
+    assert rerun.returncode == 0, stderr
+    result = json.loads(stdout)
+    assert result["status"] == "final"
+    assert [i["action"] for i in result["interrupted"]] == ["shell"]
