@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from .logs import ensure_configured
 from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, lookup
-from .compiler import BoundAction, CompiledMachine, Edge
+from .compiler import BoundAction, CompiledMachine, Dynamic, Edge
 from .errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
 from .policy.base import Decision, DecisionContext, NoPolicy, Policy
 from .registry import ActionContext, ActionResult, Registry, default_registry
@@ -77,7 +77,7 @@ class Agent:
     def __init__(self, machine: CompiledMachine, policy: Policy | None = None, belief: Belief | None = None, *,
                  store: RunStore | None = None, run_id: str | None = None, model: str | None = None,
                  base_dir: str | Path | None = None, workflow_path: str | None = None, max_steps: int | None = None,
-                 registry: Registry | None = None):
+                 registry: Registry | None = None, home: str | Path | None = None):
         ensure_configured()
         self.machine = machine
         self.policy: Policy = policy or NoPolicy()
@@ -89,6 +89,7 @@ class Agent:
         self.workflow_path = workflow_path
         self.max_steps = max_steps or machine.spec.max_steps
         self.registry = registry or default_registry
+        self.home = Path(home) if home else (store.path.parent if store is not None else None)
         self.counters: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
         self.counters["cost"] = 0.0
         self.outbox: list[dict[str, Any]] = []
@@ -101,7 +102,8 @@ class Agent:
         self._interrupted: list[Interrupted] = []
         self._clear_intents = False
         self._inputs: dict[str, Any] = {}
-        self._log = log.bind(run_id=self.run_id, agent=machine.name)
+        # A lazy logger: the CLI configures the per-run JSON log after the agent exists, and must still get its events.
+        self._log = structlog.get_logger("sherpa_skills.agent", run_id=self.run_id, agent=machine.name)
 
     # ------------------------------------------------------------------ state
 
@@ -206,7 +208,7 @@ class Agent:
         for seq, bound in enumerate(actions):
             inputs, args = self._resolve(bound, targs)
             actx = ActionContext(view=self._view, state=self.state, tick=self._tick, run_id=self.run_id,
-                                 workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry)
+                                 workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry, home=self.home)
             if bound.definition.side_effects and self.store is not None:
                 self.store.mark_started(self.run_id, self._tick, seq, bound.name)
                 self._clear_intents = True
@@ -236,19 +238,28 @@ class Agent:
         context = self.belief.context
         if bound.dynamic:
             variables: dict[str, Any] | None = None
-            for key, dyn in bound.dynamic.items():
+
+            def evaluate(dyn: Dynamic, key: str) -> Any:
+                nonlocal variables
                 kind = dyn.kind
                 if kind == "context":
-                    values[key] = lookup(context, dyn.payload)
-                elif kind == "arg":
-                    values[key] = targs.get(dyn.payload)
-                else:
-                    if variables is None:
-                        variables = {**context, "context": context, "args": targs, "state": self.state, "run_id": self.run_id}
-                    try:
-                        values[key] = dyn.payload(**variables) if kind == "expr" else dyn.payload.render(variables)
-                    except Exception as exc:  # jinja2 UndefinedError and friends
-                        raise ActionError(bound.name, f"argument '{key}' ({bound.where}, state '{self.state}'): template failed: {exc}") from None
+                    return lookup(context, dyn.payload)
+                if kind == "arg":
+                    return targs.get(dyn.payload)
+                if kind == "nested":
+                    items = dyn.payload.items() if isinstance(dyn.payload, dict) else enumerate(dyn.payload)
+                    done = {k: evaluate(v, key) if isinstance(v, Dynamic) else v for k, v in items}
+                    return done if isinstance(dyn.payload, dict) else list(done.values())
+                if variables is None:
+                    variables = {**context, "context": context, "args": targs, "state": self.state, "run_id": self.run_id,
+                                 "counters": self.counters}
+                try:
+                    return dyn.payload(**variables) if kind == "expr" else dyn.payload.render(variables)
+                except Exception as exc:  # jinja2 UndefinedError and friends
+                    raise ActionError(bound.name, f"argument '{key}' ({bound.where}, state '{self.state}'): template failed: {exc}") from None
+
+            for key, dyn in bound.dynamic.items():
+                values[key] = evaluate(dyn, key)
         for name, key in definition.internal.items():
             if name not in values:
                 value = lookup(context, key, _MISSING)
@@ -319,7 +330,10 @@ class Agent:
 
     def _result(self, status: str, error: str | None, t0: float) -> RunResult:
         interrupted = [{"tick": i.tick, "action": i.action, "started": i.started} for i in self._interrupted]
-        available = [e.trigger for e in self.available_transitions()] if status in ("waiting", "error") else []
+        try:
+            available = [e.trigger for e in self.available_transitions()] if status in ("waiting", "error") else []
+        except SherpaError:  # the guards themselves may be what failed the run
+            available = []
         result = RunResult(self.run_id, status, self.state, dict(self.counters), error, dict(self.belief.context), available,
                            interrupted, (perf_counter() - t0) * 1000, self.machine.describe(self._leaf) if status == "waiting" else "")
         if self.observers:
@@ -509,7 +523,8 @@ class Agent:
                 self.counters[attr] += extra
         self._log.error("run_failed", state=self.state, error=message, kind=type(exc).__name__)
         try:
-            self._commit("error", message)
+            if not (self.is_final() and isinstance(exc, UsageError)):  # a refused resume must not rewrite a finished run
+                self._commit("error", message)
         except SherpaError as store_exc:
             message = f"{message}; and the store refused the record: {store_exc}"
         return self._result("error", message, t0)

@@ -102,10 +102,20 @@ def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[],
     return EXIT_OK if result.status in ("final", "waiting") else EXIT_ERROR
 
 
+def workflow_file(name: str) -> str:
+    """A workflow path, or the name of a built-in machine (replay, capture, planner, ...)."""
+    if Path(name).exists() or name.endswith((".yaml", ".yml")):
+        return name
+    from .data import data_dir
+
+    builtin = data_dir("statemachines") / f"{name}.yaml"
+    return str(builtin) if builtin.is_file() else name
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .workflow import load_workflow
 
-    workflow = load_workflow(args.file)
+    workflow = load_workflow(workflow_file(args.file))
     store, home = _open_store(args)
     agent = workflow.agent(store=store, model=args.model, max_steps=args.max_steps)
     inputs = parse_assignments(args.input)
@@ -229,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--model", help="litellm model string (default: the workflow's llm.model, then $SHERPA_SKILLS_MODEL)")
 
     p = add("run", cmd_run, "run a YAML workflow until it is final, waiting for input, or fails")
-    p.add_argument("file", help="the workflow file")
+    p.add_argument("file", help="the workflow file, or a built-in machine's name (planner, replay, capture)")
     run_options(p)
     p.add_argument("--max-steps", type=int, help="stop with an error after this many steps (default: the workflow's max_steps)")
 
@@ -256,6 +266,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("graph", cmd_graph, "print a workflow as a Mermaid stateDiagram-v2")
     p.add_argument("file")
+
+    from .cli_learn import add_learn_parser
+
+    add_learn_parser(sub, common)
 
     p = add("demo", cmd_demo, "run the bundled support-triage demo offline (scripted model, temporary home unless --home)")
     p.add_argument("--json", action="store_true")

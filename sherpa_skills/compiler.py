@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError, create_model
 
-from .errors import Problem
+from .errors import Problem, ReadOnlyBeliefError, RunError, SherpaError
 from .registry import ActionDef, GuardDef, Registry
 from .spec import PATH_SEP, ActionCall, ArgumentSpec, GuardCall, StateSpec, TransitionSpec, WorkflowSpec
 from .yaml_source import Located
@@ -37,7 +37,7 @@ class Dynamic:
 _template_envs: dict[bool, Any] = {}
 
 
-def _template_env(shell: bool) -> Any:
+def template_env(shell: bool) -> Any:
     """A sandboxed jinja2 environment; for shell commands every expression is shell-quoted."""
     env = _template_envs.get(shell)
     if env is None:
@@ -52,6 +52,19 @@ def _template_env(shell: bool) -> Any:
     return env
 
 
+def _strict(expression: Any) -> Any:
+    """A whole-value expression that fails on a missing name, as templates do, instead of quietly giving None."""
+    from jinja2 import Undefined
+
+    def evaluate(**variables: Any) -> Any:
+        value = expression(**variables)
+        if isinstance(value, Undefined):
+            str(value)  # StrictUndefined raises its "'name' is undefined" error here
+        return value
+
+    return evaluate
+
+
 def _compile_value(value: Any, shell: bool) -> Any:
     if isinstance(value, dict) and len(value) == 1:
         (key, inner), = value.items()
@@ -60,11 +73,17 @@ def _compile_value(value: Any, shell: bool) -> Any:
         if key == "from_arg":
             return Dynamic("arg", str(inner))
     if isinstance(value, str) and "{{" in value:
-        env = _template_env(shell)
+        env = template_env(shell)
         whole = _WHOLE_EXPR.match(value)
         if whole and not shell:
             return Dynamic("expr", env.compile_expression(whole.group("expr")))
         return Dynamic("template", env.from_string(value))
+    if isinstance(value, (dict, list)):
+        # Mappings and lists (like run_machine's inputs) may hold references and templates at any depth.
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        compiled = {k: _compile_value(v, shell) for k, v in items}
+        if any(isinstance(v, Dynamic) for v in compiled.values()):
+            return Dynamic("nested", compiled if isinstance(value, dict) else [compiled[i] for i in range(len(value))])
     return value
 
 
@@ -139,7 +158,11 @@ class CompiledMachine:
             if edge.trigger in seen:
                 continue
             for g in edge.guards:
-                if bool(g.fn(view, g.args)) is g.negate:
+                try:
+                    passed = bool(g.fn(view, g.args))
+                except Exception as exc:  # a guard that writes belief or crashes fails the run, naming itself
+                    raise _guard_failed(g, edge, exc) from exc
+                if passed is g.negate:
                     break
             else:
                 out.append(edge)
@@ -171,6 +194,12 @@ class _Compiler:
         line = self.source.line(loc) if self.source else 1
         self.problems.append(Problem(self.file, line, message))
 
+    def args_loc(self, loc: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+        """Where a call's arguments sit in the YAML: under `args:`, or under the name in the `{name: {...}}` shorthand."""
+        if self.source is not None and (*loc, "args") not in self.source.lines and (*loc, name) in self.source.lines:
+            return (*loc, name)
+        return (*loc, "args")
+
     # -- states
     def collect(self, states: dict[str, StateSpec], parent: str, loc: tuple[Any, ...]) -> None:
         for name, state in states.items():
@@ -199,8 +228,12 @@ class _Compiler:
     def descend(self, path: str) -> str:
         """The leaf entered when `path` is entered: follow `initial` down."""
         state = self.states[path]
-        while state.states and state.initial in state.states:
-            path = f"{path}{PATH_SEP}{state.initial}"
+        while state.states:
+            names = [n for n in state.states if f"{path}{PATH_SEP}{n}" in self.states]
+            if not names:
+                break
+            # A missing or wrong `initial` is already reported; the first substate stands in so checking goes on.
+            path = f"{path}{PATH_SEP}{state.initial if state.initial in names else names[0]}"
             state = self.states[path]
         return path
 
@@ -225,7 +258,7 @@ class _Compiler:
         try:
             args = definition.args_model.model_validate(call.args)
         except ValidationError as exc:
-            self.problem((*loc, "args"), f"guard '{call.name}': {_first_error(exc)}")
+            self.problem((*self.args_loc(loc, call.name), *exc.errors()[0]["loc"]), f"guard '{call.name}': {_first_error(exc)}")
             return None
         return BoundGuard(call.name, definition.fn, args, negate)
 
@@ -241,12 +274,12 @@ class _Compiler:
         shell_fields = definition.shell_fields
         for key, value in call.args.items():
             if key not in fields and not extra_ok:
-                self.problem((*loc, "args", key), f"action '{call.name}' has no argument '{key}'; it takes: {', '.join(fields) or 'none'}")
+                self.problem((*self.args_loc(loc, call.name), key), f"action '{call.name}' has no argument '{key}'; it takes: {', '.join(fields) or 'none'}")
                 continue
             try:
                 compiled = _compile_value(value, key in shell_fields)
             except Exception as exc:  # jinja2 TemplateSyntaxError and friends
-                self.problem((*loc, "args", key), f"action '{call.name}' argument '{key}': bad template: {exc}")
+                self.problem((*self.args_loc(loc, call.name), key), f"action '{call.name}' argument '{key}': bad template: {exc}")
                 continue
             if isinstance(compiled, Dynamic):
                 dynamic[key] = compiled
@@ -262,7 +295,7 @@ class _Compiler:
                     if definition.internal:
                         static_args = None
             except ValidationError as exc:
-                self.problem((*loc, "args"), f"action '{call.name}': {_first_error(exc)}")
+                self.problem((*self.args_loc(loc, call.name), *exc.errors()[0]["loc"]), f"action '{call.name}': {_first_error(exc)}")
         return BoundAction(definition, literal, dynamic, call.save_as, static_args, where)
 
     def bind_actions(self, calls: list[ActionCall], loc: tuple[Any, ...], where: str) -> list[BoundAction]:
@@ -307,6 +340,8 @@ class _Compiler:
             return None
         leaves = [p for p, s in self.states.items() if not s.states]
         leaf_index = {p: i for i, p in enumerate(leaves)}
+        if any(self.descend(p) not in leaf_index for p in self.states):
+            return None  # a compound state none of whose substates is usable (already reported)
         per_leaf: list[list[tuple[int, int, Edge]]] = [[] for _ in leaves]
         arg_models: dict[int, tuple[type[BaseModel] | None, bool]] = {}
         bound_enter = {p: self.bind_actions(s.on_enter, (*self.locs[p], "on_enter"), f"on_enter:{p}") for p, s in self.states.items()}
@@ -388,6 +423,12 @@ class _Compiler:
         for i, path in enumerate(machine.leaves):
             if not machine.final[i] and not machine.waiting[i] and not any(e.dest_leaf is not None for e in machine.edges[i]):
                 self.problem(self.locs[path], f"state '{path}' has no way out; add a transition or mark it final: true or waiting: true")
+
+
+def _guard_failed(guard: BoundGuard, edge: Edge, exc: Exception) -> RunError:
+    kind = ReadOnlyBeliefError if isinstance(exc, ReadOnlyBeliefError) else RunError
+    detail = str(exc) if isinstance(exc, SherpaError) else f"{type(exc).__name__}: {exc}"
+    return kind(f"guard '{guard.name}' of transition '{edge.trigger}' (from '{edge.source}') failed: {detail}")
 
 
 def _chain(path: str) -> list[str]:

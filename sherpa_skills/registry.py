@@ -62,6 +62,7 @@ class ActionContext:
     model: str | None = None
     emit: Callable[[dict[str, Any]], None] | None = None
     registry: Registry | None = None
+    home: Path | None = None
 
 
 @dataclass(frozen=True)

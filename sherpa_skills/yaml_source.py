@@ -41,6 +41,9 @@ def _walk(loader: yaml.SafeLoader, node: yaml.Node, loc: Loc, lines: dict[Loc, i
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
+            if isinstance(key, bool) and isinstance(key_node, yaml.ScalarNode) and key_node.value.lower() not in ("true", "false"):
+                problems.append(Problem(file, key_node.start_mark.line + 1, f"key '{key_node.value}' reads as a boolean in YAML; quote it: '{key_node.value}'"))
+                continue
             if not isinstance(key, (str, int, float, bool)) and key is not None:
                 problems.append(Problem(file, key_node.start_mark.line + 1, "mapping keys must be plain scalars"))
                 continue

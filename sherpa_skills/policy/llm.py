@@ -117,7 +117,7 @@ class LLMPolicy:
         values = {
             "machine": ctx.machine, "state": ctx.state, "state_description": ctx.state_description,
             "options": [_option_view(o) for o in ctx.options], "triggers": ctx.triggers(),
-            "context": _clip(dict(view.context.items()), _CONTEXT_CHARS),
+            "context": _clip(dict(view.context.items()), _CONTEXT_CHARS), "vars": view.context,
             "trajectory": view.trajectory.recent(self.recent),
             "actions": [{"action": e.action, "status": e.status, "outputs": _clip(e.outputs, _OUTPUT_CHARS) if e.outputs else ""}
                         for e in view.log.recent(self.recent)],

@@ -1,0 +1,472 @@
+"""`sherpa-skills learn …`: the skill store from the command line (capture, list, replay, health, stats)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from .cli import EXIT_ERROR, EXIT_OK, _console, _print_json, parse_assignments
+
+REPLAY_STATUS = {"succeeded": "succeeded", "diverged": "diverged", "dry_run": "dry-run", "no_match": "no-match", "refused": "refused"}
+
+
+def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
+    from .home import resolve_home
+    from .runstore import RunStore
+    from .skills.store import SkillStore
+
+    home = resolve_home(args.home)
+    return SkillStore(home=home), RunStore(home=home), home
+
+
+def _machine(name: str) -> Any:
+    from .data import data_file
+    from .workflow import load_workflow
+
+    return load_workflow(data_file("statemachines", f"{name}.yaml"))
+
+
+def _quiet_logs(args: argparse.Namespace, home: Path) -> None:
+    from .logs import configure
+
+    (home / "logs").mkdir(exist_ok=True)
+    configure(level="error", json_file=home / "logs" / "learn.jsonl")
+
+
+def procedure_summary(store: Any, p: Any) -> dict[str, Any]:
+    health = store.health(p.id)
+    return {"id": p.id, "task_type": p.task_type, "description": p.description, "version": p.version, "confidence": p.confidence,
+            "success_count": p.success_count, "failure_count": p.failure_count, "health": health.status, "status": p.status,
+            "source": p.source, "tags": p.tags, "steps": len(p.steps), "updated": p.updated}
+
+
+# ---------------------------------------------------------------- capture
+
+
+def load_steps_file(path: str) -> dict[str, Any]:
+    """A YAML or JSON list of steps, or an object with description, tags, pre/postconditions and steps."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from .errors import WorkflowError
+    from .skills.models import ProcedureStep, StepsFile
+    from .yaml_source import load_yaml_file
+
+    located = load_yaml_file(path)
+    try:
+        if isinstance(located.data, list):
+            steps = TypeAdapter(list[ProcedureStep]).validate_python(located.data)
+            return {"steps": [s.model_dump() for s in steps]}
+        parsed = StepsFile.model_validate(located.data)
+    except ValidationError as exc:
+        raise WorkflowError([located.problem(tuple(e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}") for e in exc.errors()]) from None
+    return {**parsed.model_dump(exclude={"steps"}), "steps": [s.model_dump() for s in parsed.steps]}
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    from .errors import UsageError
+
+    if bool(args.from_run) == bool(args.steps_file):
+        raise UsageError("give exactly one of --from-run RUN_ID or --steps-file FILE")
+    store, runs, home = _stores(args)
+    _quiet_logs(args, home)
+    inputs: dict[str, Any] = {"task_type": args.task_type}
+    if args.from_run:
+        inputs["run_id"] = runs.get_run(args.from_run).run_id
+    else:
+        inputs.update(load_steps_file(args.steps_file))
+    if args.description:
+        inputs["description"] = args.description
+    if args.tag:
+        inputs["tags"] = args.tag
+    if args.procedure:
+        inputs["procedure_id"] = store.get(args.procedure).id
+    workflow = _machine("capture")
+    result = workflow.agent(store=runs, home=home).run(inputs)
+    outcome = {"captured": "captured", "duplicate": "duplicate", "rejected": "rejected"}.get(result.state, "error")
+    payload: dict[str, Any] = {"outcome": outcome, "run_id": result.run_id}
+    if result.status == "error":
+        payload["error"] = result.error
+    elif outcome == "rejected":
+        payload["reason"] = result.context.get("rejected_reason")
+    else:
+        proc = store.get(result.context["procedure"]["id"])
+        payload.update(proc.model_dump(mode="json"))
+        payload["index_warning"] = result.context.get("index_warning")
+    if args.json:
+        _print_json(payload)
+    else:
+        console = _console()
+        if outcome == "captured":
+            console.print(f"[green]captured[/] {payload['id']} v{payload['version']} ({payload['task_type']}, {len(payload['steps'])} steps, "
+                          f"confidence {payload['confidence']:.2f})")
+        elif outcome == "duplicate":
+            console.print(f"[yellow]already known[/]: {payload['id']} gained a success (now {payload['success_count']}, "
+                          f"confidence {payload['confidence']:.2f})")
+        else:
+            console.print(f"[red]not captured[/]: {payload.get('reason') or payload.get('error')}")
+        if payload.get("index_warning"):
+            console.print(f"[yellow]companion index not updated[/]: {payload['index_warning']} (run `sherpa-skills learn reindex`)")
+    return EXIT_OK if outcome in ("captured", "duplicate") else EXIT_ERROR
+
+
+# ---------------------------------------------------------------- listing
+
+
+def cmd_procedures(args: argparse.Namespace) -> int:
+    store, _, _ = _stores(args)
+    rows = [procedure_summary(store, p) for p in store.procedures(args.task_type, None if args.all else "active")]
+    if args.json:
+        _print_json(rows)
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table("id", "task type", "v", "confidence", "ok", "failed", "health", "steps", "description")
+    for r in rows:
+        table.add_row(r["id"], r["task_type"], str(r["version"]), f"{r['confidence']:.2f}", str(r["success_count"]),
+                      str(r["failure_count"]), r["health"], str(r["steps"]), r["description"][:50])
+    _console().print(table if rows else "no procedures yet: capture one with `sherpa-skills learn capture-success`")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    store, _, _ = _stores(args)
+    p = store.get(args.id, args.version)
+    health = store.health(p.id)
+    executions = store.executions(p.id, limit=10)
+    data = {**p.model_dump(mode="json"), "health": health.model_dump(mode="json"), "versions": store.versions(p.id),
+            "recent_executions": [e.model_dump(mode="json") for e in executions]}
+    if args.json:
+        _print_json(data)
+        return EXIT_OK
+    console = _console()
+    console.print(f"[bold]{p.id}[/] v{p.version} — {p.task_type} — confidence {p.confidence:.2f} — {health.status}")
+    if p.description:
+        console.print(p.description)
+    for i, s in enumerate(p.steps, 1):
+        extra = f"  [dim]exit {s.expected_exit_code}{', /' + s.expected_output_pattern + '/' if s.expected_output_pattern else ''}, timeout {s.timeout_secs:g}s[/]"
+        console.print(f"  {i}. {s.command}{extra}")
+    console.print(f"versions: {', '.join(str(v['version']) for v in data['versions'])}; "
+                  f"successes {p.success_count}, failures {p.failure_count}; source {p.source}")
+    for e in executions:
+        console.print(f"  [dim]{e.outcome:<9} v{e.version} step {e.diverged_step or '-'} {e.reason or ''}[/]")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- replay
+
+
+def _confirm(console: Any, result: Any) -> tuple[str, dict[str, Any]]:
+    """y/n/edit at the confirmation state; without a terminal nothing runs."""
+    if not sys.stdin.isatty():
+        return "refuse", {}
+    proc = result.context["procedure"]
+    console.print(f"[bold]{proc['id']}[/] v{proc['version']} (confidence {proc['confidence']:.2f}, replayed {proc['replayed']} times) will run:")
+    for i, command in enumerate(result.context["rendered"], 1):
+        console.print(f"  {i}. {command}")
+    while True:
+        answer = input("Run these steps? [y]es / [n]o / [e]dit parameters: ").strip().lower()
+        if answer in ("y", "yes"):
+            return "approve", {}
+        if answer in ("n", "no", ""):
+            return "refuse", {}
+        if answer in ("e", "edit"):
+            raw = input("parameters as NAME=VALUE, separated by spaces: ").split()
+            return "edit", {"params": parse_assignments(raw, "parameter")}
+
+
+def replay_payload(result: Any) -> dict[str, Any]:
+    ctx = result.context
+    proc = ctx.get("procedure") or {}
+    executed = {r["index"]: r for r in ctx.get("step_results") or []}
+    steps = []
+    for i, command in enumerate(ctx.get("rendered") or [], 1):
+        step: dict[str, Any] = {"index": i, "command": command}
+        if i in executed:
+            step.update(exit_code=executed[i]["exit_code"], passed=executed[i]["passed"], reason=executed[i]["reason"],
+                        duration_ms=executed[i]["duration_ms"])
+        steps.append(step)
+    status = "error" if result.status == "error" else REPLAY_STATUS.get(result.state, result.state)
+    reason = result.error or (ctx.get("divergence") or {}).get("reason") or ctx.get("select_reason") or \
+        ("; ".join(ctx.get("preflight_problems") or []) or None)
+    return {"status": status, "procedure_id": proc.get("id"), "version": proc.get("version"), "confidence": proc.get("confidence"),
+            "replayed_before": proc.get("replayed"), "steps": steps, "diverged_step": ctx.get("diverged_step"),
+            "divergence": ctx.get("divergence"), "reason": reason, "llm_calls": result.counters.get("llm_calls", 0),
+            "tokens": result.counters.get("tokens", 0), "match_mode": ctx.get("match_mode"), "degraded": ctx.get("degraded"),
+            "matches": ctx.get("matches"), "run_id": result.run_id}
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    store, runs, home = _stores(args)
+    _quiet_logs(args, home)
+    inputs: dict[str, Any] = {"query": args.query, "params": parse_assignments(args.param, "--param"), "execute": args.execute,
+                              "assume_yes": args.yes, "min_confidence": args.min_confidence}
+    if args.procedure:
+        inputs["procedure_id"] = store.get(args.procedure).id
+    if args.task_type:
+        inputs["task_type"] = args.task_type
+    if args.cwd:
+        inputs["cwd"] = args.cwd
+    workflow = _machine("replay")
+    agent = workflow.agent(store=runs, home=home)
+    console = _console(stderr=args.json)
+    result = agent.run(inputs)
+    while result.status == "waiting" and result.state == "confirm":
+        trigger, targs = _confirm(console, result)
+        result = agent.run(trigger=trigger, args=targs)
+        if trigger == "refuse" and not sys.stdin.isatty():
+            result.context["select_reason"] = "not confirmed: pass --yes to execute without asking"
+    payload = replay_payload(result)
+    if payload["status"] == "refused" and not sys.stdin.isatty() and args.execute and not args.yes:
+        payload["reason"] = "not confirmed: executing needs confirmation; pass --yes to execute without asking"
+    if args.json:
+        _print_json(payload)
+    else:
+        _show_replay(console, payload)
+    return EXIT_OK if payload["status"] in ("dry-run", "succeeded") else EXIT_ERROR
+
+
+def _show_replay(console: Any, p: dict[str, Any]) -> None:
+    if p["degraded"]:
+        console.print(f"[yellow]{p['degraded']}[/]")
+    if p["status"] == "no-match":
+        console.print(f"[yellow]no procedure to replay[/]: {p['reason']}")
+        return
+    head = f"[bold]{p['procedure_id']}[/] v{p['version']} (confidence {p['confidence']:.2f}, replayed {p['replayed_before']} times)" \
+        if p["procedure_id"] else ""
+    colour = {"succeeded": "green", "dry-run": "cyan"}.get(p["status"], "red")
+    console.print(f"[bold {colour}]{p['status']}[/] {head}")
+    for s in p["steps"]:
+        mark = "" if "passed" not in s else ("[green]✓[/] " if s["passed"] else "[red]✗[/] ")
+        console.print(f"  {mark}{s['index']}. {s['command']}" + (f"  [red]{s['reason']}[/]" if s.get("reason") else ""))
+    if p["status"] == "dry-run":
+        console.print("dry run: nothing was executed; add --execute to run these steps")
+    elif p["reason"] and p["status"] != "succeeded":
+        console.print(f"reason: {p['reason']}")
+    console.print(f"[dim]LLM calls {p['llm_calls']}, run {p['run_id']}[/]")
+
+
+# ---------------------------------------------------------------- health, failures, stats
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    store, _, _ = _stores(args)
+    reports = [store.health(p.id) for p in store.procedures()]
+    if args.degraded_only:
+        reports = [r for r in reports if r.status != "healthy"]
+    if args.json:
+        _print_json([r.model_dump(mode="json") for r in reports])
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table("procedure", "status", "rolling success", "executions", "failure pattern")
+    for r in reports:
+        rate = "-" if r.rolling_success_rate is None else f"{r.rolling_success_rate:.0%}"
+        table.add_row(r.procedure_id, r.status, rate, str(r.total_executions), r.failure_pattern or "")
+    _console().print(table if reports else "nothing to report")
+    return EXIT_OK
+
+
+def cmd_failures(args: argparse.Namespace) -> int:
+    store, _, _ = _stores(args)
+    rows = store.learnings(args.task_type, limit=args.limit)
+    if args.json:
+        _print_json([r.model_dump(mode="json") for r in rows])
+        return EXIT_OK
+    console = _console()
+    for r in rows:
+        console.print(f"[red]✗[/] {r.command}  [dim]({r.task_type or '-'}, exit {r.exit_code})[/]\n    {r.error[:200]}")
+    if not rows:
+        console.print("no captured failures")
+    return EXIT_OK
+
+
+def stats(store: Any) -> dict[str, Any]:
+    """Tokens and LLM calls saved: every successful replay would otherwise have cost what the planned run cost."""
+    per = []
+    for p in store.procedures(status=None):
+        executions = store.executions(p.id)
+        replays = [e for e in executions if e.outcome == "success"]
+        saved_tokens = 0
+        saved_calls = 0
+        for e in replays:
+            v = store.get(p.id, e.version) if e.version != p.version else p
+            saved_tokens += max(0, v.planned_tokens - e.tokens)
+            saved_calls += max(0, v.planned_llm_calls - e.llm_calls)
+        per.append({"procedure_id": p.id, "task_type": p.task_type, "replays": len(replays),
+                    "diverged": sum(e.outcome == "diverged" for e in executions), "dry_runs": sum(e.outcome == "dry-run" for e in executions),
+                    "planned_tokens": p.planned_tokens, "tokens_saved": saved_tokens, "llm_calls_saved": saved_calls})
+    return {"procedures": len(per), "replays": sum(x["replays"] for x in per), "tokens_saved": sum(x["tokens_saved"] for x in per),
+            "llm_calls_saved": sum(x["llm_calls_saved"] for x in per), "per_procedure": per}
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    store, _, _ = _stores(args)
+    data = stats(store)
+    if args.json:
+        _print_json(data)
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table("procedure", "task type", "replays", "diverged", "tokens saved", "LLM calls saved")
+    for r in data["per_procedure"]:
+        table.add_row(r["procedure_id"], r["task_type"], str(r["replays"]), str(r["diverged"]), str(r["tokens_saved"]), str(r["llm_calls_saved"]))
+    console = _console()
+    console.print(table)
+    console.print(f"total: {data['replays']} replays, {data['tokens_saved']} tokens and {data['llm_calls_saved']} LLM calls saved")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- maintenance
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from .skills.matcher import Matcher
+
+    store, _, _ = _stores(args)
+    count = Matcher(store).reindex()
+    _console(stderr=False).print(f"companion index rebuilt from the store: {count} procedures")
+    return EXIT_OK
+
+
+def cmd_promote(args: argparse.Namespace) -> int:
+    store, _, _ = _stores(args)
+    p = store.set_status(store.get(args.id).id, "active")
+    _console().print(f"{p.id} is active: it can be replayed")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    store, _, _ = _stores(args)
+    data = {"format": "sherpa-skills/procedures", "version": 1,
+            "procedures": [{**p.model_dump(mode="json"), "versions": [store.get(p.id, v["version"]).model_dump(mode="json")
+                                                                       for v in store.versions(p.id) if v["version"] != p.version]}
+                           for p in store.procedures(status=None)],
+            "learnings": [x.model_dump(mode="json") for x in store.learnings(limit=100_000)]}
+    text = json.dumps(data, indent=2)
+    if args.file and args.file != "-":
+        Path(args.file).write_text(text + "\n", encoding="utf-8")
+        _console(stderr=True).print(f"exported {len(data['procedures'])} procedures to {args.file}")
+    else:
+        sys.stdout.write(text + "\n")
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from .errors import UsageError
+    from .skills.models import CapturedLearning, CapturedProcedure
+    from .skills.store import step_signature
+
+    store, _, _ = _stores(args)
+    try:
+        data = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {args.file}: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != "sherpa-skills/procedures":
+        raise UsageError(f"{args.file} is not a `learn export` file (format sherpa-skills/procedures)")
+    added = skipped = 0
+    problems = []
+    for i, raw in enumerate(data.get("procedures") or []):
+        try:
+            proc = CapturedProcedure.model_validate({k: v for k, v in raw.items() if k != "versions"})
+        except ValidationError as exc:
+            problems.append(f"procedures[{i}]: {exc.errors()[0]['msg']}")
+            continue
+        known = store.find_by_signature(step_signature(proc.steps))
+        exists = known is not None
+        if not exists:
+            try:
+                store.get(proc.id)
+                exists = True
+            except Exception:
+                exists = False
+        if exists:
+            skipped += 1
+            continue
+        store.add_procedure(proc)
+        added += 1
+    for raw in data.get("learnings") or []:
+        try:
+            store.add_learning(CapturedLearning.model_validate({**raw, "id": None}))
+        except ValidationError:
+            pass
+    summary = {"added": added, "skipped": skipped, "problems": problems}
+    if args.json:
+        _print_json(summary)
+    else:
+        _console().print(f"imported {added} procedures, skipped {skipped} already known" + (f"; {len(problems)} invalid" if problems else ""))
+        for p in problems:
+            _console(stderr=True).print(f"  {p}")
+    return EXIT_OK if not problems else EXIT_ERROR
+
+
+# ---------------------------------------------------------------- parser
+
+
+def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    learn = sub.add_parser("learn", parents=[common], help="the skill store: capture, replay and health of procedures",
+                           description="Procedures captured from successful runs, replayed step by step without the LLM.")
+    lsub = learn.add_subparsers(dest="learn_command", metavar="COMMAND", required=True)
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
+        p = lsub.add_parser(name, parents=[common], help=help, description=help)
+        p.set_defaults(fn=fn)
+        return p
+
+    p = add("capture-success", cmd_capture, "crystallise a successful run, or a steps file, into a procedure")
+    p.add_argument("task_type")
+    p.add_argument("--from-run", metavar="RUN_ID")
+    p.add_argument("--steps-file", metavar="FILE", help="YAML or JSON: a list of steps, or {description, tags, preconditions, postconditions, steps}")
+    p.add_argument("--description")
+    p.add_argument("--tag", action="append")
+    p.add_argument("--procedure", metavar="ID", help="store as the next version of this procedure")
+    p.add_argument("--json", action="store_true")
+
+    p = add("procedures", cmd_procedures, "list procedures")
+    p.add_argument("--task-type")
+    p.add_argument("--all", action="store_true", help="include candidates not yet promoted")
+    p.add_argument("--json", action="store_true")
+
+    p = add("show", cmd_show, "one procedure: steps, versions, recent executions")
+    p.add_argument("id")
+    p.add_argument("--version", type=int)
+    p.add_argument("--json", action="store_true")
+
+    p = add("replay", cmd_replay, "find a procedure for QUERY and replay it (a dry run unless --execute)")
+    p.add_argument("query")
+    p.add_argument("--param", "-p", action="append", metavar="NAME=VALUE")
+    p.add_argument("--execute", action="store_true", help="run the steps (asks for confirmation unless --yes)")
+    p.add_argument("--yes", "-y", action="store_true", help="execute without asking")
+    p.add_argument("--procedure", metavar="ID", help="replay this procedure instead of matching")
+    p.add_argument("--task-type")
+    p.add_argument("--cwd", help="where the steps run (default: here)")
+    p.add_argument("--min-confidence", type=float, default=0.8)
+    p.add_argument("--json", action="store_true")
+
+    p = add("health", cmd_health, "rolling success rate and status of every procedure")
+    p.add_argument("--degraded-only", action="store_true")
+    p.add_argument("--json", action="store_true")
+
+    p = add("failures", cmd_failures, "captured failures (defensive learnings)")
+    p.add_argument("--task-type")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--json", action="store_true")
+
+    p = add("stats", cmd_stats, "tokens and LLM calls saved by replay")
+    p.add_argument("--json", action="store_true")
+
+    add("reindex", cmd_reindex, "rebuild the companion (semantic) index from the store")
+
+    p = add("promote", cmd_promote, "make a candidate procedure replayable")
+    p.add_argument("id")
+
+    p = add("export", cmd_export, "write every procedure and learning as JSON")
+    p.add_argument("file", nargs="?", help="output file (default: stdout)")
+
+    p = add("import", cmd_import, "read procedures from a `learn export` file; known ones are skipped")
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true")

@@ -1,0 +1,1 @@
+"""The Operational Skill Store: procedures captured from successful runs, replayed without the LLM."""

@@ -1,0 +1,194 @@
+"""Actions and guards of statemachines/capture.yaml: collect → filter → check → dedupe → crystallise → index."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..errors import UsageError
+from ..registry import ActionContext, ActionResult, default_registry
+from .matcher import Matcher
+from .models import CapturedLearning, CapturedProcedure, ProcedureStep
+from .runtime import skill_store
+from .store import step_signature
+
+# Commands that only look around: a procedure made of them alone is not worth replaying.
+NO_OP_PROGRAMS = frozenset("ls ll la pwd cd cat less more head tail clear history whoami which type echo true date env printenv "
+                           "man help exit tree file stat wc".split())
+_SUCCESS_LINE = re.compile(r"\b(ok|passed|pass|success|successful|succeeded|built|done|complete|completed|created|installed|finished)\b", re.IGNORECASE)
+
+
+def program(command: str) -> str:
+    first = command.strip().split(None, 1)[0] if command.strip() else ""
+    return first.rsplit("/", 1)[-1]
+
+
+def is_no_op(command: str) -> bool:
+    """A single look-around command (`ls`, `cd x`, `cat f`); pipelines and chains are kept."""
+    return program(command) in NO_OP_PROGRAMS and not re.search(r"[|;&>]", command)
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+@default_registry.action("capture_collect")
+def capture_collect(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    """The shell steps of a finished run (from the run store), or the steps given explicitly."""
+    view = ctx.view
+    raw: list[dict[str, Any]] = []
+    planned_tokens = int(view.get("planned_tokens") or 0)
+    planned_calls = int(view.get("planned_llm_calls") or 0)
+    if view.get("run_id"):
+        from ..runstore import RunStore
+
+        store = RunStore(home=ctx.home)
+        try:
+            row = store.get_run(view.get("run_id"))
+            belief = store.load_belief(row.run_id)
+        finally:
+            store.close()
+        for entry in belief.log:
+            if entry.action == "shell":
+                out = entry.outputs or {}
+                raw.append({"command": entry.inputs.get("command", ""), "status": entry.status, "exit_code": out.get("exit_code"),
+                            "stdout": out.get("stdout", ""), "timeout_secs": entry.inputs.get("timeout_secs", 60),
+                            "cwd": entry.inputs.get("cwd"), "literal": True})
+        planned_tokens = planned_tokens or sum(e.tokens for e in belief.log)
+        planned_calls = planned_calls or int(row.counters.get("llm_calls", 0))
+    for step in view.get("steps") or []:
+        raw.append({**ProcedureStep(**step).model_dump(), "status": "ok", "stdout": ""})
+    return ActionResult(outputs={"collected": len(raw)},
+                        context={"raw_steps": raw, "planned_tokens": planned_tokens, "planned_llm_calls": planned_calls})
+
+
+@default_registry.action("capture_filter")
+def capture_filter(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    """Redact secrets, drop look-around commands; with drop_failed, failed attempts become defensive learnings."""
+    from ..redact import redact
+
+    view = ctx.view
+    kept, no_ops, failed = [], 0, 0
+    store = skill_store(ctx.home)
+    for step in view.get("raw_steps") or []:
+        command = redact(step["command"]).strip()
+        if not command or is_no_op(command):
+            no_ops += 1
+            continue
+        if step["status"] != "ok" and view.get("drop_failed"):
+            failed += 1
+            store.add_learning(CapturedLearning(task_type=view.get("task_type"), procedure_id=view.get("procedure_id"), command=command,
+                                                error=redact(str(step.get("stdout", ""))[-300:]), exit_code=step.get("exit_code"), source="run"))
+            continue
+        kept.append({**step, "command": command, "stdout": redact(step.get("stdout") or "")})
+    return ActionResult(outputs={"kept": len(kept), "no_ops": no_ops, "failed_dropped": failed}, context={"steps_filtered": kept})
+
+
+class MinStepsArgs(BaseModel):
+    min: int = 2
+
+
+@default_registry.guard("capture_all_succeeded")
+def capture_all_succeeded(view: Any, args: Any = None) -> bool:
+    """Every kept step finished as recorded (status ok)."""
+    return all(s["status"] == "ok" for s in view.get("steps_filtered") or [])
+
+
+@default_registry.guard("capture_enough_steps")
+def capture_enough_steps(view: Any, args: MinStepsArgs) -> bool:
+    """A procedure is at least `min` steps: one command needs no procedure."""
+    return len(view.get("steps_filtered") or []) >= args.min
+
+
+@default_registry.guard("capture_no_secrets")
+def capture_no_secrets(view: Any, args: Any = None) -> bool:
+    """Nothing that looks like a secret is left in the steps."""
+    from ..redact import contains_secret
+
+    return not any(contains_secret(s["command"]) for s in view.get("steps_filtered") or [])
+
+
+@default_registry.action("capture_explain")
+def capture_explain(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    """Say which check refused the capture, for the user and for --json."""
+    view = ctx.view
+    steps = view.get("steps_filtered") or []
+    reasons = []
+    bad = [i + 1 for i, s in enumerate(steps) if s["status"] != "ok"]
+    if bad:
+        reasons.append(f"step(s) {', '.join(map(str, bad))} did not succeed")
+    if len(steps) < 2:
+        reasons.append(f"only {len(steps)} step(s) left after filtering; a procedure needs at least 2")
+    if not capture_no_secrets(view):
+        reasons.append("a step still looks like it holds a secret")
+    reason = "; ".join(reasons) or "refused"
+    return ActionResult(outputs={"reason": reason}, context={"rejected_reason": reason})
+
+
+def crystallise_steps(raw: list[dict[str, Any]]) -> list[ProcedureStep]:
+    """Expected exit codes from what was observed; an output pattern where a stable success line exists."""
+    steps = []
+    for s in raw:
+        command = s["command"]
+        if s.get("literal") and ("{{" in command or "{%" in command):
+            command = "{% raw %}" + command + "{% endraw %}"  # literal braces (docker --format, awk) stay literal
+        exit_code = s.get("exit_code")
+        steps.append(ProcedureStep(command=command, expected_exit_code=exit_code if isinstance(exit_code, int) else 0,
+                                   expected_output_pattern=s.get("expected_output_pattern") or stable_pattern(s.get("stdout") or ""),
+                                   timeout_secs=max(float(s.get("timeout_secs") or 60), 1.0), env_vars=s.get("env_vars") or [],
+                                   cwd=s.get("cwd")))
+    return steps
+
+
+def stable_pattern(stdout: str) -> str | None:
+    """The last line announcing success, with its numbers generalised, as a regex; None when there is none."""
+    for line in reversed([x.strip() for x in stdout.splitlines() if x.strip()][-20:]):
+        if _SUCCESS_LINE.search(line) and len(line) <= 120:
+            return re.sub(r"\\?\d+(\\\.\d+)*", r"\\d+(\\.\\d+)*", re.escape(line))
+    return None
+
+
+@default_registry.action("capture_dedupe")
+def capture_dedupe(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    """The same steps as a stored procedure: that procedure gains a success instead of a duplicate."""
+    store = skill_store(ctx.home)
+    steps = crystallise_steps(ctx.view.get("steps_filtered") or [])
+    existing = store.find_by_signature(step_signature(steps))
+    if existing is None:
+        return ActionResult(outputs={"duplicate_of": None}, context={"duplicate_of": None})
+    updated = store.record_success(existing.id)
+    return ActionResult(outputs={"duplicate_of": existing.id},
+                        context={"duplicate_of": existing.id, "procedure": updated.model_dump(mode="json")})
+
+
+@default_registry.action("capture_crystallise")
+def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    """A new procedure, or — when re-learning one that diverged — its next version."""
+    view = ctx.view
+    store = skill_store(ctx.home)
+    steps = crystallise_steps(view.get("steps_filtered") or [])
+    common = {"planned_tokens": int(view.get("planned_tokens") or 0), "planned_llm_calls": int(view.get("planned_llm_calls") or 0)}
+    if view.get("procedure_id"):
+        proc = store.add_version(view.get("procedure_id"), steps, source="run" if view.get("run_id") else "manual",
+                                 preconditions=view.get("preconditions") or None, postconditions=view.get("postconditions") or None, **common)
+    else:
+        task_type = view.get("task_type")
+        if not task_type:
+            raise UsageError("capture needs a task type")
+        proc = store.add_procedure(CapturedProcedure(
+            id="", task_type=task_type, description=view.get("description") or "", steps=steps, tags=list(view.get("tags") or []),
+            preconditions=list(view.get("preconditions") or []), postconditions=list(view.get("postconditions") or []),
+            source=view.get("source") or ("run" if view.get("run_id") else "manual"), success_count=1, status=view.get("status") or "active",
+            context={"captured_from_run": view.get("run_id")} if view.get("run_id") else {}, **common))
+    return ActionResult(outputs={"procedure_id": proc.id, "version": proc.version}, context={"procedure": proc.model_dump(mode="json")})
+
+
+@default_registry.action("capture_index")
+def capture_index(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    """Tell the companion index; if it is unavailable the truth is unaffected and `learn reindex` catches up."""
+    store = skill_store(ctx.home)
+    proc = store.get(ctx.view.get("procedure")["id"])
+    warning = Matcher(store).index(proc)
+    return ActionResult(outputs={"indexed": warning is None}, context={"index_warning": warning}, status="ok" if warning is None else "failed")

@@ -1,0 +1,112 @@
+"""The skill store's data model, as pydantic models: rows in SQLite, objects in JSON exports."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Source = Literal["session", "run", "manual"]
+Outcome = Literal["success", "diverged", "error", "dry-run"]
+HealthStatus = Literal["healthy", "degraded", "broken", "needs-relearning"]
+
+
+class ProcedureStep(BaseModel):
+    """One replayable command and how to tell that it went as recorded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str = Field(min_length=1)
+    expected_exit_code: int = 0
+    expected_output_pattern: str | None = None
+    timeout_secs: float = Field(default=60.0, gt=0)
+    env_vars: list[str] = Field(default_factory=list, description="names only; values are never stored")
+    cwd: str | None = None
+
+    @field_validator("expected_output_pattern")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            import re
+
+            re.compile(value)
+        return value
+
+    @field_validator("env_vars")
+    @classmethod
+    def _names_only(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if "=" in name or not name.replace("_", "").isalnum():
+                raise ValueError(f"env_vars holds variable names only, not '{name}'")
+        return value
+
+
+class CapturedProcedure(BaseModel):
+    id: str
+    task_type: str
+    description: str = ""
+    steps: list[ProcedureStep]
+    preconditions: list[str] = Field(default_factory=list, description="shell checks that must exit 0 before replay")
+    postconditions: list[str] = Field(default_factory=list, description="shell checks that must exit 0 after replay")
+    source: Source = "run"
+    context: dict[str, Any] = Field(default_factory=dict)
+    success_count: int = 0
+    failure_count: int = 0
+    confidence: float = 0.0
+    tags: list[str] = Field(default_factory=list)
+    version: int = 1
+    status: Literal["active", "candidate"] = "active"
+    needs_relearning: bool = False
+    planned_tokens: int = 0
+    planned_llm_calls: int = 0
+    created: float = 0.0
+    updated: float = 0.0
+
+
+class Execution(BaseModel):
+    id: int | None = None
+    procedure_id: str
+    version: int
+    started: float
+    ended: float
+    outcome: Outcome
+    diverged_step: int | None = None
+    reason: str | None = None
+    tokens: int = 0
+    llm_calls: int = 0
+    run_id: str | None = None
+
+
+class ProcedureHealthReport(BaseModel):
+    procedure_id: str
+    status: HealthStatus
+    rolling_success_rate: float | None
+    total_executions: int
+    last_failure: float | None = None
+    failure_pattern: str | None = None
+    window: int = 10
+
+
+class CapturedLearning(BaseModel):
+    """A command that failed, kept so planning can avoid it next time (a defensive learning)."""
+
+    id: int | None = None
+    task_type: str | None = None
+    procedure_id: str | None = None
+    command: str
+    error: str = ""
+    exit_code: int | None = None
+    source: str = "run"
+    created: float = 0.0
+
+
+class StepsFile(BaseModel):
+    """What `learn capture-success --steps-file` accepts when the file is an object rather than a list."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = ""
+    tags: list[str] = Field(default_factory=list)
+    preconditions: list[str] = Field(default_factory=list)
+    postconditions: list[str] = Field(default_factory=list)
+    steps: list[ProcedureStep]

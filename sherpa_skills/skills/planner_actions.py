@@ -1,0 +1,36 @@
+"""Actions of statemachines/planner.yaml: what planning needs to know after a replay diverged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..registry import ActionContext, ActionResult, default_registry
+from .runtime import skill_store
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+@default_registry.action("plan_context")
+def plan_context(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    """Put the divergence (what was replayed, what was expected, what happened) and past failures where the prompt shows them."""
+    view = ctx.view
+    replay: dict[str, Any] = view.get("replay") or {}
+    replay_context = replay.get("context") or {}
+    procedure = replay_context.get("procedure") or {}
+    diverged = replay.get("state") == "diverged"
+    learnings = [{"command": x.command, "error": x.error[-200:]} for x in skill_store(ctx.home).learnings(view.get("task_type"), limit=5)]
+    commands = [{"command": e.inputs.get("command"), "exit_code": (e.outputs or {}).get("exit_code"),
+                 "output": ((e.outputs or {}).get("stdout", "") + (e.outputs or {}).get("stderr", ""))[-400:]}
+                for e in view.log if e.action == "shell"]
+    context = {
+        "replay_outcome": replay.get("state") or "not tried",
+        "divergence": replay_context.get("divergence") if diverged else None,
+        "relearn_procedure_id": procedure.get("id") if diverged else None,
+        "learnings": learnings,
+        "commands_run": commands,
+    }
+    return ActionResult(outputs={"learnings": len(learnings), "commands_run": len(commands)}, context=context)

@@ -1,0 +1,157 @@
+"""Actions and guards of statemachines/replay.yaml: match → select → preflight → (confirm) → steps → record."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..errors import UsageError
+from ..registry import ActionContext, ActionResult, default_registry
+from .matcher import Matcher
+from .models import CapturedLearning, Execution, ProcedureStep
+from .runtime import render_command, run_step, skill_store
+from .scoring import REPLAY_THRESHOLD
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+def _matcher(ctx: ActionContext) -> Matcher:
+    return Matcher(skill_store(ctx.home))
+
+
+@default_registry.action("skill_match")
+def skill_match(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    """Rank procedures for the query (or take the one named by procedure_id)."""
+    store = skill_store(ctx.home)
+    view = ctx.view
+    if view.get("procedure_id"):
+        proc = store.get(view.get("procedure_id"))
+        matches = [{"procedure_id": proc.id, "task_type": proc.task_type, "version": proc.version, "confidence": proc.confidence, "score": 1.0}]
+        return ActionResult(outputs=matches, context={"matches": matches, "match_mode": "by-id", "degraded": None})
+    query = view.get("query") or ""
+    if not query.strip():
+        raise UsageError("replay needs a query (what to do) or a procedure id")
+    result = _matcher(ctx).match(query, task_type=view.get("task_type"), limit=5)
+    matches = [m.to_dict() for m in result.matches]
+    return ActionResult(outputs=matches, context={"matches": matches, "match_mode": result.mode, "degraded": result.degraded})
+
+
+@default_registry.action("skill_select")
+def skill_select(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    """The best match with enough confidence that is not broken; otherwise say why none qualifies."""
+    store = skill_store(ctx.home)
+    threshold = float(ctx.view.get("min_confidence") or REPLAY_THRESHOLD)
+    reasons = []
+    for match in ctx.view.get("matches") or []:
+        proc = store.get(match["procedure_id"])
+        health = store.health(proc.id)
+        if health.status in ("broken", "needs-relearning"):
+            reasons.append(f"{proc.id} is {health.status} (rolling success {health.rolling_success_rate})")
+            continue
+        if proc.confidence < threshold:
+            reasons.append(f"{proc.id} has confidence {proc.confidence:.2f} < {threshold:.2f}")
+            continue
+        replays = sum(1 for e in store.executions(proc.id) if e.outcome == "success")
+        chosen = {"id": proc.id, "version": proc.version, "task_type": proc.task_type, "description": proc.description,
+                  "confidence": proc.confidence, "health": health.status, "replayed": replays,
+                  "planned_tokens": proc.planned_tokens, "planned_llm_calls": proc.planned_llm_calls,
+                  "steps": [s.model_dump() for s in proc.steps], "preconditions": proc.preconditions, "postconditions": proc.postconditions}
+        return ActionResult(outputs={"procedure_id": proc.id}, context={"procedure": chosen, "select_reason": None})
+    return ActionResult(outputs={"procedure_id": None}, context={"select_reason": "; ".join(reasons) or "no procedure matches"})
+
+
+@default_registry.action("skill_preflight")
+def skill_preflight(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    """Render every step with the parameters; check environment variable names; run preconditions only when executing."""
+    proc = ctx.view.get("procedure")
+    params = dict(ctx.view.get("params") or {})
+    problems: list[str] = []
+    rendered: list[str] = []
+    for step in proc["steps"]:
+        try:
+            rendered.append(render_command(step["command"], params))
+        except UsageError as exc:
+            problems.append(str(exc))
+            rendered.append(step["command"])
+    missing_env = sorted({n for step in proc["steps"] for n in step.get("env_vars", []) if n not in os.environ})
+    if missing_env:
+        problems.append(f"environment variables not set: {', '.join(missing_env)}")
+    if ctx.view.get("execute") and not problems:
+        for check in proc.get("preconditions") or []:
+            outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0, ctx.view.get("cwd"))
+            if not outcome.passed:
+                problems.append(f"precondition failed: {check} ({outcome.reason})")
+    context = {"rendered": rendered, "preflight_ok": not problems, "preflight_problems": problems,
+               "step_index": 0, "step_results": [], "more_steps": bool(rendered), "step_ok": True, "started_at": time.time()}
+    return ActionResult(outputs={"rendered": rendered, "problems": problems}, context=context)
+
+
+class EditArgs(BaseModel):
+    params: dict[str, Any] = {}
+
+
+@default_registry.action("skill_set_params")
+def skill_set_params(args: EditArgs, ctx: ActionContext) -> ActionResult:
+    """A human edited parameters at the confirmation step."""
+    params = {**(ctx.view.get("params") or {}), **args.params}
+    return ActionResult(outputs=params, context={"params": params})
+
+
+@default_registry.action("skill_run_step", side_effects=True)
+def skill_run_step(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    """Run the next step and compare it with what was recorded; a mismatch or a timeout is a divergence."""
+    view = ctx.view
+    proc, index = view.get("procedure"), int(view.get("step_index") or 0)
+    step = ProcedureStep(**proc["steps"][index])
+    outcome = run_step(step, view.get("rendered")[index], index + 1, view.get("cwd"))
+    results = [*(view.get("step_results") or []), outcome.to_dict()]
+    context: dict[str, Any] = {"step_results": results, "step_ok": outcome.passed, "step_index": index + 1,
+                               "more_steps": index + 1 < len(proc["steps"])}
+    if not outcome.passed:
+        context["diverged_step"] = index + 1
+        context["divergence"] = {
+            "step": index + 1, "command": outcome.command, "expected_exit_code": step.expected_exit_code,
+            "expected_output_pattern": step.expected_output_pattern, "observed_exit_code": outcome.exit_code,
+            "observed_output": (outcome.stdout + outcome.stderr)[-1500:], "reason": outcome.reason,
+            "replayed": [r["command"] for r in results[:-1]]}
+    return ActionResult(outputs=outcome.to_dict(), context=context, status="ok" if outcome.passed else "failed")
+
+
+@default_registry.action("skill_postconditions", side_effects=True)
+def skill_postconditions(args: NoArgs, ctx: ActionContext) -> ActionResult:
+    proc = ctx.view.get("procedure")
+    params = dict(ctx.view.get("params") or {})
+    for check in proc.get("postconditions") or []:
+        outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0, ctx.view.get("cwd"))
+        if not outcome.passed:
+            divergence = {"step": None, "command": check, "reason": f"postcondition failed: {outcome.reason}",
+                          "observed_output": (outcome.stdout + outcome.stderr)[-1500:]}
+            return ActionResult(outputs={"failed": check}, context={"post_ok": False, "divergence": divergence})
+    return ActionResult(outputs={"failed": None}, context={"post_ok": True})
+
+
+class RecordArgs(BaseModel):
+    outcome: str
+
+
+@default_registry.action("skill_record")
+def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
+    """Record how the replay ended; a divergence also becomes a defensive learning for planning."""
+    store = skill_store(ctx.home)
+    view = ctx.view
+    proc = view.get("procedure")
+    divergence = view.get("divergence") or {}
+    execution = store.record_execution(Execution(
+        procedure_id=proc["id"], version=proc["version"], started=view.get("started_at") or time.time(), ended=time.time(),
+        outcome=args.outcome, diverged_step=view.get("diverged_step"), reason=divergence.get("reason"), tokens=0, llm_calls=0,
+        run_id=ctx.run_id))
+    if args.outcome == "diverged" and divergence.get("command"):
+        store.add_learning(CapturedLearning(task_type=proc["task_type"], procedure_id=proc["id"], command=divergence["command"],
+                                            error=f"{divergence.get('reason')}: {divergence.get('observed_output', '')[-300:]}",
+                                            exit_code=divergence.get("observed_exit_code"), source="replay"))
+    return ActionResult(outputs=execution.model_dump(), context={"execution_id": execution.id})

@@ -1,0 +1,83 @@
+"""Shared pieces of replay and capture: the store for a home, rendering steps safely, running one step."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..compiler import template_env
+from ..errors import UsageError
+from ..home import resolve_home, store_path
+from .models import ProcedureStep
+from .store import SkillStore
+
+_stores: dict[tuple[str, int], SkillStore] = {}
+_lock = threading.Lock()
+
+
+def skill_store(home: Path | None) -> SkillStore:
+    """One store connection per home and thread, reused across actions."""
+    path = store_path(home or resolve_home())
+    key = (str(path), threading.get_ident())
+    with _lock:
+        store = _stores.get(key)
+        if store is None:
+            store = _stores[key] = SkillStore(path)
+    return store
+
+
+def render_command(command: str, params: dict[str, Any]) -> str:
+    """Render `{{ name }}` in a sandbox; every value is shell-quoted, so a parameter can never add a command."""
+    from jinja2 import TemplateError, UndefinedError
+
+    try:
+        return template_env(shell=True).from_string(command).render(params)
+    except UndefinedError as exc:
+        names = ", ".join(sorted(set(re.findall(r"\{\{\s*([A-Za-z_]\w*)", command))))
+        raise UsageError(f"{exc.message}: this step needs parameters {names}; pass them with --param NAME=VALUE") from None
+    except TemplateError as exc:
+        raise UsageError(f"step '{command}' is not a valid template: {exc}") from None
+
+
+def parameter_names(steps: list[ProcedureStep]) -> list[str]:
+    return sorted({n for s in steps for n in re.findall(r"\{\{\s*([A-Za-z_]\w*)", s.command)})
+
+
+@dataclass
+class StepOutcome:
+    index: int
+    command: str
+    exit_code: int | None
+    passed: bool
+    reason: str | None
+    stdout: str
+    stderr: str
+    duration_ms: float
+    timed_out: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "command": self.command, "exit_code": self.exit_code, "passed": self.passed,
+                "reason": self.reason, "stdout_tail": self.stdout[-500:], "stderr_tail": self.stderr[-500:],
+                "duration_ms": self.duration_ms, "timed_out": self.timed_out}
+
+
+def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = None) -> StepOutcome:
+    """Run one rendered step in its own process group and validate it against what was recorded."""
+    from ..actions.shell import ShellArgs, run_shell
+    from ..registry import ActionContext
+
+    args = ShellArgs(command=command, cwd=step.cwd or cwd, timeout_secs=step.timeout_secs, env=step.env_vars,
+                     max_output_chars=20_000)
+    out = run_shell(args, ActionContext(view=None, state="replay", tick=index)).outputs
+    reason = None
+    if out["timed_out"]:
+        reason = f"timed out after {step.timeout_secs:g} s"
+    elif out["exit_code"] != step.expected_exit_code:
+        reason = f"exit code {out['exit_code']}, expected {step.expected_exit_code}"
+    elif step.expected_output_pattern and not re.search(step.expected_output_pattern, out["stdout"] + out["stderr"], re.MULTILINE):
+        reason = f"output does not match /{step.expected_output_pattern}/"
+    return StepOutcome(index, command, out["exit_code"], reason is None, reason, out["stdout"], out["stderr"],
+                       out["duration_ms"], out["timed_out"])

@@ -1,0 +1,342 @@
+"""The skill store's truth: procedures and their versions, executions, learnings — in the home's store.db.
+
+Counts change only inside `BEGIN IMMEDIATE` transactions with `count = count + 1`, so any number of
+processes recording outcomes at once never lose an update.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import StoreError
+from ..home import store_path
+from ..sqlite_db import connect, execute_script, migrate
+from .models import CapturedLearning, CapturedProcedure, Execution, ProcedureHealthReport, ProcedureStep
+from .scoring import confidence, health_report
+
+
+def m001_skills(conn: sqlite3.Connection) -> None:
+    execute_script(conn, """
+        CREATE TABLE procedures (
+            id TEXT PRIMARY KEY, task_type TEXT NOT NULL, description TEXT NOT NULL, source TEXT NOT NULL,
+            tags TEXT NOT NULL, version INTEGER NOT NULL, status TEXT NOT NULL, needs_relearning INTEGER NOT NULL DEFAULT 0,
+            success_count INTEGER NOT NULL DEFAULT 0, failure_count INTEGER NOT NULL DEFAULT 0,
+            signature TEXT NOT NULL, steps TEXT NOT NULL, preconditions TEXT NOT NULL, postconditions TEXT NOT NULL,
+            context TEXT NOT NULL, planned_tokens INTEGER NOT NULL DEFAULT 0, planned_llm_calls INTEGER NOT NULL DEFAULT 0,
+            created REAL NOT NULL, updated REAL NOT NULL);
+        CREATE INDEX procedures_signature ON procedures (signature);
+        CREATE INDEX procedures_task_type ON procedures (task_type);
+        CREATE TABLE procedure_versions (
+            procedure_id TEXT NOT NULL REFERENCES procedures (id) ON DELETE CASCADE, version INTEGER NOT NULL,
+            signature TEXT NOT NULL, steps TEXT NOT NULL, preconditions TEXT NOT NULL, postconditions TEXT NOT NULL,
+            context TEXT NOT NULL, source TEXT NOT NULL, planned_tokens INTEGER NOT NULL, planned_llm_calls INTEGER NOT NULL,
+            success_count INTEGER NOT NULL DEFAULT 0, failure_count INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL,
+            PRIMARY KEY (procedure_id, version));
+        CREATE TABLE executions (
+            id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, version INTEGER NOT NULL, started REAL NOT NULL,
+            ended REAL NOT NULL, outcome TEXT NOT NULL, diverged_step INTEGER, reason TEXT, tokens INTEGER NOT NULL,
+            llm_calls INTEGER NOT NULL, run_id TEXT);
+        CREATE INDEX executions_procedure ON executions (procedure_id, version, id);
+        CREATE TABLE learnings (
+            id INTEGER PRIMARY KEY, task_type TEXT, procedure_id TEXT, command TEXT NOT NULL, error TEXT NOT NULL,
+            exit_code INTEGER, source TEXT NOT NULL, created REAL NOT NULL);
+        CREATE INDEX learnings_task ON learnings (task_type, id);
+        CREATE TABLE skill_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        INSERT INTO skill_meta VALUES ('generation', 0);
+        CREATE VIRTUAL TABLE procedures_fts USING fts5(procedure_id UNINDEXED, task_type, description, tags, commands,
+            tokenize = 'unicode61 remove_diacritics 2');
+    """)
+
+
+MIGRATIONS = [m001_skills]
+
+_SPACE = re.compile(r"\s+")
+_TEMPLATE = re.compile(r"\{\{.*?\}\}")
+
+
+def step_signature(steps: list[ProcedureStep]) -> str:
+    """Steps compare equal when their commands do, ignoring spacing and parameter names."""
+    normal = "\n".join(_TEMPLATE.sub("{{}}", _SPACE.sub(" ", s.command.strip())) for s in steps)
+    return hashlib.sha256(normal.encode()).hexdigest()[:24]
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+_PROC_COLUMNS = ("id, task_type, description, source, tags, version, status, needs_relearning, success_count, failure_count, "
+                 "steps, preconditions, postconditions, context, planned_tokens, planned_llm_calls, created, updated")
+
+
+def _procedure(row: tuple[Any, ...]) -> CapturedProcedure:
+    (pid, task_type, description, source, tags, version, status, needs, s, f, steps, pre, post, ctx, ptok, pcalls, created, updated) = row
+    return CapturedProcedure(
+        id=pid, task_type=task_type, description=description, source=source, tags=json.loads(tags), version=version,
+        status=status, needs_relearning=bool(needs), success_count=s, failure_count=f, confidence=confidence(s, f),
+        steps=[ProcedureStep(**x) for x in json.loads(steps)], preconditions=json.loads(pre), postconditions=json.loads(post),
+        context=json.loads(ctx), planned_tokens=ptok, planned_llm_calls=pcalls, created=created, updated=updated)
+
+
+class SkillStore:
+    """Procedures, executions and learnings; safe to open from many processes at once."""
+
+    def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None):
+        self.path = Path(path) if path else store_path(home)
+        self.conn = connect(self.path)
+        migrate(self.conn, "skills", MIGRATIONS)
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------------ transactions
+
+    def _write(self) -> _Tx:
+        return _Tx(self)
+
+    def generation(self) -> int:
+        """Bumped whenever what matching looks at changes; caches compare it."""
+        return int(self.conn.execute("SELECT value FROM skill_meta WHERE key = 'generation'").fetchone()[0])
+
+    def _bump(self) -> None:
+        self.conn.execute("UPDATE skill_meta SET value = value + 1 WHERE key = 'generation'")
+
+    def _index_fts(self, p: CapturedProcedure) -> None:
+        self.conn.execute("DELETE FROM procedures_fts WHERE procedure_id = ?", (p.id,))
+        self.conn.execute("INSERT INTO procedures_fts (procedure_id, task_type, description, tags, commands) VALUES (?, ?, ?, ?, ?)",
+                          (p.id, p.task_type.replace("-", " ").replace("_", " "), p.description, " ".join(p.tags),
+                           " ".join(s.command for s in p.steps)))
+
+    # ------------------------------------------------------------------ procedures
+
+    def add_procedure(self, proc: CapturedProcedure) -> CapturedProcedure:
+        """Store a new procedure (version 1, or the version it carries, for imports)."""
+        now = time.time()
+        pid = proc.id or f"{re.sub(r'[^a-z0-9]+', '-', proc.task_type.lower()).strip('-')[:24] or 'proc'}-{uuid.uuid4().hex[:8]}"
+        proc = proc.model_copy(update={"id": pid, "created": proc.created or now, "updated": now})
+        sig = step_signature(proc.steps)
+        steps = _dump([s.model_dump() for s in proc.steps])
+        with self._write():
+            if self.conn.execute("SELECT 1 FROM procedures WHERE id = ?", (pid,)).fetchone():
+                raise StoreError(f"procedure '{pid}' already exists")
+            self.conn.execute(
+                f"INSERT INTO procedures ({_PROC_COLUMNS}, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (pid, proc.task_type, proc.description, proc.source, _dump(proc.tags), proc.version, proc.status, int(proc.needs_relearning),
+                 proc.success_count, proc.failure_count, steps, _dump(proc.preconditions), _dump(proc.postconditions), _dump(proc.context),
+                 proc.planned_tokens, proc.planned_llm_calls, proc.created, now, sig))
+            self._insert_version(proc, sig, steps)
+            self._index_fts(proc)
+            self._bump()
+        return self.get(pid)
+
+    def _insert_version(self, proc: CapturedProcedure, sig: str, steps: str) -> None:
+        self.conn.execute(
+            "INSERT INTO procedure_versions (procedure_id, version, signature, steps, preconditions, postconditions, context, source,"
+            " planned_tokens, planned_llm_calls, success_count, failure_count, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (proc.id, proc.version, sig, steps, _dump(proc.preconditions), _dump(proc.postconditions), _dump(proc.context), proc.source,
+             proc.planned_tokens, proc.planned_llm_calls, proc.success_count, proc.failure_count, time.time()))
+
+    def add_version(self, procedure_id: str, steps: list[ProcedureStep], *, source: str = "run", planned_tokens: int = 0,
+                    planned_llm_calls: int = 0, preconditions: list[str] | None = None, postconditions: list[str] | None = None,
+                    context: dict[str, Any] | None = None) -> CapturedProcedure:
+        """A re-learned procedure: the next version, seen succeeding once; older versions keep their history."""
+        with self._write():
+            current = self.get(procedure_id)
+            proc = current.model_copy(update={
+                "version": current.version + 1, "steps": steps, "source": source, "success_count": 1, "failure_count": 0,
+                "planned_tokens": planned_tokens, "planned_llm_calls": planned_llm_calls, "needs_relearning": False,
+                "preconditions": current.preconditions if preconditions is None else preconditions,
+                "postconditions": current.postconditions if postconditions is None else postconditions,
+                "context": current.context if context is None else context})
+            sig = step_signature(steps)
+            steps_json = _dump([s.model_dump() for s in steps])
+            self.conn.execute(
+                "UPDATE procedures SET version = ?, steps = ?, signature = ?, source = ?, success_count = 1, failure_count = 0,"
+                " planned_tokens = ?, planned_llm_calls = ?, needs_relearning = 0, preconditions = ?, postconditions = ?, context = ?,"
+                " updated = ? WHERE id = ?",
+                (proc.version, steps_json, sig, source, planned_tokens, planned_llm_calls, _dump(proc.preconditions),
+                 _dump(proc.postconditions), _dump(proc.context), time.time(), procedure_id))
+            self._insert_version(proc, sig, steps_json)
+            self._index_fts(proc)
+            self._bump()
+        return self.get(procedure_id)
+
+    def find_by_signature(self, signature: str) -> CapturedProcedure | None:
+        row = self.conn.execute(f"SELECT {_PROC_COLUMNS} FROM procedures WHERE signature = ? LIMIT 1", (signature,)).fetchone()
+        return _procedure(row) if row else None
+
+    def get(self, procedure_id: str, version: int | None = None) -> CapturedProcedure:
+        row = self.conn.execute(f"SELECT {_PROC_COLUMNS} FROM procedures WHERE id = ?", (procedure_id,)).fetchone()
+        if row is None:
+            near = [r[0] for r in self.conn.execute("SELECT id FROM procedures WHERE id LIKE ? LIMIT 3", (procedure_id + "%",))]
+            if len(near) == 1:
+                return self.get(near[0], version)
+            hint = f"; did you mean {', '.join(near)}?" if near else "; `sherpa-skills learn procedures` lists them"
+            raise StoreError(f"no procedure '{procedure_id}'{hint}")
+        proc = _procedure(row)
+        if version is None or version == proc.version:
+            return proc
+        v = self.conn.execute("SELECT steps, preconditions, postconditions, context, source, planned_tokens, planned_llm_calls,"
+                              " success_count, failure_count FROM procedure_versions WHERE procedure_id = ? AND version = ?",
+                              (proc.id, version)).fetchone()
+        if v is None:
+            raise StoreError(f"procedure '{proc.id}' has no version {version} (versions 1..{proc.version})")
+        return proc.model_copy(update={
+            "version": version, "steps": [ProcedureStep(**x) for x in json.loads(v[0])], "preconditions": json.loads(v[1]),
+            "postconditions": json.loads(v[2]), "context": json.loads(v[3]), "source": v[4], "planned_tokens": v[5],
+            "planned_llm_calls": v[6], "success_count": v[7], "failure_count": v[8], "confidence": confidence(v[7], v[8])})
+
+    def versions(self, procedure_id: str) -> list[dict[str, Any]]:
+        return [{"version": r[0], "source": r[1], "success_count": r[2], "failure_count": r[3], "created": r[4]}
+                for r in self.conn.execute("SELECT version, source, success_count, failure_count, created FROM procedure_versions"
+                                           " WHERE procedure_id = ? ORDER BY version", (procedure_id,))]
+
+    def procedures(self, task_type: str | None = None, status: str | None = None) -> list[CapturedProcedure]:
+        sql, args = f"SELECT {_PROC_COLUMNS} FROM procedures WHERE 1=1", []
+        if task_type:
+            sql, args = sql + " AND task_type = ?", [*args, task_type]
+        if status:
+            sql, args = sql + " AND status = ?", [*args, status]
+        return [_procedure(r) for r in self.conn.execute(sql + " ORDER BY updated DESC", args)]
+
+    def iter_procedures(self, batch: int = 1000) -> Iterator[CapturedProcedure]:
+        last = ""
+        while True:
+            rows = self.conn.execute(f"SELECT {_PROC_COLUMNS} FROM procedures WHERE id > ? ORDER BY id LIMIT ?", (last, batch)).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield _procedure(row)
+            last = rows[-1][0]
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM procedures").fetchone()[0])
+
+    def record_success(self, procedure_id: str) -> CapturedProcedure:
+        """Seen succeeding again (a capture or a mined session with the same steps): one more success, no duplicate."""
+        with self._write():
+            pid = self.get(procedure_id).id
+            self.conn.execute("UPDATE procedures SET success_count = success_count + 1, updated = ? WHERE id = ?", (time.time(), pid))
+            self.conn.execute("UPDATE procedure_versions SET success_count = success_count + 1 WHERE procedure_id = ?"
+                              " AND version = (SELECT version FROM procedures WHERE id = ?)", (pid, pid))
+        return self.get(pid)
+
+    def set_status(self, procedure_id: str, status: str) -> CapturedProcedure:
+        with self._write():
+            pid = self.get(procedure_id).id
+            self.conn.execute("UPDATE procedures SET status = ?, updated = ? WHERE id = ?", (status, time.time(), pid))
+            self._bump()
+        return self.get(pid)
+
+    def mark_needs_relearning(self, procedure_id: str, flag: bool = True) -> None:
+        with self._write():
+            self.conn.execute("UPDATE procedures SET needs_relearning = ?, updated = ? WHERE id = ?", (int(flag), time.time(), procedure_id))
+
+    # ------------------------------------------------------------------ executions
+
+    def record_execution(self, execution: Execution) -> Execution:
+        """The execution row and the count it changes, in one transaction; dry runs change no count."""
+        column = {"success": "success_count", "diverged": "failure_count", "error": "failure_count"}.get(execution.outcome)
+        with self._write():
+            cursor = self.conn.execute(
+                "INSERT INTO executions (procedure_id, version, started, ended, outcome, diverged_step, reason, tokens, llm_calls, run_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (execution.procedure_id, execution.version, execution.started, execution.ended, execution.outcome,
+                 execution.diverged_step, execution.reason, execution.tokens, execution.llm_calls, execution.run_id))
+            if column:
+                self.conn.execute(f"UPDATE procedures SET {column} = {column} + 1, updated = ? WHERE id = ? AND version = ?",
+                                  (time.time(), execution.procedure_id, execution.version))
+                self.conn.execute(f"UPDATE procedure_versions SET {column} = {column} + 1 WHERE procedure_id = ? AND version = ?",
+                                  (execution.procedure_id, execution.version))
+        return execution.model_copy(update={"id": cursor.lastrowid})
+
+    def executions(self, procedure_id: str, version: int | None = None, limit: int | None = None) -> list[Execution]:
+        """Newest first."""
+        sql = ("SELECT id, procedure_id, version, started, ended, outcome, diverged_step, reason, tokens, llm_calls, run_id"
+               " FROM executions WHERE procedure_id = ?")
+        args: list[Any] = [procedure_id]
+        if version is not None:
+            sql, args = sql + " AND version = ?", [*args, version]
+        sql += " ORDER BY id DESC"
+        if limit:
+            sql, args = sql + " LIMIT ?", [*args, limit]
+        return [Execution(id=r[0], procedure_id=r[1], version=r[2], started=r[3], ended=r[4], outcome=r[5], diverged_step=r[6],
+                          reason=r[7], tokens=r[8], llm_calls=r[9], run_id=r[10]) for r in self.conn.execute(sql, args)]
+
+    def health(self, procedure_id: str, window: int = 10) -> ProcedureHealthReport:
+        """Over the current version's last `window` real executions."""
+        proc = self.get(procedure_id)
+        recent = [e for e in self.executions(proc.id, proc.version, limit=window * 3) if e.outcome != "dry-run"][:window]
+        report = health_report(proc.id, recent, proc.needs_relearning, window)
+        total = self.conn.execute("SELECT COUNT(*) FROM executions WHERE procedure_id = ? AND version = ? AND outcome != 'dry-run'",
+                                  (proc.id, proc.version)).fetchone()[0]
+        return report.model_copy(update={"total_executions": total})
+
+    def delete_executions_before(self, cutoff: float, keep_per_procedure: int = 50) -> int:
+        """Retention: drop old executions but always keep each procedure's newest ones (health needs them)."""
+        with self._write():
+            cursor = self.conn.execute(
+                "DELETE FROM executions WHERE ended < ? AND id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER"
+                " (PARTITION BY procedure_id ORDER BY id DESC) AS n FROM executions) WHERE n <= ?)", (cutoff, keep_per_procedure))
+        return cursor.rowcount
+
+    # ------------------------------------------------------------------ learnings
+
+    def add_learning(self, learning: CapturedLearning) -> CapturedLearning:
+        with self._write():
+            cursor = self.conn.execute(
+                "INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (learning.task_type, learning.procedure_id, learning.command, learning.error, learning.exit_code, learning.source,
+                 learning.created or time.time()))
+        return learning.model_copy(update={"id": cursor.lastrowid})
+
+    def learnings(self, task_type: str | None = None, limit: int = 50) -> list[CapturedLearning]:
+        sql, args = "SELECT id, task_type, procedure_id, command, error, exit_code, source, created FROM learnings", []
+        if task_type:
+            sql, args = sql + " WHERE task_type = ?", [task_type]
+        rows = self.conn.execute(sql + " ORDER BY id DESC LIMIT ?", [*args, limit])
+        return [CapturedLearning(id=r[0], task_type=r[1], procedure_id=r[2], command=r[3], error=r[4], exit_code=r[5], source=r[6],
+                                 created=r[7]) for r in rows]
+
+    # ------------------------------------------------------------------ lexical search
+
+    def fts_search(self, query: str, limit: int = 10) -> list[tuple[str, float]]:
+        """SQLite FTS5 over task type, description, tags and commands; scores in (0, 1], best first."""
+        terms = [t for t in re.findall(r"\w+", query.lower()) if len(t) > 1]
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        rows = self.conn.execute("SELECT procedure_id, bm25(procedures_fts, 0, 4.0, 2.0, 2.0, 1.0) AS rank FROM procedures_fts"
+                                 " WHERE procedures_fts MATCH ? ORDER BY rank LIMIT ?", (match, limit)).fetchall()
+        if not rows:
+            return []
+        best = -rows[0][1] or 1.0
+        return [(pid, round(max(0.0, -rank) / best, 4) if best > 0 else 0.0) for pid, rank in rows]
+
+
+class _Tx:
+    """BEGIN IMMEDIATE … COMMIT, re-entrant within one store object."""
+
+    def __init__(self, store: SkillStore):
+        self.store = store
+
+    def __enter__(self) -> None:
+        self.store._lock.acquire()
+        self.outer = not self.store.conn.in_transaction
+        if self.outer:
+            self.store.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if self.outer:
+                self.store.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self.store._lock.release()
