@@ -76,7 +76,7 @@ def _compile_value(value: Any, shell: bool) -> Any:
         env = template_env(shell)
         whole = _WHOLE_EXPR.match(value)
         if whole and not shell:
-            return Dynamic("expr", env.compile_expression(whole.group("expr")))
+            return Dynamic("expr", _strict(env.compile_expression(whole.group("expr"), undefined_to_none=False)))
         return Dynamic("template", env.from_string(value))
     if isinstance(value, (dict, list)):
         # Mappings and lists (like run_machine's inputs) may hold references and templates at any depth.

@@ -31,7 +31,10 @@ class KeyPatternArgs(BaseModel):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str) -> str:
-        re.compile(value)
+        try:
+            re.compile(value)
+        except re.error as exc:  # pydantic only turns ValueError into a validation problem
+            raise ValueError(f"pattern {value!r} is not a valid regular expression: {exc}") from None
         return value
 
 

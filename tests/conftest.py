@@ -48,3 +48,51 @@ def _network_tripwire(event: str, args: tuple) -> None:
 
 
 sys.addaudithook(_network_tripwire)
+
+
+# ---------------------------------------------------------------- shared fixtures (added after the tripwire)
+
+import pytest  # noqa: E402
+
+
+class _CurrentStderr:
+    """Writes to whatever sys.stderr is now, so logs never go to a capture stream a finished test closed."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+@pytest.fixture(autouse=True)
+def _logs_to_current_stderr():
+    """The CLI reconfigures structlog per run (JSON file, console stream); give every test a clean set-up."""
+    from sherpa_skills.logs import configure
+
+    configure(level="warning", stream=_CurrentStderr())  # type: ignore[arg-type]
+    yield
+    configure(level="warning", stream=_CurrentStderr())  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def fresh_scripts():
+    """Scripted-model `times` counters and parsed scripts start empty in each test that asks for it."""
+    from sherpa_skills.testing import reset_scripts
+
+    reset_scripts()
+    yield
+    reset_scripts()
+
+
+@pytest.fixture
+def write_file(tmp_path):
+    """Write a text file (a workflow, a script) under tmp_path and return its path."""
+
+    def write(name: str, text: str):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write

@@ -1,0 +1,217 @@
+"""Belief: read-only to policies and guards, JSON round-trips without loss, and a writing guard fails the run cleanly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sherpa_skills.agent import Agent
+from sherpa_skills.belief import Belief, LogEntry, TrajectoryEntry
+from sherpa_skills.errors import ReadOnlyBeliefError
+from sherpa_skills.policy.base import Decision, DecisionContext
+from sherpa_skills.registry import default_registry
+from sherpa_skills.runstore import RunStore
+from sherpa_skills.workflow import load_workflow_text
+
+
+def _belief() -> Belief:
+    return Belief(
+        trajectory=[TrajectoryEntry(tick=0, state="start", decided_by="start", at=1.5),
+                    TrajectoryEntry(tick=1, state="work/build", trigger="go", source="start", decided_by="llm", at=2.25)],
+        log=[LogEntry(tick=1, action="shell", inputs={"command": "make", "env": ["PATH"]},
+                      outputs={"exit_code": 0, "stdout": "ok\n", "lines": [1, 2, {"deep": [None, True, 1.5]}]},
+                      status="ok", started=2.0, duration_ms=12.5, tokens=0, cost=0.0),
+             LogEntry(tick=1, action="policy:llm", inputs={"state": "start"}, outputs="plain text", status="error",
+                      started=2.1, duration_ms=0.0, tokens=42, cost=0.001, error="boom")],
+        context={"ticket": {"id": 7, "tags": ["a", "b"], "meta": {"owner": None, "score": 0.75}}, "count": 3, "ok": False, "name": "ü"},
+    )
+
+
+class TestReadOnlyView:
+    @pytest.mark.parametrize("write", [
+        lambda v: v.context.__setitem__("k", 1),
+        lambda v: v.context.__delitem__("count"),
+        lambda v: v.context.update({"k": 1}),
+        lambda v: v.context.pop("count"),
+        lambda v: v.context.setdefault("k", 1),
+        lambda v: v.context.clear(),
+        lambda v: setattr(v.context, "_data", {}),
+    ], ids=["setitem", "delitem", "update", "pop", "setdefault", "clear", "setattr"])
+    def test_writing_to_the_context_raises(self, write: Any):
+        """Every way of changing view.context raises ReadOnlyBeliefError and leaves the belief as it was."""
+        belief = _belief()
+        before = belief.model_dump()
+        with pytest.raises(ReadOnlyBeliefError):
+            write(belief.view())
+        assert belief.model_dump() == before
+
+    @pytest.mark.parametrize("part", ["trajectory", "log"])
+    @pytest.mark.parametrize("write", [
+        lambda s: s.append(None),
+        lambda s: s.extend([]),
+        lambda s: s.insert(0, None),
+        lambda s: s.pop(),
+        lambda s: s.clear(),
+        lambda s: s.__setitem__(0, None),
+        lambda s: s.__delitem__(0),
+        lambda s: setattr(s, "_items", []),
+    ], ids=["append", "extend", "insert", "pop", "clear", "setitem", "delitem", "setattr"])
+    def test_writing_to_the_trajectory_or_log_raises(self, part: str, write: Any):
+        """view.trajectory and view.log are windows that refuse every change."""
+        belief = _belief()
+        before = belief.model_dump()
+        with pytest.raises(ReadOnlyBeliefError):
+            write(getattr(belief.view(), part))
+        assert belief.model_dump() == before
+
+    @pytest.mark.parametrize("name", ["context", "trajectory", "log", "anything"])
+    def test_replacing_or_adding_view_attributes_raises(self, name: str):
+        """A view's attributes cannot be rebound or deleted."""
+        view = _belief().view()
+        with pytest.raises(ReadOnlyBeliefError):
+            setattr(view, name, {})
+        with pytest.raises(ReadOnlyBeliefError):
+            delattr(view, name)
+
+    def test_the_view_reads_what_the_belief_holds(self):
+        """Reads work: dotted context lookups, lengths, indexing, recent entries and the current state."""
+        view = _belief().view()
+        assert view.get("ticket.meta.score") == 0.75
+        assert view.context.get("ticket.tags.1") == "b"
+        assert view.get("missing", "dflt") == "dflt"
+        assert len(view.log) == 2 and view.log[-1].action == "policy:llm"
+        assert [t.state for t in view.trajectory.recent(1)] == ["work/build"]
+        assert view.state == "work/build"
+
+    def test_a_policy_sees_a_read_only_view(self):
+        """The view handed to a policy refuses writes, so a policy cannot change what it decides on."""
+        seen: list[str] = []
+
+        class WritingPolicy:
+            def decide(self, ctx: DecisionContext) -> Decision | None:
+                try:
+                    ctx.view.context["sneaky"] = True
+                except ReadOnlyBeliefError:
+                    seen.append("refused")
+                return Decision("left", decided_by="test")
+
+            async def adecide(self, ctx: DecisionContext) -> Decision | None:
+                return self.decide(ctx)
+
+        workflow = load_workflow_text(TWO_WAYS, name="two_ways.yaml")
+        result = Agent(workflow.machine, WritingPolicy()).run()
+        assert result.status == "final"
+        assert seen == ["refused"]
+        assert "sneaky" not in result.context
+
+
+TWO_WAYS = """
+name: two_ways
+initial: s
+states:
+  s:
+    transitions:
+      - {trigger: left, dest: done}
+      - {trigger: right, dest: done}
+  done:
+    final: true
+"""
+
+
+class TestJsonRoundTrip:
+    def test_belief_round_trips_json_without_loss(self):
+        """to_json then from_json gives back an equal belief: nested context values and log outputs included."""
+        belief = _belief()
+        again = Belief.from_json(belief.to_json())
+        assert again == belief
+        assert again.model_dump() == belief.model_dump()
+        assert again.context["ticket"]["meta"] == {"owner": None, "score": 0.75}
+        assert again.log[0].outputs["lines"][2] == {"deep": [None, True, 1.5]}
+
+    def test_the_belief_of_a_real_run_round_trips(self, tmp_path):
+        """A belief the engine built (entries made without validation) survives JSON and the run store alike."""
+        store = RunStore(tmp_path / "store.db")
+        workflow = load_workflow_text(COUNTING, name="counting.yaml")
+        agent = workflow.agent(store=store)
+        assert agent.run({"ticket": {"id": 7, "tags": ["x"]}}).status == "final"
+        assert Belief.from_json(agent.belief.to_json()) == agent.belief
+        assert RunStore(tmp_path / "store.db").load_belief(agent.run_id).model_dump() == agent.belief.model_dump()
+
+
+COUNTING = """
+name: counting
+initial: a
+states:
+  a:
+    on_enter:
+      - {set: {note: {nested: [1, {two: 2}]}}}
+    transitions:
+      - trigger: go
+        dest: b
+        after: {increment: {key: count}}
+  b:
+    final: true
+"""
+
+
+WRITING_GUARD = """
+name: writing_guard
+initial: s
+states:
+  s:
+    transitions:
+      - trigger: go
+        dest: done
+        conditions: sneaky
+  done:
+    final: true
+"""
+
+
+class TestGuardsCannotWrite:
+    def _registry(self):
+        registry = default_registry.child()
+
+        @registry.guard("sneaky")
+        def sneaky(view: Any, args: Any = None) -> bool:
+            """Tries to change the belief it should only read."""
+            view.context["approved"] = True
+            return True
+
+        return registry
+
+    def test_a_guard_that_writes_fails_the_run_with_a_clear_error(self, tmp_path):
+        """The run ends with status error and a message saying belief is read-only, not with a traceback."""
+        store = RunStore(tmp_path / "store.db")
+        workflow = load_workflow_text(WRITING_GUARD, name="writing_guard.yaml", registry=self._registry())
+        agent = workflow.agent(store=store)
+        result = agent.run()
+        assert result.status == "error"
+        assert result.state == "s"
+        assert "read-only" in result.error and "guard 'sneaky'" in result.error
+        assert "Traceback" not in result.error
+        assert "approved" not in result.context
+        row = RunStore(tmp_path / "store.db").get_run(agent.run_id)
+        assert (row.status, row.state) == ("error", "s")
+        assert "read-only" in row.error
+
+    async def test_the_async_run_fails_the_same_way(self):
+        """arun reports the writing guard exactly as run does."""
+        workflow = load_workflow_text(WRITING_GUARD, name="writing_guard.yaml", registry=self._registry())
+        result = await workflow.agent().arun()
+        assert result.status == "error"
+        assert "read-only" in result.error
+
+    def test_a_guard_that_crashes_fails_the_run_naming_the_guard(self):
+        """A guard raising an ordinary exception ends the run with status error, not an exception out of run()."""
+        registry = default_registry.child()
+
+        @registry.guard("sneaky")
+        def sneaky(view: Any, args: Any = None) -> bool:
+            """Reads a key that is not there."""
+            return view.context["missing"]
+
+        result = load_workflow_text(WRITING_GUARD, name="writing_guard.yaml", registry=registry).agent().run()
+        assert result.status == "error"
+        assert "guard 'sneaky'" in result.error and "KeyError" in result.error
