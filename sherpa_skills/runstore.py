@@ -13,6 +13,7 @@ from typing import Any
 from .belief import Belief, LogEntry, TrajectoryEntry
 from .errors import StoreError
 from .home import store_path
+from .redact import redact_value
 from .sqlite_db import connect, execute_script, migrate
 
 
@@ -79,8 +80,9 @@ class Interrupted:
 
 
 def _dump(value: Any, what: str) -> str:
+    """JSON for a row, secrets redacted: nothing that looks like a token or password reaches the store."""
     try:
-        return json.dumps(value, separators=(",", ":"))
+        return json.dumps(redact_value(value), separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{what} is not JSON-serialisable: {exc}") from None
 
