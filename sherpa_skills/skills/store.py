@@ -276,9 +276,10 @@ class SkillStore:
         proc = self.get(procedure_id)
         recent = [e for e in self.executions(proc.id, proc.version, limit=window * 3) if e.outcome != "dry-run"][:window]
         report = health_report(proc.id, recent, proc.needs_relearning, window)
-        total = self.conn.execute("SELECT COUNT(*) FROM executions WHERE procedure_id = ? AND version = ? AND outcome != 'dry-run'",
-                                  (proc.id, proc.version)).fetchone()[0]
-        return report.model_copy(update={"total_executions": total})
+        total, last_failure = self.conn.execute(
+            "SELECT COUNT(*), MAX(CASE WHEN outcome IN ('diverged', 'error') THEN ended END) FROM executions"
+            " WHERE procedure_id = ? AND version = ? AND outcome != 'dry-run'", (proc.id, proc.version)).fetchone()
+        return report.model_copy(update={"total_executions": total, "last_failure": last_failure})
 
     def delete_executions_before(self, cutoff: float, keep_per_procedure: int = 50) -> int:
         """Retention: drop old executions but always keep each procedure's newest ones (health needs them)."""
