@@ -211,6 +211,22 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_tools_relevant(args: argparse.Namespace) -> int:
+    from .tools import ToolIndex, load_tools, registered_tools
+
+    tools = [t for f in args.tools for t in load_tools(f)] if args.tools else registered_tools()
+    ranked = ToolIndex(tools).relevant(args.task, limit=args.limit)
+    if args.json:
+        _print_json([r.to_dict() for r in ranked])
+        return EXIT_OK
+    console = _console()
+    for r in ranked:
+        console.print(f"[bold]{r.tool.name}[/] [dim]{r.score:.2f}[/]  {r.tool.description}  [dim]({', '.join(r.matched)})[/]")
+    if not ranked:
+        console.print(f"no tool among {len(tools)} matches that task")
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -266,6 +282,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("graph", cmd_graph, "print a workflow as a Mermaid stateDiagram-v2")
     p.add_argument("file")
+
+    tools = sub.add_parser("tools", parents=[common], help="find the tools relevant to a task")
+    tsub = tools.add_subparsers(dest="tools_command", metavar="COMMAND", required=True)
+    p = tsub.add_parser("relevant", parents=[common], help="rank tools for TASK (registered actions, or --tools FILE)",
+                        description="rank tools for TASK with one Aho-Corasick pass (registered actions, or --tools FILE)")
+    p.set_defaults(fn=cmd_tools_relevant)
+    p.add_argument("task")
+    p.add_argument("--tools", action="append", metavar="FILE", help="YAML/JSON list of {name, description, keywords}; repeatable")
+    p.add_argument("--limit", type=int, default=5)
+    p.add_argument("--json", action="store_true")
 
     from .cli_learn import add_learn_parser
 

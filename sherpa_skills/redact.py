@@ -465,9 +465,20 @@ def redact(text: str) -> str:
         text = _as_text(text)
         if not text:
             return text
+        if len(text) <= _CACHED_LENGTH:
+            return _redact_short(text)
         return _run(text, None)
     except Exception:
         return REDACTED
+
+
+# Keys and short values repeat across every stored row ("command", "exit_code", "ok"): remember them.
+_CACHED_LENGTH = 160
+
+
+@lru_cache(maxsize=8192)
+def _redact_short(text: str) -> str:
+    return _run(text, None)
 
 
 def find_secrets(text: str) -> list[str]:
@@ -511,10 +522,15 @@ def redact_value(value: Any) -> Any:
         return REDACTED
 
 
+@lru_cache(maxsize=4096)
+def _key_strength(key: str) -> int:
+    return _name_strength(key)
+
+
 def _secret_key_value(key: Any, value: Any) -> bool:
     if not isinstance(key, str) or value is None or isinstance(value, bool) or value == "":
         return False
-    strength = _name_strength(key)
+    strength = _key_strength(key)
     if strength == _NOT:
         return False
     if isinstance(value, str) and (value == REDACTED or (strength == _WEAK and _PATH_VALUE.match(value))):

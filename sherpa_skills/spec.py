@@ -155,6 +155,8 @@ class PolicySpec(_Strict):
     prompt: str = "choose_transition"
     max_retries: int = Field(default=2, ge=0, le=10)
     recent: int = Field(default=8, ge=0, description="how many recent trajectory/log entries the prompt shows")
+    relevant_options: int | None = Field(default=None, ge=1, description="show the LLM only this many transitions, the most relevant to the task")
+    task_key: str = Field(default="task", description="the context key holding the task text, for relevant_options")
 
 
 class LLMSpec(_Strict):

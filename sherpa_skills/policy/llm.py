@@ -104,11 +104,30 @@ class LLMPolicy:
     """Asks a model through litellm; a garbage answer is re-asked with the error, then becomes a PolicyError."""
 
     def __init__(self, model: str | None = None, *, prompt: str = "choose_transition", max_retries: int = 2, recent: int = 8,
-                 temperature: float = 0.0, max_tokens: int | None = None, structured_output: bool = True, base_dir: Path | None = None):
+                 temperature: float = 0.0, max_tokens: int | None = None, structured_output: bool = True, base_dir: Path | None = None,
+                 relevant_options: int | None = None, task_key: str = "task"):
         self.model, self.prompt, self.max_retries, self.recent = model, prompt, max_retries, recent
         self.temperature, self.max_tokens, self.structured_output = temperature, max_tokens, structured_output
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
+        self.relevant_options, self.task_key = relevant_options, task_key
         self._env: Any = None
+        self._indexes: dict[tuple[str, ...], Any] = {}
+
+    def shown_options(self, ctx: DecisionContext) -> list[Edge]:
+        """All available transitions, or with `relevant_options`, the few the tool index ranks highest for the task."""
+        limit = self.relevant_options
+        if not limit or len(ctx.options) <= limit:
+            return ctx.options
+        from ..tools import ToolIndex, ToolSpec
+
+        key = tuple(o.trigger for o in ctx.options)
+        index = self._indexes.get(key)
+        if index is None:
+            index = self._indexes[key] = ToolIndex(ToolSpec(name=o.trigger, description=o.description) for o in ctx.options)
+        ranked = [r.tool.name for r in index.relevant(str(ctx.view.get(self.task_key) or ""), limit=limit)]
+        chosen = [o for o in ctx.options if o.trigger in ranked]
+        # Fill up in declaration order when the task names fewer than `limit`.
+        return chosen + [o for o in ctx.options if o.trigger not in ranked][: limit - len(chosen)]
 
     def messages(self, ctx: DecisionContext) -> list[dict[str, str]]:
         if self._env is None:
@@ -116,7 +135,7 @@ class LLMPolicy:
         view = ctx.view
         values = {
             "machine": ctx.machine, "state": ctx.state, "state_description": ctx.state_description,
-            "options": [_option_view(o) for o in ctx.options], "triggers": ctx.triggers(),
+            "options": [_option_view(o) for o in self.shown_options(ctx)], "triggers": [o.trigger for o in self.shown_options(ctx)],
             "context": _clip(dict(view.context.items()), _CONTEXT_CHARS), "vars": view.context,
             "trajectory": view.trajectory.recent(self.recent),
             "actions": [{"action": e.action, "status": e.status, "outputs": _clip(e.outputs, _OUTPUT_CHARS) if e.outputs else ""}
@@ -134,7 +153,7 @@ class LLMPolicy:
     def _dialogue(self, ctx: DecisionContext) -> Generator[tuple[list[dict[str, str]], str, dict[str, Any]], Any, Decision]:
         """The whole ask/validate/re-ask exchange, written once; `decide` and `adecide` only do the I/O."""
         model, messages = self._model(ctx), self.messages(ctx)
-        options = {"response_format": response_schema(ctx.options) if self.structured_output else None,
+        options = {"response_format": response_schema(self.shown_options(ctx)) if self.structured_output else None,
                    "temperature": self.temperature, "max_tokens": self.max_tokens, "base_dir": self.base_dir}
         calls = tokens = 0
         cost = 0.0

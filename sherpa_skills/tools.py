@@ -1,0 +1,153 @@
+"""The tool index: from a task description, the few relevant tools out of many, so prompts carry only those.
+
+One Aho-Corasick automaton holds every tool's keywords, name parts and description words; a query is one
+pass over the task text, so its cost depends on the task's length, not on how many tools there are.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import re
+from collections import Counter
+from operator import itemgetter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from .errors import Problem, WorkflowError
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9+#.]*")
+_STOP = frozenset("""a an and are as at be by for from has have in into is it its of on or that the this to was were will with
+    you your can do does use uses using used via per all any some more most other such only own same so than too very just
+    when which while who what where how get gets set sets make makes""".split())
+WEIGHTS = {"name": 3.0, "keyword": 2.0, "word": 1.0}
+
+
+class ToolSpec(BaseModel):
+    """A capability a policy could use: a registered action, or an entry in a tools file."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    keywords: list[str] = Field(default_factory=list)
+
+
+def _words(text: str) -> list[str]:
+    return [w.rstrip(".") for w in _WORD.findall(text.lower()) if w.rstrip(".")]
+
+
+def _stem(word: str) -> str:
+    """A light suffix strip so 'deploying', 'deployed' and 'deploys' meet 'deploy'."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def tool_terms(tool: ToolSpec) -> dict[str, float]:
+    terms: dict[str, float] = {}
+
+    def put(term: str, weight: float) -> None:
+        if term and term not in _STOP and len(term) > 1:
+            terms[term] = max(terms.get(term, 0.0), weight)
+
+    name_words = _words(tool.name.replace("_", " ").replace("-", " "))
+    put(" ".join(name_words), WEIGHTS["name"])
+    for w in name_words:
+        put(_stem(w), WEIGHTS["name"])
+    for keyword in tool.keywords:
+        kw = _words(keyword)
+        put(" ".join(kw) if len(kw) > 1 else (_stem(kw[0]) if kw else ""), WEIGHTS["keyword"])
+    for w in _words(tool.description):
+        if len(w) > 2:
+            put(_stem(w), WEIGHTS["word"])
+    return terms
+
+
+@dataclass
+class RelevantTool:
+    tool: ToolSpec
+    score: float
+    matched: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.tool.name, "description": self.tool.description, "score": round(self.score, 4), "matched": self.matched}
+
+
+class ToolIndex:
+    """Built once from many tools; `relevant(task)` ranks the ones the task names or describes."""
+
+    def __init__(self, tools: Iterable[ToolSpec]):
+        import ahocorasick
+
+        self.tools = list(tools)
+        postings: dict[str, list[tuple[int, float]]] = {}
+        for i, tool in enumerate(self.tools):
+            for term, weight in tool_terms(tool).items():
+                postings.setdefault(term, []).append((i, weight))
+        n = len(self.tools)
+        automaton = ahocorasick.Automaton()
+        for term, plist in postings.items():
+            # Rare terms tell more than terms every tool shares; weighed once here, not per query.
+            rarity = 1.0 + (n / len(plist)) ** 0.5 / 10 if n > 1 else 1.0
+            automaton.add_word(f" {term} ", (term, {i: w * rarity for i, w in plist}))
+        self._automaton = automaton if postings else None
+        if postings:
+            automaton.make_automaton()
+
+    def relevant(self, task: str, limit: int = 5) -> list[RelevantTool]:
+        if self._automaton is None:
+            return []
+        words = _words(task)
+        # Word forms and joined neighbours too: "deploying" meets "deploy", "back up" meets "backup".
+        extra = [_stem(w) for w in words if _stem(w) != w] + [a + b for a, b in zip(words, words[1:])]
+        text = " " + " ".join(words + extra) + " "
+        hits: dict[str, dict[int, float]] = {}
+        for _, (term, plist) in self._automaton.iter(text):
+            hits[term] = plist
+        scores: Counter[int] = Counter()
+        for plist in hits.values():
+            scores.update(plist)
+        # Take a few more than asked by score alone, then break ties by name on that small set.
+        top = heapq.nlargest(limit * 2, scores.items(), key=itemgetter(1))
+        best = sorted(top, key=lambda kv: (-kv[1], self.tools[kv[0]].name))[:limit]
+        matched = {i: [term for term, plist in hits.items() if i in plist] for i, _ in best}
+        return [RelevantTool(self.tools[i], score, matched[i]) for i, score in best]
+
+
+def load_tools(path: str | Path) -> list[ToolSpec]:
+    """Tools from YAML or JSON: a list of {name, description, keywords}, or {tools: [...]}."""
+    from .yaml_source import load_yaml_file
+
+    located = load_yaml_file(path)
+    data, loc = located.data, ()
+    if isinstance(data, dict) and "tools" in data:
+        data, loc = data["tools"], ("tools",)
+    try:
+        return TypeAdapter(list[ToolSpec]).validate_python(data)
+    except ValidationError as exc:
+        raise WorkflowError([located.problem((*loc, *e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}") for e in exc.errors()]) from None
+
+
+def registered_tools(registry: Any = None) -> list[ToolSpec]:
+    """The actions in a registry, as tools."""
+    from . import builtins  # noqa: F401
+    from .registry import default_registry
+
+    registry = registry or default_registry
+    tools = []
+    for name in registry.action_names():
+        definition = registry.get_action(name)
+        keywords = list(definition.args_model.model_fields)
+        tools.append(ToolSpec(name=name, description=definition.description, keywords=keywords))
+    return tools
+
+
+def dump(tools: list[RelevantTool]) -> str:
+    return json.dumps([t.to_dict() for t in tools], indent=2)
+
+
+def problem(message: str) -> Problem:
+    return Problem("<tools>", 1, message)
