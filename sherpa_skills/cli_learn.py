@@ -134,7 +134,7 @@ def cmd_procedures(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     store, _, _ = _stores(args)
     p = store.get(args.id, args.version)
-    health = store.health(p.id)
+    health = store.health(p.id, version=p.version)
     executions = store.executions(p.id, limit=10)
     data = {**p.model_dump(mode="json"), "health": health.model_dump(mode="json"), "versions": store.versions(p.id),
             "recent_executions": [e.model_dump(mode="json") for e in executions]}

@@ -88,3 +88,23 @@ def test_demo_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["demo", "--json", "--home", str(tmp_path)]) == 0
     results = json.loads(capsys.readouterr().out)
     assert [r["status"] for r in results] == ["final", "waiting", "final"]
+
+
+@pytest.mark.slow
+def test_skill_loop_plan_capture_replay_diverge_replan(tmp_path: Path) -> None:
+    """The whole loop through the CLI on real SQLite and chromadb: replay costs no LLM call, divergence re-plans a version 2."""
+    out = subprocess.run([sys.executable, str(EXAMPLES / "skills_loop" / "loop.py"), "--json", "--home", str(tmp_path / "home")],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["planned"]["llm_calls"] > 0 and report["planned"]["procedures"][0][1] == 1
+    assert report["replayed"]["replay"] == "succeeded" and report["replayed"]["llm_calls"] == 0
+    assert report["token_saving"] >= 0.95
+    assert report["replanned"]["replay"] == "diverged" and report["replanned"]["diverged_step"] == 2
+    assert report["replanned"]["state"] == "done"
+    assert report["version_1"] == {"health": "degraded", "rolling_success_rate": 0.5, "success_count": 2, "failure_count": 1}
+    assert report["replayed_v2"] == {"state": "done", "llm_calls": 0, "replay": "succeeded"}
+    (proc,) = report["procedures"]
+    assert proc["version"] == 2 and proc["health"] == "healthy"
+    assert report["stats"]["llm_calls_saved"] > 0
+    assert (tmp_path / "home" / "companion").is_dir()

