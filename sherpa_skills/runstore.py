@@ -14,7 +14,7 @@ from .belief import Belief, LogEntry, TrajectoryEntry
 from .errors import StoreError
 from .home import store_path
 from .redact import redact_value
-from .sqlite_db import connect, execute_script, migrate
+from .sqlite_db import Checkpointer, connect, execute_script, migrate
 
 
 def m001_runs(conn: sqlite3.Connection) -> None:
@@ -94,10 +94,25 @@ class RunStore:
         self.path = Path(path) if path else store_path(home)
         self.conn = connect(self.path)
         migrate(self.conn, "runs", MIGRATIONS)
+        # Ticks never pay for a WAL checkpoint: a background thread does them (see Checkpointer).
+        self.conn.execute("PRAGMA wal_autocheckpoint=0")
+        self._checkpointer = Checkpointer.acquire(self.path)
         self._lock = threading.Lock()
 
     def close(self) -> None:
+        checkpointer, self._checkpointer = self._checkpointer, None
         self.conn.close()
+        if checkpointer is not None:
+            checkpointer.release()
+
+    def __del__(self) -> None:
+        checkpointer = getattr(self, "_checkpointer", None)
+        if checkpointer is not None:
+            self._checkpointer = None
+            try:
+                checkpointer.release()
+            except Exception:  # never raise from a finaliser
+                pass
 
     def create_run(self, run_id: str, workflow: str, workflow_path: str | None, spec_hash: str | None, inputs: dict[str, Any],
                    state: str, counters: dict[str, Any], record: TickRecord) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -50,3 +51,59 @@ def execute_script(conn: sqlite3.Connection, sql: str) -> None:
             buffer = ""
     if buffer.strip():
         conn.execute(buffer)
+
+
+class Checkpointer:
+    """Moves the WAL into the database from a background thread, so no tick pays for a checkpoint.
+
+    SQLite's automatic checkpoint runs inside the commit that crosses the threshold (with fsyncs); a
+    run store turns it off and lets this thread run PASSIVE checkpoints, which never block writers.
+    """
+
+    _shared: dict[str, tuple[Checkpointer, int]] = {}
+    _guard = threading.Lock()
+
+    def __init__(self, path: str, interval: float, wal_bytes: int):
+        self.path, self.interval, self.wal_bytes = path, interval, wal_bytes
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"sherpa-checkpoint:{Path(path).name}", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def acquire(cls, path: str | Path, interval: float = 0.5, wal_bytes: int = 4 * 1024 * 1024) -> Checkpointer:
+        key = str(Path(path).resolve())
+        with cls._guard:
+            found = cls._shared.get(key)
+            checkpointer = found[0] if found else cls(key, interval, wal_bytes)
+            cls._shared[key] = (checkpointer, (found[1] if found else 0) + 1)
+        return checkpointer
+
+    def release(self) -> None:
+        with self._guard:
+            checkpointer, users = self._shared.get(self.path, (self, 1))
+            if users > 1:
+                self._shared[self.path] = (checkpointer, users - 1)
+                return
+            self._shared.pop(self.path, None)
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        try:
+            conn = sqlite3.connect(self.path, timeout=1.0, isolation_level=None)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            pass  # a busy or vanished database is checkpointed next time, or by SQLite itself
+
+    def _loop(self) -> None:
+        wal = Path(self.path + "-wal")
+        while not self._stop.wait(self.interval):
+            try:
+                if wal.stat().st_size >= self.wal_bytes:
+                    self.checkpoint()
+            except OSError:
+                continue
