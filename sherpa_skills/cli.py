@@ -113,8 +113,13 @@ def workflow_file(name: str) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .multiagent import is_team_file
     from .workflow import load_workflow
 
+    if is_team_file(workflow_file(args.file)):
+        from .cli_events import run_team
+
+        return run_team(args)
     workflow = load_workflow(workflow_file(args.file))
     store, home = _open_store(args)
     agent = workflow.agent(store=store, model=args.model, max_steps=args.max_steps)
@@ -187,12 +192,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from .errors import WorkflowError
+    from .multiagent import is_team_file, load_team
     from .workflow import load_workflow
 
     failed = False
     for file in args.files:
         try:
-            load_workflow(file)
+            (load_team if is_team_file(file) else load_workflow)(file)
         except WorkflowError as exc:
             failed = True
             for problem in exc.problems:
@@ -258,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the workflow file, or a built-in machine's name (planner, replay, capture)")
     run_options(p)
     p.add_argument("--max-steps", type=int, help="stop with an error after this many steps (default: the workflow's max_steps)")
+    p.add_argument("--max-events", type=int, help="multi-agent files: stop with an error after this many deliveries (default: the file's max_events)")
 
     p = add("resume", cmd_resume, "continue a run from its last committed step, with outside input")
     p.add_argument("run_id")
@@ -293,9 +300,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--json", action="store_true")
 
+    from .cli_heartbeat import add_heartbeat_parser
     from .cli_learn import add_learn_parser
 
+    add_heartbeat_parser(sub, common)
+
     add_learn_parser(sub, common)
+
+    from .cli_events import add_events_parser
+
+    add_events_parser(sub, common)
+
+    from .sessions.cli import add_sessions_parser
+
+    add_sessions_parser(sub, common)
+
+    from .cli_memory import add_memory_parser
+
+    add_memory_parser(sub, common)
 
     p = add("demo", cmd_demo, "run the bundled support-triage demo offline (scripted model, temporary home unless --home)")
     p.add_argument("--json", action="store_true")

@@ -41,7 +41,18 @@ def m001_runs(conn: sqlite3.Connection) -> None:
     """)
 
 
-MIGRATIONS = [m001_runs]
+def m002_run_events(conn: sqlite3.Connection) -> None:
+    """Events a run consumed ('in': the dedupe record) and emitted ('out': the outbox), written with the tick."""
+    execute_script(conn, """
+        CREATE TABLE run_events (
+            run_id TEXT NOT NULL, direction TEXT NOT NULL, event_id TEXT NOT NULL, tick INTEGER NOT NULL,
+            name TEXT NOT NULL, outcome TEXT NOT NULL, body TEXT NOT NULL, published INTEGER NOT NULL DEFAULT 0,
+            at REAL NOT NULL, PRIMARY KEY (run_id, direction, event_id));
+        CREATE INDEX run_events_outbox ON run_events (run_id) WHERE direction = 'out' AND published = 0;
+    """)
+
+
+MIGRATIONS = [m001_runs, m002_run_events]
 
 
 @dataclass(slots=True)
@@ -51,6 +62,7 @@ class TickRecord:
     trajectory: list[TrajectoryEntry] = field(default_factory=list)
     log: list[LogEntry] = field(default_factory=list)
     context: list[tuple[str, Any]] = field(default_factory=list)
+    events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (direction 'in'|'out', outcome, event body)
 
 
 @dataclass
@@ -130,7 +142,7 @@ class RunStore:
                 self.conn.execute("ROLLBACK")
                 raise
 
-    def _append(self, run_id: str, record: TickRecord) -> None:
+    def _append(self, run_id: str, record: TickRecord, at_tick: int = -1) -> None:
         conn = self.conn
         if record.trajectory:
             conn.executemany(
@@ -146,6 +158,15 @@ class RunStore:
             tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else -1)
             conn.executemany("INSERT INTO run_context (run_id, tick, key, value) VALUES (?, ?, ?, ?)",
                              [(run_id, tick, k, _dump(v, f"context key '{k}'")) for k, v in record.context])
+        if record.events:
+            tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else at_tick)
+            try:
+                conn.executemany(
+                    "INSERT INTO run_events (run_id, direction, event_id, tick, name, outcome, body, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(run_id, d, e["id"], tick, e["name"], outcome, _dump(e, f"event '{e['name']}'"), time.time()) for d, outcome, e in record.events])
+            except sqlite3.IntegrityError:
+                raise StoreError(f"run {run_id} already consumed or emitted one of events {[e['id'] for _, _, e in record.events]}; "
+                                 "the tick is not recorded twice") from None
 
     def commit_tick(self, run_id: str, record: TickRecord, *, status: str, state: str, tick: int, counters: dict[str, Any],
                     error: str | None = None, clear_intents: bool = False) -> None:
@@ -154,7 +175,7 @@ class RunStore:
             conn = self.conn
             conn.execute("BEGIN")
             try:
-                self._append(run_id, record)
+                self._append(run_id, record, tick)
                 conn.execute("UPDATE runs SET status = ?, state = ?, tick = ?, counters = ?, error = ?, updated = ? WHERE run_id = ?",
                              (status, state, tick, _dump(counters, "counters"), error, time.time(), run_id))
                 if clear_intents:
@@ -197,6 +218,49 @@ class RunStore:
     def interrupted(self, run_id: str) -> list[Interrupted]:
         return [Interrupted(*r) for r in self.conn.execute(
             "SELECT tick, seq, action, started FROM run_intents WHERE run_id = ? ORDER BY tick, seq", (run_id,))]
+
+    def delete_finished_before(self, cutoff: float) -> int:
+        """Retention: runs that ended (final or error) before `cutoff` go, with everything they recorded."""
+        with self._lock:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                ids = [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE status IN ('final', 'error') AND updated < ?", (cutoff,))]
+                for table in ("run_trajectory", "run_log", "run_context", "run_intents"):
+                    conn.executemany(f"DELETE FROM {table} WHERE run_id = ?", [(i,) for i in ids])
+                conn.executemany("DELETE FROM runs WHERE run_id = ?", [(i,) for i in ids])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return len(ids)
+
+    def has_run(self, run_id: str) -> bool:
+        """Exactly this run id (get_run also accepts a unique prefix)."""
+        return self.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
+
+    def consumed(self, run_id: str, event_id: str) -> str | None:
+        """How the run dealt with this event (handled, unavailable, invalid), or None when it never consumed it."""
+        row = self.conn.execute("SELECT outcome FROM run_events WHERE run_id = ? AND direction = 'in' AND event_id = ?",
+                                (run_id, event_id)).fetchone()
+        return row[0] if row else None
+
+    def run_events(self, run_id: str, direction: str | None = None) -> list[dict[str, Any]]:
+        """A run's consumed and emitted events, in the order they were committed."""
+        sql = "SELECT direction, outcome, tick, published, body FROM run_events WHERE run_id = ?" + (" AND direction = ?" if direction else "")
+        rows = self.conn.execute(sql + " ORDER BY rowid", (run_id, direction) if direction else (run_id,))
+        return [{"direction": r[0], "outcome": r[1], "tick": r[2], "published": bool(r[3]), "event": json.loads(r[4])} for r in rows]
+
+    def unpublished(self, run_prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
+        """Emitted events committed but not yet handed to a bus (the process died in between): (run_id, event body)."""
+        pattern = run_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return [(r[0], json.loads(r[1])) for r in self.conn.execute(
+            "SELECT run_id, body FROM run_events WHERE direction = 'out' AND published = 0 AND run_id LIKE ? ESCAPE '\\' ORDER BY rowid", (pattern,))]
+
+    def mark_published(self, run_id: str, event_ids: list[str]) -> None:
+        with self._lock:
+            self.conn.executemany("UPDATE run_events SET published = 1 WHERE run_id = ? AND direction = 'out' AND event_id = ?",
+                                  [(run_id, i) for i in event_ids])
 
     def list_runs(self, limit: int = 50) -> list[RunRow]:
         ids = [r[0] for r in self.conn.execute("SELECT run_id FROM runs ORDER BY created DESC LIMIT ?", (limit,))]

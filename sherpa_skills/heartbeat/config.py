@@ -1,0 +1,60 @@
+"""The home's config.yaml: which session folders to watch, how long to keep history, mining thresholds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import WorkflowError
+from ..yaml_source import load_yaml_file
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WatchedPath(_Strict):
+    path: str
+    format: str = "auto"
+
+
+class SessionsConfig(_Strict):
+    watch: list[WatchedPath] = Field(default_factory=list)
+
+
+class MiningConfig(_Strict):
+    gap_secs: float = 900.0
+    min_steps: int = 2
+    max_steps: int = 12
+    promote_after: int = Field(default=3, ge=1, description="successes that promote a mined candidate to active")
+
+
+class RetentionConfig(_Strict):
+    executions_days: float = 90.0
+    keep_executions_per_procedure: int = 50
+    runs_days: float = 30.0
+
+
+class HeartbeatConfig(_Strict):
+    lock_stale_secs: float = 600.0
+    health_window: int = 10
+
+
+class HomeConfig(_Strict):
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    mining: MiningConfig = Field(default_factory=MiningConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
+
+
+def load_config(home: Path) -> HomeConfig:
+    """HOME/config.yaml, or the defaults when there is none; a bad file is a FILE:LINE error."""
+    path = home / "config.yaml"
+    if not path.exists():
+        return HomeConfig()
+    located = load_yaml_file(path)
+    try:
+        return HomeConfig.model_validate(located.data or {})
+    except ValidationError as exc:
+        raise WorkflowError([located.problem(tuple(e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}") for e in exc.errors()]) from None

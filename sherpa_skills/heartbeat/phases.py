@@ -1,0 +1,178 @@
+"""The heartbeat's phases. Each gets what it needs, returns a result (status, summary, stats, alerts), and
+never raises: the action running it turns any exception into a failed result, so one phase failing does
+not stop the others."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from .config import HomeConfig
+from .state import HeartbeatState
+
+log = structlog.get_logger(__name__)
+
+WATERMARK = "sessions_watermark"
+
+
+@dataclass
+class PhaseResult:
+    status: str = "ok"  # ok | failed | skipped
+    summary: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+    alerts: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "summary": self.summary, "stats": self.stats, "alerts": self.alerts}
+
+
+def _test_pause(phase: str) -> None:
+    """SHERPA_SKILLS_HEARTBEAT_PAUSE=phase:seconds holds a phase open, so tests can kill a heartbeat mid-phase."""
+    spec = os.environ.get("SHERPA_SKILLS_HEARTBEAT_PAUSE", "")
+    name, _, seconds = spec.partition(":")
+    if name == phase and seconds:
+        time.sleep(float(seconds))
+
+
+def extract(home: Path, config: HomeConfig, state: HeartbeatState, extra_paths: list[str]) -> PhaseResult:
+    """Read the watched session folders (only what is new in each file), and say which commands await mining."""
+    from ..sessions import SessionStore, import_paths
+
+    _test_pause("extract")
+    watched = [(Path(w.path).expanduser(), w.format) for w in config.sessions.watch] + [(Path(p).expanduser(), "auto") for p in extra_paths]
+    imported: dict[str, int] = {"files": 0, "commands": 0, "skipped_lines": 0}
+    errors: list[str] = []
+    missing = [str(p) for p, _ in watched if not p.exists()]
+    by_format: dict[str, list[Path]] = {}
+    for path, fmt in watched:
+        if path.exists():
+            by_format.setdefault(fmt, []).append(path)
+    for fmt, paths in by_format.items():
+        summary = import_paths(paths, home=home, fmt=fmt)
+        imported["files"] += summary.files
+        imported["commands"] += summary.commands
+        imported["skipped_lines"] += summary.skipped_lines
+        errors += summary.errors
+    with SessionStore(home) as sessions:
+        newest = sessions.max_command_id()
+    watermark = int(state.get(WATERMARK, 0))
+    pending = max(0, newest - watermark)
+    alerts = [f"watched path missing: {p}" for p in missing] + [f"import: {e}" for e in errors[:5]]
+    summary_text = (f"{imported['commands']} new commands from {imported['files']} files; {pending} await mining"
+                    if watched else f"no watched session folders (set sessions.watch in {home / 'config.yaml'}); {pending} await mining")
+    return PhaseResult("ok", summary_text, {**imported, "watermark": watermark, "new_watermark": newest, "pending": pending}, alerts)
+
+
+def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> PhaseResult:
+    """Mine the commands between the watermark and what extract saw: candidates, known procedures' successes, learnings."""
+    from ..sessions import SessionStore
+    from ..skills.mining import MiningOptions, mine
+    from ..skills.runtime import skill_store
+
+    _test_pause("crystallise")
+    start, end = int(extracted["watermark"]), int(extracted["new_watermark"])
+    if end <= start:
+        return PhaseResult("ok", "nothing new to mine", {"commands": 0})
+    with SessionStore(home) as sessions:
+        commands = [c for c in sessions.commands_since(start, limit=end - start) if c.id <= end]
+    m = config.mining
+    result = mine(commands, skill_store(home), MiningOptions(m.gap_secs, m.min_steps, m.max_steps, m.promote_after))
+    alerts = []
+    if result.new_candidates:
+        alerts.append(f"{result.new_candidates} new candidate procedure(s) mined; `learn procedures --all` lists them")
+    if result.promoted:
+        alerts.append(f"{result.promoted} candidate(s) promoted after {m.promote_after} successes")
+    return PhaseResult("ok", f"mined {result.commands} commands: {result.new_candidates} new candidates, {result.known} known "
+                             f"procedures seen again, {result.learnings} failures learned", result.to_dict(), alerts)
+
+
+def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
+    """Recompute the health of procedures with new executions (and new procedures); pull broken ones from replay."""
+    from ..skills.runtime import skill_store
+
+    _test_pause("health")
+    store = skill_store(home)
+    last_execution = int(state.get("executions_watermark", 0))
+    newest_execution = int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM executions").fetchone()[0])
+    ids = {r[0] for r in store.conn.execute("SELECT DISTINCT procedure_id FROM executions WHERE id > ?", (last_execution,))}
+    generation = store.generation()
+    if generation != state.get("procedures_generation"):
+        ids |= {r[0] for r in store.conn.execute("SELECT id FROM procedures WHERE id NOT IN (SELECT procedure_id FROM procedure_health)")}
+    counts: dict[str, int] = {}
+    alerts: list[str] = []
+    for pid in sorted(ids):
+        try:
+            report = store.health(pid, window=config.heartbeat.health_window)
+        except Exception:
+            continue  # deleted since
+        status = report.status
+        if status == "broken":
+            store.mark_needs_relearning(pid, True)
+            status = "needs-relearning"
+            alerts.append(f"{pid} is broken (rolling success {report.rolling_success_rate}); pulled from replay and marked for re-learning"
+                          + (f": {report.failure_pattern}" if report.failure_pattern else ""))
+        previous = state.previous_health(pid)
+        if status == "degraded" and previous != "degraded":
+            alerts.append(f"{pid} is newly degraded (rolling success {report.rolling_success_rate})")
+        state.remember_health(pid, status, report.rolling_success_rate)
+        counts[status] = counts.get(status, 0) + 1
+    state.set("executions_watermark", newest_execution)
+    state.set("procedures_generation", store.generation())
+    return PhaseResult("ok", f"rechecked {len(ids)} procedures" + (f": {counts}" if counts else ""), {"rechecked": len(ids), **counts}, alerts)
+
+
+def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
+    """Bring the companion index up to date with the truth, and drop old executions and finished runs."""
+    from ..skills.matcher import COLLECTION, Matcher, describe
+    from ..skills.runtime import skill_store
+
+    _test_pause("maintenance")
+    store = skill_store(home)
+    alerts: list[str] = []
+    stats: dict[str, Any] = {}
+    since = float(state.get("maintained_at", 0.0))
+    now = time.time()
+    changed = [r[0] for r in store.conn.execute("SELECT id FROM procedures WHERE updated > ?", (since,))]
+    companion_dir = home / "companion"
+    matcher = Matcher(store)
+    if store.count() and not companion_dir.exists():
+        stats["companion_rebuilt"] = matcher.reindex()
+        alerts.append(f"the companion index was missing; rebuilt it from the store ({stats['companion_rebuilt']} procedures)")
+    elif changed:
+        procs = [store.get(pid) for pid in changed]
+        try:
+            matcher.companion().upsert(COLLECTION, [p.id for p in procs], [describe(p) for p in procs],
+                                       [{"task_type": p.task_type} for p in procs])
+            stats["companion_updated"] = len(procs)
+        except Exception as exc:
+            log.warning("companion_sync_failed", reason=str(exc))
+            try:
+                stats["companion_rebuilt"] = matcher.reindex()
+                alerts.append(f"the companion index could not be updated ({exc}); rebuilt it from the store")
+            except Exception as rebuild_exc:
+                alerts.append(f"the companion index is unavailable ({rebuild_exc}); matching falls back to lexical search")
+                stats["companion_unavailable"] = True
+    retention = config.retention
+    stats["executions_deleted"] = store.delete_executions_before(now - retention.executions_days * 86400,
+                                                                 retention.keep_executions_per_procedure)
+    stats["runs_deleted"] = _delete_old_runs(home, now - retention.runs_days * 86400)
+    state.set("maintained_at", now)
+    failed = bool(stats.get("companion_unavailable"))
+    return PhaseResult("failed" if failed else "ok",
+                       f"companion: {stats.get('companion_updated', 0)} updated, {stats.get('companion_rebuilt', 0)} rebuilt; "
+                       f"retention: {stats['executions_deleted']} executions, {stats['runs_deleted']} runs deleted", stats, alerts)
+
+
+def _delete_old_runs(home: Path, cutoff: float) -> int:
+    from ..runstore import RunStore
+
+    store = RunStore(home=home)
+    try:
+        return store.delete_finished_before(cutoff)
+    finally:
+        store.close()

@@ -1,0 +1,123 @@
+"""The heartbeat's own rows: the lock, the watermark, every run's report, the last known health of each procedure."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..home import store_path
+from ..sqlite_db import connect, execute_script, migrate
+
+
+def m001_heartbeat(conn: sqlite3.Connection) -> None:
+    execute_script(conn, """
+        CREATE TABLE heartbeat_lock (name TEXT PRIMARY KEY, run_id TEXT, pid INTEGER NOT NULL, host TEXT NOT NULL, acquired REAL NOT NULL);
+        CREATE TABLE heartbeat_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE heartbeat_runs (
+            id INTEGER PRIMARY KEY, run_id TEXT, started REAL NOT NULL, ended REAL NOT NULL, status TEXT NOT NULL,
+            watermark_before INTEGER, watermark_after INTEGER, phases TEXT NOT NULL, alerts TEXT NOT NULL, markdown TEXT NOT NULL);
+        CREATE TABLE procedure_health (procedure_id TEXT PRIMARY KEY, status TEXT NOT NULL, rate REAL, updated REAL NOT NULL);
+    """)
+
+
+MIGRATIONS = [m001_heartbeat]
+LOCK = "heartbeat"
+
+
+@dataclass
+class LockOutcome:
+    acquired: bool
+    how: str  # taken | reset | held
+    holder: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"acquired": self.acquired, "how": self.how, "holder": self.holder}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie holds no lock
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+class HeartbeatState:
+    def __init__(self, home: Path):
+        self.conn = connect(store_path(home))
+        migrate(self.conn, "heartbeat", MIGRATIONS)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- lock
+    def acquire(self, run_id: str, stale_secs: float) -> LockOutcome:
+        """Free → take; held by a live process → skip; older than `stale_secs` or its process gone → reset and take."""
+        now, host, pid = time.time(), socket.gethostname(), os.getpid()
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("SELECT run_id, pid, host, acquired FROM heartbeat_lock WHERE name = ?", (LOCK,)).fetchone()
+            how = "taken"
+            if row is not None:
+                holder = {"run_id": row[0], "pid": row[1], "host": row[2], "acquired": row[3], "age_secs": round(now - row[3], 1)}
+                stale = now - row[3] > stale_secs or (row[2] == host and not _alive(row[1]))
+                if not stale:
+                    conn.execute("COMMIT")
+                    return LockOutcome(False, "held", holder)
+                how = "reset"
+            conn.execute("INSERT OR REPLACE INTO heartbeat_lock (name, run_id, pid, host, acquired) VALUES (?, ?, ?, ?, ?)",
+                         (LOCK, run_id, pid, host, now))
+            conn.execute("COMMIT")
+            return LockOutcome(True, how, None if row is None else holder)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def release(self, run_id: str) -> bool:
+        cursor = self.conn.execute("DELETE FROM heartbeat_lock WHERE name = ? AND run_id = ?", (LOCK, run_id))
+        return cursor.rowcount > 0
+
+    # -- key/value
+    def get(self, key: str, default: Any = None) -> Any:
+        row = self.conn.execute("SELECT value FROM heartbeat_state WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def set(self, key: str, value: Any) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO heartbeat_state (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    # -- reports
+    def save_report(self, report: dict[str, Any], markdown: str) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO heartbeat_runs (run_id, started, ended, status, watermark_before, watermark_after, phases, alerts, markdown)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (report.get("run_id"), report["started"], report["ended"], report["status"], report.get("watermark_before"),
+             report.get("watermark"), json.dumps(report.get("phases", {})), json.dumps(report.get("alerts", [])), markdown))
+        return int(cursor.lastrowid)
+
+    def reports(self, last: int = 1) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT id, run_id, started, ended, status, watermark_before, watermark_after, phases, alerts, markdown"
+                                 " FROM heartbeat_runs ORDER BY id DESC LIMIT ?", (last,)).fetchall()
+        return [{"id": r[0], "run_id": r[1], "started": r[2], "ended": r[3], "status": r[4], "watermark_before": r[5],
+                 "watermark": r[6], "phases": json.loads(r[7]), "alerts": json.loads(r[8]), "markdown": r[9]} for r in rows]
+
+    # -- health memory
+    def previous_health(self, procedure_id: str) -> str | None:
+        row = self.conn.execute("SELECT status FROM procedure_health WHERE procedure_id = ?", (procedure_id,)).fetchone()
+        return row[0] if row else None
+
+    def remember_health(self, procedure_id: str, status: str, rate: float | None) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO procedure_health (procedure_id, status, rate, updated) VALUES (?, ?, ?, ?)",
+                          (procedure_id, status, rate, time.time()))

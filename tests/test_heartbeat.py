@@ -1,0 +1,198 @@
+"""The heartbeat: lock, watermark, isolated phases and the report, with real processes and a real store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sherpa_skills.cli import main
+from sherpa_skills.heartbeat.runner import parse_every, run_every, run_once
+from sherpa_skills.heartbeat.state import HeartbeatState
+from sherpa_skills.skills.models import CapturedProcedure, Execution, ProcedureStep
+from sherpa_skills.skills.store import SkillStore
+
+
+def claude_session(path: Path, commands: list[tuple[str, str, bool]], session: str = "s1", cwd: str = "/w") -> Path:
+    """A Claude Code transcript: each Bash tool_use and its tool_result."""
+    lines = []
+    for i, (command, result, is_error) in enumerate(commands, 1):
+        ts = f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z"
+        lines.append({"type": "assistant", "sessionId": session, "cwd": cwd, "timestamp": ts, "uuid": f"{session}-a{i}",
+                      "message": {"role": "assistant", "content": [{"type": "tool_use", "id": f"{session}-t{i}", "name": "Bash",
+                                                                     "input": {"command": command}}]}})
+        lines.append({"type": "user", "sessionId": session, "cwd": cwd, "timestamp": ts, "uuid": f"{session}-u{i}",
+                      "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"{session}-t{i}",
+                                                                "content": result, "is_error": is_error}]}})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        f.write("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A home whose config watches a sessions folder holding one session."""
+    home = tmp_path / "home"
+    home.mkdir()
+    sessions = tmp_path / "sessions"
+    claude_session(sessions / "one.jsonl", [("npm ci", "added 12 packages", False), ("npm run build", "built", False),
+                                            ("npm test", "Exit code 1\n2 failed", True)])
+    (home / "config.yaml").write_text(f"sessions:\n  watch:\n    - path: {sessions}\n      format: claude-code\n")
+    return home
+
+
+def heartbeat(home: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["heartbeat", "--once", "--json", "--home", str(home)]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+class TestOnce:
+    def test_runs_every_phase_and_reports_structured_results(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """status ran, four phases each with status/summary/stats/alerts, and the watermark moved past the new commands."""
+        report = heartbeat(home, capsys)
+        assert report["status"] == "ran"
+        assert list(report["phases"]) == ["extract", "crystallise", "health", "maintenance"]
+        for phase in report["phases"].values():
+            assert {"status", "summary", "stats", "alerts"} <= set(phase) and phase["status"] == "ok"
+        assert report["phases"]["extract"]["stats"]["commands"] == 3
+        assert report["phases"]["crystallise"]["stats"]["new_candidates"] == 1
+        assert report["phases"]["crystallise"]["stats"]["learnings"] == 1
+        assert (report["watermark_before"], report["watermark"]) == (0, 3)
+
+    def test_nothing_new_moves_nothing(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A second heartbeat reads no new line and mines nothing."""
+        heartbeat(home, capsys)
+        again = heartbeat(home, capsys)
+        assert again["phases"]["extract"]["stats"]["commands"] == 0
+        assert again["phases"]["crystallise"]["summary"] == "nothing new to mine"
+        assert again["watermark"] == 3
+
+    def test_only_new_lines_of_a_growing_session_are_mined(self, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Appending to a session file: the next heartbeat imports and mines only what was added."""
+        heartbeat(home, capsys)
+        claude_session(tmp_path / "sessions" / "one.jsonl", [("make", "ok", False), ("make install", "ok", False)], session="s2")
+        report = heartbeat(home, capsys)
+        assert report["phases"]["extract"]["stats"]["commands"] == 2
+        assert (report["watermark_before"], report["watermark"]) == (3, 5)
+
+    def test_report_is_stored_as_markdown_and_json(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """`heartbeat report --last 2` shows stored reports, newest first in JSON."""
+        heartbeat(home, capsys)
+        heartbeat(home, capsys)
+        assert main(["heartbeat", "report", "--last", "2", "--json", "--home", str(home)]) == 0
+        reports = json.loads(capsys.readouterr().out)
+        assert len(reports) == 2 and reports[0]["id"] > reports[1]["id"]
+        assert main(["heartbeat", "report", "--home", str(home)]) == 0
+        assert "| extract | ok |" in capsys.readouterr().out
+
+
+class TestIsolation:
+    def test_a_failing_extract_skips_mining_keeps_the_watermark_and_runs_the_rest(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """An unknown session format fails extract; crystallise is skipped, health and maintenance still run."""
+        (home / "config.yaml").write_text(f"sessions:\n  watch:\n    - path: {home}\n      format: no-such-format\n")
+        report = heartbeat(home, capsys)
+        assert report["phases"]["extract"]["status"] == "failed"
+        assert report["phases"]["crystallise"]["status"] == "skipped"
+        assert report["phases"]["health"]["status"] == "ok" and report["phases"]["maintenance"]["status"] == "ok"
+        assert report["watermark"] == report["watermark_before"] == 0
+        assert any("extract failed" in a for a in report["alerts"])
+
+    def test_a_failing_maintenance_does_not_lose_the_mined_work(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A companion path that is a file breaks maintenance only: extract's watermark still advances."""
+        (home / "companion").write_text("not a folder")
+        report = heartbeat(home, capsys)
+        assert report["phases"]["maintenance"]["status"] == "failed"
+        assert report["phases"]["crystallise"]["status"] == "ok"
+        assert report["watermark"] == 3
+
+
+class TestHealth:
+    def test_a_broken_procedure_is_pulled_and_marked_for_relearning_with_an_alert(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Failures push the rolling rate below 0.5: the heartbeat marks it needs-relearning and says so."""
+        store = SkillStore(home=home)
+        p = store.add_procedure(CapturedProcedure(id="", task_type="deploy", success_count=1,
+                                                  steps=[ProcedureStep(command="make"), ProcedureStep(command="make deploy")]))
+        for _ in range(3):
+            store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="diverged",
+                                             reason="exit code 2, expected 0"))
+        report = heartbeat(home, capsys)
+        assert any(p.id in a and "re-learning" in a for a in report["alerts"])
+        assert store.health(p.id).status == "needs-relearning"
+        assert main(["learn", "health", "--json", "--home", str(home)]) == 0
+        statuses = {h["procedure_id"]: h["status"] for h in json.loads(capsys.readouterr().out)}
+        assert statuses[p.id] == "needs-relearning"
+
+
+HEARTBEAT = [sys.executable, "-m", "sherpa_skills.cli", "heartbeat", "--once", "--json"]
+
+
+def lock_row(home: Path) -> tuple[Any, ...] | None:
+    try:
+        with sqlite3.connect(home / "store.db") as conn:
+            return conn.execute("SELECT run_id, pid FROM heartbeat_lock").fetchone()
+    except sqlite3.Error:
+        return None
+
+
+@pytest.mark.slow
+def test_two_heartbeats_at_once_exactly_one_runs(home: Path) -> None:
+    """Started together (the first held in extract), one runs and the other skips."""
+    env = {**os.environ, "SHERPA_SKILLS_HEARTBEAT_PAUSE": "extract:2"}
+    procs = [subprocess.Popen([*HEARTBEAT, "--home", str(home)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert sorted(o["status"] for o in outs) == ["ran", "skipped"]
+
+
+@pytest.mark.slow
+def test_killed_mid_phase_leaves_a_stale_lock_that_the_next_one_resets(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kill -9 during crystallise: the lock stays, the watermark does not move; the next heartbeat resets the lock and mines it all."""
+    env = {**os.environ, "SHERPA_SKILLS_HEARTBEAT_PAUSE": "crystallise:60"}
+    proc = subprocess.Popen([*HEARTBEAT, "--home", str(home)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.time() + 60
+    while lock_row(home) is None and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # inside the paused phase by now
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert lock_row(home) is not None
+    state = HeartbeatState(home)
+    assert state.get("sessions_watermark", 0) == 0
+    state.close()
+
+    report = heartbeat(home, capsys)
+    assert report["status"] == "ran"
+    assert report["lock"]["how"] == "reset" and report["lock"]["holder"]["pid"] == proc.pid
+    assert (report["watermark_before"], report["watermark"]) == (0, 3)
+    assert report["phases"]["crystallise"]["stats"]["commands"] == 3
+    assert lock_row(home) is None
+
+
+def test_a_live_lock_younger_than_ten_minutes_is_respected(home: Path) -> None:
+    """Held by this (live) process: skipped; the same lock from a gone process: reset."""
+    state = HeartbeatState(home)
+    assert state.acquire("holder", 600).acquired
+    assert run_once(home)["status"] == "skipped"
+    state.conn.execute("UPDATE heartbeat_lock SET pid = 999999999")
+    assert run_once(home)["lock"]["how"] == "reset"
+    state.close()
+
+
+def test_every_runs_on_a_schedule(home: Path) -> None:
+    """The scheduler runs a heartbeat, waits the rest of the period, and runs again."""
+    reports: list[dict[str, Any]] = []
+    waits: list[float] = []
+    assert run_every(home, 60, reports.append, sleep=waits.append, max_runs=2) == 2
+    assert [r["status"] for r in reports] == ["ran", "ran"] and len(waits) == 1 and 0 < waits[0] <= 60
+    assert parse_every("1h30m") == 5400 and parse_every("45s") == 45
+    with pytest.raises(Exception, match="not a duration"):
+        parse_every("soon")
