@@ -1,0 +1,129 @@
+"""`sherpa-skills sessions …`: import session logs, list what was imported."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from ._detect import FORMATS
+
+EXIT_OK, EXIT_ERROR = 0, 1
+#: Progress is shown (on stderr) from this many files on.
+PROGRESS_FROM = 10
+
+
+def _home(args: argparse.Namespace) -> Path:
+    from ..home import resolve_home
+    from ..logs import configure
+
+    home = resolve_home(args.home)
+    (home / "logs").mkdir(exist_ok=True)
+    configure(level="error", json_file=home / "logs" / "sessions.jsonl")
+    return home
+
+
+def _print_json(data: Any) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ._importer import import_paths
+
+    home = _home(args)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    progress: Callable[..., None] | None = None
+    bar: Any = None
+    if not args.json:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        bar = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                       console=err, transient=True)
+        task: list[Any] = []
+
+        def progress(done: int, total: int, result: Any) -> None:
+            if total < PROGRESS_FROM:
+                return
+            if not task:
+                bar.start()
+                task.append(bar.add_task("", total=total))
+            bar.update(task[0], completed=done, description=Path(result.path).name[-40:])
+
+    try:
+        summary = import_paths([Path(p) for p in args.paths], home=home, fmt=args.format, progress=progress)
+    finally:
+        if bar is not None:
+            bar.stop()
+    code = EXIT_OK if summary.files else EXIT_ERROR
+    if args.json:
+        _print_json(summary.model_dump(mode="json"))
+        return code
+    out = Console(highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    for error in summary.errors:
+        err.print(f"[yellow]warning:[/] {escape(error)}")
+    if not summary.files:
+        err.print("[red]nothing could be read[/]: no session logs at the given paths")
+        return code
+    out.print(f"[bold]{summary.commands}[/] new commands from {summary.files} files ({summary.unchanged_files} unchanged), "
+              f"{summary.sessions} sessions: [green]{summary.succeeded} succeeded[/], [red]{summary.failed} failed[/], "
+              f"[yellow]{summary.rejected} rejected[/], {summary.unknown} unknown"
+              + (f"; {summary.skipped_lines} malformed lines skipped" if summary.skipped_lines else "")
+              + (f"; {summary.unreadable_files} unreadable" if summary.unreadable_files else "")
+              + (f"; {summary.unrecognised_files} not session logs" if summary.unrecognised_files else ""))
+    return code
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from ._store import SessionStore
+
+    home = _home(args)
+    with SessionStore(home) as store:
+        files = store.files()
+        totals = {"files": len(files), "sessions": store.count_sessions(), "commands": store.count_commands(),
+                  "max_command_id": store.max_command_id()}
+    if args.json:
+        _print_json({**totals, "imported_files": [f.model_dump(mode="json") for f in files]})
+        return EXIT_OK
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(highlight=False, soft_wrap=True)
+    if not files:
+        console.print("no session logs imported yet: try `sherpa-skills sessions import ~/.claude/projects`")
+        return EXIT_OK
+    for f in files:
+        unread = f" [yellow]({f.size - f.offset} bytes not read yet)[/]" if f.offset < f.size else ""
+        pending = f" [yellow]{f.pending_calls} calls waiting for a result[/]" if f.pending_calls else ""
+        console.print(f"{f.format:<12} {f.commands:>7} commands: [green]{f.succeeded} ok[/] [red]{f.failed} failed[/] "
+                      f"[yellow]{f.rejected} rejected[/] {f.unknown} unknown, {f.lines_skipped} skipped lines  "
+                      f"{escape(f.path)}{unread}{pending}")
+    console.print(f"{totals['sessions']} sessions, {totals['commands']} commands")
+    return EXIT_OK
+
+
+def add_sessions_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    sessions = sub.add_parser("sessions", parents=[common], help="import agent and shell session logs (for mining procedures)",
+                              description="Session logs (Claude Code, Codex CLI, bash and zsh histories) read into normalised, "
+                                          "redacted command records.")
+    ssub = sessions.add_subparsers(dest="sessions_command", metavar="COMMAND", required=True)
+
+    p = ssub.add_parser("import", parents=[common], help="import session logs; only what is new since the last import is read",
+                        description="Import session logs from files or folders (walked recursively). Importing the same file "
+                                    "again imports nothing new; a file that grew imports only its new lines.")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--format", choices=["auto", *FORMATS], default="auto",
+                   help="the logs' format (default: detected from each file's first lines)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: files, sessions, commands, succeeded, failed, rejected, unknown, skipped_lines, new_procedures, ...")
+    p.set_defaults(fn=cmd_import)
+
+    p = ssub.add_parser("list", parents=[common], help="imported files with their counts")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_list)
