@@ -196,3 +196,17 @@ def test_every_runs_on_a_schedule(home: Path) -> None:
     assert parse_every("1h30m") == 5400 and parse_every("45s") == 45
     with pytest.raises(Exception, match="not a duration"):
         parse_every("soon")
+
+
+def test_sessions_import_mines_what_it_imported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`sessions import --json` reports new_procedures; the next heartbeat has nothing left to mine."""
+    session = claude_session(tmp_path / "s.jsonl", [("cargo build", "ok", False), ("cargo test", "ok", False)])
+    home = tmp_path / "home"
+    assert main(["sessions", "import", str(session), "--json", "--home", str(home)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["commands"], summary["succeeded"], summary["new_procedures"]) == (2, 2, 1)
+    report = heartbeat(home, capsys)
+    assert report["phases"]["crystallise"]["summary"] == "nothing new to mine"
+    assert main(["learn", "procedures", "--all", "--json", "--home", str(home)]) == 0
+    (proc,) = json.loads(capsys.readouterr().out)
+    assert proc["task_type"] == "cargo-build-test" and proc["status"] == "candidate"

@@ -60,6 +60,13 @@ def cmd_import(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.stop()
     code = EXIT_OK if summary.files else EXIT_ERROR
+    mined = None
+    if summary.commands and not args.no_mine:
+        from ..heartbeat.runner import mine_pending
+
+        mined = mine_pending(home)  # None: a heartbeat holds the lock and mines these itself
+        if mined is not None:
+            summary.new_procedures = int(mined["new_candidates"])
     if args.json:
         _print_json(summary.model_dump(mode="json"))
         return code
@@ -77,6 +84,11 @@ def cmd_import(args: argparse.Namespace) -> int:
               + (f"; {summary.skipped_lines} malformed lines skipped" if summary.skipped_lines else "")
               + (f"; {summary.unreadable_files} unreadable" if summary.unreadable_files else "")
               + (f"; {summary.unrecognised_files} not session logs" if summary.unrecognised_files else ""))
+    if mined is not None:
+        out.print(f"mined: {mined['new_candidates']} new candidate procedures, {mined['known']} known procedures seen again, "
+                  f"{mined['promoted']} promoted, {mined['learnings']} failures learned (`sherpa-skills learn procedures --all`)")
+    elif summary.commands and not args.no_mine:
+        out.print("a heartbeat is running; it will mine these commands")
     return code
 
 
@@ -122,6 +134,7 @@ def add_sessions_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="the logs' format (default: detected from each file's first lines)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: files, sessions, commands, succeeded, failed, rejected, unknown, skipped_lines, new_procedures, ...")
+    p.add_argument("--no-mine", action="store_true", help="only import; leave mining to the next heartbeat")
     p.set_defaults(fn=cmd_import)
 
     p = ssub.add_parser("list", parents=[common], help="imported files with their counts")

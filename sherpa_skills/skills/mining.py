@@ -51,11 +51,12 @@ def normalise(command: str) -> str:
 
 def segments(commands: Sequence[Any], options: MiningOptions) -> Iterable[list[Any]]:
     """Runs of commands that did not fail, per session, in one cwd, without a pause longer than the gap."""
-    by_session: dict[tuple[str, str], list[Any]] = {}
+    by_session: dict[tuple[str, str, str | None], list[Any]] = {}
     for c in commands:
-        by_session.setdefault((c.source, c.session_id), []).append(c)
+        # Sub-agents interleave in one session: each thread is its own sequence of work.
+        by_session.setdefault((c.source, c.session_id, getattr(c, "agent", None)), []).append(c)
     for session in by_session.values():
-        session.sort(key=lambda c: c.seq)
+        session.sort(key=lambda c: (c.timestamp is None, c.timestamp or 0.0, c.seq))
         current: list[Any] = []
         for c in session:
             breaks = (
