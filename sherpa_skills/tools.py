@@ -6,11 +6,8 @@ pass over the task text, so its cost depends on the task's length, not on how ma
 
 from __future__ import annotations
 
-import heapq
 import json
 import re
-from collections import Counter
-from operator import itemgetter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -81,6 +78,7 @@ class ToolIndex:
 
     def __init__(self, tools: Iterable[ToolSpec]):
         import ahocorasick
+        import numpy as np
 
         self.tools = list(tools)
         postings: dict[str, list[tuple[int, float]]] = {}
@@ -92,29 +90,45 @@ class ToolIndex:
         for term, plist in postings.items():
             # Rare terms tell more than terms every tool shares; weighed once here, not per query.
             rarity = 1.0 + (n / len(plist)) ** 0.5 / 10 if n > 1 else 1.0
-            automaton.add_word(f" {term} ", (term, {i: w * rarity for i, w in plist}))
+            ids = np.fromiter((i for i, _ in plist), dtype=np.int32, count=len(plist))
+            weights = np.fromiter((w * rarity for _, w in plist), dtype=np.float32, count=len(plist))
+            automaton.add_word(f" {term} ", (term, ids, weights))
         self._automaton = automaton if postings else None
         if postings:
             automaton.make_automaton()
+        self._scores = np.zeros(n, dtype=np.float32)
+        self._names = [t.name for t in self.tools]
 
     def relevant(self, task: str, limit: int = 5) -> list[RelevantTool]:
+        """Scores accumulate per matched term in numpy, so a term shared by thousands of tools costs one vector add."""
+        import numpy as np
+
         if self._automaton is None:
             return []
         words = _words(task)
         # Word forms and joined neighbours too: "deploying" meets "deploy", "back up" meets "backup".
         extra = [_stem(w) for w in words if _stem(w) != w] + [a + b for a, b in zip(words, words[1:])]
         text = " " + " ".join(words + extra) + " "
-        hits: dict[str, dict[int, float]] = {}
-        for _, (term, plist) in self._automaton.iter(text):
-            hits[term] = plist
-        scores: Counter[int] = Counter()
-        for plist in hits.values():
-            scores.update(plist)
-        # Take a few more than asked by score alone, then break ties by name on that small set.
-        top = heapq.nlargest(limit * 2, scores.items(), key=itemgetter(1))
-        best = sorted(top, key=lambda kv: (-kv[1], self.tools[kv[0]].name))[:limit]
-        matched = {i: [term for term, plist in hits.items() if i in plist] for i, _ in best}
-        return [RelevantTool(self.tools[i], score, matched[i]) for i, score in best]
+        hits: dict[str, tuple[Any, Any]] = {}
+        for _, (term, ids, weights) in self._automaton.iter(text):
+            hits[term] = (ids, weights)
+        if not hits:
+            return []
+        scores = self._scores
+        for ids, weights in hits.values():
+            scores[ids] += weights  # ids are unique within a term
+        k = min(len(scores), limit * 2)
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        ranked = sorted(((float(scores[i]), int(i)) for i in top if scores[i] > 0), key=lambda si: (-si[0], self._names[si[1]]))[:limit]
+        scores.fill(0.0)
+        chosen = np.array([i for _, i in ranked], dtype=np.int32)
+        matched: list[list[str]] = [[] for _ in ranked]
+        for term, (ids, _) in hits.items():
+            # ids are ascending: one vectorised search per term says which chosen tools it names.
+            at = np.minimum(np.searchsorted(ids, chosen), len(ids) - 1)
+            for slot in np.flatnonzero(ids[at] == chosen):
+                matched[slot].append(term)
+        return [RelevantTool(self.tools[i], score, matched[slot]) for slot, (score, i) in enumerate(ranked)]
 
 
 def load_tools(path: str | Path) -> list[ToolSpec]:

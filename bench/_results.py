@@ -1,0 +1,58 @@
+"""What every benchmark shares: a description of the machine, and rewriting its own section of RESULTS.md."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+_HEADER = "# Benchmark results\n\nMeasured figures from the scripts in `bench/`; each section is rewritten by its script.\n"
+
+
+def machine() -> str:
+    """`uname -srm`, cores, CPU model, Python, the load average and the commit measured."""
+    cpu = "unknown CPU"
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    uname = " ".join((platform.system(), platform.release(), platform.machine()))
+    try:
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        load = "unknown"
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=RESULTS.parent).stdout.strip()
+    except OSError:
+        rev = ""
+    return (f"`{uname}`, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}; load average {load}"
+            + (f"; commit {rev}" if rev else ""))
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def write_section(title: str, body: str) -> None:
+    """Replace the `## title` section of RESULTS.md (or append it), leaving every other section as it was."""
+    heading = f"## {title}"
+    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else _HEADER
+    lines = text.splitlines(keepends=True)
+    section = f"{heading}\n\n{body.rstrip()}\n"
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == heading), None)
+    if start is None:
+        RESULTS.write_text(text.rstrip("\n") + "\n\n" + section, encoding="utf-8")
+        return
+    end = next((j for j in range(start + 1, len(lines)) if lines[j].startswith("## ") or lines[j].startswith("# ")), len(lines))
+    tail = "".join(lines[end:])
+    RESULTS.write_text("".join(lines[:start]) + section + ("\n" + tail if tail else ""), encoding="utf-8")
