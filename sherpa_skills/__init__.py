@@ -29,6 +29,8 @@ _EXPORTS: dict[str, str] = {
     "ActionError": "errors", "PolicyError": "errors", "NoTransitionError": "errors", "ReadOnlyBeliefError": "errors",
     "StoreError": "errors", "ModelError": "errors", "Problem": "errors",
     "to_mermaid": "mermaid",
+    "Event": "events", "EventError": "events", "InProcessBus": "bus", "RedisBus": "redis_bus",
+    "Team": "multiagent", "TeamRunner": "multiagent", "TeamResult": "multiagent", "load_team": "multiagent",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -55,7 +57,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from .compiler import CompiledMachine
     from .errors import (ActionError, ModelError, NoTransitionError, PolicyError, Problem, ReadOnlyBeliefError, RegistryError,
                          RunError, SherpaError, StoreError, UsageError, WorkflowError)
+    from .bus import InProcessBus
+    from .events import Event, EventError
     from .mermaid import to_mermaid
+    from .multiagent import Team, TeamResult, TeamRunner, load_team
+    from .redis_bus import RedisBus
     from .policy.base import ChainPolicy, Decision, DecisionContext, NoPolicy, Policy
     from .policy.llm import LLMPolicy
     from .policy.rule import RulePolicy

@@ -22,6 +22,7 @@ from .logs import ensure_configured
 from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, lookup
 from .compiler import BoundAction, CompiledMachine, Dynamic, Edge
 from .errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
+from .events import Event, parse_event
 from .policy.base import Decision, DecisionContext, NoPolicy, Policy
 from .registry import ActionContext, ActionResult, Registry, default_registry
 from .runstore import Interrupted, RunStore, TickRecord
@@ -47,6 +48,7 @@ class RunResult:
     interrupted: list[dict[str, Any]] = field(default_factory=list)
     duration_ms: float = 0.0
     waiting_for: str = ""
+    event: dict[str, Any] | None = None  # for `handle`: the event's id, name, outcome (handled|duplicate|unavailable|invalid) and why
 
     def __getattr__(self, name: str) -> Any:
         counters = self.__dict__.get("counters", {})
@@ -59,7 +61,7 @@ class RunResult:
             "run_id": self.run_id, "status": self.status, "state": self.state, **self.counters,
             "error": self.error, "available_triggers": self.available, "interrupted": self.interrupted,
             "duration_ms": round(self.duration_ms, 3), "waiting_for": self.waiting_for, "context": self.context,
-        }
+        } | ({"event": self.event} if self.event is not None else {})
 
 
 class _Act:
@@ -102,6 +104,11 @@ class Agent:
         self._interrupted: list[Interrupted] = []
         self._clear_intents = False
         self._inputs: dict[str, Any] = {}
+        # Set by a bus runner: who this agent's events come from, and the task (correlation id) they belong to.
+        self.sender: str | None = None
+        self.correlation_id: str | None = None
+        self._event_report: dict[str, Any] | None = None
+        self._consumed: set[str] = set()
         # A lazy logger: the CLI configures the per-run JSON log after the agent exists, and must still get its events.
         self._log = structlog.get_logger("sherpa_skills.agent", run_id=self.run_id, agent=machine.name)
 
@@ -208,7 +215,8 @@ class Agent:
         for seq, bound in enumerate(actions):
             inputs, args = self._resolve(bound, targs)
             actx = ActionContext(view=self._view, state=self.state, tick=self._tick, run_id=self.run_id,
-                                 workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry, home=self.home)
+                                 workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry, home=self.home,
+                                 agent=self.machine.name)
             if bound.definition.side_effects and self.store is not None:
                 self.store.mark_started(self.run_id, self._tick, seq, bound.name)
                 self._clear_intents = True
@@ -307,6 +315,14 @@ class Agent:
             self._notify("transition", state=self.state, trigger=None, source=None, decided_by=decided_by, tick=self._tick)
 
     def _emit(self, event: dict[str, Any]) -> None:
+        if self.sender is not None:
+            event["sender"] = self.sender
+        if event.get("correlation_id") is None and self.correlation_id is not None:
+            event["correlation_id"] = self.correlation_id
+        same = sum(1 for d, _, e in self._record.events if d == "out" and e["id"].split("#")[0] == event["id"])
+        if same:  # the id is stable per run and tick; a second event of one name in a tick needs its own
+            event["id"] = f"{event['id']}#{same + 1}"
+        self._record.events.append(("out", "emitted", event))
         self.outbox.append(event)
         if self.observers:
             self._notify("event", **event)
@@ -335,7 +351,8 @@ class Agent:
         except SherpaError:  # the guards themselves may be what failed the run
             available = []
         result = RunResult(self.run_id, status, self.state, dict(self.counters), error, dict(self.belief.context), available,
-                           interrupted, (perf_counter() - t0) * 1000, self.machine.describe(self._leaf) if status == "waiting" else "")
+                           interrupted, (perf_counter() - t0) * 1000, self.machine.describe(self._leaf) if status == "waiting" else "",
+                           self._event_report)
         if self.observers:
             self._notify("status", **{k: v for k, v in result.to_dict().items() if k != "context"})
         self._log.info("run_stopped", status=status, state=self.state, steps=self.counters["steps"], error=error)
@@ -360,28 +377,49 @@ class Agent:
                 continue
             request = _send(flow, answer)
 
-    def run(self, inputs: dict[str, Any] | None = None, *, trigger: str | None = None, args: dict[str, Any] | None = None) -> RunResult:
-        """Run until final, waiting or error; on a started run, `inputs` are the outside input it waited for."""
+    def run(self, inputs: dict[str, Any] | None = None, *, trigger: str | None = None, args: dict[str, Any] | None = None,
+            event: Event | None = None) -> RunResult:
+        """Run until final, waiting or error; on a started run, `inputs` are the outside input it waited for.
+
+        With `event` (see `handle`), a new run is started and brought to rest first; then the event fires its trigger.
+        """
         t0 = perf_counter()
+        self._event_report = None
         try:
-            first = self._begin(inputs, self._drive)
-            if trigger is not None:
+            first = self._begin(inputs, self._drive) if event is None or not self.belief.trajectory else None
+            if event is not None:
+                self._settle(self._drive)
+                targs = self._accept_event(event)
+                if targs is not None:
+                    self._drive(self._tick_flow(event.name, targs, "event"))
+                    self._commit(self._status())
+            elif trigger is not None:
                 self._drive(self._tick_flow(trigger, args, "user"))
                 self._commit(self._status())
             elif first is False:
                 stay = self._from_waiting(self._drive)
                 if stay is not None:
                     return stay(t0)
-            while True:
-                status = self._status()
-                if status != "running":
-                    return self._result(status, None, t0)
-                if self.counters["steps"] >= self.max_steps:
-                    raise RunError(f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state")
-                self._drive(self._tick_flow(None, None, "policy"))
-                self._commit(self._status())
+            self._settle(self._drive)
+            return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
+
+    def handle(self, event: Event | dict[str, Any]) -> RunResult:
+        """Deliver one event: its name fires the matching available transition with the payload as arguments.
+
+        A duplicate, unavailable or ill-fitting event leaves the machine where it is and says so in `result.event`;
+        a malformed one raises EventError before the run is touched.
+        """
+        return self.run(event=parse_event(event))
+
+    def _settle(self, drive: Callable[[Generator[Any, Any, None]], None]) -> None:
+        """Tick until the run rests (final or waiting)."""
+        while self._status() == "running":
+            if self.counters["steps"] >= self.max_steps:
+                raise RunError(f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state")
+            drive(self._tick_flow(None, None, "policy"))
+            self._commit(self._status())
 
     # ------------------------------------------------------------------ async driver
 
@@ -404,28 +442,82 @@ class Agent:
                 continue
             request = _send(flow, answer)
 
-    async def arun(self, inputs: dict[str, Any] | None = None, *, trigger: str | None = None, args: dict[str, Any] | None = None) -> RunResult:
+    async def arun(self, inputs: dict[str, Any] | None = None, *, trigger: str | None = None, args: dict[str, Any] | None = None,
+                   event: Event | None = None) -> RunResult:
         """The async twin of `run`: the same tick flow, with awaited policies and actions."""
         t0 = perf_counter()
+        self._event_report = None
         try:
-            first = await self._abegin(inputs)
-            if trigger is not None:
+            first = await self._abegin(inputs) if event is None or not self.belief.trajectory else None
+            if event is not None:
+                await self._asettle()
+                targs = self._accept_event(event)
+                if targs is not None:
+                    await self._adrive(self._tick_flow(event.name, targs, "event"))
+                    self._commit(self._status())
+            elif trigger is not None:
                 await self._adrive(self._tick_flow(trigger, args, "user"))
                 self._commit(self._status())
             elif first is False:
                 stay = await self._afrom_waiting()
                 if stay is not None:
                     return stay(t0)
-            while True:
-                status = self._status()
-                if status != "running":
-                    return self._result(status, None, t0)
-                if self.counters["steps"] >= self.max_steps:
-                    raise RunError(f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state")
-                await self._adrive(self._tick_flow(None, None, "policy"))
-                self._commit(self._status())
+            await self._asettle()
+            return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
+
+    async def ahandle(self, event: Event | dict[str, Any]) -> RunResult:
+        """The async twin of `handle`."""
+        return await self.arun(event=parse_event(event))
+
+    async def _asettle(self) -> None:
+        while self._status() == "running":
+            if self.counters["steps"] >= self.max_steps:
+                raise RunError(f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state")
+            await self._adrive(self._tick_flow(None, None, "policy"))
+            self._commit(self._status())
+
+    def _accept_event(self, event: Event) -> dict[str, Any] | None:
+        """The transition arguments for an event that fires now, or None for one refused (duplicate, unavailable, invalid).
+
+        Consuming is recorded with the tick that consumes it (or alone, for a refusal), so a redelivered event is skipped.
+        """
+        body = event.body()
+        report = self._event_report = {"id": event.id, "name": event.name, "outcome": "handled", "reason": None}
+        seen = self.store.consumed(self.run_id, event.id) if self.store is not None else ("handled" if event.id in self._consumed else None)
+        if seen is not None:
+            report.update(outcome="duplicate", reason=f"event {event.id} was already consumed by run {self.run_id} ({seen}); skipped")
+            self._log.info("event_duplicate", event_id=event.id, event_name=event.name)
+            return None
+        self._consumed.add(event.id)
+        targs: dict[str, Any] = {}
+        if self.is_final():
+            outcome, reason = "unavailable", f"run {self.run_id} already finished in state '{self.state}'"
+        else:
+            options = self.available_transitions()
+            edge = next((e for e in options if e.trigger == event.name), None)
+            outcome, reason = "handled", None
+            if edge is None:
+                outcome = "unavailable"
+                reason = f"'{event.name}' is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options) or 'none'}"
+            else:
+                targs = {k: v for k, v in event.payload.items() if k in edge.arguments}
+                if edge.args_model is not None:
+                    try:
+                        edge.args_model.model_validate(targs)
+                    except ValidationError as exc:
+                        first = exc.errors()[0]
+                        outcome = "invalid"
+                        reason = f"payload of '{event.name}' does not fit the transition's arguments: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+        self._record.events.append(("in", outcome, body))
+        if reason is not None:
+            report.update(outcome=outcome, reason=reason)
+            self._log.warning("event_refused", event_id=event.id, event_name=event.name, outcome=outcome, reason=reason)
+            self._commit(self._status())
+            return None
+        self._write_context({"event": body})
+        return targs
 
     # ------------------------------------------------------------------ shared pieces of the drivers
 

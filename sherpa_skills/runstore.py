@@ -226,7 +226,7 @@ class RunStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 ids = [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE status IN ('final', 'error') AND updated < ?", (cutoff,))]
-                for table in ("run_trajectory", "run_log", "run_context", "run_intents"):
+                for table in ("run_trajectory", "run_log", "run_context", "run_intents", "run_events"):
                     conn.executemany(f"DELETE FROM {table} WHERE run_id = ?", [(i,) for i in ids])
                 conn.executemany("DELETE FROM runs WHERE run_id = ?", [(i,) for i in ids])
                 conn.execute("COMMIT")

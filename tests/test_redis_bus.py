@@ -1,0 +1,327 @@
+"""The Redis Streams bus against a real redis-server: agents as separate processes, crash redelivery, bad events."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from sherpa_skills import RunStore, load_workflow_text
+from sherpa_skills.multiagent import run_id_for
+
+redis = pytest.importorskip("redis", reason="redis-py is not installed (pip install redis, part of sherpa-skills[dev])")
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+CRITIC_LOOP = EXAMPLES / "critic_loop" / "team.yaml"
+FINAL_ANSWER = ("A state machine is a set of states with exactly one current, and transitions, fired by events, "
+                "that move it from one state to the next. (approved after 2 drafts)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(predicate, timeout: float, what: str, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A real redis-server on 127.0.0.1, a free port and a temporary dir, always killed afterwards."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (apt-get install -y redis-server); the Redis Streams bus tests need a real one")
+    port = _free_port()
+    data = tmp_path / "redis"
+    data.mkdir()
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data), "--save", "",
+                             "--appendonly", "no", "--protected-mode", "yes"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        client = redis.Redis(host="127.0.0.1", port=port)
+
+        def up() -> bool:
+            try:
+                return bool(client.ping())
+            except redis.exceptions.ConnectionError:
+                if proc.poll() is not None:
+                    raise AssertionError(f"redis-server exited with {proc.returncode}") from None
+                return False
+
+        _wait(up, 10, "redis-server to answer PING")
+        client.close()
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+class Processes:
+    """Agent processes started by a test; every one is killed at teardown, whatever happened."""
+
+    def __init__(self, home: Path, url: str, logs: Path):
+        self.home, self.url, self.logs = home, url, logs
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def agent(self, file: Path, name: str, *extra: str) -> subprocess.Popen[str]:
+        log = (self.logs / f"{name}-{len(self.procs)}.err").open("w")
+        proc = subprocess.Popen([sys.executable, "-m", "sherpa_skills.cli", "agent", str(file), "--name", name, "--bus", self.url,
+                                 "--home", str(self.home), "--json", *extra],
+                                stdout=subprocess.PIPE, stderr=log, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.procs.append(proc)
+        return proc
+
+    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sherpa_skills.cli", *args], capture_output=True, text=True, timeout=timeout)
+
+    def finish(self, proc: subprocess.Popen[str], timeout: float = 60) -> dict:
+        out, _ = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, f"agent exited {proc.returncode}: {out}\n{self.stderr(proc)}"
+        return json.loads(out)
+
+    def stderr(self, proc: subprocess.Popen[str]) -> str:
+        index = self.procs.index(proc)
+        found = sorted(self.logs.glob(f"*-{index}.err"))
+        return found[0].read_text() if found else ""
+
+    def kill_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            try:
+                proc.communicate(timeout=10)
+            except (subprocess.TimeoutExpired, ValueError):
+                pass
+
+
+@pytest.fixture
+def procs(tmp_path: Path, redis_url: str) -> Iterator[Processes]:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    p = Processes(tmp_path / "home", redis_url, logs)
+    try:
+        yield p
+    finally:
+        p.kill_all()
+
+
+def registered(url: str, *names: str) -> bool:
+    client = redis.Redis.from_url(url)
+    try:
+        return set(names) <= {n.decode() for n in client.smembers("sherpa:agents")}
+    finally:
+        client.close()
+
+
+def stream_names(client, stream: str) -> list[str]:
+    return [json.loads(fields[b"event"])["name"] for _, fields in client.xrange(stream)]
+
+
+@pytest.mark.slow
+def test_the_critic_loop_as_three_processes_over_redis(procs: Processes, redis_url: str) -> None:
+    """worker, critic and aggregator each in their own process; the same conversation and answer as in one process."""
+    counts = {"worker": 3, "critic": 2, "aggregator": 1}
+    agents = {name: procs.agent(CRITIC_LOOP, name, "--max-events", str(n), "--idle-exit", "60") for name, n in counts.items()}
+    _wait(lambda: registered(redis_url, *counts), 30, "the three agents to register")
+    from sherpa_skills.events import Event
+    from sherpa_skills.multiagent import load_team
+    from sherpa_skills.redis_bus import RedisBus
+
+    bus = RedisBus(redis_url)  # what `send --initial` does, without paying for another interpreter start on a busy machine
+    [first] = load_team(CRITIC_LOOP).initial_events()
+    assert bus.publish(Event(**{**first.body(), "correlation_id": "task-1"})).receivers == ["worker"]
+    bus.close()
+    results = {name: procs.finish(proc) for name, proc in agents.items()}
+    assert {n: r["counters"]["handled"] for n, r in results.items()} == counts
+    assert all(r["stopped"] == "max_events" and r["problems"] == [] for r in results.values())
+
+    client = redis.Redis.from_url(redis_url)
+    assert stream_names(client, "sherpa:topic:tasks") == ["task"]
+    assert stream_names(client, "sherpa:topic:drafts") == ["draft", "draft"]
+    assert stream_names(client, "sherpa:topic:reviews") == ["changes_requested", "approved"]
+    assert stream_names(client, "sherpa:topic:accepted") == ["accepted"]
+    for stream, group in [("sherpa:topic:tasks", "worker"), ("sherpa:topic:reviews", "worker"), ("sherpa:topic:drafts", "critic"),
+                          ("sherpa:topic:accepted", "aggregator")]:
+        assert client.xpending(stream, group)["pending"] == 0, f"{group} left {stream} unacknowledged"
+    client.close()
+
+    store = RunStore(home=procs.home)
+    assert store.get_run(run_id_for("aggregator", "task-1")).status == "final"
+    assert store.load_belief(run_id_for("aggregator", "task-1")).context["answer"] == FINAL_ANSWER
+    assert [e["event"]["name"] for e in store.run_events(run_id_for("worker", "task-1"), "in")] == ["task", "changes_requested", "approved"]
+    store.close()
+
+
+SLEEPER = """
+name: sleeper
+initial: idle
+states:
+  idle: {waiting: true}
+  working:
+    on_enter:
+      # The first attempt records itself and sleeps (the test kills the agent then); a rerun passes straight through.
+      shell: {command: "if [ -e {{ marker }} ]; then echo again >> {{ marker }}; else echo first > {{ marker }}; echo $$ > {{ marker }}.pid; exec sleep 30; fi"}
+  done:
+    final: true
+    on_enter: {emit: {name: finished, topic: results, payload: {job: "{{ job }}"}}}
+transitions:
+  - trigger: job
+    source: idle
+    dest: working
+    arguments: {job: {type: string}, marker: {type: string}}
+    before: {set: {job: "{{ args.job }}", marker: "{{ args.marker }}"}}
+  - {trigger: finish, source: working, dest: done}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("restart_as", ["same consumer", "another consumer"])
+def test_a_killed_agent_loses_no_event_and_handles_it_exactly_once(procs: Processes, redis_url: str, tmp_path: Path, restart_as: str) -> None:
+    """kill -9 while the event's action runs (received, not acknowledged); the restarted agent (re-reading its own
+    pending entries, or claiming the dead consumer's) handles it once in the store and acknowledges it."""
+    workflow = tmp_path / "sleeper.yaml"
+    workflow.write_text(SLEEPER)
+    marker = tmp_path / "marker.txt"
+    client = redis.Redis.from_url(redis_url)
+    client.xgroup_create("sherpa:topic:results", "observer", id="0", mkstream=True)
+    client.sadd("sherpa:subscribers:results", "observer")
+    first = procs.agent(workflow, "sleeper", "--subscribe", "jobs")
+    _wait(lambda: registered(redis_url, "sleeper"), 30, "the agent to register")
+    payload = json.dumps({"job": "j1", "marker": str(marker)})
+    sent = procs.cli("send", "--bus", redis_url, "--topic", "jobs", "--name", "job", "--payload", payload, "--id", "ev-1", "--correlation-id", "j1")
+    assert sent.returncode == 0, sent.stderr
+    try:
+        _wait(lambda: marker.exists() and Path(f"{marker}.pid").exists(), 30, "the action to start")
+        assert client.xpending("sherpa:topic:jobs", "sleeper")["pending"] == 1, "received, not yet acknowledged"
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+    finally:
+        pid = Path(f"{marker}.pid")
+        if pid.exists():
+            try:
+                os.kill(int(pid.read_text()), signal.SIGKILL)  # the orphaned `sleep` of the killed agent
+            except (ProcessLookupError, ValueError):
+                pass
+
+    extra = ["--consumer", "replacement", "--claim-idle", "0.2"] if restart_as == "another consumer" else []
+    second = procs.agent(workflow, "sleeper", "--subscribe", "jobs", "--max-events", "1", "--idle-exit", "30", *extra)
+    result = procs.finish(second)
+    assert result["counters"]["handled"] == 1
+    assert result["counters"]["redelivered" if restart_as == "same consumer" else "claimed"] == 1
+
+    assert client.xpending("sherpa:topic:jobs", "sleeper")["pending"] == 0, "acknowledged after the commit"
+    assert stream_names(client, "sherpa:topic:results") == ["finished"], "what it emitted is published once"
+    store = RunStore(home=procs.home)
+    run_id = run_id_for("sleeper", "j1")
+    assert [e["event"]["id"] for e in store.run_events(run_id, "in")] == ["ev-1"]
+    assert [t.trigger for t in store.load_belief(run_id).trajectory].count("job") == 1
+    assert store.get_run(run_id).state == "done"
+    assert marker.read_text().splitlines() == ["first", "again"], "the interrupted action ran again (at-least-once)"
+    store.close()
+    client.close()
+
+
+ECHO = """
+name: echo
+initial: idle
+states:
+  idle: {waiting: true}
+  done: {final: true}
+transitions:
+  - trigger: ping
+    source: idle
+    dest: done
+    arguments: {text: {type: string}}
+    before: {set: {text: "{{ args.text }}"}}
+"""
+
+
+def test_malformed_duplicate_and_unavailable_events_are_counted_acknowledged_and_kept_aside(redis_url: str, tmp_path: Path) -> None:
+    """Bad entries never stop the agent: each is counted, dead-lettered with its reason, and acknowledged."""
+    from sherpa_skills.agent_service import AgentService
+    from sherpa_skills.events import Event
+    from sherpa_skills.redis_bus import RedisBus
+
+    bus = RedisBus(redis_url)
+    store = RunStore(home=tmp_path)
+    service = AgentService("echo", load_workflow_text(ECHO), ["pings"], bus, store)
+    service.start()
+    raw = bus.client
+    raw.xadd("sherpa:topic:pings", {"event": "{not json"})
+    raw.xadd("sherpa:topic:pings", {"event": json.dumps({"name": "ping", "topic": "pings", "priority": "high"})})
+    raw.xadd("sherpa:topic:pings", {"event": json.dumps({"name": "ping", "topic": "pings", "payload": {"blob": "x" * 300_000}})})
+    raw.xadd("sherpa:topic:pings", {"something": "else"})
+    good = Event(id="e-1", name="ping", topic="pings", payload={"text": "hi"}, correlation_id="c1")
+    bus.publish(good)
+    bus.publish(good)  # redelivered by an at-least-once publisher: the same id again
+    bus.publish(Event(name="ping", topic="pings", payload={"text": "late"}, correlation_id="c1"))  # the run is finished
+    result = service.serve(max_events=7, idle_exit=5, block=0.2)
+
+    c = result.counters
+    assert (c["consumed"], c["malformed"], c["handled"], c["duplicate"], c["unavailable"]) == (7, 4, 1, 1, 1)
+    reasons = [fields[b"reason"].decode() for _, fields in raw.xrange(bus.deadletter_stream)]
+    assert "not valid JSON" in reasons[0] and "unknown field 'priority'" in reasons[1] and "the limit is" in reasons[2]
+    assert "no 'event' field" in reasons[3] and reasons[4].startswith("unavailable: run echo.c1 already finished")
+    assert bus.pending_count("echo", "sherpa:topic:pings") == 0
+    assert [e["event"]["id"] for e in store.run_events("echo.c1", "in")][0] == "e-1"
+    assert store.load_belief("echo.c1").context["text"] == "hi"
+    store.close()
+    bus.close()
+
+
+def test_send_reports_an_unknown_topic_or_agent_and_refuses_a_malformed_payload(procs: Processes, redis_url: str) -> None:
+    from sherpa_skills.redis_bus import RedisBus
+
+    RedisBus(redis_url).register("listener", ["news"])
+    unknown_topic = procs.cli("send", "--bus", redis_url, "--topic", "weather", "--name", "rain")
+    assert unknown_topic.returncode == 1 and "no agent subscribes to topic 'weather' (topics: news)" in unknown_topic.stderr
+    unknown_agent = procs.cli("send", "--bus", redis_url, "--recipient", "zed", "--name", "hello")
+    assert unknown_agent.returncode == 1 and "no agent named 'zed' has registered on this bus (agents: listener)" in unknown_agent.stderr
+    bad = procs.cli("send", "--bus", redis_url, "--topic", "news", "--name", "not a name")
+    assert bad.returncode == 1 and "field 'name'" in bad.stderr and "Traceback" not in bad.stderr
+    ok = procs.cli("send", "--bus", redis_url, "--topic", "news", "--name", "story", "--payload", '{"title": "x"}')
+    assert ok.returncode == 0 and "to listener" in ok.stderr
+    RedisBus(redis_url).register("worker", ["tasks"])
+    initial = procs.cli("send", "--bus", redis_url, "--initial", str(CRITIC_LOOP), "-i", "task=Name a colour", "-c", "t-7", "--json")
+    [published] = json.loads(initial.stdout)
+    assert initial.returncode == 0 and published["receivers"] == ["worker"]
+    assert published["event"]["payload"] == {"task": "Name a colour"} and published["event"]["correlation_id"] == "t-7"
+
+
+def test_events_committed_but_never_published_are_published_when_the_agent_starts(redis_url: str, tmp_path: Path) -> None:
+    """A process that died between committing a tick and publishing what it emitted: the next start publishes it."""
+    from sherpa_skills.agent_service import AgentService
+    from sherpa_skills.events import Event
+    from sherpa_skills.multiagent import AgentHost, load_team
+    from sherpa_skills.redis_bus import RedisBus
+
+    team = load_team(CRITIC_LOOP)
+    store = RunStore(home=tmp_path)
+    [first] = team.initial_events()
+    delivery = AgentHost("worker", team.members["worker"].workflow, store).deliver(Event(**{**first.body(), "correlation_id": "t1"}))
+    assert delivery.outcome == "handled" and [b["name"] for _, b in store.unpublished("worker.")] == ["draft"]  # ... and the crash
+
+    bus = RedisBus(redis_url)
+    bus.register("critic", ["drafts"])
+    service = AgentService("worker", team.members["worker"].workflow, ["tasks", "reviews"], bus, store)
+    service.start()
+    assert service.counters["republished"] == 1 and store.unpublished("worker.") == []
+    assert stream_names(bus.client, "sherpa:topic:drafts") == ["draft"]
+    store.close()
+    bus.close()
