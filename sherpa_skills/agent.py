@@ -384,23 +384,9 @@ class Agent:
         With `event` (see `handle`), a new run is started and brought to rest first; then the event fires its trigger.
         """
         t0 = perf_counter()
-        self._event_report = None
         try:
-            first = self._begin(inputs, self._drive) if event is None or not self.belief.trajectory else None
-            if event is not None:
-                self._settle(self._drive)
-                targs = self._accept_event(event)
-                if targs is not None:
-                    self._drive(self._tick_flow(event.name, targs, "event"))
-                    self._commit(self._status())
-            elif trigger is not None:
-                self._drive(self._tick_flow(trigger, args, "user"))
-                self._commit(self._status())
-            elif first is False:
-                stay = self._from_waiting(self._drive)
-                if stay is not None:
-                    return stay(t0)
-            self._settle(self._drive)
+            for flow in self._run_flow(inputs, trigger, args, event):
+                self._drive(flow)
             return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
@@ -412,14 +398,6 @@ class Agent:
         a malformed one raises EventError before the run is touched.
         """
         return self.run(event=parse_event(event))
-
-    def _settle(self, drive: Callable[[Generator[Any, Any, None]], None]) -> None:
-        """Tick until the run rests (final or waiting)."""
-        while self._status() == "running":
-            if self.counters["steps"] >= self.max_steps:
-                raise RunError(f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state")
-            drive(self._tick_flow(None, None, "policy"))
-            self._commit(self._status())
 
     # ------------------------------------------------------------------ async driver
 
@@ -444,25 +422,11 @@ class Agent:
 
     async def arun(self, inputs: dict[str, Any] | None = None, *, trigger: str | None = None, args: dict[str, Any] | None = None,
                    event: Event | None = None) -> RunResult:
-        """The async twin of `run`: the same tick flow, with awaited policies and actions."""
+        """The async twin of `run`: the same run flow and tick flows, with awaited policies and actions."""
         t0 = perf_counter()
-        self._event_report = None
         try:
-            first = await self._abegin(inputs) if event is None or not self.belief.trajectory else None
-            if event is not None:
-                await self._asettle()
-                targs = self._accept_event(event)
-                if targs is not None:
-                    await self._adrive(self._tick_flow(event.name, targs, "event"))
-                    self._commit(self._status())
-            elif trigger is not None:
-                await self._adrive(self._tick_flow(trigger, args, "user"))
-                self._commit(self._status())
-            elif first is False:
-                stay = await self._afrom_waiting()
-                if stay is not None:
-                    return stay(t0)
-            await self._asettle()
+            for flow in self._run_flow(inputs, trigger, args, event):
+                await self._adrive(flow)
             return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
@@ -470,13 +434,6 @@ class Agent:
     async def ahandle(self, event: Event | dict[str, Any]) -> RunResult:
         """The async twin of `handle`."""
         return await self.arun(event=parse_event(event))
-
-    async def _asettle(self) -> None:
-        while self._status() == "running":
-            if self.counters["steps"] >= self.max_steps:
-                raise RunError(f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state")
-            await self._adrive(self._tick_flow(None, None, "policy"))
-            self._commit(self._status())
 
     def _accept_event(self, event: Event) -> dict[str, Any] | None:
         """The transition arguments for an event that fires now, or None for one refused (duplicate, unavailable, invalid).
@@ -521,24 +478,44 @@ class Agent:
 
     # ------------------------------------------------------------------ shared pieces of the drivers
 
-    def _begin(self, inputs: dict[str, Any] | None, drive: Callable[[Generator[Any, Any, None]], None]) -> bool:
-        """Start a new run (True), or apply outside input to a started one (False)."""
-        start = self._prepare_start(inputs)
-        if start is not None:
-            drive(self._start_flow(start))
+    def _run_flow(self, inputs: dict[str, Any] | None, trigger: str | None, args: dict[str, Any] | None,
+                  event: Event | None) -> Generator[Generator[Any, Any, None], None, None]:
+        """What one call to run/arun does, written once: it yields tick flows for the caller's driver to pump."""
+        self._event_report = None
+        resumed = False
+        if event is None or not self.belief.trajectory:
+            start = self._prepare_start(inputs)
+            if start is not None:
+                yield self._start_flow(start)
+                self._commit(self._status())
+            else:
+                self._apply_input(inputs)
+                resumed = True
+        if event is not None:
+            yield from self._settle_flows()
+            targs = self._accept_event(event)
+            if targs is not None:
+                yield self._tick_flow(event.name, targs, "event")
+                self._commit(self._status())
+        elif trigger is not None:
+            yield self._tick_flow(trigger, args, "user")
             self._commit(self._status())
-            return True
-        self._apply_input(inputs)
-        return False
+        elif resumed and self.is_waiting():
+            step = self._waiting_step()
+            if step is None:
+                self._commit("waiting")
+                return
+            yield self._tick_flow(step.trigger, {}, "user")
+            self._commit(self._status())
+        yield from self._settle_flows()
 
-    async def _abegin(self, inputs: dict[str, Any] | None) -> bool:
-        start = self._prepare_start(inputs)
-        if start is not None:
-            await self._adrive(self._start_flow(start))
+    def _settle_flows(self) -> Generator[Generator[Any, Any, None], None, None]:
+        """Tick until the run rests (final or waiting)."""
+        while self._status() == "running":
+            if self.counters["steps"] >= self.max_steps:
+                raise RunError(f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state")
+            yield self._tick_flow(None, None, "policy")
             self._commit(self._status())
-            return True
-        self._apply_input(inputs)
-        return False
 
     def _input_defaults(self) -> dict[str, Any]:
         return {n: d.default for n, d in self.machine.spec.inputs.items() if d.default is not None}
@@ -572,35 +549,11 @@ class Agent:
             self._write_context(dict(inputs))
             self._commit("running")
 
-    def _waiting_step(self) -> Edge | None | bool:
+    def _waiting_step(self) -> Edge | None:
         """In a waiting state only outside input moves on: a single guard-enabled transition, else stay."""
-        if not self.is_waiting():
-            return True
         options = self.available_transitions()
         if len(options) == 1 and not options[0].needs_args:
             return options[0]
-        return None
-
-    def _from_waiting(self, drive: Callable[[Generator[Any, Any, None]], None]) -> Callable[[float], RunResult] | None:
-        step = self._waiting_step()
-        if step is True:
-            return None
-        if step is None:
-            self._commit("waiting")
-            return lambda t0: self._result("waiting", None, t0)
-        drive(self._tick_flow(step.trigger, {}, "user"))
-        self._commit(self._status())
-        return None
-
-    async def _afrom_waiting(self) -> Callable[[float], RunResult] | None:
-        step = self._waiting_step()
-        if step is True:
-            return None
-        if step is None:
-            self._commit("waiting")
-            return lambda t0: self._result("waiting", None, t0)
-        await self._adrive(self._tick_flow(step.trigger, {}, "user"))
-        self._commit(self._status())
         return None
 
     def _check_resumable(self) -> None:
