@@ -1,0 +1,19 @@
+"""Shared memory: artifacts agents write (private notes or shared results), found again by words and by meaning.
+
+The truth is SQLite (the home's store.db, with FTS5); a chromadb companion, rebuilt from it at any time, adds
+search by meaning. Every read names the reading agent, who sees shared artifacts and only its own private notes.
+YAML workflows use the built-in actions `memory_write` and `memory_search`; operators use `sherpa-skills memory`.
+"""
+
+from __future__ import annotations
+
+from ._config import ChromaServer, chroma_server, open_companion
+from ._models import MAX_TEXT_BYTES, SCOPES, Artifact, Hit, SearchResult
+from ._search import SEMANTIC_FLOOR, SEMANTIC_WEIGHT, SharedMemory, hybrid, shared_memory
+from ._store import MemoryStore
+
+__all__ = [
+    "MAX_TEXT_BYTES", "SCOPES", "SEMANTIC_FLOOR", "SEMANTIC_WEIGHT",
+    "Artifact", "ChromaServer", "Hit", "MemoryStore", "SearchResult", "SharedMemory",
+    "chroma_server", "hybrid", "open_companion", "shared_memory",
+]

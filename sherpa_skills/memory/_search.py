@@ -1,0 +1,330 @@
+"""Shared memory as agents use it: write to the truth then the companion; search both and combine the scores.
+
+Hybrid score, per query, over the union of the lexical and the semantic candidates::
+
+    lexical  = bm25 / max(bm25 over this query's lexical candidates)      in [0, 1]; 0 when not a lexical candidate
+    semantic = cosine(query, artifact), clamped to [0, 1]                 0 when not among the semantic candidates,
+                                                                          and 0 below SEMANTIC_FLOOR = 0.25
+    score    = 0.6 * semantic + 0.4 * lexical                            (SEMANTIC_WEIGHT = 0.6); 0 → not a hit
+
+bm25 is SQLite FTS5's (sign flipped so higher is better; the text weighs 1.0, the tags 0.5); each list holds
+max(4 × limit, 50) lexical candidates and up to 4 × that many semantic ones, both filtered to what the reading
+agent may see. Cosine stays absolute (not
+rescaled per query), so a query that means nothing close to any artifact does not inflate its best guess; the
+floor drops the nearest-but-unrelated neighbours a vector index always returns (with MiniLM, unrelated sentences score
+about 0 to 0.2 here, paraphrases 0.4 and above).
+When the companion is unavailable, score = lexical and the result says why (`degraded`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from ..errors import SherpaError, UsageError
+from ._models import (Artifact, Hit, SearchResult, check_filters, check_limit, check_name, check_scope)
+from ._store import MAX_QUERY_CHARS, MemoryStore
+
+log = structlog.get_logger(__name__)
+
+SEMANTIC_WEIGHT = 0.6
+SEMANTIC_FLOOR = 0.25
+CATCH_UP = 32  # artifacts left out of the companion earlier, indexed again with each write
+_META_PREFIX = "m."
+_META_MAX_CHARS = 512
+
+
+def candidates(limit: int) -> int:
+    return max(4 * limit, 50)
+
+
+def hybrid(lexical: dict[str, float], semantic: dict[str, float] | None, weight: float = SEMANTIC_WEIGHT,
+           floor: float = SEMANTIC_FLOOR) -> dict[str, tuple[float, float, float | None]]:
+    """id → (score, normalised lexical, semantic); `semantic` None means lexical only. Pure: the formula above."""
+    best = max(lexical.values(), default=0.0)
+    scored: dict[str, tuple[float, float, float | None]] = {}
+    for aid in lexical.keys() | (semantic or {}).keys():
+        lex = lexical.get(aid, 0.0) / best if best > 0 else 0.0
+        if semantic is None:
+            if lex > 0:
+                scored[aid] = (lex, lex, None)
+        else:
+            sem = min(1.0, max(0.0, semantic.get(aid, 0.0)))
+            score = weight * (sem if sem >= floor else 0.0) + (1.0 - weight) * lex
+            if score > 0:
+                scored[aid] = (score, lex, sem)
+    return scored
+
+
+def companion_metadata(a: Artifact) -> dict[str, Any]:
+    """What the companion filters on: visibility, kind, and the artifact's flat scalar metadata under `m.`."""
+    meta: dict[str, Any] = {"agent": a.agent, "scope": a.scope}
+    if a.kind is not None:
+        meta["kind"] = a.kind
+    for key, value in a.metadata.items():
+        if isinstance(value, (str, int, float, bool)) and not (isinstance(value, str) and len(value) > _META_MAX_CHARS):
+            meta[_META_PREFIX + key] = value
+    return meta
+
+
+def companion_where(agent: str | None, scope: str, author: str | None, kind: str | None,
+                    metadata: dict[str, Any]) -> dict[str, Any]:
+    """The same visibility as the truth's SQL, as a chromadb `where` (the truth checks every hit again)."""
+    clauses: list[dict[str, Any]] = []
+    if scope == "private":
+        clauses += [{"scope": "private"}, {"agent": agent}]
+    elif scope == "shared" or agent is None:
+        clauses.append({"scope": "shared"})
+    else:
+        clauses.append({"$or": [{"scope": "shared"}, {"agent": agent}]})
+    if author is not None:
+        clauses.append({"agent": author})
+    if kind is not None:
+        clauses.append({"kind": kind})
+    clauses += [{_META_PREFIX + k: v} for k, v in metadata.items() if v is not None]
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+class SharedMemory:
+    """Artifacts agents write and search: the SQLite truth, and a chromadb companion rebuilt from it on demand."""
+
+    def __init__(self, home: str | Path | None = None, *, store: MemoryStore | None = None, companion: Any = None):
+        self.store = store if store is not None else MemoryStore(home=home)
+        self.home = self.store.path.parent
+        self.collection = f"memory-{self.store.store_id}"
+        self._companion = companion
+        self._lock = threading.RLock()
+        #: Why the last companion call failed (None when it worked): writes still succeed, only indexing waits.
+        self.companion_problem: str | None = None
+
+    def close(self) -> None:
+        if self._companion is not None:
+            self._companion.close()
+        self.store.close()
+
+    def __enter__(self) -> SharedMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def companion(self) -> Any:
+        if self._companion is None:
+            from ._config import open_companion
+
+            self._companion = open_companion(self.home)
+        return self._companion
+
+    # ------------------------------------------------------------------ writing
+
+    def write(self, text: str, *, agent: str, scope: str = "private", kind: str | None = None, tags: Any = None,
+              metadata: dict[str, Any] | None = None, run_id: str | None = None, id: str | None = None) -> Artifact:
+        """Store an artifact (redacted) in the truth, then index it; a companion failure leaves it pending, not lost."""
+        artifact = self.store.write(text, agent=agent, scope=scope, kind=kind, tags=tags, metadata=metadata, run_id=run_id, id=id)
+        self._index([artifact])
+        return artifact
+
+    def write_many(self, artifacts: list[Artifact], *, index: bool = True) -> list[Artifact]:
+        """Bulk load prepared artifacts (`store.prepare`) in one transaction; `index=False` leaves them to `reindex`."""
+        stored = self.store.add(artifacts)
+        if index:
+            for start in range(0, len(stored), 1024):
+                self._index(stored[start:start + 1024], catch_up=0)
+        return stored
+
+    def _index(self, artifacts: list[Artifact], catch_up: int = CATCH_UP) -> None:
+        from ..companion import CompanionUnavailable
+
+        with self._lock:
+            try:
+                companion = self.companion()
+                if self.store.any_indexed():
+                    # Raises when unreachable, or when the collection is gone although artifacts were indexed (deleted,
+                    # replaced): a new collection holding only the newest items would make meaning search silently
+                    # incomplete. Before the first indexed write there is nothing to lose: upsert creates the collection.
+                    companion.count(self.collection)
+                todo = {a.id: a for a in artifacts}
+                if catch_up:
+                    todo.update({a.id: a for a in self.store.pending_artifacts(catch_up)})
+                items = list(todo.values())
+                companion.upsert(self.collection, [a.id for a in items], [a.text for a in items],
+                                 [companion_metadata(a) for a in items])
+            except (CompanionUnavailable, UsageError) as exc:
+                self.companion_problem = getattr(exc, "reason", str(exc))
+                log.warning("memory_index_pending", reason=self.companion_problem, artifacts=len(artifacts))
+                return
+            self.companion_problem = None
+            self.store.mark_indexed([a.id for a in items])
+
+    def delete(self, artifact_id: str, *, agent: str) -> bool:
+        """Remove an artifact its author wrote, from the truth and the companion."""
+        if not self.store.delete(artifact_id, agent=agent):
+            return False
+        try:
+            self.companion().delete(self.collection, [artifact_id])
+        except SherpaError as exc:  # the truth wins: a stale companion hit is dropped at search time
+            log.warning("memory_companion_delete_failed", artifact=artifact_id, reason=str(exc))
+        return True
+
+    # ------------------------------------------------------------------ reading
+
+    def get(self, artifact_id: str, *, agent: str | None) -> Artifact:
+        return self.store.get(artifact_id, agent=agent)
+
+    def search(self, query: str, *, agent: str | None, scope: str = "all", author: str | None = None,
+               kind: str | None = None, metadata: dict[str, Any] | None = None, limit: int = 10,
+               mode: str = "hybrid") -> SearchResult:
+        """What `agent` may see (shared artifacts and its own private notes), best first; see the module for the score."""
+        if not isinstance(query, str) or not query.strip():
+            raise UsageError("shared memory: the search query is empty; say what to look for")
+        if len(query) > MAX_QUERY_CHARS:
+            raise UsageError(f"shared memory: the search query is {len(query):,} characters, over {MAX_QUERY_CHARS:,}")
+        if mode not in ("hybrid", "lexical"):
+            raise UsageError(f"shared memory: search mode {mode!r} is not one of: hybrid, lexical")
+        agent = check_name(agent, "the reading agent's name", required=False)
+        author = check_name(author, "author", required=False)
+        scope = check_scope(scope, reading=True)
+        filters = check_filters(metadata)
+        limit = check_limit(limit)
+        n = candidates(limit)
+        lexical = self.store.lexical(query, agent=agent, scope=scope, author=author, kind=kind, metadata=filters, limit=n)
+        order = {aid: seq for aid, seq, _ in lexical}
+        semantic: dict[str, float] | None = None
+        degraded: str | None = None
+        notes: list[str] = []
+        if mode == "hybrid":
+            semantic, degraded = self._semantic(query, agent, scope, author, kind, filters, limit, n, order)
+        scored = hybrid({aid: raw for aid, _, raw in lexical}, semantic)
+        best = sorted(scored, key=lambda aid: (-scored[aid][0], -order[aid]))[:limit]
+        # Texts are read for the hits only, and through the same visibility filter once more.
+        artifacts = self.store.visible(best, agent=agent, scope=scope, author=author, kind=kind, metadata=filters)
+        hits = [Hit(artifacts[aid], *scored[aid]) for aid in best if aid in artifacts]
+        pending = 0
+        if semantic is not None:
+            pending = self.store.pending()
+            if pending:
+                notes.append(f"{pending} artifact(s) are not in the semantic index yet (written while it was unavailable); "
+                             f"they are found by their words only until `sherpa-skills memory reindex`")
+            embedder = self.companion().embedder
+            if not getattr(embedder, "semantic", True):
+                notes.append(f"the embedder {embedder.name!r} matches shared words, not meaning (MiniLM is not installed)")
+        return SearchResult(query, hits, "lexical" if semantic is None else "hybrid", degraded, pending, notes)
+
+    def _semantic(self, query: str, agent: str | None, scope: str, author: str | None, kind: str | None,
+                  filters: dict[str, Any], limit: int, n: int, order: dict[str, int]) -> tuple[dict[str, float] | None, str | None]:
+        """(similarity by visible id, None) from the companion, or (None, why not); `order` gains the seq of new ids.
+
+        chromadb's metadata filters cost a scan (about 0.2 s at 100k items), its plain nearest-neighbour query
+        about 1 ms; so ask for the 4 × n nearest unfiltered and keep the visible ones (the truth decides). Those are
+        the nearest visible items down to that distance (as far as the approximate index finds them); only when
+        fewer than `limit` survive (a very selective filter) ask again with the filter in chromadb.
+        """
+        wide = 4 * n
+        try:
+            companion = self.companion()
+            nearest = companion.query(self.collection, query, n=wide)
+            visible = self.store.visible_ids([aid for aid, _ in nearest], agent=agent, scope=scope, author=author, kind=kind,
+                                             metadata=filters)
+            if len(visible) < limit and len(nearest) < self.store.count():  # (HNSW may return fewer than asked)
+                nearest = companion.query(self.collection, query, n=n, where=companion_where(agent, scope, author, kind, filters))
+                visible = self.store.visible_ids([aid for aid, _ in nearest], agent=agent, scope=scope, author=author,
+                                                 kind=kind, metadata=filters)
+        except SherpaError as exc:  # CompanionUnavailable, or a companion that cannot even be configured
+            if self.store.count() == 0:
+                return {}, None  # nothing stored, nothing indexed: an absent collection is no degradation
+            reason = getattr(exc, "reason", str(exc))
+            log.warning("memory_search_degraded", reason=reason)
+            return None, (f"semantic search unavailable ({reason}); these results are lexical only (SQLite FTS5); "
+                          f"`sherpa-skills memory reindex` rebuilds the index from the store")
+        order.update(visible)
+        return {aid: sim for aid, sim in nearest if aid in visible}, None
+
+    # ------------------------------------------------------------------ maintenance
+
+    def reindex(self) -> dict[str, Any]:
+        """Rebuild the companion collection from the truth. An embedded folder that cannot be rebuilt in place
+        (corrupt) is rebuilt beside it and swapped in; the broken one is kept as `companion.broken-<time>`."""
+        from ..companion import Companion, CompanionUnavailable
+
+        started = time.monotonic()
+        upto = self.store.last_seq()
+        companion = self.companion()
+        moved: Path | None = None
+        with self._lock:
+            try:
+                size = companion.rebuild(self.collection, self._items(upto))
+            except CompanionUnavailable as first:
+                if companion.path is None:
+                    raise
+                stamp = time.strftime("%Y%m%d-%H%M%S")
+                fresh = companion.path.with_name(f"{companion.path.name}.new-{stamp}")
+                attempt = Companion(fresh, embedder=companion.embedder)
+                try:
+                    size = attempt.rebuild(self.collection, self._items(upto))
+                except CompanionUnavailable:
+                    attempt.close()
+                    shutil.rmtree(fresh, ignore_errors=True)
+                    raise first from None
+                attempt.close()
+                companion.close()
+                moved = companion.path.with_name(f"{companion.path.name}.broken-{stamp}")
+                if companion.path.exists():
+                    companion.path.rename(moved)
+                fresh.rename(companion.path)
+                log.warning("memory_companion_replaced", broken=str(moved), reason=first.reason)
+            self.store.set_indexed_upto(upto)
+            while self.store.pending():  # written during the rebuild: index them now
+                before = self.store.pending()
+                self._index([], catch_up=1024)
+                if self.store.pending() >= before:
+                    break
+        self.companion_problem = None
+        result = {"artifacts": size, "collection": self.collection, "companion": companion.where,
+                  "embedder": companion.embedder.name, "seconds": round(time.monotonic() - started, 2),
+                  "pending": self.store.pending(), "moved_aside": str(moved) if moved else None}
+        log.info("memory_reindexed", **result)
+        return result
+
+    def _items(self, upto: int) -> Any:
+        return ((a.id, a.text, companion_metadata(a)) for a in self.store.iter_artifacts(upto))
+
+    def stats(self) -> dict[str, Any]:
+        """Counts per scope and agent, and whether the companion answers (never raises for the companion)."""
+        data = self.store.stats()
+        status: dict[str, Any] = {"collection": self.collection, "ok": False, "items": None, "reason": None}
+        try:
+            companion = self.companion()
+            status.update(where=companion.where, embedder=companion.embedder.name,
+                          semantic=bool(getattr(companion.embedder, "semantic", True)))
+            status["items"] = companion.count(self.collection)
+            stale = companion.stale(self.collection)
+            status["ok"] = stale is None
+            status["reason"] = stale
+        except SherpaError as exc:
+            status["reason"] = getattr(exc, "reason", str(exc))
+        if status["ok"] and status["items"] != data["artifacts"]:
+            status["reason"] = (f"the companion holds {status['items']} items for {data['artifacts']} artifacts; "
+                                f"`sherpa-skills memory reindex` brings it in line")
+        data["companion"] = status
+        return data
+
+
+_memories: dict[tuple[str, int], SharedMemory] = {}
+_memories_lock = threading.Lock()
+
+
+def shared_memory(home: str | Path | None = None) -> SharedMemory:
+    """One SharedMemory per home and thread, reused across actions (SQLite connections stay in their thread)."""
+    from ..home import store_path
+
+    key = (str(store_path(home)), threading.get_ident())
+    with _memories_lock:
+        memory = _memories.get(key)
+        if memory is None:
+            memory = _memories[key] = SharedMemory(home)
+        return memory
