@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -107,3 +107,29 @@ class Checkpointer:
                     self.checkpoint()
             except OSError:
                 continue
+
+
+class Transaction:
+    """`with Transaction(conn, lock):` — BEGIN IMMEDIATE … COMMIT (ROLLBACK on error), re-entrant within one connection."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock):
+        self.conn, self.lock = conn, lock
+        self.outer = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.lock.acquire()
+        self.outer = not self.conn.in_transaction
+        if self.outer:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                self.lock.release()
+                raise
+        return self.conn
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if self.outer:
+                self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self.lock.release()

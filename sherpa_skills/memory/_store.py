@@ -23,7 +23,7 @@ import structlog
 from ..errors import StoreError, UsageError
 from ..home import store_path
 from ..redact import redact, redact_value
-from ..sqlite_db import connect, execute_script, migrate
+from ..sqlite_db import Transaction, connect, execute_script, migrate
 from ._models import (Artifact, check_filters, check_limit, check_metadata, check_name, check_scope, check_tags,
                       check_text)
 
@@ -141,8 +141,8 @@ class MemoryStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _tx(self) -> _Tx:
-        return _Tx(self)
+    def _tx(self) -> Transaction:
+        return Transaction(self.conn, self._lock)
 
     # ------------------------------------------------------------------ writing
 
@@ -348,23 +348,3 @@ def write_id(run_id: str | None, tick: int, state: str, text: str, scope: str, k
         return None
     digest = hashlib.sha256("\x1f".join([run_id, str(tick), state, scope, kind or "", text]).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()[:16]
-
-
-class _Tx:
-    """BEGIN IMMEDIATE … COMMIT, re-entrant within one store object."""
-
-    def __init__(self, store: MemoryStore):
-        self.store = store
-
-    def __enter__(self) -> None:
-        self.store._lock.acquire()
-        self.outer = not self.store.conn.in_transaction
-        if self.outer:
-            self.store.conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            if self.outer:
-                self.store.conn.execute("ROLLBACK" if exc_type else "COMMIT")
-        finally:
-            self.store._lock.release()

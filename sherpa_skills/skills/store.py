@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from ..errors import StoreError
 from ..home import store_path
-from ..sqlite_db import connect, execute_script, migrate
+from ..sqlite_db import Transaction, connect, execute_script, migrate
 from .models import CapturedLearning, CapturedProcedure, Execution, ProcedureHealthReport, ProcedureStep
 from .scoring import confidence, health_report
 
@@ -99,8 +99,8 @@ class SkillStore:
 
     # ------------------------------------------------------------------ transactions
 
-    def _write(self) -> _Tx:
-        return _Tx(self)
+    def _write(self) -> Transaction:
+        return Transaction(self.conn, self._lock)
 
     def generation(self) -> int:
         """Bumped whenever what matching looks at changes; caches compare it."""
@@ -321,23 +321,3 @@ class SkillStore:
             return []
         best = -rows[0][1] or 1.0
         return [(pid, round(max(0.0, -rank) / best, 4) if best > 0 else 0.0) for pid, rank in rows]
-
-
-class _Tx:
-    """BEGIN IMMEDIATE … COMMIT, re-entrant within one store object."""
-
-    def __init__(self, store: SkillStore):
-        self.store = store
-
-    def __enter__(self) -> None:
-        self.store._lock.acquire()
-        self.outer = not self.store.conn.in_transaction
-        if self.outer:
-            self.store.conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            if self.outer:
-                self.store.conn.execute("ROLLBACK" if exc_type else "COMMIT")
-        finally:
-            self.store._lock.release()
