@@ -108,7 +108,9 @@ class RunStore:
         migrate(self.conn, "runs", MIGRATIONS)
         # Ticks never pay for a WAL checkpoint: a background thread does them (see Checkpointer).
         self.conn.execute("PRAGMA wal_autocheckpoint=0")
+        self.conn.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")  # a checkpointed WAL shrinks back
         self._checkpointer = Checkpointer.acquire(self.path)
+        self._commits = 0
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -181,6 +183,9 @@ class RunStore:
                 if clear_intents:
                     conn.execute("DELETE FROM run_intents WHERE run_id = ?", (run_id,))
                 conn.execute("COMMIT")
+                self._commits += 1
+                if self._commits % 500 == 0 and self._checkpointer is not None:
+                    self._checkpointer.nudge()  # ~8 MB of WAL: checkpoint it off the tick path now
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise

@@ -66,6 +66,7 @@ class Checkpointer:
     def __init__(self, path: str, interval: float, wal_bytes: int):
         self.path, self.interval, self.wal_bytes = path, interval, wal_bytes
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"sherpa-checkpoint:{Path(path).name}", daemon=True)
         self._thread.start()
 
@@ -86,8 +87,13 @@ class Checkpointer:
                 return
             self._shared.pop(self.path, None)
         self._stop.set()
+        self._wake.set()
         self._thread.join(timeout=5)
         self.checkpoint()
+
+    def nudge(self) -> None:
+        """A writer says it wrote a lot: look at the WAL now rather than at the next interval."""
+        self._wake.set()
 
     def checkpoint(self) -> None:
         try:
@@ -101,7 +107,11 @@ class Checkpointer:
 
     def _loop(self) -> None:
         wal = Path(self.path + "-wal")
-        while not self._stop.wait(self.interval):
+        while not self._stop.is_set():
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
             try:
                 if wal.stat().st_size >= self.wal_bytes:
                     self.checkpoint()

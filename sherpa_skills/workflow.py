@@ -37,12 +37,14 @@ class Workflow:
         return self.path.parent if self.path else Path.cwd()
 
     def agent(self, **kwargs: Any) -> Any:
+        """An Agent for this workflow; any Agent keyword (policy, store, model, home…) overrides the workflow's."""
         from .agent import Agent
 
+        policy = kwargs.pop("policy", self.policy)
         kwargs.setdefault("base_dir", self.base_dir)
         kwargs.setdefault("workflow_path", str(self.path) if self.path else None)
         kwargs.setdefault("registry", self.registry)
-        return Agent(self.machine, self.policy, **kwargs)
+        return Agent(self.machine, policy, **kwargs)
 
 
 def _pydantic_problems(exc: ValidationError, source: Located) -> list[Problem]:
