@@ -56,3 +56,9 @@ def write_section(title: str, body: str) -> None:
     end = next((j for j in range(start + 1, len(lines)) if lines[j].startswith("## ") or lines[j].startswith("# ")), len(lines))
     tail = "".join(lines[end:])
     RESULTS.write_text("".join(lines[:start]) + section + ("\n" + tail if tail else ""), encoding="utf-8")
+
+
+def write_section_text(section: str) -> None:
+    """Like `write_section`, for a section text that starts with its own `## title` line."""
+    heading, _, body = section.lstrip().partition("\n")
+    write_section(heading.removeprefix("## ").strip(), body.strip("\n"))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import shutil
 import socket
@@ -30,6 +29,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import machine as shared_machine, write_section_text  # noqa: E402
+
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Events"
 
@@ -190,41 +192,11 @@ def over_redis(limit: int, durable: bool, url: str, folder: Path) -> float:
 # ---------------------------------------------------------------- report
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    redis_version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.split()[2] \
-        if shutil.which("redis-server") else "none"
-    from importlib.metadata import version
-
-    return (f"`{platform.system()} {platform.release()} {platform.machine()}`, nproc {os.cpu_count()}, {cpu}, "
-            f"Python {platform.python_version()}, redis-server {redis_version.removeprefix('v=')}, redis-py {version('redis')}")
-
-
 def load_average() -> str:
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "unknown"
-
-
-def write_section(section: str) -> None:
-    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else \
-        "# Benchmark results\n\nMeasured figures from the scripts in `bench/`; each section is rewritten by its script.\n"
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
-    if start is None:
-        RESULTS.write_text((text if text.endswith("\n") else text + "\n") + "\n" + section, encoding="utf-8")
-        return
-    end = next((j for j in range(start + 1, len(lines)) if lines[j].startswith("## ") or lines[j].startswith("# ")), len(lines))
-    tail = "".join(lines[end:])
-    RESULTS.write_text("".join(lines[:start]) + section + ("\n" + tail if tail else ""), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         SECTION,
         "",
         f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- Machine: {machine()}; load average (1/5/15 min) at start {load_start}, at end {load_average()}",
+        f"- Machine: {shared_machine()}; load average (1/5/15 min) at start {load_start}, at end {load_average()}",
         f"- Code measured: git {code or '?'}{' with uncommitted changes in sherpa_skills/' if dirty else ''}",
         f"- Command: `{command}` ({repeats} timed repeats per configuration after one warm-up of the in-process ones;"
         f" configurations interleaved round-robin; whole run {wall:.0f} s)",
@@ -305,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     ])
     print(section)
     if not args.no_write:
-        write_section(section)
+        write_section_text(section)
     return 0
 
 
