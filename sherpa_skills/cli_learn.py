@@ -180,7 +180,9 @@ def _confirm(console: Any, result: Any) -> tuple[str, dict[str, Any]]:
 def replay_payload(result: Any) -> dict[str, Any]:
     ctx = result.context
     proc = ctx.get("procedure") or {}
-    executed = {r["index"]: r for r in ctx.get("step_results") or []}
+    from .skills.replay_actions import step_results
+
+    executed = {r["index"]: r for r in step_results(ctx)}
     steps = []
     for i, command in enumerate(ctx.get("rendered") or [], 1):
         step: dict[str, Any] = {"index": i, "command": command}

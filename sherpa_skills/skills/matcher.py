@@ -30,6 +30,10 @@ def words(text: str) -> list[str]:
 
 def procedure_terms(p: CapturedProcedure) -> dict[str, float]:
     """What a query may name to find this procedure, with how much each counts."""
+    return terms_of(p.task_type, p.description, p.tags, [s.command for s in p.steps])
+
+
+def terms_of(task_type: str, description: str, tags: list[str], commands: list[str]) -> dict[str, float]:
     terms: dict[str, float] = {}
 
     def put(term: str, weight: float) -> None:
@@ -37,16 +41,17 @@ def procedure_terms(p: CapturedProcedure) -> dict[str, float]:
         if term and term not in _STOP and len(term) > 1:
             terms[term] = max(terms.get(term, 0.0), weight)
 
-    put(p.task_type.replace("-", " ").replace("_", " "), WEIGHTS["task_type"])
-    for w in words(p.task_type.replace("-", " ").replace("_", " ")):
+    spaced = task_type.replace("-", " ").replace("_", " ")
+    put(spaced, WEIGHTS["task_type"])
+    for w in words(spaced):
         put(w, WEIGHTS["task_word"])
-    for tag in p.tags:
+    for tag in tags:
         put(tag, WEIGHTS["tag"])
-    for w in words(p.description):
+    for w in words(description):
         if len(w) > 2:
             put(w, WEIGHTS["term"])
-    for step in p.steps:
-        first = step.command.strip().split(" ", 1)[0]
+    for command in commands:
+        first = command.strip().split(" ", 1)[0]
         put(first.rsplit("/", 1)[-1], WEIGHTS["program"])
     return terms
 
@@ -73,38 +78,57 @@ class MatchResult:
     degraded: str | None = None
 
 
-class _Automaton:
-    """Term → [(procedure id, weight)], searched in one pass over the query."""
+class _Lexicon:
+    """Every procedure's key terms in one Aho-Corasick automaton; postings as numpy arrays, so a term shared by
+    thousands of procedures costs one vector add, not a Python loop."""
 
     def __init__(self, store: SkillStore, include_candidates: bool):
         import ahocorasick
+        import numpy as np
 
-        postings: dict[str, list[tuple[str, float]]] = {}
-        for p in store.iter_procedures():
-            if p.status == "candidate" and not include_candidates:
-                continue
-            for term, weight in procedure_terms(p).items():
-                postings.setdefault(term, []).append((p.id, weight))
+        self.ids: list[str] = []
+        postings: dict[str, tuple[list[int], list[float]]] = {}
+        for pid, task_type, description, tags, commands in store.term_rows(include_candidates):
+            index = len(self.ids)
+            self.ids.append(pid)
+            for term, weight in terms_of(task_type, description, tags, commands).items():
+                entry = postings.setdefault(term, ([], []))
+                entry[0].append(index)
+                entry[1].append(weight)
         automaton = ahocorasick.Automaton()
-        for term, plist in postings.items():
-            automaton.add_word(f" {term} ", (term, plist))
+        for term, (indices, weights) in postings.items():
+            automaton.add_word(f" {term} ", (term, np.asarray(indices, dtype=np.int32), np.asarray(weights, dtype=np.float32)))
         if postings:
             automaton.make_automaton()
         self.automaton = automaton if postings else None
+        self._scores = np.zeros(len(self.ids), dtype=np.float32)
 
-    def search(self, query: str) -> dict[str, tuple[float, list[str]]]:
-        scores: dict[str, tuple[float, list[str]]] = {}
+    def search(self, query: str, limit: int) -> dict[str, tuple[float, list[str]]]:
+        """The `limit` best-scoring procedures for the query's key terms, with the terms each matched."""
+        import numpy as np
+
         if self.automaton is None:
-            return scores
-        seen: set[str] = set()
-        for _, (term, plist) in self.automaton.iter(f" {' '.join(words(query))} "):
-            if term in seen:
-                continue
-            seen.add(term)
-            for pid, weight in plist:
-                score, terms = scores.get(pid, (0.0, []))
-                scores[pid] = (score + weight, [*terms, term])
-        return scores
+            return {}
+        hits: dict[str, Any] = {}
+        for _, (term, indices, weights) in self.automaton.iter(f" {' '.join(words(query))} "):
+            hits[term] = (indices, weights)
+        if not hits:
+            return {}
+        scores = self._scores
+        for indices, weights in hits.values():
+            scores[indices] += weights
+        k = min(limit, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        top = top[scores[top] > 0]
+        found = {int(i): float(scores[i]) for i in top}
+        scores.fill(0.0)
+        chosen = np.fromiter(found, dtype=np.int32, count=len(found))
+        matched: dict[int, list[str]] = {i: [] for i in found}
+        for term, (indices, _) in hits.items():
+            at = np.minimum(np.searchsorted(indices, chosen), len(indices) - 1)
+            for slot in np.flatnonzero(indices[at] == chosen):
+                matched[int(chosen[slot])].append(term)
+        return {self.ids[i]: (score, matched[i]) for i, score in found.items()}
 
 
 class Matcher:
@@ -114,7 +138,7 @@ class Matcher:
         self.store = store
         self.companion_path = companion_path or store.path.parent / "companion"
         self._companion = companion
-        self._automaton: dict[bool, tuple[int, _Automaton]] = {}
+        self._lexicons: dict[bool, tuple[int, _Lexicon]] = {}
 
     def companion(self) -> Any:
         if self._companion is None:
@@ -123,45 +147,49 @@ class Matcher:
             self._companion = Companion(self.companion_path)
         return self._companion
 
-    def _lexical(self, query: str, include_candidates: bool) -> dict[str, tuple[float, list[str]]]:
+    def _lexical(self, query: str, include_candidates: bool, limit: int) -> dict[str, tuple[float, list[str]]]:
         generation = self.store.generation()
-        cached = self._automaton.get(include_candidates)
+        cached = self._lexicons.get(include_candidates)
         if cached is None or cached[0] != generation:
-            cached = (generation, _Automaton(self.store, include_candidates))
-            self._automaton[include_candidates] = cached
-        return cached[1].search(query)
+            cached = (generation, _Lexicon(self.store, include_candidates))
+            self._lexicons[include_candidates] = cached
+        return cached[1].search(query, limit)
 
     def match(self, query: str, *, task_type: str | None = None, limit: int = 5, include_candidates: bool = False) -> MatchResult:
-        lexical = self._lexical(query, include_candidates)
+        """Rank by key terms and meaning; only the few best are loaded from the store."""
+        pool = max(limit * 4, 20) if not task_type else max(limit * 40, 200)
+        lexical = self._lexical(query, include_candidates, pool)
         semantic: dict[str, float] = {}
         degraded = None
         try:
-            semantic = dict(self.companion().query(COLLECTION, query, n=max(limit * 4, 20)))
+            semantic = dict(self.companion().query(COLLECTION, query, n=pool))
         except Exception as exc:  # CompanionUnavailable, or a companion that cannot even be opened
             degraded = f"semantic index unavailable ({exc}); matched lexically with FTS5 and key terms"
             log.warning("companion_unavailable", reason=str(exc))
-            for pid, score in self.store.fts_search(query, limit=max(limit * 4, 20)):
+            for pid, score in self.store.fts_search(query, limit=pool):
                 base, terms = lexical.get(pid, (0.0, []))
                 lexical[pid] = (base + score * 2.0, terms)
         best = max((s for s, _ in lexical.values()), default=0.0) or 1.0
-        candidates = set(lexical) | set(semantic)
+        scored = []
+        for pid in set(lexical) | set(semantic):
+            lex, terms = lexical.get(pid, (0.0, []))
+            sem = semantic.get(pid)
+            score = lex / best if degraded else SEMANTIC_WEIGHT * (sem or 0.0) + (1 - SEMANTIC_WEIGHT) * lex / best
+            scored.append((score, pid, lex / best, sem, terms))
+        scored.sort(key=lambda x: (-x[0], x[1]))
         ranked: list[Match] = []
-        for pid in candidates:
+        for score, pid, lex, sem, terms in scored:
             try:
                 proc = self.store.get(pid)
             except Exception:
                 continue  # the companion knows an id the truth no longer has: the truth wins
-            if task_type and proc.task_type != task_type:
+            if (task_type and proc.task_type != task_type) or (proc.status == "candidate" and not include_candidates):
                 continue
-            if proc.status == "candidate" and not include_candidates:
-                continue
-            lex, terms = lexical.get(pid, (0.0, []))
-            lex_norm = lex / best
-            sem = semantic.get(pid)
-            score = lex_norm if degraded else SEMANTIC_WEIGHT * (sem or 0.0) + (1 - SEMANTIC_WEIGHT) * lex_norm
-            ranked.append(Match(proc, score, lex_norm, None if degraded else sem, terms))
+            ranked.append(Match(proc, score, lex, None if degraded else sem, terms))
+            if len(ranked) >= limit:
+                break
         ranked.sort(key=lambda m: (-m.score, -m.procedure.confidence, m.procedure.id))
-        return MatchResult(ranked[:limit], "lexical" if degraded else "hybrid", degraded)
+        return MatchResult(ranked, "lexical" if degraded else "hybrid", degraded)
 
     def index(self, procedure: CapturedProcedure) -> str | None:
         """Add or refresh one procedure in the companion; returns why not, when it cannot."""

@@ -16,8 +16,17 @@ from .runtime import render_command, run_step, skill_store
 from .scoring import REPLAY_THRESHOLD
 
 
+STEP_RESULT = "step_result_"
+
+
 class NoArgs(BaseModel):
     pass
+
+
+def step_results(context: Any) -> list[dict[str, Any]]:
+    """The executed steps' outcomes, in order, from a replay's context."""
+    found = [(int(k[len(STEP_RESULT):]), v) for k, v in context.items() if k.startswith(STEP_RESULT)]
+    return [v for _, v in sorted(found)]
 
 
 def _matcher(ctx: ActionContext) -> Matcher:
@@ -56,7 +65,7 @@ def skill_select(args: NoArgs, ctx: ActionContext) -> ActionResult:
         if proc.confidence < threshold:
             reasons.append(f"{proc.id} has confidence {proc.confidence:.2f} < {threshold:.2f}")
             continue
-        replays = sum(1 for e in store.executions(proc.id) if e.outcome == "success")
+        replays = store.success_replays(proc.id)
         chosen = {"id": proc.id, "version": proc.version, "task_type": proc.task_type, "description": proc.description,
                   "confidence": proc.confidence, "health": health.status, "replayed": replays,
                   "planned_tokens": proc.planned_tokens, "planned_llm_calls": proc.planned_llm_calls,
@@ -87,7 +96,7 @@ def skill_preflight(args: NoArgs, ctx: ActionContext) -> ActionResult:
             if not outcome.passed:
                 problems.append(f"precondition failed: {check} ({outcome.reason})")
     context = {"rendered": rendered, "preflight_ok": not problems, "preflight_problems": problems,
-               "step_index": 0, "step_results": [], "more_steps": bool(rendered), "step_ok": True, "started_at": time.time()}
+               "step_index": 0, "more_steps": bool(rendered), "step_ok": True, "started_at": time.time()}
     return ActionResult(outputs={"rendered": rendered, "problems": problems}, context=context)
 
 
@@ -109,8 +118,8 @@ def skill_run_step(args: NoArgs, ctx: ActionContext) -> ActionResult:
     proc, index = view.get("procedure"), int(view.get("step_index") or 0)
     step = ProcedureStep(**proc["steps"][index])
     outcome = run_step(step, view.get("rendered")[index], index + 1, view.get("cwd"))
-    results = [*(view.get("step_results") or []), outcome.to_dict()]
-    context: dict[str, Any] = {"step_results": results, "step_ok": outcome.passed, "step_index": index + 1,
+    # One key per step: rewriting a growing list at every step would make each step cost more than the last.
+    context: dict[str, Any] = {f"{STEP_RESULT}{index + 1}": outcome.to_dict(), "step_ok": outcome.passed, "step_index": index + 1,
                                "more_steps": index + 1 < len(proc["steps"])}
     if not outcome.passed:
         context["diverged_step"] = index + 1
@@ -118,7 +127,7 @@ def skill_run_step(args: NoArgs, ctx: ActionContext) -> ActionResult:
             "step": index + 1, "command": outcome.command, "expected_exit_code": step.expected_exit_code,
             "expected_output_pattern": step.expected_output_pattern, "observed_exit_code": outcome.exit_code,
             "observed_output": (outcome.stdout + outcome.stderr)[-1500:], "reason": outcome.reason,
-            "replayed": [r["command"] for r in results[:-1]]}
+            "replayed": view.get("rendered")[:index]}
     return ActionResult(outputs=outcome.to_dict(), context=context, status="ok" if outcome.passed else "failed")
 
 

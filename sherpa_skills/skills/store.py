@@ -56,7 +56,25 @@ def m001_skills(conn: sqlite3.Connection) -> None:
     """)
 
 
-MIGRATIONS = [m001_skills]
+def m002_fts_by_rowid(conn: sqlite3.Connection) -> None:
+    """FTS rows keyed by the procedure's rowid: deleting one by an UNINDEXED column scanned the whole table."""
+    execute_script(conn, """
+        DROP TABLE procedures_fts;
+        CREATE VIRTUAL TABLE procedures_fts USING fts5(procedure_id UNINDEXED, task_type, description, tags, commands,
+            tokenize = 'unicode61 remove_diacritics 2');
+    """)
+    for rowid, pid, task_type, description, tags, steps in conn.execute(
+            "SELECT rowid, id, task_type, description, tags, steps FROM procedures").fetchall():
+        conn.execute("INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) VALUES (?, ?, ?, ?, ?, ?)",
+                     (rowid, pid, _fts_words(task_type), description, " ".join(json.loads(tags)),
+                      " ".join(step["command"] for step in json.loads(steps))))
+
+
+MIGRATIONS = [m001_skills, m002_fts_by_rowid]
+
+
+def _fts_words(task_type: str) -> str:
+    return task_type.replace("-", " ").replace("_", " ")
 
 _SPACE = re.compile(r"\s+")
 _TEMPLATE = re.compile(r"\{\{.*?\}\}")
@@ -110,10 +128,10 @@ class SkillStore:
         self.conn.execute("UPDATE skill_meta SET value = value + 1 WHERE key = 'generation'")
 
     def _index_fts(self, p: CapturedProcedure) -> None:
-        self.conn.execute("DELETE FROM procedures_fts WHERE procedure_id = ?", (p.id,))
-        self.conn.execute("INSERT INTO procedures_fts (procedure_id, task_type, description, tags, commands) VALUES (?, ?, ?, ?, ?)",
-                          (p.id, p.task_type.replace("-", " ").replace("_", " "), p.description, " ".join(p.tags),
-                           " ".join(s.command for s in p.steps)))
+        rowid = self.conn.execute("SELECT rowid FROM procedures WHERE id = ?", (p.id,)).fetchone()[0]
+        self.conn.execute("DELETE FROM procedures_fts WHERE rowid = ?", (rowid,))
+        self.conn.execute("INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) VALUES (?, ?, ?, ?, ?, ?)",
+                          (rowid, p.id, _fts_words(p.task_type), p.description, " ".join(p.tags), " ".join(s.command for s in p.steps)))
 
     # ------------------------------------------------------------------ procedures
 
@@ -216,6 +234,16 @@ class SkillStore:
             for row in rows:
                 yield _procedure(row)
             last = rows[-1][0]
+
+    def term_rows(self, include_candidates: bool = False) -> Iterator[tuple[str, str, str, list[str], list[str]]]:
+        """(id, task type, description, tags, commands) of every procedure, without building models: what matching indexes."""
+        sql = "SELECT id, task_type, description, tags, steps FROM procedures" + ("" if include_candidates else " WHERE status != 'candidate'")
+        for pid, task_type, description, tags, steps in self.conn.execute(sql):
+            yield pid, task_type, description, json.loads(tags), [step["command"] for step in json.loads(steps)]
+
+    def success_replays(self, procedure_id: str) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM executions WHERE procedure_id = ? AND outcome = 'success'",
+                                     (procedure_id,)).fetchone()[0])
 
     def count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM procedures").fetchone()[0])
