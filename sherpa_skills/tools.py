@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -35,6 +36,7 @@ def _words(text: str) -> list[str]:
     return [w.rstrip(".") for w in _WORD.findall(text.lower()) if w.rstrip(".")]
 
 
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """A light suffix strip so 'deploying', 'deployed' and 'deploys' meet 'deploy'."""
     for suffix in ("ing", "ed", "es", "s"):
@@ -82,8 +84,11 @@ class ToolIndex:
 
         self.tools = list(tools)
         postings: dict[str, list[tuple[int, float]]] = {}
+        self._terms: list[frozenset[str]] = []
         for i, tool in enumerate(self.tools):
-            for term, weight in tool_terms(tool).items():
+            terms = tool_terms(tool)
+            self._terms.append(frozenset(terms))
+            for term, weight in terms.items():
                 postings.setdefault(term, []).append((i, weight))
         n = len(self.tools)
         automaton = ahocorasick.Automaton()
@@ -121,14 +126,7 @@ class ToolIndex:
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         ranked = sorted(((float(scores[i]), int(i)) for i in top if scores[i] > 0), key=lambda si: (-si[0], self._names[si[1]]))[:limit]
         scores.fill(0.0)
-        chosen = np.array([i for _, i in ranked], dtype=np.int32)
-        matched: list[list[str]] = [[] for _ in ranked]
-        for term, (ids, _) in hits.items():
-            # ids are ascending: one vectorised search per term says which chosen tools it names.
-            at = np.minimum(np.searchsorted(ids, chosen), len(ids) - 1)
-            for slot in np.flatnonzero(ids[at] == chosen):
-                matched[slot].append(term)
-        return [RelevantTool(self.tools[i], score, matched[slot]) for slot, (score, i) in enumerate(ranked)]
+        return [RelevantTool(self.tools[i], score, [t for t in hits if t in self._terms[i]]) for score, i in ranked]
 
 
 def load_tools(path: str | Path) -> list[ToolSpec]:
