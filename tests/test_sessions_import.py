@@ -194,9 +194,9 @@ class TestRedaction:
         done = claude_pair(1, f"export GITHUB_TOKEN={self.TOKEN} && gh repo list", output=f"token={self.TOKEN}\nrepos")
         use = json.loads(done.splitlines()[0])
         use["message"]["content"][0]["input"]["description"] = f"List repos with {self.TOKEN}"
-        pending = claude_pair(2, f"curl -H 'Authorization: Bearer {self.TOKEN}' https://api.github.com").splitlines()[0]
+        pending = claude_pair(2, f"curl -H 'Authorization: Bearer {self.TOKEN}' https://api.example.invalid").splitlines()[0]
         (project / f"{SESSION}.jsonl").write_text(json.dumps(use) + "\n" + done.splitlines()[1] + "\n" + pending + "\n")
-        (project / ".zsh_history").write_bytes(zsh(1, f"git clone https://me:{self.TOKEN}@github.com/me/x.git"))
+        (project / ".zsh_history").write_bytes(zsh(1, f"git clone https://me:{self.TOKEN}@git.example.invalid/me/x.git"))
         summary = import_paths([project], home=home)
         assert summary.commands == 2
         with SessionStore(home) as store:
@@ -204,7 +204,7 @@ class TestRedaction:
             pending = {Path(f.path).name: f.pending_calls for f in store.files()}
             assert pending == {f"{SESSION}.jsonl": 1, ".zsh_history": 0}  # the curl call waits for its result
         assert "export GITHUB_TOKEN=[REDACTED] && gh repo list" in by_command
-        assert "git clone https://me:[REDACTED]@github.com/me/x.git" in by_command
+        assert "git clone https://me:[REDACTED]@git.example.invalid/me/x.git" in by_command
         for path in home.iterdir():
             if path.is_file():
                 assert self.TOKEN.encode() not in path.read_bytes(), path.name
