@@ -12,7 +12,7 @@ from ..errors import UsageError
 from ..registry import ActionContext, ActionResult, default_registry
 from .matcher import Matcher
 from .models import CapturedLearning, Execution, ProcedureStep
-from .runtime import render_command, run_step, skill_store
+from .runtime import render_command, run_step, skill_matcher, skill_store
 from .scoring import REPLAY_THRESHOLD
 
 
@@ -30,7 +30,7 @@ def step_results(context: Any) -> list[dict[str, Any]]:
 
 
 def _matcher(ctx: ActionContext) -> Matcher:
-    return Matcher(skill_store(ctx.home))
+    return skill_matcher(ctx.home)
 
 
 @default_registry.action("skill_match")

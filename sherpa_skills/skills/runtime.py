@@ -29,8 +29,26 @@ def skill_store(home: Path | None) -> SkillStore:
     return store
 
 
+_matchers: dict[tuple[str, int], Any] = {}
+
+
+def skill_matcher(home: Path | None) -> Any:
+    """One Matcher per store and thread, so its key-term index and companion client outlive a single replay."""
+    from .matcher import Matcher
+
+    store = skill_store(home)
+    key = (str(store.path), threading.get_ident())
+    with _lock:
+        matcher = _matchers.get(key)
+        if matcher is None or matcher.store is not store:
+            matcher = _matchers[key] = Matcher(store)
+    return matcher
+
+
 def render_command(command: str, params: dict[str, Any]) -> str:
     """Render `{{ name }}` in a sandbox; every value is shell-quoted, so a parameter can never add a command."""
+    if "{" not in command:
+        return command  # nothing to render: skip compiling a template for every plain step
     from jinja2 import TemplateError, UndefinedError
 
     try:
