@@ -217,20 +217,21 @@ class MemoryStore:
                              f"{'agent ' + repr(agent) if agent else 'a reader without an agent name'}")
         return _artifact(row)
 
+    def _rows_among(self, columns: str, ids: list[str], where: str, args: list[Any]) -> Iterator[tuple[Any, ...]]:
+        """Rows whose id is among `ids` and that pass `where`, asked in chunks that stay under SQLite's variable limit."""
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            yield from self.conn.execute(f"SELECT {columns} FROM memory_artifacts a WHERE a.id IN ({marks}) AND {where}",
+                                         [*chunk, *args])
+
     def visible(self, ids: list[str], *, agent: str | None, scope: str = "all", author: str | None = None,
                 kind: str | None = None, metadata: dict[str, Any] | None = None) -> dict[str, Artifact]:
         """The artifacts among `ids` that `agent` may see and that pass the filters, by id."""
         if not ids:
             return {}
         where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=metadata)
-        found: dict[str, Artifact] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in self.conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id IN ({marks}) AND {where}",
-                                         [*chunk, *args]):
-                found[row[0]] = _artifact(row)
-        return found
+        return {row[0]: _artifact(row) for row in self._rows_among(_COLUMNS, ids, where, args)}
 
     def visible_ids(self, ids: list[str], *, agent: str | None, scope: str = "all", author: str | None = None,
                     kind: str | None = None, metadata: dict[str, Any] | None = None) -> dict[str, int]:
@@ -238,13 +239,7 @@ class MemoryStore:
         if not ids:
             return {}
         where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=metadata)
-        found: dict[str, int] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(self.conn.execute(f"SELECT a.id, a.seq FROM memory_artifacts a WHERE a.id IN ({marks}) AND {where}",
-                                           [*chunk, *args]).fetchall())
-        return found
+        return dict(self._rows_among("a.id, a.seq", ids, where, args))
 
     def lexical(self, query: str, *, agent: str | None, scope: str = "all", author: str | None = None,
                 kind: str | None = None, metadata: dict[str, Any] | None = None, limit: int = 10) -> list[tuple[str, int, float]]:
