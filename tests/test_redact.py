@@ -116,7 +116,7 @@ SECRET_CASES: list[tuple[str, str, str]] = [
     ("url_password", "redis-cli -u redis://:hunter2@localhost:6379/0", f"redis-cli -u redis://:{R}@localhost:6379/0"),
     ("url_password", "export DATABASE_URL=mysql://root:pw@localhost/db", f"export DATABASE_URL=mysql://root:{R}@localhost/db"),
     # headers
-    ("authorization_header", 'curl -H "Authorization: Bearer abc.def.ghi" https://x', f'curl -H "Authorization: Bearer {R}" https://x'),
+    ("authorization_header", 'curl -H "Authorization: Bearer abc.def.ghi" https://x.example.invalid', f'curl -H "Authorization: Bearer {R}" https://x.example.invalid'),
     ("authorization_header", "curl -H 'Authorization: Basic Ym9iOmh1bnRlcjI=' https://x.example.invalid", f"curl -H 'Authorization: Basic {R}' https://x.example.invalid"),
     ("authorization_header", "authorization: token abcdef123", f"authorization: token {R}"),
     ("authorization_header", "Proxy-Authorization: Basic Ym9iOnB3", f"Proxy-Authorization: Basic {R}"),
@@ -296,12 +296,12 @@ def test_idempotent_on_random_mixtures() -> None:
 
 
 def test_secret_inside_json_string_keeps_json_valid() -> None:
-    record = {"command": f'curl -H "Authorization: Bearer {GHP}" https://x', "key": PEM}
+    record = {"command": f'curl -H "Authorization: Bearer {GHP}" https://x.example.invalid', "key": PEM}
     dumped = json.dumps(record)
     cleaned = redact(dumped)
     assert GHP not in cleaned and PEM_BODY.splitlines()[0] not in cleaned
     loaded = json.loads(cleaned)
-    assert loaded["command"] == f'curl -H "Authorization: Bearer {R}" https://x'
+    assert loaded["command"] == f'curl -H "Authorization: Bearer {R}" https://x.example.invalid'
     assert loaded["key"] == PEM_REDACTED
 
 
