@@ -172,7 +172,7 @@ class SherpaBench:
     def __init__(self, tmp: Path):
         from sherpa_skills.policy.llm import LLMPolicy
         from sherpa_skills.testing import scripted_model
-        from sherpa_skills.workflow import load_workflow_text
+        from sherpa_skills.engine.workflow import load_workflow_text
 
         self.tmp = tmp
         script = tmp / "script.yaml"
@@ -183,8 +183,8 @@ class SherpaBench:
         self._db = 0
 
     def run(self, steps: int, *, llm: bool, durable: bool) -> Sample:
-        from sherpa_skills.agent import Agent
-        from sherpa_skills.runstore import RunStore
+        from sherpa_skills.engine.agent import Agent
+        from sherpa_skills.engine.runstore import RunStore
 
         wf = self.workflows[steps]
         timed = TimedPolicy(self.llm_policy) if llm else None
@@ -231,8 +231,8 @@ def check_sherpa(result: Any, steps: int, llm: bool, store: Any) -> None:
 
 def commit_profile(tmp: Path, sherpa: SherpaBench, steps: int, llm: bool) -> dict[str, float]:
     """One extra durable run with every commit timed (a bench-only RunStore subclass): where durable time goes."""
-    from sherpa_skills.agent import Agent
-    from sherpa_skills.runstore import RunStore
+    from sherpa_skills.engine.agent import Agent
+    from sherpa_skills.engine.runstore import RunStore
 
     class TimedRunStore(RunStore):
         def __init__(self, *args: Any, **kwargs: Any):

@@ -84,8 +84,8 @@ def deliveries(limit: int) -> int:
 
 def in_process(limit: int, durable: bool) -> float:
     """Events per second for one rally through TeamRunner (load excluded, start and every commit included)."""
-    from sherpa_skills.multiagent import TeamRunner, load_team
-    from sherpa_skills.runstore import RunStore
+    from sherpa_skills.agents.team import TeamRunner, load_team
+    from sherpa_skills.engine.runstore import RunStore
 
     with tempfile.TemporaryDirectory() as tmp:
         team = load_team(write_team(Path(tmp), limit))
@@ -135,10 +135,10 @@ def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 def serve(name: str, team_file: str, url: str, max_events: int, home: str | None) -> None:
     """One player as its own process (the bench's own entry point, so the store can be left out)."""
-    from sherpa_skills.agent_service import AgentService
-    from sherpa_skills.multiagent import load_team
-    from sherpa_skills.redis_bus import RedisBus
-    from sherpa_skills.runstore import RunStore
+    from sherpa_skills.agents.service import AgentService
+    from sherpa_skills.agents.team import load_team
+    from sherpa_skills.agents.redis_bus import RedisBus
+    from sherpa_skills.engine.runstore import RunStore
 
     member = load_team(team_file).members[name]
     store = RunStore(home=home) if home else None
@@ -154,8 +154,8 @@ def over_redis(limit: int, durable: bool, url: str, folder: Path) -> float:
 
     import redis
 
-    from sherpa_skills.events import Event
-    from sherpa_skills.redis_bus import RedisBus
+    from sherpa_skills.engine.events import Event
+    from sherpa_skills.agents.redis_bus import RedisBus
 
     client = redis.Redis.from_url(url)
     client.flushdb()

@@ -24,7 +24,7 @@ from _results import machine, median, percentile, write_section  # noqa: E402
 
 from sherpa_skills.heartbeat.runner import run_once  # noqa: E402
 from sherpa_skills.logs import configure  # noqa: E402
-from sherpa_skills.tools import ToolIndex, ToolSpec  # noqa: E402
+from sherpa_skills.semantic.tool_index import ToolIndex, ToolSpec  # noqa: E402
 
 PROGRAMS = ["make", "make test", "npm ci", "npm run build", "cargo build", "cargo test", "pytest -q", "docker build -t app .",
             "git add -A", "git commit -m wip", "go test ./...", "terraform plan", "helm upgrade app ./chart", "uv sync"]

@@ -121,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     wall0 = perf_counter()
     load_start = os.getloadavg()
 
-    from sherpa_skills.companion import Companion
-    from sherpa_skills.embeddings import MiniLMEmbedder
+    from sherpa_skills.semantic.companion import Companion
+    from sherpa_skills.semantic.embeddings import MiniLMEmbedder
     from sherpa_skills.logs import configure
     from sherpa_skills.memory import SharedMemory
 

@@ -211,8 +211,8 @@ def steps(n: int) -> list[str]:
 class ReplayBench:
     def __init__(self, tmp: Path):
         from sherpa_skills.data import data_file
-        from sherpa_skills.runstore import RunStore
-        from sherpa_skills.workflow import load_workflow
+        from sherpa_skills.engine.runstore import RunStore
+        from sherpa_skills.engine.workflow import load_workflow
 
         self.home = tmp / "home"
         self.work = tmp / "work"
@@ -331,10 +331,10 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
     import subprocess as sp
 
     from sherpa_skills.actions import shell
-    from sherpa_skills.companion import Companion
-    from sherpa_skills.embeddings import MiniLMEmbedder
-    from sherpa_skills.registry import default_registry
-    from sherpa_skills.runstore import RunStore
+    from sherpa_skills.semantic.companion import Companion
+    from sherpa_skills.semantic.embeddings import MiniLMEmbedder
+    from sherpa_skills.engine.registry import default_registry
+    from sherpa_skills.engine.runstore import RunStore
     from sherpa_skills.skills import matcher as matcher_mod
     from sherpa_skills.skills import runtime
     from sherpa_skills.skills.store import SkillStore
@@ -343,7 +343,7 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
         from sherpa_skills.sqlite_db import Transaction as _Tx  # the stores' shared transaction helper
     except ImportError:  # older checkouts: SkillStore's own
         from sherpa_skills.skills.store import _Tx  # type: ignore[attr-defined,no-redef]
-    from sherpa_skills.workflow import load_workflow
+    from sherpa_skills.engine.workflow import load_workflow
 
     reps = 5 if quick else 15
     timer = PhaseTimer()
@@ -582,7 +582,7 @@ class SplitEmbedder:
     dim = 384
 
     def __init__(self) -> None:
-        from sherpa_skills.embeddings import HashingEmbedder, MiniLMEmbedder
+        from sherpa_skills.semantic.embeddings import HashingEmbedder, MiniLMEmbedder
 
         self.bulk = HashingEmbedder(384)
         self.name = self.bulk.name
@@ -648,7 +648,7 @@ def time_matches(matcher: Any, queries: list[tuple[str, str]], rounds: int, warm
 
 
 def match_phases(matcher: Any, queries: list[tuple[str, str]]) -> dict[str, Any]:
-    from sherpa_skills.companion import Companion
+    from sherpa_skills.semantic.companion import Companion
     from sherpa_skills.skills import matcher as matcher_mod
     from sherpa_skills.skills.store import SkillStore
 
@@ -710,8 +710,8 @@ def automaton_build(store: Any, repeats: int) -> dict[str, Any]:
 
 def lexical_only(store: Any, tmp: Path, queries: list[tuple[str, str]], rounds: int, warm: int, n_phase: int) -> dict[str, Any]:
     """The companion is unavailable (its collection is missing): FTS5 + the automaton, flagged in the result."""
-    from sherpa_skills.companion import Companion
-    from sherpa_skills.embeddings import HashingEmbedder
+    from sherpa_skills.semantic.companion import Companion
+    from sherpa_skills.semantic.embeddings import HashingEmbedder
     from sherpa_skills.skills.matcher import Matcher
 
     empty = tmp / f"companion-empty-{store.count()}"
@@ -725,8 +725,8 @@ def lexical_only(store: Any, tmp: Path, queries: list[tuple[str, str]], rounds: 
 
 
 def bench_match(quick: bool) -> dict[str, Any]:
-    from sherpa_skills.companion import Companion
-    from sherpa_skills.embeddings import HashingEmbedder, MiniLMEmbedder
+    from sherpa_skills.semantic.companion import Companion
+    from sherpa_skills.semantic.embeddings import HashingEmbedder, MiniLMEmbedder
     from sherpa_skills.skills.matcher import Matcher
 
     quiet_logs()
@@ -819,7 +819,7 @@ def bench_match(quick: bool) -> dict[str, Any]:
 
 
 def minilm_query_cost(queries: list[tuple[str, str]]) -> float:
-    from sherpa_skills.embeddings import MiniLMEmbedder
+    from sherpa_skills.semantic.embeddings import MiniLMEmbedder
 
     e = MiniLMEmbedder()
     e.embed(["warm up"])

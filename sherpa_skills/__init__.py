@@ -15,22 +15,26 @@ _os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 __version__ = "0.1.0"
 
+from . import _moved  # noqa: E402  (old module paths keep importing for one release)
+
+_moved.install()
+
 _EXPORTS: dict[str, str] = {
-    "Agent": "agent", "RunResult": "agent",
-    "Belief": "belief", "BeliefView": "belief", "LogEntry": "belief", "TrajectoryEntry": "belief",
-    "Workflow": "workflow", "load_workflow": "workflow", "load_workflow_text": "workflow",
-    "WorkflowSpec": "spec", "CompiledMachine": "compiler",
-    "RunStore": "runstore",
-    "Registry": "registry", "default_registry": "registry", "action": "registry", "guard": "registry", "function": "registry",
-    "ActionContext": "registry", "ActionResult": "registry", "Internal": "registry",
+    "Agent": "engine.agent", "RunResult": "engine.agent",
+    "Belief": "engine.belief", "BeliefView": "engine.belief", "LogEntry": "engine.belief", "TrajectoryEntry": "engine.belief",
+    "Workflow": "engine.workflow", "load_workflow": "engine.workflow", "load_workflow_text": "engine.workflow",
+    "WorkflowSpec": "engine.spec", "CompiledMachine": "engine.compiler",
+    "RunStore": "engine.runstore",
+    "Registry": "engine.registry", "default_registry": "engine.registry", "action": "engine.registry", "guard": "engine.registry", "function": "engine.registry",
+    "ActionContext": "engine.registry", "ActionResult": "engine.registry", "Internal": "engine.registry",
     "Policy": "policy.base", "Decision": "policy.base", "DecisionContext": "policy.base", "ChainPolicy": "policy.base", "NoPolicy": "policy.base",
     "RulePolicy": "policy.rule", "LLMPolicy": "policy.llm",
     "SherpaError": "errors", "WorkflowError": "errors", "UsageError": "errors", "RegistryError": "errors", "RunError": "errors",
     "ActionError": "errors", "PolicyError": "errors", "NoTransitionError": "errors", "ReadOnlyBeliefError": "errors",
     "StoreError": "errors", "ModelError": "errors", "Problem": "errors",
-    "to_mermaid": "mermaid",
-    "Event": "events", "EventError": "events", "InProcessBus": "bus", "RedisBus": "redis_bus",
-    "Team": "multiagent", "TeamRunner": "multiagent", "TeamResult": "multiagent", "load_team": "multiagent",
+    "to_mermaid": "engine.diagram",
+    "Event": "engine.events", "EventError": "engine.events", "InProcessBus": "agents.bus", "RedisBus": "agents.redis_bus",
+    "Team": "agents.team", "TeamRunner": "agents.team", "TeamResult": "agents.team", "load_team": "agents.team",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -41,8 +45,8 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'sherpa_skills' has no attribute '{name}'")
     value = getattr(_import_module(f".{module}", __name__), name)
-    if module in ("agent", "workflow", "registry"):
-        _import_module(".builtins", __name__)  # built-in actions and guards exist before any workflow loads
+    if module in ("engine.agent", "engine.workflow", "engine.registry"):
+        _import_module(".engine.registry", __name__).load_builtins()  # built-ins exist before any workflow loads
     globals()[name] = value
     return value
 
@@ -52,20 +56,20 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .agent import Agent, RunResult
-    from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry
-    from .compiler import CompiledMachine
+    from .engine.agent import Agent, RunResult
+    from .engine.belief import Belief, BeliefView, LogEntry, TrajectoryEntry
+    from .engine.compiler import CompiledMachine
     from .errors import (ActionError, ModelError, NoTransitionError, PolicyError, Problem, ReadOnlyBeliefError, RegistryError,
                          RunError, SherpaError, StoreError, UsageError, WorkflowError)
-    from .bus import InProcessBus
-    from .events import Event, EventError
-    from .mermaid import to_mermaid
-    from .multiagent import Team, TeamResult, TeamRunner, load_team
-    from .redis_bus import RedisBus
+    from .agents.bus import InProcessBus
+    from .engine.events import Event, EventError
+    from .engine.diagram import to_mermaid
+    from .agents.team import Team, TeamResult, TeamRunner, load_team
+    from .agents.redis_bus import RedisBus
     from .policy.base import ChainPolicy, Decision, DecisionContext, NoPolicy, Policy
     from .policy.llm import LLMPolicy
     from .policy.rule import RulePolicy
-    from .registry import ActionContext, ActionResult, Internal, Registry, action, default_registry, function, guard
-    from .runstore import RunStore
-    from .spec import WorkflowSpec
-    from .workflow import Workflow, load_workflow, load_workflow_text
+    from .engine.registry import ActionContext, ActionResult, Internal, Registry, action, default_registry, function, guard
+    from .engine.runstore import RunStore
+    from .engine.spec import WorkflowSpec
+    from .engine.workflow import Workflow, load_workflow, load_workflow_text

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from sherpa_skills.agent import Agent
-from sherpa_skills.registry import ActionResult, default_registry
-from sherpa_skills.runstore import RunStore
-from sherpa_skills.workflow import Workflow, load_workflow_text
+from sherpa_skills.engine.agent import Agent
+from sherpa_skills.engine.registry import ActionResult, default_registry
+from sherpa_skills.engine.runstore import RunStore
+from sherpa_skills.engine.workflow import Workflow, load_workflow_text
 
 
 def _trajectory(belief: Any) -> list[tuple[str, str | None, str]]:

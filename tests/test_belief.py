@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from sherpa_skills.agent import Agent
-from sherpa_skills.belief import Belief, LogEntry, TrajectoryEntry
+from sherpa_skills.engine.agent import Agent
+from sherpa_skills.engine.belief import Belief, LogEntry, TrajectoryEntry
 from sherpa_skills.errors import ReadOnlyBeliefError
 from sherpa_skills.policy.base import Decision, DecisionContext
-from sherpa_skills.registry import default_registry
-from sherpa_skills.runstore import RunStore
-from sherpa_skills.workflow import load_workflow_text
+from sherpa_skills.engine.registry import default_registry
+from sherpa_skills.engine.runstore import RunStore
+from sherpa_skills.engine.workflow import load_workflow_text
 
 
 def _belief() -> Belief:

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sherpa_skills.companion import Companion, CompanionUnavailable
-from sherpa_skills.embeddings import HashingEmbedder, MiniLMEmbedder
+from sherpa_skills.semantic.companion import Companion, CompanionUnavailable
+from sherpa_skills.semantic.embeddings import HashingEmbedder, MiniLMEmbedder
 from sherpa_skills.errors import SherpaError, UsageError
 
 DOCS = {

@@ -9,7 +9,7 @@ import sys
 import pytest
 from structlog.testing import capture_logs
 
-from sherpa_skills.embeddings import (
+from sherpa_skills.semantic.embeddings import (
     Embedder,
     HashingEmbedder,
     MiniLMEmbedder,
@@ -92,7 +92,7 @@ class TestHashing:
 
     def test_same_vector_in_another_process(self) -> None:
         """blake2b, not Python's salted hash(): vectors stored by one process match queries from another."""
-        code = "from sherpa_skills.embeddings import HashingEmbedder; print(repr(HashingEmbedder().embed(['reboot nginx'])[0][:8]))"
+        code = "from sherpa_skills.semantic.embeddings import HashingEmbedder; print(repr(HashingEmbedder().embed(['reboot nginx'])[0][:8]))"
         other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                env={"PYTHONHASHSEED": "12345", "PATH": ""}).stdout.strip()
         assert other == repr(HashingEmbedder().embed(["reboot nginx"])[0][:8])
@@ -148,7 +148,7 @@ class TestDefault:
 
 def test_importing_the_modules_loads_no_heavy_dependency() -> None:
     """onnxruntime, tokenizers and chromadb load on first use, so `import sherpa_skills` stays fast."""
-    code = ("import sys, sherpa_skills.embeddings, sherpa_skills.companion;"
+    code = ("import sys, sherpa_skills.semantic.embeddings, sherpa_skills.semantic.companion;"
             "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'chromadb', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

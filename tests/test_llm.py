@@ -1,4 +1,4 @@
-"""sherpa_skills.llm through real litellm, offline, with the scripted stand-in as the provider."""
+"""sherpa_skills.llm.call through real litellm, offline, with the scripted stand-in as the provider."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.errors import ModelError
-from sherpa_skills.llm import MODEL_ENV, Completion, acomplete, complete, resolve_model
+from sherpa_skills.llm.call import MODEL_ENV, Completion, acomplete, complete, resolve_model
 from sherpa_skills.testing import estimate_tokens, reset_scripts, scripted_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -180,5 +180,5 @@ def test_resolve_model_without_any_says_how_to_configure(monkeypatch):
 
 
 def test_importing_llm_does_not_import_litellm():
-    code = "import sherpa_skills.llm, sys; assert 'litellm' not in sys.modules"
+    code = "import sherpa_skills.llm.call, sys; assert 'litellm' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)

@@ -124,8 +124,8 @@ class TestScopes:
     def test_visible_items_are_found_behind_hundreds_of_closer_invisible_ones(self, tmp_path: Path) -> None:
         """Both searches first rank without the visibility filter; when too few visible items survive they ask
         again with the filter inside FTS5 / chromadb, so a reader still gets its exact best matches."""
-        from sherpa_skills.companion import Companion
-        from sherpa_skills.embeddings import HashingEmbedder
+        from sherpa_skills.semantic.companion import Companion
+        from sherpa_skills.semantic.embeddings import HashingEmbedder
 
         home = tmp_path / "home"
         with SharedMemory(home, companion=Companion(home / "companion", embedder=HashingEmbedder())) as m:

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from sherpa_skills.agent import Agent
-from sherpa_skills.registry import ActionResult, default_registry
-from sherpa_skills.workflow import load_workflow_text
+from sherpa_skills.engine.agent import Agent
+from sherpa_skills.engine.registry import ActionResult, default_registry
+from sherpa_skills.engine.workflow import load_workflow_text
 
 # ---------------------------------------------------------------- one machine, described once, built twice
 

@@ -16,7 +16,7 @@ from typing import Iterator
 import pytest
 
 from sherpa_skills import RunStore, load_workflow_text
-from sherpa_skills.multiagent import run_id_for
+from sherpa_skills.agents.team import run_id_for
 
 redis = pytest.importorskip("redis", reason="redis-py is not installed (pip install redis, part of sherpa-skills[dev])")
 
@@ -139,9 +139,9 @@ def test_the_critic_loop_as_three_processes_over_redis(procs: Processes, redis_u
     counts = {"worker": 3, "critic": 2, "aggregator": 1}
     agents = {name: procs.agent(CRITIC_LOOP, name, "--max-events", str(n), "--idle-exit", "60") for name, n in counts.items()}
     _wait(lambda: registered(redis_url, *counts), 30, "the three agents to register")
-    from sherpa_skills.events import Event
-    from sherpa_skills.multiagent import load_team
-    from sherpa_skills.redis_bus import RedisBus
+    from sherpa_skills.engine.events import Event
+    from sherpa_skills.agents.team import load_team
+    from sherpa_skills.agents.redis_bus import RedisBus
 
     bus = RedisBus(redis_url)  # what `send --initial` does, without paying for another interpreter start on a busy machine
     [first] = load_team(CRITIC_LOOP).initial_events()
@@ -254,9 +254,9 @@ transitions:
 
 def test_malformed_duplicate_and_unavailable_events_are_counted_acknowledged_and_kept_aside(redis_url: str, tmp_path: Path) -> None:
     """Bad entries never stop the agent: each is counted, dead-lettered with its reason, and acknowledged."""
-    from sherpa_skills.agent_service import AgentService
-    from sherpa_skills.events import Event
-    from sherpa_skills.redis_bus import RedisBus
+    from sherpa_skills.agents.service import AgentService
+    from sherpa_skills.engine.events import Event
+    from sherpa_skills.agents.redis_bus import RedisBus
 
     bus = RedisBus(redis_url)
     store = RunStore(home=tmp_path)
@@ -286,7 +286,7 @@ def test_malformed_duplicate_and_unavailable_events_are_counted_acknowledged_and
 
 
 def test_send_reports_an_unknown_topic_or_agent_and_refuses_a_malformed_payload(procs: Processes, redis_url: str) -> None:
-    from sherpa_skills.redis_bus import RedisBus
+    from sherpa_skills.agents.redis_bus import RedisBus
 
     RedisBus(redis_url).register("listener", ["news"])
     unknown_topic = procs.cli("send", "--bus", redis_url, "--topic", "weather", "--name", "rain")
@@ -306,10 +306,10 @@ def test_send_reports_an_unknown_topic_or_agent_and_refuses_a_malformed_payload(
 
 def test_events_committed_but_never_published_are_published_when_the_agent_starts(redis_url: str, tmp_path: Path) -> None:
     """A process that died between committing a tick and publishing what it emitted: the next start publishes it."""
-    from sherpa_skills.agent_service import AgentService
-    from sherpa_skills.events import Event
-    from sherpa_skills.multiagent import AgentHost, load_team
-    from sherpa_skills.redis_bus import RedisBus
+    from sherpa_skills.agents.service import AgentService
+    from sherpa_skills.engine.events import Event
+    from sherpa_skills.agents.team import AgentHost, load_team
+    from sherpa_skills.agents.redis_bus import RedisBus
 
     team = load_team(CRITIC_LOOP)
     store = RunStore(home=tmp_path)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..registry import ActionContext, ActionResult, default_registry
+from ..engine.registry import ActionContext, ActionResult, default_registry
 
 
 class SetArgs(BaseModel):

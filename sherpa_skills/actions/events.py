@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..errors import ActionError
-from ..registry import ActionContext, ActionResult, default_registry
+from ..engine.registry import ActionContext, ActionResult, default_registry
 
 
 class EmitArgs(BaseModel):

@@ -6,7 +6,7 @@ import json
 
 from pydantic import BaseModel
 
-from ..registry import ActionContext, ActionResult, default_registry
+from ..engine.registry import ActionContext, ActionResult, default_registry
 
 
 class LLMArgs(BaseModel):
@@ -21,7 +21,7 @@ class LLMArgs(BaseModel):
 @default_registry.action("llm", side_effects=True)
 def call_llm(args: LLMArgs, ctx: ActionContext) -> ActionResult:
     """Ask the model; with json_output the answer must parse as JSON or the action reports status failed."""
-    from ..llm import complete, resolve_model
+    from ..llm.call import complete, resolve_model
 
     messages = ([{"role": "system", "content": args.system}] if args.system else []) + [{"role": "user", "content": args.prompt}]
     answer = complete(messages, resolve_model(args.model, ctx.model), temperature=args.temperature,

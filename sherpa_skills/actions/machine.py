@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..errors import ActionError
-from ..registry import ActionContext, ActionResult, default_registry
+from ..engine.registry import ActionContext, ActionResult, default_registry
 
 
 class RunMachineArgs(BaseModel):
@@ -30,8 +30,8 @@ def machine_path(name: str, workdir: Path) -> Path:
 @default_registry.action("run_machine", side_effects=True)
 def run_machine(args: RunMachineArgs, ctx: ActionContext) -> ActionResult:
     """Run a machine to its end as a run of its own, in the same home; outputs its result (context included)."""
-    from ..runstore import RunStore
-    from ..workflow import load_workflow
+    from ..engine.runstore import RunStore
+    from ..engine.workflow import load_workflow
 
     workflow = load_workflow(machine_path(args.machine, ctx.workdir))
     store = RunStore(home=ctx.home) if ctx.home else None

@@ -17,7 +17,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ActionError
-from ..registry import ActionContext, ActionResult, default_registry
+from ..engine.registry import ActionContext, ActionResult, default_registry
 
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",

@@ -11,7 +11,7 @@ import structlog
 from pydantic import BaseModel
 
 from ..home import resolve_home
-from ..registry import ActionContext, ActionResult, default_registry
+from ..engine.registry import ActionContext, ActionResult, default_registry
 from . import phases
 from .config import load_config
 from .state import HeartbeatState

@@ -169,7 +169,7 @@ def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseR
 
 
 def _delete_old_runs(home: Path, cutoff: float) -> int:
-    from ..runstore import RunStore
+    from ..engine.runstore import RunStore
 
     store = RunStore(home=home)
     try:

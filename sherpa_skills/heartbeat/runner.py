@@ -16,8 +16,8 @@ from .state import HeartbeatState
 def run_once(home: Path, watch: list[str] | None = None) -> dict[str, Any]:
     """One heartbeat, run by the engine: the report (status ran or skipped, phases, watermark, alerts)."""
     from ..data import data_file
-    from ..runstore import RunStore
-    from ..workflow import load_workflow
+    from ..engine.runstore import RunStore
+    from ..engine.workflow import load_workflow
 
     workflow = load_workflow(data_file("statemachines", "heartbeat.yaml"))
     store = RunStore(home=home)

@@ -67,7 +67,7 @@ def chroma_server(home: str | Path | None = None) -> ChromaServer | None:
 
 def open_companion(home: str | Path | None = None, *, embedder: Any = None) -> Any:
     """The Companion for this home's shared memory (nothing is opened until it is first used)."""
-    from ..companion import Companion
+    from ..semantic.companion import Companion
 
     server = chroma_server(home)
     if server is not None:

@@ -138,7 +138,7 @@ class SharedMemory:
         return stored
 
     def _index(self, artifacts: list[Artifact], catch_up: int = CATCH_UP) -> None:
-        from ..companion import CompanionUnavailable
+        from ..semantic.companion import CompanionUnavailable
 
         with self._lock:
             try:
@@ -249,7 +249,7 @@ class SharedMemory:
     def reindex(self) -> dict[str, Any]:
         """Rebuild the companion collection from the truth. An embedded folder that cannot be rebuilt in place
         (corrupt) is rebuilt beside it and swapped in; the broken one is kept as `companion.broken-<time>`."""
-        from ..companion import Companion, CompanionUnavailable
+        from ..semantic.companion import Companion, CompanionUnavailable
 
         started = time.monotonic()
         upto = self.store.last_seq()

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..belief import BeliefView
-from ..compiler import Edge
+from ..engine.belief import BeliefView
+from ..engine.compiler import Edge
 
 
 @dataclass(slots=True)

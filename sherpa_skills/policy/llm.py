@@ -9,7 +9,7 @@ from typing import Any, Generator
 import structlog
 from pydantic import BaseModel, Field, ValidationError
 
-from ..compiler import Edge
+from ..engine.compiler import Edge
 from ..data import data_dir
 from ..errors import ModelError, PolicyError
 from .base import Decision, DecisionContext
@@ -118,7 +118,7 @@ class LLMPolicy:
         limit = self.relevant_options
         if not limit or len(ctx.options) <= limit:
             return ctx.options
-        from ..tools import ToolIndex, ToolSpec
+        from ..semantic.tool_index import ToolIndex, ToolSpec
 
         key = tuple(o.trigger for o in ctx.options)
         index = self._indexes.get(key)
@@ -146,7 +146,7 @@ class LLMPolicy:
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def _model(self, ctx: DecisionContext) -> str:
-        from ..llm import resolve_model
+        from ..llm.call import resolve_model
 
         return resolve_model(self.model, ctx.model)
 
@@ -175,7 +175,7 @@ class LLMPolicy:
                             f"available: {', '.join(ctx.triggers())}", calls, tokens, cost)
 
     def decide(self, ctx: DecisionContext) -> Decision | None:
-        from ..llm import complete
+        from ..llm.call import complete
 
         dialogue = self._dialogue(ctx)
         request = next(dialogue)
@@ -192,7 +192,7 @@ class LLMPolicy:
                 return done.value
 
     async def adecide(self, ctx: DecisionContext) -> Decision | None:
-        from ..llm import acomplete
+        from ..llm.call import acomplete
 
         dialogue = self._dialogue(ctx)
         request = next(dialogue)

@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..compiler import BoundGuard
+from ..engine.compiler import BoundGuard
 from ..errors import Problem, WorkflowError
-from ..registry import Registry, default_registry
-from ..spec import RuleSpec
+from ..engine.registry import Registry, default_registry
+from ..engine.spec import RuleSpec
 from ..yaml_source import Located, load_yaml_file
 from .base import Decision, DecisionContext
 

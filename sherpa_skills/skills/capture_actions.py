@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import UsageError
-from ..registry import ActionContext, ActionResult, default_registry
+from ..engine.registry import ActionContext, ActionResult, default_registry
 from .matcher import Matcher
 from .models import CapturedLearning, CapturedProcedure, ProcedureStep
 from .runtime import skill_store
@@ -42,7 +42,7 @@ def capture_collect(args: NoArgs, ctx: ActionContext) -> ActionResult:
     planned_tokens = int(view.get("planned_tokens") or 0)
     planned_calls = int(view.get("planned_llm_calls") or 0)
     if view.get("run_id"):
-        from ..runstore import RunStore
+        from ..engine.runstore import RunStore
 
         store = RunStore(home=ctx.home)
         try:

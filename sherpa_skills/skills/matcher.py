@@ -142,7 +142,7 @@ class Matcher:
 
     def companion(self) -> Any:
         if self._companion is None:
-            from ..companion import Companion
+            from ..semantic.companion import Companion
 
             self._companion = Companion(self.companion_path)
         return self._companion

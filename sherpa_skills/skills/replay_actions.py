@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import UsageError
-from ..registry import ActionContext, ActionResult, default_registry
+from ..engine.registry import ActionContext, ActionResult, default_registry
 from .matcher import Matcher
 from .models import CapturedLearning, Execution, ProcedureStep
 from .runtime import render_command, run_step, skill_matcher, skill_store

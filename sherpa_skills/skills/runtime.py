@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..compiler import template_env
+from ..engine.compiler import template_env
 from ..errors import UsageError
 from ..home import resolve_home, store_path
 from .models import ProcedureStep
@@ -85,7 +85,7 @@ class StepOutcome:
 def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = None) -> StepOutcome:
     """Run one rendered step in its own process group and validate it against what was recorded."""
     from ..actions.shell import ShellArgs, run_shell
-    from ..registry import ActionContext
+    from ..engine.registry import ActionContext
 
     args = ShellArgs(command=command, cwd=step.cwd or cwd, timeout_secs=step.timeout_secs, env=step.env_vars,
                      max_output_chars=20_000)

@@ -22,12 +22,12 @@ from typing import Any
 import structlog
 
 from .bus import Published
-from .errors import UsageError
-from .events import Event, EventError, parse_event
+from ..errors import UsageError
+from ..engine.events import Event, EventError, parse_event
 
 __all__ = ["Message", "RedisBus"]
 
-log = structlog.get_logger("sherpa_skills.redis_bus")
+log = structlog.get_logger("sherpa_skills.agents.redis_bus")
 
 
 @dataclass

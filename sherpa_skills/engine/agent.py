@@ -18,16 +18,16 @@ from typing import Any, Callable, Generator
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from .logs import ensure_configured
+from ..logs import ensure_configured
 from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, lookup
 from .compiler import BoundAction, CompiledMachine, Dynamic, Edge
-from .errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
+from ..errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
 from .events import Event, parse_event
-from .policy.base import Decision, DecisionContext, NoPolicy, Policy
+from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
 from .registry import ActionContext, ActionResult, Registry, default_registry
 from .runstore import Interrupted, RunStore, TickRecord
 
-log = structlog.get_logger("sherpa_skills.agent")
+log = structlog.get_logger("sherpa_skills.engine.agent")
 
 _MISSING = object()
 Observer = Callable[[str, dict[str, Any]], None]
@@ -110,7 +110,7 @@ class Agent:
         self._event_report: dict[str, Any] | None = None
         self._consumed: set[str] = set()
         # A lazy logger: the CLI configures the per-run JSON log after the agent exists, and must still get its events.
-        self._log = structlog.get_logger("sherpa_skills.agent", run_id=self.run_id, agent=machine.name)
+        self._log = structlog.get_logger("sherpa_skills.engine.agent", run_id=self.run_id, agent=machine.name)
 
     # ------------------------------------------------------------------ state
 

@@ -18,17 +18,17 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .bus import InProcessBus, Published
-from .errors import Problem, RunError, UsageError, WorkflowError
-from .events import Event, EventError, parse_event
-from .spec import NAME_RE, InputSpec
-from .yaml_source import Located, load_yaml_file
+from ..errors import Problem, RunError, UsageError, WorkflowError
+from ..engine.events import Event, EventError, parse_event
+from ..engine.spec import NAME_RE, InputSpec
+from ..yaml_source import Located, load_yaml_file
 
 __all__ = [
     "AgentHost", "AgentSpec", "Delivery", "EventSpec", "Team", "TeamMember", "TeamResult", "TeamRunner", "TeamSpec",
     "is_team_file", "load_team", "run_id_for",
 ]
 
-log = structlog.get_logger("sherpa_skills.multiagent")
+log = structlog.get_logger("sherpa_skills.agents.team")
 
 _OVERRIDES = ("policy", "llm", "imports", "context", "max_steps")
 _PLAIN_ID = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
@@ -90,7 +90,7 @@ class TeamSpec(_Strict):
 @dataclass
 class TeamMember:
     name: str
-    workflow: Any  # sherpa_skills.workflow.Workflow
+    workflow: Any  # sherpa_skills.engine.workflow.Workflow
     subscribe: list[str]
 
 
@@ -141,7 +141,7 @@ def is_team_file(path: str | Path) -> bool:
 
 def load_team(path: str | Path) -> Team:
     """Load a team file and every agent's workflow; raises WorkflowError listing every problem as FILE:LINE."""
-    from .workflow import _pydantic_problems, load_workflow_source
+    from ..engine.workflow import _pydantic_problems, load_workflow_source
 
     path = Path(path).resolve()
     source = load_yaml_file(path)
@@ -294,7 +294,7 @@ class AgentHost:
 
     def agent(self, correlation_id: str) -> Any:
         """The task's agent: in memory, else resumed from the store, else a new run."""
-        from .agent import Agent
+        from ..engine.agent import Agent
 
         found = self._agents.get(correlation_id)
         if found is not None:
@@ -469,7 +469,7 @@ class TeamRunner:
     def _output(self) -> Any:
         if not self.team.spec.output:
             return None
-        from .belief import lookup
+        from ..engine.belief import lookup
 
         agent, _, key = self.team.spec.output.partition(".")
         runs = self.hosts[agent].last

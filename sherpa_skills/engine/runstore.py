@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from .belief import Belief, LogEntry, TrajectoryEntry
-from .errors import StoreError
-from .home import store_path
-from .redact import redact_value
-from .sqlite_db import Checkpointer, connect, execute_script, migrate
+from ..errors import StoreError
+from ..home import store_path
+from ..redact import redact_value
+from ..sqlite_db import Checkpointer, connect, execute_script, migrate
 
 
 def m001_runs(conn: sqlite3.Connection) -> None:

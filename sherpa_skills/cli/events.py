@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .cli import EXIT_ERROR, EXIT_OK, _console, _open_store, _print_json, parse_assignments
+from .console import EXIT_ERROR, EXIT_OK, console as _console, open_store as _open_store, print_json as _print_json, parse_assignments
 
 
 def _delivery_printer(console: Any) -> Callable[[Any], None]:
@@ -41,7 +41,7 @@ def _problem_printer(console: Any) -> Callable[[Any], None]:
 
 
 def _log_to(home: Path, name: str, quiet: bool) -> None:
-    from .logs import configure
+    from ..logs import configure
 
     (home / "logs").mkdir(exist_ok=True)
     configure(level="error" if quiet else "warning", json_file=home / "logs" / f"{name}.jsonl")
@@ -49,7 +49,7 @@ def _log_to(home: Path, name: str, quiet: bool) -> None:
 
 def run_team(args: argparse.Namespace) -> int:
     """`sherpa-skills run TEAM.yaml`: every agent in this process, events delivered in FIFO order until none is pending."""
-    from .multiagent import TeamRunner, load_team
+    from ..agents.team import TeamRunner, load_team
 
     team = load_team(args.file)
     store, home = _open_store(args)
@@ -77,22 +77,22 @@ def run_team(args: argparse.Namespace) -> int:
 
 
 def _bus(url: str | None, prefix: str) -> Any:
-    from .errors import UsageError
+    from ..errors import UsageError
 
     if not url:
         raise UsageError("this command needs --bus redis://HOST:PORT/DB (the in-process bus lives only inside `sherpa-skills run`)")
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise UsageError(f"--bus '{url}' is not supported; use redis://HOST:PORT/DB")
-    from .redis_bus import RedisBus
+    from ..agents.redis_bus import RedisBus
 
     return RedisBus(url, prefix=prefix)
 
 
 def _member(file: str, name: str | None, subscribe: list[str] | None) -> tuple[str, Any, list[str]]:
     """The agent to serve: a member of a team file (by --name), or a plain workflow with --subscribe topics."""
-    from .errors import UsageError
-    from .multiagent import is_team_file, load_team
-    from .workflow import load_workflow
+    from ..errors import UsageError
+    from ..agents.team import is_team_file, load_team
+    from ..engine.workflow import load_workflow
 
     if is_team_file(file):
         team = load_team(file)
@@ -111,14 +111,14 @@ def _warm_llm(workflow: Any) -> None:
         return
     import threading
 
-    from .llm import _litellm
+    from ..llm.call import _litellm
 
     threading.Thread(target=_litellm, name="sherpa-warm-llm", daemon=True).start()
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
     """Serve one agent from the Redis bus until --max-events, --idle-exit or SIGTERM/SIGINT."""
-    from .agent_service import AgentService
+    from ..agents.service import AgentService
 
     name, workflow, topics = _member(args.file, args.name, args.subscribe)
     bus = _bus(args.bus, args.prefix)
@@ -152,13 +152,13 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 def cmd_send(args: argparse.Namespace) -> int:
     """Publish one event (or a team file's initial event) on the Redis bus; an event nobody hears is reported (exit 1)."""
-    from .errors import UsageError
-    from .events import parse_event
+    from ..errors import UsageError
+    from ..engine.events import parse_event
 
     bus = _bus(args.bus, args.prefix)
     bus.ping()
     if args.initial:
-        from .multiagent import load_team
+        from ..agents.team import load_team
 
         events = load_team(args.initial).initial_events(parse_assignments(args.input))
         overrides = {k: v for k, v in (("correlation_id", args.correlation_id), ("id", args.id)) if v}

@@ -7,13 +7,13 @@ import sys
 from datetime import datetime
 from typing import Any, Callable
 
-from .cli import EXIT_OK, _console, _print_json, parse_assignments
+from .console import EXIT_OK, console as _console, print_json as _print_json, parse_assignments
 
 
 def _memory(args: argparse.Namespace) -> Any:
-    from .home import resolve_home
-    from .logs import configure
-    from .memory import SharedMemory
+    from ..home import resolve_home
+    from ..logs import configure
+    from ..memory import SharedMemory
 
     home = resolve_home(args.home)
     (home / "logs").mkdir(exist_ok=True)

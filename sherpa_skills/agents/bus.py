@@ -8,11 +8,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
-from .events import Event, EventError, parse_event
+from ..engine.events import Event, EventError, parse_event
 
 __all__ = ["Bus", "InProcessBus", "Published"]
 
-log = structlog.get_logger("sherpa_skills.bus")
+log = structlog.get_logger("sherpa_skills.agents.bus")
 
 
 @dataclass

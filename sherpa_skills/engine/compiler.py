@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError, create_model
 
-from .errors import Problem, ReadOnlyBeliefError, RunError, SherpaError
+from ..errors import Problem, ReadOnlyBeliefError, RunError, SherpaError
 from .registry import ActionDef, GuardDef, Registry
 from .spec import PATH_SEP, ActionCall, ArgumentSpec, GuardCall, StateSpec, TransitionSpec, WorkflowSpec
-from .yaml_source import Located
+from ..yaml_source import Located
 
 _WHOLE_EXPR = re.compile(r"^\s*\{\{(?P<expr>[^{}]*)\}\}\s*$")
 _JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "array": list}

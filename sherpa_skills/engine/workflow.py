@@ -10,16 +10,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from .compiler import CompiledMachine, compile_machine
-from .data import data_dir
-from .errors import Problem, WorkflowError
-from .policy.base import ChainPolicy, NoPolicy, Policy
-from .registry import Registry, default_registry
+from ..data import data_dir
+from ..errors import Problem, WorkflowError
+from ..policy.base import ChainPolicy, NoPolicy, Policy
+from .registry import Registry, default_registry, load_builtins
 from .spec import WorkflowSpec
-from .yaml_source import Located, load_yaml_file, load_yaml_text
-
-
-def _load_builtins() -> None:
-    from . import builtins  # noqa: F401  (registers built-in actions and guards)
+from ..yaml_source import Located, load_yaml_file, load_yaml_text
 
 
 @dataclass
@@ -81,7 +77,7 @@ def _import_modules(spec: WorkflowSpec, source: Located, base_dir: Path) -> list
 
 
 def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_dir: Path, machine: CompiledMachine) -> tuple[Policy, list[Problem]]:
-    from .policy.rule import RulePolicy
+    from ..policy.rule import RulePolicy
 
     pspec = spec.policy
     problems: list[Problem] = []
@@ -107,7 +103,7 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
                 problems.append(source.problem(("policy", "rules", i, "trigger"), f"rule {i + 1} names trigger '{rule.trigger}', which no transition has"))
     llm_policy = None
     if pspec.type in ("llm", "chain"):
-        from .policy.llm import LLMPolicy
+        from ..policy.llm import LLMPolicy
 
         llm = spec.llm
         llm_policy = LLMPolicy(llm.model, prompt=pspec.prompt, max_retries=pspec.max_retries, recent=pspec.recent, temperature=llm.temperature,
@@ -123,7 +119,7 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
 
 
 def load_workflow_source(source: Located, *, registry: Registry | None = None, path: Path | None = None) -> Workflow:
-    _load_builtins()
+    load_builtins()
     registry = registry or default_registry.child()
     if not isinstance(source.data, dict):
         raise WorkflowError([source.problem((), "a workflow must be a mapping with name, initial and states")])

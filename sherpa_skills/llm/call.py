@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 
-from .errors import ModelError
+from ..errors import ModelError
 
 __all__ = ["MODEL_ENV", "SCRIPTED_PREFIX", "Completion", "acomplete", "complete", "resolve_model"]
 
@@ -22,7 +22,7 @@ log = structlog.get_logger(__name__)
 
 _MODEL_HINT = (
     f"set {MODEL_ENV} to a litellm model string (e.g. openai/gpt-4o-mini), "
-    f"or use the offline stand-in {SCRIPTED_PREFIX}PATH.yaml (see sherpa_skills.testing)"
+    f"or use the offline stand-in {SCRIPTED_PREFIX}PATH.yaml (see sherpa_skills.llm.scripted)"
 )
 
 _lock = threading.Lock()
@@ -159,7 +159,7 @@ def _litellm() -> ModuleType:
 def _ensure_scripted_provider(litellm: ModuleType) -> None:
     """Register the scripted stand-in in litellm.custom_provider_map, once, without dropping others' entries."""
     global _scripted_handler
-    from .testing import PROVIDER, make_scripted_model
+    from .scripted import PROVIDER, make_scripted_model
 
     with _lock:
         if _scripted_handler is None:

@@ -18,13 +18,13 @@ from typing import Any, Callable
 import structlog
 
 from .bus import Published
-from .logs import ensure_configured
-from .multiagent import AgentHost, Delivery
+from ..logs import ensure_configured
+from .team import AgentHost, Delivery
 from .redis_bus import Message, RedisBus
 
 __all__ = ["AgentService", "ServiceResult"]
 
-log = structlog.get_logger("sherpa_skills.agent_service")
+log = structlog.get_logger("sherpa_skills.agents.service")
 
 
 @dataclass

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .cli import EXIT_ERROR, EXIT_OK, _console, _print_json
+from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json
 
 
 def _show(console: Any, report: dict[str, Any]) -> None:
@@ -14,7 +14,7 @@ def _show(console: Any, report: dict[str, Any]) -> None:
         holder = (report.get("lock") or {}).get("holder") or {}
         console.print(f"[yellow]skipped[/]: another heartbeat holds the lock (pid {holder.get('pid')}, {holder.get('age_secs')} s old)")
         return
-    from .heartbeat.actions import render_markdown
+    from ..heartbeat.actions import render_markdown
 
     if report.get("status") == "error":
         console.print(f"[red]heartbeat failed[/]: {report.get('error')}")
@@ -25,15 +25,15 @@ def _show(console: Any, report: dict[str, Any]) -> None:
 
 
 def cmd_heartbeat(args: argparse.Namespace) -> int:
-    from .heartbeat.runner import parse_every, run_every, run_once
-    from .home import resolve_home
-    from .logs import configure
+    from ..heartbeat.runner import parse_every, run_every, run_once
+    from ..home import resolve_home
+    from ..logs import configure
 
     home = resolve_home(args.home)
     (home / "logs").mkdir(exist_ok=True)
     configure(level="error", json_file=home / "logs" / "heartbeat.jsonl")
     if args.what == "report":
-        from .heartbeat.state import HeartbeatState
+        from ..heartbeat.state import HeartbeatState
 
         state = HeartbeatState(home)
         try:

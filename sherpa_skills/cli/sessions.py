@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from ._detect import FORMATS
+from ..sessions._detect import FORMATS
 
 EXIT_OK, EXIT_ERROR = 0, 1
 #: Progress is shown (on stderr) from this many files on.
@@ -33,7 +33,7 @@ def _print_json(data: Any) -> None:
 def cmd_import(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from ._importer import import_paths
+    from ..sessions._importer import import_paths
 
     home = _home(args)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -93,7 +93,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ._store import SessionStore
+    from ..sessions._store import SessionStore
 
     home = _home(args)
     with SessionStore(home) as store:

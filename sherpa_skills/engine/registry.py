@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
 import typing
 from dataclasses import dataclass, field
@@ -10,7 +12,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from .errors import RegistryError
+from ..errors import RegistryError
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,17 @@ class Registry:
 
 #: The process-wide registry that built-ins and `@action`/`@guard` register into.
 default_registry = Registry()
+
+#: Modules that register the built-in guards and actions. Imported by name on first use, like plugins,
+#: so the engine has no import edge to the actions that are built on it.
+BUILTIN_MODULES = ("sherpa_skills.engine.guards", "sherpa_skills.actions")
+
+
+@functools.cache
+def load_builtins() -> None:
+    """Register the built-in guards and actions on the default registry (once per process)."""
+    for module in BUILTIN_MODULES:
+        importlib.import_module(module)
 action = default_registry.action
 guard = default_registry.guard
 function = default_registry.function

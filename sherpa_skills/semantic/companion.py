@@ -2,7 +2,7 @@
 
 Every chromadb failure (a corrupt folder, a server that is down, a missing or stale collection) surfaces as
 `CompanionUnavailable` with a reason a person can act on, so callers fall back to lexical search and say why.
-We embed texts ourselves (see `sherpa_skills.embeddings`) and hand chromadb plain vectors: collections carry no
+We embed texts ourselves (see `sherpa_skills.semantic.embeddings`) and hand chromadb plain vectors: collections carry no
 embedding function, so chromadb never tries to download its default ONNX model.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import structlog
 
 from .embeddings import Embedder, default_embedder
-from .errors import SherpaError, UsageError
+from ..errors import SherpaError, UsageError
 
 log = structlog.get_logger(__name__)
 
@@ -83,7 +83,7 @@ class Companion:
             raise UsageError("Companion: a port was given without a host")
         if host is None:
             if path is None:
-                from .home import resolve_home
+                from ..home import resolve_home
 
                 path = resolve_home() / "companion"
             self.path: Path | None = Path(path).expanduser().resolve()

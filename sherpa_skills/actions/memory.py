@@ -12,10 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UsageError
 from ..redact import redact
-from ..registry import ActionContext, ActionResult, default_registry
-from ._models import MAX_LIMIT
-from ._search import shared_memory
-from ._store import write_id
+from ..engine.registry import ActionContext, ActionResult, default_registry
+from ..memory._models import MAX_LIMIT
+from ..memory._search import shared_memory
+from ..memory._store import write_id
 
 
 def _agent(ctx: ActionContext, action: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from .errors import Problem, WorkflowError
+from ..errors import Problem, WorkflowError
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#.]*")
 _STOP = frozenset("""a an and are as at be by for from has have in into is it its of on or that the this to was were will with
@@ -131,7 +131,7 @@ class ToolIndex:
 
 def load_tools(path: str | Path) -> list[ToolSpec]:
     """Tools from YAML or JSON: a list of {name, description, keywords}, or {tools: [...]}."""
-    from .yaml_source import load_yaml_file
+    from ..yaml_source import load_yaml_file
 
     located = load_yaml_file(path)
     data, loc = located.data, ()
@@ -141,20 +141,6 @@ def load_tools(path: str | Path) -> list[ToolSpec]:
         return TypeAdapter(list[ToolSpec]).validate_python(data)
     except ValidationError as exc:
         raise WorkflowError([located.problem((*loc, *e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}") for e in exc.errors()]) from None
-
-
-def registered_tools(registry: Any = None) -> list[ToolSpec]:
-    """The actions in a registry, as tools."""
-    from . import builtins  # noqa: F401
-    from .registry import default_registry
-
-    registry = registry or default_registry
-    tools = []
-    for name in registry.action_names():
-        definition = registry.get_action(name)
-        keywords = list(definition.args_model.model_fields)
-        tools.append(ToolSpec(name=name, description=definition.description, keywords=keywords))
-    return tools
 
 
 def dump(tools: list[RelevantTool]) -> str:

@@ -8,29 +8,29 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .cli import EXIT_ERROR, EXIT_OK, _console, _print_json, parse_assignments
+from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json, parse_assignments
 
 REPLAY_STATUS = {"succeeded": "succeeded", "diverged": "diverged", "dry_run": "dry-run", "no_match": "no-match", "refused": "refused"}
 
 
 def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
-    from .home import resolve_home
-    from .runstore import RunStore
-    from .skills.store import SkillStore
+    from ..home import resolve_home
+    from ..engine.runstore import RunStore
+    from ..skills.store import SkillStore
 
     home = resolve_home(args.home)
     return SkillStore(home=home), RunStore(home=home), home
 
 
 def _machine(name: str) -> Any:
-    from .data import data_file
-    from .workflow import load_workflow
+    from ..data import data_file
+    from ..engine.workflow import load_workflow
 
     return load_workflow(data_file("statemachines", f"{name}.yaml"))
 
 
 def _quiet_logs(args: argparse.Namespace, home: Path) -> None:
-    from .logs import configure
+    from ..logs import configure
 
     (home / "logs").mkdir(exist_ok=True)
     configure(level="error", json_file=home / "logs" / "learn.jsonl")
@@ -50,9 +50,9 @@ def load_steps_file(path: str) -> dict[str, Any]:
     """A YAML or JSON list of steps, or an object with description, tags, pre/postconditions and steps."""
     from pydantic import TypeAdapter, ValidationError
 
-    from .errors import WorkflowError
-    from .skills.models import ProcedureStep, StepsFile
-    from .yaml_source import load_yaml_file
+    from ..errors import WorkflowError
+    from ..skills.models import ProcedureStep, StepsFile
+    from ..yaml_source import load_yaml_file
 
     located = load_yaml_file(path)
     try:
@@ -66,7 +66,7 @@ def load_steps_file(path: str) -> dict[str, Any]:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
-    from .errors import UsageError
+    from ..errors import UsageError
 
     if bool(args.from_run) == bool(args.steps_file):
         raise UsageError("give exactly one of --from-run RUN_ID or --steps-file FILE")
@@ -180,7 +180,7 @@ def _confirm(console: Any, result: Any) -> tuple[str, dict[str, Any]]:
 def replay_payload(result: Any) -> dict[str, Any]:
     ctx = result.context
     proc = ctx.get("procedure") or {}
-    from .skills.replay_actions import step_results
+    from ..skills.replay_actions import step_results
 
     executed = {r["index"]: r for r in step_results(ctx)}
     steps = []
@@ -325,7 +325,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    from .skills.matcher import Matcher
+    from ..skills.matcher import Matcher
 
     store, _, _ = _stores(args)
     count = Matcher(store).reindex()
@@ -359,9 +359,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from .errors import UsageError
-    from .skills.models import CapturedLearning, CapturedProcedure
-    from .skills.store import step_signature
+    from ..errors import UsageError
+    from ..skills.models import CapturedLearning, CapturedProcedure
+    from ..skills.store import step_signature
 
     store, _, _ = _stores(args)
     try:

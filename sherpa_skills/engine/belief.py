@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, Field
 
-from .errors import ReadOnlyBeliefError
+from ..errors import ReadOnlyBeliefError
 
 _MISSING = object()
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
-from .errors import UsageError
+from ..errors import UsageError
 
 log = structlog.get_logger(__name__)
 

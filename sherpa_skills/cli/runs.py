@@ -1,0 +1,179 @@
+"""Commands for single runs: run, resume, runs, show, validate, graph and the demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from .console import EXIT_ERROR, EXIT_OK, EXIT_USAGE, console as _console, open_store as _open_store, parse_assignments, print_json as _print_json
+
+
+def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
+    def show(kind: str, p: dict[str, Any]) -> None:
+        if kind == "transition":
+            via = f" [dim]via {p['trigger']} ({p['decided_by']})[/dim]" if p.get("trigger") else ""
+            console.print(f"[bold cyan]→ {p['state']}[/]{via}")
+        elif kind == "action":
+            mark = "[green]✓[/]" if p["status"] == "ok" else "[red]✗[/]"
+            extra = f" [red]{p['error']}[/]" if p.get("error") else ("" if p["status"] == "ok" else f" [yellow]{p['status']}[/]")
+            console.print(f"   {mark} {p['action']} [dim]{p['duration_ms']:.0f} ms[/]{extra}")
+        elif kind == "decision" and p["decided_by"] == "llm":
+            console.print(f"   [magenta]LLM chose {p['trigger']}[/] [dim]{p.get('reason') or ''}[/]")
+
+    return show
+
+
+def _summary(console: Any, result: Any) -> None:
+    d = result.to_dict()
+    colour = {"final": "green", "waiting": "yellow", "error": "red"}[d["status"]]
+    console.print(f"[bold {colour}]{d['status']}[/] in [bold]{d['state']}[/]  run {d['run_id']}  "
+                  f"steps {d['steps']}  fast-forwards {d['fast_forwards']}  rule decisions {d['rule_decisions']}  "
+                  f"LLM calls {d['llm_calls']}  tokens {d['tokens']}")
+    if d["error"]:
+        console.print(f"[red]error:[/] {d['error']}")
+    if d["status"] == "waiting":
+        if d.get("waiting_for"):
+            console.print(f"waiting for: {d['waiting_for']}")
+        hint = f" --trigger {d['available_triggers'][0]}" if d["available_triggers"] else ""
+        console.print(f"waiting for input; continue with: sherpa-skills resume {d['run_id']} --input NAME=VALUE{hint}"
+                      + (f"  (triggers: {', '.join(d['available_triggers'])})" if d["available_triggers"] else ""))
+
+
+def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[], Any]) -> int:
+    from ..logs import configure
+
+    (home / "logs").mkdir(exist_ok=True)
+    configure(level="error" if (args.json or args.quiet) else "warning", json_file=home / "logs" / f"{agent.run_id}.jsonl")
+    if not (args.json or args.quiet):
+        console = _console(stderr=True)
+        agent.observe(_progress_printer(console))
+    result = run()
+    if args.json:
+        _print_json({k: v for k, v in result.to_dict().items()})
+    elif not args.quiet:
+        _summary(_console(stderr=True), result)
+    return EXIT_OK if result.status in ("final", "waiting") else EXIT_ERROR
+
+
+def workflow_file(name: str) -> str:
+    """A workflow path, or the name of a built-in machine (replay, capture, planner, ...)."""
+    if Path(name).exists() or name.endswith((".yaml", ".yml")):
+        return name
+    from ..data import data_dir
+
+    builtin = data_dir("statemachines") / f"{name}.yaml"
+    return str(builtin) if builtin.is_file() else name
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..agents.team import is_team_file
+    from ..engine.workflow import load_workflow
+
+    if is_team_file(workflow_file(args.file)):
+        from .events import run_team
+
+        return run_team(args)
+    workflow = load_workflow(workflow_file(args.file))
+    store, home = _open_store(args)
+    agent = workflow.agent(store=store, model=args.model, max_steps=args.max_steps)
+    inputs = parse_assignments(args.input)
+    return _execute(agent, args, home, lambda: agent.run(inputs))
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from ..engine.agent import Agent, spec_hash
+    from ..errors import UsageError
+    from ..engine.workflow import load_workflow
+
+    store, home = _open_store(args)
+    row = store.get_run(args.run_id)
+    if not row.workflow_path:
+        raise UsageError(f"run {row.run_id} was not started from a workflow file, so the CLI cannot resume it; resume it from Python")
+    workflow = load_workflow(args.file or row.workflow_path)
+    if spec_hash(workflow.machine) != row.spec_hash and not args.allow_changed:
+        raise UsageError(f"workflow '{row.workflow_path}' changed since run {row.run_id} started; pass --allow-changed to resume with the new definition")
+    agent = Agent.resume(store, row.run_id, workflow.machine, workflow.policy, rerun_interrupted=not args.no_rerun_interrupted,
+                         base_dir=workflow.base_dir, model=args.model)
+    inputs = parse_assignments(args.input)
+    targs = parse_assignments(args.arg, "--arg")
+    return _execute(agent, args, home, lambda: agent.run(inputs, trigger=args.trigger, args=targs))
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store, _ = _open_store(args)
+    rows = store.list_runs(args.limit)
+    if args.json:
+        _print_json([{"run_id": r.run_id, "workflow": r.workflow, "status": r.status, "state": r.state, "steps": r.counters.get("steps", 0),
+                      "llm_calls": r.counters.get("llm_calls", 0), "created": r.created, "updated": r.updated, "error": r.error} for r in rows])
+        return EXIT_OK
+    from datetime import datetime
+
+    from rich.table import Table
+
+    table = Table("run", "workflow", "status", "state", "steps", "LLM calls", "updated")
+    for r in rows:
+        table.add_row(r.run_id, r.workflow, r.status, r.state, str(r.counters.get("steps", 0)), str(r.counters.get("llm_calls", 0)),
+                      datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M:%S"))
+    _console().print(table if rows else "no runs yet")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    store, _ = _open_store(args)
+    row = store.get_run(args.run_id)
+    belief = store.load_belief(row.run_id)
+    if args.json:
+        _print_json({"run_id": row.run_id, "workflow": row.workflow, "workflow_path": row.workflow_path, "status": row.status,
+                     "state": row.state, "error": row.error, "inputs": row.inputs, **row.counters, "belief": belief.model_dump(mode="json")})
+        return EXIT_OK
+    console = _console()
+    console.print(f"[bold]run {row.run_id}[/] — {row.workflow} — [bold]{row.status}[/] in {row.state}")
+    if row.error:
+        console.print(f"[red]error:[/] {row.error}")
+    console.print("[bold]trajectory[/]")
+    for t in belief.trajectory:
+        via = f" via {t.trigger} ({t.decided_by})" if t.trigger else ""
+        console.print(f"  {t.tick:>4}  {t.state}{via}")
+    console.print("[bold]execution log[/]")
+    for e in belief.log:
+        console.print(f"  {e.tick:>4}  {e.action:<16} {e.status:<8} {e.duration_ms:8.1f} ms  tokens {e.tokens}"
+                      + (f"  [red]{e.error}[/]" if e.error else ""))
+    console.print("[bold]context[/]")
+    console.print_json(json.dumps(belief.context, default=str))
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ..errors import WorkflowError
+    from ..agents.team import is_team_file, load_team
+    from ..engine.workflow import load_workflow
+
+    failed = False
+    for file in args.files:
+        try:
+            (load_team if is_team_file(file) else load_workflow)(file)
+        except WorkflowError as exc:
+            failed = True
+            for problem in exc.problems:
+                sys.stdout.write(f"{problem}\n")
+        else:
+            if not args.quiet:
+                sys.stdout.write(f"{file}: ok\n")
+    return EXIT_USAGE if failed else EXIT_OK
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from ..engine.diagram import to_mermaid
+    from ..engine.workflow import load_workflow
+
+    sys.stdout.write(to_mermaid(load_workflow(args.file).machine))
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(home=args.home, as_json=args.json)

@@ -1,0 +1,39 @@
+"""`sherpa-skills tools relevant`: the tools a task names or describes."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .console import EXIT_OK, console as _console, print_json as _print_json
+
+
+def cmd_tools_relevant(args: argparse.Namespace) -> int:
+    from ..semantic.tool_index import ToolIndex, load_tools
+
+    tools = [t for f in args.tools for t in load_tools(f)] if args.tools else registered_tools()
+    ranked = ToolIndex(tools).relevant(args.task, limit=args.limit)
+    if args.json:
+        _print_json([r.to_dict() for r in ranked])
+        return EXIT_OK
+    console = _console()
+    for r in ranked:
+        console.print(f"[bold]{r.tool.name}[/] [dim]{r.score:.2f}[/]  {r.tool.description}  [dim]({', '.join(r.matched)})[/]")
+    if not ranked:
+        console.print(f"no tool among {len(tools)} matches that task")
+    return EXIT_OK
+
+
+def registered_tools(registry: Any = None) -> list[Any]:
+    """The actions in a registry, as tools."""
+    from ..engine.registry import default_registry, load_builtins
+    from ..semantic.tool_index import ToolSpec
+
+    load_builtins()
+    registry = registry or default_registry
+    tools = []
+    for name in registry.action_names():
+        definition = registry.get_action(name)
+        keywords = list(definition.args_model.model_fields)
+        tools.append(ToolSpec(name=name, description=definition.description, keywords=keywords))
+    return tools

@@ -1,0 +1,133 @@
+"""The package is grouped by job, and imports only ever point down the layers: no cycles, no shortcuts."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "sherpa_skills"
+
+#: Each folder (or shared top-level module) and the layer it sits in; an import may point to its own layer or lower.
+LAYERS: dict[str, int] = {
+    "errors": 0, "home": 0, "data": 0, "logs": 0, "redact": 0, "sqlite_db": 0, "yaml_source": 0, "_moved": 0,
+    "llm": 1, "semantic": 1,
+    "engine": 2, "policy": 2,
+    "actions": 3, "memory": 3, "sessions": 3,
+    "skills": 4, "agents": 4, "heartbeat": 5,
+    "cli": 6, "testing": 6, "__main__": 7, "__init__": 7,
+}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__" and len(parts) > 1:
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every sherpa_skills module this one imports, at module level or inside a function."""
+    is_package = path.name == "__init__.py"
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                candidate = f"{module}.{alias.name}"
+                targets.add(candidate if candidate in modules else module)
+        elif isinstance(node, ast.Import):
+            targets.update(a.name for a in node.names)
+    return {t for t in targets if t in modules and t != name}
+
+
+def _layer(module: str) -> tuple[str, int]:
+    parts = module.split(".")
+    key = parts[1] if len(parts) > 1 else "__init__"
+    if key not in LAYERS:
+        raise AssertionError(f"{module}: '{key}' has no layer in tests/test_layout.py; place it")
+    return key, LAYERS[key]
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+class TestLayers:
+    def test_imports_point_down(self, graph: dict[str, set[str]]) -> None:
+        """A module imports only its own layer or lower ones: the engine never reaches for the skill store or the CLI."""
+        upward = []
+        for module, targets in graph.items():
+            here, level = _layer(module)
+            for target in targets:
+                there, target_level = _layer(target)
+                if target_level > level:
+                    upward.append(f"{module} ({here}, layer {level}) imports {target} ({there}, layer {target_level})")
+        assert not upward, "\n".join(sorted(upward))
+
+    def test_no_import_cycles(self, graph: dict[str, set[str]]) -> None:
+        """No module imports itself through others, counting imports inside functions too."""
+        state: dict[str, int] = {}
+        cycles: list[list[str]] = []
+
+        def visit(node: str, path: list[str]) -> None:
+            state[node] = 1
+            for nxt in sorted(graph[node]):
+                if state.get(nxt) == 1:
+                    cycles.append(path[path.index(nxt):] + [nxt])
+                elif nxt not in state:
+                    visit(nxt, [*path, nxt])
+            state[node] = 2
+
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
+        for start in sorted(graph):
+            if start not in state:
+                visit(start, [start])
+        assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+    def test_every_module_imports_alone(self, graph: dict[str, set[str]]) -> None:
+        """Each module imports in a fresh interpreter on its own, in reverse order of names (a cycle would break one)."""
+        names = sorted((n for n in graph if not n.endswith("__main__")), reverse=True)
+        code = ("import importlib, sys\nfailed = []\n"
+                f"for name in {names!r}:\n"
+                "    for m in [m for m in sys.modules if m.startswith('sherpa_skills')]:\n"
+                "        del sys.modules[m]\n"
+                "    try:\n        importlib.import_module(name)\n"
+                "    except Exception as exc:\n        failed.append(f'{name}: {type(exc).__name__}: {exc}')\n"
+                "print('\\n'.join(failed))\n")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.strip() == ""
+
+
+class TestMovedModules:
+    def test_old_paths_import_with_a_warning(self) -> None:
+        """Code written against the flat layout keeps working for one release, and is told where things went."""
+        from sherpa_skills._moved import MOVED
+
+        for old, new in MOVED.items():
+            sys.modules.pop(old, None)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                module = __import__(old, fromlist=["_"])
+            assert module.__name__ == new
+            assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught), old
+
+    def test_unknown_old_path_still_fails(self) -> None:
+        """The finder answers only for moved names; a typo is still a ModuleNotFoundError."""
+        with pytest.raises(ModuleNotFoundError):
+            __import__("sherpa_skills.no_such_module")
