@@ -131,3 +131,15 @@ class TestMovedModules:
         """The finder answers only for moved names; a typo is still a ModuleNotFoundError."""
         with pytest.raises(ModuleNotFoundError):
             __import__("sherpa_skills.no_such_module")
+
+    def test_former_modules_that_became_packages_keep_their_names(self) -> None:
+        """`sherpa_skills.llm` and `sherpa_skills.cli` became packages; what they offered as modules is still there."""
+        import sherpa_skills.llm as llm
+        from sherpa_skills.cli import main
+        from sherpa_skills.llm import call
+
+        for name in ("complete", "acomplete", "resolve_model", "Completion", "MODEL_ENV", "SCRIPTED_PREFIX"):
+            assert getattr(llm, name) is getattr(call, name)
+        assert callable(main)
+        with pytest.raises(AttributeError):
+            llm.no_such_name  # noqa: B018
