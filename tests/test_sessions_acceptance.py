@@ -35,6 +35,8 @@ EXPECTED = {
     "shell/sanekits__localhist/home1.bash_history": (398, 0, 0, 0, 398),
     # zsh EXTENDED_HISTORY: 10,113 `: epoch:0;` headers; 63 more lines continue multi-line commands.
     "shell/dpretet__dotfiles/zsh_history": (10113, 0, 0, 0, 10113),
+    # asciinema v2 with typed input: `vim` typed at a fish prompt; the `:q` typed inside vim is not a command.
+    "asciinema/asciinema__asciinema/demo.cast": (1, 0, 0, 0, 1),
 }
 
 
@@ -75,9 +77,9 @@ def test_whole_folder(imported: dict[str, Any]) -> None:
     summary, again = imported["summary"], imported["again"]
     totals = [sum(v[i] for v in EXPECTED.values()) for i in range(5)]
     assert (summary.files, summary.sessions, summary.commands, summary.succeeded, summary.failed, summary.rejected, summary.unknown) == (
-        9, 9, *totals)
+        10, 10, *totals)
     assert (summary.skipped_lines, summary.unreadable_files, summary.unrecognised_files, summary.errors) == (0, 0, 0, [])
-    assert (again.commands, again.unchanged_files) == (0, 9)
+    assert (again.commands, again.unchanged_files) == (0, 10)
     assert all(f.offset == f.size and f.pending_calls == 0 for f in imported["files"])
 
 
@@ -133,3 +135,8 @@ def test_shell_histories(folder: Path, imported: dict[str, Any]) -> None:
     assert "\ufffd" not in "".join(by_line.values())
     assert by_line[170] == "npm i\nnpm run build\nhttp-server test &"
     assert by_line[188] == "svutRun -t fsm_example_testbench.sv\\" and by_line[189] == "svutRun -t fsm_example_testbench.sv"
+
+
+def test_asciinema_typed_command_and_cwd_from_the_title(folder: Path, imported: dict[str, Any]) -> None:
+    (vim,) = of(imported, folder, "asciinema/asciinema__asciinema/demo.cast")
+    assert (vim.command, vim.cwd, vim.outcome, vim.timestamp) == ("vim", "/Users/sickill/code/asciinema/asciinema", "unknown", 1509091819.511526)

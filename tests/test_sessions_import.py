@@ -40,7 +40,7 @@ def test_public_surface_resolves() -> None:
     """Every name in __all__ imports, so the documented surface cannot silently break."""
     for name in sessions.__all__:
         assert getattr(sessions, name) is not None
-    assert set(sessions.FORMATS) == {"claude-code", "codex", "bash-history", "zsh-history"}
+    assert set(sessions.FORMATS) == {"claude-code", "codex", "bash-history", "zsh-history", "asciinema"}
 
 
 class TestOffsets:

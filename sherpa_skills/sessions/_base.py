@@ -14,6 +14,8 @@ class Parser(Protocol):
 
     skipped: int
     skipped_lines: list[int]
+    #: What was read but deliberately not kept as a command, by reason (this import only).
+    dropped: dict[str, int]
 
     def feed(self, line: bytes, lineno: int, offset: int) -> None: ...
 
@@ -43,6 +45,7 @@ class LineParser:
         self.path = path
         self.skipped = 0
         self.skipped_lines: list[int] = []
+        self.dropped: dict[str, int] = {}
         self._done: list[CommandRecord] = []
 
     def skip(self, lineno: int) -> None:

@@ -8,7 +8,9 @@ import os
 import re
 from pathlib import Path
 
-FORMATS = ("claude-code", "codex", "bash-history", "zsh-history")
+from ._asciinema import is_cast_header
+
+FORMATS = ("claude-code", "codex", "bash-history", "zsh-history", "asciinema")
 SNIFF_BYTES = 256 * 1024
 _SNIFF_LINES = 20
 
@@ -63,6 +65,8 @@ def sniff(head: bytes, name: str, *, complete: bool = True) -> str | None:
         if _BASH.match(lines[0]):
             return "bash-history"
         if lines[0].startswith(b"{"):
+            if is_cast_header(lines[0]):
+                return "asciinema"
             votes: dict[str, int] = {}
             for line in lines:
                 kind = _json_kind(line)
@@ -88,8 +92,8 @@ def sniff_file(path: Path) -> str | None:
 
 
 def is_candidate(name: str) -> bool:
-    """Files worth sniffing inside a directory (by name): JSONL logs and files named like shell histories."""
-    return name.endswith(".jsonl") or bool(_ZSH_NAMES.search(name) or _BASH_NAMES.search(name))
+    """Files worth sniffing inside a directory (by name): JSONL logs, asciinema casts and files named like shell histories."""
+    return name.endswith((".jsonl", ".cast")) or bool(_ZSH_NAMES.search(name) or _BASH_NAMES.search(name))
 
 
 def walk(directory: Path, errors: list[str] | None = None) -> list[tuple[str, str]]:

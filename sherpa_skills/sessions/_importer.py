@@ -29,6 +29,7 @@ from ._codex import CodexParser
 from ._detect import FORMATS, sniff_file, walk
 from ._models import FileResult, ImportSummary
 from ._records import CommandRecord
+from ._asciinema import AsciinemaParser
 from ._shell_history import BashHistoryParser, ZshHistoryParser
 from ._store import Added, Conflict, FileRow, SessionStore
 
@@ -39,6 +40,7 @@ PARSERS: dict[str, Callable[[Path, dict[str, Any]], Parser]] = {
     "codex": CodexParser,
     "bash-history": BashHistoryParser,
     "zsh-history": ZshHistoryParser,
+    "asciinema": AsciinemaParser,
 }
 JSON_FORMATS = frozenset({"claude-code", "codex"})
 
@@ -156,7 +158,9 @@ def _read_file(store: SessionStore, path: Path, key: str, row: FileRow | None, s
         detected = fmt if fmt != "auto" else sniff_file(path)
         if detected is None:
             result.status = "unrecognised"
-            if explicit:
+            if path.suffix == ".cast":
+                result.error = f"{path}: not an asciinema v2 or v3 recording (convert a v1 file with `asciinema convert`)"
+            elif explicit:
                 result.error = (f"{path}: not a session log this version reads ({', '.join(FORMATS)}); "
                                 "pass --format to read it as one of them")
             return
@@ -233,6 +237,7 @@ def _read_file(store: SessionStore, path: Path, key: str, row: FileRow | None, s
         if result.bytes_read == 0 and result.commands == 0 and not rewritten:
             result.status = "unchanged"
         result.skipped_lines = parser.skipped
+        result.dropped = dict(parser.dropped)
         if parser.skipped:
             shown = ", ".join(map(str, parser.skipped_lines[:5])) + (", ..." if parser.skipped > 5 else "")
             log.info("sessions.malformed_lines", path=str(path), skipped=parser.skipped, lines=shown)

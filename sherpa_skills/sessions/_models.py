@@ -13,7 +13,7 @@ class SessionCommand(BaseModel):
     """One imported command. `id` only grows (the table is AUTOINCREMENT): mining's watermark."""
 
     id: int
-    source: str = Field(description="format of the log: claude-code, codex, bash-history, zsh-history")
+    source: str = Field(description="format of the log: claude-code, codex, bash-history, zsh-history, asciinema")
     source_file: str
     session_id: str
     seq: int = Field(description="1, 2, ... within the session, in import order")
@@ -48,6 +48,7 @@ class FileResult(BaseModel):
     sessions: int = 0
     lines_read: int = 0
     skipped_lines: int = 0
+    dropped: dict[str, int] = Field(default_factory=dict, description="read but not kept as commands, by reason")
     bytes_read: int = 0
     error: str | None = None
 
