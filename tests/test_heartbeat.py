@@ -50,8 +50,8 @@ def home(tmp_path: Path) -> Path:
     return home
 
 
-def heartbeat(home: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    assert main(["heartbeat", "--once", "--json", "--home", str(home)]) == 0
+def heartbeat(home: Path, capsys: pytest.CaptureFixture[str], code: int = 0) -> dict[str, Any]:
+    assert main(["heartbeat", "--once", "--json", "--home", str(home)]) == code
     return json.loads(capsys.readouterr().out)
 
 
@@ -99,7 +99,8 @@ class TestIsolation:
     def test_a_failing_extract_skips_mining_keeps_the_watermark_and_runs_the_rest(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """An unknown session format fails extract; crystallise is skipped, health and maintenance still run."""
         (home / "config.yaml").write_text(f"sessions:\n  watch:\n    - path: {home}\n      format: no-such-format\n")
-        report = heartbeat(home, capsys)
+        report = heartbeat(home, capsys, code=1)
+        assert report["status"] == "partial"
         assert report["phases"]["extract"]["status"] == "failed"
         assert report["phases"]["crystallise"]["status"] == "skipped"
         assert report["phases"]["health"]["status"] == "ok" and report["phases"]["maintenance"]["status"] == "ok"
@@ -109,7 +110,8 @@ class TestIsolation:
     def test_a_failing_maintenance_does_not_lose_the_mined_work(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A companion path that is a file breaks maintenance only: extract's watermark still advances."""
         (home / "companion").write_text("not a folder")
-        report = heartbeat(home, capsys)
+        report = heartbeat(home, capsys, code=1)
+        assert report["status"] == "partial"
         assert report["phases"]["maintenance"]["status"] == "failed"
         assert report["phases"]["crystallise"]["status"] == "ok"
         assert report["watermark"] == 3
@@ -135,6 +137,14 @@ class TestHealth:
 HEARTBEAT = [sys.executable, "-m", "sherpa_skills.cli", "heartbeat", "--once", "--json"]
 
 
+def held_heartbeat(phase: str, seconds: float) -> list[str]:
+    """A heartbeat process whose `phase` is held open by a phase hook (the documented fault hook, set in-process)."""
+    code = ("import sys, time\nfrom sherpa_skills.heartbeat import phases\n"
+            f"phases.on_phase_start(lambda p: time.sleep({seconds}) if p == {phase!r} else None)\n"
+            "from sherpa_skills.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    return [sys.executable, "-c", code, "heartbeat", "--once", "--json"]
+
+
 def lock_row(home: Path) -> tuple[Any, ...] | None:
     try:
         with sqlite3.connect(home / "store.db") as conn:
@@ -146,8 +156,7 @@ def lock_row(home: Path) -> tuple[Any, ...] | None:
 @pytest.mark.slow
 def test_two_heartbeats_at_once_exactly_one_runs(home: Path) -> None:
     """Started together (the first held in extract), one runs and the other skips."""
-    env = {**os.environ, "SHERPA_SKILLS_HEARTBEAT_PAUSE": "extract:2"}
-    procs = [subprocess.Popen([*HEARTBEAT, "--home", str(home)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    procs = [subprocess.Popen([*held_heartbeat("extract", 2), "--home", str(home)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
     assert sorted(o["status"] for o in outs) == ["ran", "skipped"]
@@ -156,8 +165,7 @@ def test_two_heartbeats_at_once_exactly_one_runs(home: Path) -> None:
 @pytest.mark.slow
 def test_killed_mid_phase_leaves_a_stale_lock_that_the_next_one_resets(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """kill -9 during crystallise: the lock stays, the watermark does not move; the next heartbeat resets the lock and mines it all."""
-    env = {**os.environ, "SHERPA_SKILLS_HEARTBEAT_PAUSE": "crystallise:60"}
-    proc = subprocess.Popen([*HEARTBEAT, "--home", str(home)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen([*held_heartbeat("crystallise", 60), "--home", str(home)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 60
     while lock_row(home) is None and time.time() < deadline:
         time.sleep(0.05)
@@ -210,3 +218,61 @@ def test_sessions_import_mines_what_it_imported(tmp_path: Path, capsys: pytest.C
     assert main(["learn", "procedures", "--all", "--json", "--home", str(home)]) == 0
     (proc,) = json.loads(capsys.readouterr().out)
     assert proc["task_type"] == "cargo-build-test" and proc["status"] == "candidate"
+
+
+class TestPhaseFailures:
+    """A failed phase never moves the watermark past data it did not process, and the report says `partial`."""
+
+    @pytest.fixture
+    def fail_in(self) -> Any:
+        from sherpa_skills.heartbeat import phases
+
+        removers = []
+
+        def fail(phase: str) -> None:
+            def hook(current: str) -> None:
+                if current == phase:
+                    raise RuntimeError(f"injected failure in {phase}")
+            removers.append(phases.on_phase_start(hook))
+
+        yield fail
+        for remove in removers:
+            remove()
+
+    @pytest.mark.parametrize("phase", ["extract", "crystallise"])
+    def test_a_failed_session_phase_keeps_the_watermark_and_the_next_heartbeat_mines_it_all(self, home: Path, fail_in: Any, phase: str) -> None:
+        fail_in(phase)
+        report = run_once(home)
+        assert report["status"] == "partial" and report["phases"][phase]["status"] == "failed"
+        assert (report["watermark_before"], report["watermark"]) == (0, 0)
+        assert any(phase in a and "watermark stays" in a for a in report["alerts"])
+        from sherpa_skills.heartbeat import phases
+
+        phases._hooks.clear()
+        again = run_once(home)
+        assert again["status"] == "ran" and (again["watermark_before"], again["watermark"]) == (0, 3)
+        assert again["phases"]["crystallise"]["stats"]["commands"] == 3
+
+    @pytest.mark.parametrize("phase", ["health", "maintenance"])
+    def test_a_failed_store_phase_is_partial_but_the_sessions_were_mined(self, home: Path, fail_in: Any, phase: str) -> None:
+        fail_in(phase)
+        report = run_once(home)
+        assert report["status"] == "partial" and report["phases"][phase]["status"] == "failed"
+        assert report["watermark"] == 3  # extract and crystallise processed the commands
+        assert all(p["status"] == "ok" for name, p in report["phases"].items() if name != phase)
+
+    def test_the_command_exits_non_zero_on_a_partial_heartbeat(self, home: Path) -> None:
+        code = ("import sys\nfrom sherpa_skills.heartbeat import phases\n"
+                "def fail(p):\n    if p == 'health': raise RuntimeError('disk full')\n"
+                "phases.on_phase_start(fail)\nfrom sherpa_skills.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+        proc = subprocess.run([sys.executable, "-c", code, "heartbeat", "--once", "--json", "--home", str(home)],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1, proc.stderr
+        report = json.loads(proc.stdout)
+        assert report["status"] == "partial" and "disk full" in report["phases"]["health"]["summary"]
+        assert "Traceback" not in proc.stderr
+
+    def test_no_environment_variable_changes_what_a_heartbeat_does(self) -> None:
+        """The fault hook is in-process only: the library reads no variable to pause or fail a phase."""
+        source = (Path(__file__).resolve().parent.parent / "sherpa_skills" / "heartbeat").rglob("*.py")
+        assert not any("os.environ" in path.read_text() for path in source)

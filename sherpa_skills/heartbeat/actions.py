@@ -64,7 +64,7 @@ def heartbeat_phase(args: PhaseArgs, ctx: ActionContext) -> ActionResult:
         else:
             result = phases.maintenance(home, config, state)
     except Exception as exc:
-        log.error("heartbeat_phase_failed", phase=args.phase, error=str(exc), trace=traceback.format_exc(limit=5))
+        log.warning("heartbeat_phase_failed", phase=args.phase, error=str(exc), trace=traceback.format_exc(limit=5))
         result = phases.PhaseResult("failed", f"{type(exc).__name__}: {exc}", {}, [f"phase {args.phase} failed: {exc}"])
     finally:
         state.close()
@@ -75,7 +75,8 @@ def heartbeat_phase(args: PhaseArgs, ctx: ActionContext) -> ActionResult:
 
 @default_registry.action("heartbeat_report")
 def heartbeat_report(args: NoArgs, ctx: ActionContext) -> ActionResult:
-    """The orchestrator's part: advance the watermark only if extract succeeded, then store the report."""
+    """The orchestrator's part: advance the watermark past what every phase that reads sessions processed, then store
+    the report; a failed phase makes it `partial`, and its commands are read again next time."""
     home = _home(ctx)
     view = ctx.view
     done: dict[str, Any] = dict(view.get("phases") or {})
@@ -83,12 +84,16 @@ def heartbeat_report(args: NoArgs, ctx: ActionContext) -> ActionResult:
     try:
         before = int(state.get(phases.WATERMARK, 0))
         after = before
-        extract = done.get("extract") or {}
-        if extract.get("status") == "ok":
-            after = int(extract["stats"]["new_watermark"])
+        extract, crystallise = done.get("extract") or {}, done.get("crystallise") or {}
+        if extract.get("status") == "ok" and crystallise.get("status") == "ok":
+            after = min(int(extract["stats"]["new_watermark"]), int(crystallise["stats"].get("processed_through", before)))
+            after = max(after, before)
             state.set(phases.WATERMARK, after)
+        failed = [name for name, phase in done.items() if phase.get("status") == "failed"]
         alerts = [a for phase in done.values() for a in phase.get("alerts", [])]
-        status = "ran"
+        if failed:
+            alerts.append(f"phase(s) failed: {', '.join(failed)}; the watermark stays at {after}, so what they did not finish is read again")
+        status = "partial" if failed else "ran"
         report = {"status": status, "run_id": ctx.run_id, "started": view.get("started") or time.time(), "ended": time.time(),
                   "watermark_before": before, "watermark": after, "phases": done, "alerts": alerts, "lock": view.get("lock")}
         markdown = render_markdown(report)

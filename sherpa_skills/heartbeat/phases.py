@@ -1,14 +1,18 @@
 """The heartbeat's phases. Each gets what it needs, returns a result (status, summary, stats, alerts), and
 never raises: the action running it turns any exception into a failed result, so one phase failing does
-not stop the others."""
+not stop the others.
+
+`on_phase_start(hook)` registers a callable run with the phase's name as each phase starts (tests use it to hold
+a phase open or make it fail; an operator can use it for instrumentation). It lives in the process, never in the
+environment: nothing outside the program can change what a heartbeat does.
+"""
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import structlog
 
@@ -31,19 +35,26 @@ class PhaseResult:
         return {"status": self.status, "summary": self.summary, "stats": self.stats, "alerts": self.alerts}
 
 
-def _test_pause(phase: str) -> None:
-    """SHERPA_SKILLS_HEARTBEAT_PAUSE=phase:seconds holds a phase open, so tests can kill a heartbeat mid-phase."""
-    spec = os.environ.get("SHERPA_SKILLS_HEARTBEAT_PAUSE", "")
-    name, _, seconds = spec.partition(":")
-    if name == phase and seconds:
-        time.sleep(float(seconds))
+PhaseHook = Callable[[str], None]
+_hooks: list[PhaseHook] = []
+
+
+def on_phase_start(hook: PhaseHook) -> Callable[[], None]:
+    """Run `hook(phase)` as each phase starts (an exception it raises fails that phase); returns its remover."""
+    _hooks.append(hook)
+    return lambda: _hooks.remove(hook) if hook in _hooks else None
+
+
+def _start(phase: str) -> None:
+    for hook in list(_hooks):
+        hook(phase)
 
 
 def extract(home: Path, config: HomeConfig, state: HeartbeatState, extra_paths: list[str]) -> PhaseResult:
     """Read the watched session folders (only what is new in each file), and say which commands await mining."""
     from ..sessions import SessionStore, import_paths
 
-    _test_pause("extract")
+    _start("extract")
     watched = [(Path(w.path).expanduser(), w.format) for w in config.sessions.watch] + [(Path(p).expanduser(), "auto") for p in extra_paths]
     imported: dict[str, int] = {"files": 0, "commands": 0, "skipped_lines": 0}
     errors: list[str] = []
@@ -74,10 +85,10 @@ def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> Ph
     from ..skills.mining import MiningOptions, mine
     from ..skills.runtime import skill_store
 
-    _test_pause("crystallise")
+    _start("crystallise")
     start, end = int(extracted["watermark"]), int(extracted["new_watermark"])
     if end <= start:
-        return PhaseResult("ok", "nothing new to mine", {"commands": 0})
+        return PhaseResult("ok", "nothing new to mine", {"commands": 0, "processed_through": end})
     with SessionStore(home) as sessions:
         commands = [c for c in sessions.commands_since(start, limit=end - start) if c.id <= end]
     m = config.mining
@@ -88,14 +99,15 @@ def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> Ph
     if result.promoted:
         alerts.append(f"{result.promoted} candidate(s) promoted after {m.promote_after} successes")
     return PhaseResult("ok", f"mined {result.commands} commands: {result.new_candidates} new candidates, {result.known} known "
-                             f"procedures seen again, {result.learnings} failures learned", result.to_dict(), alerts)
+                             f"procedures seen again, {result.learnings} failures learned",
+                       {**result.to_dict(), "processed_through": end}, alerts)
 
 
 def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
     """Recompute the health of procedures with new executions (and new procedures); pull broken ones from replay."""
     from ..skills.runtime import skill_store
 
-    _test_pause("health")
+    _start("health")
     store = skill_store(home)
     last_execution = int(state.get("executions_watermark", 0))
     newest_execution = int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM executions").fetchone()[0])
@@ -131,7 +143,7 @@ def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseR
     from ..skills.matcher import COLLECTION, Matcher, describe
     from ..skills.runtime import skill_store
 
-    _test_pause("maintenance")
+    _start("maintenance")
     store = skill_store(home)
     alerts: list[str] = []
     stats: dict[str, Any] = {}
