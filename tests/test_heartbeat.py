@@ -46,6 +46,8 @@ def home(tmp_path: Path) -> Path:
     sessions = tmp_path / "sessions"
     claude_session(sessions / "one.jsonl", [("npm ci", "added 12 packages", False), ("npm run build", "built", False),
                                             ("npm test", "Exit code 1\n2 failed", True)])
+    # The same routine in an earlier session: it recurs, so mining proposes it.
+    claude_session(sessions / "zero.jsonl", [("npm ci", "added 12 packages", False), ("npm run build", "built", False)], session="s0")
     (home / "config.yaml").write_text(f"sessions:\n  watch:\n    - path: {sessions}\n      format: claude-code\n")
     return home
 
@@ -63,10 +65,10 @@ class TestOnce:
         assert list(report["phases"]) == ["extract", "crystallise", "health", "maintenance"]
         for phase in report["phases"].values():
             assert {"status", "summary", "stats", "alerts"} <= set(phase) and phase["status"] == "ok"
-        assert report["phases"]["extract"]["stats"]["commands"] == 3
+        assert report["phases"]["extract"]["stats"]["commands"] == 5
         assert report["phases"]["crystallise"]["stats"]["new_candidates"] == 1
         assert report["phases"]["crystallise"]["stats"]["learnings"] == 1
-        assert (report["watermark_before"], report["watermark"]) == (0, 3)
+        assert (report["watermark_before"], report["watermark"]) == (0, 5)
 
     def test_nothing_new_moves_nothing(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A second heartbeat reads no new line and mines nothing."""
@@ -74,7 +76,7 @@ class TestOnce:
         again = heartbeat(home, capsys)
         assert again["phases"]["extract"]["stats"]["commands"] == 0
         assert again["phases"]["crystallise"]["summary"] == "nothing new to mine"
-        assert again["watermark"] == 3
+        assert again["watermark"] == 5
 
     def test_only_new_lines_of_a_growing_session_are_mined(self, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """Appending to a session file: the next heartbeat imports and mines only what was added."""
@@ -82,7 +84,7 @@ class TestOnce:
         claude_session(tmp_path / "sessions" / "one.jsonl", [("make", "ok", False), ("make install", "ok", False)], session="s2")
         report = heartbeat(home, capsys)
         assert report["phases"]["extract"]["stats"]["commands"] == 2
-        assert (report["watermark_before"], report["watermark"]) == (3, 5)
+        assert (report["watermark_before"], report["watermark"]) == (5, 7)
 
     def test_report_is_stored_as_markdown_and_json(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """`heartbeat report --last 2` shows stored reports, newest first in JSON."""
@@ -114,7 +116,7 @@ class TestIsolation:
         assert report["status"] == "partial"
         assert report["phases"]["maintenance"]["status"] == "failed"
         assert report["phases"]["crystallise"]["status"] == "ok"
-        assert report["watermark"] == 3
+        assert report["watermark"] == 5
 
 
 class TestHealth:
@@ -180,8 +182,8 @@ def test_killed_mid_phase_leaves_a_stale_lock_that_the_next_one_resets(home: Pat
     report = heartbeat(home, capsys)
     assert report["status"] == "ran"
     assert report["lock"]["how"] == "reset" and report["lock"]["holder"]["pid"] == proc.pid
-    assert (report["watermark_before"], report["watermark"]) == (0, 3)
-    assert report["phases"]["crystallise"]["stats"]["commands"] == 3
+    assert (report["watermark_before"], report["watermark"]) == (0, 5)
+    assert report["phases"]["crystallise"]["stats"]["commands"] == 5
     assert lock_row(home) is None
 
 
@@ -208,11 +210,12 @@ def test_every_runs_on_a_schedule(home: Path) -> None:
 
 def test_sessions_import_mines_what_it_imported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`sessions import --json` reports new_procedures; the next heartbeat has nothing left to mine."""
-    session = claude_session(tmp_path / "s.jsonl", [("cargo build", "ok", False), ("cargo test", "ok", False)])
+    claude_session(tmp_path / "s.jsonl", [("cargo build", "ok", False), ("cargo test", "ok", False)], session="s1")
+    session = claude_session(tmp_path / "s.jsonl", [("cargo build", "ok", False), ("cargo test", "ok", False)], session="s2")
     home = tmp_path / "home"
     assert main(["sessions", "import", str(session), "--json", "--home", str(home)]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert (summary["commands"], summary["succeeded"], summary["new_procedures"]) == (2, 2, 1)
+    assert (summary["commands"], summary["succeeded"], summary["new_procedures"]) == (4, 4, 1)
     report = heartbeat(home, capsys)
     assert report["phases"]["crystallise"]["summary"] == "nothing new to mine"
     assert main(["learn", "procedures", "--all", "--json", "--home", str(home)]) == 0
@@ -250,15 +253,15 @@ class TestPhaseFailures:
 
         phases._hooks.clear()
         again = run_once(home)
-        assert again["status"] == "ran" and (again["watermark_before"], again["watermark"]) == (0, 3)
-        assert again["phases"]["crystallise"]["stats"]["commands"] == 3
+        assert again["status"] == "ran" and (again["watermark_before"], again["watermark"]) == (0, 5)
+        assert again["phases"]["crystallise"]["stats"]["commands"] == 5
 
     @pytest.mark.parametrize("phase", ["health", "maintenance"])
     def test_a_failed_store_phase_is_partial_but_the_sessions_were_mined(self, home: Path, fail_in: Any, phase: str) -> None:
         fail_in(phase)
         report = run_once(home)
         assert report["status"] == "partial" and report["phases"][phase]["status"] == "failed"
-        assert report["watermark"] == 3  # extract and crystallise processed the commands
+        assert report["watermark"] == 5  # extract and crystallise processed the commands
         assert all(p["status"] == "ok" for name, p in report["phases"].items() if name != phase)
 
     def test_the_command_exits_non_zero_on_a_partial_heartbeat(self, home: Path) -> None:

@@ -1,17 +1,16 @@
-"""Mining imported session commands: segments, trivial runs, known procedures, candidates and promotion."""
+"""Mining imported session commands: recurring routines become candidates, known procedures gain successes, failures are learned."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from sherpa_skills.skills.mining import MiningOptions, is_interactive, is_read_only, mine, segments, suggest_task_type
+from sherpa_skills.skills.mining import found_nothing, is_interactive, is_read_only, mine, suggest_task_type
 from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
 from sherpa_skills.skills.store import SkillStore
 
-_ids = iter(range(1, 10_000))
+_ids = iter(range(1, 100_000))
 
 
 def cmd(command: str, outcome: str = "success", session: str = "s1", cwd: str | None = "/w", ts: float | None = None,
@@ -19,28 +18,21 @@ def cmd(command: str, outcome: str = "success", session: str = "s1", cwd: str | 
     """A session command as the session store hands it to mining (the fields mining reads)."""
     n = next(_ids)
     return SimpleNamespace(id=n, source="claude-code", source_file="f.jsonl", session_id=session, seq=n, timestamp=ts or 1000.0 + n,
-                           cwd=cwd, command=command, outcome=outcome, exit_code=exit_code if outcome != "failure" else 2, output=output)
+                           cwd=cwd, command=command, outcome=outcome, exit_code=exit_code if outcome != "failure" else (exit_code or 2),
+                           output=output, agent=None)
 
 
-class TestSegments:
-    def test_a_failure_a_new_directory_or_a_long_pause_cuts_a_segment(self) -> None:
-        """Three cuts: after a failure, where cwd changes, and after a pause longer than the gap."""
-        cmds = [cmd("make"), cmd("make test", "failure"), cmd("make lint"), cmd("npm ci", cwd="/other"), cmd("npm test", cwd="/other"),
-                cmd("npm run build", cwd="/other", ts=99_999.0)]
-        cut = [[c.command for c in s] for s in segments(cmds, MiningOptions(gap_secs=900))]
-        assert cut == [["make"], ["make lint"], ["npm ci", "npm test"], ["npm run build"]]
-
-    def test_rejected_calls_cut_too_but_unknown_outcomes_do_not(self) -> None:
-        """A user's rejection ends a run of commands; shell history's unknown outcomes continue one."""
-        cmds = [cmd("a x", "unknown"), cmd("b y", "unknown"), cmd("c z", "rejected"), cmd("d w")]
-        assert [[c.command for c in s] for s in segments(cmds, MiningOptions())] == [["a x", "b y"], ["d w"]]
+def build(session: str, version: str = "1.0") -> list[Any]:
+    return [cmd("ls", session=session), cmd("npm ci", session=session), cmd("npm run build", session=session),
+            cmd(f"npm version {version}", session=session)]
 
 
 class TestClassification:
     def test_read_only_commands_are_not_steps(self) -> None:
-        """Looking around (find | sort, git status, grep) changes nothing; a redirect into a file does."""
+        """Looking around (find | sort, git status, rg | sed -n) changes nothing; a redirect into a file does."""
         assert is_read_only("find . -name '*.py' | sort | wc -l")
         assert is_read_only("git status && git diff")
+        assert is_read_only("rg -n 'a|b' src | sed -n '1,20p'")
         assert not is_read_only("grep foo src > hits.txt")
         assert not is_read_only("git commit -m x")
 
@@ -54,37 +46,72 @@ class TestClassification:
         assert suggest_task_type(["git add -A", "git commit -m 'x'", "git push"]) == "git-add-commit-push"
         assert suggest_task_type(["mkdir -p out", "tar -czf out/a.tgz src"]) == "mkdir-tar"
 
+    def test_nothing_found_is_not_a_failure(self) -> None:
+        """grep/rg 1, diff 1, test 1 answer no; exit 2 is still an error."""
+        assert found_nothing("rg TODO src", 1) and found_nothing("git diff | grep -q x", 1) and found_nothing("test -f a", 1)
+        assert not found_nothing("rg TODO src", 2) and not found_nothing("npm test", 1)
 
-def test_new_sequences_become_candidates_and_repeats_promote_them(tmp_path: Path) -> None:
-    """Seen once: a candidate (not replayable); seen three times: promoted to active."""
+
+def test_a_routine_seen_in_one_session_is_not_a_candidate(tmp_path: Path) -> None:
     store = SkillStore(tmp_path / "store.db")
-    for n in range(3):
-        result = mine([cmd("npm ci", session=f"s{n}"), cmd("npm run build", session=f"s{n}"), cmd("ls", session=f"s{n}")], store)
-        if n == 0:
-            assert (result.new_candidates, result.promoted) == (1, 0)
-    assert (result.repeated_candidates, result.promoted) == (1, 1)
+    result = mine(build("s1"), store)
+    assert result.new_candidates == 0 and store.procedures(status=None) == []
+
+
+def test_recurring_routines_become_candidates_and_recorded_successes_promote_them(tmp_path: Path) -> None:
+    """Seen in two sessions: a parameterised candidate (not replayable); seen succeeding in three: promoted."""
+    store = SkillStore(tmp_path / "store.db")
+    history = build("s1", "1.0") + build("s2", "1.1")
+    result = mine(history[4:], store, history=history)
+    assert (result.new_candidates, result.promoted) == (1, 0)
     (proc,) = store.procedures(status=None)
-    assert proc.status == "active" and proc.success_count == 3 and proc.source == "session"
-    assert [s.command for s in proc.steps] == ["npm ci", "npm run build"]
+    assert proc.status == "candidate" and proc.source == "session" and proc.success_count == 2
+    assert [s.command for s in proc.steps] == ["npm ci", "npm run build", "npm version {{ version }}"]
+    assert proc.context["mined"]["parameters"] == {"version": ["1.0", "1.1"]} and proc.context["mined"]["support"] == 2
+
+    history += build("s3", "1.2")
+    result = mine(history[8:], store, history=history)
+    assert (result.new_candidates, result.updated_candidates, result.promoted) == (0, 1, 1)
+    assert store.get(proc.id).status == "active" and store.get(proc.id).success_count == 3
+
+
+def test_a_rejected_candidate_is_never_proposed_again(tmp_path: Path) -> None:
+    store = SkillStore(tmp_path / "store.db")
+    history = build("s1") + build("s2", "2.0")
+    mine(history, store, history=history)
+    (proc,) = store.procedures(status=None)
+    store.set_status(proc.id, "rejected")
+    history += build("s3", "3.0") + build("s4", "4.0")
+    result = mine(history[8:], store, history=history)
+    assert (result.new_candidates, result.rejected_again, result.promoted) == (0, 1, 0)
+    assert store.get(proc.id).status == "rejected"
 
 
 def test_a_known_procedure_inside_a_session_gains_a_success(tmp_path: Path) -> None:
-    """The Aho-Corasick pass finds a stored procedure's steps within a longer run of commands."""
+    """Found by shape with one automaton pass, then checked against its templates: the parameter takes any value."""
     store = SkillStore(tmp_path / "store.db")
-    known = store.add_procedure(CapturedProcedure(id="", task_type="release", success_count=1,
-                                                  steps=[ProcedureStep(command="python -m build"), ProcedureStep(command="twine upload dist/*")]))
+    known = store.add_procedure(CapturedProcedure(id="", task_type="release", success_count=1, steps=[
+        ProcedureStep(command="python -m build"), ProcedureStep(command="twine upload {{ files }}")]))
     result = mine([cmd("git pull"), cmd("python  -m build"), cmd("twine upload dist/*"), cmd("git tag v1")], store)
     assert (result.known, result.new_candidates) == (1, 0)
     assert store.get(known.id).success_count == 2
 
 
-def test_trivial_runs_are_dropped_and_failures_are_learned(tmp_path: Path) -> None:
-    """Only look-around commands: no candidate; a failed command becomes a defensive learning, secrets redacted."""
+def test_a_known_procedure_needs_its_literal_words(tmp_path: Path) -> None:
+    """Same shape, different fixed words: not the same procedure."""
+    store = SkillStore(tmp_path / "store.db")
+    known = store.add_procedure(CapturedProcedure(id="", task_type="release", success_count=1, steps=[
+        ProcedureStep(command="make build"), ProcedureStep(command="make deploy ENV=prod")]))
+    assert mine([cmd("make build"), cmd("make deploy ENV=staging")], store).known == 0
+    assert store.get(known.id).success_count == 1
+
+
+def test_failures_are_learned_with_secrets_redacted_but_nothing_found_is_not(tmp_path: Path) -> None:
     store = SkillStore(tmp_path / "store.db")
     token = "ghp_" + "Z" * 36
-    result = mine([cmd("ls"), cmd("cat README.md"), cmd("git status"),
+    result = mine([cmd("ls"), cmd("rg TODO src", "failure", exit_code=1),
                    cmd(f"GITHUB_TOKEN={token} gh release create v1", "failure", output=f"HTTP 401 token {token}")], store)
-    assert (result.trivial, result.new_candidates, result.learnings) == (1, 0, 1)
+    assert (result.learnings, result.not_failures) == (1, 1)
     (learning,) = store.learnings()
     assert token not in learning.command and token not in learning.error and "[REDACTED]" in learning.command
     assert learning.exit_code == 2

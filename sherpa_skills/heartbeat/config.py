@@ -24,10 +24,12 @@ class SessionsConfig(_Strict):
 
 
 class MiningConfig(_Strict):
-    gap_secs: float = 900.0
-    min_steps: int = 2
-    max_steps: int = 12
-    promote_after: int = Field(default=3, ge=1, description="successes that promote a mined candidate to active")
+    gap_secs: float = Field(default=900.0, description="a pause longer than this ends a run of commands")
+    min_steps: int = Field(default=2, ge=1)
+    max_steps: int = Field(default=8, ge=2)
+    promote_after: int = Field(default=3, ge=1, description="recorded successes that promote a mined candidate to active")
+    min_support: int = Field(default=2, ge=2, description="separate sessions or days a routine must recur in")
+    history: int = Field(default=50_000, ge=1, description="how many recent commands routines are looked for in")
 
 
 class RetentionConfig(_Strict):

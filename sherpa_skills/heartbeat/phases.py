@@ -81,26 +81,35 @@ def extract(home: Path, config: HomeConfig, state: HeartbeatState, extra_paths: 
 
 def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> PhaseResult:
     """Mine the commands between the watermark and what extract saw: candidates, known procedures' successes, learnings."""
-    from ..sessions import SessionStore
-    from ..skills.mining import MiningOptions, mine
-    from ..skills.runtime import skill_store
-
     _start("crystallise")
     start, end = int(extracted["watermark"]), int(extracted["new_watermark"])
     if end <= start:
         return PhaseResult("ok", "nothing new to mine", {"commands": 0, "processed_through": end})
-    with SessionStore(home) as sessions:
-        commands = [c for c in sessions.commands_since(start, limit=end - start) if c.id <= end]
-    m = config.mining
-    result = mine(commands, skill_store(home), MiningOptions(m.gap_secs, m.min_steps, m.max_steps, m.promote_after))
+    result = mine_range(home, config, start, end)
     alerts = []
     if result.new_candidates:
-        alerts.append(f"{result.new_candidates} new candidate procedure(s) mined; `learn procedures --all` lists them")
+        alerts.append(f"{result.new_candidates} new candidate procedure(s) to review: `sherpa-skills learn candidates`")
     if result.promoted:
         alerts.append(f"{result.promoted} candidate(s) promoted after {m.promote_after} successes")
-    return PhaseResult("ok", f"mined {result.commands} commands: {result.new_candidates} new candidates, {result.known} known "
+    return PhaseResult("ok", f"mined {result.commands} commands: {result.new_candidates} new candidates, "
+                             f"{result.updated_candidates} seen again, {result.known} known "
                              f"procedures seen again, {result.learnings} failures learned",
                        {**result.to_dict(), "processed_through": end}, alerts)
+
+
+def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> Any:
+    """Mine the commands after `start` up to `end`, looking for routines in the last `mining.history` commands."""
+    from ..sessions import SessionStore
+    from ..skills.mining import MiningOptions, mine
+    from ..skills.runtime import skill_store
+
+    m = config.mining
+    with SessionStore(home) as sessions:
+        new = [c for c in sessions.commands_since(start, limit=end - start) if c.id <= end]
+        first = max(0, end - m.history)
+        history = new if first >= start else [c for c in sessions.commands_since(first, limit=end - first) if c.id <= end]
+    return mine(new, skill_store(home), MiningOptions(m.gap_secs, m.min_steps, m.max_steps, m.promote_after, m.min_support),
+                history=history)
 
 
 def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:

@@ -73,9 +73,7 @@ def run_every(home: Path, seconds: float, on_report: Callable[[dict[str, Any]], 
 def mine_pending(home: Path) -> dict[str, Any] | None:
     """Mine what an import just added, under the heartbeat's lock; None when a heartbeat holds it (it will mine)."""
     from ..sessions import SessionStore
-    from ..skills.mining import MiningOptions, mine
-    from ..skills.runtime import skill_store
-    from .phases import WATERMARK
+    from .phases import WATERMARK, mine_range
 
     config = load_config(home)
     state = HeartbeatState(home)
@@ -87,9 +85,7 @@ def mine_pending(home: Path) -> dict[str, Any] | None:
             start = int(state.get(WATERMARK, 0))
             with SessionStore(home) as sessions:
                 end = sessions.max_command_id()
-                commands = [c for c in sessions.commands_since(start, limit=max(0, end - start)) if c.id <= end]
-            m = config.mining
-            result = mine(commands, skill_store(home), MiningOptions(m.gap_secs, m.min_steps, m.max_steps, m.promote_after))
+            result = mine_range(home, config, start, end)
             state.set(WATERMARK, end)
             return result.to_dict()
         finally:

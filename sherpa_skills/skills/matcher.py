@@ -184,7 +184,7 @@ class Matcher:
                 proc = self.store.get(pid)
             except Exception:
                 continue  # the companion knows an id the truth no longer has: the truth wins
-            if (task_type and proc.task_type != task_type) or (proc.status == "candidate" and not include_candidates):
+            if (task_type and proc.task_type != task_type) or proc.status == "rejected" or (proc.status == "candidate" and not include_candidates):
                 continue
             ranked.append(Match(proc, score, lex, None if degraded else sem, terms))
             if len(ranked) >= limit:

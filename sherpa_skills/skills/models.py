@@ -55,7 +55,8 @@ class CapturedProcedure(BaseModel):
     confidence: float = 0.0
     tags: list[str] = Field(default_factory=list)
     version: int = 1
-    status: Literal["active", "candidate"] = "active"
+    #: candidate: mined, waiting for review; rejected: a person said no (never proposed again, never replayed).
+    status: Literal["active", "candidate", "rejected"] = "active"
     needs_relearning: bool = False
     planned_tokens: int = 0
     planned_llm_calls: int = 0

@@ -67,6 +67,8 @@ class Candidate:
     description: str
     cwd: str | None = None
     long_running: list[int] = field(default_factory=list)
+    #: Occurrences in which every command is recorded as succeeded (shell histories record no outcome).
+    successes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"steps": self.steps, "parameters": self.parameters, "support": self.support, "units": self.units,
@@ -279,10 +281,9 @@ def _specific(candidate: Candidate, options: RecurringOptions) -> bool:
     """Enough of it is fixed to be a routine: not every argument a parameter (`rm {{ a }}; git add {{ b }}`)."""
     fixed = variable = 0
     for step in candidate.steps:
-        words = step.split()[1:]
-        holes = step.count("{{")
+        holes = len(re.findall(r"\{\{.*?\}\}", step))
         variable += holes
-        fixed += max(0, len([w for w in words if "{{" not in w and "}}" not in w]) - holes)
+        fixed += len(re.sub(r"\{\{.*?\}\}", " ", step).split()[1:])
     return variable == 0 or fixed / (fixed + variable) >= options.min_fixed_share
 
 
@@ -363,7 +364,8 @@ def anti_unify(occurrences: list[list[Any]], units: list[str]) -> Candidate | No
     shown = ", then ".join(" ".join(program_words(c.command)) for c in first if classify(c.command) == "work")
     return Candidate(steps=templates, parameters=parameters, support=len(occurrences), units=units, sessions=sessions,
                      occurrences=[[c.id for c in o] for o in occurrences], task_type=task_type,
-                     description=f"{shown} (seen {len(occurrences)} times)", cwd=cwd, long_running=long_running)
+                     description=f"{shown} (seen {len(occurrences)} times)", cwd=cwd, long_running=long_running,
+                     successes=sum(all(c.outcome == "success" for c in o) for o in occurrences))
 
 
 def _substitute(text: str, replacements: list[tuple[str, str]]) -> str | None:

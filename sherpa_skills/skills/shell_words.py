@@ -30,7 +30,7 @@ READ_ONLY_SUB: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in 
     "git": "status log diff show branch remote rev-parse ls-files blame describe shortlog reflog grep config-l tag-l whatchanged",
     "docker": "ps images logs inspect version info stats top port history", "podman": "ps images logs inspect version info",
     "kubectl": "get describe logs top explain version api-resources config-view",
-    "npm": "ls list view info outdated search help version doctor audit-l", "pnpm": "ls list why outdated",
+    "npm": "ls list view info outdated search help doctor", "pnpm": "ls list why outdated",
     "yarn": "list info why outdated", "pip": "list show freeze search check", "pip3": "list show freeze search check",
     "brew": "list info search outdated doctor deps leaves config --version", "gh": "status", "cargo": "tree search metadata",
     "go": "version env list doc vet", "systemctl": "status list-units is-active", "conda": "list info env-list",
@@ -43,7 +43,7 @@ _SED_PRINTS = re.compile(r"^-[a-zA-Z]*n")
 
 # Programs a person works *inside* (editors, pagers, REPLs, multiplexers): what they did is not in the log.
 INTERACTIVE = frozenset("""vim vi nvim vime emacs nano pico micro code subl less more man top htop btop glances tig lazygit fg bg jobs
-    tmux screen ta ts watch ipython bpython irb pry psql mysql sqlite3 redis-cli mongo mongosh ssh mosh telnet ftp sftp
+    tmux screen ta ts watch ipython bpython irb pry mongo mongosh mosh telnet ftp sftp
     lldb gdb meld vimdiff kdiff3 gitk open xdg-open exit logout reset history source . exec ranger nnn mc vifm fzf
     claude codex aider""".split())
 # Bare, these start a REPL or a shell; with arguments they run something.

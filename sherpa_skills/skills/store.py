@@ -237,7 +237,7 @@ class SkillStore:
 
     def term_rows(self, include_candidates: bool = False) -> Iterator[tuple[str, str, str, list[str], list[str]]]:
         """(id, task type, description, tags, commands) of every procedure, without building models: what matching indexes."""
-        sql = "SELECT id, task_type, description, tags, steps FROM procedures" + ("" if include_candidates else " WHERE status != 'candidate'")
+        sql = "SELECT id, task_type, description, tags, steps FROM procedures" + (" WHERE status != 'rejected'" if include_candidates else " WHERE status = 'active'")
         for pid, task_type, description, tags, steps in self.conn.execute(sql):
             yield pid, task_type, description, json.loads(tags), [step["command"] for step in json.loads(steps)]
 
@@ -263,6 +263,16 @@ class SkillStore:
             self.conn.execute("UPDATE procedures SET status = ?, updated = ? WHERE id = ?", (status, time.time(), pid))
             self._bump()
         return self.get(pid)
+
+    def update_mined(self, procedure_id: str, context: dict[str, Any], success_count: int) -> CapturedProcedure:
+        """A mined candidate seen again: its support, parameter examples and successes as mining now counts them."""
+        with self._write():
+            proc = self.get(procedure_id)
+            merged = {**proc.context, **context}
+            self.conn.execute("UPDATE procedures SET context = ?, success_count = ?, updated = ? WHERE id = ?",
+                              (_dump(merged), success_count, time.time(), proc.id))
+            self._bump()
+        return self.get(proc.id)
 
     def mark_needs_relearning(self, procedure_id: str, flag: bool = True) -> None:
         with self._write():
