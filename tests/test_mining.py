@@ -115,3 +115,46 @@ def test_failures_are_learned_with_secrets_redacted_but_nothing_found_is_not(tmp
     (learning,) = store.learnings()
     assert token not in learning.command and token not in learning.error and "[REDACTED]" in learning.command
     assert learning.exit_code == 2
+
+
+class TestReviewQueue:
+    """`learn candidates` lists what mining proposes; `learn promote` and `learn reject` decide."""
+
+    def test_candidates_promote_and_reject_from_the_cli(self, tmp_path: Path, capsys: Any) -> None:
+        import json
+
+        from sherpa_skills.cli import main
+
+        home = tmp_path / "home"
+        store = SkillStore(home=home)
+        history = build("s1", "1.0") + build("s2", "1.1")
+        mine(history, store, history=history)
+        history = [cmd("make lint", session="s3"), cmd("make test", session="s3"), cmd("make lint", session="s4"), cmd("make test", session="s4")]
+        mine(history, store, history=history)
+        assert main(["learn", "candidates", "--json", "--home", str(home)]) == 0
+        rows = json.loads(capsys.readouterr().out)
+        assert [r["task_type"] for r in rows] == ["make-lint-test", "npm-ci-run-version"]
+        npm = rows[1]
+        assert npm["parameters"] == {"version": ["1.0", "1.1"]} and npm["support"] == 2 and npm["sessions"] == 2
+        assert npm["steps"] == ["npm ci", "npm run build", "npm version {{ version }}"]
+
+        assert main(["learn", "reject", rows[0]["id"], "--json", "--home", str(home)]) == 0
+        assert json.loads(capsys.readouterr().out)["status"] == "rejected"
+        assert main(["learn", "promote", npm["id"], "--home", str(home)]) == 0
+        capsys.readouterr()
+        assert main(["learn", "candidates", "--json", "--home", str(home)]) == 0
+        assert json.loads(capsys.readouterr().out) == []
+        assert store.get(npm["id"]).status == "active"
+
+        assert main(["learn", "reject", rows[0]["id"], "--home", str(home)]) == 2  # already rejected: said, not a traceback
+        assert "already rejected" in capsys.readouterr().err
+
+    def test_a_rejected_procedure_is_never_offered_for_replay(self, tmp_path: Path) -> None:
+        from sherpa_skills.skills.matcher import Matcher
+
+        store = SkillStore(tmp_path / "store.db")
+        proc = store.add_procedure(CapturedProcedure(id="", task_type="deploy-site", description="deploy the web site", success_count=5,
+                                                     steps=[ProcedureStep(command="make deploy")]))
+        store.set_status(proc.id, "rejected")
+        found = Matcher(store).match("deploy the web site", include_candidates=True)
+        assert proc.id not in [m.procedure.id for m in found.matches]

@@ -472,3 +472,7 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add("import", cmd_import, "read procedures from a `learn export` file; known ones are skipped")
     p.add_argument("file")
     p.add_argument("--json", action="store_true")
+
+    from .review import add_review_commands
+
+    add_review_commands(add)

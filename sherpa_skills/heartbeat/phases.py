@@ -88,13 +88,14 @@ def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> Ph
     result = mine_range(home, config, start, end)
     alerts = []
     if result.new_candidates:
-        alerts.append(f"{result.new_candidates} new candidate procedure(s) to review: `sherpa-skills learn candidates`")
+        shown = ", ".join(result.procedure_ids[:5]) + (", ..." if len(result.procedure_ids) > 5 else "")
+        alerts.append(f"{result.new_candidates} new candidate procedure(s) to review ({shown}): `sherpa-skills learn candidates`")
     if result.promoted:
         alerts.append(f"{result.promoted} candidate(s) promoted after {m.promote_after} successes")
     return PhaseResult("ok", f"mined {result.commands} commands: {result.new_candidates} new candidates, "
                              f"{result.updated_candidates} seen again, {result.known} known "
                              f"procedures seen again, {result.learnings} failures learned",
-                       {**result.to_dict(), "processed_through": end}, alerts)
+                       {**result.to_dict(), "new_candidate_ids": result.procedure_ids, "processed_through": end}, alerts)
 
 
 def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> Any:
