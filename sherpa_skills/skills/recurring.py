@@ -16,12 +16,13 @@ import heapq
 import math
 import re
 import shlex
+from functools import lru_cache
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from difflib import SequenceMatcher
 from typing import Any, Iterable, Sequence
 
-from .shell_words import _SUBCOMMAND_TOOLS, classify, program_words, stages
+from .shell_words import _SUBCOMMAND_TOOLS, classify, program_words, words
 
 SLOT = "◻"
 _FLAG = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -102,22 +103,29 @@ def clean(commands: Sequence[Any], options: RecurringOptions) -> list[list[Any]]
     return runs
 
 
+def _similar(a: str, b: str, threshold: float) -> bool:
+    """difflib's ratio, behind its cheap upper bounds (most pairs of commands are far apart)."""
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    return matcher.real_quick_ratio() >= threshold and matcher.quick_ratio() >= threshold and matcher.ratio() >= threshold
+
+
 def _retry(before: str, after: str, threshold: float) -> bool:
     if before == after:
         return True
-    first_before, first_after = before.split()[:1], after.split()[:1]
-    if len(before.split()) == 1 and first_after and first_after[0] != before and first_after[0].startswith(before):
-        return True  # `gi`, then `git st`: Enter pressed too early
-    if abs(len(before) - len(after)) <= 2 and len(after) >= 5 and SequenceMatcher(None, before, after).ratio() >= 0.8 \
-            and program_words(before) != program_words(after):
-        return True  # `gi tst`, then `git st`: a typo, then the command meant
-    if first_before and first_after and first_before != first_after:
-        # `unlias ls` then `unalias ls`: the program name was mistyped
-        rest_same = before.split()[1:] == after.split()[1:]
-        return rest_same and SequenceMatcher(None, first_before[0], first_after[0]).ratio() >= 0.75
-    if program_words(before) != program_words(after) or classify(after) == "cd":
+    split_before, split_after = before.split(), after.split()
+    if not split_before or not split_after:
         return False
-    return SequenceMatcher(None, before, after).ratio() >= threshold and len(after.split()) == len(before.split()) and _flags(before) != _flags(after)
+    if len(split_before) == 1 and split_after[0] != before and split_after[0].startswith(before):
+        return True  # `gi`, then `git st`: Enter pressed too early
+    same_program = program_words(before) == program_words(after)
+    if abs(len(before) - len(after)) <= 2 and len(after) >= 5 and not same_program and _similar(before, after, 0.8):
+        return True  # `gi tst`, then `git st`: a typo, then the command meant
+    if split_before[0] != split_after[0]:
+        # `unlias ls` then `unalias ls`: the program name was mistyped
+        return split_before[1:] == split_after[1:] and _similar(split_before[0], split_after[0], 0.75)
+    if not same_program or len(split_after) != len(split_before) or classify(after) == "cd" or _flags(before) == _flags(after):
+        return False
+    return _similar(before, after, threshold)
 
 
 def _flags(command: str) -> tuple[str, ...]:
@@ -128,15 +136,11 @@ def _flags(command: str) -> tuple[str, ...]:
 
 
 def tokens(command: str) -> list[str] | None:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:
-        return None
+    found = words(command)
+    return None if found is None else list(found)
 
 
+@lru_cache(maxsize=65536)
 def shape(command: str) -> tuple[str, ...] | None:
     """Program, sub-command, flags and operators kept; every other word a slot."""
     words = tokens(command)
