@@ -113,6 +113,10 @@ def _child_env(extra: list[str]) -> dict[str, str]:
     return {n: os.environ[n] for n in names if n in os.environ}
 
 
+#: Public: replay's shell sessions start with the same environment as the shell action.
+child_env = _child_env
+
+
 def _resolve_cwd(cwd: str | None) -> str | None:
     if cwd is None:
         return None

@@ -12,7 +12,8 @@ from ..errors import UsageError
 from ..engine.registry import ActionContext, ActionResult, default_registry
 from .matcher import Matcher
 from .models import CapturedLearning, Execution, ProcedureStep
-from .runtime import render_command, run_step, skill_matcher, skill_store
+from .runtime import render_command, run_in_session, run_step, skill_matcher, skill_store
+from .shell_session import end_session, session_for
 from .scoring import REPLAY_THRESHOLD
 
 
@@ -117,10 +118,16 @@ def skill_run_step(args: NoArgs, ctx: ActionContext) -> ActionResult:
     view = ctx.view
     proc, index = view.get("procedure"), int(view.get("step_index") or 0)
     step = ProcedureStep(**proc["steps"][index])
-    outcome = run_step(step, view.get("rendered")[index], index + 1, view.get("cwd"))
+    # One shell for the whole replay: a step's `cd` and `export` hold for the steps after it.
+    env_names = sorted({n for s in proc["steps"] for n in s.get("env_vars", [])})
+    session, fresh = session_for(ctx.run_id or f"replay-{id(view)}", view.get("shell_cwd") or view.get("cwd"), env_names)
+    outcome = run_in_session(session, step, view.get("rendered")[index], index + 1)
     # One key per step: rewriting a growing list at every step would make each step cost more than the last.
     context: dict[str, Any] = {f"{STEP_RESULT}{index + 1}": outcome.to_dict(), "step_ok": outcome.passed, "step_index": index + 1,
-                               "more_steps": index + 1 < len(proc["steps"])}
+                               "more_steps": index + 1 < len(proc["steps"]), "shell_cwd": session.cwd}
+    if fresh and index and view.get("shell_cwd"):
+        context[f"{STEP_RESULT}{index + 1}"]["note"] = ("resumed in a new shell in the directory the last step left; "
+                                                       "variables exported by earlier steps are not carried over")
     if not outcome.passed:
         context["diverged_step"] = index + 1
         context["divergence"] = {
@@ -136,7 +143,8 @@ def skill_postconditions(args: NoArgs, ctx: ActionContext) -> ActionResult:
     proc = ctx.view.get("procedure")
     params = dict(ctx.view.get("params") or {})
     for check in proc.get("postconditions") or []:
-        outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0, ctx.view.get("cwd"))
+        outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0,
+                           ctx.view.get("shell_cwd") or ctx.view.get("cwd"))
         if not outcome.passed:
             divergence = {"step": None, "command": check, "reason": f"postcondition failed: {outcome.reason}",
                           "observed_output": (outcome.stdout + outcome.stderr)[-1500:]}
@@ -153,6 +161,8 @@ def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
     """Record how the replay ended; a divergence also becomes a defensive learning for planning."""
     store = skill_store(ctx.home)
     view = ctx.view
+    if ctx.run_id:
+        end_session(ctx.run_id)
     proc = view.get("procedure")
     divergence = view.get("divergence") or {}
     execution = store.record_execution(Execution(

@@ -82,14 +82,15 @@ class StepOutcome:
                 "duration_ms": self.duration_ms, "timed_out": self.timed_out}
 
 
-def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = None) -> StepOutcome:
-    """Run one rendered step in its own process group and validate it against what was recorded."""
-    from ..actions.shell import ShellArgs, run_shell
-    from ..engine.registry import ActionContext
+def run_in_session(session: Any, step: ProcedureStep, command: str, index: int) -> StepOutcome:
+    """Run one rendered step in the replay's shell session (its `cd` and `export` hold for later steps) and validate it."""
+    out = session.run(command, step.timeout_secs, 20_000, cwd=step.cwd)
+    result = {"exit_code": out.exit_code, "stdout": out.stdout, "stderr": out.stderr, "timed_out": out.timed_out,
+              "duration_ms": out.duration_ms}
+    return _validated(step, command, index, result)
 
-    args = ShellArgs(command=command, cwd=step.cwd or cwd, timeout_secs=step.timeout_secs, env=step.env_vars,
-                     max_output_chars=20_000)
-    out = run_shell(args, ActionContext(view=None, state="replay", tick=index)).outputs
+
+def _validated(step: ProcedureStep, command: str, index: int, out: dict[str, Any]) -> StepOutcome:
     reason = None
     if out["timed_out"]:
         reason = f"timed out after {step.timeout_secs:g} s"
@@ -99,3 +100,14 @@ def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = No
         reason = f"output does not match /{step.expected_output_pattern}/"
     return StepOutcome(index, command, out["exit_code"], reason is None, reason, out["stdout"], out["stderr"],
                        out["duration_ms"], out["timed_out"])
+
+
+def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = None) -> StepOutcome:
+    """Run one rendered step in its own process group and validate it against what was recorded."""
+    from ..actions.shell import ShellArgs, run_shell
+    from ..engine.registry import ActionContext
+
+    args = ShellArgs(command=command, cwd=step.cwd or cwd, timeout_secs=step.timeout_secs, env=step.env_vars,
+                     max_output_chars=20_000)
+    out = run_shell(args, ActionContext(view=None, state="replay", tick=index)).outputs
+    return _validated(step, command, index, out)
