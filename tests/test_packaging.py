@@ -92,6 +92,21 @@ class TestStartup:
         env = {k: v for k, v in os.environ.items() if k != "SHERPA_SKILLS_SCRIPTED_VIA"}
         assert "litellm" in _heavy_modules_after(code, env)
 
+    def test_litellm_counts_tokens_offline_without_hf_hub_offline(self, tmp_path: Path) -> None:
+        """No process-wide HF_HUB_OFFLINE is needed: litellm as we load it never asks the Hugging Face hub for a tokenizer."""
+        code = ("import sys\n"
+                "def tripwire(event, args):\n"
+                "    if event == 'socket.getaddrinfo' and args[0] not in ('127.0.0.1', 'localhost', '::1'):\n"
+                "        raise RuntimeError(f'network use: {args[0]}')\n"
+                "sys.addaudithook(tripwire)\n"
+                "from sherpa_skills.llm._litellm import load_litellm\n"
+                "litellm = load_litellm()\n"
+                "for model in ('meta-llama/Llama-2-7b-chat-hf', 'huggingface/meta-llama/Llama-3.1-8B-Instruct', 'cohere/command-r'):\n"
+                "    assert litellm.token_counter(model=model, messages=[{'role': 'user', 'content': 'hello there'}]) > 0\n"
+                "assert 'huggingface_hub' not in sys.modules")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")} | {"HOME": str(tmp_path)}
+        assert "litellm" in _heavy_modules_after(code, env)
+
     def test_import_leaves_the_environment_alone(self) -> None:
         """No HF_HUB_OFFLINE, LITELLM_* or ORT_* set for the whole process just by importing the package."""
         code = ("import os; before = dict(os.environ); import sherpa_skills, sherpa_skills.cli.main;"
