@@ -5,15 +5,11 @@ The public surface is `__all__`; names load on first use so `import sherpa_skill
 
 from __future__ import annotations
 
-import os as _os
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING, Any
 
-# litellm fetches a model cost map at import unless told not to; nothing here reaches the internet.
-_os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-_os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-__version__ = "0.1.0"
+# Importing the package changes no environment variable: litellm's offline settings are made where litellm is
+# imported (llm/_litellm.py), onnxruntime's where onnxruntime is (semantic/embeddings.py).
 
 from . import _moved  # noqa: E402  (old module paths keep importing for one release)
 
@@ -41,6 +37,8 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # from the installed metadata, read on first use
+        return _import_module(".data", __name__).package_version()
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'sherpa_skills' has no attribute '{name}'")

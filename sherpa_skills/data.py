@@ -25,3 +25,14 @@ def data_file(folder: str, relative: str) -> Path:
         available = sorted(p.relative_to(data_dir(folder)).as_posix() for p in data_dir(folder).rglob("*") if p.is_file())
         raise UsageError(f"no '{relative}' in {folder}/; available: {', '.join(available) or 'none'}")
     return path
+
+
+@lru_cache(maxsize=None)
+def package_version() -> str:
+    """The installed distribution's version (pyproject.toml is the one source); read on demand, it costs ~50 ms."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sherpa-skills")
+    except PackageNotFoundError:  # a source tree on sys.path without an install
+        return "0+unknown"

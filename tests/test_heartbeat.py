@@ -9,12 +9,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sherpa_skills.cli import main
+from sherpa_skills.errors import UsageError
 from sherpa_skills.heartbeat.runner import parse_every, run_every, run_once
 from sherpa_skills.heartbeat.state import HeartbeatState
 from sherpa_skills.skills.models import CapturedProcedure, Execution, ProcedureStep
@@ -203,9 +205,41 @@ def test_every_runs_on_a_schedule(home: Path) -> None:
     waits: list[float] = []
     assert run_every(home, 60, reports.append, sleep=waits.append, max_runs=2) == 2
     assert [r["status"] for r in reports] == ["ran", "ran"] and len(waits) == 1 and 0 < waits[0] <= 60
-    assert parse_every("1h30m") == 5400 and parse_every("45s") == 45
-    with pytest.raises(Exception, match="not a duration"):
+    assert parse_every("1h30m").seconds == 5400 and parse_every("45s").seconds == 45
+    with pytest.raises(UsageError, match="not a duration"):
         parse_every("soon")
+
+
+class TestCronSchedule:
+    """`--every` also takes cron expressions (croniter), in local time: heartbeats start at the times they name."""
+
+    def test_heartbeats_start_at_the_cron_times(self, home: Path) -> None:
+        """At 12:03 local, '*/5 * * * *' waits until 12:05 for the first run, then until 12:10 for the next."""
+        now = [datetime(2026, 3, 2, 12, 3, 0).astimezone().timestamp()]
+        waits: list[float] = []
+
+        def fake_sleep(seconds: float) -> None:
+            waits.append(seconds)
+            now[0] += seconds
+
+        reports: list[dict[str, Any]] = []
+        assert run_every(home, parse_every("*/5 * * * *"), reports.append, sleep=fake_sleep, max_runs=2, clock=lambda: now[0]) == 2
+        assert waits == [120.0, 300.0] and [r["status"] for r in reports] == ["ran", "ran"]
+
+    def test_named_schedules_and_fields_are_accepted(self) -> None:
+        for text in ("@hourly", "@daily", "0 9 * * 1-5", "*/15 * * * *"):
+            schedule = parse_every(text)
+            assert schedule.cron == text and schedule.seconds is None
+
+    @pytest.mark.parametrize("text", ["61 * * * *", "* * * * * * * *", "@sometimes", "*/0 * * * *", "0 9 * * mon-xyz"])
+    def test_a_bad_cron_expression_is_refused_naming_it(self, text: str) -> None:
+        with pytest.raises(UsageError, match=r"--every .* is not a valid cron expression"):
+            parse_every(text)
+
+    def test_the_cli_refuses_a_bad_schedule_with_exit_2(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main(["heartbeat", "--every", "61 * * * *", "--home", str(home)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("sherpa-skills: --every '61 * * * *' is not a valid cron expression") and "Traceback" not in err
 
 
 def test_sessions_import_mines_what_it_imported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

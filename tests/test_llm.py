@@ -1,4 +1,8 @@
-"""sherpa_skills.llm.call through real litellm, offline, with the scripted stand-in as the provider."""
+"""sherpa_skills.llm.call offline, with the scripted stand-in: through real litellm as a custom provider, and in-process.
+
+Every test runs on both routes (`SHERPA_SKILLS_SCRIPTED_VIA=litellm` and the default `direct`), so the shortcut that
+spares offline runs the litellm import cannot drift from the path a real model takes.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.errors import ModelError
-from sherpa_skills.llm.call import MODEL_ENV, Completion, acomplete, complete, resolve_model
+from sherpa_skills.llm.call import MODEL_ENV, SCRIPTED_VIA_ENV, Completion, acomplete, complete, needs_litellm, resolve_model, warm_up
 from sherpa_skills.testing import estimate_tokens, reset_scripts, scripted_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +28,12 @@ answers:
     respond: "only once"
     times: 1
 """
+
+
+@pytest.fixture(autouse=True, params=["litellm", "direct"])
+def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(SCRIPTED_VIA_ENV, request.param)
+    return request.param
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +54,7 @@ def ask(text: str) -> list[dict]:
     return [{"role": "system", "content": "Pick a transition."}, {"role": "user", "content": text}]
 
 
-def test_complete_answers_through_litellm(script):
+def test_complete_answers(script):
     answer = complete(ask("please approve"), scripted_model(script))
     assert isinstance(answer, Completion)
     assert answer.text == '{"trigger": "approve", "args": {}}'
@@ -52,7 +62,7 @@ def test_complete_answers_through_litellm(script):
     assert answer.cost == 0.0
 
 
-async def test_acomplete_answers_through_litellm(script):
+async def test_acomplete_answers(script):
     answer = await acomplete(ask("please deny"), scripted_model(script))
     assert answer.text == '{"trigger": "deny", "args": {}}'
 
@@ -80,7 +90,7 @@ def test_times_exhaustion_becomes_model_error(script):
         complete(ask("once"), model)
 
 
-def test_no_match_is_a_model_error_naming_model_script_and_prompt(script):
+def test_no_match_is_a_model_error_naming_model_script_and_prompt(script, route):
     prompt = "something unexpected " + "y" * 300
     with pytest.raises(ModelError) as caught:
         complete(ask(prompt), scripted_model(script))
@@ -90,7 +100,7 @@ def test_no_match_is_a_model_error_naming_model_script_and_prompt(script):
     assert prompt[:200] in message
     assert "Traceback" not in message
     assert caught.value.__cause__ is not None
-    assert type(caught.value.__cause__).__module__.startswith("litellm")
+    assert type(caught.value.__cause__).__module__.startswith("litellm" if route == "litellm" else "sherpa_skills.llm.scripted")
 
 
 async def test_async_no_match_is_a_model_error(script):
@@ -182,3 +192,38 @@ def test_resolve_model_without_any_says_how_to_configure(monkeypatch):
 def test_importing_llm_does_not_import_litellm():
     code = "import sherpa_skills.llm.call, sys; assert 'litellm' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)
+
+
+class TestRoutes:
+    """The stand-in answers in-process unless told to go through litellm; real models always need litellm."""
+
+    def test_direct_route_answers_without_importing_litellm(self, script, route):
+        """In a fresh interpreter, a scripted answer on the default route leaves litellm unimported."""
+        code = ("import sys; from sherpa_skills.llm.call import complete;"
+                f"a = complete([{{'role': 'user', 'content': 'approve'}}], 'scripted/{script}');"
+                "print(a.text, a.prompt_tokens, 'litellm' in sys.modules)")
+        env = {k: v for k, v in __import__("os").environ.items() if k != SCRIPTED_VIA_ENV}
+        if route == "litellm":
+            env[SCRIPTED_VIA_ENV] = "litellm"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env, timeout=120).stdout
+        assert out.splitlines()[-1].split() == ['{"trigger":', '"approve",', '"args":', '{}}', "1", str(route == "litellm")]
+
+    def test_both_routes_give_the_same_completion(self, script, monkeypatch):
+        """Text, token counts, cost and model string agree between the in-process answer and litellm's."""
+        answers = {}
+        for via in ("litellm", "direct"):
+            monkeypatch.setenv(SCRIPTED_VIA_ENV, via)
+            reset_scripts()
+            answers[via] = complete(ask("please approve, and " + "x" * 50), scripted_model(script))
+        assert answers["litellm"] == answers["direct"]
+
+    def test_unknown_route_is_refused_naming_the_variable(self, script, monkeypatch):
+        monkeypatch.setenv(SCRIPTED_VIA_ENV, "carrier-pigeon")
+        with pytest.raises(ModelError, match=f"{SCRIPTED_VIA_ENV}='carrier-pigeon'.*direct, litellm"):
+            complete(ask("approve"), scripted_model(script))
+
+    def test_which_models_need_litellm(self, route):
+        assert needs_litellm("openai/gpt-4o-mini")
+        assert needs_litellm("scripted/answers.yaml") is (route == "litellm")
+        assert not needs_litellm(None) and not needs_litellm("  ")
+        assert not warm_up(None)  # nothing to warm for no model

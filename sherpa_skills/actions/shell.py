@@ -189,18 +189,14 @@ def _group_alive(pgid: int) -> bool:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):  # PermissionError: the id now names someone else's group
         return False
-    if not os.path.isdir("/proc/self"):  # pragma: no cover - no procfs: a zombie looks alive, SIGKILL is harmless
-        return True
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    import psutil  # portable process table (Linux /proc, macOS, BSD); imported only when a command is killed
+
+    for pid in psutil.pids():
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            if os.getpgid(pid) == pgid and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, psutil.Error):
             continue  # gone meanwhile
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
     return False
 
 

@@ -104,18 +104,6 @@ def _member(file: str, name: str | None, subscribe: list[str] | None) -> tuple[s
     return name or workflow.spec.name, workflow, list(subscribe or [])
 
 
-def _warm_llm(workflow: Any) -> None:
-    """Import litellm (seconds) in the background while waiting for the first event, when the agent will call a model."""
-    spec = workflow.spec
-    if spec.policy.type not in ("llm", "chain") and '"name":"llm"' not in spec.model_dump_json():
-        return
-    import threading
-
-    from ..llm.call import _litellm
-
-    threading.Thread(target=_litellm, name="sherpa-warm-llm", daemon=True).start()
-
-
 def cmd_agent(args: argparse.Namespace) -> int:
     """Serve one agent from the Redis bus until --max-events, --idle-exit or SIGTERM/SIGINT."""
     from ..agents.service import AgentService
@@ -135,7 +123,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     streams = service.start()
-    _warm_llm(workflow)
+    workflow.warm_up(args.model)  # litellm loads (seconds) while the agent waits for its first event
     sys.stderr.write(f"agent {name} ready (consumer {service.consumer}; group {name} on {', '.join(streams)})\n")
     sys.stderr.flush()
     result = service.serve(max_events=args.max_events, idle_exit=args.idle_exit)

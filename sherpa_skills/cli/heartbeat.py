@@ -58,9 +58,9 @@ def cmd_heartbeat(args: argparse.Namespace) -> int:
             _show(console, report)
 
     if args.every:
-        seconds = parse_every(args.every)
+        schedule = parse_every(args.every)
         try:
-            run_every(home, seconds, show, args.watch)
+            run_every(home, schedule, show, args.watch)
         except KeyboardInterrupt:
             console.print("heartbeat scheduler stopped")
         return EXIT_OK
@@ -77,7 +77,8 @@ def add_heartbeat_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("what", nargs="?", choices=["run", "report"], default="run")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="one heartbeat (the default)")
-    mode.add_argument("--every", metavar="DURATION", help="a heartbeat every DURATION (30m, 1h…) in the foreground; Ctrl-C stops")
+    mode.add_argument("--every", metavar="WHEN", help="heartbeats in the foreground every DURATION (30m, 1h…) or on a cron "
+                                                      "expression ('*/15 * * * *', @hourly; local time); Ctrl-C stops")
     p.add_argument("--watch", action="append", default=[], metavar="PATH", help="also read these session paths this time")
     p.add_argument("--last", type=int, default=1, help="with `report`: how many reports")
     p.add_argument("--json", action="store_true")

@@ -14,9 +14,23 @@ from .runs import cmd_demo, cmd_graph, cmd_resume, cmd_run, cmd_runs, cmd_show, 
 from .tools import cmd_tools_relevant
 
 
+class _VersionAction(argparse.Action):
+    """`--version` from the installed metadata, read only when asked (importlib.metadata costs ~50 ms)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, default: str = argparse.SUPPRESS,
+                 help: str = "show the version and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option_string: str | None = None) -> None:
+        from ..data import package_version
+
+        sys.stdout.write(f"{parser.prog} {package_version()}\n")  # stdout, as argparse's own version action does
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sherpa-skills", description="A hierarchical state-machine agent runtime that learns procedures.")
-    parser.add_argument("--version", action="version", version="%(prog)s 0.1.0")
+    parser.add_argument("--version", action=_VersionAction)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", help="state folder (default: $SHERPA_SKILLS_HOME or ~/.sherpa-skills)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -77,6 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return run_team(args)
     workflow = load_workflow(workflow_file(args.file))
+    workflow.warm_up(args.model)  # a real model: litellm loads in the background while the first steps run
     store, home = _open_store(args)
     agent = workflow.agent(store=store, model=args.model, max_steps=args.max_steps)
     inputs = parse_assignments(args.input)
@@ -95,6 +96,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     workflow = load_workflow(args.file or row.workflow_path)
     if spec_hash(workflow.machine) != row.spec_hash and not args.allow_changed:
         raise UsageError(f"workflow '{row.workflow_path}' changed since run {row.run_id} started; pass --allow-changed to resume with the new definition")
+    workflow.warm_up(args.model)
     agent = Agent.resume(store, row.run_id, workflow.machine, workflow.policy, rerun_interrupted=not args.no_rerun_interrupted,
                          base_dir=workflow.base_dir, model=args.model)
     inputs = parse_assignments(args.input)

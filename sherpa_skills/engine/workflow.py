@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 from .compiler import CompiledMachine, compile_machine
 from ..data import data_dir
 from ..errors import Problem, WorkflowError
+from ..llm.call import MODEL_ENV
 from ..policy.base import ChainPolicy, NoPolicy, Policy
 from .registry import Registry, default_registry, load_builtins
 from .spec import WorkflowSpec
@@ -31,6 +33,17 @@ class Workflow:
     @property
     def base_dir(self) -> Path:
         return self.path.parent if self.path else Path.cwd()
+
+    @property
+    def uses_llm(self) -> bool:
+        """Whether runs may call a model: an LLM or chain policy, or an `llm` action anywhere in the machine."""
+        return self.spec.policy.type in ("llm", "chain") or '"name":"llm"' in self.spec.model_dump_json()
+
+    def warm_up(self, model: str | None = None) -> bool:
+        """Start importing litellm in the background when runs will need it (a real model); True if started."""
+        from ..llm.call import warm_up
+
+        return self.uses_llm and warm_up(model or self.spec.llm.model or os.environ.get(MODEL_ENV))
 
     def agent(self, **kwargs: Any) -> Any:
         """An Agent for this workflow; any Agent keyword (policy, store, model, home…) overrides the workflow's."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
@@ -45,28 +47,68 @@ def _release(home: Path, run_id: str) -> None:
         state.close()
 
 
-def parse_every(text: str) -> float:
-    """`30m`, `90s`, `2h`, `1h30m` → seconds."""
-    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([smhd])", text.strip().lower())
-    if not parts or "".join(f"{n}{u}" for n, u in parts) != re.sub(r"\s+", "", text.strip().lower()):
-        raise UsageError(f"--every '{text}' is not a duration like 30m, 90s, 2h or 1h30m")
+@dataclass(frozen=True)
+class Schedule:
+    """When `--every` starts heartbeats: a fixed period from each start, or the times a cron expression names."""
+
+    text: str
+    seconds: float | None = None
+    cron: str | None = None
+
+    def first_start(self, now: float) -> float:
+        """A period starts at once; a cron schedule at its next matching time, as cron would."""
+        return now if self.cron is None else self._next_cron(now)
+
+    def next_start(self, last_start: float, now: float) -> float:
+        if self.cron is None:
+            return last_start + (self.seconds or 0.0)
+        return self._next_cron(max(now, last_start))
+
+    def _next_cron(self, after: float) -> float:
+        from croniter import croniter
+
+        return float(croniter(self.cron, datetime.fromtimestamp(after).astimezone()).get_next(float))
+
+
+_CRON_HINT = "a duration like 30m, 90s, 2h or 1h30m, or a cron expression like '*/15 * * * *' or @hourly"
+
+
+def parse_every(text: str) -> Schedule:
+    """`30m`, `90s`, `2h`, `1h30m` → a period; five cron fields (local time) or `@hourly`/`@daily`… → a cron schedule."""
+    spec = text.strip()
+    if spec.startswith("@") or len(spec.split()) >= 5:
+        from croniter import croniter
+
+        if not croniter.is_valid(spec):
+            raise UsageError(f"--every '{text}' is not a valid cron expression; use {_CRON_HINT}")
+        return Schedule(text=spec, cron=spec)
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([smhd])", spec.lower())
+    if not parts or "".join(f"{n}{u}" for n, u in parts) != re.sub(r"\s+", "", spec.lower()):
+        raise UsageError(f"--every '{text}' is not {_CRON_HINT}")
     seconds = sum(float(n) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[u] for n, u in parts)
     if seconds < 1:
         raise UsageError("--every must be at least 1s")
-    return seconds
+    return Schedule(text=spec, seconds=seconds)
 
 
-def run_every(home: Path, seconds: float, on_report: Callable[[dict[str, Any]], None], watch: list[str] | None = None,
-              sleep: Callable[[float], None] = time.sleep, max_runs: int | None = None) -> int:
-    """A foreground scheduler: a heartbeat every `seconds`, until Ctrl-C (or `max_runs`)."""
+def run_every(home: Path, schedule: Schedule | float, on_report: Callable[[dict[str, Any]], None], watch: list[str] | None = None,
+              sleep: Callable[[float], None] = time.sleep, max_runs: int | None = None,
+              clock: Callable[[], float] = time.time) -> int:
+    """A foreground scheduler: heartbeats on `schedule` (a Schedule, or a period in seconds), until Ctrl-C (or `max_runs`)."""
+    if not isinstance(schedule, Schedule):
+        schedule = Schedule(text=f"{schedule}s", seconds=float(schedule))
     runs = 0
+    start = schedule.first_start(clock())
     while max_runs is None or runs < max_runs:
-        started = time.monotonic()
+        wait = start - clock()
+        if wait > 0:
+            sleep(wait)
+        started = clock()
         on_report(run_once(home, watch))
         runs += 1
         if max_runs is not None and runs >= max_runs:
             break
-        sleep(max(0.0, seconds - (time.monotonic() - started)))
+        start = schedule.next_start(started, clock())
     return runs
 
 

@@ -41,16 +41,14 @@ class LockOutcome:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the lock holder's process still runs; a zombie holds no lock."""
+    import psutil
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
-        return True
-    try:  # a zombie holds no lock
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
+    except psutil.Error:  # AccessDenied: someone else's live process
         return True
 
 

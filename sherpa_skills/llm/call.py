@@ -1,4 +1,9 @@
-"""The one place sherpa-skills calls an LLM: litellm, imported on first use, errors as ModelError."""
+"""The one place sherpa-skills calls an LLM: litellm, imported on first use, errors as ModelError.
+
+The scripted stand-in (`scripted/PATH.yaml`) answers in-process without importing litellm, which saves seconds of
+start-up on every offline run; `SHERPA_SKILLS_SCRIPTED_VIA=litellm` sends it through litellm as a custom provider,
+the same path a real model takes (the tests drive both and hold them to the same answers).
+"""
 
 from __future__ import annotations
 
@@ -12,11 +17,15 @@ from typing import Any
 import structlog
 
 from ..errors import ModelError
+from ._litellm import load_litellm, warm_up as start_warm_up
 
-__all__ = ["MODEL_ENV", "SCRIPTED_PREFIX", "Completion", "acomplete", "complete", "resolve_model"]
+__all__ = ["MODEL_ENV", "SCRIPTED_PREFIX", "SCRIPTED_VIA_ENV", "Completion", "acomplete", "complete", "needs_litellm",
+           "resolve_model", "warm_up"]
 
 MODEL_ENV = "SHERPA_SKILLS_MODEL"
 SCRIPTED_PREFIX = "scripted/"
+SCRIPTED_VIA_ENV = "SHERPA_SKILLS_SCRIPTED_VIA"
+_SCRIPTED_ROUTES = ("direct", "litellm")
 
 log = structlog.get_logger(__name__)
 
@@ -26,7 +35,6 @@ _MODEL_HINT = (
 )
 
 _lock = threading.Lock()
-_litellm_module: ModuleType | None = None
 _scripted_handler: Any = None
 
 
@@ -63,6 +71,8 @@ def complete(
     base_dir: Path | str | None = None,
 ) -> Completion:
     """Ask the model once, synchronously."""
+    if _scripted_direct(model):
+        return _scripted_completion(messages, model, base_dir)
     litellm, model, kwargs = _prepare(messages, model, response_format, temperature, max_tokens, base_dir)
     try:
         try:
@@ -86,6 +96,8 @@ async def acomplete(
     base_dir: Path | str | None = None,
 ) -> Completion:
     """Ask the model once, without blocking the event loop."""
+    if _scripted_direct(model):  # reads one small cached file: nothing to await
+        return _scripted_completion(messages, model, base_dir)
     litellm, model, kwargs = _prepare(messages, model, response_format, temperature, max_tokens, base_dir)
     try:
         try:
@@ -141,19 +153,42 @@ def _scripted_model_string(model: str, base_dir: Path | str | None) -> str:
 
 def _litellm() -> ModuleType:
     """Import and quieten litellm on first use (the import costs seconds and must stay offline)."""
-    global _litellm_module
-    if _litellm_module is None:
-        with _lock:
-            if _litellm_module is None:
-                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-                import litellm
+    return load_litellm()
 
-                litellm.disable_hf_tokenizer_download = True
-                litellm.suppress_debug_info = True
-                if hasattr(litellm, "telemetry"):
-                    litellm.telemetry = False
-                _litellm_module = litellm
-    return _litellm_module
+
+def _scripted_route() -> str:
+    route = os.environ.get(SCRIPTED_VIA_ENV, "").strip().lower() or "direct"
+    if route not in _SCRIPTED_ROUTES:
+        raise ModelError(f"{SCRIPTED_VIA_ENV}={route!r} is not a route; use one of: {', '.join(_SCRIPTED_ROUTES)} (or unset it)")
+    return route
+
+
+def _scripted_direct(model: str) -> bool:
+    """True when the stand-in answers in-process, without litellm."""
+    return bool(model) and model.strip().startswith(SCRIPTED_PREFIX) and _scripted_route() == "direct"
+
+
+def needs_litellm(model: str | None) -> bool:
+    """Whether calls to this model import litellm: every real model, and the stand-in when routed through it."""
+    return bool(model and model.strip()) and not _scripted_direct(model or "")
+
+
+def warm_up(model: str | None) -> bool:
+    """Start importing litellm in the background when calls to `model` will need it; True if this started it."""
+    return needs_litellm(model) and start_warm_up()
+
+
+def _scripted_completion(messages: list[dict], model: str, base_dir: Path | str | None) -> Completion:
+    """The stand-in's answer, counted exactly as its litellm provider counts it; script errors as ModelError."""
+    from .scripted import answer_with_usage
+
+    model = _scripted_model_string(model.strip(), base_dir)
+    try:
+        text, prompt_tokens, completion_tokens = answer_with_usage(model[len(SCRIPTED_PREFIX):], messages)
+    except ModelError as exc:
+        raise _model_error(model, exc) from exc
+    log.debug("llm_completion", model=model, tokens=prompt_tokens + completion_tokens, cost=0.0)
+    return Completion(text, prompt_tokens, completion_tokens, 0.0, model)
 
 
 def _ensure_scripted_provider(litellm: ModuleType) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "Script",
     "ScriptError",
     "ScriptedModel",
+    "answer_with_usage",
     "estimate_tokens",
     "load_script",
     "make_scripted_model",
@@ -141,6 +142,13 @@ def script_answer(path: str | Path, messages: list[dict]) -> str:
     )
 
 
+def answer_with_usage(path: str | Path, messages: list[dict]) -> tuple[str, int, int]:
+    """The scripted text with its prompt and completion token counts: what both routes (in-process, litellm) report."""
+    text = script_answer(path, messages)
+    prompt = "\n".join(_text(m.get("content")) for m in messages)
+    return text, estimate_tokens(prompt), estimate_tokens(text)
+
+
 def make_scripted_model() -> Any:
     """A fresh ``ScriptedModel`` handler for ``litellm.custom_provider_map`` (imports litellm)."""
     return _scripted_model_class()()
@@ -156,6 +164,9 @@ def __getattr__(name: str) -> Any:
 @cache
 def _scripted_model_class() -> type:
     """Build the litellm handler class; litellm is imported here, never at module import."""
+    from ._litellm import load_litellm
+
+    load_litellm()  # configured (offline cost map, quiet) before any part of litellm loads
     from litellm.llms.custom_llm import CustomLLM, CustomLLMError
     from litellm.types.utils import Usage
 
@@ -170,12 +181,10 @@ def _scripted_model_class() -> type:
 
         def _answer(self, model: str, messages: list[dict], response: Any) -> Any:
             try:
-                text = script_answer(model, messages)
+                text, prompt_tokens, completion_tokens = answer_with_usage(model, messages)
             except ScriptError as exc:
                 # A 4xx CustomLLMError reaches the caller as a plain BadRequestError, not a "bug in LiteLLM" report.
                 raise CustomLLMError(status_code=400, message=str(exc)) from exc
-            prompt = "\n".join(_text(m.get("content")) for m in messages)
-            prompt_tokens, completion_tokens = estimate_tokens(prompt), estimate_tokens(text)
             response.choices[0].message.content = text
             response.choices[0].finish_reason = "stop"
             response.model = f"{PROVIDER}/{model}"

