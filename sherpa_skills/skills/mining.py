@@ -14,11 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..redact import redact
+from ..sessions import is_truncated
 from .capture_actions import is_no_op, program
 from .models import CapturedLearning, CapturedProcedure, ProcedureStep
 from .store import SkillStore, step_signature
 
 _SPACE = re.compile(r"\s+")
+#: Longest procedure key put in the automaton. pyahocorasick frees its trie recursively, and a ~500 KB key overflowed
+#: the C stack (SIGSEGV on every later import and heartbeat); sessions cut commands at 16 KB, older homes may hold more.
+KEY_LIMIT = 64 * 1024
 
 
 @dataclass
@@ -59,15 +63,18 @@ def segments(commands: Sequence[Any], options: MiningOptions) -> Iterable[list[A
         session.sort(key=lambda c: (c.timestamp is None, c.timestamp or 0.0, c.seq))
         current: list[Any] = []
         for c in session:
+            # A command stored cut short cannot be replayed: the sequence is broken there, as by a failure.
+            cut = is_truncated(c.command)
             breaks = (
-                c.outcome in ("failure", "rejected")
+                cut
+                or c.outcome in ("failure", "rejected")
                 or (current and c.cwd != current[-1].cwd)
                 or (current and c.timestamp and current[-1].timestamp and c.timestamp - current[-1].timestamp > options.gap_secs)
             )
             if breaks and current:
                 yield current
                 current = []
-            if c.outcome not in ("failure", "rejected"):
+            if not cut and c.outcome not in ("failure", "rejected"):
                 current.append(c)
         if current:
             yield current
@@ -148,8 +155,12 @@ class KnownProcedures:
 
         self.automaton = ahocorasick.Automaton()
         count = 0
+        self.skipped = 0  # procedures too long to index; find_by_signature still finds them
         for p in store.iter_procedures():
             key = "\n" + "\n".join(normalise(_unwrap(s.command)) for s in p.steps) + "\n"
+            if len(key) > KEY_LIMIT:
+                self.skipped += 1
+                continue
             self.automaton.add_word(key, p.id)
             count += 1
         if count:
