@@ -134,3 +134,74 @@ def test_an_action_killed_mid_flight_is_reported_and_rerun_only_when_allowed(tmp
     result = json.loads(stdout)
     assert result["status"] == "final"
     assert [i["action"] for i in result["interrupted"]] == ["shell"]
+
+
+TWO_ACTIONS = """
+name: two
+inputs:
+  out: {required: true}
+initial: busy
+states:
+  busy:
+    on_enter:
+      - shell: {command: "echo first >> {{ out }}"}
+      - set: {between: 1}
+      - shell: {command: "echo second >> {{ out }}; test -f {{ out }}.again || (touch {{ out }}.again && sleep 30)", timeout_secs: 60}
+      - shell: {command: "echo third >> {{ out }}"}
+  done: {final: true}
+transitions:
+  - {trigger: finished, source: busy, dest: done}
+"""
+
+
+@pytest.mark.slow
+def test_a_completed_action_never_runs_again_after_a_crash_in_the_same_tick(tmp_path: Path) -> None:
+    """Killed during the second shell action of a state: on resume the first is not re-run, only the second is interrupted."""
+    home, out = tmp_path / "home", tmp_path / "out.txt"
+    workflow = tmp_path / "two.yaml"
+    workflow.write_text(TWO_ACTIONS)
+    proc = cli("run", str(workflow), "--input", f"out={out}", home=home)
+    deadline = time.time() + 30
+    while not Path(f"{out}.again").exists() and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with sqlite3.connect(home / "store.db") as conn:
+        run_id = conn.execute("SELECT run_id FROM runs").fetchone()[0]
+
+    resumed = cli("resume", run_id, "--json", home=home)
+    stdout, stderr = resumed.communicate(timeout=60)
+    assert resumed.returncode == 0, stderr
+    result = json.loads(stdout)
+    assert result["status"] == "final"
+    assert [i["action"] for i in result["interrupted"]] == ["shell"], "only the action in flight is reported"
+    assert result["context"]["between"] == 1
+    assert out.read_text().split() == ["first", "second", "second", "third"], "the first action ran once, the second at least once"
+    with sqlite3.connect(home / "store.db") as conn:
+        logged = [json.loads(r[0])["command"] for r in conn.execute(
+            "SELECT inputs FROM run_log WHERE run_id = ? AND action = 'shell' ORDER BY id", (run_id,))]
+    assert [c.split()[1] for c in logged] == ["first", "second", "third"], "each action is logged once"
+
+
+@pytest.mark.slow
+def test_a_completed_action_is_not_rerun_after_a_crash_in_a_decided_tick(tmp_path: Path) -> None:
+    """The same for a transition's actions: the resumed tick follows the recorded trigger and skips what completed."""
+    home, out = tmp_path / "home", tmp_path / "out.txt"
+    workflow = tmp_path / "tick.yaml"
+    workflow.write_text(TWO_ACTIONS.replace("    on_enter:\n", "    on_exit:\n").replace(
+        "  busy:\n", "  start:\n    {}\n  busy:\n").replace("initial: busy", "initial: start").replace(
+        "transitions:\n", "transitions:\n  - {trigger: go, source: start, dest: busy}\n"))
+    proc = cli("run", str(workflow), "--input", f"out={out}", home=home)
+    deadline = time.time() + 30
+    while not Path(f"{out}.again").exists() and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with sqlite3.connect(home / "store.db") as conn:
+        run_id = conn.execute("SELECT run_id FROM runs").fetchone()[0]
+    resumed = cli("resume", run_id, "--json", home=home)
+    stdout, stderr = resumed.communicate(timeout=60)
+    assert resumed.returncode == 0, stderr
+    result = json.loads(stdout)
+    assert result["status"] == "final" and result["steps"] == 2
+    assert out.read_text().split() == ["first", "second", "second", "third"]
