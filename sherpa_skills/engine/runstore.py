@@ -14,7 +14,7 @@ from .belief import Belief, LogEntry, TrajectoryEntry
 from ..errors import StoreError
 from ..home import store_path
 from ..redact import redact_value
-from ..sqlite_db import Checkpointer, connect, execute_script, migrate
+from ..sqlite_db import Checkpointer, connect, execute_script, migrate, prefix_matches
 
 
 def m001_runs(conn: sqlite3.Connection) -> None:
@@ -236,11 +236,13 @@ class RunStore:
             "SELECT run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated"
             " FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
-            matches = [r[0] for r in self.conn.execute("SELECT run_id FROM runs WHERE run_id LIKE ? LIMIT 3", (run_id + "%",))]
+            matches = prefix_matches(self.conn, "runs", "run_id", run_id)
             if len(matches) == 1:
                 return self.get_run(matches[0])
-            hint = f"; did you mean {', '.join(matches)}?" if matches else "; `sherpa-skills runs` lists them"
-            raise StoreError(f"no run '{run_id}' in {self.path}{hint}")
+            if matches:
+                raise StoreError(f"run id prefix '{run_id}' is ambiguous: {', '.join(matches[:3])}{', …' if len(matches) > 3 else ''}; "
+                                 "give more characters")
+            raise StoreError(f"no run '{run_id}' in {self.path}; `sherpa-skills runs` lists them")
         return RunRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8], json.loads(row[9]), row[10], row[11])
 
     def load_belief(self, run_id: str) -> Belief:

@@ -15,6 +15,7 @@ from ..errors import Problem, WorkflowError
 from ..policy.base import ChainPolicy, NoPolicy, Policy
 from .registry import Registry, default_registry, load_builtins
 from .spec import WorkflowSpec
+from .transitions_form import normalise
 from ..yaml_source import Located, load_yaml_file, load_yaml_text
 
 
@@ -41,6 +42,28 @@ class Workflow:
         kwargs.setdefault("workflow_path", str(self.path) if self.path else None)
         kwargs.setdefault("registry", self.registry)
         return Agent(self.machine, policy, **kwargs)
+
+
+def _strip_unknown_keys(data: Any, exc: ValidationError) -> Any | None:
+    """A copy of `data` without the unknown keys `exc` names, so the rest can still be checked; None when other
+    problems remain (a missing or mistyped value would make every later check guess)."""
+    import copy
+
+    if any(err["type"] != "extra_forbidden" for err in exc.errors()):
+        return None
+    data = copy.deepcopy(data)
+    for err in exc.errors():
+        *parents, key = err["loc"]
+        node = data
+        for part in parents:
+            try:
+                node = node[part]
+            except (KeyError, IndexError, TypeError):
+                return None
+        if not isinstance(node, dict) or key not in node:
+            return None
+        del node[key]
+    return data
 
 
 def _pydantic_problems(exc: ValidationError, source: Located) -> list[Problem]:
@@ -87,9 +110,10 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
             return NoPolicy(), [source.problem(("policy",), f"policy type '{pspec.type}' needs 'rules' (a list, or a rules file)")]
         try:
             if isinstance(pspec.rules, str):
-                path = base_dir / pspec.rules
-                if not path.is_file():
-                    path = data_dir("policies") / pspec.rules
+                path = _rules_path(pspec.rules, base_dir)
+                if path is None:
+                    return NoPolicy(), [source.problem(("policy", "rules"), f"rules file '{pspec.rules}' is outside the workflow's folder "
+                                                                            "and the shipped policies/; name a file beside the workflow")]
                 if not path.is_file():
                     return NoPolicy(), [source.problem(("policy", "rules"), f"rules file '{pspec.rules}' not found beside the workflow or in the shipped policies/")]
                 rule_policy = RulePolicy.from_file(path, registry)
@@ -118,26 +142,52 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
     return NoPolicy(), problems
 
 
+def _rules_path(name: str, base_dir: Path) -> Path | None:
+    """The rules file beside the workflow (or below its folder), else the shipped one; None when `name` points elsewhere."""
+    for folder in (base_dir, data_dir("policies")):
+        folder = folder.resolve()
+        path = (folder / name).resolve()
+        if not path.is_relative_to(folder):
+            return None
+        if path.is_file():
+            return path
+    return base_dir / name
+
+
 def load_workflow_source(source: Located, *, registry: Registry | None = None, path: Path | None = None) -> Workflow:
     load_builtins()
     registry = registry or default_registry.child()
     if not isinstance(source.data, dict):
         raise WorkflowError([source.problem((), "a workflow must be a mapping with name, initial and states")])
+    source, problems = normalise(source)
     try:
         spec = WorkflowSpec.model_validate(source.data)
     except ValidationError as exc:
-        raise WorkflowError(_pydantic_problems(exc, source)) from None
+        # Unknown keys are reported and set aside, so the graph and the calls are still checked in the same pass.
+        problems += _pydantic_problems(exc, source)
+        stripped = _strip_unknown_keys(source.data, exc)
+        if stripped is None:
+            raise WorkflowError(problems) from None
+        try:
+            spec = WorkflowSpec.model_validate(stripped)
+        except ValidationError:
+            raise WorkflowError(problems) from None
     base_dir = path.parent if path else Path.cwd()
-    problems = _import_modules(spec, source, base_dir)
+    problems += _import_modules(spec, source, base_dir)
     machine, compile_problems = compile_machine(spec, registry, source, source.file)
     problems += compile_problems
     if machine is None:
-        raise WorkflowError(problems)
+        raise WorkflowError(_in_order(problems))
     policy, policy_problems = build_policy(spec, registry, source, base_dir, machine)
     problems += policy_problems
     if problems:
-        raise WorkflowError(problems)
+        raise WorkflowError(_in_order(problems))
     return Workflow(spec, machine, policy, path, registry)
+
+
+def _in_order(problems: list[Problem]) -> list[Problem]:
+    """Top to bottom, as a reader goes through the file; a stable sort keeps each line's problems in the order found."""
+    return sorted(problems, key=lambda p: (p.file, p.line))
 
 
 def load_workflow(path: str | Path, *, registry: Registry | None = None) -> Workflow:
