@@ -25,6 +25,9 @@ MAX_NODES = 200_000
 MAX_DEPTH = 100
 #: Characters read from one file.
 MAX_CHARS = 16 * 1024 * 1024
+#: libyaml's composer recurses in C: ~30,000 levels overflow the C stack (SIGSEGV, not an exception). Nesting costs at
+#: least two characters a level, so a text shorter than this cannot reach a dangerous depth and skips the check.
+_DEPTH_CHECK_CHARS = 10_000
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
@@ -84,6 +87,23 @@ class _TooBig(Exception):
     def __init__(self, line: int, message: str):
         super().__init__(message)
         self.line = line
+
+
+def _check_depth(text: str) -> None:
+    """Refuse deep nesting from the event stream (flat, no recursion) before the composer recurses into it."""
+    parser = _Core12Loader(text)
+    depth = 0
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _TooBig(event.start_mark.line + 1, f"nested more than {MAX_DEPTH} levels deep")
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    finally:
+        parser.dispose()
 
 
 class _Walker:
@@ -153,6 +173,8 @@ def load_yaml_text(text: str, file: str) -> Located:
         raise WorkflowError([Problem(file, line, "a lone surrogate (\\ud800-\\udfff) is not text")])
     loader = _Core12Loader(text)
     try:
+        if len(text) > _DEPTH_CHECK_CHARS:
+            _check_depth(text)
         node = loader.get_single_node()
         if node is None:
             raise WorkflowError([Problem(file, 1, "the file is empty")])

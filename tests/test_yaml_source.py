@@ -50,6 +50,9 @@ class TestRefusals:
     def test_deep_nesting_is_refused(self) -> None:
         assert f"nested more than {MAX_DEPTH} levels deep" in refused("x: " + "[" * 1000 + "]" * 1000 + "\n")
         assert f"nested more than {MAX_DEPTH} levels deep" in refused("x: " + "{a: " * 500 + "1" + "}" * 500 + "\n")
+        # Deep enough to overflow the C composer's stack (a SIGSEGV) if it were reached; one line of "- " too.
+        assert "f.yaml:1: nested more than" in refused("x: " + "[" * 100_000 + "]" * 100_000 + "\n")
+        assert "f.yaml:1: nested more than" in refused("- " * 100_000 + "x\n")
 
     def test_an_integer_with_thousands_of_digits_is_refused(self) -> None:
         assert "f.yaml:2: invalid YAML: integer of 5000 digits is too long" in refused("a: 1\nb: " + "7" * 5000 + "\n")

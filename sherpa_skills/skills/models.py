@@ -29,7 +29,10 @@ class ProcedureStep(BaseModel):
         if value is not None:
             import re
 
-            re.compile(value)
+            try:
+                re.compile(value)
+            except re.error as exc:  # pydantic turns only ValueError into a validation problem
+                raise ValueError(f"expected_output_pattern {value!r} is not a valid regular expression: {exc}") from None
         return value
 
     @field_validator("env_vars")
