@@ -44,6 +44,19 @@ def cli(*args: str, home: Path) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def kill_once_marked(workflow: Path, text: str, home: Path, out: Path, marker: Path) -> str:
+    """Run the workflow, SIGKILL it as soon as `marker` exists (an action is mid-flight), and return its run id."""
+    workflow.write_text(text)
+    proc = cli("run", str(workflow), "--input", f"out={out}", home=home)
+    deadline = time.time() + 30
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with sqlite3.connect(home / "store.db") as conn:
+        return conn.execute("SELECT run_id FROM runs").fetchone()[0]
+
+
 def committed_ticks(db: Path) -> int:
     try:
         with sqlite3.connect(db) as conn:
@@ -112,16 +125,7 @@ transitions:
 def test_an_action_killed_mid_flight_is_reported_and_rerun_only_when_allowed(tmp_path: Path) -> None:
     """An action started but never recorded is named on resume; --no-rerun-interrupted stops, a plain resume runs it again."""
     home, out = tmp_path / "home", tmp_path / "marker"
-    workflow = tmp_path / "slow.yaml"
-    workflow.write_text(SLOW_STEP)
-    proc = cli("run", str(workflow), "--input", f"out={out}", home=home)
-    deadline = time.time() + 30
-    while not out.exists() and time.time() < deadline:
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    with sqlite3.connect(home / "store.db") as conn:
-        run_id = conn.execute("SELECT run_id FROM runs").fetchone()[0]
+    run_id = kill_once_marked(tmp_path / "slow.yaml", SLOW_STEP, home, out, out)
 
     refused = cli("resume", run_id, "--no-rerun-interrupted", home=home)
     _, stderr = refused.communicate(timeout=60)
@@ -158,16 +162,7 @@ transitions:
 def test_a_completed_action_never_runs_again_after_a_crash_in_the_same_tick(tmp_path: Path) -> None:
     """Killed during the second shell action of a state: on resume the first is not re-run, only the second is interrupted."""
     home, out = tmp_path / "home", tmp_path / "out.txt"
-    workflow = tmp_path / "two.yaml"
-    workflow.write_text(TWO_ACTIONS)
-    proc = cli("run", str(workflow), "--input", f"out={out}", home=home)
-    deadline = time.time() + 30
-    while not Path(f"{out}.again").exists() and time.time() < deadline:
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    with sqlite3.connect(home / "store.db") as conn:
-        run_id = conn.execute("SELECT run_id FROM runs").fetchone()[0]
+    run_id = kill_once_marked(tmp_path / "two.yaml", TWO_ACTIONS, home, out, Path(f"{out}.again"))
 
     resumed = cli("resume", run_id, "--json", home=home)
     stdout, stderr = resumed.communicate(timeout=60)
@@ -187,18 +182,10 @@ def test_a_completed_action_never_runs_again_after_a_crash_in_the_same_tick(tmp_
 def test_a_completed_action_is_not_rerun_after_a_crash_in_a_decided_tick(tmp_path: Path) -> None:
     """The same for a transition's actions: the resumed tick follows the recorded trigger and skips what completed."""
     home, out = tmp_path / "home", tmp_path / "out.txt"
-    workflow = tmp_path / "tick.yaml"
-    workflow.write_text(TWO_ACTIONS.replace("    on_enter:\n", "    on_exit:\n").replace(
+    on_exit = TWO_ACTIONS.replace("    on_enter:\n", "    on_exit:\n").replace(
         "  busy:\n", "  start:\n    {}\n  busy:\n").replace("initial: busy", "initial: start").replace(
-        "transitions:\n", "transitions:\n  - {trigger: go, source: start, dest: busy}\n"))
-    proc = cli("run", str(workflow), "--input", f"out={out}", home=home)
-    deadline = time.time() + 30
-    while not Path(f"{out}.again").exists() and time.time() < deadline:
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    with sqlite3.connect(home / "store.db") as conn:
-        run_id = conn.execute("SELECT run_id FROM runs").fetchone()[0]
+        "transitions:\n", "transitions:\n  - {trigger: go, source: start, dest: busy}\n")
+    run_id = kill_once_marked(tmp_path / "tick.yaml", on_exit, home, out, Path(f"{out}.again"))
     resumed = cli("resume", run_id, "--json", home=home)
     stdout, stderr = resumed.communicate(timeout=60)
     assert resumed.returncode == 0, stderr

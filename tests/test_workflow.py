@@ -94,6 +94,21 @@ transitions:
                             (10, "transition 'go': dest 'nowhere' is not a state"), (11, "unknown guard 'no_such_guard'")]:
             assert f"{path.resolve()}:{line}: {words}" in text, text
 
+    def test_a_mistyped_optional_value_does_not_hide_the_rest(self, tmp_path: Path, capsys) -> None:
+        path = tmp_path / "w.yaml"
+        path.write_text("name: w\nmax_steps: many\ninitial: a\nstates:\n  a: {on_enter: [launch_rockets]}\n  b: {final: true}\n"
+                        "transitions:\n  - {trigger: go, source: a, dest: b}\n")
+        code, lines = validate(capsys, path)
+        assert code == 2
+        assert any(":2: max_steps" in l for l in lines) and any(":5: unknown action 'launch_rockets'" in l for l in lines), lines
+
+    def test_a_wrong_required_value_reports_the_schema_problems_alone(self, tmp_path: Path, capsys) -> None:
+        """With `initial` unusable every later check would guess: only what is certain is reported."""
+        path = tmp_path / "w.yaml"
+        path.write_text("name: w\ninitial: [a]\ncolour: red\nstates:\n  a: {final: true}\n")
+        code, lines = validate(capsys, path)
+        assert code == 2 and len(lines) == 2 and ":2: initial" in lines[0] and ":3: unknown key 'colour'" in lines[1], lines
+
     def test_guard_arguments_are_checked_like_action_arguments(self, tmp_path: Path, capsys) -> None:
         """`context_gt: {key: n}` without `value` fails validation on its line, as an action's missing argument would."""
         path = tmp_path / "w.yaml"

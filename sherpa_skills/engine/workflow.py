@@ -44,25 +44,26 @@ class Workflow:
         return Agent(self.machine, policy, **kwargs)
 
 
-def _strip_unknown_keys(data: Any, exc: ValidationError) -> Any | None:
-    """A copy of `data` without the unknown keys `exc` names, so the rest can still be checked; None when other
-    problems remain (a missing or mistyped value would make every later check guess)."""
+def _set_aside(data: Any, exc: ValidationError) -> Any | None:
+    """A copy of `data` without the keys `exc` finds wrong (unknown, or an optional value of the wrong type, which
+    falls back to its default), so the rest can still be checked; None when a problem sits inside a list (removing an
+    item would shift the lines of the ones after it)."""
     import copy
 
-    if any(err["type"] != "extra_forbidden" for err in exc.errors()):
-        return None
     data = copy.deepcopy(data)
     for err in exc.errors():
-        *parents, key = err["loc"]
+        parent: dict[str, Any] | None = None
+        key: Any = None
         node = data
-        for part in parents:
-            try:
-                node = node[part]
-            except (KeyError, IndexError, TypeError):
+        for part in err["loc"]:
+            if isinstance(node, list):
                 return None
-        if not isinstance(node, dict) or key not in node:
+            if not isinstance(node, dict) or part not in node:
+                break  # a name pydantic adds (a union member's type): the key above holds the problem
+            parent, key, node = node, part, node[part]
+        if parent is None:
             return None
-        del node[key]
+        parent.pop(key, None)
     return data
 
 
@@ -163,9 +164,10 @@ def load_workflow_source(source: Located, *, registry: Registry | None = None, p
     try:
         spec = WorkflowSpec.model_validate(source.data)
     except ValidationError as exc:
-        # Unknown keys are reported and set aside, so the graph and the calls are still checked in the same pass.
+        # Problems of the schema are reported and their keys set aside, so the graph and the calls are still checked in
+        # the same pass; when that is not possible (or not enough: a required key is wrong), the schema problems stand alone.
         problems += _pydantic_problems(exc, source)
-        stripped = _strip_unknown_keys(source.data, exc)
+        stripped = _set_aside(source.data, exc)
         if stripped is None:
             raise WorkflowError(problems) from None
         try:
