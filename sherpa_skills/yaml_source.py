@@ -191,6 +191,8 @@ def load_yaml_text(text: str, file: str) -> Located:
         raise WorkflowError([Problem(file, line, f"invalid YAML: {str(exc).splitlines()[0]}")]) from None
     except yaml.YAMLError as exc:
         raise WorkflowError([Problem(file, 1, f"invalid YAML: {str(exc).splitlines()[0]}")]) from None
+    except RecursionError:  # the pure-Python composer, where libyaml is not installed
+        raise WorkflowError([Problem(file, 1, f"nested more than {MAX_DEPTH} levels deep")]) from None
     finally:
         loader.dispose()
     if walker.problems:

@@ -228,3 +228,18 @@ def test_malformed_steps_files_give_clear_errors(tmp_path: Path, capsys: pytest.
     path.write_bytes(content)
     code, err = cli(capsys, "learn", "capture-success", "build", "--steps-file", str(path), "--home", str(tmp_path / "home"))
     assert_clear(code, err, path)
+
+
+@pytest.mark.parametrize("name, words", [
+    ("huge exit code", "integer of 5000 digits"), ("huge exit code in JSON", "integer of 5000 digits"),
+    ("invalid regex", "not a valid regular expression"), ("invalid regex nested quantifier", "not a valid regular expression"),
+    ("deep nesting", "nested more than"), ("deep JSON nesting", "nested more than"), ("billion laughs", "YAML bomb"),
+    ("recursive alias", "recursive alias"), ("not UTF-8", "not UTF-8"), ("inf timeout", "timeout_secs"), ("nan timeout", "timeout_secs"),
+    ("surrogate escape", "invalid YAML"),
+])
+def test_the_reported_steps_files_are_refused_naming_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, words: str) -> None:
+    """The cases that crashed: each now exit 2 with FILE:LINE: and what is wrong."""
+    path = tmp_path / "steps.yaml"
+    path.write_bytes(dict(_malformed_steps())[name])
+    code, err = cli(capsys, "learn", "capture-success", "build", "--steps-file", str(path), "--home", str(tmp_path / "home"))
+    assert code == 2 and err.startswith(f"{path}:") and words in err, err

@@ -19,7 +19,7 @@ class ProcedureStep(BaseModel):
     command: str = Field(min_length=1)
     expected_exit_code: int = 0
     expected_output_pattern: str | None = None
-    timeout_secs: float = Field(default=60.0, gt=0)
+    timeout_secs: float = Field(default=60.0, gt=0, allow_inf_nan=False)  # every step has a timeout: .inf is none
     env_vars: list[str] = Field(default_factory=list, description="names only; values are never stored")
     cwd: str | None = None
 
