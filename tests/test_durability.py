@@ -192,3 +192,62 @@ def test_a_completed_action_is_not_rerun_after_a_crash_in_a_decided_tick(tmp_pat
     result = json.loads(stdout)
     assert result["status"] == "final" and result["steps"] == 2
     assert out.read_text().split() == ["first", "second", "second", "third"]
+
+
+CRASH_AFTER_EMIT = """
+name: crashy
+initial: start
+states:
+  start: {}
+  done: {final: true}
+transitions:
+  - trigger: go
+    source: start
+    dest: done
+    before:
+      - emit: {name: started, topic: work}
+      - {action: call, args: {function: counted}, save_as: first}
+      - crash_once
+"""
+
+
+def test_a_process_dying_mid_tick_replays_completed_results_and_their_events(tmp_path: Path) -> None:
+    """In-process stand-in for a kill: the outbox, save_as and counters of completed actions come back on resume."""
+    from sherpa_skills.engine.registry import default_registry, load_builtins
+    from sherpa_skills.engine.runstore import RunStore
+    from sherpa_skills.engine.workflow import load_workflow_text
+    from sherpa_skills.engine.agent import Agent
+
+    load_builtins()
+    registry = default_registry.child()
+    calls = {"counted": 0, "crash": 0}
+
+    @registry.function("counted")
+    def counted() -> int:
+        calls["counted"] += 1
+        return calls["counted"]
+
+    @registry.action("crash_once", side_effects=True)
+    def crash_once(args, ctx):  # type: ignore[no-untyped-def]
+        calls["crash"] += 1
+        if calls["crash"] == 1:
+            raise KeyboardInterrupt  # not an action error: the process stops here, nothing of the tick is committed
+        return {"ok": True}
+
+    workflow = load_workflow_text(CRASH_AFTER_EMIT, registry=registry)
+    store = RunStore(tmp_path / "store.db")
+    agent = workflow.agent(store=store)
+    with pytest.raises(KeyboardInterrupt):
+        agent.run()
+    store.close()
+
+    store = RunStore(tmp_path / "store.db")
+    resumed = Agent.resume(store, agent.run_id, workflow.machine, workflow.policy, registry=registry)
+    result = resumed.run()
+    assert result.status == "final", result.error
+    assert calls == {"counted": 1, "crash": 2}, "the completed call ran once; the interrupted action ran again"
+    assert result.context["first"] == 1
+    assert [i["action"] for i in result.interrupted] == ["crash_once"]
+    assert [e["name"] for e in resumed.outbox] == ["started"]
+    assert [e["event"]["name"] for e in store.run_events(agent.run_id, "out")] == ["started"]
+    assert [e.action for e in store.load_belief(agent.run_id).log] == ["emit", "call", "crash_once"]
