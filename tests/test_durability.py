@@ -77,6 +77,8 @@ def test_kill_9_then_resume_loses_nothing_and_repeats_only_the_interrupted_actio
     deadline = time.time() + 30
     while committed_ticks(home / "store.db") < kill_after_ticks and proc.poll() is None and time.time() < deadline:
         time.sleep(0.005)
+    if proc.poll() is not None:
+        pytest.fail(f"the run ended (exit {proc.returncode}) before tick {kill_after_ticks} was seen: {proc.communicate()}")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
 

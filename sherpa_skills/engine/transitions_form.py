@@ -20,7 +20,7 @@ _LIST_FORM = "[trigger, source, dest] (then conditions, unless, before, after)"
 def normalise(source: Located) -> tuple[Located, list[Problem]]:
     """The same file in our form; `source` is left as it was."""
     form = _Rewriter(source)
-    data = form.value(source.data, (), ())
+    data = form.value(source.data, (), (), machine=True)
     return Located(data, source.file, form.lines), form.problems
 
 
@@ -33,24 +33,33 @@ class _Rewriter:
     def moved(self, old: Loc, new: Loc, line_of: Loc | None = None) -> None:
         self.lines[new] = self.source.line(line_of if line_of is not None else old)
 
-    def value(self, data: Any, old: Loc, new: Loc) -> Any:
-        """Copy `data`, rewriting every `states` list and `transitions` entry in list form on the way."""
+    def value(self, data: Any, old: Loc, new: Loc, machine: bool = False, children: bool = False) -> Any:
+        """Copy `data`. In the workflow itself and in state bodies (`machine`), a `states` list and transitions in list
+        form are rewritten (a context value that happens to be called `transitions` is left alone); in a state written
+        as a list entry (`children`), `children` is its `states`."""
         self.moved(old, new)
         if isinstance(data, dict):
             out: dict[str, Any] = {}
             for key, item in data.items():
-                if key == "states" and isinstance(item, list):
-                    out[key] = self.states(item, (*old, key), (*new, key))
-                elif key == "transitions" and isinstance(item, list):
+                at, name = (*old, key), ("states" if children and key == "children" else key)
+                to = (*new, name)
+                if not machine:
+                    out[name] = self.value(item, at, to)
+                elif name == "states" and isinstance(item, list):
+                    out[name] = self.states(item, at, to)
+                elif name == "states" and isinstance(item, dict):
+                    self.moved(at, to)
+                    out[name] = {child: self.value(body, (*at, child), (*to, child), machine=True) for child, body in item.items()}
+                elif name == "transitions" and isinstance(item, list):
+                    self.moved(at, to)
                     kept: list[Any] = []  # a transition that fits no form is reported and left out, so checking goes on
                     for i, t in enumerate(item):
-                        converted = self.transition(t, (*old, key, i), (*new, key, len(kept)))
+                        converted = self.transition(t, (*at, i), (*to, len(kept)))
                         if converted is not None:
                             kept.append(converted)
-                    out[key] = kept
-                    self.moved((*old, key), (*new, key))
+                    out[name] = kept
                 else:
-                    out[key] = self.value(item, (*old, key), (*new, key))
+                    out[name] = self.value(item, at, to)
             return out
         if isinstance(data, list):
             return [self.value(item, (*old, i), (*new, i)) for i, item in enumerate(data)]
@@ -67,20 +76,7 @@ class _Rewriter:
             elif isinstance(item, dict) and isinstance(item.get("name"), str):
                 name = item["name"]
                 body = {k: v for k, v in item.items() if k != "name"}
-                if "children" in body:
-                    body["states"] = body.pop("children")
-                    old_children = (*where, "children")
-                else:
-                    old_children = (*where, "states")
-                state = {}
-                for key, value in body.items():
-                    source_loc = old_children if key == "states" else (*where, key)
-                    if key == "states" and isinstance(value, list):
-                        state[key] = self.states(value, source_loc, (*new, name, key))
-                    else:
-                        state[key] = self.value(value, source_loc, (*new, name, key))
-                out[name] = state
-                self.moved(where, (*new, name))
+                out[name] = self.value(body, where, (*new, name), machine=True, children=True)
             else:
                 self.problems.append(self.source.problem(where, "a state in a list is a name or a mapping with 'name' "
                                                                 "(and 'children', 'final', 'on_enter'...): - {name: b, children: [c, d]}"))
