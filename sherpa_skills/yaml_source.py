@@ -2,8 +2,9 @@
 
 PyYAML's C parser with YAML 1.2 core-schema scalars, not ruamel.yaml: ruamel's round-trip loader (YAML 1.2, keeps
 lines) took 44 ms for a 103-line workflow against 1 ms here (bench/yaml_bench.py; the pure-Python PyYAML loader used
-before took 26 ms), and a workflow load is on every run's start-up path. What ruamel would have given is done here in a few lines: `on`/`off`/`yes`/`no` stay strings, mapping keys are
-always strings, and alias expansion, nesting depth and recursive aliases are bounded with an error naming the line.
+before took 26 ms), and a workflow load is on every run's start-up path. What ruamel would have given is done here
+in a few lines: `on`/`off`/`yes`/`no` stay strings, mapping keys are always strings, and alias expansion, nesting
+depth and recursive aliases are bounded with an error naming the line.
 """
 
 from __future__ import annotations
@@ -50,12 +51,12 @@ for _tag, _pattern, _first in (
 
 def _core12_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     text = node.value
+    if len(text) > 100:  # Python refuses to parse more than 4300 digits; nothing sensible needs 100
+        raise yaml.constructor.ConstructorError(None, None, f"integer of {len(text)} digits is too long", node.start_mark)
     if text.startswith("0o"):
         return int(text[2:], 8)
     if text.startswith("0x"):
         return int(text[2:], 16)
-    if len(text) > 100:  # Python refuses to parse more than 4300 digits; nothing sensible needs 100
-        raise yaml.constructor.ConstructorError(None, None, f"integer of {len(text)} digits is too long", node.start_mark)
     return int(text)
 
 
