@@ -20,6 +20,15 @@ def connect(path: str | Path, *, timeout: float = 30.0) -> sqlite3.Connection:
     return conn
 
 
+def prefix_matches(conn: sqlite3.Connection, table: str, column: str, prefix: str, limit: int = 4) -> list[str]:
+    """Ids starting with `prefix` taken literally: `%` and `_` are characters, not LIKE wildcards; no prefix matches nothing."""
+    if not prefix:
+        return []
+    pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return [r[0] for r in conn.execute(f"SELECT {column} FROM {table} WHERE {column} LIKE ? ESCAPE '\\' ORDER BY {column} LIMIT ?",
+                                       (pattern, limit))]
+
+
 def migrate(conn: sqlite3.Connection, component: str, migrations: list[Migration]) -> None:
     """Apply each named migration of a component once, in order, recording it in `_migrations`."""
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (component TEXT, name TEXT, applied REAL DEFAULT (strftime('%s','now')), PRIMARY KEY (component, name))")

@@ -44,6 +44,19 @@ def cli(*args: str, home: Path) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def kill_once_marked(workflow: Path, text: str, home: Path, out: Path, marker: Path) -> str:
+    """Run the workflow, SIGKILL it as soon as `marker` exists (an action is mid-flight), and return its run id."""
+    workflow.write_text(text)
+    proc = cli("run", str(workflow), "--input", f"out={out}", home=home)
+    deadline = time.time() + 30
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with sqlite3.connect(home / "store.db") as conn:
+        return conn.execute("SELECT run_id FROM runs").fetchone()[0]
+
+
 def committed_ticks(db: Path) -> int:
     try:
         with sqlite3.connect(db) as conn:
@@ -64,6 +77,8 @@ def test_kill_9_then_resume_loses_nothing_and_repeats_only_the_interrupted_actio
     deadline = time.time() + 30
     while committed_ticks(home / "store.db") < kill_after_ticks and proc.poll() is None and time.time() < deadline:
         time.sleep(0.005)
+    if proc.poll() is not None:
+        pytest.fail(f"the run ended (exit {proc.returncode}) before tick {kill_after_ticks} was seen: {proc.communicate()}")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
 
@@ -112,16 +127,7 @@ transitions:
 def test_an_action_killed_mid_flight_is_reported_and_rerun_only_when_allowed(tmp_path: Path) -> None:
     """An action started but never recorded is named on resume; --no-rerun-interrupted stops, a plain resume runs it again."""
     home, out = tmp_path / "home", tmp_path / "marker"
-    workflow = tmp_path / "slow.yaml"
-    workflow.write_text(SLOW_STEP)
-    proc = cli("run", str(workflow), "--input", f"out={out}", home=home)
-    deadline = time.time() + 30
-    while not out.exists() and time.time() < deadline:
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    with sqlite3.connect(home / "store.db") as conn:
-        run_id = conn.execute("SELECT run_id FROM runs").fetchone()[0]
+    run_id = kill_once_marked(tmp_path / "slow.yaml", SLOW_STEP, home, out, out)
 
     refused = cli("resume", run_id, "--no-rerun-interrupted", home=home)
     _, stderr = refused.communicate(timeout=60)
@@ -134,3 +140,116 @@ def test_an_action_killed_mid_flight_is_reported_and_rerun_only_when_allowed(tmp
     result = json.loads(stdout)
     assert result["status"] == "final"
     assert [i["action"] for i in result["interrupted"]] == ["shell"]
+
+
+TWO_ACTIONS = """
+name: two
+inputs:
+  out: {required: true}
+initial: busy
+states:
+  busy:
+    on_enter:
+      - shell: {command: "echo first >> {{ out }}"}
+      - set: {between: 1}
+      - shell: {command: "echo second >> {{ out }}; test -f {{ out }}.again || (touch {{ out }}.again && sleep 30)", timeout_secs: 60}
+      - shell: {command: "echo third >> {{ out }}"}
+  done: {final: true}
+transitions:
+  - {trigger: finished, source: busy, dest: done}
+"""
+
+
+@pytest.mark.slow
+def test_a_completed_action_never_runs_again_after_a_crash_in_the_same_tick(tmp_path: Path) -> None:
+    """Killed during the second shell action of a state: on resume the first is not re-run, only the second is interrupted."""
+    home, out = tmp_path / "home", tmp_path / "out.txt"
+    run_id = kill_once_marked(tmp_path / "two.yaml", TWO_ACTIONS, home, out, Path(f"{out}.again"))
+
+    resumed = cli("resume", run_id, "--json", home=home)
+    stdout, stderr = resumed.communicate(timeout=60)
+    assert resumed.returncode == 0, stderr
+    result = json.loads(stdout)
+    assert result["status"] == "final"
+    assert [i["action"] for i in result["interrupted"]] == ["shell"], "only the action in flight is reported"
+    assert result["context"]["between"] == 1
+    assert out.read_text().split() == ["first", "second", "second", "third"], "the first action ran once, the second at least once"
+    with sqlite3.connect(home / "store.db") as conn:
+        logged = [json.loads(r[0])["command"] for r in conn.execute(
+            "SELECT inputs FROM run_log WHERE run_id = ? AND action = 'shell' ORDER BY id", (run_id,))]
+    assert [c.split()[1] for c in logged] == ["first", "second", "third"], "each action is logged once"
+
+
+@pytest.mark.slow
+def test_a_completed_action_is_not_rerun_after_a_crash_in_a_decided_tick(tmp_path: Path) -> None:
+    """The same for a transition's actions: the resumed tick follows the recorded trigger and skips what completed."""
+    home, out = tmp_path / "home", tmp_path / "out.txt"
+    on_exit = TWO_ACTIONS.replace("    on_enter:\n", "    on_exit:\n").replace(
+        "  busy:\n", "  start:\n    {}\n  busy:\n").replace("initial: busy", "initial: start").replace(
+        "transitions:\n", "transitions:\n  - {trigger: go, source: start, dest: busy}\n")
+    run_id = kill_once_marked(tmp_path / "tick.yaml", on_exit, home, out, Path(f"{out}.again"))
+    resumed = cli("resume", run_id, "--json", home=home)
+    stdout, stderr = resumed.communicate(timeout=60)
+    assert resumed.returncode == 0, stderr
+    result = json.loads(stdout)
+    assert result["status"] == "final" and result["steps"] == 2
+    assert out.read_text().split() == ["first", "second", "second", "third"]
+
+
+CRASH_AFTER_EMIT = """
+name: crashy
+initial: start
+states:
+  start: {}
+  done: {final: true}
+transitions:
+  - trigger: go
+    source: start
+    dest: done
+    before:
+      - emit: {name: started, topic: work}
+      - {action: call, args: {function: counted}, save_as: first}
+      - crash_once
+"""
+
+
+def test_a_process_dying_mid_tick_replays_completed_results_and_their_events(tmp_path: Path) -> None:
+    """In-process stand-in for a kill: the outbox, save_as and counters of completed actions come back on resume."""
+    from sherpa_skills.engine.registry import default_registry, load_builtins
+    from sherpa_skills.engine.runstore import RunStore
+    from sherpa_skills.engine.workflow import load_workflow_text
+    from sherpa_skills.engine.agent import Agent
+
+    load_builtins()
+    registry = default_registry.child()
+    calls = {"counted": 0, "crash": 0}
+
+    @registry.function("counted")
+    def counted() -> int:
+        calls["counted"] += 1
+        return calls["counted"]
+
+    @registry.action("crash_once", side_effects=True)
+    def crash_once(args, ctx):  # type: ignore[no-untyped-def]
+        calls["crash"] += 1
+        if calls["crash"] == 1:
+            raise KeyboardInterrupt  # not an action error: the process stops here, nothing of the tick is committed
+        return {"ok": True}
+
+    workflow = load_workflow_text(CRASH_AFTER_EMIT, registry=registry)
+    store = RunStore(tmp_path / "store.db")
+    agent = workflow.agent(store=store)
+    with pytest.raises(KeyboardInterrupt):
+        agent.run()
+    store.close()
+
+    store = RunStore(tmp_path / "store.db")
+    resumed = Agent.resume(store, agent.run_id, workflow.machine, workflow.policy, registry=registry)
+    result = resumed.run()
+    assert result.status == "final", result.error
+    assert calls == {"counted": 1, "crash": 2}, "the completed call ran once; the interrupted action ran again"
+    assert result.context["first"] == 1
+    assert [i["action"] for i in result.interrupted] == ["crash_once"]
+    assert [e["name"] for e in resumed.outbox] == ["started"]
+    assert [e["event"]["name"] for e in store.run_events(agent.run_id, "out")] == ["started"]
+    assert [e.action for e in store.load_belief(agent.run_id).log] == ["emit", "call", "crash_once"]

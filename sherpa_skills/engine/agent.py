@@ -25,7 +25,7 @@ from ..errors import ActionError, NoTransitionError, PolicyError, RunError, Sher
 from .events import Event, parse_event
 from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
 from .registry import ActionContext, ActionResult, Registry, default_registry
-from .runstore import Interrupted, RunStore, TickRecord
+from .runstore import InFlight, Interrupted, RunStore, TickRecord
 
 log = structlog.get_logger("sherpa_skills.engine.agent")
 
@@ -102,6 +102,9 @@ class Agent:
         self._view = BeliefView(self.belief)
         self._record = TickRecord()
         self._interrupted: list[Interrupted] = []
+        # On resume, the tick a crash cut short: its transition is taken again and its completed actions are not re-run.
+        self._in_flight: InFlight | None = None
+        self._decision_record: dict[str, Any] | None = None
         self._clear_intents = False
         self._inputs: dict[str, Any] = {}
         # Set by a bus runner: who this agent's events come from, and the task (correlation id) they belong to.
@@ -152,7 +155,18 @@ class Agent:
         machine, leaf = self.machine, self._leaf
         options = machine.available(leaf, self._view)
         decision: Decision | None = None
-        if trigger is not None:
+        recorded = self._in_flight.decision if self._in_flight is not None and self._in_flight.tick == self._tick + 1 else None
+        if recorded is not None:
+            # Finish the tick a crash cut short the way it started, whatever the policy would say now.
+            edge = next((e for e in options if e.trigger == recorded["trigger"]), None)
+            if edge is None:
+                raise RunError(f"run {self.run_id} was killed during transition '{recorded['trigger']}' from state '{self.state}', "
+                               f"which is no longer available; available: {', '.join(e.trigger for e in options) or 'none'}")
+            if recorded["decided_by"] == "fast_forward":
+                self.counters["fast_forwards"] += 1
+            else:
+                decision = Decision(edge.trigger, dict(recorded["args"]), decided_by=recorded["decided_by"])
+        elif trigger is not None:
             edge = next((e for e in options if e.trigger == trigger), None)
             if edge is None:
                 raise UsageError(f"trigger '{trigger}' is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options) or 'none'}")
@@ -184,11 +198,13 @@ class Agent:
                 self._notify("decision", state=self.state, trigger=edge.trigger, decided_by=decision.decided_by, reason=decision.reason)
         self._tick += 1
         source = self.state
+        self._decision_record = {"trigger": edge.trigger, "args": targs, "decided_by": decision.decided_by if decision else "fast_forward"}
         if self.observers:
             dest = machine.leaves[edge.dest_leaf] if edge.dest_leaf is not None else source
             self._notify("transition", state=dest, trigger=edge.trigger, source=source,
                          decided_by=decision.decided_by if decision else "fast_forward", tick=self._tick)
         yield from self._act_all(edge.actions, targs)
+        self._decision_record = None
         if edge.dest_leaf is not None:
             self._leaf = edge.dest_leaf
         self._trajectory(edge.trigger, source, decision.decided_by if decision else "fast_forward")
@@ -212,14 +228,21 @@ class Agent:
                 status="ok", started=time.time(), duration_ms=0.0, tokens=decision.tokens, cost=decision.cost, error=None))
 
     def _act_all(self, actions: tuple[BoundAction, ...], targs: dict[str, Any]) -> Generator[Any, Any, None]:
+        done = self._in_flight.results if self._in_flight is not None and self._in_flight.tick == self._tick else {}
         for seq, bound in enumerate(actions):
             inputs, args = self._resolve(bound, targs)
+            recorded = done.get(seq) if bound.definition.side_effects else None
+            if recorded is not None:
+                self._replay_completed(bound, inputs, recorded)
+                continue
             actx = ActionContext(view=self._view, state=self.state, tick=self._tick, run_id=self.run_id,
                                  workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry, home=self.home,
                                  agent=self.machine.name)
-            if bound.definition.side_effects and self.store is not None:
-                self.store.mark_started(self.run_id, self._tick, seq, bound.name)
+            durable = bound.definition.side_effects and self.store is not None
+            if durable:
+                self.store.mark_started(self.run_id, self._tick, seq, bound.name, self._decision_record)  # type: ignore[union-attr]
                 self._clear_intents = True
+                emitted = len(self._record.events)
             started = time.time()
             t0 = perf_counter()
             try:
@@ -232,11 +255,31 @@ class Agent:
                 raise ActionError(bound.name, f"{type(exc).__name__}: {exc}") from exc
             if not isinstance(result, ActionResult):
                 result = ActionResult(outputs=result)
+            if durable:
+                # Recorded now, not with the tick: a crash before the tick commits must not run this action again.
+                self.store.mark_done(self.run_id, self._tick, seq, {  # type: ignore[union-attr]
+                    "outputs": result.outputs, "context": result.context, "status": result.status, "tokens": result.tokens,
+                    "cost": result.cost, "llm_calls": result.llm_calls, "started": started,
+                    "events": [e for d, _, e in self._record.events[emitted:] if d == "out"]})
             self._log_action(bound, inputs, result.outputs, result.status, started, t0, None, result)
             if result.context:
                 self._write_context(result.context)
             if bound.save_as:
                 self._write_context({bound.save_as: result.outputs})
+
+    def _replay_completed(self, bound: BoundAction, inputs: dict[str, Any], recorded: dict[str, Any]) -> None:
+        """An action that completed before the crash: its recorded result (and events) stand in for running it again."""
+        result = ActionResult(outputs=recorded["outputs"], context=recorded["context"], status=recorded["status"],
+                              tokens=recorded["tokens"], cost=recorded["cost"], llm_calls=recorded["llm_calls"])
+        for event in recorded["events"]:
+            self._record.events.append(("out", "emitted", event))
+            self.outbox.append(event)
+        self._log_action(bound, inputs, result.outputs, result.status, recorded["started"], perf_counter(), None, result)
+        if result.context:
+            self._write_context(result.context)
+        if bound.save_as:
+            self._write_context({bound.save_as: result.outputs})
+        self._log.info("completed_action_not_rerun", action=bound.name, tick=self._tick)
 
     def _resolve(self, bound: BoundAction, targs: dict[str, Any]) -> tuple[dict[str, Any], BaseModel]:
         if bound.static_args is not None:
@@ -338,6 +381,7 @@ class Agent:
 
     def _commit(self, status: str, error: str | None = None) -> None:
         record, self._record = self._record, TickRecord()
+        self._in_flight = None
         if self.store is None:
             return
         self.store.commit_tick(self.run_id, record, status=status, state=self.state, tick=self._tick, counters=self.counters,
@@ -489,8 +533,12 @@ class Agent:
                 yield self._start_flow(start)
                 self._commit(self._status())
             else:
+                self._check_resumable()
+                yield from self._finish_in_flight()
                 self._apply_input(inputs)
                 resumed = True
+        else:
+            yield from self._finish_in_flight()
         if event is not None:
             yield from self._settle_flows()
             targs = self._accept_event(event)
@@ -508,6 +556,12 @@ class Agent:
             yield self._tick_flow(step.trigger, {}, "user")
             self._commit(self._status())
         yield from self._settle_flows()
+
+    def _finish_in_flight(self) -> Generator[Generator[Any, Any, None], None, None]:
+        """First, the tick a crash cut short after some of its actions completed (see `resume`)."""
+        if self._in_flight is not None and self._in_flight.decision is not None and not self.is_final():
+            yield self._tick_flow(None, None, "policy")
+            self._commit(self._status())
 
     def _settle_flows(self) -> Generator[Generator[Any, Any, None], None, None]:
         """Tick until the run rests (final or waiting)."""
@@ -544,8 +598,7 @@ class Agent:
         return start
 
     def _apply_input(self, inputs: dict[str, Any] | None) -> None:
-        self._check_resumable()
-        if inputs:
+        if inputs and not self.is_final():  # final already: the cut-short tick it just finished ended the run
             self._write_context(dict(inputs))
             self._commit("running")
 
@@ -579,8 +632,9 @@ class Agent:
     @classmethod
     def resume(cls, store: RunStore, run_id: str, machine: CompiledMachine, policy: Policy | None = None, *,
                rerun_interrupted: bool = True, **kwargs: Any) -> Agent:
-        """Rebuild an agent from its last committed tick; an action started but never recorded runs again
-        (at-least-once), unless `rerun_interrupted` is False, in which case resuming stops with an error."""
+        """Rebuild an agent from its last committed tick. Actions of the cut-short tick that completed are not run again
+        (their recorded results stand in); the one in flight runs again (at-least-once), unless `rerun_interrupted`
+        is False, in which case resuming stops with an error."""
         row = store.get_run(run_id)
         if row.state not in machine.leaf_index:
             raise StoreError(f"run {row.run_id} is in state '{row.state}', which workflow '{machine.name}' no longer has")
@@ -591,6 +645,8 @@ class Agent:
         agent.counters.update(row.counters)
         agent._inputs = dict(row.inputs)
         agent._interrupted = store.interrupted(row.run_id)
+        agent._in_flight = store.in_flight(row.run_id)
+        agent._clear_intents = agent._in_flight is not None
         if agent._interrupted:
             names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in agent._interrupted)
             if not rerun_interrupted:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError, create_model
 
 from ..errors import Problem, ReadOnlyBeliefError, RunError, SherpaError
-from .registry import ActionDef, GuardDef, Registry
+from .registry import ActionDef, GuardDef, Registry, unknown_args
 from .spec import PATH_SEP, ActionCall, ArgumentSpec, GuardCall, StateSpec, TransitionSpec, WorkflowSpec
 from ..yaml_source import Located
 
@@ -247,13 +247,21 @@ class _Compiler:
             candidate = PATH_SEP.join([*parts, name])
             if candidate in self.states:
                 return candidate
-        return None
+        # The `transitions` library joins nested names with '_' (`on_dim`); taken only when that names one state.
+        joined = [p for p in self.states if p.replace(PATH_SEP, "_") == name]
+        return joined[0] if len(joined) == 1 else None
 
     # -- calls
     def bind_guard(self, call: GuardCall, loc: tuple[Any, ...], negate: bool) -> BoundGuard | None:
         definition: GuardDef | None = self.registry.find_guard(call.name)
         if definition is None:
             self.problem(loc, f"unknown guard '{call.name}'; known guards: {', '.join(self.registry.guard_names())}")
+            return None
+        unknown = unknown_args(definition.args_model, call.args)
+        for key in unknown:
+            self.problem((*self.args_loc(loc, call.name), key),
+                         f"guard '{call.name}' has no argument '{key}'; it takes: {', '.join(definition.args_model.model_fields) or 'none'}")
+        if unknown:
             return None
         try:
             args = definition.args_model.model_validate(call.args)

@@ -19,6 +19,13 @@ class KeyValueArgs(BaseModel):
     value: Any = None
 
 
+class KeyNumberArgs(BaseModel):
+    """A comparison needs the number to compare with: a missing `value` is a load error, not a guard that never passes."""
+
+    key: str
+    value: float
+
+
 class KeyValuesArgs(BaseModel):
     key: str
     values: list[Any]
@@ -69,13 +76,13 @@ def context_in(view: Any, args: KeyValuesArgs) -> bool:
 
 
 @default_registry.guard("context_lt")
-def context_lt(view: Any, args: KeyValueArgs) -> bool:
+def context_lt(view: Any, args: KeyNumberArgs) -> bool:
     """The number at `key` (0 when missing) is below `value`: loop counters."""
     return _number(view.context.get(args.key, 0)) < _number(args.value)
 
 
 @default_registry.guard("context_gt")
-def context_gt(view: Any, args: KeyValueArgs) -> bool:
+def context_gt(view: Any, args: KeyNumberArgs) -> bool:
     """The number at `key` (0 when missing) is above `value`."""
     return _number(view.context.get(args.key, 0)) > _number(args.value)
 

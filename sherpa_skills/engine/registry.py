@@ -68,6 +68,13 @@ class ActionContext:
     agent: str | None = None  # the acting agent's name (its machine's name): who writes to shared memory
 
 
+def unknown_args(model: type[BaseModel], args: dict[str, Any]) -> list[str]:
+    """Argument names a call gives that its model does not take (none when the model accepts any)."""
+    if model.model_config.get("extra") == "allow":
+        return []
+    return [key for key in args if key not in model.model_fields]
+
+
 @dataclass(frozen=True)
 class GuardDef:
     name: str

@@ -14,7 +14,7 @@ from .belief import Belief, LogEntry, TrajectoryEntry
 from ..errors import StoreError
 from ..home import store_path
 from ..redact import redact_value
-from ..sqlite_db import Checkpointer, connect, execute_script, migrate
+from ..sqlite_db import Checkpointer, connect, execute_script, migrate, prefix_matches
 
 
 def m001_runs(conn: sqlite3.Connection) -> None:
@@ -52,7 +52,16 @@ def m002_run_events(conn: sqlite3.Connection) -> None:
     """)
 
 
-MIGRATIONS = [m001_runs, m002_run_events]
+def m003_intent_results(conn: sqlite3.Connection) -> None:
+    """An action's result is recorded the moment it completes, so a crash later in the same tick does not run it again."""
+    execute_script(conn, """
+        ALTER TABLE run_intents ADD COLUMN done INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE run_intents ADD COLUMN result TEXT;
+        ALTER TABLE run_intents ADD COLUMN decision TEXT;
+    """)
+
+
+MIGRATIONS = [m001_runs, m002_run_events, m003_intent_results]
 
 
 @dataclass(slots=True)
@@ -79,6 +88,15 @@ class RunRow:
     inputs: dict[str, Any]
     created: float
     updated: float
+
+
+@dataclass
+class InFlight:
+    """The tick a crash cut short, as far as it got: the transition it took and the results of the actions that completed."""
+
+    tick: int
+    decision: dict[str, Any] | None
+    results: dict[int, dict[str, Any]]
 
 
 @dataclass
@@ -190,22 +208,41 @@ class RunStore:
                 conn.execute("ROLLBACK")
                 raise
 
-    def mark_started(self, run_id: str, tick: int, seq: int, action: str) -> None:
-        """Committed before a side-effecting action runs, so a crash leaves a trace of it."""
+    def mark_started(self, run_id: str, tick: int, seq: int, action: str, decision: dict[str, Any] | None = None) -> None:
+        """Committed before a side-effecting action runs, so a crash leaves a trace of it (and of the transition it serves)."""
         with self._lock:
-            self.conn.execute("INSERT OR REPLACE INTO run_intents (run_id, tick, seq, action, started) VALUES (?, ?, ?, ?, ?)",
-                              (run_id, tick, seq, action, time.time()))
+            self.conn.execute("INSERT OR REPLACE INTO run_intents (run_id, tick, seq, action, started, done, result, decision)"
+                              " VALUES (?, ?, ?, ?, ?, 0, NULL, ?)",
+                              (run_id, tick, seq, action, time.time(), _dump(decision, "decision") if decision is not None else None))
+
+    def mark_done(self, run_id: str, tick: int, seq: int, result: dict[str, Any]) -> None:
+        """Committed as soon as a side-effecting action returns: on resume it is replayed from here, not run again."""
+        with self._lock:
+            self.conn.execute("UPDATE run_intents SET done = 1, result = ? WHERE run_id = ? AND tick = ? AND seq = ?",
+                              (_dump(result, "action result"), run_id, tick, seq))
+
+    def in_flight(self, run_id: str) -> InFlight | None:
+        """The uncommitted tick's completed actions, when a crash came after at least one of them; None otherwise."""
+        rows = self.conn.execute("SELECT tick, seq, result, decision FROM run_intents WHERE run_id = ? AND done = 1 ORDER BY tick, seq",
+                                 (run_id,)).fetchall()
+        if not rows:
+            return None
+        tick = rows[-1][0]
+        decision = next((json.loads(r[3]) for r in rows if r[0] == tick and r[3] is not None), None)
+        return InFlight(tick, decision, {r[1]: json.loads(r[2]) for r in rows if r[0] == tick})
 
     def get_run(self, run_id: str) -> RunRow:
         row = self.conn.execute(
             "SELECT run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated"
             " FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
-            matches = [r[0] for r in self.conn.execute("SELECT run_id FROM runs WHERE run_id LIKE ? LIMIT 3", (run_id + "%",))]
+            matches = prefix_matches(self.conn, "runs", "run_id", run_id)
             if len(matches) == 1:
                 return self.get_run(matches[0])
-            hint = f"; did you mean {', '.join(matches)}?" if matches else "; `sherpa-skills runs` lists them"
-            raise StoreError(f"no run '{run_id}' in {self.path}{hint}")
+            if matches:
+                raise StoreError(f"run id prefix '{run_id}' is ambiguous: {', '.join(matches[:3])}{', …' if len(matches) > 3 else ''}; "
+                                 "give more characters")
+            raise StoreError(f"no run '{run_id}' in {self.path}; `sherpa-skills runs` lists them")
         return RunRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8], json.loads(row[9]), row[10], row[11])
 
     def load_belief(self, run_id: str) -> Belief:
@@ -222,7 +259,7 @@ class RunStore:
 
     def interrupted(self, run_id: str) -> list[Interrupted]:
         return [Interrupted(*r) for r in self.conn.execute(
-            "SELECT tick, seq, action, started FROM run_intents WHERE run_id = ? ORDER BY tick, seq", (run_id,))]
+            "SELECT tick, seq, action, started FROM run_intents WHERE run_id = ? AND done = 0 ORDER BY tick, seq", (run_id,))]
 
     def delete_finished_before(self, cutoff: float) -> int:
         """Retention: runs that ended (final or error) before `cutoff` go, with everything they recorded."""

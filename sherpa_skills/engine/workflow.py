@@ -17,6 +17,7 @@ from ..llm.call import MODEL_ENV
 from ..policy.base import ChainPolicy, NoPolicy, Policy
 from .registry import Registry, default_registry, load_builtins
 from .spec import WorkflowSpec
+from .transitions_form import normalise
 from ..yaml_source import Located, load_yaml_file, load_yaml_text
 
 
@@ -54,6 +55,29 @@ class Workflow:
         kwargs.setdefault("workflow_path", str(self.path) if self.path else None)
         kwargs.setdefault("registry", self.registry)
         return Agent(self.machine, policy, **kwargs)
+
+
+def _set_aside(data: Any, exc: ValidationError) -> Any | None:
+    """A copy of `data` without the keys `exc` finds wrong (unknown, or an optional value of the wrong type, which
+    falls back to its default), so the rest can still be checked; None when a problem sits inside a list (removing an
+    item would shift the lines of the ones after it)."""
+    import copy
+
+    data = copy.deepcopy(data)
+    for err in exc.errors():
+        parent: dict[str, Any] | None = None
+        key: Any = None
+        node = data
+        for part in err["loc"]:
+            if isinstance(node, list):
+                return None
+            if not isinstance(node, dict) or part not in node:
+                break  # a name pydantic adds (a union member's type): the key above holds the problem
+            parent, key, node = node, part, node[part]
+        if parent is None:
+            return None
+        parent.pop(key, None)
+    return data
 
 
 def _pydantic_problems(exc: ValidationError, source: Located) -> list[Problem]:
@@ -100,9 +124,10 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
             return NoPolicy(), [source.problem(("policy",), f"policy type '{pspec.type}' needs 'rules' (a list, or a rules file)")]
         try:
             if isinstance(pspec.rules, str):
-                path = base_dir / pspec.rules
-                if not path.is_file():
-                    path = data_dir("policies") / pspec.rules
+                path = _rules_path(pspec.rules, base_dir)
+                if path is None:
+                    return NoPolicy(), [source.problem(("policy", "rules"), f"rules file '{pspec.rules}' is outside the workflow's folder "
+                                                                            "and the shipped policies/; name a file beside the workflow")]
                 if not path.is_file():
                     return NoPolicy(), [source.problem(("policy", "rules"), f"rules file '{pspec.rules}' not found beside the workflow or in the shipped policies/")]
                 rule_policy = RulePolicy.from_file(path, registry)
@@ -131,26 +156,53 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
     return NoPolicy(), problems
 
 
+def _rules_path(name: str, base_dir: Path) -> Path | None:
+    """The rules file beside the workflow (or below its folder), else the shipped one; None when `name` points elsewhere."""
+    for folder in (base_dir, data_dir("policies")):
+        folder = folder.resolve()
+        path = (folder / name).resolve()
+        if not path.is_relative_to(folder):
+            return None
+        if path.is_file():
+            return path
+    return base_dir / name
+
+
 def load_workflow_source(source: Located, *, registry: Registry | None = None, path: Path | None = None) -> Workflow:
     load_builtins()
     registry = registry or default_registry.child()
     if not isinstance(source.data, dict):
         raise WorkflowError([source.problem((), "a workflow must be a mapping with name, initial and states")])
+    source, problems = normalise(source)
     try:
         spec = WorkflowSpec.model_validate(source.data)
     except ValidationError as exc:
-        raise WorkflowError(_pydantic_problems(exc, source)) from None
+        # Problems of the schema are reported and their keys set aside, so the graph and the calls are still checked in
+        # the same pass; when that is not possible (or not enough: a required key is wrong), the schema problems stand alone.
+        problems += _pydantic_problems(exc, source)
+        stripped = _set_aside(source.data, exc)
+        if stripped is None:
+            raise WorkflowError(problems) from None
+        try:
+            spec = WorkflowSpec.model_validate(stripped)
+        except ValidationError:
+            raise WorkflowError(problems) from None
     base_dir = path.parent if path else Path.cwd()
-    problems = _import_modules(spec, source, base_dir)
+    problems += _import_modules(spec, source, base_dir)
     machine, compile_problems = compile_machine(spec, registry, source, source.file)
     problems += compile_problems
     if machine is None:
-        raise WorkflowError(problems)
+        raise WorkflowError(_in_order(problems))
     policy, policy_problems = build_policy(spec, registry, source, base_dir, machine)
     problems += policy_problems
     if problems:
-        raise WorkflowError(problems)
+        raise WorkflowError(_in_order(problems))
     return Workflow(spec, machine, policy, path, registry)
+
+
+def _in_order(problems: list[Problem]) -> list[Problem]:
+    """Top to bottom, as a reader goes through the file; a stable sort keeps each line's problems in the order found."""
+    return sorted(problems, key=lambda p: (p.file, p.line))
 
 
 def load_workflow(path: str | Path, *, registry: Registry | None = None) -> Workflow:

@@ -12,7 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..engine.compiler import BoundGuard
 from ..errors import Problem, WorkflowError
-from ..engine.registry import Registry, default_registry
+from ..engine.registry import Registry, default_registry, unknown_args
 from ..engine.spec import RuleSpec
 from ..yaml_source import Located, load_yaml_file
 from .base import Decision, DecisionContext
@@ -43,10 +43,16 @@ class RulePolicy:
                     if definition is None:
                         problems.append(_problem(source, where, f"rule {i + 1}: unknown guard '{call.name}'; known guards: {', '.join(registry.guard_names())}"))
                         continue
+                    unknown = unknown_args(definition.args_model, call.args)
+                    if unknown:
+                        problems.append(_problem(source, where, f"rule {i + 1}: guard '{call.name}' has no argument '{unknown[0]}'; "
+                                                                f"it takes: {', '.join(definition.args_model.model_fields) or 'none'}"))
+                        continue
                     try:
                         args = definition.args_model.model_validate(call.args)
                     except ValidationError as exc:
-                        problems.append(_problem(source, where, f"rule {i + 1}: guard '{call.name}': {exc.errors()[0]['msg']}"))
+                        first = exc.errors()[0]
+                        problems.append(_problem(source, where, f"rule {i + 1}: guard '{call.name}': {'.'.join(map(str, first['loc']))}: {first['msg']}"))
                         continue
                     guards.append(BoundGuard(call.name, definition.fn, args, negate))
             pattern = re.compile(fnmatch.translate(rule.state))

@@ -16,7 +16,7 @@ _EXPORTS: dict[str, str] = {
     "FORMATS": "_detect", "sniff": "_detect",
     "SETTLE_SECONDS": "_importer", "import_paths": "_importer",
     "FileResult": "_models", "ImportSummary": "_models", "ImportedFile": "_models", "SessionCommand": "_models",
-    "SessionStore": "_store",
+    "SessionStore": "_store", "COMMAND_LIMIT": "_records", "is_truncated": "_records",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -39,4 +39,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._detect import FORMATS, sniff
     from ._importer import SETTLE_SECONDS, import_paths
     from ._models import FileResult, ImportedFile, ImportSummary, SessionCommand
+    from ._records import COMMAND_LIMIT, is_truncated
     from ._store import SessionStore

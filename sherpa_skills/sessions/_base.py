@@ -19,6 +19,10 @@ class Parser(Protocol):
 
     def feed(self, line: bytes, lineno: int, offset: int) -> None: ...
 
+    def skip(self, lineno: int) -> None:
+        """Count a line that could not be read."""
+        ...
+
     def take(self) -> list[CommandRecord]:
         """The records completed since the last call."""
         ...
@@ -71,8 +75,8 @@ def load_json_object(line: bytes) -> dict[str, Any] | None:
     except UnicodeDecodeError:
         try:
             value = json.loads(line.decode("utf-8", errors="replace"))
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the decoder's recursion limit
         return None
     return value if isinstance(value, dict) else None

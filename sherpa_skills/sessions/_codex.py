@@ -73,7 +73,7 @@ def parse_output(raw: Any) -> dict[str, Any]:
     if stripped.startswith("{"):
         try:
             data = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
         if isinstance(data, dict) and "output" in data:
             metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
@@ -175,7 +175,7 @@ class CodexParser(LineParser):
             if isinstance(raw, str):
                 try:
                     parsed = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     parsed = {"command": raw} if name in SHELL_TOOLS else {}
                 args = parsed if isinstance(parsed, dict) else {}
             elif isinstance(raw, dict):

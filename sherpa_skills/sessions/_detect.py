@@ -28,11 +28,13 @@ _BASH_NAMES = re.compile(r"(^|[._-])(bash_history|sh_history|history)$", re.I)
 def _json_kind(line: bytes) -> str | None:
     try:
         obj = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     if not isinstance(obj, dict):
         return None
     kind = obj.get("type")
+    if not isinstance(kind, str):
+        kind = None
     if kind in _CODEX_TYPES and isinstance(obj.get("payload"), dict):
         return "codex"
     if "record_type" in obj or (kind is None and "id" in obj and ("instructions" in obj or "git" in obj)):

@@ -121,6 +121,16 @@ def _unchanged(quick: tuple[str, int, float | None, int, int] | None, stat: os.s
     return not settled or (offset == size and not pending)
 
 
+def _feed(parser: Parser, path: Path, line: bytes, lineno: int, offset: int) -> None:
+    """One line to the parser; a line whose fields have types no log writes (a list for a string, nesting deeper
+    than the JSON decoder goes) is skipped and counted like a malformed one, never the end of the import."""
+    try:
+        parser.feed(line, lineno, offset)
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
+        log.warning("session_line_skipped", path=str(path), line=lineno, error=f"{type(exc).__name__}: {exc}"[:200])
+        parser.skip(lineno)
+
+
 def _add(result: FileResult, added: Added) -> None:
     result.commands += added.commands
     result.succeeded += added.counts["success"]
@@ -211,7 +221,7 @@ def _read_file(store: SessionStore, path: Path, key: str, row: FileRow | None, s
             parts = [leftover] if leftover else []
             for line in lines:
                 lineno += 1
-                parser.feed(line, lineno, consumed)
+                _feed(parser, path, line, lineno, consumed)
                 consumed += len(line) + 1
                 hasher.update(line)
                 hasher.update(b"\n")
@@ -227,7 +237,7 @@ def _read_file(store: SessionStore, path: Path, key: str, row: FileRow | None, s
             # complete JSON object or the file has settled; otherwise it waits for the next import.
             if settled or (row.format in JSON_FORMATS and load_json_object(leftover) is not None):
                 lineno += 1
-                parser.feed(leftover, lineno, consumed)
+                _feed(parser, path, leftover, lineno, consumed)
                 consumed += len(leftover)
                 hasher.update(leftover)
         parser.finish(settled=settled)

@@ -6,6 +6,7 @@ and nothing the importer stores has ever held a secret.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
@@ -21,6 +22,11 @@ OUTPUT_LIMIT = 2000
 # Redaction looks further than what is kept, so a token cut by the excerpt's end is still recognised whole
 # (a private key block cut short is redacted from its BEGIN line anyway).
 _REDACT_MARGIN = 2000
+#: Characters of a command kept. A longer one (a heredoc, a pasted file) is cut and marked with its length and sha256:
+#: it can no longer be replayed, and a 600 KB key crashed pyahocorasick (its trie is freed recursively: SIGSEGV).
+COMMAND_LIMIT = 16_384
+_TRUNCATED = "\n# [sherpa-skills: command truncated; {chars} characters, sha256 {digest}]"
+_TRUNCATED_RE = re.compile(r"\n# \[sherpa-skills: command truncated; \d+ characters, sha256 [0-9a-f]{64}\]\Z")
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -59,7 +65,17 @@ _FIELDS = tuple(f.name for f in fields(CommandRecord))
 
 
 def clean_command(text: str) -> str:
-    return redact(text)
+    """The command redacted; past COMMAND_LIMIT its start, then a line giving the whole one's length and hash."""
+    if len(text) <= COMMAND_LIMIT:
+        return redact(text)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    kept = redact(text[: COMMAND_LIMIT + _REDACT_MARGIN])[:COMMAND_LIMIT]
+    return kept + _TRUNCATED.format(chars=len(text), digest=digest)
+
+
+def is_truncated(command: str) -> bool:
+    """A command stored cut short (see COMMAND_LIMIT): not something to replay."""
+    return _TRUNCATED_RE.search(command[-200:]) is not None
 
 
 def clean_text(text: str | None) -> str | None:

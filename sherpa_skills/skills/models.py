@@ -19,7 +19,7 @@ class ProcedureStep(BaseModel):
     command: str = Field(min_length=1)
     expected_exit_code: int = 0
     expected_output_pattern: str | None = None
-    timeout_secs: float = Field(default=60.0, gt=0)
+    timeout_secs: float = Field(default=60.0, gt=0, allow_inf_nan=False)  # every step has a timeout: .inf is none
     env_vars: list[str] = Field(default_factory=list, description="names only; values are never stored")
     cwd: str | None = None
 
@@ -29,7 +29,10 @@ class ProcedureStep(BaseModel):
         if value is not None:
             import re
 
-            re.compile(value)
+            try:
+                re.compile(value)
+            except re.error as exc:  # pydantic turns only ValueError into a validation problem
+                raise ValueError(f"expected_output_pattern {value!r} is not a valid regular expression: {exc}") from None
         return value
 
     @field_validator("env_vars")

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from difflib import SequenceMatcher
 from typing import Any, Iterable, Sequence
 
+from ..sessions import is_truncated
 from .shell_words import _SUBCOMMAND_TOOLS, classify, program_words, words
 
 SLOT = "◻"
@@ -92,6 +93,11 @@ def clean(commands: Sequence[Any], options: RecurringOptions) -> list[list[Any]]
             if current and c.timestamp and current[-1].timestamp and c.timestamp - current[-1].timestamp > options.gap_secs:
                 runs.append(current)
                 current = []
+            if is_truncated(c.command):  # stored cut short (a huge heredoc): it cannot be replayed, and it breaks the run
+                if current:
+                    runs.append(current)
+                current = []
+                continue
             if c.outcome in ("failure", "rejected") or classify(c.command) not in _KEEP:
                 continue
             if current and _retry(current[-1].command, c.command, options.retry_similarity):

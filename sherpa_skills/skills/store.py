@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from ..errors import StoreError
 from ..home import store_path
-from ..sqlite_db import Transaction, connect, execute_script, migrate
+from ..sqlite_db import Transaction, connect, execute_script, migrate, prefix_matches
 from .models import CapturedLearning, CapturedProcedure, Execution, ProcedureHealthReport, ProcedureStep
 from .scoring import confidence, health_report
 
@@ -194,11 +194,13 @@ class SkillStore:
     def get(self, procedure_id: str, version: int | None = None) -> CapturedProcedure:
         row = self.conn.execute(f"SELECT {_PROC_COLUMNS} FROM procedures WHERE id = ?", (procedure_id,)).fetchone()
         if row is None:
-            near = [r[0] for r in self.conn.execute("SELECT id FROM procedures WHERE id LIKE ? LIMIT 3", (procedure_id + "%",))]
+            near = prefix_matches(self.conn, "procedures", "id", procedure_id)
             if len(near) == 1:
                 return self.get(near[0], version)
-            hint = f"; did you mean {', '.join(near)}?" if near else "; `sherpa-skills learn procedures` lists them"
-            raise StoreError(f"no procedure '{procedure_id}'{hint}")
+            if near:
+                raise StoreError(f"procedure id prefix '{procedure_id}' is ambiguous: {', '.join(near[:3])}{', …' if len(near) > 3 else ''}; "
+                                 "give more characters")
+            raise StoreError(f"no procedure '{procedure_id}'; `sherpa-skills learn procedures` lists them")
         proc = _procedure(row)
         if version is None or version == proc.version:
             return proc

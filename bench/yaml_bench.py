@@ -1,0 +1,64 @@
+"""Workflow load time on the start-up path: our YAML loader against the pure-Python PyYAML loader it replaced.
+
+The loader parses with PyYAML's C parser, YAML 1.2 scalars and a line for every value (sherpa_skills/yaml_source.py).
+Baselines measured in the same run: `yaml.load(..., SafeLoader)` (pure Python, no lines: what the loader built on
+before) and, when it is importable, ruamel.yaml's round-trip loader, which keeps lines too (not a dependency).
+
+    python bench/yaml_bench.py     # a few seconds; rewrites the `## YAML loading` section of bench/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+from time import perf_counter
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _results import machine, write_section  # noqa: E402
+
+WORKFLOW = HERE.parent / "examples" / "support_triage" / "workflow.yaml"
+REPEATS = 300
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    """Median milliseconds of REPEATS calls, after one warm-up."""
+    fn()
+    runs = []
+    for _ in range(REPEATS):
+        t0 = perf_counter()
+        fn()
+        runs.append((perf_counter() - t0) * 1000)
+    return statistics.median(runs)
+
+
+def main() -> int:
+    import yaml
+
+    from sherpa_skills.engine.workflow import load_workflow
+    from sherpa_skills.yaml_source import load_yaml_text
+
+    text = WORKFLOW.read_text(encoding="utf-8")
+    rows = [("yaml_source.load_yaml_text (C parser, YAML 1.2, lines)", timed(lambda: load_yaml_text(text, str(WORKFLOW)))),
+            ("baseline: yaml.load, pure-Python SafeLoader, no lines", timed(lambda: yaml.load(text, Loader=yaml.SafeLoader)))]
+    try:
+        from ruamel.yaml import YAML
+
+        rows.append(("baseline: ruamel.yaml round-trip loader (keeps lines)", timed(lambda: YAML(typ="rt").load(text))))
+    except ImportError:
+        rows.append(("baseline: ruamel.yaml (not installed: skipped)", float("nan")))
+    rows.append(("whole load_workflow (YAML, spec, compile, policy)", timed(lambda: load_workflow(WORKFLOW))))
+    ours = rows[0][1]
+    lines = [f"Machine: {machine()}", "", f"Command: `python bench/yaml_bench.py` — {WORKFLOW.relative_to(HERE.parent)} "
+             f"({len(text.splitlines())} lines), median of {REPEATS} loads.", "",
+             "| loader | median ms | ratio to ours |", "|---|---:|---:|"]
+    lines += [f"| {name} | {ms:.3f} | {ms / ours:.1f}x |" for name, ms in rows]
+    write_section("YAML loading", "\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
