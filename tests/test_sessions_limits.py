@@ -55,7 +55,7 @@ def test_a_truncated_command_never_becomes_a_procedure_step(tmp_path: Path) -> N
 def test_known_procedures_skip_steps_too_long_to_index(tmp_path: Path) -> None:
     """A home that stored a huge step before the limit existed still mines: that procedure is left out of the automaton."""
     store = skill_store(tmp_path / "home")
-    store.add_procedure(CapturedProcedure(id="", task_type="huge", steps=[ProcedureStep(command="echo " + "y" * 700_000),
+    store.add_procedure(CapturedProcedure(id="", task_type="huge", steps=[ProcedureStep(command="echo" + " y" * 350_000),
                                                                             ProcedureStep(command="make")], source="manual"))
     small = store.add_procedure(CapturedProcedure(id="", task_type="small", steps=[ProcedureStep(command="make build"),
                                                                                    ProcedureStep(command="make test")], source="manual"))

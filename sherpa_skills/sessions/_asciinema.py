@@ -40,7 +40,7 @@ def is_cast_header(line: bytes) -> bool:
     """The first line of a recording: a JSON object with `version` 2 or 3 and the terminal's size."""
     try:
         header = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly nested JSON
         return False
     return (isinstance(header, dict) and header.get("version") in (2, 3)
             and ("width" in header or isinstance(header.get("term"), dict)))
@@ -72,7 +72,7 @@ class AsciinemaParser(LineParser):
             return
         try:
             event = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             self.skip(lineno)
             return
         if (not isinstance(event, list) or len(event) < 3 or not isinstance(event[0], (int, float))
