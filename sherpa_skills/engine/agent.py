@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..logs import ensure_configured
 from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, lookup
-from .compiler import BoundAction, CompiledMachine, Dynamic, Edge
+from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
 from ..errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
 from .events import Event, parse_event
 from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
@@ -173,13 +173,12 @@ class Agent:
         targs: dict[str, Any] = {}
         if decision is not None:
             self._count_decision(decision)
-            targs = decision.args
-            if edge.args_model is not None:
-                try:
-                    targs = edge.args_model.model_validate(targs).model_dump()
-                except ValidationError as exc:
-                    first = exc.errors()[0]
-                    raise PolicyError(f"arguments for '{edge.trigger}' in state '{self.state}' are not valid: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+            try:
+                targs = check_arguments(edge, decision.args)
+            except ValueError as exc:
+                # Whoever chose (a rule, a user's --arg, a custom policy) sent what the transition does not declare.
+                kind = UsageError if decision.decided_by == "user" else PolicyError
+                raise kind(f"state '{self.state}': {exc}") from None
             if self.observers:
                 self._notify("decision", state=self.state, trigger=edge.trigger, decided_by=decision.decided_by, reason=decision.reason)
         self._tick += 1
@@ -459,14 +458,14 @@ class Agent:
                 outcome = "unavailable"
                 reason = f"'{event.name}' is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options) or 'none'}"
             else:
+                # The payload is data for the receiver (it stays readable as `event.payload`); only the keys the
+                # transition declares become its arguments.
                 targs = {k: v for k, v in event.payload.items() if k in edge.arguments}
-                if edge.args_model is not None:
-                    try:
-                        edge.args_model.model_validate(targs)
-                    except ValidationError as exc:
-                        first = exc.errors()[0]
-                        outcome = "invalid"
-                        reason = f"payload of '{event.name}' does not fit the transition's arguments: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+                try:
+                    check_arguments(edge, targs)
+                except ValueError as exc:
+                    outcome = "invalid"
+                    reason = f"payload of '{event.name}' does not fit the transition's arguments: {exc}"
         self._record.events.append(("in", outcome, body))
         if reason is not None:
             report.update(outcome=outcome, reason=reason)

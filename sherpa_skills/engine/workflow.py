@@ -97,10 +97,16 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
                 rule_policy = RulePolicy(pspec.rules, registry, source=source, loc=("policy", "rules"))
         except WorkflowError as exc:
             return NoPolicy(), exc.problems
-        triggers = {e.trigger for edges in machine.edges for e in edges}
+        declared: dict[str, set[str]] = {}
+        for edges in machine.edges:
+            for e in edges:
+                declared.setdefault(e.trigger, set()).update(e.arguments)
         for i, rule in enumerate(pspec.rules if isinstance(pspec.rules, list) else []):
-            if rule.trigger not in triggers:
+            if rule.trigger not in declared:
                 problems.append(source.problem(("policy", "rules", i, "trigger"), f"rule {i + 1} names trigger '{rule.trigger}', which no transition has"))
+            elif undeclared := sorted(set(rule.args) - declared[rule.trigger]):
+                problems.append(source.problem(("policy", "rules", i, "args"), f"rule {i + 1} gives '{rule.trigger}' undeclared argument(s) "
+                                                f"{', '.join(undeclared)}; it declares: {', '.join(sorted(declared[rule.trigger])) or 'none'}"))
     llm_policy = None
     if pspec.type in ("llm", "chain"):
         from ..policy.llm import LLMPolicy

@@ -9,7 +9,7 @@ from typing import Any, Generator
 import structlog
 from pydantic import BaseModel, Field, ValidationError
 
-from ..engine.compiler import Edge
+from ..engine.compiler import Edge, check_arguments
 from ..data import data_dir
 from ..errors import ModelError, PolicyError
 from .base import Decision, DecisionContext
@@ -54,23 +54,29 @@ def _clip(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} chars cut]"
 
 
+def _arguments_schema(edge: Edge) -> dict[str, Any]:
+    """The JSON schema of one transition's own arguments: declared names only, required ones required."""
+    properties: dict[str, Any] = {}
+    for name, a in edge.arguments.items():
+        prop: dict[str, Any] = {"type": a.type}
+        if a.description:
+            prop["description"] = a.description
+        if a.enum:
+            prop["enum"] = list(a.enum)
+        properties[name] = prop
+    required = [n for n, a in edge.arguments.items() if a.required and a.default is None]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
 def response_schema(options: list[Edge]) -> dict[str, Any]:
-    """A JSON schema whose trigger is an enum of what is available, so a provider cannot pick anything else."""
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": "transition_choice",
-            "schema": {
-                "type": "object",
-                "properties": {
-                    "trigger": {"type": "string", "enum": [o.trigger for o in options]},
-                    "args": {"type": "object"},
-                    "reason": {"type": "string"},
-                },
-                "required": ["trigger", "args"],
-            },
-        },
-    }
+    """One object schema per available trigger (a union discriminated by `trigger`), each with only its own arguments."""
+    choices = [{
+        "type": "object",
+        "properties": {"trigger": {"type": "string", "enum": [o.trigger]}, "args": _arguments_schema(o), "reason": {"type": "string"}},
+        "required": ["trigger", "args"],
+        "additionalProperties": False,
+    } for o in options]
+    return {"type": "json_schema", "json_schema": {"name": "transition_choice", "schema": {"anyOf": choices}}}
 
 
 def parse_answer(text: str, ctx: DecisionContext) -> tuple[Decision | None, str]:
@@ -90,13 +96,10 @@ def parse_answer(text: str, ctx: DecisionContext) -> tuple[Decision | None, str]
     edge = ctx.option(answer.trigger)
     if edge is None:
         return None, f"'{answer.trigger}' is not an available transition; choose one of {', '.join(ctx.triggers())}"
-    args = answer.args
-    if edge.args_model is not None:
-        try:
-            args = edge.args_model.model_validate(args).model_dump()
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            return None, f"arguments of '{edge.trigger}' are not valid: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+    try:
+        args = check_arguments(edge, answer.args)
+    except ValueError as exc:
+        return None, str(exc)
     return Decision(answer.trigger, args, decided_by="llm", reason=answer.reason), ""
 
 
