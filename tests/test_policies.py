@@ -532,3 +532,47 @@ transitions:
         assert by_trigger["list_files"]["properties"]["args"]["properties"] == {}
         assert by_trigger["classify"]["properties"]["args"]["properties"] == {"label": {"type": "string", "enum": ["bug", "feature"]}}
         assert by_trigger["classify"]["properties"]["args"]["required"] == ["label"]
+
+
+# ---------------------------------------------------------------- which model the policy asks
+
+REJECT = '{"trigger": "reject", "args": {}, "reason": "the other model"}'
+
+
+class TestModelPrecedence:
+    def _two_scripts(self, write_file: Any) -> tuple[Any, Path]:
+        workflow = _llm_workflow(write_file, f"answers:\n  - match: 'Current state: review'\n    respond: '{APPROVE}'\n")
+        other = write_file("other.yaml", f"answers:\n  - match: 'Current state: review'\n    respond: '{REJECT}'\n")
+        return workflow, other
+
+    def test_the_runs_model_overrides_the_workflows_for_the_policy(self, write_file):
+        """`workflow.agent(model=...)` (what `--model` does) is the model the policy asks, not the workflow's llm.model."""
+        from sherpa_skills.testing import scripted_model
+
+        workflow, other = self._two_scripts(write_file)
+        agent = workflow.agent(model=scripted_model(other))
+        result = agent.run()
+        assert _trajectory(agent)[-1] == ("done", "reject", "llm")
+        assert result.llm_calls == 1
+
+    def test_cli_model_overrides_the_workflow_and_the_environment(self, write_file, tmp_path, monkeypatch, capsys):
+        """`run --model M`: M decides, although the workflow names another model and SHERPA_SKILLS_MODEL a third."""
+        from sherpa_skills.cli import main
+
+        workflow, other = self._two_scripts(write_file)
+        monkeypatch.setenv("SHERPA_SKILLS_MODEL", "scripted/does-not-exist.yaml")
+        code = main(["run", str(workflow.path), "--home", str(tmp_path / "home"), "--model", f"scripted/{other}", "--json"])
+        result = json.loads(capsys.readouterr().out)
+        assert code == 0 and result["state"] == "done" and result["llm_calls"] == 1
+        from sherpa_skills.engine.runstore import RunStore
+
+        belief = RunStore(tmp_path / "home" / "store.db").load_belief(result["run_id"])
+        assert [t.trigger for t in belief.trajectory][-1] == "reject"
+
+    def test_the_workflows_model_comes_before_the_environment(self, write_file, monkeypatch):
+        """Without a run model, llm.model decides; SHERPA_SKILLS_MODEL is only the last resort."""
+        workflow, other = self._two_scripts(write_file)
+        monkeypatch.setenv("SHERPA_SKILLS_MODEL", f"scripted/{other}")
+        agent = workflow.agent()
+        agent.run()
+        assert _trajectory(agent)[-1] == ("done", "approve", "llm")

@@ -112,7 +112,8 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
         from ..policy.llm import LLMPolicy
 
         llm = spec.llm
-        llm_policy = LLMPolicy(llm.model, prompt=pspec.prompt, max_retries=pspec.max_retries, recent=pspec.recent, temperature=llm.temperature,
+        # No model pinned on the policy: it asks the run's model (--model, else llm.model, else the environment).
+        llm_policy = LLMPolicy(None, prompt=pspec.prompt, max_retries=pspec.max_retries, recent=pspec.recent, temperature=llm.temperature,
                                max_tokens=llm.max_tokens, structured_output=llm.structured_output, base_dir=base_dir,
                                relevant_options=pspec.relevant_options, task_key=pspec.task_key)
     if pspec.type == "rule":

@@ -149,6 +149,7 @@ class LLMPolicy:
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def _model(self, ctx: DecisionContext) -> str:
+        """A model pinned on this policy, else the run's (`--model`, else the workflow's llm.model), else the environment's."""
         from ..llm.call import resolve_model
 
         return resolve_model(self.model, ctx.model)
