@@ -143,7 +143,9 @@ class Agent:
     # ------------------------------------------------------------------ the tick, written once
 
     def _start_flow(self, inputs: dict[str, Any]) -> Generator[Any, Any, None]:
-        values = {**self.machine.spec.context, **self._input_defaults(), **inputs}
+        # A declared input that was not given is still a name templates can use: None, unless the workflow says otherwise.
+        unset = dict.fromkeys(n for n, d in self.machine.spec.inputs.items() if d.default is None)
+        values = {**unset, **self.machine.spec.context, **self._input_defaults(), **inputs}
         self._write_context(values)
         self._trajectory(None, None, "start")
         yield from self._act_all(self.machine.initial_actions, {})

@@ -130,13 +130,22 @@ def _without_response_format(kwargs: dict[str, Any], model: str) -> dict[str, An
 
 
 def _scripted_model_string(model: str, base_dir: Path | str | None) -> str:
-    """Make a scripted model's path absolute, relative to the workflow's folder when there is one."""
+    """Make a scripted model's path absolute: relative to the workflow's folder, or to the current directory when
+    there is none or the workflow is a built-in machine (whose folder is inside the installed package)."""
     path = Path(model[len(SCRIPTED_PREFIX):]).expanduser()
     if not str(path) or str(path) == ".":
         raise ModelError(f"model '{model}': the scripted stand-in needs a script path, e.g. {SCRIPTED_PREFIX}answers.yaml")
     if not path.is_absolute():
-        path = Path(base_dir or Path.cwd()) / path
+        path = (Path.cwd() if base_dir is None or _is_builtin_folder(Path(base_dir)) else Path(base_dir)) / path
     return SCRIPTED_PREFIX + str(path.resolve())
+
+
+def _is_builtin_folder(folder: Path) -> bool:
+    from ..data import data_dir
+
+    builtin = data_dir("statemachines").resolve()
+    folder = folder.resolve()
+    return folder == builtin or builtin in folder.parents
 
 
 def _litellm() -> ModuleType:

@@ -49,6 +49,14 @@ def _option_view(edge: Edge) -> dict[str, Any]:
     }
 
 
+def _template_line(exc: BaseException, name: str) -> int | None:
+    """The prompt line a render error came from: jinja2 puts the template's own frames in the traceback."""
+    import traceback
+
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith(name)]
+    return lines[-1] if lines else None
+
+
 def _clip(value: Any, limit: int) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} chars cut]"
@@ -144,9 +152,20 @@ class LLMPolicy:
             "actions": [{"action": e.action, "status": e.status, "outputs": _clip(e.outputs, _OUTPUT_CHARS) if e.outputs else ""}
                         for e in view.log.recent(self.recent)],
         }
-        system = self._env.get_template(f"{self.prompt}.system.j2").render(values)
-        user = self._env.get_template(f"{self.prompt}.user.j2").render(values)
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self._render(f"{self.prompt}.system.j2", values, ctx)},
+                {"role": "user", "content": self._render(f"{self.prompt}.user.j2", values, ctx)}]
+
+    def _render(self, name: str, values: dict[str, Any], ctx: DecisionContext) -> str:
+        """A prompt that cannot be rendered (missing file, undefined name, syntax) is a policy error naming it, never a traceback."""
+        from jinja2 import TemplateError
+
+        try:
+            return self._env.get_template(name).render(values)
+        except TemplateError as exc:
+            line = getattr(exc, "lineno", None) or _template_line(exc, name)
+            where = f" line {line}" if line else ""
+            raise PolicyError(f"LLM policy in state '{ctx.state}': prompt '{name}'{where} cannot be rendered: "
+                              f"{exc.message or type(exc).__name__}") from None
 
     def _model(self, ctx: DecisionContext) -> str:
         """A model pinned on this policy, else the run's (`--model`, else the workflow's llm.model), else the environment's."""
