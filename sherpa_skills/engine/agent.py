@@ -31,7 +31,8 @@ log = structlog.get_logger("sherpa_skills.engine.agent")
 
 _MISSING = object()
 Observer = Callable[[str, dict[str, Any]], None]
-COUNTERS = ("steps", "llm_calls", "tokens", "cost", "fast_forwards", "rule_decisions", "llm_decisions", "user_decisions", "actions")
+COUNTERS = ("steps", "llm_calls", "tokens", "cost", "fast_forwards", "rule_decisions", "llm_decisions", "user_decisions", "actions",
+            "estimated_tokens")
 
 
 @dataclass
@@ -166,7 +167,11 @@ class Agent:
             self.counters["fast_forwards"] += 1
         else:
             ctx = DecisionContext(machine.name, self.state, machine.describe(leaf), options, self._view, self.base_dir, self.model)
-            decision = yield ctx
+            try:
+                decision = yield ctx
+            except PolicyError as exc:
+                self._log_failed_decision(exc)
+                raise
             if decision is None:
                 raise PolicyError(f"no policy decided in state '{self.state}'; available: {', '.join(e.trigger for e in options)}")
             edge = next((e for e in options if e.trigger == decision.trigger), None)
@@ -208,9 +213,26 @@ class Agent:
             c["llm_calls"] += decision.llm_calls
             c["tokens"] += decision.tokens
             c["cost"] += decision.cost
+            if decision.tokens_estimated:
+                c["estimated_tokens"] += decision.tokens
+            outputs: dict[str, Any] = {"trigger": decision.trigger, "reason": decision.reason}
+            outputs |= _llm_extras(decision.llm_calls, decision.rejected, decision.tokens_estimated)
             self._append_log(LogEntry.model_construct(
-                tick=self._tick + 1, action="policy:llm", inputs={"state": self.state}, outputs={"trigger": decision.trigger, "reason": decision.reason},
+                tick=self._tick + 1, action="policy:llm", inputs={"state": self.state}, outputs=outputs,
                 status="ok", started=time.time(), duration_ms=0.0, tokens=decision.tokens, cost=decision.cost, error=None))
+
+    def _log_failed_decision(self, exc: PolicyError) -> None:
+        """A decision that failed is in the log too, with the answers it rejected (its cost is counted by `_fail`)."""
+        calls = getattr(exc, "llm_calls", 0)
+        if not calls:
+            return
+        if getattr(exc, "tokens_estimated", False):
+            self.counters["estimated_tokens"] += getattr(exc, "tokens", 0)
+        self._append_log(LogEntry.model_construct(
+            tick=self._tick + 1, action="policy:llm", inputs={"state": self.state},
+            outputs=_llm_extras(calls, getattr(exc, "rejected", []), getattr(exc, "tokens_estimated", False)),
+            status="error", started=time.time(), duration_ms=0.0, tokens=getattr(exc, "tokens", 0), cost=getattr(exc, "cost", 0.0),
+            error=str(exc)))
 
     def _act_all(self, actions: tuple[BoundAction, ...], targs: dict[str, Any]) -> Generator[Any, Any, None]:
         for seq, bound in enumerate(actions):
@@ -600,6 +622,16 @@ class Agent:
             agent._log.warning("rerunning_interrupted_actions", actions=names)
             agent._clear_intents = True
         return agent
+
+
+def _llm_extras(calls: int, rejected: list[dict[str, str]], estimated: bool) -> dict[str, Any]:
+    """What a policy:llm log entry adds beyond the choice: requests sent, answers rejected, estimated tokens."""
+    extras: dict[str, Any] = {"llm_calls": calls}
+    if rejected:
+        extras["rejected"] = rejected
+    if estimated:
+        extras["tokens_estimated"] = True
+    return extras
 
 
 def spec_hash(machine: CompiledMachine) -> str:

@@ -14,7 +14,7 @@ from ..data import data_dir
 from ..errors import Problem, WorkflowError
 from ..policy.base import ChainPolicy, NoPolicy, Policy
 from .registry import Registry, default_registry, load_builtins
-from .spec import WorkflowSpec
+from .spec import ContextRef, WorkflowSpec
 from ..yaml_source import Located, load_yaml_file, load_yaml_text
 
 
@@ -114,7 +114,8 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
         llm = spec.llm
         # No model pinned on the policy: it asks the run's model (--model, else llm.model, else the environment).
         llm_policy = LLMPolicy(None, prompt=pspec.prompt, max_retries=pspec.max_retries, recent=pspec.recent, temperature=llm.temperature,
-                               max_tokens=llm.max_tokens, structured_output=llm.structured_output, base_dir=base_dir,
+                               max_tokens=llm.max_tokens.from_context if isinstance(llm.max_tokens, ContextRef) else llm.max_tokens,
+                               structured_output=llm.structured_output, base_dir=base_dir,
                                relevant_options=pspec.relevant_options, task_key=pspec.task_key)
     if pspec.type == "rule":
         return rule_policy or NoPolicy(), problems

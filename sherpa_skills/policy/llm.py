@@ -18,6 +18,10 @@ log = structlog.get_logger(__name__)
 
 _CONTEXT_CHARS = 4000
 _OUTPUT_CHARS = 300
+#: A decision is one small JSON object; without a cap a small local model may ramble until its context is full.
+DECISION_MAX_TOKENS = 512
+#: How much of a rejected answer is said back to the model, and kept in the run log.
+_ECHO_CHARS = 400
 
 
 class LLMAnswer(BaseModel):
@@ -27,11 +31,13 @@ class LLMAnswer(BaseModel):
 
 
 class PolicyFailure(PolicyError):
-    """No valid answer after every retry; carries what the attempts cost."""
+    """No valid answer after every retry; carries what the attempts cost and what was rejected."""
 
-    def __init__(self, message: str, llm_calls: int, tokens: int, cost: float):
+    def __init__(self, message: str, llm_calls: int, tokens: int, cost: float, rejected: list[dict[str, str]] | None = None,
+                 tokens_estimated: bool = False):
         super().__init__(message)
         self.llm_calls, self.tokens, self.cost = llm_calls, tokens, cost
+        self.rejected, self.tokens_estimated = rejected or [], tokens_estimated
 
 
 def _template_env(folder: Path) -> Any:
@@ -115,7 +121,7 @@ class LLMPolicy:
     """Asks a model through litellm; a garbage answer is re-asked with the error, then becomes a PolicyError."""
 
     def __init__(self, model: str | None = None, *, prompt: str = "choose_transition", max_retries: int = 2, recent: int = 8,
-                 temperature: float = 0.0, max_tokens: int | None = None, structured_output: bool = True, base_dir: Path | None = None,
+                 temperature: float = 0.0, max_tokens: int | str | None = None, structured_output: bool = True, base_dir: Path | None = None,
                  relevant_options: int | None = None, task_key: str = "task"):
         self.model, self.prompt, self.max_retries, self.recent = model, prompt, max_retries, recent
         self.temperature, self.max_tokens, self.structured_output = temperature, max_tokens, structured_output
@@ -123,6 +129,7 @@ class LLMPolicy:
         self.relevant_options, self.task_key = relevant_options, task_key
         self._env: Any = None
         self._indexes: dict[tuple[str, ...], Any] = {}
+        self._format_refused: set[str] = set()  # models whose server refused response_format
 
     def shown_options(self, ctx: DecisionContext) -> list[Edge]:
         """All available transitions, or with `relevant_options`, the few the tool index ranks highest for the task."""
@@ -177,25 +184,49 @@ class LLMPolicy:
         """The whole ask/validate/re-ask exchange, written once; `decide` and `adecide` only do the I/O."""
         model, messages = self._model(ctx), self.messages(ctx)
         options = {"response_format": response_schema(self.shown_options(ctx)) if self.structured_output else None,
-                   "temperature": self.temperature, "max_tokens": self.max_tokens, "base_dir": self.base_dir}
+                   "temperature": self.temperature, "max_tokens": self._max_tokens(ctx), "base_dir": self.base_dir,
+                   "schema_in_prompt": model in self._format_refused}
         calls = tokens = 0
         cost = 0.0
+        estimated = False
         error = ""
+        rejected: list[dict[str, str]] = []
         for _ in range(self.max_retries + 1):
             try:
                 answer = yield messages, model, options
             except ModelError as exc:
-                raise PolicyFailure(f"LLM policy in state '{ctx.state}': {exc}", calls, tokens, cost) from exc
-            calls, tokens, cost = calls + 1, tokens + answer.tokens, cost + answer.cost
+                calls += exc.requests
+                raise PolicyFailure(f"LLM policy in state '{ctx.state}': {exc}", calls, tokens, cost, rejected, estimated) from exc
+            calls, tokens, cost = calls + answer.requests, tokens + answer.tokens, cost + answer.cost
+            estimated = estimated or answer.estimated
+            if answer.format_refused and not options["schema_in_prompt"]:
+                # Remembered for this policy's later decisions, so each does not pay a refused request first.
+                self._format_refused.add(model)
+                options = {**options, "schema_in_prompt": True}
             decision, error = parse_answer(answer.text, ctx)
             if decision is not None:
                 decision.llm_calls, decision.tokens, decision.cost = calls, tokens, cost
+                decision.tokens_estimated, decision.rejected = estimated, rejected
                 return decision
-            log.warning("llm_answer_rejected", state=ctx.state, error=error)
-            messages = [*messages, {"role": "assistant", "content": answer.text},
+            echo = _clip(answer.text, _ECHO_CHARS)
+            rejected.append({"answer": echo, "error": error})
+            log.warning("llm_answer_rejected", state=ctx.state, error=error, answer=echo)
+            # Only a cut echo goes back: a rambling answer resent whole can overflow a small model's context.
+            messages = [*messages, {"role": "assistant", "content": echo},
                         {"role": "user", "content": f"That answer was rejected: {error}. Answer again with one JSON object."}]
         raise PolicyFailure(f"LLM policy gave no valid choice in state '{ctx.state}' after {calls} attempt(s): {error}; "
-                            f"available: {', '.join(ctx.triggers())}", calls, tokens, cost)
+                            f"available: {', '.join(ctx.triggers())}", calls, tokens, cost, rejected, estimated)
+
+    def _max_tokens(self, ctx: DecisionContext) -> int:
+        """The cap on one answer: set on the policy (llm.max_tokens, or a context key), else DECISION_MAX_TOKENS."""
+        value = self.max_tokens
+        if isinstance(value, str):
+            value = ctx.view.get(value)
+        if value is None:
+            return DECISION_MAX_TOKENS
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise PolicyError(f"LLM policy in state '{ctx.state}': max_tokens must be a positive integer, got {value!r}")
+        return value
 
     def decide(self, ctx: DecisionContext) -> Decision | None:
         from ..llm.call import complete
