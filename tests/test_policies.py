@@ -576,3 +576,48 @@ class TestModelPrecedence:
         agent = workflow.agent()
         agent.run()
         assert _trajectory(agent)[-1] == ("done", "approve", "llm")
+
+
+# ---------------------------------------------------------------- arun keeps the event loop free
+
+LOOP_PROBE = r'''
+import asyncio, json, sys
+from pathlib import Path
+from sherpa_skills.engine.workflow import load_workflow
+from sherpa_skills.llm import call
+
+async def main():
+    agent = load_workflow(Path(sys.argv[1])).agent()
+    during_import, done = [], False
+
+    async def ticker():
+        while not done:
+            # litellm is in sys.modules from the moment its import starts; call._litellm_module is set once it ends.
+            if "litellm" in sys.modules and call._litellm_module is None:
+                during_import.append(1)
+            await asyncio.sleep(0.001)
+
+    task = asyncio.create_task(ticker())
+    result = await agent.arun()
+    done = True
+    await task
+    print(json.dumps({"status": result.status, "ticks_during_import": len(during_import)}))
+
+asyncio.run(main())
+'''
+
+
+class TestArunDoesNotBlockTheLoop:
+    @pytest.mark.slow
+    def test_litellm_is_imported_off_the_event_loop(self, write_file):
+        """In a fresh interpreter, a concurrent task keeps ticking while arun's first LLM decision imports litellm."""
+        import subprocess
+        import sys
+
+        workflow = _llm_workflow(write_file, f"answers:\n  - match: 'Current state: review'\n    respond: '{APPROVE}'\n")
+        probe = write_file("probe.py", LOOP_PROBE)
+        done = subprocess.run([sys.executable, str(probe), str(workflow.path)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert report["status"] == "final"
+        assert report["ticks_during_import"] > 0
