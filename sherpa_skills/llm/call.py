@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Generator
 
 import structlog
 
@@ -74,25 +74,17 @@ def complete(
     schema written into the prompt; `schema_in_prompt` skips the doomed first request for a model known to refuse.
     """
     litellm, model, kwargs = _prepare(messages, model, response_format, temperature, max_tokens, base_dir, schema_in_prompt)
-    sent = 0
-    try:
+    plan = _requests(litellm, model, kwargs, response_format is not None)
+    request = next(plan)
+    while True:
         try:
-            sent = 1
-            response = litellm.completion(**kwargs)
+            outcome = (litellm.completion(**request), None)
         except Exception as exc:
-            sent -= _not_sent(litellm, exc)
-            if not _format_refused(litellm, exc, kwargs):
-                raise
-            kwargs = _without_response_format(kwargs, model, exc)
-            sent += 1
-            try:
-                response = litellm.completion(**kwargs)
-            except Exception as again:
-                sent -= _not_sent(litellm, again)
-                raise
-    except Exception as exc:
-        raise _model_error(model, exc, sent) from exc
-    return _completion(litellm, response, model, kwargs, sent, response_format is not None)
+            outcome = (None, exc)
+        try:
+            request = plan.send(outcome)
+        except StopIteration as done:
+            return done.value
 
 
 async def acomplete(
@@ -111,25 +103,31 @@ async def acomplete(
         litellm, model, kwargs = await asyncio.to_thread(_prepare, *args)
     else:
         litellm, model, kwargs = _prepare(*args)
-    sent = 0
-    try:
+    plan = _requests(litellm, model, kwargs, response_format is not None)
+    request = next(plan)
+    while True:
         try:
-            sent = 1
-            response = await litellm.acompletion(**kwargs)
+            outcome = (await litellm.acompletion(**request), None)
         except Exception as exc:
-            sent -= _not_sent(litellm, exc)
-            if not _format_refused(litellm, exc, kwargs):
-                raise
-            kwargs = _without_response_format(kwargs, model, exc)
-            sent += 1
-            try:
-                response = await litellm.acompletion(**kwargs)
-            except Exception as again:
-                sent -= _not_sent(litellm, again)
-                raise
-    except Exception as exc:
+            outcome = (None, exc)
+        try:
+            request = plan.send(outcome)
+        except StopIteration as done:
+            return done.value
+
+
+def _requests(litellm: ModuleType, model: str, kwargs: dict[str, Any], wanted_format: bool) -> Generator[dict[str, Any], tuple[Any, Exception | None], Completion]:
+    """The requests of one answer, written once for both faces: send; if the server refused response_format,
+    send once more as plain JSON. Counts what was sent, so a failure still reports its requests."""
+    response, exc = yield kwargs
+    sent = 1 - (_not_sent(litellm, exc) if exc else 0)
+    if exc is not None and _format_refused(litellm, exc, kwargs):
+        kwargs = _without_response_format(kwargs, model, exc)
+        response, exc = yield kwargs
+        sent += 1 - (_not_sent(litellm, exc) if exc else 0)
+    if exc is not None:
         raise _model_error(model, exc, sent) from exc
-    return _completion(litellm, response, model, kwargs, sent, response_format is not None)
+    return _completion(litellm, response, model, kwargs, sent, wanted_format)
 
 
 def _prepare(
