@@ -78,3 +78,5 @@ class StoreError(SherpaError):
 
 class ModelError(SherpaError):
     """The LLM call failed (provider error, or the scripted model had no answer)."""
+
+    requests: int = 0  # requests that reached the provider before the failure, so callers count them

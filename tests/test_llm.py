@@ -227,3 +227,210 @@ class TestRoutes:
         assert needs_litellm("scripted/answers.yaml") is (route == "litellm")
         assert not needs_litellm(None) and not needs_litellm("  ")
         assert not warm_up(None)  # nothing to warm for no model
+
+
+# ---------------------------------------------------------------- against a real HTTP server (OpenAI-compatible, on loopback)
+
+
+class _Server:
+    """A tiny OpenAI-compatible chat server, like llama.cpp's: it can refuse json_schema with HTTP 500 and leave out usage."""
+
+    def __init__(self, *, refuse_json_schema: bool = True, usage: bool = False, answer: str = '{"trigger": "approve", "args": {}}',
+                 fail_status: int | None = None):
+        import json as _json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[dict] = []
+        server_self = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = _json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server_self.requests.append(body)
+                if fail_status is not None:
+                    self._send(fail_status, {"error": {"code": fail_status, "message": "overloaded", "type": "server_error"}})
+                    return
+                if refuse_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
+                    self._send(500, {"error": {"code": 500, "message": "unsupported response_format json_schema", "type": "server_error"}})
+                    return
+                text = server_self.answer(body) if callable(server_self.answer) else server_self.answer
+                reply = {"id": "c1", "object": "chat.completion", "created": 1, "model": "smol",
+                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+                if usage:
+                    reply["usage"] = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+                self._send(200, reply)
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = _json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.answer = answer
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def llama(monkeypatch):
+    """Start a server; litellm reaches it as `openai/smol` through OPENAI_API_BASE, as a user points it at llama.cpp."""
+    servers: list[_Server] = []
+
+    def start(**kwargs) -> _Server:
+        server = _Server(**kwargs)
+        servers.append(server)
+        monkeypatch.setenv("OPENAI_API_BASE", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-local-not-secret")
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+SCHEMA = {"type": "json_schema", "json_schema": {"name": "choice", "schema": {"type": "object", "properties": {"trigger": {"type": "string"}}}}}
+
+
+def test_a_server_refusing_json_schema_is_asked_again_with_the_schema_in_the_prompt(llama):
+    """HTTP 500 to response_format json_schema: one more request, plain, the schema in the system prompt; both counted."""
+    server = llama()
+    answer = complete(ask("approve"), "openai/smol", response_format=SCHEMA)
+    assert answer.text == '{"trigger": "approve", "args": {}}'
+    assert (answer.requests, answer.format_refused) == (2, True)
+    first, second = server.requests
+    assert first["response_format"]["type"] == "json_schema" and "response_format" not in second
+    assert '"trigger":{"type":"string"}' in second["messages"][0]["content"]
+
+
+def test_schema_in_prompt_sends_one_plain_request(llama):
+    """For a model known to refuse, the doomed request is skipped."""
+    server = llama()
+    answer = complete(ask("approve"), "openai/smol", response_format=SCHEMA, schema_in_prompt=True)
+    assert answer.requests == 1 and len(server.requests) == 1 and "response_format" not in server.requests[0]
+
+
+def test_the_client_does_not_resend_on_its_own(llama):
+    """A server failure is one request, not three silent retries, and the error says how many were sent."""
+    server = llama(fail_status=503)
+    with pytest.raises(ModelError) as caught:
+        complete(ask("approve"), "openai/smol")
+    assert len(server.requests) == 1 and caught.value.requests == 1
+
+
+def test_a_response_without_usage_is_counted_by_litellm_and_flagged(llama):
+    """No usage in the reply: tokens come from litellm's token counter, and the completion says they are estimated."""
+    llama(refuse_json_schema=False, usage=False)
+    answer = complete(ask("approve"), "openai/smol")
+    assert answer.estimated is True and answer.prompt_tokens > 0 and answer.completion_tokens > 0
+
+
+def test_a_response_with_usage_is_taken_as_reported(llama):
+    llama(refuse_json_schema=False, usage=True)
+    answer = complete(ask("approve"), "openai/smol")
+    assert (answer.prompt_tokens, answer.completion_tokens, answer.estimated) == (11, 7, False)
+
+
+async def test_acomplete_falls_back_the_same_way(llama):
+    server = llama()
+    answer = await acomplete(ask("approve"), "openai/smol", response_format=SCHEMA)
+    assert (answer.requests, answer.format_refused, len(server.requests)) == (2, True, 2)
+
+
+# ---------------------------------------------------------------- the LLM policy against that server
+
+TWO_DECISIONS = """
+name: two
+initial: review
+llm: {model: openai/smol}
+policy: {type: llm, max_retries: 1}
+states:
+  review:
+    transitions:
+      - {trigger: approve, dest: ship}
+      - {trigger: reject, dest: done}
+  ship:
+    transitions:
+      - {trigger: approve, dest: done}
+      - {trigger: reject, dest: done}
+  done: {final: true}
+"""
+
+RAMBLE = "Let me think about this carefully. " * 150
+
+
+def _two(tmp_path: Path):
+    from sherpa_skills.engine.workflow import load_workflow_text
+
+    return load_workflow_text(TWO_DECISIONS, name="two.yaml", base_dir=tmp_path)
+
+
+class TestPolicyAgainstAServer:
+    def test_a_refused_format_is_remembered_and_every_request_counted(self, llama, tmp_path):
+        """Decision 1: json_schema refused (500), asked plain: 2 requests. Decision 2: plain at once: 1. llm_calls == 3."""
+        server = llama()
+        agent = _two(tmp_path).agent()
+        result = agent.run()
+        assert (result.status, result.state) == ("final", "done"), result.error
+        assert result.llm_calls == len(server.requests) == 3
+        assert ["response_format" in r for r in server.requests] == [True, False, False]
+
+    def test_decisions_are_capped_by_default(self, llama, tmp_path):
+        """Without llm.max_tokens a decision asks for at most DECISION_MAX_TOKENS tokens."""
+        from sherpa_skills.policy.llm import DECISION_MAX_TOKENS
+
+        server = llama(refuse_json_schema=False)
+        _two(tmp_path).agent().run()
+        assert {r.get("max_tokens") for r in server.requests} == {DECISION_MAX_TOKENS}
+
+    def test_tokens_without_usage_are_estimated_and_flagged(self, llama, tmp_path):
+        """The run counts the estimated tokens, says how many are estimates, and marks each decision's log entry."""
+        llama(refuse_json_schema=False, usage=False)
+        agent = _two(tmp_path).agent()
+        result = agent.run()
+        assert result.tokens > 0 and result.estimated_tokens == result.tokens
+        assert all(e.outputs.get("tokens_estimated") for e in agent.belief.log if e.action == "policy:llm")
+
+    def test_a_rejected_answer_is_echoed_cut_and_kept_in_the_log(self, llama, tmp_path):
+        """A rambling answer is said back cut to a few hundred characters, and the log keeps the cut text and why."""
+        server = llama(refuse_json_schema=False)
+        server.answer = lambda body: RAMBLE if len(body["messages"]) == 2 else '{"trigger": "approve", "args": {}}'
+        agent = _two(tmp_path).agent()
+        result = agent.run()
+        assert result.status == "final"
+        echo = server.requests[1]["messages"][2]
+        assert echo["role"] == "assistant" and len(echo["content"]) < 500 and "chars cut" in echo["content"]
+        entry = next(e for e in agent.belief.log if e.action == "policy:llm")
+        assert entry.outputs["rejected"] == [{"answer": echo["content"], "error": "the answer is not a JSON object"}]
+
+    def test_a_failed_decision_is_a_log_entry_with_what_was_rejected(self, llama, tmp_path):
+        """Every answer rambles: the run errors, and the log holds the failed decision, its requests and rejected answers."""
+        server = llama(refuse_json_schema=False, answer=RAMBLE)
+        agent = _two(tmp_path).agent()
+        result = agent.run()
+        assert result.status == "error" and result.llm_calls == len(server.requests) == 2
+        (entry,) = [e for e in agent.belief.log if e.action == "policy:llm"]
+        assert entry.status == "error" and entry.error == result.error
+        assert entry.outputs["llm_calls"] == 2 and len(entry.outputs["rejected"]) == 2
+        assert all(len(r["answer"]) < 500 for r in entry.outputs["rejected"])
+
+    def test_the_planners_answer_cap_is_an_input(self, llama, tmp_path, capsys):
+        """`run planner -i max_tokens=64` caps each planning answer at 64 tokens."""
+        from sherpa_skills.cli import main
+
+        server = llama(refuse_json_schema=False, answer='{"trigger": "give_up", "args": {}, "reason": "test"}')
+        code = main(["run", "planner", "-i", "task=pack the notes", "-i", "task_type=pack", "-i", "max_tokens=64",
+                     "--model", "openai/smol", "--home", str(tmp_path / "home"), "--json"])
+        assert code == 0, capsys.readouterr()
+        assert [r["max_tokens"] for r in server.requests] == [64]

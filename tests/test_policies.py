@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sherpa_skills.engine.agent import Agent
+from sherpa_skills.errors import WorkflowError
 from sherpa_skills.policy.base import Decision, DecisionContext
 from sherpa_skills.policy.llm import response_schema
 from sherpa_skills.engine.workflow import load_workflow, load_workflow_text
@@ -228,7 +230,7 @@ class TestLLMPolicy:
         assert (result.llm_calls, result.llm_decisions) == (1, 1)
         assert result.tokens > 0
         assert [e.action for e in agent.belief.log] == ["policy:llm"]
-        assert agent.belief.log[0].outputs == {"trigger": "approve", "reason": "looks fine"}
+        assert agent.belief.log[0].outputs == {"trigger": "approve", "reason": "looks fine", "llm_calls": 1}
 
     def test_an_answer_that_is_not_json_is_reasked_with_the_error(self, write_file):
         """Garbage is said back to the model as rejected; its second, valid answer is taken."""
@@ -289,8 +291,8 @@ class TestLLMPolicy:
         """response_schema makes `trigger` an enum of exactly what the state offers."""
         agent = _llm_workflow(write_file, "answers: []\n").agent()
         schema = response_schema(agent.available_transitions())["json_schema"]["schema"]
-        assert schema["properties"]["trigger"] == {"type": "string", "enum": ["approve", "reject", "classify"]}
-        assert "trigger" in schema["required"]
+        assert [c["properties"]["trigger"] for c in schema["anyOf"]] == [{"type": "string", "enum": [t]} for t in ("approve", "reject", "classify")]
+        assert all(c["required"] == ["trigger", "args"] for c in schema["anyOf"])
 
 
 # ---------------------------------------------------------------- the chain, and run/arun parity
@@ -360,3 +362,262 @@ class TestRunAndArunAgree:
         sync_result = workflow.agent().run()
         async_result = await workflow.agent().arun()
         assert (async_result.status, async_result.error, async_result.llm_calls) == (sync_result.status, sync_result.error, sync_result.llm_calls)
+
+
+# ---------------------------------------------------------------- only declared arguments reach actions
+
+SECRET = "sk-test-do-not-print-4242"
+
+LISTER = """
+name: lister
+initial: start
+llm:
+  model: scripted/script.yaml
+policy:
+  type: llm
+  max_retries: {retries}
+context: {{pattern: notes.txt}}
+states:
+  start:
+    transitions:
+      - trigger: list_files
+        dest: done
+        description: list the text files here
+        before:
+          shell: {{command: "ls {{{{ pattern }}}}; cat; printenv OPENAI_API_KEY || true"}}
+      - trigger: classify
+        dest: done
+        arguments:
+          label: {{type: string, enum: [bug, feature]}}
+        after: {{set: {{label: {{from_arg: label}}}}}}
+  done:
+    final: true
+"""
+
+ATTACK = '{"trigger": "list_files", "args": {"cwd": "/etc", "stdin": "injected-stdin", "env": ["OPENAI_API_KEY"]}}'
+
+
+def _lister(write_file: Any, script: str, retries: int = 1) -> Any:
+    write_file("script.yaml", script)
+    write_file("notes.txt", "a note\n")
+    return load_workflow(write_file("lister.yaml", LISTER.format(retries=retries)))
+
+
+def _shell_entries(agent: Agent) -> list[Any]:
+    return [e for e in agent.belief.log if e.action == "shell"]
+
+
+class TestOnlyDeclaredArgumentsReachActions:
+    def test_invented_arguments_for_a_transition_without_any_are_refused_and_reasked(self, write_file, monkeypatch, tmp_path):
+        """The reported attack: cwd/stdin/env sent for `list_files` are rejected, the model is re-asked, and the
+        shell runs as declared: here, without the key, without the injected stdin."""
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        monkeypatch.chdir(tmp_path)
+        script = f"""answers:
+  - match: "rejected: 'list_files' takes no arguments; undeclared: cwd, env, stdin"
+    respond: '{{"trigger": "list_files", "args": {{}}}}'
+  - match: "Current state: start"
+    respond: '{ATTACK}'
+"""
+        agent = _lister(write_file, script).agent()
+        result = agent.run()
+        assert result.status == "final", result.error
+        assert result.llm_calls == 2
+        (shell,) = _shell_entries(agent)
+        assert set(shell.inputs) == {"command"}
+        assert "notes.txt" in shell.outputs["stdout"], shell.outputs
+        assert SECRET not in shell.outputs["stdout"] and "injected-stdin" not in shell.outputs["stdout"]
+
+    def test_a_model_that_insists_ends_the_run_before_any_action_runs(self, write_file, monkeypatch):
+        """Every answer carries the invented arguments: the run errors naming them, and the shell never runs."""
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        agent = _lister(write_file, f"answers: []\ndefault: '{ATTACK}'\n", retries=1).agent()
+        result = agent.run()
+        assert result.status == "error" and result.state == "start"
+        assert "'list_files' takes no arguments; undeclared: cwd, env, stdin" in result.error
+        assert result.llm_calls == 2
+        assert _shell_entries(agent) == []
+
+    def test_extra_keys_beside_declared_arguments_are_refused(self, write_file):
+        """`classify` declares `label` only: an answer adding `cwd` is re-asked, and only `label` reaches the action."""
+        script = """answers:
+  - match: "rejected: 'classify' takes only label; undeclared: cwd"
+    respond: '{"trigger": "classify", "args": {"label": "bug"}}'
+  - match: "Current state: start"
+    respond: '{"trigger": "classify", "args": {"label": "bug", "cwd": "/etc"}}'
+"""
+        agent = _lister(write_file, script).agent()
+        result = agent.run()
+        assert result.status == "final" and result.context["label"] == "bug"
+        assert result.llm_calls == 2
+
+    def test_a_rule_giving_undeclared_arguments_is_refused_at_load(self):
+        """Rules are checked when the workflow loads: `fast` declares nothing, so a rule giving it `cwd` is a FILE:LINE problem."""
+        with pytest.raises(WorkflowError) as caught:
+            _rules_agent("    - {state: 'review/*', trigger: fast, args: {cwd: /etc}}")
+        assert "rules.yaml:7: rule 1 gives 'fast' undeclared argument(s) cwd; it declares: none" in str(caught.value)
+
+    def test_a_custom_policy_sending_undeclared_arguments_is_a_policy_error(self):
+        """Any policy goes through the same check at decision time: the run stops naming the argument, nothing runs."""
+        policy = RecordingPolicy({"review/first": Decision("fast", {"cwd": "/etc"})})
+        agent = Agent(load_workflow_text(RULES_WORKFLOW.format(rules="    []"), name="rules.yaml").machine, policy)
+        result = agent.run()
+        assert result.status == "error" and result.state == "review/first"
+        assert result.error == "state 'review/first': 'fast' takes no arguments; undeclared: cwd"
+
+    def test_a_user_trigger_with_undeclared_arguments_is_a_usage_error(self, write_file, tmp_path, capsys):
+        """`resume --trigger T --arg cwd=/etc` on a transition without that argument: refused, nothing run, still resumable."""
+        from sherpa_skills.cli import main
+
+        write_file("script.yaml", "answers: []\n")
+        waiting = write_file("waiting.yaml", """
+name: waiting
+initial: idle
+states:
+  idle:
+    waiting: true
+    transitions:
+      - trigger: go
+        dest: done
+        before: {shell: {command: "pwd {{ run_id }}"}}
+      - {trigger: stop, dest: done}
+  done: {final: true}
+""")
+        home = tmp_path / "home"
+        assert main(["run", str(waiting), "--home", str(home), "--quiet"]) == 0
+        from sherpa_skills.engine.runstore import RunStore
+
+        run_id = RunStore(home / "store.db").list_runs(1)[0].run_id
+        capsys.readouterr()
+        assert main(["resume", run_id, "--home", str(home), "--trigger", "go", "--arg", "cwd=/etc", "--json"]) == 1
+        out, err = capsys.readouterr()
+        assert json.loads(out)["error"] == "state 'idle': 'go' takes no arguments; undeclared: cwd" and "Traceback" not in err
+        row = RunStore(home / "store.db").get_run(run_id)
+        assert (row.state, row.tick) == ("idle", 0)
+        assert main(["resume", run_id, "--home", str(home), "--trigger", "stop", "--quiet"]) == 0
+
+    def test_an_event_payload_is_data_and_only_declared_keys_become_arguments(self, write_file):
+        """An event carrying cwd/stdin/env for a transition that declares none fires it with no arguments; the
+        payload stays readable as `event.payload`, and the shell runs as declared."""
+        workflow = load_workflow_text("""
+name: receiver
+initial: idle
+states:
+  idle: {waiting: true}
+  done: {final: true}
+transitions:
+  - trigger: list_files
+    source: idle
+    dest: done
+    before: {shell: {command: "echo {{ state }}; cat"}}
+""", name="receiver.yaml")
+        agent = workflow.agent()
+        agent.run()
+        result = agent.handle({"name": "list_files", "topic": "t", "payload": {"cwd": "/etc", "stdin": "injected-stdin", "env": ["HOME"]}})
+        assert result.status == "final" and result.event["outcome"] == "handled"
+        (shell,) = _shell_entries(agent)
+        assert set(shell.inputs) == {"command"} and "injected-stdin" not in shell.outputs["stdout"]
+        assert result.context["event"]["payload"]["cwd"] == "/etc"
+
+    def test_the_structured_output_schema_has_one_closed_object_per_trigger(self, write_file):
+        """Each trigger's schema lists exactly its own arguments, with additionalProperties false at both levels."""
+        agent = _lister(write_file, "answers: []\n").agent()
+        agent.run()  # fails at the policy; the options are what matters
+        schema = response_schema(agent.available_transitions())["json_schema"]["schema"]
+        by_trigger = {c["properties"]["trigger"]["enum"][0]: c for c in schema["anyOf"]}
+        assert set(by_trigger) == {"list_files", "classify"}
+        for choice in by_trigger.values():
+            assert choice["additionalProperties"] is False
+            assert choice["properties"]["args"]["additionalProperties"] is False
+        assert by_trigger["list_files"]["properties"]["args"]["properties"] == {}
+        assert by_trigger["classify"]["properties"]["args"]["properties"] == {"label": {"type": "string", "enum": ["bug", "feature"]}}
+        assert by_trigger["classify"]["properties"]["args"]["required"] == ["label"]
+
+
+# ---------------------------------------------------------------- which model the policy asks
+
+REJECT = '{"trigger": "reject", "args": {}, "reason": "the other model"}'
+
+
+class TestModelPrecedence:
+    def _two_scripts(self, write_file: Any) -> tuple[Any, Path]:
+        workflow = _llm_workflow(write_file, f"answers:\n  - match: 'Current state: review'\n    respond: '{APPROVE}'\n")
+        other = write_file("other.yaml", f"answers:\n  - match: 'Current state: review'\n    respond: '{REJECT}'\n")
+        return workflow, other
+
+    def test_the_runs_model_overrides_the_workflows_for_the_policy(self, write_file):
+        """`workflow.agent(model=...)` (what `--model` does) is the model the policy asks, not the workflow's llm.model."""
+        from sherpa_skills.testing import scripted_model
+
+        workflow, other = self._two_scripts(write_file)
+        agent = workflow.agent(model=scripted_model(other))
+        result = agent.run()
+        assert _trajectory(agent)[-1] == ("done", "reject", "llm")
+        assert result.llm_calls == 1
+
+    def test_cli_model_overrides_the_workflow_and_the_environment(self, write_file, tmp_path, monkeypatch, capsys):
+        """`run --model M`: M decides, although the workflow names another model and SHERPA_SKILLS_MODEL a third."""
+        from sherpa_skills.cli import main
+
+        workflow, other = self._two_scripts(write_file)
+        monkeypatch.setenv("SHERPA_SKILLS_MODEL", "scripted/does-not-exist.yaml")
+        code = main(["run", str(workflow.path), "--home", str(tmp_path / "home"), "--model", f"scripted/{other}", "--json"])
+        result = json.loads(capsys.readouterr().out)
+        assert code == 0 and result["state"] == "done" and result["llm_calls"] == 1
+        from sherpa_skills.engine.runstore import RunStore
+
+        belief = RunStore(tmp_path / "home" / "store.db").load_belief(result["run_id"])
+        assert [t.trigger for t in belief.trajectory][-1] == "reject"
+
+    def test_the_workflows_model_comes_before_the_environment(self, write_file, monkeypatch):
+        """Without a run model, llm.model decides; SHERPA_SKILLS_MODEL is only the last resort."""
+        workflow, other = self._two_scripts(write_file)
+        monkeypatch.setenv("SHERPA_SKILLS_MODEL", f"scripted/{other}")
+        agent = workflow.agent()
+        agent.run()
+        assert _trajectory(agent)[-1] == ("done", "approve", "llm")
+
+
+# ---------------------------------------------------------------- arun keeps the event loop free
+
+LOOP_PROBE = r'''
+import asyncio, json, sys
+from pathlib import Path
+from sherpa_skills.engine.workflow import load_workflow
+from sherpa_skills.llm import call
+
+async def main():
+    agent = load_workflow(Path(sys.argv[1])).agent()
+    during_import, done = [], False
+
+    async def ticker():
+        while not done:
+            # litellm is in sys.modules from the moment its import starts; call._litellm_module is set once it ends.
+            if "litellm" in sys.modules and call._litellm_module is None:
+                during_import.append(1)
+            await asyncio.sleep(0.001)
+
+    task = asyncio.create_task(ticker())
+    result = await agent.arun()
+    done = True
+    await task
+    print(json.dumps({"status": result.status, "ticks_during_import": len(during_import)}))
+
+asyncio.run(main())
+'''
+
+
+class TestArunDoesNotBlockTheLoop:
+    @pytest.mark.slow
+    def test_litellm_is_imported_off_the_event_loop(self, write_file):
+        """In a fresh interpreter, a concurrent task keeps ticking while arun's first LLM decision imports litellm."""
+        import subprocess
+        import sys
+
+        workflow = _llm_workflow(write_file, f"answers:\n  - match: 'Current state: review'\n    respond: '{APPROVE}'\n")
+        probe = write_file("probe.py", LOOP_PROBE)
+        done = subprocess.run([sys.executable, str(probe), str(workflow.path)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert report["status"] == "final"
+        assert report["ticks_during_import"] > 0

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..logs import ensure_configured
 from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, lookup
-from .compiler import BoundAction, CompiledMachine, Dynamic, Edge
+from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
 from ..errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
 from .events import Event, parse_event
 from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
@@ -31,7 +31,8 @@ log = structlog.get_logger("sherpa_skills.engine.agent")
 
 _MISSING = object()
 Observer = Callable[[str, dict[str, Any]], None]
-COUNTERS = ("steps", "llm_calls", "tokens", "cost", "fast_forwards", "rule_decisions", "llm_decisions", "user_decisions", "actions")
+COUNTERS = ("steps", "llm_calls", "tokens", "cost", "fast_forwards", "rule_decisions", "llm_decisions", "user_decisions", "actions",
+            "estimated_tokens")
 
 
 @dataclass
@@ -146,7 +147,9 @@ class Agent:
     # ------------------------------------------------------------------ the tick, written once
 
     def _start_flow(self, inputs: dict[str, Any]) -> Generator[Any, Any, None]:
-        values = {**self.machine.spec.context, **self._input_defaults(), **inputs}
+        # A declared input that was not given is still a name templates can use: None, unless the workflow says otherwise.
+        unset = dict.fromkeys(n for n, d in self.machine.spec.inputs.items() if d.default is None)
+        values = {**unset, **self.machine.spec.context, **self._input_defaults(), **inputs}
         self._write_context(values)
         self._trajectory(None, None, "start")
         yield from self._act_all(self.machine.initial_actions, {})
@@ -178,7 +181,11 @@ class Agent:
             self.counters["fast_forwards"] += 1
         else:
             ctx = DecisionContext(machine.name, self.state, machine.describe(leaf), options, self._view, self.base_dir, self.model)
-            decision = yield ctx
+            try:
+                decision = yield ctx
+            except PolicyError as exc:
+                self._log_failed_decision(exc)
+                raise
             if decision is None:
                 raise PolicyError(f"no policy decided in state '{self.state}'; available: {', '.join(e.trigger for e in options)}")
             edge = next((e for e in options if e.trigger == decision.trigger), None)
@@ -187,13 +194,12 @@ class Agent:
         targs: dict[str, Any] = {}
         if decision is not None:
             self._count_decision(decision)
-            targs = decision.args
-            if edge.args_model is not None:
-                try:
-                    targs = edge.args_model.model_validate(targs).model_dump()
-                except ValidationError as exc:
-                    first = exc.errors()[0]
-                    raise PolicyError(f"arguments for '{edge.trigger}' in state '{self.state}' are not valid: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+            try:
+                targs = check_arguments(edge, decision.args)
+            except ValueError as exc:
+                # Whoever chose (a rule, a user's --arg, a custom policy) sent what the transition does not declare.
+                kind = UsageError if decision.decided_by == "user" else PolicyError
+                raise kind(f"state '{self.state}': {exc}") from None
             if self.observers:
                 self._notify("decision", state=self.state, trigger=edge.trigger, decided_by=decision.decided_by, reason=decision.reason)
         self._tick += 1
@@ -223,9 +229,26 @@ class Agent:
             c["llm_calls"] += decision.llm_calls
             c["tokens"] += decision.tokens
             c["cost"] += decision.cost
+            if decision.tokens_estimated:
+                c["estimated_tokens"] += decision.tokens
+            outputs: dict[str, Any] = {"trigger": decision.trigger, "reason": decision.reason}
+            outputs |= _llm_extras(decision.llm_calls, decision.rejected, decision.tokens_estimated)
             self._append_log(LogEntry.model_construct(
-                tick=self._tick + 1, action="policy:llm", inputs={"state": self.state}, outputs={"trigger": decision.trigger, "reason": decision.reason},
+                tick=self._tick + 1, action="policy:llm", inputs={"state": self.state}, outputs=outputs,
                 status="ok", started=time.time(), duration_ms=0.0, tokens=decision.tokens, cost=decision.cost, error=None))
+
+    def _log_failed_decision(self, exc: PolicyError) -> None:
+        """A decision that failed is in the log too, with the answers it rejected (its cost is counted by `_fail`)."""
+        calls = getattr(exc, "llm_calls", 0)
+        if not calls:
+            return
+        if getattr(exc, "tokens_estimated", False):
+            self.counters["estimated_tokens"] += getattr(exc, "tokens", 0)
+        self._append_log(LogEntry.model_construct(
+            tick=self._tick + 1, action="policy:llm", inputs={"state": self.state},
+            outputs=_llm_extras(calls, getattr(exc, "rejected", []), getattr(exc, "tokens_estimated", False)),
+            status="error", started=time.time(), duration_ms=0.0, tokens=getattr(exc, "tokens", 0), cost=getattr(exc, "cost", 0.0),
+            error=str(exc)))
 
     def _act_all(self, actions: tuple[BoundAction, ...], targs: dict[str, Any]) -> Generator[Any, Any, None]:
         done = self._in_flight.results if self._in_flight is not None and self._in_flight.tick == self._tick else {}
@@ -503,14 +526,14 @@ class Agent:
                 outcome = "unavailable"
                 reason = f"'{event.name}' is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options) or 'none'}"
             else:
+                # The payload is data for the receiver (it stays readable as `event.payload`); only the keys the
+                # transition declares become its arguments.
                 targs = {k: v for k, v in event.payload.items() if k in edge.arguments}
-                if edge.args_model is not None:
-                    try:
-                        edge.args_model.model_validate(targs)
-                    except ValidationError as exc:
-                        first = exc.errors()[0]
-                        outcome = "invalid"
-                        reason = f"payload of '{event.name}' does not fit the transition's arguments: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+                try:
+                    check_arguments(edge, targs)
+                except ValueError as exc:
+                    outcome = "invalid"
+                    reason = f"payload of '{event.name}' does not fit the transition's arguments: {exc}"
         self._record.events.append(("in", outcome, body))
         if reason is not None:
             report.update(outcome=outcome, reason=reason)
@@ -655,6 +678,16 @@ class Agent:
             agent._log.warning("rerunning_interrupted_actions", actions=names)
             agent._clear_intents = True
         return agent
+
+
+def _llm_extras(calls: int, rejected: list[dict[str, str]], estimated: bool) -> dict[str, Any]:
+    """What a policy:llm log entry adds beyond the choice: requests sent, answers rejected, estimated tokens."""
+    extras: dict[str, Any] = {"llm_calls": calls}
+    if rejected:
+        extras["rejected"] = rejected
+    if estimated:
+        extras["tokens_estimated"] = True
+    return extras
 
 
 def spec_hash(machine: CompiledMachine) -> str:

@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..errors import Problem, ReadOnlyBeliefError, RunError, SherpaError
 from .registry import ActionDef, GuardDef, Registry, unknown_args
@@ -127,7 +127,7 @@ class Edge:
     actions: tuple[BoundAction, ...]
     description: str
     arguments: dict[str, ArgumentSpec]
-    args_model: type[BaseModel] | None
+    args_model: type[BaseModel]
     needs_args: bool
     exited: tuple[str, ...]
     entered: tuple[str, ...]
@@ -351,7 +351,7 @@ class _Compiler:
         if any(self.descend(p) not in leaf_index for p in self.states):
             return None  # a compound state none of whose substates is usable (already reported)
         per_leaf: list[list[tuple[int, int, Edge]]] = [[] for _ in leaves]
-        arg_models: dict[int, tuple[type[BaseModel] | None, bool]] = {}
+        arg_models: dict[int, tuple[type[BaseModel], bool]] = {}
         bound_enter = {p: self.bind_actions(s.on_enter, (*self.locs[p], "on_enter"), f"on_enter:{p}") for p, s in self.states.items()}
         bound_exit = {p: self.bind_actions(s.on_exit, (*self.locs[p], "on_exit"), f"on_exit:{p}") for p, s in self.states.items()}
 
@@ -444,9 +444,8 @@ def _chain(path: str) -> list[str]:
     return [PATH_SEP.join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _arguments_model(t: TransitionSpec) -> tuple[type[BaseModel] | None, bool]:
-    if not t.arguments:
-        return None, False
+def _arguments_model(t: TransitionSpec) -> tuple[type[BaseModel], bool]:
+    """The transition's own arguments, and nothing else: a model that forbids undeclared keys, even when none are declared."""
     fields: dict[str, Any] = {}
     for name, a in t.arguments.items():
         typ: Any = _JSON_TYPES[a.type]
@@ -455,9 +454,27 @@ def _arguments_model(t: TransitionSpec) -> tuple[type[BaseModel] | None, bool]:
 
             typ = Literal[tuple(a.enum)]  # type: ignore[valid-type]
         fields[name] = (typ, ...) if a.required and a.default is None else (typ | None, a.default)
-    model = create_model(f"Args_{t.trigger}", **fields)  # type: ignore[call-overload]
+    model = create_model(f"Args_{t.trigger}", __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload]
     needs = any(a.required and a.default is None for a in t.arguments.values())
     return model, needs
+
+
+def check_arguments(edge: Edge, args: dict[str, Any]) -> dict[str, Any]:
+    """The validated arguments of a chosen transition; ValueError naming what is undeclared or invalid.
+
+    Only declared arguments reach a transition's actions: anything else a policy, a user or a model sends is refused.
+    """
+    if not isinstance(args, dict):
+        raise ValueError(f"arguments of '{edge.trigger}' must be an object, got {type(args).__name__}")
+    undeclared = sorted(str(k) for k in args if k not in edge.arguments)
+    if undeclared:
+        takes = f"takes only {', '.join(edge.arguments)}" if edge.arguments else "takes no arguments"
+        raise ValueError(f"'{edge.trigger}' {takes}; undeclared: {', '.join(undeclared)}")
+    try:
+        return edge.args_model.model_validate(args).model_dump()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"arguments of '{edge.trigger}' are not valid: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -159,10 +159,17 @@ class PolicySpec(_Strict):
     task_key: str = Field(default="task", description="the context key holding the task text, for relevant_options")
 
 
+class ContextRef(_Strict):
+    """`{from_context: key}`: a setting read from the run's context when it is used (e.g. from an input)."""
+
+    from_context: str
+
+
 class LLMSpec(_Strict):
     model: str | None = None
     temperature: float = 0.0
-    max_tokens: int | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | ContextRef | None = Field(
+        default=None, description="cap on each answer's length; {from_context: key} reads it from the run (e.g. an input)")
     structured_output: bool = True
 
 

@@ -16,7 +16,7 @@ from ..errors import Problem, WorkflowError
 from ..llm.call import MODEL_ENV
 from ..policy.base import ChainPolicy, NoPolicy, Policy
 from .registry import Registry, default_registry, load_builtins
-from .spec import WorkflowSpec
+from .spec import ContextRef, WorkflowSpec
 from .transitions_form import normalise
 from ..yaml_source import Located, load_yaml_file, load_yaml_text
 
@@ -135,17 +135,25 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
                 rule_policy = RulePolicy(pspec.rules, registry, source=source, loc=("policy", "rules"))
         except WorkflowError as exc:
             return NoPolicy(), exc.problems
-        triggers = {e.trigger for edges in machine.edges for e in edges}
+        declared: dict[str, set[str]] = {}
+        for edges in machine.edges:
+            for e in edges:
+                declared.setdefault(e.trigger, set()).update(e.arguments)
         for i, rule in enumerate(pspec.rules if isinstance(pspec.rules, list) else []):
-            if rule.trigger not in triggers:
+            if rule.trigger not in declared:
                 problems.append(source.problem(("policy", "rules", i, "trigger"), f"rule {i + 1} names trigger '{rule.trigger}', which no transition has"))
+            elif undeclared := sorted(set(rule.args) - declared[rule.trigger]):
+                problems.append(source.problem(("policy", "rules", i, "args"), f"rule {i + 1} gives '{rule.trigger}' undeclared argument(s) "
+                                                f"{', '.join(undeclared)}; it declares: {', '.join(sorted(declared[rule.trigger])) or 'none'}"))
     llm_policy = None
     if pspec.type in ("llm", "chain"):
         from ..policy.llm import LLMPolicy
 
         llm = spec.llm
-        llm_policy = LLMPolicy(llm.model, prompt=pspec.prompt, max_retries=pspec.max_retries, recent=pspec.recent, temperature=llm.temperature,
-                               max_tokens=llm.max_tokens, structured_output=llm.structured_output, base_dir=base_dir,
+        # No model pinned on the policy: it asks the run's model (--model, else llm.model, else the environment).
+        llm_policy = LLMPolicy(None, prompt=pspec.prompt, max_retries=pspec.max_retries, recent=pspec.recent, temperature=llm.temperature,
+                               max_tokens=llm.max_tokens.from_context if isinstance(llm.max_tokens, ContextRef) else llm.max_tokens,
+                               structured_output=llm.structured_output, base_dir=base_dir,
                                relevant_options=pspec.relevant_options, task_key=pspec.task_key)
     if pspec.type == "rule":
         return rule_policy or NoPolicy(), problems

@@ -58,3 +58,8 @@ def _background_import() -> None:
         load_litellm()
     except Exception as exc:  # the real call imports again and reports the error where it can be handled
         log.debug("litellm_warm_up_failed", error=str(exc))
+
+
+def is_loaded() -> bool:
+    """Whether litellm has been imported in this process (a caller on an event loop imports it off the loop if not)."""
+    return _module is not None

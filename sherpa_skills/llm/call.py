@@ -7,17 +7,19 @@ the same path a real model takes (the tests drive both and hold them to the same
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Generator
 
 import structlog
 
 from ..errors import ModelError
-from ._litellm import load_litellm, warm_up as start_warm_up
+from ._litellm import is_loaded as litellm_loaded, load_litellm, warm_up as start_warm_up
 
 __all__ = ["MODEL_ENV", "SCRIPTED_PREFIX", "SCRIPTED_VIA_ENV", "Completion", "acomplete", "complete", "needs_litellm",
            "resolve_model", "warm_up"]
@@ -47,6 +49,9 @@ class Completion:
     completion_tokens: int
     cost: float
     model: str
+    requests: int = 1  # HTTP requests this answer took (2 when the server refused response_format first)
+    estimated: bool = False  # the server sent no usage: tokens were counted with litellm's token counter
+    format_refused: bool = False  # the server refused response_format; the schema went into the prompt instead
 
     @property
     def tokens(self) -> int:
@@ -69,21 +74,25 @@ def complete(
     temperature: float = 0.0,
     max_tokens: int | None = None,
     base_dir: Path | str | None = None,
+    schema_in_prompt: bool = False,
 ) -> Completion:
-    """Ask the model once, synchronously."""
-    if _scripted_direct(model):
-        return _scripted_completion(messages, model, base_dir)
-    litellm, model, kwargs = _prepare(messages, model, response_format, temperature, max_tokens, base_dir)
-    try:
+    """Ask the model once, synchronously.
+
+    A server that refuses `response_format` (llama.cpp answers HTTP 500 to json_schema) is asked once more with the
+    schema written into the prompt; `schema_in_prompt` skips the doomed first request for a model known to refuse.
+    """
+    litellm, model, kwargs = _prepare(messages, model, response_format, temperature, max_tokens, base_dir, schema_in_prompt)
+    plan = _requests(litellm, model, kwargs, response_format is not None)
+    request = next(plan)
+    while True:
         try:
-            response = litellm.completion(**kwargs)
-        except litellm.UnsupportedParamsError:
-            if "response_format" not in kwargs:
-                raise
-            response = litellm.completion(**_without_response_format(kwargs, model))
-    except Exception as exc:
-        raise _model_error(model, exc) from exc
-    return _completion(litellm, response, model)
+            outcome = (litellm.completion(**request), None)
+        except Exception as exc:
+            outcome = (None, exc)
+        try:
+            request = plan.send(outcome)
+        except StopIteration as done:
+            return done.value
 
 
 async def acomplete(
@@ -94,21 +103,41 @@ async def acomplete(
     temperature: float = 0.0,
     max_tokens: int | None = None,
     base_dir: Path | str | None = None,
+    schema_in_prompt: bool = False,
 ) -> Completion:
-    """Ask the model once, without blocking the event loop."""
+    """Ask the model once, without blocking the event loop (litellm's first import runs in a worker thread)."""
     if _scripted_direct(model):  # reads one small cached file: nothing to await
         return _scripted_completion(messages, model, base_dir)
-    litellm, model, kwargs = _prepare(messages, model, response_format, temperature, max_tokens, base_dir)
-    try:
+    args = (messages, model, response_format, temperature, max_tokens, base_dir, schema_in_prompt)
+    if not litellm_loaded():
+        litellm, model, kwargs = await asyncio.to_thread(_prepare, *args)
+    else:
+        litellm, model, kwargs = _prepare(*args)
+    plan = _requests(litellm, model, kwargs, response_format is not None)
+    request = next(plan)
+    while True:
         try:
-            response = await litellm.acompletion(**kwargs)
-        except litellm.UnsupportedParamsError:
-            if "response_format" not in kwargs:
-                raise
-            response = await litellm.acompletion(**_without_response_format(kwargs, model))
-    except Exception as exc:
-        raise _model_error(model, exc) from exc
-    return _completion(litellm, response, model)
+            outcome = (await litellm.acompletion(**request), None)
+        except Exception as exc:
+            outcome = (None, exc)
+        try:
+            request = plan.send(outcome)
+        except StopIteration as done:
+            return done.value
+
+
+def _requests(litellm: ModuleType, model: str, kwargs: dict[str, Any], wanted_format: bool) -> Generator[dict[str, Any], tuple[Any, Exception | None], Completion]:
+    """The requests of one answer, written once for both faces: send; if the server refused response_format,
+    send once more as plain JSON. Counts what was sent, so a failure still reports its requests."""
+    response, exc = yield kwargs
+    sent = 1 - (_not_sent(litellm, exc) if exc else 0)
+    if exc is not None and _format_refused(litellm, exc, kwargs):
+        kwargs = _without_response_format(kwargs, model, exc)
+        response, exc = yield kwargs
+        sent += 1 - (_not_sent(litellm, exc) if exc else 0)
+    if exc is not None:
+        raise _model_error(model, exc, sent) from exc
+    return _completion(litellm, response, model, kwargs, sent, wanted_format)
 
 
 def _prepare(
@@ -118,6 +147,7 @@ def _prepare(
     temperature: float,
     max_tokens: int | None,
     base_dir: Path | str | None,
+    schema_in_prompt: bool = False,
 ) -> tuple[ModuleType, str, dict[str, Any]]:
     """Shared request building for both faces, so sync and async send exactly the same call."""
     if not model or not model.strip():
@@ -127,28 +157,68 @@ def _prepare(
     if model.startswith(SCRIPTED_PREFIX):
         model = _scripted_model_string(model, base_dir)
         _ensure_scripted_provider(litellm)
-    kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
+    # max_retries=0: the provider client must not resend on its own, or requests would go uncounted.
+    kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature, "max_retries": 0}
     if max_tokens is not None:
         kwargs["max_tokens"] = max_tokens
     if response_format is not None:
         kwargs["response_format"] = response_format
+        if schema_in_prompt:
+            kwargs = _without_response_format(kwargs, model, None)
     return litellm, model, kwargs
 
 
-def _without_response_format(kwargs: dict[str, Any], model: str) -> dict[str, Any]:
-    # Structured output is a nicety: a provider that rejects response_format is asked once more without it.
-    log.info("llm_response_format_unsupported", model=model)
-    return {k: v for k, v in kwargs.items() if k != "response_format"}
+# HTTP statuses with which servers refuse a response_format they do not support (llama.cpp: 500).
+_FORMAT_REFUSAL_STATUS = {400, 422, 500, 501}
+
+
+def _format_refused(litellm: ModuleType, exc: Exception, kwargs: dict[str, Any]) -> bool:
+    """True when a request carrying response_format failed in a way that asking without it may fix."""
+    if "response_format" not in kwargs:
+        return False
+    if isinstance(exc, litellm.UnsupportedParamsError):
+        return True
+    return getattr(exc, "status_code", None) in _FORMAT_REFUSAL_STATUS
+
+
+def _not_sent(litellm: ModuleType, exc: Exception) -> int:
+    """1 when the failure happened before any request left (litellm refused the parameters itself)."""
+    return 1 if isinstance(exc, litellm.UnsupportedParamsError) else 0
+
+
+def _without_response_format(kwargs: dict[str, Any], model: str, exc: Exception | None) -> dict[str, Any]:
+    """The same request as plain JSON: no response_format, its schema written at the end of the system prompt."""
+    if exc is not None:
+        log.info("llm_response_format_refused", model=model, error=_short(exc))
+    response_format = kwargs["response_format"]
+    schema = (response_format.get("json_schema") or {}).get("schema") if isinstance(response_format, dict) else None
+    note = "Answer with one JSON object" + (f" matching this JSON schema: {json.dumps(schema, separators=(',', ':'))}" if schema else "") + "."
+    messages = list(kwargs["messages"])
+    index = next((i for i, m in enumerate(messages) if m.get("role") == "system"), None)
+    if index is None:
+        messages.insert(0, {"role": "system", "content": note})
+    else:
+        messages[index] = {**messages[index], "content": f"{messages[index].get('content') or ''}\n\n{note}"}
+    return {**{k: v for k, v in kwargs.items() if k != "response_format"}, "messages": messages}
 
 
 def _scripted_model_string(model: str, base_dir: Path | str | None) -> str:
-    """Make a scripted model's path absolute, relative to the workflow's folder when there is one."""
+    """Make a scripted model's path absolute: relative to the workflow's folder, or to the current directory when
+    there is none or the workflow is a built-in machine (whose folder is inside the installed package)."""
     path = Path(model[len(SCRIPTED_PREFIX):]).expanduser()
     if not str(path) or str(path) == ".":
         raise ModelError(f"model '{model}': the scripted stand-in needs a script path, e.g. {SCRIPTED_PREFIX}answers.yaml")
     if not path.is_absolute():
-        path = Path(base_dir or Path.cwd()) / path
+        path = (Path.cwd() if base_dir is None or _is_builtin_folder(Path(base_dir)) else Path(base_dir)) / path
     return SCRIPTED_PREFIX + str(path.resolve())
+
+
+def _is_builtin_folder(folder: Path) -> bool:
+    from ..data import data_dir
+
+    builtin = data_dir("statemachines").resolve()
+    folder = folder.resolve()
+    return folder == builtin or builtin in folder.parents
 
 
 def _litellm() -> ModuleType:
@@ -207,8 +277,8 @@ def _ensure_scripted_provider(litellm: ModuleType) -> None:
             ]
 
 
-def _completion(litellm: ModuleType, response: Any, model: str) -> Completion:
-    """Flatten litellm's response into what the rest of sherpa-skills needs."""
+def _completion(litellm: ModuleType, response: Any, model: str, kwargs: dict[str, Any], requests: int, wanted_format: bool) -> Completion:
+    """Flatten litellm's response into what the rest of sherpa-skills needs; count tokens when the server did not."""
     usage = getattr(response, "usage", None)
     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
     completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -216,9 +286,22 @@ def _completion(litellm: ModuleType, response: Any, model: str) -> Completion:
         text = response.choices[0].message.content or ""
     except (AttributeError, IndexError) as exc:
         raise ModelError(f"model '{model}' returned no message: {response!r:.200}") from exc
-    completion = Completion(text, prompt_tokens, completion_tokens, _cost(litellm, response), model)
-    log.debug("llm_completion", model=model, tokens=completion.tokens, cost=completion.cost)
+    estimated = prompt_tokens + completion_tokens == 0
+    if estimated:
+        prompt_tokens, completion_tokens = _count_tokens(litellm, model, kwargs["messages"], text)
+    completion = Completion(text, prompt_tokens, completion_tokens, _cost(litellm, response), model, requests, estimated,
+                            wanted_format and "response_format" not in kwargs)
+    log.debug("llm_completion", model=model, tokens=completion.tokens, estimated=estimated, requests=requests, cost=completion.cost)
     return completion
+
+
+def _count_tokens(litellm: ModuleType, model: str, messages: list[dict], text: str) -> tuple[int, int]:
+    """litellm's own count (its bundled tokenizers, offline) for a response that came without usage."""
+    try:
+        return int(litellm.token_counter(model=model, messages=messages)), int(litellm.token_counter(model=model, text=text)) if text else 0
+    except Exception as exc:  # an odd model name or message shape must not lose the answer
+        log.debug("llm_token_count_failed", model=model, error=str(exc))
+        return sum(len(str(m.get("content") or "")) for m in messages) // 4, len(text) // 4
 
 
 def _cost(litellm: ModuleType, response: Any) -> float:
@@ -232,11 +315,18 @@ def _cost(litellm: ModuleType, response: Any) -> float:
 _NOISE_MARKERS = ("\nTraceback (most recent call last)", "This looks like a bug in LiteLLM")
 
 
-def _model_error(model: str, exc: Exception) -> ModelError:
-    """Name the model and keep litellm's message, minus the traceback and bug-report link it may append."""
+def _short(exc: Exception) -> str:
+    """litellm's message, minus the traceback and bug-report link it may append."""
     message = str(exc)
     for marker in _NOISE_MARKERS:
         message = message.split(marker, 1)[0]
-    message = message.strip() or type(exc).__name__
-    log.warning("llm_call_failed", model=model, error=message)
-    return ModelError(f"model '{model}': {message}")
+    return message.strip() or type(exc).__name__
+
+
+def _model_error(model: str, exc: Exception, requests: int = 0) -> ModelError:
+    """Name the model and keep litellm's message; carry how many requests were sent, so they are counted."""
+    message = _short(exc)
+    log.warning("llm_call_failed", model=model, error=message, requests=requests)
+    error = ModelError(f"model '{model}': {message}")
+    error.requests = requests
+    return error

@@ -20,6 +20,8 @@ class Decision:
     llm_calls: int = 0
     tokens: int = 0
     cost: float = 0.0
+    tokens_estimated: bool = False  # some answer came without usage; its tokens were counted locally
+    rejected: list[dict[str, str]] = field(default_factory=list)  # answers refused before this one: text (cut) and why
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ from typing import Any, Generator
 import structlog
 from pydantic import BaseModel, Field, ValidationError
 
-from ..engine.compiler import Edge
+from ..engine.compiler import Edge, check_arguments
 from ..data import data_dir
 from ..errors import ModelError, PolicyError
 from .base import Decision, DecisionContext
@@ -18,6 +18,10 @@ log = structlog.get_logger(__name__)
 
 _CONTEXT_CHARS = 4000
 _OUTPUT_CHARS = 300
+#: A decision is one small JSON object; without a cap a small local model may ramble until its context is full.
+DECISION_MAX_TOKENS = 512
+#: How much of a rejected answer is said back to the model, and kept in the run log.
+_ECHO_CHARS = 400
 
 
 class LLMAnswer(BaseModel):
@@ -27,11 +31,13 @@ class LLMAnswer(BaseModel):
 
 
 class PolicyFailure(PolicyError):
-    """No valid answer after every retry; carries what the attempts cost."""
+    """No valid answer after every retry; carries what the attempts cost and what was rejected."""
 
-    def __init__(self, message: str, llm_calls: int, tokens: int, cost: float):
+    def __init__(self, message: str, llm_calls: int, tokens: int, cost: float, rejected: list[dict[str, str]] | None = None,
+                 tokens_estimated: bool = False):
         super().__init__(message)
         self.llm_calls, self.tokens, self.cost = llm_calls, tokens, cost
+        self.rejected, self.tokens_estimated = rejected or [], tokens_estimated
 
 
 def _template_env(folder: Path) -> Any:
@@ -49,28 +55,42 @@ def _option_view(edge: Edge) -> dict[str, Any]:
     }
 
 
+def _template_line(exc: BaseException, name: str) -> int | None:
+    """The prompt line a render error came from: jinja2 puts the template's own frames in the traceback."""
+    import traceback
+
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith(name)]
+    return lines[-1] if lines else None
+
+
 def _clip(value: Any, limit: int) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} chars cut]"
 
 
+def _arguments_schema(edge: Edge) -> dict[str, Any]:
+    """The JSON schema of one transition's own arguments: declared names only, required ones required."""
+    properties: dict[str, Any] = {}
+    for name, a in edge.arguments.items():
+        prop: dict[str, Any] = {"type": a.type}
+        if a.description:
+            prop["description"] = a.description
+        if a.enum:
+            prop["enum"] = list(a.enum)
+        properties[name] = prop
+    required = [n for n, a in edge.arguments.items() if a.required and a.default is None]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
 def response_schema(options: list[Edge]) -> dict[str, Any]:
-    """A JSON schema whose trigger is an enum of what is available, so a provider cannot pick anything else."""
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": "transition_choice",
-            "schema": {
-                "type": "object",
-                "properties": {
-                    "trigger": {"type": "string", "enum": [o.trigger for o in options]},
-                    "args": {"type": "object"},
-                    "reason": {"type": "string"},
-                },
-                "required": ["trigger", "args"],
-            },
-        },
-    }
+    """One object schema per available trigger (a union discriminated by `trigger`), each with only its own arguments."""
+    choices = [{
+        "type": "object",
+        "properties": {"trigger": {"type": "string", "enum": [o.trigger]}, "args": _arguments_schema(o), "reason": {"type": "string"}},
+        "required": ["trigger", "args"],
+        "additionalProperties": False,
+    } for o in options]
+    return {"type": "json_schema", "json_schema": {"name": "transition_choice", "schema": {"anyOf": choices}}}
 
 
 def parse_answer(text: str, ctx: DecisionContext) -> tuple[Decision | None, str]:
@@ -90,13 +110,10 @@ def parse_answer(text: str, ctx: DecisionContext) -> tuple[Decision | None, str]
     edge = ctx.option(answer.trigger)
     if edge is None:
         return None, f"'{answer.trigger}' is not an available transition; choose one of {', '.join(ctx.triggers())}"
-    args = answer.args
-    if edge.args_model is not None:
-        try:
-            args = edge.args_model.model_validate(args).model_dump()
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            return None, f"arguments of '{edge.trigger}' are not valid: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+    try:
+        args = check_arguments(edge, answer.args)
+    except ValueError as exc:
+        return None, str(exc)
     return Decision(answer.trigger, args, decided_by="llm", reason=answer.reason), ""
 
 
@@ -104,7 +121,7 @@ class LLMPolicy:
     """Asks a model through litellm; a garbage answer is re-asked with the error, then becomes a PolicyError."""
 
     def __init__(self, model: str | None = None, *, prompt: str = "choose_transition", max_retries: int = 2, recent: int = 8,
-                 temperature: float = 0.0, max_tokens: int | None = None, structured_output: bool = True, base_dir: Path | None = None,
+                 temperature: float = 0.0, max_tokens: int | str | None = None, structured_output: bool = True, base_dir: Path | None = None,
                  relevant_options: int | None = None, task_key: str = "task"):
         self.model, self.prompt, self.max_retries, self.recent = model, prompt, max_retries, recent
         self.temperature, self.max_tokens, self.structured_output = temperature, max_tokens, structured_output
@@ -112,6 +129,7 @@ class LLMPolicy:
         self.relevant_options, self.task_key = relevant_options, task_key
         self._env: Any = None
         self._indexes: dict[tuple[str, ...], Any] = {}
+        self._format_refused: set[str] = set()  # models whose server refused response_format
 
     def shown_options(self, ctx: DecisionContext) -> list[Edge]:
         """All available transitions, or with `relevant_options`, the few the tool index ranks highest for the task."""
@@ -141,11 +159,23 @@ class LLMPolicy:
             "actions": [{"action": e.action, "status": e.status, "outputs": _clip(e.outputs, _OUTPUT_CHARS) if e.outputs else ""}
                         for e in view.log.recent(self.recent)],
         }
-        system = self._env.get_template(f"{self.prompt}.system.j2").render(values)
-        user = self._env.get_template(f"{self.prompt}.user.j2").render(values)
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": self._render(f"{self.prompt}.system.j2", values, ctx)},
+                {"role": "user", "content": self._render(f"{self.prompt}.user.j2", values, ctx)}]
+
+    def _render(self, name: str, values: dict[str, Any], ctx: DecisionContext) -> str:
+        """A prompt that cannot be rendered (missing file, undefined name, syntax) is a policy error naming it, never a traceback."""
+        from jinja2 import TemplateError
+
+        try:
+            return self._env.get_template(name).render(values)
+        except TemplateError as exc:
+            line = getattr(exc, "lineno", None) or _template_line(exc, name)
+            where = f" line {line}" if line else ""
+            raise PolicyError(f"LLM policy in state '{ctx.state}': prompt '{name}'{where} cannot be rendered: "
+                              f"{exc.message or type(exc).__name__}") from None
 
     def _model(self, ctx: DecisionContext) -> str:
+        """A model pinned on this policy, else the run's (`--model`, else the workflow's llm.model), else the environment's."""
         from ..llm.call import resolve_model
 
         return resolve_model(self.model, ctx.model)
@@ -154,25 +184,49 @@ class LLMPolicy:
         """The whole ask/validate/re-ask exchange, written once; `decide` and `adecide` only do the I/O."""
         model, messages = self._model(ctx), self.messages(ctx)
         options = {"response_format": response_schema(self.shown_options(ctx)) if self.structured_output else None,
-                   "temperature": self.temperature, "max_tokens": self.max_tokens, "base_dir": self.base_dir}
+                   "temperature": self.temperature, "max_tokens": self._max_tokens(ctx), "base_dir": self.base_dir,
+                   "schema_in_prompt": model in self._format_refused}
         calls = tokens = 0
         cost = 0.0
+        estimated = False
         error = ""
+        rejected: list[dict[str, str]] = []
         for _ in range(self.max_retries + 1):
             try:
                 answer = yield messages, model, options
             except ModelError as exc:
-                raise PolicyFailure(f"LLM policy in state '{ctx.state}': {exc}", calls, tokens, cost) from exc
-            calls, tokens, cost = calls + 1, tokens + answer.tokens, cost + answer.cost
+                calls += exc.requests
+                raise PolicyFailure(f"LLM policy in state '{ctx.state}': {exc}", calls, tokens, cost, rejected, estimated) from exc
+            calls, tokens, cost = calls + answer.requests, tokens + answer.tokens, cost + answer.cost
+            estimated = estimated or answer.estimated
+            if answer.format_refused and not options["schema_in_prompt"]:
+                # Remembered for this policy's later decisions, so each does not pay a refused request first.
+                self._format_refused.add(model)
+                options = {**options, "schema_in_prompt": True}
             decision, error = parse_answer(answer.text, ctx)
             if decision is not None:
                 decision.llm_calls, decision.tokens, decision.cost = calls, tokens, cost
+                decision.tokens_estimated, decision.rejected = estimated, rejected
                 return decision
-            log.warning("llm_answer_rejected", state=ctx.state, error=error)
-            messages = [*messages, {"role": "assistant", "content": answer.text},
+            echo = _clip(answer.text, _ECHO_CHARS)
+            rejected.append({"answer": echo, "error": error})
+            log.warning("llm_answer_rejected", state=ctx.state, error=error, answer=echo)
+            # Only a cut echo goes back: a rambling answer resent whole can overflow a small model's context.
+            messages = [*messages, {"role": "assistant", "content": echo},
                         {"role": "user", "content": f"That answer was rejected: {error}. Answer again with one JSON object."}]
         raise PolicyFailure(f"LLM policy gave no valid choice in state '{ctx.state}' after {calls} attempt(s): {error}; "
-                            f"available: {', '.join(ctx.triggers())}", calls, tokens, cost)
+                            f"available: {', '.join(ctx.triggers())}", calls, tokens, cost, rejected, estimated)
+
+    def _max_tokens(self, ctx: DecisionContext) -> int:
+        """The cap on one answer: set on the policy (llm.max_tokens, or a context key), else DECISION_MAX_TOKENS."""
+        value = self.max_tokens
+        if isinstance(value, str):
+            value = ctx.view.get(value)
+        if value is None:
+            return DECISION_MAX_TOKENS
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise PolicyError(f"LLM policy in state '{ctx.state}': max_tokens must be a positive integer, got {value!r}")
+        return value
 
     def decide(self, ctx: DecisionContext) -> Decision | None:
         from ..llm.call import complete
