@@ -434,3 +434,23 @@ class TestPolicyAgainstAServer:
                      "--model", "openai/smol", "--home", str(tmp_path / "home"), "--json"])
         assert code == 0, capsys.readouterr()
         assert [r["max_tokens"] for r in server.requests] == [64]
+
+
+def test_the_llm_action_flags_estimated_tokens(llama, tmp_path):
+    """The `llm` action against a server without usage: one request counted, tokens estimated and said so."""
+    from sherpa_skills.engine.workflow import load_workflow_text
+
+    llama(refuse_json_schema=False, usage=False, answer="a summary")
+    agent = load_workflow_text("""
+name: summarise
+initial: a
+llm: {model: openai/smol}
+states:
+  a:
+    on_enter: {llm: {prompt: "Summarise the notes."}, save_as: summary}
+    transitions: [{trigger: done, dest: b}]
+  b: {final: true}
+""", name="summarise.yaml", base_dir=tmp_path).agent()
+    result = agent.run()
+    assert result.status == "final" and result.llm_calls == 1 and result.tokens > 0
+    assert result.context["summary"]["text"] == "a summary" and result.context["summary"]["tokens_estimated"] is True

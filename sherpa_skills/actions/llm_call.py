@@ -27,10 +27,12 @@ def call_llm(args: LLMArgs, ctx: ActionContext) -> ActionResult:
     answer = complete(messages, resolve_model(args.model, ctx.model), temperature=args.temperature,
                       max_tokens=args.max_tokens, base_dir=ctx.workdir)
     outputs: dict[str, object] = {"text": answer.text, "model": answer.model}
+    if answer.estimated:
+        outputs["tokens_estimated"] = True
     status = "ok"
     if args.json_output:
         try:
             outputs["json"] = json.loads(answer.text)
         except ValueError:
             outputs["json"], status = None, "failed"
-    return ActionResult(outputs=outputs, status=status, tokens=answer.tokens, cost=answer.cost, llm_calls=1)
+    return ActionResult(outputs=outputs, status=status, tokens=answer.tokens, cost=answer.cost, llm_calls=answer.requests)
