@@ -81,6 +81,8 @@ def complete(
     A server that refuses `response_format` (llama.cpp answers HTTP 500 to json_schema) is asked once more with the
     schema written into the prompt; `schema_in_prompt` skips the doomed first request for a model known to refuse.
     """
+    if _scripted_direct(model):
+        return _scripted_completion(messages, model, base_dir)
     litellm, model, kwargs = _prepare(messages, model, response_format, temperature, max_tokens, base_dir, schema_in_prompt)
     plan = _requests(litellm, model, kwargs, response_format is not None)
     request = next(plan)
