@@ -24,6 +24,36 @@ def _show(console: Any, report: dict[str, Any]) -> None:
     console.print(Markdown(render_markdown(report)))
 
 
+class _Progress:
+    """On a terminal (never with --json): a line per finished step with its time, and a spinner while the next one works."""
+
+    def __init__(self, console: Any | None):
+        import time
+
+        self.clock = time.monotonic
+        self.status = None
+        self.console = console
+        if console is not None and console.is_terminal:
+            self.status = console.status("heartbeat: taking the lock")
+            self.status.start()
+        self.since = self.clock()
+
+    def __call__(self, kind: str, payload: dict[str, Any]) -> None:
+        if self.status is None or kind != "transition":
+            return
+        # The engine reports a state once its on_enter actions (the phase's work) have run.
+        step = str(payload.get("state", "")).rsplit("/", 1)[-1]
+        now = self.clock()
+        self.console.print(f"  [green]✓[/] {step} [dim]{now - self.since:.1f} s[/]")
+        self.since = now
+        self.status.update(f"heartbeat: working after {step}")
+
+    def stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+
+
 def cmd_heartbeat(args: argparse.Namespace) -> int:
     from ..heartbeat.runner import parse_every, run_every, run_once
     from ..home import resolve_home
@@ -57,14 +87,20 @@ def cmd_heartbeat(args: argparse.Namespace) -> int:
         else:
             _show(console, report)
 
+    progress = _Progress(None if args.json else _console(stderr=True))
     if args.every:
         seconds = parse_every(args.every)
         try:
-            run_every(home, seconds, show, args.watch)
+            run_every(home, seconds, show, args.watch, observe=progress)
         except KeyboardInterrupt:
             console.print("heartbeat scheduler stopped")
+        finally:
+            progress.stop()
         return EXIT_OK
-    report = run_once(home, args.watch)
+    try:
+        report = run_once(home, args.watch, observe=progress)
+    finally:
+        progress.stop()
     show(report)
     return EXIT_OK if report.get("status") in ("ran", "skipped") else EXIT_ERROR
 

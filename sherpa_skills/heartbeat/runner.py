@@ -13,8 +13,11 @@ from .config import load_config
 from .state import HeartbeatState
 
 
-def run_once(home: Path, watch: list[str] | None = None) -> dict[str, Any]:
-    """One heartbeat, run by the engine: the report (status ran or skipped, phases, watermark, alerts)."""
+def run_once(home: Path, watch: list[str] | None = None, observe: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """One heartbeat, run by the engine: the report (status ran or skipped, phases, watermark, alerts).
+
+    `observe` gets the engine's progress callbacks (each phase is a state), for a CLI to show where a long heartbeat is.
+    """
     from ..data import data_file
     from ..engine.runstore import RunStore
     from ..engine.workflow import load_workflow
@@ -22,6 +25,8 @@ def run_once(home: Path, watch: list[str] | None = None) -> dict[str, Any]:
     workflow = load_workflow(data_file("statemachines", "heartbeat.yaml"))
     store = RunStore(home=home)
     agent = workflow.agent(store=store, home=home)
+    if observe is not None:
+        agent.observe(observe)
     try:
         result = agent.run({"watch": list(watch or [])})
     except BaseException:
@@ -57,12 +62,13 @@ def parse_every(text: str) -> float:
 
 
 def run_every(home: Path, seconds: float, on_report: Callable[[dict[str, Any]], None], watch: list[str] | None = None,
-              sleep: Callable[[float], None] = time.sleep, max_runs: int | None = None) -> int:
+              sleep: Callable[[float], None] = time.sleep, max_runs: int | None = None,
+              observe: Callable[[str, dict[str, Any]], None] | None = None) -> int:
     """A foreground scheduler: a heartbeat every `seconds`, until Ctrl-C (or `max_runs`)."""
     runs = 0
     while max_runs is None or runs < max_runs:
         started = time.monotonic()
-        on_report(run_once(home, watch))
+        on_report(run_once(home, watch, observe))
         runs += 1
         if max_runs is not None and runs >= max_runs:
             break
