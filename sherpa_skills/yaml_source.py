@@ -74,6 +74,8 @@ def load_yaml_text(text: str, file: str) -> Located:
         raise WorkflowError([Problem(file, line, f"invalid YAML: {exc.problem or exc}")]) from None
     except yaml.YAMLError as exc:
         raise WorkflowError([Problem(file, 1, f"invalid YAML: {exc}")]) from None
+    except RecursionError:
+        raise WorkflowError([Problem(file, 1, "invalid YAML: nested too deeply to read")]) from None
     finally:
         loader.dispose()
     if problems:

@@ -307,3 +307,38 @@ class TestHeartbeatProgress:
         code, out, err = cli(capsys, "heartbeat", "--once", "--json", "--home", str(tmp_path / "home"))
         assert code == 0 and json.loads(out)["status"] == "ran"
         assert "heartbeat:" not in err
+
+
+class TestHostileFiles:
+    def test_yaml_nested_too_deeply_is_a_problem_not_a_crash(self, write_file, capsys):
+        path = write_file("deep.yaml", "a: " + "[" * 3000 + "]" * 3000 + "\n")
+        for command in ("validate", "graph", "run"):
+            code, _, err = cli(capsys, command, str(path))
+            assert code == 2
+            assert "unexpected error" not in err
+        code, out, _ = cli(capsys, "validate", str(path))
+        assert out.strip() == f"{path}:1: invalid YAML: nested too deeply to read"
+
+    def test_a_name_too_long_for_a_path_is_reported(self, tmp_path, capsys):
+        """A path over the system's limit is a file that cannot be read, for workflows and session imports alike."""
+        name = "x" * 5000
+        code, out, _ = cli(capsys, "validate", name)
+        assert code == 2 and "cannot read" in out
+        code, _, err = cli(capsys, "sessions", "import", name, "--home", str(tmp_path / "home"))
+        assert code in (0, 1) and "unexpected error" not in err and "File name too long" in err
+
+    def test_a_path_that_cannot_be_written_is_one_line(self, tmp_path, capsys):
+        """`learn export FOLDER` names the path and the reason, exit 2, instead of an IsADirectoryError traceback."""
+        code, _, err = cli(capsys, "learn", "export", str(tmp_path), "--home", str(tmp_path / "home"))
+        assert code == 2 and err.strip() == f"sherpa-skills: '{tmp_path}': Is a directory"
+
+
+class TestModelOption:
+    def test_a_scripted_model_path_on_the_command_line_is_relative_to_where_the_user_stands(self, write_file, tmp_path, monkeypatch, capsys):
+        """`--model scripted/scripts/pick.yaml` from the current folder, not from the workflow's own folder."""
+        write_file("flows/pick.yaml", "name: pick\npolicy: {type: llm}\ninitial: a\nstates:\n  a:\n"
+                   "    transitions: [{trigger: left, dest: l}, {trigger: right, dest: r}]\n  l: {final: true}\n  r: {final: true}\n")
+        write_file("scripts/pick.yaml", "answers:\n  - match: \"Current state\"\n    respond: '{\"trigger\": \"right\", \"args\": {}, \"reason\": \"r\"}'\n")
+        monkeypatch.chdir(tmp_path)
+        code, out, err = cli(capsys, "run", "flows/pick.yaml", "--model", "scripted/scripts/pick.yaml", "--json", "--home", str(tmp_path / "home"))
+        assert (code, json.loads(out)["state"]) == (0, "r"), err

@@ -8,6 +8,7 @@ import sys
 from typing import Any, Collection, Sequence
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+MAX_COUNT = 10**9  # counts and limits beyond this are typos, and SQLite integers stop at 2**63
 
 
 def parse_assignments(pairs: Sequence[str] | None, what: str = "--input", keep_text: Collection[str] = ()) -> dict[str, Any]:
@@ -48,6 +49,8 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT}, got {text[:30]}")
     return value
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json
+from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json, positive_int
 
 
 def _show(console: Any, report: dict[str, Any]) -> None:
@@ -115,5 +115,5 @@ def add_heartbeat_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     mode.add_argument("--once", action="store_true", help="one heartbeat (the default)")
     mode.add_argument("--every", metavar="DURATION", help="a heartbeat every DURATION (30m, 1h…) in the foreground; Ctrl-C stops")
     p.add_argument("--watch", action="append", default=[], metavar="PATH", help="also read these session paths this time")
-    p.add_argument("--last", type=int, default=1, help="with `report`: how many reports")
+    p.add_argument("--last", type=positive_int, default=1, help="with `report`: how many reports")
     p.add_argument("--json", action="store_true")

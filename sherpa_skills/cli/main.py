@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (argcomplete's marker: global completion may call this command)
 """The `sherpa-skills` command: the parser, and errors shown as one message and an exit code, never a traceback.
 
 argparse keeps `--help` fast; rich and the engine are imported only by the command that needs them.
@@ -6,6 +7,7 @@ argparse keeps `--help` fast; rich and the engine are imported only by the comma
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Callable, Sequence
 
@@ -78,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_tools_relevant)
     p.add_argument("task")
     p.add_argument("--tools", action="append", metavar="FILE", help="YAML/JSON list of {name, description, keywords}; repeatable")
-    p.add_argument("--limit", type=int, default=5)
+    p.add_argument("--limit", type=positive_int, default=5)
     p.add_argument("--json", action="store_true")
 
     from .heartbeat import add_heartbeat_parser
@@ -107,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # set only by the shell's completion hook, so --help and every command pay nothing
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
     args = parser.parse_args(argv)
     if not getattr(args, "fn", None):
         parser.print_help()
@@ -130,9 +136,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("sherpa-skills: interrupted\n")
         return 130
-    except Exception as exc:  # a bug, not bad input: one line for the user, the traceback with -v
+    except Exception as exc:
         if args.verbose:
             raise
+        if isinstance(exc, OSError) and exc.filename is not None:
+            # A path the user named cannot be read or written (a folder, a missing parent, no permission).
+            sys.stderr.write(f"sherpa-skills: '{str(exc.filename)[:300]}': {exc.strerror or exc}\n")
+            return EXIT_USAGE
+        # A bug, not bad input: one line for the user, the traceback with -v.
         sys.stderr.write(f"sherpa-skills: unexpected error: {type(exc).__name__}: {exc} (a bug: -v shows the traceback)\n")
         return EXIT_ERROR
     finally:

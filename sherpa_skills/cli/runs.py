@@ -71,7 +71,11 @@ def model_option(model: str | None) -> str | None:
 
 def workflow_file(name: str) -> str:
     """A workflow path, or the name of a built-in machine (replay, capture, planner, ...)."""
-    if Path(name).exists() or name.endswith((".yaml", ".yml")):
+    try:
+        exists = Path(name).exists()
+    except OSError:  # a name too long for a path: the loader reports it as FILE:1: cannot read
+        return name
+    if exists or name.endswith((".yaml", ".yml")):
         return name
     from ..data import data_dir
 
