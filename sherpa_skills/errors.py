@@ -10,6 +10,7 @@
     │   ├── NoTransitionError  nothing can leave a state that is neither final nor waiting
     │   └── ReadOnlyBeliefError  a policy or guard tried to write belief
     ├── StoreError             the run store cannot do what was asked (unknown run id, ...)
+    │   └── StoreFileError     the home or its store.db cannot be used (a file, not SQLite, not writable)
     └── ModelError             the LLM call itself failed (provider, network, scripted model without answer)
 """
 
@@ -74,6 +75,10 @@ class ReadOnlyBeliefError(RunError):
 
 class StoreError(SherpaError):
     """The run store cannot do what was asked."""
+
+
+class StoreFileError(StoreError):
+    """The state folder or a database in it cannot be opened: the user pointed at the wrong place, so it is bad usage."""
 
 
 class ModelError(SherpaError):

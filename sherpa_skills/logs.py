@@ -10,6 +10,13 @@ from typing import Any, TextIO
 import structlog
 
 _configured = False
+_verbosity = 0  # the CLI's -v count: 1 shows info on stderr, 2 debug, whatever level a command asks for
+
+
+def set_verbosity(verbose: int) -> None:
+    """Set by the CLI's -v/-vv before a command configures its logs; 0 leaves each command's own terminal level."""
+    global _verbosity
+    _verbosity = verbose or 0
 
 
 def ensure_configured() -> None:
@@ -22,9 +29,11 @@ def ensure_configured() -> None:
 
 
 def configure(level: str = "warning", json_file: Path | None = None, stream: TextIO | None = None) -> None:
-    """Console lines on stderr at `level`; with `json_file`, every event at info and above as JSON lines too."""
+    """Console lines on stderr at `level` (lower with -v); with `json_file`, every event at info and above as JSON lines too."""
     global _configured
     threshold = getattr(logging, level.upper(), logging.WARNING)
+    if _verbosity:
+        threshold = min(threshold, logging.DEBUG if _verbosity > 1 else logging.INFO)
     console = structlog.dev.ConsoleRenderer(colors=False)
     json_renderer = structlog.processors.JSONRenderer()
     out = stream or sys.stderr
@@ -45,7 +54,7 @@ def configure(level: str = "warning", json_file: Path | None = None, stream: Tex
             structlog.processors.TimeStamper(fmt="iso"),
             emit,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO if handle else threshold),
+        wrapper_class=structlog.make_filtering_bound_logger(min(logging.INFO, threshold) if handle else threshold),
         cache_logger_on_first_use=False,
     )
     _configured = True

@@ -7,13 +7,21 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from .errors import StoreFileError
+
 Migration = Callable[[sqlite3.Connection], None]
 
 
 def connect(path: str | Path, *, timeout: float = 30.0) -> sqlite3.Connection:
-    """WAL with synchronous=NORMAL: a commit survives a killed process (not a power cut) without an fsync each."""
-    conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
+    """WAL with synchronous=NORMAL: a commit survives a killed process (not a power cut) without an fsync each.
+
+    A file that is not SQLite (a stray store.db, a wrong --home) is refused with StoreFileError, not a raw sqlite3 error.
+    """
+    try:
+        conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.DatabaseError as exc:
+        raise StoreFileError(f"'{path}' is not a usable SQLite database ({exc}); point --home at another folder or move the file away") from None
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")

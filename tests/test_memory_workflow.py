@@ -155,7 +155,9 @@ class TestCli:
         assert "text is empty" in capsys.readouterr().err
         assert main(["memory", "search", "x", "--scope", "private", "--home", home]) == 2
         assert "private notes are read by their author" in capsys.readouterr().err
-        assert main(["memory", "search", "x", "--limit", "0", "--home", home]) == 2
+        with pytest.raises(SystemExit) as refused:  # argparse refuses a count below 1 itself, as for every --limit
+            main(["memory", "search", "x", "--limit", "0", "--home", home])
+        assert refused.value.code == 2
         (tmp_path / "home" / "config.yaml").write_text("memory: {chroma: 'not an address'}\n")
         assert main(["memory", "stats", "--home", home]) == 0  # the store still answers
         assert "not a chroma server address" in capsys.readouterr().out

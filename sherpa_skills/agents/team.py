@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .bus import InProcessBus, Published
 from ..errors import Problem, RunError, UsageError, WorkflowError
 from ..engine.events import Event, EventError, parse_event
+from ..engine.inputs import check_inputs
 from ..engine.spec import NAME_RE, InputSpec
 from ..yaml_source import Located, load_yaml_file
 
@@ -108,7 +109,8 @@ class Team:
 
     def initial_events(self, inputs: dict[str, Any] | None = None) -> list[Event]:
         """The file's first event(s), payload strings rendered with the inputs (defaults filled, required checked)."""
-        values = {n: d.default for n, d in self.spec.inputs.items() if d.default is not None} | dict(inputs or {})
+        given = check_inputs(self.spec, dict(inputs or {}), starting=False, allow_unknown=True)
+        values = {n: d.default for n, d in self.spec.inputs.items() if d.default is not None} | given
         missing = [n for n, d in self.spec.inputs.items() if d.required and n not in values]
         if missing:
             raise UsageError(f"team '{self.name}' needs input {', '.join(repr(m) for m in missing)}; pass it with --input NAME=VALUE")

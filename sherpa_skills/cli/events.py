@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .console import EXIT_ERROR, EXIT_OK, console as _console, open_store as _open_store, print_json as _print_json, parse_assignments
+from .console import EXIT_ERROR, EXIT_OK, console as _console, open_store as _open_store, print_json as _print_json, parse_assignments, parse_inputs, positive_int
 
 
 def _delivery_printer(console: Any) -> Callable[[Any], None]:
@@ -52,13 +52,14 @@ def run_team(args: argparse.Namespace) -> int:
     from ..agents.team import TeamRunner, load_team
 
     team = load_team(args.file)
+    inputs = parse_inputs(team.spec, args.input, starting=False)  # required ones are checked with the defaults, by the team
     store, home = _open_store(args)
     quiet = args.json or args.quiet
     _log_to(home, f"team-{team.name}", quiet)
     console = _console(stderr=True)
     runner = TeamRunner(team, store=store, model=args.model, max_events=getattr(args, "max_events", None),
                         on_delivery=None if quiet else _delivery_printer(console), on_problem=None if quiet else _problem_printer(console))
-    result = runner.run(parse_assignments(args.input))
+    result = runner.run(inputs)
     if args.json:
         _print_json(result.to_dict())
     elif not args.quiet:
@@ -148,7 +149,8 @@ def cmd_send(args: argparse.Namespace) -> int:
     if args.initial:
         from ..agents.team import load_team
 
-        events = load_team(args.initial).initial_events(parse_assignments(args.input))
+        team = load_team(args.initial)
+        events = team.initial_events(parse_inputs(team.spec, args.input, starting=False))
         overrides = {k: v for k, v in (("correlation_id", args.correlation_id), ("id", args.id)) if v}
         events = [parse_event({**e.body(), **overrides}) for e in events]
     else:
@@ -192,7 +194,7 @@ def add_events_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     bus_options(p)
     p.add_argument("--subscribe", action="append", metavar="TOPIC", help="an extra topic to hear; repeatable")
     p.add_argument("--consumer", help="consumer name within the agent's group (default: the agent's name; give replicas their own)")
-    p.add_argument("--max-events", type=int, help="stop after consuming this many events")
+    p.add_argument("--max-events", type=positive_int, help="stop after consuming this many events")
     p.add_argument("--idle-exit", type=float, metavar="SECS", help="stop after this many seconds without an event")
     p.add_argument("--claim-idle", type=float, default=60.0, metavar="SECS",
                    help="take over events another consumer of this agent left unacknowledged this long (default 60)")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json
+from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json, positive_int
 
 
 def _show(console: Any, report: dict[str, Any]) -> None:
@@ -22,6 +22,36 @@ def _show(console: Any, report: dict[str, Any]) -> None:
     from rich.markdown import Markdown
 
     console.print(Markdown(render_markdown(report)))
+
+
+class _Progress:
+    """On a terminal (never with --json): a line per finished step with its time, and a spinner while the next one works."""
+
+    def __init__(self, console: Any | None):
+        import time
+
+        self.clock = time.monotonic
+        self.status = None
+        self.console = console
+        if console is not None and console.is_terminal:
+            self.status = console.status("heartbeat: taking the lock")
+            self.status.start()
+        self.since = self.clock()
+
+    def __call__(self, kind: str, payload: dict[str, Any]) -> None:
+        if self.status is None or kind != "transition":
+            return
+        # The engine reports a state once its on_enter actions (the phase's work) have run.
+        step = str(payload.get("state", "")).rsplit("/", 1)[-1]
+        now = self.clock()
+        self.console.print(f"  [green]✓[/] {step} [dim]{now - self.since:.1f} s[/]")
+        self.since = now
+        self.status.update(f"heartbeat: working after {step}")
+
+    def stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
 
 
 def cmd_heartbeat(args: argparse.Namespace) -> int:
@@ -57,14 +87,20 @@ def cmd_heartbeat(args: argparse.Namespace) -> int:
         else:
             _show(console, report)
 
+    progress = _Progress(None if args.json else _console(stderr=True))
     if args.every:
         schedule = parse_every(args.every)
         try:
-            run_every(home, schedule, show, args.watch)
+            run_every(home, schedule, show, args.watch, observe=progress)
         except KeyboardInterrupt:
             console.print("heartbeat scheduler stopped")
+        finally:
+            progress.stop()
         return EXIT_OK
-    report = run_once(home, args.watch)
+    try:
+        report = run_once(home, args.watch, observe=progress)
+    finally:
+        progress.stop()
     show(report)
     return EXIT_OK if report.get("status") in ("ran", "skipped") else EXIT_ERROR
 
@@ -80,5 +116,5 @@ def add_heartbeat_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     mode.add_argument("--every", metavar="WHEN", help="heartbeats in the foreground every DURATION (30m, 1h…) or on a cron "
                                                       "expression ('*/15 * * * *', @hourly; local time); Ctrl-C stops")
     p.add_argument("--watch", action="append", default=[], metavar="PATH", help="also read these session paths this time")
-    p.add_argument("--last", type=int, default=1, help="with `report`: how many reports")
+    p.add_argument("--last", type=positive_int, default=1, help="with `report`: how many reports")
     p.add_argument("--json", action="store_true")

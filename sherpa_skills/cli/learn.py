@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json, parse_assignments
+from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json, parse_assignments, positive_int
 
 REPLAY_STATUS = {"succeeded": "succeeded", "diverged": "diverged", "dry_run": "dry-run", "no_match": "no-match", "refused": "refused"}
 
@@ -455,7 +455,7 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
     p = add("failures", cmd_failures, "captured failures (defensive learnings)")
     p.add_argument("--task-type")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=positive_int, default=50)
     p.add_argument("--json", action="store_true")
 
     p = add("stats", cmd_stats, "tokens and LLM calls saved by replay")

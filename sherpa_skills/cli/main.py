@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (argcomplete's marker: global completion may call this command)
 """The `sherpa-skills` command: the parser, and errors shown as one message and an exit code, never a traceback.
 
 argparse keeps `--help` fast; rich and the engine are imported only by the command that needs them.
@@ -6,10 +7,11 @@ argparse keeps `--help` fast; rich and the engine are imported only by the comma
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Callable, Sequence
 
-from .console import EXIT_ERROR, EXIT_USAGE
+from .console import EXIT_ERROR, EXIT_USAGE, positive_int
 from .runs import cmd_demo, cmd_graph, cmd_resume, cmd_run, cmd_runs, cmd_show, cmd_validate
 from .tools import cmd_tools_relevant
 
@@ -28,11 +30,19 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+HOME_HELP = "state folder (default: $SHERPA_SKILLS_HOME or ~/.sherpa-skills)"
+VERBOSE_HELP = "show log lines on stderr: -v info, -vv debug (they always go to HOME/logs/*.jsonl)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sherpa-skills", description="A hierarchical state-machine agent runtime that learns procedures.")
     parser.add_argument("--version", action=_VersionAction)
+    # Accepted before and after the command; SUPPRESS keeps a subcommand from resetting a value given before it.
+    parser.add_argument("--home", help=HOME_HELP)
+    parser.add_argument("--verbose", "-v", action="count", default=0, help=VERBOSE_HELP)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--home", help="state folder (default: $SHERPA_SKILLS_HOME or ~/.sherpa-skills)")
+    common.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
+    common.add_argument("--verbose", "-v", action="count", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
@@ -49,8 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("run", cmd_run, "run a YAML workflow until it is final, waiting for input, or fails")
     p.add_argument("file", help="the workflow file, or a built-in machine's name (planner, replay, capture)")
     run_options(p)
-    p.add_argument("--max-steps", type=int, help="stop with an error after this many steps (default: the workflow's max_steps)")
-    p.add_argument("--max-events", type=int, help="multi-agent files: stop with an error after this many deliveries (default: the file's max_events)")
+    p.add_argument("--max-steps", type=positive_int, help="stop with an error after this many steps (default: the workflow's max_steps)")
+    p.add_argument("--max-events", type=positive_int, help="multi-agent files: stop with an error after this many deliveries (default: the file's max_events)")
 
     p = add("resume", cmd_resume, "continue a run from its last committed step, with outside input")
     p.add_argument("run_id")
@@ -63,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("runs", cmd_runs, "list recent runs")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=positive_int, default=50)
 
     p = add("show", cmd_show, "show a run's trajectory, execution log and context")
     p.add_argument("run_id")
@@ -72,9 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("validate", cmd_validate, "check workflow files; every problem as FILE:LINE: message, exit 2 if any")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--quiet", "-q", action="store_true", help="print only problems")
+    p.add_argument("--json", action="store_true", help="print {ok, files: [{file, kind, ok, problems: [{file, line, message}]}]}")
 
-    p = add("graph", cmd_graph, "print a workflow as a Mermaid stateDiagram-v2")
-    p.add_argument("file")
+    p = add("graph", cmd_graph, "print a workflow, a built-in machine or a team file as a Mermaid stateDiagram-v2")
+    p.add_argument("file", help="a workflow or team file, or a built-in machine's name (planner, replay, capture, heartbeat)")
 
     tools = sub.add_parser("tools", parents=[common], help="find the tools relevant to a task")
     tsub = tools.add_subparsers(dest="tools_command", metavar="COMMAND", required=True)
@@ -83,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_tools_relevant)
     p.add_argument("task")
     p.add_argument("--tools", action="append", metavar="FILE", help="YAML/JSON list of {name, description, keywords}; repeatable")
-    p.add_argument("--limit", type=int, default=5)
+    p.add_argument("--limit", type=positive_int, default=5)
     p.add_argument("--json", action="store_true")
 
     from .heartbeat import add_heartbeat_parser
@@ -112,19 +123,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # set only by the shell's completion hook, so --help and every command pay nothing
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
     args = parser.parse_args(argv)
     if not getattr(args, "fn", None):
         parser.print_help()
         return EXIT_USAGE
-    from ..errors import SherpaError, UsageError, WorkflowError
+    from ..errors import SherpaError, StoreFileError, UsageError, WorkflowError
+    from ..logs import set_verbosity
 
+    set_verbosity(args.verbose)
     try:
         return args.fn(args)
     except WorkflowError as exc:
         for problem in exc.problems:
             sys.stderr.write(f"{problem}\n")
         return EXIT_USAGE
-    except UsageError as exc:
+    except (UsageError, StoreFileError) as exc:
         sys.stderr.write(f"sherpa-skills: {exc}\n")
         return EXIT_USAGE
     except SherpaError as exc:
@@ -133,6 +150,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("sherpa-skills: interrupted\n")
         return 130
+    except Exception as exc:
+        if args.verbose:
+            raise
+        if isinstance(exc, OSError) and exc.filename is not None:
+            # A path the user named cannot be read or written (a folder, a missing parent, no permission).
+            sys.stderr.write(f"sherpa-skills: '{str(exc.filename)[:300]}': {exc.strerror or exc}\n")
+            return EXIT_USAGE
+        # A bug, not bad input: one line for the user, the traceback with -v.
+        sys.stderr.write(f"sherpa-skills: unexpected error: {type(exc).__name__}: {exc} (a bug: -v shows the traceback)\n")
+        return EXIT_ERROR
+    finally:
+        set_verbosity(0)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import sys
 from datetime import datetime
 from typing import Any, Callable
 
-from .console import EXIT_OK, console as _console, print_json as _print_json, parse_assignments
+from .console import EXIT_OK, console as _console, print_json as _print_json, parse_assignments, positive_int
 
 
 def _memory(args: argparse.Namespace) -> Any:
@@ -128,7 +128,7 @@ def add_memory_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add("search", cmd_search, "hybrid search (words + meaning) over what AGENT may see: shared artifacts and its own notes")
     p.add_argument("query")
     p.add_argument("--agent", help="the reading agent (default: none, so shared artifacts only)")
-    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--limit", type=positive_int, default=10)
     p.add_argument("--scope", choices=("all", "private", "shared"), default="all")
     p.add_argument("--author", help="only artifacts this agent wrote")
     p.add_argument("--lexical", action="store_true", help="words only (SQLite FTS5), without the companion")

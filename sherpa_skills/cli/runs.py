@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .console import EXIT_ERROR, EXIT_OK, EXIT_USAGE, console as _console, open_store as _open_store, parse_assignments, print_json as _print_json
+from .console import EXIT_ERROR, EXIT_OK, EXIT_USAGE, console as _console, open_store as _open_store, parse_assignments, parse_inputs, print_json as _print_json
 
 
 def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
@@ -26,14 +26,14 @@ def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
     return show
 
 
-def _summary(console: Any, result: Any) -> None:
+def _summary(console: Any, result: Any, log_file: Path) -> None:
     d = result.to_dict()
     colour = {"final": "green", "waiting": "yellow", "error": "red"}[d["status"]]
     console.print(f"[bold {colour}]{d['status']}[/] in [bold]{d['state']}[/]  run {d['run_id']}  "
                   f"steps {d['steps']}  fast-forwards {d['fast_forwards']}  rule decisions {d['rule_decisions']}  "
                   f"LLM calls {d['llm_calls']}  tokens {d['tokens']}")
     if d["error"]:
-        console.print(f"[red]error:[/] {d['error']}")
+        console.print(f"[red]error:[/] {d['error']}  [dim](log: {log_file})[/]")
     if d["status"] == "waiting":
         if d.get("waiting_for"):
             console.print(f"waiting for: {d['waiting_for']}")
@@ -46,7 +46,9 @@ def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[],
     from ..logs import configure
 
     (home / "logs").mkdir(exist_ok=True)
-    configure(level="error" if (args.json or args.quiet) else "warning", json_file=home / "logs" / f"{agent.run_id}.jsonl")
+    log_file = home / "logs" / f"{agent.run_id}.jsonl"
+    # The progress lines and the summary report what happens; log lines go to the run's JSON file (-v shows them too).
+    configure(level="critical", json_file=log_file)
     if not (args.json or args.quiet):
         console = _console(stderr=True)
         agent.observe(_progress_printer(console))
@@ -54,13 +56,26 @@ def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[],
     if args.json:
         _print_json({k: v for k, v in result.to_dict().items()})
     elif not args.quiet:
-        _summary(_console(stderr=True), result)
+        _summary(_console(stderr=True), result, log_file)
     return EXIT_OK if result.status in ("final", "waiting") else EXIT_ERROR
+
+
+def model_option(model: str | None) -> str | None:
+    """`--model scripted/PATH` typed on the command line means PATH from where the user stands, not from the workflow's folder."""
+    if model and model.startswith("scripted/"):
+        path = Path(model[len("scripted/"):])
+        if not path.is_absolute() and path.is_file():
+            return f"scripted/{path.resolve()}"
+    return model
 
 
 def workflow_file(name: str) -> str:
     """A workflow path, or the name of a built-in machine (replay, capture, planner, ...)."""
-    if Path(name).exists() or name.endswith((".yaml", ".yml")):
+    try:
+        exists = Path(name).exists()
+    except OSError:  # a name too long for a path: the loader reports it as FILE:1: cannot read
+        return name
+    if exists or name.endswith((".yaml", ".yml")):
         return name
     from ..data import data_dir
 
@@ -78,9 +93,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_team(args)
     workflow = load_workflow(workflow_file(args.file))
     workflow.warm_up(args.model)  # a real model: litellm loads in the background while the first steps run
+    inputs = parse_inputs(workflow.spec, args.input, starting=True)  # bad or missing input: exit 2 before a run exists
     store, home = _open_store(args)
-    agent = workflow.agent(store=store, model=args.model, max_steps=args.max_steps)
-    inputs = parse_assignments(args.input)
+    agent = workflow.agent(store=store, model=model_option(args.model), max_steps=args.max_steps)
     return _execute(agent, args, home, lambda: agent.run(inputs))
 
 
@@ -98,8 +113,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise UsageError(f"workflow '{row.workflow_path}' changed since run {row.run_id} started; pass --allow-changed to resume with the new definition")
     workflow.warm_up(args.model)
     agent = Agent.resume(store, row.run_id, workflow.machine, workflow.policy, rerun_interrupted=not args.no_rerun_interrupted,
-                         base_dir=workflow.base_dir, model=args.model)
-    inputs = parse_assignments(args.input)
+                         base_dir=workflow.base_dir, model=model_option(args.model))
+    inputs = parse_inputs(workflow.spec, args.input, starting=False)
     targs = parse_assignments(args.arg, "--arg")
     return _execute(agent, args, home, lambda: agent.run(inputs, trigger=args.trigger, args=targs))
 
@@ -115,7 +130,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     from rich.table import Table
 
-    table = Table("run", "workflow", "status", "state", "steps", "LLM calls", "updated")
+    # An ID is what the user copies into `show`/`resume`: never cut; the other columns fold instead.
+    table = Table()
+    table.add_column("run", no_wrap=True, min_width=max((len(r.run_id) for r in rows), default=3))
+    for name in ("workflow", "status", "state"):
+        table.add_column(name, overflow="fold")
+    table.add_column("steps", justify="right", overflow="fold")
+    table.add_column("LLM calls", justify="right", overflow="fold")
+    table.add_column("updated", overflow="fold")
     for r in rows:
         table.add_row(r.run_id, r.workflow, r.status, r.state, str(r.counters.get("steps", 0)), str(r.counters.get("llm_calls", 0)),
                       datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M:%S"))
@@ -149,29 +171,47 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ..errors import WorkflowError
     from ..agents.team import is_team_file, load_team
     from ..engine.workflow import load_workflow
+    from ..errors import WorkflowError
 
-    failed = False
+    checked: list[dict[str, Any]] = []
     for file in args.files:
+        path = workflow_file(file)
+        kind = "team" if is_team_file(path) else "workflow"
         try:
-            (load_team if is_team_file(file) else load_workflow)(file)
+            (load_team if kind == "team" else load_workflow)(path)
         except WorkflowError as exc:
-            failed = True
-            for problem in exc.problems:
-                sys.stdout.write(f"{problem}\n")
+            checked.append({"file": file, "kind": kind, "ok": False,
+                            "problems": [{"file": p.file, "line": p.line, "message": p.message} for p in exc.problems]})
         else:
-            if not args.quiet:
-                sys.stdout.write(f"{file}: ok\n")
-    return EXIT_USAGE if failed else EXIT_OK
+            checked.append({"file": file, "kind": kind, "ok": True, "problems": []})
+    ok = all(c["ok"] for c in checked)
+    if args.json:
+        _print_json({"ok": ok, "files": checked})
+    else:
+        for c in checked:
+            for p in c["problems"]:
+                sys.stdout.write(f"{p['file']}:{p['line']}: {p['message']}\n")
+            if c["ok"] and not args.quiet:
+                sys.stdout.write(f"{c['file']}: ok\n")
+    return EXIT_OK if ok else EXIT_USAGE
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
+    from ..agents.team import is_team_file
+
+    path = workflow_file(args.file)
+    if is_team_file(path):
+        from ..agents.diagram import team_to_mermaid
+        from ..agents.team import load_team
+
+        sys.stdout.write(team_to_mermaid(load_team(path)))
+        return EXIT_OK
     from ..engine.diagram import to_mermaid
     from ..engine.workflow import load_workflow
 
-    sys.stdout.write(to_mermaid(load_workflow(args.file).machine))
+    sys.stdout.write(to_mermaid(load_workflow(path).machine))
     return EXIT_OK
 
 

@@ -23,6 +23,7 @@ from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, lookup
 from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
 from ..errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
 from .events import Event, parse_event
+from .inputs import check_inputs
 from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
 from .registry import ActionContext, ActionResult, Registry, default_registry
 from .runstore import InFlight, Interrupted, RunStore, TickRecord
@@ -597,12 +598,6 @@ class Agent:
     def _input_defaults(self) -> dict[str, Any]:
         return {n: d.default for n, d in self.machine.spec.inputs.items() if d.default is not None}
 
-    def _check_inputs(self, inputs: dict[str, Any]) -> None:
-        spec = self.machine.spec
-        missing = [f"'{n}'" + (f" ({d.description})" if d.description else "") for n, d in spec.inputs.items() if d.required and n not in inputs]
-        if missing:
-            raise UsageError(f"workflow '{spec.name}' needs input {', '.join(missing)}; pass it with --input NAME=VALUE")
-
     def _prepare_start(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
         """The inputs to start with, when the run has not entered its initial state yet (new, or killed while entering it).
 
@@ -610,8 +605,7 @@ class Agent:
         """
         if self.belief.trajectory:
             return None
-        start = {**self._inputs, **(inputs or {})}
-        self._check_inputs(start)
+        start = check_inputs(self.machine.spec, {**self._inputs, **(inputs or {})}, starting=True, allow_unknown=True)
         if not self._started and self.store is not None:
             self._inputs = start
             self.store.create_run(self.run_id, self.machine.name, self.workflow_path, spec_hash(self.machine), start,
@@ -622,7 +616,7 @@ class Agent:
 
     def _apply_input(self, inputs: dict[str, Any] | None) -> None:
         if inputs and not self.is_final():  # final already: the cut-short tick it just finished ended the run
-            self._write_context(dict(inputs))
+            self._write_context(check_inputs(self.machine.spec, inputs, starting=False, allow_unknown=True))
             self._commit("running")
 
     def _waiting_step(self) -> Edge | None:

@@ -124,12 +124,15 @@ class StateSpec(_Strict):
 
 
 class InputSpec(_Strict):
-    """A run input: copied into the context under its name before the first tick."""
+    """A run input: copied into the context under its name before the first tick (or at a resume, the input waited for).
+
+    With a `type`, values are converted and checked (engine.inputs); without one, any value is taken as given.
+    """
 
     description: str = ""
     required: bool = False
     default: Any = None
-    type: Literal["string", "integer", "number", "boolean", "object", "array"] = "string"
+    type: Literal["string", "integer", "number", "boolean", "object", "array"] | None = None
 
 
 class RuleSpec(_Strict):

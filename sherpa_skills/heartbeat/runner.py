@@ -15,8 +15,11 @@ from .config import load_config
 from .state import HeartbeatState
 
 
-def run_once(home: Path, watch: list[str] | None = None) -> dict[str, Any]:
-    """One heartbeat, run by the engine: the report (status ran or skipped, phases, watermark, alerts)."""
+def run_once(home: Path, watch: list[str] | None = None, observe: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """One heartbeat, run by the engine: the report (status ran or skipped, phases, watermark, alerts).
+
+    `observe` gets the engine's progress callbacks (each phase is a state), for a CLI to show where a long heartbeat is.
+    """
     from ..data import data_file
     from ..engine.runstore import RunStore
     from ..engine.workflow import load_workflow
@@ -24,6 +27,8 @@ def run_once(home: Path, watch: list[str] | None = None) -> dict[str, Any]:
     workflow = load_workflow(data_file("statemachines", "heartbeat.yaml"))
     store = RunStore(home=home)
     agent = workflow.agent(store=store, home=home)
+    if observe is not None:
+        agent.observe(observe)
     try:
         result = agent.run({"watch": list(watch or [])})
     except BaseException:
@@ -93,7 +98,8 @@ def parse_every(text: str) -> Schedule:
 
 def run_every(home: Path, schedule: Schedule | float, on_report: Callable[[dict[str, Any]], None], watch: list[str] | None = None,
               sleep: Callable[[float], None] = time.sleep, max_runs: int | None = None,
-              clock: Callable[[], float] = time.time) -> int:
+              clock: Callable[[], float] = time.time,
+              observe: Callable[[str, dict[str, Any]], None] | None = None) -> int:
     """A foreground scheduler: heartbeats on `schedule` (a Schedule, or a period in seconds), until Ctrl-C (or `max_runs`)."""
     if not isinstance(schedule, Schedule):
         schedule = Schedule(text=f"{schedule}s", seconds=float(schedule))
@@ -104,7 +110,7 @@ def run_every(home: Path, schedule: Schedule | float, on_report: Callable[[dict[
         if wait > 0:
             sleep(wait)
         started = clock()
-        on_report(run_once(home, watch))
+        on_report(run_once(home, watch, observe))
         runs += 1
         if max_runs is not None and runs >= max_runs:
             break

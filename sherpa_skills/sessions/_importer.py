@@ -260,12 +260,16 @@ def _expand(paths: list[Path], errors: list[str]) -> list[tuple[str, str, bool]]
     seen: set[str] = set()
     for raw in paths:
         path = Path(raw).expanduser()
-        if path.is_dir():
-            found = [(p, key, False) for p, key in walk(path, errors)]
-        elif path.exists() or path.is_symlink():
-            found = [(str(path), str(path.resolve()), True)]
-        else:
-            errors.append(f"{path}: no such file or folder")
+        try:
+            if path.is_dir():
+                found = [(p, key, False) for p, key in walk(path, errors)]
+            elif path.exists() or path.is_symlink():
+                found = [(str(path), str(path.resolve()), True)]
+            else:
+                errors.append(f"{path}: no such file or folder")
+                continue
+        except OSError as exc:  # a name too long, a loop of links: reported and counted, the other paths still read
+            errors.append(f"{str(path)[:200]}: {exc.strerror or exc}")
             continue
         for item in found:
             if item[1] not in seen:
