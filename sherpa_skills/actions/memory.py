@@ -1,7 +1,8 @@
 """Built-in actions `memory_write` and `memory_search`: shared memory from YAML, always as the acting agent.
 
-The agent is the one running the action (its machine's name, `ActionContext.agent`); no argument can name
-another agent, so a workflow can neither write as someone else nor read someone else's private notes.
+The agent is the one running the action (`ActionContext.agent`: the team member, the configured name, or the
+workflow bound to its file); no argument can name another agent, and a workflow's own `name:` is not its identity,
+so a workflow can neither write as someone else nor read someone else's private notes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..memory._store import write_id
 def _agent(ctx: ActionContext, action: str) -> str:
     if not ctx.agent:
         raise UsageError(f"{action}: the acting agent has no name, so shared memory cannot tell whose note this is; "
-                         f"run the action inside an Agent (its machine's name is the agent's name)")
+                         f"run the action inside an Agent (Agent(name=...), or `run --agent NAME`)")
     return ctx.agent
 
 

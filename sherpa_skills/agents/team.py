@@ -303,9 +303,10 @@ class AgentHost:
         run_id = run_id_for(self.name, correlation_id)
         wf = self.workflow
         if self.store is not None and self.store.has_run(run_id):
-            agent = Agent.resume(self.store, run_id, wf.machine, wf.policy, base_dir=wf.base_dir, model=self.model, registry=wf.registry)
-        else:
-            agent = wf.agent(store=self.store, run_id=run_id, model=self.model)
+            agent = Agent.resume(self.store, run_id, wf.machine, wf.policy, base_dir=wf.base_dir, model=self.model, registry=wf.registry,
+                                 name=self.name)
+        else:  # the member's name is its identity (shared memory, domains), whichever workflow it runs
+            agent = wf.agent(store=self.store, run_id=run_id, model=self.model, name=self.name)
         agent.sender, agent.correlation_id = self.name, correlation_id
         if self.observer is not None:
             agent.observe(self.observer)

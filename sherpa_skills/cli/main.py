@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print one JSON result object (stable, see README)")
         p.add_argument("--quiet", "-q", action="store_true", help="no progress, no summary")
         p.add_argument("--model", help="litellm model string (default: the workflow's llm.model, then $SHERPA_SKILLS_MODEL)")
+        p.add_argument("--agent", help="the agent's name in shared memory and domains (default: the workflow, bound to its file)")
 
     p = add("run", cmd_run, "run a YAML workflow until it is final, waiting for input, or fails")
     p.add_argument("file", help="the workflow file, or a built-in machine's name (planner, replay, capture)")

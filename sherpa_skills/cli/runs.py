@@ -78,7 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_team(args)
     workflow = load_workflow(workflow_file(args.file))
     store, home = _open_store(args)
-    agent = workflow.agent(store=store, model=args.model, max_steps=args.max_steps)
+    agent = workflow.agent(store=store, model=args.model, max_steps=args.max_steps, name=args.agent)
     inputs = parse_assignments(args.input)
     return _execute(agent, args, home, lambda: agent.run(inputs))
 
@@ -96,7 +96,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if spec_hash(workflow.machine) != row.spec_hash and not args.allow_changed:
         raise UsageError(f"workflow '{row.workflow_path}' changed since run {row.run_id} started; pass --allow-changed to resume with the new definition")
     agent = Agent.resume(store, row.run_id, workflow.machine, workflow.policy, rerun_interrupted=not args.no_rerun_interrupted,
-                         base_dir=workflow.base_dir, model=args.model)
+                         base_dir=workflow.base_dir, model=args.model, name=args.agent)
     inputs = parse_assignments(args.input)
     targs = parse_assignments(args.arg, "--arg")
     return _execute(agent, args, home, lambda: agent.run(inputs, trigger=args.trigger, args=targs))

@@ -79,7 +79,7 @@ class Agent:
     def __init__(self, machine: CompiledMachine, policy: Policy | None = None, belief: Belief | None = None, *,
                  store: RunStore | None = None, run_id: str | None = None, model: str | None = None,
                  base_dir: str | Path | None = None, workflow_path: str | None = None, max_steps: int | None = None,
-                 registry: Registry | None = None, home: str | Path | None = None):
+                 registry: Registry | None = None, home: str | Path | None = None, name: str | None = None):
         ensure_configured()
         self.machine = machine
         self.policy: Policy = policy or NoPolicy()
@@ -91,6 +91,9 @@ class Agent:
         self.workflow_path = workflow_path
         self.max_steps = max_steps or machine.spec.max_steps
         self.registry = registry or default_registry
+        #: Who this agent is to shared memory and domains: the configured name (a team member's, `run --agent`), else
+        #: the workflow bound to its file. Never the spec's `name:`, which any file can claim.
+        self.name = agent_identity(machine.name, workflow_path, self.run_id, name)
         self.home = Path(home) if home else (store.path.parent if store is not None else None)
         self.counters: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
         self.counters["cost"] = 0.0
@@ -216,7 +219,7 @@ class Agent:
             inputs, args = self._resolve(bound, targs)
             actx = ActionContext(view=self._view, state=self.state, tick=self._tick, run_id=self.run_id,
                                  workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry, home=self.home,
-                                 agent=self.machine.name)
+                                 agent=self.name)
             if bound.definition.side_effects and self.store is not None:
                 self.store.mark_started(self.run_id, self._tick, seq, bound.name)
                 self._clear_intents = True
@@ -599,6 +602,19 @@ class Agent:
             agent._log.warning("rerunning_interrupted_actions", actions=names)
             agent._clear_intents = True
         return agent
+
+
+def agent_identity(workflow: str, workflow_path: str | None, run_id: str, configured: str | None = None) -> str:
+    """The configured name, else `WORKFLOW@HASH` of the workflow file's resolved path (stable across its runs, and not
+    claimable by another file that declares the same `name:`), else `WORKFLOW@RUN_ID` (a workflow built in memory)."""
+    if configured is not None:
+        if not isinstance(configured, str) or not configured.strip() or len(configured) > 200 or any(ord(c) < 32 for c in configured):
+            raise UsageError(f"agent name {configured!r} must be a non-empty printable string of at most 200 characters")
+        return configured.strip()
+    if workflow_path:
+        digest = hashlib.sha256(str(Path(workflow_path).resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        return f"{workflow}@{digest}"
+    return f"{workflow}@{run_id}"
 
 
 def spec_hash(machine: CompiledMachine) -> str:
