@@ -34,6 +34,12 @@ class MemoryWriteArgs(BaseModel):
     kind: str | None = None
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    confidence: float | None = Field(None, ge=0.0, le=1.0, description="how sure the writer is (default 0.8); doubt decays faster")
+    abstraction: Literal["episode", "pattern", "principle"] = Field(
+        "episode", description="episode: what happened; pattern: what tends to hold; principle: a rule (never decays)")
+    category: str | None = None
+    supersedes: str | None = Field(None, description="the id of an artifact this one corrects; it stays as history")
+    on_near: Literal["flag", "link", "merge"] = Field("flag", description="what a near-duplicate write does")
 
 
 @default_registry.action("memory_write", side_effects=True)
@@ -43,10 +49,15 @@ def memory_write(args: MemoryWriteArgs, ctx: ActionContext) -> ActionResult:
     memory = shared_memory(ctx.home)
     # Stable per run, tick, state and content: a resumed run that repeats this write stores nothing twice.
     aid = write_id(ctx.run_id, ctx.tick, ctx.state, redact(args.text), args.scope, args.kind)
-    artifact = memory.write(args.text, agent=agent, scope=args.scope, kind=args.kind, tags=args.tags,
-                            metadata=args.metadata, run_id=ctx.run_id, id=aid)
-    return ActionResult(outputs={"id": artifact.id, "agent": artifact.agent, "scope": artifact.scope, "kind": artifact.kind,
-                                 "tags": artifact.tags, "created": artifact.created, "indexed": memory.companion_problem is None,
+    written = memory.remember(args.text, agent=agent, scope=args.scope, kind=args.kind, tags=args.tags, metadata=args.metadata,
+                              run_id=ctx.run_id, id=aid, confidence=args.confidence, abstraction=args.abstraction,
+                              category=args.category, supersedes=args.supersedes, on_near=args.on_near)
+    a = written.artifact
+    return ActionResult(outputs={"id": a.id, "agent": a.agent, "scope": a.scope, "kind": a.kind, "tags": a.tags,
+                                 "created": a.created, "seen": a.seen, "duplicate": written.duplicate,
+                                 "merged_into": written.merged_into, "supersedes": a.supersedes,
+                                 "near_duplicates": [{"id": i, "similarity": round(x, 4)} for i, x in written.near],
+                                 "tensions": written.tensions, "indexed": memory.companion_problem is None,
                                  "companion_problem": memory.companion_problem})
 
 
@@ -60,6 +71,7 @@ class MemorySearchArgs(BaseModel):
     author: str | None = Field(None, description="only artifacts written by this agent")
     metadata: dict[str, Any] = Field(default_factory=dict, description="exact matches on top-level metadata keys")
     mode: Literal["hybrid", "lexical"] = "hybrid"
+    history: bool = Field(False, description="also return superseded artifacts (each names its successor)")
 
 
 @default_registry.action("memory_search")
@@ -67,5 +79,6 @@ def memory_search(args: MemorySearchArgs, ctx: ActionContext) -> ActionResult:
     """Search shared memory by words and meaning, as this agent; `save_as` keeps the hits in the context."""
     agent = _agent(ctx, "memory_search")
     result = shared_memory(ctx.home).search(args.query, agent=agent, scope=args.scope, author=args.author, kind=args.kind,
-                                            metadata=args.metadata, limit=args.limit, mode=args.mode)
+                                            metadata=args.metadata, limit=args.limit, mode=args.mode,
+                                            history=args.history)
     return ActionResult(outputs=result.to_dict())
