@@ -30,7 +30,7 @@ __all__ = [
 
 log = structlog.get_logger("sherpa_skills.agents.team")
 
-_OVERRIDES = ("policy", "llm", "imports", "context", "max_steps")
+_OVERRIDES = ("policy", "llm", "imports", "context", "max_steps", "domain")
 _PLAIN_ID = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 
 
@@ -51,6 +51,7 @@ class AgentSpec(_Strict):
     imports: list[str] | None = None
     context: dict[str, Any] | None = None
     max_steps: int | None = Field(default=None, ge=1)
+    domain: str | None = None
 
     @field_validator("subscribe", mode="before")
     @classmethod

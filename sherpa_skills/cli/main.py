@@ -91,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .memory import add_memory_parser
 
     add_memory_parser(sub, common)
+    from .domains import add_domains_parser
+    add_domains_parser(sub, common)
 
     p = add("demo", cmd_demo, "run the bundled support-triage demo offline (scripted model, temporary home unless --home)")
     p.add_argument("--json", action="store_true")

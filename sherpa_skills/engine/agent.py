@@ -24,6 +24,7 @@ from .compiler import BoundAction, CompiledMachine, Dynamic, Edge
 from ..errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
 from .events import Event, parse_event
 from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
+from .hooks import run_hooks
 from .registry import ActionContext, ActionResult, Registry, default_registry
 from .runstore import Interrupted, RunStore, TickRecord
 
@@ -356,6 +357,12 @@ class Agent:
         result = RunResult(self.run_id, status, self.state, dict(self.counters), error, dict(self.belief.context), available,
                            interrupted, (perf_counter() - t0) * 1000, self.machine.describe(self._leaf) if status == "waiting" else "",
                            self._event_report)
+        if status in ("final", "error"):
+            for hook in run_hooks():
+                try:
+                    hook.end(self, result)
+                except SherpaError as exc:  # the run's outcome stands; the hook's failure is reported beside it
+                    self._log.warning("run_hook_failed", hook=type(hook).__name__, error=str(exc))
         if self.observers:
             self._notify("status", **{k: v for k, v in result.to_dict().items() if k != "context"})
         self._log.info("run_stopped", status=status, state=self.state, steps=self.counters["steps"], error=error)
@@ -538,6 +545,9 @@ class Agent:
             return None
         start = {**self._inputs, **(inputs or {})}
         self._check_inputs(start)
+        if not self._started:
+            for hook in run_hooks():  # e.g. a domain's decisions and status; the run's own inputs win a clash
+                start = {**(hook.start(self) or {}), **start}
         if not self._started and self.store is not None:
             self._inputs = start
             self.store.create_run(self.run_id, self.machine.name, self.workflow_path, spec_hash(self.machine), start,
