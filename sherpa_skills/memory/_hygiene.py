@@ -10,8 +10,8 @@ Decay tiers come from the days since an artifact was last written, seen again or
     tier           = hot (≤ 7), warm (≤ 30), cold (> 30); a `principle` is always hot
     search score   = relevance × TIER_WEIGHT[tier]     (1.0, 0.7, 0.4): cold is still found, just ranked lower
 
-Tensions are found by rules, between two facts of the same scope that talk about the same subject (at least half
-of their subject words shared): a changed value (`ci-7` → `ci-9`, `3 retries` → `5 retries`), or one of them
+Tensions are found by rules, between two facts of the same scope that talk about the same subject (Jaccard ≥ 0.6
+over their subject words: the words left once values, negations and filler are set aside): a changed value (`ci-7` → `ci-9`, `3 retries` → `5 retries`), or one of them
 negating what the other affirms (`not`, `never`, `no longer`, `any more`).
 """
 
@@ -36,8 +36,9 @@ DEFAULT_CONFIDENCE = 0.8
 #: one fact score 0.83–0.97 there, related but distinct facts 0.5–0.88 (`ci-7` vs `ci-9`: 0.88). A pair the
 #: contradiction rules flag is never a near-duplicate ("is" / "is not" scores 0.96): it is a tension.
 NEAR_DUPLICATE = 0.9
-#: Share of subject words two facts must have in common before a rule may call them contradictory.
-SAME_SUBJECT = 0.5
+#: Jaccard similarity of subject words two facts need before a rule may call them contradictory ("alpha listens on
+#: port 8000" and "bravo listens on port 9001" share 2 of 4: different subjects, no tension).
+SAME_SUBJECT = 0.6
 DAY = 86400.0
 
 _WORD = re.compile(r"[\w][\w.:/-]*[\w]|[\w]", re.UNICODE)
@@ -95,13 +96,13 @@ def contradiction(new: str, old: str) -> str | None:
     s_old, v_old, n_old = _parts(old)
     if not s_new or not s_old:
         return None
-    overlap = len(s_new & s_old) / min(len(s_new), len(s_old))
+    overlap = len(s_new & s_old) / len(s_new | s_old)
     if overlap < SAME_SUBJECT:
         return None
     subject = " ".join(sorted(s_new & s_old))
     if v_new and v_old and v_new != v_old:
         if not v_new >= v_old or n_new != n_old:  # a new value, or the old one named and negated ("ci-9, not ci-7")
             return f"changed value for '{subject}': {', '.join(sorted(v_old))} → {', '.join(sorted(v_new - v_old) or sorted(v_new))}"
-    if n_new != n_old and overlap >= 0.6 and v_new == v_old:
+    if n_new != n_old and v_new == v_old:
         return f"{'negates' if n_new else 'affirms'} what the other says about '{subject}'"
     return None
