@@ -296,3 +296,29 @@ class TestStatsExportAndUpgrade:
             assert m.get("old0", agent="ops").tier() == "cold"
             again = m.remember("deploys go to ci-7", agent="ops", scope="shared")
             assert again.duplicate and again.artifact.id in {"old0", "old1"}
+
+
+class TestLlmTensionCheck:
+    SCRIPT = """
+answers:
+  - match: "Older note: the sessions live in redis.*Newer note: the sessions are kept in postgres"
+    respond: {contradicts: true, reason: "one store or the other"}
+  - match: "Newer note: the sessions table is garbage"
+    respond: "not json at all"
+default: '{"contradicts": false, "reason": "compatible"}'
+"""
+
+    def test_related_facts_no_rule_flags_are_asked_and_a_bad_answer_is_skipped(self, memory: SharedMemory, tmp_path: Path) -> None:
+        script = tmp_path / "judge.yaml"
+        script.write_text(self.SCRIPT, encoding="utf-8")
+        model = f"scripted/{script}"
+        old = memory.write("the sessions live in redis", agent="ops", scope="shared", abstraction="pattern")
+        assert memory.remember("sessions are kept in postgres", agent="ops", scope="shared", abstraction="pattern").tensions == []
+        judged = memory.remember("the sessions are kept in postgres", agent="ops", scope="shared", abstraction="pattern",
+                                 tension_model=model)
+        assert [t["a"] for t in judged.tensions] == [old.id] and "one store or the other" in judged.tensions[0]["reason"]
+        bad = memory.remember("the sessions table is garbage collected nightly", agent="ops", scope="shared",
+                              abstraction="pattern", tension_model=model)
+        assert bad.tensions == [] and any("not {contradicts, reason} JSON" in s for s in bad.skipped)
+        unrelated = memory.remember("bake a cake for Friday", agent="ops", scope="shared", abstraction="pattern", tension_model=model)
+        assert unrelated.tensions == [] and unrelated.skipped == []

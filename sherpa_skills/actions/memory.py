@@ -40,6 +40,7 @@ class MemoryWriteArgs(BaseModel):
     category: str | None = None
     supersedes: str | None = Field(None, description="the id of an artifact this one corrects; it stays as history")
     on_near: Literal["flag", "link", "merge"] = Field("flag", description="what a near-duplicate write does")
+    tension_model: str | None = Field(None, description="a litellm model also asked about related facts no rule flagged")
 
 
 @default_registry.action("memory_write", side_effects=True)
@@ -51,13 +52,14 @@ def memory_write(args: MemoryWriteArgs, ctx: ActionContext) -> ActionResult:
     aid = write_id(ctx.run_id, ctx.tick, ctx.state, redact(args.text), args.scope, args.kind)
     written = memory.remember(args.text, agent=agent, scope=args.scope, kind=args.kind, tags=args.tags, metadata=args.metadata,
                               run_id=ctx.run_id, id=aid, confidence=args.confidence, abstraction=args.abstraction,
-                              category=args.category, supersedes=args.supersedes, on_near=args.on_near)
+                              category=args.category, supersedes=args.supersedes, on_near=args.on_near,
+                              tension_model=args.tension_model, model_dir=ctx.workdir)
     a = written.artifact
     return ActionResult(outputs={"id": a.id, "agent": a.agent, "scope": a.scope, "kind": a.kind, "tags": a.tags,
                                  "created": a.created, "seen": a.seen, "duplicate": written.duplicate,
                                  "merged_into": written.merged_into, "supersedes": a.supersedes,
                                  "near_duplicates": [{"id": i, "similarity": round(x, 4)} for i, x in written.near],
-                                 "tensions": written.tensions, "indexed": memory.companion_problem is None,
+                                 "tensions": written.tensions, "checks_skipped": written.skipped, "indexed": memory.companion_problem is None,
                                  "companion_problem": memory.companion_problem})
 
 

@@ -104,7 +104,7 @@ def cmd_write(args: argparse.Namespace) -> int:
         written = memory.remember(text, agent=args.agent, scope="shared" if args.shared else "private", kind=args.kind,
                                   tags=args.tag, metadata=parse_assignments(args.meta, "--meta"), confidence=args.confidence,
                                   abstraction=args.abstraction, category=args.category, supersedes=args.supersedes,
-                                  on_near=args.on_near)
+                                  on_near=args.on_near, tension_model=args.tension_model)
         problem = memory.companion_problem
     if args.json:
         _print_json({**written.to_dict(), "indexed": problem is None, "companion_problem": problem})
@@ -234,6 +234,8 @@ def add_memory_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--supersedes", metavar="ID", help="this write corrects artifact ID, which stays as history")
     p.add_argument("--on-near", choices=("flag", "link", "merge"), default="flag",
                    help="a near-duplicate write is flagged (default), stored with a link, or merged into the stored one")
+    p.add_argument("--tension-model", metavar="MODEL", help="also ask this litellm model whether related facts no rule "
+                                                             "flagged contradict the new one (off by default)")
     p.add_argument("--json", action="store_true")
     filters(p)
 

@@ -106,3 +106,8 @@ def contradiction(new: str, old: str) -> str | None:
     if n_new != n_old and v_new == v_old:
         return f"{'negates' if n_new else 'affirms'} what the other says about '{subject}'"
     return None
+
+
+def related(new: str, old: str) -> bool:
+    """A looser bar than the rules' (a subject word in common): worth asking the optional LLM check about."""
+    return bool(_parts(new)[0] & _parts(old)[0])

@@ -137,10 +137,11 @@ class SharedMemory:
                  metadata: dict[str, Any] | None = None, run_id: str | None = None, id: str | None = None,
                  confidence: float | None = None, abstraction: str | None = None, category: str | None = None,
                  supersedes: str | None = None, on_near: str = "flag", near_threshold: float = NEAR_DUPLICATE,
-                 check_tensions: bool = True) -> Written:
+                 check_tensions: bool = True, tension_model: str | None = None, model_dir: Any = None) -> Written:
         """Write with hygiene: an exact duplicate bumps the stored one's `seen`; a near-duplicate (cosine ≥
         `near_threshold`, same scope, owner and kind) is flagged, linked (`on_near="link"`) or merged into the stored
-        one (`"merge"`); `supersedes` marks an older artifact replaced; contradicting facts become open tensions."""
+        one (`"merge"`); `supersedes` marks an older artifact replaced; contradicting facts become open tensions
+        (by rules, and, with `tension_model`, by asking that model through litellm about related facts no rule flagged)."""
         on_near = check_near(on_near)
         prepared = self.store.prepare(text, agent=agent, scope=scope, kind=kind, tags=tags, metadata=metadata, run_id=run_id,
                                       id=id, confidence=confidence, abstraction=abstraction, category=category)
@@ -170,7 +171,12 @@ class SharedMemory:
             self.store.supersede(supersedes, prepared.id)
             result.artifact = self.store.get(prepared.id, agent=prepared.agent)
         if check_tensions:
-            result.tensions = self.store.find_tensions(result.artifact)
+            judge = None
+            if tension_model:
+                from ._judge import llm_judge
+
+                judge = llm_judge(tension_model, result.skipped, None if model_dir is None else str(model_dir))
+            result.tensions = self.store.find_tensions(result.artifact, judge=judge)
         self._index([result.artifact])
         return result
 

@@ -24,7 +24,7 @@ from ..errors import StoreError, UsageError
 from ..home import store_path
 from ..redact import redact, redact_value
 from ..sqlite_db import Transaction, connect, execute_script, migrate
-from ._hygiene import TIERS, content_hash, contradiction, tier
+from ._hygiene import TIERS, content_hash, contradiction, related, tier
 from ._models import (Artifact, check_abstraction, check_confidence, check_filters, check_limit, check_metadata, check_name,
                       check_scope, check_tags, check_text)
 
@@ -382,10 +382,12 @@ class MemoryStore:
                               (now, now, target.id))
         return target.model_copy(update={"seen": target.seen + 1, "last_seen": now, "last_access": now})
 
-    def find_tensions(self, artifact: Artifact, *, candidates: int = 20, record: int = 3) -> list[dict[str, Any]]:
+    def find_tensions(self, artifact: Artifact, *, candidates: int = 20, record: int = 3,
+                      judge: Any = None, ask: int = 3) -> list[dict[str, Any]]:
         """Rule-checked contradictions between `artifact` and current facts of its scope (and owner, when private)
         that share its words; records at most `record` of them as open tensions. Episodes are records of what
-        happened, each true in its time, so only patterns and principles are checked."""
+        happened, each true in its time, so only patterns and principles are checked. `judge(new, old)` (the
+        optional LLM check) is asked about at most `ask` candidates on a related subject that no rule flagged."""
         if artifact.abstraction == "episode":
             return []
         match = fts_query(artifact.text)
@@ -402,6 +404,9 @@ class MemoryStore:
         with self._tx():
             for other_id, other_text in rows:
                 reason = contradiction(artifact.text, other_text)
+                if reason is None and judge is not None and ask > 0 and related(artifact.text, other_text):
+                    ask -= 1
+                    reason = judge(artifact.text, other_text)
                 if reason is None:
                     continue
                 tid = hashlib.sha256(f"{other_id}\x1f{artifact.id}".encode()).hexdigest()[:12]
