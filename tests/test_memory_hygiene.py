@@ -322,3 +322,44 @@ default: '{"contradicts": false, "reason": "compatible"}'
         assert bad.tensions == [] and any("not {contradicts, reason} JSON" in s for s in bad.skipped)
         unrelated = memory.remember("bake a cake for Friday", agent="ops", scope="shared", abstraction="pattern", tension_model=model)
         assert unrelated.tensions == [] and unrelated.skipped == []
+
+
+class TestThroughTheActions:
+    def test_supersede_history_and_tensions_from_a_workflow(self, tmp_path: Path) -> None:
+        """memory_write's supersedes/abstraction and memory_search's history, as an agent runs them."""
+        wf = tmp_path / "w.yaml"
+        wf.write_text("""
+name: w
+initial: s
+states:
+  s:
+    on_enter:
+      - memory_write: {text: "backups run at 02:00", scope: shared, abstraction: pattern, confidence: 0.9, category: ops}
+        save_as: old
+      - memory_write: {text: "backups run at 04:00", scope: shared, abstraction: pattern}
+        save_as: clash
+      - memory_write: {text: "backups run at 03:00", scope: shared, abstraction: pattern, supersedes: "{{ old.id }}"}
+        save_as: fix
+      - memory_search: {query: "when do backups run", mode: lexical}
+        save_as: now
+      - memory_search: {query: "when do backups run", mode: lexical, history: true}
+        save_as: all
+    final: true
+""", encoding="utf-8")
+        store = RunStore(home=tmp_path / "home")
+        try:
+            result = load_workflow(wf).agent(store=store, name="ops").run()
+        finally:
+            store.close()
+        assert result.status == "final", result.error
+        ctx = result.context
+        assert ctx["clash"]["tensions"][0]["a"] == ctx["old"]["id"]
+        assert ctx["fix"]["supersedes"] == ctx["old"]["id"]
+        now = {h["id"] for h in ctx["now"]["hits"]}
+        assert ctx["old"]["id"] not in now and ctx["fix"]["id"] in now
+        old_hit = next(h for h in ctx["all"]["hits"] if h["id"] == ctx["old"]["id"])
+        assert old_hit["superseded_by"] == ctx["fix"]["id"] and old_hit["confidence"] == 0.9 and old_hit["category"] == "ops"
+        with SharedMemory(tmp_path / "home") as m:  # the replaced fact's tension is settled; the correction has its own
+            assert [(t["a"]["id"], t["b"]["id"]) for t in m.store.tensions(agent="ops")] == [(ctx["clash"]["id"], ctx["fix"]["id"])]
+            [settled] = m.store.tensions(agent="ops", status="resolved")
+            assert (settled["a"]["id"], settled["resolved_by"]) == (ctx["old"]["id"], "supersede")

@@ -328,32 +328,28 @@ class MemoryStore:
         with self._tx():
             self.conn.execute("UPDATE memory_artifacts SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL", (new_id, old_id))
             self.conn.execute("UPDATE memory_artifacts SET supersedes = ? WHERE id = ?", (old_id, new_id))
-            # A tension between the two is settled by the correction itself.
-            self.conn.execute("UPDATE memory_tensions SET status = 'resolved', kept = ?, resolved = ? WHERE status = 'open'"
-                              " AND ((a = ? AND b = ?) OR (a = ? AND b = ?))", (new_id, time.time(), old_id, new_id, new_id, old_id))
+            # Every open tension of the replaced artifact is settled by the correction (which is checked on its own).
+            self.conn.execute("UPDATE memory_tensions SET status = 'resolved', kept = ?, resolved = ?, resolved_by = 'supersede'"
+                              " WHERE status = 'open' AND (a = ? OR b = ?)", (new_id, time.time(), old_id, old_id))
 
     def chain(self, artifact_id: str, *, agent: str | None) -> list[Artifact]:
         """The supersede chain through `artifact_id`, newest first, as far as `agent` may see it."""
         start = self.get(artifact_id, agent=agent, history=True)
         where, args = reader_filter(agent, history=True)
-        newer: list[Artifact] = []
-        current = start
-        while current.superseded_by is not None and len(newer) < 1000:
-            row = self.conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id = ? AND {where}",
-                                    [current.superseded_by, *args]).fetchone()
-            if row is None:
-                break
-            current = _artifact(row)
-            newer.append(current)
-        older: list[Artifact] = []
-        current = start
-        while current.supersedes is not None and len(older) < 1000:
-            row = self.conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id = ? AND {where}",
-                                    [current.supersedes, *args]).fetchone()
-            if row is None:
-                break
-            current = _artifact(row)
-            older.append(current)
+
+        def walk(link: str) -> list[Artifact]:
+            found: list[Artifact] = []
+            current = start
+            while getattr(current, link) is not None and len(found) < 1000:
+                row = self.conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id = ? AND {where}",
+                                        [getattr(current, link), *args]).fetchone()
+                if row is None:  # deleted, or not this reader's to see
+                    break
+                current = _artifact(row)
+                found.append(current)
+            return found
+
+        newer, older = walk("superseded_by"), walk("supersedes")
         return [*reversed(newer), start, *older]
 
     def link(self, src: str, dst: str, relation: str, score: float | None = None) -> None:
