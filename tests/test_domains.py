@@ -174,3 +174,21 @@ states:
             assert len(d.changelog("busy", 1000)) == MAX_CHANGELOG and d.get("busy")["rotated"] == 45
             start = d.start_context("busy", "ops")
         assert len(json.dumps(start)) < 16_000 and len(start["recent"]) == 5
+
+
+class TestQueueWatchExample:
+    workflow = str(Path(__file__).resolve().parent.parent / "examples" / "queue_watch" / "workflow.yaml")
+
+    def test_pages_proposes_and_the_next_run_uses_the_accepted_threshold(self, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+        home = str(tmp_path / "home")
+        assert main(["run", self.workflow, "--agent", "ops", "--input", "depth=80", "--json", "--home", home]) == 0
+        first = json.loads(capsys.readouterr().out)
+        assert first["state"] == "paging" and first["context"]["previous"] == "none"
+        pid = first["context"]["proposal"]["proposal"]
+        assert main(["domains", "accept", pid, "--operator", "sam", "--home", home]) == 0
+        capsys.readouterr()
+        assert main(["run", self.workflow, "--agent", "ops", "--input", "depth=80", "--json", "--home", home]) == 0
+        second = json.loads(capsys.readouterr().out)
+        assert second["state"] == "quiet" and str(second["context"]["threshold"]) == "90"
+        assert str(second["context"]["previous"]) == "80"

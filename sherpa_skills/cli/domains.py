@@ -39,7 +39,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_row(d["name"], d["agent"], str(d["runs"]), last, d["last_outcome"] or "-", str(d["open_proposals"]))
     console.print(table)
     for p in proposals:
-        console.print(f"proposal [bold]{p['id']}[/] {p['domain']}.{p['key']} = {p['value']!r} by {p['proposed_by']}"
+        console.print(f"proposal {p['id']} {p['domain']}.{p['key']} = {p['value']!r} by {p['proposed_by']}"
                       + (f": {p['reason']}" if p["reason"] else ""), markup=False)
     if proposals:
         console.print("accept one with: sherpa-skills domains accept ID --operator NAME")
