@@ -164,14 +164,15 @@ def main(argv: list[str] | None = None) -> int:
         insert_s = perf_counter() - t0
         del prepared
         db_mb = sum(p.stat().st_size for p in home.glob("store.db*")) / 1e6
-        print(f"  {insert_s:.1f} s ({db_mb:.0f} MB); embedding and indexing every artifact with MiniLM ...", flush=True)
+        print(f"  {insert_s:.1f} s ({db_mb:.0f} MB); embedding and indexing every artifact ({embedder.name}) ...", flush=True)
 
         t0 = perf_counter()
         report = memory.reindex()
         index_s = perf_counter() - t0
         companion_mb = sum(p.stat().st_size for p in (home / "companion").rglob("*") if p.is_file()) / 1e6
         print(f"  {index_s:.1f} s for {report['artifacts']:,} ({companion_mb:.0f} MB)", flush=True)
-        assert report["artifacts"] == n and report["pending"] == 0
+        stored = memory.store.count()  # texts repeated by the generator were merged as exact duplicates
+        assert report["artifacts"] == stored and report["pending"] == 0
 
         word_queries = [rng.choice(WORD_QUERIES) for _ in range(per_set)]
         paraphrases = [rng.choice(PARAPHRASES) for _ in range(per_set)]
@@ -250,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         f"- Data: {n:,} synthetic artifacts (one-sentence incident notes, plans and reviews over 16 services × 16 components, "
         f"~100 characters each) by 20 agents, 60 % shared and 40 % private, 5 kinds, metadata {{service, component, severity}}.",
         f"- Truth: checked and redacted in {prepare_s:.1f} s, bulk-inserted with one `executemany` (FTS5 filled by its triggers) "
-        f"in {insert_s:.1f} s; store.db {db_mb:.0f} MB.",
+        f"in {insert_s:.1f} s; store.db {db_mb:.0f} MB; {n - stored:,} generated texts that repeated an earlier one were "
+        f"merged as exact duplicates, {stored:,} artifacts stored.",
         (f"- Companion: every artifact embedded with MiniLM (`{embedder.name}`, onnxruntime, {embedder.threads} threads, batches of "
          f"{embedder.batch_size}) and written to an embedded chromadb by `SharedMemory.reindex()`: {index_s:.0f} s "
          if args.embedder == "minilm" else
@@ -290,15 +292,17 @@ def main(argv: list[str] | None = None) -> int:
     all_writes = [t for _, times, _ in write_rows for t in times]
     hygiene = [
         HYGIENE_SECTION, "",
-        f"- Date: {stamp}; machine, command and load as in \"Shared memory\" above (the same run, the same {n:,}-artifact store; "
+        f"- Date: {stamp}; " + ("machine, command and load as in \"Shared memory\" above (the same run" if args.embedder == "minilm"
+                                 else "machine, command, load and this run's search figures at the end of this section (") +
+        f"the same {n:,}-artifact store; "
         f"ages spread over {SPREAD_DAYS} days, every fifth artifact a `pattern`, the rest episodes).",
         f"- Tiers before the writes: {stats['per_tier']['hot']:,} hot, {stats['per_tier']['warm']:,} warm, "
-        f"{stats['per_tier']['cold']:,} cold — so the search timings above include the decay weighting (one extra SQLite "
+        f"{stats['per_tier']['cold']:,} cold — so the search timings of this run include the decay weighting (one extra SQLite "
         f"lookup of the candidates' last access) and the `touch` of the hits (one UPDATE).",
         f"- Timed: `SharedMemory.remember(text, agent=..., scope=..., abstraction=...)` end to end, {per_set} writes per row: "
         f"checks and redaction, exact dedup (an indexed hash lookup), the near-duplicate query (embedding + chromadb "
         f"10 nearest + visibility in SQLite), the INSERT (FTS5 trigger), the tension rules over the 20 best FTS5 "
-        f"candidates of the same scope, and indexing in the companion (a second embedding).",
+        f"candidates of the same scope, and indexing in the companion (the query's embedding reused).",
         "",
         "| write | p50 ms | p95 ms | max ms | outcome |",
         "|---|---:|---:|---:|---|",
@@ -322,8 +326,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.embedder == "minilm":
             write_section_text(section)
         else:  # the MiniLM figures of "Shared memory" stay; this run's search table goes with the hygiene section
-            hygiene_text = hygiene_text.rstrip("\n") + "\n\nThis run's searches (see the first bullets of \"Shared memory\" for how they work):\n\n" + \
-                "\n".join(line for line in lines if line.startswith(("- Machine", "- Command", "- Companion", "|", "Inside")))
+            hygiene_text = hygiene_text.rstrip("\n") + "\n\nThis run's searches (see the first bullets of \"Shared memory\" for how they work):\n" + \
+                "\n".join(line for line in lines if line.startswith(("- Machine", "- Command", "- Companion", "|", "Inside", "- Truth"))
+                          or line == "").replace("\n\n\n", "\n\n")
         write_section_text(hygiene_text)
         print(f"wrote {RESULTS.relative_to(HERE.parent)}")
     return 0
