@@ -7,7 +7,6 @@ argument names another domain or agent.
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,24 +15,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..engine.hooks import register_run_hook
 from ..engine.registry import ActionContext, ActionResult, default_registry
 from ..errors import UsageError
-from ..home import store_path
+from ..memory._search import per_home
 from ..memory.domains import Domains, briefing
 
 #: The context key a run finds its domain under.
 CONTEXT_KEY = "domain"
 
 _open: dict[tuple[str, int], Domains] = {}
-_open_lock = threading.Lock()
 
 
 def domains(home: Path | None) -> Domains:
-    """One Domains per home and thread (SQLite connections stay in their thread)."""
-    key = (str(store_path(home)), threading.get_ident())
-    with _open_lock:
-        found = _open.get(key)
-        if found is None:
-            found = _open[key] = Domains(home)
-        return found
+    """One Domains per home and thread."""
+    return per_home(_open, home, Domains)
 
 
 def _declared(agent: Any) -> str | None:

@@ -395,13 +395,19 @@ _memories: dict[tuple[str, int], SharedMemory] = {}
 _memories_lock = threading.Lock()
 
 
-def shared_memory(home: str | Path | None = None) -> SharedMemory:
-    """One SharedMemory per home and thread, reused across actions (SQLite connections stay in their thread)."""
+def per_home(cache: dict[tuple[str, int], Any], home: str | Path | None, factory: Any) -> Any:
+    """One object per home and thread from `cache`, made by `factory(home)` on first use (SQLite connections stay
+    in the thread that opened them)."""
     from ..home import store_path
 
     key = (str(store_path(home)), threading.get_ident())
     with _memories_lock:
-        memory = _memories.get(key)
-        if memory is None:
-            memory = _memories[key] = SharedMemory(home)
-        return memory
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = factory(home)
+        return found
+
+
+def shared_memory(home: str | Path | None = None) -> SharedMemory:
+    """One SharedMemory per home and thread, reused across actions."""
+    return per_home(_memories, home, SharedMemory)
