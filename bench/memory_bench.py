@@ -7,7 +7,11 @@ written to an embedded chromadb. Then times `SharedMemory.search` as a random ag
 FTS5 BM25, query embedding, chromadb HNSW query, visibility re-check in SQLite, score combination),
 in hybrid mode and in lexical-only mode, for queries that share words with their targets and for paraphrases.
 
-    python bench/memory_bench.py            # 100k artifacts, about 6-8 minutes; rewrites a section of bench/RESULTS.md
+Then, on the same store, times writes with every hygiene check (`SharedMemory.remember`: exact dedup, near-duplicate
+query in the companion, tension rules over FTS5 candidates, indexing), for exact repeats, new facts with values
+and new notes; written to a second section, "Shared memory hygiene".
+
+    python bench/memory_bench.py            # 100k artifacts, 20-40 minutes on 2 busy cores; rewrites two sections of bench/RESULTS.md
     python bench/memory_bench.py --quick    # 10k artifacts, fewer queries; prints, does not write RESULTS.md
 """
 
@@ -35,6 +39,8 @@ from _results import machine as shared_machine, write_section_text  # noqa: E402
 
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Shared memory"
+HYGIENE_SECTION = "## Shared memory hygiene"
+SPREAD_DAYS = 60  # artifacts' ages are spread over this many days, so the decay tiers are all populated
 sys.path.insert(0, str(HERE.parent))
 
 SERVICES = ["payments", "checkout", "search", "billing", "auth", "inventory", "shipping", "notifications", "reporting",
@@ -114,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=None, help="timed searches per mode and query set (default 200, 40 with --quick)")
     parser.add_argument("--limit", type=int, default=10, help="hits asked per search")
     parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
+    parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm",
+                        help="hashing (dim 384, MiniLM's) builds the companion in minutes where MiniLM takes an hour or more "
+                             "on a busy machine; the section says which was used")
     args = parser.parse_args(argv)
     n = args.artifacts or (10_000 if args.quick else 100_000)
     per_set = args.queries or (40 if args.quick else 200)
@@ -127,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     from sherpa_skills.memory import SharedMemory
 
     configure(level="error")
-    embedder = MiniLMEmbedder()
+    from sherpa_skills.semantic.embeddings import HashingEmbedder
+
+    embedder = MiniLMEmbedder() if args.embedder == "minilm" else HashingEmbedder(384)
     rng = random.Random(7)
     with tempfile.TemporaryDirectory(prefix="sherpa-memory-bench-") as tmpdir:
         home = Path(tmpdir)
@@ -143,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
             prepared.append(memory.store.prepare(
                 text, agent=agent, scope="shared" if rng.random() < 0.6 else "private", kind=KINDS[i % len(KINDS)],
                 tags=[service], metadata={"service": service, "component": component, "severity": rng.randint(1, 4)},
-                run_id=f"run-{i // 50:05d}", created=now - (n - i)))
+                run_id=f"run-{i // 50:05d}", created=now - (n - i) * SPREAD_DAYS * 86400 / n,
+                abstraction="pattern" if i % 5 == 0 else "episode"))
+        samples = [(a.text, a.agent, a.scope, a.kind) for a in rng.sample(prepared, 1000)]
         prepare_s = perf_counter() - t0
         print(f"  {prepare_s:.1f} s; bulk insert ...", flush=True)
         t0 = perf_counter()
@@ -151,14 +164,15 @@ def main(argv: list[str] | None = None) -> int:
         insert_s = perf_counter() - t0
         del prepared
         db_mb = sum(p.stat().st_size for p in home.glob("store.db*")) / 1e6
-        print(f"  {insert_s:.1f} s ({db_mb:.0f} MB); embedding and indexing every artifact with MiniLM ...", flush=True)
+        print(f"  {insert_s:.1f} s ({db_mb:.0f} MB); embedding and indexing every artifact ({embedder.name}) ...", flush=True)
 
         t0 = perf_counter()
         report = memory.reindex()
         index_s = perf_counter() - t0
         companion_mb = sum(p.stat().st_size for p in (home / "companion").rglob("*") if p.is_file()) / 1e6
         print(f"  {index_s:.1f} s for {report['artifacts']:,} ({companion_mb:.0f} MB)", flush=True)
-        assert report["artifacts"] == n and report["pending"] == 0
+        stored = memory.store.count()  # texts repeated by the generator were merged as exact duplicates
+        assert report["artifacts"] == stored and report["pending"] == 0
 
         word_queries = [rng.choice(WORD_QUERIES) for _ in range(per_set)]
         paraphrases = [rng.choice(PARAPHRASES) for _ in range(per_set)]
@@ -207,7 +221,21 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((label, times, sizes))
         hybrid_all = rows[0][1] + rows[1][1]
         lexical_all = rows[2][1] + rows[3][1]
+        memory.store._lexical_joined, companion.query = joined, query
+        stats = memory.store.stats()
+
+        print("timing writes with hygiene checks ...", flush=True)
+        write_rows = timed_writes(memory, samples, rng, per_set)
+        after = memory.store.stats()
         memory.close()
+    minilm_ms: list[float] = []
+    if args.embedder == "hashing":
+        minilm = MiniLMEmbedder()
+        minilm.embed(["warm up"])
+        for q in paraphrases[:50]:
+            t0 = perf_counter()
+            minilm.embed([q])
+            minilm_ms.append((perf_counter() - t0) * 1000)
     wall = perf_counter() - wall0
     load_end = os.getloadavg()
 
@@ -223,10 +251,16 @@ def main(argv: list[str] | None = None) -> int:
         f"- Data: {n:,} synthetic artifacts (one-sentence incident notes, plans and reviews over 16 services × 16 components, "
         f"~100 characters each) by 20 agents, 60 % shared and 40 % private, 5 kinds, metadata {{service, component, severity}}.",
         f"- Truth: checked and redacted in {prepare_s:.1f} s, bulk-inserted with one `executemany` (FTS5 filled by its triggers) "
-        f"in {insert_s:.1f} s; store.db {db_mb:.0f} MB.",
-        f"- Companion: every artifact embedded with MiniLM (`{embedder.name}`, onnxruntime, {embedder.threads} threads, batches of "
-        f"{embedder.batch_size}) and written to an embedded chromadb by `SharedMemory.reindex()`: {index_s:.0f} s "
-        f"({n / index_s:,.0f} artifacts/s, embedding included), {companion_mb:.0f} MB. Nothing was embedded any other way.",
+        f"in {insert_s:.1f} s; store.db {db_mb:.0f} MB; {n - stored:,} generated texts that repeated an earlier one were "
+        f"merged as exact duplicates, {stored:,} artifacts stored.",
+        (f"- Companion: every artifact embedded with MiniLM (`{embedder.name}`, onnxruntime, {embedder.threads} threads, batches of "
+         f"{embedder.batch_size}) and written to an embedded chromadb by `SharedMemory.reindex()`: {index_s:.0f} s "
+         if args.embedder == "minilm" else
+         f"- Companion: every artifact embedded with the hashing embedder at MiniLM's 384 dimensions (`--embedder hashing`: "
+         f"the HNSW index has MiniLM's size and shape, but every embedding costs microseconds instead of MiniLM's "
+         f"{percentile(minilm_ms, 0.5):.1f} ms p50 measured in this run — add that once per search and once per write) and "
+         f"written to an embedded chromadb by `SharedMemory.reindex()`: {index_s:.0f} s ")
+        + f"({n / index_s:,.0f} artifacts/s, embedding included), {companion_mb:.0f} MB. Nothing was embedded any other way.",
         f"- Timed: `SharedMemory.search(query, agent=<random agent>, limit={args.limit})` end to end, {per_set} searches per row after "
         f"warm-up. A hybrid search ranks the {4 * max(4 * args.limit, 50)} best FTS5 matches and the "
         f"{4 * max(4 * args.limit, 50)} nearest vectors without the visibility filter, keeps what the agent may see "
@@ -255,12 +289,96 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     section = "\n".join(lines)
+    all_writes = [t for _, times, _ in write_rows for t in times]
+    hygiene = [
+        HYGIENE_SECTION, "",
+        f"- Date: {stamp}; " + ("machine, command and load as in \"Shared memory\" above (the same run" if args.embedder == "minilm"
+                                 else "machine, command, load and this run's search figures at the end of this section (") +
+        f"the same {n:,}-artifact store; "
+        f"ages spread over {SPREAD_DAYS} days, every fifth artifact a `pattern`, the rest episodes).",
+        f"- Tiers before the writes: {stats['per_tier']['hot']:,} hot, {stats['per_tier']['warm']:,} warm, "
+        f"{stats['per_tier']['cold']:,} cold — so the search timings of this run include the decay weighting (one extra SQLite "
+        f"lookup of the candidates' last access) and the `touch` of the hits (one UPDATE).",
+        f"- Timed: `SharedMemory.remember(text, agent=..., scope=..., abstraction=...)` end to end, {per_set} writes per row: "
+        f"checks and redaction, exact dedup (an indexed hash lookup), the near-duplicate query (embedding + chromadb "
+        f"10 nearest + visibility in SQLite), the INSERT (FTS5 trigger), the tension rules over the 20 best FTS5 "
+        f"candidates of the same scope, and indexing in the companion (the query's embedding reused).",
+        "",
+        "| write | p50 ms | p95 ms | max ms | outcome |",
+        "|---|---:|---:|---:|---|",
+        f"| **all writes** | **{percentile(all_writes, 0.5):.1f}** | **{percentile(all_writes, 0.95):.1f}** | {max(all_writes):.1f} | — |",
+    ]
+    for label, times, outcome in write_rows:
+        hygiene.append(f"| {label} | {percentile(times, 0.5):.1f} | {percentile(times, 0.95):.1f} | {max(times):.1f} | {outcome} |")
+    new_writes = [t for label, times, _ in write_rows if not label.startswith("exact") for t in times]
+    checks = sorted(t - i for t, i in zip(new_writes, INDEX_MS))
+    hygiene += ["", f"Of a new write (not an exact repeat): the companion upsert (chromadb `upsert` of one item, embedded, "
+                    f"persisted) p50 {percentile(INDEX_MS, 0.5):.1f} ms, p95 {percentile(INDEX_MS, 0.95):.1f} ms; everything "
+                    f"else — checks, redaction, dedup, near-duplicate query, INSERT, tension rules — p50 "
+                    f"{percentile(checks, 0.5):.1f} ms, p95 {percentile(checks, 0.95):.1f} ms.",
+                "", f"After the writes: {after['artifacts']:,} artifacts, {after['duplicates_merged']:,} duplicate writes merged, "
+                    f"{after['open_tensions']:,} open tensions.", ""]
+    hygiene_text = "\n".join(hygiene)
     print()
     print(section)
+    print(hygiene_text)
     if not args.quick and not args.no_write:
-        write_section_text(section)
+        if args.embedder == "minilm":
+            write_section_text(section)
+        else:  # the MiniLM figures of "Shared memory" stay; this run's search table goes with the hygiene section
+            hygiene_text = hygiene_text.rstrip("\n") + "\n\nThis run's searches (see the first bullets of \"Shared memory\" for how they work):\n" + \
+                "\n".join(line for line in lines if line.startswith(("- Machine", "- Command", "- Companion", "|", "Inside", "- Truth"))
+                          or line == "").replace("\n\n\n", "\n\n")
+        write_section_text(hygiene_text)
         print(f"wrote {RESULTS.relative_to(HERE.parent)}")
     return 0
+
+
+def timed_writes(memory: Any, samples: list[tuple[str, str, str, str]], rng: random.Random,
+                 per_row: int) -> list[tuple[str, list[float], str]]:
+    """Exact repeats of stored artifacts, new facts that restate a value (tension candidates), and new notes.
+    The companion upsert inside each write is timed on its own too (`INDEX_MS`), to tell the checks from indexing."""
+    index = memory._index
+
+    def timed_index(*a: Any, **k: Any) -> Any:
+        t0 = perf_counter()
+        try:
+            return index(*a, **k)
+        finally:
+            INDEX_MS.append((perf_counter() - t0) * 1000)
+
+    memory._index = timed_index
+    rows = []
+    repeats, duplicates = [], 0
+    for text, agent, scope, kind in rng.sample(samples, min(per_row, len(samples))):
+        t0 = perf_counter()
+        written = memory.remember(text, agent=agent, scope=scope, kind=kind)
+        repeats.append((perf_counter() - t0) * 1000)
+        duplicates += written.duplicate
+    rows.append(("exact repeats of stored artifacts", repeats, f"{duplicates}/{len(repeats)} merged"))
+    facts, tensions, near = [], 0, 0
+    for i in range(per_row):
+        service, component = rng.choice(SERVICES), rng.choice(COMPONENTS)
+        text = f"The {service} {component} pool size is {rng.randint(2, 400)}"
+        t0 = perf_counter()
+        written = memory.remember(text, agent=rng.choice(AGENTS), scope="shared", kind="note", abstraction="pattern")
+        facts.append((perf_counter() - t0) * 1000)
+        tensions += bool(written.tensions)
+        near += bool(written.near)
+    rows.append(("new facts with a value (`pattern`)", facts, f"{tensions} raised a tension, {near} flagged near-duplicate"))
+    notes, near = [], 0
+    for i in range(per_row):
+        text, _, _ = artifact_text(rng, 10_000_000 + i)
+        t0 = perf_counter()
+        written = memory.remember(text, agent=rng.choice(AGENTS), scope="shared" if i % 2 else "private", kind=KINDS[i % len(KINDS)])
+        notes.append((perf_counter() - t0) * 1000)
+        near += bool(written.near)
+    rows.append(("new notes (`episode`)", notes, f"{near} flagged near-duplicate"))
+    memory._index = index
+    return rows
+
+
+INDEX_MS: list[float] = []
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ class TestOnce:
         """status ran, four phases each with status/summary/stats/alerts, and the watermark moved past the new commands."""
         report = heartbeat(home, capsys)
         assert report["status"] == "ran"
-        assert list(report["phases"]) == ["extract", "crystallise", "health", "maintenance"]
+        assert list(report["phases"]) == ["extract", "crystallise", "health", "maintenance", "memory"]
         for phase in report["phases"].values():
             assert {"status", "summary", "stats", "alerts"} <= set(phase) and phase["status"] == "ok"
         assert report["phases"]["extract"]["stats"]["commands"] == 5

@@ -80,13 +80,19 @@ class TestRoundTrip:
         with pytest.raises(StoreError, match="already taken"):
             memory.write("the build is red", agent="ci", scope="shared", id="run1-step3")
 
-    def test_delete_only_by_the_author(self, memory: SharedMemory) -> None:
+    def test_delete_is_a_logged_operator_action(self, memory: SharedMemory) -> None:
+        """Deleting names the operator (and a reason), lands in the operator log, and an unknown id deletes nothing."""
         a = memory.write("temporary note about the cache", agent="alice", scope="shared")
-        assert memory.delete(a.id, agent="bob") is False
-        assert memory.delete(a.id, agent="alice") is True
+        assert memory.delete("no-such-id", operator="ops") is False
+        with pytest.raises(UsageError, match="operator"):
+            memory.delete(a.id, operator=" ")
+        assert memory.delete(a.id, operator="ops", reason="wrong cluster") is True
         with pytest.raises(StoreError):
             memory.get(a.id, agent="alice")
         assert memory.search("temporary note cache", agent="alice").hits == []
+        [entry] = memory.store.operator_log()
+        assert (entry["action"], entry["artifact"], entry["operator"], entry["reason"]) == ("delete", a.id, "ops", "wrong cluster")
+        assert entry["detail"]["author"] == "alice"
 
 
 class TestScopes:
@@ -276,5 +282,5 @@ class TestSafety:
         conn = sqlite3.connect(memory.store.path)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"memory_artifacts", "memory_fts", "memory_meta"} <= tables
-        assert conn.execute("SELECT name FROM _migrations WHERE component = 'memory'").fetchall() == [("m001_memory",)]
+        assert conn.execute("SELECT name FROM _migrations WHERE component = 'memory'").fetchall() == [("m001_memory",), ("m002_hygiene",)]
         conn.close()

@@ -66,7 +66,7 @@ def run(tmp_path: Path, name: str, text: str, inputs: dict | None = None):
     home.mkdir(exist_ok=True)
     store = RunStore(home=home)
     try:
-        return load_workflow(path).agent(store=store).run(inputs or {})
+        return load_workflow(path).agent(store=store, name=name).run(inputs or {})
     finally:
         store.close()
 

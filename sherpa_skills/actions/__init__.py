@@ -1,3 +1,3 @@
 """The built-in actions. Importing this package registers them on the default registry."""
 
-from . import context, events, llm_call, machine, memory, shell  # noqa: F401
+from . import context, domain, events, llm_call, machine, memory, shell  # noqa: F401

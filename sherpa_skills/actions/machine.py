@@ -35,7 +35,7 @@ def run_machine(args: RunMachineArgs, ctx: ActionContext) -> ActionResult:
 
     workflow = load_workflow(machine_path(args.machine, ctx.workdir))
     store = RunStore(home=ctx.home) if ctx.home else None
-    agent = workflow.agent(store=store, model=ctx.model, home=ctx.home)
+    agent = workflow.agent(store=store, model=ctx.model, home=ctx.home, name=ctx.agent)  # a child acts as its parent
     try:
         result = agent.run(args.inputs, trigger=args.trigger)
     finally:

@@ -31,7 +31,7 @@ __all__ = [
 
 log = structlog.get_logger("sherpa_skills.agents.team")
 
-_OVERRIDES = ("policy", "llm", "imports", "context", "max_steps")
+_OVERRIDES = ("policy", "llm", "imports", "context", "max_steps", "domain")
 _PLAIN_ID = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 
 
@@ -52,6 +52,7 @@ class AgentSpec(_Strict):
     imports: list[str] | None = None
     context: dict[str, Any] | None = None
     max_steps: int | None = Field(default=None, ge=1)
+    domain: str | None = None
 
     @field_validator("subscribe", mode="before")
     @classmethod
@@ -305,9 +306,10 @@ class AgentHost:
         run_id = run_id_for(self.name, correlation_id)
         wf = self.workflow
         if self.store is not None and self.store.has_run(run_id):
-            agent = Agent.resume(self.store, run_id, wf.machine, wf.policy, base_dir=wf.base_dir, model=self.model, registry=wf.registry)
-        else:
-            agent = wf.agent(store=self.store, run_id=run_id, model=self.model)
+            agent = Agent.resume(self.store, run_id, wf.machine, wf.policy, base_dir=wf.base_dir, model=self.model, registry=wf.registry,
+                                 name=self.name)
+        else:  # the member's name is its identity (shared memory, domains), whichever workflow it runs
+            agent = wf.agent(store=self.store, run_id=run_id, model=self.model, name=self.name)
         agent.sender, agent.correlation_id = self.name, correlation_id
         if self.observer is not None:
             agent.observe(self.observer)

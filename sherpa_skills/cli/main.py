@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print one JSON result object (stable, see README)")
         p.add_argument("--quiet", "-q", action="store_true", help="no progress, no summary")
         p.add_argument("--model", help="litellm model string (default: the workflow's llm.model, then $SHERPA_SKILLS_MODEL)")
+        p.add_argument("--agent", help="the agent's name in shared memory and domains (default: the workflow, bound to its file)")
 
     p = add("run", cmd_run, "run a YAML workflow until it is final, waiting for input, or fails")
     p.add_argument("file", help="the workflow file, or a built-in machine's name (planner, replay, capture)")
@@ -115,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .memory import add_memory_parser
 
     add_memory_parser(sub, common)
+    from .domains import add_domains_parser
+    add_domains_parser(sub, common)
 
     p = add("demo", cmd_demo, "run the bundled support-triage demo offline (scripted model, temporary home unless --home)")
     p.add_argument("--json", action="store_true")

@@ -1,4 +1,5 @@
-"""`sherpa-skills memory …`: shared memory from the command line (search, stats, reindex, write)."""
+"""`sherpa-skills memory …`: shared memory from the command line (search, stats, reindex, write, history, tensions,
+resolve, export, delete)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     with _memory(args) as memory:
         result = memory.search(args.query, agent=args.agent, scope=args.scope, author=args.author, kind=args.kind,
                                metadata=parse_assignments(args.meta, "--meta"), limit=args.limit,
-                               mode="lexical" if args.lexical else "hybrid")
+                               mode="lexical" if args.lexical else "hybrid", history=args.history, touch=False)
     if args.json:
         _print_json(result.to_dict())
         return EXIT_OK
@@ -42,9 +43,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     for hit in result.hits:
         a = hit.artifact
         sem = "" if hit.semantic is None else f" semantic {hit.semantic:.2f}"
+        old = f"  [yellow]superseded by {a.superseded_by}[/]" if a.superseded_by else ""
         console.print(f"[bold]{hit.score:.3f}[/] [dim](lexical {hit.lexical:.2f}{sem})[/]  {a.id}  "
-                      f"[cyan]{a.agent}[/] {a.scope}{' ' + a.kind if a.kind else ''}  "
-                      f"[dim]{datetime.fromtimestamp(a.created):%Y-%m-%d %H:%M}[/]")
+                      f"[cyan]{a.agent}[/] {a.scope}{' ' + a.kind if a.kind else ''} {a.tier()}  "
+                      f"[dim]{datetime.fromtimestamp(a.created):%Y-%m-%d %H:%M}[/]{old}")
         console.print(f"    {_short(a.text)}", markup=False)
     if not result.hits:
         console.print("nothing found" + ("" if args.agent else " (without --agent only shared artifacts are searched)"))
@@ -62,6 +64,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     console = _console()
     console.print(f"[bold]{data['artifacts']}[/] artifacts: {data['per_scope']['shared']} shared, "
                   f"{data['per_scope']['private']} private  [dim]({data['store']})[/]")
+    tiers = data["per_tier"]
+    console.print(f"current: {tiers['hot']} hot, {tiers['warm']} warm, {tiers['cold']} cold; {data['superseded']} superseded; "
+                  f"{data['duplicates_merged']} duplicate write(s) merged; {data['open_tensions']} open tension(s)")
     if data["per_agent"]:
         table = Table("agent", "private", "shared")
         for agent, counts in data["per_agent"].items():
@@ -96,16 +101,91 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 def cmd_write(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     with _memory(args) as memory:
-        artifact = memory.write(text, agent=args.agent, scope="shared" if args.shared else "private", kind=args.kind,
-                                tags=args.tag, metadata=parse_assignments(args.meta, "--meta"))
+        written = memory.remember(text, agent=args.agent, scope="shared" if args.shared else "private", kind=args.kind,
+                                  tags=args.tag, metadata=parse_assignments(args.meta, "--meta"), confidence=args.confidence,
+                                  abstraction=args.abstraction, category=args.category, supersedes=args.supersedes,
+                                  on_near=args.on_near, tension_model=args.tension_model)
         problem = memory.companion_problem
     if args.json:
-        _print_json({**artifact.model_dump(mode="json"), "indexed": problem is None, "companion_problem": problem})
+        _print_json({**written.to_dict(), "indexed": problem is None, "companion_problem": problem})
         return EXIT_OK
     console = _console()
-    console.print(f"{artifact.id}  {artifact.agent} {artifact.scope}")
+    a = written.artifact
+    if written.merged_into:
+        console.print(f"{a.id}  merged into this near-duplicate (seen {a.seen} times)")
+    elif written.duplicate:
+        console.print(f"{a.id}  already stored (seen {a.seen} times)")
+    else:
+        console.print(f"{a.id}  {a.agent} {a.scope} {a.abstraction}" + (f"  supersedes {a.supersedes}" if a.supersedes else ""))
+    for other, similarity in written.near:
+        console.print(f"[yellow]near-duplicate[/] of {other} (similarity {similarity:.2f})"
+                      + (" — linked" if other in written.linked else ""))
+    for t in written.tensions:
+        console.print(f"[yellow]tension {t['id']}[/] with {t['a']}: {t['reason']}", markup=False)
+    for skipped in written.skipped:
+        console.print(f"[yellow]not checked:[/] {skipped}", markup=False)
     if problem:
         console.print(f"[yellow]stored, but not yet searchable by meaning:[/] {problem}")
+    return EXIT_OK
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        chain = memory.store.chain(args.id, agent=args.agent)
+    if args.json:
+        _print_json([{**a.model_dump(mode="json"), "tier": a.tier()} for a in chain])
+        return EXIT_OK
+    console = _console()
+    for a in chain:
+        mark = "current " if a.superseded_by is None else "replaced"
+        console.print(f"{mark}  {a.id}  [dim]{datetime.fromtimestamp(a.created):%Y-%m-%d %H:%M}[/]  {_short(a.text, 120)}")
+    return EXIT_OK
+
+
+def cmd_tensions(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        found = memory.store.tensions(agent=args.agent, status="all" if args.all else "open", limit=args.limit)
+    if args.json:
+        _print_json(found)
+        return EXIT_OK
+    console = _console()
+    for t in found:
+        console.print(f"[bold]{t['id']}[/] {t['status']} {t['scope']}: {t['reason']}", markup=False)
+        console.print(f"    {t['a']['id']}  {_short(t['a']['text'], 120)}", markup=False)
+        console.print(f"    {t['b']['id']}  {_short(t['b']['text'], 120)}", markup=False)
+    if not found:
+        console.print("no open tensions" + ("" if args.agent else " (without --agent only shared artifacts are checked)"))
+    else:
+        console.print("resolve one with: sherpa-skills memory resolve TENSION --keep ID --agent NAME")
+    return EXIT_OK
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    with _memory(args) as memory:
+        done = memory.store.resolve(args.tension, args.keep, agent=args.agent)
+    if args.json:
+        _print_json(done)
+        return EXIT_OK
+    _console().print(f"tension {done['id']} resolved: kept {done['kept']}, {done['superseded']} is superseded by it")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    import json
+
+    with _memory(args) as memory:
+        for a in memory.store.export(agent=args.agent, scope=args.scope, history=args.history):
+            sys.stdout.write(json.dumps({**a.model_dump(mode="json"), "tier": a.tier()}, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from ..errors import UsageError
+
+    with _memory(args) as memory:
+        if not memory.delete(args.id, operator=args.operator, reason=args.reason):
+            raise UsageError(f"memory delete: no artifact {args.id!r}")
+    _console().print(f"deleted {args.id} (logged as {args.operator}'s act)")
     return EXIT_OK
 
 
@@ -132,6 +212,7 @@ def add_memory_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--scope", choices=("all", "private", "shared"), default="all")
     p.add_argument("--author", help="only artifacts this agent wrote")
     p.add_argument("--lexical", action="store_true", help="words only (SQLite FTS5), without the companion")
+    p.add_argument("--history", action="store_true", help="also superseded artifacts (each names its successor)")
     p.add_argument("--json", action="store_true")
     filters(p)
 
@@ -146,5 +227,41 @@ def add_memory_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", required=True)
     p.add_argument("--shared", action="store_true", help="every agent can read it (default: only AGENT)")
     p.add_argument("--tag", action="append")
+    p.add_argument("--confidence", type=float, help="0 to 1 (default 0.8); low confidence decays faster")
+    p.add_argument("--abstraction", choices=("episode", "pattern", "principle"), default="episode",
+                   help="episode: what happened; pattern: what tends to hold; principle: a rule that never decays")
+    p.add_argument("--category")
+    p.add_argument("--supersedes", metavar="ID", help="this write corrects artifact ID, which stays as history")
+    p.add_argument("--on-near", choices=("flag", "link", "merge"), default="flag",
+                   help="a near-duplicate write is flagged (default), stored with a link, or merged into the stored one")
+    p.add_argument("--tension-model", metavar="MODEL", help="also ask this litellm model whether related facts no rule "
+                                                             "flagged contradict the new one (off by default)")
     p.add_argument("--json", action="store_true")
     filters(p)
+
+    p = add("history", cmd_history, "the supersede chain through artifact ID, newest first")
+    p.add_argument("id")
+    p.add_argument("--agent", help="the reading agent (default: none, so shared artifacts only)")
+    p.add_argument("--json", action="store_true")
+
+    p = add("tensions", cmd_tensions, "open tensions: facts that look contradictory, as AGENT may see them")
+    p.add_argument("--agent", help="the reading agent (default: none, so tensions between shared artifacts only)")
+    p.add_argument("--all", action="store_true", help="resolved ones too")
+    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--json", action="store_true")
+
+    p = add("resolve", cmd_resolve, "settle a tension: KEEP stays current, the other side is superseded by it")
+    p.add_argument("tension")
+    p.add_argument("--keep", required=True, metavar="ID")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--json", action="store_true")
+
+    p = add("export", cmd_export, "every artifact AGENT may see, as JSON lines")
+    p.add_argument("--agent", help="the reading agent (default: none, so shared artifacts only)")
+    p.add_argument("--scope", choices=("all", "private", "shared"), default="all")
+    p.add_argument("--history", action="store_true", help="superseded artifacts too")
+
+    p = add("delete", cmd_delete, "remove artifact ID for good (agents supersede instead); logged with the operator's name")
+    p.add_argument("id")
+    p.add_argument("--operator", required=True, help="who deletes it (recorded in the store's operator log)")
+    p.add_argument("--reason")

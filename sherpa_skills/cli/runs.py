@@ -95,7 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     workflow.warm_up(args.model)  # a real model: litellm loads in the background while the first steps run
     inputs = parse_inputs(workflow.spec, args.input, starting=True)  # bad or missing input: exit 2 before a run exists
     store, home = _open_store(args)
-    agent = workflow.agent(store=store, model=model_option(args.model), max_steps=args.max_steps)
+    agent = workflow.agent(store=store, model=model_option(args.model), max_steps=args.max_steps, name=args.agent)
     return _execute(agent, args, home, lambda: agent.run(inputs))
 
 
@@ -113,7 +113,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise UsageError(f"workflow '{row.workflow_path}' changed since run {row.run_id} started; pass --allow-changed to resume with the new definition")
     workflow.warm_up(args.model)
     agent = Agent.resume(store, row.run_id, workflow.machine, workflow.policy, rerun_interrupted=not args.no_rerun_interrupted,
-                         base_dir=workflow.base_dir, model=model_option(args.model))
+                         base_dir=workflow.base_dir, model=model_option(args.model), name=args.agent)
     inputs = parse_inputs(workflow.spec, args.input, starting=False)
     targs = parse_assignments(args.arg, "--arg")
     return _execute(agent, args, home, lambda: agent.run(inputs, trigger=args.trigger, args=targs))

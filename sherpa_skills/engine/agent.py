@@ -25,6 +25,7 @@ from ..errors import ActionError, NoTransitionError, PolicyError, RunError, Sher
 from .events import Event, parse_event
 from .inputs import check_inputs
 from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
+from .hooks import run_hooks
 from .registry import ActionContext, ActionResult, Registry, default_registry
 from .runstore import InFlight, Interrupted, RunStore, TickRecord
 
@@ -81,7 +82,7 @@ class Agent:
     def __init__(self, machine: CompiledMachine, policy: Policy | None = None, belief: Belief | None = None, *,
                  store: RunStore | None = None, run_id: str | None = None, model: str | None = None,
                  base_dir: str | Path | None = None, workflow_path: str | None = None, max_steps: int | None = None,
-                 registry: Registry | None = None, home: str | Path | None = None):
+                 registry: Registry | None = None, home: str | Path | None = None, name: str | None = None):
         ensure_configured()
         self.machine = machine
         self.policy: Policy = policy or NoPolicy()
@@ -93,6 +94,9 @@ class Agent:
         self.workflow_path = workflow_path
         self.max_steps = max_steps or machine.spec.max_steps
         self.registry = registry or default_registry
+        #: Who this agent is to shared memory and domains: the configured name (a team member's, `run --agent`), else
+        #: the workflow bound to its file. Never the spec's `name:`, which any file can claim.
+        self.name = agent_identity(machine.name, workflow_path, self.run_id, name)
         self.home = Path(home) if home else (store.path.parent if store is not None else None)
         self.counters: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
         self.counters["cost"] = 0.0
@@ -261,7 +265,7 @@ class Agent:
                 continue
             actx = ActionContext(view=self._view, state=self.state, tick=self._tick, run_id=self.run_id,
                                  workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry, home=self.home,
-                                 agent=self.machine.name)
+                                 agent=self.name)
             durable = bound.definition.side_effects and self.store is not None
             if durable:
                 self.store.mark_started(self.run_id, self._tick, seq, bound.name, self._decision_record)  # type: ignore[union-attr]
@@ -421,6 +425,12 @@ class Agent:
         result = RunResult(self.run_id, status, self.state, dict(self.counters), error, dict(self.belief.context), available,
                            interrupted, (perf_counter() - t0) * 1000, self.machine.describe(self._leaf) if status == "waiting" else "",
                            self._event_report)
+        if status in ("final", "error"):
+            for hook in run_hooks():
+                try:
+                    hook.end(self, result)
+                except SherpaError as exc:  # the run's outcome stands; the hook's failure is reported beside it
+                    self._log.warning("run_hook_failed", hook=type(hook).__name__, error=str(exc))
         if self.observers:
             self._notify("status", **{k: v for k, v in result.to_dict().items() if k != "context"})
         self._log.info("run_stopped", status=status, state=self.state, steps=self.counters["steps"], error=error)
@@ -606,6 +616,9 @@ class Agent:
         if self.belief.trajectory:
             return None
         start = check_inputs(self.machine.spec, {**self._inputs, **(inputs or {})}, starting=True, allow_unknown=True)
+        if not self._started:
+            for hook in run_hooks():  # e.g. a domain's decisions and status; the run's own inputs win a clash
+                start = {**(hook.start(self) or {}), **start}
         if not self._started and self.store is not None:
             self._inputs = start
             self.store.create_run(self.run_id, self.machine.name, self.workflow_path, spec_hash(self.machine), start,
@@ -682,6 +695,19 @@ def _llm_extras(calls: int, rejected: list[dict[str, str]], estimated: bool) -> 
     if estimated:
         extras["tokens_estimated"] = True
     return extras
+
+
+def agent_identity(workflow: str, workflow_path: str | None, run_id: str, configured: str | None = None) -> str:
+    """The configured name, else `WORKFLOW@HASH` of the workflow file's resolved path (stable across its runs, and not
+    claimable by another file that declares the same `name:`), else `WORKFLOW@RUN_ID` (a workflow built in memory)."""
+    if configured is not None:
+        if not isinstance(configured, str) or not configured.strip() or len(configured) > 200 or any(ord(c) < 32 for c in configured):
+            raise UsageError(f"agent name {configured!r} must be a non-empty printable string of at most 200 characters")
+        return configured.strip()
+    if workflow_path:
+        digest = hashlib.sha256(str(Path(workflow_path).resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        return f"{workflow}@{digest}"
+    return f"{workflow}@{run_id}"
 
 
 def spec_hash(machine: CompiledMachine) -> str:

@@ -65,7 +65,7 @@ class ActionContext:
     emit: Callable[[dict[str, Any]], None] | None = None
     registry: Registry | None = None
     home: Path | None = None
-    agent: str | None = None  # the acting agent's name (its machine's name): who writes to shared memory
+    agent: str | None = None  # the acting agent's identity (Agent.name): who writes to and reads shared memory
 
 
 def unknown_args(model: type[BaseModel], args: dict[str, Any]) -> list[str]:

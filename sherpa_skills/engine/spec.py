@@ -190,3 +190,5 @@ class WorkflowSpec(_Strict):
     policy: PolicySpec = Field(default_factory=PolicySpec)
     llm: LLMSpec = Field(default_factory=LLMSpec)
     max_steps: int = Field(default=1000, ge=1)
+    domain: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$",
+                               description="the agent's domain: decisions and status across runs (sherpa_skills.memory.domains)")

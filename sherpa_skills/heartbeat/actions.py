@@ -41,7 +41,7 @@ def heartbeat_lock(args: NoArgs, ctx: ActionContext) -> ActionResult:
 
 
 class PhaseArgs(BaseModel):
-    phase: Literal["extract", "crystallise", "health", "maintenance"]
+    phase: Literal["extract", "crystallise", "health", "maintenance", "memory"]
 
 
 @default_registry.action("heartbeat_phase")
@@ -61,6 +61,8 @@ def heartbeat_phase(args: PhaseArgs, ctx: ActionContext) -> ActionResult:
                 phases.PhaseResult("skipped", "extract did not succeed; nothing to mine")
         elif args.phase == "health":
             result = phases.health(home, config, state)
+        elif args.phase == "memory":
+            result = phases.memory(home, config, state)
         else:
             result = phases.maintenance(home, config, state)
     except Exception as exc:

@@ -22,6 +22,9 @@ from .state import HeartbeatState
 log = structlog.get_logger(__name__)
 
 WATERMARK = "sessions_watermark"
+#: Engram's memory alerts: more open tensions, or more new observations (episodes) since the last heartbeat, than this.
+MAX_OPEN_TENSIONS = 5
+MAX_PENDING_OBSERVATIONS = 20
 
 
 @dataclass
@@ -188,6 +191,47 @@ def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseR
     return PhaseResult("failed" if failed else "ok",
                        f"companion: {stats.get('companion_updated', 0)} updated, {stats.get('companion_rebuilt', 0)} rebuilt; "
                        f"retention: {stats['executions_deleted']} executions, {stats['runs_deleted']} runs deleted", stats, alerts)
+
+
+def memory(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
+    """Apply decay to shared memory, count what hygiene merged and what waits (tensions, new observations), and surface
+    domains' open proposals and domains whose agent has stopped running. SQLite only: a broken companion does not stop it."""
+    from ..memory import MemoryStore
+    from ..memory.domains import STALE_DAYS, Domains
+
+    _start("memory")
+    alerts: list[str] = []
+    with MemoryStore(home=home) as store:
+        decay = store.apply_decay()
+        since = int(state.get("memory_seq", 0))
+        observations = int(store.conn.execute("SELECT COUNT(*) FROM memory_artifacts WHERE seq > ? AND abstraction = 'episode'"
+                                              " AND superseded_by IS NULL", (since,)).fetchone()[0])
+        stats = store.stats()
+        state.set("memory_seq", store.last_seq())
+    tensions = stats["open_tensions"]
+    if tensions > MAX_OPEN_TENSIONS:
+        alerts.append(f"{tensions} open memory tensions (over {MAX_OPEN_TENSIONS}); `sherpa-skills memory tensions` lists them")
+    if observations > MAX_PENDING_OBSERVATIONS:
+        alerts.append(f"{observations} new observations since the last heartbeat (over {MAX_PENDING_OBSERVATIONS}); "
+                      f"consolidate the lasting ones into patterns or principles")
+    with Domains(home) as domains:
+        listed = domains.list()
+        proposals = domains.proposals()
+    stale = [d["name"] for d in listed if d["stale"]]
+    for p in proposals:
+        alerts.append(f"domain {p['domain']}: proposal {p['id']} by {p['proposed_by']} to set {p['key']} = {p['value']!r}"
+                      f"; `sherpa-skills domains accept {p['id']} --operator NAME`")
+    for name in stale:
+        alerts.append(f"domain {name}: its agent has not run for over {STALE_DAYS:g} days")
+    moved = ", ".join(f"{k} {v}" for k, v in sorted(decay["moved"].items())) or "none"
+    tiers = decay["tiers"]
+    return PhaseResult("ok", f"decay: {tiers['hot']} hot, {tiers['warm']} warm, {tiers['cold']} cold (moved: {moved}); "
+                             f"{stats['duplicates_merged']} duplicate writes merged; {tensions} open tensions; "
+                             f"{observations} new observations; {len(proposals)} open proposals in {len(listed)} domains",
+                       {"tiers": tiers, "moved": decay["moved"], "duplicates_merged": stats["duplicates_merged"],
+                        "superseded": stats["superseded"], "open_tensions": tensions, "new_observations": observations,
+                        "pending_index": stats["pending"], "domains": len(listed), "stale_domains": stale,
+                        "open_proposals": len(proposals)}, alerts)
 
 
 def _delete_old_runs(home: Path, cutoff: float) -> int:

@@ -13,6 +13,9 @@ from pydantic import BaseModel, Field
 from ..errors import UsageError
 
 Scope = Literal["private", "shared"]
+Abstraction = Literal["episode", "pattern", "principle"]
+NearMode = Literal["flag", "link", "merge"]
+NEAR_MODES: tuple[str, ...] = ("flag", "link", "merge")
 ReadScope = Literal["all", "private", "shared"]
 SCOPES: tuple[str, ...] = ("private", "shared")
 READ_SCOPES: tuple[str, ...] = ("all", "private", "shared")
@@ -39,6 +42,40 @@ class Artifact(BaseModel):
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     created: float
+    confidence: float = 0.8
+    abstraction: Abstraction = "episode"
+    category: str | None = None
+    seen: int = 1  # identical writes merged into this one, itself included
+    last_seen: float | None = None
+    last_access: float | None = None  # written, seen again or returned by a search: what decay counts from
+    reads: int = 0
+    supersedes: str | None = None
+    superseded_by: str | None = None
+
+    def tier(self, now: float | None = None) -> str:
+        from ._hygiene import tier
+
+        return tier(self.last_access or self.created, confidence=self.confidence, reads=self.reads,
+                    abstraction=self.abstraction, now=now)
+
+
+@dataclass
+class Written:
+    """What a write did: stored a new artifact, or merged into an equal (or, when asked, a nearly equal) one;
+    the near-duplicates and tensions it found, and why a check could not run (`skipped`)."""
+
+    artifact: Artifact
+    duplicate: bool = False
+    merged_into: str | None = None
+    near: list[tuple[str, float]] = field(default_factory=list)
+    linked: list[str] = field(default_factory=list)
+    tensions: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.artifact.model_dump(mode="json"), "tier": self.artifact.tier(), "duplicate": self.duplicate,
+                "merged_into": self.merged_into, "near_duplicates": [{"id": i, "similarity": round(s, 4)} for i, s in self.near],
+                "linked": list(self.linked), "tensions": list(self.tensions), "checks_skipped": list(self.skipped)}
 
 
 @dataclass
@@ -51,7 +88,7 @@ class Hit:
     semantic: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.artifact.model_dump(mode="json"), "score": round(self.score, 4), "lexical": round(self.lexical, 4),
+        return {**self.artifact.model_dump(mode="json"), "tier": self.artifact.tier(), "score": round(self.score, 4), "lexical": round(self.lexical, 4),
                 "semantic": None if self.semantic is None else round(self.semantic, 4)}
 
 
@@ -146,3 +183,29 @@ def check_limit(limit: Any) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"shared memory: limit must be a whole number from 1 to {MAX_LIMIT}, got {limit!r}")
     return limit
+
+
+def check_confidence(value: Any) -> float:
+    if value is None:
+        from ._hygiene import DEFAULT_CONFIDENCE
+
+        return DEFAULT_CONFIDENCE
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise UsageError(f"shared memory: confidence must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def check_abstraction(value: Any) -> str:
+    from ._hygiene import ABSTRACTIONS
+
+    if value is None:
+        return "episode"
+    if value not in ABSTRACTIONS:
+        raise UsageError(f"shared memory: abstraction {value!r} is not one of: {', '.join(ABSTRACTIONS)}")
+    return str(value)
+
+
+def check_near(value: Any) -> str:
+    if value not in NEAR_MODES:
+        raise UsageError(f"shared memory: on_near {value!r} is not one of: {', '.join(NEAR_MODES)}")
+    return str(value)

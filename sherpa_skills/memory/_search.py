@@ -14,6 +14,8 @@ rescaled per query), so a query that means nothing close to any artifact does no
 floor drops the nearest-but-unrelated neighbours a vector index always returns (with MiniLM, unrelated sentences score
 about 0 to 0.2 here, paraphrases 0.4 and above).
 When the companion is unavailable, score = lexical and the result says why (`degraded`).
+The score is then weighed by the artifact's decay tier (`_hygiene`: hot 1.0, warm 0.7, cold 0.4), so a stale note
+ranks below a fresh one as relevant; only the newest of a supersede chain is returned unless `history` is asked.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Any
 import structlog
 
 from ..errors import SherpaError, UsageError
-from ._models import (Artifact, Hit, SearchResult, check_filters, check_limit, check_name, check_scope)
+from ._hygiene import NEAR_DUPLICATE, TIER_WEIGHT, contradiction, tier
+from ._models import (Artifact, Hit, SearchResult, Written, check_filters, check_limit, check_name, check_near, check_scope)
 from ._store import MAX_QUERY_CHARS, MemoryStore
 
 log = structlog.get_logger(__name__)
@@ -123,11 +126,77 @@ class SharedMemory:
     # ------------------------------------------------------------------ writing
 
     def write(self, text: str, *, agent: str, scope: str = "private", kind: str | None = None, tags: Any = None,
-              metadata: dict[str, Any] | None = None, run_id: str | None = None, id: str | None = None) -> Artifact:
-        """Store an artifact (redacted) in the truth, then index it; a companion failure leaves it pending, not lost."""
-        artifact = self.store.write(text, agent=agent, scope=scope, kind=kind, tags=tags, metadata=metadata, run_id=run_id, id=id)
-        self._index([artifact])
-        return artifact
+              metadata: dict[str, Any] | None = None, run_id: str | None = None, id: str | None = None,
+              **checks: Any) -> Artifact:
+        """Store an artifact (redacted) in the truth, then index it; a companion failure leaves it pending, not lost.
+        An identical current artifact is returned instead of a copy; see `remember` for what else a write checks."""
+        return self.remember(text, agent=agent, scope=scope, kind=kind, tags=tags, metadata=metadata, run_id=run_id,
+                             id=id, **checks).artifact
+
+    def remember(self, text: str, *, agent: str, scope: str = "private", kind: str | None = None, tags: Any = None,
+                 metadata: dict[str, Any] | None = None, run_id: str | None = None, id: str | None = None,
+                 confidence: float | None = None, abstraction: str | None = None, category: str | None = None,
+                 supersedes: str | None = None, on_near: str = "flag", near_threshold: float = NEAR_DUPLICATE,
+                 check_tensions: bool = True, tension_model: str | None = None, model_dir: Any = None) -> Written:
+        """Write with hygiene: an exact duplicate bumps the stored one's `seen`; a near-duplicate (cosine ≥
+        `near_threshold`, same scope, owner and kind) is flagged, linked (`on_near="link"`) or merged into the stored
+        one (`"merge"`); `supersedes` marks an older artifact replaced; contradicting facts become open tensions
+        (by rules, and, with `tension_model`, by asking that model through litellm about related facts no rule flagged)."""
+        on_near = check_near(on_near)
+        prepared = self.store.prepare(text, agent=agent, scope=scope, kind=kind, tags=tags, metadata=metadata, run_id=run_id,
+                                      id=id, confidence=confidence, abstraction=abstraction, category=category)
+        if supersedes is not None:
+            supersedes = str(check_name(supersedes, "supersedes"))
+            self.store.check_supersede(supersedes, prepared)
+        result = Written(prepared)
+        if self.store.exact(prepared) is None and not self.store.has_id(prepared.id):
+            result.near, problem = self._near(prepared, near_threshold, exclude={supersedes} if supersedes else set())
+            if problem:
+                result.skipped.append(f"near-duplicate check: {problem}")
+            if result.near and on_near == "merge":
+                target = self.store.get(result.near[0][0], agent=prepared.agent)
+                result.artifact, result.merged_into = self.store.merge_into(target), target.id
+                return result
+        [(artifact, duplicate)] = self.store.add_checked([prepared], supersedes=supersedes)
+        result.artifact, result.duplicate = artifact, duplicate
+        if artifact is not prepared:  # an exact duplicate, or a replayed write: nothing new to check or index
+            if supersedes is not None and artifact.id != supersedes and artifact.superseded_by is None:
+                self.store.supersede(supersedes, artifact.id)  # the correction was already stored: it wins now
+            return result
+        if result.near and on_near == "link":
+            for other, score in result.near:
+                self.store.link(prepared.id, other, "near_duplicate", score)
+            result.linked = [other for other, _ in result.near]
+        if supersedes is not None:
+            self.store.supersede(supersedes, prepared.id)
+            result.artifact = self.store.get(prepared.id, agent=prepared.agent)
+        if check_tensions:
+            judge = None
+            if tension_model:
+                from ._judge import llm_judge
+
+                judge = llm_judge(tension_model, result.skipped, None if model_dir is None else str(model_dir))
+            result.tensions = self.store.find_tensions(result.artifact, judge=judge)
+        self._index([result.artifact])
+        return result
+
+    def _near(self, artifact: Artifact, threshold: float, exclude: set[str]) -> tuple[list[tuple[str, float]], str | None]:
+        """Current artifacts of the same scope, owner and kind at cosine ≥ threshold, nearest first (or why not checked)."""
+        from ..semantic.companion import CompanionUnavailable
+
+        if not self.store.any_indexed():
+            return [], None
+        try:
+            nearest = self.companion().query(self.collection, artifact.text, n=10)
+        except (CompanionUnavailable, UsageError) as exc:
+            return [], getattr(exc, "reason", str(exc))
+        close = [(aid, sim) for aid, sim in nearest if sim >= threshold and aid != artifact.id and aid not in exclude]
+        if not close:
+            return [], None
+        same = self.store.visible([aid for aid, _ in close], agent=artifact.agent, scope=artifact.scope,
+                                  author=artifact.agent if artifact.scope == "private" else None)
+        return [(aid, sim) for aid, sim in close if aid in same and same[aid].kind == artifact.kind
+                and contradiction(artifact.text, same[aid].text) is None], None
 
     def write_many(self, artifacts: list[Artifact], *, index: bool = True) -> list[Artifact]:
         """Bulk load prepared artifacts (`store.prepare`) in one transaction; `index=False` leaves them to `reindex`."""
@@ -161,9 +230,9 @@ class SharedMemory:
             self.companion_problem = None
             self.store.mark_indexed([a.id for a in items])
 
-    def delete(self, artifact_id: str, *, agent: str) -> bool:
-        """Remove an artifact its author wrote, from the truth and the companion."""
-        if not self.store.delete(artifact_id, agent=agent):
+    def delete(self, artifact_id: str, *, operator: str, reason: str | None = None) -> bool:
+        """Remove an artifact from the truth and the companion: an operator's act, logged (agents supersede instead)."""
+        if not self.store.delete(artifact_id, operator=operator, reason=reason):
             return False
         try:
             self.companion().delete(self.collection, [artifact_id])
@@ -178,7 +247,7 @@ class SharedMemory:
 
     def search(self, query: str, *, agent: str | None, scope: str = "all", author: str | None = None,
                kind: str | None = None, metadata: dict[str, Any] | None = None, limit: int = 10,
-               mode: str = "hybrid") -> SearchResult:
+               mode: str = "hybrid", history: bool = False, touch: bool = True) -> SearchResult:
         """What `agent` may see (shared artifacts and its own private notes), best first; see the module for the score."""
         if not isinstance(query, str) or not query.strip():
             raise UsageError("shared memory: the search query is empty; say what to look for")
@@ -192,18 +261,25 @@ class SharedMemory:
         filters = check_filters(metadata)
         limit = check_limit(limit)
         n = candidates(limit)
-        lexical = self.store.lexical(query, agent=agent, scope=scope, author=author, kind=kind, metadata=filters, limit=n)
+        lexical = self.store.lexical(query, agent=agent, scope=scope, author=author, kind=kind, metadata=filters, limit=n,
+                                     history=history)
         order = {aid: seq for aid, seq, _ in lexical}
         semantic: dict[str, float] | None = None
         degraded: str | None = None
         notes: list[str] = []
         if mode == "hybrid":
-            semantic, degraded = self._semantic(query, agent, scope, author, kind, filters, limit, n, order)
+            semantic, degraded = self._semantic(query, agent, scope, author, kind, filters, limit, n, order, history)
         scored = hybrid({aid: raw for aid, _, raw in lexical}, semantic)
+        now = time.time()
+        for aid, (last, conf, reads, abstraction) in self.store.decay_inputs(list(scored)).items():
+            score, lex, sem = scored[aid]
+            scored[aid] = (score * TIER_WEIGHT[tier(last, confidence=conf, reads=reads, abstraction=abstraction, now=now)], lex, sem)
         best = sorted(scored, key=lambda aid: (-scored[aid][0], -order[aid]))[:limit]
         # Texts are read for the hits only, and through the same visibility filter once more.
-        artifacts = self.store.visible(best, agent=agent, scope=scope, author=author, kind=kind, metadata=filters)
+        artifacts = self.store.visible(best, agent=agent, scope=scope, author=author, kind=kind, metadata=filters, history=history)
         hits = [Hit(artifacts[aid], *scored[aid]) for aid in best if aid in artifacts]
+        if touch and hits:
+            self.store.touch([h.artifact.id for h in hits])
         pending = 0
         if semantic is not None:
             pending = self.store.pending()
@@ -216,7 +292,8 @@ class SharedMemory:
         return SearchResult(query, hits, "lexical" if semantic is None else "hybrid", degraded, pending, notes)
 
     def _semantic(self, query: str, agent: str | None, scope: str, author: str | None, kind: str | None,
-                  filters: dict[str, Any], limit: int, n: int, order: dict[str, int]) -> tuple[dict[str, float] | None, str | None]:
+                  filters: dict[str, Any], limit: int, n: int, order: dict[str, int],
+                  history: bool = False) -> tuple[dict[str, float] | None, str | None]:
         """(similarity by visible id, None) from the companion, or (None, why not); `order` gains the seq of new ids.
 
         chromadb's metadata filters cost a scan (about 0.2 s at 100k items), its plain nearest-neighbour query
@@ -229,11 +306,11 @@ class SharedMemory:
             companion = self.companion()
             nearest = companion.query(self.collection, query, n=wide)
             visible = self.store.visible_ids([aid for aid, _ in nearest], agent=agent, scope=scope, author=author, kind=kind,
-                                             metadata=filters)
+                                             metadata=filters, history=history)
             if len(visible) < limit and len(nearest) < self.store.count():  # (HNSW may return fewer than asked)
                 nearest = companion.query(self.collection, query, n=n, where=companion_where(agent, scope, author, kind, filters))
                 visible = self.store.visible_ids([aid for aid, _ in nearest], agent=agent, scope=scope, author=author,
-                                                 kind=kind, metadata=filters)
+                                                 kind=kind, metadata=filters, history=history)
         except SherpaError as exc:  # CompanionUnavailable, or a companion that cannot even be configured
             if self.store.count() == 0:
                 return {}, None  # nothing stored, nothing indexed: an absent collection is no degradation
@@ -318,13 +395,19 @@ _memories: dict[tuple[str, int], SharedMemory] = {}
 _memories_lock = threading.Lock()
 
 
-def shared_memory(home: str | Path | None = None) -> SharedMemory:
-    """One SharedMemory per home and thread, reused across actions (SQLite connections stay in their thread)."""
+def per_home(cache: dict[tuple[str, int], Any], home: str | Path | None, factory: Any) -> Any:
+    """One object per home and thread from `cache`, made by `factory(home)` on first use (SQLite connections stay
+    in the thread that opened them)."""
     from ..home import store_path
 
     key = (str(store_path(home)), threading.get_ident())
     with _memories_lock:
-        memory = _memories.get(key)
-        if memory is None:
-            memory = _memories[key] = SharedMemory(home)
-        return memory
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = factory(home)
+        return found
+
+
+def shared_memory(home: str | Path | None = None) -> SharedMemory:
+    """One SharedMemory per home and thread, reused across actions."""
+    return per_home(_memories, home, SharedMemory)

@@ -24,8 +24,9 @@ from ..errors import StoreError, UsageError
 from ..home import store_path
 from ..redact import redact, redact_value
 from ..sqlite_db import Transaction, connect, execute_script, migrate
-from ._models import (Artifact, check_filters, check_limit, check_metadata, check_name, check_scope, check_tags,
-                      check_text)
+from ._hygiene import TIERS, content_hash, contradiction, related, tier
+from ._models import (Artifact, check_abstraction, check_confidence, check_filters, check_limit, check_metadata, check_name,
+                      check_scope, check_tags, check_text)
 
 log = structlog.get_logger(__name__)
 
@@ -66,15 +67,55 @@ def m001_memory(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO memory_meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex[:12],))
 
 
-MIGRATIONS = [m001_memory]
+def m002_hygiene(conn: sqlite3.Connection) -> None:
+    """Dedup, supersede, decay and tensions: new columns with defaults, so a home written by older code upgrades in place."""
+    execute_script(conn, """
+        ALTER TABLE memory_artifacts ADD COLUMN content_hash TEXT;
+        ALTER TABLE memory_artifacts ADD COLUMN seen INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE memory_artifacts ADD COLUMN last_seen REAL;
+        ALTER TABLE memory_artifacts ADD COLUMN last_access REAL;
+        ALTER TABLE memory_artifacts ADD COLUMN reads INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE memory_artifacts ADD COLUMN confidence REAL NOT NULL DEFAULT 0.8;
+        ALTER TABLE memory_artifacts ADD COLUMN abstraction TEXT NOT NULL DEFAULT 'episode';
+        ALTER TABLE memory_artifacts ADD COLUMN category TEXT;
+        ALTER TABLE memory_artifacts ADD COLUMN supersedes TEXT;
+        ALTER TABLE memory_artifacts ADD COLUMN superseded_by TEXT;
+        ALTER TABLE memory_artifacts ADD COLUMN tier TEXT NOT NULL DEFAULT 'hot';
+        CREATE TABLE memory_tensions (
+            id TEXT PRIMARY KEY, a TEXT NOT NULL, b TEXT NOT NULL, scope TEXT NOT NULL, agent TEXT, reason TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'resolved')), kept TEXT, created REAL NOT NULL,
+            resolved REAL, resolved_by TEXT, UNIQUE (a, b));
+        CREATE INDEX memory_tensions_open ON memory_tensions (status, scope, agent);
+        CREATE TABLE memory_links (src TEXT NOT NULL, dst TEXT NOT NULL, relation TEXT NOT NULL, score REAL,
+            created REAL NOT NULL, PRIMARY KEY (src, dst, relation));
+        CREATE TABLE memory_log (seq INTEGER PRIMARY KEY, at REAL NOT NULL, action TEXT NOT NULL, artifact TEXT,
+            operator TEXT NOT NULL, reason TEXT, detail TEXT NOT NULL);
+    """)
+    rows = conn.execute("SELECT seq, text, scope, agent, kind, created FROM memory_artifacts").fetchall()
+    conn.executemany("UPDATE memory_artifacts SET content_hash = ?, last_access = ? WHERE seq = ?",
+                     [(content_hash(text, scope, agent, kind), created, seq) for seq, text, scope, agent, kind, created in rows])
+    execute_script(conn, """
+        CREATE INDEX memory_artifacts_hash ON memory_artifacts (content_hash) WHERE superseded_by IS NULL;
+        CREATE INDEX memory_artifacts_access ON memory_artifacts (last_access);
+    """)
 
-_COLUMNS = "a.id, a.text, a.agent, a.run_id, a.scope, a.kind, a.tags, a.metadata, a.created"
+
+MIGRATIONS = [m001_memory, m002_hygiene]
+
+_COLUMNS = ("a.id, a.text, a.agent, a.run_id, a.scope, a.kind, a.tags, a.metadata, a.created, a.confidence, a.abstraction,"
+            " a.category, a.seen, a.last_seen, a.last_access, a.reads, a.supersedes, a.superseded_by")
+#: Rows that are the newest of their chain: what reads return unless the history is asked for.
+CURRENT = "a.superseded_by IS NULL"
 
 
 def _artifact(row: tuple[Any, ...]) -> Artifact:
-    aid, text, agent, run_id, scope, kind, tags, metadata, created = row
+    (aid, text, agent, run_id, scope, kind, tags, metadata, created, confidence, abstraction, category, seen, last_seen,
+     last_access, reads, supersedes, superseded_by) = row
     return Artifact.model_construct(id=aid, text=text, agent=agent, run_id=run_id, scope=scope, kind=kind,
-                                    tags=json.loads(tags), metadata=json.loads(metadata), created=created)
+                                    tags=json.loads(tags), metadata=json.loads(metadata), created=created,
+                                    confidence=confidence, abstraction=abstraction, category=category, seen=seen,
+                                    last_seen=last_seen, last_access=last_access, reads=reads, supersedes=supersedes,
+                                    superseded_by=superseded_by)
 
 
 def _dump(value: Any) -> str:
@@ -91,10 +132,11 @@ def fts_query(query: str) -> str | None:
 
 
 def reader_filter(agent: str | None, scope: str = "all", *, author: str | None = None, kind: str | None = None,
-                  metadata: dict[str, Any] | None = None) -> tuple[str, list[Any]]:
-    """SQL over `memory_artifacts a` for what `agent` may see: shared artifacts and its own private notes."""
+                  metadata: dict[str, Any] | None = None, history: bool = False) -> tuple[str, list[Any]]:
+    """SQL over `memory_artifacts a` for what `agent` may see: shared artifacts and its own private notes
+    (the newest of each supersede chain only, unless `history`)."""
     scope = check_scope(scope, reading=True)
-    clauses: list[str] = []
+    clauses: list[str] = [] if history else [CURRENT]
     args: list[Any] = []
     if scope == "private":
         if agent is None:
@@ -148,9 +190,13 @@ class MemoryStore:
 
     def prepare(self, text: str, *, agent: str, scope: str = "private", kind: str | None = None, tags: Any = None,
                 metadata: dict[str, Any] | None = None, run_id: str | None = None, id: str | None = None,
-                created: float | None = None) -> Artifact:
+                created: float | None = None, confidence: float | None = None, abstraction: str | None = None,
+                category: str | None = None) -> Artifact:
         """Check and redact one artifact; raises UsageError before anything is written."""
         text = check_text(text)
+        confidence = check_confidence(confidence)
+        abstraction = check_abstraction(abstraction)
+        category = check_name(category, "category", required=False)
         agent = str(check_name(agent, "the writing agent's name"))
         scope = check_scope(scope)
         kind = check_name(kind, "kind", required=False)
@@ -161,7 +207,8 @@ class MemoryStore:
         return Artifact.model_construct(
             id=aid, text=redact(text), agent=agent, run_id=run_id, scope=scope,
             kind=None if kind is None else redact(kind), tags=[redact(t) for t in clean_tags],
-            metadata=redact_value(clean_meta), created=created if created is not None else time.time())
+            metadata=redact_value(clean_meta), created=created if created is not None else time.time(),
+            confidence=confidence, abstraction=abstraction, category=None if category is None else redact(category))
 
     def write(self, text: str, *, agent: str, scope: str = "private", kind: str | None = None, tags: Any = None,
               metadata: dict[str, Any] | None = None, run_id: str | None = None, id: str | None = None) -> Artifact:
@@ -170,12 +217,22 @@ class MemoryStore:
                                       run_id=run_id, id=id)])[0]
 
     def add(self, artifacts: Iterable[Artifact]) -> list[Artifact]:
-        """Insert prepared artifacts in one transaction (executemany); ids already stored must hold the same content."""
+        """Insert prepared artifacts in one transaction; see `add_checked`."""
+        return [a for a, _ in self.add_checked(artifacts)]
+
+    def add_checked(self, artifacts: Iterable[Artifact], *, supersedes: str | None = None) -> list[tuple[Artifact, bool]]:
+        """Insert prepared artifacts in one transaction, each with whether it was an exact duplicate.
+
+        An id already stored must hold the same content (a replayed write: returned as is). Content equal to a current
+        artifact of the same (scope, owner, kind) is not stored again: that artifact's `seen` and `last_seen` go up.
+        """
         items = list(artifacts)
         if not items:
             return []
-        rows = [(a.id, a.agent, a.run_id, a.scope, a.kind, _dump(a.tags), _dump(a.metadata), a.text, a.created) for a in items]
-        out: list[Artifact] = []
+        hashes = [content_hash(a.text, a.scope, a.agent, a.kind) for a in items]
+        rows = [(a.id, a.agent, a.run_id, a.scope, a.kind, _dump(a.tags), _dump(a.metadata), a.text, a.created, h,
+                 a.confidence, a.abstraction, a.category, a.created, a.created) for a, h in zip(items, hashes)]
+        out: list[tuple[Artifact, bool]] = []
         with self._tx():
             existing: dict[str, Artifact] = {}
             ids = [a.id for a in items]
@@ -184,32 +241,267 @@ class MemoryStore:
                 marks = ",".join("?" * len(chunk))
                 for row in self.conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id IN ({marks})", chunk):
                     existing[row[0]] = _artifact(row)
+            by_hash: dict[str, Artifact] = {}
+            wanted = list(dict.fromkeys(hashes))
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                for row in self.conn.execute(f"SELECT a.content_hash, {_COLUMNS} FROM memory_artifacts a"
+                                             f" WHERE a.content_hash IN ({marks}) AND {CURRENT}", chunk):
+                    by_hash.setdefault(row[0], _artifact(row[1:]))
             fresh = []
-            for a, row in zip(items, rows):
+            bumps: dict[str, int] = {}
+            now = time.time()
+            for a, row, h in zip(items, rows, hashes):
                 old = existing.get(a.id)
-                if old is None:
-                    fresh.append(row)
-                    existing[a.id] = a
-                    out.append(a)
-                elif (old.text, old.agent, old.scope) == (a.text, a.agent, a.scope):
-                    out.append(old)  # a replayed write (a resumed run): nothing new
-                else:
-                    raise StoreError(f"shared memory: artifact id {a.id!r} is already taken by different content")
+                if old is not None:
+                    if (old.text, old.agent, old.scope) != (a.text, a.agent, a.scope):
+                        raise StoreError(f"shared memory: artifact id {a.id!r} is already taken by different content")
+                    out.append((old, False))  # a replayed write (a resumed run): nothing new
+                    continue
+                same = by_hash.get(h)
+                if same is not None and same.id != supersedes:
+                    bumps[same.id] = bumps.get(same.id, 0) + 1
+                    existing[a.id] = same
+                    out.append((same, True))
+                    continue
+                fresh.append(row)
+                existing[a.id] = by_hash[h] = a
+                out.append((a, False))
             self.conn.executemany(
-                "INSERT INTO memory_artifacts (id, agent, run_id, scope, kind, tags, metadata, text, created)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", fresh)
+                "INSERT INTO memory_artifacts (id, agent, run_id, scope, kind, tags, metadata, text, created, content_hash,"
+                " confidence, abstraction, category, last_seen, last_access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", fresh)
+            self.conn.executemany("UPDATE memory_artifacts SET seen = seen + ?, last_seen = ?, last_access = ? WHERE id = ?",
+                                  [(n, now, now, aid) for aid, n in bumps.items()])
+        for n, (a, dup) in enumerate(out):
+            if dup:
+                out[n] = (a.model_copy(update={"seen": a.seen + bumps[a.id], "last_seen": now, "last_access": now}), True)
         return out
 
-    def delete(self, artifact_id: str, *, agent: str) -> bool:
-        """Remove an artifact; only its author may. False when the author has no such artifact."""
+    def delete(self, artifact_id: str, *, operator: str, reason: str | None = None) -> bool:
+        """Remove an artifact for good: an operator's act, recorded in `memory_log` (agents supersede instead).
+        False when there is no such artifact. Links and tensions that named it go with it; its chain closes over it."""
+        operator = str(check_name(operator, "the operator's name"))
         with self._tx():
-            cursor = self.conn.execute("DELETE FROM memory_artifacts WHERE id = ? AND agent = ?", (artifact_id, agent))
-        return cursor.rowcount > 0
+            row = self.conn.execute("SELECT agent, scope, kind, supersedes, superseded_by FROM memory_artifacts WHERE id = ?",
+                                    (artifact_id,)).fetchone()
+            if row is None:
+                return False
+            author, scope, kind, older, newer = row
+            self.conn.execute("DELETE FROM memory_artifacts WHERE id = ?", (artifact_id,))
+            if older is not None:  # the chain skips the deleted link: older → newer (or older is current again)
+                self.conn.execute("UPDATE memory_artifacts SET superseded_by = ? WHERE id = ?", (newer, older))
+            if newer is not None:
+                self.conn.execute("UPDATE memory_artifacts SET supersedes = ? WHERE id = ?", (older, newer))
+            self.conn.execute("DELETE FROM memory_links WHERE src = ? OR dst = ?", (artifact_id, artifact_id))
+            self.conn.execute("DELETE FROM memory_tensions WHERE a = ? OR b = ?", (artifact_id, artifact_id))
+            self._log("delete", artifact_id, operator, reason, {"author": author, "scope": scope, "kind": kind})
+        log.info("memory_deleted", artifact=artifact_id, operator=operator, reason=reason)
+        return True
+
+    def _log(self, action: str, artifact: str | None, operator: str, reason: str | None, detail: dict[str, Any]) -> None:
+        self.conn.execute("INSERT INTO memory_log (at, action, artifact, operator, reason, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                          (time.time(), action, artifact, operator, None if reason is None else redact(reason), _dump(detail)))
+
+    def operator_log(self, limit: int = 100) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT at, action, artifact, operator, reason, detail FROM memory_log ORDER BY seq DESC LIMIT ?",
+                                 (limit,)).fetchall()
+        return [{"at": at, "action": action, "artifact": art, "operator": op, "reason": reason, "detail": json.loads(detail)}
+                for at, action, art, op, reason, detail in rows]
+
+    # ------------------------------------------------------------------ supersede, links, tensions
+
+    def check_supersede(self, old_id: str, new: Artifact) -> Artifact:
+        """The artifact `new` may replace: visible to its writer, current, and no more visible than `new` (a private
+        note cannot hide a shared fact from everyone else). Raises UsageError naming what is wrong."""
+        try:
+            old = self.get(old_id, agent=new.agent, history=True)
+        except StoreError:
+            raise UsageError(f"shared memory: supersedes {old_id!r}: no artifact with that id visible to agent {new.agent!r}") from None
+        if old.superseded_by is not None:
+            raise UsageError(f"shared memory: {old_id} is already superseded by {old.superseded_by}; supersede that one instead")
+        if old.scope == "shared" and new.scope == "private":
+            raise UsageError(f"shared memory: {old_id} is shared; a private note cannot supersede it (write the correction --shared)")
+        return old
+
+    def supersede(self, old_id: str, new_id: str) -> None:
+        with self._tx():
+            self.conn.execute("UPDATE memory_artifacts SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL", (new_id, old_id))
+            self.conn.execute("UPDATE memory_artifacts SET supersedes = ? WHERE id = ?", (old_id, new_id))
+            # Every open tension of the replaced artifact is settled by the correction (which is checked on its own).
+            self.conn.execute("UPDATE memory_tensions SET status = 'resolved', kept = ?, resolved = ?, resolved_by = 'supersede'"
+                              " WHERE status = 'open' AND (a = ? OR b = ?)", (new_id, time.time(), old_id, old_id))
+
+    def chain(self, artifact_id: str, *, agent: str | None) -> list[Artifact]:
+        """The supersede chain through `artifact_id`, newest first, as far as `agent` may see it."""
+        start = self.get(artifact_id, agent=agent, history=True)
+        where, args = reader_filter(agent, history=True)
+
+        def walk(link: str) -> list[Artifact]:
+            found: list[Artifact] = []
+            current = start
+            while getattr(current, link) is not None and len(found) < 1000:
+                row = self.conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id = ? AND {where}",
+                                        [getattr(current, link), *args]).fetchone()
+                if row is None:  # deleted, or not this reader's to see
+                    break
+                current = _artifact(row)
+                found.append(current)
+            return found
+
+        newer, older = walk("superseded_by"), walk("supersedes")
+        return [*reversed(newer), start, *older]
+
+    def link(self, src: str, dst: str, relation: str, score: float | None = None) -> None:
+        with self._tx():
+            self.conn.execute("INSERT OR IGNORE INTO memory_links (src, dst, relation, score, created) VALUES (?, ?, ?, ?, ?)",
+                              (src, dst, relation, score, time.time()))
+
+    def links(self, artifact_id: str) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT src, dst, relation, score FROM memory_links WHERE src = ? OR dst = ?", (artifact_id, artifact_id))
+        return [{"src": a, "dst": b, "relation": r, "score": sc} for a, b, r, sc in rows]
+
+    def exact(self, artifact: Artifact) -> str | None:
+        """The id of the current artifact holding the same content as `artifact` in its (scope, owner, kind), if any."""
+        row = self.conn.execute(f"SELECT a.id FROM memory_artifacts a WHERE a.content_hash = ? AND {CURRENT} LIMIT 1",
+                                (content_hash(artifact.text, artifact.scope, artifact.agent, artifact.kind),)).fetchone()
+        return None if row is None else str(row[0])
+
+    def has_id(self, artifact_id: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM memory_artifacts WHERE id = ?", (artifact_id,)).fetchone() is not None
+
+    def merge_into(self, target: Artifact) -> Artifact:
+        """A near-duplicate the caller chose to merge: counted as another sighting of `target`, nothing new stored."""
+        now = time.time()
+        with self._tx():
+            self.conn.execute("UPDATE memory_artifacts SET seen = seen + 1, last_seen = ?, last_access = ? WHERE id = ?",
+                              (now, now, target.id))
+        return target.model_copy(update={"seen": target.seen + 1, "last_seen": now, "last_access": now})
+
+    def find_tensions(self, artifact: Artifact, *, candidates: int = 20, record: int = 3,
+                      judge: Any = None, ask: int = 3) -> list[dict[str, Any]]:
+        """Rule-checked contradictions between `artifact` and current facts of its scope (and owner, when private)
+        that share its words; records at most `record` of them as open tensions. Episodes are records of what
+        happened, each true in its time, so only patterns and principles are checked. `judge(new, old)` (the
+        optional LLM check) is asked about at most `ask` candidates on a related subject that no rule flagged."""
+        if artifact.abstraction == "episode":
+            return []
+        match = fts_query(artifact.text)
+        if match is None:
+            return []
+        owner = "AND a.agent = ?" if artifact.scope == "private" else ""
+        args: list[Any] = [match, artifact.scope, artifact.id, *([artifact.agent] if owner else []), candidates]
+        rows = self.conn.execute(
+            f"SELECT a.id, a.text FROM memory_fts JOIN memory_artifacts a ON a.seq = memory_fts.rowid"
+            f" WHERE memory_fts MATCH ? AND a.scope = ? AND a.id != ? AND {CURRENT} AND a.abstraction != 'episode' {owner}"
+            f" ORDER BY bm25(memory_fts, 1.0, 0.5) LIMIT ?", args).fetchall()
+        found: list[dict[str, Any]] = []
+        now = time.time()
+        with self._tx():
+            for other_id, other_text in rows:
+                reason = contradiction(artifact.text, other_text)
+                if reason is None and judge is not None and ask > 0 and related(artifact.text, other_text):
+                    ask -= 1
+                    reason = judge(artifact.text, other_text)
+                if reason is None:
+                    continue
+                tid = hashlib.sha256(f"{other_id}\x1f{artifact.id}".encode()).hexdigest()[:12]
+                self.conn.execute("INSERT OR IGNORE INTO memory_tensions (id, a, b, scope, agent, reason, created)"
+                                  " VALUES (?, ?, ?, ?, ?, ?, ?)", (tid, other_id, artifact.id, artifact.scope,
+                                                                     artifact.agent if artifact.scope == "private" else None, reason, now))
+                found.append({"id": tid, "a": other_id, "b": artifact.id, "reason": reason})
+                if len(found) >= record:
+                    break
+        return found
+
+    def add_tension(self, a: str, b: str, reason: str, *, scope: str, agent: str | None) -> str:
+        tid = hashlib.sha256(f"{a}\x1f{b}".encode()).hexdigest()[:12]
+        with self._tx():
+            self.conn.execute("INSERT OR IGNORE INTO memory_tensions (id, a, b, scope, agent, reason, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                              (tid, a, b, scope, agent if scope == "private" else None, reason, time.time()))
+        return tid
+
+    def tensions(self, *, agent: str | None, status: str = "open", limit: int = 100) -> list[dict[str, Any]]:
+        """Tensions `agent` may see (shared ones, and those between its own private notes), newest first, with both texts."""
+        if status not in ("open", "resolved", "all"):
+            raise UsageError(f"shared memory: tension status {status!r} is not one of: open, resolved, all")
+        clauses = ["(t.scope = 'shared' OR t.agent = ?)" if agent else "t.scope = 'shared'"]
+        args: list[Any] = [agent] if agent else []
+        if status != "all":
+            clauses.append("t.status = ?")
+            args.append(status)
+        rows = self.conn.execute(
+            f"SELECT t.id, t.a, t.b, t.scope, t.reason, t.status, t.kept, t.created, t.resolved, t.resolved_by, x.text, y.text"
+            f" FROM memory_tensions t JOIN memory_artifacts x ON x.id = t.a JOIN memory_artifacts y ON y.id = t.b"
+            f" WHERE {' AND '.join(clauses)} ORDER BY t.created DESC LIMIT ?", [*args, check_limit(limit)]).fetchall()
+        return [{"id": tid, "a": {"id": a, "text": ta}, "b": {"id": b, "text": tb}, "scope": scope, "reason": reason,
+                 "status": st, "kept": kept, "created": created, "resolved": resolved, "resolved_by": by}
+                for tid, a, b, scope, reason, st, kept, created, resolved, by, ta, tb in rows]
+
+    def open_tensions(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM memory_tensions WHERE status = 'open'").fetchone()[0])
+
+    def resolve(self, tension_id: str, keep: str, *, agent: str) -> dict[str, Any]:
+        """Settle an open tension `agent` may see: `keep` stays current, the other side is superseded by it."""
+        found = [t for t in self.tensions(agent=agent, status="all", limit=1000) if t["id"] == tension_id]
+        if not found:
+            raise UsageError(f"shared memory: no tension {tension_id!r} visible to agent {agent!r}; `memory tensions` lists them")
+        t = found[0]
+        if t["status"] != "open":
+            raise UsageError(f"shared memory: tension {tension_id} is already resolved (kept {t['kept']})")
+        sides = {t["a"]["id"]: t["b"]["id"], t["b"]["id"]: t["a"]["id"]}
+        if keep not in sides:
+            raise UsageError(f"shared memory: tension {tension_id} is between {t['a']['id']} and {t['b']['id']}; keep one of them")
+        loser = sides[keep]
+        with self._tx():
+            self.conn.execute("UPDATE memory_artifacts SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL", (keep, loser))
+            self.conn.execute("UPDATE memory_artifacts SET supersedes = COALESCE(supersedes, ?) WHERE id = ?", (loser, keep))
+            self.conn.execute("UPDATE memory_tensions SET status = 'resolved', kept = ?, resolved = ?, resolved_by = ? WHERE id = ?",
+                              (keep, time.time(), agent, tension_id))
+        return {**t, "status": "resolved", "kept": keep, "superseded": loser}
+
+    # ------------------------------------------------------------------ decay
+
+    def touch(self, ids: list[str]) -> None:
+        """Returned by a search: read once more, and fresh again for decay."""
+        if not ids:
+            return
+        now = time.time()
+        with self._tx():
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                self.conn.execute(f"UPDATE memory_artifacts SET reads = reads + 1, last_access = ?"
+                                  f" WHERE id IN ({','.join('?' * len(chunk))})", [now, *chunk])
+
+    def decay_inputs(self, ids: list[str]) -> dict[str, tuple[float, float, int, str]]:
+        """id → (last access, confidence, reads, abstraction): what `tier` needs, for ranking candidates."""
+        out: dict[str, tuple[float, float, int, str]] = {}
+        for row in self._rows_among("a.id, COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction", ids, "1", []):
+            out[row[0]] = row[1:]
+        return out
+
+    def apply_decay(self, now: float | None = None) -> dict[str, Any]:
+        """Store every current artifact's tier as of `now`; how many sit in each, and how many moved."""
+        now = now if now is not None else time.time()
+        counts = dict.fromkeys(TIERS, 0)
+        moved: dict[str, int] = {}
+        changes: list[tuple[str, int]] = []
+        for seq, last, conf, reads, abstraction, old in self.conn.execute(
+                f"SELECT a.seq, COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction, a.tier"
+                f" FROM memory_artifacts a WHERE {CURRENT}"):
+            new = tier(last, confidence=conf, reads=reads, abstraction=abstraction, now=now)
+            counts[new] += 1
+            if new != old:
+                changes.append((new, seq))
+                moved[f"{old}→{new}"] = moved.get(f"{old}→{new}", 0) + 1
+        with self._tx():
+            self.conn.executemany("UPDATE memory_artifacts SET tier = ? WHERE seq = ?", changes)
+        return {"tiers": counts, "moved": moved}
 
     # ------------------------------------------------------------------ reading (always as some agent)
 
-    def get(self, artifact_id: str, *, agent: str | None) -> Artifact:
-        where, args = reader_filter(agent)
+    def get(self, artifact_id: str, *, agent: str | None, history: bool = True) -> Artifact:
+        where, args = reader_filter(agent, history=history)
         row = self.conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id = ? AND {where}",
                                 [artifact_id, *args]).fetchone()
         if row is None:  # another agent's private note is reported exactly like a missing one
@@ -226,23 +518,24 @@ class MemoryStore:
                                          [*chunk, *args])
 
     def visible(self, ids: list[str], *, agent: str | None, scope: str = "all", author: str | None = None,
-                kind: str | None = None, metadata: dict[str, Any] | None = None) -> dict[str, Artifact]:
+                kind: str | None = None, metadata: dict[str, Any] | None = None, history: bool = False) -> dict[str, Artifact]:
         """The artifacts among `ids` that `agent` may see and that pass the filters, by id."""
         if not ids:
             return {}
-        where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=metadata)
+        where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=metadata, history=history)
         return {row[0]: _artifact(row) for row in self._rows_among(_COLUMNS, ids, where, args)}
 
     def visible_ids(self, ids: list[str], *, agent: str | None, scope: str = "all", author: str | None = None,
-                    kind: str | None = None, metadata: dict[str, Any] | None = None) -> dict[str, int]:
+                    kind: str | None = None, metadata: dict[str, Any] | None = None, history: bool = False) -> dict[str, int]:
         """Which of `ids` `agent` may see and pass the filters, with their write order (seq); reads no text."""
         if not ids:
             return {}
-        where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=metadata)
+        where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=metadata, history=history)
         return dict(self._rows_among("a.id, a.seq", ids, where, args))
 
     def lexical(self, query: str, *, agent: str | None, scope: str = "all", author: str | None = None,
-                kind: str | None = None, metadata: dict[str, Any] | None = None, limit: int = 10) -> list[tuple[str, int, float]]:
+                kind: str | None = None, metadata: dict[str, Any] | None = None, limit: int = 10,
+                history: bool = False) -> list[tuple[str, int, float]]:
         """FTS5 BM25 over the visible artifacts, best first: (id, seq, relevance), relevance = -bm25 (higher is better).
 
         With only the visibility filter, ranks the 4 × limit best matches in the FTS index alone, then keeps the
@@ -251,7 +544,7 @@ class MemoryStore:
         metadata), or when fewer than `limit` survive, the joined query runs instead.
         """
         check_limit(limit)
-        where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=check_filters(metadata))
+        where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=check_filters(metadata), history=history)
         match = fts_query(query)
         if match is None:
             return []
@@ -332,9 +625,30 @@ class MemoryStore:
             per_scope[scope] += n
             per_agent.setdefault(agent, {"private": 0, "shared": 0})[scope] = n
         kinds = {k or "": n for k, n in self.conn.execute("SELECT kind, COUNT(*) FROM memory_artifacts GROUP BY kind ORDER BY 2 DESC")}
+        per_tier = dict.fromkeys(TIERS, 0)
+        now = time.time()
+        for last, conf, reads, abstraction in self.conn.execute(
+                f"SELECT COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction FROM memory_artifacts a WHERE {CURRENT}"):
+            per_tier[tier(last, confidence=conf, reads=reads, abstraction=abstraction, now=now)] += 1
+        superseded, repeats = self.conn.execute(
+            "SELECT COUNT(superseded_by), COALESCE(SUM(seen - 1), 0) FROM memory_artifacts").fetchone()
         return {"artifacts": sum(per_scope.values()), "per_scope": per_scope,
-                "per_agent": dict(sorted(per_agent.items())), "per_kind": kinds, "pending": self.pending(),
-                "store": str(self.path), "store_id": self.store_id}
+                "per_agent": dict(sorted(per_agent.items())), "per_kind": kinds, "per_tier": per_tier,
+                "superseded": int(superseded), "duplicates_merged": int(repeats), "open_tensions": self.open_tensions(),
+                "pending": self.pending(), "store": str(self.path), "store_id": self.store_id}
+
+    def export(self, *, agent: str | None, scope: str = "all", history: bool = False) -> Iterator[Artifact]:
+        """Every artifact `agent` may see, in write order: a scoped dump (another agent's private notes never leave)."""
+        where, args = reader_filter(agent, scope, history=history)
+        last = 0
+        while True:
+            rows = self.conn.execute(f"SELECT a.seq, {_COLUMNS} FROM memory_artifacts a WHERE a.seq > ? AND {where}"
+                                     f" ORDER BY a.seq LIMIT 1000", [last, *args]).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield _artifact(row[1:])
+            last = rows[-1][0]
 
 
 def write_id(run_id: str | None, tick: int, state: str, text: str, scope: str, kind: str | None) -> str | None:

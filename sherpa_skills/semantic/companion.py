@@ -94,6 +94,8 @@ class Companion:
         self.timeout = timeout
         self.embedder: Embedder = embedder if embedder is not None else default_embedder()
         self._client: Any = None
+        # The last single text embedded: a memory write queries its own text for near-duplicates, then upserts it.
+        self._last: tuple[str, list[float]] | None = None
 
     @property
     def where(self) -> str:
@@ -211,10 +213,16 @@ class Companion:
         return col
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
+        last = self._last
+        if len(texts) == 1 and last is not None and last[0] == texts[0]:
+            return [last[1]]
         try:
-            return self.embedder.embed(texts)
+            vectors = self.embedder.embed(texts)
         except Exception as exc:
             raise CompanionUnavailable(f"embedder {self.embedder.name!r} failed: {_describe(exc)}") from exc
+        if len(texts) == 1:
+            self._last = (texts[0], vectors[0])
+        return vectors
 
     # ------------------------------------------------------------ public operations
 

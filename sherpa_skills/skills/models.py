@@ -102,6 +102,8 @@ class CapturedLearning(BaseModel):
     exit_code: int | None = None
     source: str = "run"
     created: float = 0.0
+    seen: int = 1  # the same lesson (task, command, error) learned again counts here, not as a copy
+    last_seen: float | None = None
 
 
 class StepsFile(BaseModel):

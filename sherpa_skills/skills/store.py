@@ -70,7 +70,35 @@ def m002_fts_by_rowid(conn: sqlite3.Connection) -> None:
                       " ".join(step["command"] for step in json.loads(steps))))
 
 
-MIGRATIONS = [m001_skills, m002_fts_by_rowid]
+def learning_key(task_type: str | None, command: str, error: str) -> str:
+    """Two learnings are the same lesson when the task, the command and the error agree, spacing aside."""
+    norm = "\x1f".join([task_type or "", _SPACE.sub(" ", command.strip()), _SPACE.sub(" ", error.strip())])
+    return hashlib.sha256(norm.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def m003_learnings_dedup(conn: sqlite3.Connection) -> None:
+    """Learnings count repeats (`seen`, `last_seen`) instead of piling up copies; existing copies are folded into
+    their oldest row."""
+    execute_script(conn, """
+        ALTER TABLE learnings ADD COLUMN key TEXT;
+        ALTER TABLE learnings ADD COLUMN seen INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE learnings ADD COLUMN last_seen REAL;
+    """)
+    first: dict[str, int] = {}
+    for rowid, task_type, command, error, created in conn.execute(
+            "SELECT id, task_type, command, error, created FROM learnings ORDER BY id").fetchall():
+        key = learning_key(task_type, command, error)
+        if key in first:
+            conn.execute("UPDATE learnings SET seen = seen + 1, last_seen = MAX(COALESCE(last_seen, created), ?) WHERE id = ?",
+                         (created, first[key]))
+            conn.execute("DELETE FROM learnings WHERE id = ?", (rowid,))
+        else:
+            first[key] = rowid
+            conn.execute("UPDATE learnings SET key = ?, last_seen = created WHERE id = ?", (key, rowid))
+    conn.execute("CREATE UNIQUE INDEX learnings_key ON learnings (key)")
+
+
+MIGRATIONS = [m001_skills, m002_fts_by_rowid, m003_learnings_dedup]
 
 
 def _fts_words(task_type: str) -> str:
@@ -332,20 +360,25 @@ class SkillStore:
     # ------------------------------------------------------------------ learnings
 
     def add_learning(self, learning: CapturedLearning) -> CapturedLearning:
+        """Store a learning; the same lesson again (task, command, error) raises the stored one's `seen` and `last_seen`."""
+        now = learning.created or time.time()
+        key = learning_key(learning.task_type, learning.command, learning.error)
         with self._write():
-            cursor = self.conn.execute(
-                "INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            row = self.conn.execute(
+                "INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created, key, seen, last_seen)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET seen = seen + excluded.seen,"
+                " last_seen = MAX(last_seen, excluded.last_seen) RETURNING id, seen, last_seen, created",
                 (learning.task_type, learning.procedure_id, learning.command, learning.error, learning.exit_code, learning.source,
-                 learning.created or time.time()))
-        return learning.model_copy(update={"id": cursor.lastrowid})
+                 now, key, max(1, learning.seen), learning.last_seen or now)).fetchone()
+        return learning.model_copy(update={"id": row[0], "seen": row[1], "last_seen": row[2], "created": row[3]})
 
     def learnings(self, task_type: str | None = None, limit: int = 50) -> list[CapturedLearning]:
-        sql, args = "SELECT id, task_type, procedure_id, command, error, exit_code, source, created FROM learnings", []
+        sql, args = "SELECT id, task_type, procedure_id, command, error, exit_code, source, created, seen, last_seen FROM learnings", []
         if task_type:
             sql, args = sql + " WHERE task_type = ?", [task_type]
-        rows = self.conn.execute(sql + " ORDER BY id DESC LIMIT ?", [*args, limit])
+        rows = self.conn.execute(sql + " ORDER BY COALESCE(last_seen, created) DESC, id DESC LIMIT ?", [*args, limit])
         return [CapturedLearning(id=r[0], task_type=r[1], procedure_id=r[2], command=r[3], error=r[4], exit_code=r[5], source=r[6],
-                                 created=r[7]) for r in rows]
+                                 created=r[7], seen=r[8], last_seen=r[9]) for r in rows]
 
     # ------------------------------------------------------------------ lexical search
 

@@ -1,0 +1,110 @@
+"""A domain from inside a run: the start/end hook that gives an agent its domain, and the actions `domain_status`,
+`domain_log` and `domain_propose`. Decisions have no action: they are a person's (or the main agent's) to set.
+
+The domain is the one the workflow (or its team entry) declares, acted on as the running agent's identity; no
+argument names another domain or agent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..engine.hooks import register_run_hook
+from ..engine.registry import ActionContext, ActionResult, default_registry
+from ..errors import UsageError
+from ..memory._search import per_home
+from ..memory.domains import Domains, briefing
+
+#: The context key a run finds its domain under.
+CONTEXT_KEY = "domain"
+
+_open: dict[tuple[str, int], Domains] = {}
+
+
+def domains(home: Path | None) -> Domains:
+    """One Domains per home and thread."""
+    return per_home(_open, home, Domains)
+
+
+def _declared(agent: Any) -> str | None:
+    return getattr(agent.machine.spec, "domain", None)
+
+
+class DomainHook:
+    """Run start: claim the domain for this agent and hand it decisions, status, recent changes and a briefing.
+    Run end (final or error): one changelog line with the outcome, and the domain's liveness."""
+
+    def start(self, agent: Any) -> dict[str, Any] | None:
+        name = _declared(agent)
+        if name is None:
+            return None
+        store = domains(agent.home)
+        store.claim(name, agent.name)
+        return {CONTEXT_KEY: store.start_context(name, agent.name, briefing(agent.home, agent.name))}
+
+    def end(self, agent: Any, result: Any) -> None:
+        name = _declared(agent)
+        if name is None:
+            return
+        entry = {"run_id": result.run_id, "outcome": result.status, "state": result.state, "steps": result.counters.get("steps", 0)}
+        if result.error:
+            entry["error"] = result.error[:300]
+        domains(agent.home).run_ended(name, agent.name, result.run_id, result.status, entry)
+
+
+register_run_hook("domain", DomainHook())
+
+
+def _domain(ctx: ActionContext, action: str) -> tuple[Domains, str, str]:
+    view = ctx.view.get(CONTEXT_KEY) if ctx.view is not None else None
+    name = view.get("name") if isinstance(view, dict) else None
+    if not ctx.agent or not name:
+        raise UsageError(f"{action}: this workflow declares no domain; add `domain: NAME` to it (or to its team entry)")
+    return domains(ctx.home), str(name), ctx.agent
+
+
+class StatusArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Any = Field(description="where the agent stands now (text or a mapping); replaces the previous status")
+
+
+@default_registry.action("domain_status", side_effects=True)
+def domain_status(args: StatusArgs, ctx: ActionContext) -> ActionResult:
+    """Replace the domain's status: what the next run starts from."""
+    store, name, agent = _domain(ctx, "domain_status")
+    store.set_status(name, agent, args.status)
+    return ActionResult(outputs={"domain": name, "status": args.status})
+
+
+class LogArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    entry: Any = Field(description="what was done (text or a mapping), appended to the changelog")
+
+
+@default_registry.action("domain_log", side_effects=True)
+def domain_log(args: LogArgs, ctx: ActionContext) -> ActionResult:
+    """Append an entry to the domain's changelog (append-only; rotated past its size)."""
+    store, name, agent = _domain(ctx, "domain_log")
+    store.append(name, args.entry, kind="note", agent=agent)
+    return ActionResult(outputs={"domain": name})
+
+
+class ProposeArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(description="the decision to change (or add)")
+    value: Any
+    reason: str | None = None
+
+
+@default_registry.action("domain_propose", side_effects=True)
+def domain_propose(args: ProposeArgs, ctx: ActionContext) -> ActionResult:
+    """Ask for a decision to change; a person accepts it (`sherpa-skills domains accept ID`), the heartbeat surfaces it."""
+    store, name, agent = _domain(ctx, "domain_propose")
+    pid = store.propose(name, agent, args.key, args.value, args.reason, ctx.run_id)
+    return ActionResult(outputs={"domain": name, "proposal": pid, "key": args.key})

@@ -1,0 +1,117 @@
+"""`sherpa-skills domains …`: agents' domains — liveness, status, decisions, and the proposals waiting for a person."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from typing import Any, Callable
+
+from .console import EXIT_OK, console as _console, parse_assignments, print_json as _print_json
+
+
+def _domains(args: argparse.Namespace) -> Any:
+    from ..home import resolve_home
+    from ..memory.domains import Domains
+
+    return Domains(resolve_home(args.home))
+
+
+def _when(at: float | None) -> str:
+    return "never" if at is None else f"{datetime.fromtimestamp(at):%Y-%m-%d %H:%M}"
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _domains(args) as store:
+        rows = store.list()
+        proposals = store.proposals()
+    if args.json:
+        _print_json({"domains": rows, "proposals": proposals})
+        return EXIT_OK
+    console = _console()
+    if not rows:
+        console.print("no domains yet: a workflow declaring `domain: NAME` creates its domain on its first run")
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table("domain", "agent", "runs", "last run", "outcome", "open proposals")
+    for d in rows:
+        last = _when(d["last_run"]) + (" [yellow](stale)[/]" if d["stale"] else "")
+        table.add_row(d["name"], d["agent"], str(d["runs"]), last, d["last_outcome"] or "-", str(d["open_proposals"]))
+    console.print(table)
+    for p in proposals:
+        console.print(f"proposal {p['id']} {p['domain']}.{p['key']} = {p['value']!r} by {p['proposed_by']}"
+                      + (f": {p['reason']}" if p["reason"] else ""), markup=False)
+    if proposals:
+        console.print("accept one with: sherpa-skills domains accept ID --operator NAME")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with _domains(args) as store:
+        data = {**store.get(args.name), "decisions": store.decisions(args.name), "changelog": store.changelog(args.name, args.limit),
+                "proposals": store.proposals(args.name, "all")}
+    if args.json:
+        _print_json(data)
+        return EXIT_OK
+    console = _console()
+    console.print(f"[bold]{data['name']}[/] (agent {data['agent']}): {data['runs']} runs, last {_when(data['last_run'])}")
+    console.print(f"status: {data['status']!r}", markup=False)
+    for key, value in data["decisions"].items():
+        console.print(f"decision {key} = {value!r}", markup=False)
+    for c in data["changelog"]:
+        console.print(f"  {_when(c['at'])}  {c['kind']:<8} {c['entry']}", markup=False)
+    return EXIT_OK
+
+
+def cmd_decide(args: argparse.Namespace) -> int:
+    from ..errors import UsageError
+
+    values = parse_assignments(args.assignments, "decision")
+    if not values:
+        raise UsageError("domains decide: give at least one KEY=VALUE")
+    with _domains(args) as store:
+        for key, value in values.items():
+            store.decide(args.name, key, value, by=args.operator)
+    _console().print(f"{args.name}: {', '.join(values)} set by {args.operator}")
+    return EXIT_OK
+
+
+def _settle(accept: bool) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        with _domains(args) as store:
+            done = store.settle(args.id, accept=accept, by=args.operator, note=args.note)
+        if args.json:
+            _print_json(done)
+        else:
+            _console().print(f"proposal {done['id']} {done['status']}: {done['domain']}.{done['key']} = {done['value']!r}", markup=False)
+        return EXIT_OK
+
+    return run
+
+
+def add_domains_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("domains", parents=[common], help="agents' domains: liveness, status, decisions, open proposals",
+                       description="Each agent declaring `domain: NAME` keeps decisions (set here), a status and a changelog "
+                                   "across its runs; proposals wait here for a person.")
+    p.set_defaults(fn=cmd_list)
+    p.add_argument("--json", action="store_true")
+    dsub = p.add_subparsers(dest="domains_command", metavar="COMMAND")
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
+        q = dsub.add_parser(name, parents=[common], help=help, description=help)
+        q.set_defaults(fn=fn)
+        q.add_argument("--json", action="store_true")
+        return q
+
+    q = add("show", cmd_show, "one domain: status, decisions, changelog, proposals")
+    q.add_argument("name")
+    q.add_argument("--limit", type=int, default=20, help="changelog entries (newest first)")
+    q = add("decide", cmd_decide, "set decisions (rules, thresholds) the domain's agent reads at each run start")
+    q.add_argument("name")
+    q.add_argument("assignments", nargs="+", metavar="KEY=VALUE", help="JSON values are parsed")
+    q.add_argument("--operator", required=True, help="who decides (recorded in the changelog)")
+    for name, accept in (("accept", True), ("reject", False)):
+        q = add(name, _settle(accept), f"{name} a proposal" + (": its value becomes the decision" if accept else ""))
+        q.add_argument("id")
+        q.add_argument("--operator", required=True)
+        q.add_argument("--note")
