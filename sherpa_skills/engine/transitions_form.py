@@ -7,6 +7,7 @@ fits neither form is reported showing the expected one.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..errors import Problem
@@ -18,10 +19,13 @@ _LIST_FORM = "[trigger, source, dest] (then conditions, unless, before, after)"
 
 
 def normalise(source: Located) -> tuple[Located, list[Problem]]:
-    """The same file in our form; `source` is left as it was."""
+    """The same file in our form; `source` itself is returned when it is in our form already."""
     form = _Rewriter(source)
     data = form.value(source.data, (), (), machine=True)
-    return Located(data, source.file, form.lines), form.problems
+    if not form.changed:
+        return source, form.problems
+    # `replace` keeps what a Located subclass adds (a team file's overlay sends some problems to the team file).
+    return dataclasses.replace(source, data=data, lines=form.lines), form.problems
 
 
 class _Rewriter:
@@ -29,6 +33,7 @@ class _Rewriter:
         self.source = source
         self.lines: dict[Loc, int] = {}
         self.problems: list[Problem] = []
+        self.changed = False
 
     def moved(self, old: Loc, new: Loc, line_of: Loc | None = None) -> None:
         self.lines[new] = self.source.line(line_of if line_of is not None else old)
@@ -66,6 +71,7 @@ class _Rewriter:
         return data
 
     def states(self, items: list[Any], old: Loc, new: Loc) -> dict[str, Any]:
+        self.changed = True
         self.moved(old, new)
         out: dict[str, Any] = {}
         for i, item in enumerate(items):
@@ -83,6 +89,8 @@ class _Rewriter:
         return out
 
     def transition(self, item: Any, old: Loc, new: Loc) -> Any:
+        if not isinstance(item, dict):
+            self.changed = True
         if isinstance(item, list):
             if not 3 <= len(item) <= len(LIST_FIELDS):
                 self.problems.append(self.source.problem(old, f"a transition written as a list is {_LIST_FORM}; this one has {len(item)} items"))
