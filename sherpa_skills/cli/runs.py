@@ -43,10 +43,9 @@ def _summary(console: Any, result: Any) -> None:
 
 
 def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[], Any]) -> int:
-    from ..logs import configure
+    from ..logs import configure, log_file
 
-    (home / "logs").mkdir(exist_ok=True)
-    configure(level="error" if (args.json or args.quiet) else "warning", json_file=home / "logs" / f"{agent.run_id}.jsonl")
+    configure(level="error" if (args.json or args.quiet) else "warning", json_file=log_file(home, agent.run_id))
     if not (args.json or args.quiet):
         console = _console(stderr=True)
         agent.observe(_progress_printer(console))
