@@ -8,7 +8,6 @@ trigger shadows its ancestors', and exit/entry actions run for exactly the state
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ValidationError, create_model
 
 from ..errors import Problem, ReadOnlyBeliefError, RunError, SherpaError
 from .registry import ActionDef, GuardDef, Registry
+from .shell_template import ShellTemplate
 from .spec import PATH_SEP, ActionCall, ArgumentSpec, GuardCall, StateSpec, TransitionSpec, WorkflowSpec
 from ..yaml_source import Located
 
@@ -34,22 +34,18 @@ class Dynamic:
     payload: Any
 
 
-_template_envs: dict[bool, Any] = {}
+_template_env: Any = None
 
 
-def template_env(shell: bool) -> Any:
-    """A sandboxed jinja2 environment; for shell commands every expression is shell-quoted."""
-    env = _template_envs.get(shell)
-    if env is None:
+def template_env() -> Any:
+    """The sandboxed jinja2 environment for argument templates; shell commands use `shell_template` instead."""
+    global _template_env
+    if _template_env is None:
         from jinja2 import StrictUndefined
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-        def quote(value: Any) -> Any:
-            return shlex.quote(value if isinstance(value, str) else str(value))
-
-        env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, finalize=quote if shell else None)
-        _template_envs[shell] = env
-    return env
+        _template_env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+    return _template_env
 
 
 def _strict(expression: Any) -> Any:
@@ -73,9 +69,11 @@ def _compile_value(value: Any, shell: bool) -> Any:
         if key == "from_arg":
             return Dynamic("arg", str(inner))
     if isinstance(value, str) and "{{" in value:
-        env = template_env(shell)
+        if shell:  # every value escaped for the quoting it lands in; unsafe places refused here, at load
+            return Dynamic("template", ShellTemplate(value))
+        env = template_env()
         whole = _WHOLE_EXPR.match(value)
-        if whole and not shell:
+        if whole:
             return Dynamic("expr", _strict(env.compile_expression(whole.group("expr"), undefined_to_none=False)))
         return Dynamic("template", env.from_string(value))
     if isinstance(value, (dict, list)):

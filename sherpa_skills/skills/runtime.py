@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.compiler import template_env
+from ..engine.shell_template import render_shell
 from ..errors import UsageError
 from ..home import resolve_home, store_path
 from .models import ProcedureStep
@@ -46,18 +46,20 @@ def skill_matcher(home: Path | None) -> Any:
 
 
 def render_command(command: str, params: dict[str, Any]) -> str:
-    """Render `{{ name }}` in a sandbox; every value is shell-quoted, so a parameter can never add a command."""
+    """Render `{{ name }}` in a sandbox; each value is escaped for the quotes around it, so a parameter can never add a command."""
     if "{" not in command:
         return command  # nothing to render: skip compiling a template for every plain step
     from jinja2 import TemplateError, UndefinedError
 
     try:
-        return template_env(shell=True).from_string(command).render(params)
+        return render_shell(command, params)
     except UndefinedError as exc:
         names = ", ".join(sorted(set(re.findall(r"\{\{\s*([A-Za-z_]\w*)", command))))
         raise UsageError(f"{exc.message}: this step needs parameters {names}; pass them with --param NAME=VALUE") from None
     except TemplateError as exc:
         raise UsageError(f"step '{command}' is not a valid template: {exc}") from None
+    except UsageError as exc:
+        raise UsageError(f"step '{command}': {exc}") from None
 
 
 def parameter_names(steps: list[ProcedureStep]) -> list[str]:
