@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError, create_model
 
 from ..errors import Problem, ReadOnlyBeliefError, RunError, SherpaError
+from .belief import freeze
 from .registry import ActionDef, GuardDef, Registry
 from .shell_template import ShellTemplate
 from .spec import PATH_SEP, ActionCall, ArgumentSpec, GuardCall, StateSpec, TransitionSpec, WorkflowSpec
@@ -294,7 +295,7 @@ class _Compiler:
                         static_args = None
             except ValidationError as exc:
                 self.problem((*self.args_loc(loc, call.name), *exc.errors()[0]["loc"]), f"action '{call.name}': {_first_error(exc)}")
-        return BoundAction(definition, literal, dynamic, call.save_as, static_args, where)
+        return BoundAction(definition, freeze(literal), dynamic, call.save_as, static_args, where)
 
     def bind_actions(self, calls: list[ActionCall], loc: tuple[Any, ...], where: str) -> list[BoundAction]:
         bound = [self.bind_action(c, (*loc, i), where) for i, c in enumerate(calls)]

@@ -92,7 +92,7 @@ def skill_preflight(args: NoArgs, ctx: ActionContext) -> ActionResult:
         problems.append(f"environment variables not set: {', '.join(missing_env)}")
     if ctx.view.get("execute") and not problems:
         for check in proc.get("preconditions") or []:
-            outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0, ctx.view.get("cwd"))
+            outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0, ctx.view.get("cwd"), ctx.secrets)
             if not outcome.passed:
                 problems.append(f"precondition failed: {check} ({outcome.reason})")
     context = {"rendered": rendered, "preflight_ok": not problems, "preflight_problems": problems,
@@ -117,7 +117,7 @@ def skill_run_step(args: NoArgs, ctx: ActionContext) -> ActionResult:
     view = ctx.view
     proc, index = view.get("procedure"), int(view.get("step_index") or 0)
     step = ProcedureStep(**proc["steps"][index])
-    outcome = run_step(step, view.get("rendered")[index], index + 1, view.get("cwd"))
+    outcome = run_step(step, view.get("rendered")[index], index + 1, view.get("cwd"), ctx.secrets)
     # One key per step: rewriting a growing list at every step would make each step cost more than the last.
     context: dict[str, Any] = {f"{STEP_RESULT}{index + 1}": outcome.to_dict(), "step_ok": outcome.passed, "step_index": index + 1,
                                "more_steps": index + 1 < len(proc["steps"])}
@@ -136,7 +136,7 @@ def skill_postconditions(args: NoArgs, ctx: ActionContext) -> ActionResult:
     proc = ctx.view.get("procedure")
     params = dict(ctx.view.get("params") or {})
     for check in proc.get("postconditions") or []:
-        outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0, ctx.view.get("cwd"))
+        outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0, ctx.view.get("cwd"), ctx.secrets)
         if not outcome.passed:
             divergence = {"step": None, "command": check, "reason": f"postcondition failed: {outcome.reason}",
                           "observed_output": (outcome.stdout + outcome.stderr)[-1500:]}

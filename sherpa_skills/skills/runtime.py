@@ -84,14 +84,17 @@ class StepOutcome:
                 "duration_ms": self.duration_ms, "timed_out": self.timed_out}
 
 
-def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = None) -> StepOutcome:
-    """Run one rendered step in its own process group and validate it against what was recorded."""
+def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = None, secrets: set[str] | None = None) -> StepOutcome:
+    """Run one rendered step in its own process group and validate it against what was recorded.
+
+    The values of the variables the step passes on are added to `secrets` (the replaying agent's), never recorded.
+    """
     from ..actions.shell import ShellArgs, run_shell
     from ..engine.registry import ActionContext
 
     args = ShellArgs(command=command, cwd=step.cwd or cwd, timeout_secs=step.timeout_secs, env=step.env_vars,
                      max_output_chars=20_000)
-    out = run_shell(args, ActionContext(view=None, state="replay", tick=index)).outputs
+    out = run_shell(args, ActionContext(view=None, state="replay", tick=index, secrets=secrets if secrets is not None else set())).outputs
     reason = None
     if out["timed_out"]:
         reason = f"timed out after {step.timeout_secs:g} s"
