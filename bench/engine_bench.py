@@ -614,23 +614,28 @@ TICK_CONFIGS = (("rule_mem", "rule policy, in memory", False), ("rule_durable", 
 
 
 def tick_only(repeats: int) -> dict[str, float]:
-    """Median µs/step of the rule-policy runs at N=3000, for whichever sherpa_skills is first on sys.path."""
+    """Median µs/step (wall, and CPU time of this process) of the rule-policy runs at N=3000, for whichever
+    sherpa_skills is first on sys.path. CPU time hardly moves when other work shares the cores; wall time does."""
     with tempfile.TemporaryDirectory(prefix="sherpa-bench-") as tmpdir:
         sherpa = SherpaBench(Path(tmpdir))
         n = SIZES[-1]
         for _, _, durable in TICK_CONFIGS:
             sherpa.run(n, llm=False, durable=durable)  # warm-up
-        samples: dict[str, list[Sample]] = {key: [] for key, _, _ in TICK_CONFIGS}
+        wall: dict[str, list[float]] = {key: [] for key, _, _ in TICK_CONFIGS}
+        cpu: dict[str, list[float]] = {key: [] for key, _, _ in TICK_CONFIGS}
         for _ in range(repeats):
             for key, _, durable in TICK_CONFIGS:
-                samples[key].append(sherpa.run(n, llm=False, durable=durable))
-    return {key: med(v) for key, v in samples.items()}
+                c0 = time.process_time()
+                wall[key].append(sherpa.run(n, llm=False, durable=durable).us_per_step)
+                cpu[key].append((time.process_time() - c0) / n * 1e6)
+    return {key: statistics.median(v) for key, v in wall.items()} | {f"{key}_cpu": statistics.median(v) for key, v in cpu.items()}
 
 
 def compare_trees(against: Path, rounds: int) -> list[str]:
     """The rule-policy tick of this tree and of `against`, in subprocesses that alternate (so load hits both alike)."""
     here = HERE.parent
-    runs: dict[str, dict[str, list[float]]] = {"before": {k: [] for k, _, _ in TICK_CONFIGS}, "after": {k: [] for k, _, _ in TICK_CONFIGS}}
+    keys = [k for key, _, _ in TICK_CONFIGS for k in (key, f"{key}_cpu")]
+    runs: dict[str, dict[str, list[float]]] = {"before": {k: [] for k in keys}, "after": {k: [] for k in keys}}
     for r in range(rounds):
         order = [("after", here), ("before", against)] if r % 2 else [("before", against), ("after", here)]
         for which, tree in order:
@@ -646,15 +651,17 @@ def compare_trees(against: Path, rounds: int) -> list[str]:
         "",
         f"Before/after a change (`--against {against}`): the rule-policy runs at N={SIZES[-1]} of this tree and of that one,"
         f" each in its own subprocess, alternating, {rounds} rounds × 3 timed repeats (after a warm-up run); the median of the"
-        " per-round medians:",
+        " per-round medians. Wall time as above, and the CPU time of the benchmark process (what the engine itself"
+        " spends; other work on the machine moves it much less than wall time):",
         "",
-        "| configuration | before µs/step | after µs/step | after / before | per-round after/before |",
-        "|---|---:|---:|---:|---|",
+        "| configuration | measure | before µs/step | after µs/step | after / before | per-round after/before |",
+        "|---|---|---:|---:|---:|---|",
     ]
     for key, label, _ in TICK_CONFIGS:
-        before, after = statistics.median(runs["before"][key]), statistics.median(runs["after"][key])
-        per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(runs["after"][key], runs["before"][key]))
-        lines.append(f"| {label} | {before:.1f} | {after:.1f} | {after / before:.3f}× | {per_round} |")
+        for measure, k in (("wall", key), ("CPU", f"{key}_cpu")):
+            before, after = statistics.median(runs["before"][k]), statistics.median(runs["after"][k])
+            per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(runs["after"][k], runs["before"][k]))
+            lines.append(f"| {label} | {measure} | {before:.1f} | {after:.1f} | {after / before:.3f}× | {per_round} |")
     return lines
 
 
