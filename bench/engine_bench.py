@@ -13,6 +13,7 @@ in memory and durable (RunStore, each tick committed before the next starts), wi
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shlex
@@ -607,6 +608,63 @@ def start_runs(repeats: int) -> int:
     return 10 if repeats >= 7 else 5
 
 
+# ---------------------------------------------------------------------------------------------- before/after a change
+
+TICK_CONFIGS = (("rule_mem", "rule policy, in memory", False), ("rule_durable", "rule policy, durable", True))
+
+
+def tick_only(repeats: int) -> dict[str, float]:
+    """Median µs/step (wall, and CPU time of this process) of the rule-policy runs at N=3000, for whichever
+    sherpa_skills is first on sys.path. CPU time hardly moves when other work shares the cores; wall time does."""
+    with tempfile.TemporaryDirectory(prefix="sherpa-bench-") as tmpdir:
+        sherpa = SherpaBench(Path(tmpdir))
+        n = SIZES[-1]
+        for _, _, durable in TICK_CONFIGS:
+            sherpa.run(n, llm=False, durable=durable)  # warm-up
+        wall: dict[str, list[float]] = {key: [] for key, _, _ in TICK_CONFIGS}
+        cpu: dict[str, list[float]] = {key: [] for key, _, _ in TICK_CONFIGS}
+        for _ in range(repeats):
+            for key, _, durable in TICK_CONFIGS:
+                c0 = time.process_time()
+                wall[key].append(sherpa.run(n, llm=False, durable=durable).us_per_step)
+                cpu[key].append((time.process_time() - c0) / n * 1e6)
+    return {key: statistics.median(v) for key, v in wall.items()} | {f"{key}_cpu": statistics.median(v) for key, v in cpu.items()}
+
+
+def compare_trees(against: Path, rounds: int) -> list[str]:
+    """The rule-policy tick of this tree and of `against`, in subprocesses that alternate (so load hits both alike)."""
+    here = HERE.parent
+    keys = [k for key, _, _ in TICK_CONFIGS for k in (key, f"{key}_cpu")]
+    runs: dict[str, dict[str, list[float]]] = {"before": {k: [] for k in keys}, "after": {k: [] for k in keys}}
+    for r in range(rounds):
+        order = [("after", here), ("before", against)] if r % 2 else [("before", against), ("after", here)]
+        for which, tree in order:
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            proc = subprocess.run([sys.executable, str(HERE / "engine_bench.py"), "--tick-only", "3"], env=env, capture_output=True,
+                                  text=True, check=False)
+            if proc.returncode != 0:
+                raise SystemExit(f"tick-only run on {tree} failed: {proc.stderr[-500:]}")
+            for key, value in json.loads(proc.stdout.strip().splitlines()[-1]).items():
+                runs[which][key].append(value)
+        print(f"before/after round {r + 1}/{rounds}", flush=True)
+    lines = [
+        "",
+        f"Before/after a change (`--against {against}`): the rule-policy runs at N={SIZES[-1]} of this tree and of that one,"
+        f" each in its own subprocess, alternating, {rounds} rounds × 3 timed repeats (after a warm-up run); the median of the"
+        " per-round medians. Wall time as above, and the CPU time of the benchmark process (what the engine itself"
+        " spends; other work on the machine moves it much less than wall time):",
+        "",
+        "| configuration | measure | before µs/step | after µs/step | after / before | per-round after/before |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for key, label, _ in TICK_CONFIGS:
+        for measure, k in (("wall", key), ("CPU", f"{key}_cpu")):
+            before, after = statistics.median(runs["before"][k]), statistics.median(runs["after"][k])
+            per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(runs["after"][k], runs["before"][k]))
+            lines.append(f"| {label} | {measure} | {before:.1f} | {after:.1f} | {after / before:.3f}× | {per_round} |")
+    return lines
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
@@ -618,7 +676,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wait-quiet", type=float, default=None, metavar="SECONDS",
                         help="first wait up to SECONDS for the 1-minute load average to fall below 0.5"
                              " (default 120, 0 with --quick)")
+    parser.add_argument("--against", type=Path, metavar="TREE",
+                        help="also time the rule-policy tick of another source tree (e.g. `git archive` of the code before"
+                             " a change) against this one, in alternating subprocesses, and report the ratio")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds for --against (default 5)")
+    parser.add_argument("--tick-only", type=int, metavar="REPEATS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.tick_only:
+        print(json.dumps(tick_only(args.tick_only)))
+        return 0
     repeats = args.repeats or (3 if args.quick else 11)
     command = shlex.join(["python", "bench/engine_bench.py", *(argv if argv is not None else sys.argv[1:])])
     wait = args.wait_quiet if args.wait_quiet is not None else (0 if args.quick else 120)
@@ -661,7 +727,10 @@ def main(argv: list[str] | None = None) -> int:
 
     info = machine_info()
     info["load_start"], info["load_end"] = load_start, load_average()
+    compared = compare_trees(args.against.resolve(), args.rounds) if args.against else []
     section, verdicts = build_section(configs, start, info, repeats, command, perf_counter() - wall0, profile)
+    if compared:
+        section = section.rstrip("\n") + "\n" + "\n".join(compared) + "\n"
     print()
     print(section)
     if not args.no_write:

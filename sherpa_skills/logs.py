@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -17,6 +19,25 @@ def set_verbosity(verbose: int) -> None:
     """Set by the CLI's -v/-vv before a command configures its logs; 0 leaves each command's own terminal level."""
     global _verbosity
     _verbosity = verbose or 0
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_MAX_STEM = 96
+
+
+def log_file(home: Path, name: str) -> Path:
+    """HOME/logs/NAME.jsonl for a run id, agent or team name; a name that is not plain is encoded, never used as a path.
+
+    Plain names (letters, digits, '.', '_', '-', not starting with '.') are kept; anything else is replaced by '_'
+    and a hash of the whole name is appended, so different names never share a file and no name leaves the folder.
+    """
+    stem = _UNSAFE.sub("_", name)[:_MAX_STEM]
+    if stem != name or not stem or stem.startswith("."):
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        stem = f"{stem.lstrip('.')}~{digest}" if stem.lstrip(".") else f"~{digest}"
+    folder = Path(home) / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{stem}.jsonl"
 
 
 def ensure_configured() -> None:

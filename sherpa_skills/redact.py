@@ -63,6 +63,7 @@ __all__ = [
     "find_secrets",
     "is_secret_name",
     "redact",
+    "redact_known",
     "redact_value",
 ]
 
@@ -234,6 +235,14 @@ def _named_value(m: re.Match[str]) -> str | None:
     return _replace_group(m)
 
 
+_HEADER_NAMES = re.compile(r"(?:^|[\W_])(?:proxy[\W_]?)?(?:authorization|auth|(?:set[\W_]?)?cookies?)$", re.IGNORECASE)
+
+
+def _prose_named_value(m: re.Match[str]) -> str | None:
+    """Redact group `value` when group `name` looks secret; headers (Authorization, Cookie) have rules of their own."""
+    return None if _HEADER_NAMES.search(m.group("name")) else _named_value(m)
+
+
 def _whole(m: re.Match[str]) -> str | None:
     """Replace the whole match (well-known token shapes)."""
     return None if REDACTED in m.group(0) else REDACTED
@@ -400,6 +409,13 @@ _RULES: tuple[_Rule, ...] = (
         r"^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<name>[A-Za-z_][\w.\-]*):[ \t]+"
         r"(?P<value>[^\s'\"#&*!|>{\[][^\s#]*)[ \t]*(?:#.*)?$", re.MULTILINE),
         _named_value, (":",)),
+    # `… password: hunter2 …` inside a line of prose or a log message (names secret by themselves only).
+    # A value is one word, not a type (`token: Optional[str]`, `password: str = ...` in code are kept).
+    _Rule("secret_assignment", re.compile(
+        r"""(?<![\w.\-])(?P<name>[A-Za-z_][\w.\-]*):[ \t]+"""
+        r"""(?!(?:str|int|bool|float|bytes|None|Optional|Any|SecretStr|string|null|true|false)\b)"""
+        r"""(?P<value>[^\s'"`#,;()<>{}\[\]]+)(?=[\s'"`#,;)}\]]|$)"""),
+        _prose_named_value, (":",)),
 )
 
 #: Every kind `find_secrets` can report, in the order the rules run.
@@ -580,3 +596,27 @@ def _redact_value(value: Any, depth: int, active: set[int]) -> Any:
             return items
     finally:
         active.discard(id(value))
+
+
+@lru_cache(maxsize=64)
+def _known_pattern(secrets: frozenset[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(s) for s in sorted(secrets, key=len, reverse=True)))
+
+
+def redact_known(value: Any, secrets: frozenset[str]) -> Any:
+    """`value` with every occurrence of these exact strings (values known to be secret, such as the environment
+    variables passed to a command) replaced by :data:`REDACTED`, through dicts, lists and tuples. Never mutates."""
+    if not secrets:
+        return value
+    pattern = _known_pattern(secrets)
+
+    def scrub(item: Any) -> Any:
+        if isinstance(item, str):
+            return pattern.sub(REDACTED, item)
+        if isinstance(item, Mapping):
+            return {scrub(k): scrub(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [scrub(v) for v in item] if isinstance(item, list) else tuple(scrub(v) for v in item)
+        return item
+
+    return scrub(value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from sherpa_skills.engine.agent import Agent
 from sherpa_skills.engine.belief import Belief, LogEntry, TrajectoryEntry
@@ -215,3 +216,143 @@ class TestGuardsCannotWrite:
         result = load_workflow_text(WRITING_GUARD, name="writing_guard.yaml", registry=registry).agent().run()
         assert result.status == "error"
         assert "guard 'sneaky'" in result.error and "KeyError" in result.error
+
+
+NESTED_WRITES = {
+    "nested setitem": lambda v: v.context["ticket"]["meta"].__setitem__("owner", "me"),
+    "nested update": lambda v: v.context["ticket"].update({"id": 8}),
+    "nested append": lambda v: v.context["ticket"]["tags"].append("c"),
+    "nested extend via +=": lambda v: v.get("ticket.tags").__iadd__(["c"]),
+    "nested list setitem": lambda v: v.get("ticket.tags").__setitem__(0, "z"),
+    "nested sort": lambda v: v.get("ticket.tags").sort(reverse=True),
+    "nested pop": lambda v: v.get("ticket").pop("id"),
+    "through items()": lambda v: dict(v.context.items())["ticket"]["tags"].clear(),
+    "through values()": lambda v: list(v.context.values())[0]["meta"].clear(),
+    "log inputs": lambda v: v.log[0].inputs.__setitem__("command", "rm -rf /"),
+    "log outputs": lambda v: v.log[0].outputs["lines"].append(3),
+    "log deep outputs": lambda v: v.log[0].outputs["lines"][2]["deep"].append(0),
+    "log entry field": lambda v: setattr(v.log[-1], "status", "ok"),
+    "trajectory entry field": lambda v: setattr(v.trajectory[-1], "state", "elsewhere"),
+}
+
+
+class TestDeeplyReadOnly:
+    @pytest.mark.parametrize("write", list(NESTED_WRITES.values()), ids=list(NESTED_WRITES))
+    def test_nested_values_refuse_every_write(self, write: Any):
+        """Nested dicts and lists in the context, and log entries with their inputs and outputs, are read-only too."""
+        belief = Belief.model_validate(_belief().model_dump())
+        before = belief.model_dump()
+        with pytest.raises((ReadOnlyBeliefError, ValidationError)):
+            write(belief.view())
+        assert belief.model_dump() == before
+
+    def test_read_only_values_still_read_compare_and_serialise_as_plain_data(self):
+        """Frozen values are dicts and lists: equal to plain data, JSON-able, and a deep copy is plain and writable."""
+        import copy
+        import json
+        import pickle
+
+        view = _belief().view()
+        ticket = view.get("ticket")
+        assert isinstance(ticket, dict) and isinstance(ticket["tags"], list)
+        assert ticket == {"id": 7, "tags": ["a", "b"], "meta": {"owner": None, "score": 0.75}}
+        assert json.loads(json.dumps(ticket)) == ticket
+        assert pickle.loads(pickle.dumps(ticket)) == ticket
+        mine = copy.deepcopy(ticket)
+        mine["tags"].append("c")
+        mine["meta"]["owner"] = "me"
+        shallow = dict(ticket)
+        shallow["id"] = 8
+        assert view.get("ticket.tags") == ["a", "b"] and view.get("ticket.id") == 7
+        assert view.context.to_dict()["ticket"]["meta"] == {"owner": None, "score": 0.75}
+        view.context.to_dict()["ticket"]["tags"].append("ok: a plain copy")
+
+    def test_a_guard_that_mutates_a_nested_value_fails_the_run_and_the_resumed_run_sees_the_same_data(self, tmp_path):
+        """A guard appending to a nested list fails the run cleanly; memory and the store still agree afterwards."""
+        registry = default_registry.child()
+
+        @registry.guard("nested_sneaky")
+        def nested_sneaky(view: Any, args: Any = None) -> bool:
+            """Tries to change a nested value it should only read."""
+            view.get("note.nested").append("sneaked")
+            return True
+
+        store = RunStore(tmp_path / "store.db")
+        workflow = load_workflow_text(NESTED_GUARD, name="nested_guard.yaml", registry=registry)
+        agent = workflow.agent(store=store)
+        result = agent.run()
+        assert result.status == "error" and "read-only" in result.error and "nested_sneaky" in result.error
+        assert agent.belief.context["note"] == {"nested": [1, {"two": 2}]}
+        assert RunStore(tmp_path / "store.db").load_belief(agent.run_id).context == agent.belief.context
+
+    def test_a_policy_cannot_change_a_log_entry_it_decides_on(self):
+        """view.log[-1].status = ... and view.log[-1].outputs[...] = ... are refused inside a policy."""
+        refused: list[str] = []
+
+        class RewritingPolicy:
+            def decide(self, ctx: DecisionContext) -> Decision | None:
+                for attempt in (lambda: setattr(ctx.view.log[-1], "status", "failed"),
+                                lambda: ctx.view.log[-1].outputs.__setitem__("note", "changed")):
+                    try:
+                        attempt()
+                    except (ReadOnlyBeliefError, ValidationError):
+                        refused.append("refused")
+                return Decision("left", decided_by="test")
+
+            async def adecide(self, ctx: DecisionContext) -> Decision | None:
+                return self.decide(ctx)
+
+        workflow = load_workflow_text(TWO_WAYS_LOGGED, name="two_ways_logged.yaml")
+        agent = Agent(workflow.machine, RewritingPolicy())
+        result = agent.run()
+        assert result.status == "final" and refused == ["refused", "refused"]
+        assert agent.belief.log[0].status == "ok" and agent.belief.log[0].outputs == {"note": {"n": [1]}}
+
+    def test_an_action_keeping_a_reference_to_its_result_cannot_change_the_belief_later(self):
+        """What an action returned is copied into the belief: mutating the returned object afterwards changes nothing."""
+        registry = default_registry.child()
+        kept: list[dict[str, Any]] = []
+
+        @registry.action("leaky")
+        def leaky(args: Any, ctx: Any) -> Any:
+            """Returns a dict it keeps a reference to."""
+            value = {"items": [1]}
+            kept.append(value)
+            from sherpa_skills.engine.registry import ActionResult
+
+            return ActionResult(outputs=value, context={"value": value})
+
+        workflow = load_workflow_text("name: leak\ninitial: a\nstates:\n  a:\n    final: true\n    on_enter: leaky\n",
+                                      name="leak.yaml", registry=registry)
+        agent = Agent(workflow.machine)
+        assert agent.run().status == "final"
+        kept[0]["items"].append(2)
+        assert agent.belief.context["value"] == {"items": [1]} and agent.belief.log[0].outputs == {"items": [1]}
+
+
+NESTED_GUARD = """
+name: nested_guard
+initial: a
+states:
+  a:
+    on_enter:
+      - {set: {note: {nested: [1, {two: 2}]}}}
+    transitions:
+      - {trigger: go, dest: b, conditions: nested_sneaky}
+  b:
+    final: true
+"""
+
+TWO_WAYS_LOGGED = """
+name: two_ways_logged
+initial: s
+states:
+  s:
+    on_enter:
+      - {set: {note: {n: [1]}}}
+    transitions:
+      - {trigger: left, dest: done}
+      - {trigger: right, dest: done}
+  done:
+    final: true
+"""

@@ -79,6 +79,13 @@ SECRET_CASES: list[tuple[str, str, str]] = [
     ("secret_assignment", 'password = "hunter2"', f'password = "{R}"'),
     ("secret_assignment", "client_secret: 'abc'", f"client_secret: '{R}'"),
     ("secret_assignment", "password: hunter2", f"password: {R}"),
+    # name: value pairs inside prose and log lines, for names that are secret by themselves
+    ("secret_assignment", "note: remember … password: CorrectHorseBattery9 for prod", f"note: remember … password: {R} for prod"),
+    ("secret_assignment", "login failed (user bob, Passwd: hunter22)", f"login failed (user bob, Passwd: {R})"),
+    ("secret_assignment", "rotated; new api_key: abcd1234, old one revoked", f"rotated; new api_key: {R}, old one revoked"),
+    ("secret_assignment", "the vault secret: s3cr3t-v4lue is set", f"the vault secret: {R} is set"),
+    ("secret_assignment", "ok passwd=hunter22 done", f"ok passwd={R} done"),
+    ("secret_assignment", "then secret=abc123xyz; continue", f"then secret={R}; continue"),
     ("secret_assignment", "db:\n  user: app\n  - api_token: abc123  # rotate monthly\n", f"db:\n  user: app\n  - api_token: {R}  # rotate monthly\n"),
     ("config_set", "npm config set //registry.npmjs.org/:_authToken abc123", f"npm config set //registry.npmjs.org/:_authToken {R}"),
     ("config_set", "poetry config pypi-token.pypi abc123", f"poetry config pypi-token.pypi {R}"),
@@ -159,6 +166,10 @@ SECRET_CASES: list[tuple[str, str, str]] = [
 ]
 
 ORDINARY = [
+    "the deploy key: see docs/keys.md for the key: path",
+    "password: ",
+    "note: the token: ${TOKEN} comes from the environment",
+    "status: ok, mode: fast, retries: 3",
     'git commit -m "fix token parsing"',
     "git commit -m 'handle password reset and api key rotation'",
     "grep -r password src/",

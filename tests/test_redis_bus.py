@@ -325,3 +325,23 @@ def test_events_committed_but_never_published_are_published_when_the_agent_start
     assert stream_names(bus.client, "sherpa:topic:drafts") == ["draft"]
     store.close()
     bus.close()
+
+
+@pytest.mark.parametrize("name", ["../../../outside-agent", "/tmp/abs-agent-name", "a" * 300])
+def test_an_agent_name_that_is_a_path_logs_inside_home(redis_url: str, tmp_path: Path, name: str) -> None:
+    """`agent --name ../../x` serves under that name on the bus, and its JSON log is HOME/logs/agent-….jsonl."""
+    work = tmp_path / "work" / "deep"
+    work.mkdir(parents=True)
+    flow = work / "flow.yaml"
+    flow.write_text("name: listener\ninitial: ready\nstates:\n  ready:\n    waiting: true\n"
+                    "    transitions: [{trigger: ping, dest: ready}]\n")
+    home = tmp_path / "a" / "b" / "home"
+    done = subprocess.run([sys.executable, "-m", "sherpa_skills.cli", "agent", str(flow), "--name", name, "--subscribe", "t",
+                           "--bus", redis_url, "--home", str(home), "--json", "--idle-exit", "0.3"],
+                          capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 0, done.stderr
+    logs = list((home / "logs").glob("agent-*.jsonl"))
+    assert len(logs) == 1 and logs[0].parent == home / "logs"
+    outside = [p for p in tmp_path.rglob("*") if p.suffix == ".jsonl" and home not in p.parents]
+    assert outside == [] and not Path("/tmp/abs-agent-name.jsonl").exists()

@@ -49,7 +49,7 @@ def _wait_gone(pid: int, within: float = 3.0) -> bool:
 
 def test_public_surface() -> None:
     assert set(shell.__all__) == {
-        "DEFAULT_ENV_ALLOWLIST", "KILL_GRACE_SECS", "ShellArgs", "arun_shell", "kill_process_group", "run_shell",
+        "DEFAULT_ENV_ALLOWLIST", "KILL_GRACE_SECS", "MIN_SECRET_CHARS", "ShellArgs", "arun_shell", "kill_process_group", "run_shell",
     }
 
 
@@ -312,3 +312,73 @@ def test_kill_process_group_is_reusable_on_its_own(tmp_path: Path) -> None:
     assert proc.returncode is not None
     assert _wait_gone(int(pidfile.read_text()))
     shell.kill_process_group(proc, grace=1.0)  # a second call on a dead group is harmless
+
+
+# ---------------------------------------------------------------- values of passed environment variables are never stored
+
+SECRET_FLOW = """
+name: secret_flow
+initial: work
+states:
+  work:
+    on_enter:
+      - shell: {command: 'echo "token is $MY_APP_TOKEN"; echo "$MY_APP_TOKEN" >&2', env: [MY_APP_TOKEN]}
+        save_as: echoed
+      - set: {copied: "{{ echoed.stdout }}", note: "deploy done … password: CorrectHorseBattery9"}
+    transitions:
+      - {trigger: fail, dest: done}
+  done:
+    final: true
+    on_enter:
+      - shell: {command: 'echo "$MY_APP_TOKEN" >&2; exit 3', env: [MY_APP_TOKEN], check: true}
+"""
+
+TOKEN_VALUE = "plainvalue-7f3a9c"  # not token-shaped: only knowing the variable's value finds it
+
+
+class TestPassedEnvironmentValuesAreNeverStored:
+    def test_outputs_context_run_log_error_and_json_log_hold_no_value(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+        """A shell step allowed `env: [MY_APP_TOKEN]` echoes it (stdout, stderr, a failing check's message); a `set`
+        copies it and writes `password: ...` prose. The SQLite rows, the JSONL log and the result hold neither value."""
+        import json
+        import sqlite3
+
+        from sherpa_skills.cli import main
+
+        monkeypatch.setenv("MY_APP_TOKEN", TOKEN_VALUE)
+        flow = tmp_path / "secret_flow.yaml"
+        flow.write_text(SECRET_FLOW)
+        home = tmp_path / "home"
+        code = main(["run", str(flow), "--home", str(home), "--json"])
+        out, err = capsys.readouterr()
+        result = json.loads(out)
+        assert code == 1 and result["status"] == "error" and "exit code 3" in result["error"]
+        assert result["context"]["echoed"]["stdout"] == "token is [REDACTED]\n"
+        everything = out + err
+        conn = sqlite3.connect(home / "store.db")
+        for table in ("runs", "run_log", "run_context", "run_trajectory", "run_events"):
+            everything += json.dumps(conn.execute(f"SELECT * FROM {table}").fetchall())
+        everything += "".join(p.read_text() for p in (home / "logs").glob("*.jsonl"))
+        assert TOKEN_VALUE not in everything
+        assert "CorrectHorseBattery9" not in everything.replace(out, "")  # patterns are redacted where data is stored
+        assert "[REDACTED]" in json.dumps(conn.execute("SELECT value FROM run_context WHERE key = 'copied'").fetchall())
+        assert "MY_APP_TOKEN" in everything  # the name is kept: it says what was passed
+
+    def test_the_in_memory_belief_of_an_api_run_holds_no_value_either(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without a store, the belief (what a policy, a capture or a resumed run would read) is redacted too."""
+        from sherpa_skills.engine.workflow import load_workflow_text
+
+        monkeypatch.setenv("MY_APP_TOKEN", TOKEN_VALUE)
+        agent = load_workflow_text(SECRET_FLOW, name="secret_flow.yaml").agent()
+        result = agent.run()
+        assert result.status == "error"
+        assert TOKEN_VALUE not in agent.belief.to_json() + (result.error or "")
+
+    def test_default_variables_and_short_values_are_not_treated_as_secrets(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """PATH, HOME and friends are not secrets, and a value of 1-3 characters (DEBUG=1) would redact every digit."""
+        ctx_ = ctx()
+        monkeypatch.setenv("DEBUG_LEVEL", "1")
+        monkeypatch.setenv("MY_APP_TOKEN", TOKEN_VALUE)
+        run_shell(ShellArgs(command="true", env=["PATH", "HOME", "DEBUG_LEVEL", "MY_APP_TOKEN", "UNSET_VARIABLE_X"]), ctx_)
+        assert ctx_.secrets == {TOKEN_VALUE}

@@ -22,6 +22,7 @@ from ..engine.registry import ActionContext, ActionResult, default_registry
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",
     "KILL_GRACE_SECS",
+    "MIN_SECRET_CHARS",
     "ShellArgs",
     "arun_shell",
     "kill_process_group",
@@ -36,6 +37,9 @@ log = structlog.get_logger(__name__)
 DEFAULT_ENV_ALLOWLIST: tuple[str, ...] = (
     "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "USER", "SHELL", "TZ",
 )
+
+#: Values of passed variables shorter than this are not treated as secrets (DEBUG=1 would redact every "1").
+MIN_SECRET_CHARS = 4
 
 #: Seconds between SIGTERM and SIGKILL when a process group must die.
 KILL_GRACE_SECS = 1.0
@@ -115,6 +119,12 @@ def _child_env(extra: list[str]) -> dict[str, str]:
 
 #: Public: replay's shell sessions start with the same environment as the shell action.
 child_env = _child_env
+
+
+def passed_secrets(names: list[str], env: dict[str, str] | None = None) -> set[str]:
+    """The values of the variables named to pass on (beyond the default allowlist): secrets to everything recorded."""
+    env = os.environ if env is None else env
+    return {v for n in names if n not in DEFAULT_ENV_ALLOWLIST and len(v := env.get(n, "")) >= MIN_SECRET_CHARS}
 
 
 def _resolve_cwd(cwd: str | None) -> str | None:
@@ -245,6 +255,8 @@ def run_shell(args: ShellArgs, ctx: ActionContext) -> ActionResult:
     """Run a shell command with a minimal environment, a hard timeout and bounded, non-deadlocking capture."""
     cwd = _resolve_cwd(args.cwd)
     env = _child_env(args.env)
+    # A variable named in `env` is passed because the command needs it: its value is a secret to everything recorded.
+    ctx.secrets.update(passed_secrets(args.env, env))
     stdin_data = memoryview(args.stdin.encode("utf-8")) if args.stdin is not None else None
     started = time.monotonic()
     deadline = started + args.timeout_secs

@@ -41,10 +41,9 @@ def _problem_printer(console: Any) -> Callable[[Any], None]:
 
 
 def _log_to(home: Path, name: str, quiet: bool) -> None:
-    from ..logs import configure
+    from ..logs import configure, log_file
 
-    (home / "logs").mkdir(exist_ok=True)
-    configure(level="error" if quiet else "warning", json_file=home / "logs" / f"{name}.jsonl")
+    configure(level="error" if quiet else "warning", json_file=log_file(home, name))
 
 
 def run_team(args: argparse.Namespace) -> int:

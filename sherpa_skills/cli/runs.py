@@ -43,12 +43,10 @@ def _summary(console: Any, result: Any, log_file: Path) -> None:
 
 
 def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[], Any]) -> int:
-    from ..logs import configure
+    from ..logs import configure, log_file
 
-    (home / "logs").mkdir(exist_ok=True)
-    log_file = home / "logs" / f"{agent.run_id}.jsonl"
     # The progress lines and the summary report what happens; log lines go to the run's JSON file (-v shows them too).
-    configure(level="critical", json_file=log_file)
+    configure(level="critical", json_file=log_file(home, agent.run_id))
     if not (args.json or args.quiet):
         console = _console(stderr=True)
         agent.observe(_progress_printer(console))

@@ -19,7 +19,8 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from ..logs import ensure_configured
-from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, lookup
+from ..redact import redact_known
+from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, freeze, lookup
 from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
 from ..errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
 from .events import Event, parse_event
@@ -118,6 +119,8 @@ class Agent:
         self.correlation_id: str | None = None
         self._event_report: dict[str, Any] | None = None
         self._consumed: set[str] = set()
+        self._secrets: set[str] = set()  # values actions declared secret (ActionContext.secrets): never recorded
+        self._known: frozenset[str] = frozenset()
         # A lazy logger: the CLI configures the per-run JSON log after the agent exists, and must still get its events.
         self._log = structlog.get_logger("sherpa_skills.engine.agent", run_id=self.run_id, agent=machine.name)
 
@@ -239,7 +242,8 @@ class Agent:
             outputs: dict[str, Any] = {"trigger": decision.trigger, "reason": decision.reason}
             outputs |= _llm_extras(decision.llm_calls, decision.rejected, decision.tokens_estimated)
             self._append_log(LogEntry.model_construct(
-                tick=self._tick + 1, action="policy:llm", inputs={"state": self.state}, outputs=outputs,
+                tick=self._tick + 1, action="policy:llm", inputs=self._recorded({"state": self.state}),
+                outputs=self._recorded(outputs),
                 status="ok", started=time.time(), duration_ms=0.0, tokens=decision.tokens, cost=decision.cost, error=None))
 
     def _log_failed_decision(self, exc: PolicyError) -> None:
@@ -265,7 +269,7 @@ class Agent:
                 continue
             actx = ActionContext(view=self._view, state=self.state, tick=self._tick, run_id=self.run_id,
                                  workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry, home=self.home,
-                                 agent=self.name)
+                                 agent=self.name, secrets=self._secrets)
             durable = bound.definition.side_effects and self.store is not None
             if durable:
                 self.store.mark_started(self.run_id, self._tick, seq, bound.name, self._decision_record)  # type: ignore[union-attr]
@@ -285,10 +289,10 @@ class Agent:
                 result = ActionResult(outputs=result)
             if durable:
                 # Recorded now, not with the tick: a crash before the tick commits must not run this action again.
-                self.store.mark_done(self.run_id, self._tick, seq, {  # type: ignore[union-attr]
+                self.store.mark_done(self.run_id, self._tick, seq, self._scrub({  # type: ignore[union-attr]
                     "outputs": result.outputs, "context": result.context, "status": result.status, "tokens": result.tokens,
                     "cost": result.cost, "llm_calls": result.llm_calls, "started": started,
-                    "events": [e for d, _, e in self._record.events[emitted:] if d == "out"]})
+                    "events": [e for d, _, e in self._record.events[emitted:] if d == "out"]}))
             self._log_action(bound, inputs, result.outputs, result.status, started, t0, None, result)
             if result.context:
                 self._write_context(result.context)
@@ -365,7 +369,8 @@ class Agent:
             self.counters["llm_calls"] += result.llm_calls
             self.counters["tokens"] += tokens
             self.counters["cost"] += cost
-        self._append_log(LogEntry.model_construct(tick=self._tick, action=bound.name, inputs=inputs, outputs=outputs, status=status,
+        error = self._scrub(error)
+        self._append_log(LogEntry.model_construct(tick=self._tick, action=bound.name, inputs=self._recorded(inputs), outputs=self._recorded(outputs), status=status,
                                                   started=started, duration_ms=duration, tokens=tokens, cost=cost, error=error))
         if self.observers:
             self._notify("action", action=bound.name, status=status, duration_ms=duration, error=error, state=self.state)
@@ -374,7 +379,20 @@ class Agent:
         self.belief.log.append(entry)
         self._record.log.append(entry)
 
+    def _scrub(self, value: Any) -> Any:
+        """`value` without the values actions declared secret (the environment they passed on)."""
+        if not self._secrets:
+            return value
+        if len(self._known) != len(self._secrets):
+            self._known = frozenset(self._secrets)
+        return redact_known(value, self._known)
+
+    def _recorded(self, value: Any) -> Any:
+        """What goes into the belief: secrets replaced, and a read-only copy no reader can change, nor the action that made it."""
+        return freeze(self._scrub(value))
+
     def _write_context(self, values: dict[str, Any]) -> None:
+        values = {k: self._recorded(v) for k, v in values.items()}
         self.belief.context.update(values)
         self._record.context.extend(values.items())
 
@@ -644,7 +662,7 @@ class Agent:
             raise UsageError(f"run {self.run_id} already finished in state '{self.state}'")
 
     def _fail(self, exc: SherpaError, t0: float) -> RunResult:
-        message = str(exc)
+        message = self._scrub(str(exc))
         for attr in ("llm_calls", "tokens", "cost"):
             extra = getattr(exc, attr, None)
             if extra:

@@ -2,13 +2,91 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Iterator
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from ..errors import ReadOnlyBeliefError
 
 _MISSING = object()
+
+
+def _refuse(*_: Any, **__: Any) -> None:
+    raise ReadOnlyBeliefError("belief is read-only here: policies and guards read it; actions change it through their results")
+
+
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A dict that refuses writes: how nested belief values are held, so no reader can change them in place.
+
+    Still a dict (JSON, pydantic, `==` and `dict(x)` work); `copy.deepcopy` gives plain, writable data.
+    """
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    update = pop = popitem = clear = setdefault = _refuse
+
+    def __copy__(self) -> dict[Any, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return thaw(self)
+
+    def __reduce__(self) -> Any:
+        return (FrozenDict, (dict(self),))
+
+
+class FrozenList(list):  # type: ignore[type-arg]
+    """A list that refuses writes (see FrozenDict); `x + [...]` and `list(x)` give plain lists."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return thaw(self)
+
+    def __reduce__(self) -> Any:
+        return (FrozenList, (list(self),))
+
+
+_FROZEN = frozenset({str, int, float, bool, type(None), bytes, complex, FrozenDict, FrozenList, frozenset})
+
+
+def freeze(value: Any) -> Any:
+    """`value` with every dict and list in it made read-only (copied once, when it enters the belief).
+
+    Scalars and already frozen values come back as they are, so freezing what is frozen costs a type check.
+    Objects that are not plain data (possible only in runs without a store) are kept as they are.
+    """
+    if type(value) in _FROZEN:
+        return value
+    if isinstance(value, (Mapping, ReadOnlyMapping)):
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, ReadOnlySequence)):
+        return FrozenList([freeze(v) for v in value])
+    if isinstance(value, tuple):
+        items = [freeze(v) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(value)
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Plain, writable data from frozen values (a deep copy of the containers)."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thaw(v) for v in value]
+    if type(value) is tuple:
+        return tuple(thaw(v) for v in value)
+    return value
 
 
 class TrajectoryEntry(BaseModel):
@@ -32,6 +110,16 @@ class LogEntry(BaseModel):
     cost: float = 0.0
     error: str | None = None
 
+    @field_validator("inputs", "outputs")
+    @classmethod
+    def _frozen(cls, value: Any) -> Any:
+        return freeze(value)
+
+    __setattr__ = __delattr__ = _refuse  # entries are facts: the engine makes them, nobody edits them
+
+
+TrajectoryEntry.__setattr__ = TrajectoryEntry.__delattr__ = _refuse  # type: ignore[assignment, method-assign]
+
 
 class Belief(BaseModel):
     """Serialisable as JSON and back without loss; written only by the engine from action results."""
@@ -39,6 +127,11 @@ class Belief(BaseModel):
     trajectory: list[TrajectoryEntry] = Field(default_factory=list)
     log: list[LogEntry] = Field(default_factory=list)
     context: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("context")
+    @classmethod
+    def _frozen_values(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return {k: freeze(v) for k, v in value.items()}
 
     def view(self) -> BeliefView:
         return BeliefView(self)
@@ -69,8 +162,12 @@ def lookup(mapping: Any, dotted: str, default: Any = None) -> Any:
     return current
 
 
-def _refuse(*_: Any, **__: Any) -> None:
-    raise ReadOnlyBeliefError("belief is read-only here: policies and guards read it; actions change it through their results")
+_WRITABLE = frozenset({dict, list, set, bytearray})
+
+
+def _read(value: Any) -> Any:
+    """Values put into belief.context from outside the engine are frozen when read; engine-written ones already are."""
+    return freeze(value) if type(value) in _WRITABLE else value
 
 
 class ReadOnlySequence:
@@ -104,7 +201,7 @@ class ReadOnlyMapping:
         object.__setattr__(self, "_data", data)
 
     def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+        return _read(self._data[key])
 
     def __contains__(self, key: object) -> bool:
         return key in self._data
@@ -116,22 +213,20 @@ class ReadOnlyMapping:
         return len(self._data)
 
     def get(self, key: str, default: Any = None) -> Any:
-        return lookup(self._data, key, default)
+        return _read(lookup(self._data, key, default))
 
     def keys(self) -> Any:
         return self._data.keys()
 
-    def items(self) -> Any:
-        return self._data.items()
+    def items(self) -> Iterator[tuple[str, Any]]:
+        return ((k, _read(v)) for k, v in self._data.items())
 
-    def values(self) -> Any:
-        return self._data.values()
+    def values(self) -> Iterator[Any]:
+        return (_read(v) for v in self._data.values())
 
     def to_dict(self) -> dict[str, Any]:
-        """A deep copy, for prompts and templates that want plain data."""
-        import copy
-
-        return copy.deepcopy(self._data)
+        """A deep copy, for prompts and templates that want plain, writable data."""
+        return thaw(self._data)
 
     __setitem__ = __delitem__ = __setattr__ = _refuse
     update = pop = popitem = clear = setdefault = _refuse

@@ -8,14 +8,15 @@ trigger shadows its ancestors', and exit/entry actions run for exactly the state
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..errors import Problem, ReadOnlyBeliefError, RunError, SherpaError
+from .belief import freeze
 from .registry import ActionDef, GuardDef, Registry, unknown_args
+from .shell_template import ShellTemplate
 from .spec import PATH_SEP, ActionCall, ArgumentSpec, GuardCall, StateSpec, TransitionSpec, WorkflowSpec
 from ..yaml_source import Located
 
@@ -34,22 +35,18 @@ class Dynamic:
     payload: Any
 
 
-_template_envs: dict[bool, Any] = {}
+_template_env: Any = None
 
 
-def template_env(shell: bool) -> Any:
-    """A sandboxed jinja2 environment; for shell commands every expression is shell-quoted."""
-    env = _template_envs.get(shell)
-    if env is None:
+def template_env() -> Any:
+    """The sandboxed jinja2 environment for argument templates; shell commands use `shell_template` instead."""
+    global _template_env
+    if _template_env is None:
         from jinja2 import StrictUndefined
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-        def quote(value: Any) -> Any:
-            return shlex.quote(value if isinstance(value, str) else str(value))
-
-        env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, finalize=quote if shell else None)
-        _template_envs[shell] = env
-    return env
+        _template_env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+    return _template_env
 
 
 def _strict(expression: Any) -> Any:
@@ -73,9 +70,11 @@ def _compile_value(value: Any, shell: bool) -> Any:
         if key == "from_arg":
             return Dynamic("arg", str(inner))
     if isinstance(value, str) and "{{" in value:
-        env = template_env(shell)
+        if shell:  # every value escaped for the quoting it lands in; unsafe places refused here, at load
+            return Dynamic("template", ShellTemplate(value))
+        env = template_env()
         whole = _WHOLE_EXPR.match(value)
-        if whole and not shell:
+        if whole:
             return Dynamic("expr", _strict(env.compile_expression(whole.group("expr"), undefined_to_none=False)))
         return Dynamic("template", env.from_string(value))
     if isinstance(value, (dict, list)):
@@ -304,7 +303,7 @@ class _Compiler:
                         static_args = None
             except ValidationError as exc:
                 self.problem((*self.args_loc(loc, call.name), *exc.errors()[0]["loc"]), f"action '{call.name}': {_first_error(exc)}")
-        return BoundAction(definition, literal, dynamic, call.save_as, static_args, where)
+        return BoundAction(definition, freeze(literal), dynamic, call.save_as, static_args, where)
 
     def bind_actions(self, calls: list[ActionCall], loc: tuple[Any, ...], where: str) -> list[BoundAction]:
         bound = [self.bind_action(c, (*loc, i), where) for i, c in enumerate(calls)]

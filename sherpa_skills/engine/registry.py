@@ -66,6 +66,9 @@ class ActionContext:
     registry: Registry | None = None
     home: Path | None = None
     agent: str | None = None  # the acting agent's identity (Agent.name): who writes to and reads shared memory
+    # Values known to be secret (an action adds the values of environment variables it passes on); the agent
+    # replaces them in everything it records from then on: outputs, context, log entries, errors.
+    secrets: set[str] = field(default_factory=set)
 
 
 def unknown_args(model: type[BaseModel], args: dict[str, Any]) -> list[str]:

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from ..errors import UsageError
 from ..engine.registry import ActionContext, ActionResult, default_registry
+from ..engine.shell_template import check_shell_template
 from .matcher import Matcher
 from .models import CapturedLearning, CapturedProcedure, ProcedureStep
 from .runtime import skill_store
@@ -58,8 +59,13 @@ def capture_collect(args: NoArgs, ctx: ActionContext) -> ActionResult:
                             "cwd": entry.inputs.get("cwd"), "literal": True})
         planned_tokens = planned_tokens or sum(e.tokens for e in belief.log)
         planned_calls = planned_calls or int(row.counters.get("llm_calls", 0))
-    for step in view.get("steps") or []:
-        raw.append({**ProcedureStep(**step).model_dump(), "status": "ok", "stdout": ""})
+    for number, step in enumerate(view.get("steps") or [], 1):
+        given = ProcedureStep(**step)
+        try:  # a step replay could not render safely is refused now, not at its first replay
+            check_shell_template(given.command)
+        except UsageError as exc:
+            raise UsageError(f"step {number} ({given.command!r}): {exc}") from None
+        raw.append({**given.model_dump(), "status": "ok", "stdout": ""})
     return ActionResult(outputs={"collected": len(raw)},
                         context={"raw_steps": raw, "planned_tokens": planned_tokens, "planned_llm_calls": planned_calls})
 

@@ -93,7 +93,7 @@ def skill_preflight(args: NoArgs, ctx: ActionContext) -> ActionResult:
         problems.append(f"environment variables not set: {', '.join(missing_env)}")
     if ctx.view.get("execute") and not problems:
         for check in proc.get("preconditions") or []:
-            outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0, ctx.view.get("cwd"))
+            outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0, ctx.view.get("cwd"), ctx.secrets)
             if not outcome.passed:
                 problems.append(f"precondition failed: {check} ({outcome.reason})")
     context = {"rendered": rendered, "preflight_ok": not problems, "preflight_problems": problems,
@@ -121,7 +121,7 @@ def skill_run_step(args: NoArgs, ctx: ActionContext) -> ActionResult:
     # One shell for the whole replay: a step's `cd` and `export` hold for the steps after it.
     env_names = sorted({n for s in proc["steps"] for n in s.get("env_vars", [])})
     session, fresh = session_for(ctx.run_id or f"replay-{id(view)}", view.get("shell_cwd") or view.get("cwd"), env_names)
-    outcome = run_in_session(session, step, view.get("rendered")[index], index + 1)
+    outcome = run_in_session(session, step, view.get("rendered")[index], index + 1, ctx.secrets)
     # One key per step: rewriting a growing list at every step would make each step cost more than the last.
     context: dict[str, Any] = {f"{STEP_RESULT}{index + 1}": outcome.to_dict(), "step_ok": outcome.passed, "step_index": index + 1,
                                "more_steps": index + 1 < len(proc["steps"]), "shell_cwd": session.cwd}
@@ -144,7 +144,7 @@ def skill_postconditions(args: NoArgs, ctx: ActionContext) -> ActionResult:
     params = dict(ctx.view.get("params") or {})
     for check in proc.get("postconditions") or []:
         outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0,
-                           ctx.view.get("shell_cwd") or ctx.view.get("cwd"))
+                           ctx.view.get("shell_cwd") or ctx.view.get("cwd"), ctx.secrets)
         if not outcome.passed:
             divergence = {"step": None, "command": check, "reason": f"postcondition failed: {outcome.reason}",
                           "observed_output": (outcome.stdout + outcome.stderr)[-1500:]}

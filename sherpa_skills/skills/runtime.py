@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.compiler import template_env
+from ..engine.shell_template import render_shell
 from ..errors import UsageError
 from ..home import resolve_home, store_path
 from .models import ProcedureStep
@@ -46,18 +46,20 @@ def skill_matcher(home: Path | None) -> Any:
 
 
 def render_command(command: str, params: dict[str, Any]) -> str:
-    """Render `{{ name }}` in a sandbox; every value is shell-quoted, so a parameter can never add a command."""
+    """Render `{{ name }}` in a sandbox; each value is escaped for the quotes around it, so a parameter can never add a command."""
     if "{" not in command:
         return command  # nothing to render: skip compiling a template for every plain step
     from jinja2 import TemplateError, UndefinedError
 
     try:
-        return template_env(shell=True).from_string(command).render(params)
+        return render_shell(command, params)
     except UndefinedError as exc:
         names = ", ".join(sorted(set(re.findall(r"\{\{\s*([A-Za-z_]\w*)", command))))
         raise UsageError(f"{exc.message}: this step needs parameters {names}; pass them with --param NAME=VALUE") from None
     except TemplateError as exc:
         raise UsageError(f"step '{command}' is not a valid template: {exc}") from None
+    except UsageError as exc:
+        raise UsageError(f"step '{command}': {exc}") from None
 
 
 def parameter_names(steps: list[ProcedureStep]) -> list[str]:
@@ -82,8 +84,15 @@ class StepOutcome:
                 "duration_ms": self.duration_ms, "timed_out": self.timed_out}
 
 
-def run_in_session(session: Any, step: ProcedureStep, command: str, index: int) -> StepOutcome:
-    """Run one rendered step in the replay's shell session (its `cd` and `export` hold for later steps) and validate it."""
+def run_in_session(session: Any, step: ProcedureStep, command: str, index: int, secrets: set[str] | None = None) -> StepOutcome:
+    """Run one rendered step in the replay's shell session (its `cd` and `export` hold for later steps) and validate it.
+
+    The values of the variables the step passes on are added to `secrets` (the replaying agent's), never recorded.
+    """
+    from ..actions.shell import passed_secrets
+
+    if secrets is not None:
+        secrets.update(passed_secrets(step.env_vars))
     out = session.run(command, step.timeout_secs, 20_000, cwd=step.cwd)
     result = {"exit_code": out.exit_code, "stdout": out.stdout, "stderr": out.stderr, "timed_out": out.timed_out,
               "duration_ms": out.duration_ms}
@@ -102,12 +111,15 @@ def _validated(step: ProcedureStep, command: str, index: int, out: dict[str, Any
                        out["duration_ms"], out["timed_out"])
 
 
-def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = None) -> StepOutcome:
-    """Run one rendered step in its own process group and validate it against what was recorded."""
+def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = None, secrets: set[str] | None = None) -> StepOutcome:
+    """Run one rendered step in its own process group and validate it against what was recorded.
+
+    The values of the variables the step passes on are added to `secrets` (the replaying agent's), never recorded.
+    """
     from ..actions.shell import ShellArgs, run_shell
     from ..engine.registry import ActionContext
 
     args = ShellArgs(command=command, cwd=step.cwd or cwd, timeout_secs=step.timeout_secs, env=step.env_vars,
                      max_output_chars=20_000)
-    out = run_shell(args, ActionContext(view=None, state="replay", tick=index)).outputs
+    out = run_shell(args, ActionContext(view=None, state="replay", tick=index, secrets=secrets if secrets is not None else set())).outputs
     return _validated(step, command, index, out)
