@@ -91,6 +91,18 @@ class Interrupted:
     started: float
 
 
+_RUN_COLUMNS = "run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated"
+
+
+def _run_row(row: tuple[Any, ...]) -> RunRow:
+    return RunRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8], json.loads(row[9]), row[10], row[11])
+
+
+def _like(text: str) -> str:
+    """`text` as a literal inside a LIKE pattern (with ESCAPE '\\')."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def _dump(value: Any, what: str) -> str:
     """JSON for a row, secrets redacted: nothing that looks like a token or password reaches the store."""
     try:
@@ -206,7 +218,7 @@ class RunStore:
                 return self.get_run(matches[0])
             hint = f"; did you mean {', '.join(matches)}?" if matches else "; `sherpa-skills runs` lists them"
             raise StoreError(f"no run '{run_id}' in {self.path}{hint}")
-        return RunRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8], json.loads(row[9]), row[10], row[11])
+        return _run_row(row)
 
     def load_belief(self, run_id: str) -> Belief:
         conn = self.conn
@@ -258,7 +270,7 @@ class RunStore:
 
     def unpublished(self, run_prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
         """Emitted events committed but not yet handed to a bus (the process died in between): (run_id, event body)."""
-        pattern = run_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = _like(run_prefix) + "%"
         return [(r[0], json.loads(r[1])) for r in self.conn.execute(
             "SELECT run_id, body FROM run_events WHERE direction = 'out' AND published = 0 AND run_id LIKE ? ESCAPE '\\' ORDER BY rowid", (pattern,))]
 
@@ -270,3 +282,29 @@ class RunStore:
     def list_runs(self, limit: int = 50) -> list[RunRow]:
         ids = [r[0] for r in self.conn.execute("SELECT run_id FROM runs ORDER BY created DESC LIMIT ?", (limit,))]
         return [self.get_run(i) for i in ids]
+
+    def search_runs(self, *, status: str | None = None, workflow: str | None = None, text: str | None = None,
+                    id_contains: str | None = None, offset: int = 0, limit: int = 50) -> tuple[list[RunRow], int]:
+        """A page of runs, newest first, and how many match in all: for views that page through thousands of runs."""
+        where, params = [], []
+        if status:
+            where.append("status = ?")
+            params.append(status)
+        if workflow:
+            where.append("workflow = ?")
+            params.append(workflow)
+        if id_contains:
+            where.append("run_id LIKE ? ESCAPE '\\'")
+            params.append(f"%{_like(id_contains)}%")
+        if text:
+            where.append("(run_id LIKE ? ESCAPE '\\' OR workflow LIKE ? ESCAPE '\\' OR state LIKE ? ESCAPE '\\' OR error LIKE ? ESCAPE '\\')")
+            params.extend([f"%{_like(text)}%"] * 4)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        total = self.conn.execute(f"SELECT COUNT(*) FROM runs{clause}", params).fetchone()[0]
+        rows = self.conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs{clause} ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
+                                 [*params, max(0, limit), max(0, offset)]).fetchall()
+        return [_run_row(r) for r in rows], int(total)
+
+    def workflows(self) -> list[str]:
+        """The workflow names that have runs, for filters."""
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT workflow FROM runs ORDER BY workflow")]
