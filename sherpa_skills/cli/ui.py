@@ -62,8 +62,8 @@ def serve(app: Any, host: str, port: int, *, open_browser: bool = False) -> int:
         server.run()
     except KeyboardInterrupt:
         pass
-    if not server.started and not server.should_exit:
-        raise UsageError(f"could not listen on {host}:{port} (is the port in use?)")
+    except SystemExit:  # uvicorn exits when it cannot bind; uvicorn has already logged why
+        raise UsageError(f"could not listen on {host}:{port} (is the port in use?)") from None
     return EXIT_OK
 
 

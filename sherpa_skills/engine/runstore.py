@@ -103,10 +103,13 @@ def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _dump(value: Any, what: str) -> str:
-    """JSON for a row, secrets redacted: nothing that looks like a token or password reaches the store."""
+def _dump(value: Any, what: str, key: str | None = None) -> str:
+    """JSON for a row, secrets redacted: nothing that looks like a token or password reaches the store.
+
+    A value stored under a `key` is redacted as it would be under that key (api_key: ... is a secret whatever it looks like).
+    """
     try:
-        return json.dumps(redact_value(value), separators=(",", ":"))
+        return json.dumps(redact_value(value) if key is None else redact_value({key: value})[key], separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{what} is not JSON-serialisable: {exc}") from None
 
@@ -171,7 +174,7 @@ class RunStore:
         if record.context:
             tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else -1)
             conn.executemany("INSERT INTO run_context (run_id, tick, key, value) VALUES (?, ?, ?, ?)",
-                             [(run_id, tick, k, _dump(v, f"context key '{k}'")) for k, v in record.context])
+                             [(run_id, tick, k, _dump(v, f"context key '{k}'", key=k)) for k, v in record.context])
         if record.events:
             tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else at_tick)
             try:

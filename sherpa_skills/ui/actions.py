@@ -8,7 +8,7 @@ from __future__ import annotations
 import secrets
 import threading
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import structlog
 from starlette.requests import Request
@@ -25,10 +25,13 @@ def _refuse(status: int, message: str) -> Response:
     return JSONResponse({"error": message}, status_code=status)
 
 
+def form_fields(body: bytes) -> dict[str, list[str]]:
+    """An urlencoded form body (no multipart parser needed for our few text fields)."""
+    return parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
+
+
 async def _checked_form(ui: Any, request: Request) -> dict[str, list[str]] | Response:
     """The form, if it carries this server's token and comes from this server's pages."""
-    from .app import form_fields
-
     origin = request.headers.get("origin")
     if origin and urlsplit(origin).netloc != request.headers.get("host"):
         return _refuse(403, f"refused: a form posted from {origin[:80]} (another origin)")
@@ -85,7 +88,7 @@ def action_routes(ui: Any) -> list[Route]:
             trigger = (form.get("trigger") or [""])[0] or None
             offered = [t["trigger"] for t in views._waiting(machine, row.state, stores.runs.load_belief(row.run_id))["triggers"]]
             if trigger and trigger not in offered:
-                raise UsageError(f"trigger '{trigger}' is not available in state {row.state}; available: {', '.join(offered) or 'none'}")
+                raise UsageError(f"trigger '{trigger}' is not a transition out of state {row.state}; these are: {', '.join(offered) or 'none'}")
             inputs = parse_assignments(_lines(form, "inputs"), "input")
             args = parse_assignments(_lines(form, "args"), "argument")
             return row, inputs, trigger, args

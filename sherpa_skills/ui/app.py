@@ -12,7 +12,6 @@ import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import parse_qs
 
 import structlog
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -220,6 +219,12 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
         from .actions import action_routes
 
         routes += action_routes(ui)
+    else:
+        async def read_only(request: Request) -> Response:
+            return JSONResponse({"error": "read-only: start `sherpa-skills ui --allow-actions` to resume runs or promote candidates"},
+                                status_code=403)
+
+        routes += [Route(p, read_only, methods=["POST"]) for p in ("/runs/{run_id}/resume", "/procedures/{procedure_id}/promote")]
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOCAL_HOSTS), Middleware(GZipMiddleware, minimum_size=1024)]
 
     @asynccontextmanager
@@ -232,9 +237,4 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
     return app
 
 
-def form_fields(body: bytes) -> dict[str, list[str]]:
-    """An urlencoded form body (no multipart parser needed for our few text fields)."""
-    return parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
-
-
-__all__ = ["create_app", "form_fields", "UI"]
+__all__ = ["create_app", "UI"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..cli.learn import procedure_detail, procedure_summary, savings, stats
 from ..cli.runs import run_detail, run_summary
-from ..errors import StoreError
+from ..errors import SherpaError, StoreError
 
 PER_PAGE = 50
 LIVE = ("running", "waiting")
@@ -107,12 +107,20 @@ def run_page(stores: Stores, run_id: str) -> dict[str, Any]:
 
 
 def _waiting(machine: Any, state: str, belief: Any) -> dict[str, Any]:
-    """What a waiting run can take: the triggers whose guards pass now (and their arguments), and the workflow's inputs."""
+    """What a waiting run can take: the transitions out of its state (those whose guards pass now marked ready) and its inputs."""
     leaf = machine.leaf_index.get(state)
-    triggers = []
+    triggers: list[dict[str, Any]] = []
     if leaf is not None:
-        for edge in machine.available(leaf, belief.view()):
-            triggers.append({"trigger": edge.trigger, "description": edge.description, "dest": edge.dest,
+        try:
+            ready = {e.trigger for e in machine.available(leaf, belief.view())}
+        except SherpaError:
+            ready = set()
+        seen: set[str] = set()
+        for edge in machine.edges[leaf]:
+            if edge.trigger in seen:
+                continue
+            seen.add(edge.trigger)
+            triggers.append({"trigger": edge.trigger, "description": edge.description, "dest": edge.dest, "ready": edge.trigger in ready,
                              "arguments": {name: a.model_dump(mode="json") for name, a in edge.arguments.items()}})
     inputs = {name: spec.model_dump(mode="json") for name, spec in machine.spec.inputs.items()}
     return {"triggers": triggers, "inputs": inputs}
