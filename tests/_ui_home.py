@@ -15,23 +15,23 @@ TECHNICAL = "The app crashes with an error every time I open it."
 HOSTILE = "<script>document.title='owned'</script>"
 SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"
 
-# A machine that advances slowly (nested states, a shell sleep on each), so a page can follow it live.
-SLOW = """
-name: slow-walk
+# A machine (nested states) whose every state waits for a gate file the test creates: a page can watch it advance step by step.
+GATED = """
+name: gated-walk
 initial: first
 states:
   first:
-    on_enter: {shell: {command: "sleep {{ pause }}"}}
+    on_enter: {shell: {command: "while [ ! -e {{ gate }}/1 ]; do sleep 0.05; done", timeout_secs: 120}}
   middle:
     initial: one
     states:
       one:
-        on_enter: {shell: {command: "sleep {{ pause }}"}}
+        on_enter: {shell: {command: "while [ ! -e {{ gate }}/2 ]; do sleep 0.05; done", timeout_secs: 120}}
       two:
-        on_enter: {shell: {command: "sleep {{ pause }}"}}
+        on_enter: {shell: {command: "while [ ! -e {{ gate }}/3 ]; do sleep 0.05; done", timeout_secs: 120}}
   last: {final: true}
 inputs:
-  pause: {default: 0.8}
+  gate: {required: true}
 transitions:
   - {trigger: go, source: first, dest: middle}
   - {trigger: next, source: middle/one, dest: middle/two}

@@ -92,7 +92,9 @@ def run_page(stores: Stores, run_id: str) -> dict[str, Any]:
     detail = run_detail(row, belief)
     machine = _machine(row.workflow_path, row.spec_hash)
     visited = [t.state for t in belief.trajectory]
-    view: dict[str, Any] = {"run": detail, "live": row.status in LIVE, "updated": row.updated, "tick": row.tick,
+    # Actions started but not yet committed: what a running run is doing now (or, once it stopped, what a crash cut off).
+    in_flight = [{"action": i.action, "tick": i.tick, "started": i.started} for i in stores.runs.interrupted(row.run_id)]
+    view: dict[str, Any] = {"run": detail, "live": row.status in LIVE, "updated": row.updated, "tick": row.tick, "in_flight": in_flight,
                             "diagram": None, "diagram_problem": None, "waiting": None}
     if machine is None:
         view["diagram_problem"] = (f"the workflow file {row.workflow_path} cannot be loaded any more" if row.workflow_path

@@ -4,6 +4,7 @@
   mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "default", flowchart: { htmlLabels: false } });
 
   async function draw() {
+    document.body.dataset.diagrams = "drawing";
     const nodes = document.querySelectorAll("pre.mermaid:not([data-processed])");
     if (nodes.length) {
       await mermaid.run({ nodes: nodes });
