@@ -238,3 +238,24 @@ class TestCommand:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+def test_a_long_run_page_shows_its_tail_and_all_on_request(tmp_path: Path) -> None:
+    """A run of 250 steps opens on its last 200 trajectory and log entries; ?all=1 shows every one; the JSON twin has all."""
+    from sherpa_skills.engine.belief import LogEntry, TrajectoryEntry
+    from sherpa_skills.engine.runstore import RunStore, TickRecord
+
+    store = RunStore(home=tmp_path)
+    store.create_run("long", "loop", None, None, {}, "a", {}, TickRecord(trajectory=[TrajectoryEntry(tick=0, state="a", at=0.0)]))
+    for tick in range(1, 250):
+        store.commit_tick("long", TickRecord(trajectory=[TrajectoryEntry(tick=tick, state=f"s{tick}", trigger="t", at=tick)],
+                                             log=[LogEntry(tick=tick, action="shell", started=tick)]),
+                          status="final", state=f"s{tick}", tick=tick, counters={"steps": tick})
+    store.close()
+    with TestClient(create_app(tmp_path), base_url=LOCAL) as c:
+        html = c.get("/runs/long").text
+        assert "last 200 of 250" in html and "last 200 of 249 entries" in html and "<code>s249</code>" in html and "<code>s49</code>" not in html
+        assert "No diagram: this run was not started from a workflow file" in html
+        full = c.get("/runs/long?all=1").text
+        assert "<code>s49</code>" in full and "show all" not in full
+        assert len(c.get("/api/runs/long").json()["belief"]["trajectory"]) == 250

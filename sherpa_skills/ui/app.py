@@ -113,10 +113,11 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
                             headers={"X-Total-Count": str(data["total"]), "X-Page": str(data["page"]), "X-Pages": str(data["pages"])})
 
     async def run(request: Request) -> dict[str, Any]:
-        return await ui.read(views.run_page, request.path_params["run_id"])
+        tail = None if request.query_params.get("all") else _int(request, "tail", views.TAIL, 0, 1_000_000)
+        return await ui.read(views.run_page, request.path_params["run_id"], tail)
 
     async def api_run(request: Request) -> dict[str, Any]:
-        return (await run(request))["run"]
+        return await ui.read(views.run_detail_json, request.path_params["run_id"])
 
     async def run_state(request: Request) -> dict[str, Any]:
         return await ui.read(views.run_state, request.path_params["run_id"])

@@ -17,6 +17,7 @@ from ..cli.runs import run_detail, run_summary
 from ..errors import SherpaError, StoreError
 
 PER_PAGE = 50
+TAIL = 200  # trajectory and log entries a run page shows unless asked for all
 LIVE = ("running", "waiting")
 
 
@@ -85,16 +86,25 @@ def _steps_in(stores: Stores, procedure_id: str, version: int) -> int:
         return 0
 
 
-def run_page(stores: Stores, run_id: str) -> dict[str, Any]:
-    """One run: the `show --json` data, plus its machine drawn with the visited and current states marked."""
+def run_detail_json(stores: Stores, run_id: str) -> dict[str, Any]:
+    """One run exactly as `show --json` prints it."""
+    row = stores.runs.get_run(run_id)
+    return run_detail(row, stores.runs.load_belief(row.run_id))
+
+
+def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:
+    """One run for the page: its row, the last `tail` trajectory and log entries (None: all), its machine with the path marked."""
     row = stores.runs.get_run(run_id)
     belief = stores.runs.load_belief(row.run_id)
-    detail = run_detail(row, belief)
     machine = _machine(row.workflow_path, row.spec_hash)
     visited = [t.state for t in belief.trajectory]
     # Actions started but not yet committed: what a running run is doing now (or, once it stopped, what a crash cut off).
     in_flight = [{"action": i.action, "tick": i.tick, "started": i.started} for i in stores.runs.interrupted(row.run_id)]
-    view: dict[str, Any] = {"run": detail, "live": row.status in LIVE, "updated": row.updated, "tick": row.tick, "in_flight": in_flight,
+    cut = (lambda items: items) if tail is None else (lambda items: items[-tail:] if tail else [])
+    run = {**run_summary(row), "workflow_path": row.workflow_path, "inputs": row.inputs, **row.counters}
+    view: dict[str, Any] = {"run": run, "live": row.status in LIVE, "updated": row.updated, "tick": row.tick, "in_flight": in_flight,
+                            "trajectory": cut(belief.trajectory), "log": cut(belief.log), "context": belief.context,
+                            "total_trajectory": len(belief.trajectory), "total_log": len(belief.log), "tail": tail,
                             "diagram": None, "diagram_problem": None, "waiting": None}
     if machine is None:
         view["diagram_problem"] = (f"the workflow file {row.workflow_path} cannot be loaded any more" if row.workflow_path

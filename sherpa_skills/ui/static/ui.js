@@ -20,7 +20,7 @@
       const state = JSON.parse(message.data);
       const current = document.getElementById("run");
       if (String(state.tick) !== current.dataset.tick || String(state.updated) !== current.dataset.updated) {
-        const html = await (await fetch(location.pathname, { headers: { Accept: "text/html" } })).text();
+        const html = await (await fetch(location.pathname + location.search, { headers: { Accept: "text/html" } })).text();
         const fresh = new DOMParser().parseFromString(html, "text/html").getElementById("run");
         if (fresh) {
           current.replaceWith(fresh);
