@@ -196,6 +196,23 @@ class TestActions:
         assert (state["status"], state["state"]) == ("final", "sent")
         assert c.post(f"/runs/{run_id}/resume", data={"inputs": "approved=true", "csrf": csrf}).status_code == 409
 
+    def test_promotes_a_candidate_once(self, acting: Any, tmp_path: Path) -> None:
+        """A mined candidate shows in the review list with a form; promoting makes it active; an active one is refused."""
+        from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
+        from sherpa_skills.skills.store import SkillStore
+
+        c, _, csrf = acting
+        store = SkillStore(home=tmp_path)
+        pid = store.add_procedure(CapturedProcedure(id="", task_type="tidy-logs", source="session", status="candidate",
+                                                    steps=[ProcedureStep(command="ls logs")])).id
+        store.close()
+        assert f'action="/procedures/{pid}/promote"' in c.get("/procedures").text
+        assert c.post(f"/procedures/{pid}/promote", data={"csrf": "nope"}).status_code == 403
+        r = c.post(f"/procedures/{pid}/promote", data={"csrf": csrf})
+        assert r.status_code == 303 and c.get(f"/api/procedures/{pid}").json()["status"] == "active"
+        again = c.post(f"/procedures/{pid}/promote", data={"csrf": csrf})
+        assert again.status_code == 400 and "already active" in again.json()["error"]
+
     def test_page_form_carries_the_token(self, acting: Any) -> None:
         c, run_id, csrf = acting
         html = c.get(f"/runs/{run_id}").text
@@ -216,6 +233,12 @@ class TestCommand:
     def test_refuses_a_bad_port(self, tmp_path: Path) -> None:
         code, err = self._run("--home", str(tmp_path), "--port", "70000")
         assert code == 2 and "--port 70000 is not a TCP port" in err
+
+    def test_says_which_extra_is_missing(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without uvicorn (the ui extra), the command names the install line instead of failing with a traceback."""
+        monkeypatch.setitem(sys.modules, "uvicorn", None)
+        code, err = self._run("--home", str(tmp_path))
+        assert code == 2 and "needs the ui extra (uvicorn is missing): pip install 'sherpa-skills[ui]'" in err
 
     def test_serves_from_the_command_and_stops(self, tmp_path: Path) -> None:
         """`sherpa-skills ui` in its own process answers /api on 127.0.0.1 and a busy port is a clear error."""
