@@ -223,17 +223,29 @@ class RunStore:
             raise StoreError(f"no run '{run_id}' in {self.path}{hint}")
         return _run_row(row)
 
-    def load_belief(self, run_id: str) -> Belief:
+    def load_belief(self, run_id: str, tail: int | None = None) -> Belief:
+        """The run's belief; with `tail`, only the last `tail` trajectory and log entries (the context is always whole)."""
         conn = self.conn
+        limit = "" if tail is None else f" DESC LIMIT {max(0, int(tail))}"
         trajectory = [TrajectoryEntry(tick=r[0], state=r[1], trigger=r[2], source=r[3], decided_by=r[4], at=r[5])
-                      for r in conn.execute("SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory WHERE run_id = ? ORDER BY id", (run_id,))]
+                      for r in conn.execute("SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory WHERE run_id = ? ORDER BY id" + limit, (run_id,))]
         log = [LogEntry(tick=r[0], action=r[1], inputs=json.loads(r[2]), outputs=json.loads(r[3]) if r[3] is not None else None, status=r[4],
                         started=r[5], duration_ms=r[6], tokens=r[7], cost=r[8], error=r[9])
-               for r in conn.execute("SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error FROM run_log WHERE run_id = ? ORDER BY id", (run_id,))]
+               for r in conn.execute("SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error FROM run_log WHERE run_id = ? ORDER BY id" + limit, (run_id,))]
+        if tail is not None:
+            trajectory.reverse()
+            log.reverse()
         context: dict[str, Any] = {}
         for key, value in conn.execute("SELECT key, value FROM run_context WHERE run_id = ? ORDER BY id", (run_id,)):
             context[key] = json.loads(value)
         return Belief(trajectory=trajectory, log=log, context=context)
+
+    def visited_states(self, run_id: str) -> list[str]:
+        """Every state the run entered, in order (one column: cheap even for long runs, e.g. to draw its path)."""
+        return [r[0] for r in self.conn.execute("SELECT state FROM run_trajectory WHERE run_id = ? ORDER BY id", (run_id,))]
+
+    def log_size(self, run_id: str) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM run_log WHERE run_id = ?", (run_id,)).fetchone()[0]
 
     def interrupted(self, run_id: str) -> list[Interrupted]:
         return [Interrupted(*r) for r in self.conn.execute(

@@ -95,16 +95,15 @@ def run_detail_json(stores: Stores, run_id: str) -> dict[str, Any]:
 def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:
     """One run for the page: its row, the last `tail` trajectory and log entries (None: all), its machine with the path marked."""
     row = stores.runs.get_run(run_id)
-    belief = stores.runs.load_belief(row.run_id)
+    belief = stores.runs.load_belief(row.run_id, tail)
     machine = _machine(row.workflow_path, row.spec_hash)
-    visited = [t.state for t in belief.trajectory]
+    visited = stores.runs.visited_states(row.run_id)
     # Actions started but not yet committed: what a running run is doing now (or, once it stopped, what a crash cut off).
     in_flight = [{"action": i.action, "tick": i.tick, "started": i.started} for i in stores.runs.interrupted(row.run_id)]
-    cut = (lambda items: items) if tail is None else (lambda items: items[-tail:] if tail else [])
     run = {**run_summary(row), "workflow_path": row.workflow_path, "inputs": row.inputs, **row.counters}
     view: dict[str, Any] = {"run": run, "live": row.status in LIVE, "updated": row.updated, "tick": row.tick, "in_flight": in_flight,
-                            "trajectory": cut(belief.trajectory), "log": cut(belief.log), "context": belief.context,
-                            "total_trajectory": len(belief.trajectory), "total_log": len(belief.log), "tail": tail,
+                            "trajectory": belief.trajectory, "log": belief.log, "context": belief.context,
+                            "total_trajectory": len(visited), "total_log": stores.runs.log_size(row.run_id), "tail": tail,
                             "diagram": None, "diagram_problem": None, "waiting": None}
     if machine is None:
         view["diagram_problem"] = (f"the workflow file {row.workflow_path} cannot be loaded any more" if row.workflow_path
@@ -114,7 +113,8 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
 
         view["diagram"] = highlighted_mermaid(machine, visited, row.state)
         if row.status == "waiting":
-            view["waiting"] = _waiting(machine, row.state, belief)
+            # Guards may read the whole trajectory: they are asked with the whole belief, not the page's tail.
+            view["waiting"] = _waiting(machine, row.state, belief if tail is None else stores.runs.load_belief(row.run_id))
     return view
 
 
