@@ -80,13 +80,13 @@ def action_routes(ui: Any) -> list[Route]:
             row = stores.runs.get_run(run_id)
             if row.status != "waiting":
                 raise UsageError(f"run {row.run_id} is {row.status}, not waiting: there is nothing to resume")
-            machine = views._machine(row.workflow_path, row.spec_hash)
+            machine = views.machine_of(row.workflow_path)
             if machine is None:
                 raise UsageError(f"run {row.run_id} cannot be resumed here: its workflow file does not load")
             if spec_hash(machine) != row.spec_hash:
                 raise UsageError(f"workflow '{row.workflow_path}' changed since run {row.run_id} started; resume it from the CLI with --allow-changed")
             trigger = (form.get("trigger") or [""])[0] or None
-            offered = [t["trigger"] for t in views._waiting(machine, row.state, stores.runs.load_belief(row.run_id))["triggers"]]
+            offered = [t["trigger"] for t in views.waiting_options(machine, row.state, stores.runs.load_belief(row.run_id))["triggers"]]
             if trigger and trigger not in offered:
                 raise UsageError(f"trigger '{trigger}' is not a transition out of state {row.state}; these are: {', '.join(offered) or 'none'}")
             inputs = parse_assignments(_lines(form, "inputs"), "input")

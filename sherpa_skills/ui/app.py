@@ -13,7 +13,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Callable
 
-import structlog
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -29,7 +28,6 @@ from ..errors import SherpaError, StoreError, UsageError
 from . import views
 from .format import FILTERS
 
-log = structlog.get_logger("sherpa_skills.ui")
 
 STATIC = Path(__file__).parent / "static"
 LOCAL_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]

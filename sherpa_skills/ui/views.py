@@ -96,7 +96,7 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
     """One run for the page: its row, the last `tail` trajectory and log entries (None: all), its machine with the path marked."""
     row = stores.runs.get_run(run_id)
     belief = stores.runs.load_belief(row.run_id, tail)
-    machine = _machine(row.workflow_path, row.spec_hash)
+    machine = machine_of(row.workflow_path)
     visited = stores.runs.visited_states(row.run_id)
     # Actions started but not yet committed: what a running run is doing now (or, once it stopped, what a crash cut off).
     in_flight = [{"action": i.action, "tick": i.tick, "started": i.started} for i in stores.runs.interrupted(row.run_id)]
@@ -114,11 +114,11 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
         view["diagram"] = highlighted_mermaid(machine, visited, row.state)
         if row.status == "waiting":
             # Guards may read the whole trajectory: they are asked with the whole belief, not the page's tail.
-            view["waiting"] = _waiting(machine, row.state, belief if tail is None else stores.runs.load_belief(row.run_id))
+            view["waiting"] = waiting_options(machine, row.state, belief if tail is None else stores.runs.load_belief(row.run_id))
     return view
 
 
-def _waiting(machine: Any, state: str, belief: Any) -> dict[str, Any]:
+def waiting_options(machine: Any, state: str, belief: Any) -> dict[str, Any]:
     """What a waiting run can take: the transitions out of its state (those whose guards pass now marked ready) and its inputs."""
     leaf = machine.leaf_index.get(state)
     triggers: list[dict[str, Any]] = []
@@ -145,7 +145,7 @@ def _load(path: str, mtime: float) -> Any:
     return load_workflow(path).machine
 
 
-def _machine(path: str | None, spec_hash: str | None) -> Any:
+def machine_of(path: str | None) -> Any:
     """The compiled machine a run was started from, while its file still loads (cached per file version)."""
     if not path:
         return None
