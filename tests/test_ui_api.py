@@ -80,7 +80,7 @@ class TestApiMatchesCli:
         task = team["deliveries"][0]["correlation_id"]
         assert task in [t["task"] for t in client.get("/api/teams").json()["teams"]]
         data = client.get(f"/api/teams/{task}").json()
-        keys = ("event_id", "name", "sender", "agent", "run_id", "outcome")
+        keys = ("event_id", "name", "sender", "topic", "recipient", "correlation_id", "agent", "run_id", "outcome", "emitted")
         assert [{k: d[k] for k in keys} for d in data["deliveries"]] == [{k: d[k] for k in keys} for d in team["deliveries"]]
         assert sorted(data["runs"]) == sorted(team["runs"])
 

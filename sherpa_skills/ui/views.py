@@ -240,12 +240,17 @@ def team_page(stores: Stores, task: str) -> dict[str, Any]:
     deliveries = []
     for r in rows:
         agent = r.run_id.partition(".")[0]
-        for consumed in stores.runs.run_events(r.run_id, "in"):
+        outs = stores.runs.run_events(r.run_id, "out")
+        ins = stores.runs.run_events(r.run_id, "in")
+        # What a delivery emitted: the run's events out from its tick up to the next delivery's.
+        bounds = [c["tick"] for c in ins[1:]] + [None]
+        for consumed, until in zip(ins, bounds):
             e = consumed["event"]
+            sent = [o["event"].get("name") for o in outs if o["tick"] >= consumed["tick"] and (until is None or o["tick"] < until)]
             deliveries.append({"event_id": e.get("id"), "name": e.get("name"), "sender": e.get("sender"), "topic": e.get("topic"),
                                "recipient": e.get("recipient"), "correlation_id": e.get("correlation_id"), "agent": agent,
-                               "run_id": r.run_id, "outcome": consumed["outcome"], "tick": consumed["tick"],
-                               "timestamp": e.get("timestamp", 0.0)})
+                               "run_id": r.run_id, "outcome": consumed["outcome"], "emitted": sent,
+                               "tick": consumed["tick"], "timestamp": e.get("timestamp", 0.0)})
     deliveries.sort(key=lambda d: (d["timestamp"], d["tick"]))
     runs = {r.run_id.partition(".")[0]: run_summary(r) for r in rows}
     return {"task": task, "deliveries": deliveries, "runs": runs}
