@@ -221,7 +221,7 @@ class RunStore:
                 return self.get_run(matches[0])
             hint = f"; did you mean {', '.join(matches)}?" if matches else "; `sherpa-skills runs` lists them"
             raise StoreError(f"no run '{run_id}' in {self.path}{hint}")
-        return _run_row(row)
+        return RunRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8], json.loads(row[9]), row[10], row[11])
 
     def load_belief(self, run_id: str, tail: int | None = None) -> Belief:
         """The run's belief; with `tail`, only the last `tail` trajectory and log entries (the context is always whole)."""
