@@ -19,7 +19,7 @@ LAYERS: dict[str, int] = {
     "engine": 2, "policy": 2,
     "actions": 3, "memory": 3, "sessions": 3,
     "skills": 4, "agents": 4, "heartbeat": 5,
-    "cli": 6, "testing": 6, "__main__": 7, "__init__": 7,
+    "cli": 6, "ui": 6, "testing": 6, "__main__": 7, "__init__": 7,
 }
 
 

@@ -43,6 +43,14 @@ def procedure_summary(store: Any, p: Any) -> dict[str, Any]:
             "source": p.source, "tags": p.tags, "steps": len(p.steps), "updated": p.updated}
 
 
+def procedure_detail(store: Any, p: Any) -> dict[str, Any]:
+    """One procedure version as `learn show --json` prints it (and the browser view's /api/procedures/ID)."""
+    health = store.health(p.id, version=p.version)
+    executions = store.executions(p.id, limit=10)
+    return {**p.model_dump(mode="json"), "health": health.model_dump(mode="json"), "versions": store.versions(p.id),
+            "recent_executions": [e.model_dump(mode="json") for e in executions]}
+
+
 # ---------------------------------------------------------------- capture
 
 
@@ -134,10 +142,8 @@ def cmd_procedures(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     store, _, _ = _stores(args)
     p = store.get(args.id, args.version)
-    health = store.health(p.id, version=p.version)
-    executions = store.executions(p.id, limit=10)
-    data = {**p.model_dump(mode="json"), "health": health.model_dump(mode="json"), "versions": store.versions(p.id),
-            "recent_executions": [e.model_dump(mode="json") for e in executions]}
+    data = procedure_detail(store, p)
+    health, executions = store.health(p.id, version=p.version), store.executions(p.id, limit=10)
     if args.json:
         _print_json(data)
         return EXIT_OK
@@ -285,18 +291,21 @@ def cmd_failures(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def savings(store: Any, p: Any, e: Any) -> tuple[int, int]:
+    """(tokens, LLM calls) one successful replay saved: what planning that version cost, less what the replay spent."""
+    v = store.get(p.id, e.version) if e.version != p.version else p
+    return max(0, v.planned_tokens - e.tokens), max(0, v.planned_llm_calls - e.llm_calls)
+
+
 def stats(store: Any) -> dict[str, Any]:
     """Tokens and LLM calls saved: every successful replay would otherwise have cost what the planned run cost."""
     per = []
     for p in store.procedures(status=None):
         executions = store.executions(p.id)
         replays = [e for e in executions if e.outcome == "success"]
-        saved_tokens = 0
-        saved_calls = 0
-        for e in replays:
-            v = store.get(p.id, e.version) if e.version != p.version else p
-            saved_tokens += max(0, v.planned_tokens - e.tokens)
-            saved_calls += max(0, v.planned_llm_calls - e.llm_calls)
+        saved = [savings(store, p, e) for e in replays]
+        saved_tokens = sum(t for t, _ in saved)
+        saved_calls = sum(c for _, c in saved)
         per.append({"procedure_id": p.id, "task_type": p.task_type, "replays": len(replays),
                     "diverged": sum(e.outcome == "diverged" for e in executions), "dry_runs": sum(e.outcome == "dry-run" for e in executions),
                     "planned_tokens": p.planned_tokens, "tokens_saved": saved_tokens, "llm_calls_saved": saved_calls})

@@ -119,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .domains import add_domains_parser
     add_domains_parser(sub, common)
 
+    from .ui import add_ui_parser
+
+    add_ui_parser(sub, common)
+
     p = add("demo", cmd_demo, "run the bundled support-triage demo offline (scripted model, temporary home unless --home)")
     p.add_argument("--json", action="store_true")
     return parser

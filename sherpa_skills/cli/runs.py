@@ -117,12 +117,23 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return _execute(agent, args, home, lambda: agent.run(inputs, trigger=args.trigger, args=targs))
 
 
+def run_summary(r: Any) -> dict[str, Any]:
+    """One run as `runs --json` lists it (and the browser view's /api/runs)."""
+    return {"run_id": r.run_id, "workflow": r.workflow, "status": r.status, "state": r.state, "steps": r.counters.get("steps", 0),
+            "llm_calls": r.counters.get("llm_calls", 0), "created": r.created, "updated": r.updated, "error": r.error}
+
+
+def run_detail(row: Any, belief: Any) -> dict[str, Any]:
+    """One run as `show --json` prints it (and the browser view's /api/runs/ID)."""
+    return {"run_id": row.run_id, "workflow": row.workflow, "workflow_path": row.workflow_path, "status": row.status,
+            "state": row.state, "error": row.error, "inputs": row.inputs, **row.counters, "belief": belief.model_dump(mode="json")}
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     store, _ = _open_store(args)
     rows = store.list_runs(args.limit)
     if args.json:
-        _print_json([{"run_id": r.run_id, "workflow": r.workflow, "status": r.status, "state": r.state, "steps": r.counters.get("steps", 0),
-                      "llm_calls": r.counters.get("llm_calls", 0), "created": r.created, "updated": r.updated, "error": r.error} for r in rows])
+        _print_json([run_summary(r) for r in rows])
         return EXIT_OK
     from datetime import datetime
 
@@ -148,8 +159,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     row = store.get_run(args.run_id)
     belief = store.load_belief(row.run_id)
     if args.json:
-        _print_json({"run_id": row.run_id, "workflow": row.workflow, "workflow_path": row.workflow_path, "status": row.status,
-                     "state": row.state, "error": row.error, "inputs": row.inputs, **row.counters, "belief": belief.model_dump(mode="json")})
+        _print_json(run_detail(row, belief))
         return EXIT_OK
     console = _console()
     console.print(f"[bold]run {row.run_id}[/] — {row.workflow} — [bold]{row.status}[/] in {row.state}")

@@ -109,10 +109,25 @@ class Interrupted:
     started: float
 
 
-def _dump(value: Any, what: str) -> str:
-    """JSON for a row, secrets redacted: nothing that looks like a token or password reaches the store."""
+_RUN_COLUMNS = "run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated"
+
+
+def _run_row(row: tuple[Any, ...]) -> RunRow:
+    return RunRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8], json.loads(row[9]), row[10], row[11])
+
+
+def _like(text: str) -> str:
+    """`text` as a literal inside a LIKE pattern (with ESCAPE '\\')."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _dump(value: Any, what: str, key: str | None = None) -> str:
+    """JSON for a row, secrets redacted: nothing that looks like a token or password reaches the store.
+
+    A value stored under a `key` is redacted as it would be under that key (api_key: ... is a secret whatever it looks like).
+    """
     try:
-        return json.dumps(redact_value(value), separators=(",", ":"))
+        return json.dumps(redact_value(value) if key is None else redact_value({key: value})[key], separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{what} is not JSON-serialisable: {exc}") from None
 
@@ -177,7 +192,7 @@ class RunStore:
         if record.context:
             tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else -1)
             conn.executemany("INSERT INTO run_context (run_id, tick, key, value) VALUES (?, ?, ?, ?)",
-                             [(run_id, tick, k, _dump(v, f"context key '{k}'")) for k, v in record.context])
+                             [(run_id, tick, k, _dump(v, f"context key '{k}'", key=k)) for k, v in record.context])
         if record.events:
             tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else at_tick)
             try:
@@ -245,17 +260,29 @@ class RunStore:
             raise StoreError(f"no run '{run_id}' in {self.path}; `sherpa-skills runs` lists them")
         return RunRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8], json.loads(row[9]), row[10], row[11])
 
-    def load_belief(self, run_id: str) -> Belief:
+    def load_belief(self, run_id: str, tail: int | None = None) -> Belief:
+        """The run's belief; with `tail`, only the last `tail` trajectory and log entries (the context is always whole)."""
         conn = self.conn
+        limit = "" if tail is None else f" DESC LIMIT {max(0, int(tail))}"
         trajectory = [TrajectoryEntry(tick=r[0], state=r[1], trigger=r[2], source=r[3], decided_by=r[4], at=r[5])
-                      for r in conn.execute("SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory WHERE run_id = ? ORDER BY id", (run_id,))]
+                      for r in conn.execute("SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory WHERE run_id = ? ORDER BY id" + limit, (run_id,))]
         log = [LogEntry(tick=r[0], action=r[1], inputs=json.loads(r[2]), outputs=json.loads(r[3]) if r[3] is not None else None, status=r[4],
                         started=r[5], duration_ms=r[6], tokens=r[7], cost=r[8], error=r[9])
-               for r in conn.execute("SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error FROM run_log WHERE run_id = ? ORDER BY id", (run_id,))]
+               for r in conn.execute("SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error FROM run_log WHERE run_id = ? ORDER BY id" + limit, (run_id,))]
+        if tail is not None:
+            trajectory.reverse()
+            log.reverse()
         context: dict[str, Any] = {}
         for key, value in conn.execute("SELECT key, value FROM run_context WHERE run_id = ? ORDER BY id", (run_id,)):
             context[key] = json.loads(value)
         return Belief(trajectory=trajectory, log=log, context=context)
+
+    def visited_states(self, run_id: str) -> list[str]:
+        """Every state the run entered, in order (one column: cheap even for long runs, e.g. to draw its path)."""
+        return [r[0] for r in self.conn.execute("SELECT state FROM run_trajectory WHERE run_id = ? ORDER BY id", (run_id,))]
+
+    def log_size(self, run_id: str) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM run_log WHERE run_id = ?", (run_id,)).fetchone()[0]
 
     def interrupted(self, run_id: str) -> list[Interrupted]:
         return [Interrupted(*r) for r in self.conn.execute(
@@ -295,7 +322,7 @@ class RunStore:
 
     def unpublished(self, run_prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
         """Emitted events committed but not yet handed to a bus (the process died in between): (run_id, event body)."""
-        pattern = run_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = _like(run_prefix) + "%"
         return [(r[0], json.loads(r[1])) for r in self.conn.execute(
             "SELECT run_id, body FROM run_events WHERE direction = 'out' AND published = 0 AND run_id LIKE ? ESCAPE '\\' ORDER BY rowid", (pattern,))]
 
@@ -307,3 +334,29 @@ class RunStore:
     def list_runs(self, limit: int = 50) -> list[RunRow]:
         ids = [r[0] for r in self.conn.execute("SELECT run_id FROM runs ORDER BY created DESC LIMIT ?", (limit,))]
         return [self.get_run(i) for i in ids]
+
+    def search_runs(self, *, status: str | None = None, workflow: str | None = None, text: str | None = None,
+                    id_contains: str | None = None, offset: int = 0, limit: int = 50) -> tuple[list[RunRow], int]:
+        """A page of runs, newest first, and how many match in all: for views that page through thousands of runs."""
+        where, params = [], []
+        if status:
+            where.append("status = ?")
+            params.append(status)
+        if workflow:
+            where.append("workflow = ?")
+            params.append(workflow)
+        if id_contains:
+            where.append("run_id LIKE ? ESCAPE '\\'")
+            params.append(f"%{_like(id_contains)}%")
+        if text:
+            where.append("(run_id LIKE ? ESCAPE '\\' OR workflow LIKE ? ESCAPE '\\' OR state LIKE ? ESCAPE '\\' OR error LIKE ? ESCAPE '\\')")
+            params.extend([f"%{_like(text)}%"] * 4)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        total = self.conn.execute(f"SELECT COUNT(*) FROM runs{clause}", params).fetchone()[0]
+        rows = self.conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs{clause} ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
+                                 [*params, max(0, limit), max(0, offset)]).fetchall()
+        return [_run_row(r) for r in rows], int(total)
+
+    def workflows(self) -> list[str]:
+        """The workflow names that have runs, for filters."""
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT workflow FROM runs ORDER BY workflow")]

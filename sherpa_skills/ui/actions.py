@@ -1,0 +1,122 @@
+"""The only writes the browser view makes, and only when started with --allow-actions: resume a waiting run, promote a candidate.
+
+Each form carries the server's CSRF token; a request from another origin, or without the token, changes nothing.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import structlog
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from ..errors import SherpaError, UsageError
+from . import views
+
+log = structlog.get_logger("sherpa_skills.ui")
+
+
+def _refuse(status: int, message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def form_fields(body: bytes) -> dict[str, list[str]]:
+    """An urlencoded form body (no multipart parser needed for our few text fields)."""
+    return parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
+
+
+async def _checked_form(ui: Any, request: Request) -> dict[str, list[str]] | Response:
+    """The form, if it carries this server's token and comes from this server's pages."""
+    origin = request.headers.get("origin")
+    if origin and urlsplit(origin).netloc != request.headers.get("host"):
+        return _refuse(403, f"refused: a form posted from {origin[:80]} (another origin)")
+    form = form_fields(await request.body())
+    token = (form.get("csrf") or [request.headers.get("x-csrf-token", "")])[0]
+    if not token or not secrets.compare_digest(token, ui.csrf):
+        return _refuse(403, "refused: missing or wrong CSRF token (reload the page)")
+    return form
+
+
+def _lines(form: dict[str, list[str]], name: str) -> list[str]:
+    """A textarea of NAME=VALUE lines, blank lines skipped."""
+    return [line.strip() for line in (form.get(name) or [""])[0].splitlines() if line.strip()]
+
+
+def _resume(home: Any, run_id: str, inputs: dict[str, Any], trigger: str | None, args: dict[str, Any]) -> None:
+    """Runs in a thread with its own store, so the pages stay responsive and show it live."""
+    from ..engine.agent import Agent
+    from ..engine.runstore import RunStore
+    from ..engine.workflow import load_workflow
+
+    store = RunStore(home=home)
+    try:
+        row = store.get_run(run_id)
+        workflow = load_workflow(row.workflow_path)
+        agent = Agent.resume(store, run_id, workflow.machine, workflow.policy, base_dir=workflow.base_dir)
+        result = agent.run(inputs, trigger=trigger, args=args)
+        log.info("ui.resumed", run_id=run_id, status=result.status, state=result.state)
+    except Exception as exc:  # the run records its own errors; this only keeps the thread from dying silently
+        log.error("ui.resume_failed", run_id=run_id, error=str(exc))
+    finally:
+        store.close()
+
+
+def action_routes(ui: Any) -> list[Route]:
+    from ..cli.console import parse_assignments
+    from ..engine.agent import spec_hash
+
+    async def resume(request: Request) -> Response:
+        form = await _checked_form(ui, request)
+        if isinstance(form, Response):
+            return form
+        run_id = request.path_params["run_id"]
+
+        def check(stores: views.Stores) -> tuple[Any, dict[str, Any], str | None, dict[str, Any]]:
+            row = stores.runs.get_run(run_id)
+            if row.status != "waiting":
+                raise UsageError(f"run {row.run_id} is {row.status}, not waiting: there is nothing to resume")
+            machine = views.machine_of(row.workflow_path)
+            if machine is None:
+                raise UsageError(f"run {row.run_id} cannot be resumed here: its workflow file does not load")
+            if spec_hash(machine) != row.spec_hash:
+                raise UsageError(f"workflow '{row.workflow_path}' changed since run {row.run_id} started; resume it from the CLI with --allow-changed")
+            trigger = (form.get("trigger") or [""])[0] or None
+            offered = [t["trigger"] for t in views.waiting_options(machine, row.state, stores.runs.load_belief(row.run_id))["triggers"]]
+            if trigger and trigger not in offered:
+                raise UsageError(f"trigger '{trigger}' is not a transition out of state {row.state}; these are: {', '.join(offered) or 'none'}")
+            inputs = parse_assignments(_lines(form, "inputs"), "input")
+            args = parse_assignments(_lines(form, "args"), "argument")
+            return row, inputs, trigger, args
+
+        try:
+            row, inputs, trigger, args = await ui.read(check)
+        except SherpaError as exc:
+            return _refuse(409 if "not waiting" in str(exc) else 400, str(exc))
+        threading.Thread(target=_resume, args=(ui.home, row.run_id, inputs, trigger, args), daemon=True, name=f"resume-{row.run_id}").start()
+        return RedirectResponse(f"/runs/{row.run_id}", status_code=303)
+
+    async def promote(request: Request) -> Response:
+        form = await _checked_form(ui, request)
+        if isinstance(form, Response):
+            return form
+
+        def do(stores: views.Stores) -> str:
+            p = stores.skills.get(request.path_params["procedure_id"])
+            if p.status != "candidate":
+                raise UsageError(f"{p.id} is already {p.status}")
+            return stores.skills.set_status(p.id, "active").id
+
+        try:
+            procedure_id = await ui.read(do)
+        except SherpaError as exc:
+            return _refuse(400, str(exc))
+        log.info("ui.promoted", procedure_id=procedure_id)
+        return RedirectResponse(f"/procedures/{procedure_id}", status_code=303)
+
+    return [Route("/runs/{run_id}/resume", resume, methods=["POST"]),
+            Route("/procedures/{procedure_id}/promote", promote, methods=["POST"])]

@@ -1,0 +1,239 @@
+"""The browser view as a Starlette app: server-rendered pages over the home's stores, each with a JSON twin under /api.
+
+Read-only unless built with `allow_actions`; then a form can resume a waiting run or promote a candidate, with a CSRF token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import threading
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Callable
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..errors import SherpaError, StoreError, UsageError
+from . import views
+from .format import FILTERS
+
+
+STATIC = Path(__file__).parent / "static"
+LOCAL_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+POLL_SECS = 0.5
+
+
+class UI:
+    """One server's state: the stores (used under one lock: a SQLite connection serves one request at a time), templates, token."""
+
+    def __init__(self, home: Path, *, allow_actions: bool = False):
+        self.home = home
+        self.stores = views.Stores.open(home)
+        self.lock = threading.Lock()
+        self.allow_actions = allow_actions
+        self.csrf = secrets.token_urlsafe(32)
+        self.env = Environment(loader=PackageLoader("sherpa_skills.ui", "templates"), autoescape=select_autoescape(["html"]))
+        self.env.filters.update(FILTERS)
+
+    async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        def locked() -> Any:
+            with self.lock:
+                return fn(self.stores, *args, **kwargs)
+
+        return await run_in_threadpool(locked)
+
+    def render(self, request: Request, template: str, data: dict[str, Any], status: int = 200) -> HTMLResponse:
+        html = self.env.get_template(template).render(**data, request=request, path=request.url.path, home=str(self.home),
+                                                      allow_actions=self.allow_actions, csrf=self.csrf)
+        return HTMLResponse(html, status_code=status)
+
+
+def _int(request: Request, name: str, default: int, low: int = 1, high: int = 10_000) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"query parameter '{name}' must be a whole number, not '{raw[:40]}'") from None
+    if not low <= value <= high:
+        raise UsageError(f"query parameter '{name}' must be between {low} and {high}, not {value}")
+    return value
+
+
+def _error(request: Request, ui: UI, exc: Exception) -> Response:
+    status = 400 if isinstance(exc, UsageError) else 404 if isinstance(exc, StoreError) else 500
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": str(exc)}, status_code=status)
+    return ui.render(request, "error.html", {"title": "not found" if status == 404 else "error", "message": str(exc)}, status)
+
+
+def _page(ui: UI, template: str, build: Callable[[Request], Any], api: bool = False) -> Callable[[Request], Any]:
+    """A route that builds its data under the store lock, then answers HTML or JSON; store and usage errors become 404/400."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            data = await build(request)
+        except SherpaError as exc:
+            return _error(request, ui, exc)
+        if api:
+            return data if isinstance(data, Response) else JSONResponse(json.loads(json.dumps(data, default=str)))
+        return ui.render(request, template, data)
+
+    return endpoint
+
+
+def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: list[str] | None = None) -> Starlette:
+    """The app over one home folder; `allowed_hosts` guards against DNS rebinding (default: loopback names only)."""
+    ui = UI(Path(home), allow_actions=allow_actions)
+
+    async def runs(request: Request) -> dict[str, Any]:
+        q = request.query_params
+        return await ui.read(views.runs_page, status=q.get("status"), workflow=q.get("workflow"), q=q.get("q"),
+                             page=_int(request, "page", 1), per_page=_int(request, "per_page", views.PER_PAGE, 1, 500))
+
+    async def api_runs(request: Request) -> Response:
+        data = await runs(request)
+        # The body is exactly `runs --json`'s list; paging travels in headers.
+        return JSONResponse([{k: r[k] for k in ("run_id", "workflow", "status", "state", "steps", "llm_calls", "created", "updated", "error")}
+                             for r in data["runs"]],
+                            headers={"X-Total-Count": str(data["total"]), "X-Page": str(data["page"]), "X-Pages": str(data["pages"])})
+
+    async def run(request: Request) -> dict[str, Any]:
+        tail = None if request.query_params.get("all") else _int(request, "tail", views.TAIL, 0, 1_000_000)
+        return await ui.read(views.run_page, request.path_params["run_id"], tail)
+
+    async def api_run(request: Request) -> dict[str, Any]:
+        return await ui.read(views.run_detail_json, request.path_params["run_id"])
+
+    async def run_state(request: Request) -> dict[str, Any]:
+        return await ui.read(views.run_state, request.path_params["run_id"])
+
+    async def run_live(request: Request) -> Response:
+        """Server-sent events: the run's position each time it changes, until it is final or the page goes away."""
+        run_id = request.path_params["run_id"]
+        try:
+            first = await ui.read(views.run_state, run_id)
+        except SherpaError as exc:
+            return _error(request, ui, exc)
+
+        async def stream() -> Any:
+            state, last = first, None
+            while True:
+                key = (state["tick"], state["updated"], state["status"])
+                if key != last:
+                    last = key
+                    yield f"data: {json.dumps(state)}\n\n"
+                if state["status"] not in views.LIVE:
+                    return
+                await asyncio.sleep(POLL_SECS)
+                if await request.is_disconnected():
+                    return
+                state = await ui.read(views.run_state, run_id)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    async def procedures(request: Request) -> dict[str, Any]:
+        return await ui.read(views.procedures_page)
+
+    async def procedure(request: Request) -> dict[str, Any]:
+        version = _int(request, "version", 0, 0, 1_000_000) or None
+        return await ui.read(views.procedure_page, request.path_params["procedure_id"], version)
+
+    async def api_procedures(request: Request) -> list[dict[str, Any]]:
+        data = await procedures(request)
+        return [{k: v for k, v in p.items() if k not in ("rolling_success_rate", "total_executions", "recent")}
+                for p in data["procedures"] + data["candidates"]]
+
+    async def api_procedure(request: Request) -> dict[str, Any]:
+        return (await procedure(request))["procedure"]
+
+    async def api_stats(request: Request) -> dict[str, Any]:
+        return (await procedures(request))["stats"]
+
+    async def api_health(request: Request) -> list[dict[str, Any]]:
+        def health(stores: views.Stores) -> list[dict[str, Any]]:
+            return [stores.skills.health(p.id).model_dump(mode="json") for p in stores.skills.procedures()]
+
+        return await ui.read(health)
+
+    async def heartbeat(request: Request) -> dict[str, Any]:
+        return await ui.read(views.heartbeat_page, _int(request, "last", 20, 1, 1000))
+
+    async def api_heartbeat(request: Request) -> list[dict[str, Any]]:
+        return (await heartbeat(request))["reports"]
+
+    async def teams(request: Request) -> dict[str, Any]:
+        return await ui.read(views.teams_page)
+
+    async def team(request: Request) -> dict[str, Any]:
+        return await ui.read(views.team_page, request.path_params["task"])
+
+    async def api_index(request: Request) -> dict[str, Any]:
+        return {"home": str(ui.home), "allow_actions": ui.allow_actions,
+                "routes": ["/api/runs", "/api/runs/{run_id}", "/api/runs/{run_id}/state", "/api/procedures", "/api/procedures/{id}",
+                           "/api/stats", "/api/health", "/api/heartbeat", "/api/teams", "/api/teams/{task}"]}
+
+    def page(template: str, build: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        return _page(ui, template, build)
+
+    def api(build: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        return _page(ui, "", build, api=True)
+
+    routes = [
+        Route("/", lambda request: RedirectResponse("/runs")),
+        Route("/runs", page("runs.html", runs)),
+        Route("/runs/{run_id}", page("run.html", run)),
+        Route("/runs/{run_id}/live", run_live),
+        Route("/procedures", page("procedures.html", procedures)),
+        Route("/procedures/{procedure_id}", page("procedure.html", procedure)),
+        Route("/heartbeat", page("heartbeat.html", heartbeat)),
+        Route("/teams", page("teams.html", teams)),
+        Route("/teams/{task}", page("team.html", team)),
+        Route("/api", api(api_index)),
+        Route("/api/runs", api(api_runs)),
+        Route("/api/runs/{run_id}", api(api_run)),
+        Route("/api/runs/{run_id}/state", api(run_state)),
+        Route("/api/procedures", api(api_procedures)),
+        Route("/api/procedures/{procedure_id}", api(api_procedure)),
+        Route("/api/stats", api(api_stats)),
+        Route("/api/health", api(api_health)),
+        Route("/api/heartbeat", api(api_heartbeat)),
+        Route("/api/teams", api(teams)),
+        Route("/api/teams/{task}", api(team)),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    if allow_actions:
+        from .actions import action_routes
+
+        routes += action_routes(ui)
+    else:
+        async def read_only(request: Request) -> Response:
+            return JSONResponse({"error": "read-only: start `sherpa-skills ui --allow-actions` to resume runs or promote candidates"},
+                                status_code=403)
+
+        routes += [Route(p, read_only, methods=["POST"]) for p in ("/runs/{run_id}/resume", "/procedures/{procedure_id}/promote")]
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOCAL_HOSTS), Middleware(GZipMiddleware, minimum_size=1024)]
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> Any:
+        yield
+        ui.stores.close()
+
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.ui = ui
+    return app
+
+
+__all__ = ["create_app", "UI"]

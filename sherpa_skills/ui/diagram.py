@@ -1,0 +1,26 @@
+"""A run's machine as Mermaid, with the states it visited and the one it is in marked: the browser draws it with mermaid.js.
+
+The drawing itself is `engine.diagram.to_mermaid` (what `sherpa-skills graph` prints); this only adds Mermaid classes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+# The id to_mermaid gives a state path; reused so the classes land on the nodes it drew.
+from ..engine.diagram import _id as mermaid_id, to_mermaid
+
+CLASSES = ("    classDef visited fill:#dbeafe,stroke:#2563eb,color:#1e3a8a\n"
+           "    classDef current fill:#f59e0b,stroke:#92400e,stroke-width:3px,color:#111827,font-weight:bold\n")
+
+
+def highlighted_mermaid(machine: Any, visited: Iterable[str], current: str) -> str:
+    """`to_mermaid(machine)` plus `visited` and `current` classes on the leaf states of the trajectory."""
+    known = set(machine.leaves)
+    seen = [s for s in dict.fromkeys(visited) if s in known and s != current]
+    lines = [to_mermaid(machine).rstrip("\n"), CLASSES.rstrip("\n")]
+    if seen:
+        lines.append(f"    class {','.join(mermaid_id(s) for s in seen)} visited")
+    if current in known:
+        lines.append(f"    class {mermaid_id(current)} current")
+    return "\n".join(lines) + "\n"

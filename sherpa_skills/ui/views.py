@@ -1,0 +1,264 @@
+"""What each page shows, as plain dicts built from the stores: the HTML templates and the /api twins read the same data.
+
+Where the CLI has a `--json` shape for the same thing, the dict comes from the CLI's own builder, so both stay one shape.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..cli.learn import procedure_detail, procedure_summary, savings, stats
+from ..cli.runs import run_detail, run_summary
+from ..errors import SherpaError, StoreError
+
+PER_PAGE = 50
+TAIL = 200  # trajectory and log entries a run page shows unless asked for all
+LIVE = ("running", "waiting")
+
+
+@dataclass
+class Stores:
+    """The home's stores, opened once per server: the run store, the skill store and the heartbeat's rows."""
+
+    home: Path
+    runs: Any
+    skills: Any
+    heartbeat: Any
+
+    @classmethod
+    def open(cls, home: Path) -> Stores:
+        from ..engine.runstore import RunStore
+        from ..heartbeat.state import HeartbeatState
+        from ..skills.store import SkillStore
+
+        return cls(home, RunStore(home=home), SkillStore(home=home), HeartbeatState(home))
+
+    def close(self) -> None:
+        for store in (self.runs, self.skills, self.heartbeat):
+            store.close()
+
+
+# ---------------------------------------------------------------- runs
+
+
+def runs_page(stores: Stores, *, status: str | None = None, workflow: str | None = None, q: str | None = None,
+              page: int = 1, per_page: int = PER_PAGE) -> dict[str, Any]:
+    """One page of the runs table, newest first, with the filters that produced it."""
+    page = max(1, page)
+    rows, total = stores.runs.search_runs(status=status or None, workflow=workflow or None, text=q or None,
+                                          offset=(page - 1) * per_page, limit=per_page)
+    replays = _replays(stores, [r.run_id for r in rows])
+    now = time.time()
+    items = []
+    for r in rows:
+        item = run_summary(r)
+        item.update(tokens=r.counters.get("tokens", 0), age=_age(now - r.created), replay=replays.get(r.run_id))
+        items.append(item)
+    return {"runs": items, "total": total, "page": page, "per_page": per_page, "pages": max(1, -(-total // per_page)),
+            "filters": {"status": status or "", "workflow": workflow or "", "q": q or ""},
+            "workflows": stores.runs.workflows(), "statuses": ["running", "waiting", "final", "error"]}
+
+
+def _replays(stores: Stores, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """For the replay runs on a page: the procedure execution each one recorded (how many steps it replayed, or where it diverged)."""
+    if not run_ids:
+        return {}
+    marks = ",".join("?" * len(run_ids))
+    rows = stores.skills.conn.execute(
+        f"SELECT run_id, procedure_id, version, outcome, diverged_step FROM executions WHERE run_id IN ({marks})", run_ids).fetchall()
+    out = {}
+    for run_id, procedure_id, version, outcome, diverged_step in rows:
+        steps = _steps_in(stores, procedure_id, version)
+        replayed = (diverged_step - 1) if diverged_step else (steps if outcome == "success" else 0)
+        out[run_id] = {"procedure_id": procedure_id, "version": version, "outcome": outcome, "replayed_steps": replayed}
+    return out
+
+
+def _steps_in(stores: Stores, procedure_id: str, version: int) -> int:
+    try:
+        return len(stores.skills.get(procedure_id, version).steps)
+    except StoreError:
+        return 0
+
+
+def run_detail_json(stores: Stores, run_id: str) -> dict[str, Any]:
+    """One run exactly as `show --json` prints it."""
+    row = stores.runs.get_run(run_id)
+    return run_detail(row, stores.runs.load_belief(row.run_id))
+
+
+def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:
+    """One run for the page: its row, the last `tail` trajectory and log entries (None: all), its machine with the path marked."""
+    row = stores.runs.get_run(run_id)
+    belief = stores.runs.load_belief(row.run_id, tail)
+    machine = machine_of(row.workflow_path)
+    visited = stores.runs.visited_states(row.run_id)
+    # Actions started but not yet committed: what a running run is doing now (or, once it stopped, what a crash cut off).
+    in_flight = [{"action": i.action, "tick": i.tick, "started": i.started} for i in stores.runs.interrupted(row.run_id)]
+    run = {**run_summary(row), "workflow_path": row.workflow_path, "inputs": row.inputs, **row.counters}
+    view: dict[str, Any] = {"run": run, "live": row.status in LIVE, "updated": row.updated, "tick": row.tick, "in_flight": in_flight,
+                            "trajectory": belief.trajectory, "log": belief.log, "context": belief.context,
+                            "total_trajectory": len(visited), "total_log": stores.runs.log_size(row.run_id), "tail": tail,
+                            "diagram": None, "diagram_problem": None, "waiting": None}
+    if machine is None:
+        view["diagram_problem"] = (f"the workflow file {row.workflow_path} cannot be loaded any more" if row.workflow_path
+                                   else "this run was not started from a workflow file")
+    else:
+        from .diagram import highlighted_mermaid
+
+        view["diagram"] = highlighted_mermaid(machine, visited, row.state)
+        if row.status == "waiting":
+            # Guards may read the whole trajectory: they are asked with the whole belief, not the page's tail.
+            view["waiting"] = waiting_options(machine, row.state, belief if tail is None else stores.runs.load_belief(row.run_id))
+    return view
+
+
+def waiting_options(machine: Any, state: str, belief: Any) -> dict[str, Any]:
+    """What a waiting run can take: the transitions out of its state (those whose guards pass now marked ready) and its inputs."""
+    leaf = machine.leaf_index.get(state)
+    triggers: list[dict[str, Any]] = []
+    if leaf is not None:
+        try:
+            ready = {e.trigger for e in machine.available(leaf, belief.view())}
+        except SherpaError:
+            ready = set()
+        seen: set[str] = set()
+        for edge in machine.edges[leaf]:
+            if edge.trigger in seen:
+                continue
+            seen.add(edge.trigger)
+            triggers.append({"trigger": edge.trigger, "description": edge.description, "dest": edge.dest, "ready": edge.trigger in ready,
+                             "arguments": {name: a.model_dump(mode="json") for name, a in edge.arguments.items()}})
+    inputs = {name: spec.model_dump(mode="json") for name, spec in machine.spec.inputs.items()}
+    return {"triggers": triggers, "inputs": inputs}
+
+
+@lru_cache(maxsize=64)
+def _load(path: str, mtime: float) -> Any:
+    from ..engine.workflow import load_workflow
+
+    return load_workflow(path).machine
+
+
+def machine_of(path: str | None) -> Any:
+    """The compiled machine a run was started from, while its file still loads (cached per file version)."""
+    if not path:
+        return None
+    try:
+        return _load(path, Path(path).stat().st_mtime)
+    except Exception:  # a moved or broken workflow file: the page says so instead of failing
+        return None
+
+
+def run_state(stores: Stores, run_id: str) -> dict[str, Any]:
+    """The few fields a live page polls to know whether the run moved."""
+    row = stores.runs.get_run(run_id)
+    return {"run_id": row.run_id, "status": row.status, "state": row.state, "tick": row.tick, "updated": row.updated,
+            "steps": row.counters.get("steps", 0)}
+
+
+# ---------------------------------------------------------------- procedures
+
+
+def procedures_page(stores: Stores) -> dict[str, Any]:
+    """Every procedure with its health and recent outcomes, the candidates awaiting review, and the tokens replay saved."""
+    store = stores.skills
+    items, candidates, saved_by_day = [], [], {}
+    for p in store.procedures(status=None):
+        summary = procedure_summary(store, p)
+        health = store.health(p.id)
+        executions = store.executions(p.id, limit=20)
+        summary.update(rolling_success_rate=health.rolling_success_rate, total_executions=health.total_executions,
+                       recent=[e.outcome for e in reversed(executions)])
+        (candidates if p.status == "candidate" else items).append(summary)
+        for e in store.executions(p.id):
+            if e.outcome == "success":
+                tokens, calls = savings(store, p, e)
+                day = time.strftime("%Y-%m-%d", time.localtime(e.started))
+                bucket = saved_by_day.setdefault(day, {"day": day, "tokens_saved": 0, "llm_calls_saved": 0})
+                bucket["tokens_saved"] += tokens
+                bucket["llm_calls_saved"] += calls
+    return {"procedures": items, "candidates": candidates, "stats": stats(store),
+            "saved_by_day": [saved_by_day[d] for d in sorted(saved_by_day)]}
+
+
+def procedure_page(stores: Stores, procedure_id: str, version: int | None = None) -> dict[str, Any]:
+    """One procedure: the `learn show --json` data, every version's steps and what changed between them, its executions."""
+    store = stores.skills
+    p = store.get(procedure_id, version)
+    detail = procedure_detail(store, p)
+    versions = []
+    previous: list[str] | None = None
+    for v in store.versions(p.id):
+        steps = [s.command for s in store.get(p.id, v["version"]).steps]
+        change = None if previous is None else [line for line in difflib.unified_diff(previous, steps, lineterm="", n=0)
+                                                 if not line.startswith(("---", "+++", "@@"))]
+        versions.append({**v, "steps": steps, "changes": change})
+        previous = steps
+    executions = [e.model_dump(mode="json") for e in store.executions(p.id, limit=100)]
+    return {"procedure": detail, "versions": versions, "executions": executions}
+
+
+# ---------------------------------------------------------------- heartbeat
+
+
+def heartbeat_page(stores: Stores, last: int = 20) -> dict[str, Any]:
+    """The latest heartbeat reports (as `heartbeat report --json` lists them) and the watermark they left."""
+    from ..heartbeat.phases import WATERMARK
+
+    reports = [{k: v for k, v in r.items() if k != "markdown"} for r in stores.heartbeat.reports(last)]
+    return {"reports": reports, "watermark": stores.heartbeat.get(WATERMARK, 0)}
+
+
+# ---------------------------------------------------------------- teams
+
+
+def teams_page(stores: Stores, limit: int = 500) -> dict[str, Any]:
+    """Multi-agent tasks: the runs named AGENT.TASK (one per agent and task), grouped by task."""
+    rows, _ = stores.runs.search_runs(id_contains=".", limit=limit)
+    tasks: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        agent, _, task = r.run_id.partition(".")
+        t = tasks.setdefault(task, {"task": task, "agents": [], "statuses": [], "updated": r.updated})
+        t["agents"].append(agent)
+        t["statuses"].append(r.status)
+        t["updated"] = max(t["updated"], r.updated)
+    return {"teams": sorted(tasks.values(), key=lambda t: -t["updated"])}
+
+
+def team_page(stores: Stores, task: str) -> dict[str, Any]:
+    """One task across agents: every delivery in order (who sent what to whom, and what came of it) and each agent's run."""
+    rows, _ = stores.runs.search_runs(id_contains=f".{task}", limit=1000)
+    rows = [r for r in rows if r.run_id.partition(".")[2] == task]
+    if not rows:
+        raise StoreError(f"no multi-agent task '{task}' in {stores.runs.path}; the teams page lists them")
+    deliveries = []
+    for r in rows:
+        agent = r.run_id.partition(".")[0]
+        outs = stores.runs.run_events(r.run_id, "out")
+        ins = stores.runs.run_events(r.run_id, "in")
+        # What a delivery emitted: the run's events out from its tick up to the next delivery's.
+        bounds = [c["tick"] for c in ins[1:]] + [None]
+        for consumed, until in zip(ins, bounds):
+            e = consumed["event"]
+            sent = [o["event"].get("name") for o in outs if o["tick"] >= consumed["tick"] and (until is None or o["tick"] < until)]
+            deliveries.append({"event_id": e.get("id"), "name": e.get("name"), "sender": e.get("sender"), "topic": e.get("topic"),
+                               "recipient": e.get("recipient"), "correlation_id": e.get("correlation_id"), "agent": agent,
+                               "run_id": r.run_id, "outcome": consumed["outcome"], "emitted": sent,
+                               "tick": consumed["tick"], "timestamp": e.get("timestamp", 0.0)})
+    deliveries.sort(key=lambda d: (d["timestamp"], d["tick"]))
+    runs = {r.run_id.partition(".")[0]: run_summary(r) for r in rows}
+    return {"task": task, "deliveries": deliveries, "runs": runs}
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"

@@ -1,0 +1,38 @@
+"""The run store keeps what a run recorded, minus its secrets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sherpa_skills.engine.belief import LogEntry, TrajectoryEntry
+from sherpa_skills.engine.runstore import RunStore, TickRecord
+
+SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"
+
+
+def test_context_values_under_secret_names_are_redacted(tmp_path: Path) -> None:
+    """A context key named like a secret (api_key) is stored redacted, as the same value is in the run's inputs."""
+    store = RunStore(home=tmp_path)
+    record = TickRecord(trajectory=[TrajectoryEntry(tick=0, state="a", at=0.0)], context=[("api_key", SECRET), ("name", "Ada")])
+    store.create_run("r1", "w", None, None, {"api_key": SECRET}, "a", {}, record)
+    context = store.load_belief("r1").context
+    assert context["api_key"] != SECRET and context["name"] == "Ada"
+    assert store.get_run("r1").inputs["api_key"] != SECRET
+    store.close()
+
+
+def test_tail_of_a_long_belief(tmp_path: Path) -> None:
+    """load_belief(tail=N) holds the last N trajectory and log entries in order and the whole context; the path and sizes stay whole."""
+    store = RunStore(home=tmp_path)
+    store.create_run("r", "w", None, None, {}, "s0", {}, TickRecord(trajectory=[TrajectoryEntry(tick=0, state="s0", at=0.0)]))
+    for tick in range(1, 30):
+        store.commit_tick("r", TickRecord(trajectory=[TrajectoryEntry(tick=tick, state=f"s{tick}", at=tick)],
+                                          log=[LogEntry(tick=tick, action="a", started=tick)], context=[(f"k{tick}", tick)]),
+                          status="running", state=f"s{tick}", tick=tick, counters={})
+    tail = store.load_belief("r", tail=5)
+    assert [t.state for t in tail.trajectory] == ["s25", "s26", "s27", "s28", "s29"]
+    assert [e.tick for e in tail.log] == [25, 26, 27, 28, 29]
+    assert len(tail.context) == 29 and store.load_belief("r", tail=0).trajectory == []
+    assert store.load_belief("r") == store.load_belief("r", tail=1000)
+    assert store.visited_states("r") == [f"s{i}" for i in range(30)] and store.log_size("r") == 29
+    store.close()

@@ -1,0 +1,223 @@
+"""The browser view in a real headless Chromium (the distribution's), driven by Playwright: pages, diagram, live run.
+
+Skips, saying why, where Chromium or Playwright is missing; `.ci/run` installs both.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette", reason="the ui extra (starlette) is not installed")
+pytest.importorskip("uvicorn", reason="the ui extra (uvicorn) is not installed")
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
+
+from _ui_home import GATED, shared_home  # noqa: E402
+
+CHROMIUM = os.environ.get("SHERPA_SKILLS_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+if not CHROMIUM:
+    pytest.skip("no Chromium on this machine (apt-get install chromium, or set SHERPA_SKILLS_CHROMIUM)", allow_module_level=True)
+
+pytestmark = pytest.mark.slow
+
+# Headless, and nothing that reaches outside hosts (updates, sync, field trials).
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Server:
+    """uvicorn serving the app in a thread of this process, on a free loopback port."""
+
+    def __init__(self, home: Path):
+        import uvicorn
+
+        from sherpa_skills.ui import create_app
+
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(create_app(home), host="127.0.0.1", port=self.port, log_level="warning",
+                                                    timeout_graceful_shutdown=1))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> _Server:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return shared_home(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def server(made: dict[str, Any]) -> Any:
+    with _Server(made["home"]) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser: Any) -> Any:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    # Everything the pages need is served by the app: any request elsewhere (a CDN) fails the test.
+    outside: list[str] = []
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1:")
+                  else (outside.append(route.request.url), route.abort()))
+    p = context.new_page()
+    errors: list[str] = []
+    p.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield p
+    context.close()
+    assert not outside, f"the page asked for outside resources: {outside}"
+    assert not errors, f"JavaScript errors: {errors}"
+
+
+def _diagram(page: Any) -> None:
+    page.wait_for_selector("body[data-diagrams=drawn]", timeout=30_000)
+
+
+def _current_node(page: Any) -> str:
+    """The text of the diagram node marked current (the class Mermaid put on it from our classDef)."""
+    return page.eval_on_selector("#diagram svg g.node.current", "g => g.textContent.trim()")
+
+
+def test_runs_page_lists_the_runs(page: Any, server: Any, made: dict[str, Any], tmp_path: Path) -> None:
+    """The table shows the runs the examples made, with status and workflow; search narrows it."""
+    page.goto(f"{server.url}/runs")
+    waiting = made["waiting"]["run_id"]
+    row = page.locator(f"tr[data-run='{waiting}']")
+    assert row.locator(".status").inner_text() == "waiting"
+    assert "support-triage" in row.inner_text()
+    page.screenshot(path=str(tmp_path / "runs.png"), full_page=True)
+    page.fill("input[name=q]", "critic")
+    page.click("form.filters button")
+    page.wait_for_url("**/runs?q=critic*")
+    ids = page.locator("tr[data-run]").evaluate_all("rows => rows.map(r => r.dataset.run)")
+    assert ids and all(i.startswith("critic.") for i in ids)
+    assert (tmp_path / "runs.png").stat().st_size > 10_000
+
+
+def test_run_page_draws_the_machine_with_the_current_state(page: Any, server: Any, made: dict[str, Any], tmp_path: Path) -> None:
+    """A waiting run: nested states as nested boxes, visited states and the current one marked, trajectory and log shown."""
+    run_id = made["waiting"]["run_id"]
+    page.goto(f"{server.url}/runs/{run_id}")
+    _diagram(page)
+    assert _current_node(page) == "approval (waiting)"
+    visited = page.eval_on_selector_all("#diagram svg g.node.visited", "gs => gs.map(g => g.textContent.trim())")
+    assert {"intake", "assess", "technical", "draft", "check"} <= set(visited)
+    clusters = page.eval_on_selector_all("#diagram svg g.statediagram-cluster, #diagram svg g.cluster", "gs => gs.length")
+    assert clusters >= 2  # triage and respond drawn as boxes around their states
+    timeline = page.locator("ol.timeline li").all_inner_texts()
+    assert "respond/approval" in timeline[-1] and "intake" in timeline[0]
+    assert page.locator("table.log tbody tr").count() >= 5
+    assert "Waiting for input" in page.locator(".waiting").inner_text()
+    assert page.title().endswith("sherpa-skills")  # the hostile input was text, not a script
+    page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
+
+
+def test_procedures_pages_show_health_versions_and_the_divergence(page: Any, server: Any, made: dict[str, Any], tmp_path: Path) -> None:
+    pid = made["loop"]["procedures"][0]["id"]
+    page.goto(f"{server.url}/procedures")
+    row = page.locator(f"tr[data-procedure='{pid}']")
+    assert row.locator(".status").inner_text() == made["loop"]["procedures"][0]["health"]
+    assert page.locator("svg.spark rect").count() >= 3
+    saved = page.locator(".saved-tokens b").inner_text()
+    assert int(saved) > 0
+    page.screenshot(path=str(tmp_path / "procedures.png"), full_page=True)
+    page.click(f"text={pid}")
+    page.wait_for_url(f"**/procedures/{pid}")
+    assert page.locator(".version").count() == 2
+    assert "-tar -czf build/notes.tar.gz notes" in page.locator(".version[data-version='2'] pre.diff").inner_text()
+    diverged = page.locator("table.executions tr.o-diverged").first.inner_text()
+    assert "2" in diverged and made["loop"]["replanned"]["reason"] in diverged
+    page.screenshot(path=str(tmp_path / "procedure.png"), full_page=True)
+
+
+def test_heartbeat_and_teams_pages(page: Any, server: Any, made: dict[str, Any], tmp_path: Path) -> None:
+    page.goto(f"{server.url}/heartbeat")
+    report = page.locator(".report").first
+    assert "ran" in report.locator("h2 .status").inner_text()
+    assert {"extract", "crystallise"} <= set(report.locator("table.phases td:first-child").all_inner_texts())
+    page.screenshot(path=str(tmp_path / "heartbeat.png"), full_page=True)
+
+    task = made["team"]["deliveries"][0]["correlation_id"]
+    page.goto(f"{server.url}/teams")
+    page.click(f"tr[data-task='{task}'] a")
+    rows = page.locator("table.deliveries tbody tr")
+    assert rows.count() == len(made["team"]["deliveries"])
+    first = rows.first.locator("td").all_inner_texts()
+    assert first[1:4] == ["operator", "task", "worker"]
+    page.screenshot(path=str(tmp_path / "team.png"), full_page=True)
+
+
+def test_follows_a_run_live(page: Any, server: Any, made: dict[str, Any], tmp_path: Path) -> None:
+    """Opened while the run advances, the page moves the current state along without a reload, until the run is final."""
+    from sherpa_skills.engine.runstore import RunStore
+    from sherpa_skills.engine.workflow import load_workflow
+
+    workflow_file = tmp_path / "gated.yaml"
+    workflow_file.write_text(GATED)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    store = RunStore(home=made["home"])
+    agent = load_workflow(workflow_file).agent(store=store)
+    result: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: result.update(r=agent.run({"gate": str(gate)})), daemon=True)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not store.search_runs(workflow="gated-walk", status="running")[0]:
+            assert time.monotonic() < deadline and worker.is_alive(), "the gated run did not start"
+            time.sleep(0.05)
+        run_id = store.search_runs(workflow="gated-walk")[0][0].run_id
+        page.goto(f"{server.url}/runs/{run_id}")
+        _diagram(page)
+        page.evaluate("window.__sameDocument = true")  # gone if the page reloads instead of updating in place
+        assert page.locator("#run").get_attribute("data-status") == "running" and page.locator(".live").count() == 1
+        assert _current_node(page) == "first"
+        assert "shell" in page.locator(".in-flight").inner_text()  # the action it is waiting on
+        # A state shows once its entry actions are committed: gate 1 lets `first` finish, gate 2 `middle/one`.
+        for steps, expected in (("12", "one"), ("3", "last")):
+            for step in steps:
+                (gate / step).touch()
+            page.wait_for_function("name => { const g = document.querySelector('#diagram svg g.node.current');"
+                                   " return g && g.textContent.trim() === name && document.body.dataset.diagrams === 'drawn'; }",
+                                   arg=expected, timeout=60_000)
+            assert page.locator("ol.timeline li").last.inner_text().split()[1].endswith(expected)
+        assert page.locator("#run").get_attribute("data-status") == "final" and page.locator(".live").count() == 0
+        assert page.evaluate("window.__sameDocument") is True
+        page.screenshot(path=str(tmp_path / "live.png"), full_page=True)
+    finally:
+        for step in "123":
+            (gate / step).touch()
+        worker.join(timeout=60)
+        store.close()
+    assert result["r"].status == "final"
