@@ -229,4 +229,4 @@ def _unwrap(command: str) -> str:
 
 def _literal(command: str) -> str:
     """Commands from logs are literal: braces in them are not parameters."""
-    return "{% raw %}" + command + "{% endraw %}" if ("{{" in command or "{%" in command) else command
+    return "{% raw %}" + command + "{% endraw %}" if ("{{" in command or "{%" in command or "{#" in command) else command
