@@ -445,7 +445,7 @@ def lexicon_class() -> Any:
     """The matcher's key-term index: `_Lexicon` (numpy postings) in current code, `_Automaton` before."""
     from sherpa_skills.skills import matcher as matcher_mod
 
-    return getattr(matcher_mod, "_Lexicon", None) or getattr(matcher_mod, "_Automaton")
+    return getattr(matcher_mod, "_TermIndex", None) or getattr(matcher_mod, "_Lexicon", None) or getattr(matcher_mod, "_Automaton")
 
 VERBS: dict[str, list[str]] = {
     "deploy": ["ship", "roll out", "push out"], "build": ["compile", "assemble", "make"], "test": ["check", "verify", "run the tests for"],
@@ -638,7 +638,7 @@ def time_matches(matcher: Any, queries: list[tuple[str, str]], rounds: int, warm
             result = matcher.match(q)
             these.append((perf_counter() - t0) * 1e3)
             if r == 0:
-                types = [m.procedure.task_type for m in result.matches]
+                types = [c.task_type for c in result.candidates]
                 top1 += bool(types) and types[0] == expected
                 top5 += expected in types
         samples += these
@@ -686,10 +686,14 @@ a = lexicon_class()(store, False)
 build = time.perf_counter() - t0
 gc.collect()
 after = rss_mib()
-stats = a.automaton.get_stats()
-postings = sum(len(v[1]) for _, v in a.automaton.items())
-print(json.dumps({"build_s": build, "rss_delta_mib": after - before, "words": stats["words_count"], "nodes": stats["nodes_count"],
-                  "c_size_mib": stats["total_size"] / 2**20, "postings": postings}))
+if hasattr(a, "postings"):  # the IDF term index: a dict of numpy postings, no automaton
+    print(json.dumps({"build_s": build, "rss_delta_mib": after - before, "words": len(a.postings), "nodes": 0, "c_size_mib": 0.0,
+                      "postings": int(sum(len(v) for v in a.postings.values()))}))
+else:
+    stats = a.automaton.get_stats()
+    postings = sum(len(v[1]) for _, v in a.automaton.items())
+    print(json.dumps({"build_s": build, "rss_delta_mib": after - before, "words": stats["words_count"], "nodes": stats["nodes_count"],
+                      "c_size_mib": stats["total_size"] / 2**20, "postings": postings}))
 """
 
 

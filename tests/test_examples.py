@@ -102,7 +102,7 @@ def test_skill_loop_plan_capture_replay_diverge_replan(tmp_path: Path) -> None:
     assert report["token_saving"] >= 0.95
     assert report["replanned"]["replay"] == "diverged" and report["replanned"]["diverged_step"] == 2
     assert report["replanned"]["state"] == "done"
-    assert report["version_1"] == {"health": "degraded", "rolling_success_rate": 0.5, "success_count": 2, "failure_count": 1}
+    assert report["version_1"] == {"health": "degraded", "rolling_success_rate": 0.5, "success_count": 3, "failure_count": 1}
     assert report["replayed_v2"] == {"state": "done", "llm_calls": 0, "replay": "succeeded"}
     (proc,) = report["procedures"]
     assert proc["version"] == 2 and proc["health"] == "healthy"

@@ -1,4 +1,4 @@
-"""Finding a procedure: key terms and meaning together, and a flagged lexical fallback when the companion is gone."""
+"""Matching is a decision: the procedure a task is about, with parameters read from its literals — or no-match, and why."""
 
 from __future__ import annotations
 
@@ -7,65 +7,177 @@ from pathlib import Path
 
 import pytest
 
-from sherpa_skills.skills.matcher import Matcher
+from sherpa_skills.semantic.embeddings import default_embedder
+from sherpa_skills.skills.literals import agree, extract, procedure_text
+from sherpa_skills.skills.matcher import COLLECTION, Matcher, describe
 from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
 from sherpa_skills.skills.store import SkillStore
+
+PROCEDURES = [
+    ("restart-web", "Restart the nginx web server after a config change", ["nginx -t", "systemctl reload nginx"]),
+    ("db-backup", "Dump the postgres database to a compressed file", ["pg_dump app > app.sql", "gzip app.sql"]),
+    ("release-python", "Build and upload a Python package to the index", ["python -m build", "twine upload dist/*"]),
+    ("greet", "write a greeting", ["echo hello {{ name }}"]),
+    ("old-logs", "Find files in /var/log modified more than 60 minutes ago", ["find /var/log -mmin +60"]),
+]
+
+
+def add(store: SkillStore, matcher: Matcher | None, task_type: str, description: str, commands: list[str],
+        successes: int = 2, **extra: object) -> CapturedProcedure:
+    p = store.add_procedure(CapturedProcedure(id="", task_type=task_type, description=description, success_count=successes,
+                                              steps=[ProcedureStep(command=c) for c in commands], **extra))  # type: ignore[arg-type]
+    if matcher is not None:
+        assert matcher.index(p) is None
+    return p
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> SkillStore:
     store = SkillStore(tmp_path / "store.db")
     matcher = Matcher(store)
-    for task_type, description, commands in [
-        ("restart-web", "Restart the nginx web server after a config change", ["nginx -t", "systemctl reload nginx"]),
-        ("db-backup", "Dump the postgres database to a compressed file", ["pg_dump app > app.sql", "gzip app.sql"]),
-        ("release-python", "Build and upload a Python package to the index", ["python -m build", "twine upload dist/*"]),
-    ]:
-        p = store.add_procedure(CapturedProcedure(id="", task_type=task_type, description=description, success_count=1,
-                                                  steps=[ProcedureStep(command=c) for c in commands]))
-        assert matcher.index(p) is None
+    for task_type, description, commands in PROCEDURES:
+        add(store, matcher, task_type, description, commands)
     return store
 
 
-def test_key_terms_find_a_procedure(store: SkillStore) -> None:
-    """The task type's words and the programs used are found in one Aho-Corasick pass."""
-    result = Matcher(store).match("db backup please")
-    assert result.mode == "hybrid" and result.degraded is None
-    assert result.matches[0].procedure.task_type == "db-backup"
-    assert "db backup" in result.matches[0].matched_terms
+class TestDecision:
+    @pytest.mark.parametrize("task", ["what is the weather in Paris", "translate this letter into German",
+                                      "book a table for two tonight", "write a greeting card for my grandmother in French"])
+    def test_unrelated_tasks_match_nothing(self, store: SkillStore, task: str) -> None:
+        """Off-topic tasks give no-match, with the best candidates listed and why each was not taken."""
+        decision = Matcher(store).match(task)
+        assert decision.decision == "no-match" and decision.selected is None
+        assert decision.candidates and all(c.reason for c in decision.candidates)
+
+    def test_below_the_floor_says_so_with_both_numbers(self, store: SkillStore) -> None:
+        """The reason names the floor and the score, which mean the same in every query (no normalisation)."""
+        decision = Matcher(store).match("restart nginx")
+        best = decision.candidates[0]
+        assert best.task_type == "restart-web" and best.reason == f"below relevance floor 0.96 ({best.score:.2f})"
+
+    def test_the_task_type_named_or_the_description_repeated_is_a_match(self, store: SkillStore) -> None:
+        """Word for word, the task names the procedure: that is a decision, not a guess."""
+        for task in ("db backup", "Dump the postgres database to a compressed file."):
+            decision = Matcher(store).match(task)
+            assert decision.decision == "match" and decision.selected and decision.selected.task_type == "db-backup", task
+
+    def test_a_near_miss_with_another_number_is_refused(self, store: SkillStore) -> None:
+        """Same words, another literal: `-mmin +60` is not "older than 7 days", whatever the similarity."""
+        decision = Matcher(store, floor=0.0).match("Find files in /var/log modified more than 7 days ago")
+        old = next(c for c in decision.candidates if c.task_type == "old-logs")
+        assert decision.procedure_id != old.procedure_id
+        assert old.reason and old.reason.startswith("literals disagree") and "7" in old.reason
+
+    def test_agreeing_literals_are_listed(self, store: SkillStore) -> None:
+        """The same numbers and paths agree, and the decision says which."""
+        decision = Matcher(store, floor=0.5).match("list files under /var/log changed more than 60 minutes ago")
+        assert decision.selected and decision.selected.task_type == "old-logs"
+        assert {"/var/log", "> 60 minute"} <= set(decision.selected.literals_agreed)
+
+    def test_a_literal_fills_a_parameter(self, tmp_path: Path) -> None:
+        """A value the procedure lacks but a parameter takes becomes that parameter's value."""
+        store = SkillStore(tmp_path / "store.db")
+        matcher = Matcher(store, floor=0.5)
+        add(store, matcher, "old-files", "find files older than some days in a folder", ["find {{ path }} -mtime +{{ days }}"])
+        decision = matcher.match("find files older than 7 days in /srv/data")
+        assert decision.decision == "match" and decision.params == {"days": "7", "path": "/srv/data"}
+        given = matcher.match("find files older than 7 days in /srv/data", params={"days": 7})
+        assert given.params == {"days": "7", "path": "/srv/data"}  # a value the caller gives agrees with the task
+        other = matcher.match("find files older than 7 days in /srv/data", params={"days": 9, "path": "/srv/data"})
+        assert other.decision == "no-match" and "literals disagree" in (other.candidates[0].reason or "")
+
+    def test_two_procedures_equally_about_the_task_is_no_match(self, tmp_path: Path) -> None:
+        """Ambiguity is not resolved by luck: when unsure, plan."""
+        store = SkillStore(tmp_path / "store.db")
+        matcher = Matcher(store)
+        add(store, matcher, "clean", "Remove the build folder", ["rm -rf build"])
+        add(store, matcher, "clean", "Remove the build folder", ["rm -rf ./build", "mkdir build"])
+        decision = matcher.match("Remove the build folder")
+        assert decision.decision == "no-match" and "ambiguous" in (decision.reason or "")
+
+    def test_one_success_is_not_enough(self, tmp_path: Path) -> None:
+        """About the task but seen once: not replayed, and the reason says what would make it replayable."""
+        store = SkillStore(tmp_path / "store.db")
+        matcher = Matcher(store)
+        p = add(store, matcher, "db-backup", "Dump the postgres database", ["pg_dump app > app.sql", "gzip app.sql"], successes=1)
+        decision = matcher.match("db backup")
+        assert decision.decision == "no-match" and "learn promote" in (decision.reason or "")
+        store.promote(p.id)
+        assert matcher.match("db backup").procedure_id == p.id
+
+    def test_an_empty_store_says_so(self, tmp_path: Path) -> None:
+        decision = Matcher(SkillStore(tmp_path / "store.db")).match("anything at all")
+        assert decision.decision == "no-match" and "no procedures" in (decision.reason or "")
 
 
-def test_a_paraphrase_is_found_by_meaning(store: SkillStore) -> None:
-    """No shared key term: the semantic companion still ranks the right procedure first."""
-    result = Matcher(store).match("reboot the http daemon")
-    assert result.matches[0].procedure.task_type == "restart-web"
-    assert result.matches[0].semantic is not None and result.matches[0].lexical == 0.0
+class TestScores:
+    def test_semantic_scores_are_exact_cosines(self, store: SkillStore) -> None:
+        """The approximate neighbours are rescored with the stored vectors: the cosine a person would compute."""
+        import numpy as np
+
+        decision = Matcher(store).match("reboot the http daemon")
+        best = decision.candidates[0]
+        embedder = default_embedder()
+        q, d = (np.asarray(v) for v in embedder.embed(["reboot the http daemon", describe(store.get(best.procedure_id))]))
+        assert best.semantic == pytest.approx(float(q @ d) / float(np.linalg.norm(q) * np.linalg.norm(d)), abs=2e-3)
+
+    def test_a_procedure_the_companion_lacks_is_still_scored_and_indexed(self, store: SkillStore) -> None:
+        """Found by key terms but not in the index: embedded now (never scored 0), and the companion heals."""
+        matcher = Matcher(store)
+        p = add(store, None, "rotate-keys", "Rotate the signing keys of the vault", ["vault rotate"])
+        decision = matcher.match("rotate the vault signing keys")
+        found = next(c for c in decision.candidates if c.procedure_id == p.id)
+        assert found.semantic is not None and found.semantic > 0.5
+        assert p.id in matcher.companion().vectors(COLLECTION, [p.id])
+
+    def test_key_terms_weigh_by_rarity(self, store: SkillStore) -> None:
+        """A rare word covers more of the task than a common one: `terms` is the covered share of IDF weight."""
+        decision = Matcher(store).match("postgres stuff")
+        backup = next(c for c in decision.candidates if c.task_type == "db-backup")
+        assert backup.matched_terms == ["postgres"] and 0.0 < backup.terms < 1.0
+
+    def test_a_corrupt_companion_still_decides_and_says_so(self, store: SkillStore) -> None:
+        """Garbage in the companion's database: candidates come from key terms, scores from fresh vectors."""
+        for f in (store.path.parent / "companion").rglob("chroma.sqlite3"):
+            f.write_bytes(b"this is not a database" * 100)
+        decision = Matcher(store).match("db backup")
+        assert "unavailable" in (decision.degraded or "")
+        assert decision.selected and decision.selected.task_type == "db-backup"
+        assert store.count() == len(PROCEDURES)  # the truth lost nothing
+
+    def test_reindex_rebuilds_a_missing_companion_from_the_truth(self, store: SkillStore) -> None:
+        shutil.rmtree(store.path.parent / "companion")
+        matcher = Matcher(store)
+        seen: list[int] = []
+        assert matcher.reindex(progress=seen.append) == len(PROCEDURES) and seen[-1] == len(PROCEDURES)
+        assert matcher.companion().count(COLLECTION) == len(PROCEDURES)
+
+    def test_candidates_are_not_matched_until_promoted(self, store: SkillStore) -> None:
+        """A mined candidate is invisible to replay matching; promotion makes it visible."""
+        matcher = Matcher(store)
+        p = add(store, matcher, "lint-code", "Run the linters", ["ruff check .", "mypy ."], successes=1, status="candidate")
+        assert all(c.procedure_id != p.id for c in matcher.match("lint code").candidates)
+        store.promote(p.id)
+        assert matcher.match("lint code").procedure_id == p.id
 
 
-def test_a_corrupt_companion_degrades_to_lexical_and_says_so(store: SkillStore) -> None:
-    """Garbage in the companion's database: matching still works, through FTS5, and the result says why."""
-    companion = store.path.parent / "companion"
-    for f in companion.rglob("chroma.sqlite3"):
-        f.write_bytes(b"this is not a database" * 100)
-    result = Matcher(store).match("compress the postgres database")
-    assert result.mode == "lexical" and "unavailable" in (result.degraded or "")
-    assert result.matches[0].procedure.task_type == "db-backup"
-    assert store.count() == 3  # the truth lost nothing
+class TestLiterals:
+    @pytest.mark.parametrize("task, command, ok", [
+        ("find files modified more than 60 minutes ago", "find . -mmin +60", True),
+        ("find files modified more than 7 days ago", "find . -mmin +60", False),
+        ("find files modified more than 60 days ago", "find . -mmin +60", False),
+        ("files larger than 100k", "find . -size +100k", True),
+        ("files of exactly 100k", "find . -size +100k", False),
+        ("delete *.svn folders", "find . -name '*.svn' -exec rm -rf {} +", True),
+        ("delete *.xyz folders", "find . -name '*.svn' -exec rm -rf {} +", False),
+        ('rename "fgh" files', "rename 's/^fgh/jkl/' fgh*", True),
+        ('rename "abc" files', "rename 's/^fgh/jkl/' fgh*", False),
+        ("copy to /srv/backup", "cp -r data /srv/backup", True),
+    ])
+    def test_stated_literals_must_agree(self, task: str, command: str, ok: bool) -> None:
+        """Numbers with their unit and direction, patterns, quoted names and paths decide near misses."""
+        assert agree(extract(task), procedure_text("", "t", [], [command])).ok is ok
 
-
-def test_reindex_rebuilds_a_missing_companion_from_the_truth(store: SkillStore) -> None:
-    """Delete the companion folder; reindex brings meaning-based matching back."""
-    shutil.rmtree(store.path.parent / "companion")
-    matcher = Matcher(store)
-    assert matcher.reindex() == 3
-    result = matcher.match("reboot the http daemon")
-    assert result.mode == "hybrid" and result.matches[0].procedure.task_type == "restart-web"
-
-
-def test_candidates_are_not_matched_until_promoted(store: SkillStore) -> None:
-    """A mined candidate is invisible to replay matching; promotion makes it visible."""
-    p = store.add_procedure(CapturedProcedure(id="", task_type="lint-code", description="Run the linters", status="candidate",
-                                              success_count=1, steps=[ProcedureStep(command="ruff check ."), ProcedureStep(command="mypy .")]))
-    assert all(m.procedure.id != p.id for m in Matcher(store).match("lint code with ruff").matches)
-    store.set_status(p.id, "active")
-    assert Matcher(store).match("lint code with ruff").matches[0].procedure.id == p.id
+    def test_prose_is_not_a_literal(self) -> None:
+        """"files/directories" is a phrase, not a path; plain words are not names."""
+        assert extract("Find all files/directories under the current folder") == []

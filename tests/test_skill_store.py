@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.skills.models import CapturedProcedure, Execution, ProcedureStep
-from sherpa_skills.skills.scoring import confidence, failure_pattern, health_status
+from sherpa_skills.skills.scoring import REPLAY_THRESHOLD, confidence, failure_pattern, health_status
 from sherpa_skills.skills.store import SkillStore, step_signature
 
 
@@ -25,9 +25,9 @@ def execution(p: CapturedProcedure, outcome: str, reason: str | None = None) -> 
 
 
 class TestConfidence:
-    def test_one_success_is_not_full_confidence(self) -> None:
-        """Seen once, a procedure just reaches the replay threshold; only evidence brings it near 1."""
-        assert confidence(1, 0) == 0.8
+    def test_one_success_is_not_proof(self) -> None:
+        """Seen once, a procedure stays below the replay threshold; a second success passes it; only evidence brings it near 1."""
+        assert confidence(1, 0) < REPLAY_THRESHOLD < confidence(2, 0)
         assert confidence(2, 0) > confidence(1, 0)
         assert confidence(100, 0) < 1.0
         assert confidence(0, 0) == 0.0
@@ -128,3 +128,32 @@ def test_eight_processes_recording_at_once_lose_no_update(tmp_path: Path) -> Non
     assert after.failure_count == 8 * failures_each
     assert after.success_count == 1 + 8 * (40 - failures_each)
     assert len(store.executions(p.id)) == 8 * 40
+
+
+class TestOneProcedurePerSignature:
+    def test_a_second_insert_of_the_same_steps_counts_a_success(self, tmp_path: Path) -> None:
+        """Two captures that both passed the duplicate check insert once: the second one counts a success."""
+        store = SkillStore(tmp_path / "store.db")
+        first = store.add_procedure(procedure("deploy-app", "make", "make deploy"))
+        second = store.add_procedure(procedure("deploy-app", "make", "make  deploy"))
+        assert second.id == first.id and second.success_count == 2
+        assert store.count() == 1
+
+    def test_the_same_steps_under_another_task_type_are_another_procedure(self, tmp_path: Path) -> None:
+        """Uniqueness is per task type: the same commands may serve two kinds of task."""
+        store = SkillStore(tmp_path / "store.db")
+        a = store.add_procedure(procedure("build-lib", "make"))
+        b = store.add_procedure(procedure("build-docs", "make"))
+        assert a.id != b.id and store.count() == 2
+
+    def test_six_concurrent_first_captures_make_one_procedure(self, tmp_path: Path) -> None:
+        """Six processes capturing the same new steps at once: one procedure, six successes."""
+        code = ("import sys; from sherpa_skills.skills.store import SkillStore; from sherpa_skills.skills.models import *; "
+                "s = SkillStore(sys.argv[1]); s.add_procedure(CapturedProcedure(id='', task_type='ship', success_count=1, "
+                "steps=[ProcedureStep(command='make'), ProcedureStep(command='make ship')]))")
+        db = tmp_path / "store.db"
+        SkillStore(db).close()
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(db)]) for _ in range(6)]
+        assert all(p.wait(timeout=120) == 0 for p in procs)
+        store = SkillStore(db)
+        assert [(p.task_type, p.success_count) for p in store.procedures()] == [("ship", 6)]

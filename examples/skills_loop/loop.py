@@ -2,9 +2,10 @@
 
 A routine task (pack a folder of notes into a tarball) runs in a temporary folder with real commands.
 The first time, the planner's LLM (the scripted stand-in) works it out and the run is captured as a
-procedure. The second time, the procedure is replayed with zero LLM calls. Then the environment
+procedure. One success is not proof, so a person promotes it (`learn promote`; a second successful run
+would do too). The second time, the procedure is replayed with zero LLM calls. Then the environment
 changes (notes/ becomes docs/), the replay diverges at step 2, planning takes over with what went
-wrong, succeeds, and the procedure gets a second version.
+wrong, succeeds, and the procedure gets a second version, promoted in turn.
 
     python examples/skills_loop/loop.py [--home DIR] [--json]
 """
@@ -57,6 +58,8 @@ def main() -> int:
     procedures = call("learn", "procedures", "--home", str(home))
     report["planned"] = {"state": planned["state"], "llm_calls": planned["llm_calls"], "tokens": planned["tokens"],
                          "procedures": [(p["id"], p["version"]) for p in procedures]}
+    for p in procedures:
+        call("learn", "promote", p["id"], "--home", str(home))  # a person vouches: it counts as the second success
 
     replayed = solve(home, work)
     report["replayed"] = {"state": replayed["state"], "llm_calls": replayed["llm_calls"], "tokens": replayed["tokens"],
@@ -69,6 +72,7 @@ def main() -> int:
                            "replay": replanned["context"]["replay"]["state"], "diverged_step": divergence.get("step"),
                            "reason": divergence.get("reason")}
     first_id = report["planned"]["procedures"][0][0]
+    call("learn", "promote", first_id, "--home", str(home))  # the re-learned version 2, seen once, is promoted too
     version_1 = call("learn", "show", first_id, "--version", "1", "--home", str(home))
     assert isinstance(version_1, dict)
 

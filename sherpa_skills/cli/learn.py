@@ -10,9 +10,6 @@ from typing import Any, Callable
 
 from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json, parse_assignments, positive_int
 
-REPLAY_STATUS = {"succeeded": "succeeded", "diverged": "diverged", "dry_run": "dry-run", "no_match": "no-match", "refused": "refused"}
-
-
 def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
     from ..home import resolve_home
     from ..engine.runstore import RunStore
@@ -20,13 +17,6 @@ def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
 
     home = resolve_home(args.home)
     return SkillStore(home=home), RunStore(home=home), home
-
-
-def _machine(name: str) -> Any:
-    from ..data import data_file
-    from ..engine.workflow import load_workflow
-
-    return load_workflow(data_file("statemachines", f"{name}.yaml"))
 
 
 def _quiet_logs(args: argparse.Namespace, home: Path) -> None:
@@ -49,6 +39,13 @@ def procedure_detail(store: Any, p: Any) -> dict[str, Any]:
     executions = store.executions(p.id, limit=10)
     return {**p.model_dump(mode="json"), "health": health.model_dump(mode="json"), "versions": store.versions(p.id),
             "recent_executions": [e.model_dump(mode="json") for e in executions]}
+
+
+def _id_column(ids: Any, header: str = "id") -> Any:
+    """A column that never cuts an id, however narrow the terminal: other columns give way."""
+    from rich.table import Column
+
+    return Column(header, no_wrap=True, overflow="fold", min_width=max([len(header), *(len(i) for i in ids)]))
 
 
 # ---------------------------------------------------------------- capture
@@ -75,11 +72,13 @@ def load_steps_file(path: str) -> dict[str, Any]:
 
 def cmd_capture(args: argparse.Namespace) -> int:
     from ..errors import UsageError
+    from ..skills.api import SkillStore
 
     if bool(args.from_run) == bool(args.steps_file):
         raise UsageError("give exactly one of --from-run RUN_ID or --steps-file FILE")
-    store, runs, home = _stores(args)
+    _, runs, home = _stores(args)
     _quiet_logs(args, home)
+    skills = SkillStore(home)
     inputs: dict[str, Any] = {"task_type": args.task_type}
     if args.from_run:
         inputs["run_id"] = runs.get_run(args.from_run).run_id
@@ -90,34 +89,38 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if args.tag:
         inputs["tags"] = args.tag
     if args.procedure:
-        inputs["procedure_id"] = store.get(args.procedure).id
-    workflow = _machine("capture")
-    result = workflow.agent(store=runs, home=home).run(inputs)
-    outcome = {"captured": "captured", "duplicate": "duplicate", "rejected": "rejected"}.get(result.state, "error")
-    payload: dict[str, Any] = {"outcome": outcome, "run_id": result.run_id}
-    if result.status == "error":
-        payload["error"] = result.error
-    elif outcome == "rejected":
-        payload["reason"] = result.context.get("rejected_reason")
-    else:
-        proc = store.get(result.context["procedure"]["id"])
-        payload.update(proc.model_dump(mode="json"))
-        payload["index_warning"] = result.context.get("index_warning")
+        inputs["procedure_id"] = skills.get(args.procedure).id
+    result = skills._capture(inputs)
+    payload: dict[str, Any] = {"outcome": result.outcome, "run_id": result.run_id, "filtered": result.filtered,
+                               "secrets_to_env": result.secrets_to_env}
+    if result.outcome in ("error", "rejected"):
+        payload["reason" if result.outcome == "rejected" else "error"] = result.reason
+    elif result.procedure is not None:
+        payload.update(result.procedure.model_dump(mode="json"))
+        payload["index_warning"] = result.index_warning
     if args.json:
         _print_json(payload)
     else:
         console = _console()
-        if outcome == "captured":
+        if result.outcome == "captured":
             console.print(f"[green]captured[/] {payload['id']} v{payload['version']} ({payload['task_type']}, {len(payload['steps'])} steps, "
                           f"confidence {payload['confidence']:.2f})")
-        elif outcome == "duplicate":
+            if payload["confidence"] < 0.8:
+                console.print("  not replayed yet: one success is not proof; a second success or `sherpa-skills learn promote "
+                              f"{payload['id']}` makes it replayable")
+        elif result.outcome == "duplicate":
             console.print(f"[yellow]already known[/]: {payload['id']} gained a success (now {payload['success_count']}, "
                           f"confidence {payload['confidence']:.2f})")
         else:
             console.print(f"[red]not captured[/]: {payload.get('reason') or payload.get('error')}")
+        for f in result.filtered:
+            console.print(f"  [dim]left out: {f['command']} ({f['reason']})[/]")
+        if result.secrets_to_env:
+            console.print(f"  [yellow]a literal secret was replaced by an environment variable[/]: {', '.join(result.secrets_to_env)} "
+                          "(set it before replaying; the value was not stored)")
         if payload.get("index_warning"):
             console.print(f"[yellow]companion index not updated[/]: {payload['index_warning']} (run `sherpa-skills learn reindex`)")
-    return EXIT_OK if outcome in ("captured", "duplicate") else EXIT_ERROR
+    return EXIT_OK if result.outcome in ("captured", "duplicate") else EXIT_ERROR
 
 
 # ---------------------------------------------------------------- listing
@@ -129,9 +132,10 @@ def cmd_procedures(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(rows)
         return EXIT_OK
-    from rich.table import Table
+    from rich.table import Column, Table
 
-    table = Table("id", "task type", "v", "confidence", "ok", "failed", "health", "steps", "description")
+    table = Table(_id_column(r["id"] for r in rows), "task type", "v", "confidence", "ok", "failed", "health", "steps",
+                  Column("description", overflow="ellipsis", no_wrap=True, ratio=1))
     for r in rows:
         table.add_row(r["id"], r["task_type"], str(r["version"]), f"{r['confidence']:.2f}", str(r["success_count"]),
                       str(r["failure_count"]), r["health"], str(r["steps"]), r["description"][:50])
@@ -164,14 +168,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- replay
 
 
-def _confirm(console: Any, result: Any) -> tuple[str, dict[str, Any]]:
+def _confirm(console: Any, pending: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """y/n/edit at the confirmation state; without a terminal nothing runs."""
     if not sys.stdin.isatty():
         return "refuse", {}
-    proc = result.context["procedure"]
+    proc = pending["procedure"]
     console.print(f"[bold]{proc['id']}[/] v{proc['version']} (confidence {proc['confidence']:.2f}, replayed {proc['replayed']} times) will run:")
-    for i, command in enumerate(result.context["rendered"], 1):
-        console.print(f"  {i}. {command}")
+    for step in pending["steps"]:
+        console.print(f"  {step['index']}. {step['command']}")
     while True:
         answer = input("Run these steps? [y]es / [n]o / [e]dit parameters: ").strip().lower()
         if answer in ("y", "yes"):
@@ -184,49 +188,21 @@ def _confirm(console: Any, result: Any) -> tuple[str, dict[str, Any]]:
 
 
 def replay_payload(result: Any) -> dict[str, Any]:
-    ctx = result.context
-    proc = ctx.get("procedure") or {}
-    from ..skills.replay_actions import step_results
+    from ..skills.api import replay_payload as payload
 
-    executed = {r["index"]: r for r in step_results(ctx)}
-    steps = []
-    for i, command in enumerate(ctx.get("rendered") or [], 1):
-        step: dict[str, Any] = {"index": i, "command": command}
-        if i in executed:
-            step.update(exit_code=executed[i]["exit_code"], passed=executed[i]["passed"], reason=executed[i]["reason"],
-                        duration_ms=executed[i]["duration_ms"])
-        steps.append(step)
-    status = "error" if result.status == "error" else REPLAY_STATUS.get(result.state, result.state)
-    reason = result.error or (ctx.get("divergence") or {}).get("reason") or ctx.get("select_reason") or \
-        ("; ".join(ctx.get("preflight_problems") or []) or None)
-    return {"status": status, "procedure_id": proc.get("id"), "version": proc.get("version"), "confidence": proc.get("confidence"),
-            "replayed_before": proc.get("replayed"), "steps": steps, "diverged_step": ctx.get("diverged_step"),
-            "divergence": ctx.get("divergence"), "reason": reason, "llm_calls": result.counters.get("llm_calls", 0),
-            "tokens": result.counters.get("tokens", 0), "match_mode": ctx.get("match_mode"), "degraded": ctx.get("degraded"),
-            "matches": ctx.get("matches"), "run_id": result.run_id}
+    return payload(result)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    store, runs, home = _stores(args)
+    from ..skills.api import SkillStore
+
+    _, _, home = _stores(args)
     _quiet_logs(args, home)
-    inputs: dict[str, Any] = {"query": args.query, "params": parse_assignments(args.param, "--param"), "execute": args.execute,
-                              "assume_yes": args.yes, "min_confidence": args.min_confidence}
-    if args.procedure:
-        inputs["procedure_id"] = store.get(args.procedure).id
-    if args.task_type:
-        inputs["task_type"] = args.task_type
-    if args.cwd:
-        inputs["cwd"] = args.cwd
-    workflow = _machine("replay")
-    agent = workflow.agent(store=runs, home=home)
+    skills = SkillStore(home)
     console = _console(stderr=args.json)
-    result = agent.run(inputs)
-    while result.status == "waiting" and result.state == "confirm":
-        trigger, targs = _confirm(console, result)
-        result = agent.run(trigger=trigger, args=targs)
-        if trigger == "refuse" and not sys.stdin.isatty():
-            result.context["select_reason"] = "not confirmed: pass --yes to execute without asking"
-    payload = replay_payload(result)
+    payload = skills.replay(args.query, procedure_id=args.procedure, task_type=args.task_type,
+                            params=parse_assignments(args.param, "--param"), execute=args.execute, cwd=args.cwd,
+                            min_confidence=args.min_confidence, confirm=None if args.yes else (lambda pending: _confirm(console, pending)))
     if payload["status"] == "refused" and not sys.stdin.isatty() and args.execute and not args.yes:
         payload["reason"] = "not confirmed: executing needs confirmation; pass --yes to execute without asking"
     if args.json:
@@ -240,12 +216,17 @@ def _show_replay(console: Any, p: dict[str, Any]) -> None:
     if p["degraded"]:
         console.print(f"[yellow]{p['degraded']}[/]")
     if p["status"] == "no-match":
-        console.print(f"[yellow]no procedure to replay[/]: {p['reason']}")
+        console.print(f"[yellow]no procedure to replay[/]: {p['reason'] or 'nothing matched'}")
+        for m in (p.get("matches") or [])[:3]:
+            if m.get("reason"):
+                console.print(f"  [dim]{m['procedure_id']}: {m['reason']}[/]")
         return
     head = f"[bold]{p['procedure_id']}[/] v{p['version']} (confidence {p['confidence']:.2f}, replayed {p['replayed_before']} times)" \
         if p["procedure_id"] else ""
     colour = {"succeeded": "green", "dry-run": "cyan"}.get(p["status"], "red")
     console.print(f"[bold {colour}]{p['status']}[/] {head}")
+    if p.get("params_from_task"):
+        console.print("parameters from the task: " + ", ".join(f"{k}={v}" for k, v in p["params_from_task"].items()))
     for s in p["steps"]:
         mark = "" if "passed" not in s else ("[green]✓[/] " if s["passed"] else "[red]✗[/] ")
         console.print(f"  {mark}{s['index']}. {s['command']}" + (f"  [red]{s['reason']}[/]" if s.get("reason") else ""))
@@ -267,9 +248,10 @@ def cmd_health(args: argparse.Namespace) -> int:
     if args.json:
         _print_json([r.model_dump(mode="json") for r in reports])
         return EXIT_OK
-    from rich.table import Table
+    from rich.table import Column, Table
 
-    table = Table("procedure", "status", "rolling success", "executions", "failure pattern")
+    table = Table(_id_column((r.procedure_id for r in reports), "procedure"), "status", "rolling success", "executions",
+                  Column("failure pattern", overflow="ellipsis", ratio=1))
     for r in reports:
         rate = "-" if r.rolling_success_rate is None else f"{r.rolling_success_rate:.0%}"
         table.add_row(r.procedure_id, r.status, rate, str(r.total_executions), r.failure_pattern or "")
@@ -321,7 +303,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         return EXIT_OK
     from rich.table import Table
 
-    table = Table("procedure", "task type", "replays", "diverged", "tokens saved", "LLM calls saved")
+    table = Table(_id_column((r["procedure_id"] for r in data["per_procedure"]), "procedure"), "task type", "replays", "diverged",
+                  "tokens saved", "LLM calls saved")
     for r in data["per_procedure"]:
         table.add_row(r["procedure_id"], r["task_type"], str(r["replays"]), str(r["diverged"]), str(r["tokens_saved"]), str(r["llm_calls_saved"]))
     console = _console()
@@ -334,18 +317,41 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
+    """Embed every procedure again, in batches, with a progress bar on the terminal (never silent on long work)."""
+    import time
+
     from ..skills.matcher import Matcher
 
     store, _, _ = _stores(args)
-    count = Matcher(store).reindex()
-    _console(stderr=False).print(f"companion index rebuilt from the store: {count} procedures")
+    total = store.count()
+    started = time.perf_counter()
+    console = _console(stderr=True)
+    if args.json or total < 50:
+        count = Matcher(store).reindex()
+    elif not console.is_terminal:  # a log, not a bar: one line per batch
+        count = Matcher(store).reindex(progress=lambda done: console.print(f"embedded {done}/{total} procedures"))
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        with Progress(TextColumn("embedding procedures"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=console) as progress:
+            task = progress.add_task("reindex", total=total)
+            count = Matcher(store).reindex(progress=lambda done: progress.update(task, completed=done))
+    seconds = time.perf_counter() - started
+    if args.json:
+        _print_json({"reindexed": count, "seconds": round(seconds, 3), "per_second": round(count / seconds, 1) if seconds else None})
+    else:
+        _console(stderr=False).print(f"companion index rebuilt from the store: {count} procedures in {seconds:.1f} s")
     return EXIT_OK
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
     store, _, _ = _stores(args)
-    p = store.set_status(store.get(args.id).id, "active")
-    _console().print(f"{p.id} is active: it can be replayed")
+    p = store.promote(store.get(args.id).id)
+    if args.json:
+        _print_json({**p.model_dump(mode="json"), "health": store.health(p.id).status})
+    else:
+        _console().print(f"{p.id} is active and promoted: it can be replayed (confidence {p.confidence:.2f})")
     return EXIT_OK
 
 
@@ -359,7 +365,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     text = json.dumps(data, indent=2)
     if args.file and args.file != "-":
         Path(args.file).write_text(text + "\n", encoding="utf-8")
-        _console(stderr=True).print(f"exported {len(data['procedures'])} procedures to {args.file}")
+        if args.json:
+            _print_json({"exported": len(data["procedures"]), "learnings": len(data["learnings"]), "file": args.file})
+        else:
+            _console(stderr=True).print(f"exported {len(data['procedures'])} procedures to {args.file}")
     else:
         sys.stdout.write(text + "\n")
     return EXIT_OK
@@ -381,13 +390,14 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file} is not a `learn export` file (format sherpa-skills/procedures)")
     added = skipped = 0
     problems = []
+    fresh: list[Any] = []
     for i, raw in enumerate(data.get("procedures") or []):
         try:
             proc = CapturedProcedure.model_validate({k: v for k, v in raw.items() if k != "versions"})
         except ValidationError as exc:
             problems.append(f"procedures[{i}]: {exc.errors()[0]['msg']}")
             continue
-        known = store.find_by_signature(step_signature(proc.steps))
+        known = store.find_by_signature(step_signature(proc.steps), proc.task_type)
         exists = known is not None
         if not exists:
             try:
@@ -398,18 +408,26 @@ def cmd_import(args: argparse.Namespace) -> int:
         if exists:
             skipped += 1
             continue
-        store.add_procedure(proc)
+        fresh.append(store.add_procedure(proc))
         added += 1
     for raw in data.get("learnings") or []:
         try:
             store.add_learning(CapturedLearning.model_validate({**raw, "id": None}))
         except ValidationError:
             pass
-    summary = {"added": added, "skipped": skipped, "problems": problems}
+    from ..skills.matcher import Matcher
+
+    # The companion learns the new procedures now, in batches: matching never silently falls back to words alone.
+    matcher = Matcher(store)
+    warning = next((w for w in (matcher.index_many(fresh[i:i + 256]) for i in range(0, len(fresh), 256)) if w), None)
+    summary = {"added": added, "skipped": skipped, "problems": problems, "indexed": 0 if warning else len(fresh),
+               "index_warning": warning}
     if args.json:
         _print_json(summary)
     else:
         _console().print(f"imported {added} procedures, skipped {skipped} already known" + (f"; {len(problems)} invalid" if problems else ""))
+        if warning:
+            _console(stderr=True).print(f"companion index not updated: {warning} (run `sherpa-skills learn reindex`)")
         for p in problems:
             _console(stderr=True).print(f"  {p}")
     return EXIT_OK if not problems else EXIT_ERROR
@@ -455,7 +473,7 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--procedure", metavar="ID", help="replay this procedure instead of matching")
     p.add_argument("--task-type")
     p.add_argument("--cwd", help="where the steps run (default: here)")
-    p.add_argument("--min-confidence", type=float, default=0.8)
+    p.add_argument("--min-confidence", type=float, default=0.8, help="replay threshold on confidence (default 0.8; 0 accepts any)")
     p.add_argument("--json", action="store_true")
 
     p = add("health", cmd_health, "rolling success rate and status of every procedure")
@@ -470,13 +488,16 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add("stats", cmd_stats, "tokens and LLM calls saved by replay")
     p.add_argument("--json", action="store_true")
 
-    add("reindex", cmd_reindex, "rebuild the companion (semantic) index from the store")
+    p = add("reindex", cmd_reindex, "rebuild the companion (semantic) index from the store, in batches, with progress")
+    p.add_argument("--json", action="store_true")
 
-    p = add("promote", cmd_promote, "make a candidate procedure replayable")
+    p = add("promote", cmd_promote, "make a procedure replayable: a candidate becomes active, and promotion counts as its second success")
     p.add_argument("id")
+    p.add_argument("--json", action="store_true")
 
     p = add("export", cmd_export, "write every procedure and learning as JSON")
     p.add_argument("file", nargs="?", help="output file (default: stdout)")
+    p.add_argument("--json", action="store_true", help="with FILE: print a JSON summary")
 
     p = add("import", cmd_import, "read procedures from a `learn export` file; known ones are skipped")
     p.add_argument("file")

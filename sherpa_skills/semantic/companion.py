@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,7 @@ class Companion:
         self._client: Any = None
         # The last single text embedded: a memory write queries its own text for near-duplicates, then upserts it.
         self._last: tuple[str, list[float]] | None = None
+        self._fresh: dict[str, Any] = {}  # collections already checked: a lookup costs ~5 ms, a match makes several
 
     @property
     def where(self) -> str:
@@ -156,6 +157,7 @@ class Companion:
     def close(self) -> None:
         """Release chromadb's handles (the SQLite file, the HTTP session); the next call reopens."""
         client, self._client = self._client, None
+        self._fresh.clear()
         if client is not None and hasattr(client, "close"):
             try:
                 client.close()
@@ -206,10 +208,14 @@ class Companion:
         return col
 
     def _require(self, collection: str, *, fresh: bool = True) -> Any:
+        if fresh and collection in self._fresh:
+            return self._fresh[collection]
         col = self._get(collection, fresh=fresh)
         if col is None:
             raise CompanionUnavailable(f"companion collection {collection!r} does not exist at {self.where} "
                                        f"(never indexed, or removed); rebuild it from the store")
+        if fresh and self.path is not None:  # another process may swap a server's collections; a folder's are ours
+            self._fresh[collection] = col
         return col
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
@@ -264,18 +270,54 @@ class Companion:
             col.delete(ids=[str(i) for i in ids])
 
     def query(self, collection: str, text: str, n: int = 10,
-              where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
-        """The `n` nearest items as (id, similarity), best first; similarity is cosine clamped to [0, 1]."""
+              where: dict[str, Any] | None = None, vector: list[float] | None = None) -> list[tuple[str, float]]:
+        """The `n` nearest items as (id, similarity), best first; similarity is cosine clamped to [0, 1].
+
+        Approximate (HNSW); pass `vector` when the caller already embedded `text`, so it is embedded once.
+        """
         if n <= 0:
             return []
-        col = self._require(collection)
-        vector = self._embed([text])
-        # chromadb 1.x returns fewer results when n exceeds the collection: no count needed (it costs ~11 ms at 100k).
-        with _chroma(f"query {collection!r}", self.where):
-            result = col.query(query_embeddings=vector, n_results=n, where=where or None, include=["distances"])
+        vectors = [list(vector)] if vector is not None else self._embed([text])
+
+        def run(col: Any) -> Any:
+            # chromadb 1.x returns fewer results when n exceeds the collection: no count needed (it costs ~11 ms at 100k).
+            with _chroma(f"query {collection!r}", self.where):
+                return col.query(query_embeddings=vectors, n_results=n, where=where or None, include=["distances"])
+
+        result = self._with_collection(collection, run)
         ids = (result.get("ids") or [[]])[0]
         distances = (result.get("distances") or [[]])[0]
         return [(str(i), max(0.0, min(1.0, 1.0 - float(d)))) for i, d in zip(ids, distances)]
+
+    def _with_collection(self, collection: str, run: Callable[[Any], Any]) -> Any:
+        """Run against the (cached) collection; a handle gone stale under a rebuild elsewhere is fetched again once."""
+        cached = collection in self._fresh
+        try:
+            return run(self._require(collection))
+        except CompanionUnavailable:
+            if not cached:
+                raise
+            self._fresh.pop(collection, None)
+            return run(self._require(collection))
+
+    def embed_query(self, text: str) -> list[float]:
+        """The current embedder's vector for one text (CompanionUnavailable if the embedder fails)."""
+        return self._embed([text])[0]
+
+    def vectors(self, collection: str, ids: list[str]) -> dict[str, list[float]]:
+        """The stored vectors of these items (missing ids are left out), for exact scoring of approximate neighbours."""
+        if not ids:
+            return {}
+
+        def run(col: Any) -> Any:
+            with _chroma(f"read vectors from {collection!r}", self.where):
+                return col.get(ids=[str(i) for i in ids], include=["embeddings"])
+
+        got = self._with_collection(collection, run)
+        embeddings = got.get("embeddings")
+        if embeddings is None:
+            return {}
+        return {str(i): list(map(float, v)) for i, v in zip(got.get("ids") or [], embeddings)}
 
     def count(self, collection: str) -> int:
         """How many items the collection holds (a stale collection still counts; a missing one is unavailable)."""
@@ -287,7 +329,8 @@ class Companion:
         """Why the collection's vectors do not fit the current embedder, or None when they do."""
         return self._stale_reason(collection, self._require(collection, fresh=False))
 
-    def rebuild(self, collection: str, items: Iterable[tuple[str, str, dict[str, Any] | None]]) -> int:
+    def rebuild(self, collection: str, items: Iterable[tuple[str, str, dict[str, Any] | None]],
+                progress: Callable[[int], None] | None = None) -> int:
         """Refill a collection from scratch with the current embedder; returns how many items it holds.
 
         The new index is built beside the old one and swapped in at the end, so lookups keep answering
@@ -295,6 +338,7 @@ class Companion:
         """
         self._check_name(collection)
         client = self._open()
+        self._fresh.pop(collection, None)
         staging = collection + _REBUILD_SUFFIX
         with _chroma(f"start rebuilding {collection!r}", self.where):
             if _get_or_none(client, staging) is not None:
@@ -307,8 +351,12 @@ class Companion:
             if len(batch) >= _BATCH:
                 total += self._write(col, collection, list(batch.values()), "upsert")
                 batch.clear()
+                if progress is not None:
+                    progress(total)  # a long rebuild is never silent: the caller shows how far it got
         if batch:
             total += self._write(col, collection, list(batch.values()), "upsert")
+            if progress is not None:
+                progress(total)
         with _chroma(f"swap in the rebuilt {collection!r}", self.where):
             if _get_or_none(client, collection) is not None:
                 client.delete_collection(collection)

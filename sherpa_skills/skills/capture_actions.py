@@ -12,7 +12,7 @@ from ..engine.registry import ActionContext, ActionResult, default_registry
 from ..engine.shell_template import check_shell_template
 from .matcher import Matcher
 from .models import CapturedLearning, CapturedProcedure, ProcedureStep
-from .runtime import skill_store
+from .runtime import as_template, skill_store
 from .store import step_signature
 
 # Commands that only look around: a procedure made of them alone is not worth replaying.
@@ -62,34 +62,75 @@ def capture_collect(args: NoArgs, ctx: ActionContext) -> ActionResult:
     for number, step in enumerate(view.get("steps") or [], 1):
         given = ProcedureStep(**step)
         try:  # a step replay could not render safely is refused now, not at its first replay
-            check_shell_template(given.command)
+            check_shell_template(as_template(given.command))
         except UsageError as exc:
             raise UsageError(f"step {number} ({given.command!r}): {exc}") from None
-        raw.append({**given.model_dump(), "status": "ok", "stdout": ""})
+        # Given explicitly: kept as given (no step dropped, patterns kept, one step is enough).
+        raw.append({**given.model_dump(), "status": "ok", "stdout": "", "explicit": True})
     return ActionResult(outputs={"collected": len(raw)},
                         context={"raw_steps": raw, "planned_tokens": planned_tokens, "planned_llm_calls": planned_calls})
 
 
+_MARKER_NAME = re.compile(r"(?:\b([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*|--([A-Za-z][\w-]*)[= ])[\"']?(?:Bearer |Basic |token )?$")
+
+
+def secrets_to_env(command: str, taken: set[str]) -> tuple[str, list[str]]:
+    """A literal secret in a step the user gave becomes an environment variable reference, so the procedure stays
+    replayable and the value is never stored: `TOKEN=abc123...` → `TOKEN=${TOKEN}` with TOKEN required at replay."""
+    from ..redact import REDACTED, redact
+
+    redacted = redact(command)
+    if REDACTED not in redacted:
+        return command, []
+    out, names, rest = "", [], redacted
+    while REDACTED in rest:
+        before, rest = rest.split(REDACTED, 1)
+        context = (out + before)[-60:]
+        found = _MARKER_NAME.search(context)
+        name = (found.group(1) or found.group(2)) if found else ""
+        name = re.sub(r"\W+", "_", name).upper().strip("_")
+        if not name or name in taken:
+            name = f"SECRET_{len(taken) + 1}"
+        taken.add(name)
+        names.append(name)
+        inside_single = (out + before).count("'") % 2 == 1
+        out += before + (f"'\"${{{name}}}\"'" if inside_single else f"${{{name}}}")
+    return out + rest, names
+
+
 @default_registry.action("capture_filter")
 def capture_filter(args: NoArgs, ctx: ActionContext) -> ActionResult:
-    """Redact secrets, drop look-around commands; with drop_failed, failed attempts become defensive learnings."""
+    """Runs and sessions: redact secrets, drop look-around commands, and with drop_failed turn failed attempts into
+    defensive learnings. Steps given explicitly are kept as given; a literal secret in one becomes an env var."""
     from ..redact import redact
 
     view = ctx.view
-    kept, no_ops, failed = [], 0, 0
+    kept, filtered, failed = [], [], 0
+    secrets: list[str] = []
     store = skill_store(ctx.home)
     for step in view.get("raw_steps") or []:
+        if step.get("explicit"):
+            command, names = secrets_to_env(step["command"].strip(), set(secrets))
+            secrets += names
+            env_vars = list(dict.fromkeys([*(step.get("env_vars") or []), *names]))
+            kept.append({**step, "command": command, "env_vars": env_vars})
+            continue
         command = redact(step["command"]).strip()
-        if not command or is_no_op(command):
-            no_ops += 1
+        if not command:
+            filtered.append({"command": step["command"][:200], "reason": "empty"})
+            continue
+        if is_no_op(command):
+            filtered.append({"command": command, "reason": f"look-around command ({program(command)}): nothing to replay"})
             continue
         if step["status"] != "ok" and view.get("drop_failed"):
             failed += 1
+            filtered.append({"command": command, "reason": f"failed (exit {step.get('exit_code')}): kept as a defensive learning"})
             store.add_learning(CapturedLearning(task_type=view.get("task_type"), procedure_id=view.get("procedure_id"), command=command,
                                                 error=redact(str(step.get("stdout", ""))[-300:]), exit_code=step.get("exit_code"), source="run"))
             continue
         kept.append({**step, "command": command, "stdout": redact(step.get("stdout") or "")})
-    return ActionResult(outputs={"kept": len(kept), "no_ops": no_ops, "failed_dropped": failed}, context={"steps_filtered": kept})
+    return ActionResult(outputs={"kept": len(kept), "filtered": filtered, "failed_dropped": failed, "secrets_to_env": secrets},
+                        context={"steps_filtered": kept, "filtered": filtered, "secrets_to_env": secrets})
 
 
 class MinStepsArgs(BaseModel):
@@ -102,10 +143,16 @@ def capture_all_succeeded(view: Any, args: Any = None) -> bool:
     return all(s["status"] == "ok" for s in view.get("steps_filtered") or [])
 
 
+def _min_steps(view: Any, wanted: int) -> int:
+    """Steps the user gave explicitly make a procedure even alone; a run or session needs `wanted`."""
+    steps = view.get("steps_filtered") or []
+    return 1 if steps and all(s.get("explicit") for s in steps) else wanted
+
+
 @default_registry.guard("capture_enough_steps")
 def capture_enough_steps(view: Any, args: MinStepsArgs) -> bool:
-    """A procedure is at least `min` steps: one command needs no procedure."""
-    return len(view.get("steps_filtered") or []) >= args.min
+    """A procedure from a run is at least `min` steps (one command needs no procedure); given steps, at least one."""
+    return len(view.get("steps_filtered") or []) >= _min_steps(view, args.min)
 
 
 @default_registry.guard("capture_no_secrets")
@@ -125,8 +172,11 @@ def capture_explain(args: NoArgs, ctx: ActionContext) -> ActionResult:
     bad = [i + 1 for i, s in enumerate(steps) if s["status"] != "ok"]
     if bad:
         reasons.append(f"step(s) {', '.join(map(str, bad))} did not succeed")
-    if len(steps) < 2:
-        reasons.append(f"only {len(steps)} step(s) left after filtering; a procedure needs at least 2")
+    need = _min_steps(view, 2)
+    if len(steps) < need:
+        dropped = "; ".join(f"{f['command']} ({f['reason']})" for f in view.get("filtered") or [])
+        reasons.append(f"only {len(steps)} step(s) left after filtering; a procedure needs at least {need}"
+                       + (f" (filtered: {dropped})" if dropped else ""))
     if not capture_no_secrets(view):
         reasons.append("a step still looks like it holds a secret")
     reason = "; ".join(reasons) or "refused"
@@ -138,7 +188,7 @@ def crystallise_steps(raw: list[dict[str, Any]]) -> list[ProcedureStep]:
     steps = []
     for s in raw:
         command = s["command"]
-        if s.get("literal") and ("{{" in command or "{%" in command):
+        if s.get("literal") and ("{{" in command or "{%" in command or "{#" in command):
             command = "{% raw %}" + command + "{% endraw %}"  # literal braces (docker --format, awk) stay literal
         exit_code = s.get("exit_code")
         steps.append(ProcedureStep(command=command, expected_exit_code=exit_code if isinstance(exit_code, int) else 0,
@@ -161,7 +211,7 @@ def capture_dedupe(args: NoArgs, ctx: ActionContext) -> ActionResult:
     """The same steps as a stored procedure: that procedure gains a success instead of a duplicate."""
     store = skill_store(ctx.home)
     steps = crystallise_steps(ctx.view.get("steps_filtered") or [])
-    existing = store.find_by_signature(step_signature(steps))
+    existing = store.find_by_signature(step_signature(steps), ctx.view.get("task_type"))
     if existing is None:
         return ActionResult(outputs={"duplicate_of": None}, context={"duplicate_of": None})
     updated = store.record_success(existing.id)
@@ -183,11 +233,14 @@ def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
         task_type = view.get("task_type")
         if not task_type:
             raise UsageError("capture needs a task type")
-        proc = store.add_procedure(CapturedProcedure(
+        proc, inserted = store.insert_or_credit(CapturedProcedure(
             id="", task_type=task_type, description=view.get("description") or "", steps=steps, tags=list(view.get("tags") or []),
             preconditions=list(view.get("preconditions") or []), postconditions=list(view.get("postconditions") or []),
             source=view.get("source") or ("run" if view.get("run_id") else "manual"), success_count=1, status=view.get("status") or "active",
             context={"captured_from_run": view.get("run_id")} if view.get("run_id") else {}, **common))
+        if not inserted:  # another capture stored the same steps between our duplicate check and this insert
+            return ActionResult(outputs={"duplicate_of": proc.id},
+                                context={"duplicate_of": proc.id, "procedure": proc.model_dump(mode="json")})
     return ActionResult(outputs={"procedure_id": proc.id, "version": proc.version}, context={"procedure": proc.model_dump(mode="json")})
 
 

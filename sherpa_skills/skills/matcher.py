@@ -1,144 +1,216 @@
-"""Find the procedure for a task: an Aho-Corasick pass over task types, tags and key terms, plus meaning
-through the chromadb companion; when the companion is unavailable, FTS5 stands in and the result says so."""
+"""Which stored procedure a task is about — or that none is. A match is a decision, not a ranking.
+
+Candidates come from the chromadb companion (approximate neighbours) and from key terms weighted by how rare
+they are in the store (IDF). Each candidate then gets scores with an absolute meaning, never divided by the
+query's best: the exact cosine between the task and the procedure (stored vectors, or recomputed when the
+companion lacks them), the share of the task's key-term weight the procedure covers, and literal agreement
+(numbers, paths, quoted names, `*.ext`, flags: see `literals`). The relevance score is
+
+    score = semantic + LITERAL_BONUS * min(agreed, 3) / 3 + SHARED_BONUS * min(shared, 3) / 3
+
+(a task that names the task type, or repeats or contains the description word for word, counts as semantic 1.0),
+where `agreed` counts the task's literals the procedure states (or takes as parameters) and `shared` the
+literals of the procedure's description that the task repeats. A candidate is taken only when no literal
+disagrees, its score reaches RELEVANCE_FLOOR, no other candidate comes within MARGIN of it, and it is
+confident and healthy enough to replay. The floor and margin are calibrated on the NL2Bash dev split so that
+wrong and false replays stay rare (bench/match_bench.py, bench/RESULTS.md); when unsure, plan.
+"""
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Literal
 
 import structlog
+from pydantic import BaseModel, Field
 
+from . import literals as lit
 from .models import CapturedProcedure
+from .scoring import REPLAY_THRESHOLD
 from .store import SkillStore
 
 log = structlog.get_logger(__name__)
 
 COLLECTION = "procedures"
-_WORD = re.compile(r"[a-z0-9][a-z0-9_.+-]*")
-_STOP = frozenset("""a an and are as at be by for from has have in into is it its of on or that the this to was were will with
-    then than them they their there these those what when where which who why how all any can could should would do does did
-    run runs running use using via per""".split())
-WEIGHTS = {"task_type": 3.0, "task_word": 1.5, "tag": 2.0, "term": 1.0, "program": 1.0}
-SEMANTIC_WEIGHT = 0.6
+LITERAL_BONUS = 0.1
+SHARED_BONUS = 0.2
+RELEVANCE_FLOOR = 0.96
+MARGIN = 0.06
+POOL = 20
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9_]*")
+# A real stop-word list: function words and the verbs every task description uses.
+STOP_WORDS = frozenset("""a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing done down during each every few for from further had has have having
+    he her here hers him his how i if in into is it its itself just me more most my myself no nor not now of off on once only
+    or other our ours out over own same she should so some such than that the their theirs them then there these they this
+    those through to too under until up very was we were what when where which while who whom whose why will with would you
+    your yours please want need like make sure get via per using use""".split())
 
 
 def words(text: str) -> list[str]:
-    return [w.strip(".+-_") for w in _WORD.findall(text.lower()) if w.strip(".+-_")]
+    """Lower-case key terms of a text, stop words removed."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
 
 
-def procedure_terms(p: CapturedProcedure) -> dict[str, float]:
-    """What a query may name to find this procedure, with how much each counts."""
-    return terms_of(p.task_type, p.description, p.tags, [s.command for s in p.steps])
+def _program(command: str) -> str:
+    first = command.strip().split(None, 1)[0] if command.strip() else ""
+    return first.rsplit("/", 1)[-1].lower()
 
 
-def terms_of(task_type: str, description: str, tags: list[str], commands: list[str]) -> dict[str, float]:
-    terms: dict[str, float] = {}
-
-    def put(term: str, weight: float) -> None:
-        term = " ".join(words(term))
-        if term and term not in _STOP and len(term) > 1:
-            terms[term] = max(terms.get(term, 0.0), weight)
-
-    spaced = task_type.replace("-", " ").replace("_", " ")
-    put(spaced, WEIGHTS["task_type"])
-    for w in words(spaced):
-        put(w, WEIGHTS["task_word"])
+def procedure_words(task_type: str, description: str, tags: list[str], commands: list[str]) -> set[str]:
+    """What a task may name to find this procedure: task type, description, tags and the programs it runs."""
+    found = set(words(task_type.replace("-", " ").replace("_", " ")))
+    found |= set(words(description))
     for tag in tags:
-        put(tag, WEIGHTS["tag"])
-    for w in words(description):
-        if len(w) > 2:
-            put(w, WEIGHTS["term"])
-    for command in commands:
-        first = command.strip().split(" ", 1)[0]
-        put(first.rsplit("/", 1)[-1], WEIGHTS["program"])
-    return terms
+        found |= set(words(tag))
+    found |= {p for p in (_program(c) for c in commands) if p and p not in STOP_WORDS}
+    return found
 
 
-@dataclass
-class Match:
-    procedure: CapturedProcedure
-    score: float
-    lexical: float
-    semantic: float | None
-    matched_terms: list[str] = field(default_factory=list)
+class Candidate(BaseModel):
+    """One procedure considered for a task, with its scores and, unless it was taken, why not."""
 
-    def to_dict(self) -> dict[str, Any]:
-        p = self.procedure
-        return {"procedure_id": p.id, "task_type": p.task_type, "version": p.version, "confidence": p.confidence,
-                "score": round(self.score, 4), "lexical": round(self.lexical, 4),
-                "semantic": None if self.semantic is None else round(self.semantic, 4), "matched_terms": self.matched_terms}
+    procedure_id: str
+    task_type: str
+    version: int
+    description: str = ""
+    confidence: float
+    score: float = Field(description="relevance: semantic + literal bonuses; compared with the floor")
+    semantic: float | None = Field(description="exact cosine between task and procedure, in [0, 1]")
+    terms: float = Field(description="share of the task's key-term weight (IDF) the procedure covers, in [0, 1]")
+    matched_terms: list[str] = Field(default_factory=list)
+    literals_agreed: list[str] = Field(default_factory=list)
+    literals_disagreed: list[str] = Field(default_factory=list)
+    params: dict[str, str] = Field(default_factory=dict, description="parameter values taken from the task's literals")
+    health: str | None = None
+    reason: str | None = Field(default=None, description="why it was not taken; None for the selected one")
 
 
-@dataclass
-class MatchResult:
-    matches: list[Match]
-    mode: str  # "hybrid" | "lexical"
+class MatchDecision(BaseModel):
+    """What `match(task)` decided: the procedure to replay (with filled parameters), or `no-match` and why."""
+
+    query: str
+    task_type: str | None = None
+    decision: Literal["match", "no-match"]
+    selected: Candidate | None = None
+    params: dict[str, str] = Field(default_factory=dict)
+    candidates: list[Candidate] = Field(default_factory=list, description="best first, the selected one included")
+    reason: str | None = None
+    floor: float = RELEVANCE_FLOOR
+    margin: float = MARGIN
+    min_confidence: float = REPLAY_THRESHOLD
+    mode: Literal["semantic", "lexical"] = "semantic"
     degraded: str | None = None
 
+    @property
+    def procedure_id(self) -> str | None:
+        return self.selected.procedure_id if self.selected else None
 
-class _Lexicon:
-    """Every procedure's key terms in one Aho-Corasick automaton; postings as numpy arrays, so a term shared by
-    thousands of procedures costs one vector add, not a Python loop."""
+
+class _TermIndex:
+    """Every procedure's key terms with their IDF, as numpy postings: a term shared by thousands of procedures
+    costs one vector add, not a Python loop."""
 
     def __init__(self, store: SkillStore, include_candidates: bool):
-        import ahocorasick
         import numpy as np
 
         self.ids: list[str] = []
-        postings: dict[str, tuple[list[int], list[float]]] = {}
+        postings: dict[str, list[int]] = {}
         for pid, task_type, description, tags, commands in store.term_rows(include_candidates):
             index = len(self.ids)
             self.ids.append(pid)
-            for term, weight in terms_of(task_type, description, tags, commands).items():
-                entry = postings.setdefault(term, ([], []))
-                entry[0].append(index)
-                entry[1].append(weight)
-        automaton = ahocorasick.Automaton()
-        for term, (indices, weights) in postings.items():
-            automaton.add_word(f" {term} ", (term, np.asarray(indices, dtype=np.int32), np.asarray(weights, dtype=np.float32)))
-        if postings:
-            automaton.make_automaton()
-        self.automaton = automaton if postings else None
+            for term in procedure_words(task_type, description, tags, commands):
+                postings.setdefault(term, []).append(index)
+        n = max(len(self.ids), 1)
+        self.n = n
+        self.postings = {t: np.asarray(ix, dtype=np.int32) for t, ix in postings.items()}
+        self.idf = {t: self._idf(len(ix)) for t, ix in postings.items()}
         self._scores = np.zeros(len(self.ids), dtype=np.float32)
 
-    def search(self, query: str, limit: int) -> dict[str, tuple[float, list[str]]]:
-        """The `limit` best-scoring procedures for the query's key terms, with the terms each matched."""
+    def _idf(self, df: int) -> float:
+        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
+
+    def weights(self, query: str) -> dict[str, float]:
+        """The task's key terms and their weights; a word no procedure has weighs as much as the rarest."""
+        return {w: self.idf.get(w, self._idf(0)) for w in dict.fromkeys(words(query))}
+
+    def search(self, weights: dict[str, float], limit: int) -> list[str]:
+        """The ids of the `limit` procedures covering the most key-term weight."""
         import numpy as np
 
-        if self.automaton is None:
-            return {}
-        hits: dict[str, Any] = {}
-        for _, (term, indices, weights) in self.automaton.iter(f" {' '.join(words(query))} "):
-            hits[term] = (indices, weights)
-        if not hits:
-            return {}
+        hits = [(self.postings[t], w) for t, w in weights.items() if t in self.postings]
+        if not hits or not self.ids:
+            return []
         scores = self._scores
-        for indices, weights in hits.values():
-            scores[indices] += weights
+        for indices, weight in hits:
+            scores[indices] += weight
         k = min(limit, len(scores))
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         top = top[scores[top] > 0]
-        found = {int(i): float(scores[i]) for i in top}
+        top = top[np.argsort(-scores[top], kind="stable")]
+        found = [self.ids[i] for i in top]
         scores.fill(0.0)
-        chosen = np.fromiter(found, dtype=np.int32, count=len(found))
-        matched: dict[int, list[str]] = {i: [] for i in found}
-        for term, (indices, _) in hits.items():
-            at = np.minimum(np.searchsorted(indices, chosen), len(indices) - 1)
-            for slot in np.flatnonzero(indices[at] == chosen):
-                matched[int(chosen[slot])].append(term)
-        return {self.ids[i]: (score, matched[i]) for i, score in found.items()}
+        return found
+
+
+def coverage(weights: dict[str, float], procedure_terms: set[str]) -> tuple[float, list[str]]:
+    """Share of the task's key-term weight that the procedure's own terms cover, and which terms."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0, []
+    matched = [t for t in weights if t in procedure_terms]
+    return sum(weights[t] for t in matched) / total, matched
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def exact_reason(query: str, proc: CapturedProcedure) -> str | None:
+    """The task repeats the procedure's description or names its task type, word for word: the strongest evidence."""
+    plain = _plain(query)
+    if not plain:
+        return None
+    if plain == _plain(proc.task_type):
+        return "names the task type"
+    described = _plain(proc.description)
+    if described and plain == described:
+        return "repeats the description"
+    if described and len(described.split()) >= 4 and f" {described} " in f" {plain} ":
+        return "contains the description"  # the task adds only specifics; its literals are still checked
+    return None
+
+
+def describe(p: CapturedProcedure) -> str:
+    """The text whose meaning the companion indexes."""
+    parts = [p.task_type.replace("-", " ").replace("_", " "), p.description, " ".join(p.tags)]
+    parts += [s.command for s in p.steps[:8]]
+    return ". ".join(x for x in parts if x)
+
+
+def _cosine(a: Any, b: Any) -> float:
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    denominator = float(np.linalg.norm(a) * np.linalg.norm(b)) or 1.0
+    return max(0.0, min(1.0, float(a @ b) / denominator))
 
 
 class Matcher:
-    """Ranks procedures for a query; the automaton is rebuilt only when the store's generation changes."""
+    """Decides which procedure a task is about; the term index is rebuilt only when the store's generation changes."""
 
-    def __init__(self, store: SkillStore, companion_path: Path | None = None, companion: Any = None):
+    def __init__(self, store: SkillStore, companion_path: Path | None = None, companion: Any = None, *,
+                 floor: float = RELEVANCE_FLOOR, margin: float = MARGIN):
         self.store = store
         self.companion_path = companion_path or store.path.parent / "companion"
         self._companion = companion
-        self._lexicons: dict[bool, tuple[int, _Lexicon]] = {}
+        self._terms: dict[bool, tuple[int, _TermIndex]] = {}
+        self.floor = floor
+        self.margin = margin
+        self._texts: dict[tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[lit.Literal]]] = {}
 
     def companion(self) -> Any:
         if self._companion is None:
@@ -147,69 +219,184 @@ class Matcher:
             self._companion = Companion(self.companion_path)
         return self._companion
 
-    def _lexical(self, query: str, include_candidates: bool, limit: int) -> dict[str, tuple[float, list[str]]]:
+    def _term_index(self, include_candidates: bool) -> _TermIndex:
         generation = self.store.generation()
-        cached = self._lexicons.get(include_candidates)
+        cached = self._terms.get(include_candidates)
         if cached is None or cached[0] != generation:
-            cached = (generation, _Lexicon(self.store, include_candidates))
-            self._lexicons[include_candidates] = cached
-        return cached[1].search(query, limit)
+            cached = (generation, _TermIndex(self.store, include_candidates))
+            self._terms[include_candidates] = cached
+        return cached[1]
 
-    def match(self, query: str, *, task_type: str | None = None, limit: int = 5, include_candidates: bool = False) -> MatchResult:
-        """Rank by key terms and meaning; only the few best are loaded from the store."""
-        pool = max(limit * 4, 20) if not task_type else max(limit * 40, 200)
-        lexical = self._lexical(query, include_candidates, pool)
-        semantic: dict[str, float] = {}
-        degraded = None
+    # ------------------------------------------------------------------ scoring
+
+    def _semantic(self, query: str, pool: int, where: dict[str, Any] | None) -> tuple[Any, list[str], str | None]:
+        """The query vector and the approximate neighbours' ids; or why meaning is unavailable."""
         try:
-            semantic = dict(self.companion().query(COLLECTION, query, n=pool))
-        except Exception as exc:  # CompanionUnavailable, or a companion that cannot even be opened
-            degraded = f"semantic index unavailable ({exc}); matched lexically with FTS5 and key terms"
+            companion = self.companion()
+            if not getattr(companion.embedder, "semantic", False):
+                return None, [], (f"the embedder {companion.embedder.name!r} matches words, not meaning; "
+                                  "the relevance floor is calibrated for MiniLM, so nothing is replayed by meaning")
+            vector = companion.embed_query(query)
+        except Exception as exc:
+            return None, [], f"semantic scoring unavailable ({exc})"
+        try:
+            near = [pid for pid, _ in companion.query(COLLECTION, query, n=pool, where=where, vector=vector)]
+        except Exception as exc:  # the index is missing or broken: candidates come from key terms, scores stay exact
             log.warning("companion_unavailable", reason=str(exc))
-            # Full-text search reads every word of every procedure (~60 ms at 100k): only when key terms found too little.
-            for pid, score in (self.store.fts_search(query, limit=pool) if len(lexical) < limit else []):
-                base, terms = lexical.get(pid, (0.0, []))
-                lexical[pid] = (base + score * 2.0, terms)
-        best = max((s for s, _ in lexical.values()), default=0.0) or 1.0
-        scored = []
-        for pid in set(lexical) | set(semantic):
-            lex, terms = lexical.get(pid, (0.0, []))
-            sem = semantic.get(pid)
-            score = lex / best if degraded else SEMANTIC_WEIGHT * (sem or 0.0) + (1 - SEMANTIC_WEIGHT) * lex / best
-            scored.append((score, pid, lex / best, sem, terms))
-        scored.sort(key=lambda x: (-x[0], x[1]))
-        ranked: list[Match] = []
-        for score, pid, lex, sem, terms in scored:
+            return vector, [], f"semantic index unavailable ({exc}); candidates found by key terms only (`learn reindex` rebuilds it)"
+        return vector, near, None
+
+    def _vectors(self, procs: list[CapturedProcedure]) -> dict[str, Any]:
+        """Stored vectors of the candidates; any the companion lacks are embedded now (and stored, so it heals)."""
+        companion = self.companion()
+        try:
+            found = companion.vectors(COLLECTION, [p.id for p in procs])
+        except Exception:
+            found = {}
+        missing = [p for p in procs if p.id not in found]
+        if missing:
+            try:
+                vectors = companion.embedder.embed([describe(p) for p in missing])
+            except Exception as exc:
+                log.warning("embed_failed", reason=str(exc))
+                return found
+            found.update({p.id: v for p, v in zip(missing, vectors)})
+            try:
+                companion.upsert(COLLECTION, [p.id for p in missing], [describe(p) for p in missing],
+                                 [{"task_type": p.task_type} for p in missing])
+            except Exception as exc:  # the truth is unaffected; the next reindex catches up
+                log.debug("companion_heal_failed", reason=str(exc))
+        return found
+
+    def match(self, query: str, *, task_type: str | None = None, include_candidates: bool = False,
+              params: dict[str, Any] | None = None, min_confidence: float | None = None, check_health: bool = True,
+              limit: int = 5) -> MatchDecision:
+        """Decide which procedure the task is about: `match` with the selected one and its parameters, or `no-match`.
+
+        `params` are values the caller already gives (they win over values read from the task);
+        `min_confidence` defaults to the replay threshold; `limit` bounds the candidates listed.
+        """
+        threshold = REPLAY_THRESHOLD if min_confidence is None else float(min_confidence)
+        base = {"query": query, "task_type": task_type, "floor": self.floor, "margin": self.margin, "min_confidence": threshold}
+        if not query.strip():
+            return MatchDecision(**base, decision="no-match", reason="the task is empty")
+        terms = self._term_index(include_candidates)
+        weights = terms.weights(query)
+        pool = POOL if not task_type else POOL * 10
+        vector, near, degraded = self._semantic(query, pool, {"task_type": task_type} if task_type else None)
+        ids = list(dict.fromkeys([*near, *terms.search(weights, pool)]))
+        procs: list[CapturedProcedure] = []
+        for pid in ids:
             try:
                 proc = self.store.get(pid)
             except Exception:
                 continue  # the companion knows an id the truth no longer has: the truth wins
             if (task_type and proc.task_type != task_type) or proc.status == "rejected" or (proc.status == "candidate" and not include_candidates):
                 continue
-            ranked.append(Match(proc, score, lex, None if degraded else sem, terms))
-            if len(ranked) >= limit:
-                break
-        ranked.sort(key=lambda m: (-m.score, -m.procedure.confidence, m.procedure.id))
-        return MatchResult(ranked, "lexical" if degraded else "hybrid", degraded)
+            procs.append(proc)
+        vectors = self._vectors(procs) if vector is not None else {}
+        stated = lit.extract(query)
+        given = params or {}
+        lowered = query.lower()
+        candidates = []
+        for proc in procs:
+            own_words, text, described = self._text(proc)
+            share, matched = coverage(weights, own_words)
+            agreement = lit.agree(stated, text, given)
+            shared = sum(1 for x in described if x.kind != "number" and x.value.lower() in lowered)
+            semantic = _cosine(vector, vectors[proc.id]) if proc.id in vectors else None
+            exact = exact_reason(query, proc)
+            if exact:
+                semantic, matched = 1.0, [*matched, exact]
+            score = (semantic or 0.0) + LITERAL_BONUS * min(len(agreement.agreed), 3) / 3 + SHARED_BONUS * min(shared, 3) / 3
+            candidates.append(Candidate(
+                procedure_id=proc.id, task_type=proc.task_type, version=proc.version, description=proc.description,
+                confidence=proc.confidence, score=round(score, 4), semantic=None if semantic is None else round(semantic, 4),
+                terms=round(share, 4), matched_terms=matched, literals_agreed=agreement.agreed,
+                literals_disagreed=agreement.disagreed, params=agreement.params))
+        candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
+        mode = "semantic" if vector is not None else "lexical"
+        return self._decide(base, candidates[:max(limit, 1)], given, threshold, check_health, mode, degraded)
+
+    def _text(self, proc: CapturedProcedure) -> tuple[set[str], lit.ProcedureText, list[lit.Literal]]:
+        """A procedure's key terms and literals, prepared once per version."""
+        key = (proc.id, proc.version, proc.updated)
+        found = self._texts.get(key)
+        if found is None:
+            if len(self._texts) > 50_000:
+                self._texts.clear()
+            commands = [s.command for s in proc.steps]
+            found = (procedure_words(proc.task_type, proc.description, proc.tags, commands),
+                     lit.procedure_text(proc.description, proc.task_type, proc.tags, commands), lit.extract(proc.description))
+            self._texts[key] = found
+        return found
+
+    def _decide(self, base: dict[str, Any], candidates: list[Candidate], given: dict[str, Any], threshold: float,
+                check_health: bool, mode: Literal["semantic", "lexical"], degraded: str | None) -> MatchDecision:
+        for c in candidates:
+            if c.literals_disagreed:
+                c.reason = f"literals disagree: {'; '.join(c.literals_disagreed)}"
+            elif c.semantic is None:
+                c.reason = "no semantic score (meaning unavailable): not replayed on key terms alone"
+            elif c.score < base["floor"]:
+                c.reason = f"below relevance floor {base['floor']:g} ({c.score:.2f})"
+        contenders = [c for c in candidates if c.reason is None]
+        decision = MatchDecision(**base, decision="no-match", candidates=candidates, mode=mode, degraded=degraded)
+        if not contenders:
+            if candidates:
+                decision.reason = "no stored procedure is about this task"
+            elif not self.store.count():
+                decision.reason = "the store holds no procedures yet: capture one with `sherpa-skills learn capture-success`"
+            else:
+                decision.reason = "no stored procedure shares a key term or meaning with this task"
+            return decision
+        best = contenders[0]
+        close = [c for c in contenders[1:] if best.score - c.score < self.margin]
+        if close:
+            names = ", ".join(c.procedure_id for c in [best, *close])
+            for c in [best, *close]:
+                c.reason = f"ambiguous: {names} score within {self.margin:g} of each other"
+            decision.reason = f"ambiguous between {names}: when unsure, plan"
+            return decision
+        for c in contenders[1:]:
+            c.reason = f"less relevant than {best.procedure_id} ({c.score:.2f} < {best.score:.2f})"
+        proc = self.store.get(best.procedure_id)
+        if check_health:
+            health = self.store.health(proc.id)
+            best.health = health.status
+            if health.status in ("broken", "needs-relearning"):
+                best.reason = f"{health.status} (rolling success {health.rolling_success_rate})"
+        if best.reason is None and proc.confidence < threshold:
+            best.reason = (f"confidence {proc.confidence:.2f} < {threshold:.2f}: not yet proven (a second success "
+                           f"or `learn promote` makes it replayable)")
+        if best.reason is not None:
+            decision.reason = f"{best.procedure_id} is about the task but not replayable: {best.reason}"
+            return decision
+        decision.decision = "match"
+        decision.selected = best
+        decision.params = {**best.params, **{k: str(v) for k, v in given.items()}}
+        return decision
+
+    # ------------------------------------------------------------------ the companion
 
     def index(self, procedure: CapturedProcedure) -> str | None:
         """Add or refresh one procedure in the companion; returns why not, when it cannot."""
+        return self.index_many([procedure])
+
+    def index_many(self, procedures: list[CapturedProcedure]) -> str | None:
+        """Add or refresh procedures in the companion in batches; returns why not, when it cannot."""
+        if not procedures:
+            return None
         try:
-            self.companion().upsert(COLLECTION, [procedure.id], [describe(procedure)], [{"task_type": procedure.task_type}])
+            self.companion().upsert(COLLECTION, [p.id for p in procedures], [describe(p) for p in procedures],
+                                    [{"task_type": p.task_type} for p in procedures])
             return None
         except Exception as exc:
-            log.warning("companion_index_failed", procedure=procedure.id, reason=str(exc))
+            log.warning("companion_index_failed", procedures=len(procedures), reason=str(exc))
             return str(exc)
 
-    def reindex(self) -> int:
-        """Rebuild the companion collection from SQLite, the truth."""
+    def reindex(self, progress: Callable[[int], None] | None = None) -> int:
+        """Rebuild the companion collection from SQLite, the truth, embedding in batches."""
         items = ((p.id, describe(p), {"task_type": p.task_type}) for p in self.store.iter_procedures())
-        self.companion().rebuild(COLLECTION, items)
+        self.companion().rebuild(COLLECTION, items, progress=progress)
         return self.store.count()
-
-
-def describe(p: CapturedProcedure) -> str:
-    """The text whose meaning the companion indexes."""
-    parts = [p.task_type.replace("-", " ").replace("_", " "), p.description, " ".join(p.tags)]
-    parts += [s.command for s in p.steps[:8]]
-    return ". ".join(x for x in parts if x)

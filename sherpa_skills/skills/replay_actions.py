@@ -34,45 +34,67 @@ def _matcher(ctx: ActionContext) -> Matcher:
     return skill_matcher(ctx.home)
 
 
+def _threshold(view: Any) -> float:
+    """The replay threshold asked for; 0 is a real value (it was once read as the default)."""
+    value = view.get("min_confidence")
+    return REPLAY_THRESHOLD if value is None else float(value)
+
+
 @default_registry.action("skill_match")
 def skill_match(args: NoArgs, ctx: ActionContext) -> ActionResult:
-    """Rank procedures for the query (or take the one named by procedure_id)."""
+    """Decide which procedure the task is about (or take the one named by procedure_id); the decision says why not."""
     store = skill_store(ctx.home)
     view = ctx.view
+    given = dict(view.get("params") or {})
     if view.get("procedure_id"):
         proc = store.get(view.get("procedure_id"))
-        matches = [{"procedure_id": proc.id, "task_type": proc.task_type, "version": proc.version, "confidence": proc.confidence, "score": 1.0}]
-        return ActionResult(outputs=matches, context={"matches": matches, "match_mode": "by-id", "degraded": None})
+        matches = [{"procedure_id": proc.id, "task_type": proc.task_type, "version": proc.version, "confidence": proc.confidence,
+                    "score": None, "reason": None}]
+        return ActionResult(outputs=matches, context={"matches": matches, "match_mode": "by-id", "degraded": None,
+                                                      "match_decision": "by-id"})
     query = view.get("query") or ""
     if not query.strip():
         raise UsageError("replay needs a query (what to do) or a procedure id")
-    result = _matcher(ctx).match(query, task_type=view.get("task_type"), limit=5)
-    matches = [m.to_dict() for m in result.matches]
-    return ActionResult(outputs=matches, context={"matches": matches, "match_mode": result.mode, "degraded": result.degraded})
+    decision = _matcher(ctx).match(query, task_type=view.get("task_type"), params=given, min_confidence=_threshold(view))
+    matches = [c.model_dump(mode="json") for c in decision.candidates]
+    context: dict[str, Any] = {"matches": matches, "match_mode": decision.mode, "degraded": decision.degraded,
+                               "match_decision": decision.decision, "match_reason": decision.reason}
+    if decision.selected is not None:
+        context["matched_id"] = decision.selected.procedure_id
+        context["params"] = {**decision.params, **given}
+        context["params_from_task"] = {k: v for k, v in decision.params.items() if k not in given}
+    return ActionResult(outputs={"decision": decision.decision, "selected": decision.procedure_id, "reason": decision.reason},
+                        context=context)
 
 
 @default_registry.action("skill_select")
 def skill_select(args: NoArgs, ctx: ActionContext) -> ActionResult:
-    """The best match with enough confidence that is not broken; otherwise say why none qualifies."""
+    """The matched procedure, when it is confident enough and not broken; otherwise say why none qualifies."""
     store = skill_store(ctx.home)
-    threshold = float(ctx.view.get("min_confidence") or REPLAY_THRESHOLD)
-    reasons = []
-    for match in ctx.view.get("matches") or []:
-        proc = store.get(match["procedure_id"])
-        health = store.health(proc.id)
-        if health.status in ("broken", "needs-relearning"):
-            reasons.append(f"{proc.id} is {health.status} (rolling success {health.rolling_success_rate})")
-            continue
-        if proc.confidence < threshold:
-            reasons.append(f"{proc.id} has confidence {proc.confidence:.2f} < {threshold:.2f}")
-            continue
-        replays = store.success_replays(proc.id)
-        chosen = {"id": proc.id, "version": proc.version, "task_type": proc.task_type, "description": proc.description,
-                  "confidence": proc.confidence, "health": health.status, "replayed": replays,
-                  "planned_tokens": proc.planned_tokens, "planned_llm_calls": proc.planned_llm_calls,
-                  "steps": [s.model_dump() for s in proc.steps], "preconditions": proc.preconditions, "postconditions": proc.postconditions}
-        return ActionResult(outputs={"procedure_id": proc.id}, context={"procedure": chosen, "select_reason": None})
-    return ActionResult(outputs={"procedure_id": None}, context={"select_reason": "; ".join(reasons) or "no procedure matches"})
+    view = ctx.view
+    threshold = _threshold(view)
+    if view.get("match_decision") == "by-id":
+        pid = view.get("matches")[0]["procedure_id"]
+    elif view.get("matched_id"):
+        pid = view.get("matched_id")
+    else:
+        return ActionResult(outputs={"procedure_id": None},
+                            context={"select_reason": view.get("match_reason") or "no stored procedure is about this task"})
+    proc = store.get(pid)
+    health = store.health(proc.id)
+    reason = None
+    if health.status in ("broken", "needs-relearning"):
+        reason = f"{proc.id} is {health.status} (rolling success {health.rolling_success_rate})"
+    elif proc.confidence < threshold:
+        reason = (f"{proc.id} has confidence {proc.confidence:.2f} < {threshold:.2f}: not yet proven "
+                  f"(a second success or `learn promote` makes it replayable)")
+    if reason:
+        return ActionResult(outputs={"procedure_id": None}, context={"select_reason": reason})
+    chosen = {"id": proc.id, "version": proc.version, "task_type": proc.task_type, "description": proc.description,
+              "confidence": proc.confidence, "health": health.status, "replayed": store.success_replays(proc.id),
+              "planned_tokens": proc.planned_tokens, "planned_llm_calls": proc.planned_llm_calls,
+              "steps": [s.model_dump() for s in proc.steps], "preconditions": proc.preconditions, "postconditions": proc.postconditions}
+    return ActionResult(outputs={"procedure_id": proc.id}, context={"procedure": chosen, "select_reason": None})
 
 
 @default_registry.action("skill_preflight")

@@ -45,6 +45,30 @@ def skill_matcher(home: Path | None) -> Any:
     return matcher
 
 
+PARAMETER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
+_WHOLE_RAW = re.compile(r"\A\{% raw %\}(?:(?!\{% endraw %\}).)*\{% endraw %\}\Z", re.DOTALL)
+
+
+def as_template(command: str) -> str:
+    """Only the documented `{{ name }}` form is a parameter: any other brace text in a step (`${#arr[@]}`, `{#`,
+    `awk '{{print}}'`, `{{ .Name }}`) is bash and stays literal, so the text between parameters goes in raw blocks."""
+    if _WHOLE_RAW.match(command):
+        return command  # a captured command already kept literal whole
+    parts, last = [], 0
+    for m in PARAMETER.finditer(command):
+        parts += [_raw(command[last:m.start()]), "{{ " + m.group(1) + " }}"]
+        last = m.end()
+    parts.append(_raw(command[last:]))
+    return "".join(parts)
+
+
+def _raw(text: str) -> str:
+    if not any(x in text for x in ("{", "}", "%", "#")):
+        return text
+    # `{% endraw %}` inside the text would close the block early: split it where it starts.
+    return "".join("{% raw %}" + piece + "{% endraw %}" for piece in text.replace("{% endraw", "{%\x00 endraw").split("\x00"))
+
+
 def render_command(command: str, params: dict[str, Any]) -> str:
     """Render `{{ name }}` in a sandbox; each value is escaped for the quotes around it, so a parameter can never add a command."""
     if "{" not in command:
@@ -52,9 +76,9 @@ def render_command(command: str, params: dict[str, Any]) -> str:
     from jinja2 import TemplateError, UndefinedError
 
     try:
-        return render_shell(command, params)
+        return render_shell(as_template(command), params)
     except UndefinedError as exc:
-        names = ", ".join(sorted(set(re.findall(r"\{\{\s*([A-Za-z_]\w*)", command))))
+        names = ", ".join(sorted(set(PARAMETER.findall(command))))
         raise UsageError(f"{exc.message}: this step needs parameters {names}; pass them with --param NAME=VALUE") from None
     except TemplateError as exc:
         raise UsageError(f"step '{command}' is not a valid template: {exc}") from None
@@ -63,7 +87,7 @@ def render_command(command: str, params: dict[str, Any]) -> str:
 
 
 def parameter_names(steps: list[ProcedureStep]) -> list[str]:
-    return sorted({n for s in steps for n in re.findall(r"\{\{\s*([A-Za-z_]\w*)", s.command)})
+    return sorted({n for s in steps if not _WHOLE_RAW.match(s.command) for n in PARAMETER.findall(s.command)})
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """Confidence and health: pure functions of a procedure's counts and recent executions.
 
-Confidence is the success rate shrunk by a quarter of an observation, `s / (s + f + 0.25)`: a procedure
-seen succeeding once scores 0.8 (just the default replay threshold), two successes 0.89, ten 0.98; it
-never reaches 1, and every failure costs more than a success earns while evidence is thin.
+Confidence is the success rate shrunk by 0.4 of an observation, `s / (s + f + 0.4)`. Replay is offered at
+confidence 0.8 and above (REPLAY_THRESHOLD; terraphim offers replay above 0.8), so one success is not proof:
+a procedure seen succeeding once scores 0.71 and needs a second success (0.83) or `learn promote`; ten
+successes score 0.96. It never reaches 1, and every failure costs more than a success earns while evidence
+is thin (two successes and one failure: 0.59).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Sequence
 
 from .models import Execution, HealthStatus, ProcedureHealthReport
 
-SHRINK = 0.25
+SHRINK = 0.4
 REPLAY_THRESHOLD = 0.8
 HEALTH_WINDOW = 10
 HEALTHY_ABOVE = 0.8

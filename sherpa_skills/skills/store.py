@@ -98,7 +98,17 @@ def m003_learnings_dedup(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE UNIQUE INDEX learnings_key ON learnings (key)")
 
 
-MIGRATIONS = [m001_skills, m002_fts_by_rowid, m003_learnings_dedup]
+
+
+
+def m004_one_procedure_per_signature(conn: sqlite3.Connection) -> None:
+    """The same steps are one procedure per task type; duplicates made before this keep a marked signature."""
+    conn.execute("UPDATE procedures SET signature = signature || '~' || rowid WHERE rowid NOT IN"
+                 " (SELECT MIN(rowid) FROM procedures GROUP BY task_type, signature)")
+    execute_script(conn, "CREATE UNIQUE INDEX procedures_task_signature ON procedures (task_type, signature);")
+
+
+MIGRATIONS = [m001_skills, m002_fts_by_rowid, m003_learnings_dedup, m004_one_procedure_per_signature]
 
 
 def _fts_words(task_type: str) -> str:
@@ -164,7 +174,12 @@ class SkillStore:
     # ------------------------------------------------------------------ procedures
 
     def add_procedure(self, proc: CapturedProcedure) -> CapturedProcedure:
-        """Store a new procedure (version 1, or the version it carries, for imports)."""
+        """Store a new procedure (version 1, or the version it carries, for imports); the same steps under the same
+        task type are never stored twice: that insert counts a success of the stored procedure instead."""
+        return self.insert_or_credit(proc)[0]
+
+    def insert_or_credit(self, proc: CapturedProcedure) -> tuple[CapturedProcedure, bool]:
+        """(procedure, inserted): one statement decides, so concurrent first captures of the same steps make one row."""
         now = time.time()
         pid = proc.id or f"{re.sub(r'[^a-z0-9]+', '-', proc.task_type.lower()).strip('-')[:24] or 'proc'}-{uuid.uuid4().hex[:8]}"
         proc = proc.model_copy(update={"id": pid, "created": proc.created or now, "updated": now})
@@ -173,15 +188,23 @@ class SkillStore:
         with self._write():
             if self.conn.execute("SELECT 1 FROM procedures WHERE id = ?", (pid,)).fetchone():
                 raise StoreError(f"procedure '{pid}' already exists")
-            self.conn.execute(
-                f"INSERT INTO procedures ({_PROC_COLUMNS}, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            cursor = self.conn.execute(
+                f"INSERT INTO procedures ({_PROC_COLUMNS}, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (task_type, signature) DO NOTHING",
                 (pid, proc.task_type, proc.description, proc.source, _dump(proc.tags), proc.version, proc.status, int(proc.needs_relearning),
                  proc.success_count, proc.failure_count, steps, _dump(proc.preconditions), _dump(proc.postconditions), _dump(proc.context),
                  proc.planned_tokens, proc.planned_llm_calls, proc.created, now, sig))
-            self._insert_version(proc, sig, steps)
-            self._index_fts(proc)
-            self._bump()
-        return self.get(pid)
+            if cursor.rowcount == 0:
+                existing = self.conn.execute("SELECT id FROM procedures WHERE task_type = ? AND signature = ?",
+                                             (proc.task_type, sig)).fetchone()[0]
+                self._credit(existing)
+                pid, inserted = existing, False
+            else:
+                self._insert_version(proc, sig, steps)
+                self._index_fts(proc)
+                self._bump()
+                inserted = True
+        return self.get(pid), inserted
 
     def _insert_version(self, proc: CapturedProcedure, sig: str, steps: str) -> None:
         self.conn.execute(
@@ -204,6 +227,10 @@ class SkillStore:
                 "context": current.context if context is None else context})
             sig = step_signature(steps)
             steps_json = _dump([s.model_dump() for s in steps])
+            twin = self.conn.execute("SELECT id FROM procedures WHERE task_type = ? AND signature = ? AND id != ?",
+                                     (current.task_type, sig, current.id)).fetchone()
+            if twin:
+                raise StoreError(f"the new steps of '{current.id}' repeat procedure '{twin[0]}' of the same task type")
             self.conn.execute(
                 "UPDATE procedures SET version = ?, steps = ?, signature = ?, source = ?, success_count = 1, failure_count = 0,"
                 " planned_tokens = ?, planned_llm_calls = ?, needs_relearning = 0, preconditions = ?, postconditions = ?, context = ?,"
@@ -215,8 +242,12 @@ class SkillStore:
             self._bump()
         return self.get(procedure_id)
 
-    def find_by_signature(self, signature: str) -> CapturedProcedure | None:
-        row = self.conn.execute(f"SELECT {_PROC_COLUMNS} FROM procedures WHERE signature = ? LIMIT 1", (signature,)).fetchone()
+    def find_by_signature(self, signature: str, task_type: str | None = None) -> CapturedProcedure | None:
+        """The procedure with these steps (of this task type, when given)."""
+        sql, args = f"SELECT {_PROC_COLUMNS} FROM procedures WHERE signature = ?", [signature]
+        if task_type is not None:
+            sql, args = sql + " AND task_type = ?", [*args, task_type]
+        row = self.conn.execute(sql + " ORDER BY rowid LIMIT 1", args).fetchone()
         return _procedure(row) if row else None
 
     def get(self, procedure_id: str, version: int | None = None) -> CapturedProcedure:
@@ -282,9 +313,24 @@ class SkillStore:
         """Seen succeeding again (a capture or a mined session with the same steps): one more success, no duplicate."""
         with self._write():
             pid = self.get(procedure_id).id
-            self.conn.execute("UPDATE procedures SET success_count = success_count + 1, updated = ? WHERE id = ?", (time.time(), pid))
-            self.conn.execute("UPDATE procedure_versions SET success_count = success_count + 1 WHERE procedure_id = ?"
+            self._credit(pid)
+        return self.get(pid)
+
+    def _credit(self, pid: str) -> None:
+        self.conn.execute("UPDATE procedures SET success_count = success_count + 1, updated = ? WHERE id = ?", (time.time(), pid))
+        self.conn.execute("UPDATE procedure_versions SET success_count = success_count + 1 WHERE procedure_id = ?"
+                          " AND version = (SELECT version FROM procedures WHERE id = ?)", (pid, pid))
+
+    def promote(self, procedure_id: str) -> CapturedProcedure:
+        """A person vouches for a procedure: it becomes active and the promotion stands in for the second success
+        (one success alone is not proof; see `scoring.confidence`)."""
+        with self._write():
+            pid = self.get(procedure_id).id
+            self.conn.execute("UPDATE procedures SET status = 'active', success_count = MAX(success_count, 2), updated = ?"
+                              " WHERE id = ?", (time.time(), pid))
+            self.conn.execute("UPDATE procedure_versions SET success_count = MAX(success_count, 2) WHERE procedure_id = ?"
                               " AND version = (SELECT version FROM procedures WHERE id = ?)", (pid, pid))
+            self._bump()
         return self.get(pid)
 
     def set_status(self, procedure_id: str, status: str) -> CapturedProcedure:

@@ -1,0 +1,176 @@
+"""`sherpa_skills.SkillStore`: the skill store for people who embed agents — capture, match, replay, health.
+
+The same machines the CLI runs (statemachines/capture.yaml and replay.yaml), behind plain methods; the CLI's
+`learn` commands are built on it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, Field
+
+from .matcher import MatchDecision, Matcher
+from .models import CapturedProcedure, ProcedureHealthReport, ProcedureStep
+
+REPLAY_STATUS = {"succeeded": "succeeded", "diverged": "diverged", "dry_run": "dry-run", "no_match": "no-match", "refused": "refused"}
+
+
+class CaptureResult(BaseModel):
+    """How a capture ended: a new procedure (or version), a success credited to the one it repeats, or a refusal."""
+
+    outcome: Literal["captured", "duplicate", "rejected", "error"]
+    procedure: CapturedProcedure | None = None
+    reason: str | None = None
+    filtered: list[dict[str, Any]] = Field(default_factory=list, description="steps left out, each with why")
+    secrets_to_env: list[str] = Field(default_factory=list, description="literal secrets replaced by these env vars")
+    index_warning: str | None = None
+    run_id: str | None = None
+
+
+def _machine(name: str) -> Any:
+    from ..data import data_file
+    from ..engine.workflow import load_workflow
+
+    return load_workflow(data_file("statemachines", f"{name}.yaml"))
+
+
+def replay_payload(result: Any) -> dict[str, Any]:
+    """A replay run as plain data: status, procedure, rendered steps and how each went, why it stopped."""
+    from .replay_actions import step_results
+
+    ctx = result.context
+    proc = ctx.get("procedure") or {}
+    executed = {r["index"]: r for r in step_results(ctx)}
+    steps = []
+    for i, command in enumerate(ctx.get("rendered") or [], 1):
+        step: dict[str, Any] = {"index": i, "command": command}
+        if i in executed:
+            step.update(exit_code=executed[i]["exit_code"], passed=executed[i]["passed"], reason=executed[i]["reason"],
+                        duration_ms=executed[i]["duration_ms"])
+        steps.append(step)
+    status = "error" if result.status == "error" else REPLAY_STATUS.get(result.state, result.state)
+    reason = result.error or (ctx.get("divergence") or {}).get("reason") or ctx.get("select_reason") or \
+        ("; ".join(ctx.get("preflight_problems") or []) or None)
+    return {"status": status, "procedure_id": proc.get("id"), "version": proc.get("version"), "confidence": proc.get("confidence"),
+            "replayed_before": proc.get("replayed"), "steps": steps, "diverged_step": ctx.get("diverged_step"),
+            "divergence": ctx.get("divergence"), "reason": reason, "llm_calls": result.counters.get("llm_calls", 0),
+            "tokens": result.counters.get("tokens", 0), "match_mode": ctx.get("match_mode"), "degraded": ctx.get("degraded"),
+            "params": ctx.get("params") or {}, "params_from_task": ctx.get("params_from_task") or {},
+            "matches": ctx.get("matches"), "run_id": result.run_id}
+
+
+class SkillStore:
+    """The procedures of one home (`--home`, else SHERPA_SKILLS_HOME, else ~/.sherpa-skills).
+
+    `match` decides which procedure a task is about (or none); `replay` runs it (a dry run unless
+    `execute=True`); `capture` keeps steps that worked. One instance per thread.
+    """
+
+    def __init__(self, home: str | Path | None = None):
+        from ..home import resolve_home
+        from .runtime import skill_matcher, skill_store
+
+        self.home = resolve_home(str(home) if home is not None else None)
+        self.store = skill_store(self.home)  # the connection and matcher the replay and capture machines use too
+        self.matcher: Matcher = skill_matcher(self.home)
+        self._runs: Any = None
+
+    def _run_store(self) -> Any:
+        if self._runs is None:
+            from ..engine.runstore import RunStore
+
+            self._runs = RunStore(home=self.home)
+        return self._runs
+
+    def close(self) -> None:
+        """Close the run store; the skill store connection is shared per home and thread and stays open."""
+        if self._runs is not None:
+            self._runs.close()
+            self._runs = None
+
+    def __enter__(self) -> SkillStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ reading
+
+    def procedures(self, task_type: str | None = None, *, include_candidates: bool = False) -> list[CapturedProcedure]:
+        return self.store.procedures(task_type, None if include_candidates else "active")
+
+    def get(self, procedure_id: str) -> CapturedProcedure:
+        return self.store.get(procedure_id)
+
+    def health(self, procedure_id: str | None = None) -> list[ProcedureHealthReport]:
+        """One procedure's health report, or every procedure's."""
+        ids = [self.store.get(procedure_id).id] if procedure_id else [p.id for p in self.store.procedures()]
+        return [self.store.health(pid) for pid in ids]
+
+    def match(self, query: str, task_type: str | None = None, *, params: dict[str, Any] | None = None,
+              min_confidence: float | None = None) -> MatchDecision:
+        """Which procedure the task is about, with parameters read from its literals; or `no-match` and why."""
+        return self.matcher.match(query, task_type=task_type, params=params, min_confidence=min_confidence)
+
+    # ------------------------------------------------------------------ acting
+
+    def capture(self, task_type: str, steps: list[ProcedureStep | dict[str, Any] | str], *, description: str = "",
+                tags: list[str] | None = None, preconditions: list[str] | None = None, postconditions: list[str] | None = None,
+                procedure_id: str | None = None) -> CaptureResult:
+        """Keep steps that worked, as given (none dropped; one step is enough); a literal secret becomes an env var."""
+        from ..errors import UsageError
+
+        if not steps:
+            raise UsageError("capture needs at least one step")
+        given = [ProcedureStep(command=s) if isinstance(s, str) else ProcedureStep.model_validate(s) for s in steps]
+        inputs: dict[str, Any] = {"task_type": task_type, "steps": [s.model_dump() for s in given], "description": description,
+                                  "tags": list(tags or []), "preconditions": list(preconditions or []),
+                                  "postconditions": list(postconditions or [])}
+        if procedure_id:
+            inputs["procedure_id"] = self.store.get(procedure_id).id
+        return self._capture(inputs)
+
+    def _capture(self, inputs: dict[str, Any]) -> CaptureResult:
+        result = _machine("capture").agent(store=self._run_store(), home=self.home).run(inputs)
+        ctx = result.context
+        common = {"filtered": ctx.get("filtered") or [], "secrets_to_env": ctx.get("secrets_to_env") or [], "run_id": result.run_id}
+        if result.status == "error":
+            return CaptureResult(outcome="error", reason=result.error, **common)
+        if result.state == "rejected":
+            return CaptureResult(outcome="rejected", reason=ctx.get("rejected_reason"), **common)
+        outcome = "duplicate" if result.state == "duplicate" else "captured"
+        return CaptureResult(outcome=outcome, procedure=self.store.get(ctx["procedure"]["id"]),
+                             index_warning=ctx.get("index_warning"), **common)
+
+    def replay(self, query: str | None = None, *, procedure_id: str | None = None, task_type: str | None = None,
+               params: dict[str, Any] | None = None, execute: bool = False, cwd: str | None = None,
+               min_confidence: float | None = None,
+               confirm: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
+        """Match and replay: a dry run unless `execute`. With `confirm`, executing first asks it
+        (`("approve"|"refuse"|"edit", args)` from the pending payload); without, `execute=True` runs at once."""
+        inputs: dict[str, Any] = {"query": query or "", "params": dict(params or {}), "execute": execute,
+                                  "assume_yes": confirm is None}
+        if min_confidence is not None:
+            inputs["min_confidence"] = min_confidence
+        if procedure_id:
+            inputs["procedure_id"] = self.store.get(procedure_id).id
+        if task_type:
+            inputs["task_type"] = task_type
+        if cwd:
+            inputs["cwd"] = cwd
+        agent = _machine("replay").agent(store=self._run_store(), home=self.home)
+        result = agent.run(inputs)
+        while confirm is not None and result.status == "waiting" and result.state == "confirm":
+            pending = {**replay_payload(result), "status": "confirm", "procedure": result.context.get("procedure")}
+            trigger, targs = confirm(pending)
+            result = agent.run(trigger=trigger, args=targs)
+        return replay_payload(result)
+
+    def promote(self, procedure_id: str) -> CapturedProcedure:
+        """A person vouches for it: active, and the promotion counts as its second success."""
+        return self.store.promote(procedure_id)
+
+    def reindex(self, progress: Callable[[int], None] | None = None) -> int:
+        return self.matcher.reindex(progress)

@@ -1,0 +1,245 @@
+"""Literal agreement: the numbers, paths, quoted names, `*.ext` patterns and flags a task states must agree with
+a procedure's own text, or fill one of its `{{ parameters }}`; a disagreement is a reason not to replay it.
+
+Near misses (`find -mmin +60` for "older than 7 days", `-size 100k` for "larger than 100k") look alike by
+meaning and differ only here, so these checks decide them. Pure functions over strings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+_QUOTED = re.compile(r'"([^"\n]{1,120})"|(?<![A-Za-z])\'([^\'\n]{1,120})\'|`([^`\'\n]{1,120})[`\']')
+_GLOB = re.compile(r"\*\.([A-Za-z0-9_]{1,12})\b")
+_PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.~*+@:-]+(?:/[\w.~*+@:-]*)*|(?<![\w/])[\w.-]+/[\w.-]+(?:/[\w.-]*)*")
+_FILE = re.compile(r"(?<![\w./-])[\w-]+\.(?:[A-Za-z][A-Za-z0-9]{0,5})\b(?![/\w])")
+_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
+_NUMBER = re.compile(r"(?<![\w.])([<>+-]?)(\d+(?:\.\d+)?)\s*([A-Za-z]{1,8})?\b")
+_COMMAND_NUMBER = re.compile(r"(?<![\w.])([+-]?)(\d+(?:\.\d+)?)([A-Za-z]{0,2})\b")
+_PARAM = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
+
+# Slashed phrases that are prose, not paths ("files/directories").
+_PROSE_SLASHES = frozenset("files/directories file/directory files/folders and/or input/output read/write".split())
+_NUMBER_WORDS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+                 "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "fifteen": "15", "twenty": "20", "thirty": "30",
+                 "sixty": "60", "hundred": "100"}
+_UNITS = {
+    "minute": {"m", "min", "mins", "minute", "minutes", "mmin", "amin", "cmin"},
+    "day": {"d", "day", "days", "mtime", "atime", "ctime"},
+    "hour": {"h", "hr", "hrs", "hour", "hours"},
+    "second": {"s", "sec", "secs", "second", "seconds"},
+    "week": {"w", "week", "weeks"},
+    "kilobyte": {"k", "kb", "kib", "kilobyte", "kilobytes"},
+    "megabyte": {"m", "mb", "mib", "megabyte", "megabytes", "meg", "megs"},
+    "gigabyte": {"g", "gb", "gib", "gigabyte", "gigabytes"},
+    "byte": {"c", "b", "byte", "bytes"},
+    "line": {"line", "lines"},
+    "char": {"char", "chars", "character", "characters"},
+}
+_TIME_UNITS = frozenset({"minute", "day", "hour", "second", "week"})
+_SIZE_UNITS = frozenset({"kilobyte", "megabyte", "gigabyte", "byte"})
+_MORE = frozenset("more over above greater larger bigger older exceeding least longer".split())
+_LESS = frozenset("less under below smaller fewer within newer last past younger lower shorter".split())
+_EXACT = frozenset("exactly".split())
+
+# Parameter names that say which kind of literal they take.
+_NUMERIC_NAMES = re.compile(r"(^|_)(n|num|number|count|days?|hours?|minutes?|mins?|secs?|seconds?|size|age|limit|port|max|min|depth|lines?|timeout|percent|version)($|_)")
+_PATHISH_NAMES = re.compile(r"(^|_)(path|dir|directory|folder|file|filename|src|source|dest|destination|target|root|home|out|output|input)($|_)")
+
+
+@dataclass(frozen=True)
+class Literal:
+    """One thing a text states exactly: its kind, its value, and for numbers the unit and the direction."""
+
+    kind: str  # number | path | quoted | ext | name | flag
+    value: str
+    unit: str | None = None
+    comparator: str | None = None  # more | less | exact
+
+    def __str__(self) -> str:
+        if self.kind == "ext":
+            return f"*.{self.value}"
+        if self.kind == "number":
+            return " ".join(x for x in (self.comparator and {"more": ">", "less": "<", "exact": "="}[self.comparator],
+                                           self.value, self.unit) if x)
+        return self.value
+
+
+@dataclass
+class Agreement:
+    """How a procedure's text answers the task's literals."""
+
+    agreed: list[str] = field(default_factory=list)
+    disagreed: list[str] = field(default_factory=list)
+    params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.disagreed
+
+
+def _unit_family(word: str | None) -> set[str]:
+    if not word:
+        return set()
+    word = word.lower()
+    return {family for family, names in _UNITS.items() if word in names}
+
+
+def _comparator(before: str, sign: str) -> str | None:
+    if sign in ("+", ">"):
+        return "more"
+    if sign in ("-", "<"):
+        return "less"
+    words = re.findall(r"[a-z]+", before.lower())[-3:]
+    for w in reversed(words):
+        if w in _MORE:
+            return "more"
+        if w in _LESS:
+            return "less"
+        if w in _EXACT:
+            return "exact"
+    return None
+
+
+def extract(text: str) -> list[Literal]:
+    """The literals a task (or a procedure's description) states, in order, without duplicates."""
+    found: list[Literal] = []
+    seen: set[tuple[str, str]] = set()
+
+    def put(lit: Literal) -> None:
+        key = (lit.kind, lit.value.lower())
+        if key not in seen and lit.value:
+            seen.add(key)
+            found.append(lit)
+
+    for m in _QUOTED.finditer(text):
+        value = next(g for g in m.groups() if g is not None).strip()
+        if value and len(value.split()) <= 6:
+            put(Literal("quoted", value))
+    rest = _QUOTED.sub(" ", text)
+    for m in _GLOB.finditer(rest):
+        put(Literal("ext", m.group(1).lower()))
+    rest = _GLOB.sub(" ", rest)
+    for m in _PATH.finditer(rest):
+        value = m.group(0).rstrip(".,;:")
+        if value.lower() not in _PROSE_SLASHES and not re.fullmatch(r"[\d/.-]+", value):
+            put(Literal("path", value))
+    rest = _PATH.sub(" ", rest)
+    for m in _FILE.finditer(rest):
+        if not re.fullmatch(r"[\d.]+", m.group(0)) and not m.group(0).lower().startswith(("e.g", "i.e")):
+            put(Literal("name", m.group(0)))
+    rest = _FILE.sub(" ", rest)
+    for m in _FLAG.finditer(rest):
+        put(Literal("flag", m.group(1)))
+    rest = _FLAG.sub(" ", rest)
+    spelled = re.sub(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", lambda w: _NUMBER_WORDS[w.group(1).lower()], rest, flags=re.IGNORECASE)
+    for m in _NUMBER.finditer(spelled):
+        sign, number, unit = m.groups()
+        family = _unit_family(unit)
+        put(Literal("number", _canonical(number), unit=_one(family) if family else None,
+                    comparator=_comparator(spelled[max(0, m.start() - 30):m.start()], sign)))
+    return found
+
+
+def _canonical(number: str) -> str:
+    return number.lstrip("0") or "0" if "." not in number else str(float(number))
+
+
+def _one(families: set[str]) -> str:
+    return sorted(families)[0] if len(families) == 1 else "|".join(sorted(families))
+
+
+@dataclass
+class ProcedureText:
+    """What a procedure says, prepared once per procedure for checking literals against."""
+
+    text: str
+    numbers: dict[str, list[tuple[str, set[str]]]]  # number → [(sign or comparator, unit families)]
+    params: list[str]
+
+
+def procedure_text(description: str, task_type: str, tags: Iterable[str], commands: Iterable[str]) -> ProcedureText:
+    commands = list(commands)
+    body = "\n".join([task_type, description, " ".join(tags), *commands])
+    numbers: dict[str, list[tuple[str, set[str]]]] = {}
+    for lit in extract(description):
+        if lit.kind == "number":
+            numbers.setdefault(lit.value, []).append((lit.comparator or "", set(lit.unit.split("|")) if lit.unit else set()))
+    for command in commands:
+        for m in _COMMAND_NUMBER.finditer(_PARAM.sub(" ", command)):
+            sign, number, suffix = m.groups()
+            flag = re.search(r"-(\w+)\s*$", command[:m.start()])
+            units = _unit_family(suffix) | (_unit_family(flag.group(1)) if flag else set())
+            comparator = {"+": "more", "-": "less"}.get(sign, "exact" if flag and units & (_TIME_UNITS | _SIZE_UNITS) else "")
+            numbers.setdefault(_canonical(number), []).append((comparator, units))
+    params = list(dict.fromkeys(n for c in commands for n in _PARAM.findall(c)))
+    return ProcedureText(body.lower(), numbers, params)
+
+
+def _number_agrees(lit: Literal, proc: ProcedureText) -> bool:
+    seen = proc.numbers.get(lit.value)
+    if not seen:
+        return False
+    wanted = set(lit.unit.split("|")) if lit.unit else set()
+    for comparator, units in seen:
+        if wanted and units and not (wanted & units):
+            continue  # 30 minutes is not 30 days
+        if lit.comparator and comparator and lit.comparator != comparator:
+            continue  # more than 10 bytes is not less than 10 bytes
+        return True
+    return False
+
+
+def _text_agrees(lit: Literal, proc: ProcedureText) -> bool:
+    value = lit.value.lower()
+    if lit.kind == "ext":
+        return re.search(rf"\.{re.escape(value)}\b", proc.text) is not None or re.search(rf"\b{re.escape(value)}\b", proc.text) is not None
+    if lit.kind == "path":
+        return value in proc.text or value.rstrip("/") in proc.text
+    if lit.kind == "flag":
+        return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", proc.text) is not None
+    return value in proc.text
+
+
+def _param_for(lit: Literal, free: list[str]) -> str | None:
+    """The parameter a literal can fill: one whose name says it takes this kind, else the only one left."""
+    for name in free:
+        if lit.kind == "number" and _NUMERIC_NAMES.search(name.lower()):
+            return name
+        if lit.kind in ("path", "name", "quoted") and _PATHISH_NAMES.search(name.lower()):
+            return name
+    if lit.kind != "flag" and len(free) == 1 and not (_NUMERIC_NAMES.search(free[0].lower()) or _PATHISH_NAMES.search(free[0].lower())):
+        return free[0]  # the only parameter left, and its name does not ask for another kind
+    return None
+
+
+def agree(literals: list[Literal], proc: ProcedureText, given: dict[str, object] | None = None) -> Agreement:
+    """Check every stated literal against the procedure; a literal it lacks may fill a free parameter."""
+    result = Agreement()
+    free = [p for p in proc.params if p not in (given or {})]
+    values = {str(v).strip().lower() for v in (given or {}).values()}
+    for lit in literals:
+        ok = _number_agrees(lit, proc) if lit.kind == "number" else _text_agrees(lit, proc)
+        ok = ok or lit.value.lower() in values  # the caller gave this very value for a parameter
+        if ok:
+            result.agreed.append(str(lit))
+            continue
+        name = _param_for(lit, free)
+        if name is not None:
+            free.remove(name)
+            result.params[name] = lit.value if lit.kind != "ext" else f"*.{lit.value}"
+            result.agreed.append(f"{lit} → {{{{ {name} }}}}")
+            continue
+        result.disagreed.append(_disagreement(lit, proc))
+    return result
+
+
+def _disagreement(lit: Literal, proc: ProcedureText) -> str:
+    if lit.kind == "number":
+        others = sorted(proc.numbers)
+        if lit.value in proc.numbers:
+            return f"{lit} is stated, the procedure has {lit.value} with another unit or direction"
+        return f"{lit} vs {', '.join(others[:3])}" if others else f"{lit} is not in the procedure"
+    return f"{lit} is not in the procedure"
