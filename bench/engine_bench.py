@@ -31,6 +31,8 @@ from typing import Any, Callable
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# The LLM rows measure the path a real model takes: the stand-in reached through litellm, not answered in-process.
+os.environ.setdefault("SHERPA_SKILLS_SCRIPTED_VIA", "litellm")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))

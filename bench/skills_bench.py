@@ -46,6 +46,7 @@ from typing import Any, Callable, Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("SHERPA_SKILLS_SCRIPTED_VIA", "litellm")  # the recorded figures are through litellm's custom provider
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 HERE = Path(__file__).resolve().parent

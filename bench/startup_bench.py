@@ -152,8 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     for module in ("litellm", "chromadb", "onnxruntime", "rich", "structlog", "pydantic"):
         env = {**base_env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         t = measure([py, "-c", f"import {module}"], env, max(3, args.runs // 2))
-        imports.append((module, statistics.median(t.wall) - statistics.median(reference.wall),
-                        statistics.median(t.cpu) - statistics.median(reference.cpu)))
+        imports.append((module, statistics.median(t.wall), statistics.median(t.cpu)))
 
     heavy = {
         "import sherpa_skills": heavy_after("import sherpa_skills", base_env),
@@ -189,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Ratios: first step {first_litellm / first_direct:.1f}× sooner, the demo {demo_l / demo_d:.1f}× faster (wall) than through litellm.",
         "",
-        "Import cost of each dependency alone (`python -c \"import X\"` minus `python -c pass`):",
+        "Each dependency imported alone (`python -c \"import X\"`, interpreter start included; compare the"
+        " `python -c pass` row above):",
         "",
         "| module | wall ms | CPU ms |",
         "|---|---:|---:|",
@@ -201,11 +201,19 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if size:
         lines += ["", *size]
+    run_cpu, demo_cpu = statistics.median(run_direct.cpu), statistics.median(demo_direct.cpu)
     verdicts = [
-        f"time to the first step ≤ {TARGET_FIRST_STEP_S} s: {'met' if first_direct <= TARGET_FIRST_STEP_S else 'MISSED'} ({first_direct:.2f} s)",
-        f"whole demo ≤ {TARGET_DEMO_S} s: {'met' if demo_d <= TARGET_DEMO_S else 'MISSED'} ({demo_d:.2f} s)",
+        f"time to the first step ≤ {TARGET_FIRST_STEP_S} s, wall: {'met' if first_direct <= TARGET_FIRST_STEP_S else 'MISSED'} ({first_direct:.2f} s)",
+        f"the same in CPU, bounded by the whole run's CPU: {'met' if run_cpu <= TARGET_FIRST_STEP_S else 'MISSED'} (≤ {run_cpu:.2f} s)",
+        f"whole demo ≤ {TARGET_DEMO_S} s, wall: {'met' if demo_d <= TARGET_DEMO_S else 'MISSED'} ({demo_d:.2f} s)",
+        f"whole demo ≤ {TARGET_DEMO_S} s, CPU: {'met' if demo_cpu <= TARGET_DEMO_S else 'MISSED'} ({demo_cpu:.2f} s)",
     ]
     lines += ["", "Targets:", "", *[f"- {v}" for v in verdicts]]
+    load = float(load_start.split("load average ")[1].split()[0]) if "load average " in load_start else 0.0
+    if load >= 1.0:
+        lines += ["", f"**Noisy run**: the load average was {load:.2f} on {os.cpu_count()} cores when timing started, so wall"
+                  " times are inflated by other work (see `python -c pass`); the CPU column is the comparable figure."
+                  " Re-run on a quiet machine before judging the wall-time targets."]
     body = "\n".join(lines) + "\n"
     print(body)
     if not args.no_write:

@@ -1,6 +1,7 @@
-"""Test doubles that ship with the library: the scripted model, reached through litellm like a real one.
+"""Test doubles that ship with the library: the scripted model, answering in-process or through litellm like a real one.
 
-Model strings `scripted/PATH.yaml` select a script; see `sherpa_skills.llm.scripted` for the format.
+Model strings `scripted/PATH.yaml` select a script; see `sherpa_skills.llm.scripted` for the format. It answers
+without importing litellm unless `SHERPA_SKILLS_SCRIPTED_VIA=litellm` (see `sherpa_skills.llm.call`).
 """
 
 from .llm.scripted import (PROVIDER, Answer, Script, ScriptError, estimate_tokens, load_script, make_scripted_model,

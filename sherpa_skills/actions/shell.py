@@ -205,8 +205,8 @@ def _group_alive(pgid: int) -> bool:
         try:
             if os.getpgid(pid) == pgid and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
                 return True
-        except (ProcessLookupError, psutil.Error):
-            continue  # gone meanwhile
+        except (OSError, psutil.Error):
+            continue  # gone meanwhile, or not ours to inspect
     return False
 
 
