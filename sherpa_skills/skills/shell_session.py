@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import atexit
 import os
-import select
+import selectors
 import shlex
 import shutil
 import subprocess
@@ -106,7 +106,9 @@ class ShellSession:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None, False
-            ready, _, _ = select.select([fd], [], [], remaining)
+            with selectors.DefaultSelector() as selector:  # select() cannot take a descriptor past 1024; epoll can
+                selector.register(fd, selectors.EVENT_READ)
+                ready = selector.select(remaining)
             if not ready:
                 return None, False
             chunk = os.read(fd, _READ)
