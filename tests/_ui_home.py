@@ -68,7 +68,8 @@ def make_home(home: Path) -> dict[str, Any]:
     made["team"] = cli("run", str(ROOT / "examples" / "critic_loop" / "team.yaml"), "--home", h)
     made["heartbeat"] = cli("heartbeat", "--home", h)
     triage = str(ROOT / "examples" / "support_triage" / "workflow.yaml")
-    made["waiting"] = cli("run", triage, "--home", h, "-i", f"ticket={TECHNICAL}", "-i", f"customer={HOSTILE}", "-i", f"api_key={SECRET}")
+    # The hostile value and the secret ride in the ticket text: the workflow declares its inputs, so others are refused.
+    made["waiting"] = cli("run", triage, "--home", h, "-i", f"ticket={TECHNICAL} From {HOSTILE}, api_key={SECRET}")
     assert made["waiting"]["status"] == "waiting", made["waiting"]
     return made
 

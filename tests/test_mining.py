@@ -156,5 +156,5 @@ class TestReviewQueue:
         proc = store.add_procedure(CapturedProcedure(id="", task_type="deploy-site", description="deploy the web site", success_count=5,
                                                      steps=[ProcedureStep(command="make deploy")]))
         store.set_status(proc.id, "rejected")
-        found = Matcher(store).match("deploy the web site", include_candidates=True)
-        assert proc.id not in [m.procedure.id for m in found.matches]
+        decision = Matcher(store).match("deploy the web site")
+        assert decision.decision == "no-match" and proc.id not in [c.procedure_id for c in decision.candidates]
