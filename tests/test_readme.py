@@ -24,7 +24,10 @@ SKIPPED = {
     "pip install": "installs from the package index (the suite runs from an installed checkout)",
     "python -m pytest": "runs this very suite",
     "--execute": "asks y/n/edit on a terminal before running anything (without one it refuses, by design)",
+    "sherpa-skills ui": "serves until stopped (tests/test_ui_*.py start it on a free port and drive it)",
 }
+# Folders the README's commands create in the checkout, removed around each block so every run starts as a reader's would.
+CREATED = ("demo-home", "build")
 # A synopsis line lists subcommands with `|`: each is run on its own.
 SYNOPSIS = re.compile(r"^sherpa-skills (\w+) (.+\|.+)$")
 
@@ -108,6 +111,18 @@ def _sh(command: str, env: dict[str, str], stdin: str = "") -> subprocess.Comple
 @pytest.mark.parametrize(("line", "commands"), BLOCKS, ids=[f"README.md:{line}" for line, _ in BLOCKS])
 def test_each_command_block_runs_as_written(line, commands, env, tmp_path, capsys):
     """Each command exits 0 (a waiting run counts: that is what the tutorial shows), in order, sharing one home."""
+    import shutil
+
+    for name in CREATED:
+        shutil.rmtree(ROOT / name, ignore_errors=True)
+    try:
+        _run_block(line, commands, env, tmp_path, capsys)
+    finally:
+        for name in CREATED:
+            shutil.rmtree(ROOT / name, ignore_errors=True)
+
+
+def _run_block(line, commands, env, tmp_path, capsys):
     ran = 0
     for command in (part.strip() for c in commands for part in c.split(" && ")):
         reason = next((why for prefix, why in SKIPPED.items() if prefix in command), None)
