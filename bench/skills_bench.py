@@ -232,6 +232,7 @@ class ReplayBench:
             if proc.get("index_warning"):
                 raise SystemExit(f"companion not indexed: {proc['index_warning']}")
             self.ids[n] = proc["id"]
+            cli_json("learn", "promote", proc["id"], "--home", str(self.home))  # captured once is not proof: vouch for it
         quiet_logs(self.home)  # what `learn replay` configures (error console + the home's JSON log file)
         self.path = data_file("statemachines", "replay.yaml")
         self.workflow = load_workflow(self.path)
