@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..engine.registry import ActionContext, ActionResult, default_registry
+from .learnings import relevant_learnings
 from .runtime import skill_store
 
 
@@ -22,7 +23,9 @@ def plan_context(args: NoArgs, ctx: ActionContext) -> ActionResult:
     replay_context = replay.get("context") or {}
     procedure = replay_context.get("procedure") or {}
     diverged = replay.get("state") == "diverged"
-    learnings = [{"command": x.command, "error": x.error[-200:]} for x in skill_store(ctx.home).learnings(view.get("task_type"), limit=5)]
+    # Found by what the task is about (its words, the programs it names), not only by an exact task type.
+    found = relevant_learnings(skill_store(ctx.home), str(view.get("task") or ""), view.get("task_type"), limit=5)
+    learnings = [{"command": x.command, "error": x.error[-200:], "seen": getattr(x, "seen", 1)} for x, _ in found]
     commands = [{"command": e.inputs.get("command"), "exit_code": (e.outputs or {}).get("exit_code"),
                  "output": ((e.outputs or {}).get("stdout", "") + (e.outputs or {}).get("stderr", ""))[-400:]}
                 for e in view.log if e.action == "shell"]
