@@ -86,6 +86,13 @@ class TestRecurring:
         (candidate,) = find(one + two)
         assert candidate.steps == ["npm install", "npm run build", "npm test"]
 
+    def test_a_command_run_again_with_more_options_keeps_only_the_second(self) -> None:
+        """`pytest tests` then `pytest tests -x --lf`: the first try did not do it; the routine is what ran last."""
+        one = session("a", ["pip install -e .", "pytest tests", "pytest tests -x --lf", "git push"])
+        two = session("b", ["pip install -e .", "pytest tests -x --lf", "git push"], start=1_700_100_000.0)
+        (candidate,) = find(one + two)
+        assert candidate.steps == ["pip install -e .", "pytest tests -x --lf", "git push"]
+
     def test_cd_between_steps_is_kept(self) -> None:
         """Each step runs in the directory the previous `cd` chose, so the `cd` is part of the routine."""
         one = session("a", ["cd frontend", "npm ci", "npm run build"])

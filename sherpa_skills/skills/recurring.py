@@ -129,7 +129,11 @@ def _retry(before: str, after: str, threshold: float) -> bool:
     if split_before[0] != split_after[0]:
         # `unlias ls` then `unalias ls`: the program name was mistyped
         return split_before[1:] == split_after[1:] and _similar(split_before[0], split_after[0], 0.75)
-    if not same_program or len(split_after) != len(split_before) or classify(after) == "cd" or _flags(before) == _flags(after):
+    if not same_program or classify(after) == "cd":
+        return False
+    if len(split_after) > len(split_before) and set(split_before) < set(split_after) and _flags(before) != _flags(after):
+        return True  # the same command run again with more options: the first try did not do it
+    if len(split_after) != len(split_before) or _flags(before) == _flags(after):
         return False
     return _similar(before, after, threshold)
 
