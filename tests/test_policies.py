@@ -230,7 +230,7 @@ class TestLLMPolicy:
         assert (result.llm_calls, result.llm_decisions) == (1, 1)
         assert result.tokens > 0
         assert [e.action for e in agent.belief.log] == ["policy:llm"]
-        assert agent.belief.log[0].outputs == {"trigger": "approve", "reason": "looks fine", "llm_calls": 1}
+        assert agent.belief.log[0].outputs == {"trigger": "approve", "args": {}, "reason": "looks fine", "llm_calls": 1}
 
     def test_an_answer_that_is_not_json_is_reasked_with_the_error(self, write_file):
         """Garbage is said back to the model as rejected; its second, valid answer is taken."""

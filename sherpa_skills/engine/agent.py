@@ -35,7 +35,7 @@ log = structlog.get_logger("sherpa_skills.engine.agent")
 _MISSING = object()
 Observer = Callable[[str, dict[str, Any]], None]
 COUNTERS = ("steps", "llm_calls", "tokens", "cost", "fast_forwards", "rule_decisions", "llm_decisions", "user_decisions", "actions",
-            "estimated_tokens")
+            "estimated_tokens", "replayed_decisions")
 
 
 @dataclass
@@ -53,6 +53,7 @@ class RunResult:
     duration_ms: float = 0.0
     waiting_for: str = ""
     event: dict[str, Any] | None = None  # for `handle`: the event's id, name, outcome (handled|duplicate|unavailable|invalid) and why
+    diverged_at: dict[str, Any] | None = None  # a replayed procedure's first divergence: step, state, expected, observed
 
     def __getattr__(self, name: str) -> Any:
         counters = self.__dict__.get("counters", {})
@@ -65,7 +66,8 @@ class RunResult:
             "run_id": self.run_id, "status": self.status, "state": self.state, **self.counters,
             "error": self.error, "available_triggers": self.available, "interrupted": self.interrupted,
             "duration_ms": round(self.duration_ms, 3), "waiting_for": self.waiting_for, "context": self.context,
-        } | ({"event": self.event} if self.event is not None else {})
+        } | ({"event": self.event} if self.event is not None else {}) | (
+            {"diverged_at": self.diverged_at} if self.diverged_at is not None else {})
 
 
 class _Act:
@@ -231,6 +233,8 @@ class Agent:
             c["rule_decisions"] += 1
         elif by == "llm":
             c["llm_decisions"] += 1
+        elif by == "replay":
+            c["replayed_decisions"] += 1
         elif by in ("user", "event"):
             c["user_decisions"] += 1
         if decision.llm_calls:
@@ -239,7 +243,8 @@ class Agent:
             c["cost"] += decision.cost
             if decision.tokens_estimated:
                 c["estimated_tokens"] += decision.tokens
-            outputs: dict[str, Any] = {"trigger": decision.trigger, "reason": decision.reason}
+            # The validated arguments too: a captured trajectory replays them.
+            outputs: dict[str, Any] = {"trigger": decision.trigger, "args": dict(decision.args), "reason": decision.reason}
             outputs |= _llm_extras(decision.llm_calls, decision.rejected, decision.tokens_estimated)
             self._append_log(LogEntry.model_construct(
                 tick=self._tick + 1, action="policy:llm", inputs=self._recorded({"state": self.state}),

@@ -47,8 +47,13 @@ class Workflow:
         return self.uses_llm and warm_up(model or self.spec.llm.model or os.environ.get(MODEL_ENV))
 
     def agent(self, **kwargs: Any) -> Any:
-        """An Agent for this workflow; any Agent keyword (policy, store, model, home…) overrides the workflow's."""
+        """An Agent for this workflow; any Agent keyword (policy, store, model, home…) overrides the workflow's.
+        With `learn=Learner(skill_store)` (sherpa_skills.skills.learning) it replays matching procedures and captures successes."""
         from .agent import Agent
+
+        learn = kwargs.pop("learn", None)
+        if learn is not None:
+            return learn.agent(self, **kwargs)
 
         policy = kwargs.pop("policy", self.policy)
         kwargs.setdefault("base_dir", self.base_dir)

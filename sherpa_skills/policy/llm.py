@@ -130,6 +130,8 @@ class LLMPolicy:
         self._env: Any = None
         self._indexes: dict[tuple[str, ...], Any] = {}
         self._format_refused: set[str] = set()  # models whose server refused response_format
+        #: Set on a run's own copy by the learning runtime: the replay whose divergence the prompt reports.
+        self.replay: Any = None
 
     def shown_options(self, ctx: DecisionContext) -> list[Edge]:
         """All available transitions, or with `relevant_options`, the few the tool index ranks highest for the task."""
@@ -158,6 +160,7 @@ class LLMPolicy:
             "trajectory": view.trajectory.recent(self.recent),
             "actions": [{"action": e.action, "status": e.status, "outputs": _clip(e.outputs, _OUTPUT_CHARS) if e.outputs else ""}
                         for e in view.log.recent(self.recent)],
+            "replay": getattr(self.replay, "divergence", None),
         }
         return [{"role": "system", "content": self._render(f"{self.prompt}.system.j2", values, ctx)},
                 {"role": "user", "content": self._render(f"{self.prompt}.user.j2", values, ctx)}]

@@ -325,7 +325,8 @@ class Matcher:
         if found is None:
             if len(self._texts) > 50_000:
                 self._texts.clear()
-            commands = [s.command for s in proc.steps]
+            # A trajectory has no commands: its parametrised task text carries its parameters instead.
+            commands = [s.command for s in proc.steps] or ([proc.description] if proc.kind == "trajectory" else [])
             found = (procedure_words(proc.task_type, proc.description, proc.tags, commands),
                      lit.procedure_text(proc.description, proc.task_type, proc.tags, commands), lit.extract(proc.description))
             self._texts[key] = found

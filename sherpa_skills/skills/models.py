@@ -6,9 +6,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..policy.replay import RecordedDecision
+
 Source = Literal["session", "run", "manual"]
 Outcome = Literal["success", "diverged", "error", "dry-run"]
 HealthStatus = Literal["healthy", "degraded", "broken", "needs-relearning"]
+#: shell: commands replayed by the replay machine; trajectory: a workflow's decisions, replayed by the replay policy.
+ProcedureKind = Literal["shell", "trajectory"]
 
 
 class ProcedureStep(BaseModel):
@@ -49,6 +53,8 @@ class CapturedProcedure(BaseModel):
     task_type: str
     description: str = ""
     steps: list[ProcedureStep]
+    kind: ProcedureKind = "shell"
+    decisions: list[RecordedDecision] = Field(default_factory=list, description="a trajectory's decisions, in order")
     preconditions: list[str] = Field(default_factory=list, description="shell checks that must exit 0 before replay")
     postconditions: list[str] = Field(default_factory=list, description="shell checks that must exit 0 after replay")
     source: Source = "run"

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from ..errors import StoreError
 from ..home import store_path
 from ..sqlite_db import Transaction, connect, execute_script, migrate, prefix_matches
+from ..policy.replay import RecordedDecision
 from .models import CapturedLearning, CapturedProcedure, Execution, ProcedureHealthReport, ProcedureStep
 from .scoring import confidence, health_report
 
@@ -108,7 +109,16 @@ def m004_one_procedure_per_signature(conn: sqlite3.Connection) -> None:
     execute_script(conn, "CREATE UNIQUE INDEX procedures_task_signature ON procedures (task_type, signature);")
 
 
-MIGRATIONS = [m001_skills, m002_fts_by_rowid, m003_learnings_dedup, m004_one_procedure_per_signature]
+def m005_trajectory_procedures(conn: sqlite3.Connection) -> None:
+    """Procedures of a workflow's decisions beside shell ones: every existing row is a shell procedure."""
+    execute_script(conn, """
+        ALTER TABLE procedures ADD COLUMN kind TEXT NOT NULL DEFAULT 'shell';
+        ALTER TABLE procedures ADD COLUMN decisions TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE procedure_versions ADD COLUMN decisions TEXT NOT NULL DEFAULT '[]';
+    """)
+
+
+MIGRATIONS = [m001_skills, m002_fts_by_rowid, m003_learnings_dedup, m004_one_procedure_per_signature, m005_trajectory_procedures]
 
 
 def _fts_words(task_type: str) -> str:
@@ -124,21 +134,34 @@ def step_signature(steps: list[ProcedureStep]) -> str:
     return hashlib.sha256(normal.encode()).hexdigest()[:24]
 
 
+def decision_signature(decisions: list[RecordedDecision], description: str = "") -> str:
+    """Trajectories compare equal when their task text, states, triggers and (parametrised) arguments do: the same
+    decisions for a task described otherwise are another procedure, since the description is what a task is matched by."""
+    normal = "\n".join([_SPACE.sub(" ", description.strip().lower()), *(f"{d.state} {d.trigger} {_dump(d.args)}" for d in decisions)])
+    return "t:" + hashlib.sha256(normal.encode()).hexdigest()[:22]
+
+
+def signature_of(proc: CapturedProcedure) -> str:
+    return decision_signature(proc.decisions, proc.description) if proc.kind == "trajectory" else step_signature(proc.steps)
+
+
 def _dump(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), default=str)
 
 
 _PROC_COLUMNS = ("id, task_type, description, source, tags, version, status, needs_relearning, success_count, failure_count, "
-                 "steps, preconditions, postconditions, context, planned_tokens, planned_llm_calls, created, updated")
+                 "steps, preconditions, postconditions, context, planned_tokens, planned_llm_calls, created, updated, kind, decisions")
 
 
 def _procedure(row: tuple[Any, ...]) -> CapturedProcedure:
-    (pid, task_type, description, source, tags, version, status, needs, s, f, steps, pre, post, ctx, ptok, pcalls, created, updated) = row
+    (pid, task_type, description, source, tags, version, status, needs, s, f, steps, pre, post, ctx, ptok, pcalls, created, updated,
+     kind, decisions) = row
     return CapturedProcedure(
         id=pid, task_type=task_type, description=description, source=source, tags=json.loads(tags), version=version,
         status=status, needs_relearning=bool(needs), success_count=s, failure_count=f, confidence=confidence(s, f),
         steps=[ProcedureStep(**x) for x in json.loads(steps)], preconditions=json.loads(pre), postconditions=json.loads(post),
-        context=json.loads(ctx), planned_tokens=ptok, planned_llm_calls=pcalls, created=created, updated=updated)
+        context=json.loads(ctx), planned_tokens=ptok, planned_llm_calls=pcalls, created=created, updated=updated,
+        kind=kind, decisions=[RecordedDecision(**d) for d in json.loads(decisions)])
 
 
 class SkillStore:
@@ -183,17 +206,18 @@ class SkillStore:
         now = time.time()
         pid = proc.id or f"{re.sub(r'[^a-z0-9]+', '-', proc.task_type.lower()).strip('-')[:24] or 'proc'}-{uuid.uuid4().hex[:8]}"
         proc = proc.model_copy(update={"id": pid, "created": proc.created or now, "updated": now})
-        sig = step_signature(proc.steps)
+        sig = signature_of(proc)
         steps = _dump([s.model_dump() for s in proc.steps])
         with self._write():
             if self.conn.execute("SELECT 1 FROM procedures WHERE id = ?", (pid,)).fetchone():
                 raise StoreError(f"procedure '{pid}' already exists")
             cursor = self.conn.execute(
-                f"INSERT INTO procedures ({_PROC_COLUMNS}, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                f"INSERT INTO procedures ({_PROC_COLUMNS}, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (task_type, signature) DO NOTHING",
                 (pid, proc.task_type, proc.description, proc.source, _dump(proc.tags), proc.version, proc.status, int(proc.needs_relearning),
                  proc.success_count, proc.failure_count, steps, _dump(proc.preconditions), _dump(proc.postconditions), _dump(proc.context),
-                 proc.planned_tokens, proc.planned_llm_calls, proc.created, now, sig))
+                 proc.planned_tokens, proc.planned_llm_calls, proc.created, now, proc.kind,
+                 _dump([d.model_dump() for d in proc.decisions]), sig))
             if cursor.rowcount == 0:
                 existing = self.conn.execute("SELECT id FROM procedures WHERE task_type = ? AND signature = ?",
                                              (proc.task_type, sig)).fetchone()[0]
@@ -209,23 +233,27 @@ class SkillStore:
     def _insert_version(self, proc: CapturedProcedure, sig: str, steps: str) -> None:
         self.conn.execute(
             "INSERT INTO procedure_versions (procedure_id, version, signature, steps, preconditions, postconditions, context, source,"
-            " planned_tokens, planned_llm_calls, success_count, failure_count, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " planned_tokens, planned_llm_calls, success_count, failure_count, created, decisions)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (proc.id, proc.version, sig, steps, _dump(proc.preconditions), _dump(proc.postconditions), _dump(proc.context), proc.source,
-             proc.planned_tokens, proc.planned_llm_calls, proc.success_count, proc.failure_count, time.time()))
+             proc.planned_tokens, proc.planned_llm_calls, proc.success_count, proc.failure_count, time.time(),
+             _dump([d.model_dump() for d in proc.decisions])))
 
     def add_version(self, procedure_id: str, steps: list[ProcedureStep], *, source: str = "run", planned_tokens: int = 0,
                     planned_llm_calls: int = 0, preconditions: list[str] | None = None, postconditions: list[str] | None = None,
-                    context: dict[str, Any] | None = None) -> CapturedProcedure:
-        """A re-learned procedure: the next version, seen succeeding once; older versions keep their history."""
+                    context: dict[str, Any] | None = None, decisions: list[RecordedDecision] | None = None) -> CapturedProcedure:
+        """A re-learned procedure: the next version, seen succeeding once; older versions keep their history.
+        A trajectory procedure's new version brings its `decisions` (its steps stay empty)."""
         with self._write():
             current = self.get(procedure_id)
             proc = current.model_copy(update={
                 "version": current.version + 1, "steps": steps, "source": source, "success_count": 1, "failure_count": 0,
+                "decisions": current.decisions if decisions is None else decisions,
                 "planned_tokens": planned_tokens, "planned_llm_calls": planned_llm_calls, "needs_relearning": False,
                 "preconditions": current.preconditions if preconditions is None else preconditions,
                 "postconditions": current.postconditions if postconditions is None else postconditions,
                 "context": current.context if context is None else context})
-            sig = step_signature(steps)
+            sig = signature_of(proc)
             steps_json = _dump([s.model_dump() for s in steps])
             twin = self.conn.execute("SELECT id FROM procedures WHERE task_type = ? AND signature = ? AND id != ?",
                                      (current.task_type, sig, current.id)).fetchone()
@@ -234,9 +262,10 @@ class SkillStore:
             self.conn.execute(
                 "UPDATE procedures SET version = ?, steps = ?, signature = ?, source = ?, success_count = 1, failure_count = 0,"
                 " planned_tokens = ?, planned_llm_calls = ?, needs_relearning = 0, preconditions = ?, postconditions = ?, context = ?,"
-                " updated = ? WHERE id = ?",
+                " decisions = ?, updated = ? WHERE id = ?",
                 (proc.version, steps_json, sig, source, planned_tokens, planned_llm_calls, _dump(proc.preconditions),
-                 _dump(proc.postconditions), _dump(proc.context), time.time(), procedure_id))
+                 _dump(proc.postconditions), _dump(proc.context), _dump([d.model_dump() for d in proc.decisions]), time.time(),
+                 current.id))
             self._insert_version(proc, sig, steps_json)
             self._index_fts(proc)
             self._bump()
@@ -264,14 +293,15 @@ class SkillStore:
         if version is None or version == proc.version:
             return proc
         v = self.conn.execute("SELECT steps, preconditions, postconditions, context, source, planned_tokens, planned_llm_calls,"
-                              " success_count, failure_count FROM procedure_versions WHERE procedure_id = ? AND version = ?",
+                              " success_count, failure_count, decisions FROM procedure_versions WHERE procedure_id = ? AND version = ?",
                               (proc.id, version)).fetchone()
         if v is None:
             raise StoreError(f"procedure '{proc.id}' has no version {version} (versions 1..{proc.version})")
         return proc.model_copy(update={
             "version": version, "steps": [ProcedureStep(**x) for x in json.loads(v[0])], "preconditions": json.loads(v[1]),
             "postconditions": json.loads(v[2]), "context": json.loads(v[3]), "source": v[4], "planned_tokens": v[5],
-            "planned_llm_calls": v[6], "success_count": v[7], "failure_count": v[8], "confidence": confidence(v[7], v[8])})
+            "planned_llm_calls": v[6], "success_count": v[7], "failure_count": v[8], "confidence": confidence(v[7], v[8]),
+            "decisions": [RecordedDecision(**d) for d in json.loads(v[9])]})
 
     def versions(self, procedure_id: str) -> list[dict[str, Any]]:
         return [{"version": r[0], "source": r[1], "success_count": r[2], "failure_count": r[3], "created": r[4]}

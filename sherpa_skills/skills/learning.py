@@ -1,0 +1,124 @@
+"""Learning for any workflow: match a run's task to a trajectory procedure, replay it, capture the run when it succeeds."""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import structlog
+
+from ..engine.agent import Agent, RunResult
+from ..engine.workflow import Workflow
+from ..policy.base import ChainPolicy, Policy
+from ..policy.llm import LLMPolicy
+from ..policy.replay import ReplayPolicy
+from .matcher import Matcher, MatchDecision
+from .models import CapturedProcedure, Execution
+from .store import SkillStore, decision_signature
+from .trajectory import capture_decisions, described_task
+
+log = structlog.get_logger(__name__)
+
+
+class Learner:
+    """What `workflow.agent(learn=Learner(store))` needs: the skill store and its matcher, shared by every run."""
+
+    def __init__(self, store: SkillStore, matcher: Matcher | None = None):
+        self.store = store
+        self.matcher = matcher or Matcher(store)
+
+    def agent(self, workflow: Workflow, **kwargs: Any) -> LearningAgent:
+        return LearningAgent(workflow, self, **kwargs)
+
+    def match(self, workflow: Workflow, inputs: dict[str, Any]) -> tuple[MatchDecision, CapturedProcedure | None]:
+        """The relevance decision for this task among this workflow's procedures only; a shell procedure is never followed."""
+        given = {k: v for k, v in inputs.items() if isinstance(v, str) and v.strip() and not any(c.isspace() for c in v.strip())}
+        # The task is described as procedures are (its one-word inputs as {{ name }}), so a new order number is a
+        # parameter, not a literal that disagrees; the values themselves are given as the parameters.
+        decision = self.matcher.match(described_task(inputs), task_type=workflow.spec.name, params=given)
+        if decision.decision != "match" or decision.selected is None:
+            return decision, None
+        proc = self.store.get(decision.selected.procedure_id)
+        if proc.kind != "trajectory" or proc.task_type != workflow.spec.name:
+            return decision, None
+        return decision, proc
+
+
+def _with_replay(policy: Policy, replay: ReplayPolicy) -> Policy:
+    """The workflow's policy with the replay asked after the rules and before the LLM, whose own copy reports the divergence."""
+    members = list(policy.policies) if isinstance(policy, ChainPolicy) else [policy]
+    at = next((i for i, p in enumerate(members) if isinstance(p, LLMPolicy)), len(members))
+    if at < len(members):
+        llm = copy.copy(members[at])
+        llm.replay = replay
+        members[at] = llm
+    return ChainPolicy(*members[:at], replay, *members[at:])
+
+
+class LearningAgent:
+    """One run of a workflow that follows a proven procedure when the task matches one, and teaches the store when it succeeds.
+
+    `run` starts the run (and continues it, when it waited); the capture happens once the run reaches a final state.
+    """
+
+    def __init__(self, workflow: Workflow, learner: Learner, **kwargs: Any):
+        self.workflow, self.learner, self._kwargs = workflow, learner, kwargs
+        self.agent: Agent | None = None
+        self.replay: ReplayPolicy | None = None
+        self.procedure: CapturedProcedure | None = None
+        self.match: MatchDecision | None = None
+        self.inputs: dict[str, Any] = {}
+        self._started = 0.0
+
+    def run(self, inputs: dict[str, Any] | None = None, **kwargs: Any) -> RunResult:
+        if self.agent is None:
+            self.inputs, self._started = dict(inputs or {}), time.time()
+            self.match, self.procedure = self.learner.match(self.workflow, self.inputs)
+            policy = self._kwargs.pop("policy", self.workflow.policy)
+            if self.procedure is not None:
+                self.replay = ReplayPolicy(self.procedure.decisions, inputs=self.inputs | dict(self.match.params),
+                                           procedure_id=self.procedure.id, version=self.procedure.version)
+                policy = _with_replay(policy, self.replay)
+            self.agent = self.workflow.agent(policy=policy, **self._kwargs)
+        result = self.agent.run(inputs, **kwargs)
+        if self.replay is not None and result.status == "final":
+            self.replay.finish(result.state)
+        if self.replay is not None:
+            result.diverged_at = self.replay.divergence
+        if result.status in ("final", "error"):
+            self._learn(result)
+        return result
+
+    def _learn(self, result: RunResult) -> None:
+        store, proc, replay = self.learner.store, self.procedure, self.replay
+        assert self.agent is not None
+        if proc is not None and replay is not None:
+            diverged = replay.divergence
+            outcome = "error" if result.status == "error" else ("diverged" if diverged else "success")
+            store.record_execution(Execution(
+                procedure_id=proc.id, version=proc.version, started=self._started, ended=time.time(), outcome=outcome,
+                diverged_step=diverged["step"] if diverged else None,
+                reason=f"expected {diverged['expected']}, observed {diverged['observed']}" if diverged else result.error,
+                tokens=result.counters["tokens"], llm_calls=result.counters["llm_calls"], run_id=self.agent.run_id))
+        if result.status != "final":
+            return
+        decisions = capture_decisions(self.agent.belief, self.inputs, proc.decisions if proc else None)
+        if not decisions:
+            return  # nothing a policy decided: nothing to learn
+        if proc is not None and replay is not None and replay.divergence is None:
+            return  # followed as recorded: the execution above is its credit
+        if proc is not None and decision_signature(decisions) != decision_signature(proc.decisions):
+            # Diverged and took another path: the procedure's next version (its description stays the task's).
+            updated = store.add_version(proc.id, [], source="run", planned_tokens=result.counters["tokens"],
+                                        planned_llm_calls=result.counters["llm_calls"], decisions=decisions)
+            log.info("trajectory_relearned", procedure=updated.id, version=updated.version)
+            return
+        text = described_task(self.inputs)
+        captured, inserted = store.insert_or_credit(CapturedProcedure(
+            id="", task_type=self.workflow.spec.name, description=text[:500], steps=[], kind="trajectory", decisions=decisions,
+            source="run", success_count=1, planned_tokens=result.counters["tokens"], planned_llm_calls=result.counters["llm_calls"],
+            context={"run_id": self.agent.run_id}))
+        if inserted:
+            self.learner.matcher.index(captured)
+        log.info("trajectory_captured", procedure=captured.id, inserted=inserted)

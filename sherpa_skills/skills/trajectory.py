@@ -1,0 +1,68 @@
+"""Capture a workflow run's trajectory: its policy decisions, their arguments and the action outcomes around them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine.belief import Belief
+from ..policy.replay import POLICY_DECIDERS, ActionOutcome, RecordedDecision
+
+#: Shorter input values are too common to stand for the input (a "no" in an argument is not the ticket).
+_MIN_PARAM_CHARS = 3
+
+
+def task_text(inputs: dict[str, Any]) -> str:
+    """The words a run's task is matched by: its text inputs, in the order given."""
+    return " ".join(str(v) for v in inputs.values() if isinstance(v, str) and v.strip())
+
+
+def described_task(inputs: dict[str, Any]) -> str:
+    """The task text a trajectory is described by, its one-word inputs (an order number, an id) as {{ name }}: those vary
+    between runs of the same task, and the matcher takes them as parameters rather than as literals that disagree."""
+    words = {k: v for k, v in inputs.items() if isinstance(v, str) and v.strip() and not any(c.isspace() for c in v.strip())}
+    return " ".join("{{ " + k + " }}" if k in words else str(v) for k, v in inputs.items() if isinstance(v, str) and v.strip())
+
+
+def parametrise(value: Any, inputs: dict[str, Any]) -> Any:
+    """A value with the run's input values replaced by {{ name }}, so it fits the next run's inputs too."""
+    if isinstance(value, dict):
+        return {k: parametrise(v, inputs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [parametrise(v, inputs) for v in value]
+    for name, given in inputs.items():
+        if isinstance(given, bool) or given is None:
+            continue
+        if value == given and not isinstance(value, bool):
+            return "{{ " + name + " }}"
+        if isinstance(value, str) and isinstance(given, str) and len(given) >= _MIN_PARAM_CHARS and given in value:
+            value = value.replace(given, "{{ " + name + " }}")
+    return value
+
+
+def _outcome(entry: Any) -> ActionOutcome:
+    outputs = entry.outputs if isinstance(entry.outputs, dict) else {}
+    code = outputs.get("exit_code")
+    return ActionOutcome(action=entry.action, status=entry.status, exit_code=code if isinstance(code, int) else None)
+
+
+def capture_decisions(belief: Belief, inputs: dict[str, Any], replayed: list[RecordedDecision] | None = None) -> list[RecordedDecision]:
+    """The run's policy decisions in order. An LLM's arguments come from its log entry; a replayed decision's from the
+    procedure it followed (already parametrised); a rule's are the rule's own and it decides them again on replay."""
+    chosen_args = {e.tick: dict(e.outputs.get("args") or {}) for e in belief.log
+                   if e.action.startswith("policy:") and e.status == "ok" and isinstance(e.outputs, dict)}
+    decisions: list[RecordedDecision] = []
+    previous = None
+    for entry in belief.trajectory:
+        if entry.decided_by in POLICY_DECIDERS and previous is not None:
+            position = len(decisions)
+            decided_by = entry.decided_by
+            if decided_by == "replay" and replayed and position < len(replayed):
+                args, decided_by = replayed[position].args, replayed[position].decided_by
+            else:
+                args = parametrise(chosen_args.get(entry.tick, {}), inputs)
+            before = [_outcome(e) for e in belief.log if e.tick < entry.tick and not e.action.startswith("policy:")]
+            decisions.append(RecordedDecision(state=entry.source or previous.state, trigger=entry.trigger or "", args=args,
+                                              decided_by=decided_by,
+                                              outcomes_before=before))
+        previous = entry
+    return decisions

@@ -1,0 +1,165 @@
+"""A workflow with an LLM policy learns from its successful runs: replayed with 0 LLM calls, handed back to the LLM on divergence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sherpa_skills.engine.workflow import load_workflow
+from sherpa_skills.policy.replay import RecordedDecision, ReplayPolicy, fill
+from sherpa_skills.skills.learning import Learner
+from sherpa_skills.skills.store import SkillStore
+
+WORKFLOW = """
+name: refunds
+inputs:
+  ticket: {required: true}
+  order: {required: true}
+  plan: {default: basic}
+llm:
+  model: scripted/refunds.script.yaml
+policy: {type: chain, rules: []}
+initial: assess
+states:
+  assess: {description: Read the ticket.}
+  refunding: {description: Refund the order.}
+  answering: {description: Answer a question.}
+  checked:
+    description: Decide how to close the ticket.
+    on_enter: {set: {checked: true}}
+  closed: {final: true, on_enter: {set: {outcome: closed}}}
+  escalated: {final: true, on_enter: {set: {outcome: escalated}}}
+transitions:
+  - trigger: refund
+    source: assess
+    dest: refunding
+    arguments: {order: {type: string, description: the order number}}
+    after: {set: {refunded: "{{ args.order }}"}}
+  - {trigger: answer, source: assess, dest: answering}
+  - {trigger: verify, source: [refunding, answering], dest: checked}
+  - trigger: close
+    source: checked
+    dest: closed
+    conditions: {context_equals: {key: plan, value: basic}}
+  - trigger: escalate
+    source: checked
+    dest: escalated
+  - trigger: refer
+    source: checked
+    dest: escalated
+    conditions: {context_equals: {key: plan, value: premium}}
+"""
+
+SCRIPT = r"""
+answers:
+  - match: 'Current state: assess(?=.*?Context:\s*\{[^\n]*?(?:refund|broken|damaged))(?=.*?"order": "(\d+)")'
+    respond: '{"trigger": "refund", "args": {"order": "{{ groups[0] }}"}, "reason": "a refund"}'
+  - match: "Current state: assess"
+    respond: '{"trigger": "answer", "args": {}, "reason": "a question"}'
+  - match: "Current state: (refunding|answering)"
+    respond: '{"trigger": "verify", "args": {}}'
+  - match: "diverged in state checked.*Current state: checked|Current state: checked.*diverged in state checked"
+    respond: '{"trigger": "escalate", "args": {}, "reason": "the replay diverged"}'
+  - match: "Current state: checked"
+    respond: '{"trigger": "close", "args": {}}'
+"""
+
+DAMAGED = "Please refund my damaged blender"
+
+
+@pytest.fixture
+def workflow(tmp_path: Path):
+    (tmp_path / "refunds.script.yaml").write_text(SCRIPT)
+    (tmp_path / "refunds.yaml").write_text(WORKFLOW)
+    return load_workflow(tmp_path / "refunds.yaml")
+
+
+@pytest.fixture
+def learner(tmp_path: Path):
+    (tmp_path / "skills").mkdir()
+    store = SkillStore(tmp_path / "skills" / "skills.db")
+    yield Learner(store)
+    store.close()
+
+
+def run(workflow, learner, home: Path, **inputs):
+    agent = workflow.agent(learn=learner, home=home)
+    return agent, agent.run(inputs)
+
+
+def test_a_run_planned_by_the_llm_is_captured_as_a_trajectory_with_its_inputs_as_parameters(workflow, learner, tmp_path):
+    _, result = run(workflow, learner, tmp_path, ticket=DAMAGED, order="4417")
+    assert (result.status, result.state, result.llm_calls, result.replayed_decisions) == ("final", "closed", 2, 0)
+    [proc] = learner.store.procedures(status=None)
+    assert (proc.kind, proc.task_type, proc.steps) == ("trajectory", "refunds", [])
+    assert [(d.state, d.trigger, d.args) for d in proc.decisions] == [
+        ("assess", "refund", {"order": "{{ order }}"}), ("checked", "close", {})]  # verify was the only way: a fast-forward
+    assert [o.action for o in proc.decisions[1].outcomes_before] == ["set", "set"]
+    assert proc.planned_llm_calls == 2 and proc.confidence < 0.8  # one success is not proof
+
+
+def test_a_second_success_proves_it_and_the_next_run_of_the_kind_replays_with_no_llm_call(workflow, learner, tmp_path):
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order="4417")
+    _, second = run(workflow, learner, tmp_path, ticket=DAMAGED, order="5120")
+    assert second.llm_calls == 2  # not yet trusted: planned again, and the same trajectory is credited, not copied
+    [proc] = learner.store.procedures(status=None)
+    assert proc.success_count == 2 and proc.confidence >= 0.8
+    agent, third = run(workflow, learner, tmp_path, ticket=DAMAGED, order="7731")
+    assert agent.match.decision == "match"
+    assert (third.status, third.state, third.llm_calls, third.tokens, third.replayed_decisions, third.diverged_at) == (
+        "final", "closed", 0, 0, 2, None)
+    assert third.context["refunded"] == "7731"  # the parameter took this run's order, not the recorded one
+    [execution] = learner.store.executions(proc.id)
+    assert (execution.outcome, execution.llm_calls) == ("success", 0)
+
+
+def test_a_guard_that_now_fails_hands_over_to_the_llm_in_the_same_run_and_relearns(workflow, learner, tmp_path):
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order="4417")
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order="5120")
+    agent, result = run(workflow, learner, tmp_path, ticket=DAMAGED, order="6001", plan="premium")
+    assert (result.status, result.state, result.replayed_decisions, result.llm_calls) == ("final", "escalated", 1, 1)
+    assert result.diverged_at["state"] == "checked" and result.diverged_at["step"] == 1
+    assert "trigger 'close' available" in result.diverged_at["expected"] and "escalate" in result.diverged_at["observed"]
+    # The LLM was told: the script answers `escalate` only to a prompt saying the replay diverged in this state.
+    [asked] = [e for e in agent.agent.belief.log if e.action == "policy:llm"]
+    assert asked.outputs["reason"] == "the replay diverged"
+    [proc] = learner.store.procedures(status=None)
+    assert proc.version == 2 and [d.trigger for d in proc.decisions] == ["refund", "escalate"]
+    assert proc.decisions[0].args == {"order": "{{ order }}"}  # the replayed part keeps its parameters
+    assert [e.outcome for e in learner.store.executions(proc.id, version=1)] == ["diverged"]
+
+
+def test_a_question_is_not_a_refund_and_is_planned_by_the_llm(workflow, learner, tmp_path):
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order="4417")
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order="5120")
+    agent, result = run(workflow, learner, tmp_path, ticket="When do you open on Sundays?", order="0")
+    assert agent.match.decision == "no-match"
+    assert (result.state, result.replayed_decisions, result.llm_calls) == ("closed", 0, 2)
+    kinds = sorted([d.trigger for d in p.decisions][0] for p in learner.store.procedures(status=None))
+    assert kinds == ["answer", "refund"]  # its own trajectory, not a credit to the refund one
+
+
+def test_another_workflows_procedure_is_never_followed(workflow, learner, tmp_path):
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order="4417")
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order="5120")
+    other_path = tmp_path / "other.yaml"
+    other_path.write_text(WORKFLOW.replace("name: refunds", "name: refunds-eu"))
+    other = load_workflow(other_path)
+    agent, result = run(other, learner, tmp_path, ticket=DAMAGED, order="7731")
+    assert agent.procedure is None and result.replayed_decisions == 0 and result.llm_calls == 2
+
+
+def test_replay_refuses_arguments_the_transition_does_not_accept(workflow):
+    from sherpa_skills.engine.agent import Agent
+
+    bad = [RecordedDecision(state="assess", trigger="refund", args={"order": "1", "amount": "9999"})]
+    replay = ReplayPolicy(bad, procedure_id="p")
+    agent = Agent(workflow.machine, replay)
+    result = agent.run({"ticket": DAMAGED, "order": "1"})
+    assert result.status == "error" and replay.replayed == 0
+    assert "amount" in replay.divergence["observed"]
+
+
+def test_fill_keeps_a_whole_parameters_type_and_leaves_unknown_names():
+    assert fill({"n": "{{ n }}", "s": "order {{ n }} of {{ who }}"}, {"n": 7}) == {"n": 7, "s": "order 7 of {{ who }}"}
