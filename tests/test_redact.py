@@ -118,7 +118,7 @@ SECRET_CASES: list[tuple[str, str, str]] = [
     ("password_flag", "keytool -list -keystore ks.jks -storepass changeit", f"keytool -list -keystore ks.jks -storepass {R}"),
     ("netrc_password", "machine api.example.com login bob password hunter2", f"machine api.example.com login bob password {R}"),
     # URLs
-    ("url_password", "git clone https://bob:hunter2@github.com/org/repo.git", f"git clone https://bob:{R}@github.com/org/repo.git"),
+    ("url_password", "git clone https://bob:hunter2@git.example.invalid/org/repo.git", f"git clone https://bob:{R}@git.example.invalid/org/repo.git"),
     ("url_password", "psql postgresql://app:s3cr3t@db.internal:5432/app", f"psql postgresql://app:{R}@db.internal:5432/app"),
     ("url_password", "redis-cli -u redis://:hunter2@localhost:6379/0", f"redis-cli -u redis://:{R}@localhost:6379/0"),
     ("url_password", "export DATABASE_URL=mysql://root:pw@localhost/db", f"export DATABASE_URL=mysql://root:{R}@localhost/db"),
@@ -130,7 +130,7 @@ SECRET_CASES: list[tuple[str, str, str]] = [
     ("authorization_header", '{"Authorization": "Bearer abc"}', f'{{"Authorization": "Bearer {R}"}}'),
     ("api_key_header", "curl -H 'X-Api-Key: abc123' https://x.example.invalid", f"curl -H 'X-Api-Key: {R}' https://x.example.invalid"),
     ("api_key_header", "{'apiKey': 'abc', 'region': 'eu'}", f"{{'apiKey': '{R}', 'region': 'eu'}}"),
-    ("api_key_header", 'curl -H "PRIVATE-TOKEN: abc123" https://gitlab', f'curl -H "PRIVATE-TOKEN: {R}" https://gitlab'),
+    ("api_key_header", 'curl -H "PRIVATE-TOKEN: abc123" https://gitlab.example.invalid', f'curl -H "PRIVATE-TOKEN: {R}" https://gitlab.example.invalid'),
     ("cookie", "curl -H 'Cookie: session=abc; csrf=def' https://x.example.invalid", f"curl -H 'Cookie: {R}' https://x.example.invalid"),
     ("cookie", "Set-Cookie: sid=abc123; Path=/; HttpOnly", f"Set-Cookie: {R}"),
     # AWS
