@@ -153,6 +153,7 @@ class TestRefusals:
         r = client.post(f"/runs/{run_id}/resume", data={"trigger": "approve"})
         assert r.status_code == 403 and "read-only" in r.json()["error"]
         assert client.post(f"/procedures/{made['loop']['procedures'][0]['id']}/promote").status_code == 403
+        assert client.post(f"/procedures/{made['loop']['procedures'][0]['id']}/reject").status_code == 403
         assert client.post("/api/runs").status_code == 405
         assert client.get(f"/api/runs/{run_id}/state").json()["status"] == "waiting"
 
@@ -209,9 +210,28 @@ class TestActions:
         assert f'action="/procedures/{pid}/promote"' in c.get("/procedures").text
         assert c.post(f"/procedures/{pid}/promote", data={"csrf": "nope"}).status_code == 403
         r = c.post(f"/procedures/{pid}/promote", data={"csrf": csrf})
-        assert r.status_code == 303 and c.get(f"/api/procedures/{pid}").json()["status"] == "active"
+        promoted = c.get(f"/api/procedures/{pid}").json()
+        assert r.status_code == 303 and promoted["status"] == "active"
+        assert promoted["confidence"] >= 0.8  # the promotion counts as the second success, as `learn promote` does
         again = c.post(f"/procedures/{pid}/promote", data={"csrf": csrf})
         assert again.status_code == 400 and "already active" in again.json()["error"]
+
+    def test_rejects_a_candidate_for_good(self, acting: Any, tmp_path: Path) -> None:
+        """Reject from the review list: never replayed, never proposed again; only a candidate can be rejected, with the token."""
+        from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
+        from sherpa_skills.skills.store import SkillStore
+
+        c, _, csrf = acting
+        store = SkillStore(home=tmp_path)
+        pid = store.add_procedure(CapturedProcedure(id="", task_type="noise", source="session", status="candidate",
+                                                    steps=[ProcedureStep(command="rm -f x"), ProcedureStep(command="git add y")])).id
+        store.close()
+        assert f'action="/procedures/{pid}/reject"' in c.get("/procedures").text
+        assert c.post(f"/procedures/{pid}/reject", data={"csrf": "nope"}).status_code == 403
+        r = c.post(f"/procedures/{pid}/reject", data={"csrf": csrf})
+        assert r.status_code == 303 and c.get(f"/api/procedures/{pid}").json()["status"] == "rejected"
+        again = c.post(f"/procedures/{pid}/reject", data={"csrf": csrf})
+        assert again.status_code == 400 and "already rejected" in again.json()["error"]
 
     def test_page_form_carries_the_token(self, acting: Any) -> None:
         c, run_id, csrf = acting

@@ -1,4 +1,5 @@
-"""The only writes the browser view makes, and only when started with --allow-actions: resume a waiting run, promote a candidate.
+"""The only writes the browser view makes, and only when started with --allow-actions: resume a waiting run, promote or
+reject a candidate.
 
 Each form carries the server's CSRF token; a request from another origin, or without the token, changes nothing.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 import threading
-from typing import Any
+from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs, urlsplit
 
 import structlog
@@ -100,23 +101,30 @@ def action_routes(ui: Any) -> list[Route]:
         threading.Thread(target=_resume, args=(ui.home, row.run_id, inputs, trigger, args), daemon=True, name=f"resume-{row.run_id}").start()
         return RedirectResponse(f"/runs/{row.run_id}", status_code=303)
 
-    async def promote(request: Request) -> Response:
-        form = await _checked_form(ui, request)
-        if isinstance(form, Response):
-            return form
+    def review(verdict: str) -> Callable[[Request], Awaitable[Response]]:
+        """A candidate's review, as `learn promote` / `learn reject` do it: only a candidate, only with the token."""
 
-        def do(stores: views.Stores) -> str:
-            p = stores.skills.get(request.path_params["procedure_id"])
-            if p.status != "candidate":
-                raise UsageError(f"{p.id} is already {p.status}")
-            return stores.skills.set_status(p.id, "active").id
+        async def decide(request: Request) -> Response:
+            form = await _checked_form(ui, request)
+            if isinstance(form, Response):
+                return form
 
-        try:
-            procedure_id = await ui.read(do)
-        except SherpaError as exc:
-            return _refuse(400, str(exc))
-        log.info("ui.promoted", procedure_id=procedure_id)
-        return RedirectResponse(f"/procedures/{procedure_id}", status_code=303)
+            def do(stores: views.Stores) -> str:
+                p = stores.skills.get(request.path_params["procedure_id"])
+                if p.status != "candidate":
+                    raise UsageError(f"{p.id} is already {p.status}")
+                # promote counts as the second success (one is not proof); reject drops it for good
+                return (stores.skills.promote(p.id) if verdict == "promote" else stores.skills.set_status(p.id, "rejected")).id
+
+            try:
+                procedure_id = await ui.read(do)
+            except SherpaError as exc:
+                return _refuse(400, str(exc))
+            log.info(f"ui.{verdict}", procedure_id=procedure_id)
+            return RedirectResponse(f"/procedures/{procedure_id}", status_code=303)
+
+        return decide
 
     return [Route("/runs/{run_id}/resume", resume, methods=["POST"]),
-            Route("/procedures/{procedure_id}/promote", promote, methods=["POST"])]
+            Route("/procedures/{procedure_id}/promote", review("promote"), methods=["POST"]),
+            Route("/procedures/{procedure_id}/reject", review("reject"), methods=["POST"])]

@@ -220,10 +220,11 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
         routes += action_routes(ui)
     else:
         async def read_only(request: Request) -> Response:
-            return JSONResponse({"error": "read-only: start `sherpa-skills ui --allow-actions` to resume runs or promote candidates"},
+            return JSONResponse({"error": "read-only: start `sherpa-skills ui --allow-actions` to resume runs or review candidates"},
                                 status_code=403)
 
-        routes += [Route(p, read_only, methods=["POST"]) for p in ("/runs/{run_id}/resume", "/procedures/{procedure_id}/promote")]
+        routes += [Route(p, read_only, methods=["POST"]) for p in ("/runs/{run_id}/resume", "/procedures/{procedure_id}/promote",
+                                                                  "/procedures/{procedure_id}/reject")]
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOCAL_HOSTS), Middleware(GZipMiddleware, minimum_size=1024)]
 
     @asynccontextmanager
