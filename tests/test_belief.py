@@ -85,6 +85,14 @@ class TestReadOnlyView:
         assert [t.state for t in view.trajectory.recent(1)] == ["work/build"]
         assert view.state == "work/build"
 
+    def test_since_gives_what_was_appended_after_a_place_as_a_copy(self):
+        """A reader that keeps its place reads only the new entries, and cannot write the belief through them."""
+        belief = _belief()
+        view = belief.view()
+        assert [e.action for e in view.log.since(1)] == ["policy:llm"] and view.log.since(2) == []
+        view.log.since(0).clear()
+        assert len(belief.log) == 2
+
     def test_a_policy_sees_a_read_only_view(self):
         """The view handed to a policy refuses writes, so a policy cannot change what it decides on."""
         seen: list[str] = []

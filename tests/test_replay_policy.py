@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.engine.workflow import load_workflow
-from sherpa_skills.policy.replay import RecordedDecision, ReplayPolicy, fill
+from sherpa_skills.policy.replay import ActionOutcome, RecordedDecision, ReplayPolicy, fill
 from sherpa_skills.skills.learning import Learner
 from sherpa_skills.skills.store import SkillStore
 
@@ -163,3 +163,68 @@ def test_replay_refuses_arguments_the_transition_does_not_accept(workflow):
 
 def test_fill_keeps_a_whole_parameters_type_and_leaves_unknown_names():
     assert fill({"n": "{{ n }}", "s": "order {{ n }} of {{ who }}"}, {"n": 7}) == {"n": 7, "s": "order 7 of {{ who }}"}
+
+
+# ---------------------------------------------------------------- what the replay's fast path must still refuse
+
+REPLACE = WORKFLOW.replace("  - {trigger: answer, source: assess, dest: answering}", """  - trigger: replace
+    source: assess
+    dest: answering
+    arguments: {item: {type: string, enum: [blender, kettle]}}
+  - {trigger: answer, source: assess, dest: answering}""")
+
+
+#: Closing after `checked`, whose on_enter `set` ran before (the replace path's only action).
+CLOSE_AFTER_CHECK = RecordedDecision(state="checked", trigger="close", outcomes_before=[ActionOutcome(action="set")])
+
+
+def _replayed(workflow, decisions, **inputs):
+    from sherpa_skills.engine.agent import Agent
+
+    replay = ReplayPolicy(decisions, inputs=inputs, procedure_id="p")
+    return replay, Agent(workflow.machine, replay).run(inputs)
+
+
+def test_a_literal_argument_is_validated_again_once_the_workflow_changed(tmp_path):
+    """Validation of a recorded literal is kept per transition model: a workflow edited since no longer accepts it."""
+    from sherpa_skills.engine.workflow import load_workflow_text
+
+    kettle = [RecordedDecision(state="assess", trigger="replace", args={"item": "kettle"}), CLOSE_AFTER_CHECK]
+    before = load_workflow_text(REPLACE, base_dir=tmp_path)
+    for order in ("1", "2"):  # the second run reuses the first one's validation
+        replay, result = _replayed(before, kettle, ticket="broken kettle", order=order)
+        assert (result.state, replay.replayed, replay.divergence) == ("closed", 2, None)
+    edited = load_workflow_text(REPLACE.replace("enum: [blender, kettle]", "enum: [blender]"), base_dir=tmp_path)
+    replay, result = _replayed(edited, kettle, ticket="broken kettle", order="3")
+    assert replay.replayed == 0 and result.status == "error"  # no LLM in this chain: nobody takes over
+    assert replay.divergence["step"] == 0 and "item" in replay.divergence["observed"]
+
+
+def test_a_templated_argument_is_validated_on_every_run(tmp_path):
+    """A {{ parameter }} is filled from each run's inputs: one run's valid value does not vouch for the next one's."""
+    from sherpa_skills.engine.workflow import load_workflow_text
+
+    workflow = load_workflow_text(REPLACE, base_dir=tmp_path)
+    item = [RecordedDecision(state="assess", trigger="replace", args={"item": "{{ item }}"}), CLOSE_AFTER_CHECK]
+    replay, result = _replayed(workflow, item, ticket="broken", order="1", item="kettle")
+    assert (result.state, replay.replayed, result.context["item"]) == ("closed", 2, "kettle")
+    replay, result = _replayed(workflow, item, ticket="broken", order="2", item="toaster")
+    assert replay.replayed == 0 and "blender" in replay.divergence["observed"]
+
+
+def test_a_resumed_run_continues_the_replay_where_it_stopped(workflow, tmp_path):
+    """The replay reads only what is new in the belief it follows; handed a resumed run's belief, it reads that one whole."""
+    from sherpa_skills.engine.agent import Agent
+    from sherpa_skills.engine.runstore import RunStore
+
+    decisions = [RecordedDecision(state="assess", trigger="refund", args={"order": "{{ order }}"}),
+                 RecordedDecision(state="checked", trigger="close", outcomes_before=[ActionOutcome(action="set")] * 2)]
+    replay = ReplayPolicy(decisions, inputs={"order": "31"}, procedure_id="p")
+    store = RunStore(tmp_path / "runs.db")
+    first = Agent(workflow.machine, replay, store=store, max_steps=1).run({"ticket": DAMAGED, "order": "31"})
+    assert (first.status, first.state, replay.replayed) == ("error", "refunding", 1)  # stopped by the step limit
+    resumed = Agent.resume(store, first.run_id, workflow.machine, replay)
+    result = resumed.run()
+    assert (result.status, result.state, replay.replayed, replay.divergence) == ("final", "closed", 2, None)
+    assert resumed.belief.context["refunded"] == "31"
+    store.close()

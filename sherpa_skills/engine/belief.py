@@ -190,6 +190,10 @@ class ReadOnlySequence:
     def recent(self, n: int) -> list[Any]:
         return self._items[-n:] if n > 0 else []
 
+    def since(self, start: int) -> list[Any]:
+        """The items after the first `start`: a reader that keeps its place reads only what was appended."""
+        return self._items[start:]
+
     __setitem__ = __delitem__ = __setattr__ = _refuse
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,6 +15,11 @@ from .base import Decision, DecisionContext
 #: Who decided, in a trajectory, for the decisions a replay counts as its own position (fast-forwards and the start are not decisions).
 POLICY_DECIDERS = ("rule", "llm", "replay", "policy")
 _PARAM = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+_DECIDERS = frozenset(POLICY_DECIDERS)
+_OUTCOME_FIELDS = attrgetter("action", "status", "outputs")
+#: Literal recorded arguments already validated against a transition's argument model, by model (a workflow loaded
+#: again, or edited, compiles new models, so they are checked again): later runs of the same procedure skip pydantic.
+_VALIDATED: WeakKeyDictionary[type, dict[str, dict[str, Any]]] = WeakKeyDictionary()
 
 
 class ActionOutcome(BaseModel):
@@ -53,16 +60,29 @@ def fill(value: Any, inputs: dict[str, Any]) -> Any:
 
 
 def observed_outcomes(view: Any) -> list[tuple[str, str, int | None]]:
-    """(action, status, exit code) of each action in a belief's log so far; policy entries are decisions, not actions.
-    Plain tuples: this runs on every replayed decision, and must cost about what a rule's table lookup does."""
-    found = []
-    for entry in view.log:
-        if entry.action.startswith("policy:"):
-            continue
-        outputs = entry.outputs
-        code = outputs.get("exit_code") if isinstance(outputs, dict) else None
-        found.append((entry.action, entry.status, code if isinstance(code, int) else None))
+    """(action, status, exit code) of each action in a belief's log so far; policy entries are decisions, not actions."""
+    found: list[tuple[str, str, int | None]] = []
+    _collect(view.log, found)
     return found
+
+
+def _collect(entries: Any, found: list[tuple[str, str, int | None]]) -> None:
+    # Plain tuples: a replay reads each new log entry once, and must cost about what a rule's table lookup does.
+    for action, status, outputs in map(_OUTCOME_FIELDS, entries):
+        if not action.startswith("policy:"):
+            code = outputs.get("exit_code") if isinstance(outputs, dict) else None
+            found.append((action, status, code if isinstance(code, int) else None))
+
+
+def _templated(value: Any) -> bool:
+    """Whether a recorded argument holds a {{ parameter }}: filled per run, so validated per run."""
+    if isinstance(value, str):
+        return _PARAM.search(value) is not None
+    if isinstance(value, dict):
+        return any(_templated(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_templated(v) for v in value)
+    return False
 
 
 def _as_tuple(outcome: ActionOutcome) -> tuple[str, str, int | None]:
@@ -79,27 +99,54 @@ def _shown(outcome: tuple[str, str, int | None] | None) -> str:
 class ReplayPolicy:
     """Follows `decisions` in order while the world agrees with the recording; never calls a model.
 
-    Its position is the number of policy decisions already in the trajectory, so it keeps no cursor of its own and a
-    resumed run continues where it was. The first divergence is kept in `divergence` (for the LLM's prompt and the
-    run's result) and from then on it answers nothing.
+    Its position is the number of policy decisions already in the trajectory (counted as the belief grows, each entry
+    read once), so a resumed run continues where it was. The first divergence is kept in `divergence` (for the LLM's
+    prompt and the run's result) and from then on it answers nothing.
     """
 
     def __init__(self, decisions: list[RecordedDecision], *, inputs: dict[str, Any] | None = None, procedure_id: str = "",
                  version: int = 0):
         self.decisions, self.inputs = decisions, dict(inputs or {})
+        # Everything a decision needs that does not depend on the world is worked out once, here: the expected outcomes,
+        # the arguments filled from this run's inputs, and for literal ones the key under which their validation is kept.
         self._expected = [[_as_tuple(o) for o in d.outcomes_before] for d in decisions]
+        self._args = [fill(d.args, self.inputs) if d.args else None for d in decisions]
+        self._literal = [None if not d.args or _templated(d.args) else f"{d.trigger}\0{d.args!r}" for d in decisions]
+        # A decision without arguments is the same whichever run takes it: made now, handed out when its turn comes.
+        self._plain = [None if d.args else Decision(d.trigger, {}, decided_by="replay", reason="replayed") for d in decisions]
         self.procedure_id, self.version = procedure_id, version
         self.divergence: dict[str, Any] | None = None
         self.replayed = 0
+        # The belief read so far: trajectory and log only grow during a run, so each decision reads only what is new.
+        self._view: Any = None
+        self._trajectory_read = self._position = self._log_read = 0
+        self._observed: list[tuple[str, str, int | None]] = []
 
     def _diverge(self, position: int, state: str, expected: str, observed: str) -> None:
         self.divergence = {"procedure": self.procedure_id, "version": self.version, "step": position, "state": state,
                            "replayed": position, "expected": expected, "observed": observed}
 
+    def _read(self, view: Any) -> int:
+        """The position (policy decisions taken so far), with the outcomes observed so far brought up to date."""
+        if view is not self._view:  # another belief (a resumed run's): read it from the start
+            self._view, self._trajectory_read, self._position, self._log_read = view, 0, 0, 0
+            self._observed = []
+        new = view.trajectory.since(self._trajectory_read)
+        if new:
+            self._trajectory_read += len(new)
+            for entry in new:
+                if entry.decided_by in _DECIDERS:
+                    self._position += 1
+        new = view.log.since(self._log_read)
+        if new:
+            self._log_read += len(new)
+            _collect(new, self._observed)
+        return self._position
+
     def decide(self, ctx: DecisionContext) -> Decision | None:
         if self.divergence is not None:
             return None
-        position = sum(1 for t in ctx.view.trajectory if t.decided_by in POLICY_DECIDERS)
+        position = self._read(ctx.view)
         if position >= len(self.decisions):
             self._diverge(position, ctx.state, "the recorded run had ended", f"a decision asked in '{ctx.state}'")
             return None
@@ -111,7 +158,7 @@ class ReplayPolicy:
             # Rules are asked before the replay; being asked here means the rule that decided then no longer does.
             self._diverge(position, ctx.state, f"a rule choosing '{step.trigger}'", "no rule decides")
             return None
-        observed = observed_outcomes(ctx.view)
+        observed = self._observed
         expected = self._expected[position]
         if observed != expected:
             first = next((i for i, (a, b) in enumerate(zip(expected, observed)) if a != b), min(len(expected), len(observed)))
@@ -123,16 +170,23 @@ class ReplayPolicy:
             self._diverge(position, ctx.state, f"trigger '{step.trigger}' available",
                           f"available: {', '.join(ctx.triggers()) or 'none'} (its guards do not pass)")
             return None
-        if not step.args and not edge.arguments:
+        recorded = self._args[position]
+        if recorded is None and not edge.arguments:
             self.replayed += 1  # nothing to validate: the common case, kept as cheap as a rule's
-            return Decision(step.trigger, {}, decided_by="replay", reason="replayed")
-        try:
-            args = check_arguments(edge, fill(step.args, self.inputs))
-        except ValueError as exc:
-            self._diverge(position, ctx.state, f"valid arguments for '{step.trigger}'", str(exc))
-            return None
+            return self._plain[position]
+        key = self._literal[position]
+        known = _VALIDATED.get(edge.args_model) if key is not None else None
+        args = known.get(key) if known is not None else None  # type: ignore[arg-type]
+        if args is None:
+            try:
+                args = check_arguments(edge, recorded or {})
+            except ValueError as exc:
+                self._diverge(position, ctx.state, f"valid arguments for '{step.trigger}'", str(exc))
+                return None
+            if key is not None:
+                _VALIDATED.setdefault(edge.args_model, {})[key] = args
         self.replayed += 1
-        return Decision(step.trigger, args, decided_by="replay", reason="replayed")
+        return Decision(step.trigger, dict(args), decided_by="replay", reason="replayed")
 
     def finish(self, state: str) -> None:
         """At the run's end: a run that reached its final state before the recording's last decision took another path."""

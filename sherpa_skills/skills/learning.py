@@ -13,6 +13,7 @@ from ..engine.workflow import Workflow
 from ..policy.base import ChainPolicy, Policy
 from ..policy.llm import LLMPolicy
 from ..policy.replay import ReplayPolicy
+from ..policy.rule import RulePolicy
 from .matcher import Matcher, MatchDecision
 from .models import CapturedProcedure, Execution
 from .store import SkillStore, decision_signature
@@ -48,6 +49,8 @@ class Learner:
 def _with_replay(policy: Policy, replay: ReplayPolicy) -> Policy:
     """The workflow's policy with the replay asked after the rules and before the LLM, whose own copy reports the divergence."""
     members = list(policy.policies) if isinstance(policy, ChainPolicy) else [policy]
+    # A rule table with no rules (`rules: []`) never decides: asking it on every replayed decision only costs time.
+    members = [p for p in members if not (isinstance(p, RulePolicy) and not p.triggers)]
     at = next((i for i, p in enumerate(members) if isinstance(p, LLMPolicy)), len(members))
     if at < len(members):
         llm = copy.copy(members[at])
