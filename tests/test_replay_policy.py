@@ -228,3 +228,35 @@ def test_a_resumed_run_continues_the_replay_where_it_stopped(workflow, tmp_path)
     assert (result.status, result.state, replay.replayed, replay.divergence) == ("final", "closed", 2, None)
     assert resumed.belief.context["refunded"] == "31"
     store.close()
+
+
+def test_an_action_that_now_fails_hands_over_to_the_llm_with_the_divergence_in_its_prompt(tmp_path, learner):
+    """A typed Python action whose outcome differs from the recording (its service is down) ends the replay before the
+    next decision; the prompt the model is sent says where it diverged, what was expected and what was observed."""
+    from sherpa_skills.engine.registry import ActionResult, default_registry, load_builtins
+    from sherpa_skills.engine.workflow import load_workflow_text
+
+    load_builtins()
+    registry, down = default_registry.child(), set()
+
+    @registry.action("issue_refund", side_effects=True)
+    def issue_refund(args, ctx):
+        return ActionResult(outputs={"error": "gateway down"}, status="failed") if down else ActionResult(outputs={"ok": True})
+
+    text = WORKFLOW.replace('after: {set: {refunded: "{{ args.order }}"}}',
+                            'after: [{set: {refunded: "{{ args.order }}"}}, {issue_refund: {}}]')
+    # The model echoes the prompt it was sent when it is told of a divergence: the test reads the prompt, not a flag.
+    (tmp_path / "refunds.script.yaml").write_text(SCRIPT.replace(
+        """respond: '{"trigger": "escalate", "args": {}, "reason": "the replay diverged"}'""",
+        """respond: '{"trigger": "escalate", "args": {}, "reason": {{ prompt | tojson }}}'"""))
+    workflow = load_workflow_text(text, registry=registry, base_dir=tmp_path)
+    for order in ("4417", "5120"):
+        run(workflow, learner, tmp_path, ticket=DAMAGED, order=order)
+    down.add("gateway")
+    agent, result = run(workflow, learner, tmp_path, ticket=DAMAGED, order="6001")
+    assert (result.status, result.state, result.replayed_decisions, result.llm_calls) == ("final", "escalated", 1, 1)
+    [asked] = [e for e in agent.agent.belief.log if e.action == "policy:llm"]
+    prompt = asked.outputs["reason"]
+    assert prompt.startswith("Current state: checked")
+    assert "was replayed for 1 decision(s) and diverged in state checked: expected action outcome issue_refund: ok, " \
+           "observed issue_refund: failed" in prompt
