@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from operator import attrgetter
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -16,7 +15,6 @@ from .base import Decision, DecisionContext
 POLICY_DECIDERS = ("rule", "llm", "replay", "policy")
 _PARAM = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 _DECIDERS = frozenset(POLICY_DECIDERS)
-_OUTCOME_FIELDS = attrgetter("action", "status", "outputs")
 #: Literal recorded arguments already validated against a transition's argument model, by model (a workflow loaded
 #: again, or edited, compiles new models, so they are checked again): later runs of the same procedure skip pydantic.
 _VALIDATED: WeakKeyDictionary[type, dict[str, dict[str, Any]]] = WeakKeyDictionary()
@@ -68,10 +66,12 @@ def observed_outcomes(view: Any) -> list[tuple[str, str, int | None]]:
 
 def _collect(entries: Any, found: list[tuple[str, str, int | None]]) -> None:
     # Plain tuples: a replay reads each new log entry once, and must cost about what a rule's table lookup does.
-    for action, status, outputs in map(_OUTCOME_FIELDS, entries):
-        if not action.startswith("policy:"):
+    for entry in entries:
+        action = entry.action
+        if action[:7] != "policy:":
+            outputs = entry.outputs
             code = outputs.get("exit_code") if isinstance(outputs, dict) else None
-            found.append((action, status, code if isinstance(code, int) else None))
+            found.append((action, entry.status, code if isinstance(code, int) else None))
 
 
 def _templated(value: Any) -> bool:
@@ -109,11 +109,12 @@ class ReplayPolicy:
         self.decisions, self.inputs = decisions, dict(inputs or {})
         # Everything a decision needs that does not depend on the world is worked out once, here: the expected outcomes,
         # the arguments filled from this run's inputs, and for literal ones the key under which their validation is kept.
-        self._expected = [[_as_tuple(o) for o in d.outcomes_before] for d in decisions]
-        self._args = [fill(d.args, self.inputs) if d.args else None for d in decisions]
-        self._literal = [None if not d.args or _templated(d.args) else f"{d.trigger}\0{d.args!r}" for d in decisions]
         # A decision without arguments is the same whichever run takes it: made now, handed out when its turn comes.
-        self._plain = [None if d.args else Decision(d.trigger, {}, decided_by="replay", reason="replayed") for d in decisions]
+        self._steps = [(d.state, d.trigger, d.decided_by, [_as_tuple(o) for o in d.outcomes_before],
+                        fill(d.args, self.inputs) if d.args else None,
+                        None if not d.args or _templated(d.args) else f"{d.trigger}\0{d.args!r}",
+                        None if d.args else Decision(d.trigger, {}, decided_by="replay", reason="replayed"))
+                       for d in decisions]
         self.procedure_id, self.version = procedure_id, version
         self.divergence: dict[str, Any] | None = None
         self.replayed = 0
@@ -147,46 +148,43 @@ class ReplayPolicy:
         if self.divergence is not None:
             return None
         position = self._read(ctx.view)
-        if position >= len(self.decisions):
+        if position >= len(self._steps):
             self._diverge(position, ctx.state, "the recorded run had ended", f"a decision asked in '{ctx.state}'")
             return None
-        step = self.decisions[position]
-        if step.state != ctx.state:
-            self._diverge(position, ctx.state, f"state '{step.state}'", f"state '{ctx.state}'")
+        state, trigger, decided_by, expected, recorded, key, plain = self._steps[position]
+        if state != ctx.state:
+            self._diverge(position, ctx.state, f"state '{state}'", f"state '{ctx.state}'")
             return None
-        if step.decided_by == "rule":
+        if decided_by == "rule":
             # Rules are asked before the replay; being asked here means the rule that decided then no longer does.
-            self._diverge(position, ctx.state, f"a rule choosing '{step.trigger}'", "no rule decides")
+            self._diverge(position, ctx.state, f"a rule choosing '{trigger}'", "no rule decides")
             return None
         observed = self._observed
-        expected = self._expected[position]
         if observed != expected:
             first = next((i for i, (a, b) in enumerate(zip(expected, observed)) if a != b), min(len(expected), len(observed)))
             self._diverge(position, ctx.state, f"action outcome {_shown(expected[first] if first < len(expected) else None)}",
                           _shown(observed[first] if first < len(observed) else None))
             return None
-        edge = ctx.option(step.trigger)
+        edge = ctx.option(trigger)
         if edge is None:
-            self._diverge(position, ctx.state, f"trigger '{step.trigger}' available",
+            self._diverge(position, ctx.state, f"trigger '{trigger}' available",
                           f"available: {', '.join(ctx.triggers()) or 'none'} (its guards do not pass)")
             return None
-        recorded = self._args[position]
-        if recorded is None and not edge.arguments:
+        if plain is not None and not edge.arguments:
             self.replayed += 1  # nothing to validate: the common case, kept as cheap as a rule's
-            return self._plain[position]
-        key = self._literal[position]
+            return plain
         known = _VALIDATED.get(edge.args_model) if key is not None else None
         args = known.get(key) if known is not None else None  # type: ignore[arg-type]
         if args is None:
             try:
                 args = check_arguments(edge, recorded or {})
             except ValueError as exc:
-                self._diverge(position, ctx.state, f"valid arguments for '{step.trigger}'", str(exc))
+                self._diverge(position, ctx.state, f"valid arguments for '{trigger}'", str(exc))
                 return None
             if key is not None:
                 _VALIDATED.setdefault(edge.args_model, {})[key] = args
         self.replayed += 1
-        return Decision(step.trigger, dict(args), decided_by="replay", reason="replayed")
+        return Decision(trigger, dict(args), decided_by="replay", reason="replayed")
 
     def finish(self, state: str) -> None:
         """At the run's end: a run that reached its final state before the recording's last decision took another path."""
