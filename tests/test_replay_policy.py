@@ -260,3 +260,24 @@ def test_an_action_that_now_fails_hands_over_to_the_llm_with_the_divergence_in_i
     assert prompt.startswith("Current state: checked")
     assert "was replayed for 1 decision(s) and diverged in state checked: expected action outcome issue_refund: ok, " \
            "observed issue_refund: failed" in prompt
+
+
+def test_the_replay_is_asked_after_the_rules_that_can_decide_and_before_the_llm(workflow, learner, tmp_path):
+    """An empty rule table (`rules: []`) never decides, so a replayed run does not ask it; a real one is asked first."""
+    from sherpa_skills.policy.llm import LLMPolicy
+    from sherpa_skills.policy.rule import RulePolicy
+    from sherpa_skills.engine.spec import RuleSpec
+
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order="4417")
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order="5120")
+    agent, result = run(workflow, learner, tmp_path, ticket=DAMAGED, order="7731")
+    assert result.replayed_decisions == 2
+    assert [type(p) for p in agent.agent.policy.policies] == [ReplayPolicy, LLMPolicy]
+    rules = RulePolicy([RuleSpec(state="checked", trigger="escalate")])
+    llm = next(p for p in workflow.policy.policies if isinstance(p, LLMPolicy))
+    agent = workflow.agent(learn=learner, home=tmp_path, policy=type(workflow.policy)(rules, llm))
+    result = agent.run({"ticket": DAMAGED, "order": "8800"})
+    assert [type(p) for p in agent.agent.policy.policies] == [RulePolicy, ReplayPolicy, LLMPolicy]
+    # the rule decided where the recording had the LLM close: the replay was not asked there, and the run left the recording
+    assert (result.state, result.rule_decisions, result.replayed_decisions) == ("escalated", 1, 1)
+    assert result.diverged_at["expected"] == "a decision in 'checked' (close)"
