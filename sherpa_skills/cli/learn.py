@@ -279,20 +279,40 @@ def savings(store: Any, p: Any, e: Any) -> tuple[int, int]:
     return max(0, v.planned_tokens - e.tokens), max(0, v.planned_llm_calls - e.llm_calls)
 
 
+def saved_something(p: Any, e: Any) -> bool:
+    """Whether an execution counts in the savings: a successful replay, or a trajectory's run that diverged and still
+    finished (the LLM took over in the same run, after the replayed decisions; its execution holds the whole run's cost)."""
+    return e.outcome == "success" or (p.kind == "trajectory" and e.outcome == "diverged")
+
+
 def stats(store: Any) -> dict[str, Any]:
-    """Tokens and LLM calls saved: every successful replay would otherwise have cost what the planned run cost."""
-    per = []
+    """Tokens and LLM calls saved per procedure, per workflow (task type) and per run: every replay would otherwise have
+    cost what the planned run cost."""
+    per, runs = [], []
     for p in store.procedures(status=None):
         executions = store.executions(p.id)
         replays = [e for e in executions if e.outcome == "success"]
-        saved = [savings(store, p, e) for e in replays]
-        saved_tokens = sum(t for t, _ in saved)
-        saved_calls = sum(c for _, c in saved)
-        per.append({"procedure_id": p.id, "task_type": p.task_type, "replays": len(replays),
+        counted = [e for e in executions if saved_something(p, e)]
+        saved = [savings(store, p, e) for e in counted]
+        per.append({"procedure_id": p.id, "task_type": p.task_type, "kind": p.kind, "replays": len(replays),
                     "diverged": sum(e.outcome == "diverged" for e in executions), "dry_runs": sum(e.outcome == "dry-run" for e in executions),
-                    "planned_tokens": p.planned_tokens, "tokens_saved": saved_tokens, "llm_calls_saved": saved_calls})
+                    "planned_tokens": p.planned_tokens, "tokens_saved": sum(t for t, _ in saved),
+                    "llm_calls_saved": sum(c for _, c in saved)})
+        runs += [{"run_id": e.run_id, "procedure_id": p.id, "version": e.version, "task_type": p.task_type, "outcome": e.outcome,
+                  "started": e.started, "llm_calls": e.llm_calls, "tokens": e.tokens,
+                  "tokens_saved": t if saved_something(p, e) else 0, "llm_calls_saved": c if saved_something(p, e) else 0}
+                 for e in executions if e.run_id for t, c in [savings(store, p, e)]]
+    workflows: dict[str, dict[str, Any]] = {}
+    for x in per:
+        w = workflows.setdefault(x["task_type"], {"task_type": x["task_type"], "procedures": 0, "replays": 0, "diverged": 0,
+                                                  "tokens_saved": 0, "llm_calls_saved": 0})
+        w["procedures"] += 1
+        for key in ("replays", "diverged", "tokens_saved", "llm_calls_saved"):
+            w[key] += x[key]
+    runs.sort(key=lambda r: r["started"])
     return {"procedures": len(per), "replays": sum(x["replays"] for x in per), "tokens_saved": sum(x["tokens_saved"] for x in per),
-            "llm_calls_saved": sum(x["llm_calls_saved"] for x in per), "per_procedure": per}
+            "llm_calls_saved": sum(x["llm_calls_saved"] for x in per), "per_procedure": per,
+            "per_workflow": [workflows[k] for k in sorted(workflows)], "per_run": runs}
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -303,12 +323,27 @@ def cmd_stats(args: argparse.Namespace) -> int:
         return EXIT_OK
     from rich.table import Table
 
-    table = Table(_id_column((r["procedure_id"] for r in data["per_procedure"]), "procedure"), "task type", "replays", "diverged",
-                  "tokens saved", "LLM calls saved")
+    table = Table(_id_column((r["procedure_id"] for r in data["per_procedure"]), "procedure"), "task type", "kind", "replays", "diverged",
+                  "tokens saved", "LLM calls saved", title="per procedure")
     for r in data["per_procedure"]:
-        table.add_row(r["procedure_id"], r["task_type"], str(r["replays"]), str(r["diverged"]), str(r["tokens_saved"]), str(r["llm_calls_saved"]))
+        table.add_row(r["procedure_id"], r["task_type"], r["kind"], str(r["replays"]), str(r["diverged"]), str(r["tokens_saved"]),
+                      str(r["llm_calls_saved"]))
     console = _console()
     console.print(table)
+    if data["per_workflow"]:
+        table = Table("workflow / task type", "procedures", "replays", "diverged", "tokens saved", "LLM calls saved", title="per workflow")
+        for r in data["per_workflow"]:
+            table.add_row(r["task_type"], str(r["procedures"]), str(r["replays"]), str(r["diverged"]), str(r["tokens_saved"]),
+                          str(r["llm_calls_saved"]))
+        console.print(table)
+    recent = data["per_run"][-args.runs:]
+    if recent:
+        table = Table(_id_column((r["run_id"] for r in recent), "run"), "procedure", "v", "outcome", "LLM calls", "tokens saved",
+                      "LLM calls saved", title=f"last {len(recent)} of {len(data['per_run'])} runs (--json lists all)")
+        for r in recent:
+            table.add_row(r["run_id"], r["procedure_id"], str(r["version"]), r["outcome"], str(r["llm_calls"]), str(r["tokens_saved"]),
+                          str(r["llm_calls_saved"]))
+        console.print(table)
     console.print(f"total: {data['replays']} replays, {data['tokens_saved']} tokens and {data['llm_calls_saved']} LLM calls saved")
     return EXIT_OK
 
@@ -485,7 +520,8 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=positive_int, default=50)
     p.add_argument("--json", action="store_true")
 
-    p = add("stats", cmd_stats, "tokens and LLM calls saved by replay")
+    p = add("stats", cmd_stats, "tokens and LLM calls saved by replay, per procedure, per workflow and per run")
+    p.add_argument("--runs", type=positive_int, default=10, metavar="N", help="show the last N runs (default 10; --json lists all)")
     p.add_argument("--json", action="store_true")
 
     p = add("reindex", cmd_reindex, "rebuild the companion (semantic) index from the store, in batches, with progress")

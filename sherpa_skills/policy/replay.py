@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..engine.compiler import check_arguments
+from ..engine.registry import Registry, default_registry, observe_features
 from .base import Decision, DecisionContext
 
 #: Who decided, in a trajectory, for the decisions a replay counts as its own position (fast-forwards and the start are not decisions).
@@ -25,6 +27,15 @@ class ActionOutcome(BaseModel):
     exit_code: int | None = None
 
 
+class RecordedCheck(BaseModel):
+    """The features an action's declared check observed when the recorded run called it: a replay expects them again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: str
+    features: Any = None
+
+
 class RecordedDecision(BaseModel):
     """One decision of a successful run: where, which trigger, its arguments ({{ input }} where they came from the inputs),
     who took it then, and the action outcomes observed before it (checked before it is replayed)."""
@@ -36,6 +47,8 @@ class RecordedDecision(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     decided_by: str = "llm"
     outcomes_before: list[ActionOutcome] = Field(default_factory=list)
+    #: Checks of the actions this decision led to (up to the next one): called before it is followed again.
+    checks: list[RecordedCheck] = Field(default_factory=list)
 
 
 def fill(value: Any, inputs: dict[str, Any]) -> Any:
@@ -57,7 +70,7 @@ def observed_outcomes(view: Any) -> list[tuple[str, str, int | None]]:
     Plain tuples: this runs on every replayed decision, and must cost about what a rule's table lookup does."""
     found = []
     for entry in view.log:
-        if entry.action.startswith("policy:"):
+        if entry.action.startswith(("policy:", "check:")):
             continue
         outputs = entry.outputs
         code = outputs.get("exit_code") if isinstance(outputs, dict) else None
@@ -76,6 +89,11 @@ def _shown(outcome: tuple[str, str, int | None] | None) -> str:
     return f"{action}: {status}" + (f" (exit {code})" if code is not None else "")
 
 
+def _features(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 class ReplayPolicy:
     """Follows `decisions` in order while the world agrees with the recording; never calls a model.
 
@@ -85,8 +103,9 @@ class ReplayPolicy:
     """
 
     def __init__(self, decisions: list[RecordedDecision], *, inputs: dict[str, Any] | None = None, procedure_id: str = "",
-                 version: int = 0):
+                 version: int = 0, registry: Registry | None = None):
         self.decisions, self.inputs = decisions, dict(inputs or {})
+        self.registry = registry or default_registry  # where the actions' checks are found
         self._expected = [[_as_tuple(o) for o in d.outcomes_before] for d in decisions]
         self.procedure_id, self.version = procedure_id, version
         self.divergence: dict[str, Any] | None = None
@@ -123,6 +142,8 @@ class ReplayPolicy:
             self._diverge(position, ctx.state, f"trigger '{step.trigger}' available",
                           f"available: {', '.join(ctx.triggers()) or 'none'} (its guards do not pass)")
             return None
+        if step.checks and not self._checks_hold(position, ctx, step.checks):
+            return None
         if not step.args and not edge.arguments:
             self.replayed += 1  # nothing to validate: the common case, kept as cheap as a rule's
             return Decision(step.trigger, {}, decided_by="replay", reason="replayed")
@@ -133,6 +154,25 @@ class ReplayPolicy:
             return None
         self.replayed += 1
         return Decision(step.trigger, args, decided_by="replay", reason="replayed")
+
+    def _checks_hold(self, position: int, ctx: DecisionContext, checks: list[RecordedCheck]) -> bool:
+        """Whether each recorded check still observes what it did; a check recorded without features, or an action that no
+        longer declares one, has nothing to compare and holds. A check that raises is a divergence, never a crash."""
+        for recorded in checks:
+            definition = self.registry.find_action(recorded.action)
+            if recorded.features is None or definition is None or definition.check is None:
+                continue
+            try:
+                observed = observe_features(definition, ctx.view)
+            except Exception as exc:  # a user's function
+                self._diverge(position, ctx.state, f"check '{recorded.action}' observing {_features(recorded.features)}",
+                              f"check '{recorded.action}' failed: {type(exc).__name__}: {exc}")
+                return False
+            if observed != recorded.features:
+                self._diverge(position, ctx.state, f"check '{recorded.action}' observing {_features(recorded.features)}",
+                              f"check changed: '{recorded.action}' observes {_features(observed)}")
+                return False
+        return True
 
     def finish(self, state: str) -> None:
         """At the run's end: a run that reached its final state before the recording's last decision took another path."""

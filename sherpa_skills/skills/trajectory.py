@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.belief import Belief
-from ..policy.replay import POLICY_DECIDERS, ActionOutcome, RecordedDecision
+from ..engine.belief import Belief, thaw
+from ..policy.replay import POLICY_DECIDERS, ActionOutcome, RecordedCheck, RecordedDecision
 
 #: Shorter input values are too common to stand for the input (a "no" in an argument is not the ticket).
 _MIN_PARAM_CHARS = 3
@@ -51,18 +51,32 @@ def capture_decisions(belief: Belief, inputs: dict[str, Any], replayed: list[Rec
     chosen_args = {e.tick: dict(e.outputs.get("args") or {}) for e in belief.log
                    if e.action.startswith("policy:") and e.status == "ok" and isinstance(e.outputs, dict)}
     decisions: list[RecordedDecision] = []
+    ticks: list[int] = []
     previous = None
     for entry in belief.trajectory:
         if entry.decided_by in POLICY_DECIDERS and previous is not None:
+            ticks.append(entry.tick)
             position = len(decisions)
             decided_by = entry.decided_by
             if decided_by == "replay" and replayed and position < len(replayed):
                 args, decided_by = replayed[position].args, replayed[position].decided_by
             else:
                 args = parametrise(chosen_args.get(entry.tick, {}), inputs)
-            before = [_outcome(e) for e in belief.log if e.tick < entry.tick and not e.action.startswith("policy:")]
+            before = [_outcome(e) for e in belief.log if e.tick < entry.tick and not e.action.startswith(("policy:", "check:"))]
             decisions.append(RecordedDecision(state=entry.source or previous.state, trigger=entry.trigger or "", args=args,
                                               decided_by=decided_by,
                                               outcomes_before=before))
         previous = entry
+    _attach_checks(decisions, ticks, belief)
     return decisions
+
+
+def _attach_checks(decisions: list[RecordedDecision], ticks: list[int], belief: Belief) -> None:
+    """Each decision gets the checks of the actions it led to, up to the next decision (the first also those before it):
+    a replay calls them before following it, so a changed world is refused before anything acts on it."""
+    for e in belief.log:
+        if not e.action.startswith("check:") or e.status != "ok":
+            continue  # a check that raised recorded nothing to compare
+        at = max(0, sum(1 for t in ticks if t <= e.tick) - 1)
+        if at < len(decisions):
+            decisions[at].checks.append(RecordedCheck(action=e.action[len("check:"):], features=thaw(e.outputs)))
