@@ -53,7 +53,7 @@ transitions:
 
 SCRIPT = r"""
 answers:
-  - match: 'Current state: assess(?=.*?Context:\s*\{[^\n]*?(?:refund|broken|damaged))(?=.*?"order": "(\d+)")'
+  - match: 'Current state: assess(?=.*?Context:\s*\{[^\n]*?(?:refund|broken|damaged))(?=.*?"order": "?(\d+))'
     respond: '{"trigger": "refund", "args": {"order": "{{ groups[0] }}"}, "reason": "a refund"}'
   - match: "Current state: assess"
     respond: '{"trigger": "answer", "args": {}, "reason": "a question"}'
@@ -163,3 +163,14 @@ def test_replay_refuses_arguments_the_transition_does_not_accept(workflow):
 
 def test_fill_keeps_a_whole_parameters_type_and_leaves_unknown_names():
     assert fill({"n": "{{ n }}", "s": "order {{ n }} of {{ who }}"}, {"n": 7}) == {"n": 7, "s": "order 7 of {{ who }}"}
+
+
+def test_a_numeric_input_is_a_parameter_too(workflow, learner, tmp_path):
+    """`--input order=4417` arrives as a number: the LLM's "4417" is still the order, so the next ticket's order fills it."""
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order=4417)
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order=5120)
+    [proc] = learner.store.procedures(status=None)
+    assert proc.decisions[0].args == {"order": "{{ order }}"} and proc.success_count == 2
+    _, third = run(workflow, learner, tmp_path, ticket=DAMAGED, order=7731)
+    assert (third.state, third.llm_calls, third.replayed_decisions) == ("closed", 0, 2)
+    assert third.context["refunded"] == "7731"

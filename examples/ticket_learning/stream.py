@@ -2,7 +2,8 @@
 
 The first tickets of a kind are planned by the LLM and captured (a procedure is replayed once two successes prove it);
 later ones replay with no LLM call; a refund whose charge is disputed diverges where its guard now fails, the LLM
-takes over in the same run, and that success becomes the procedure's next version.
+takes over in the same run, and that success becomes the procedure's next version (seen succeeding once, so the refund
+after it is planned again).
 Run it with `python examples/ticket_learning/stream.py [--home DIR]` (default: a fresh temporary folder).
 """
 

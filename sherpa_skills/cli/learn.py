@@ -30,7 +30,7 @@ def procedure_summary(store: Any, p: Any) -> dict[str, Any]:
     health = store.health(p.id)
     return {"id": p.id, "task_type": p.task_type, "description": p.description, "version": p.version, "confidence": p.confidence,
             "success_count": p.success_count, "failure_count": p.failure_count, "health": health.status, "status": p.status,
-            "source": p.source, "tags": p.tags, "steps": len(p.steps), "updated": p.updated}
+            "source": p.source, "tags": p.tags, "kind": p.kind, "steps": len(p.steps), "decisions": len(p.decisions), "updated": p.updated}
 
 
 def procedure_detail(store: Any, p: Any) -> dict[str, Any]:
@@ -134,11 +134,14 @@ def cmd_procedures(args: argparse.Namespace) -> int:
         return EXIT_OK
     from rich.table import Column, Table
 
-    table = Table(_id_column(r["id"] for r in rows), "task type", "v", "confidence", "ok", "failed", "health", "steps",
-                  Column("description", overflow="ellipsis", no_wrap=True, ratio=1))
+    # The description gives way first (it wraps): unwrapped, its text took the width of every column but the id's.
+    table = Table(_id_column(r["id"] for r in rows), Column("task type", max_width=20, overflow="fold"),
+                  *(Column(h, no_wrap=True, min_width=len(h)) for h in ("v", "confidence", "ok", "failed", "health", "steps")),
+                  Column("description", overflow="fold", ratio=1, min_width=10))
     for r in rows:
+        size = f"{r['decisions']} decisions" if r["kind"] == "trajectory" else f"{r['steps']} shell"  # the kind, by what it holds
         table.add_row(r["id"], r["task_type"], str(r["version"]), f"{r['confidence']:.2f}", str(r["success_count"]),
-                      str(r["failure_count"]), r["health"], str(r["steps"]), r["description"][:50])
+                      str(r["failure_count"]), r["health"], size, r["description"][:50])
     _console().print(table if rows else "no procedures yet: capture one with `sherpa-skills learn capture-success`")
     return EXIT_OK
 
@@ -158,6 +161,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     for i, s in enumerate(p.steps, 1):
         extra = f"  [dim]exit {s.expected_exit_code}{', /' + s.expected_output_pattern + '/' if s.expected_output_pattern else ''}, timeout {s.timeout_secs:g}s[/]"
         console.print(f"  {i}. {s.command}{extra}")
+    for i, d in enumerate(p.decisions, 1):
+        args = f" {json.dumps(d.args)}" if d.args else ""
+        checks = "".join(f", check {c.action} {json.dumps(c.features)}" for c in d.checks if c.features is not None)
+        console.print(f"  {i}. in {d.state}: {d.trigger}{args}  [dim]({d.decided_by}{checks})[/]")
     console.print(f"versions: {', '.join(str(v['version']) for v in data['versions'])}; "
                   f"successes {p.success_count}, failures {p.failure_count}; source {p.source}")
     for e in executions:

@@ -17,7 +17,7 @@ from ..policy.replay import ReplayPolicy
 from .matcher import Matcher, MatchDecision
 from .models import CapturedProcedure, Execution
 from .store import SkillStore, decision_signature
-from .trajectory import capture_decisions, described_task
+from .trajectory import capture_decisions, described_task, one_word_inputs
 from .runtime import skill_matcher, skill_store
 
 log = structlog.get_logger(__name__)
@@ -35,7 +35,7 @@ class Learner:
 
     def match(self, workflow: Workflow, inputs: dict[str, Any]) -> tuple[MatchDecision, CapturedProcedure | None]:
         """The relevance decision for this task among this workflow's procedures only; a shell procedure is never followed."""
-        given = {k: v for k, v in inputs.items() if isinstance(v, str) and v.strip() and not any(c.isspace() for c in v.strip())}
+        given = one_word_inputs(inputs)
         # The task is described as procedures are (its one-word inputs as {{ name }}), so a new order number is a
         # parameter, not a literal that disagrees; the values themselves are given as the parameters.
         decision = self.matcher.match(described_task(inputs), task_type=workflow.spec.name, params=given)

@@ -16,11 +16,27 @@ def task_text(inputs: dict[str, Any]) -> str:
     return " ".join(str(v) for v in inputs.values() if isinstance(v, str) and v.strip())
 
 
+def _as_text(value: Any) -> str | None:
+    """An input's value as the text a decision's argument may repeat: strings, and numbers (`--input order=4417` is one)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def one_word_inputs(inputs: dict[str, Any]) -> dict[str, str]:
+    """The inputs that name one thing (an order number, an id), as text: they vary between runs of the same task."""
+    words = {k: _as_text(v) for k, v in inputs.items()}
+    return {k: v.strip() for k, v in words.items() if v and v.strip() and not any(c.isspace() for c in v.strip())}
+
+
 def described_task(inputs: dict[str, Any]) -> str:
     """The task text a trajectory is described by, its one-word inputs (an order number, an id) as {{ name }}: those vary
     between runs of the same task, and the matcher takes them as parameters rather than as literals that disagree."""
-    words = {k: v for k, v in inputs.items() if isinstance(v, str) and v.strip() and not any(c.isspace() for c in v.strip())}
-    return " ".join("{{ " + k + " }}" if k in words else str(v) for k, v in inputs.items() if isinstance(v, str) and v.strip())
+    words = one_word_inputs(inputs)
+    return " ".join("{{ " + k + " }}" if k in words else str(v) for k, v in inputs.items()
+                    if k in words or (isinstance(v, str) and v.strip()))
 
 
 def parametrise(value: Any, inputs: dict[str, Any]) -> Any:
@@ -34,8 +50,11 @@ def parametrise(value: Any, inputs: dict[str, Any]) -> Any:
             continue
         if value == given and not isinstance(value, bool):
             return "{{ " + name + " }}"
-        if isinstance(value, str) and isinstance(given, str) and len(given) >= _MIN_PARAM_CHARS and given in value:
-            value = value.replace(given, "{{ " + name + " }}")
+        text = _as_text(given)  # a number given as an input and repeated as text by the LLM is the same value
+        if isinstance(value, str) and text is not None and len(text) >= _MIN_PARAM_CHARS and text in value:
+            value = value.replace(text, "{{ " + name + " }}")
+            if value == "{{ " + name + " }}":
+                return value
     return value
 
 
