@@ -209,3 +209,45 @@ class TestDeclaring:
 
         with pytest.raises(RegistryError, match="check must be a plain function"):
             registry.action("y", check=later)
+
+
+RULED = """
+name: lookups
+inputs:
+  ticket: {required: true}
+llm:
+  model: scripted/lookups.script.yaml
+policy: {type: chain, rules: [{state: assess, trigger: look_up}]}
+initial: assess
+states:
+  assess: {description: Read the ticket.}
+  looked_up: {description: Send the quote or escalate.}
+  sent: {final: true}
+  escalated: {final: true}
+transitions:
+  - trigger: look_up
+    source: assess
+    dest: looked_up
+    after: {price_order: {order: "0"}}
+  - {trigger: wait, source: assess, dest: assess}
+  - {trigger: send, source: looked_up, dest: sent}
+  - {trigger: escalate, source: looked_up, dest: escalated}
+"""
+
+
+def test_the_checks_of_a_rules_decision_are_compared_at_the_replays_next_decision(tmp_path, registry, learner, world):
+    """Rules are asked before the replay, so it never sees their decision: the checks it led to are compared at the next one."""
+    (tmp_path / "lookups.script.yaml").write_text('answers:\n  - match: "Current state: looked_up"\n'
+                                                  '    respond: \'{"trigger": "send", "args": {}}\'\n')
+    workflow = load_workflow_text(RULED, registry=registry, base_dir=tmp_path)
+    for _ in range(2):
+        workflow.agent(learn=learner).run({"ticket": TICKET})
+    [proc] = learner.store.procedures(status=None)
+    assert [(d.decided_by, len(d.checks)) for d in proc.decisions] == [("rule", 1), ("llm", 0)]
+    replayed = workflow.agent(learn=learner).run({"ticket": TICKET})
+    assert (replayed.llm_calls, replayed.replayed_decisions, replayed.diverged_at) == (0, 1, None)
+    assert [e.outcome for e in learner.store.executions(proc.id)] == ["success"]  # the rule's decision was the recorded one
+    world.version = 2
+    result = workflow.agent(learn=learner).run({"ticket": TICKET})
+    assert (result.state, result.llm_calls, result.diverged_at["step"]) == ("sent", 1, 1)
+    assert result.diverged_at["observed"] == "check changed: 'price_order' observes {\"price_table\": 2}"

@@ -106,6 +106,9 @@ class ReplayPolicy:
                  version: int = 0, registry: Registry | None = None):
         self.decisions, self.inputs = decisions, dict(inputs or {})
         self.registry = registry or default_registry  # where the actions' checks are found
+        # Checks not compared yet: a rule's decision is taken before the replay is asked, so its checks wait for the next one.
+        self._has_checks = any(d.checks for d in decisions)
+        self._checked = 0
         self._expected = [[_as_tuple(o) for o in d.outcomes_before] for d in decisions]
         self.procedure_id, self.version = procedure_id, version
         self.divergence: dict[str, Any] | None = None
@@ -142,8 +145,11 @@ class ReplayPolicy:
             self._diverge(position, ctx.state, f"trigger '{step.trigger}' available",
                           f"available: {', '.join(ctx.triggers()) or 'none'} (its guards do not pass)")
             return None
-        if step.checks and not self._checks_hold(position, ctx, step.checks):
-            return None
+        if self._has_checks and self._checked <= position:
+            due = [c for d in self.decisions[self._checked:position + 1] for c in d.checks]
+            if due and not self._checks_hold(position, ctx, due):
+                return None
+            self._checked = position + 1
         if not step.args and not edge.arguments:
             self.replayed += 1  # nothing to validate: the common case, kept as cheap as a rule's
             return Decision(step.trigger, {}, decided_by="replay", reason="replayed")
@@ -174,11 +180,13 @@ class ReplayPolicy:
                 return False
         return True
 
-    def finish(self, state: str) -> None:
-        """At the run's end: a run that reached its final state before the recording's last decision took another path."""
-        if self.divergence is None and self.replayed < len(self.decisions):
-            step = self.decisions[self.replayed]
-            self._diverge(self.replayed, state, f"a decision in '{step.state}' ({step.trigger})", f"the run ended in '{state}'")
+    def finish(self, state: str, decided: int | None = None) -> None:
+        """At the run's end: a run that reached its final state before the recording's last decision took another path.
+        `decided` is how many policy decisions the run took: rules decide theirs before the replay is asked."""
+        position = self.replayed if decided is None else decided
+        if self.divergence is None and position < len(self.decisions):
+            step = self.decisions[position]
+            self._diverge(position, state, f"a decision in '{step.state}' ({step.trigger})", f"the run ended in '{state}'")
 
     async def adecide(self, ctx: DecisionContext) -> Decision | None:
         return self.decide(ctx)

@@ -13,7 +13,7 @@ from ..engine.workflow import Workflow
 from ..errors import UsageError
 from ..policy.base import ChainPolicy, Policy
 from ..policy.llm import LLMPolicy
-from ..policy.replay import ReplayPolicy
+from ..policy.replay import POLICY_DECIDERS, ReplayPolicy
 from .matcher import Matcher, MatchDecision
 from .models import CapturedProcedure, Execution
 from .store import SkillStore, decision_signature
@@ -125,7 +125,7 @@ class LearningAgent:
                 self.agent.policy = _with_replay(self._policy, self.replay)
         result = self.agent.run(inputs, **kwargs)
         if self.replay is not None and result.status == "final":
-            self.replay.finish(result.state)
+            self.replay.finish(result.state, sum(1 for t in self.agent.belief.trajectory if t.decided_by in POLICY_DECIDERS))
         if self.replay is not None:
             result.diverged_at = self.replay.divergence
         result.tokens_saved, result.llm_calls_saved = self._saved(result)
