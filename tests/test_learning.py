@@ -165,3 +165,37 @@ class TestExample:
             assert any(p.version == 2 and [d.trigger for d in p.decisions] == ["refund", "hand_to_disputes"] for p in refunds)
         finally:
             store.close()
+
+
+class TestTeams:
+    def test_a_team_member_whose_workflow_learns_still_handles_its_events(self, tmp_path):
+        """A member's run starts from events, not from inputs a task is matched by: it runs without learning, never breaks."""
+        from sherpa_skills.agents.team import TeamRunner, load_team
+
+        (tmp_path / "player.yaml").write_text("""
+name: player
+context: {hits: 0}
+llm: {model: scripted/none.yaml}
+policy: {type: chain, rules: [], replay: true}
+initial: ready
+states:
+  ready: {waiting: true}
+  done: {final: true}
+transitions:
+  - trigger: ball
+    source: ready
+    dest: ready
+    arguments: {n: {type: integer}}
+    conditions: {context_lt: {key: hits, value: 2}}
+    after: [{increment: {key: hits}}, {emit: {name: ball, topic: back, payload: {n: "{{ args.n + 1 }}"}}}]
+  - {trigger: ball, source: ready, dest: done, unless: {context_lt: {key: hits, value: 2}}}
+""")
+        (tmp_path / "team.yaml").write_text("name: solo\nagents:\n  p: {workflow: player.yaml, subscribe: [back]}\n"
+                                            "initial_event: {name: ball, topic: back, payload: {n: 0}}\nmax_events: 10\n")
+        store = RunStore(home=tmp_path)
+        try:
+            result = TeamRunner(load_team(tmp_path / "team.yaml"), store=store).run()
+        finally:
+            store.close()
+        assert result.status == "done" and result.counters["delivered"] == 3
+        assert not (tmp_path / "skills.db").exists() or not SkillStore(home=tmp_path).procedures(status=None)
