@@ -159,6 +159,11 @@ class TestExample:
         disputed = rows[stream.DISPUTED]
         assert (disputed["state"], disputed["replayed_decisions"], disputed["llm_calls"]) == ("disputed", 1, 1)
         assert disputed["diverged_at"]["step"] == 1
+        # Without replay every ticket asks the LLM twice, and ends in the same state.
+        workflow = load_workflow(WORKFLOW)
+        planned = [workflow.agent(learn=False).run(inputs) for _, inputs in stream.tickets()]
+        assert [p.state for p in planned] == [r["state"] for r in rows]
+        assert (sum(p.llm_calls for p in planned), sum(r["llm_calls"] for r in rows)) == (40, 15)
         store = SkillStore(home=tmp_path)
         try:
             refunds = [p for p in store.procedures(status=None) if p.decisions[0].trigger == "refund"]
