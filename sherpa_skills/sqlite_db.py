@@ -79,6 +79,9 @@ class Checkpointer:
 
     _shared: dict[str, tuple[Checkpointer, int]] = {}
     _guard = threading.Lock()
+    # Releases a finaliser could not make without waiting for the guard (the collector may run it inside `acquire`, on
+    # the thread holding it): made by the next acquire. list.append needs no lock.
+    _deferred: list[Checkpointer] = []
 
     def __init__(self, path: str, interval: float, wal_bytes: int):
         self.path, self.interval, self.wal_bytes = path, interval, wal_bytes
@@ -90,19 +93,32 @@ class Checkpointer:
     @classmethod
     def acquire(cls, path: str | Path, interval: float = 0.5, wal_bytes: int = 4 * 1024 * 1024) -> Checkpointer:
         key = str(Path(path).resolve())
+        while cls._deferred:
+            try:
+                deferred = cls._deferred.pop()
+            except IndexError:  # another thread took the last one
+                break
+            deferred.release()
         with cls._guard:
             found = cls._shared.get(key)
             checkpointer = found[0] if found else cls(key, interval, wal_bytes)
             cls._shared[key] = (checkpointer, (found[1] if found else 0) + 1)
         return checkpointer
 
-    def release(self) -> None:
-        with self._guard:
+    def release(self, *, wait: bool = True) -> None:
+        """One user fewer; the last stops the thread. A finaliser passes `wait=False`: when the guard is held, the
+        release is left for the next acquire rather than waited for (a wait that can never end on the holding thread)."""
+        if not self._guard.acquire(blocking=wait):
+            self._deferred.append(self)
+            return
+        try:
             checkpointer, users = self._shared.get(self.path, (self, 1))
             if users > 1:
                 self._shared[self.path] = (checkpointer, users - 1)
                 return
             self._shared.pop(self.path, None)
+        finally:
+            self._guard.release()
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout=5)

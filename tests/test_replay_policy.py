@@ -53,7 +53,7 @@ transitions:
 
 SCRIPT = r"""
 answers:
-  - match: 'Current state: assess(?=.*?Context:\s*\{[^\n]*?(?:refund|broken|damaged))(?=.*?"order": "(\d+)")'
+  - match: 'Current state: assess(?=.*?Context:\s*\{[^\n]*?(?:refund|broken|damaged))(?=.*?"order": "?(\d+))'
     respond: '{"trigger": "refund", "args": {"order": "{{ groups[0] }}"}, "reason": "a refund"}'
   - match: "Current state: assess"
     respond: '{"trigger": "answer", "args": {}, "reason": "a question"}'
@@ -281,3 +281,14 @@ def test_the_replay_is_asked_after_the_rules_that_can_decide_and_before_the_llm(
     # the rule decided where the recording had the LLM close: the replay was not asked there, and the run left the recording
     assert (result.state, result.rule_decisions, result.replayed_decisions) == ("escalated", 1, 1)
     assert result.diverged_at["expected"] == "a decision in 'checked' (close)"
+
+
+def test_a_numeric_input_is_a_parameter_too(workflow, learner, tmp_path):
+    """`--input order=4417` arrives as a number: the LLM's "4417" is still the order, so the next ticket's order fills it."""
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order=4417)
+    run(workflow, learner, tmp_path, ticket=DAMAGED, order=5120)
+    [proc] = learner.store.procedures(status=None)
+    assert proc.decisions[0].args == {"order": "{{ order }}"} and proc.success_count == 2
+    _, third = run(workflow, learner, tmp_path, ticket=DAMAGED, order=7731)
+    assert (third.state, third.llm_calls, third.replayed_decisions) == ("closed", 0, 2)
+    assert third.context["refunded"] == "7731"

@@ -36,3 +36,25 @@ def test_tail_of_a_long_belief(tmp_path: Path) -> None:
     assert store.load_belief("r") == store.load_belief("r", tail=1000)
     assert store.visited_states("r") == [f"s{i}" for i in range(30)] and store.log_size("r") == 29
     store.close()
+
+
+def test_a_store_finalised_while_another_store_opens_does_not_deadlock(tmp_path: Path) -> None:
+    """The collector may finalise a forgotten store inside `Checkpointer.acquire` (which holds the guard), on that very
+    thread: its release must not wait for the guard; it is made by the next acquire instead."""
+    import threading
+
+    from sherpa_skills.sqlite_db import Checkpointer
+
+    forgotten = RunStore(tmp_path / "forgotten.db")
+    key = str((tmp_path / "forgotten.db").resolve())
+
+    def collector_inside_acquire() -> None:
+        with Checkpointer._guard:
+            forgotten.__del__()
+
+    thread = threading.Thread(target=collector_inside_acquire, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive(), "the finaliser waited for the guard its own thread holds"
+    RunStore(tmp_path / "next.db").close()  # the next acquire makes the release the finaliser could not
+    assert key not in Checkpointer._shared

@@ -309,7 +309,8 @@ class AgentHost:
             agent = Agent.resume(self.store, run_id, wf.machine, wf.policy, base_dir=wf.base_dir, model=self.model, registry=wf.registry,
                                  name=self.name)
         else:  # the member's name is its identity (shared memory, domains), whichever workflow it runs
-            agent = wf.agent(store=self.store, run_id=run_id, model=self.model, name=self.name)
+            # Learning (`replay: true`) matches a run by its inputs at start; a member's run starts from events: not yet.
+            agent = wf.agent(store=self.store, run_id=run_id, model=self.model, name=self.name, learn=False)
         agent.sender, agent.correlation_id = self.name, correlation_id
         if self.observer is not None:
             agent.observe(self.observer)

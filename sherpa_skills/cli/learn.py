@@ -30,7 +30,7 @@ def procedure_summary(store: Any, p: Any) -> dict[str, Any]:
     health = store.health(p.id)
     return {"id": p.id, "task_type": p.task_type, "description": p.description, "version": p.version, "confidence": p.confidence,
             "success_count": p.success_count, "failure_count": p.failure_count, "health": health.status, "status": p.status,
-            "source": p.source, "tags": p.tags, "steps": len(p.steps), "updated": p.updated}
+            "source": p.source, "tags": p.tags, "kind": p.kind, "steps": len(p.steps), "decisions": len(p.decisions), "updated": p.updated}
 
 
 def procedure_detail(store: Any, p: Any) -> dict[str, Any]:
@@ -134,11 +134,14 @@ def cmd_procedures(args: argparse.Namespace) -> int:
         return EXIT_OK
     from rich.table import Column, Table
 
-    table = Table(_id_column(r["id"] for r in rows), "task type", "v", "confidence", "ok", "failed", "health", "steps",
-                  Column("description", overflow="ellipsis", no_wrap=True, ratio=1))
+    # The description gives way first (it wraps): unwrapped, its text took the width of every column but the id's.
+    table = Table(_id_column(r["id"] for r in rows), Column("task type", max_width=20, overflow="fold"),
+                  *(Column(h, no_wrap=True, min_width=len(h)) for h in ("v", "confidence", "ok", "failed", "health", "steps")),
+                  Column("description", overflow="fold", ratio=1, min_width=10))
     for r in rows:
+        size = f"{r['decisions']} decisions" if r["kind"] == "trajectory" else f"{r['steps']} shell"  # the kind, by what it holds
         table.add_row(r["id"], r["task_type"], str(r["version"]), f"{r['confidence']:.2f}", str(r["success_count"]),
-                      str(r["failure_count"]), r["health"], str(r["steps"]), r["description"][:50])
+                      str(r["failure_count"]), r["health"], size, r["description"][:50])
     _console().print(table if rows else "no procedures yet: capture one with `sherpa-skills learn capture-success`")
     return EXIT_OK
 
@@ -158,6 +161,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     for i, s in enumerate(p.steps, 1):
         extra = f"  [dim]exit {s.expected_exit_code}{', /' + s.expected_output_pattern + '/' if s.expected_output_pattern else ''}, timeout {s.timeout_secs:g}s[/]"
         console.print(f"  {i}. {s.command}{extra}")
+    for i, d in enumerate(p.decisions, 1):
+        args = f" {json.dumps(d.args)}" if d.args else ""
+        checks = "".join(f", check {c.action} {json.dumps(c.features)}" for c in d.checks if c.features is not None)
+        console.print(f"  {i}. in {d.state}: {d.trigger}{args}  [dim]({d.decided_by}{checks})[/]")
     console.print(f"versions: {', '.join(str(v['version']) for v in data['versions'])}; "
                   f"successes {p.success_count}, failures {p.failure_count}; source {p.source}")
     for e in executions:
@@ -279,20 +286,40 @@ def savings(store: Any, p: Any, e: Any) -> tuple[int, int]:
     return max(0, v.planned_tokens - e.tokens), max(0, v.planned_llm_calls - e.llm_calls)
 
 
+def saved_something(p: Any, e: Any) -> bool:
+    """Whether an execution counts in the savings: a successful replay, or a trajectory's run that diverged and still
+    finished (the LLM took over in the same run, after the replayed decisions; its execution holds the whole run's cost)."""
+    return e.outcome == "success" or (p.kind == "trajectory" and e.outcome == "diverged")
+
+
 def stats(store: Any) -> dict[str, Any]:
-    """Tokens and LLM calls saved: every successful replay would otherwise have cost what the planned run cost."""
-    per = []
+    """Tokens and LLM calls saved per procedure, per workflow (task type) and per run: every replay would otherwise have
+    cost what the planned run cost."""
+    per, runs = [], []
     for p in store.procedures(status=None):
         executions = store.executions(p.id)
         replays = [e for e in executions if e.outcome == "success"]
-        saved = [savings(store, p, e) for e in replays]
-        saved_tokens = sum(t for t, _ in saved)
-        saved_calls = sum(c for _, c in saved)
-        per.append({"procedure_id": p.id, "task_type": p.task_type, "replays": len(replays),
+        counted = [e for e in executions if saved_something(p, e)]
+        saved = [savings(store, p, e) for e in counted]
+        per.append({"procedure_id": p.id, "task_type": p.task_type, "kind": p.kind, "replays": len(replays),
                     "diverged": sum(e.outcome == "diverged" for e in executions), "dry_runs": sum(e.outcome == "dry-run" for e in executions),
-                    "planned_tokens": p.planned_tokens, "tokens_saved": saved_tokens, "llm_calls_saved": saved_calls})
+                    "planned_tokens": p.planned_tokens, "tokens_saved": sum(t for t, _ in saved),
+                    "llm_calls_saved": sum(c for _, c in saved)})
+        runs += [{"run_id": e.run_id, "procedure_id": p.id, "version": e.version, "task_type": p.task_type, "outcome": e.outcome,
+                  "started": e.started, "llm_calls": e.llm_calls, "tokens": e.tokens,
+                  "tokens_saved": t if saved_something(p, e) else 0, "llm_calls_saved": c if saved_something(p, e) else 0}
+                 for e in executions if e.run_id for t, c in [savings(store, p, e)]]
+    workflows: dict[str, dict[str, Any]] = {}
+    for x in per:
+        w = workflows.setdefault(x["task_type"], {"task_type": x["task_type"], "procedures": 0, "replays": 0, "diverged": 0,
+                                                  "tokens_saved": 0, "llm_calls_saved": 0})
+        w["procedures"] += 1
+        for key in ("replays", "diverged", "tokens_saved", "llm_calls_saved"):
+            w[key] += x[key]
+    runs.sort(key=lambda r: r["started"])
     return {"procedures": len(per), "replays": sum(x["replays"] for x in per), "tokens_saved": sum(x["tokens_saved"] for x in per),
-            "llm_calls_saved": sum(x["llm_calls_saved"] for x in per), "per_procedure": per}
+            "llm_calls_saved": sum(x["llm_calls_saved"] for x in per), "per_procedure": per,
+            "per_workflow": [workflows[k] for k in sorted(workflows)], "per_run": runs}
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -303,12 +330,27 @@ def cmd_stats(args: argparse.Namespace) -> int:
         return EXIT_OK
     from rich.table import Table
 
-    table = Table(_id_column((r["procedure_id"] for r in data["per_procedure"]), "procedure"), "task type", "replays", "diverged",
-                  "tokens saved", "LLM calls saved")
+    table = Table(_id_column((r["procedure_id"] for r in data["per_procedure"]), "procedure"), "task type", "kind", "replays", "diverged",
+                  "tokens saved", "LLM calls saved", title="per procedure")
     for r in data["per_procedure"]:
-        table.add_row(r["procedure_id"], r["task_type"], str(r["replays"]), str(r["diverged"]), str(r["tokens_saved"]), str(r["llm_calls_saved"]))
+        table.add_row(r["procedure_id"], r["task_type"], r["kind"], str(r["replays"]), str(r["diverged"]), str(r["tokens_saved"]),
+                      str(r["llm_calls_saved"]))
     console = _console()
     console.print(table)
+    if data["per_workflow"]:
+        table = Table("workflow / task type", "procedures", "replays", "diverged", "tokens saved", "LLM calls saved", title="per workflow")
+        for r in data["per_workflow"]:
+            table.add_row(r["task_type"], str(r["procedures"]), str(r["replays"]), str(r["diverged"]), str(r["tokens_saved"]),
+                          str(r["llm_calls_saved"]))
+        console.print(table)
+    recent = data["per_run"][-args.runs:]
+    if recent:
+        table = Table(_id_column((r["run_id"] for r in recent), "run"), "procedure", "v", "outcome", "LLM calls", "tokens saved",
+                      "LLM calls saved", title=f"last {len(recent)} of {len(data['per_run'])} runs (--json lists all)")
+        for r in recent:
+            table.add_row(r["run_id"], r["procedure_id"], str(r["version"]), r["outcome"], str(r["llm_calls"]), str(r["tokens_saved"]),
+                          str(r["llm_calls_saved"]))
+        console.print(table)
     console.print(f"total: {data['replays']} replays, {data['tokens_saved']} tokens and {data['llm_calls_saved']} LLM calls saved")
     return EXIT_OK
 
@@ -485,7 +527,8 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=positive_int, default=50)
     p.add_argument("--json", action="store_true")
 
-    p = add("stats", cmd_stats, "tokens and LLM calls saved by replay")
+    p = add("stats", cmd_stats, "tokens and LLM calls saved by replay, per procedure, per workflow and per run")
+    p.add_argument("--runs", type=positive_int, default=10, metavar="N", help="show the last N runs (default 10; --json lists all)")
     p.add_argument("--json", action="store_true")
 
     p = add("reindex", cmd_reindex, "rebuild the companion (semantic) index from the store, in batches, with progress")

@@ -32,6 +32,11 @@ def _summary(console: Any, result: Any, log_file: Path) -> None:
     console.print(f"[bold {colour}]{d['status']}[/] in [bold]{d['state']}[/]  run {d['run_id']}  "
                   f"steps {d['steps']}  fast-forwards {d['fast_forwards']}  rule decisions {d['rule_decisions']}  "
                   f"LLM calls {d['llm_calls']}  tokens {d['tokens']}")
+    if d.get("tokens_saved") is not None:  # a learning run (`policy: {replay: true}`)
+        diverged = d.get("diverged_at")
+        console.print(f"replayed decisions {d['replayed_decisions']}  tokens saved {d['tokens_saved']}  LLM calls saved {d['llm_calls_saved']}"
+                      + (f"  [yellow]diverged at step {diverged['step']} in {diverged['state']}: expected {diverged['expected']}, "
+                         f"observed {diverged['observed']}[/]" if diverged else ""))
     if d["error"]:
         console.print(f"[red]error:[/] {d['error']}  [dim](log: {log_file})[/]")
     if d["status"] == "waiting":

@@ -27,7 +27,7 @@ from .events import Event, parse_event
 from .inputs import check_inputs
 from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
 from .hooks import run_hooks
-from .registry import ActionContext, ActionResult, Registry, default_registry
+from .registry import ActionContext, ActionResult, Registry, default_registry, observe_features
 from .runstore import InFlight, Interrupted, RunStore, TickRecord
 
 log = structlog.get_logger("sherpa_skills.engine.agent")
@@ -54,6 +54,9 @@ class RunResult:
     waiting_for: str = ""
     event: dict[str, Any] | None = None  # for `handle`: the event's id, name, outcome (handled|duplicate|unavailable|invalid) and why
     diverged_at: dict[str, Any] | None = None  # a replayed procedure's first divergence: step, state, expected, observed
+    # A learning run's savings (None when the run does not learn): what planning the procedure it replayed cost, less what it spent.
+    tokens_saved: int | None = None
+    llm_calls_saved: int | None = None
 
     def __getattr__(self, name: str) -> Any:
         counters = self.__dict__.get("counters", {})
@@ -67,7 +70,8 @@ class RunResult:
             "error": self.error, "available_triggers": self.available, "interrupted": self.interrupted,
             "duration_ms": round(self.duration_ms, 3), "waiting_for": self.waiting_for, "context": self.context,
         } | ({"event": self.event} if self.event is not None else {}) | (
-            {"diverged_at": self.diverged_at} if self.diverged_at is not None else {})
+            {"diverged_at": self.diverged_at} if self.diverged_at is not None else {}) | (
+            {"tokens_saved": self.tokens_saved, "llm_calls_saved": self.llm_calls_saved} if self.tokens_saved is not None else {})
 
 
 class _Act:
@@ -275,6 +279,8 @@ class Agent:
             actx = ActionContext(view=self._view, state=self.state, tick=self._tick, run_id=self.run_id,
                                  workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry, home=self.home,
                                  agent=self.name, secrets=self._secrets)
+            if bound.definition.check is not None:
+                self._record_check(bound)
             durable = bound.definition.side_effects and self.store is not None
             if durable:
                 self.store.mark_started(self.run_id, self._tick, seq, bound.name, self._decision_record)  # type: ignore[union-attr]
@@ -303,6 +309,18 @@ class Agent:
                 self._write_context(result.context)
             if bound.save_as:
                 self._write_context({bound.save_as: result.outputs})
+
+    def _record_check(self, bound: BoundAction) -> None:
+        """The features the action's check observes, logged as `check:NAME` before it acts: a captured procedure keeps
+        them, and its replay compares them with the world's. A check that raises is logged, never fails the run."""
+        try:
+            features, status, error = observe_features(bound.definition, self._view), "ok", None
+        except Exception as exc:  # a user's function: whatever it raises is reported, not propagated
+            features, status, error = None, "error", f"{type(exc).__name__}: {exc}"
+            self._log.warning("action_check_failed", action=bound.name, error=error)
+        self._append_log(LogEntry.model_construct(
+            tick=self._tick, action=f"check:{bound.name}", inputs={}, outputs=self._recorded(features), status=status,
+            started=time.time(), duration_ms=0.0, tokens=0, cost=0.0, error=self._scrub(error)))
 
     def _replay_completed(self, bound: BoundAction, inputs: dict[str, Any], recorded: dict[str, Any]) -> None:
         """An action that completed before the crash: its recorded result (and events) stand in for running it again."""

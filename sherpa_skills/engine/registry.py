@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import json
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,9 @@ class ActionDef:
     is_async: bool
     description: str
     shell_fields: tuple[str, ...] = ()
+    #: `check(view) -> JSON-able features` of the environment the action depends on (a price table's version, a
+    #: schema's hash): recorded when the action runs, compared by a replay before it follows, so it refuses a changed world.
+    check: Callable[[Any], Any] | None = None
 
 
 @dataclass
@@ -69,6 +73,12 @@ class ActionContext:
     # Values known to be secret (an action adds the values of environment variables it passes on); the agent
     # replaces them in everything it records from then on: outputs, context, log entries, errors.
     secrets: set[str] = field(default_factory=set)
+
+
+def observe_features(definition: ActionDef, view: Any) -> Any:
+    """What the action's check observes now, as plain JSON, so recorded and observed features compare alike; raises what the check raises."""
+    assert definition.check is not None
+    return json.loads(json.dumps(definition.check(view), sort_keys=True, default=str))
 
 
 def unknown_args(model: type[BaseModel], args: dict[str, Any]) -> list[str]:
@@ -131,11 +141,16 @@ class Registry:
         description: str = "",
         replace: bool = False,
         shell_fields: tuple[str, ...] = (),
+        check: Callable[[Any], Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register `fn(args, ctx) -> dict | ActionResult | None` (sync or async).
 
         `shell_fields` names arguments that are shell commands: their templates shell-quote every value.
+        `check(view)` returns the features of the environment the action depends on (JSON-able); they are recorded
+        with each call, and a replayed procedure diverges when they differ from the recorded ones.
         """
+        if check is not None and (not callable(check) or inspect.iscoroutinefunction(check)):
+            raise RegistryError(f"action '{name or '?'}': check must be a plain function check(view) -> features, got {check!r}")
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             action_name = name or fn.__name__
@@ -144,7 +159,7 @@ class Registry:
             model = _args_model(fn, args)
             self._actions[action_name] = ActionDef(
                 action_name, fn, model, _internal_fields(model), side_effects,
-                inspect.iscoroutinefunction(fn), _doc(fn, description), tuple(shell_fields),
+                inspect.iscoroutinefunction(fn), _doc(fn, description), tuple(shell_fields), check,
             )
             return fn
 

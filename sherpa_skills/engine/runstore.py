@@ -157,7 +157,7 @@ class RunStore:
         if checkpointer is not None:
             self._checkpointer = None
             try:
-                checkpointer.release()
+                checkpointer.release(wait=False)  # the collector may run this while the guard is held, on this thread
             except Exception:  # never raise from a finaliser
                 pass
 

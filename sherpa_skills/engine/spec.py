@@ -160,6 +160,8 @@ class PolicySpec(_Strict):
     recent: int = Field(default=8, ge=0, description="how many recent trajectory/log entries the prompt shows")
     relevant_options: int | None = Field(default=None, ge=1, description="show the LLM only this many transitions, the most relevant to the task")
     task_key: str = Field(default="task", description="the context key holding the task text, for relevant_options")
+    replay: bool = Field(default=False, description="learn: replay the procedure a run's task matches (the LLM takes over where it "
+                                                    "diverges) and capture runs that succeed, in the home's skill store")
 
 
 class ContextRef(_Strict):

@@ -21,6 +21,10 @@ from .transitions_form import normalise
 from ..yaml_source import Located, load_yaml_file, load_yaml_text
 
 
+#: Where `workflow.agent(learn=...)` finds the learning runtime (skills, a layer above the engine).
+LEARNING_MODULE = "sherpa_skills.skills.learning"
+
+
 @dataclass
 class Workflow:
     """A loaded, checked workflow: everything needed to build agents for it."""
@@ -48,12 +52,18 @@ class Workflow:
 
     def agent(self, **kwargs: Any) -> Any:
         """An Agent for this workflow; any Agent keyword (policy, store, model, home…) overrides the workflow's.
-        With `learn=Learner(skill_store)` (sherpa_skills.skills.learning) it replays matching procedures and captures successes."""
+
+        With `learn=True` (the default when the workflow's policy says `replay: true`) or `learn=Learner(skill_store)`,
+        it replays the procedure the task matches and captures the run when it succeeds; `learn=False` never does.
+        """
         from .agent import Agent
 
         learn = kwargs.pop("learn", None)
-        if learn is not None:
-            return learn.agent(self, **kwargs)
+        if learn is None:
+            learn = self.spec.policy.replay
+        if learn is not False:
+            # By name, as the built-ins are loaded: the engine has no import edge up to the skill store it hands the run to.
+            return importlib.import_module(LEARNING_MODULE).learning_agent(self, learn, **kwargs)
 
         policy = kwargs.pop("policy", self.policy)
         kwargs.setdefault("base_dir", self.base_dir)
@@ -160,6 +170,9 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
                                max_tokens=llm.max_tokens.from_context if isinstance(llm.max_tokens, ContextRef) else llm.max_tokens,
                                structured_output=llm.structured_output, base_dir=base_dir,
                                relevant_options=pspec.relevant_options, task_key=pspec.task_key)
+    if pspec.replay and pspec.type not in ("llm", "chain"):
+        problems.append(source.problem(("policy", "replay"), f"policy 'replay: true' needs an LLM to hand over to when a replay "
+                                                             f"diverges; use type chain (or llm), not '{pspec.type}'"))
     if pspec.type == "rule":
         return rule_policy or NoPolicy(), problems
     if pspec.type == "llm":

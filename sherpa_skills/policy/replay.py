@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -9,6 +10,7 @@ from weakref import WeakKeyDictionary
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..engine.compiler import check_arguments
+from ..engine.registry import Registry, default_registry, observe_features
 from .base import Decision, DecisionContext
 
 #: Who decided, in a trajectory, for the decisions a replay counts as its own position (fast-forwards and the start are not decisions).
@@ -30,6 +32,15 @@ class ActionOutcome(BaseModel):
     exit_code: int | None = None
 
 
+class RecordedCheck(BaseModel):
+    """The features an action's declared check observed when the recorded run called it: a replay expects them again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: str
+    features: Any = None
+
+
 class RecordedDecision(BaseModel):
     """One decision of a successful run: where, which trigger, its arguments ({{ input }} where they came from the inputs),
     who took it then, and the action outcomes observed before it (checked before it is replayed)."""
@@ -41,6 +52,8 @@ class RecordedDecision(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     decided_by: str = "llm"
     outcomes_before: list[ActionOutcome] = Field(default_factory=list)
+    #: Checks of the actions this decision led to (up to the next one): called before it is followed again.
+    checks: list[RecordedCheck] = Field(default_factory=list)
 
 
 def fill(value: Any, inputs: dict[str, Any]) -> Any:
@@ -68,7 +81,7 @@ def _collect(entries: Any, found: list[tuple[str, str, int | None]]) -> None:
     # Plain tuples: a replay reads each new log entry once, and must cost about what a rule's table lookup does.
     for entry in entries:
         action = entry.action
-        if action[:7] != "policy:":
+        if not action.startswith(("policy:", "check:")):  # decisions and checks are not actions
             outputs = entry.outputs
             code = outputs.get("exit_code") if isinstance(outputs, dict) else None
             found.append((action, entry.status, code if isinstance(code, int) else None))
@@ -96,6 +109,11 @@ def _shown(outcome: tuple[str, str, int | None] | None) -> str:
     return f"{action}: {status}" + (f" (exit {code})" if code is not None else "")
 
 
+def _features(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 class ReplayPolicy:
     """Follows `decisions` in order while the world agrees with the recording; never calls a model.
 
@@ -105,8 +123,12 @@ class ReplayPolicy:
     """
 
     def __init__(self, decisions: list[RecordedDecision], *, inputs: dict[str, Any] | None = None, procedure_id: str = "",
-                 version: int = 0):
+                 version: int = 0, registry: Registry | None = None):
         self.decisions, self.inputs = decisions, dict(inputs or {})
+        self.registry = registry or default_registry  # where the actions' checks are found
+        # Checks not compared yet: a rule's decision is taken before the replay is asked, so its checks wait for the next one.
+        self._has_checks = any(d.checks for d in decisions)
+        self._checked = 0
         # Everything a decision needs that does not depend on the world is worked out once, here: the expected outcomes,
         # the arguments filled from this run's inputs, and for literal ones the key under which their validation is kept.
         # A decision without arguments is the same whichever run takes it: made now, handed out when its turn comes.
@@ -170,6 +192,11 @@ class ReplayPolicy:
             self._diverge(position, ctx.state, f"trigger '{trigger}' available",
                           f"available: {', '.join(ctx.triggers()) or 'none'} (its guards do not pass)")
             return None
+        if self._has_checks and self._checked <= position:
+            due = [c for d in self.decisions[self._checked:position + 1] for c in d.checks]
+            if due and not self._checks_hold(position, ctx, due):
+                return None
+            self._checked = position + 1
         if plain is not None and not edge.arguments:
             self.replayed += 1  # nothing to validate: the common case, kept as cheap as a rule's
             return plain
@@ -186,11 +213,45 @@ class ReplayPolicy:
         self.replayed += 1
         return Decision(trigger, dict(args), decided_by="replay", reason="replayed")
 
-    def finish(self, state: str) -> None:
-        """At the run's end: a run that reached its final state before the recording's last decision took another path."""
-        if self.divergence is None and self.replayed < len(self.decisions):
-            step = self.decisions[self.replayed]
-            self._diverge(self.replayed, state, f"a decision in '{step.state}' ({step.trigger})", f"the run ended in '{state}'")
+    def _checks_hold(self, position: int, ctx: DecisionContext, checks: list[RecordedCheck]) -> bool:
+        """Whether each recorded check still observes what it did; a check recorded without features, or an action that no
+        longer declares one, has nothing to compare and holds. A check that raises is a divergence, never a crash."""
+        for recorded in checks:
+            definition = self.registry.find_action(recorded.action)
+            if recorded.features is None or definition is None or definition.check is None:
+                continue
+            try:
+                observed = observe_features(definition, ctx.view)
+            except Exception as exc:  # a user's function
+                self._diverge(position, ctx.state, f"check '{recorded.action}' observing {_features(recorded.features)}",
+                              f"check '{recorded.action}' failed: {type(exc).__name__}: {exc}")
+                return False
+            if observed != recorded.features:
+                self._diverge(position, ctx.state, f"check '{recorded.action}' observing {_features(recorded.features)}",
+                              f"check changed: '{recorded.action}' observes {_features(observed)}")
+                return False
+        return True
+
+    def finish(self, state: str, taken: list[tuple[str | None, str | None, str]] | None = None) -> None:
+        """At the run's end: whether the run kept to the recording. `taken` is each policy decision of the run as
+        (state, trigger, who decided): rules decide theirs before the replay is asked, so a rule that chose another
+        trigger, or a run that ended before the recording's last decision, took another path."""
+        if self.divergence is not None:
+            return
+        if taken is None:
+            taken = [(d.state, d.trigger, "replay") for d in self.decisions[:self.replayed]]
+        for position, (where, trigger, who) in enumerate(taken):
+            if position >= len(self.decisions):
+                self._diverge(position, state, "the recorded run had ended", f"'{trigger}' taken in '{where}' by {who}")
+                return
+            step = self.decisions[position]
+            if (where, trigger) != (step.state, step.trigger):
+                self._diverge(position, state, f"a decision in '{step.state}' ({step.trigger})",
+                              f"'{trigger}' taken in '{where}' by {who}")
+                return
+        if len(taken) < len(self.decisions):
+            step = self.decisions[len(taken)]
+            self._diverge(len(taken), state, f"a decision in '{step.state}' ({step.trigger})", f"the run ended in '{state}'")
 
     async def adecide(self, ctx: DecisionContext) -> Decision | None:
         return self.decide(ctx)

@@ -10,14 +10,16 @@ import structlog
 
 from ..engine.agent import Agent, RunResult
 from ..engine.workflow import Workflow
+from ..errors import UsageError
 from ..policy.base import ChainPolicy, Policy
 from ..policy.llm import LLMPolicy
-from ..policy.replay import ReplayPolicy
+from ..policy.replay import POLICY_DECIDERS, ReplayPolicy
 from ..policy.rule import RulePolicy
 from .matcher import Matcher, MatchDecision
 from .models import CapturedProcedure, Execution
 from .store import SkillStore, decision_signature
-from .trajectory import capture_decisions, described_task
+from .trajectory import capture_decisions, described_task, one_word_inputs
+from .runtime import skill_matcher, skill_store
 
 log = structlog.get_logger(__name__)
 
@@ -34,7 +36,7 @@ class Learner:
 
     def match(self, workflow: Workflow, inputs: dict[str, Any]) -> tuple[MatchDecision, CapturedProcedure | None]:
         """The relevance decision for this task among this workflow's procedures only; a shell procedure is never followed."""
-        given = {k: v for k, v in inputs.items() if isinstance(v, str) and v.strip() and not any(c.isspace() for c in v.strip())}
+        given = one_word_inputs(inputs)
         # The task is described as procedures are (its one-word inputs as {{ name }}), so a new order number is a
         # parameter, not a literal that disagrees; the values themselves are given as the parameters.
         decision = self.matcher.match(described_task(inputs), task_type=workflow.spec.name, params=given)
@@ -44,6 +46,35 @@ class Learner:
         if proc.kind != "trajectory" or proc.task_type != workflow.spec.name:
             return decision, None
         return decision, proc
+
+
+def learner_for(learn: Any, kwargs: dict[str, Any]) -> Learner:
+    """The Learner `workflow.agent(learn=...)` means: the one given, else (`learn=True`) the skill store given as `store=`,
+    else the skill store of the run's home (`home=`, the run store's folder, else the user's home, as the CLI resolves it)."""
+    if isinstance(learn, Learner):
+        return learn
+    if learn is not True:
+        raise UsageError(f"learn must be True, False or a Learner, not {learn!r}")
+    from .api import SkillStore as PublicSkillStore
+
+    given = kwargs.get("store")
+    if isinstance(given, PublicSkillStore):
+        kwargs.pop("store")
+        return Learner(given.store, given.matcher)
+    if isinstance(given, SkillStore):
+        kwargs.pop("store")
+        return Learner(given)
+    home = kwargs.get("home") or (given.path.parent if given is not None and hasattr(given, "path") else None)
+    return Learner(skill_store(home), skill_matcher(home))
+
+
+def learning_agent(workflow: Workflow, learn: Any, **kwargs: Any) -> LearningAgent:
+    """What `workflow.agent(learn=...)` returns (the engine imports this module by name, never by an import edge)."""
+    return learner_for(learn, kwargs).agent(workflow, **kwargs)
+
+
+def _checks(decisions: list[Any]) -> list[Any]:
+    return [[(c.action, c.features) for c in d.checks] for d in decisions]
 
 
 def _with_replay(policy: Policy, replay: ReplayPolicy) -> Policy:
@@ -66,36 +97,57 @@ class LearningAgent:
     """
 
     def __init__(self, workflow: Workflow, learner: Learner, **kwargs: Any):
-        self.workflow, self.learner, self._kwargs = workflow, learner, kwargs
-        self.agent: Agent | None = None
+        self.workflow, self.learner = workflow, learner
+        self._policy = kwargs.pop("policy", workflow.policy)
+        # Built now, so its run id and observers exist before the run (the CLI names the log after it); its policy is
+        # set when the run starts, once the task is matched.
+        self.agent: Agent = workflow.agent(policy=self._policy, learn=False, **kwargs)
+        self._begun = False
         self.replay: ReplayPolicy | None = None
         self.procedure: CapturedProcedure | None = None
         self.match: MatchDecision | None = None
         self.inputs: dict[str, Any] = {}
         self._started = 0.0
 
+    @property
+    def run_id(self) -> str:
+        return self.agent.run_id
+
+    def observe(self, observer: Any) -> None:
+        self.agent.observe(observer)
+
     def run(self, inputs: dict[str, Any] | None = None, **kwargs: Any) -> RunResult:
-        if self.agent is None:
+        if not self._begun:
+            self._begun = True
             self.inputs, self._started = dict(inputs or {}), time.time()
             self.match, self.procedure = self.learner.match(self.workflow, self.inputs)
-            policy = self._kwargs.pop("policy", self.workflow.policy)
             if self.procedure is not None:
                 self.replay = ReplayPolicy(self.procedure.decisions, inputs=self.inputs | dict(self.match.params),
-                                           procedure_id=self.procedure.id, version=self.procedure.version)
-                policy = _with_replay(policy, self.replay)
-            self.agent = self.workflow.agent(policy=policy, **self._kwargs)
+                                           procedure_id=self.procedure.id, version=self.procedure.version,
+                                           registry=self.agent.registry)
+                self.agent.policy = _with_replay(self._policy, self.replay)
         result = self.agent.run(inputs, **kwargs)
         if self.replay is not None and result.status == "final":
-            self.replay.finish(result.state)
+            self.replay.finish(result.state, [(t.source, t.trigger, t.decided_by) for t in self.agent.belief.trajectory
+                                              if t.decided_by in POLICY_DECIDERS])
         if self.replay is not None:
             result.diverged_at = self.replay.divergence
+        result.tokens_saved, result.llm_calls_saved = self._saved(result)
         if result.status in ("final", "error"):
             self._learn(result)
         return result
 
+    def _saved(self, result: RunResult) -> tuple[int, int]:
+        """(tokens, LLM calls) the replay saved this run: what planning the procedure cost, less what the run spent.
+        A run that diverged and finished still saved the decisions replayed before; one that failed saved nothing."""
+        proc = self.procedure
+        if proc is None or result.status != "final":
+            return 0, 0
+        return (max(0, proc.planned_tokens - result.counters["tokens"]),
+                max(0, proc.planned_llm_calls - result.counters["llm_calls"]))
+
     def _learn(self, result: RunResult) -> None:
         store, proc, replay = self.learner.store, self.procedure, self.replay
-        assert self.agent is not None
         if proc is not None and replay is not None:
             diverged = replay.divergence
             outcome = "error" if result.status == "error" else ("diverged" if diverged else "success")
@@ -111,8 +163,10 @@ class LearningAgent:
             return  # nothing a policy decided: nothing to learn
         if proc is not None and replay is not None and replay.divergence is None:
             return  # followed as recorded: the execution above is its credit
-        if proc is not None and decision_signature(decisions) != decision_signature(proc.decisions):
-            # Diverged and took another path: the procedure's next version (its description stays the task's).
+        if proc is not None and (decision_signature(decisions) != decision_signature(proc.decisions)
+                                 or _checks(decisions) != _checks(proc.decisions)):
+            # Diverged and took another path, or the same one in a changed world (a check observes other features):
+            # the procedure's next version (its description stays the task's).
             updated = store.add_version(proc.id, [], source="run", planned_tokens=result.counters["tokens"],
                                         planned_llm_calls=result.counters["llm_calls"], decisions=decisions)
             log.info("trajectory_relearned", procedure=updated.id, version=updated.version)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.belief import Belief
-from ..policy.replay import POLICY_DECIDERS, ActionOutcome, RecordedDecision
+from ..engine.belief import Belief, thaw
+from ..policy.replay import POLICY_DECIDERS, ActionOutcome, RecordedCheck, RecordedDecision
 
 #: Shorter input values are too common to stand for the input (a "no" in an argument is not the ticket).
 _MIN_PARAM_CHARS = 3
@@ -16,11 +16,27 @@ def task_text(inputs: dict[str, Any]) -> str:
     return " ".join(str(v) for v in inputs.values() if isinstance(v, str) and v.strip())
 
 
+def _as_text(value: Any) -> str | None:
+    """An input's value as the text a decision's argument may repeat: strings, and numbers (`--input order=4417` is one)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def one_word_inputs(inputs: dict[str, Any]) -> dict[str, str]:
+    """The inputs that name one thing (an order number, an id), as text: they vary between runs of the same task."""
+    words = {k: _as_text(v) for k, v in inputs.items()}
+    return {k: v.strip() for k, v in words.items() if v and v.strip() and not any(c.isspace() for c in v.strip())}
+
+
 def described_task(inputs: dict[str, Any]) -> str:
     """The task text a trajectory is described by, its one-word inputs (an order number, an id) as {{ name }}: those vary
     between runs of the same task, and the matcher takes them as parameters rather than as literals that disagree."""
-    words = {k: v for k, v in inputs.items() if isinstance(v, str) and v.strip() and not any(c.isspace() for c in v.strip())}
-    return " ".join("{{ " + k + " }}" if k in words else str(v) for k, v in inputs.items() if isinstance(v, str) and v.strip())
+    words = one_word_inputs(inputs)
+    return " ".join("{{ " + k + " }}" if k in words else str(v) for k, v in inputs.items()
+                    if k in words or (isinstance(v, str) and v.strip()))
 
 
 def parametrise(value: Any, inputs: dict[str, Any]) -> Any:
@@ -34,8 +50,11 @@ def parametrise(value: Any, inputs: dict[str, Any]) -> Any:
             continue
         if value == given and not isinstance(value, bool):
             return "{{ " + name + " }}"
-        if isinstance(value, str) and isinstance(given, str) and len(given) >= _MIN_PARAM_CHARS and given in value:
-            value = value.replace(given, "{{ " + name + " }}")
+        text = _as_text(given)  # a number given as an input and repeated as text by the LLM is the same value
+        if isinstance(value, str) and text is not None and len(text) >= _MIN_PARAM_CHARS and text in value:
+            value = value.replace(text, "{{ " + name + " }}")
+            if value == "{{ " + name + " }}":
+                return value
     return value
 
 
@@ -51,18 +70,32 @@ def capture_decisions(belief: Belief, inputs: dict[str, Any], replayed: list[Rec
     chosen_args = {e.tick: dict(e.outputs.get("args") or {}) for e in belief.log
                    if e.action.startswith("policy:") and e.status == "ok" and isinstance(e.outputs, dict)}
     decisions: list[RecordedDecision] = []
+    ticks: list[int] = []
     previous = None
     for entry in belief.trajectory:
         if entry.decided_by in POLICY_DECIDERS and previous is not None:
+            ticks.append(entry.tick)
             position = len(decisions)
             decided_by = entry.decided_by
             if decided_by == "replay" and replayed and position < len(replayed):
                 args, decided_by = replayed[position].args, replayed[position].decided_by
             else:
                 args = parametrise(chosen_args.get(entry.tick, {}), inputs)
-            before = [_outcome(e) for e in belief.log if e.tick < entry.tick and not e.action.startswith("policy:")]
+            before = [_outcome(e) for e in belief.log if e.tick < entry.tick and not e.action.startswith(("policy:", "check:"))]
             decisions.append(RecordedDecision(state=entry.source or previous.state, trigger=entry.trigger or "", args=args,
                                               decided_by=decided_by,
                                               outcomes_before=before))
         previous = entry
+    _attach_checks(decisions, ticks, belief)
     return decisions
+
+
+def _attach_checks(decisions: list[RecordedDecision], ticks: list[int], belief: Belief) -> None:
+    """Each decision gets the checks of the actions it led to, up to the next decision (the first also those before it):
+    a replay calls them before following it, so a changed world is refused before anything acts on it."""
+    for e in belief.log:
+        if not e.action.startswith("check:") or e.status != "ok":
+            continue  # a check that raised recorded nothing to compare
+        at = max(0, sum(1 for t in ticks if t <= e.tick) - 1)
+        if at < len(decisions):
+            decisions[at].checks.append(RecordedCheck(action=e.action[len("check:"):], features=thaw(e.outputs)))

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..cli.learn import procedure_detail, procedure_summary, savings, stats
+from ..cli.learn import procedure_detail, procedure_summary, saved_something, savings, stats
 from ..cli.runs import run_detail, run_summary
 from ..errors import SherpaError, StoreError
 
@@ -177,7 +177,7 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
                        recent=[e.outcome for e in reversed(executions)])
         (candidates if p.status == "candidate" else items).append(summary)
         for e in store.executions(p.id):
-            if e.outcome == "success":
+            if saved_something(p, e):
                 tokens, calls = savings(store, p, e)
                 day = time.strftime("%Y-%m-%d", time.localtime(e.started))
                 bucket = saved_by_day.setdefault(day, {"day": day, "tokens_saved": 0, "llm_calls_saved": 0})
