@@ -13,7 +13,8 @@ agent may see. Cosine stays absolute (not
 rescaled per query), so a query that means nothing close to any artifact does not inflate its best guess; the
 floor drops the nearest-but-unrelated neighbours a vector index always returns (with MiniLM, unrelated sentences score
 about 0 to 0.2 here, paraphrases 0.4 and above).
-When the companion is unavailable, score = lexical and the result says why (`degraded`).
+When the companion is unavailable, score = lexical and the result says why (`degraded`). A write is put in the
+companion by a thread once writes pause (`_indexer`); until then this process scores it exactly against its vector.
 The score is then weighed by the artifact's decay tier (`_hygiene`: hot 1.0, warm 0.7, cold 0.4), so a stale note
 ranks below a fresh one as relevant; only the newest of a supersede chain is returned unless `history` is asked.
 """
@@ -30,6 +31,7 @@ import structlog
 
 from ..errors import SherpaError, UsageError
 from ._hygiene import NEAR_DUPLICATE, TIER_WEIGHT, contradiction, tier
+from ._indexer import Indexer
 from ._models import (Artifact, Hit, SearchResult, Written, check_filters, check_limit, check_name, check_near, check_scope)
 from ._store import MAX_QUERY_CHARS, MemoryStore
 
@@ -37,7 +39,7 @@ log = structlog.get_logger(__name__)
 
 SEMANTIC_WEIGHT = 0.6
 SEMANTIC_FLOOR = 0.25
-CATCH_UP = 32  # artifacts left out of the companion earlier, indexed again with each write
+CATCH_UP = 32  # artifacts left out of the companion earlier, indexed again with each synchronous indexing
 _META_PREFIX = "m."
 _META_MAX_CHARS = 512
 
@@ -62,6 +64,16 @@ def hybrid(lexical: dict[str, float], semantic: dict[str, float] | None, weight:
             if score > 0:
                 scored[aid] = (score, lex, sem)
     return scored
+
+
+def _merged(*lists: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """(id, similarity) lists as one, best first; an id in several keeps its best similarity."""
+    best: dict[str, float] = {}
+    for found in lists:
+        for aid, sim in found:
+            if sim > best.get(aid, -1.0):
+                best[aid] = sim
+    return sorted(best.items(), key=lambda item: -item[1])
 
 
 def companion_metadata(a: Artifact) -> dict[str, Any]:
@@ -104,11 +116,21 @@ class SharedMemory:
         self._lock = threading.RLock()
         #: Why the last companion call failed (None when it worked): writes still succeed, only indexing waits.
         self.companion_problem: str | None = None
+        self.indexer = Indexer(lambda: self.store.path, self.companion, self.collection, companion_metadata, self._indexed)
+
+    def _indexed(self, problem: str | None) -> None:
+        self.companion_problem = problem
 
     def close(self) -> None:
+        """Index what is still held (so another process finds it by meaning), then release the files."""
+        self.indexer.close()
         if self._companion is not None:
             self._companion.close()
         self.store.close()
+
+    def flush(self) -> str | None:
+        """Wait until every artifact written here is in the companion; why not, or None."""
+        return self.indexer.flush()
 
     def __enter__(self) -> SharedMemory:
         return self
@@ -149,8 +171,9 @@ class SharedMemory:
             supersedes = str(check_name(supersedes, "supersedes"))
             self.store.check_supersede(supersedes, prepared)
         result = Written(prepared)
+        vector: list[float] | None = None  # the new text's embedding, when the companion answered the near-duplicate query
         if self.store.exact(prepared) is None and not self.store.has_id(prepared.id):
-            result.near, problem = self._near(prepared, near_threshold, exclude={supersedes} if supersedes else set())
+            result.near, problem, vector = self._near(prepared, near_threshold, exclude={supersedes} if supersedes else set())
             if problem:
                 result.skipped.append(f"near-duplicate check: {problem}")
             if result.near and on_near == "merge":
@@ -177,26 +200,35 @@ class SharedMemory:
 
                 judge = llm_judge(tension_model, result.skipped, None if model_dir is None else str(model_dir))
             result.tensions = self.store.find_tensions(result.artifact, judge=judge)
-        self._index([result.artifact])
+        if vector is not None and self.indexer.accepts():
+            self.indexer.add(result.artifact, vector)  # the companion answered just now: index it off the write path
+        else:
+            self._index([result.artifact])
         return result
 
-    def _near(self, artifact: Artifact, threshold: float, exclude: set[str]) -> tuple[list[tuple[str, float]], str | None]:
-        """Current artifacts of the same scope, owner and kind at cosine ≥ threshold, nearest first (or why not checked)."""
+    def _near(self, artifact: Artifact, threshold: float,
+              exclude: set[str]) -> tuple[list[tuple[str, float]], str | None, list[float] | None]:
+        """Current artifacts of the same scope, owner and kind at cosine ≥ threshold, nearest first (or why not
+        checked), and the text's vector when the companion answered (None before anything is indexed, or on failure)."""
         from ..semantic.companion import CompanionUnavailable
 
-        if not self.store.any_indexed():
-            return [], None
+        indexed = self.store.any_indexed()
+        if not indexed and not self.indexer.held:
+            return [], None, None
         try:
-            nearest = self.companion().query(self.collection, artifact.text, n=10)
+            companion = self.companion()
+            vector = companion.embed_query(artifact.text)
+            nearest = companion.query(self.collection, artifact.text, n=10, vector=vector) if indexed else []
         except (CompanionUnavailable, UsageError) as exc:
-            return [], getattr(exc, "reason", str(exc))
+            return [], getattr(exc, "reason", str(exc)), None
+        nearest = _merged(nearest, self.indexer.nearest(vector))
         close = [(aid, sim) for aid, sim in nearest if sim >= threshold and aid != artifact.id and aid not in exclude]
         if not close:
-            return [], None
+            return [], None, vector if indexed else None
         same = self.store.visible([aid for aid, _ in close], agent=artifact.agent, scope=artifact.scope,
                                   author=artifact.agent if artifact.scope == "private" else None)
         return [(aid, sim) for aid, sim in close if aid in same and same[aid].kind == artifact.kind
-                and contradiction(artifact.text, same[aid].text) is None], None
+                and contradiction(artifact.text, same[aid].text) is None], None, vector if indexed else None
 
     def write_many(self, artifacts: list[Artifact], *, index: bool = True) -> list[Artifact]:
         """Bulk load prepared artifacts (`store.prepare`) in one transaction; `index=False` leaves them to `reindex`."""
@@ -228,12 +260,15 @@ class SharedMemory:
                 log.warning("memory_index_pending", reason=self.companion_problem, artifacts=len(artifacts))
                 return
             self.companion_problem = None
-            self.store.mark_indexed([a.id for a in items])
+            with self.indexer.lock:
+                self.store.mark_indexed([a.id for a in items])
+                self.indexer.forget([a.id for a in items])
 
     def delete(self, artifact_id: str, *, operator: str, reason: str | None = None) -> bool:
         """Remove an artifact from the truth and the companion: an operator's act, logged (agents supersede instead)."""
         if not self.store.delete(artifact_id, operator=operator, reason=reason):
             return False
+        self.indexer.forget([artifact_id])
         try:
             self.companion().delete(self.collection, [artifact_id])
         except SherpaError as exc:  # the truth wins: a stale companion hit is dropped at search time
@@ -282,7 +317,8 @@ class SharedMemory:
             self.store.touch([h.artifact.id for h in hits])
         pending = 0
         if semantic is not None:
-            pending = self.store.pending()
+            with self.indexer.lock:  # held artifacts are found by meaning already: not what the note is about
+                pending = max(0, self.store.pending() - len(self.indexer.held))
             if pending:
                 notes.append(f"{pending} artifact(s) are not in the semantic index yet (written while it was unavailable); "
                              f"they are found by their words only until `sherpa-skills memory reindex`")
@@ -304,13 +340,16 @@ class SharedMemory:
         wide = 4 * n
         try:
             companion = self.companion()
-            nearest = companion.query(self.collection, query, n=wide)
-            visible = self.store.visible_ids([aid for aid, _ in nearest], agent=agent, scope=scope, author=author, kind=kind,
-                                             metadata=filters, history=history)
+            vector = companion.embed_query(query)
+            held = self.indexer.nearest(vector)  # written here, not in the companion yet: scored exactly
+            nearest = companion.query(self.collection, query, n=wide, vector=vector)
+            visible = self.store.visible_ids([aid for aid, _ in _merged(nearest, held)], agent=agent, scope=scope,
+                                             author=author, kind=kind, metadata=filters, history=history)
             if len(visible) < limit and len(nearest) < self.store.count():  # (HNSW may return fewer than asked)
-                nearest = companion.query(self.collection, query, n=n, where=companion_where(agent, scope, author, kind, filters))
-                visible = self.store.visible_ids([aid for aid, _ in nearest], agent=agent, scope=scope, author=author,
-                                                 kind=kind, metadata=filters, history=history)
+                nearest = companion.query(self.collection, query, n=n, where=companion_where(agent, scope, author, kind, filters),
+                                          vector=vector)
+                visible = self.store.visible_ids([aid for aid, _ in _merged(nearest, held)], agent=agent, scope=scope,
+                                                 author=author, kind=kind, metadata=filters, history=history)
         except SherpaError as exc:  # CompanionUnavailable, or a companion that cannot even be configured
             if self.store.count() == 0:
                 return {}, None  # nothing stored, nothing indexed: an absent collection is no degradation
@@ -319,7 +358,7 @@ class SharedMemory:
             return None, (f"semantic search unavailable ({reason}); these results are lexical only (SQLite FTS5); "
                           f"`sherpa-skills memory reindex` rebuilds the index from the store")
         order.update(visible)
-        return {aid: sim for aid, sim in nearest if aid in visible}, None
+        return {aid: sim for aid, sim in _merged(nearest, held) if aid in visible}, None
 
     # ------------------------------------------------------------------ maintenance
 
@@ -329,6 +368,7 @@ class SharedMemory:
         from ..semantic.companion import Companion, CompanionUnavailable
 
         started = time.monotonic()
+        self.indexer.flush()  # what is held goes in first (or stays pending if the companion is broken: rebuilt below)
         upto = self.store.last_seq()
         companion = self.companion()
         moved: Path | None = None
@@ -361,6 +401,8 @@ class SharedMemory:
                 if self.store.pending() >= before:
                     break
         self.companion_problem = None
+        with self.indexer.lock:  # held artifacts the rebuild read from the truth are in the companion now
+            self.indexer.forget([row[0] for row in self.store._rows_among("a.id", list(self.indexer.held), "a.indexed = 1", [])])
         result = {"artifacts": size, "collection": self.collection, "companion": companion.where,
                   "embedder": companion.embedder.name, "seconds": round(time.monotonic() - started, 2),
                   "pending": self.store.pending(), "moved_aside": str(moved) if moved else None}
@@ -372,6 +414,8 @@ class SharedMemory:
 
     def stats(self) -> dict[str, Any]:
         """Counts per scope and agent, and whether the companion answers (never raises for the companion)."""
+        if self.indexer.held:
+            self.indexer.flush()  # counts compare the companion with the truth: what is held goes in first
         data = self.store.stats()
         status: dict[str, Any] = {"collection": self.collection, "ok": False, "items": None, "reason": None}
         try:

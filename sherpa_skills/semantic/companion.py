@@ -233,25 +233,28 @@ class Companion:
     # ------------------------------------------------------------ public operations
 
     def upsert(self, collection: str, ids: list[str], texts: list[str],
-               metadatas: list[dict[str, Any]] | None = None) -> None:
-        """Add or replace items; the collection is created on first use. A repeated id keeps its last text."""
-        if len(ids) != len(texts) or (metadatas is not None and len(metadatas) != len(ids)):
-            raise UsageError("upsert needs as many texts (and metadatas, if given) as ids")
+               metadatas: list[dict[str, Any]] | None = None, vectors: list[list[float]] | None = None) -> None:
+        """Add or replace items; the collection is created on first use. A repeated id keeps its last text.
+        `vectors`, when the caller already embedded `texts` with this embedder, are stored as given."""
+        if len(ids) != len(texts) or any(x is not None and len(x) != len(ids) for x in (metadatas, vectors)):
+            raise UsageError("upsert needs as many texts (and metadatas and vectors, if given) as ids")
         metas = [_clean_metadata(m) for m in metadatas] if metadatas is not None else [None] * len(ids)
         last = {str(i): n for n, i in enumerate(ids)}  # chromadb rejects duplicate ids within one call
-        rows = [(str(ids[n]), texts[n], metas[n]) for n in sorted(last.values())]
+        order = sorted(last.values())
+        rows = [(str(ids[n]), texts[n], metas[n]) for n in order]
         if not rows:
             return
         col = self._get(collection, create=True)
-        self._write(col, collection, rows, "upsert")
+        self._write(col, collection, rows, "upsert", None if vectors is None else [list(vectors[n]) for n in order])
 
-    def _write(self, col: Any, collection: str, rows: list[tuple[str, str, dict[str, Any] | None]], how: str) -> int:
+    def _write(self, col: Any, collection: str, rows: list[tuple[str, str, dict[str, Any] | None]], how: str,
+               given: list[list[float]] | None = None) -> int:
         with _chroma("report its batch size", self.where):
             limit = min(_BATCH, int(self._open().get_max_batch_size()))
         written = 0
         for start in range(0, len(rows), limit):
             chunk = rows[start:start + limit]
-            vectors = self._embed([text for _, text, _ in chunk])
+            vectors = given[start:start + limit] if given is not None else self._embed([text for _, text, _ in chunk])
             metas = [m for _, _, m in chunk]
             with _chroma(f"{how} into {collection!r}", self.where):
                 getattr(col, how)(ids=[i for i, _, _ in chunk], embeddings=vectors, documents=[t for _, t, _ in chunk],
