@@ -30,6 +30,7 @@ from . import literals as lit
 from .models import CapturedProcedure
 from .scoring import REPLAY_THRESHOLD
 from .store import SkillStore
+from .verifier import Verdict, Verifier
 
 log = structlog.get_logger(__name__)
 
@@ -104,6 +105,16 @@ class MatchDecision(BaseModel):
     min_confidence: float = REPLAY_THRESHOLD
     mode: Literal["semantic", "lexical"] = "semantic"
     degraded: str | None = None
+    verification: Verdict | None = Field(default=None, description="the verifier's answer about a borderline candidate, with "
+                                         "its calls and tokens; None when it was off or not asked")
+
+    @property
+    def llm_calls(self) -> int:
+        return self.verification.calls if self.verification else 0
+
+    @property
+    def tokens(self) -> int:
+        return self.verification.tokens if self.verification else 0
 
     @property
     def procedure_id(self) -> str | None:
@@ -203,13 +214,14 @@ class Matcher:
     """Decides which procedure a task is about; the term index is rebuilt only when the store's generation changes."""
 
     def __init__(self, store: SkillStore, companion_path: Path | None = None, companion: Any = None, *,
-                 floor: float = RELEVANCE_FLOOR, margin: float = MARGIN):
+                 floor: float = RELEVANCE_FLOOR, margin: float = MARGIN, verify: Verifier | None = None):
         self.store = store
         self.companion_path = companion_path or store.path.parent / "companion"
         self._companion = companion
         self._terms: dict[bool, tuple[int, _TermIndex]] = {}
         self.floor = floor
         self.margin = margin
+        self.verify = verify
         self._texts: dict[tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[lit.Literal]]] = {}
 
     def companion(self) -> Any:
@@ -270,11 +282,12 @@ class Matcher:
 
     def match(self, query: str, *, task_type: str | None = None, include_candidates: bool = False,
               params: dict[str, Any] | None = None, min_confidence: float | None = None, check_health: bool = True,
-              limit: int = 5) -> MatchDecision:
+              limit: int = 5, verify: Verifier | None = None) -> MatchDecision:
         """Decide which procedure the task is about: `match` with the selected one and its parameters, or `no-match`.
 
         `params` are values the caller already gives (they win over values read from the task);
-        `min_confidence` defaults to the replay threshold; `limit` bounds the candidates listed.
+        `min_confidence` defaults to the replay threshold; `limit` bounds the candidates listed;
+        `verify` (else the matcher's own) is asked about a best candidate in the borderline band.
         """
         threshold = REPLAY_THRESHOLD if min_confidence is None else float(min_confidence)
         base = {"query": query, "task_type": task_type, "floor": self.floor, "margin": self.margin, "min_confidence": threshold}
@@ -316,7 +329,8 @@ class Matcher:
                 literals_disagreed=agreement.disagreed, params=agreement.params))
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
         mode = "semantic" if vector is not None else "lexical"
-        return self._decide(base, candidates[:max(limit, 1)], given, threshold, check_health, mode, degraded)
+        return self._decide(base, candidates[:max(limit, 1)], given, threshold, check_health, mode, degraded,
+                            verify=verify or self.verify)
 
     def _text(self, proc: CapturedProcedure) -> tuple[set[str], lit.ProcedureText, list[lit.Literal]]:
         """A procedure's key terms and literals, prepared once per version."""
@@ -333,17 +347,22 @@ class Matcher:
         return found
 
     def _decide(self, base: dict[str, Any], candidates: list[Candidate], given: dict[str, Any], threshold: float,
-                check_health: bool, mode: Literal["semantic", "lexical"], degraded: str | None) -> MatchDecision:
+                check_health: bool, mode: Literal["semantic", "lexical"], degraded: str | None, *,
+                verify: Verifier | None = None) -> MatchDecision:
+        floor = base["floor"]
+        lower = min(verify.lower, floor) if verify is not None else floor
         for c in candidates:
             if c.literals_disagreed:
                 c.reason = f"literals disagree: {'; '.join(c.literals_disagreed)}"
             elif c.semantic is None:
                 c.reason = "no semantic score (meaning unavailable): not replayed on key terms alone"
-            elif c.score < base["floor"]:
-                c.reason = f"below relevance floor {base['floor']:g} ({c.score:.2f})"
+            elif c.score < floor:
+                c.reason = f"below relevance floor {floor:g} ({c.score:.2f})"
         contenders = [c for c in candidates if c.reason is None]
+        # The borderline band: sure enough to ask the verifier, not sure enough to replay without it.
+        band = [] if contenders else [c for c in candidates if not c.literals_disagreed and c.semantic is not None and c.score >= lower]
         decision = MatchDecision(**base, decision="no-match", candidates=candidates, mode=mode, degraded=degraded)
-        if not contenders:
+        if not contenders and not band:
             if candidates:
                 decision.reason = "no stored procedure is about this task"
             elif not self.store.count():
@@ -351,16 +370,18 @@ class Matcher:
             else:
                 decision.reason = "no stored procedure shares a key term or meaning with this task"
             return decision
-        best = contenders[0]
-        close = [c for c in contenders[1:] if best.score - c.score < self.margin]
+        pool = contenders or band
+        best = pool[0]
+        close = [c for c in pool[1:] if best.score - c.score < self.margin]
         if close:
             names = ", ".join(c.procedure_id for c in [best, *close])
             for c in [best, *close]:
                 c.reason = f"ambiguous: {names} score within {self.margin:g} of each other"
             decision.reason = f"ambiguous between {names}: when unsure, plan"
             return decision
-        for c in contenders[1:]:
+        for c in pool[1:]:
             c.reason = f"less relevant than {best.procedure_id} ({c.score:.2f} < {best.score:.2f})"
+        best.reason = None  # a borderline best is judged below, by the verifier
         proc = self.store.get(best.procedure_id)
         if check_health:
             health = self.store.health(proc.id)
@@ -373,9 +394,19 @@ class Matcher:
         if best.reason is not None:
             decision.reason = f"{best.procedure_id} is about the task but not replayable: {best.reason}"
             return decision
+        verified: dict[str, str] = {}
+        if not contenders and verify is not None:  # borderline: one short question decides, a no or any doubt is no-match
+            declared = self._text(proc)[1].params
+            verdict = verify.verify(base["query"], proc, declared)
+            decision.verification = verdict
+            if not verdict.same_task:
+                best.reason = f"borderline ({best.score:.2f}, band {lower:g}–{floor:g}): {verdict.reason}"
+                decision.reason = f"{best.procedure_id} was not confirmed: {verdict.reason}"
+                return decision
+            verified = verdict.params
         decision.decision = "match"
         decision.selected = best
-        decision.params = {**best.params, **{k: str(v) for k, v in given.items()}}
+        decision.params = {**verified, **best.params, **{k: str(v) for k, v in given.items()}}
         return decision
 
     # ------------------------------------------------------------------ the companion
