@@ -4,14 +4,12 @@ an unusable answer or a failed call is a no-match with the reason, and every cal
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from sherpa_skills.errors import ModelError
+from sherpa_skills.home import store_path
 from sherpa_skills.skills.matcher import Matcher
 from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
 from sherpa_skills.skills.store import SkillStore
@@ -172,3 +170,49 @@ answers:
         assert (v := verifier_from_env()) is not None and v.model == "scripted/x.yaml"
         with pytest.raises(ModelError, match="needs a model name"):
             Verifier("  ")
+
+
+class TestCli:
+    """`learn replay --verify` / `--verify-model`: the verifier's calls and tokens are in the JSON, and a flag
+    without a model is refused as bad usage."""
+
+    def test_verify_without_a_model_is_bad_usage(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+        from sherpa_skills.cli import main
+
+        monkeypatch.delenv(MODEL_ENV, raising=False)
+        monkeypatch.delenv("SHERPA_SKILLS_MODEL", raising=False)
+        assert main(["learn", "replay", "anything", "--verify", "--home", str(tmp_path / "h")]) == 2
+        assert "sherpa-skills: --verify needs a model" in capsys.readouterr().err
+        assert main(["learn", "replay", "anything", "--verify-model", " ", "--home", str(tmp_path / "h")]) == 2
+
+    def test_the_json_counts_the_verifier(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+        """A borderline task confirmed by the verifier is a dry run whose JSON carries the call and its tokens;
+        SHERPA_SKILLS_VERIFY_MODEL alone turns it on, and the verifier saying no is a no-match."""
+        from sherpa_skills.cli import main
+        from sherpa_skills.skills import verifier as verifier_module
+
+        home = tmp_path / "h"
+        store = SkillStore(store_path(home))
+        matcher = Matcher(store)
+        p = store.add_procedure(CapturedProcedure(id="", task_type="greet", description="write a greeting for someone",
+                                                  success_count=2, steps=[ProcedureStep(command="echo hello {{ name }}")]))
+        assert matcher.index(p) is None
+        best = matcher.match(GREET).candidates[0]
+        monkeypatch.setattr(verifier_module, "VERIFY_FLOOR", best.score - 0.01)  # the band starts just under this task
+        yes = script(tmp_path, '''
+answers:
+  - match: "Task: "
+    respond: {same_task: true, params: {name: "Ada Lovelace"}}
+''')
+        assert main(["learn", "replay", GREET, "--verify-model", yes, "--json", "--home", str(home)]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["status"] == "dry-run" and out["procedure_id"] == p.id and out["params_from_task"] == {"name": "Ada Lovelace"}
+        assert out["verification"]["same_task"] and out["llm_calls"] == 1 and out["tokens"] == out["verification"]["tokens"] > 0
+        no = tmp_path / "no.yaml"
+        no.write_text('answers:\n  - match: "Task: "\n    respond: {same_task: false, params: {}}\n', encoding="utf-8")
+        monkeypatch.setenv(MODEL_ENV, f"scripted/{no}")
+        assert main(["learn", "replay", GREET, "--json", "--home", str(home)]) == 1
+        out = json.loads(capsys.readouterr().out)
+        assert out["status"] == "no-match" and "not this task" in out["reason"] and out["llm_calls"] == 1

@@ -100,12 +100,12 @@ def _parse(text: str, declared: list[str], query: str) -> tuple[_Answer | None, 
 class Verifier:
     """Asks `model` whether a procedure is the task; `lower` is the band's lower edge (see VERIFY_FLOOR)."""
 
-    def __init__(self, model: str, *, lower: float = VERIFY_FLOOR, max_tokens: int = MAX_TOKENS,
+    def __init__(self, model: str, *, lower: float | None = None, max_tokens: int = MAX_TOKENS,
                  base_dir: str | None = None):
         if not model or not model.strip():
             raise ModelError(f"the verifier needs a model name (a litellm model string, or scripted/PATH.yaml; {MODEL_ENV})")
         self.model = model.strip()
-        self.lower = float(lower)
+        self.lower = float(VERIFY_FLOOR if lower is None else lower)
         self.max_tokens = max_tokens
         self.base_dir = base_dir
 
