@@ -21,14 +21,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ModelError
 from .models import CapturedProcedure
+from .relevance import default_model
 
 log = structlog.get_logger(__name__)
 
 __all__ = ["MODEL_ENV", "VERIFY_FLOOR", "Verdict", "Verifier", "verifier_from_env"]
 
 MODEL_ENV = "SHERPA_SKILLS_VERIFY_MODEL"
-#: Lower edge of the band the verifier is asked about (relevance, the same scale as the match floor).
-VERIFY_FLOOR = 0.5
+#: Lower edge of the band the verifier is asked about (relevance, as the match floor); calibrated with the model.
+VERIFY_FLOOR = default_model().verify_floor
 MAX_STEPS = 5
 MAX_STEP_CHARS = 160
 MAX_TOKENS = 120
