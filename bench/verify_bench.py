@@ -35,8 +35,9 @@ SECTION = "Procedure matching: verifier (NL2Bash dev)"
 
 
 def oracle_script(path: Path, split: dict[str, Any]) -> None:
-    """Yes exactly for (query, the description its command is stored under); no otherwise."""
-    answers = [{"match": "^Task: " + re.escape(q.strip()[:500]) + r"\n\nProcedure: " + re.escape(split["stored"][g][1][:300]) + r"\n",
+    """Yes exactly for (query, the procedure its command is stored as); no otherwise."""
+    answers = [{"match": "^Task: " + re.escape(q.strip()[:500]) + r"\n\nProcedure: " + re.escape(split["stored"][g][1][:300])
+                + r"\nSteps:\n1\. " + re.escape(split["stored"][g][0][:100]),  # descriptions repeat in NL2Bash: the command decides
                 "respond": {"same_task": True, "params": {}}} for q, g in split["positives"]]
     path.write_text(json.dumps({"answers": answers, "default": '{"same_task": false, "params": {}}'}), encoding="utf-8")
 
