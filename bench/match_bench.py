@@ -336,7 +336,7 @@ def main() -> int:
         row("MiniLM cosine alone", mini, f"floor {mini_floor:.3f} (false replay ≤ 5 %)"),
         "",
         "Calibration: the same candidates decided again at each floor (margin and literal checks unchanged); the default "
-        "floor is the lowest one whose wrong and false replays (distinct text) both stay at or under 3 %.",
+        "floor and margin come from bench/match_calibrate.py (best hit@1 with wrong and false replays, distinct text, at or under 3 %).",
         "",
         "| floor | hit@1 | wrong | false replay | false, all |",
         "|---|---|---|---|---|",
