@@ -10,7 +10,7 @@ import pytest
 
 from sherpa_skills.errors import ModelError
 from sherpa_skills.home import store_path
-from sherpa_skills.skills.matcher import Matcher
+from sherpa_skills.skills.matcher import MatchDecision, Matcher
 from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
 from sherpa_skills.skills.store import SkillStore
 from sherpa_skills.skills.verifier import MODEL_ENV, Verifier, response_format, verifier_from_env
@@ -51,6 +51,12 @@ def borderline(store: SkillStore, query: str, model: str) -> tuple[Matcher, Veri
     return matcher, Verifier(model, lower=best.score - 0.01)
 
 
+def ask(store: SkillStore, tmp_path: Path, body: str) -> MatchDecision:
+    """GREET matched with a verifier answering from this script, its band starting just under GREET's score."""
+    matcher, verifier = borderline(store, GREET, script(tmp_path, body))
+    return matcher.match(GREET, verify=verifier)
+
+
 class TestAnswers:
     def test_yes_selects_the_candidate_with_declared_parameters_and_counts_the_call(self, store: SkillStore, tmp_path: Path) -> None:
         """A borderline candidate the verifier confirms is replayed; the parameter it names is filled from the task."""
@@ -66,71 +72,59 @@ answers:
         assert decision.verification and decision.verification.same_task and decision.llm_calls == 1 and decision.tokens > 0
 
     def test_no_is_no_match_with_the_reason(self, store: SkillStore, tmp_path: Path) -> None:
-        model = script(tmp_path, """
+        decision = ask(store, tmp_path, """
 answers:
   - match: "Task: "
     respond: {same_task: false, params: {}}
 """)
-        matcher, verifier = borderline(store, GREET, model)
-        decision = matcher.match(GREET, verify=verifier)
         assert decision.decision == "no-match" and "not this task" in (decision.reason or "")
         assert decision.llm_calls == 1 and decision.tokens > 0
         assert "borderline" in (decision.candidates[0].reason or "")
 
     def test_a_malformed_answer_is_asked_again_once(self, store: SkillStore, tmp_path: Path) -> None:
         """Prose instead of JSON: one more question saying what was wrong, and its good answer counts."""
-        model = script(tmp_path, """
+        decision = ask(store, tmp_path, """
 answers:
   - match: "cannot be used: the answer is not"
     respond: '```json\n{"same_task": true, "params": {"name": "Ada"}}\n```'
   - match: "Task: "
     respond: "Yes, I think so."
 """)
-        matcher, verifier = borderline(store, GREET, model)
-        decision = matcher.match(GREET, verify=verifier)
         assert decision.decision == "match" and decision.params == {"name": "Ada"} and decision.llm_calls == 2
 
     def test_malformed_twice_is_no_match(self, store: SkillStore, tmp_path: Path) -> None:
-        model = script(tmp_path, """
+        decision = ask(store, tmp_path, """
 answers:
   - match: "."
     respond: '{"same_task": "maybe"}'
 """)
-        matcher, verifier = borderline(store, GREET, model)
-        decision = matcher.match(GREET, verify=verifier)
         assert decision.decision == "no-match" and "unusable twice" in (decision.reason or "") and decision.llm_calls == 2
 
     def test_an_undeclared_parameter_is_refused(self, store: SkillStore, tmp_path: Path) -> None:
         """The procedure takes `name`; an answer that sets `cmd` is not used, however sure it sounds."""
-        model = script(tmp_path, """
+        decision = ask(store, tmp_path, """
 answers:
   - match: "."
     respond: {same_task: true, params: {cmd: "rm -rf /"}}
 """)
-        matcher, verifier = borderline(store, GREET, model)
-        decision = matcher.match(GREET, verify=verifier)
         assert decision.decision == "no-match" and "undeclared parameters: cmd" in (decision.reason or "")
         assert decision.params == {} and decision.llm_calls == 2
 
     def test_a_value_the_task_does_not_state_is_refused(self, store: SkillStore, tmp_path: Path) -> None:
-        model = script(tmp_path, """
+        decision = ask(store, tmp_path, """
 answers:
   - match: "."
     respond: {same_task: true, params: {name: "Bob"}}
 """)
-        matcher, verifier = borderline(store, GREET, model)
-        decision = matcher.match(GREET, verify=verifier)
         assert decision.decision == "no-match" and "does not state" in (decision.reason or "")
 
     def test_a_failing_model_is_no_match_not_a_crash(self, store: SkillStore, tmp_path: Path) -> None:
         """The script has no answer for this prompt: the call fails, the decision says so, the call is counted."""
-        model = script(tmp_path, """
+        decision = ask(store, tmp_path, """
 answers:
   - match: "something else entirely"
     respond: {same_task: true, params: {}}
 """)
-        matcher, verifier = borderline(store, GREET, model)
-        decision = matcher.match(GREET, verify=verifier)
         assert decision.decision == "no-match" and "the verifier failed" in (decision.reason or "") and decision.llm_calls == 1
 
 
