@@ -9,7 +9,7 @@ import pytest
 
 from sherpa_skills.semantic.embeddings import default_embedder
 from sherpa_skills.skills.literals import agree, extract, procedure_text
-from sherpa_skills.skills.matcher import COLLECTION, Matcher, describe
+from sherpa_skills.skills.matcher import COLLECTION, RELEVANCE_FLOOR, Matcher, describe
 from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
 from sherpa_skills.skills.store import SkillStore
 
@@ -53,7 +53,7 @@ class TestDecision:
         """The reason names the floor and the score, which mean the same in every query (no normalisation)."""
         decision = Matcher(store).match("restart nginx")
         best = decision.candidates[0]
-        assert best.task_type == "restart-web" and best.reason == f"below relevance floor 0.96 ({best.score:.2f})"
+        assert best.task_type == "restart-web" and best.reason == f"below relevance floor {RELEVANCE_FLOOR:g} ({best.score:.2f})"
 
     def test_the_task_type_named_or_the_description_repeated_is_a_match(self, store: SkillStore) -> None:
         """Word for word, the task names the procedure: that is a decision, not a guess."""

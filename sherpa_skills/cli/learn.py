@@ -209,7 +209,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     console = _console(stderr=args.json)
     payload = skills.replay(args.query, procedure_id=args.procedure, task_type=args.task_type,
                             params=parse_assignments(args.param, "--param"), execute=args.execute, cwd=args.cwd,
-                            min_confidence=args.min_confidence, confirm=None if args.yes else (lambda pending: _confirm(console, pending)))
+                            min_confidence=args.min_confidence, verify=_verify_model(args.verify, args.verify_model),
+                            confirm=None if args.yes else (lambda pending: _confirm(console, pending)))
     if payload["status"] == "refused" and not sys.stdin.isatty() and args.execute and not args.yes:
         payload["reason"] = "not confirmed: executing needs confirmation; pass --yes to execute without asking"
     if args.json:
@@ -219,9 +220,33 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK if payload["status"] in ("dry-run", "succeeded") else EXIT_ERROR
 
 
+def _verify_model(flag: bool, named: str | None) -> str | None:
+    """--verify-model, else with --verify SHERPA_SKILLS_VERIFY_MODEL or SHERPA_SKILLS_MODEL; None leaves it to the env."""
+    import os
+
+    from ..errors import UsageError
+    from ..llm.call import MODEL_ENV
+    from ..skills.verifier import MODEL_ENV as VERIFY_ENV
+
+    if named is not None:
+        if not named.strip():
+            raise UsageError("--verify-model needs a model name (a litellm model string, or scripted/PATH.yaml)")
+        return named.strip()
+    if not flag:
+        return None
+    model = os.environ.get(VERIFY_ENV, "").strip() or os.environ.get(MODEL_ENV, "").strip()
+    if not model:
+        raise UsageError(f"--verify needs a model: --verify-model MODEL, or set {VERIFY_ENV} (or {MODEL_ENV})")
+    return model
+
+
 def _show_replay(console: Any, p: dict[str, Any]) -> None:
     if p["degraded"]:
         console.print(f"[yellow]{p['degraded']}[/]")
+    v = p.get("verification")
+    if v:
+        said = "confirmed" if v["same_task"] else "refused"
+        console.print(f"[dim]borderline match {said} by {v['model']} ({v['calls']} call(s), {v['tokens']} tokens)[/]")
     if p["status"] == "no-match":
         console.print(f"[yellow]no procedure to replay[/]: {p['reason'] or 'nothing matched'}")
         for m in (p.get("matches") or [])[:3]:
@@ -516,6 +541,10 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--task-type")
     p.add_argument("--cwd", help="where the steps run (default: here)")
     p.add_argument("--min-confidence", type=float, default=0.8, help="replay threshold on confidence (default 0.8; 0 accepts any)")
+    p.add_argument("--verify", action="store_true",
+                   help="a borderline match is confirmed by one short LLM call (model: --verify-model, else "
+                        "SHERPA_SKILLS_VERIFY_MODEL, else SHERPA_SKILLS_MODEL); SHERPA_SKILLS_VERIFY_MODEL alone turns it on too")
+    p.add_argument("--verify-model", metavar="MODEL", help="the verifier's model (implies --verify)")
     p.add_argument("--json", action="store_true")
 
     p = add("health", cmd_health, "rolling success rate and status of every procedure")

@@ -58,7 +58,7 @@ def replay_payload(result: Any) -> dict[str, Any]:
             "divergence": ctx.get("divergence"), "reason": reason, "llm_calls": result.counters.get("llm_calls", 0),
             "tokens": result.counters.get("tokens", 0), "match_mode": ctx.get("match_mode"), "degraded": ctx.get("degraded"),
             "params": ctx.get("params") or {}, "params_from_task": ctx.get("params_from_task") or {},
-            "matches": ctx.get("matches"), "run_id": result.run_id}
+            "matches": ctx.get("matches"), "verification": ctx.get("verification"), "run_id": result.run_id}
 
 
 class SkillStore:
@@ -110,9 +110,13 @@ class SkillStore:
         return [self.store.health(pid) for pid in ids]
 
     def match(self, query: str, task_type: str | None = None, *, params: dict[str, Any] | None = None,
-              min_confidence: float | None = None) -> MatchDecision:
-        """Which procedure the task is about, with parameters read from its literals; or `no-match` and why."""
-        return self.matcher.match(query, task_type=task_type, params=params, min_confidence=min_confidence)
+              min_confidence: float | None = None, verify: str | None = None) -> MatchDecision:
+        """Which procedure the task is about, with parameters read from its literals; or `no-match` and why.
+        `verify` names a model that confirms a borderline candidate (see skills/verifier.py)."""
+        from .verifier import Verifier
+
+        return self.matcher.match(query, task_type=task_type, params=params, min_confidence=min_confidence,
+                                  verify=Verifier(verify) if verify else None)
 
     # ------------------------------------------------------------------ acting
 
@@ -146,7 +150,7 @@ class SkillStore:
 
     def replay(self, query: str | None = None, *, procedure_id: str | None = None, task_type: str | None = None,
                params: dict[str, Any] | None = None, execute: bool = False, cwd: str | None = None,
-               min_confidence: float | None = None,
+               min_confidence: float | None = None, verify: str | None = None,
                confirm: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
         """Match and replay: a dry run unless `execute`. With `confirm`, executing first asks it
         (`("approve"|"refuse"|"edit", args)` from the pending payload); without, `execute=True` runs at once."""
@@ -160,6 +164,8 @@ class SkillStore:
             inputs["task_type"] = task_type
         if cwd:
             inputs["cwd"] = cwd
+        if verify:
+            inputs["verify"] = verify
         agent = _machine("replay").agent(store=self._run_store(), home=self.home)
         result = agent.run(inputs)
         while confirm is not None and result.status == "waiting" and result.state == "confirm":

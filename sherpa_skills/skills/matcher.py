@@ -1,19 +1,17 @@
 """Which stored procedure a task is about — or that none is. A match is a decision, not a ranking.
 
 Candidates come from the chromadb companion (approximate neighbours) and from key terms weighted by how rare
-they are in the store (IDF). Each candidate then gets scores with an absolute meaning, never divided by the
+they are in the store (IDF). Each candidate then gets signals with an absolute meaning, never divided by the
 query's best: the exact cosine between the task and the procedure (stored vectors, or recomputed when the
-companion lacks them), the share of the task's key-term weight the procedure covers, and literal agreement
-(numbers, paths, quoted names, `*.ext`, flags: see `literals`). The relevance score is
-
-    score = semantic + LITERAL_BONUS * min(agreed, 3) / 3 + SHARED_BONUS * min(shared, 3) / 3
-
-(a task that names the task type, or repeats or contains the description word for word, counts as semantic 1.0),
-where `agreed` counts the task's literals the procedure states (or takes as parameters) and `shared` the
-literals of the procedure's description that the task repeats. A candidate is taken only when no literal
-disagrees, its score reaches RELEVANCE_FLOOR, no other candidate comes within MARGIN of it, and it is
-confident and healthy enough to replay. The floor and margin are calibrated on the NL2Bash dev split so that
-wrong and false replays stay rare (bench/match_bench.py, bench/RESULTS.md); when unsure, plan.
+companion lacks them), the share of the task's key-term weight the procedure covers and of the description's
+the task covers, literal agreement (numbers, paths, quoted names, `*.ext`, flags: see `literals`), and how far
+its cosine stands above the best other candidate's. A small logistic model turns them into the relevance, in
+[0, 1] (`relevance`; coefficients fitted on the NL2Bash dev split by bench/match_calibrate.py); a task that names
+the task type, or repeats or contains the description word for word, has relevance 1.0. A candidate is taken
+only when no literal disagrees, its relevance reaches RELEVANCE_FLOOR, no other candidate comes within MARGIN
+of it, and it is confident and healthy enough to replay; floor and margin are calibrated so that wrong and
+false replays stay at or under 3 % (bench/match_bench.py, bench/RESULTS.md). When unsure, plan — or, with a
+verifier, ask one short question about a best candidate in the band just under the floor (`verifier`).
 """
 
 from __future__ import annotations
@@ -28,16 +26,16 @@ from pydantic import BaseModel, Field
 
 from . import literals as lit
 from .models import CapturedProcedure
+from .relevance import RelevanceModel, default_model, length_feature
 from .scoring import REPLAY_THRESHOLD
 from .store import SkillStore
+from .verifier import Verdict, Verifier
 
 log = structlog.get_logger(__name__)
 
 COLLECTION = "procedures"
-LITERAL_BONUS = 0.1
-SHARED_BONUS = 0.2
-RELEVANCE_FLOOR = 0.96
-MARGIN = 0.06
+RELEVANCE_FLOOR = default_model().floor
+MARGIN = default_model().margin
 POOL = 20
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_]*")
@@ -78,9 +76,11 @@ class Candidate(BaseModel):
     version: int
     description: str = ""
     confidence: float
-    score: float = Field(description="relevance: semantic + literal bonuses; compared with the floor")
+    score: float = Field(description="relevance in [0, 1] (the logistic model over the signals); compared with the floor")
     semantic: float | None = Field(description="exact cosine between task and procedure, in [0, 1]")
     terms: float = Field(description="share of the task's key-term weight (IDF) the procedure covers, in [0, 1]")
+    reverse: float = Field(default=0.0, description="share of the description's key-term weight the task covers, in [0, 1]")
+    features: dict[str, float] = Field(default_factory=dict, description="the relevance model's inputs")
     matched_terms: list[str] = Field(default_factory=list)
     literals_agreed: list[str] = Field(default_factory=list)
     literals_disagreed: list[str] = Field(default_factory=list)
@@ -104,6 +104,16 @@ class MatchDecision(BaseModel):
     min_confidence: float = REPLAY_THRESHOLD
     mode: Literal["semantic", "lexical"] = "semantic"
     degraded: str | None = None
+    verification: Verdict | None = Field(default=None, description="the verifier's answer about a borderline candidate, with "
+                                         "its calls and tokens; None when it was off or not asked")
+
+    @property
+    def llm_calls(self) -> int:
+        return self.verification.calls if self.verification else 0
+
+    @property
+    def tokens(self) -> int:
+        return self.verification.tokens if self.verification else 0
 
     @property
     def procedure_id(self) -> str | None:
@@ -165,6 +175,13 @@ def coverage(weights: dict[str, float], procedure_terms: set[str]) -> tuple[floa
     return sum(weights[t] for t in matched) / total, matched
 
 
+def reverse_coverage(weights: dict[str, float], described: list[str], terms: _TermIndex) -> float:
+    """Share of the description's key-term weight (IDF) that the task repeats: a task saying less than the
+    procedure does is less surely about it."""
+    total = sum(terms.idf.get(w, 0.0) for w in described)
+    return sum(terms.idf.get(w, 0.0) for w in described if w in weights) / total if total > 0 else 0.0
+
+
 def _plain(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
@@ -203,14 +220,17 @@ class Matcher:
     """Decides which procedure a task is about; the term index is rebuilt only when the store's generation changes."""
 
     def __init__(self, store: SkillStore, companion_path: Path | None = None, companion: Any = None, *,
-                 floor: float = RELEVANCE_FLOOR, margin: float = MARGIN):
+                 floor: float = RELEVANCE_FLOOR, margin: float = MARGIN, verify: Verifier | None = None,
+                 model: RelevanceModel | None = None):
         self.store = store
         self.companion_path = companion_path or store.path.parent / "companion"
         self._companion = companion
         self._terms: dict[bool, tuple[int, _TermIndex]] = {}
         self.floor = floor
         self.margin = margin
-        self._texts: dict[tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[lit.Literal]]] = {}
+        self.verify = verify
+        self.model = model or default_model()
+        self._texts: dict[tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[str]]] = {}
 
     def companion(self) -> Any:
         if self._companion is None:
@@ -270,11 +290,12 @@ class Matcher:
 
     def match(self, query: str, *, task_type: str | None = None, include_candidates: bool = False,
               params: dict[str, Any] | None = None, min_confidence: float | None = None, check_health: bool = True,
-              limit: int = 5) -> MatchDecision:
+              limit: int = 5, verify: Verifier | None = None) -> MatchDecision:
         """Decide which procedure the task is about: `match` with the selected one and its parameters, or `no-match`.
 
         `params` are values the caller already gives (they win over values read from the task);
-        `min_confidence` defaults to the replay threshold; `limit` bounds the candidates listed.
+        `min_confidence` defaults to the replay threshold; `limit` bounds the candidates listed;
+        `verify` (else the matcher's own) is asked about a best candidate in the borderline band.
         """
         threshold = REPLAY_THRESHOLD if min_confidence is None else float(min_confidence)
         base = {"query": query, "task_type": task_type, "floor": self.floor, "margin": self.margin, "min_confidence": threshold}
@@ -297,29 +318,41 @@ class Matcher:
         vectors = self._vectors(procs) if vector is not None else {}
         stated = lit.extract(query)
         given = params or {}
-        lowered = query.lower()
-        candidates = []
+        rows = []
         for proc in procs:
             own_words, text, described = self._text(proc)
             share, matched = coverage(weights, own_words)
             agreement = lit.agree(stated, text, given)
-            shared = sum(1 for x in described if x.kind != "number" and x.value.lower() in lowered)
             semantic = _cosine(vector, vectors[proc.id]) if proc.id in vectors else None
             exact = exact_reason(query, proc)
             if exact:
                 semantic, matched = 1.0, [*matched, exact]
-            score = (semantic or 0.0) + LITERAL_BONUS * min(len(agreement.agreed), 3) / 3 + SHARED_BONUS * min(shared, 3) / 3
+            rows.append((proc, share, matched, agreement, semantic, exact, reverse_coverage(weights, described, terms)))
+        # The gap to the best other cosine, among candidates whose literals agree (the ones that could be taken).
+        cosines = sorted(((r[4] or 0.0) for r in rows if not r[3].disagreed), reverse=True)
+        length = length_feature(len(weights))
+        candidates = []
+        for proc, share, matched, agreement, semantic, exact, reverse in rows:
+            if not agreement.disagreed and (semantic or 0.0) >= cosines[0]:
+                others = cosines[1] if len(cosines) > 1 else 0.0
+            else:
+                others = cosines[0] if cosines else 0.0
+            features = {"semantic": semantic or 0.0, "terms": share, "reverse": reverse,
+                        "agreed": min(len(agreement.agreed), 3) / 3, "gap": (semantic or 0.0) - others, "length": length}
+            score = 1.0 if exact else (self.model(features) if semantic is not None else 0.0)
             candidates.append(Candidate(
                 procedure_id=proc.id, task_type=proc.task_type, version=proc.version, description=proc.description,
                 confidence=proc.confidence, score=round(score, 4), semantic=None if semantic is None else round(semantic, 4),
-                terms=round(share, 4), matched_terms=matched, literals_agreed=agreement.agreed,
-                literals_disagreed=agreement.disagreed, params=agreement.params))
+                terms=round(share, 4), reverse=round(reverse, 4), features={k: round(v, 4) for k, v in features.items()},
+                matched_terms=matched, literals_agreed=agreement.agreed, literals_disagreed=agreement.disagreed,
+                params=agreement.params))
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
         mode = "semantic" if vector is not None else "lexical"
-        return self._decide(base, candidates[:max(limit, 1)], given, threshold, check_health, mode, degraded)
+        return self._decide(base, candidates[:max(limit, 1)], given, threshold, check_health, mode, degraded,
+                            verify=verify or self.verify)
 
-    def _text(self, proc: CapturedProcedure) -> tuple[set[str], lit.ProcedureText, list[lit.Literal]]:
-        """A procedure's key terms and literals, prepared once per version."""
+    def _text(self, proc: CapturedProcedure) -> tuple[set[str], lit.ProcedureText, list[str]]:
+        """A procedure's key terms, literals and description words, prepared once per version."""
         key = (proc.id, proc.version, proc.updated)
         found = self._texts.get(key)
         if found is None:
@@ -328,22 +361,27 @@ class Matcher:
             # A trajectory has no commands: its parametrised task text carries its parameters instead.
             commands = [s.command for s in proc.steps] or ([proc.description] if proc.kind == "trajectory" else [])
             found = (procedure_words(proc.task_type, proc.description, proc.tags, commands),
-                     lit.procedure_text(proc.description, proc.task_type, proc.tags, commands), lit.extract(proc.description))
+                     lit.procedure_text(proc.description, proc.task_type, proc.tags, commands), list(dict.fromkeys(words(proc.description))))
             self._texts[key] = found
         return found
 
     def _decide(self, base: dict[str, Any], candidates: list[Candidate], given: dict[str, Any], threshold: float,
-                check_health: bool, mode: Literal["semantic", "lexical"], degraded: str | None) -> MatchDecision:
+                check_health: bool, mode: Literal["semantic", "lexical"], degraded: str | None, *,
+                verify: Verifier | None = None) -> MatchDecision:
+        floor = base["floor"]
+        lower = min(verify.lower, floor) if verify is not None else floor
         for c in candidates:
             if c.literals_disagreed:
                 c.reason = f"literals disagree: {'; '.join(c.literals_disagreed)}"
             elif c.semantic is None:
                 c.reason = "no semantic score (meaning unavailable): not replayed on key terms alone"
-            elif c.score < base["floor"]:
-                c.reason = f"below relevance floor {base['floor']:g} ({c.score:.2f})"
+            elif c.score < floor:
+                c.reason = f"below relevance floor {floor:g} ({c.score:.2f})"
         contenders = [c for c in candidates if c.reason is None]
+        # The borderline band: sure enough to ask the verifier, not sure enough to replay without it.
+        band = [] if contenders else [c for c in candidates if not c.literals_disagreed and c.semantic is not None and c.score >= lower]
         decision = MatchDecision(**base, decision="no-match", candidates=candidates, mode=mode, degraded=degraded)
-        if not contenders:
+        if not contenders and not band:
             if candidates:
                 decision.reason = "no stored procedure is about this task"
             elif not self.store.count():
@@ -351,16 +389,18 @@ class Matcher:
             else:
                 decision.reason = "no stored procedure shares a key term or meaning with this task"
             return decision
-        best = contenders[0]
-        close = [c for c in contenders[1:] if best.score - c.score < self.margin]
+        pool = contenders or band
+        best = pool[0]
+        close = [c for c in pool[1:] if best.score - c.score < self.margin]
         if close:
             names = ", ".join(c.procedure_id for c in [best, *close])
             for c in [best, *close]:
                 c.reason = f"ambiguous: {names} score within {self.margin:g} of each other"
             decision.reason = f"ambiguous between {names}: when unsure, plan"
             return decision
-        for c in contenders[1:]:
+        for c in pool[1:]:
             c.reason = f"less relevant than {best.procedure_id} ({c.score:.2f} < {best.score:.2f})"
+        best.reason = None  # a borderline best is judged below, by the verifier
         proc = self.store.get(best.procedure_id)
         if check_health:
             health = self.store.health(proc.id)
@@ -373,9 +413,19 @@ class Matcher:
         if best.reason is not None:
             decision.reason = f"{best.procedure_id} is about the task but not replayable: {best.reason}"
             return decision
+        verified: dict[str, str] = {}
+        if not contenders and verify is not None:  # borderline: one short question decides, a no or any doubt is no-match
+            declared = self._text(proc)[1].params
+            verdict = verify.verify(base["query"], proc, declared)
+            decision.verification = verdict
+            if not verdict.same_task:
+                best.reason = f"borderline ({best.score:.2f}, band {lower:g}–{floor:g}): {verdict.reason}"
+                decision.reason = f"{best.procedure_id} was not confirmed: {verdict.reason}"
+                return decision
+            verified = verdict.params
         decision.decision = "match"
         decision.selected = best
-        decision.params = {**best.params, **{k: str(v) for k, v in given.items()}}
+        decision.params = {**verified, **best.params, **{k: str(v) for k, v in given.items()}}
         return decision
 
     # ------------------------------------------------------------------ the companion

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from ..errors import UsageError
 from ..engine.registry import ActionContext, ActionResult, default_registry
 from .matcher import Matcher
+from .verifier import MODEL_ENV as VERIFY_MODEL_ENV, Verifier
 from .models import CapturedLearning, Execution, ProcedureStep
 from .runtime import render_command, run_in_session, run_step, skill_matcher, skill_store
 from .shell_session import end_session, session_for
@@ -55,16 +56,19 @@ def skill_match(args: NoArgs, ctx: ActionContext) -> ActionResult:
     query = view.get("query") or ""
     if not query.strip():
         raise UsageError("replay needs a query (what to do) or a procedure id")
-    decision = _matcher(ctx).match(query, task_type=view.get("task_type"), params=given, min_confidence=_threshold(view))
+    model = view.get("verify") or os.environ.get(VERIFY_MODEL_ENV, "").strip()
+    decision = _matcher(ctx).match(query, task_type=view.get("task_type"), params=given, min_confidence=_threshold(view),
+                                   verify=Verifier(model) if model else None)
     matches = [c.model_dump(mode="json") for c in decision.candidates]
     context: dict[str, Any] = {"matches": matches, "match_mode": decision.mode, "degraded": decision.degraded,
-                               "match_decision": decision.decision, "match_reason": decision.reason}
+                               "match_decision": decision.decision, "match_reason": decision.reason,
+                               "verification": decision.verification.model_dump(mode="json") if decision.verification else None}
     if decision.selected is not None:
         context["matched_id"] = decision.selected.procedure_id
         context["params"] = {**decision.params, **given}
         context["params_from_task"] = {k: v for k, v in decision.params.items() if k not in given}
     return ActionResult(outputs={"decision": decision.decision, "selected": decision.procedure_id, "reason": decision.reason},
-                        context=context)
+                        context=context, tokens=decision.tokens, llm_calls=decision.llm_calls)
 
 
 @default_registry.action("skill_select")

@@ -1,0 +1,60 @@
+"""How sure the matcher is that a task is about a procedure: a small logistic model over the candidate's signals.
+
+The signals (each with an absolute meaning, never normalised by the query's best):
+
+- `semantic`: exact cosine between task and procedure (MiniLM);
+- `terms`: share of the task's key-term weight (IDF) the procedure covers;
+- `reverse`: share of the procedure description's key-term weight the task covers;
+- `agreed`: literals the task states that the procedure has or takes as parameters, min(n, 3) / 3;
+- `gap`: cosine minus the best cosine among the other candidates (a task close to two procedures is less sure);
+- `length`: log(1 + key terms in the task).
+
+relevance = 1 / (1 + exp(-(bias + Σ weight·(x - mean) / scale))), in [0, 1]. The coefficients, the floor and the
+margin are data (`relevance.json` beside this module), fitted on the NL2Bash dev split by
+`bench/match_calibrate.py`, which also reports them cross-validated on halves of the split.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+MODEL_FILE = Path(__file__).with_name("relevance.json")
+FEATURES = ("semantic", "terms", "reverse", "agreed", "gap", "length")
+
+
+@dataclass(frozen=True)
+class RelevanceModel:
+    """Coefficients over FEATURES plus the decision settings calibrated with them."""
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    floor: float
+    margin: float
+    verify_floor: float
+
+    def __call__(self, features: dict[str, float]) -> float:
+        z = self.bias + sum(w * (features[f] - m) / s for f, m, s, w in zip(FEATURES, self.mean, self.scale, self.weights))
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def from_dict(data: dict) -> RelevanceModel:
+    """A model from its JSON form; the feature names must be FEATURES, in order."""
+    if tuple(data.get("features", ())) != FEATURES:
+        raise ValueError(f"relevance model features {data.get('features')} are not {list(FEATURES)}")
+    return RelevanceModel(tuple(data["mean"]), tuple(data["scale"]), tuple(data["weights"]), float(data["bias"]),
+                          float(data["floor"]), float(data["margin"]), float(data["verify_floor"]))
+
+
+@lru_cache(maxsize=1)
+def default_model() -> RelevanceModel:
+    return from_dict(json.loads(MODEL_FILE.read_text(encoding="utf-8")))
+
+
+def length_feature(key_terms: int) -> float:
+    return math.log1p(key_terms)

@@ -1,0 +1,35 @@
+"""The relevance model: shipped coefficients load, mean what they say, and a malformed model file is refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sherpa_skills.skills.matcher import MARGIN, RELEVANCE_FLOOR
+from sherpa_skills.skills.relevance import FEATURES, MODEL_FILE, default_model, from_dict
+from sherpa_skills.skills.verifier import VERIFY_FLOOR
+
+TYPICAL = {"semantic": 0.8, "terms": 0.6, "reverse": 0.6, "agreed": 0.0, "gap": 0.2, "length": 2.0}
+
+
+def test_the_shipped_model_sets_floor_margin_and_band() -> None:
+    model = default_model()
+    assert (RELEVANCE_FLOOR, MARGIN, VERIFY_FLOOR) == (model.floor, model.margin, model.verify_floor)
+    assert 0 < VERIFY_FLOOR < RELEVANCE_FLOOR < 1 and 0 < MARGIN < 0.2
+
+
+def test_relevance_is_a_probability_that_grows_with_the_cosine_and_the_gap() -> None:
+    model = default_model()
+    low, high = model({**TYPICAL, "semantic": 0.6}), model({**TYPICAL, "semantic": 0.95})
+    assert 0 <= low < high <= 1
+    assert model({**TYPICAL, "gap": 0.0}) < model({**TYPICAL, "gap": 0.3})
+
+
+def test_a_model_for_other_features_is_refused() -> None:
+    data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+    assert tuple(data["features"]) == FEATURES
+    with pytest.raises(ValueError, match="features"):
+        from_dict({**data, "features": ["semantic", "bm25"]})
+    with pytest.raises(KeyError):
+        from_dict({k: v for k, v in data.items() if k != "bias"})
