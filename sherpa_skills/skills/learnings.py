@@ -1,17 +1,22 @@
 """Which defensive learnings a task should be shown: found by what the task means, with the procedures' scores.
 
 A planner for "build the frontend" must see the `npm run build` failures mined under `npm-run`, and must not see
-`tar` failures when it is asked to write a poem. Each learning is scored like a procedure (see `relevance`): the
-exact cosine between the task and the learning's text (its task type and command; the error is what went wrong,
-not what the task is about), and the share of the task's key-term weight (IDF over the learnings) its words cover:
+`tar` failures when it is asked to write a poem. Each learning is scored with the matcher's parts (`relevance`): the
+exact cosine between the task and the learning's closest view (what ran: its task type and command; what it was
+for: its `about`, the agent's description or the task, when known; the error is what went wrong, not what a task
+asks for), and the share of the task's key-term weight (IDF over the learnings) its words cover:
 
     relevance = semantic + TERMS_WEIGHT * terms
 
 A learning is shown when its relevance reaches FLOOR, or when it was learned under the task's exact task type
 (always shown, relevance 1.0). Without meaning (the hashing embedder, a failed embedder) learnings are found by key
-terms alone, at LEXICAL_FLOOR, and the answer says so. FLOOR and TERMS_WEIGHT are calibrated on the NL2Bash dev
-split (bench/learnings_bench.py): every command is a learning, and a task's description must find its own
-command's learning, while learnings of other programs stay rare.
+terms alone, at LEXICAL_FLOOR (the floor of the lexical pick this replaced), and the answer says so.
+
+FLOOR and TERMS_WEIGHT are calibrated on the NL2Bash dev split (bench/learnings_bench.py, bench/RESULTS.md): each
+command is a learning, kept with one annotator's description as its about (and again without it, as a shell history
+gives it), and another annotator's description is a task that must find it. Of the weights and floors swept, the
+pair shipped has the best recall among those that show a learning of an unrelated program at most once in five plans
+in both stores: a stray learning costs a prompt line, a missed one lets the planner repeat a known failure.
 
 SQLite holds the learnings; their vectors live in the companion's `learnings` collection, kept current on write
 and by a sync whenever the store holds learnings the collection lacks, and rebuilt by `learn reindex`.
@@ -33,23 +38,35 @@ from .store import SkillStore
 log = structlog.get_logger(__name__)
 
 _Row = tuple[str | None, str, str]  # (task type, about, command) of a stored learning
+_ABOUT = ".about"  # the companion id of a learning's about view: its id with this suffix
 
 COLLECTION = "learnings"
 #: Relevance a learning of another task type must reach (semantic + TERMS_WEIGHT * terms); see the module docstring.
-FLOOR = 0.55
+FLOOR = 0.725
 #: How much the key terms a task shares with a learning add to the cosine.
-TERMS_WEIGHT = 0.3
+TERMS_WEIGHT = 0.1
 #: Share of the task's key-term weight a learning must cover when meaning is unavailable.
 LEXICAL_FLOOR = 0.3
 #: Candidates weighed per lookup, from the companion's neighbours and from key terms each.
 POOL = 40
 
 
-def learning_text(task_type: str | None, about: str, command: str) -> str:
-    """The text whose meaning the companion indexes: what the learning is about (task type, what the command was for,
-    the command); the error is what went wrong, not what a task asks for."""
+def learning_items(learning_id: str, row: _Row) -> list[tuple[str, str]]:
+    """(companion id, text) of each view of a learning whose meaning is indexed: what ran (task type and command) and,
+    when known, what it was for (alone: a command beside it drowns its meaning). The error is what went wrong, not what
+    a task asks for. A learning is as close to a task as its closest view."""
+    task_type, about, command = row
     kind = (task_type or "").replace("-", " ").replace("_", " ")
-    return ". ".join(x for x in (kind, about[:500], command[:2000]) if x)
+    items = [(learning_id, ". ".join(x for x in (kind, command[:2000]) if x))]
+    if about.strip():
+        items.append((f"{learning_id}{_ABOUT}", about[:500]))
+    return items
+
+
+def learning_texts(rows: list[_Row]) -> list[list[str]]:
+    """Per view, the texts of these learnings (a learning without an about repeats its command text): for calibration."""
+    views = [learning_items("", row) for row in rows]
+    return [[v[0][1] for v in views], [v[-1][1] for v in views]]
 
 
 def learning_words(task_type: str | None, about: str, command: str) -> set[str]:
@@ -114,17 +131,19 @@ class LearningFinder:
         terms, rows = self._terms()
         weights = terms.weights(query)
         own = [str(x.id) for x in self.store.learnings(task_type, limit=POOL)] if task_type else []
-        vector, near, degraded = self._semantic(query)
+        # Meaning is read from the task as written (as calibrated); its task type's words only add key terms.
+        vector, near, degraded = self._semantic(task.strip() or query)
+        near = [i.removesuffix(_ABOUT) for i in near]
         ids = list(dict.fromkeys([*own, *near, *terms.search(weights, POOL)]))
         ids = [i for i in ids if i in rows]  # the companion may know an id the truth no longer has: the truth wins
-        vectors = self._vectors(ids) if vector is not None else {}
+        closest = self._closest(vector, ids, rows) if vector is not None else {}
         found.mode, found.degraded, found.considered = ("semantic" if vector is not None else "lexical"), degraded, len(ids)
         found.floor = FLOOR if vector is not None else LEXICAL_FLOOR
         scored: list[tuple[str, float, float | None, float, list[str], str]] = []
         for i in ids:
             kind = rows[i][0]
             share, matched = coverage(weights, learning_words(*rows[i]))
-            semantic = cosine(vector, vectors[i]) if i in vectors else None
+            semantic = closest.get(i)
             if vector is not None and semantic is None:
                 continue  # not embeddable now: never shown on key terms alone while meaning decides the others
             relevance = (semantic or 0.0) + TERMS_WEIGHT * share if vector is not None else share
@@ -159,10 +178,15 @@ class LearningFinder:
             vector, near, degraded = semantic_query(companion, COLLECTION, query, POOL, None, "learnings are found by key terms")
         return vector, near, degraded
 
-    def _vectors(self, ids: list[str]) -> dict[str, Any]:
-        _, rows = self._terms()
-        return stored_vectors(self.companion(), COLLECTION, ids,
-                              lambda i: (learning_text(*rows[i]), _meta(rows[i])))
+    def _closest(self, vector: Any, ids: list[str], rows: dict[str, _Row]) -> dict[str, float]:
+        """Each learning's exact cosine to the task: that of its closest view (stored vectors; missing ones embedded now)."""
+        texts = {item: (text, _meta(rows[i])) for i in ids for item, text in learning_items(i, rows[i])}
+        vectors = stored_vectors(self.companion(), COLLECTION, list(texts), lambda item: texts[item])
+        closest: dict[str, float] = {}
+        for item, v in vectors.items():
+            i = item.removesuffix(_ABOUT)
+            closest[i] = max(closest.get(i, 0.0), cosine(vector, v))
+        return closest
 
     def sync(self, *, force: bool = False) -> int:
         """Embed the learnings the companion lacks (mined ones, another process's); returns how many. Cheap when current;
@@ -175,37 +199,35 @@ class LearningFinder:
             if not version[0]:
                 self._synced = version
                 return 0
+            _, rows = self._terms()
+            items = {item: (text, _meta(row)) for i, row in rows.items() for item, text in learning_items(i, row)}
             try:
-                known = companion.ids(COLLECTION) if companion.count(COLLECTION) != version[0] else None
+                known = companion.ids(COLLECTION) if companion.count(COLLECTION) != len(items) else None
             except Exception:
                 known = set()  # missing (never indexed, or the folder was deleted): index everything
             if known is not None:
-                _, rows = self._terms()
-                missing = [i for i in rows if i not in known]
-                self._upsert(missing, rows)
-                gone = sorted(known - set(rows))
+                missing = [item for item in items if item not in known]
+                for start in range(0, len(missing), 256):
+                    chunk = missing[start:start + 256]
+                    companion.upsert(COLLECTION, chunk, [items[x][0] for x in chunk], [items[x][1] for x in chunk])
+                gone = sorted(known - set(items))
                 if gone:
                     companion.delete(COLLECTION, gone)
                 self._synced = version
-                return len(missing)
+                return len({x.removesuffix(_ABOUT) for x in missing})
         except Exception as exc:  # the truth is unaffected; lookups fall back to key terms and say so
             log.warning("learnings_index_failed", reason=str(exc))
             return 0
         self._synced = version
         return 0
 
-    def _upsert(self, ids: list[str], rows: dict[str, _Row]) -> None:
-        for start in range(0, len(ids), 256):
-            chunk = ids[start:start + 256]
-            self.companion().upsert(COLLECTION, chunk, [learning_text(*rows[i]) for i in chunk], [_meta(rows[i]) for i in chunk])
-
     def reindex(self) -> int:
-        """Rebuild the companion's learnings collection from SQLite, the truth; returns how many it holds."""
+        """Rebuild the companion's learnings collection from SQLite, the truth; returns how many learnings it holds."""
         _, rows = self._terms()
-        items = ((i, learning_text(*row), _meta(row)) for i, row in rows.items())
-        size = self.companion().rebuild(COLLECTION, items)
+        items = ((item, text, _meta(row)) for i, row in rows.items() for item, text in learning_items(i, row))
+        self.companion().rebuild(COLLECTION, items)
         self._synced = self.store.learnings_version()
-        return size
+        return len(rows)
 
 
 def _meta(row: _Row) -> dict[str, Any]:
