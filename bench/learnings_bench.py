@@ -5,6 +5,9 @@ Rewrites the `## Learnings for the planner` section of bench/RESULTS.md.
     SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/learnings_bench.py --no-write  # print only
     python bench/learnings_bench.py --sizes 100,1000 --no-write                                # latency only (no dataset)
 
+Needs the MiniLM embedder (its packages are dependencies); the calibration texts' vectors are cached in a temporary
+file (`--cache`), so a rerun only scores.
+
 Calibration (NL2Bash dev): a command with two or more descriptions is a learning kept with its first description as
 its `about`, and each other description is a task that must find it among the five shown (recall); half of the
 commands with one description are learnings too, and the other half's descriptions are tasks with no learning of
@@ -174,15 +177,21 @@ _TASKS = ["build the frontend", "deploy the api to production", "run the unit te
           "restart the web service", "push my changes", "write a haiku about autumn", "apply the infrastructure changes"]
 
 
-def synthetic(n: int) -> list[tuple[str, str, str]]:
-    """n distinct (task type, command, error): 20 programs x varied arguments x 8 errors."""
+_ABOUTS = ["Build the frontend for production", "Deploy the api", "Run the unit tests", "Back up the database",
+           "Restart the web service", "Push the release", "Apply the infrastructure plan", "Sync the static site"]
+
+
+def synthetic(n: int) -> list[tuple[str, str, str, str]]:
+    """n distinct (task type, about, command, error): 20 programs x varied arguments x 8 errors; every other one knows
+    what it was for (as a Claude Code log tells), the rest are bare commands (as a shell history gives them)."""
     from sherpa_skills.skills.recurring import suggest_task_type
 
     out = []
     for i in range(n):
         base = _PROGRAMS[i % len(_PROGRAMS)]
         command = f"{base} target-{i // len(_PROGRAMS) % 97} item{i // (len(_PROGRAMS) * 97)}"
-        out.append((suggest_task_type([command]), command, _ERRORS[i % len(_ERRORS)]))
+        about = f"{_ABOUTS[i % len(_ABOUTS)]} (target {i % 97})" if i % 2 else ""
+        out.append((suggest_task_type([command]), about, command, _ERRORS[i % len(_ERRORS)]))
     return out
 
 
@@ -212,8 +221,8 @@ def latency(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             store = SkillStore(Path(tmp) / "store.db")
-            for task_type, command, error in synthetic(n):
-                store.add_learning(CapturedLearning(task_type=task_type, command=command, error=error, source="bench"))
+            for task_type, about, command, error in synthetic(n):
+                store.add_learning(CapturedLearning(task_type=task_type, about=about, command=command, error=error, source="bench"))
             finder = LearningFinder(store)
             t0 = time.perf_counter()
             finder.reindex()
@@ -259,7 +268,7 @@ def report(cal: dict[str, Any] | None, lat: list[dict[str, Any]], command: str) 
                   "| terms weight | floor | recall (about) | false (about) | noise (about) | recall (command only) | false (command only) | noise (command only) |",
                   "|---|---|---|---|---|---|---|---|"]
         for weight in WEIGHTS:
-            for floor in FLOORS[4::2]:
+            for floor in sorted(set(FLOORS[4::2]) | ({FLOOR} if weight == TERMS_WEIGHT else set())):
                 a, b = about[(weight, floor)], bare[(weight, floor)]
                 mark = " **(shipped)**" if (weight, floor) == (TERMS_WEIGHT, FLOOR) else ""
                 lines.append(f"| {weight:g} | {floor:g}{mark} | {a['recall']:.1%} | {a['false']:.1%} | {a['noise']:.2f} | "
@@ -288,7 +297,7 @@ def report(cal: dict[str, Any] | None, lat: list[dict[str, Any]], command: str) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100,1000,10000")
+    parser.add_argument("--sizes", default="100,1000,5000")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--no-latency", action="store_true")
