@@ -121,7 +121,7 @@ def sweep_of(learnings: list[tuple[str, str, str]], tasks: list[tuple[str, int |
     import numpy as np
 
     from sherpa_skills.skills.learnings import learning_texts, learning_words
-    from sherpa_skills.skills.relevance import TermIndex
+    from sherpa_skills.skills.similarity import TermIndex
 
     queries = embed_all([q for q, _, _ in tasks], cache)
     cos = np.zeros((len(tasks), len(learnings)), dtype=np.float32)
@@ -198,7 +198,7 @@ def synthetic(n: int) -> list[tuple[str, str, str, str]]:
 def lexical_baseline(store: Any, task: str, task_type: str | None) -> int:
     """The previous pick: IDF-weighted shared words over the 2,000 newest learnings, floor 0.3 (no meaning)."""
     from sherpa_skills.skills.learnings import learning_words
-    from sherpa_skills.skills.relevance import task_type_words, words
+    from sherpa_skills.skills.similarity import task_type_words, words
 
     pool = store.learnings(limit=2000)
     task_words = set(words(task)) | task_type_words(task_type)

@@ -1,7 +1,7 @@
 """Which defensive learnings a task should be shown: found by what the task means, with the procedures' scores.
 
 A planner for "build the frontend" must see the `npm run build` failures mined under `npm-run`, and must not see
-`tar` failures when it is asked to write a poem. Each learning is scored with the matcher's parts (`relevance`): the
+`tar` failures when it is asked to write a poem. Each learning is scored with the matcher's parts (`similarity`): the
 exact cosine between the task and the learning's closest view (what ran: its task type and command; what it was
 for: its `about`, the agent's description or the task, when known; the error is what went wrong, not what a task
 asks for), and the share of the task's key-term weight (IDF over the learnings) its words cover:
@@ -32,7 +32,7 @@ import structlog
 from pydantic import BaseModel, Field
 
 from .models import CapturedLearning
-from .relevance import TermIndex, coverage, cosine, semantic_query, stored_vectors, task_type_words, words
+from .similarity import TermIndex, coverage, cosine, semantic_query, stored_vectors, task_type_words, words
 from .store import SkillStore
 
 log = structlog.get_logger(__name__)

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from . import literals as lit
 from .models import CapturedProcedure
-from .relevance import STOP_WORDS, TermIndex, cosine, coverage, semantic_query, stored_vectors, words
+from .similarity import STOP_WORDS, TermIndex, cosine, coverage, semantic_query, stored_vectors, words
 from .scoring import REPLAY_THRESHOLD
 from .store import SkillStore
 
