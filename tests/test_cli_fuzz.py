@@ -28,6 +28,7 @@ EXCLUDED_OPTIONS = {
 }
 EXCLUDED_COMMANDS = {
     ("demo",): "takes no file or value to malform; tests/test_examples.py runs it",
+    ("ui",): "serves until stopped when its values happen to be valid; tests/test_ui_*.py start it on a free port",
 }
 
 VALUES = ["", "-1", "0", "nan", "1e309", "abc", "x" * 5000, "☃ ünïcode", "'; rm -rf / #", "{{ 7*7 }}", "$(id)",

@@ -292,7 +292,9 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_failures(args: argparse.Namespace) -> int:
-    store, _, _ = _stores(args)
+    store, _, home = _stores(args)
+    if args.task is not None:
+        return _failures_for_task(args, store, home)
     rows = store.learnings(args.task_type, limit=args.limit)
     if args.json:
         _print_json([r.model_dump(mode="json") for r in rows])
@@ -302,6 +304,33 @@ def cmd_failures(args: argparse.Namespace) -> int:
         console.print(f"[red]✗[/] {r.command}  [dim]({r.task_type or '-'}, exit {r.exit_code})[/]\n    {r.error[:200]}")
     if not rows:
         console.print("no captured failures")
+    return EXIT_OK
+
+
+def _failures_for_task(args: argparse.Namespace, store: Any, home: Path) -> int:
+    """The learnings the planner would be shown for this task: found by meaning, each with its relevance and why."""
+    from ..errors import UsageError
+    from ..skills.learnings import LearningFinder
+
+    if not args.task.strip():
+        raise UsageError("--task needs the task's text (what the planner would be asked to do)")
+    _quiet_logs(args, home)
+    found = LearningFinder(store).find(args.task, args.task_type, limit=args.limit)
+    if args.json:
+        _print_json({**found.model_dump(mode="json", exclude={"found"}),
+                     "learnings": [{**x.learning.model_dump(mode="json"), **x.model_dump(mode="json", exclude={"learning"})}
+                                   for x in found.found]})
+        return EXIT_OK
+    console = _console()
+    if found.degraded:
+        console.print(f"[yellow]{found.degraded}[/]")
+    for x in found.found:
+        r = x.learning
+        seen = f", failed {r.seen} times" if r.seen > 1 else ""
+        console.print(f"[red]✗[/] {r.command}  [dim]({r.task_type or '-'}, exit {r.exit_code}{seen})[/]\n    {r.error[:200]}\n"
+                      f"    [dim]{x.why}[/]")
+    if not found.found:
+        console.print(f"no captured failure is about this task ({found.considered} considered, {found.mode} floor {found.floor:g})")
     return EXIT_OK
 
 
@@ -384,9 +413,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    """Embed every procedure again, in batches, with a progress bar on the terminal (never silent on long work)."""
+    """Embed every procedure and learning again, in batches, with a progress bar on the terminal (never silent on long work)."""
     import time
 
+    from ..skills.learnings import LearningFinder
     from ..skills.matcher import Matcher
 
     store, _, _ = _stores(args)
@@ -404,11 +434,14 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                       console=console) as progress:
             task = progress.add_task("reindex", total=total)
             count = Matcher(store).reindex(progress=lambda done: progress.update(task, completed=done))
+    learnings = LearningFinder(store).reindex()
     seconds = time.perf_counter() - started
     if args.json:
-        _print_json({"reindexed": count, "seconds": round(seconds, 3), "per_second": round(count / seconds, 1) if seconds else None})
+        _print_json({"reindexed": count, "learnings": learnings, "seconds": round(seconds, 3),
+                     "per_second": round((count + learnings) / seconds, 1) if seconds else None})
     else:
-        _console(stderr=False).print(f"companion index rebuilt from the store: {count} procedures in {seconds:.1f} s")
+        _console(stderr=False).print(f"companion index rebuilt from the store: {count} procedures and {learnings} learnings "
+                                     f"in {seconds:.1f} s")
     return EXIT_OK
 
 
@@ -487,6 +520,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     # The companion learns the new procedures now, in batches: matching never silently falls back to words alone.
     matcher = Matcher(store)
     warning = next((w for w in (matcher.index_many(fresh[i:i + 256]) for i in range(0, len(fresh), 256)) if w), None)
+    from ..skills.learnings import LearningFinder
+
+    LearningFinder(store, companion=matcher.companion()).sync()  # imported learnings are found by meaning on the next plan
     summary = {"added": added, "skipped": skipped, "problems": problems, "indexed": 0 if warning else len(fresh),
                "index_warning": warning}
     if args.json:
@@ -551,8 +587,10 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--degraded-only", action="store_true")
     p.add_argument("--json", action="store_true")
 
-    p = add("failures", cmd_failures, "captured failures (defensive learnings)")
-    p.add_argument("--task-type")
+    p = add("failures", cmd_failures, "captured failures (defensive learnings); with --task, those the planner is shown for it")
+    p.add_argument("--task", metavar="TEXT", help="the failures this task is about, found as the planner finds them (by meaning; "
+                   "those of --task-type always count), each with its relevance and why")
+    p.add_argument("--task-type", help="without --task: only this task type's failures")
     p.add_argument("--limit", type=positive_int, default=50)
     p.add_argument("--json", action="store_true")
 
@@ -560,7 +598,7 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=positive_int, default=10, metavar="N", help="show the last N runs (default 10; --json lists all)")
     p.add_argument("--json", action="store_true")
 
-    p = add("reindex", cmd_reindex, "rebuild the companion (semantic) index from the store, in batches, with progress")
+    p = add("reindex", cmd_reindex, "rebuild the companion (semantic) index of procedures and learnings from the store, in batches, with progress")
     p.add_argument("--json", action="store_true")
 
     p = add("promote", cmd_promote, "make a procedure replayable: a candidate becomes active, and promotion counts as its second success")

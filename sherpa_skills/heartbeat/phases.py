@@ -182,6 +182,10 @@ def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseR
             except Exception as rebuild_exc:
                 alerts.append(f"the companion index is unavailable ({rebuild_exc}); matching falls back to lexical search")
                 stats["companion_unavailable"] = True
+    from ..skills.runtime import learning_finder
+
+    # Mined failures are embedded now rather than on the next plan; a missing collection is filled from the store.
+    stats["learnings_indexed"] = learning_finder(home).sync(force=True)
     retention = config.retention
     stats["executions_deleted"] = store.delete_executions_before(now - retention.executions_days * 86400,
                                                                  retention.keep_executions_per_procedure)

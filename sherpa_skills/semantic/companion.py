@@ -322,6 +322,15 @@ class Companion:
             return {}
         return {str(i): list(map(float, v)) for i, v in zip(got.get("ids") or [], embeddings)}
 
+    def ids(self, collection: str) -> set[str]:
+        """Every item id in the collection: what a sync with the truth compares (a missing one is unavailable)."""
+
+        def run(col: Any) -> Any:
+            with _chroma(f"list ids of {collection!r}", self.where):
+                return col.get(include=[])
+
+        return {str(i) for i in self._with_collection(collection, run).get("ids") or []}
+
     def count(self, collection: str) -> int:
         """How many items the collection holds (a stale collection still counts; a missing one is unavailable)."""
         col = self._require(collection, fresh=False)

@@ -12,7 +12,7 @@ from ..engine.registry import ActionContext, ActionResult, default_registry
 from ..engine.shell_template import check_shell_template
 from .matcher import Matcher
 from .models import CapturedLearning, CapturedProcedure, ProcedureStep
-from .runtime import as_template, skill_store
+from .runtime import as_template, learning_finder, skill_store
 from .store import step_signature
 
 # Commands that only look around: a procedure made of them alone is not worth replaying.
@@ -126,9 +126,12 @@ def capture_filter(args: NoArgs, ctx: ActionContext) -> ActionResult:
             failed += 1
             filtered.append({"command": command, "reason": f"failed (exit {step.get('exit_code')}): kept as a defensive learning"})
             store.add_learning(CapturedLearning(task_type=view.get("task_type"), procedure_id=view.get("procedure_id"), command=command,
+                                                about=redact(str(view.get("description") or view.get("task") or ""))[:300],
                                                 error=redact(str(step.get("stdout", ""))[-300:]), exit_code=step.get("exit_code"), source="run"))
             continue
         kept.append({**step, "command": command, "stdout": redact(step.get("stdout") or "")})
+    if failed:
+        learning_finder(ctx.home).sync()  # the new learnings' vectors, so the next plan finds them by meaning
     return ActionResult(outputs={"kept": len(kept), "filtered": filtered, "failed_dropped": failed, "secrets_to_env": secrets},
                         context={"steps_filtered": kept, "filtered": filtered, "secrets_to_env": secrets})
 

@@ -16,7 +16,6 @@ verifier, ask one short question about a best candidate in the band just under t
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -27,6 +26,7 @@ from pydantic import BaseModel, Field
 from . import literals as lit
 from .models import CapturedProcedure
 from .relevance import RelevanceModel, default_model, length_feature
+from .similarity import STOP_WORDS, TermIndex, cosine, coverage, semantic_query, stored_vectors, words
 from .scoring import REPLAY_THRESHOLD
 from .store import SkillStore
 from .verifier import Verdict, Verifier
@@ -37,20 +37,6 @@ COLLECTION = "procedures"
 RELEVANCE_FLOOR = default_model().floor
 MARGIN = default_model().margin
 POOL = 20
-
-_WORD = re.compile(r"[a-z0-9][a-z0-9_]*")
-# A real stop-word list: function words and the verbs every task description uses.
-STOP_WORDS = frozenset("""a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each every few for from further had has have having
-    he her here hers him his how i if in into is it its itself just me more most my myself no nor not now of off on once only
-    or other our ours out over own same she should so some such than that the their theirs them then there these they this
-    those through to too under until up very was we were what when where which while who whom whose why will with would you
-    your yours please want need like make sure get via per using use""".split())
-
-
-def words(text: str) -> list[str]:
-    """Lower-case key terms of a text, stop words removed."""
-    return [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
 
 
 def _program(command: str) -> str:
@@ -120,59 +106,12 @@ class MatchDecision(BaseModel):
         return self.selected.procedure_id if self.selected else None
 
 
-class _TermIndex:
-    """Every procedure's key terms with their IDF, as numpy postings: a term shared by thousands of procedures
-    costs one vector add, not a Python loop."""
+class _TermIndex(TermIndex):
+    """Every procedure's key terms (see `procedure_words`) with their IDF."""
 
     def __init__(self, store: SkillStore, include_candidates: bool):
-        import numpy as np
-
-        self.ids: list[str] = []
-        postings: dict[str, list[int]] = {}
-        for pid, task_type, description, tags, commands in store.term_rows(include_candidates):
-            index = len(self.ids)
-            self.ids.append(pid)
-            for term in procedure_words(task_type, description, tags, commands):
-                postings.setdefault(term, []).append(index)
-        n = max(len(self.ids), 1)
-        self.n = n
-        self.postings = {t: np.asarray(ix, dtype=np.int32) for t, ix in postings.items()}
-        self.idf = {t: self._idf(len(ix)) for t, ix in postings.items()}
-        self._scores = np.zeros(len(self.ids), dtype=np.float32)
-
-    def _idf(self, df: int) -> float:
-        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
-
-    def weights(self, query: str) -> dict[str, float]:
-        """The task's key terms and their weights; a word no procedure has weighs as much as the rarest."""
-        return {w: self.idf.get(w, self._idf(0)) for w in dict.fromkeys(words(query))}
-
-    def search(self, weights: dict[str, float], limit: int) -> list[str]:
-        """The ids of the `limit` procedures covering the most key-term weight."""
-        import numpy as np
-
-        hits = [(self.postings[t], w) for t, w in weights.items() if t in self.postings]
-        if not hits or not self.ids:
-            return []
-        scores = self._scores
-        for indices, weight in hits:
-            scores[indices] += weight
-        k = min(limit, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[scores[top] > 0]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        found = [self.ids[i] for i in top]
-        scores.fill(0.0)
-        return found
-
-
-def coverage(weights: dict[str, float], procedure_terms: set[str]) -> tuple[float, list[str]]:
-    """Share of the task's key-term weight that the procedure's own terms cover, and which terms."""
-    total = sum(weights.values())
-    if total <= 0:
-        return 0.0, []
-    matched = [t for t in weights if t in procedure_terms]
-    return sum(weights[t] for t in matched) / total, matched
+        super().__init__((pid, procedure_words(task_type, description, tags, commands))
+                         for pid, task_type, description, tags, commands in store.term_rows(include_candidates))
 
 
 def reverse_coverage(weights: dict[str, float], described: list[str], terms: _TermIndex) -> float:
@@ -206,14 +145,6 @@ def describe(p: CapturedProcedure) -> str:
     parts = [p.task_type.replace("-", " ").replace("_", " "), p.description, " ".join(p.tags)]
     parts += [s.command for s in p.steps[:8]]
     return ". ".join(x for x in parts if x)
-
-
-def _cosine(a: Any, b: Any) -> float:
-    import numpy as np
-
-    a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
-    denominator = float(np.linalg.norm(a) * np.linalg.norm(b)) or 1.0
-    return max(0.0, min(1.0, float(a @ b) / denominator))
 
 
 class Matcher:
@@ -253,40 +184,15 @@ class Matcher:
         """The query vector and the approximate neighbours' ids; or why meaning is unavailable."""
         try:
             companion = self.companion()
-            if not getattr(companion.embedder, "semantic", False):
-                return None, [], (f"the embedder {companion.embedder.name!r} matches words, not meaning; "
-                                  "the relevance floor is calibrated for MiniLM, so nothing is replayed by meaning")
-            vector = companion.embed_query(query)
         except Exception as exc:
             return None, [], f"semantic scoring unavailable ({exc})"
-        try:
-            near = [pid for pid, _ in companion.query(COLLECTION, query, n=pool, where=where, vector=vector)]
-        except Exception as exc:  # the index is missing or broken: candidates come from key terms, scores stay exact
-            log.warning("companion_unavailable", reason=str(exc))
-            return vector, [], f"semantic index unavailable ({exc}); candidates found by key terms only (`learn reindex` rebuilds it)"
-        return vector, near, None
+        return semantic_query(companion, COLLECTION, query, pool, where, "nothing is replayed by meaning")
 
     def _vectors(self, procs: list[CapturedProcedure]) -> dict[str, Any]:
         """Stored vectors of the candidates; any the companion lacks are embedded now (and stored, so it heals)."""
-        companion = self.companion()
-        try:
-            found = companion.vectors(COLLECTION, [p.id for p in procs])
-        except Exception:
-            found = {}
-        missing = [p for p in procs if p.id not in found]
-        if missing:
-            try:
-                vectors = companion.embedder.embed([describe(p) for p in missing])
-            except Exception as exc:
-                log.warning("embed_failed", reason=str(exc))
-                return found
-            found.update({p.id: v for p, v in zip(missing, vectors)})
-            try:
-                companion.upsert(COLLECTION, [p.id for p in missing], [describe(p) for p in missing],
-                                 [{"task_type": p.task_type} for p in missing])
-            except Exception as exc:  # the truth is unaffected; the next reindex catches up
-                log.debug("companion_heal_failed", reason=str(exc))
-        return found
+        by_id = {p.id: p for p in procs}
+        return stored_vectors(self.companion(), COLLECTION, list(by_id),
+                              lambda pid: (describe(by_id[pid]), {"task_type": by_id[pid].task_type}))
 
     def match(self, query: str, *, task_type: str | None = None, include_candidates: bool = False,
               params: dict[str, Any] | None = None, min_confidence: float | None = None, check_health: bool = True,
@@ -323,7 +229,7 @@ class Matcher:
             own_words, text, described = self._text(proc)
             share, matched = coverage(weights, own_words)
             agreement = lit.agree(stated, text, given)
-            semantic = _cosine(vector, vectors[proc.id]) if proc.id in vectors else None
+            semantic = cosine(vector, vectors[proc.id]) if proc.id in vectors else None
             exact = exact_reason(query, proc)
             if exact:
                 semantic, matched = 1.0, [*matched, exact]

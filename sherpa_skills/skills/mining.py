@@ -148,9 +148,19 @@ def _learn_failures(commands: Sequence[Any], store: SkillStore, result: MiningRe
             result.not_failures += 1
             continue
         store.add_learning(CapturedLearning(
-            task_type=suggest_task_type([c.command]), command=redact(c.command),
+            task_type=suggest_task_type([c.command]), command=redact(c.command), about=redact(_about(c)),
             error=redact((c.output or "")[-500:]), exit_code=c.exit_code, source=f"session:{c.source}"))
         result.learnings += 1
+
+
+def _about(c: Any) -> str:
+    """What a failed command was for, as the log tells it: the agent's own description, and the folder it ran in (its
+    last two parts: `shop/frontend` says more about `npm run build` than the command does)."""
+    parts = [str(getattr(c, "description", None) or "").strip()[:300]]
+    cwd = str(getattr(c, "cwd", None) or "").rstrip("/")
+    if cwd:
+        parts.append("in " + "/".join(cwd.split("/")[-2:]))
+    return " ".join(p for p in parts if p)
 
 
 def _keep(candidate: Candidate, store: SkillStore, options: MiningOptions, result: MiningResult) -> None:

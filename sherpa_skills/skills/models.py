@@ -107,6 +107,8 @@ class CapturedLearning(BaseModel):
     error: str = ""
     exit_code: int | None = None
     source: str = "run"
+    # What the command was for: the agent's own description, the task, the folder it ran in. Found by meaning with it.
+    about: str = ""
     created: float = 0.0
     seen: int = 1  # the same lesson (task, command, error) learned again counts here, not as a copy
     last_seen: float | None = None

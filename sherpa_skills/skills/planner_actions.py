@@ -7,8 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..engine.registry import ActionContext, ActionResult, default_registry
-from .learnings import relevant_learnings
-from .runtime import skill_store
+from .runtime import learning_finder
 
 
 class NoArgs(BaseModel):
@@ -23,9 +22,10 @@ def plan_context(args: NoArgs, ctx: ActionContext) -> ActionResult:
     replay_context = replay.get("context") or {}
     procedure = replay_context.get("procedure") or {}
     diverged = replay.get("state") == "diverged"
-    # Found by what the task is about (its words, the programs it names), not only by an exact task type.
-    found = relevant_learnings(skill_store(ctx.home), str(view.get("task") or ""), view.get("task_type"), limit=5)
-    learnings = [{"command": x.command, "error": x.error[-200:], "seen": getattr(x, "seen", 1)} for x, _ in found]
+    # Found by what the task means (the procedures' scores, a floor calibrated for learnings), not only by task type.
+    found = learning_finder(ctx.home).find(str(view.get("task") or ""), view.get("task_type"), limit=5)
+    learnings = [{"command": x.learning.command, "error": x.learning.error[-200:], "seen": x.learning.seen,
+                  "relevance": x.relevance, "why": x.why} for x in found.found]
     commands = [{"command": e.inputs.get("command"), "exit_code": (e.outputs or {}).get("exit_code"),
                  "output": ((e.outputs or {}).get("stdout", "") + (e.outputs or {}).get("stderr", ""))[-400:]}
                 for e in view.log if e.action == "shell"]

@@ -13,7 +13,7 @@ from ..engine.registry import ActionContext, ActionResult, default_registry
 from .matcher import Matcher
 from .verifier import MODEL_ENV as VERIFY_MODEL_ENV, Verifier
 from .models import CapturedLearning, Execution, ProcedureStep
-from .runtime import render_command, run_in_session, run_step, skill_matcher, skill_store
+from .runtime import learning_finder, render_command, run_in_session, run_step, skill_matcher, skill_store
 from .shell_session import end_session, session_for
 from .scoring import REPLAY_THRESHOLD
 
@@ -197,6 +197,8 @@ def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
         run_id=ctx.run_id))
     if args.outcome == "diverged" and divergence.get("command"):
         store.add_learning(CapturedLearning(task_type=proc["task_type"], procedure_id=proc["id"], command=divergence["command"],
+                                            about=str(proc.get("description") or "")[:300],
                                             error=f"{divergence.get('reason')}: {divergence.get('observed_output', '')[-300:]}",
                                             exit_code=divergence.get("observed_exit_code"), source="replay"))
+        learning_finder(ctx.home).sync()  # its vector, so the re-plan that follows finds it by meaning
     return ActionResult(outputs=execution.model_dump(), context={"execution_id": execution.id})

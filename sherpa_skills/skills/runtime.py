@@ -45,6 +45,22 @@ def skill_matcher(home: Path | None) -> Any:
     return matcher
 
 
+_finders: dict[tuple[str, int], Any] = {}
+
+
+def learning_finder(home: Path | None) -> Any:
+    """One LearningFinder per store and thread, sharing the matcher's companion client: planning asks on every plan."""
+    from .learnings import LearningFinder
+
+    matcher = skill_matcher(home)
+    key = (str(matcher.store.path), threading.get_ident())
+    with _lock:
+        finder = _finders.get(key)
+        if finder is None or finder.store is not matcher.store:
+            finder = _finders[key] = LearningFinder(matcher.store, companion=matcher.companion())
+    return finder
+
+
 PARAMETER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 _WHOLE_RAW = re.compile(r"\A\{% raw %\}(?:(?!\{% endraw %\}).)*\{% endraw %\}\Z", re.DOTALL)
 

@@ -118,7 +118,13 @@ def m005_trajectory_procedures(conn: sqlite3.Connection) -> None:
     """)
 
 
-MIGRATIONS = [m001_skills, m002_fts_by_rowid, m003_learnings_dedup, m004_one_procedure_per_signature, m005_trajectory_procedures]
+def m006_learning_about(conn: sqlite3.Connection) -> None:
+    """What a failed command was for (the agent's description, the task, its folder): what a task finds it by."""
+    execute_script(conn, "ALTER TABLE learnings ADD COLUMN about TEXT NOT NULL DEFAULT '';")
+
+
+MIGRATIONS = [m001_skills, m002_fts_by_rowid, m003_learnings_dedup, m004_one_procedure_per_signature, m005_trajectory_procedures,
+              m006_learning_about]
 
 
 def _fts_words(task_type: str) -> str:
@@ -162,6 +168,14 @@ def _procedure(row: tuple[Any, ...]) -> CapturedProcedure:
         steps=[ProcedureStep(**x) for x in json.loads(steps)], preconditions=json.loads(pre), postconditions=json.loads(post),
         context=json.loads(ctx), planned_tokens=ptok, planned_llm_calls=pcalls, created=created, updated=updated,
         kind=kind, decisions=[RecordedDecision(**d) for d in json.loads(decisions)])
+
+
+_LEARNING_COLUMNS = "id, task_type, procedure_id, command, error, exit_code, source, created, seen, last_seen, about"
+
+
+def _learning(r: tuple[Any, ...]) -> CapturedLearning:
+    return CapturedLearning(id=r[0], task_type=r[1], procedure_id=r[2], command=r[3], error=r[4], exit_code=r[5], source=r[6],
+                            created=r[7], seen=r[8], last_seen=r[9], about=r[10])
 
 
 class SkillStore:
@@ -441,20 +455,38 @@ class SkillStore:
         key = learning_key(learning.task_type, learning.command, learning.error)
         with self._write():
             row = self.conn.execute(
-                "INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created, key, seen, last_seen)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET seen = seen + excluded.seen,"
-                " last_seen = MAX(last_seen, excluded.last_seen) RETURNING id, seen, last_seen, created",
+                "INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created, key, seen, last_seen, about)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET seen = seen + excluded.seen,"
+                " last_seen = MAX(last_seen, excluded.last_seen) RETURNING id, seen, last_seen, created, about",
                 (learning.task_type, learning.procedure_id, learning.command, learning.error, learning.exit_code, learning.source,
-                 now, key, max(1, learning.seen), learning.last_seen or now)).fetchone()
-        return learning.model_copy(update={"id": row[0], "seen": row[1], "last_seen": row[2], "created": row[3]})
+                 now, key, max(1, learning.seen), learning.last_seen or now, learning.about)).fetchone()
+        # The same lesson keeps the context it was first learned with: that is the text its vector was made from.
+        return learning.model_copy(update={"id": row[0], "seen": row[1], "last_seen": row[2], "created": row[3], "about": row[4]})
 
     def learnings(self, task_type: str | None = None, limit: int = 50) -> list[CapturedLearning]:
-        sql, args = "SELECT id, task_type, procedure_id, command, error, exit_code, source, created, seen, last_seen FROM learnings", []
+        sql, args = f"SELECT {_LEARNING_COLUMNS} FROM learnings", []
         if task_type:
             sql, args = sql + " WHERE task_type = ?", [task_type]
         rows = self.conn.execute(sql + " ORDER BY COALESCE(last_seen, created) DESC, id DESC LIMIT ?", [*args, limit])
-        return [CapturedLearning(id=r[0], task_type=r[1], procedure_id=r[2], command=r[3], error=r[4], exit_code=r[5], source=r[6],
-                                 created=r[7], seen=r[8], last_seen=r[9]) for r in rows]
+        return [_learning(r) for r in rows]
+
+    def learnings_by_id(self, ids: list[int]) -> dict[int, CapturedLearning]:
+        """These learnings (ids the store does not hold are left out)."""
+        found: dict[int, CapturedLearning] = {}
+        for start in range(0, len(ids), 500):
+            chunk = [int(i) for i in ids[start:start + 500]]
+            rows = self.conn.execute(f"SELECT {_LEARNING_COLUMNS} FROM learnings WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            found.update({r[0]: _learning(r) for r in rows})
+        return found
+
+    def learning_rows(self) -> Iterator[tuple[int, str | None, str, str]]:
+        """(id, task type, about, command) of every learning, without building models: what finding learnings indexes."""
+        yield from self.conn.execute("SELECT id, task_type, about, command FROM learnings ORDER BY id")
+
+    def learnings_version(self) -> tuple[int, int]:
+        """(count, newest id): changes whenever a learning is added (a lesson seen again changes no text); caches compare it."""
+        count, newest = self.conn.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM learnings").fetchone()
+        return int(count), int(newest)
 
     # ------------------------------------------------------------------ lexical search
 
