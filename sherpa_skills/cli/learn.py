@@ -119,7 +119,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             console.print(f"  [yellow]a literal secret was replaced by an environment variable[/]: {', '.join(result.secrets_to_env)} "
                           "(set it before replaying; the value was not stored)")
         if payload.get("index_warning"):
-            console.print(f"[yellow]companion index not updated[/]: {payload['index_warning']} (run `sherpa-skills learn reindex`)")
+            console.print(f"[yellow]procedure index not updated[/]: {payload['index_warning']} (run `sherpa-skills learn reindex`)")
     return EXIT_OK if result.outcome in ("captured", "duplicate") else EXIT_ERROR
 
 
@@ -341,7 +341,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"reindexed": count, "seconds": round(seconds, 3), "per_second": round(count / seconds, 1) if seconds else None})
     else:
-        _console(stderr=False).print(f"companion index rebuilt from the store: {count} procedures in {seconds:.1f} s")
+        _console(stderr=False).print(f"procedure index rebuilt from the store: {count} procedures in {seconds:.1f} s")
     return EXIT_OK
 
 
@@ -417,7 +417,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             pass
     from ..skills.matcher import Matcher
 
-    # The companion learns the new procedures now, in batches: matching never silently falls back to words alone.
+    # The index embeds the new procedures now, in batches: matching never silently falls back to words alone.
     matcher = Matcher(store)
     warning = next((w for w in (matcher.index_many(fresh[i:i + 256]) for i in range(0, len(fresh), 256)) if w), None)
     summary = {"added": added, "skipped": skipped, "problems": problems, "indexed": 0 if warning else len(fresh),
@@ -427,7 +427,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     else:
         _console().print(f"imported {added} procedures, skipped {skipped} already known" + (f"; {len(problems)} invalid" if problems else ""))
         if warning:
-            _console(stderr=True).print(f"companion index not updated: {warning} (run `sherpa-skills learn reindex`)")
+            _console(stderr=True).print(f"procedure index not updated: {warning} (run `sherpa-skills learn reindex`)")
         for p in problems:
             _console(stderr=True).print(f"  {p}")
     return EXIT_OK if not problems else EXIT_ERROR
@@ -488,7 +488,7 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add("stats", cmd_stats, "tokens and LLM calls saved by replay")
     p.add_argument("--json", action="store_true")
 
-    p = add("reindex", cmd_reindex, "rebuild the companion (semantic) index from the store, in batches, with progress")
+    p = add("reindex", cmd_reindex, "rebuild the procedure (semantic) index from the store, in batches, with progress")
     p.add_argument("--json", action="store_true")
 
     p = add("promote", cmd_promote, "make a procedure replayable: a candidate becomes active, and promotion counts as its second success")

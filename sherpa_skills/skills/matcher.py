@@ -1,9 +1,9 @@
 """Which stored procedure a task is about — or that none is. A match is a decision, not a ranking.
 
-Candidates come from the chromadb companion (approximate neighbours) and from key terms weighted by how rare
-they are in the store (IDF). Each candidate then gets scores with an absolute meaning, never divided by the
-query's best: the exact cosine between the task and the procedure (stored vectors, or recomputed when the
-companion lacks them), the share of the task's key-term weight the procedure covers, and literal agreement
+Candidates come from the procedure index (`procedure_index`: the nearest stored vectors by exact cosine) and
+from key terms weighted by how rare they are in the store (IDF). Each candidate then gets scores with an absolute
+meaning, never divided by the query's best: the exact cosine between the task and the procedure (stored vectors,
+or recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure covers, and literal agreement
 (numbers, paths, quoted names, `*.ext`, flags: see `literals`). The relevance score is
 
     score = semantic + LITERAL_BONUS * min(agreed, 3) / 3 + SHARED_BONUS * min(shared, 3) / 3
@@ -28,12 +28,12 @@ from pydantic import BaseModel, Field
 
 from . import literals as lit
 from .models import CapturedProcedure
+from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, TermIndex, digest, index_text
 from .scoring import REPLAY_THRESHOLD
 from .store import SkillStore
 
 log = structlog.get_logger(__name__)
 
-COLLECTION = "procedures"
 LITERAL_BONUS = 0.1
 SHARED_BONUS = 0.2
 RELEVANCE_FLOOR = 0.96
@@ -110,52 +110,6 @@ class MatchDecision(BaseModel):
         return self.selected.procedure_id if self.selected else None
 
 
-class _TermIndex:
-    """Every procedure's key terms with their IDF, as numpy postings: a term shared by thousands of procedures
-    costs one vector add, not a Python loop."""
-
-    def __init__(self, store: SkillStore, include_candidates: bool):
-        import numpy as np
-
-        self.ids: list[str] = []
-        postings: dict[str, list[int]] = {}
-        for pid, task_type, description, tags, commands in store.term_rows(include_candidates):
-            index = len(self.ids)
-            self.ids.append(pid)
-            for term in procedure_words(task_type, description, tags, commands):
-                postings.setdefault(term, []).append(index)
-        n = max(len(self.ids), 1)
-        self.n = n
-        self.postings = {t: np.asarray(ix, dtype=np.int32) for t, ix in postings.items()}
-        self.idf = {t: self._idf(len(ix)) for t, ix in postings.items()}
-        self._scores = np.zeros(len(self.ids), dtype=np.float32)
-
-    def _idf(self, df: int) -> float:
-        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
-
-    def weights(self, query: str) -> dict[str, float]:
-        """The task's key terms and their weights; a word no procedure has weighs as much as the rarest."""
-        return {w: self.idf.get(w, self._idf(0)) for w in dict.fromkeys(words(query))}
-
-    def search(self, weights: dict[str, float], limit: int) -> list[str]:
-        """The ids of the `limit` procedures covering the most key-term weight."""
-        import numpy as np
-
-        hits = [(self.postings[t], w) for t, w in weights.items() if t in self.postings]
-        if not hits or not self.ids:
-            return []
-        scores = self._scores
-        for indices, weight in hits:
-            scores[indices] += weight
-        k = min(limit, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[scores[top] > 0]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        found = [self.ids[i] for i in top]
-        scores.fill(0.0)
-        return found
-
-
 def coverage(weights: dict[str, float], procedure_terms: set[str]) -> tuple[float, list[str]]:
     """Share of the task's key-term weight that the procedure's own terms cover, and which terms."""
     total = sum(weights.values())
@@ -185,10 +139,8 @@ def exact_reason(query: str, proc: CapturedProcedure) -> str | None:
 
 
 def describe(p: CapturedProcedure) -> str:
-    """The text whose meaning the companion indexes."""
-    parts = [p.task_type.replace("-", " ").replace("_", " "), p.description, " ".join(p.tags)]
-    parts += [s.command for s in p.steps[:8]]
-    return ". ".join(x for x in parts if x)
+    """The text whose meaning the procedure index holds."""
+    return index_text(p.task_type, p.description, p.tags, [s.command for s in p.steps[:8]])
 
 
 def _cosine(a: Any, b: Any) -> float:
@@ -200,72 +152,87 @@ def _cosine(a: Any, b: Any) -> float:
 
 
 class Matcher:
-    """Decides which procedure a task is about; the term index is rebuilt only when the store's generation changes."""
+    """Decides which procedure a task is about; its index (vectors, key terms) is re-read only when the store's
+    generation changes, and kept in `index_path` (the home's `index/`) for the next process."""
 
-    def __init__(self, store: SkillStore, companion_path: Path | None = None, companion: Any = None, *,
+    def __init__(self, store: SkillStore, index_path: Path | None = None, *, embedder: Any = None,
                  floor: float = RELEVANCE_FLOOR, margin: float = MARGIN):
         self.store = store
-        self.companion_path = companion_path or store.path.parent / "companion"
-        self._companion = companion
-        self._terms: dict[bool, tuple[int, _TermIndex]] = {}
+        self.index_path = index_path or store.path.parent / "index"
+        self._embedder = embedder
+        self._index = ProcedureIndex(store, self.index_path, lambda: self.embedder, procedure_words)
         self.floor = floor
         self.margin = margin
         self._texts: dict[tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[lit.Literal]]] = {}
 
-    def companion(self) -> Any:
-        if self._companion is None:
-            from ..semantic.companion import Companion
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from ..semantic.embeddings import default_embedder
 
-            self._companion = Companion(self.companion_path)
-        return self._companion
+            self._embedder = default_embedder()
+        return self._embedder
 
-    def _term_index(self, include_candidates: bool) -> _TermIndex:
-        generation = self.store.generation()
-        cached = self._terms.get(include_candidates)
-        if cached is None or cached[0] != generation:
-            cached = (generation, _TermIndex(self.store, include_candidates))
-            self._terms[include_candidates] = cached
-        return cached[1]
+    @embedder.setter
+    def embedder(self, value: Any) -> None:
+        self._embedder = value
 
-    # ------------------------------------------------------------------ scoring
-
-    def _semantic(self, query: str, pool: int, where: dict[str, Any] | None) -> tuple[Any, list[str], str | None]:
-        """The query vector and the approximate neighbours' ids; or why meaning is unavailable."""
+    def _semantic_embedder(self) -> tuple[Any, str | None]:
+        """The embedder when it gives meaning; else None and why not."""
         try:
-            companion = self.companion()
-            if not getattr(companion.embedder, "semantic", False):
-                return None, [], (f"the embedder {companion.embedder.name!r} matches words, not meaning; "
-                                  "the relevance floor is calibrated for MiniLM, so nothing is replayed by meaning")
-            vector = companion.embed_query(query)
+            embedder = self.embedder
+        except Exception as exc:
+            return None, f"semantic scoring unavailable ({exc})"
+        if not getattr(embedder, "semantic", False):
+            return None, (f"the embedder {embedder.name!r} matches words, not meaning; "
+                          "the relevance floor is calibrated for MiniLM, so nothing is replayed by meaning")
+        return embedder, None
+
+    # ------------------------------------------------------------------ candidates
+
+    def _snapshot(self, semantic: bool) -> Snapshot:
+        return self._index.snapshot(embed=INLINE_EMBED if semantic else 0)
+
+    def _term_index(self, include_candidates: bool) -> TermIndex:
+        return self._snapshot(False).term_index(include_candidates, words)
+
+    def _semantic(self, query: str, pool: int, snap: Snapshot, include_candidates: bool,
+                  task_type: str | None) -> tuple[Any, list[str], str | None]:
+        """The query vector and its nearest procedures' ids; or why meaning is unavailable."""
+        embedder, why = self._semantic_embedder()
+        if embedder is None:
+            return None, [], why
+        try:
+            vector = embedder.embed([query])[0]
         except Exception as exc:
             return None, [], f"semantic scoring unavailable ({exc})"
-        try:
-            near = [pid for pid, _ in companion.query(COLLECTION, query, n=pool, where=where, vector=vector)]
-        except Exception as exc:  # the index is missing or broken: candidates come from key terms, scores stay exact
-            log.warning("companion_unavailable", reason=str(exc))
-            return vector, [], f"semantic index unavailable ({exc}); candidates found by key terms only (`learn reindex` rebuilds it)"
-        return vector, near, None
+        near = [pid for pid, _ in snap.nearest(vector, pool, include_candidates, task_type)]
+        have, total = snap.coverage
+        degraded = None if have == total else (
+            f"semantic index covers {have} of {total} procedures; the others are found by key terms only "
+            "(`learn reindex` embeds them all)")
+        return vector, near, degraded
 
-    def _vectors(self, procs: list[CapturedProcedure]) -> dict[str, Any]:
-        """Stored vectors of the candidates; any the companion lacks are embedded now (and stored, so it heals)."""
-        companion = self.companion()
-        try:
-            found = companion.vectors(COLLECTION, [p.id for p in procs])
-        except Exception:
-            found = {}
-        missing = [p for p in procs if p.id not in found]
+    def _vectors(self, procs: list[CapturedProcedure], snap: Snapshot) -> dict[str, Any]:
+        """Stored vectors of the candidates; any missing, or embedded from a text since changed, are embedded now
+        (and kept, so the index heals)."""
+        found: dict[str, Any] = {}
+        missing: list[tuple[CapturedProcedure, str]] = []
+        for p in procs:
+            text = describe(p)
+            vector = snap.vector(p.id, digest(text))
+            if vector is None:
+                missing.append((p, text))
+            else:
+                found[p.id] = vector
         if missing:
             try:
-                vectors = companion.embedder.embed([describe(p) for p in missing])
+                vectors = self.embedder.embed([text for _, text in missing])
             except Exception as exc:
                 log.warning("embed_failed", reason=str(exc))
                 return found
-            found.update({p.id: v for p, v in zip(missing, vectors)})
-            try:
-                companion.upsert(COLLECTION, [p.id for p in missing], [describe(p) for p in missing],
-                                 [{"task_type": p.task_type} for p in missing])
-            except Exception as exc:  # the truth is unaffected; the next reindex catches up
-                log.debug("companion_heal_failed", reason=str(exc))
+            found.update({p.id: v for (p, _), v in zip(missing, vectors)})
+            self._index.put([p.id for p, _ in missing], [text for _, text in missing], vectors)
         return found
 
     def match(self, query: str, *, task_type: str | None = None, include_candidates: bool = False,
@@ -280,21 +247,23 @@ class Matcher:
         base = {"query": query, "task_type": task_type, "floor": self.floor, "margin": self.margin, "min_confidence": threshold}
         if not query.strip():
             return MatchDecision(**base, decision="no-match", reason="the task is empty")
-        terms = self._term_index(include_candidates)
+        embedder, _ = self._semantic_embedder()
+        snap = self._snapshot(embedder is not None)
+        terms = snap.term_index(include_candidates, words)
         weights = terms.weights(query)
         pool = POOL if not task_type else POOL * 10
-        vector, near, degraded = self._semantic(query, pool, {"task_type": task_type} if task_type else None)
+        vector, near, degraded = self._semantic(query, pool, snap, include_candidates, task_type)
         ids = list(dict.fromkeys([*near, *terms.search(weights, pool)]))
         procs: list[CapturedProcedure] = []
+        stored = self.store.get_many(ids)
         for pid in ids:
-            try:
-                proc = self.store.get(pid)
-            except Exception:
-                continue  # the companion knows an id the truth no longer has: the truth wins
+            proc = stored.get(pid)
+            if proc is None:
+                continue  # the index knows an id the truth no longer has: the truth wins
             if (task_type and proc.task_type != task_type) or proc.status == "rejected" or (proc.status == "candidate" and not include_candidates):
                 continue
             procs.append(proc)
-        vectors = self._vectors(procs) if vector is not None else {}
+        vectors = self._vectors(procs, snap) if vector is not None else {}
         stated = lit.extract(query)
         given = params or {}
         lowered = query.lower()
@@ -378,26 +347,33 @@ class Matcher:
         decision.params = {**best.params, **{k: str(v) for k, v in given.items()}}
         return decision
 
-    # ------------------------------------------------------------------ the companion
+    # ------------------------------------------------------------------ the index
 
     def index(self, procedure: CapturedProcedure) -> str | None:
-        """Add or refresh one procedure in the companion; returns why not, when it cannot."""
+        """Embed one procedure into the index now; returns why not, when it cannot."""
         return self.index_many([procedure])
 
     def index_many(self, procedures: list[CapturedProcedure]) -> str | None:
-        """Add or refresh procedures in the companion in batches; returns why not, when it cannot."""
+        """Embed procedures into the index now, in batches; returns why not, when it cannot."""
         if not procedures:
             return None
         try:
-            self.companion().upsert(COLLECTION, [p.id for p in procedures], [describe(p) for p in procedures],
-                                    [{"task_type": p.task_type} for p in procedures])
+            snap = self._index.snapshot(embed=0)
+            todo = [(p.id, describe(p)) for p in procedures]
+            todo = [(pid, text) for pid, text in todo if snap.vector(pid, digest(text)) is None]
+            for start in range(0, len(todo), 256):
+                chunk = todo[start:start + 256]
+                vectors = self.embedder.embed([text for _, text in chunk])
+                self._index.put([pid for pid, _ in chunk], [text for _, text in chunk], vectors)
             return None
         except Exception as exc:
-            log.warning("companion_index_failed", procedures=len(procedures), reason=str(exc))
+            log.warning("procedure_index_failed", procedures=len(procedures), reason=str(exc))
             return str(exc)
 
+    def refresh(self, progress: Callable[[int], None] | None = None) -> int:
+        """Bring the index up to date with the store, embedding every missing vector; returns how many it holds."""
+        return self._index.refresh(progress)
+
     def reindex(self, progress: Callable[[int], None] | None = None) -> int:
-        """Rebuild the companion collection from SQLite, the truth, embedding in batches."""
-        items = ((p.id, describe(p), {"task_type": p.task_type}) for p in self.store.iter_procedures())
-        self.companion().rebuild(COLLECTION, items, progress=progress)
-        return self.store.count()
+        """Rebuild the index from SQLite, the truth, embedding every procedure again in batches."""
+        return self._index.rebuild(progress=progress)

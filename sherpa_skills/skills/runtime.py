@@ -33,7 +33,7 @@ _matchers: dict[tuple[str, int], Any] = {}
 
 
 def skill_matcher(home: Path | None) -> Any:
-    """One Matcher per store and thread, so its key-term index and companion client outlive a single replay."""
+    """One Matcher per store and thread, so its index (vectors, key terms) and embedder outlive a single replay."""
     from .matcher import Matcher
 
     store = skill_store(home)
