@@ -233,3 +233,31 @@ class TestLiterals:
     def test_prose_is_not_a_literal(self) -> None:
         """"files/directories" is a phrase, not a path; plain words are not names."""
         assert extract("Find all files/directories under the current folder") == []
+
+
+class TestFreshProcess:
+    def test_the_cli_in_a_fresh_process_decides_as_the_warm_api(self, store: SkillStore) -> None:
+        """`learn replay QUERY --json` in a new interpreter reads the saved index (it does not rebuild it) and decides
+        as `SkillStore.match` does in a warm process: same selection, same candidates, same scores."""
+        import json
+        import subprocess
+        import sys
+
+        from sherpa_skills.skills.api import SkillStore as Skills
+
+        home = store.path.parent
+        warm = Skills(home)
+        warm.match("warm up")  # the index is now saved for this generation
+        index = home / "index" / FILE
+        saved = index.stat().st_mtime_ns
+        for query in ("Dump the postgres database to a compressed file", "reboot the http daemon"):
+            decided = warm.match(query)
+            done = subprocess.run([sys.executable, "-m", "sherpa_skills", "learn", "replay", query, "--json", "--home", str(home)],
+                                  capture_output=True, text=True, timeout=300)
+            payload = json.loads(done.stdout)
+            assert payload["procedure_id"] == decided.procedure_id, query
+            assert [m["procedure_id"] for m in payload["matches"]] == [c.procedure_id for c in decided.candidates], query
+            assert [m["score"] for m in payload["matches"]] == pytest.approx([c.score for c in decided.candidates], abs=2e-4)
+            assert [m["reason"] is None for m in payload["matches"]] == [c.reason is None for c in decided.candidates]
+        assert decided.procedure_id is None and payload["status"] == "no-match"
+        assert index.stat().st_mtime_ns == saved  # read, not rebuilt
