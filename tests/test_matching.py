@@ -167,6 +167,23 @@ class TestScores:
         assert Snapshot.load(store.path.parent / "index" / FILE) is not None
         assert store.count() == len(PROCEDURES)  # the truth lost nothing
 
+    def test_an_index_whose_shapes_do_not_fit_is_refused(self, store: SkillStore) -> None:
+        """A file with this store's stamp but cut vectors and a posting past the end is not read; it is rebuilt."""
+        import numpy as np
+
+        path = store.path.parent / "index" / FILE
+        Matcher(store).match("db backup")
+        with np.load(path) as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays["vectors"] = arrays["vectors"][:, :10]
+        arrays["rows"][0] = 10_000
+        with path.open("wb") as f:
+            np.savez(f, **arrays)
+        assert Snapshot.load(path) is None
+        decision = Matcher(store).match("db backup")
+        assert decision.selected and decision.selected.task_type == "db-backup" and decision.degraded is None
+        assert Snapshot.load(path) is not None
+
     def test_reindex_rebuilds_a_deleted_index_from_the_truth(self, store: SkillStore) -> None:
         """Deleting the index loses nothing: `reindex` embeds every procedure again, and decisions are unchanged."""
         before = Matcher(store).match("reboot the http daemon")

@@ -166,8 +166,9 @@ class Snapshot:
             meta = json.loads(str(arrays.pop("meta")))
             if meta.get("format") != FORMAT:
                 raise ValueError(f"format {meta.get('format')!r}, expected {FORMAT}")
+            _check(arrays, int(meta["dim"]))
             return cls(arrays, meta)
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
             log.warning("procedure_index_unreadable", path=str(path), reason=f"{type(exc).__name__}: {exc}")
             return None
 
@@ -260,6 +261,22 @@ class Snapshot:
     def coverage(self) -> tuple[int, int]:
         """(rows with a vector, rows)."""
         return int(self.has_vector.sum()), len(self.id_list)
+
+
+def _check(arrays: dict[str, Any], dim: int) -> None:
+    """Shapes and ranges agree, so a damaged or hand-made file is refused before a matmul or a posting reads past it."""
+    n = len(arrays["ids"])
+    for name in ("task_types", "active", "digests", "has_vector"):
+        if arrays[name].shape != (n,):
+            raise ValueError(f"{name} has shape {arrays[name].shape}, expected ({n},)")
+    if arrays["vectors"].shape != (n, dim) or arrays["vectors"].dtype.kind != "f":
+        raise ValueError(f"vectors have shape {arrays['vectors'].shape}, expected ({n}, {dim})")
+    offsets, rows = arrays["offsets"], arrays["rows"]
+    if offsets.shape != (len(arrays["terms"]) + 1,) or (len(offsets) and (offsets[0] != 0 or offsets[-1] != len(rows))) \
+            or (len(offsets) > 1 and bool((offsets[1:] < offsets[:-1]).any())):
+        raise ValueError("term offsets do not fit the postings")
+    if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= n):
+        raise ValueError("a term posting names a row the index lacks")
 
 
 class ProcedureIndex:
