@@ -3,7 +3,8 @@
 Candidates come from the procedure index (`procedure_index`: the nearest stored vectors by exact cosine) and
 from key terms weighted by how rare they are in the store (IDF). Each candidate then gets scores with an absolute
 meaning, never divided by the query's best: the exact cosine between the task and the procedure (stored vectors,
-or recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure covers, and literal agreement
+or recomputed when the index lacks them or their text changed), the share of the task's key-term weight the
+procedure covers, and literal agreement
 (numbers, paths, quoted names, `*.ext`, flags: see `literals`). The relevance score is
 
     score = semantic + LITERAL_BONUS * min(agreed, 3) / 3 + SHARED_BONUS * min(shared, 3) / 3
@@ -18,7 +19,6 @@ wrong and false replays stay rare (bench/match_bench.py, bench/RESULTS.md); when
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any, Callable, Literal
