@@ -184,6 +184,18 @@ class TestScores:
         assert decision.selected and decision.selected.task_type == "db-backup" and decision.degraded is None
         assert Snapshot.load(path) is not None
 
+    def test_an_embedder_that_cannot_load_leaves_key_terms_and_the_saved_index(self, store: SkillStore,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+        """A misconfigured embedder: the decision is lexical and says why; the saved vectors are not overwritten."""
+        Matcher(store).match("db backup")
+        path = store.path.parent / "index" / FILE
+        saved = path.read_bytes()
+        monkeypatch.setenv("SHERPA_SKILLS_EMBEDDER", "no-such-embedder")
+        decision = Matcher(store).match("db backup")
+        assert decision.mode == "lexical" and "no-such-embedder" in (decision.degraded or "")
+        assert decision.candidates[0].task_type == "db-backup"  # named word for word: found without meaning
+        assert path.read_bytes() == saved
+
     def test_reindex_rebuilds_a_deleted_index_from_the_truth(self, store: SkillStore) -> None:
         """Deleting the index loses nothing: `reindex` embeds every procedure again, and decisions are unchanged."""
         before = Matcher(store).match("reboot the http daemon")

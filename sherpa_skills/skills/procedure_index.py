@@ -297,18 +297,24 @@ class ProcedureIndex:
     def snapshot(self, *, embed: int = INLINE_EMBED, progress: Callable[[int], None] | None = None) -> Snapshot:
         """The index as of the store's current generation, with up to `embed` missing vectors embedded now."""
         stamp = (self.store.identity(), self.store.generation())
-        embedder = self._embedder()
+        try:
+            embedder = self._embedder()
+            name, dim = embedder.name, embedder.dim
+        except Exception as exc:  # key terms still work; the saved vectors are left for when it loads again
+            log.warning("embedder_unavailable", reason=str(exc))
+            embedder, name, dim = None, "", 0
         snap = self._snap
-        if snap is None or snap.stamp != stamp or snap.embedder != embedder.name:
+        if snap is None or snap.stamp != stamp or snap.embedder != name:
             loaded = Snapshot.load(self.file)
-            if loaded is not None and loaded.stamp == stamp and loaded.embedder == embedder.name:
+            if loaded is not None and loaded.stamp == stamp and (loaded.embedder == name or embedder is None):
                 snap = loaded
             else:  # vectors of unchanged texts are kept from the newest snapshot at hand
                 previous = snap if snap is not None and (loaded is None or snap.stamp[1] >= loaded.stamp[1]) else loaded
-                snap, _ = Snapshot.build(self.store.index_rows(), stamp, embedder.name, embedder.dim, self.terms_of, previous)
-                self._save(snap)
+                snap, _ = Snapshot.build(self.store.index_rows(), stamp, name, dim, self.terms_of, previous)
+                if embedder is not None:
+                    self._save(snap)
             self._snap = snap
-        if embed > 0 and not bool(snap.has_vector.all()):
+        if embedder is not None and embed > 0 and not bool(snap.has_vector.all()):
             self._embed_missing(snap, embed, progress)
         return snap
 
