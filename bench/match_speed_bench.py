@@ -104,6 +104,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200, help="warm matches timed per version and store")
     parser.add_argument("--reindex", type=int, default=600, help="procedures in the store `learn reindex` rebuilds")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--random-vectors", action="store_true",
+                        help="stores' vectors drawn at random (seeded) instead of MiniLM's: no embedding before timing starts")
+    parser.add_argument("--skip", default="", help="comma-separated parts not to measure: warm, fresh-large")
     args = parser.parse_args()
     command = shlex.join(["python", "bench/match_speed_bench.py", *sys.argv[1:]])
     data = os.environ.get(ENV)
@@ -120,9 +123,18 @@ def main() -> int:
         versions = {"before": baseline_tree(args.baseline, work / "before"), "after": current_tree(work / "after")}
         (work / "queries.json").write_text(json.dumps(queries))
         vectors = work / "vectors.npy"
-        embed_rate = base_vectors(split, vectors)
-        print(f"embedded {stored} stored texts in-process: {embed_rate:.0f}/s", flush=True)
-        sizes = (stored, args.size)
+        skip = set(filter(None, args.skip.split(",")))
+        if args.random_vectors:
+            import numpy as np
+
+            rng = np.random.default_rng(11)
+            drawn = rng.normal(size=(stored, 384)).astype(np.float32)
+            np.save(vectors, drawn / np.linalg.norm(drawn, axis=1, keepdims=True))
+            embed_rate = float("nan")
+        else:
+            embed_rate = base_vectors(split, vectors)
+            print(f"embedded {stored} stored texts in-process: {embed_rate:.0f}/s", flush=True)
+        sizes = (stored,) if "fresh-large" in skip and "warm" in skip else (stored, args.size)
         results: dict[str, dict[str, Any]] = {v: {} for v in versions}
         for version, code in versions.items():
             for size in sizes:
@@ -130,17 +142,17 @@ def main() -> int:
                 results[version][f"setup_{size}"] = last_json(out)
             run([py, str(CHILD), "store", str(work / version / "home-reindex"), str(args.reindex)], code)
             print(f"{version}: stores ready", flush=True)
-        for size in sizes:  # warm, alternately
+        for size in sizes if "warm" not in skip else ():  # warm, alternately
             for version, code in versions.items():
                 _, _, out = run([py, str(CHILD), "warm", str(work / version / f"home-{size}"), str(work / "queries.json")], code)
                 results[version][f"warm_{size}"] = last_json(out)
                 print(version, size, results[version][f"warm_{size}"], flush=True)
-        for size in sizes:  # fresh processes, alternately; the first of each is dropped (page cache, .pyc files)
+        for size in [z for z in sizes if z == stored or "fresh-large" not in skip]:  # fresh, alternately; the first is dropped
             for i in range(args.fresh + 1):
                 for version, code in versions.items():
                     wall, cpu, out = run([py, "-m", "sherpa_skills", "learn", "replay", queries[i % len(queries)], "--json",
                                           "--home", str(work / version / f"home-{size}")], code)
-                    payload = last_json(out) if out.strip().startswith("{") else json.loads(out)
+                    payload = json.loads(out)
                     if i:
                         results[version].setdefault(f"fresh_{size}", []).append((wall, cpu, payload.get("status")))
             print("fresh", size, {v: results[v][f"fresh_{size}"] for v in versions}, flush=True)
@@ -165,7 +177,7 @@ def main() -> int:
              "(\"variant k\" of a command, \"copy i\" of its description; vectors: the original's plus fixed noise).",
              "", "| figure | before | after | ratio | target |", "|---|---:|---:|---:|---|"]
     verdicts = []
-    for size in sizes:
+    for size in [z for z in sizes if f"fresh_{z}" in a]:
         fb, fa = b[f"fresh_{size}"], a[f"fresh_{size}"]
         wb, wa = med([w for w, _, _ in fb]), med([w for w, _, _ in fa])
         cb, ca = med([c for _, c, _ in fb]), med([c for _, c, _ in fa])
@@ -176,7 +188,7 @@ def main() -> int:
         if size == stored:
             verdicts.append(f"fresh process ≤ {TARGET_FRESH_S:g} s: {'met' if wa <= TARGET_FRESH_S else '**missed**'} "
                             f"(wall {wa:.2f} s, CPU {ca:.2f} s)")
-    for size in sizes:
+    for size in [z for z in sizes if f"warm_{z}" in a]:
         pb, pa = b[f"warm_{size}"], a[f"warm_{size}"]
         target = f"≤ {TARGET_P50_MS:g} ms" if size == args.size else "—"
         lines.append(f"| warm `match` p50 ms, {size:,} procedures ({pa['n']} queries) | {pb['p50']:.1f} | {pa['p50']:.1f} "
@@ -193,8 +205,11 @@ def main() -> int:
     lines.append(f"| the same, as `learn reindex --json` reports it (embedding and writing) | {rb['inner']:.0f} | {ra['inner']:.0f} "
                  f"| {ra['inner'] / rb['inner']:.1f}× | — |")
     verdicts.append(f"reindex ≥ {TARGET_REINDEX:g}/s: {'met' if ra['inner'] >= TARGET_REINDEX else '**missed**'} ({ra['inner']:.0f}/s)")
-    lines += ["", f"MiniLM alone, in-process, on the {stored} stored texts (batches of 32, sorted by length): {embed_rate:.0f} texts/s.",
-              "", "Targets (after): " + "; ".join(verdicts) + "."]
+    if args.random_vectors:
+        lines += ["", "Stores' vectors were drawn at random (`--random-vectors`): timing only, the candidates are not meaningful."]
+    else:
+        lines += ["", f"MiniLM alone, in-process, on the {stored} stored texts (batches of 32, sorted by length): {embed_rate:.0f} texts/s."]
+    lines += ["", "Targets (after): " + "; ".join(verdicts) + "."]
     load = float(load_start.split("load average ")[1].split()[0]) if "load average " in load_start else 0.0
     if load >= 1.0:
         lines += ["", f"**Noisy run**: load average {load:.2f} on {os.cpu_count()} cores when timing started; wall times are "

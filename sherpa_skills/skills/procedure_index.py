@@ -107,9 +107,11 @@ class Snapshot:
         self.rows: Any = arrays["rows"]
         self.id_list: list[str] = self.ids.tolist()
         self.row_of = {pid: i for i, pid in enumerate(self.id_list)}
-        norms = np.linalg.norm(self.vectors, axis=1) if len(self.vectors) else np.zeros(0, dtype=np.float32)
-        self.norms = np.where(norms > 0, norms, 1.0).astype(np.float32)
-        self.units = self.vectors / self.norms[:, None]  # rows scaled to length 1: a cosine is one dot product
+        if "norms" in arrays:  # saved with the vectors: a fresh process computes nothing over 10k rows to start
+            self.norms = arrays["norms"]
+        else:
+            norms = np.linalg.norm(self.vectors, axis=1) if len(self.vectors) else np.zeros(0, dtype=np.float32)
+            self.norms = np.where(norms > 0, norms, 1.0).astype(np.float32)
         self._term_indexes: dict[bool, TermIndex] = {}
 
     # ------------------------------------------------------------ building and files
@@ -182,7 +184,7 @@ class Snapshot:
             with os.fdopen(fd, "wb") as f:
                 np.savez(f, meta=np.asarray(json.dumps(self.meta)), ids=self.ids, task_types=self.task_types,
                          active=self.active, digests=self.digests, vectors=self.vectors, has_vector=self.has_vector,
-                         terms=self.terms, offsets=self.offsets, rows=self.rows)
+                         terms=self.terms, offsets=self.offsets, rows=self.rows, norms=self.norms)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -203,7 +205,6 @@ class Snapshot:
             self.vectors[i], self.digests[i], self.has_vector[i] = v, d, True
             norm = float(np.linalg.norm(v))
             self.norms[i] = norm if norm > 0 else 1.0
-            self.units[i] = v / self.norms[i]
             changed += 1
         return changed
 
@@ -229,7 +230,8 @@ class Snapshot:
         if n <= 0 or not allowed:
             return []
         q = np.asarray(query, dtype=np.float32)
-        sims = self.units @ (q / (float(np.linalg.norm(q)) or 1.0))  # every row at once: cheaper than selecting rows first
+        # every row at once: cheaper than selecting the allowed rows first (a 15 MB copy at 10k)
+        sims = (self.vectors @ q) / (self.norms * (float(np.linalg.norm(q)) or 1.0))
         sims[~mask] = -np.inf
         k = min(n, allowed)
         top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
@@ -266,7 +268,7 @@ class Snapshot:
 def _check(arrays: dict[str, Any], dim: int) -> None:
     """Shapes and ranges agree, so a damaged or hand-made file is refused before a matmul or a posting reads past it."""
     n = len(arrays["ids"])
-    for name in ("task_types", "active", "digests", "has_vector"):
+    for name in ("task_types", "active", "digests", "has_vector", "norms"):
         if arrays[name].shape != (n,):
             raise ValueError(f"{name} has shape {arrays[name].shape}, expected ({n},)")
     if arrays["vectors"].shape != (n, dim) or arrays["vectors"].dtype.kind != "f":
