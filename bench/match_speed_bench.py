@@ -106,7 +106,7 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--random-vectors", action="store_true",
                         help="stores' vectors drawn at random (seeded) instead of MiniLM's: no embedding before timing starts")
-    parser.add_argument("--skip", default="", help="comma-separated parts not to measure: warm, fresh-large")
+    parser.add_argument("--skip", default="", help="comma-separated parts not to measure: warm, fresh, fresh-large")
     args = parser.parse_args()
     command = shlex.join(["python", "bench/match_speed_bench.py", *sys.argv[1:]])
     data = os.environ.get(ENV)
@@ -137,7 +137,7 @@ def main() -> int:
         sizes = (stored,) if "fresh-large" in skip and "warm" in skip else (stored, args.size)
         results: dict[str, dict[str, Any]] = {v: {} for v in versions}
         for version, code in versions.items():
-            for size in sizes:
+            for size in sizes if not {"warm", "fresh"} <= skip else ():
                 _, _, out = run([py, str(CHILD), "setup", str(work / version / f"home-{size}"), str(size), str(vectors)], code)
                 results[version][f"setup_{size}"] = last_json(out)
             run([py, str(CHILD), "store", str(work / version / "home-reindex"), str(args.reindex)], code)
@@ -147,7 +147,8 @@ def main() -> int:
                 _, _, out = run([py, str(CHILD), "warm", str(work / version / f"home-{size}"), str(work / "queries.json")], code)
                 results[version][f"warm_{size}"] = last_json(out)
                 print(version, size, results[version][f"warm_{size}"], flush=True)
-        for size in [z for z in sizes if z == stored or "fresh-large" not in skip]:  # fresh, alternately; the first is dropped
+        for size in [z for z in sizes if "fresh" not in skip and (z == stored or "fresh-large" not in skip)]:  # alternately;
+            # the first run of each is dropped (page cache, .pyc files)
             for i in range(args.fresh + 1):
                 for version, code in versions.items():
                     wall, cpu, out = run([py, "-m", "sherpa_skills", "learn", "replay", queries[i % len(queries)], "--json",
@@ -159,7 +160,7 @@ def main() -> int:
         for version, code in versions.items():  # real embedding, one after the other
             wall, cpu, out = run([py, "-m", "sherpa_skills", "learn", "reindex", "--json", "--home", str(work / version / "home-reindex")],
                                  code)
-            got = json.loads(out)
+            got = json.loads(out[out.index("{"):])  # the baseline's `learn reindex --json` printed log lines first
             results[version]["reindex"] = {"per_second": got["reindexed"] / wall, "inner": got["per_second"], "wall": wall,
                                            "cpu": cpu, "n": got["reindexed"]}
             print(version, "reindex", results[version]["reindex"], flush=True)

@@ -389,6 +389,18 @@ class TestMaintenanceCommands:
         _, exported = cli(capsys, "learn", "export", str(tmp_path / "out.json"), "--home", str(home))
         assert exported == {"exported": 1, "learnings": 0, "file": str(tmp_path / "out.json")}
 
+    def test_reindex_json_is_only_json_in_a_fresh_process(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                          home: Path) -> None:
+        """`learn reindex --json` run as a user runs it: stdout parses as JSON, the logs go to the home's log file."""
+        import subprocess
+        import sys
+
+        capture(capsys, tmp_path, home)
+        done = subprocess.run([sys.executable, "-m", "sherpa_skills", "learn", "reindex", "--json", "--home", str(home)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["reindexed"] == 1
+
     def test_import_keeps_the_index_current(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path) -> None:
         """Imported procedures are indexed at once: matching by meaning works without `learn reindex`."""
         capture(capsys, tmp_path, home)

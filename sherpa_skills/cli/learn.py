@@ -322,7 +322,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
     from ..skills.matcher import Matcher
 
-    store, _, _ = _stores(args)
+    store, _, home = _stores(args)
+    _quiet_logs(args, home)  # the embedder's and the index's log lines go to the log file, never into --json
     total = store.count()
     started = time.perf_counter()
     console = _console(stderr=True)
