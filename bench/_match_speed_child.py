@@ -20,8 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+_path = list(sys.path)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from match_bench import load_split, program_of  # noqa: E402
+
+sys.path[:] = [str(Path(__file__).resolve().parent), *_path]  # match_bench puts this checkout first: PYTHONPATH must win
 
 NOISE = 0.02
 
