@@ -22,6 +22,7 @@ from typing import Any
 
 _path = list(sys.path)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import percentile  # noqa: E402
 from match_bench import load_split, program_of  # noqa: E402
 
 sys.path[:] = [str(Path(__file__).resolve().parent), *_path]  # match_bench puts this checkout first: PYTHONPATH must win
@@ -117,8 +118,7 @@ def warm(home: Path, queries_file: Path) -> None:
         t0 = time.perf_counter()
         matcher.match(q)
         times.append((time.perf_counter() - t0) * 1000)
-    times.sort()
-    print(json.dumps({"p50": times[len(times) // 2], "p95": times[int(len(times) * 0.95)], "n": len(times),
+    print(json.dumps({"p50": percentile(times, 50), "p95": percentile(times, 95), "n": len(times),
                       "first_s": first_s, "mode": first.mode, "degraded": first.degraded}))
 
 
