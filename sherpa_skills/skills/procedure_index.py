@@ -231,8 +231,9 @@ class Snapshot:
         if n <= 0 or not allowed:
             return []
         q = np.asarray(query, dtype=np.float32)
-        # every row at once: cheaper than selecting the allowed rows first (a 15 MB copy at 10k)
-        sims = (self.vectors @ q) / (self.norms * (float(np.linalg.norm(q)) or 1.0))
+        # Every row at once (cheaper than copying out the allowed ones). einsum, not `@`: a matrix-vector product this
+        # size wakes OpenBLAS's thread pool, whose spinning threads then slowed the next query embedding about 4x.
+        sims = np.einsum("ij,j->i", self.vectors, q) / (self.norms * (float(np.linalg.norm(q)) or 1.0))
         sims[~mask] = -np.inf
         k = min(n, allowed)
         top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
