@@ -112,7 +112,7 @@ def embedder() -> CachingEmbedder:
 
 
 def build_store(home: Path, stored: list[tuple[str, str]]) -> tuple[Any, list[str], float]:
-    """A real store and companion: one procedure per command, proven (two successes); returns ids and reindex rate."""
+    """A real store and its matching index: one procedure per command, proven (two successes); returns ids and reindex rate."""
     from sherpa_skills.skills.matcher import Matcher
     from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
     from sherpa_skills.skills.store import SkillStore
@@ -126,16 +126,14 @@ def build_store(home: Path, stored: list[tuple[str, str]]) -> tuple[Any, list[st
         proc = store.add_procedure(CapturedProcedure(id=f"p{i:05d}-{program}"[:40], task_type=program, description=description,
                                                      steps=[step], success_count=2, source="manual"))
         ids.append(proc.id)
-    from sherpa_skills.semantic.companion import Companion
-
-    matcher = Matcher(store, companion=Companion(home / "companion", embedder=embedder()))  # type: ignore[arg-type]
+    matcher = Matcher(store, embedder=embedder())
     t0 = time.perf_counter()
     matcher.reindex()
     rate = len(ids) / (time.perf_counter() - t0)
     return matcher, ids, rate
 
 
-def run_matcher(matcher: Any, split: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+def run_matcher(matcher: Any, split: dict[str, Any], ids: list[str], decisions: Path | None = None) -> dict[str, Any]:
     """Every query once through `match` (timed), then the same candidates decided again at each floor of a sweep."""
     import copy
 
@@ -145,8 +143,8 @@ def run_matcher(matcher: Any, split: dict[str, Any], ids: list[str]) -> dict[str
     for query, gold, same in queries:
         kept.append((matcher.match(query), gold, same))
     # Latency, warm, as a user meets it: the query embedded by MiniLM in the match (not from the bench's cache).
-    companion = matcher.companion()
-    cached, companion.embedder = companion.embedder, companion.embedder.inner
+    cached = matcher.embedder
+    matcher.embedder = cached.inner
     times: list[float] = []
     try:
         for query, _, _ in queries[::max(1, len(queries) // 300)]:
@@ -154,7 +152,11 @@ def run_matcher(matcher: Any, split: dict[str, Any], ids: list[str]) -> dict[str
             matcher.match(query)
             times.append((time.perf_counter() - t0) * 1000)
     finally:
-        companion.embedder = cached
+        matcher.embedder = cached
+    if decisions is not None:  # one line per query: what was decided, to compare two versions of the code
+        decisions.write_text("".join(json.dumps({"query": d.query, "selected": d.procedure_id, "gold": gold,
+                                                 "top": [[c.procedure_id, c.score] for c in d.candidates[:3]]}) + "\n"
+                                     for d, gold, _ in kept), encoding="utf-8")
     default = _rates_of([(d.procedure_id, gold, same) for d, gold, same in kept])
     sweep = {}
     for floor in FLOORS:
@@ -277,6 +279,7 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--scale", type=int, default=0, help="also time warm matches with the store padded to this size")
     parser.add_argument("--fresh", type=int, default=3, help="fresh-process replays to time")
+    parser.add_argument("--decisions", type=Path, help="write every query's decision here (JSON lines), to compare two versions")
     args = parser.parse_args()
     data = os.environ.get(ENV)
     if not data or not (Path(data) / "nl2bash-dev.jsonl").is_file():
@@ -294,7 +297,7 @@ def main() -> int:
         print("bm25", bm25_floor, bm25, flush=True)
         mini_floor, mini = baseline_minilm(split)  # embeds every query once, in batches; the matcher reuses them
         print("minilm", mini_floor, mini, flush=True)
-        ours = run_matcher(matcher, split, ids)
+        ours = run_matcher(matcher, split, ids, args.decisions)
         print("matcher", {k: v for k, v in ours.items() if k != "sweep"}, flush=True)
         fresh = fresh_process(home, [q for q, _ in split["positives"][:args.fresh]])
         print("fresh", fresh, flush=True)
@@ -359,6 +362,14 @@ def main() -> int:
     body = "\n".join(lines)
     print(body)
     if not args.no_write:
+        from _results import RESULTS
+
+        old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
+        start = old.find(f"## {SECTION}")
+        kept = old.find("### Matching speed", start) if start >= 0 else -1
+        if kept >= 0:  # the part bench/match_speed_bench.py writes stays, until that script rewrites it
+            end = old.find("\n## ", kept)
+            body += "\n\n" + old[kept:end if end >= 0 else len(old)].rstrip("\n")
         write_section(SECTION, body)
     return 0
 

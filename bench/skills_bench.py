@@ -444,10 +444,19 @@ def replay_profile(b: ReplayBench, quick: bool) -> list[tuple[str, float, float,
 
 
 def lexicon_class() -> Any:
-    """The matcher's key-term index: `_Lexicon` (numpy postings) in current code, `_Automaton` before."""
-    from sherpa_skills.skills import matcher as matcher_mod
+    """The matcher's key-term index: `TermIndex` (numpy postings, in the procedure index) in current code."""
+    from sherpa_skills.skills.procedure_index import TermIndex
 
-    return getattr(matcher_mod, "_TermIndex", None) or getattr(matcher_mod, "_Lexicon", None) or getattr(matcher_mod, "_Automaton")
+    return TermIndex
+
+
+def build_terms(store: Any, include_candidates: bool) -> Any:
+    """The key-term index of a store, built from its rows as a fresh process without an index file would."""
+    from sherpa_skills.skills.matcher import procedure_words, words
+    from sherpa_skills.skills.procedure_index import Snapshot
+
+    snap, _ = Snapshot.build(store.index_rows(), (0, store.generation()), "none", 0, procedure_words, None)
+    return snap.term_index(include_candidates, words)
 
 VERBS: dict[str, list[str]] = {
     "deploy": ["ship", "roll out", "push out"], "build": ["compile", "assemble", "make"], "test": ["check", "verify", "run the tests for"],
@@ -677,14 +686,14 @@ import gc, json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from skills_bench import rss_mib
-from skills_bench import lexicon_class
+from skills_bench import build_terms
 from sherpa_skills.skills.store import SkillStore
 store = SkillStore(Path(sys.argv[1]))
 store.count()
 gc.collect()
 before = rss_mib()
 t0 = time.perf_counter()
-a = lexicon_class()(store, False)
+a = build_terms(store, False)
 build = time.perf_counter() - t0
 gc.collect()
 after = rss_mib()
@@ -721,7 +730,7 @@ def lexical_only(store: Any, tmp: Path, queries: list[tuple[str, str]], rounds: 
     from sherpa_skills.skills.matcher import Matcher
 
     empty = tmp / f"companion-empty-{store.count()}"
-    matcher = Matcher(store, companion=Companion(empty, embedder=HashingEmbedder(384)))
+    matcher = Matcher(store, empty, embedder=HashingEmbedder(384))
     probe = matcher.match(queries[0][0])
     if probe.mode != "lexical" or not probe.degraded:
         raise SystemExit(f"lexical fallback not taken: {probe.mode}")
@@ -771,8 +780,8 @@ def bench_match(quick: bool) -> dict[str, Any]:
             store = stores[n]
             embedder = factory()
             plan = {"rounds": rounds if n == small else 1, "warm": 20 if n == small else 10, "phase": 60 if n == small else 30}
-            companion = Companion(tmp / f"companion-{kind}-{n}", embedder=embedder)
-            matcher = Matcher(store, companion=companion)
+            index_dir = tmp / f"index-{kind}-{n}"
+            matcher = Matcher(store, index_dir, embedder=embedder)
             gc.collect()
             t0 = perf_counter()
             indexed = matcher.reindex()
@@ -793,7 +802,7 @@ def bench_match(quick: bool) -> dict[str, Any]:
                 # What replay_actions.skill_match does per replay: a new Matcher (its automaton cache starts empty).
                 cold = []
                 for q, _ in queries[:3 if n == small else 1]:
-                    fresh = Matcher(store, companion=companion)
+                    fresh = Matcher(store, index_dir, embedder=embedder)
                     t0 = perf_counter()
                     fresh.match(q)
                     cold.append((perf_counter() - t0) * 1e3)
@@ -801,7 +810,6 @@ def bench_match(quick: bool) -> dict[str, Any]:
                 results.append(row)
                 print(f"  match {mode} n={n}: index {index_s:.1f}s, p50 {row['p50']:.1f} ms, p95 {row['p95']:.1f} ms,"
                       f" top5 {row['top5']:.0%}, cold {row['cold_match_ms']:.0f} ms", file=sys.stderr)
-            companion.close()
         out["configs"] = results
         out["automaton"] = {n: automaton_build(stores[n], 1 if quick else 3) for n in (small, large)}
         out["lexical"] = {}

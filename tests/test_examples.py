@@ -92,7 +92,8 @@ def test_demo_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 @pytest.mark.slow
 def test_skill_loop_plan_capture_replay_diverge_replan(tmp_path: Path) -> None:
-    """The whole loop through the CLI on real SQLite and chromadb: replay costs no LLM call, divergence re-plans a version 2."""
+    """The whole loop through the CLI on real SQLite and the procedure index: replay costs no LLM call, divergence re-plans a
+    version 2."""
     out = subprocess.run([sys.executable, str(EXAMPLES / "skills_loop" / "loop.py"), "--json", "--home", str(tmp_path / "home")],
                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -107,4 +108,4 @@ def test_skill_loop_plan_capture_replay_diverge_replan(tmp_path: Path) -> None:
     (proc,) = report["procedures"]
     assert proc["version"] == 2 and proc["health"] == "healthy"
     assert report["stats"]["llm_calls_saved"] > 0
-    assert (tmp_path / "home" / "companion").is_dir()
+    assert (tmp_path / "home" / "index" / "procedures.npz").is_file()

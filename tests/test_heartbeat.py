@@ -112,8 +112,8 @@ class TestIsolation:
         assert any("extract failed" in a for a in report["alerts"])
 
     def test_a_failing_maintenance_does_not_lose_the_mined_work(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        """A companion path that is a file breaks maintenance only: extract's watermark still advances."""
-        (home / "companion").write_text("not a folder")
+        """An index path that is a file breaks maintenance only: extract's watermark still advances."""
+        (home / "index").write_text("not a folder")
         report = heartbeat(home, capsys, code=1)
         assert report["status"] == "partial"
         assert report["phases"]["maintenance"]["status"] == "failed"

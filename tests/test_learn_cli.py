@@ -389,15 +389,28 @@ class TestMaintenanceCommands:
         _, exported = cli(capsys, "learn", "export", str(tmp_path / "out.json"), "--home", str(home))
         assert exported == {"exported": 1, "learnings": 0, "file": str(tmp_path / "out.json")}
 
-    def test_import_keeps_the_companion_current(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path) -> None:
+    def test_reindex_json_is_only_json_in_a_fresh_process(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                          home: Path) -> None:
+        """`learn reindex --json` run as a user runs it: stdout parses as JSON, the logs go to the home's log file."""
+        import subprocess
+        import sys
+
+        capture(capsys, tmp_path, home)
+        done = subprocess.run([sys.executable, "-m", "sherpa_skills", "learn", "reindex", "--json", "--home", str(home)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["reindexed"] == 1
+
+    def test_import_keeps_the_index_current(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path) -> None:
         """Imported procedures are indexed at once: matching by meaning works without `learn reindex`."""
         capture(capsys, tmp_path, home)
         assert main(["learn", "export", str(tmp_path / "procs.json"), "--home", str(home)]) == 0
         other = tmp_path / "other"
         _, summary = cli(capsys, "learn", "import", str(tmp_path / "procs.json"), "--home", str(other))
         assert summary["indexed"] == 1 and summary["index_warning"] is None
-        from sherpa_skills.semantic.companion import Companion
+        from sherpa_skills.skills.procedure_index import FILE, Snapshot
 
-        assert Companion(other / "companion").count("procedures") == 1
+        saved = Snapshot.load(other / "index" / FILE)
+        assert saved is not None and saved.coverage == (1, 1)
         _, out = cli(capsys, "learn", "replay", TASK, "-p", "name=n", "--home", str(other))
         assert out["status"] == "dry-run" and out["match_mode"] == "semantic" and out["degraded"] is None

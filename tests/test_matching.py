@@ -9,7 +9,9 @@ import pytest
 
 from sherpa_skills.semantic.embeddings import default_embedder
 from sherpa_skills.skills.literals import agree, extract, procedure_text
-from sherpa_skills.skills.matcher import COLLECTION, RELEVANCE_FLOOR, Matcher, describe
+from sherpa_skills.skills import matcher as matcher_module
+from sherpa_skills.skills.matcher import RELEVANCE_FLOOR, Matcher, describe
+from sherpa_skills.skills.procedure_index import FILE, Snapshot
 from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
 from sherpa_skills.skills.store import SkillStore
 
@@ -121,14 +123,33 @@ class TestScores:
         q, d = (np.asarray(v) for v in embedder.embed(["reboot the http daemon", describe(store.get(best.procedure_id))]))
         assert best.semantic == pytest.approx(float(q @ d) / float(np.linalg.norm(q) * np.linalg.norm(d)), abs=2e-3)
 
-    def test_a_procedure_the_companion_lacks_is_still_scored_and_indexed(self, store: SkillStore) -> None:
-        """Found by key terms but not in the index: embedded now (never scored 0), and the companion heals."""
+    def test_a_procedure_the_index_lacks_is_still_scored_and_indexed(self, store: SkillStore,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+        """Found by key terms but without a vector: embedded now (never scored 0), said so, and the index heals."""
+        monkeypatch.setattr(matcher_module, "INLINE_EMBED", 0)  # nothing embedded ahead of the match
         matcher = Matcher(store)
         p = add(store, None, "rotate-keys", "Rotate the signing keys of the vault", ["vault rotate"])
         decision = matcher.match("rotate the vault signing keys")
         found = next(c for c in decision.candidates if c.procedure_id == p.id)
         assert found.semantic is not None and found.semantic > 0.5
-        assert p.id in matcher.companion().vectors(COLLECTION, [p.id])
+        assert "covers 5 of 6 procedures" in (decision.degraded or "")
+        saved = Snapshot.load(store.path.parent / "index" / FILE)
+        assert saved is not None and saved.vector(p.id, matcher_module.digest(describe(p))) is not None
+
+    def test_a_stale_vector_is_recomputed_from_the_new_text(self, store: SkillStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A new version changes what the procedure runs: its old vector is not scored, the new text is."""
+        import numpy as np
+
+        monkeypatch.setattr(matcher_module, "INLINE_EMBED", 0)
+        matcher = Matcher(store)
+        web = next(p for p in store.procedures() if p.task_type == "restart-web")
+        matcher.match("restart the web server")
+        store.add_version(web.id, [ProcedureStep(command="apachectl graceful")])
+        store.promote(web.id)
+        decision = matcher.match("gracefully restart apache")
+        found = next(c for c in decision.candidates if c.procedure_id == web.id)
+        q, d = (np.asarray(v) for v in default_embedder().embed(["gracefully restart apache", describe(store.get(web.id))]))
+        assert found.semantic == pytest.approx(float(q @ d) / float(np.linalg.norm(q) * np.linalg.norm(d)), abs=2e-3)
 
     def test_key_terms_weigh_by_rarity(self, store: SkillStore) -> None:
         """A rare word covers more of the task than a common one: `terms` is the covered share of IDF weight."""
@@ -136,21 +157,81 @@ class TestScores:
         backup = next(c for c in decision.candidates if c.task_type == "db-backup")
         assert backup.matched_terms == ["postgres"] and 0.0 < backup.terms < 1.0
 
-    def test_a_corrupt_companion_still_decides_and_says_so(self, store: SkillStore) -> None:
-        """Garbage in the companion's database: candidates come from key terms, scores from fresh vectors."""
-        for f in (store.path.parent / "companion").rglob("chroma.sqlite3"):
-            f.write_bytes(b"this is not a database" * 100)
+    def test_a_corrupt_index_is_rebuilt_and_still_decides(self, store: SkillStore) -> None:
+        """Garbage in the index file: rebuilt from the truth, and the decision is the one an intact index gives."""
+        before = Matcher(store).match("db backup")
+        (store.path.parent / "index" / FILE).write_bytes(b"this is not an index" * 100)
         decision = Matcher(store).match("db backup")
-        assert "unavailable" in (decision.degraded or "")
-        assert decision.selected and decision.selected.task_type == "db-backup"
+        assert decision.selected and decision.selected.task_type == "db-backup" and decision.degraded is None
+        assert [(c.procedure_id, c.score) for c in decision.candidates] == [(c.procedure_id, c.score) for c in before.candidates]
+        assert Snapshot.load(store.path.parent / "index" / FILE) is not None
         assert store.count() == len(PROCEDURES)  # the truth lost nothing
 
-    def test_reindex_rebuilds_a_missing_companion_from_the_truth(self, store: SkillStore) -> None:
-        shutil.rmtree(store.path.parent / "companion")
+    def test_an_index_whose_shapes_do_not_fit_is_refused(self, store: SkillStore) -> None:
+        """A file with this store's stamp but cut vectors and a posting past the end is not read; it is rebuilt."""
+        import numpy as np
+
+        path = store.path.parent / "index" / FILE
+        Matcher(store).match("db backup")
+        with np.load(path) as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays["vectors"] = arrays["vectors"][:, :10]
+        arrays["rows"][0] = 10_000
+        with path.open("wb") as f:
+            np.savez(f, **arrays)
+        assert Snapshot.load(path) is None
+        decision = Matcher(store).match("db backup")
+        assert decision.selected and decision.selected.task_type == "db-backup" and decision.degraded is None
+        assert Snapshot.load(path) is not None
+
+    def test_an_embedder_that_cannot_load_leaves_key_terms_and_the_saved_index(self, store: SkillStore,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+        """A misconfigured embedder: the decision is lexical and says why; the saved vectors are not overwritten."""
+        Matcher(store).match("db backup")
+        path = store.path.parent / "index" / FILE
+        saved = path.read_bytes()
+        monkeypatch.setenv("SHERPA_SKILLS_EMBEDDER", "no-such-embedder")
+        decision = Matcher(store).match("db backup")
+        assert decision.mode == "lexical" and "no-such-embedder" in (decision.degraded or "")
+        assert decision.candidates[0].task_type == "db-backup"  # named word for word: found without meaning
+        assert path.read_bytes() == saved
+
+    def test_reindex_rebuilds_a_deleted_index_from_the_truth(self, store: SkillStore) -> None:
+        """Deleting the index loses nothing: `reindex` embeds every procedure again, and decisions are unchanged."""
+        before = Matcher(store).match("reboot the http daemon")
+        shutil.rmtree(store.path.parent / "index")
         matcher = Matcher(store)
         seen: list[int] = []
         assert matcher.reindex(progress=seen.append) == len(PROCEDURES) and seen[-1] == len(PROCEDURES)
-        assert matcher.companion().count(COLLECTION) == len(PROCEDURES)
+        saved = Snapshot.load(store.path.parent / "index" / FILE)
+        assert saved is not None and saved.coverage == (len(PROCEDURES), len(PROCEDURES))
+        after = Matcher(store).match("reboot the http daemon")
+        assert [(c.procedure_id, c.semantic) for c in after.candidates] == [(c.procedure_id, c.semantic) for c in before.candidates]
+
+    def test_an_index_from_another_store_is_not_taken(self, store: SkillStore, tmp_path: Path) -> None:
+        """An index file copied from another home names another store: rebuilt, so this store's procedures are found."""
+        (tmp_path / "other").mkdir()
+        other = SkillStore(tmp_path / "other" / "store.db")
+        for i in range(store.generation()):  # the same generation number, other procedures
+            add(other, None, f"other-{i}", f"Unrelated chore number {i}", [f"true {i}"])
+        Matcher(other).match("anything")
+        (store.path.parent / "index").mkdir(exist_ok=True)
+        shutil.copy(tmp_path / "other" / "index" / FILE, store.path.parent / "index" / FILE)
+        assert other.generation() == store.generation()
+        decision = Matcher(store).match("db backup")
+        assert decision.selected and decision.selected.task_type == "db-backup"
+        assert all(c.procedure_id in {p.id for p in store.procedures()} for c in decision.candidates)
+
+    def test_vectors_of_another_embedder_are_not_scored(self, store: SkillStore) -> None:
+        """An index filled by the hashing embedder lives in another space: every vector is embedded again."""
+        from sherpa_skills.semantic.embeddings import HashingEmbedder
+
+        shutil.rmtree(store.path.parent / "index")
+        Matcher(store, embedder=HashingEmbedder(384)).reindex()
+        decision = Matcher(store).match("reboot the http daemon")
+        saved = Snapshot.load(store.path.parent / "index" / FILE)
+        assert saved is not None and saved.embedder == default_embedder().name and decision.degraded is None
+        assert decision.candidates[0].task_type == "restart-web"
 
     def test_candidates_are_not_matched_until_promoted(self, store: SkillStore) -> None:
         """A mined candidate is invisible to replay matching; promotion makes it visible."""
@@ -181,3 +262,31 @@ class TestLiterals:
     def test_prose_is_not_a_literal(self) -> None:
         """"files/directories" is a phrase, not a path; plain words are not names."""
         assert extract("Find all files/directories under the current folder") == []
+
+
+class TestFreshProcess:
+    def test_the_cli_in_a_fresh_process_decides_as_the_warm_api(self, store: SkillStore) -> None:
+        """`learn replay QUERY --json` in a new interpreter reads the saved index (it does not rebuild it) and decides
+        as `SkillStore.match` does in a warm process: same selection, same candidates, same scores."""
+        import json
+        import subprocess
+        import sys
+
+        from sherpa_skills.skills.api import SkillStore as Skills
+
+        home = store.path.parent
+        warm = Skills(home)
+        warm.match("warm up")  # the index is now saved for this generation
+        index = home / "index" / FILE
+        saved = index.stat().st_mtime_ns
+        for query in ("Dump the postgres database to a compressed file", "reboot the http daemon"):
+            decided = warm.match(query)
+            done = subprocess.run([sys.executable, "-m", "sherpa_skills", "learn", "replay", query, "--json", "--home", str(home)],
+                                  capture_output=True, text=True, timeout=300)
+            payload = json.loads(done.stdout)
+            assert payload["procedure_id"] == decided.procedure_id, query
+            assert [m["procedure_id"] for m in payload["matches"]] == [c.procedure_id for c in decided.candidates], query
+            assert [m["score"] for m in payload["matches"]] == pytest.approx([c.score for c in decided.candidates], abs=2e-4)
+            assert [m["reason"] is None for m in payload["matches"]] == [c.reason is None for c in decided.candidates]
+        assert decided.procedure_id is None and payload["status"] == "no-match"
+        assert index.stat().st_mtime_ns == saved  # read, not rebuilt

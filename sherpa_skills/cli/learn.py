@@ -119,7 +119,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             console.print(f"  [yellow]a literal secret was replaced by an environment variable[/]: {', '.join(result.secrets_to_env)} "
                           "(set it before replaying; the value was not stored)")
         if payload.get("index_warning"):
-            console.print(f"[yellow]companion index not updated[/]: {payload['index_warning']} (run `sherpa-skills learn reindex`)")
+            console.print(f"[yellow]procedure index not updated[/]: {payload['index_warning']} (run `sherpa-skills learn reindex`)")
     return EXIT_OK if result.outcome in ("captured", "duplicate") else EXIT_ERROR
 
 
@@ -419,7 +419,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     from ..skills.learnings import LearningFinder
     from ..skills.matcher import Matcher
 
-    store, _, _ = _stores(args)
+    store, _, home = _stores(args)
+    _quiet_logs(args, home)  # the embedder's and the index's log lines go to the log file, never into --json
     total = store.count()
     started = time.perf_counter()
     console = _console(stderr=True)
@@ -440,7 +441,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         _print_json({"reindexed": count, "learnings": learnings, "seconds": round(seconds, 3),
                      "per_second": round((count + learnings) / seconds, 1) if seconds else None})
     else:
-        _console(stderr=False).print(f"companion index rebuilt from the store: {count} procedures and {learnings} learnings "
+        _console(stderr=False).print(f"indexes rebuilt from the store: {count} procedures and {learnings} learnings "
                                      f"in {seconds:.1f} s")
     return EXIT_OK
 
@@ -517,12 +518,12 @@ def cmd_import(args: argparse.Namespace) -> int:
             pass
     from ..skills.matcher import Matcher
 
-    # The companion learns the new procedures now, in batches: matching never silently falls back to words alone.
+    # The index embeds the new procedures now, in batches: matching never silently falls back to words alone.
     matcher = Matcher(store)
     warning = next((w for w in (matcher.index_many(fresh[i:i + 256]) for i in range(0, len(fresh), 256)) if w), None)
     from ..skills.learnings import LearningFinder
 
-    LearningFinder(store, companion=matcher.companion()).sync()  # imported learnings are found by meaning on the next plan
+    LearningFinder(store).sync()  # imported learnings are found by meaning on the next plan
     summary = {"added": added, "skipped": skipped, "problems": problems, "indexed": 0 if warning else len(fresh),
                "index_warning": warning}
     if args.json:
@@ -530,7 +531,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     else:
         _console().print(f"imported {added} procedures, skipped {skipped} already known" + (f"; {len(problems)} invalid" if problems else ""))
         if warning:
-            _console(stderr=True).print(f"companion index not updated: {warning} (run `sherpa-skills learn reindex`)")
+            _console(stderr=True).print(f"procedure index not updated: {warning} (run `sherpa-skills learn reindex`)")
         for p in problems:
             _console(stderr=True).print(f"  {p}")
     return EXIT_OK if not problems else EXIT_ERROR
@@ -598,7 +599,7 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=positive_int, default=10, metavar="N", help="show the last N runs (default 10; --json lists all)")
     p.add_argument("--json", action="store_true")
 
-    p = add("reindex", cmd_reindex, "rebuild the companion (semantic) index of procedures and learnings from the store, in batches, with progress")
+    p = add("reindex", cmd_reindex, "rebuild the semantic indexes of procedures and learnings from the store, in batches, with progress")
     p.add_argument("--json", action="store_true")
 
     p = add("promote", cmd_promote, "make a procedure replayable: a candidate becomes active, and promotion counts as its second success")

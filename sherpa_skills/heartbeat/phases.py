@@ -152,38 +152,27 @@ def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
 
 
 def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
-    """Bring the companion index up to date with the truth, and drop old executions and finished runs."""
-    from ..skills.matcher import COLLECTION, Matcher, describe
-    from ..skills.runtime import skill_store
+    """Bring the procedure index up to date with the truth, and drop old executions and finished runs."""
+    from ..skills.matcher import Matcher
+    from ..skills.procedure_index import FILE
+    from ..skills.runtime import learning_finder, skill_store
 
     _start("maintenance")
     store = skill_store(home)
     alerts: list[str] = []
     stats: dict[str, Any] = {}
-    since = float(state.get("maintained_at", 0.0))
     now = time.time()
-    changed = [r[0] for r in store.conn.execute("SELECT id FROM procedures WHERE updated > ?", (since,))]
-    companion_dir = home / "companion"
     matcher = Matcher(store)
-    if store.count() and not companion_dir.exists():
-        stats["companion_rebuilt"] = matcher.reindex()
-        alerts.append(f"the companion index was missing; rebuilt it from the store ({stats['companion_rebuilt']} procedures)")
-    elif changed:
-        procs = [store.get(pid) for pid in changed]
-        try:
-            matcher.companion().upsert(COLLECTION, [p.id for p in procs], [describe(p) for p in procs],
-                                       [{"task_type": p.task_type} for p in procs])
-            stats["companion_updated"] = len(procs)
-        except Exception as exc:
-            log.warning("companion_sync_failed", reason=str(exc))
-            try:
-                stats["companion_rebuilt"] = matcher.reindex()
-                alerts.append(f"the companion index could not be updated ({exc}); rebuilt it from the store")
-            except Exception as rebuild_exc:
-                alerts.append(f"the companion index is unavailable ({rebuild_exc}); matching falls back to lexical search")
-                stats["companion_unavailable"] = True
-    from ..skills.runtime import learning_finder
-
+    try:
+        if store.count() and not (matcher.index_path / FILE).is_file():
+            stats["index_rebuilt"] = matcher.reindex()
+            alerts.append(f"the procedure index was missing; rebuilt it from the store ({stats['index_rebuilt']} procedures)")
+        else:
+            stats["index_updated"] = matcher.refresh()
+    except Exception as exc:  # the truth is unaffected: matching embeds what it misses, a few at a time
+        log.warning("procedure_index_sync_failed", reason=str(exc))
+        alerts.append(f"the procedure index could not be updated ({exc}); matching finds what it lacks by key terms")
+        stats["index_unavailable"] = True
     # Mined failures are embedded now rather than on the next plan; a missing collection is filled from the store.
     stats["learnings_indexed"] = learning_finder(home).sync(force=True)
     retention = config.retention
@@ -191,9 +180,9 @@ def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseR
                                                                  retention.keep_executions_per_procedure)
     stats["runs_deleted"] = _delete_old_runs(home, now - retention.runs_days * 86400)
     state.set("maintained_at", now)
-    failed = bool(stats.get("companion_unavailable"))
+    failed = bool(stats.get("index_unavailable"))
     return PhaseResult("failed" if failed else "ok",
-                       f"companion: {stats.get('companion_updated', 0)} updated, {stats.get('companion_rebuilt', 0)} rebuilt; "
+                       f"procedure index: {stats.get('index_updated', 0)} up to date, {stats.get('index_rebuilt', 0)} rebuilt; "
                        f"retention: {stats['executions_deleted']} executions, {stats['runs_deleted']} runs deleted", stats, alerts)
 
 

@@ -1,9 +1,9 @@
 """Which stored procedure a task is about — or that none is. A match is a decision, not a ranking.
 
-Candidates come from the chromadb companion (approximate neighbours) and from key terms weighted by how rare
-they are in the store (IDF). Each candidate then gets signals with an absolute meaning, never divided by the
-query's best: the exact cosine between the task and the procedure (stored vectors, or recomputed when the
-companion lacks them), the share of the task's key-term weight the procedure covers and of the description's
+Candidates come from the procedure index (`procedure_index`: the nearest stored vectors by exact cosine) and
+from key terms weighted by how rare they are in the store (IDF). Each candidate then gets signals with an absolute
+meaning, never divided by the query's best: the exact cosine between the task and the procedure (stored vectors,
+or recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure covers and of the description's
 the task covers, literal agreement (numbers, paths, quoted names, `*.ext`, flags: see `literals`), and how far
 its cosine stands above the best other candidate's. A small logistic model turns them into the relevance, in
 [0, 1] (`relevance`; coefficients fitted on the NL2Bash dev split by bench/match_calibrate.py); a task that names
@@ -25,15 +25,15 @@ from pydantic import BaseModel, Field
 
 from . import literals as lit
 from .models import CapturedProcedure
+from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, TermIndex, digest, index_text
 from .relevance import RelevanceModel, default_model, length_feature
-from .similarity import STOP_WORDS, TermIndex, cosine, coverage, semantic_query, stored_vectors, words
+from .similarity import STOP_WORDS, cosine, coverage, words
 from .scoring import REPLAY_THRESHOLD
 from .store import SkillStore
 from .verifier import Verdict, Verifier
 
 log = structlog.get_logger(__name__)
 
-COLLECTION = "procedures"
 RELEVANCE_FLOOR = default_model().floor
 MARGIN = default_model().margin
 POOL = 20
@@ -106,19 +106,11 @@ class MatchDecision(BaseModel):
         return self.selected.procedure_id if self.selected else None
 
 
-class _TermIndex(TermIndex):
-    """Every procedure's key terms (see `procedure_words`) with their IDF."""
-
-    def __init__(self, store: SkillStore, include_candidates: bool):
-        super().__init__((pid, procedure_words(task_type, description, tags, commands))
-                         for pid, task_type, description, tags, commands in store.term_rows(include_candidates))
-
-
-def reverse_coverage(weights: dict[str, float], described: list[str], terms: _TermIndex) -> float:
+def reverse_coverage(weights: dict[str, float], described: list[str], terms: TermIndex) -> float:
     """Share of the description's key-term weight (IDF) that the task repeats: a task saying less than the
     procedure does is less surely about it."""
-    total = sum(terms.idf.get(w, 0.0) for w in described)
-    return sum(terms.idf.get(w, 0.0) for w in described if w in weights) / total if total > 0 else 0.0
+    total = sum(terms.idf_of(w) for w in described)
+    return sum(terms.idf_of(w) for w in described if w in weights) / total if total > 0 else 0.0
 
 
 def _plain(text: str) -> str:
@@ -141,58 +133,96 @@ def exact_reason(query: str, proc: CapturedProcedure) -> str | None:
 
 
 def describe(p: CapturedProcedure) -> str:
-    """The text whose meaning the companion indexes."""
-    parts = [p.task_type.replace("-", " ").replace("_", " "), p.description, " ".join(p.tags)]
-    parts += [s.command for s in p.steps[:8]]
-    return ". ".join(x for x in parts if x)
+    """The text whose meaning the procedure index holds."""
+    return index_text(p.task_type, p.description, p.tags, [s.command for s in p.steps[:8]])
 
 
 class Matcher:
-    """Decides which procedure a task is about; the term index is rebuilt only when the store's generation changes."""
+    """Decides which procedure a task is about; its index (vectors, key terms) is re-read only when the store's
+    generation changes, and kept in `index_path` (the home's `index/`) for the next process."""
 
-    def __init__(self, store: SkillStore, companion_path: Path | None = None, companion: Any = None, *,
+    def __init__(self, store: SkillStore, index_path: Path | None = None, *, embedder: Any = None,
                  floor: float = RELEVANCE_FLOOR, margin: float = MARGIN, verify: Verifier | None = None,
                  model: RelevanceModel | None = None):
         self.store = store
-        self.companion_path = companion_path or store.path.parent / "companion"
-        self._companion = companion
-        self._terms: dict[bool, tuple[int, _TermIndex]] = {}
+        self.index_path = index_path or store.path.parent / "index"
+        self._embedder = embedder
+        self._index = ProcedureIndex(store, self.index_path, lambda: self.embedder, procedure_words)
         self.floor = floor
         self.margin = margin
         self.verify = verify
         self.model = model or default_model()
         self._texts: dict[tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[str]]] = {}
 
-    def companion(self) -> Any:
-        if self._companion is None:
-            from ..semantic.companion import Companion
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from ..semantic.embeddings import default_embedder
 
-            self._companion = Companion(self.companion_path)
-        return self._companion
+            self._embedder = default_embedder()
+        return self._embedder
 
-    def _term_index(self, include_candidates: bool) -> _TermIndex:
-        generation = self.store.generation()
-        cached = self._terms.get(include_candidates)
-        if cached is None or cached[0] != generation:
-            cached = (generation, _TermIndex(self.store, include_candidates))
-            self._terms[include_candidates] = cached
-        return cached[1]
+    @embedder.setter
+    def embedder(self, value: Any) -> None:
+        self._embedder = value
 
-    # ------------------------------------------------------------------ scoring
-
-    def _semantic(self, query: str, pool: int, where: dict[str, Any] | None) -> tuple[Any, list[str], str | None]:
-        """The query vector and the approximate neighbours' ids; or why meaning is unavailable."""
+    def _semantic_embedder(self) -> tuple[Any, str | None]:
+        """The embedder when it gives meaning; else None and why not."""
         try:
-            companion = self.companion()
+            embedder = self.embedder
+        except Exception as exc:
+            return None, f"semantic scoring unavailable ({exc})"
+        if not getattr(embedder, "semantic", False):
+            return None, (f"the embedder {embedder.name!r} matches words, not meaning; "
+                          "the relevance floor is calibrated for MiniLM, so nothing is replayed by meaning")
+        return embedder, None
+
+    # ------------------------------------------------------------------ candidates
+
+    def _snapshot(self, semantic: bool) -> Snapshot:
+        return self._index.snapshot(embed=INLINE_EMBED if semantic else 0)
+
+    def _term_index(self, include_candidates: bool) -> TermIndex:
+        return self._snapshot(False).term_index(include_candidates, words)
+
+    def _semantic(self, query: str, pool: int, snap: Snapshot, include_candidates: bool,
+                  task_type: str | None) -> tuple[Any, list[str], str | None]:
+        """The query vector and its nearest procedures' ids; or why meaning is unavailable."""
+        embedder, why = self._semantic_embedder()
+        if embedder is None:
+            return None, [], why
+        try:
+            vector = embedder.embed([query])[0]
         except Exception as exc:
             return None, [], f"semantic scoring unavailable ({exc})"
-        return semantic_query(companion, COLLECTION, query, pool, where, "nothing is replayed by meaning")
+        near = [pid for pid, _ in snap.nearest(vector, pool, include_candidates, task_type)]
+        have, total = snap.coverage
+        degraded = None if have == total else (
+            f"semantic index covers {have} of {total} procedures; the others are found by key terms only "
+            "(`learn reindex` embeds them all)")
+        return vector, near, degraded
 
-    def _vectors(self, procs: list[CapturedProcedure]) -> dict[str, Any]:
-        """Stored vectors of the candidates; any the companion lacks are embedded now (and stored, so it heals)."""
-        by_id = {p.id: p for p in procs}
-        return stored_vectors(self.companion(), COLLECTION, list(by_id),
-                              lambda pid: (describe(by_id[pid]), {"task_type": by_id[pid].task_type}))
+    def _vectors(self, procs: list[CapturedProcedure], snap: Snapshot) -> dict[str, Any]:
+        """Stored vectors of the candidates; any missing, or embedded from a text since changed, are embedded now
+        (and kept, so the index heals)."""
+        found: dict[str, Any] = {}
+        missing: list[tuple[CapturedProcedure, str]] = []
+        for p in procs:
+            text = describe(p)
+            vector = snap.vector(p.id, digest(text))
+            if vector is None:
+                missing.append((p, text))
+            else:
+                found[p.id] = vector
+        if missing:
+            try:
+                vectors = self.embedder.embed([text for _, text in missing])
+            except Exception as exc:
+                log.warning("embed_failed", reason=str(exc))
+                return found
+            found.update({p.id: v for (p, _), v in zip(missing, vectors)})
+            self._index.put([p.id for p, _ in missing], [text for _, text in missing], vectors)
+        return found
 
     def match(self, query: str, *, task_type: str | None = None, include_candidates: bool = False,
               params: dict[str, Any] | None = None, min_confidence: float | None = None, check_health: bool = True,
@@ -207,21 +237,23 @@ class Matcher:
         base = {"query": query, "task_type": task_type, "floor": self.floor, "margin": self.margin, "min_confidence": threshold}
         if not query.strip():
             return MatchDecision(**base, decision="no-match", reason="the task is empty")
-        terms = self._term_index(include_candidates)
+        embedder, _ = self._semantic_embedder()
+        snap = self._snapshot(embedder is not None)
+        terms = snap.term_index(include_candidates, words)
         weights = terms.weights(query)
         pool = POOL if not task_type else POOL * 10
-        vector, near, degraded = self._semantic(query, pool, {"task_type": task_type} if task_type else None)
+        vector, near, degraded = self._semantic(query, pool, snap, include_candidates, task_type)
         ids = list(dict.fromkeys([*near, *terms.search(weights, pool)]))
         procs: list[CapturedProcedure] = []
+        stored = self.store.get_many(ids)
         for pid in ids:
-            try:
-                proc = self.store.get(pid)
-            except Exception:
-                continue  # the companion knows an id the truth no longer has: the truth wins
+            proc = stored.get(pid)
+            if proc is None:
+                continue  # the index knows an id the truth no longer has: the truth wins
             if (task_type and proc.task_type != task_type) or proc.status == "rejected" or (proc.status == "candidate" and not include_candidates):
                 continue
             procs.append(proc)
-        vectors = self._vectors(procs) if vector is not None else {}
+        vectors = self._vectors(procs, snap) if vector is not None else {}
         stated = lit.extract(query)
         given = params or {}
         rows = []
@@ -334,26 +366,33 @@ class Matcher:
         decision.params = {**verified, **best.params, **{k: str(v) for k, v in given.items()}}
         return decision
 
-    # ------------------------------------------------------------------ the companion
+    # ------------------------------------------------------------------ the index
 
     def index(self, procedure: CapturedProcedure) -> str | None:
-        """Add or refresh one procedure in the companion; returns why not, when it cannot."""
+        """Embed one procedure into the index now; returns why not, when it cannot."""
         return self.index_many([procedure])
 
     def index_many(self, procedures: list[CapturedProcedure]) -> str | None:
-        """Add or refresh procedures in the companion in batches; returns why not, when it cannot."""
+        """Embed procedures into the index now, in batches; returns why not, when it cannot."""
         if not procedures:
             return None
         try:
-            self.companion().upsert(COLLECTION, [p.id for p in procedures], [describe(p) for p in procedures],
-                                    [{"task_type": p.task_type} for p in procedures])
+            snap = self._index.snapshot(embed=0)
+            todo = [(p.id, describe(p)) for p in procedures]
+            todo = [(pid, text) for pid, text in todo if snap.vector(pid, digest(text)) is None]
+            for start in range(0, len(todo), 256):
+                chunk = todo[start:start + 256]
+                vectors = self.embedder.embed([text for _, text in chunk])
+                self._index.put([pid for pid, _ in chunk], [text for _, text in chunk], vectors)
             return None
         except Exception as exc:
-            log.warning("companion_index_failed", procedures=len(procedures), reason=str(exc))
+            log.warning("procedure_index_failed", procedures=len(procedures), reason=str(exc))
             return str(exc)
 
+    def refresh(self, progress: Callable[[int], None] | None = None) -> int:
+        """Bring the index up to date with the store, embedding every missing vector; returns how many it holds."""
+        return self._index.refresh(progress)
+
     def reindex(self, progress: Callable[[int], None] | None = None) -> int:
-        """Rebuild the companion collection from SQLite, the truth, embedding in batches."""
-        items = ((p.id, describe(p), {"task_type": p.task_type}) for p in self.store.iter_procedures())
-        self.companion().rebuild(COLLECTION, items, progress=progress)
-        return self.store.count()
+        """Rebuild the index from SQLite, the truth, embedding every procedure again in batches."""
+        return self._index.rebuild(progress=progress)

@@ -33,7 +33,7 @@ _matchers: dict[tuple[str, int], Any] = {}
 
 
 def skill_matcher(home: Path | None) -> Any:
-    """One Matcher per store and thread, so its key-term index and companion client outlive a single replay."""
+    """One Matcher per store and thread, so its index (vectors, key terms) and embedder outlive a single replay."""
     from .matcher import Matcher
 
     store = skill_store(home)
@@ -57,7 +57,7 @@ def learning_finder(home: Path | None) -> Any:
     with _lock:
         finder = _finders.get(key)
         if finder is None or finder.store is not matcher.store:
-            finder = _finders[key] = LearningFinder(matcher.store, companion=matcher.companion())
+            finder = _finders[key] = LearningFinder(matcher.store)
     return finder
 
 

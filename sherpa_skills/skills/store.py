@@ -186,6 +186,7 @@ class SkillStore:
         self.conn = connect(self.path)
         migrate(self.conn, "skills", MIGRATIONS)
         self._lock = threading.RLock()
+        self._identity: int | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -198,6 +199,18 @@ class SkillStore:
     def generation(self) -> int:
         """Bumped whenever what matching looks at changes; caches compare it."""
         return int(self.conn.execute("SELECT value FROM skill_meta WHERE key = 'generation'").fetchone()[0])
+
+    def identity(self) -> int:
+        """A random number fixed for this store's lifetime: a derived file (the matching index) names the store it
+        was built from, so a file copied from another home is never taken for this one's."""
+        if self._identity is None:
+            row = self.conn.execute("SELECT value FROM skill_meta WHERE key = 'identity'").fetchone()
+            if row is None:
+                with self._write():
+                    self.conn.execute("INSERT OR IGNORE INTO skill_meta VALUES ('identity', random())")
+                row = self.conn.execute("SELECT value FROM skill_meta WHERE key = 'identity'").fetchone()
+            self._identity = int(row[0])
+        return self._identity
 
     def _bump(self) -> None:
         self.conn.execute("UPDATE skill_meta SET value = value + 1 WHERE key = 'generation'")
@@ -293,6 +306,15 @@ class SkillStore:
         row = self.conn.execute(sql + " ORDER BY rowid LIMIT 1", args).fetchone()
         return _procedure(row) if row else None
 
+    def get_many(self, ids: list[str]) -> dict[str, CapturedProcedure]:
+        """The current versions of these procedures, by exact id, in one query; ids the store lacks are left out."""
+        found: dict[str, CapturedProcedure] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows = self.conn.execute(f"SELECT {_PROC_COLUMNS} FROM procedures WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
+            found.update((row[0], _procedure(row)) for row in rows)
+        return found
+
     def get(self, procedure_id: str, version: int | None = None) -> CapturedProcedure:
         row = self.conn.execute(f"SELECT {_PROC_COLUMNS} FROM procedures WHERE id = ?", (procedure_id,)).fetchone()
         if row is None:
@@ -340,11 +362,18 @@ class SkillStore:
                 yield _procedure(row)
             last = rows[-1][0]
 
-    def term_rows(self, include_candidates: bool = False) -> Iterator[tuple[str, str, str, list[str], list[str]]]:
-        """(id, task type, description, tags, commands) of every procedure, without building models: what matching indexes."""
-        sql = "SELECT id, task_type, description, tags, steps FROM procedures" + (" WHERE status != 'rejected'" if include_candidates else " WHERE status = 'active'")
-        for pid, task_type, description, tags, steps in self.conn.execute(sql):
-            yield pid, task_type, description, json.loads(tags), [step["command"] for step in json.loads(steps)]
+    def index_rows(self, ids: list[str] | None = None) -> Iterator[tuple[str, str, str, list[str], list[str], str]]:
+        """(id, task type, description, tags, commands, status) of every procedure not rejected (or of these), in
+        insertion order: what the matching index is built from."""
+        if ids is None:
+            rows = self.conn.execute("SELECT id, task_type, description, tags, steps, status FROM procedures"
+                                     " WHERE status != 'rejected' ORDER BY rowid")
+        else:
+            rows = (row for start in range(0, len(ids), 500) for row in self.conn.execute(
+                "SELECT id, task_type, description, tags, steps, status FROM procedures WHERE status != 'rejected' AND id IN"
+                f" ({', '.join('?' * len(ids[start:start + 500]))}) ORDER BY rowid", ids[start:start + 500]))
+        for pid, task_type, description, tags, steps, status in rows:
+            yield pid, task_type, description, json.loads(tags), [step["command"] for step in json.loads(steps)], status
 
     def success_replays(self, procedure_id: str) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM executions WHERE procedure_id = ? AND outcome = 'success'",
