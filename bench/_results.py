@@ -58,6 +58,17 @@ def write_section(title: str, body: str) -> None:
     RESULTS.write_text("".join(lines[:start]) + section + ("\n" + tail if tail else ""), encoding="utf-8")
 
 
+def read_section(title: str) -> str | None:
+    """The body of the `## title` section of RESULTS.md (without its heading), or None when there is none."""
+    heading = f"## {title}"
+    lines = RESULTS.read_text(encoding="utf-8").splitlines(keepends=True) if RESULTS.exists() else []
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == heading), None)
+    if start is None:
+        return None
+    end = next((j for j in range(start + 1, len(lines)) if lines[j].startswith("## ") or lines[j].startswith("# ")), len(lines))
+    return "".join(lines[start + 1:end]).strip("\n")
+
+
 def write_section_text(section: str) -> None:
     """Like `write_section`, for a section text that starts with its own `## title` line."""
     heading, _, body = section.lstrip().partition("\n")
