@@ -367,7 +367,9 @@ Final state per kind, without and with replay:
 Engine overhead, same process, replayed and rule-decided runs of the same paths interleaved ({opts.runs} runs each, the
 five kinds in turn; the replay's procedure matched before the timing, as a run does once at its start). Absolute µs
 follow the machine's load (above); the ratios compare runs interleaved in one process. The rule table routes by the
-ticket's text (a `context_matches` guard per kind), which is most of a rule decision with arguments.
+ticket's text (a `context_matches` guard per kind), which is most of a rule decision with arguments. A replayed decision
+that leads to `price_order`, `issue_refund` or `check_stock` also runs that action's check and compares what it observes
+with the recording (the refund and replace paths), as a learned run does; a rule decision has nothing to compare.
 
 | per | replayed | rule | ratio (target ≤ 2×) |
 |---|---|---|---|
