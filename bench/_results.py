@@ -43,19 +43,33 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
+def _bounds(lines: list[str], title: str) -> tuple[int, int] | None:
+    """Where the `## title` section is in RESULTS.md's lines: its heading's index and the index after its last line."""
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == f"## {title}"), None)
+    if start is None:
+        return None
+    return start, next((j for j in range(start + 1, len(lines)) if lines[j].startswith("## ") or lines[j].startswith("# ")), len(lines))
+
+
 def write_section(title: str, body: str) -> None:
     """Replace the `## title` section of RESULTS.md (or append it), leaving every other section as it was."""
-    heading = f"## {title}"
     text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else _HEADER
     lines = text.splitlines(keepends=True)
-    section = f"{heading}\n\n{body.rstrip()}\n"
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == heading), None)
-    if start is None:
+    section = f"## {title}\n\n{body.rstrip()}\n"
+    bounds = _bounds(lines, title)
+    if bounds is None:
         RESULTS.write_text(text.rstrip("\n") + "\n\n" + section, encoding="utf-8")
         return
-    end = next((j for j in range(start + 1, len(lines)) if lines[j].startswith("## ") or lines[j].startswith("# ")), len(lines))
+    start, end = bounds
     tail = "".join(lines[end:])
     RESULTS.write_text("".join(lines[:start]) + section + ("\n" + tail if tail else ""), encoding="utf-8")
+
+
+def read_section(title: str) -> str | None:
+    """The body of the `## title` section of RESULTS.md (without its heading), or None when there is none."""
+    lines = RESULTS.read_text(encoding="utf-8").splitlines(keepends=True) if RESULTS.exists() else []
+    bounds = _bounds(lines, title)
+    return None if bounds is None else "".join(lines[bounds[0] + 1:bounds[1]]).strip("\n")
 
 
 def write_section_text(section: str) -> None:

@@ -1,10 +1,11 @@
 """Replay policy: LLM calls on a stream of routine tickets with and without learning, µs per replayed vs rule decision,
 and injected divergences handed over to the LLM in the same run.
 
-    .venv/bin/python bench/replay_bench.py [--tickets 1000] [--runs 300]
+    .venv/bin/python bench/replay_bench.py [--tickets 1000] [--runs 300] [--only divergences]
 
 The workflow (bench/replay_tickets/) has five kinds of ticket, each with its own path of LLM decisions and typed
 Python actions registered here; the scripted model answers by the ticket's text, so a ticket's kind decides its path.
+`--only divergences` learns the stream and runs the injected cases alone, rewriting only their part of the section.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import machine, median, write_section  # noqa: E402
+from _results import machine, median, read_section, write_section  # noqa: E402
 
 from sherpa_skills.engine.registry import ActionResult, default_registry, load_builtins  # noqa: E402
 from sherpa_skills.engine.workflow import Workflow, load_workflow_text  # noqa: E402
@@ -41,8 +42,11 @@ KINDS = [
 ]
 TEXT = dict(KINDS)
 
-#: The world the actions depend on; an injected case breaks one of its parts.
-WORLD: dict[str, Any] = {"down": set()}
+#: The world the actions depend on; an injected case changes or breaks one of its parts for one run. The versions are
+#: what the actions' checks observe: the price table `price_order` reads, the refund policy `issue_refund` applies, the
+#: stock feed `check_stock` asks.
+CALM: dict[str, Any] = {"down": set(), "price_table": 1, "refund_policy": 1, "stock_feed": 1}
+WORLD: dict[str, Any] = dict(CALM)
 
 
 class OrderArgs(BaseModel):
@@ -63,15 +67,15 @@ def _registry():
             return ActionResult(outputs={"error": f"{name}: service unavailable"}, status="failed")
         return ActionResult(outputs=outputs)
 
-    @registry.action("price_order")
+    @registry.action("price_order", check=lambda view: {"price_table": WORLD["price_table"]})
     def price_order(args: OrderArgs, ctx: Any) -> ActionResult:
         return outcome("price_order", {"amount": 20 + sum(map(ord, args.order)) % 80})
 
-    @registry.action("issue_refund", side_effects=True)
+    @registry.action("issue_refund", side_effects=True, check=lambda view: {"refund_policy": WORLD["refund_policy"]})
     def issue_refund(args: OrderArgs, ctx: Any) -> ActionResult:
         return outcome("issue_refund", {"refunded": args.order})
 
-    @registry.action("check_stock")
+    @registry.action("check_stock", check=lambda view: {"stock_feed": WORLD["stock_feed"]})
     def check_stock(args: ItemArgs, ctx: Any) -> ActionResult:
         return outcome("check_stock", {"item": args.item, "in_stock": 12})
 
@@ -148,7 +152,7 @@ def decision_costs(workflow: Workflow, rules: Workflow, learner: Learner, runs: 
         inputs = {"ticket": text, "order": str(9000 + i)}
         proc = procs[kind]
         t0 = perf_counter()
-        replay = ReplayPolicy(proc.decisions, inputs=inputs, procedure_id=proc.id, version=proc.version)
+        replay = ReplayPolicy(proc.decisions, inputs=inputs, procedure_id=proc.id, version=proc.version, registry=REGISTRY)
         costs["construct"].append((perf_counter() - t0) * 1e6)
         timed = Timed(_with_replay(workflow.policy, replay))
         result = workflow.agent(policy=timed).run(inputs)
@@ -176,27 +180,29 @@ def _edit(old: str, new: str) -> str:
     return WORKFLOW_TEXT.replace(old, new)
 
 
-#: case -> [(kind, inputs changed, services down, workflow text)]; each runs on a copy of the learned store.
-CASES: dict[str, list[tuple[str, dict[str, str], set[str], str]]] = {
-    "guard change (plan now premium: `close` is guarded)": [(kind, {"plan": "premium"}, set(), WORKFLOW_TEXT) for kind, _ in KINDS],
+#: case -> [(kind, inputs changed, world changed, workflow text)]; each runs on a copy of the learned store.
+CASES: dict[str, list[tuple[str, dict[str, str], dict[str, Any], str]]] = {
+    "guard change (plan now premium: `close` is guarded)": [(kind, {"plan": "premium"}, {}, WORKFLOW_TEXT) for kind, _ in KINDS],
     "action failure (a service the action calls is down)": [
-        ("refund", {}, {"issue_refund"}, WORKFLOW_TEXT), ("replace", {}, {"check_stock"}, WORKFLOW_TEXT),
-        ("track", {}, {"track_parcel"}, WORKFLOW_TEXT)],
+        ("refund", {}, {"down": {"issue_refund"}}, WORKFLOW_TEXT), ("replace", {}, {"down": {"check_stock"}}, WORKFLOW_TEXT),
+        ("track", {}, {"down": {"track_parcel"}}, WORKFLOW_TEXT)],
     "argument no longer validating": [
         # a recorded literal: the kettle was dropped from the catalogue
-        ("replace", {}, set(), _edit("enum: [blender, kettle, toaster]", "enum: [blender, toaster]")),
+        ("replace", {}, {}, _edit("enum: [blender, kettle, toaster]", "enum: [blender, toaster]")),
         # a templated argument: order numbers are now integers, and this ticket's is not one
-        ("refund", {"order": "A-17"}, set(), _edit("arguments: {order: {type: string, description: the order number}}\n  - trigger: replace",
+        ("refund", {"order": "A-17"}, {}, _edit("arguments: {order: {type: string, description: the order number}}\n  - trigger: replace",
                                                    "arguments: {order: {type: integer, description: the order number}}\n  - trigger: replace"))],
     "state removed": [
-        ("refund", {}, set(), WORKFLOW_TEXT.replace("refunding", "reviewing")),
-        ("track", {}, set(), _edit("    dest: tracking\n", "    dest: checked\n")
+        ("refund", {}, {}, WORKFLOW_TEXT.replace("refunding", "reviewing")),
+        ("track", {}, {}, _edit("    dest: tracking\n", "    dest: checked\n")
          .replace("    on_enter: {track_parcel: {order: \"{{ order }}\"}}\n", "")
          .replace("  tracking:\n    description: Look the parcel up, then tell the customer or open an investigation.\n", "")
          .replace("  - {trigger: tell, source: tracking, dest: checked}\n  - {trigger: investigate, source: tracking, dest: checked}\n", ""))],
-    # Slot: the action `check` hook (an action's own test of the world it depends on) is not on this branch yet; when it
-    # is, its case goes here: an action whose check captured a feature at record time that now differs.
-    "check change (action `check` hook)": [],
+    # What an action's check observed when the procedure was captured now differs: the price table behind the refund's
+    # first action, the refund policy behind its second, the stock feed behind the replacement's.
+    "check change (action `check` hook: the world an action depends on changed)": [
+        ("refund", {}, {"price_table": 2}, WORKFLOW_TEXT), ("refund", {}, {"refund_policy": 2}, WORKFLOW_TEXT),
+        ("replace", {}, {"stock_feed": 2}, WORKFLOW_TEXT)],
 }
 
 
@@ -206,18 +212,19 @@ def injected(snapshot: Path, tmp: Path) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {}
     for n, (case, runs) in enumerate(CASES.items()):
         found[case] = []
-        for m, (kind, change, down, text) in enumerate(runs):
+        for m, (kind, change, world, text) in enumerate(runs):
             home = tmp / f"inject-{n}-{m}"
             shutil.copytree(snapshot, home)
             store = SkillStore(home / "skills.db")
             learner = Learner(store)
-            WORLD["down"] = down
+            WORLD.update(world)
             try:
                 workflow = desk(text)
                 agent = workflow.agent(learn=learner)
                 result = agent.run({"ticket": TEXT[kind], "order": "4242"} | change)
             finally:
-                WORLD["down"] = set()
+                WORLD.clear()
+                WORLD.update(CALM)
             diverged = result.diverged_at or {}
             asked = [e for e in agent.agent.belief.log if e.action == "policy:llm"]
             told = (f"diverged in state {diverged.get('state')}: expected {diverged.get('expected')}, "
@@ -236,12 +243,74 @@ def injected(snapshot: Path, tmp: Path) -> dict[str, list[dict[str, Any]]]:
 
 # ---------------------------------------------------------------- the report
 
+#: The first line of the divergence part of the section: `--only divergences` rewrites the section from here on.
+DIVERGENCES = "Injected divergences, each on a fresh copy of the learned store"
+
+
+def kept_to_the_recording(learned: list[Any]) -> None:
+    """The checks observe an unchanged world on the stream: no run diverges, and every run after the first two of its
+    kind replays without the LLM (a check that saw something per ticket would make each one diverge)."""
+    diverged = [i for i, r in enumerate(learned) if r.diverged_at is not None]
+    assert not diverged, (diverged[:5], learned[diverged[0]].diverged_at)
+    late = [i for i, r in enumerate(learned) if i >= 2 * len(KINDS) and (r.llm_calls or not r.replayed_decisions)]
+    assert not late, late[:5]
+
+
+def divergence_part(found: dict[str, list[dict[str, Any]]]) -> str:
+    """The table of injected cases and where each run diverged."""
+    inject_rows = []
+    for case, results in found.items():
+        ok = sum(r["matched"] and r["diverged"] and r["llm_calls"] > 0 and r["in_prompt"] and r["status"] == "final" for r in results)
+        inject_rows.append(f"| {case} | {', '.join(r['kind'] for r in results)} | **{ok}/{len(results)}** "
+                           f"| {sum(r['in_prompt'] for r in results)}/{len(results)} | {', '.join(str(r['replayed']) for r in results)} "
+                           f"| {', '.join(r['state'] for r in results)} | {sum(r['relearned'] for r in results)}/{len(results)} |")
+    wheres = "\n".join(f"- {case}, {r['kind']}: diverged in {r['where']}" for case, results in found.items() for r in results)
+    return f"""{DIVERGENCES}: the run matches its kind's procedure, replays, diverges,
+and the LLM decides from there in the same run; "in the prompt" means the first prompt the model was sent in that run
+contains the divergence (state, expected, observed), asserted on the prompt text the script echoes into the log.
+The actions `price_order`, `issue_refund` and `check_stock` declare a `check` observing the version of the price table,
+refund policy and stock feed they depend on; the check-change case bumps one version for the run.
+
+| case | kinds | fell back in the same run | divergence in the prompt | decisions replayed before | final state | relearned as v2 |
+|---|---|---|---|---|---|---|
+{chr(10).join(inject_rows)}
+
+{wheres}
+"""
+
+
+def only_divergences(n: int) -> None:
+    """Learn the stream, run the injected cases, and rewrite only the divergence part of the section."""
+    workflow = desk()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        skills = tmp / "skills"
+        skills.mkdir()
+        learner = Learner(SkillStore(skills / "skills.db"))
+        kept_to_the_recording(run_stream(workflow, stream(n), learner))
+        learner.store.close()
+        found = injected(skills, tmp)
+    part = (f"{divergence_part(found).rstrip()}\n\nThis part alone: machine {machine()}; command "
+            f"`.venv/bin/python bench/replay_bench.py --tickets {n} --only divergences` (the figures above it are from the "
+            f"full run named at the top of the section).\n")
+    print(part)
+    section = read_section("Replay policy") or ""
+    head = section.split(DIVERGENCES, 1)[0] if DIVERGENCES in section else section
+    write_section("Replay policy", (head.rstrip() + "\n\n" if head.strip() else "") + part)
+    fell = [r for results in found.values() for r in results]
+    assert all(r["matched"] and r["diverged"] and r["in_prompt"] and r["llm_calls"] > 0 for r in fell), fell
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tickets", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=300, help="runs of each policy for the µs figures")
+    parser.add_argument("--only", choices=["divergences"], help="run only the injected divergences (the stream is learned first)")
     opts = parser.parse_args()
     n = opts.tickets
+    if opts.only == "divergences":
+        only_divergences(n)
+        return
     workflow, rules = desk(), desk(RULES)
     tickets = stream(n)
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -251,6 +320,7 @@ def main() -> None:
         skills.mkdir()
         learner = Learner(SkillStore(skills / "skills.db"))
         learned = run_stream(workflow, tickets, learner)
+        kept_to_the_recording(learned)
         costs = decision_costs(workflow, rules, learner, opts.runs)
         procs = learner.store.procedures(status=None)
         learner.store.close()
@@ -270,16 +340,6 @@ def main() -> None:
         for kind, c in per_kind.items())
     after_first = sum(b.llm_calls for i, b in enumerate(learned) if i >= len(KINDS))
     rep, rule, rep_step, rule_step = (median(costs[k]) for k in ("replay", "rule", "replay_step", "rule_step"))
-    inject_rows = []
-    for case, results in found.items():
-        if not results:
-            inject_rows.append(f"| {case} | — | not measured: the hook is not on this branch | | | | |")
-            continue
-        ok = sum(r["matched"] and r["diverged"] and r["llm_calls"] > 0 and r["in_prompt"] and r["status"] == "final" for r in results)
-        inject_rows.append(f"| {case} | {', '.join(r['kind'] for r in results)} | **{ok}/{len(results)}** "
-                           f"| {sum(r['in_prompt'] for r in results)}/{len(results)} | {', '.join(str(r['replayed']) for r in results)} "
-                           f"| {', '.join(r['state'] for r in results)} | {sum(r['relearned'] for r in results)}/{len(results)} |")
-    wheres = "\n".join(f"- {case}, {r['kind']}: diverged in {r['where']}" for case, results in found.items() for r in results)
     body = f"""Machine: {machine()}
 Command: `.venv/bin/python bench/replay_bench.py --tickets {n} --runs {opts.runs}`
 
@@ -307,7 +367,9 @@ Final state per kind, without and with replay:
 Engine overhead, same process, replayed and rule-decided runs of the same paths interleaved ({opts.runs} runs each, the
 five kinds in turn; the replay's procedure matched before the timing, as a run does once at its start). Absolute µs
 follow the machine's load (above); the ratios compare runs interleaved in one process. The rule table routes by the
-ticket's text (a `context_matches` guard per kind), which is most of a rule decision with arguments.
+ticket's text (a `context_matches` guard per kind), which is most of a rule decision with arguments. A replayed decision
+that leads to `price_order`, `issue_refund` or `check_stock` also runs that action's check and compares what it observes
+with the recording (the refund and replace paths), as a learned run does; a rule decision has nothing to compare.
 
 | per | replayed | rule | ratio (target ≤ 2×) |
 |---|---|---|---|
@@ -323,16 +385,7 @@ Arguments filled from the run's inputs are validated on every run; literal ones 
 Matching the task against the store, once per run before the first decision: median {median(costs['match']):.2f} ms
 ({len(costs['match'])} matches).
 
-Injected divergences, each on a fresh copy of the learned store: the run matches its kind's procedure, replays, diverges,
-and the LLM decides from there in the same run; "in the prompt" means the first prompt the model was sent in that run
-contains the divergence (state, expected, observed), asserted on the prompt text the script echoes into the log.
-
-| case | kinds | fell back in the same run | divergence in the prompt | decisions replayed before | final state | relearned as v2 |
-|---|---|---|---|---|---|---|
-{chr(10).join(inject_rows)}
-
-{wheres}
-"""
+{divergence_part(found)}"""
     print(body)
     write_section("Replay policy", body)
     fell = [r for results in found.values() for r in results]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from sherpa_skills.engine.registry import ActionContext, ActionResult, default_registry, load_builtins
+from sherpa_skills.engine.registry import ActionContext, ActionResult, default_registry, load_builtins, observe_features
 from sherpa_skills.engine.workflow import load_workflow_text
 from sherpa_skills.errors import RegistryError
 from sherpa_skills.policy.replay import RecordedCheck
@@ -209,6 +210,43 @@ class TestDeclaring:
 
         with pytest.raises(RegistryError, match="check must be a plain function"):
             registry.action("y", check=later)
+
+
+class TestFeatures:
+    """Features are compared as the JSON they are stored as: what the check returns is read as that JSON would be read back."""
+
+    @staticmethod
+    def observed(value: Any) -> Any:
+        registry = default_registry.child()
+        registry.action("seen", check=lambda view: value)(lambda args, ctx: ActionResult())
+        return observe_features(registry.get_action("seen"), None)
+
+    @pytest.mark.parametrize("value", [{"price_table": 1, "region": "eu", "rate": 0.2, "live": True, "note": None},
+                                       [1, "a", {"b": [2.5, False]}], 3, "v2", None])
+    def test_plain_json_is_observed_as_it_is(self, value):
+        assert self.observed(value) == value
+
+    @pytest.mark.parametrize("value, stored", [
+        ({"versions": (1, 2)}, {"versions": [1, 2]}),
+        ({1: "a"}, {"1": "a"}),
+        ({"at": date(2026, 11, 23)}, {"at": "2026-11-23"}),
+        ({"flags": {3}}, {"flags": "{3}"}),
+        ({"n": True.__class__(1)}, {"n": True}),
+    ])
+    def test_other_values_are_observed_as_their_stored_json(self, value, stored):
+        assert self.observed(value) == stored
+
+    def test_keys_are_observed_in_the_order_the_stored_json_has(self):
+        assert list(self.observed({"refund_policy": 2, "price_table": 1})) == ["price_table", "refund_policy"]
+
+    def test_the_observed_features_are_not_the_checks_own_objects(self):
+        """A check that hands out its live state and changes it later must not change what was recorded."""
+        live = {"table": {"version": 1}}
+        registry = default_registry.child()
+        registry.action("seen", check=lambda view: live)(lambda args, ctx: ActionResult())
+        observed = observe_features(registry.get_action("seen"), None)
+        live["table"]["version"] = 2
+        assert observed == {"table": {"version": 1}}
 
 
 RULED = """

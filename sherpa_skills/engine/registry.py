@@ -75,10 +75,38 @@ class ActionContext:
     secrets: set[str] = field(default_factory=set)
 
 
+_SCALARS = (str, int, float, bool, type(None))
+_NOT_PLAIN = object()
+
+
+def _plain_copy(value: Any) -> Any:
+    """A copy of `value` when it is already what its JSON reads back as (str keys, no tuples, no subclasses, no NaN),
+    else `_NOT_PLAIN`."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value if kind is not float or value == value else _NOT_PLAIN  # NaN: left to json
+    if kind is dict:
+        if any(type(key) is not str for key in value):
+            return _NOT_PLAIN
+        out = {}
+        for key in sorted(value):  # the key order the JSON round trip gives, so logs and prompts read the same
+            out[key] = copied = _plain_copy(value[key])
+            if copied is _NOT_PLAIN:
+                return _NOT_PLAIN
+        return out
+    if kind is list:
+        items = [_plain_copy(item) for item in value]
+        return _NOT_PLAIN if any(item is _NOT_PLAIN for item in items) else items
+    return _NOT_PLAIN
+
+
 def observe_features(definition: ActionDef, view: Any) -> Any:
-    """What the action's check observes now, as plain JSON, so recorded and observed features compare alike; raises what the check raises."""
+    """What the action's check observes now, as plain JSON, so recorded and observed features compare alike; raises what the check raises.
+    Features that are plain JSON already (the usual versions and flags) are copied without the JSON round trip: it checks every replayed call."""
     assert definition.check is not None
-    return json.loads(json.dumps(definition.check(view), sort_keys=True, default=str))
+    features = definition.check(view)
+    plain = _plain_copy(features)
+    return plain if plain is not _NOT_PLAIN else json.loads(json.dumps(features, sort_keys=True, default=str))
 
 
 def unknown_args(model: type[BaseModel], args: dict[str, Any]) -> list[str]:
