@@ -1,7 +1,7 @@
 """Replay policy: LLM calls on a stream of routine tickets with and without learning, µs per replayed vs rule decision,
 and injected divergences handed over to the LLM in the same run.
 
-    .venv/bin/python bench/replay_bench.py [--tickets 1000] [--runs 300] [--only divergences]
+    python bench/replay_bench.py [--tickets 1000] [--runs 300] [--only divergences]
 
 The workflow (bench/replay_tickets/) has five kinds of ticket, each with its own path of LLM decisions and typed
 Python actions registered here; the scripted model answers by the ticket's text, so a ticket's kind decides its path.
@@ -291,7 +291,7 @@ def only_divergences(n: int) -> None:
         learner.store.close()
         found = injected(skills, tmp)
     part = (f"{divergence_part(found).rstrip()}\n\nThis part alone: machine {machine()}; command "
-            f"`.venv/bin/python bench/replay_bench.py --tickets {n} --only divergences` (the figures above it are from the "
+            f"`python bench/replay_bench.py --tickets {n} --only divergences` (the figures above it are from the "
             f"full run named at the top of the section).\n")
     print(part)
     section = read_section("Replay policy") or ""
@@ -341,7 +341,7 @@ def main() -> None:
     after_first = sum(b.llm_calls for i, b in enumerate(learned) if i >= len(KINDS))
     rep, rule, rep_step, rule_step = (median(costs[k]) for k in ("replay", "rule", "replay_step", "rule_step"))
     body = f"""Machine: {machine()}
-Command: `.venv/bin/python bench/replay_bench.py --tickets {n} --runs {opts.runs}`
+Command: `python bench/replay_bench.py --tickets {n} --runs {opts.runs}`
 
 Stream of {n} routine tickets of {len(KINDS)} kinds (bench/replay_tickets/: LLM chain policy with the scripted model, typed
 Python actions `price_order`, `issue_refund`, `check_stock`, `track_parcel`; a ticket's kind decides its path; the ticket
