@@ -101,6 +101,19 @@ class TestMiniLM:
         assert "full" in loaded and "light" not in loaded  # a larger batch: the optimised graph, for good
         assert max(abs(a - b) for a, b in zip(light, full)) < 1e-5
 
+    def test_pool_threads_sleep_between_calls_and_vectors_do_not_depend_on_threads(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Spinning pool threads slowed the next query embedding ~2x on a busy 2-core machine, so they sleep; the
+        thread count splits the work only, never changes a vector (stored and query vectors compare the same)."""
+        from sherpa_skills.semantic import embeddings
+
+        monkeypatch.setattr(embeddings, "_loaded", {})
+        text = "restart the web server after a config change"
+        vectors = [MiniLMEmbedder(threads=threads).embed([text] * (embeddings.LIGHT_TEXTS + 1))[0] for threads in (1, 2)]
+        assert max(abs(a - b) for a, b in zip(*vectors)) < 1e-6
+        for loaded in embeddings._loaded.values():
+            options = loaded["full"].get_session_options()
+            assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
 
 class TestVocabulary:
     """The WordPiece vocabulary ships with the package: bert-base-uncased's, byte for byte, under its licence note."""

@@ -186,6 +186,34 @@ class TestMeaning:
         assert hybrid({}, {}) == {}
 
 
+def test_searches_from_threads_at_once_rank_as_one_at_a_time(tmp_path: Path) -> None:
+    """The companion lookup runs in a worker while SQLite ranks the words: concurrent searches (each thread with its
+    own SharedMemory, as `shared_memory` gives) return what a lone search does, and close() ends the worker."""
+    import threading
+
+    home = tmp_path / "home"
+    with SharedMemory(home) as m:
+        fill(m)
+    queries = ["reboot the http daemon once you edit its settings", "renew certificate website", "cake party"]
+    with SharedMemory(home) as lone:
+        expected = {q: [(h.artifact.id, round(h.score, 9)) for h in lone.search(q, agent="x", touch=False).hits]
+                    for q in queries}
+    found: dict[tuple[int, str], list[tuple[str, float]]] = {}
+
+    def run(worker: int) -> None:
+        with SharedMemory(home) as m:
+            for q in queries * 3:
+                found[worker, q] = [(h.artifact.id, round(h.score, 9)) for h in m.search(q, agent="x", touch=False).hits]
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(found[w, q] == expected[q] for w in range(3) for q in queries) and expected[queries[0]]
+    assert not [t for t in threading.enumerate() if t.name.startswith("memory-lookup")]
+
+
 def corrupt(home: Path) -> None:
     (home / "companion" / "chroma.sqlite3").write_bytes(b"this is not a database " * 4096)
 

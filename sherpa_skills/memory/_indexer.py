@@ -85,7 +85,9 @@ class Indexer:
             return []
         import numpy as np
 
-        sims = np.asarray([v for _, v in items], dtype=np.float32) @ np.asarray(vector, dtype=np.float32)
+        # einsum, not `@`: a BLAS matmul wakes OpenBLAS's thread pool, whose spinning threads slow the next
+        # onnxruntime query embedding several times over on a small machine.
+        sims = np.einsum("ij,j->i", np.asarray([v for _, v in items], dtype=np.float32), np.asarray(vector, dtype=np.float32))
         return [(aid, max(0.0, min(1.0, float(s)))) for (aid, _), s in zip(items, sims)]
 
     # ------------------------------------------------------------------ draining

@@ -117,6 +117,23 @@ class SharedMemory:
         #: Why the last companion call failed (None when it worked): writes still succeed, only indexing waits.
         self.companion_problem: str | None = None
         self.indexer = Indexer(lambda: self.store.path, self.companion, self.collection, companion_metadata, self._indexed)
+        self._lookup: Any = None  # one worker thread: the companion lookup runs while SQLite ranks the words
+
+    def _nearest(self, query: str, wide: int) -> tuple[list[float], list[tuple[str, float]], list[tuple[str, float]]]:
+        """(query vector, held nearest, companion nearest): the meaning half of a search; touches no SQLite, so it
+        runs in the lookup thread while this thread's connection runs the FTS5 ranking (both release the GIL)."""
+        companion = self.companion()
+        vector = companion.embed_query(query)
+        held = self.indexer.nearest(vector)  # written here, not in the companion yet: scored exactly
+        return vector, held, companion.query(self.collection, query, n=wide, vector=vector)
+
+    def _start_lookup(self, query: str, wide: int) -> Any:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with self._lock:
+            if self._lookup is None:
+                self._lookup = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-lookup")
+            return self._lookup.submit(self._nearest, query, wide)
 
     def _indexed(self, problem: str | None) -> None:
         self.companion_problem = problem
@@ -124,6 +141,9 @@ class SharedMemory:
     def close(self) -> None:
         """Index what is still held (so another process finds it by meaning), then release the files."""
         self.indexer.close()
+        if self._lookup is not None:
+            self._lookup.shutdown(wait=True)
+            self._lookup = None
         if self._companion is not None:
             self._companion.close()
         self.store.close()
@@ -296,6 +316,7 @@ class SharedMemory:
         filters = check_filters(metadata)
         limit = check_limit(limit)
         n = candidates(limit)
+        lookup = self._start_lookup(query, 4 * n) if mode == "hybrid" else None
         lexical = self.store.lexical(query, agent=agent, scope=scope, author=author, kind=kind, metadata=filters, limit=n,
                                      history=history)
         order = {aid: seq for aid, seq, _ in lexical}
@@ -303,7 +324,7 @@ class SharedMemory:
         degraded: str | None = None
         notes: list[str] = []
         if mode == "hybrid":
-            semantic, degraded = self._semantic(query, agent, scope, author, kind, filters, limit, n, order, history)
+            semantic, degraded = self._semantic(query, agent, scope, author, kind, filters, limit, n, order, history, lookup)
         scored = hybrid({aid: raw for aid, _, raw in lexical}, semantic)
         now = time.time()
         for aid, (last, conf, reads, abstraction) in self.store.decay_inputs(list(scored)).items():
@@ -329,7 +350,7 @@ class SharedMemory:
 
     def _semantic(self, query: str, agent: str | None, scope: str, author: str | None, kind: str | None,
                   filters: dict[str, Any], limit: int, n: int, order: dict[str, int],
-                  history: bool = False) -> tuple[dict[str, float] | None, str | None]:
+                  history: bool = False, lookup: Any = None) -> tuple[dict[str, float] | None, str | None]:
         """(similarity by visible id, None) from the companion, or (None, why not); `order` gains the seq of new ids.
 
         chromadb's metadata filters cost a scan (about 0.2 s at 100k items), its plain nearest-neighbour query
@@ -339,10 +360,8 @@ class SharedMemory:
         """
         wide = 4 * n
         try:
+            vector, held, nearest = lookup.result() if lookup is not None else self._nearest(query, wide)
             companion = self.companion()
-            vector = companion.embed_query(query)
-            held = self.indexer.nearest(vector)  # written here, not in the companion yet: scored exactly
-            nearest = companion.query(self.collection, query, n=wide, vector=vector)
             visible = self.store.visible_ids([aid for aid, _ in _merged(nearest, held)], agent=agent, scope=scope,
                                              author=author, kind=kind, metadata=filters, history=history)
             if len(visible) < limit and len(nearest) < self.store.count():  # (HNSW may return fewer than asked)
