@@ -445,7 +445,7 @@ def replay_profile(b: ReplayBench, quick: bool) -> list[tuple[str, float, float,
 
 def lexicon_class() -> Any:
     """The matcher's key-term index: `TermIndex` (numpy postings, in the procedure index) in current code."""
-    from sherpa_skills.skills.procedure_index import TermIndex
+    from sherpa_skills.skills.similarity import TermIndex
 
     return TermIndex
 

@@ -25,9 +25,9 @@ from pydantic import BaseModel, Field
 
 from . import literals as lit
 from .models import CapturedProcedure
-from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, TermIndex, digest, index_text
+from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest, index_text
 from .relevance import RelevanceModel, default_model, length_feature
-from .similarity import STOP_WORDS, cosine, coverage, words
+from .similarity import STOP_WORDS, TermIndex, cosine, coverage, words
 from .scoring import REPLAY_THRESHOLD
 from .store import SkillStore
 from .verifier import Verdict, Verifier

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import tempfile
 import zipfile
@@ -24,6 +23,7 @@ from typing import Any
 import structlog
 
 from ..errors import StoreError
+from .similarity import TermIndex
 from .store import SkillStore
 
 log = structlog.get_logger(__name__)
@@ -46,50 +46,6 @@ def index_text(task_type: str, description: str, tags: list[str], commands: list
 
 def digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-
-
-class TermIndex:
-    """One variant's key terms with their IDF, as numpy postings: a term shared by thousands of procedures costs one
-    vector add, not a Python loop. Rows are a subset of the snapshot's, in the store's order."""
-
-    def __init__(self, ids: list[str], terms: dict[str, Any], words: Callable[[str], list[str]]):
-        import numpy as np
-
-        self.words = words
-        self.ids = ids
-        self.n = max(len(ids), 1)
-        self.postings = terms
-        self._scores = np.zeros(len(ids), dtype=np.float32)
-
-    def _idf(self, df: int) -> float:
-        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
-
-    def weights(self, query: str) -> dict[str, float]:
-        """The task's key terms and their weights; a word no procedure has weighs as much as the rarest."""
-        return {w: self._idf(len(self.postings[w]) if w in self.postings else 0) for w in dict.fromkeys(self.words(query))}
-
-    def idf_of(self, term: str) -> float:
-        """A stored term's IDF; 0 for a term no procedure has (it cannot be shared)."""
-        ix = self.postings.get(term)
-        return self._idf(len(ix)) if ix is not None else 0.0
-
-    def search(self, weights: dict[str, float], limit: int) -> list[str]:
-        """The ids of the `limit` procedures covering the most key-term weight."""
-        import numpy as np
-
-        hits = [(self.postings[t], w) for t, w in weights.items() if t in self.postings]
-        if not hits or not self.ids:
-            return []
-        scores = self._scores
-        for indices, weight in hits:
-            scores[indices] += weight
-        k = min(limit, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[scores[top] > 0]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        found = [self.ids[i] for i in top]
-        scores.fill(0.0)
-        return found
 
 
 class Snapshot:
@@ -263,7 +219,7 @@ class Snapshot:
             offsets = counts[self.offsets]
             ids = [pid for pid, a in zip(self.id_list, self.active.tolist()) if a]
         postings = {t: rows[offsets[i]:offsets[i + 1]] for i, t in enumerate(names) if offsets[i + 1] > offsets[i]}
-        found = self._term_indexes[include_candidates] = TermIndex(ids, postings, words)
+        found = self._term_indexes[include_candidates] = TermIndex.from_postings(ids, postings, words)
         return found
 
     @property

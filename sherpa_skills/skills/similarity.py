@@ -36,30 +36,46 @@ def task_type_words(task_type: str | None) -> set[str]:
 
 
 class TermIndex:
-    """Every item's key terms with their IDF, as numpy postings: a term shared by thousands of items costs one
-    vector add, not a Python loop."""
+    """Items' key terms with their IDF, as numpy postings: a term shared by thousands of items costs one vector add,
+    not a Python loop. Built from rows of (id, terms), or from postings saved beside a store (`from_postings`)."""
 
-    def __init__(self, rows: Iterable[tuple[str, Iterable[str]]]):
+    def __init__(self, rows: Iterable[tuple[str, Iterable[str]]] = (), *, words_of: Callable[[str], list[str]] = words):
         import numpy as np
 
-        self.ids: list[str] = []
+        ids: list[str] = []
         postings: dict[str, list[int]] = {}
         for item_id, terms in rows:
-            index = len(self.ids)
-            self.ids.append(item_id)
+            index = len(ids)
+            ids.append(item_id)
             for term in set(terms):
                 postings.setdefault(term, []).append(index)
-        self.n = max(len(self.ids), 1)
-        self.postings = {t: np.asarray(ix, dtype=np.int32) for t, ix in postings.items()}
-        self.idf = {t: self._idf(len(ix)) for t, ix in postings.items()}
-        self._scores = np.zeros(len(self.ids), dtype=np.float32)
+        self._setup(ids, {t: np.asarray(ix, dtype=np.int32) for t, ix in postings.items()}, words_of)
+
+    @classmethod
+    def from_postings(cls, ids: list[str], postings: dict[str, Any], words_of: Callable[[str], list[str]] = words) -> TermIndex:
+        """An index over postings already built (term → row numbers into `ids`)."""
+        index = cls.__new__(cls)
+        index._setup(ids, postings, words_of)
+        return index
+
+    def _setup(self, ids: list[str], postings: dict[str, Any], words_of: Callable[[str], list[str]]) -> None:
+        import numpy as np
+
+        self.ids, self.postings, self.words = ids, postings, words_of
+        self.n = max(len(ids), 1)
+        self._scores = np.zeros(len(ids), dtype=np.float32)
 
     def _idf(self, df: int) -> float:
         return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
 
+    def idf_of(self, term: str) -> float:
+        """A stored term's IDF; 0 for a term no item has (it cannot be shared)."""
+        rows = self.postings.get(term)
+        return self._idf(len(rows)) if rows is not None else 0.0
+
     def weights(self, query: str) -> dict[str, float]:
         """The task's key terms and their weights; a word no item has weighs as much as the rarest."""
-        return {w: self.idf.get(w, self._idf(0)) for w in dict.fromkeys(words(query))}
+        return {w: self._idf(len(self.postings[w]) if w in self.postings else 0) for w in dict.fromkeys(self.words(query))}
 
     def search(self, weights: dict[str, float], limit: int) -> list[str]:
         """The ids of the `limit` items covering the most key-term weight."""
