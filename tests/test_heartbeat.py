@@ -88,6 +88,17 @@ class TestOnce:
         assert report["phases"]["extract"]["stats"]["commands"] == 2
         assert (report["watermark_before"], report["watermark"]) == (5, 7)
 
+    def test_a_candidate_promoted_by_a_third_success_is_reported(self, home: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+        """The routine succeeds in a third session: mining promotes it, and the report says after how many successes."""
+        heartbeat(home, capsys)
+        claude_session(tmp_path / "sessions" / "two.jsonl", [("npm ci", "added 12 packages", False), ("npm run build", "built", False)],
+                       session="s2")
+        report = heartbeat(home, capsys)
+        crystallise = report["phases"]["crystallise"]
+        assert crystallise["status"] == "ok" and crystallise["stats"]["promoted"] == 1
+        assert "1 candidate(s) promoted after 3 successes" in crystallise["alerts"]
+
     def test_report_is_stored_as_markdown_and_json(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """`heartbeat report --last 2` shows stored reports, newest first in JSON."""
         heartbeat(home, capsys)

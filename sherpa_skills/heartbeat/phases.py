@@ -94,7 +94,7 @@ def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> Ph
         shown = ", ".join(result.procedure_ids[:5]) + (", ..." if len(result.procedure_ids) > 5 else "")
         alerts.append(f"{result.new_candidates} new candidate procedure(s) to review ({shown}): `sherpa-skills learn candidates`")
     if result.promoted:
-        alerts.append(f"{result.promoted} candidate(s) promoted after {m.promote_after} successes")
+        alerts.append(f"{result.promoted} candidate(s) promoted after {config.mining.promote_after} successes")
     return PhaseResult("ok", f"mined {result.commands} commands: {result.new_candidates} new candidates, "
                              f"{result.updated_candidates} seen again, {result.known} known "
                              f"procedures seen again, {result.learnings} failures learned",
