@@ -70,13 +70,6 @@ def fill(value: Any, inputs: dict[str, Any]) -> Any:
     return value
 
 
-def observed_outcomes(view: Any) -> list[tuple[str, str, int | None]]:
-    """(action, status, exit code) of each action in a belief's log so far; policy entries are decisions, not actions."""
-    found: list[tuple[str, str, int | None]] = []
-    _collect(view.log, found)
-    return found
-
-
 def _collect(entries: Any, found: list[tuple[str, str, int | None]]) -> None:
     # Plain tuples: a replay reads each new log entry once, and must cost about what a rule's table lookup does.
     for entry in entries:

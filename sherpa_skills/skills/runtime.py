@@ -49,7 +49,7 @@ _finders: dict[tuple[str, int], Any] = {}
 
 
 def learning_finder(home: Path | None) -> Any:
-    """One LearningFinder per store and thread, sharing the matcher's companion client: planning asks on every plan."""
+    """One LearningFinder per store and thread (its companion opened once): planning asks on every plan."""
     from .learnings import LearningFinder
 
     matcher = skill_matcher(home)

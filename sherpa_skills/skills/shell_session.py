@@ -65,7 +65,7 @@ class ShellSession:
         """Run one command in the session; `cwd` runs it in a subshell there (its `cd`/`export` then do not hold)."""
         out, err = Path(self._dir, "out"), Path(self._dir, "err")
         quoted = shlex.quote(command)
-        body = f'eval "$__sherpa_cmd"' if cwd is None else f'( cd -- {shlex.quote(cwd)} && eval "$__sherpa_cmd" )'
+        body = 'eval "$__sherpa_cmd"' if cwd is None else f'( cd -- {shlex.quote(cwd)} && eval "$__sherpa_cmd" )'
         script = (f"__sherpa_cmd={quoted}\n"
                   f"{{ {body}\n}} </dev/null >{shlex.quote(str(out))} 2>{shlex.quote(str(err))}\n"
                   f"__sherpa_rc=$?; printf '\\n%s %d %s\\n' {self._marker} \"$__sherpa_rc\" \"$PWD\"\n")
