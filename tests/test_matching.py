@@ -42,6 +42,10 @@ def store(tmp_path: Path) -> SkillStore:
     return store
 
 
+def _proc(description: str) -> CapturedProcedure:
+    return CapturedProcedure(id="p-t", task_type="t", description=description, steps=[ProcedureStep(command="true")])
+
+
 class TestDecision:
     @pytest.mark.parametrize("task", ["what is the weather in Paris", "translate this letter into German",
                                       "book a table for two tonight", "write a greeting card for my grandmother in French"])
@@ -62,6 +66,20 @@ class TestDecision:
         for task in ("db backup", "Dump the postgres database to a compressed file."):
             decision = Matcher(store).match(task)
             assert decision.decision == "match" and decision.selected and decision.selected.task_type == "db-backup", task
+
+    def test_the_description_with_specifics_added_is_a_match(self, store: SkillStore) -> None:
+        """A task that repeats the description and adds only literals (a path, a file) names the procedure."""
+        proc = _proc("Dump the postgres database to a compressed file")
+        for task in ("Dump the postgres database to a compressed file /srv/db.gz",
+                     'Dump the postgres database to a compressed file, labelled "monday"'):
+            assert matcher_module.exact_reason(task, proc) == "contains the description", task
+
+    def test_the_description_with_more_work_added_is_not_word_for_word(self, store: SkillStore) -> None:
+        """"…and run ps2pdf for each" asks for more than the procedure does: meaning decides, not the rule."""
+        proc = _proc("Find all *.ps files under $STARTDIR")
+        for task in ("Find all *.ps files under $STARTDIR and run ps2pdf for each file",
+                     "Find all *.ps files under $STARTDIR, case insensitive"):
+            assert matcher_module.exact_reason(task, proc) is None, task
 
     def test_a_near_miss_with_another_number_is_refused(self, store: SkillStore) -> None:
         """Same words, another literal: `-mmin +60` is not "older than 7 days", whatever the similarity."""
@@ -254,14 +272,42 @@ class TestLiterals:
         ('rename "fgh" files', "rename 's/^fgh/jkl/' fgh*", True),
         ('rename "abc" files', "rename 's/^fgh/jkl/' fgh*", False),
         ("copy to /srv/backup", "cp -r data /srv/backup", True),
+        # The same amount in another unit agrees; another amount does not.
+        ("files modified in the last 24 hours", "find ~ -mtime -1", True),
+        ("files modified in the last 48 hours", "find ~ -type f -mtime -2", True),
+        ("files modified in the last 48 hours", "find ~ -mtime -1", False),
+        ("files changed in the last 90 minutes", "find . -cmin -90", True),
+        ("files bigger than 20MB", "find / -type f -size +20000k", True),
+        ("files bigger than 30MB", "find / -type f -size +20000k", False),
+        # "not ... in the last 4 days" is older than 4 days.
+        ("remove core files which have not been changed in the last 4 days", "find . -name core -ctime +4 -delete", True),
+        ("remove core files which have been changed in the last 4 days", "find . -name core -ctime +4 -delete", False),
+        # An extension the procedure's glob covers agrees.
+        ("grep the .pl and .pm files", "find . -name '*.p[lm]' -exec grep -l x {} +", True),
+        ("grep the .py files", "find . -name '*.p[lm]' -exec grep -l x {} +", False),
+        # Numbered-suffix placeholders name the prefix.
+        ('split t.txt into pieces named "t.NN"', "split --lines=30000000 -d t.txt t.", True),
     ])
     def test_stated_literals_must_agree(self, task: str, command: str, ok: bool) -> None:
         """Numbers with their unit and direction, patterns, quoted names and paths decide near misses."""
         assert agree(extract(task), procedure_text("", "t", [], [command])).ok is ok
 
+    def test_the_index_reads_commands_as_words(self) -> None:
+        """Programs and option names carry meaning; paths and quoting are checked as literals instead."""
+        from sherpa_skills.skills.procedure_index import index_text
+
+        text = index_text("old-logs", "Find old logs", [], ["find /var/log -name '*.log' -mmin +60 | xargs rm -f"])
+        assert text == "old logs. Find old logs. find var log name mmin xargs rm"
+
     def test_prose_is_not_a_literal(self) -> None:
         """"files/directories" is a phrase, not a path; plain words are not names."""
         assert extract("Find all files/directories under the current folder") == []
+        assert extract("display all the normal/regular files, appending a null after each name/path") == []
+
+    def test_one_is_a_number_only_before_a_unit(self) -> None:
+        """"each one" is prose; "one day" is an amount."""
+        assert [str(lit) for lit in extract("convert each one and delete the one left")] == []
+        assert [str(lit) for lit in extract("files older than one day")] == ["> 1 day"]
 
 
 class TestFreshProcess:

@@ -7,12 +7,16 @@ meaning and differ only here, so these checks decide them. Pure functions over s
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
 _QUOTED = re.compile(r'"([^"\n]{1,120})"|(?<![A-Za-z])\'([^\'\n]{1,120})\'|`([^`\'\n]{1,120})[`\']')
 _GLOB = re.compile(r"\*\.([A-Za-z0-9_]{1,12})\b")
+_DOT_EXT = re.compile(r"(?<![\w.*/~$-])\.([A-Za-z][A-Za-z0-9]{0,5})\b(?![\w/.-])")  # ".pl files"
+_PROC_GLOB = re.compile(r"[\w.-]*(?:\*|\[[\w-]+\])[\w.*\[\]-]*")
+_PLACEHOLDER = re.compile(r"^(.+?)(?:N{2,}|X{1,3})$")  # "tempNNN": a prefix and a numbered suffix
 _PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.~*+@:-]+(?:/[\w.~*+@:-]*)*|(?<![\w/])[\w.-]+/[\w.-]+(?:/[\w.-]*)*")
 _FILE = re.compile(r"(?<![\w./-])[\w-]+\.(?:[A-Za-z][A-Za-z0-9]{0,5})\b(?![/\w])")
 _FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
@@ -20,9 +24,9 @@ _NUMBER = re.compile(r"(?<![\w.])([<>+-]?)(\d+(?:\.\d+)?)\s*([A-Za-z]{1,8})?\b")
 _COMMAND_NUMBER = re.compile(r"(?<![\w.])([+-]?)(\d+(?:\.\d+)?)([A-Za-z]{0,2})\b")
 _PARAM = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 
-# Slashed phrases that are prose, not paths ("files/directories").
-_PROSE_SLASHES = frozenset("files/directories file/directory files/folders and/or input/output read/write".split())
-_NUMBER_WORDS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+# Slashed phrases that are prose, not paths ("files/directories", "normal/regular"): two bare words.
+_PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")
+_NUMBER_WORDS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
                  "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "fifteen": "15", "twenty": "20", "thirty": "30",
                  "sixty": "60", "hundred": "100"}
 _UNITS = {
@@ -40,6 +44,13 @@ _UNITS = {
 }
 _TIME_UNITS = frozenset({"minute", "day", "hour", "second", "week"})
 _SIZE_UNITS = frozenset({"kilobyte", "megabyte", "gigabyte", "byte"})
+# "one" is a number only before a unit ("one day"); "each one", "the one where" are prose.
+_ONE = re.compile(r"\b(one|a single)(?=\s+(" + "|".join(sorted({n for names in _UNITS.values() for n in names if len(n) > 2})) + r")\b)",
+                  re.IGNORECASE)
+# The same amount in another unit agrees ("24 hours" is `-mtime -1`); sizes by either base (k = 1000 or 1024).
+_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
+_BYTES = {"byte": 1, "kilobyte": 1000, "megabyte": 1000 ** 2, "gigabyte": 1000 ** 3}
+_SIZE_SLACK = 0.03  # 1024 against 1000 per step is 2.4 %
 _MORE = frozenset("more over above greater larger bigger older exceeding least longer".split())
 _LESS = frozenset("less under below smaller fewer within newer last past younger lower shorter".split())
 _EXACT = frozenset("exactly".split())
@@ -92,14 +103,16 @@ def _comparator(before: str, sign: str) -> str | None:
         return "more"
     if sign in ("-", "<"):
         return "less"
-    words = re.findall(r"[a-z]+", before.lower())[-3:]
-    for w in reversed(words):
-        if w in _MORE:
-            return "more"
-        if w in _LESS:
-            return "less"
-        if w in _EXACT:
-            return "exact"
+    words = re.findall(r"[a-z']+", before.lower())[-9:]
+    for i in range(len(words) - 1, max(-1, len(words) - 4), -1):
+        w = words[i]
+        found = "more" if w in _MORE else "less" if w in _LESS else "exact" if w in _EXACT else None
+        if found is None:
+            continue
+        # "not changed in the last 4 days" is older than 4 days: a negation just before flips the direction.
+        if found != "exact" and any(x in ("not", "n't") or x.endswith("n't") for x in words[max(0, i - 6):i]):
+            found = "less" if found == "more" else "more"
+        return found
     return None
 
 
@@ -122,9 +135,12 @@ def extract(text: str) -> list[Literal]:
     for m in _GLOB.finditer(rest):
         put(Literal("ext", m.group(1).lower()))
     rest = _GLOB.sub(" ", rest)
+    for m in _DOT_EXT.finditer(rest):
+        put(Literal("ext", m.group(1).lower()))
+    rest = _DOT_EXT.sub(" ", rest)
     for m in _PATH.finditer(rest):
         value = m.group(0).rstrip(".,;:")
-        if value.lower() not in _PROSE_SLASHES and not re.fullmatch(r"[\d/.-]+", value):
+        if not _PROSE_SLASH.fullmatch(value) and not re.fullmatch(r"[\d/.-]+", value):
             put(Literal("path", value))
     rest = _PATH.sub(" ", rest)
     for m in _FILE.finditer(rest):
@@ -134,12 +150,13 @@ def extract(text: str) -> list[Literal]:
     for m in _FLAG.finditer(rest):
         put(Literal("flag", m.group(1)))
     rest = _FLAG.sub(" ", rest)
+    rest = _ONE.sub("1", rest)
     spelled = re.sub(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", lambda w: _NUMBER_WORDS[w.group(1).lower()], rest, flags=re.IGNORECASE)
     for m in _NUMBER.finditer(spelled):
         sign, number, unit = m.groups()
         family = _unit_family(unit)
         put(Literal("number", _canonical(number), unit=_one(family) if family else None,
-                    comparator=_comparator(spelled[max(0, m.start() - 30):m.start()], sign)))
+                    comparator=_comparator(spelled[max(0, m.start() - 60):m.start()], sign)))
     return found
 
 
@@ -158,6 +175,7 @@ class ProcedureText:
     text: str
     numbers: dict[str, list[tuple[str, set[str]]]]  # number → [(sign or comparator, unit families)]
     params: list[str]
+    globs: list[str] = field(default_factory=list)  # patterns in the text (`*.p[lm]`) an extension may fall under
 
 
 def procedure_text(description: str, task_type: str, tags: Iterable[str], commands: Iterable[str]) -> ProcedureText:
@@ -175,27 +193,54 @@ def procedure_text(description: str, task_type: str, tags: Iterable[str], comman
             comparator = {"+": "more", "-": "less"}.get(sign, "exact" if flag and units & (_TIME_UNITS | _SIZE_UNITS) else "")
             numbers.setdefault(_canonical(number), []).append((comparator, units))
     params = list(dict.fromkeys(n for c in commands for n in _PARAM.findall(c)))
-    return ProcedureText(body.lower(), numbers, params)
+    globs = [g for g in dict.fromkeys(_PROC_GLOB.findall(body.lower())) if len(re.sub(r"[*?\[\]]", "", g)) >= 2]
+    return ProcedureText(body.lower(), numbers, params, globs)
 
 
 def _number_agrees(lit: Literal, proc: ProcedureText) -> bool:
-    seen = proc.numbers.get(lit.value)
-    if not seen:
-        return False
     wanted = set(lit.unit.split("|")) if lit.unit else set()
-    for comparator, units in seen:
+    for comparator, units in proc.numbers.get(lit.value, ()):
         if wanted and units and not (wanted & units):
             continue  # 30 minutes is not 30 days
         if lit.comparator and comparator and lit.comparator != comparator:
             continue  # more than 10 bytes is not less than 10 bytes
         return True
+    return _converted_agrees(lit, wanted, proc)
+
+
+def _amounts(value: float, units: set[str]) -> list[tuple[str, float]]:
+    return [("time", value * _SECONDS[u]) if u in _SECONDS else ("size", value * _BYTES[u]) for u in units if u in _SECONDS or u in _BYTES]
+
+
+def _converted_agrees(lit: Literal, wanted: set[str], proc: ProcedureText) -> bool:
+    """The same amount stated in another unit: 24 hours and one day, 20 MB and 20000k."""
+    stated = _amounts(float(lit.value), wanted)
+    if not stated:
+        return False
+    for number, seen in proc.numbers.items():
+        for comparator, units in seen:
+            if lit.comparator and comparator and lit.comparator != comparator:
+                continue
+            for kind, amount in _amounts(float(number), units):
+                for want_kind, want in stated:
+                    if kind != want_kind or amount <= 0:
+                        continue
+                    if kind == "time" and amount == want:
+                        return True
+                    if kind == "size" and any(abs(want * f - amount) <= _SIZE_SLACK * amount for f in (1.0, 1.024, 1.024 ** 2, 1 / 1.024, 1 / 1.024 ** 2)):
+                        return True
     return False
 
 
 def _text_agrees(lit: Literal, proc: ProcedureText) -> bool:
     value = lit.value.lower()
     if lit.kind == "ext":
-        return re.search(rf"\.{re.escape(value)}\b", proc.text) is not None or re.search(rf"\b{re.escape(value)}\b", proc.text) is not None
+        if re.search(rf"\.{re.escape(value)}\b", proc.text) or re.search(rf"\b{re.escape(value)}\b", proc.text):
+            return True
+        return any(fnmatch.fnmatchcase(f"x.{value}", g) for g in proc.globs)  # ".pl" under `*.p[lm]`
+    placeholder = _PLACEHOLDER.match(lit.value)
+    if placeholder and lit.kind in ("name", "path", "quoted") and len(placeholder.group(1)) >= 1:
+        value = placeholder.group(1).lower()  # "t.NN" names the prefix "t."
     if lit.kind == "path":
         return value in proc.text or value.rstrip("/") in proc.text
     if lit.kind == "flag":

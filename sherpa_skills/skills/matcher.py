@@ -128,7 +128,15 @@ def exact_reason(query: str, proc: CapturedProcedure) -> str | None:
     if described and plain == described:
         return "repeats the description"
     if described and len(described.split()) >= 4 and f" {described} " in f" {plain} ":
-        return "contains the description"  # the task adds only specifics; its literals are still checked
+        # Only specifics may be added (a path, a file, a number: their agreement is still checked); added words
+        # ask for more work ("… and run ps2pdf for each"), which is for meaning to judge, not this rule.
+        extra = f" {plain} ".replace(f" {described} ", " ", 1).split()
+        stated = set(" ".join(_plain(str(x)) for x in lit.extract(query)).split())
+        specific = [w in STOP_WORDS or w.isdigit() or w in stated for w in extra]
+        # A word that introduces a specific ("labelled monday", "named x.txt") is part of it.
+        introduces = [any(specific[j] and extra[j] in stated for j in range(i + 1, min(i + 3, len(extra)))) for i in range(len(extra))]
+        if all(a or b for a, b in zip(specific, introduces)):
+            return "contains the description"
     return None
 
 
