@@ -235,7 +235,8 @@ class TestRoutes:
 class _Server:
     """A tiny OpenAI-compatible chat server, like llama.cpp's: it can refuse json_schema with HTTP 500 and leave out usage."""
 
-    def __init__(self, *, refuse_json_schema: bool = True, usage: bool = False, answer: str = '{"trigger": "approve", "args": {}}',
+    def __init__(self, *, refuse_json_schema: bool = True, refuse_json_object: bool = False, usage: bool = False,
+                 answer: str = '{"trigger": "approve", "args": {}}',
                  fail_status: int | None = None):
         import json as _json
         import threading
@@ -251,7 +252,8 @@ class _Server:
                 if fail_status is not None:
                     self._send(fail_status, {"error": {"code": fail_status, "message": "overloaded", "type": "server_error"}})
                     return
-                if refuse_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
+                kind = (body.get("response_format") or {}).get("type")
+                if (refuse_json_schema and kind == "json_schema") or (refuse_json_object and kind == "json_object"):
                     self._send(500, {"error": {"code": 500, "message": "unsupported response_format json_schema", "type": "server_error"}})
                     return
                 text = server_self.answer(body) if callable(server_self.answer) else server_self.answer
@@ -303,22 +305,32 @@ def llama(monkeypatch):
 SCHEMA = {"type": "json_schema", "json_schema": {"name": "choice", "schema": {"type": "object", "properties": {"trigger": {"type": "string"}}}}}
 
 
-def test_a_server_refusing_json_schema_is_asked_again_with_the_schema_in_the_prompt(llama):
-    """HTTP 500 to response_format json_schema: one more request, plain, the schema in the system prompt; both counted."""
+def test_a_server_refusing_json_schema_is_asked_for_a_json_object_bound_to_the_schema(llama):
+    """HTTP 500 to json_schema (llama.cpp): one more request, json_object with the same schema (llama.cpp constrains
+    its output to it), the schema in the system prompt too; both requests counted."""
     server = llama()
     answer = complete(ask("approve"), "openai/smol", response_format=SCHEMA)
     assert answer.text == '{"trigger": "approve", "args": {}}'
     assert (answer.requests, answer.format_refused) == (2, True)
     first, second = server.requests
-    assert first["response_format"]["type"] == "json_schema" and "response_format" not in second
+    assert first["response_format"]["type"] == "json_schema"
+    assert second["response_format"] == {"type": "json_object", "schema": SCHEMA["json_schema"]["schema"]}
     assert '"trigger":{"type":"string"}' in second["messages"][0]["content"]
 
 
-def test_schema_in_prompt_sends_one_plain_request(llama):
-    """For a model known to refuse, the doomed request is skipped."""
+def test_a_server_refusing_both_formats_is_asked_plain(llama):
+    """A server that takes neither format gets the schema in the prompt alone: three requests, all counted."""
+    server = llama(refuse_json_object=True)
+    answer = complete(ask("approve"), "openai/smol", response_format=SCHEMA)
+    assert (answer.requests, answer.format_refused) == (3, True)
+    assert [(r.get("response_format") or {}).get("type") for r in server.requests] == ["json_schema", "json_object", None]
+
+
+def test_schema_in_prompt_skips_the_json_schema_request(llama):
+    """For a model known to refuse json_schema, the doomed request is skipped."""
     server = llama()
     answer = complete(ask("approve"), "openai/smol", response_format=SCHEMA, schema_in_prompt=True)
-    assert answer.requests == 1 and len(server.requests) == 1 and "response_format" not in server.requests[0]
+    assert answer.requests == 1 and len(server.requests) == 1 and server.requests[0]["response_format"]["type"] == "json_object"
 
 
 def test_the_client_does_not_resend_on_its_own(llama):
@@ -378,13 +390,14 @@ def _two(tmp_path: Path):
 
 class TestPolicyAgainstAServer:
     def test_a_refused_format_is_remembered_and_every_request_counted(self, llama, tmp_path):
-        """Decision 1: json_schema refused (500), asked plain: 2 requests. Decision 2: plain at once: 1. llm_calls == 3."""
+        """Decision 1: json_schema refused (500), asked for json_object: 2 requests. Decision 2: json_object at once:
+        1. llm_calls == 3."""
         server = llama()
         agent = _two(tmp_path).agent()
         result = agent.run()
         assert (result.status, result.state) == ("final", "done"), result.error
         assert result.llm_calls == len(server.requests) == 3
-        assert ["response_format" in r for r in server.requests] == [True, False, False]
+        assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object", "json_object"]
 
     def test_decisions_are_capped_by_default(self, llama, tmp_path):
         """Without llm.max_tokens a decision asks for at most DECISION_MAX_TOKENS tokens."""

@@ -51,7 +51,7 @@ class Completion:
     model: str
     requests: int = 1  # HTTP requests this answer took (2 when the server refused response_format first)
     estimated: bool = False  # the server sent no usage: tokens were counted with litellm's token counter
-    format_refused: bool = False  # the server refused response_format; the schema went into the prompt instead
+    format_refused: bool = False  # the server refused json_schema (or any format); the schema went into the prompt
 
     @property
     def tokens(self) -> int:
@@ -78,8 +78,9 @@ def complete(
 ) -> Completion:
     """Ask the model once, synchronously.
 
-    A server that refuses `response_format` (llama.cpp answers HTTP 500 to json_schema) is asked once more with the
-    schema written into the prompt; `schema_in_prompt` skips the doomed first request for a model known to refuse.
+    A server that refuses json_schema (llama.cpp answers HTTP 500) is asked once more for a json_object bound to the
+    same schema, the schema also written into the prompt; one that refuses that too, once more without any format.
+    `schema_in_prompt` skips the doomed json_schema request for a model known to refuse it.
     """
     if _scripted_direct(model):
         return _scripted_completion(messages, model, base_dir)
@@ -134,6 +135,14 @@ def _requests(litellm: ModuleType, model: str, kwargs: dict[str, Any], wanted_fo
     response, exc = yield kwargs
     sent = 1 - (_not_sent(litellm, exc) if exc else 0)
     if exc is not None and _format_refused(litellm, exc, kwargs):
+        fallback = _as_json_object(kwargs)
+        if fallback is not None:
+            # llama.cpp servers refuse json_schema but constrain json_object to a schema: the answer still parses.
+            log.info("llm_json_schema_refused", model=model, error=_short(exc))
+            kwargs = fallback
+            response, exc = yield kwargs
+            sent += 1 - (_not_sent(litellm, exc) if exc else 0)
+    if exc is not None and _format_refused(litellm, exc, kwargs):
         kwargs = _without_response_format(kwargs, model, exc)
         response, exc = yield kwargs
         sent += 1 - (_not_sent(litellm, exc) if exc else 0)
@@ -166,7 +175,7 @@ def _prepare(
     if response_format is not None:
         kwargs["response_format"] = response_format
         if schema_in_prompt:
-            kwargs = _without_response_format(kwargs, model, None)
+            kwargs = _as_json_object(kwargs) or _without_response_format(kwargs, model, None)
     return litellm, model, kwargs
 
 
@@ -186,6 +195,25 @@ def _format_refused(litellm: ModuleType, exc: Exception, kwargs: dict[str, Any])
 def _not_sent(litellm: ModuleType, exc: Exception) -> int:
     """1 when the failure happened before any request left (litellm refused the parameters itself)."""
     return 1 if isinstance(exc, litellm.UnsupportedParamsError) else 0
+
+
+def _fell_back(kwargs: dict[str, Any]) -> bool:
+    """The request sent is a fallback: no format at all, or the json_object that stands for a refused json_schema."""
+    response_format = kwargs.get("response_format")
+    return not isinstance(response_format, dict) or "schema" in response_format
+
+
+def _as_json_object(kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The json_schema request as `json_object` with the schema beside it (and in the prompt), or None when the
+    request asked for no schema."""
+    response_format = kwargs.get("response_format")
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return None
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    if not schema:
+        return None
+    plain = _without_response_format(kwargs, "", None)
+    return {**plain, "response_format": {"type": "json_object", "schema": schema}}
 
 
 def _without_response_format(kwargs: dict[str, Any], model: str, exc: Exception | None) -> dict[str, Any]:
@@ -292,7 +320,7 @@ def _completion(litellm: ModuleType, response: Any, model: str, kwargs: dict[str
     if estimated:
         prompt_tokens, completion_tokens = _count_tokens(litellm, model, kwargs["messages"], text)
     completion = Completion(text, prompt_tokens, completion_tokens, _cost(litellm, response), model, requests, estimated,
-                            wanted_format and "response_format" not in kwargs)
+                            wanted_format and _fell_back(kwargs))
     log.debug("llm_completion", model=model, tokens=completion.tokens, estimated=estimated, requests=requests, cost=completion.cost)
     return completion
 
