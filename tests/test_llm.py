@@ -333,6 +333,20 @@ def test_schema_in_prompt_skips_the_json_schema_request(llama):
     assert answer.requests == 1 and len(server.requests) == 1 and server.requests[0]["response_format"]["type"] == "json_object"
 
 
+def test_the_verifier_asks_a_refusing_server_in_the_form_it_took(llama):
+    """The matcher's verifier against a llama.cpp-like server: the first question costs two requests (json_schema
+    refused), every later one a single json_object request; all of them counted."""
+    from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
+    from sherpa_skills.skills.verifier import Verifier
+
+    server = llama(answer='{"same_task": false, "params": {}}')
+    verifier = Verifier("openai/smol")
+    proc = CapturedProcedure(id="p-1", task_type="logs", description="Rotate the app logs", steps=[ProcedureStep(command="logrotate x")])
+    first, second = (verifier.verify("rotate the logs", proc, []) for _ in range(2))
+    assert (first.calls, second.calls) == (2, 1) and not first.same_task and "says it is not this task" in second.reason
+    assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object", "json_object"]
+
+
 def test_the_client_does_not_resend_on_its_own(llama):
     """A server failure is one request, not three silent retries, and the error says how many were sent."""
     server = llama(fail_status=503)

@@ -109,6 +109,7 @@ class Verifier:
         self.lower = float(VERIFY_FLOOR if lower is None else lower)
         self.max_tokens = max_tokens
         self.base_dir = base_dir
+        self._schema_refused = False  # the server refused json_schema once: ask in the form it took from then on
 
     def messages(self, query: str, proc: CapturedProcedure, declared: list[str]) -> list[dict[str, str]]:
         prompt = QUESTION.format(query=query.strip()[:500], description=(proc.description or proc.task_type)[:300],
@@ -124,7 +125,8 @@ class Verifier:
         fmt = response_format(declared)
         for attempt in (1, 2):
             try:
-                answer = complete(messages, self.model, response_format=fmt, max_tokens=self.max_tokens, base_dir=self.base_dir)
+                answer = complete(messages, self.model, response_format=fmt, max_tokens=self.max_tokens, base_dir=self.base_dir,
+                                  schema_in_prompt=self._schema_refused)
             except ModelError as exc:
                 verdict.calls += max(1, getattr(exc, "requests", 1) or 0)  # an attempt counts even if nothing left
                 verdict.reason = f"the verifier failed: {exc}"
@@ -132,6 +134,7 @@ class Verifier:
                 return verdict
             verdict.calls += answer.requests
             verdict.tokens += answer.tokens
+            self._schema_refused = self._schema_refused or answer.format_refused
             parsed, problem = _parse(answer.text, declared, query)
             if parsed is not None:
                 verdict.same_task = parsed.same_task
