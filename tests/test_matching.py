@@ -123,7 +123,8 @@ class TestDecision:
         decision = matcher.match("db backup")
         assert decision.decision == "no-match" and "learn promote" in (decision.reason or "")
         store.promote(p.id)
-        assert matcher.match("db backup").procedure_id == p.id
+        again = matcher.match("db backup")  # the same matcher: its parsed rows are re-read once a row changed
+        assert again.procedure_id == p.id and again.selected and again.selected.confidence == store.get(p.id).confidence >= 0.8
 
     def test_an_empty_store_says_so(self, tmp_path: Path) -> None:
         decision = Matcher(SkillStore(tmp_path / "store.db")).match("anything at all")
@@ -285,6 +286,11 @@ class TestLiterals:
         # An extension the procedure's glob covers agrees.
         ("grep the .pl and .pm files", "find . -name '*.p[lm]' -exec grep -l x {} +", True),
         ("grep the .py files", "find . -name '*.p[lm]' -exec grep -l x {} +", False),
+        ("grep files with '.pl' or '.pm' extension", "find . -name '*.p[lm]' -exec grep -l x {} +", True),
+        # "5*24 hours" is five days.
+        ("files modified in the last 5*24 hours", "find . -mtime -5", True),
+        ("files not accessed in the last 30*24 hours", "find . -atime +30", True),
+        ("files modified in the last 5*24 hours", "find . -mtime -4", False),
         # Numbered-suffix placeholders name the prefix.
         ('split t.txt into pieces named "t.NN"', "split --lines=30000000 -d t.txt t.", True),
     ])

@@ -16,6 +16,7 @@ _QUOTED = re.compile(r'"([^"\n]{1,120})"|(?<![A-Za-z])\'([^\'\n]{1,120})\'|`([^`
 _GLOB = re.compile(r"\*\.([A-Za-z0-9_]{1,12})\b")
 _DOT_EXT = re.compile(r"(?<![\w.*/~$-])\.([A-Za-z][A-Za-z0-9]{0,5})\b(?![\w/.-])")  # ".pl files"
 _PROC_GLOB = re.compile(r"[\w.-]*(?:\*|\[[\w-]+\])[\w.*\[\]-]*")
+_PRODUCT = re.compile(r"(?<![\w.])(\d{1,6})\s*[*×]\s*(\d{1,6})(?![\w.])")
 _PLACEHOLDER = re.compile(r"^(.+?)(?:N{2,}|X{1,3})$")  # "tempNNN": a prefix and a numbered suffix
 _PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.~*+@:-]+(?:/[\w.~*+@:-]*)*|(?<![\w/])[\w.-]+/[\w.-]+(?:/[\w.-]*)*")
 _FILE = re.compile(r"(?<![\w./-])[\w-]+\.(?:[A-Za-z][A-Za-z0-9]{0,5})\b(?![/\w])")
@@ -129,7 +130,9 @@ def extract(text: str) -> list[Literal]:
 
     for m in _QUOTED.finditer(text):
         value = next(g for g in m.groups() if g is not None).strip()
-        if value and len(value.split()) <= 6:
+        if re.fullmatch(r"\*?\.[A-Za-z0-9]{1,6}", value):
+            put(Literal("ext", value.lstrip("*.").lower()))  # '.pl' in quotes is an extension
+        elif value and len(value.split()) <= 6:
             put(Literal("quoted", value))
     rest = _QUOTED.sub(" ", text)
     for m in _GLOB.finditer(rest):
@@ -151,6 +154,7 @@ def extract(text: str) -> list[Literal]:
         put(Literal("flag", m.group(1)))
     rest = _FLAG.sub(" ", rest)
     rest = _ONE.sub("1", rest)
+    rest = _PRODUCT.sub(lambda m: str(int(m.group(1)) * int(m.group(2))), rest)  # "5*24 hours"
     spelled = re.sub(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", lambda w: _NUMBER_WORDS[w.group(1).lower()], rest, flags=re.IGNORECASE)
     for m in _NUMBER.finditer(spelled):
         sign, number, unit = m.groups()

@@ -27,7 +27,7 @@ from . import literals as lit
 from .models import CapturedProcedure
 from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest, index_text
 from .relevance import RelevanceModel, default_model, length_feature
-from .similarity import STOP_WORDS, TermIndex, cosine, coverage, words
+from .similarity import STOP_WORDS, TermIndex, coverage, words
 from .scoring import REPLAY_THRESHOLD
 from .store import SkillStore
 from .verifier import Verdict, Verifier
@@ -106,20 +106,15 @@ class MatchDecision(BaseModel):
         return self.selected.procedure_id if self.selected else None
 
 
-def reverse_coverage(weights: dict[str, float], described: list[str], terms: TermIndex) -> float:
-    """Share of the description's key-term weight (IDF) that the task repeats: a task saying less than the
-    procedure does is less surely about it."""
-    total = sum(terms.idf_of(w) for w in described)
-    return sum(terms.idf_of(w) for w in described if w in weights) / total if total > 0 else 0.0
-
-
 def _plain(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-def exact_reason(query: str, proc: CapturedProcedure) -> str | None:
-    """The task repeats the procedure's description or names its task type, word for word: the strongest evidence."""
-    plain = _plain(query)
+def exact_reason(query: str, proc: CapturedProcedure, plain: str | None = None,
+                 stated: list[lit.Literal] | None = None) -> str | None:
+    """The task repeats the procedure's description or names its task type, word for word: the strongest evidence.
+    `plain` and `stated` (the task's plain words and literals) may be given, when one task is checked many times."""
+    plain = _plain(query) if plain is None else plain
     if not plain:
         return None
     if plain == _plain(proc.task_type):
@@ -131,13 +126,28 @@ def exact_reason(query: str, proc: CapturedProcedure) -> str | None:
         # Only specifics may be added (a path, a file, a number: their agreement is still checked); added words
         # ask for more work ("… and run ps2pdf for each"), which is for meaning to judge, not this rule.
         extra = f" {plain} ".replace(f" {described} ", " ", 1).split()
-        stated = set(" ".join(_plain(str(x)) for x in lit.extract(query)).split())
-        specific = [w in STOP_WORDS or w.isdigit() or w in stated for w in extra]
+        stated_words = set(" ".join(_plain(str(x)) for x in (lit.extract(query) if stated is None else stated)).split())
+        specific = [w in STOP_WORDS or w.isdigit() or w in stated_words for w in extra]
         # A word that introduces a specific ("labelled monday", "named x.txt") is part of it.
-        introduces = [any(specific[j] and extra[j] in stated for j in range(i + 1, min(i + 3, len(extra)))) for i in range(len(extra))]
+        introduces = [any(specific[j] and extra[j] in stated_words for j in range(i + 1, min(i + 3, len(extra))))
+                      for i in range(len(extra))]
         if all(a or b for a, b in zip(specific, introduces)):
             return "contains the description"
     return None
+
+
+def _cosines(query: Any, vectors: dict[str, Any]) -> dict[str, float]:
+    """Cosines of the task with every candidate's vector, in one product, clamped to [0, 1] as `cosine` does."""
+    if query is None or not vectors:
+        return {}
+    import numpy as np
+
+    q = np.asarray(query, dtype=np.float32)
+    m = np.asarray(list(vectors.values()), dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    # einsum, not `m @ q`: a BLAS product wakes OpenBLAS threads that then slow the next query embedding.
+    sims = np.einsum("ij,j->i", m, q) / np.where(norms > 0, norms, 1.0)
+    return {pid: max(0.0, min(1.0, float(x))) for pid, x in zip(vectors, sims)}
 
 
 def describe(p: CapturedProcedure) -> str:
@@ -160,7 +170,9 @@ class Matcher:
         self.margin = margin
         self.verify = verify
         self.model = model or default_model()
-        self._texts: dict[tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[str]]] = {}
+        self._texts: dict[tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[str], str]] = {}
+        self._procs: dict[str, CapturedProcedure] = {}  # parsed rows, reused while (version, updated) holds
+        self._reverse: dict[tuple[Any, ...], tuple[float, dict[str, float]]] = {}  # description words' IDF per index
 
     @property
     def embedder(self) -> Any:
@@ -216,7 +228,7 @@ class Matcher:
         found: dict[str, Any] = {}
         missing: list[tuple[CapturedProcedure, str]] = []
         for p in procs:
-            text = describe(p)
+            text = self._text(p)[3]
             vector = snap.vector(p.id, digest(text))
             if vector is None:
                 missing.append((p, text))
@@ -253,7 +265,7 @@ class Matcher:
         vector, near, degraded = self._semantic(query, pool, snap, include_candidates, task_type)
         ids = list(dict.fromkeys([*near, *terms.search(weights, pool)]))
         procs: list[CapturedProcedure] = []
-        stored = self.store.get_many(ids)
+        stored = self._current(ids)
         for pid in ids:
             proc = stored.get(pid)
             if proc is None:
@@ -262,18 +274,22 @@ class Matcher:
                 continue
             procs.append(proc)
         vectors = self._vectors(procs, snap) if vector is not None else {}
+        cosines_of = _cosines(vector, vectors)
         stated = lit.extract(query)
+        plain = _plain(query)
+        stamp = (*snap.stamp, include_candidates)
         given = params or {}
         rows = []
         for proc in procs:
-            own_words, text, described = self._text(proc)
+            own_words, text, described, _ = self._text(proc)
             share, matched = coverage(weights, own_words)
             agreement = lit.agree(stated, text, given)
-            semantic = cosine(vector, vectors[proc.id]) if proc.id in vectors else None
-            exact = exact_reason(query, proc)
+            semantic = cosines_of.get(proc.id)
+            exact = exact_reason(query, proc, plain, stated)
             if exact:
                 semantic, matched = 1.0, [*matched, exact]
-            rows.append((proc, share, matched, agreement, semantic, exact, reverse_coverage(weights, described, terms)))
+            rows.append((proc, share, matched, agreement, semantic, exact,
+                         self._reverse_coverage(proc, described, weights, terms, stamp)))
         # The gap to the best other cosine, among candidates whose literals agree (the ones that could be taken).
         cosines = sorted(((r[4] or 0.0) for r in rows if not r[3].disagreed), reverse=True)
         length = length_feature(len(weights))
@@ -297,7 +313,32 @@ class Matcher:
         return self._decide(base, candidates[:max(limit, 1)], given, threshold, check_health, mode, degraded,
                             verify=verify or self.verify)
 
-    def _text(self, proc: CapturedProcedure) -> tuple[set[str], lit.ProcedureText, list[str]]:
+    def _current(self, ids: list[str]) -> dict[str, CapturedProcedure]:
+        """The current versions of these procedures: a light query says which changed; only those are read whole."""
+        stamps = self.store.stamps(ids)
+        fresh = [pid for pid, stamp in stamps.items()
+                 if (cached := self._procs.get(pid)) is None or (cached.version, cached.updated) != stamp]
+        if fresh:
+            if len(self._procs) > 50_000:
+                self._procs.clear()
+            self._procs.update(self.store.get_many(fresh))
+        return {pid: self._procs[pid] for pid in stamps if pid in self._procs}
+
+    def _reverse_coverage(self, proc: CapturedProcedure, described: list[str], weights: dict[str, float], terms: TermIndex,
+                          stamp: tuple[Any, ...]) -> float:
+        """Share of the description's key-term weight (IDF) that the task repeats: a task saying less than the
+        procedure does is less surely about it. The words' IDF is kept per procedure version and index."""
+        key = (proc.id, proc.version, proc.updated, *stamp)
+        found = self._reverse.get(key)
+        if found is None:
+            if len(self._reverse) > 50_000:
+                self._reverse.clear()
+            idf = {w: terms.idf_of(w) for w in described}
+            found = self._reverse[key] = (sum(idf.values()), idf)
+        total, idf = found
+        return sum(v for w, v in idf.items() if w in weights) / total if total > 0 else 0.0
+
+    def _text(self, proc: CapturedProcedure) -> tuple[set[str], lit.ProcedureText, list[str], str]:
         """A procedure's key terms, literals and description words, prepared once per version."""
         key = (proc.id, proc.version, proc.updated)
         found = self._texts.get(key)
@@ -307,7 +348,8 @@ class Matcher:
             # A trajectory has no commands: its parametrised task text carries its parameters instead.
             commands = [s.command for s in proc.steps] or ([proc.description] if proc.kind == "trajectory" else [])
             found = (procedure_words(proc.task_type, proc.description, proc.tags, commands),
-                     lit.procedure_text(proc.description, proc.task_type, proc.tags, commands), list(dict.fromkeys(words(proc.description))))
+                     lit.procedure_text(proc.description, proc.task_type, proc.tags, commands), list(dict.fromkeys(words(proc.description))),
+                     describe(proc))
             self._texts[key] = found
         return found
 

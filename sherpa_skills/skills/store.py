@@ -306,6 +306,15 @@ class SkillStore:
         row = self.conn.execute(sql + " ORDER BY rowid LIMIT 1", args).fetchone()
         return _procedure(row) if row else None
 
+    def stamps(self, ids: list[str]) -> dict[str, tuple[int, float]]:
+        """(version, updated) of these procedures, by exact id, in one light query: what a cache of rows checks."""
+        found: dict[str, tuple[int, float]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows = self.conn.execute(f"SELECT id, version, updated FROM procedures WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
+            found.update((pid, (int(version), float(updated))) for pid, version, updated in rows)
+        return found
+
     def get_many(self, ids: list[str]) -> dict[str, CapturedProcedure]:
         """The current versions of these procedures, by exact id, in one query; ids the store lacks are left out."""
         found: dict[str, CapturedProcedure] = {}
