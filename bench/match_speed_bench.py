@@ -113,6 +113,7 @@ def main() -> int:
     if not data or not (Path(data) / "nl2bash-dev.jsonl").is_file():
         print(f"skipped: set {ENV} to the folder holding nl2bash-dev.jsonl (../shared/matching)")
         return 0
+    os.environ[ENV] = str(Path(data).resolve())  # the children run in other folders: a relative path would not hold
     split = load_split(Path(data) / "nl2bash-dev.jsonl")
     stored = len(split["stored"])
     queries = [q for q, _ in split["positives"]][:args.queries]
@@ -172,8 +173,8 @@ def main() -> int:
     b, a = results["before"], results["after"]
     lines = [PART, "",
              f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. At start: {load_start}. At end: {load_end}.",
-             f"Command: `SHERPA_SKILLS_MATCHING_DATA=../shared/matching {command}`; *before* is commit {args.baseline} "
-             "(chromadb companion), *after* this tree (a copy), run alternately in the same run.",
+             f"Command: `SHERPA_SKILLS_MATCHING_DATA=../shared/matching {command}`; *before* is commit {args.baseline}, "
+             "*after* this tree (a copy), run alternately in the same run.",
              f"Stores: the {stored} NL2Bash procedures of the table above, and {args.size:,} = those plus synthetic copies "
              "(\"variant k\" of a command, \"copy i\" of its description; vectors: the original's plus fixed noise).",
              "", "| figure | before | after | ratio | target |", "|---|---:|---:|---:|---|"]
