@@ -186,6 +186,27 @@ class TestScores:
         assert Snapshot.load(store.path.parent / "index" / FILE) is not None
         assert store.count() == len(PROCEDURES)  # the truth lost nothing
 
+    def test_an_index_of_an_earlier_text_format_is_embedded_again(self, store: SkillStore) -> None:
+        """An index written when vectors held other texts (format 1: whole commands) is not read: its vectors are
+        embedded again from today's texts, so no stale vector stays until its procedure changes."""
+        import json
+
+        import numpy as np
+
+        path = store.path.parent / "index" / FILE
+        Matcher(store).refresh()
+        with np.load(path) as data:
+            arrays = {k: data[k] for k in data.files}
+        meta = json.loads(str(arrays["meta"]))
+        arrays["meta"] = np.asarray(json.dumps({**meta, "format": 1}))
+        with path.open("wb") as f:
+            np.savez(f, **arrays)
+        assert Snapshot.load(path) is None
+        matcher = Matcher(store)
+        assert matcher.refresh() == len(PROCEDURES)
+        saved = Snapshot.load(path)
+        assert saved is not None and all(saved.vector(p.id, matcher_module.digest(describe(p))) is not None for p in store.procedures())
+
     def test_an_index_whose_shapes_do_not_fit_is_refused(self, store: SkillStore) -> None:
         """A file with this store's stamp but cut vectors and a posting past the end is not read; it is rebuilt."""
         import numpy as np

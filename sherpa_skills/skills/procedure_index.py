@@ -30,7 +30,8 @@ from .store import SkillStore
 log = structlog.get_logger(__name__)
 
 FILE = "procedures.npz"
-FORMAT = 1
+#: 2: vectors hold commands as their words (`command_words`); a file of another format is built again from the store.
+FORMAT = 2
 #: At most this many missing vectors are embedded inside a match (about a second); more waits for `learn reindex`.
 INLINE_EMBED = 64
 BATCH = 256
@@ -139,8 +140,9 @@ class Snapshot:
             with np.load(path, allow_pickle=False) as data:
                 arrays = {k: data[k] for k in data.files}
             meta = json.loads(str(arrays.pop("meta")))
-            if meta.get("format") != FORMAT:
-                raise ValueError(f"format {meta.get('format')!r}, expected {FORMAT}")
+            if meta.get("format") != FORMAT:  # written by another version: its vectors may embed other texts
+                log.info("procedure_index_outdated", path=str(path), format=meta.get("format"), expected=FORMAT)
+                return None
             _check(arrays, int(meta["dim"]))
             return cls(arrays, meta)
         except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
