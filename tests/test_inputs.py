@@ -103,3 +103,21 @@ def test_the_library_takes_undeclared_names_as_context():
     workflow = load_workflow_text("name: w\ninputs: {n: {type: integer}}\ninitial: a\nstates: {a: {waiting: true}}\n")
     result = workflow.agent().run({"n": "2", "extra": "kept"})
     assert (result.context["n"], result.context["extra"]) == (2, "kept")
+
+
+def test_a_minimum_refuses_smaller_numbers_naming_the_input():
+    spec = load_workflow_text("""
+name: bounded
+inputs:
+  budget: {type: integer, minimum: 1}
+initial: a
+states: {a: {final: true}}
+""").spec
+    assert check_inputs(spec, {"budget": "3"}, starting=True)["budget"] == 3
+    with pytest.raises(UsageError, match="'budget' must be at least 1, got 0"):
+        check_inputs(spec, {"budget": "0"}, starting=True)
+
+
+def test_a_minimum_on_an_input_that_is_not_a_number_is_a_spec_error():
+    with pytest.raises(Exception, match="minimum"):
+        load_workflow_text("name: w\ninputs:\n  label: {type: string, minimum: 1}\ninitial: a\nstates: {a: {final: true}}\n")

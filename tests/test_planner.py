@@ -100,3 +100,58 @@ class TestPromptRendering:
         assert code == 1 and result["status"] == "error" and result["llm_calls"] == 0
         assert "prompt 'broken.user.j2' line 2 cannot be rendered" in result["error"] and "no_such_input" in result["error"]
         assert "Traceback" not in err
+
+
+class TestPlanningBudget:
+    """A model that never finishes (a small local one repeating itself) cannot run commands forever: the planner
+    stops offering `run_command` once the same command failed three times in a row, or the budget is spent; and it
+    cannot `finish` right after a failed command."""
+
+    @staticmethod
+    def _script(tmp_path: Path, command: str) -> Path:
+        script = tmp_path / "looping.yaml"
+        script.write_text(
+            "answers:\n"
+            "  - match: 'No more commands'\n"
+            "    respond: '{\"trigger\": \"give_up\", \"args\": {}, \"reason\": \"out of commands\"}'\n"
+            "  - match: '.'\n"
+            f"    respond: '{{\"trigger\": \"run_command\", \"args\": {{\"command\": \"{command}\"}}, \"reason\": \"again\"}}'\n",
+            encoding="utf-8")
+        return script
+
+    def _run(self, capsys, tmp_path: Path, script: Path, *extra: str) -> dict:
+        code = main(["run", "planner", "-i", "task=Loop forever", "-i", "task_type=loop", "-i", f"cwd={tmp_path}",
+                     "--model", f"scripted/{script}", "--home", str(tmp_path / "home"), "--json", *extra])
+        out, _ = capsys.readouterr()
+        result = json.loads(out)
+        assert code == 0 and (result["status"], result["state"]) == ("final", "failed"), result  # a final state, as any give_up
+        return result
+
+    def test_the_same_failing_command_three_times_stops_the_commands(self, tmp_path, capsys):
+        result = self._run(capsys, tmp_path, self._script(tmp_path, "false"))
+        assert [c["command"] for c in result["context"]["commands_run"]] == ["false"] * 3
+        assert "failed 3 times in a row" in result["context"]["stop_reason"]
+        # Three commands; then give_up is the only way left (no command, and no finish after a failure): no one is asked.
+        assert result["llm_calls"] == 3 and result["fast_forwards"] >= 1
+
+    def test_the_command_budget_holds(self, tmp_path, capsys):
+        result = self._run(capsys, tmp_path, self._script(tmp_path, "true"), "-i", "max_commands=5")
+        assert len(result["context"]["commands_run"]) == 5 and "5 commands" in result["context"]["stop_reason"]
+
+    def test_a_budget_that_is_not_a_positive_number_is_refused(self, tmp_path, capsys):
+        code = main(["run", "planner", "-i", "task=x", "-i", "task_type=x", "-i", "max_commands=0",
+                     "--model", f"scripted/{self._script(tmp_path, 'true')}", "--home", str(tmp_path / "home")])
+        assert code == 2 and "max_commands" in capsys.readouterr().err
+
+
+    def test_finish_is_not_offered_right_after_a_failed_command(self, tmp_path, capsys):
+        script = tmp_path / "liar.yaml"
+        script.write_text(
+            "answers:\n"
+            "  - match: 'No command run yet'\n"
+            "    respond: '{\"trigger\": \"run_command\", \"args\": {\"command\": \"false\"}, \"reason\": \"try\"}'\n"
+            "  - match: 'Available: run_command, give_up'\n"
+            "    respond: '{\"trigger\": \"give_up\", \"args\": {}, \"reason\": \"it failed\"}'\n",
+            encoding="utf-8")
+        result = self._run(capsys, tmp_path, script)
+        assert [c["command"] for c in result["context"]["commands_run"]] == ["false"] and result["llm_calls"] == 2

@@ -62,7 +62,9 @@ def convert(name: str, spec: InputSpec, value: Any) -> Any:
         if kind == "integer":
             if isinstance(parsed, float) and not parsed.is_integer():
                 raise _wrong(name, kind, value, "a whole number")
-            return int(parsed)
+            parsed = int(parsed)
+        if spec.minimum is not None and parsed < spec.minimum:
+            raise UsageError(f"input {name!r} must be at least {spec.minimum:g}, got {parsed!r}")
         return parsed
     if kind == "string":
         if isinstance(value, str):

@@ -133,6 +133,13 @@ class InputSpec(_Strict):
     required: bool = False
     default: Any = None
     type: Literal["string", "integer", "number", "boolean", "object", "array"] | None = None
+    minimum: float | None = Field(default=None, description="the least value an integer or number input takes")
+
+    @model_validator(mode="after")
+    def _minimum_is_for_numbers(self) -> "InputSpec":
+        if self.minimum is not None and self.type not in ("integer", "number"):
+            raise ValueError("`minimum` applies to inputs of type integer or number")
+        return self
 
 
 class RuleSpec(_Strict):
