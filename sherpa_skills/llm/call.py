@@ -130,20 +130,18 @@ async def acomplete(
 
 
 def _requests(litellm: ModuleType, model: str, kwargs: dict[str, Any], wanted_format: bool) -> Generator[dict[str, Any], tuple[Any, Exception | None], Completion]:
-    """The requests of one answer, written once for both faces: send; if the server refused response_format,
-    send once more as plain JSON. Counts what was sent, so a failure still reports its requests."""
+    """The requests of one answer, written once for both faces: send; while the server refuses the format, step
+    down (json_schema, then a json_object bound to the schema, then plain JSON). Counts what was sent, so a failure
+    still reports its requests."""
     response, exc = yield kwargs
     sent = 1 - (_not_sent(litellm, exc) if exc else 0)
-    if exc is not None and _format_refused(litellm, exc, kwargs):
-        fallback = _as_json_object(kwargs)
-        if fallback is not None:
-            # llama.cpp servers refuse json_schema but constrain json_object to a schema: the answer still parses.
-            log.info("llm_json_schema_refused", model=model, error=_short(exc))
-            kwargs = fallback
-            response, exc = yield kwargs
-            sent += 1 - (_not_sent(litellm, exc) if exc else 0)
-    if exc is not None and _format_refused(litellm, exc, kwargs):
-        kwargs = _without_response_format(kwargs, model, exc)
+    for step_down in (_as_json_object, _without_response_format):
+        if exc is None or not _format_refused(litellm, exc, kwargs):
+            break
+        lower = step_down(kwargs, model, exc)
+        if lower is None:
+            continue  # no schema to bind a json_object to
+        kwargs = lower
         response, exc = yield kwargs
         sent += 1 - (_not_sent(litellm, exc) if exc else 0)
     if exc is not None:
@@ -203,16 +201,18 @@ def _fell_back(kwargs: dict[str, Any]) -> bool:
     return not isinstance(response_format, dict) or "schema" in response_format
 
 
-def _as_json_object(kwargs: dict[str, Any]) -> dict[str, Any] | None:
+def _as_json_object(kwargs: dict[str, Any], model: str = "", exc: Exception | None = None) -> dict[str, Any] | None:
     """The json_schema request as `json_object` with the schema beside it (and in the prompt), or None when the
-    request asked for no schema."""
+    request asked for no schema. llama.cpp servers refuse json_schema but constrain json_object to a schema."""
     response_format = kwargs.get("response_format")
     if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
         return None
     schema = (response_format.get("json_schema") or {}).get("schema")
     if not schema:
         return None
-    plain = _without_response_format(kwargs, "", None)
+    if exc is not None:
+        log.info("llm_json_schema_refused", model=model, error=_short(exc))
+    plain = _without_response_format(kwargs, model, None)
     return {**plain, "response_format": {"type": "json_object", "schema": schema}}
 
 

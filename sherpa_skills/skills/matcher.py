@@ -27,7 +27,7 @@ from . import literals as lit
 from .models import CapturedProcedure
 from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest, index_text
 from .relevance import RelevanceModel, default_model, length_feature
-from .similarity import STOP_WORDS, TermIndex, coverage, words
+from .similarity import STOP_WORDS, TermIndex, cosines, coverage, words
 from .scoring import REPLAY_THRESHOLD
 from .store import SkillStore
 from .verifier import Verdict, Verifier
@@ -134,20 +134,6 @@ def exact_reason(query: str, proc: CapturedProcedure, plain: str | None = None,
         if all(a or b for a, b in zip(specific, introduces)):
             return "contains the description"
     return None
-
-
-def _cosines(query: Any, vectors: dict[str, Any]) -> dict[str, float]:
-    """Cosines of the task with every candidate's vector, in one product, clamped to [0, 1] as `cosine` does."""
-    if query is None or not vectors:
-        return {}
-    import numpy as np
-
-    q = np.asarray(query, dtype=np.float32)
-    m = np.asarray(list(vectors.values()), dtype=np.float32)
-    norms = np.linalg.norm(m, axis=1) * (float(np.linalg.norm(q)) or 1.0)
-    # einsum, not `m @ q`: a BLAS product wakes OpenBLAS threads that then slow the next query embedding.
-    sims = np.einsum("ij,j->i", m, q) / np.where(norms > 0, norms, 1.0)
-    return {pid: max(0.0, min(1.0, float(x))) for pid, x in zip(vectors, sims)}
 
 
 def describe(p: CapturedProcedure) -> str:
@@ -274,7 +260,7 @@ class Matcher:
                 continue
             procs.append(proc)
         vectors = self._vectors(procs, snap) if vector is not None else {}
-        cosines_of = _cosines(vector, vectors)
+        cosines_of = cosines(vector, vectors)
         stated = lit.extract(query)
         plain = _plain(query)
         stamp = (*snap.stamp, include_candidates)
@@ -291,14 +277,14 @@ class Matcher:
             rows.append((proc, share, matched, agreement, semantic, exact,
                          self._reverse_coverage(proc, described, weights, terms, stamp)))
         # The gap to the best other cosine, among candidates whose literals agree (the ones that could be taken).
-        cosines = sorted(((r[4] or 0.0) for r in rows if not r[3].disagreed), reverse=True)
+        ranked = sorted(((r[4] or 0.0) for r in rows if not r[3].disagreed), reverse=True)
         length = length_feature(len(weights))
         candidates = []
         for proc, share, matched, agreement, semantic, exact, reverse in rows:
-            if not agreement.disagreed and (semantic or 0.0) >= cosines[0]:
-                others = cosines[1] if len(cosines) > 1 else 0.0
+            if not agreement.disagreed and (semantic or 0.0) >= ranked[0]:
+                others = ranked[1] if len(ranked) > 1 else 0.0
             else:
-                others = cosines[0] if cosines else 0.0
+                others = ranked[0] if ranked else 0.0
             features = {"semantic": semantic or 0.0, "terms": share, "reverse": reverse,
                         "agreed": min(len(agreement.agreed), 3) / 3, "gap": (semantic or 0.0) - others, "length": length}
             score = 1.0 if exact else (self.model(features) if semantic is not None else 0.0)

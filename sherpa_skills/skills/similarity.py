@@ -114,6 +114,20 @@ def cosine(a: Any, b: Any) -> float:
     return max(0.0, min(1.0, float(a @ b) / denominator))
 
 
+def cosines(query: Any, vectors: dict[str, Any]) -> dict[str, float]:
+    """`cosine` of the query with each of these vectors (by key), in one product; empty without a query."""
+    if query is None or not vectors:
+        return {}
+    import numpy as np
+
+    q = np.asarray(query, dtype=np.float32)
+    m = np.asarray(list(vectors.values()), dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    # einsum, not `m @ q`: a BLAS product wakes OpenBLAS threads that then slow the next query embedding.
+    sims = np.einsum("ij,j->i", m, q) / np.where(norms > 0, norms, 1.0)
+    return {key: max(0.0, min(1.0, float(x))) for key, x in zip(vectors, sims)}
+
+
 def semantic_query(companion: Any, collection: str, query: str, pool: int, where: dict[str, Any] | None,
                    what: str) -> tuple[Any, list[str], str | None]:
     """The task's vector and the ids of its approximate neighbours in `collection`; or why meaning is unavailable.
