@@ -30,6 +30,9 @@ MAX_CHARS = 16 * 1024 * 1024
 #: least two characters a level, so a text shorter than this cannot reach a dangerous depth and skips the check.
 _DEPTH_CHECK_CHARS = 10_000
 
+#: What the libyaml bundled with PyYAML 6.0.4 says when a file nests past its own limit, before our check sees it.
+_LIBYAML_DEPTH_LIMIT = "exceeded maximum nesting depth"
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
 
@@ -186,6 +189,8 @@ def load_yaml_text(text: str, file: str) -> Located:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
+        if _LIBYAML_DEPTH_LIMIT in str(exc.problem):  # libyaml >= 0.2.5 (PyYAML 6.0.4) stops at 1,000 levels itself
+            raise WorkflowError([Problem(file, line, f"nested more than {MAX_DEPTH} levels deep")]) from None
         raise WorkflowError([Problem(file, line, f"invalid YAML: {exc.problem or exc}")]) from None
     except yaml.reader.ReaderError as exc:  # a control character
         line = text.count("\n", 0, exc.position) + 1
