@@ -22,6 +22,7 @@ README = ROOT / "README.md"
 # Lines that cannot run in a test, and why (printed, and counted below so they stay few).
 SKIPPED = {
     "pip install": "installs from the package index (the suite runs from an installed checkout)",
+    "venv": "makes and enters a virtual environment (the suite already runs in one)",
     "python -m pytest": "runs this very suite",
     "--execute": "asks y/n/edit on a terminal before running anything (without one it refuses, by design)",
     "sherpa-skills ui": "serves until stopped (tests/test_ui_*.py start it on a free port and drive it)",
@@ -74,6 +75,18 @@ BLOCKS = bash_blocks(README.read_text(encoding="utf-8"))
 
 def test_the_readme_has_command_blocks():
     assert len(BLOCKS) >= 3 and sum(len(c) for _, c in BLOCKS) >= 8
+
+
+def test_the_readme_opens_with_a_venv_then_the_demo_then_the_tests():
+    """What a new user runs first: a virtual environment (Debian's and Ubuntu's Python refuse pip), the demo, the tests."""
+    text = README.read_text(encoding="utf-8")
+    first_fence = next(line.strip() for line in text.splitlines() if line.startswith("```"))
+    assert first_fence == "```bash"
+    line, commands = BLOCKS[0]
+    assert text.splitlines()[line - 1] == "```bash"
+    assert commands == ["python3 -m venv .venv && . .venv/bin/activate",
+                        "pip install -c constraints.txt . && sherpa-skills demo",
+                        'pip install -c constraints.txt -e ".[dev]" && python -m pytest -q']
 
 
 @pytest.fixture
