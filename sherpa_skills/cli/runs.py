@@ -119,6 +119,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
                          base_dir=workflow.base_dir, model=model_option(args.model), name=args.agent)
     inputs = parse_inputs(workflow.spec, args.input, starting=False)
     targs = parse_assignments(args.arg, "--arg")
+    if args.trigger is not None:
+        agent.check_trigger(args.trigger, targs, inputs)  # a mistyped trigger: exit 2 before anything is stored
     return _execute(agent, args, home, lambda: agent.run(inputs, trigger=args.trigger, args=targs))
 
 
