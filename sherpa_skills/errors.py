@@ -52,6 +52,14 @@ class RefusedError(UsageError):
     """A resume asked for what the run cannot do now (a trigger not available, arguments it does not take): nothing is recorded."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """A stop signal (SIGTERM) raised where Ctrl-C raises KeyboardInterrupt, so both stop a run the same clean way."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(signum)
+
+
 class RegistryError(SherpaError):
     """An action or guard name is unknown or registered twice."""
 

@@ -44,7 +44,7 @@ class RunResult:
     """How a run (or a resumed stretch of it) ended; `to_dict` is the stable `--json` shape."""
 
     run_id: str
-    status: str  # final | waiting | error
+    status: str  # final | waiting | error (a run store also shows running, and interrupted: stopped by a signal)
     state: str
     counters: dict[str, Any]
     error: str | None = None
@@ -510,6 +510,9 @@ class Agent:
             return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
+        except KeyboardInterrupt:
+            self._interrupted_by_signal()
+            raise
 
     def handle(self, event: Event | dict[str, Any]) -> RunResult:
         """Deliver one event: its name fires the matching available transition with the payload as arguments.
@@ -550,6 +553,9 @@ class Agent:
             return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
+        except KeyboardInterrupt:
+            self._interrupted_by_signal()
+            raise
 
     async def ahandle(self, event: Event | dict[str, Any]) -> RunResult:
         """The async twin of `handle`."""
@@ -727,6 +733,16 @@ class Agent:
         except SherpaError as store_exc:
             message = f"{message}; and the store refused the record: {store_exc}"
         return self._result("error", message, t0, ended=not refused)
+
+    def _interrupted_by_signal(self) -> None:
+        """Ctrl-C or SIGTERM mid-run: the tick in progress is left as a crash leaves it (its intents say what was in
+        flight), and the run is marked `interrupted`, so it is not mistaken for one still running."""
+        self._log.warning("run_interrupted", state=self.state, tick=self._tick)
+        if self.store is not None:
+            try:
+                self.store.mark_interrupted(self.run_id)
+            except Exception as exc:  # the signal is what the caller must hear about; the run resumes as a crashed one
+                self._log.error("run_interrupted_not_recorded", error=str(exc))
 
     # ------------------------------------------------------------------ resuming
 
