@@ -3,6 +3,7 @@
     SherpaError
     ├── WorkflowError          a workflow file is wrong; carries every problem, each FILE:LINE: message
     ├── UsageError             the library was called the wrong way (a developer's mistake)
+    │   └── RefusedError       a resume the run cannot take now (unknown trigger, ...): refused, nothing recorded
     ├── RegistryError          an unknown or duplicate action / guard name
     ├── RunError               a failure during a run
     │   ├── ActionError        an action failed or timed out
@@ -45,6 +46,18 @@ class WorkflowError(SherpaError):
 
 class UsageError(SherpaError):
     """The library or CLI was used the wrong way; the message says the fix."""
+
+
+class RefusedError(UsageError):
+    """A resume asked for what the run cannot do now (a trigger not available, arguments it does not take): nothing is recorded."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal (SIGTERM) raised where Ctrl-C raises KeyboardInterrupt, so both stop a run the same clean way."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(signum)
 
 
 class RegistryError(SherpaError):

@@ -169,6 +169,7 @@ class TestWaitingAndResuming:
         result = Agent.resume(store, run_id, approval.machine, approval.policy).run(trigger="approve")
         assert result.status == "error"
         assert "trigger 'approve' is not available in state 'review'; available: revise" in result.error
+        assert (store.get_run(run_id).status, store.get_run(run_id).error) == ("waiting", None), "a refusal records nothing"
         again = Agent.resume(store, run_id, approval.machine, approval.policy).run({"approved": True})
         assert again.status == "final"
 

@@ -261,6 +261,56 @@ class TestTriggerWhileWaiting:
         assert sorted(json.loads(out)["available_triggers"]) == ["approve", "reject"]
 
 
+def _stored(home: str, run_id: str) -> tuple:
+    """What the store holds of a run: a refused resume must leave every part of it as it was."""
+    from sherpa_skills.engine.runstore import RunStore
+
+    store = RunStore(home=home)
+    row = store.get_run(run_id)
+    belief = store.load_belief(run_id)
+    store.close()
+    return (row.status, row.state, row.tick, row.counters, row.error, row.updated, len(belief.trajectory), len(belief.log), belief.context)
+
+
+class TestRefusedResume:
+    def test_a_mistyped_trigger_is_a_usage_error_that_changes_nothing(self, tmp_path, capsys):
+        """`resume RUN --trigger aprove`: exit 2 naming the triggers of the current state; the run stays waiting, untouched."""
+        home = str(tmp_path / "home")
+        run_id = _waiting_triage(capsys, home)
+        before = _stored(home, run_id)
+        code, out, err = cli(capsys, "resume", run_id, "--trigger", "aprove", "--json", "--home", home)
+        assert (code, out) == (2, "")
+        assert "trigger 'aprove' is not available in state 'respond/approval'" in err
+        assert "available: approve, reject" in err and "did you mean 'approve'?" in err
+        assert _stored(home, run_id) == before
+        code, out, _ = cli(capsys, "resume", run_id, "--trigger", "approve", "--json", "--home", home)
+        assert (code, json.loads(out)["state"]) == (0, "sent")
+
+    def test_a_trigger_its_guards_refuse_is_a_usage_error_judged_with_the_given_input(self, tmp_path, capsys):
+        """`--input approved=no --trigger approve`: with that input only reject is open; refused, nothing stored (not even the input)."""
+        home = str(tmp_path / "home")
+        run_id = _waiting_triage(capsys, home)
+        before = _stored(home, run_id)
+        code, out, err = cli(capsys, "resume", run_id, "--input", "approved=no", "--trigger", "approve", "--home", home)
+        assert (code, out) == (2, "")
+        assert "trigger 'approve' is not available in state 'respond/approval'; available: reject" in err
+        assert _stored(home, run_id) == before
+        code, out, _ = cli(capsys, "resume", run_id, "--input", "approved=no", "--trigger", "reject", "--json", "--home", home)
+        assert (code, json.loads(out)["state"]) == (0, "rejected")
+
+    def test_an_unknown_input_at_resume_is_a_usage_error_that_changes_nothing(self, tmp_path, capsys):
+        """`resume RUN --input aproved=yes` on a workflow that declares its inputs: exit 2, the run as it was."""
+        home = str(tmp_path / "home")
+        run_id = _waiting_triage(capsys, home)
+        before = _stored(home, run_id)
+        code, out, err = cli(capsys, "resume", run_id, "--input", "aproved=yes", "--json", "--home", home)
+        assert (code, out) == (2, "")
+        assert "has no input 'aproved'; did you mean 'approved'?" in err
+        assert _stored(home, run_id) == before
+        code, out, _ = cli(capsys, "resume", run_id, "--input", "approved=yes", "--json", "--home", home)
+        assert (code, json.loads(out)["state"]) == (0, "sent")
+
+
 class TestValidateJson:
     def test_validate_json_reports_each_file_with_its_problems(self, write_file, capsys):
         """`validate --json` prints one object: ok, and per file its kind and problems (file, line, message); exit 2 if any."""

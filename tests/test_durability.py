@@ -241,6 +241,7 @@ def test_a_process_dying_mid_tick_replays_completed_results_and_their_events(tmp
     agent = workflow.agent(store=store)
     with pytest.raises(KeyboardInterrupt):
         agent.run()
+    assert store.get_run(agent.run_id).status == "interrupted", "Ctrl-C in the library too: not left `running`"
     store.close()
 
     store = RunStore(tmp_path / "store.db")

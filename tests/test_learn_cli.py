@@ -336,6 +336,20 @@ OFF_TOPIC = ["what is the weather in Paris", "book a flight to Lisbon next Tuesd
 
 
 class TestMatchingThroughTheCli:
+    @pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+    def test_an_empty_query_is_a_usage_error_and_records_no_run(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path,
+                                                               work: Path, query: str) -> None:
+        """`learn replay ""`: nothing to match, so exit 2 with one clear line; no replay run is recorded for it."""
+        from sherpa_skills.engine.runstore import RunStore
+
+        capture(capsys, tmp_path, home)
+        before = [r.run_id for r in RunStore(home=home).list_runs(1000)]
+        code = main(["learn", "replay", query, "--json", "--home", str(home)])
+        out, err = capsys.readouterr()
+        assert (code, out) == (2, "")
+        assert err.strip() == "sherpa-skills: replay needs a task to match: a non-empty query (what to do), or a procedure id"
+        assert [r.run_id for r in RunStore(home=home).list_runs(1000)] == before
+
     def test_unrelated_tasks_replay_nothing(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path) -> None:
         """Several proven procedures, off-topic tasks: no-match every time, nothing executed, and the reason says why."""
         capture(capsys, tmp_path, home)

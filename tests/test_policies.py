@@ -489,11 +489,11 @@ states:
 
         run_id = RunStore(home / "store.db").list_runs(1)[0].run_id
         capsys.readouterr()
-        assert main(["resume", run_id, "--home", str(home), "--trigger", "go", "--arg", "cwd=/etc", "--json"]) == 1
+        assert main(["resume", run_id, "--home", str(home), "--trigger", "go", "--arg", "cwd=/etc", "--json"]) == 2
         out, err = capsys.readouterr()
-        assert json.loads(out)["error"] == "state 'idle': 'go' takes no arguments; undeclared: cwd" and "Traceback" not in err
+        assert out == "" and err == "sherpa-skills: state 'idle': 'go' takes no arguments; undeclared: cwd\n"
         row = RunStore(home / "store.db").get_run(run_id)
-        assert (row.state, row.tick) == ("idle", 0)
+        assert (row.status, row.state, row.tick) == ("waiting", "idle", 0)
         assert main(["resume", run_id, "--home", str(home), "--trigger", "stop", "--quiet"]) == 0
 
     def test_an_event_payload_is_data_and_only_declared_keys_become_arguments(self, write_file):

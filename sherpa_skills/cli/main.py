@@ -154,9 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SherpaError as exc:
         sys.stderr.write(f"sherpa-skills: {exc}\n")
         return EXIT_ERROR
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         sys.stderr.write("sherpa-skills: interrupted\n")
-        return 130
+        return 128 + getattr(exc, "signum", 2)  # 130 for Ctrl-C, 143 for SIGTERM
     except Exception as exc:
         if args.verbose:
             raise

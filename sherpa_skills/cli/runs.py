@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .console import EXIT_ERROR, EXIT_OK, EXIT_USAGE, console as _console, open_store as _open_store, parse_assignments, parse_inputs, print_json as _print_json
 
@@ -47,6 +51,61 @@ def _summary(console: Any, result: Any, log_file: Path) -> None:
                       + (f"  (triggers: {', '.join(d['available_triggers'])})" if d["available_triggers"] else ""))
 
 
+@contextmanager
+def _signals_stop_the_run() -> Iterator[None]:
+    """SIGTERM (docker stop, systemd) stops a run as Ctrl-C does, by an exception where the run is; a second signal
+    while it stops is ignored, so the run is still recorded as interrupted."""
+    from ..errors import Interrupted
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    # SIGINT only when Python handles it: a command started in the background (`&` in a script) ignores it on purpose.
+    handled = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler else [])
+
+    def stop(signum: int, frame: Any) -> None:
+        for s in handled:
+            signal.signal(s, signal.SIG_IGN)
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, stop) for s in handled}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def resume_command(args: argparse.Namespace, run_id: str) -> str:
+    """The command that resumes this run: the same home, and the options a run does not store."""
+    words = ["sherpa-skills", "resume", run_id]
+    for option, value in (("--home", args.home), ("--model", args.model), ("--agent", args.agent),
+                          ("--file", args.file if args.command == "resume" else None)):
+        if value:
+            words += [option, str(value)]
+    if args.command == "resume" and args.allow_changed:
+        words.append("--allow-changed")
+    return shlex.join(words)
+
+
+def _interrupted(agent: Any, args: argparse.Namespace, exc: KeyboardInterrupt) -> int:
+    """Which run a signal stopped and how to resume it (stderr; under --json also an object on stdout); exit 128 + signal."""
+    signum = getattr(exc, "signum", signal.SIGINT)
+    name = signal.Signals(signum).name
+    row = agent.store.get_run(agent.run_id) if agent.store is not None and agent.store.has_run(agent.run_id) else None
+    if row is None:
+        sys.stderr.write(f"sherpa-skills: interrupted ({name}) before run {agent.run_id} was recorded; nothing to resume\n")
+    elif row.status == "final":
+        sys.stderr.write(f"sherpa-skills: interrupted ({name}); run {row.run_id} had already finished in state '{row.state}'\n")
+    else:
+        sys.stderr.write(f"sherpa-skills: run {row.run_id} interrupted ({name}) in state '{row.state}'; "
+                         f"resume it with: {resume_command(args, row.run_id)}\n")
+    if args.json:
+        _print_json({"run_id": agent.run_id, "status": row.status if row else "interrupted", "state": row.state if row else None,
+                     "signal": name})
+    return 128 + signum
+
+
 def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[], Any]) -> int:
     from ..logs import configure, log_file
 
@@ -55,7 +114,11 @@ def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[],
     if not (args.json or args.quiet):
         console = _console(stderr=True)
         agent.observe(_progress_printer(console))
-    result = run()
+    try:
+        with _signals_stop_the_run():
+            result = run()
+    except KeyboardInterrupt as exc:  # the agent marked the run interrupted; what was in flight reruns on resume
+        return _interrupted(agent, args, exc)
     if args.json:
         _print_json({k: v for k, v in result.to_dict().items()})
     elif not args.quiet:
@@ -119,6 +182,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
                          base_dir=workflow.base_dir, model=model_option(args.model), name=args.agent)
     inputs = parse_inputs(workflow.spec, args.input, starting=False)
     targs = parse_assignments(args.arg, "--arg")
+    if args.trigger is not None:
+        agent.check_trigger(args.trigger, targs, inputs)  # a mistyped trigger: exit 2 before anything is stored
     return _execute(agent, args, home, lambda: agent.run(inputs, trigger=args.trigger, args=targs))
 
 

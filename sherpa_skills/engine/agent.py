@@ -7,6 +7,7 @@ A tick is written once, as a generator that yields what needs I/O (a policy deci
 from __future__ import annotations
 
 import asyncio
+import difflib
 import hashlib
 import time
 import uuid
@@ -22,7 +23,7 @@ from ..logs import ensure_configured
 from ..redact import redact_known
 from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, freeze, lookup
 from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
-from ..errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
+from ..errors import ActionError, NoTransitionError, PolicyError, RefusedError, RunError, SherpaError, StoreError, UsageError
 from .events import Event, parse_event
 from .inputs import check_inputs
 from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
@@ -43,7 +44,7 @@ class RunResult:
     """How a run (or a resumed stretch of it) ended; `to_dict` is the stable `--json` shape."""
 
     run_id: str
-    status: str  # final | waiting | error
+    status: str  # final | waiting | error (a run store also shows running, and interrupted: stopped by a signal)
     state: str
     counters: dict[str, Any]
     error: str | None = None
@@ -457,7 +458,7 @@ class Agent:
                                error=error, clear_intents=self._clear_intents)
         self._clear_intents = False
 
-    def _result(self, status: str, error: str | None, t0: float) -> RunResult:
+    def _result(self, status: str, error: str | None, t0: float, ended: bool = True) -> RunResult:
         interrupted = [{"tick": i.tick, "action": i.action, "started": i.started} for i in self._interrupted]
         try:
             available = [e.trigger for e in self.available_transitions()] if status in ("waiting", "error") else []
@@ -466,7 +467,7 @@ class Agent:
         result = RunResult(self.run_id, status, self.state, dict(self.counters), error, dict(self.belief.context), available,
                            interrupted, (perf_counter() - t0) * 1000, self.machine.describe(self._leaf) if status == "waiting" else "",
                            self._event_report)
-        if status in ("final", "error"):
+        if status in ("final", "error") and ended:  # a refused resume did not end the run: its hooks do not hear of it
             for hook in run_hooks():
                 try:
                     hook.end(self, result)
@@ -509,6 +510,9 @@ class Agent:
             return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
+        except KeyboardInterrupt:
+            self._interrupted_by_signal()
+            raise
 
     def handle(self, event: Event | dict[str, Any]) -> RunResult:
         """Deliver one event: its name fires the matching available transition with the payload as arguments.
@@ -549,6 +553,9 @@ class Agent:
             return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
+        except KeyboardInterrupt:
+            self._interrupted_by_signal()
+            raise
 
     async def ahandle(self, event: Event | dict[str, Any]) -> RunResult:
         """The async twin of `handle`."""
@@ -610,6 +617,8 @@ class Agent:
             else:
                 self._check_resumable()
                 yield from self._finish_in_flight()
+                if trigger is not None and event is None:
+                    self.check_trigger(trigger, args, inputs)  # before the inputs are stored: a refusal records nothing
                 self._apply_input(inputs)
                 resumed = True
         else:
@@ -680,6 +689,31 @@ class Agent:
             return options[0]
         return None
 
+    def check_trigger(self, trigger: str, args: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None) -> None:
+        """RefusedError unless a user's `trigger` (with `args`) can fire now, its guards judged with `inputs` applied.
+
+        Asked before anything is stored, so a typo (`--trigger aprove`) leaves the run exactly as it was. A run with a
+        cut-short tick to finish first is judged where that tick leaves it, when it runs.
+        """
+        if self.is_final() or (self._in_flight is not None and self._in_flight.decision is not None):
+            return
+        view = self._view
+        if inputs:
+            given = check_inputs(self.machine.spec, inputs, starting=False, allow_unknown=True)
+            view = BeliefView(Belief.model_construct(trajectory=self.belief.trajectory, log=self.belief.log,
+                                                     context={**self.belief.context, **given}))
+        options = self.machine.available(self._leaf, view)
+        edge = next((e for e in options if e.trigger == trigger), None)
+        if edge is None:
+            names = [e.trigger for e in options]
+            close = difflib.get_close_matches(trigger, names, n=1)
+            raise RefusedError(f"trigger '{trigger}' is not available in state '{self.state}'; available: {', '.join(names) or 'none'}"
+                               + (f"; did you mean '{close[0]}'?" if close else ""))
+        try:
+            check_arguments(edge, dict(args or {}))
+        except ValueError as exc:
+            raise RefusedError(f"state '{self.state}': {exc}") from None
+
     def _check_resumable(self) -> None:
         if self.is_final():
             raise UsageError(f"run {self.run_id} already finished in state '{self.state}'")
@@ -691,12 +725,24 @@ class Agent:
             if extra:
                 self.counters[attr] += extra
         self._log.error("run_failed", state=self.state, error=message, kind=type(exc).__name__)
+        # A refused resume changes nothing stored: a finished run stays finished, a waiting one waits as it was.
+        refused = isinstance(exc, RefusedError) or (self.is_final() and isinstance(exc, UsageError))
         try:
-            if not (self.is_final() and isinstance(exc, UsageError)):  # a refused resume must not rewrite a finished run
+            if not refused:
                 self._commit("error", message)
         except SherpaError as store_exc:
             message = f"{message}; and the store refused the record: {store_exc}"
-        return self._result("error", message, t0)
+        return self._result("error", message, t0, ended=not refused)
+
+    def _interrupted_by_signal(self) -> None:
+        """Ctrl-C or SIGTERM mid-run: the tick in progress is left as a crash leaves it (its intents say what was in
+        flight), and the run is marked `interrupted`, so it is not mistaken for one still running."""
+        self._log.warning("run_interrupted", state=self.state, tick=self._tick)
+        if self.store is not None:
+            try:
+                self.store.mark_interrupted(self.run_id)
+            except Exception as exc:  # the signal is what the caller must hear about; the run resumes as a crashed one
+                self._log.error("run_interrupted_not_recorded", error=str(exc))
 
     # ------------------------------------------------------------------ resuming
 

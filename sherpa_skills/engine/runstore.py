@@ -174,7 +174,8 @@ class RunStore:
                 self._append(run_id, record)
                 self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                if self.conn.in_transaction:  # see commit_tick
+                    self.conn.execute("ROLLBACK")
                 raise
 
     def _append(self, run_id: str, record: TickRecord, at_tick: int = -1) -> None:
@@ -220,8 +221,16 @@ class RunStore:
                 if self._commits % 500 == 0 and self._checkpointer is not None:
                     self._checkpointer.nudge()  # ~8 MB of WAL: checkpoint it off the tick path now
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # a Ctrl-C landing just after COMMIT has nothing to undo, and must stay a Ctrl-C
+                    conn.execute("ROLLBACK")
                 raise
+
+    def mark_interrupted(self, run_id: str) -> bool:
+        """A run a signal stopped (Ctrl-C, SIGTERM): shown as `interrupted`, resumed as a crashed one is. False if not recorded."""
+        with self._lock:
+            cur = self.conn.execute("UPDATE runs SET status = 'interrupted', updated = ? WHERE run_id = ? AND status != 'final'",
+                                    (time.time(), run_id))
+        return cur.rowcount > 0
 
     def mark_started(self, run_id: str, tick: int, seq: int, action: str, decision: dict[str, Any] | None = None) -> None:
         """Committed before a side-effecting action runs, so a crash leaves a trace of it (and of the transition it serves)."""
@@ -289,7 +298,7 @@ class RunStore:
             "SELECT tick, seq, action, started FROM run_intents WHERE run_id = ? AND done = 0 ORDER BY tick, seq", (run_id,))]
 
     def delete_finished_before(self, cutoff: float) -> int:
-        """Retention: runs that ended (final or error) before `cutoff` go, with everything they recorded."""
+        """Retention: runs that ended (final or error) before `cutoff` go, with everything they recorded (interrupted ones wait to be resumed)."""
         with self._lock:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")

@@ -154,6 +154,10 @@ class SkillStore:
                confirm: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
         """Match and replay: a dry run unless `execute`. With `confirm`, executing first asks it
         (`("approve"|"refuse"|"edit", args)` from the pending payload); without, `execute=True` runs at once."""
+        from ..errors import UsageError
+
+        if not procedure_id and not (query or "").strip():  # a usage error, refused before a run is recorded for it
+            raise UsageError("replay needs a task to match: a non-empty query (what to do), or a procedure id")
         inputs: dict[str, Any] = {"query": query or "", "params": dict(params or {}), "execute": execute,
                                   "assume_yes": confirm is None}
         if min_confidence is not None:

@@ -61,7 +61,7 @@ def runs_page(stores: Stores, *, status: str | None = None, workflow: str | None
         items.append(item)
     return {"runs": items, "total": total, "page": page, "per_page": per_page, "pages": max(1, -(-total // per_page)),
             "filters": {"status": status or "", "workflow": workflow or "", "q": q or ""},
-            "workflows": stores.runs.workflows(), "statuses": ["running", "waiting", "final", "error"]}
+            "workflows": stores.runs.workflows(), "statuses": ["running", "waiting", "interrupted", "final", "error"]}
 
 
 def _replays(stores: Stores, run_ids: list[str]) -> dict[str, dict[str, Any]]:
