@@ -438,7 +438,7 @@ print(json.dumps({"out": out[:200], "length": len(out), "kinds": kinds, "value":
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status are Linux's")
 def test_a_rule_that_fails_redacts_the_whole_text() -> None:
     """Out of memory in the middle of the rules (a huge log): the marker alone comes back, never the original text."""
-    done = subprocess.run([sys.executable, "-c", _STARVED], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", _STARVED], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout)
     assert (seen["out"], seen["length"]) == (R, len(R)), seen["out"][:80]
