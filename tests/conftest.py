@@ -96,3 +96,18 @@ def write_file(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture
+def chroma_executable() -> str:
+    """chromadb's `chroma` script (a required dependency): on PATH, else beside this interpreter, as in a venv not activated."""
+    import shutil
+    import sysconfig
+    from pathlib import Path
+
+    found = shutil.which("chroma")
+    for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        found = found or shutil.which("chroma", path=str(folder))
+    if found is None:  # not a skip: chromadb is installed with the project, so its script missing is a broken install
+        pytest.fail(f"the `chroma` script of chromadb is neither on PATH nor in {Path(sys.executable).parent}")
+    return found

@@ -193,10 +193,8 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def chroma_server(tmp_path: Path) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
-    exe = shutil.which("chroma")
-    if exe is None:
-        pytest.skip("the `chroma` executable (installed with chromadb) is not on PATH")
+def chroma_server(tmp_path: Path, chroma_executable: str) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
+    exe = chroma_executable
     port = free_port()
     log = (tmp_path / "chroma.log").open("wb")
     server = subprocess.Popen([exe, "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
@@ -224,6 +222,7 @@ def chroma_server(tmp_path: Path) -> Iterator[tuple[str, int, subprocess.Popen[b
 
 
 class TestServer:
+    @pytest.mark.slow  # a real `chroma run` starts: about ten seconds
     def test_the_same_operations_through_a_chroma_server(self, chroma_server: tuple[str, int, subprocess.Popen[bytes]],
                                                          minilm: MiniLMEmbedder) -> None:
         """Shared across machines: the companion talks to `chroma run`, and a server that goes away is a reason, not a hang."""

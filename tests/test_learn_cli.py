@@ -263,6 +263,61 @@ class TestReplay:
         assert [h["procedure_id"] for h in degraded] == [health[0]["procedure_id"]]
 
 
+GUARDED = """
+description: Publish the report file
+preconditions:
+  - touch precondition-ran
+  - test -f ready
+postconditions:
+  - touch postcondition-ran
+  - test -f published
+steps:
+  - command: touch step-ran
+"""
+
+
+class TestPreAndPostconditions:
+    """Preconditions run only when executing and refuse it when they fail; a failing postcondition is a divergence."""
+
+    def test_a_dry_run_runs_no_condition(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path) -> None:
+        capture(capsys, tmp_path, home, GUARDED, "publish")
+        code, out = cli(capsys, "learn", "replay", "publish the report file", "--home", str(home))
+        assert code == 0 and out["status"] == "dry-run", out
+        assert not (work / "precondition-ran").exists() and not (work / "postcondition-ran").exists()
+        assert not (work / "step-ran").exists()
+
+    def test_a_failing_precondition_refuses_before_any_step(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path,
+                                                            work: Path) -> None:
+        proc = capture(capsys, tmp_path, home, GUARDED, "publish")
+        code, out = cli(capsys, "learn", "replay", "publish the report file", "--execute", "--yes", "--home", str(home))
+        assert code != 0 and out["status"] == "refused", out
+        assert "precondition failed: test -f ready" in out["reason"]
+        assert (work / "precondition-ran").exists()  # the checks did run, in the replay's directory
+        assert not (work / "step-ran").exists() and not (work / "postcondition-ran").exists()
+        _, shown = cli(capsys, "learn", "show", proc["id"], "--home", str(home))
+        assert shown["failure_count"] == 0 and all(e["outcome"] != "success" for e in shown["recent_executions"])
+
+    def test_a_failing_postcondition_is_a_recorded_divergence(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path,
+                                                              work: Path) -> None:
+        proc = capture(capsys, tmp_path, home, GUARDED, "publish")
+        (work / "ready").touch()
+        code, out = cli(capsys, "learn", "replay", "publish the report file", "--execute", "--yes", "--home", str(home))
+        assert code != 0 and out["status"] == "diverged", out
+        assert (work / "step-ran").exists() and (work / "postcondition-ran").exists()
+        assert "postcondition failed" in out["reason"] and out["divergence"]["command"] == "test -f published"
+        _, shown = cli(capsys, "learn", "show", proc["id"], "--home", str(home))
+        latest = shown["recent_executions"][0]
+        assert latest["outcome"] == "diverged" and "postcondition failed" in latest["reason"]
+        assert shown["failure_count"] == 1
+
+    def test_conditions_that_hold_let_the_replay_succeed(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path,
+                                                         work: Path) -> None:
+        capture(capsys, tmp_path, home, GUARDED.replace("test -f published", "test -f step-ran"), "publish")
+        (work / "ready").touch()
+        code, out = cli(capsys, "learn", "replay", "publish the report file", "--execute", "--yes", "--home", str(home))
+        assert code == 0 and out["status"] == "succeeded", out
+
+
 class TestListingAndExchange:
     def test_procedures_json_has_the_documented_fields(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path) -> None:
         """id, task_type, version, confidence, success_count, failure_count, health."""

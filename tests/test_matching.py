@@ -131,6 +131,28 @@ class TestDecision:
         assert decision.decision == "no-match" and "no procedures" in (decision.reason or "")
 
 
+# Different jobs whose relevance to a stored procedure lies between half the shipped floor and the floor (0.38–0.67
+# when pinned, against a floor of 0.704): they must be refused with default settings. A floor lowered into the
+# verifier's band (halved, say) would replay them; if a refit moves one out of that band, replace it with another.
+GOLDEN_REFUSALS = [
+    ("db-backup", "compress the postgres dump"),                            # 0.45: compress an existing dump, not make one
+    ("db-backup", "dump the postgres database to a plain text file"),       # 0.38: not compressed
+    ("greet", "write a greeting card"),                                     # 0.48: a card, not a greeting line
+    ("old-logs", "find files in /var/log larger than 60 megabytes"),        # 0.67: by size, not by age
+]
+
+
+class TestGoldenRefusals:
+    @pytest.mark.parametrize(("task_type", "task"), GOLDEN_REFUSALS)
+    def test_a_near_task_below_the_floor_is_refused(self, store: SkillStore, task_type: str, task: str) -> None:
+        decision = Matcher(store).match(task)
+        assert decision.decision == "no-match" and decision.selected is None, (task, decision.reason)
+        best = decision.candidates[0]
+        assert best.task_type == task_type and (best.reason or "").startswith("below relevance floor"), best
+        # Still inside the band it guards: were it far lower, a lowered floor would refuse it anyway.
+        assert 0.36 <= best.score < 0.70, f"{task!r} scores {best.score:.3f}: no longer guards the floor, pin another pair"
+
+
 class TestScores:
     def test_semantic_scores_are_exact_cosines(self, store: SkillStore) -> None:
         """The approximate neighbours are rescored with the stored vectors: the cosine a person would compute."""

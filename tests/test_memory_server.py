@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import time
@@ -60,10 +59,8 @@ class Server:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    exe = shutil.which("chroma")
-    if exe is None:
-        pytest.skip("the `chroma` executable (installed with chromadb) is not on PATH, so no chroma server can be started")
+def server(tmp_path: Path, chroma_executable: str) -> Iterator[Server]:
+    exe = chroma_executable
     running = Server(exe, tmp_path / "server-data", tmp_path / "chroma.log")
     try:
         running.start()
@@ -77,6 +74,7 @@ def configure(home: Path, value: str) -> None:
     (home / "config.yaml").write_text(f"# other sections may live here too\nbus: {{url: redis://127.0.0.1:6379}}\nmemory:\n  chroma: {value}\n")
 
 
+@pytest.mark.slow  # a real `chroma run`, started twice: about ten seconds
 def test_a_chroma_server_named_in_config_is_the_companion(tmp_path: Path, server: Server) -> None:
     home = tmp_path / "home"
     configure(home, f"127.0.0.1:{server.port}")

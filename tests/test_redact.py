@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from collections import namedtuple
 
 import pytest
@@ -417,3 +419,27 @@ def test_one_megabyte_runs() -> None:
     # pathological shapes: long runs with no separators, many '=' and ':'.
     for blob in ("a" * 1_000_000, "a=" * 500_000, "x:" * 500_000, "-----BEGIN RSA PRIVATE KEY-----" + "A" * 1_000_000):
         redact(blob)
+
+
+# Redacts a 64 MB log in a child whose address space has room for the log but not for the copy a rule needs.
+_STARVED = """
+import json, resource
+from sherpa_skills.redact import find_secrets, redact, redact_value
+size = 64 * 1024 * 1024
+text = "export DB_PASSWORD=hunter2secret\\n" + "x" * size
+vm = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
+resource.setrlimit(resource.RLIMIT_AS, (vm + size // 4, resource.RLIM_INFINITY))
+out, kinds, value = redact(text), find_secrets(text), redact_value({"log": text})
+resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+print(json.dumps({"out": out[:200], "length": len(out), "kinds": kinds, "value": value["log"][:200]}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status are Linux's")
+def test_a_rule_that_fails_redacts_the_whole_text() -> None:
+    """Out of memory in the middle of the rules (a huge log): the marker alone comes back, never the original text."""
+    done = subprocess.run([sys.executable, "-c", _STARVED], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout)
+    assert (seen["out"], seen["length"]) == (R, len(R)), seen["out"][:80]
+    assert seen["value"] == R and seen["kinds"] == ["unknown"]

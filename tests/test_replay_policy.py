@@ -292,3 +292,45 @@ def test_a_numeric_input_is_a_parameter_too(workflow, learner, tmp_path):
     _, third = run(workflow, learner, tmp_path, ticket=DAMAGED, order=7731)
     assert (third.state, third.llm_calls, third.replayed_decisions) == ("closed", 0, 2)
     assert third.context["refunded"] == "7731"
+
+
+# ---------------------------------------------------------------- outcomes: the status counts, not just how many there were
+
+def _refund_workflow(tmp_path, gateway_up: bool):
+    """WORKFLOW whose refund also calls a typed action that succeeds or fails with the gateway: the same actions either way."""
+    from sherpa_skills.engine.registry import ActionResult, default_registry, load_builtins
+    from sherpa_skills.engine.workflow import load_workflow_text
+
+    load_builtins()
+    registry = default_registry.child()
+
+    @registry.action("issue_refund", side_effects=True)
+    def issue_refund(args, ctx):
+        return ActionResult(outputs={"ok": True}) if gateway_up else ActionResult(outputs={"error": "gateway down"}, status="failed")
+
+    text = WORKFLOW.replace('after: {set: {refunded: "{{ args.order }}"}}',
+                            'after: [{set: {refunded: "{{ args.order }}"}}, {issue_refund: {}}]')
+    return load_workflow_text(text, registry=registry, base_dir=tmp_path)
+
+
+def _recorded(refund_status: str) -> list[RecordedDecision]:
+    before_close = [ActionOutcome(action="set"), ActionOutcome(action="issue_refund", status=refund_status), ActionOutcome(action="set")]
+    return [RecordedDecision(state="assess", trigger="refund", args={"order": "{{ order }}"}),
+            RecordedDecision(state="checked", trigger="close", outcomes_before=before_close)]
+
+
+@pytest.mark.parametrize(("recorded", "now_up"), [("ok", True), ("failed", False)])
+def test_the_same_outcomes_replay_to_the_end(tmp_path, recorded: str, now_up: bool):
+    """The control for the two below: these recordings are what the workflow does, so an unchanged world replays whole."""
+    replay, result = _replayed(_refund_workflow(tmp_path, now_up), _recorded(recorded), ticket=DAMAGED, order="12")
+    assert (result.status, result.state, replay.replayed, replay.divergence) == ("final", "closed", 2, None)
+
+
+@pytest.mark.parametrize(("recorded", "now_up", "observed"), [("ok", False, "failed"), ("failed", True, "ok")])
+def test_an_outcome_that_changed_status_is_a_divergence(tmp_path, recorded: str, now_up: bool, observed: str):
+    """ok → failed and failed → ok, with as many outcomes as recorded: the replay stops before `close` and says which."""
+    replay, result = _replayed(_refund_workflow(tmp_path, now_up), _recorded(recorded), ticket=DAMAGED, order="12")
+    assert result.status == "error" and result.state == "checked" and replay.replayed == 1  # no LLM in this chain
+    assert (replay.divergence["step"], replay.divergence["state"]) == (1, "checked")
+    assert replay.divergence["expected"] == f"action outcome issue_refund: {recorded}"
+    assert replay.divergence["observed"] == f"issue_refund: {observed}"

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -137,6 +141,46 @@ def test_progress_is_reported_per_file(home: Path, tmp_path: Path) -> None:
     assert seen == [(1, 3, "imported"), (2, 3, "imported"), (3, 3, "imported"), (1, 1, "unchanged")]
 
 
+NOBODY = 65534  # the usual uid and gid of `nobody`; no passwd entry is needed to act as it
+
+
+@contextmanager
+def _unprivileged() -> Iterator[Path]:
+    """A folder the user of `_effective_user` owns, outside pytest's tmp folders (root's are closed to other users)."""
+    folder = Path(tempfile.mkdtemp(prefix="sherpa-unprivileged-"))
+    try:
+        if os.geteuid() == 0:
+            os.chown(folder, NOBODY, NOBODY)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def _effective_user(folder: Path) -> Iterator[None]:
+    """As root (CI runs as root, and root reads any file whatever its mode), act as `nobody` for the block; otherwise as is.
+    The modules an import loads are loaded first, as root: the checkout may sit where `nobody` cannot read."""
+    if os.geteuid() != 0:
+        yield
+        return
+    warm = folder.parent / f"{folder.name}-warm"
+    warm.mkdir()
+    try:
+        (warm / ".zsh_history").write_bytes(zsh(1))
+        import_paths([warm / ".zsh_history"], home=warm / "home")
+    finally:
+        shutil.rmtree(warm, ignore_errors=True)
+    for path in folder.iterdir():
+        os.chown(path, NOBODY, NOBODY)
+    os.setegid(NOBODY)
+    os.seteuid(NOBODY)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+
+
 class TestBadInput:
     def test_unreadable_file_is_reported_and_counted(self, home: Path, tmp_path: Path) -> None:
         fifo = tmp_path / "logs" / "stuck.jsonl"
@@ -148,13 +192,15 @@ class TestBadInput:
         assert (summary.files, summary.unreadable_files, summary.commands) == (1, 1, 1)
         assert any("stuck.jsonl" in e and "cannot read" in e for e in summary.errors)
 
-    @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads files whatever their mode")
-    def test_file_without_read_permission(self, home: Path, tmp_path: Path) -> None:
-        log = tmp_path / ".zsh_history"
-        log.write_bytes(zsh(1))
-        log.chmod(0)
-        summary = import_paths([log], home=home)
+    def test_file_without_read_permission(self) -> None:
+        with _unprivileged() as folder:
+            log = folder / ".zsh_history"
+            log.write_bytes(zsh(1))
+            log.chmod(0)
+            with _effective_user(folder):
+                summary = import_paths([log], home=folder / "home")
         assert (summary.files, summary.unreadable_files) == (0, 1)
+        assert any("cannot read" in e for e in summary.errors)
 
     def test_missing_path_and_unrecognised_file(self, home: Path, tmp_path: Path) -> None:
         notes = tmp_path / "notes.txt"
