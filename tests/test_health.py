@@ -118,7 +118,7 @@ class TestEvidenceThroughTheCli:
         promotion = shown["promotions"][-1]
         assert promotion["promoted_by"] == "alice" and promotion["promoted_at"] >= before
         assert (promotion["failure_before"], promotion["executions_before"]) == (MIN_EVIDENCE, MIN_EVIDENCE)
-        assert len(shown["recent_executions"]) == MIN_EVIDENCE
+        assert [e["outcome"] for e in shown["recent_executions"]] == ["dry-run", *["diverged"] * MIN_EVIDENCE]  # all kept
         _, text = cli(capsys, home, "learn", "show", pid, json_out=False)
         assert "promoted by alice" in text
 
