@@ -41,7 +41,8 @@ def confidence(success_count: int, failure_count: int) -> float:
 
 def health_status(rate: float | None, needs_relearning: bool = False, counted: int | None = None) -> HealthStatus:
     """New when nothing counts yet; healthy > 0.8, degraded 0.5–0.8, broken < 0.5 once `counted` reaches MIN_EVIDENCE
-    (healthy before); broken and marked for re-capture is needs-relearning."""
+    (healthy before; `counted` None: enough); marked for re-capture (by the heartbeat, once broken) is needs-relearning
+    until a new version or a promotion."""
     if needs_relearning:
         return "needs-relearning"
     if rate is None or counted == 0:
@@ -49,9 +50,7 @@ def health_status(rate: float | None, needs_relearning: bool = False, counted: i
     if counted is not None and counted < MIN_EVIDENCE:
         return "healthy"
     if rate < BROKEN_BELOW:
-        return "needs-relearning" if needs_relearning else "broken"
-    if needs_relearning:
-        return "needs-relearning"
+        return "broken"
     return "healthy" if rate > HEALTHY_ABOVE else "degraded"
 
 
