@@ -103,7 +103,9 @@ def test_skill_loop_plan_capture_replay_diverge_replan(tmp_path: Path) -> None:
     assert report["token_saving"] >= 0.95
     assert report["replanned"]["replay"] == "diverged" and report["replanned"]["diverged_step"] == 2
     assert report["replanned"]["state"] == "done"
-    assert report["version_1"] == {"health": "degraded", "rolling_success_rate": 0.5, "success_count": 3, "failure_count": 1}
+    # One success and one divergence: too few executions to call version 1 degraded (scoring.MIN_EVIDENCE).
+    assert report["version_1"] == {"health": "healthy", "rolling_success_rate": 0.5, "counted_executions": 2, "success_count": 3,
+                                   "failure_count": 1}
     assert report["replayed_v2"] == {"state": "done", "llm_calls": 0, "replay": "succeeded"}
     (proc,) = report["procedures"]
     assert proc["version"] == 2 and proc["health"] == "healthy"

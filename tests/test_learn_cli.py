@@ -252,11 +252,13 @@ class TestReplay:
         assert code != 0 and out["status"] == "no-match"
 
     def test_a_broken_procedure_is_not_offered(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path) -> None:
-        """A divergence with no success in the window makes it broken, and replay says why it will not use it."""
+        """Divergences with no success in the window make it broken once there are enough of them (scoring.MIN_EVIDENCE),
+        and replay says why it will not use it."""
         capture(capsys, tmp_path, home, "- {command: mkdir -p x}\n- {command: test -f missing-file}\n", "flaky")
-        cli(capsys, "learn", "replay", "flaky", "--execute", "--yes", "--min-confidence", "0", "--home", str(home))
+        for _ in range(3):
+            cli(capsys, "learn", "replay", "flaky", "--execute", "--yes", "--min-confidence", "0", "--home", str(home))
         code, health = cli(capsys, "learn", "health", "--home", str(home))
-        assert health[0]["status"] == "broken" and health[0]["rolling_success_rate"] == 0.0 and health[0]["total_executions"] == 1
+        assert health[0]["status"] == "broken" and health[0]["rolling_success_rate"] == 0.0 and health[0]["total_executions"] == 3
         _, out = cli(capsys, "learn", "replay", "flaky", "--min-confidence", "0", "--home", str(home))
         assert out["status"] == "no-match" and "broken" in out["reason"]
         _, degraded = cli(capsys, "learn", "health", "--degraded-only", "--home", str(home))

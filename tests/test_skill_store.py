@@ -39,10 +39,10 @@ class TestConfidence:
 
 
 class TestHealth:
-    @pytest.mark.parametrize("rate, status", [(None, "healthy"), (1.0, "healthy"), (0.81, "healthy"), (0.8, "degraded"),
+    @pytest.mark.parametrize("rate, status", [(None, "new"), (1.0, "healthy"), (0.81, "healthy"), (0.8, "degraded"),
                                               (0.5, "degraded"), (0.49, "broken"), (0.0, "broken")])
     def test_status_thresholds(self, rate: float | None, status: str) -> None:
-        """Healthy above 0.8, degraded from 0.5 to 0.8, broken below 0.5."""
+        """New before any execution; healthy above 0.8, degraded from 0.5 to 0.8, broken below 0.5."""
         assert health_status(rate) == status
 
     def test_broken_and_marked_is_needs_relearning(self) -> None:

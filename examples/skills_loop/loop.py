@@ -81,6 +81,7 @@ def main() -> int:
     procedures = call("learn", "procedures", "--home", str(home))
     report["procedures"] = [{k: p[k] for k in ("id", "version", "confidence", "success_count", "failure_count", "health")} for p in procedures]
     report["version_1"] = {"health": version_1["health"]["status"], "rolling_success_rate": version_1["health"]["rolling_success_rate"],
+                           "counted_executions": version_1["health"]["counted_executions"],
                            "success_count": version_1["success_count"], "failure_count": version_1["failure_count"]}
     report["stats"] = call("learn", "stats", "--home", str(home))
     saved = 1 - report["replayed"]["tokens"] / max(1, report["planned"]["tokens"])
@@ -95,7 +96,8 @@ def main() -> int:
         print(f"2. replayed:  {p['replayed']['llm_calls']} LLM calls, {p['replayed']['tokens']} tokens ({saved:.0%} fewer)")
         print(f"3. notes/ renamed to docs/: replay {p['replanned']['replay']} at step {p['replanned']['diverged_step']} "
               f"({p['replanned']['reason']}); re-planned with {p['replanned']['llm_calls']} LLM calls")
-        print(f"   version 1 is now {p['version_1']['health']} (rolling success {p['version_1']['rolling_success_rate']})")
+        print(f"   version 1 is now {p['version_1']['health']} (rolling success {p['version_1']['rolling_success_rate']} over "
+              f"{p['version_1']['counted_executions']} executions; health judges from 3)")
         print(f"4. replayed version 2: {p['replayed_v2']['replay']}, {p['replayed_v2']['llm_calls']} LLM calls")
         for proc in p["procedures"]:
             print(f"   {proc['id']} v{proc['version']}: confidence {proc['confidence']}, health {proc['health']}")

@@ -60,6 +60,13 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
+def when(at: float | None) -> str:
+    """A stored time stamp as people read it, to the minute, in local time."""
+    from datetime import datetime
+
+    return "never" if at is None else f"{datetime.fromtimestamp(at):%Y-%m-%d %H:%M}"
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, sort_keys=False) + "\n")
 

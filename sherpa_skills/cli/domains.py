@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
 from typing import Any, Callable
 
-from .console import EXIT_OK, console as _console, parse_assignments, print_json as _print_json
+from .console import EXIT_OK, console as _console, parse_assignments, print_json as _print_json, when as _when
 
 
 def _domains(args: argparse.Namespace) -> Any:
@@ -14,10 +13,6 @@ def _domains(args: argparse.Namespace) -> Any:
     from ..memory.domains import Domains
 
     return Domains(resolve_home(args.home))
-
-
-def _when(at: float | None) -> str:
-    return "never" if at is None else f"{datetime.fromtimestamp(at):%Y-%m-%d %H:%M}"
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json, parse_assignments, positive_int
+from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json, parse_assignments, positive_int, when as _when
 
 def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
     from ..home import resolve_home
@@ -38,7 +38,7 @@ def procedure_detail(store: Any, p: Any) -> dict[str, Any]:
     health = store.health(p.id, version=p.version)
     executions = store.executions(p.id, limit=10)
     return {**p.model_dump(mode="json"), "health": health.model_dump(mode="json"), "versions": store.versions(p.id),
-            "recent_executions": [e.model_dump(mode="json") for e in executions]}
+            "promotions": store.promotions(p.id), "recent_executions": [e.model_dump(mode="json") for e in executions]}
 
 
 def _id_column(ids: Any, header: str = "id") -> Any:
@@ -167,6 +167,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"  {i}. in {d.state}: {d.trigger}{args}  [dim]({d.decided_by}{checks})[/]")
     console.print(f"versions: {', '.join(str(v['version']) for v in data['versions'])}; "
                   f"successes {p.success_count}, failures {p.failure_count}; source {p.source}")
+    for m in data["promotions"]:
+        console.print(f"promoted by {m['promoted_by']} on {_when(m['promoted_at'])} (v{m['version']}, was {m['health_before']}"
+                      + (f"; {m['executions_before']} earlier executions and {m['failure_before']} failures no longer count)"
+                         if m["executions_before"] else ")"))
     for e in executions:
         console.print(f"  [dim]{e.outcome:<9} v{e.version} step {e.diverged_step or '-'} {e.reason or ''}[/]")
     return EXIT_OK
@@ -276,7 +280,7 @@ def cmd_health(args: argparse.Namespace) -> int:
     store, _, _ = _stores(args)
     reports = [store.health(p.id) for p in store.procedures()]
     if args.degraded_only:
-        reports = [r for r in reports if r.status != "healthy"]
+        reports = [r for r in reports if r.status not in ("healthy", "new")]
     if args.json:
         _print_json([r.model_dump(mode="json") for r in reports])
         return EXIT_OK
@@ -285,7 +289,8 @@ def cmd_health(args: argparse.Namespace) -> int:
     table = Table(_id_column((r.procedure_id for r in reports), "procedure"), "status", "rolling success", "executions",
                   Column("failure pattern", overflow="ellipsis", ratio=1))
     for r in reports:
-        rate = "-" if r.rolling_success_rate is None else f"{r.rolling_success_rate:.0%}"
+        rate = "-" if r.rolling_success_rate is None else f"{r.rolling_success_rate:.0%} of {r.counted_executions}" + (
+            " (too few)" if r.counted_executions < r.min_evidence else "")
         table.add_row(r.procedure_id, r.status, rate, str(r.total_executions), r.failure_pattern or "")
     _console().print(table if reports else "nothing to report")
     return EXIT_OK
@@ -447,12 +452,24 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
+    from ..skills.scoring import replay_refusal
+
     store, _, _ = _stores(args)
-    p = store.promote(store.get(args.id).id)
+    p = store.promote(store.get(args.id).id, by=args.agent)
+    health = store.health(p.id)
+    promotion = store.promotions(p.id)[-1]
+    refusal = replay_refusal(p, health)  # replay's own gate: promote never promises what replay refuses
     if args.json:
-        _print_json({**p.model_dump(mode="json"), "health": store.health(p.id).status})
-    else:
-        _console().print(f"{p.id} is active and promoted: it can be replayed (confidence {p.confidence:.2f})")
+        _print_json({**p.model_dump(mode="json"), "health": health.status, "replayable": refusal is None, "refusal": refusal,
+                     "promotion": promotion})
+        return EXIT_OK
+    console = _console()
+    verdict = f"it can be replayed (confidence {p.confidence:.2f})" if refusal is None else f"it cannot be replayed yet: {refusal}"
+    console.print(f"{p.id} is active and promoted by {promotion['promoted_by']}: {verdict}")
+    earlier = promotion["executions_before"]
+    console.print(f"health starts a fresh evidence window ({health.status}): its {earlier} earlier execution{'s' if earlier != 1 else ''} "
+                  f"(was {promotion['health_before']}) no longer count, and are kept (`learn show`)" if earlier
+                  else f"health: {health.status} until it runs")
     return EXIT_OK
 
 
@@ -602,8 +619,10 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add("reindex", cmd_reindex, "rebuild the semantic indexes of procedures and learnings from the store, in batches, with progress")
     p.add_argument("--json", action="store_true")
 
-    p = add("promote", cmd_promote, "make a procedure replayable: a candidate becomes active, and promotion counts as its second success")
+    p = add("promote", cmd_promote, "make a procedure replayable: a candidate becomes active, promotion counts as its second success, "
+            "and its health starts a fresh evidence window (earlier executions kept, not counted)")
     p.add_argument("id")
+    p.add_argument("--agent", help="who vouches for it, recorded with the promotion (default: the OS user)")
     p.add_argument("--json", action="store_true")
 
     p = add("export", cmd_export, "write every procedure and learning as JSON")

@@ -117,10 +117,12 @@ def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> Any:
 
 
 def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
-    """Recompute the health of procedures with new executions (and new procedures); pull broken ones from replay."""
+    """Recompute the health of procedures with new executions (and new or promoted procedures); pull broken ones from
+    replay. The report counts each status apart, `new` (never run since captured or promoted) included."""
     from ..skills.runtime import skill_store
 
     _start("health")
+    started = time.time()
     store = skill_store(home)
     last_execution = int(state.get("executions_watermark", 0))
     newest_execution = int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM executions").fetchone()[0])
@@ -128,6 +130,9 @@ def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
     generation = store.generation()
     if generation != state.get("procedures_generation"):
         ids |= {r[0] for r in store.conn.execute("SELECT id FROM procedures WHERE id NOT IN (SELECT procedure_id FROM procedure_health)")}
+        # A promotion opens a fresh evidence window: its procedure is `new` again, whatever this phase last saw.
+        ids |= {r[0] for r in store.conn.execute("SELECT procedure_id FROM promotions WHERE promoted_at >= ?",
+                                                  (float(state.get("health_at", 0)),))}
     counts: dict[str, int] = {}
     alerts: list[str] = []
     for pid in sorted(ids):
@@ -147,6 +152,7 @@ def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
         state.remember_health(pid, status, report.rolling_success_rate)
         counts[status] = counts.get(status, 0) + 1
     state.set("executions_watermark", newest_execution)
+    state.set("health_at", started)
     state.set("procedures_generation", store.generation())
     return PhaseResult("ok", f"rechecked {len(ids)} procedures" + (f": {counts}" if counts else ""), {"rechecked": len(ids), **counts}, alerts)
 

@@ -178,9 +178,10 @@ class SkillStore:
             result = agent.run(trigger=trigger, args=targs)
         return replay_payload(result)
 
-    def promote(self, procedure_id: str) -> CapturedProcedure:
-        """A person vouches for it: active, and the promotion counts as its second success."""
-        return self.store.promote(procedure_id)
+    def promote(self, procedure_id: str, by: str | None = None) -> CapturedProcedure:
+        """A person (`by`, else the OS user) vouches for it: active, the promotion counts as its second success, and its
+        health starts a fresh evidence window (`new`); see `store.SkillStore.promote`."""
+        return self.store.promote(procedure_id, by=by)
 
     def reindex(self, progress: Callable[[int], None] | None = None) -> int:
         return self.matcher.reindex(progress)

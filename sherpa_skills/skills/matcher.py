@@ -28,7 +28,7 @@ from .models import CapturedProcedure
 from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest, index_text
 from .relevance import RelevanceModel, default_model, length_feature
 from .similarity import STOP_WORDS, TermIndex, cosines, coverage, words
-from .scoring import REPLAY_THRESHOLD
+from .scoring import REPLAY_THRESHOLD, replay_refusal
 from .store import SkillStore
 from .verifier import Verdict, Verifier
 
@@ -376,14 +376,9 @@ class Matcher:
             c.reason = f"less relevant than {best.procedure_id} ({c.score:.2f} < {best.score:.2f})"
         best.reason = None  # a borderline best is judged below, by the verifier
         proc = self.store.get(best.procedure_id)
-        if check_health:
-            health = self.store.health(proc.id)
-            best.health = health.status
-            if health.status in ("broken", "needs-relearning"):
-                best.reason = f"{health.status} (rolling success {health.rolling_success_rate})"
-        if best.reason is None and proc.confidence < threshold:
-            best.reason = (f"confidence {proc.confidence:.2f} < {threshold:.2f}: not yet proven (a second success "
-                           f"or `learn promote` makes it replayable)")
+        health = self.store.health(proc.id) if check_health else None
+        best.health = health.status if health is not None else None
+        best.reason = replay_refusal(proc, health, threshold)
         if best.reason is not None:
             decision.reason = f"{best.procedure_id} is about the task but not replayable: {best.reason}"
             return decision

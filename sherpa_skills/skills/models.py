@@ -10,7 +10,8 @@ from ..policy.replay import RecordedDecision
 
 Source = Literal["session", "run", "manual"]
 Outcome = Literal["success", "diverged", "error", "dry-run"]
-HealthStatus = Literal["healthy", "degraded", "broken", "needs-relearning"]
+#: new: not run since captured or promoted (no evidence yet); see skills/scoring.py for the rule.
+HealthStatus = Literal["new", "healthy", "degraded", "broken", "needs-relearning"]
 #: shell: commands replayed by the replay machine; trajectory: a workflow's decisions, replayed by the replay policy.
 ProcedureKind = Literal["shell", "trajectory"]
 
@@ -91,7 +92,10 @@ class ProcedureHealthReport(BaseModel):
     procedure_id: str
     status: HealthStatus
     rolling_success_rate: float | None
-    total_executions: int
+    total_executions: int  # every real execution of this version, those before a promotion included
+    counted_executions: int = 0  # those the rate is over: in the window, since capture or the last promotion
+    min_evidence: int = 3  # counted executions needed before degraded or broken (scoring.MIN_EVIDENCE)
+    evidence_since: float | None = None  # when the last promotion opened the evidence window; None: since capture
     last_failure: float | None = None
     failure_pattern: str | None = None
     window: int = 10

@@ -15,7 +15,7 @@ from .verifier import MODEL_ENV as VERIFY_MODEL_ENV, Verifier
 from .models import CapturedLearning, Execution, ProcedureStep
 from .runtime import learning_finder, render_command, run_in_session, run_step, skill_matcher, skill_store
 from .shell_session import end_session, session_for
-from .scoring import REPLAY_THRESHOLD
+from .scoring import REPLAY_THRESHOLD, replay_refusal
 
 
 STEP_RESULT = "step_result_"
@@ -86,14 +86,9 @@ def skill_select(args: NoArgs, ctx: ActionContext) -> ActionResult:
                             context={"select_reason": view.get("match_reason") or "no stored procedure is about this task"})
     proc = store.get(pid)
     health = store.health(proc.id)
-    reason = None
-    if health.status in ("broken", "needs-relearning"):
-        reason = f"{proc.id} is {health.status} (rolling success {health.rolling_success_rate})"
-    elif proc.confidence < threshold:
-        reason = (f"{proc.id} has confidence {proc.confidence:.2f} < {threshold:.2f}: not yet proven "
-                  f"(a second success or `learn promote` makes it replayable)")
-    if reason:
-        return ActionResult(outputs={"procedure_id": None}, context={"select_reason": reason})
+    refusal = replay_refusal(proc, health, threshold)  # the gate matching and `learn promote` use too
+    if refusal:
+        return ActionResult(outputs={"procedure_id": None}, context={"select_reason": f"{proc.id} is not replayable: {refusal}"})
     chosen = {"id": proc.id, "version": proc.version, "task_type": proc.task_type, "description": proc.description,
               "confidence": proc.confidence, "health": health.status, "replayed": store.success_replays(proc.id),
               "planned_tokens": proc.planned_tokens, "planned_llm_calls": proc.planned_llm_calls,

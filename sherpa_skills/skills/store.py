@@ -123,8 +123,30 @@ def m006_learning_about(conn: sqlite3.Connection) -> None:
     execute_script(conn, "ALTER TABLE learnings ADD COLUMN about TEXT NOT NULL DEFAULT '';")
 
 
+def m007_promotions(conn: sqlite3.Connection) -> None:
+    """Every promotion: who and when, and where it opened the version's fresh evidence window (executions after
+    `after_execution` count towards health), with the counts and health it left behind."""
+    execute_script(conn, """
+        CREATE TABLE promotions (
+            id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, version INTEGER NOT NULL, promoted_at REAL NOT NULL,
+            promoted_by TEXT NOT NULL, after_execution INTEGER NOT NULL, status_before TEXT NOT NULL, health_before TEXT NOT NULL,
+            success_before INTEGER NOT NULL, failure_before INTEGER NOT NULL, executions_before INTEGER NOT NULL);
+        CREATE INDEX promotions_procedure ON promotions (procedure_id, version, id);
+    """)
+
+
 MIGRATIONS = [m001_skills, m002_fts_by_rowid, m003_learnings_dedup, m004_one_procedure_per_signature, m005_trajectory_procedures,
-              m006_learning_about]
+              m006_learning_about, m007_promotions]
+
+
+def current_user() -> str:
+    """Who runs this process, for records of who did what (a promotion); 'unknown' when the OS cannot say."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # no USER/LOGNAME and no passwd entry (some containers)
+        return "unknown"
 
 
 def _fts_words(task_type: str) -> str:
@@ -403,17 +425,44 @@ class SkillStore:
         self.conn.execute("UPDATE procedure_versions SET success_count = success_count + 1 WHERE procedure_id = ?"
                           " AND version = (SELECT version FROM procedures WHERE id = ?)", (pid, pid))
 
-    def promote(self, procedure_id: str) -> CapturedProcedure:
-        """A person vouches for a procedure: it becomes active and the promotion stands in for the second success
-        (one success alone is not proof; see `scoring.confidence`)."""
+    def promote(self, procedure_id: str, by: str | None = None) -> CapturedProcedure:
+        """A person (`by`, else the OS user) vouches for the procedure as it is now: it becomes active, the promotion
+        stands in for the second success (one alone is not proof; see `scoring.confidence`), its failures are forgiven,
+        a mark for re-learning is cleared, and its health starts a fresh evidence window (`new`). What came before is
+        kept: the executions, and the counts and health in the promotion's row (`promotions`)."""
+        now = time.time()
         with self._write():
-            pid = self.get(procedure_id).id
-            self.conn.execute("UPDATE procedures SET status = 'active', success_count = MAX(success_count, 2), updated = ?"
-                              " WHERE id = ?", (time.time(), pid))
-            self.conn.execute("UPDATE procedure_versions SET success_count = MAX(success_count, 2) WHERE procedure_id = ?"
-                              " AND version = (SELECT version FROM procedures WHERE id = ?)", (pid, pid))
+            proc = self.get(procedure_id)
+            pid = proc.id
+            after, _ = self._evidence_start(pid, proc.version)
+            health = self.health(pid)
+            newest, closed = self.conn.execute(
+                "SELECT COALESCE(MAX(id), 0), COUNT(CASE WHEN version = ? AND id > ? AND outcome != 'dry-run' THEN 1 END)"
+                " FROM executions WHERE procedure_id = ?", (proc.version, after, pid)).fetchone()
+            self.conn.execute(
+                "INSERT INTO promotions (procedure_id, version, promoted_at, promoted_by, after_execution, status_before, health_before,"
+                " success_before, failure_before, executions_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (pid, proc.version, now, by or current_user(), newest, proc.status, health.status, proc.success_count,
+                 proc.failure_count, closed))
+            self.conn.execute("UPDATE procedures SET status = 'active', success_count = MAX(success_count, 2), failure_count = 0,"
+                              " needs_relearning = 0, updated = ? WHERE id = ?", (now, pid))
+            self.conn.execute("UPDATE procedure_versions SET success_count = MAX(success_count, 2), failure_count = 0"
+                              " WHERE procedure_id = ? AND version = ?", (pid, proc.version))
             self._bump()
         return self.get(pid)
+
+    def promotions(self, procedure_id: str) -> list[dict[str, Any]]:
+        """Every promotion of the procedure, oldest first: who, when, and what it left behind."""
+        columns = ("version", "promoted_at", "promoted_by", "after_execution", "status_before", "health_before", "success_before",
+                   "failure_before", "executions_before")
+        rows = self.conn.execute(f"SELECT {', '.join(columns)} FROM promotions WHERE procedure_id = ? ORDER BY id", (procedure_id,))
+        return [dict(zip(columns, row)) for row in rows]
+
+    def _evidence_start(self, procedure_id: str, version: int) -> tuple[int, float | None]:
+        """(execution id after which executions count, when that window opened): the version's last promotion, else (0, None)."""
+        row = self.conn.execute("SELECT after_execution, promoted_at FROM promotions WHERE procedure_id = ? AND version = ?"
+                                " ORDER BY id DESC LIMIT 1", (procedure_id, version)).fetchone()
+        return (int(row[0]), float(row[1])) if row else (0, None)
 
     def set_status(self, procedure_id: str, status: str) -> CapturedProcedure:
         with self._write():
@@ -454,11 +503,12 @@ class SkillStore:
                                   (execution.procedure_id, execution.version))
         return execution.model_copy(update={"id": cursor.lastrowid})
 
-    def executions(self, procedure_id: str, version: int | None = None, limit: int | None = None) -> list[Execution]:
-        """Newest first."""
+    def executions(self, procedure_id: str, version: int | None = None, limit: int | None = None,
+                   after: int = 0) -> list[Execution]:
+        """Newest first; `after` an execution id, only those recorded after it."""
         sql = ("SELECT id, procedure_id, version, started, ended, outcome, diverged_step, reason, tokens, llm_calls, run_id"
-               " FROM executions WHERE procedure_id = ?")
-        args: list[Any] = [procedure_id]
+               " FROM executions WHERE procedure_id = ? AND id > ?")
+        args: list[Any] = [procedure_id, after]
         if version is not None:
             sql, args = sql + " AND version = ?", [*args, version]
         sql += " ORDER BY id DESC"
@@ -468,10 +518,12 @@ class SkillStore:
                           reason=r[7], tokens=r[8], llm_calls=r[9], run_id=r[10]) for r in self.conn.execute(sql, args)]
 
     def health(self, procedure_id: str, window: int = 10, version: int | None = None) -> ProcedureHealthReport:
-        """Over the last `window` real executions of the current version (or of `version`)."""
+        """Over the last `window` real executions of the current version (or of `version`) since its last promotion;
+        `total_executions` and `last_failure` cover the version's whole history."""
         proc = self.get(procedure_id, version)
-        recent = [e for e in self.executions(proc.id, proc.version, limit=window * 3) if e.outcome != "dry-run"][:window]
-        report = health_report(proc.id, recent, proc.needs_relearning, window)
+        after, since = self._evidence_start(proc.id, proc.version)
+        recent = [e for e in self.executions(proc.id, proc.version, limit=window * 3, after=after) if e.outcome != "dry-run"][:window]
+        report = health_report(proc.id, recent, proc.needs_relearning, window, since)
         total, last_failure = self.conn.execute(
             "SELECT COUNT(*), MAX(CASE WHEN outcome IN ('diverged', 'error') THEN ended END) FROM executions"
             " WHERE procedure_id = ? AND version = ? AND outcome != 'dry-run'", (proc.id, proc.version)).fetchone()
