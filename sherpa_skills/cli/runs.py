@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .console import EXIT_ERROR, EXIT_OK, EXIT_USAGE, console as _console, open_store as _open_store, parse_assignments, parse_inputs, print_json as _print_json
+from .console import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Folded, console as _console, print_table, open_store as _open_store, parse_assignments, parse_inputs, print_json as _print_json
 
 
 def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
@@ -153,9 +153,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
     table.add_column("LLM calls", justify="right", overflow="fold")
     table.add_column("updated", overflow="fold")
     for r in rows:
-        table.add_row(r.run_id, r.workflow, r.status, r.state, str(r.counters.get("steps", 0)), str(r.counters.get("llm_calls", 0)),
-                      datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M:%S"))
-    _console().print(table if rows else "no runs yet")
+        table.add_row(r.run_id, Folded(r.workflow), Folded(r.status), Folded(r.state), str(r.counters.get("steps", 0)),
+                      str(r.counters.get("llm_calls", 0)), datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M:%S"))  # breaks at the space only
+    if rows:
+        print_table(_console(), table)
+    else:
+        _console().print("no runs yet")
     return EXIT_OK
 
 
