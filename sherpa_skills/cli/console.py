@@ -177,3 +177,33 @@ def _plain(cell: Any) -> str:
     if isinstance(cell, Folded):
         return cell.text
     return getattr(cell, "plain", None) or str(cell)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def duration(text: str) -> float:
+    """An argparse type for ages: `12h`, `30d`, `2w`, `1d12h` (s, m, h, d, w) → seconds, at least one second."""
+    spec = text.strip().lower()
+    parts = re.findall(r"(\d+)([smhdw])", spec)
+    if not parts or "".join(f"{n}{u}" for n, u in parts) != spec:
+        raise argparse.ArgumentTypeError(f"'{text[:30]}' is not a duration: write it like 12h, 30d or 2w (units s, m, h, d, w)")
+    seconds = sum(int(n) * _UNITS[u] for n, u in parts)
+    if not 1 <= seconds <= 100 * 365 * 86400:
+        raise argparse.ArgumentTypeError(f"'{text[:30]}' must be between 1s and 100 years, like 12h, 30d or 2w")
+    return float(seconds)
+
+
+def confirmed(action: str, yes: bool) -> None:
+    """Go on when `yes`, or when a person at a terminal answers y to "ACTION?"; without a terminal, refuse (exit 2) rather than guess."""
+    from ..errors import UsageError
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"will not {action} without confirmation, and there is no terminal to ask: pass --yes "
+                         "(or --dry-run to see what it would do)")
+    sys.stderr.write(f"{action}? [y/N] ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise UsageError("not confirmed: nothing was deleted")
