@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any, Collection, Sequence
 
@@ -77,3 +78,139 @@ def open_store(args: argparse.Namespace) -> Any:
 
     home = resolve_home(args.home)
     return RunStore(home=home), home
+
+
+_PIECE = re.compile(r"\s+|[^\s\-_/.:,;=]*[\-_/.:,;=]+|[^\s\-_/.:,;=]+")  # words, and names cut after their separators
+
+
+def fold_lines(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` cells, broken at spaces and after - _ / . : , ; = (where names have joints);
+    only a piece longer than the whole width is cut inside (folded), so nothing is ever dropped."""
+    from rich.cells import cell_len, chop_cells
+
+    width = max(1, width)
+    lines: list[str] = []
+    for paragraph in text.splitlines() or [""]:
+        line = ""
+        for piece in _PIECE.findall(paragraph):
+            if piece.isspace():
+                line += piece if line else ""
+                continue
+            if cell_len(line) + cell_len(piece) <= width:
+                line += piece
+                continue
+            if line.strip():
+                lines.append(line.rstrip())
+            line = ""
+            while cell_len(piece) > width:  # one word wider than the column: fold it, never crop it
+                head, *_ = chop_cells(piece, width)
+                lines.append(head)
+                piece = piece[len(head):]
+            line = piece
+        lines.append(line.rstrip())
+    return lines
+
+
+class Folded:
+    """A table cell whose text wraps between words (and after a name's - _ / . joints) instead of being cut or dropped."""
+
+    def __init__(self, text: Any) -> None:
+        self.text = str(text)
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.cells import cell_len
+        from rich.measure import Measurement
+
+        pieces = [p for p in _PIECE.findall(self.text) if not p.isspace()] or [""]
+        return Measurement(max(cell_len(p.rstrip()) for p in pieces), max(cell_len(line) for line in self.text.splitlines() or [""]))
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.text import Text
+
+        for line in fold_lines(self.text, options.max_width):
+            yield Text(line, justify=options.justify or "left", no_wrap=True, overflow="fold")
+
+
+def print_table(console: Any, table: Any) -> None:
+    """Print a table that never loses a column: when it is too wide for the terminal or pipe, each column keeps at least
+    its longest word (so cells fold between words); when even that cannot fit, one block per row instead, the row's
+    first cell (its id) whole on a line and `header: value` lines under it."""
+    columns = list(table.columns)
+    bounds = [_column_bounds(console, table, c) for c in columns]
+    _, right, _, left = table.padding
+    room = console.width - (2 if table.box and table.show_edge else 0) - (len(columns) - 1 if table.box else 0) \
+        - len(columns) * (left + right)
+    least, most = sum(b[0] for b in bounds), sum(b[1] for b in bounds)
+    if most > room and least <= room:
+        # Rich would shrink columns below their longest word (cutting it); share out the room ourselves instead.
+        spare, wants = room - least, [hi - lo for lo, hi in bounds]
+        widths = [lo + spare * want // max(1, sum(wants)) for (lo, _), want in zip(bounds, wants)]
+        for i in sorted(range(len(columns)), key=lambda i: -wants[i])[:room - sum(widths)]:
+            widths[i] += 1
+        for column, width in zip(columns, widths):
+            column.width = width
+    if least <= room:
+        console.print(table, soft_wrap=False)
+        return
+    cells = [list(c.cells) for c in columns]
+    for row in range(table.row_count):
+        console.print(_plain(cells[0][row]), soft_wrap=True, markup=False)
+        for column, values in zip(columns[1:], cells[1:]):
+            head = f"  {_plain(column.header)}: "
+            body = fold_lines(_plain(values[row]), max(10, console.width - len(head)))
+            console.print(head + body[0], soft_wrap=True, markup=False)
+            for more in body[1:]:
+                console.print(" " * len(head) + more, soft_wrap=True, markup=False)
+
+
+def _column_bounds(console: Any, table: Any, column: Any) -> tuple[int, int]:
+    """(narrowest without cutting a word, widest) of a column's header and cells, within its own min/max width."""
+    from rich.measure import Measurement
+
+    options = console.options.update_width(10**6)
+    sizes = [Measurement.get(console, options, cell) for cell in [column.header, *column.cells]]
+    lo, hi = max(m.minimum for m in sizes), max(m.maximum for m in sizes)
+    if column.no_wrap:
+        lo = hi
+    if column.min_width is not None:
+        lo, hi = max(lo, column.min_width), max(hi, column.min_width)
+    if column.max_width is not None:
+        lo, hi = min(lo, column.max_width), min(hi, column.max_width)
+    return lo, max(lo, hi)
+
+
+def _plain(cell: Any) -> str:
+    """A cell's text, whatever renderable holds it (str, rich Text, Folded)."""
+    if isinstance(cell, Folded):
+        return cell.text
+    return getattr(cell, "plain", None) or str(cell)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def duration(text: str) -> float:
+    """An argparse type for ages: `12h`, `30d`, `2w`, `1d12h` (s, m, h, d, w) → seconds, at least one second."""
+    spec = text.strip().lower()
+    parts = re.findall(r"(\d+)([smhdw])", spec)
+    if not parts or "".join(f"{n}{u}" for n, u in parts) != spec:
+        raise argparse.ArgumentTypeError(f"'{text[:30]}' is not a duration: write it like 12h, 30d or 2w (units s, m, h, d, w)")
+    seconds = sum(int(n) * _UNITS[u] for n, u in parts)
+    if not 1 <= seconds <= 100 * 365 * 86400:
+        raise argparse.ArgumentTypeError(f"'{text[:30]}' must be between 1s and 100 years, like 12h, 30d or 2w")
+    return float(seconds)
+
+
+def confirmed(action: str, yes: bool) -> None:
+    """Go on when `yes`, or when a person at a terminal answers y to "ACTION?"; without a terminal, refuse (exit 2) rather than guess."""
+    from ..errors import UsageError
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"will not {action} without confirmation, and there is no terminal to ask: pass --yes "
+                         "(or --dry-run to see what it would do)")
+    sys.stderr.write(f"{action}? [y/N] ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise UsageError("not confirmed: nothing was deleted")

@@ -21,7 +21,7 @@ def _show(console: Any, report: dict[str, Any]) -> None:
         return
     from rich.markdown import Markdown
 
-    console.print(Markdown(render_markdown(report)))
+    console.print(Markdown(render_markdown(report)), soft_wrap=False)  # soft wrap would crop a long alert at the edge
 
 
 class _Progress:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json, parse_assignments, positive_int, when as _when
+from .console import EXIT_ERROR, EXIT_OK, Folded, console as _console, print_json as _print_json, parse_assignments, positive_int, print_table, when as _when
 
 def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
     from ..home import resolve_home
@@ -140,9 +140,12 @@ def cmd_procedures(args: argparse.Namespace) -> int:
                   Column("description", overflow="fold", ratio=1, min_width=10))
     for r in rows:
         size = f"{r['decisions']} decisions" if r["kind"] == "trajectory" else f"{r['steps']} shell"  # the kind, by what it holds
-        table.add_row(r["id"], r["task_type"], str(r["version"]), f"{r['confidence']:.2f}", str(r["success_count"]),
-                      str(r["failure_count"]), r["health"], size, r["description"][:50])
-    _console().print(table if rows else "no procedures yet: capture one with `sherpa-skills learn capture-success`")
+        table.add_row(r["id"], Folded(r["task_type"]), str(r["version"]), f"{r['confidence']:.2f}", str(r["success_count"]),
+                      str(r["failure_count"]), Folded(r["health"]), Folded(size), Folded(r["description"]))
+    if rows:
+        print_table(_console(), table)
+    else:
+        _console().print("no procedures yet: capture one with `sherpa-skills learn capture-success`")
     return EXIT_OK
 
 

@@ -11,8 +11,8 @@ import os
 import sys
 from typing import Callable, Sequence
 
-from .console import EXIT_ERROR, EXIT_USAGE, positive_int
-from .runs import cmd_demo, cmd_graph, cmd_resume, cmd_run, cmd_runs, cmd_show, cmd_validate
+from .console import EXIT_ERROR, EXIT_USAGE, duration, positive_int
+from .runs import cmd_demo, cmd_graph, cmd_resume, cmd_run, cmd_runs, cmd_runs_delete, cmd_runs_prune, cmd_show, cmd_validate
 from .tools import cmd_tools_relevant
 
 
@@ -30,6 +30,7 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+RUN_STATUSES = ("running", "waiting", "interrupted", "final", "error")  # engine.runstore's, not imported from there so --help stays fast
 HOME_HELP = "state folder (default: $SHERPA_SKILLS_HOME or ~/.sherpa-skills)"
 VERBOSE_HELP = "show log lines on stderr: -v info, -vv debug (they always go to HOME/logs/*.jsonl)"
 
@@ -72,9 +73,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-changed", action="store_true", help="resume even though the workflow file changed")
     p.add_argument("--no-rerun-interrupted", action="store_true", help="stop instead of rerunning an action a crash interrupted")
 
-    p = add("runs", cmd_runs, "list recent runs")
+    p = add("runs", cmd_runs, "list recent runs (newest first); `runs delete`, `runs prune` remove them")
     p.add_argument("--json", action="store_true")
     p.add_argument("--limit", type=positive_int, default=50)
+    p.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
+    p.add_argument("--workflow", metavar="NAME", help="only runs of this workflow (its name, as `runs` shows it)")
+    rsub = p.add_subparsers(dest="runs_command", metavar="COMMAND")
+
+    def removal_options(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--dry-run", action="store_true", help="say what would be deleted and kept; delete nothing")
+        q.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation (needed without a terminal)")
+        q.add_argument("--force", action="store_true", help="delete waiting and running runs too")
+        q.add_argument("--json", action="store_true", help="print {dry_run, deleted: [RUN_ID], kept: [{run_id, reason}], logs_deleted}")
+
+    q = rsub.add_parser("delete", parents=[common], help="delete runs and everything they recorded (their log files too)",
+                        description="Delete runs, their steps, log entries, context and events, in one transaction, and their "
+                                    "log files. Runs that something still refers to are kept, with the reason.")
+    q.set_defaults(fn=cmd_runs_delete)
+    q.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="a run id or a unique prefix; an unknown one deletes nothing (exit 2)")
+    removal_options(q)
+    q = rsub.add_parser("prune", parents=[common], help="delete runs last updated longer ago than --older-than",
+                        description="Delete runs last updated longer ago than --older-than, as `runs delete` would.")
+    q.set_defaults(fn=cmd_runs_prune)
+    q.add_argument("--older-than", type=duration, required=True, metavar="AGE", help="12h, 30d, 2w (units s, m, h, d, w)")
+    removal_options(q)
 
     p = add("show", cmd_show, "show a run's trajectory, execution log and context")
     p.add_argument("run_id")

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .console import EXIT_ERROR, EXIT_OK, EXIT_USAGE, console as _console, open_store as _open_store, parse_assignments, parse_inputs, print_json as _print_json
+from .console import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Folded, confirmed, console as _console, print_table, open_store as _open_store, parse_assignments, parse_inputs, print_json as _print_json
 
 
 def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
@@ -201,7 +201,7 @@ def run_detail(row: Any, belief: Any) -> dict[str, Any]:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     store, _ = _open_store(args)
-    rows = store.list_runs(args.limit)
+    rows, _ = store.search_runs(status=args.status, workflow=args.workflow, limit=args.limit)
     if args.json:
         _print_json([run_summary(r) for r in rows])
         return EXIT_OK
@@ -218,10 +218,84 @@ def cmd_runs(args: argparse.Namespace) -> int:
     table.add_column("LLM calls", justify="right", overflow="fold")
     table.add_column("updated", overflow="fold")
     for r in rows:
-        table.add_row(r.run_id, r.workflow, r.status, r.state, str(r.counters.get("steps", 0)), str(r.counters.get("llm_calls", 0)),
-                      datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M:%S"))
-    _console().print(table if rows else "no runs yet")
+        table.add_row(r.run_id, Folded(r.workflow), Folded(r.status), Folded(r.state), str(r.counters.get("steps", 0)),
+                      str(r.counters.get("llm_calls", 0)), datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M:%S"))  # breaks at the space only
+    if rows:
+        print_table(_console(), table)
+    else:
+        _console().print("no runs yet")
     return EXIT_OK
+
+
+def _show_removal(removal: Any, as_json: bool) -> None:
+    if as_json:
+        _print_json(removal.model_dump())
+        return
+    console = _console()
+    n = len(removal.deleted)
+    if n:
+        console.print(f"{'would delete' if removal.dry_run else 'deleted'} {n} run{'s' if n != 1 else ''}: {', '.join(removal.deleted)}",
+                      markup=False)
+    for k in removal.kept:
+        console.print(f"kept {k.run_id}: {k.reason}", markup=False)
+    if not n:
+        console.print("no run to delete")
+    if removal.dry_run:
+        console.print("dry run: nothing was deleted")
+
+
+def _remove(args: argparse.Namespace, store: Any, home: Path, ids: list[str], what: str) -> int:
+    """Show the plan and ask (unless --yes or --dry-run), then delete in one transaction that checks references again."""
+    from ..skills.run_removal import remove_runs
+
+    plan = remove_runs(store, home, ids, force=args.force, dry_run=True)
+    if args.dry_run or not plan.deleted:
+        _show_removal(plan, args.json)
+        return EXIT_OK
+    if not args.yes and sys.stdin.isatty():  # the person answering sees what stays, too
+        for k in plan.kept:
+            sys.stderr.write(f"kept {k.run_id}: {k.reason}\n")
+    confirmed(f"delete {len(plan.deleted)} run{'s' if len(plan.deleted) != 1 else ''} {what} ({', '.join(plan.deleted[:5])}"
+              f"{', …' if len(plan.deleted) > 5 else ''})", args.yes)
+    _show_removal(remove_runs(store, home, plan.deleted, force=args.force), args.json)
+    return EXIT_OK
+
+
+def cmd_runs_delete(args: argparse.Namespace) -> int:
+    """Exact ids or unique prefixes; an unknown one, or a waiting/running run without --force, is bad usage and nothing goes."""
+    from ..errors import StoreError, UsageError
+    from ..skills.run_removal import ACTIVE
+
+    store, home = _open_store(args)
+    rows = []
+    for given in args.run_ids:
+        try:
+            rows.append(store.get_run(given))
+        except StoreError as exc:
+            raise UsageError(f"{exc}; nothing was deleted") from None
+    active = [r for r in rows if r.status in ACTIVE]
+    if active and not args.force:
+        raise UsageError(f"{', '.join(f'{r.run_id} is {r.status}' for r in active)}: pass --force to delete "
+                         f"{'it' if len(active) == 1 else 'them'} anyway; nothing was deleted")
+    ids = list(dict.fromkeys(r.run_id for r in rows))
+    return _remove(args, store, home, ids, "and everything they recorded")
+
+
+def _age(seconds: float) -> str:
+    """`--older-than` as the user would have written it (2w, 30d, 12h)."""
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def cmd_runs_prune(args: argparse.Namespace) -> int:
+    import time
+
+    from ..skills.run_removal import older_than
+
+    store, home = _open_store(args)
+    return _remove(args, store, home, older_than(store, time.time() - args.older_than), f"last updated over {_age(args.older_than)} ago")
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .belief import Belief, LogEntry, TrajectoryEntry
 from ..errors import StoreError
@@ -62,6 +62,8 @@ def m003_intent_results(conn: sqlite3.Connection) -> None:
 
 
 MIGRATIONS = [m001_runs, m002_run_events, m003_intent_results]
+RUN_STATUSES = ("running", "waiting", "interrupted", "final", "error")
+RUN_TABLES = ("run_trajectory", "run_log", "run_context", "run_intents", "run_events")  # a run's own rows, beside `runs`
 
 
 @dataclass(slots=True)
@@ -297,21 +299,30 @@ class RunStore:
         return [Interrupted(*r) for r in self.conn.execute(
             "SELECT tick, seq, action, started FROM run_intents WHERE run_id = ? AND done = 0 ORDER BY tick, seq", (run_id,))]
 
-    def delete_finished_before(self, cutoff: float) -> int:
+    def delete_finished_before(self, cutoff: float,
+                               keep: Callable[[sqlite3.Connection, list[str]], dict[str, str]] | None = None) -> int:
         """Retention: runs that ended (final or error) before `cutoff` go, with everything they recorded (interrupted ones wait to be resumed)."""
+        return len(self.delete_runs(lambda conn: [r[0] for r in conn.execute(
+            "SELECT run_id FROM runs WHERE status IN ('final', 'error') AND updated < ?", (cutoff,))], keep)[0])
+
+    def delete_runs(self, choose: Callable[[sqlite3.Connection], list[str]],
+                    keep: Callable[[sqlite3.Connection, list[str]], dict[str, str]] | None = None) -> tuple[list[str], dict[str, str]]:
+        """Delete the runs `choose` names, except those `keep` says must stay (run id → why), with every row they recorded,
+        in one transaction: what is chosen and what refers to it cannot change in between. Returns (deleted, kept)."""
         with self._lock:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
-                ids = [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE status IN ('final', 'error') AND updated < ?", (cutoff,))]
-                for table in ("run_trajectory", "run_log", "run_context", "run_intents", "run_events"):
+                chosen = choose(conn)
+                kept = keep(conn, chosen) if keep else {}
+                ids = [i for i in chosen if i not in kept]
+                for table in (*RUN_TABLES, "runs"):
                     conn.executemany(f"DELETE FROM {table} WHERE run_id = ?", [(i,) for i in ids])
-                conn.executemany("DELETE FROM runs WHERE run_id = ?", [(i,) for i in ids])
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-        return len(ids)
+        return ids, kept
 
     def has_run(self, run_id: str) -> bool:
         """Exactly this run id (get_run also accepts a unique prefix)."""

@@ -235,9 +235,10 @@ def memory(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
 
 def _delete_old_runs(home: Path, cutoff: float) -> int:
     from ..engine.runstore import RunStore
+    from ..skills.run_removal import must_stay
 
     store = RunStore(home=home)
-    try:
-        return store.delete_finished_before(cutoff)
+    try:  # what a procedure's execution, a capture or a kept parent refers to stays, as with `runs prune`
+        return store.delete_finished_before(cutoff, keep=must_stay)
     finally:
         store.close()
