@@ -176,3 +176,11 @@ def test_stdout_holds_only_json(command: str, seeded: dict[str, str], tmp_path: 
             json.loads(done.stdout)
         except ValueError as exc:
             pytest.fail(f"`{' '.join(argv[:-2])}`: stdout is not JSON alone ({exc}):\n{done.stdout[:1500]}")
+
+
+def test_a_refused_command_under_json_leaves_stdout_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A refusal is one line on stderr and exit 2; stdout stays empty, so a script's json.loads fails loudly, not on a log line."""
+    code = main(["domains", "decide", "nope", "threshold=50", "--operator", "sam", "--json", "--home", str(tmp_path / "home")])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert "no domain 'nope'" in err and "Traceback" not in err
