@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -135,6 +141,17 @@ class TestLogsStayInTheLogFile:
         events = [json.loads(line)["event"] for line in (home / "logs" / f"{run_id}.jsonl").read_text().splitlines()]
         assert "run_failed" in events and "run_started" in events
 
+    def test_a_failed_run_names_its_log_file(self, write_file, tmp_path, capsys):
+        """The error line ends with the path of the run's JSON log, a file that exists, not a Python object's repr."""
+        path = write_file("loop.yaml", LOOP)
+        home = tmp_path / "home"
+        code, _, err = cli(capsys, "run", str(path), "--max-steps", "2", "--home", str(home))
+        assert code == 1
+        run_id = re.search(r"run ([0-9a-f]{12})", err).group(1)
+        logged = re.search(r"\(log: ([^)]*)\)", err.replace("\n", ""))
+        assert logged and logged.group(1) == str(home / "logs" / f"{run_id}.jsonl"), err
+        assert Path(logged.group(1)).is_file() and "<function" not in err
+
     def test_verbose_shows_the_log_lines_on_stderr(self, write_file, tmp_path, capsys):
         """-v (before or after the command) brings info lines to the terminal as well."""
         path = write_file("loop.yaml", LOOP)
@@ -148,6 +165,118 @@ class TestLogsStayInTheLogFile:
         code, _, err = cli(capsys, "run", str(path), "-i", "ticket=hi", "--home", str(tmp_path / "home"))
         assert code == 0
         assert "run_started" not in err and "[info" not in err and "waiting in approval" in err
+
+
+#: A structlog console line (`2026-01-01T00:00:00Z [error    ] run_failed ...`), as -v prints them.
+LOG_LINE = re.compile(r"\[(debug|info|warning|error|critical)\s*\]")
+
+SLOW_STEP = """
+name: slow
+inputs:
+  out: {required: true}
+initial: busy
+states:
+  busy:
+    on_enter:
+      shell: {command: "test -f {{ out }} || (touch {{ out }} && sleep 30)", timeout_secs: 60}
+  done: {final: true}
+transitions:
+  - {trigger: finished, source: busy, dest: done}
+"""
+
+MEMBER_LOOP = """
+name: member
+max_steps: 5
+initial: ready
+states:
+  ready:
+    waiting: true
+    transitions: [{trigger: go, dest: ping}]
+  ping:
+    transitions: [{trigger: hit, dest: pong}]
+  pong:
+    transitions: [{trigger: hit, dest: ping}]
+"""
+
+TEAM = """
+name: pair
+agents:
+  solo: {workflow: member.yaml, subscribe: [go]}
+initial_event: {name: go, topic: go}
+"""
+
+
+def run_process(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sherpa_skills", *argv], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def interrupted_run(tmp_path: Path) -> tuple[str, Path]:
+    """A run SIGKILLed while its shell action ran: resuming it reruns that action (and logs a warning about it)."""
+    home, marker, flow = tmp_path / "home", tmp_path / "marker", tmp_path / "slow.yaml"
+    flow.write_text(SLOW_STEP)
+    proc = subprocess.Popen([sys.executable, "-m", "sherpa_skills", "run", str(flow), "-i", f"out={marker}", "--home", str(home)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with sqlite3.connect(home / "store.db") as conn:
+        return conn.execute("SELECT run_id FROM runs").fetchone()[0], home
+
+
+class TestNoLogLinesOnTheTerminalInARealProcess:
+    """Without -v, log lines go to HOME/logs only: neither stdout nor stderr shows one; -v brings them to stderr."""
+
+    @pytest.mark.slow
+    def test_a_failing_run(self, write_file, tmp_path):
+        path, home = str(write_file("loop.yaml", LOOP)), str(tmp_path / "home")
+        for extra in ([], ["--json"], ["-q"]):
+            done = run_process("run", path, "--max-steps", "2", "--home", home, *extra)
+            assert done.returncode == 1
+            assert not LOG_LINE.search(done.stdout + done.stderr), (extra, done.stdout, done.stderr)
+        loud = run_process("run", path, "--max-steps", "2", "--home", home, "-v")
+        assert loud.returncode == 1 and "run_failed" in loud.stderr and LOG_LINE.search(loud.stderr)
+        assert not LOG_LINE.search(loud.stdout)
+
+    @pytest.mark.slow
+    def test_a_team_run_whose_member_fails(self, write_file, tmp_path):
+        """The member's error is shown once, by the team's own lines; its `run_failed` line stays in the team's log file."""
+        write_file("member.yaml", MEMBER_LOOP)
+        team, home = str(write_file("team.yaml", TEAM)), tmp_path / "home"
+        done = run_process("run", team, "--home", str(home))
+        assert done.returncode == 1 and "step limit reached" in done.stderr
+        assert not LOG_LINE.search(done.stdout + done.stderr), done.stderr
+        assert "run_failed" in (home / "logs" / "team-pair.jsonl").read_text()
+        loud = run_process("run", team, "--home", str(home), "-v")
+        assert "run_failed" in loud.stderr
+
+    @pytest.mark.slow
+    def test_resuming_after_an_interrupted_action(self, tmp_path):
+        run_id, home = interrupted_run(tmp_path)
+        done = run_process("resume", run_id, "--home", str(home))
+        assert done.returncode == 0, done.stderr
+        assert "final in done" in done.stderr
+        assert not LOG_LINE.search(done.stdout + done.stderr), (done.stdout, done.stderr)
+        events = [json.loads(line)["event"] for line in (home / "logs" / f"{run_id}.jsonl").read_text().splitlines()]
+        assert "rerunning_interrupted_actions" in events, "the warning still reaches the run's log file"
+
+    @pytest.mark.slow
+    def test_resuming_after_an_interrupted_action_with_v_shows_the_warning(self, tmp_path):
+        run_id, home = interrupted_run(tmp_path)
+        done = run_process("resume", run_id, "--json", "-v", "--home", str(home))
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["status"] == "final"
+        assert "rerunning_interrupted_actions" in done.stderr
+
+    @pytest.mark.slow
+    def test_a_refused_resume_of_an_interrupted_action(self, tmp_path):
+        """--no-rerun-interrupted stops with one message: the reason, no log line."""
+        run_id, home = interrupted_run(tmp_path)
+        done = run_process("resume", run_id, "--no-rerun-interrupted", "--home", str(home))
+        assert done.returncode == 1 and "never recorded" in done.stderr
+        assert not LOG_LINE.search(done.stdout + done.stderr), done.stderr
 
 
 class TestRunsTable:

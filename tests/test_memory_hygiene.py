@@ -4,6 +4,7 @@ delete, stats and export; through the API, the actions and the CLI, on a real st
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -230,6 +231,23 @@ class TestTensions:
         assert [h["id"] for h in json.loads(capsys.readouterr().out)["hits"]] == [new["id"]]
         assert main(["memory", "resolve", t["id"], "--keep", new["id"], "--agent", "ops", "--home", home]) == 2
         assert "already resolved" in capsys.readouterr().err
+
+    def test_write_and_tensions_print_plain_text_without_markup(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Off a terminal the lines are plain words: no `[yellow]…[/]` tags, and brackets in the facts themselves survive."""
+        home = str(tmp_path / "home")
+        assert main(["memory", "write", "deploys go to ci-7 [prod]", "--agent", "ops", "--shared", "--abstraction", "pattern",
+                     "--home", home]) == 0
+        capsys.readouterr()
+        assert main(["memory", "write", "deploys go to ci-9 [prod]", "--agent", "dev", "--shared", "--abstraction", "pattern",
+                     "--home", home]) == 0
+        written = capsys.readouterr().out
+        assert re.search(r"^tension [0-9a-f]{12} with [0-9a-f]{16}: changed value", written, re.M), written
+        assert main(["memory", "tensions", "--home", home]) == 0
+        listed = capsys.readouterr().out
+        assert re.search(r"^[0-9a-f]{12} open shared: changed value", listed, re.M), listed
+        assert "deploys go to ci-7 [prod]" in listed and "deploys go to ci-9 [prod]" in listed
+        for out in (written, listed):
+            assert not re.search(r"\[/?(yellow|bold|dim|red|green|cyan)?\]", out.replace("[prod]", "")), out
 
     def test_private_tensions_stay_private_and_episodes_are_not_checked(self, memory: SharedMemory) -> None:
         memory.write("my build uses python 3.10", agent="alice", abstraction="pattern")

@@ -67,6 +67,10 @@ def cmd_decide(args: argparse.Namespace) -> int:
     with _domains(args) as store:
         for key, value in values.items():
             store.decide(args.name, key, value, by=args.operator)
+        decisions = store.decisions(args.name)
+    if args.json:
+        _print_json({"domain": args.name, "set": values, "by": args.operator, "decisions": decisions})
+        return EXIT_OK
     _console().print(f"{args.name}: {', '.join(values)} set by {args.operator}")
     return EXIT_OK
 

@@ -40,10 +40,11 @@ def _problem_printer(console: Any) -> Callable[[Any], None]:
     return show
 
 
-def _log_to(home: Path, name: str, quiet: bool) -> None:
+def _log_to(home: Path, name: str) -> None:
+    """Log lines go to the file (-v shows them too): the delivery and problem lines report what happens, once."""
     from ..logs import configure, log_file
 
-    configure(level="error" if quiet else "warning", json_file=log_file(home, name))
+    configure(level="critical", json_file=log_file(home, name))
 
 
 def run_team(args: argparse.Namespace) -> int:
@@ -54,7 +55,7 @@ def run_team(args: argparse.Namespace) -> int:
     inputs = parse_inputs(team.spec, args.input, starting=False)  # required ones are checked with the defaults, by the team
     store, home = _open_store(args)
     quiet = args.json or args.quiet
-    _log_to(home, f"team-{team.name}", quiet)
+    _log_to(home, f"team-{team.name}")
     console = _console(stderr=True)
     runner = TeamRunner(team, store=store, model=args.model, max_events=getattr(args, "max_events", None),
                         on_delivery=None if quiet else _delivery_printer(console), on_problem=None if quiet else _problem_printer(console))
@@ -112,7 +113,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     bus = _bus(args.bus, args.prefix)
     store, home = _open_store(args)
     quiet = args.json or args.quiet
-    _log_to(home, f"agent-{name}", quiet)
+    _log_to(home, f"agent-{name}")
     console = _console(stderr=True)
     service = AgentService(name, workflow, topics, bus, store, consumer=args.consumer, model=args.model, claim_idle=args.claim_idle,
                            on_delivery=None if quiet else _delivery_printer(console), on_problem=None if quiet else _problem_printer(console))

@@ -502,7 +502,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..skills.models import CapturedLearning, CapturedProcedure
     from ..skills.store import step_signature
 
-    store, _, _ = _stores(args)
+    store, _, home = _stores(args)
+    _quiet_logs(args, home)  # indexing loads the embedder, whose log lines belong in the log file, never in --json
     try:
         data = json.loads(Path(args.file).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

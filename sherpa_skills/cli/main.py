@@ -161,9 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     from ..errors import SherpaError, StoreFileError, UsageError, WorkflowError
-    from ..logs import set_verbosity
+    from ..logs import configure, set_verbosity
 
     set_verbosity(args.verbose)
+    # structlog's default prints every level to stdout; until a command sets up its log file, only errors show, on stderr.
+    configure(level="error")
     try:
         return args.fn(args)
     except WorkflowError as exc:

@@ -109,6 +109,8 @@ def cmd_write(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({**written.to_dict(), "indexed": problem is None, "companion_problem": problem})
         return EXIT_OK
+    from rich.markup import escape  # the reasons quote the facts, whose brackets are text, not markup
+
     console = _console()
     a = written.artifact
     if written.merged_into:
@@ -121,11 +123,11 @@ def cmd_write(args: argparse.Namespace) -> int:
         console.print(f"[yellow]near-duplicate[/] of {other} (similarity {similarity:.2f})"
                       + (" — linked" if other in written.linked else ""))
     for t in written.tensions:
-        console.print(f"[yellow]tension {t['id']}[/] with {t['a']}: {t['reason']}", markup=False)
+        console.print(f"[yellow]tension {t['id']}[/] with {t['a']}: {escape(t['reason'])}")
     for skipped in written.skipped:
-        console.print(f"[yellow]not checked:[/] {skipped}", markup=False)
+        console.print(f"[yellow]not checked:[/] {escape(skipped)}")
     if problem:
-        console.print(f"[yellow]stored, but not yet searchable by meaning:[/] {problem}")
+        console.print(f"[yellow]stored, but not yet searchable by meaning:[/] {escape(problem)}")
     return EXIT_OK
 
 
@@ -148,9 +150,11 @@ def cmd_tensions(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(found)
         return EXIT_OK
+    from rich.markup import escape
+
     console = _console()
     for t in found:
-        console.print(f"[bold]{t['id']}[/] {t['status']} {t['scope']}: {t['reason']}", markup=False)
+        console.print(f"[bold]{t['id']}[/] {t['status']} {t['scope']}: {escape(t['reason'])}")
         console.print(f"    {t['a']['id']}  {_short(t['a']['text'], 120)}", markup=False)
         console.print(f"    {t['b']['id']}  {_short(t['b']['text'], 120)}", markup=False)
     if not found:

@@ -42,7 +42,9 @@ def _summary(console: Any, result: Any, log_file: Path) -> None:
                       + (f"  [yellow]diverged at step {diverged['step']} in {diverged['state']}: expected {diverged['expected']}, "
                          f"observed {diverged['observed']}[/]" if diverged else ""))
     if d["error"]:
-        console.print(f"[red]error:[/] {d['error']}  [dim](log: {log_file})[/]")
+        from rich.markup import escape
+
+        console.print(f"[red]error:[/] {escape(d['error'])}  [dim](log: {escape(str(log_file))})[/]")
     if d["status"] == "waiting":
         if d.get("waiting_for"):
             console.print(f"waiting for: {d['waiting_for']}")
@@ -106,11 +108,17 @@ def _interrupted(agent: Any, args: argparse.Namespace, exc: KeyboardInterrupt) -
     return 128 + signum
 
 
-def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[], Any]) -> int:
+def _log_run(home: Path, run_id: str) -> Path:
+    """Log lines go to the run's JSON file (-v shows them too): the progress lines and the summary report what happens."""
     from ..logs import configure, log_file
 
-    # The progress lines and the summary report what happens; log lines go to the run's JSON file (-v shows them too).
-    configure(level="critical", json_file=log_file(home, agent.run_id))
+    path = log_file(home, run_id)
+    configure(level="critical", json_file=path)
+    return path
+
+
+def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[], Any]) -> int:
+    log = _log_run(home, agent.run_id)
     if not (args.json or args.quiet):
         console = _console(stderr=True)
         agent.observe(_progress_printer(console))
@@ -122,7 +130,7 @@ def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[],
     if args.json:
         _print_json({k: v for k, v in result.to_dict().items()})
     elif not args.quiet:
-        _summary(_console(stderr=True), result, log_file)
+        _summary(_console(stderr=True), result, log)
     return EXIT_OK if result.status in ("final", "waiting") else EXIT_ERROR
 
 
@@ -178,6 +186,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if spec_hash(workflow.machine) != row.spec_hash and not args.allow_changed:
         raise UsageError(f"workflow '{row.workflow_path}' changed since run {row.run_id} started; pass --allow-changed to resume with the new definition")
     workflow.warm_up(args.model)
+    _log_run(home, row.run_id)  # before Agent.resume, which warns there about actions it reruns
     agent = Agent.resume(store, row.run_id, workflow.machine, workflow.policy, rerun_interrupted=not args.no_rerun_interrupted,
                          base_dir=workflow.base_dir, model=model_option(args.model), name=args.agent)
     inputs = parse_inputs(workflow.spec, args.input, starting=False)
