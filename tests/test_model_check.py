@@ -89,6 +89,15 @@ def test_a_broken_cache_is_ignored_not_fatal(good, cache):
     assert not check_model_file(good).cached and check_model_file(good).cached
 
 
+def test_the_model_variable_is_read_and_a_missing_file_named(good, tmp_path, monkeypatch):
+    from sherpa_skills.semantic.embeddings import minilm_unavailable_reason
+
+    monkeypatch.setenv(MODEL_ENV, str(good))
+    assert minilm_unavailable_reason() is None and MiniLMEmbedder().embed(["hello"])[0]
+    monkeypatch.setenv(MODEL_ENV, str(tmp_path / "nowhere.onnx"))
+    assert "nowhere.onnx" in minilm_unavailable_reason()
+
+
 @pytest.mark.slow
 def test_the_cli_refuses_a_tampered_model_with_a_clean_message(good, tmp_path, cache):
     """Pointed at a tampered file through SHERPA_SKILLS_MINILM_MODEL, a command that embeds exits 1 with one line

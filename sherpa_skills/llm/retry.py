@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-__all__ = ["DEFAULT", "Retry", "retry_after_seconds", "transient"]
+__all__ = ["DEFAULT", "Retry", "exception_retry_after", "retry_after_seconds", "transient"]
 
 # Statuses a later request may well get an answer to: timeout, conflict, rate limit, and the 5xx of a busy server.
 _TRANSIENT_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}

