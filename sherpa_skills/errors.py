@@ -12,7 +12,8 @@
     │   └── ReadOnlyBeliefError  a policy or guard tried to write belief
     ├── StoreError             the run store cannot do what was asked (unknown run id, ...)
     │   └── StoreFileError     the home or its store.db cannot be used (a file, not SQLite, not writable)
-    └── ModelError             the LLM call itself failed (provider, network, scripted model without answer)
+    ├── ModelError             the LLM call itself failed (provider, network, scripted model without answer)
+    └── ModelFileError         a bundled model file is not the one pinned (tampered, truncated, replaced): not run
 """
 
 from __future__ import annotations
@@ -98,3 +99,7 @@ class ModelError(SherpaError):
     """The LLM call failed (provider error, or the scripted model had no answer)."""
 
     requests: int = 0  # requests that reached the provider before the failure, so callers count them
+
+
+class ModelFileError(SherpaError):
+    """A model file on disk is not the one sherpa-skills pins by sha256; it is refused, never run."""

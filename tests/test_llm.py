@@ -16,6 +16,8 @@ from sherpa_skills.errors import ModelError
 from sherpa_skills.llm.call import MODEL_ENV, SCRIPTED_VIA_ENV, Completion, acomplete, complete, needs_litellm, resolve_model, warm_up
 from sherpa_skills.testing import estimate_tokens, reset_scripts, scripted_model
 
+from _llm_server import llama  # noqa: F401  (a fixture)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = """\
@@ -232,76 +234,6 @@ class TestRoutes:
 # ---------------------------------------------------------------- against a real HTTP server (OpenAI-compatible, on loopback)
 
 
-class _Server:
-    """A tiny OpenAI-compatible chat server, like llama.cpp's: it can refuse json_schema with HTTP 500 and leave out usage."""
-
-    def __init__(self, *, refuse_json_schema: bool = True, refuse_json_object: bool = False, usage: bool = False,
-                 answer: str = '{"trigger": "approve", "args": {}}',
-                 fail_status: int | None = None):
-        import json as _json
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.requests: list[dict] = []
-        server_self = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = _json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server_self.requests.append(body)
-                if fail_status is not None:
-                    self._send(fail_status, {"error": {"code": fail_status, "message": "overloaded", "type": "server_error"}})
-                    return
-                kind = (body.get("response_format") or {}).get("type")
-                if (refuse_json_schema and kind == "json_schema") or (refuse_json_object and kind == "json_object"):
-                    self._send(500, {"error": {"code": 500, "message": "unsupported response_format json_schema", "type": "server_error"}})
-                    return
-                text = server_self.answer(body) if callable(server_self.answer) else server_self.answer
-                reply = {"id": "c1", "object": "chat.completion", "created": 1, "model": "smol",
-                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
-                if usage:
-                    reply["usage"] = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
-                self._send(200, reply)
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = _json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.answer = answer
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-@pytest.fixture
-def llama(monkeypatch):
-    """Start a server; litellm reaches it as `openai/smol` through OPENAI_API_BASE, as a user points it at llama.cpp."""
-    servers: list[_Server] = []
-
-    def start(**kwargs) -> _Server:
-        server = _Server(**kwargs)
-        servers.append(server)
-        monkeypatch.setenv("OPENAI_API_BASE", server.url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-local-not-secret")
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
-
-
 SCHEMA = {"type": "json_schema", "json_schema": {"name": "choice", "schema": {"type": "object", "properties": {"trigger": {"type": "string"}}}}}
 
 
@@ -348,10 +280,13 @@ def test_the_verifier_asks_a_refusing_server_in_the_form_it_took(llama):
 
 
 def test_the_client_does_not_resend_on_its_own(llama):
-    """A server failure is one request, not three silent retries, and the error says how many were sent."""
+    """With our own retries off, a server failure is one request, not three silent ones by the provider's client,
+    and the error says how many were sent (tests/test_llm_retry.py: our counted retries)."""
+    from sherpa_skills.llm.retry import Retry
+
     server = llama(fail_status=503)
     with pytest.raises(ModelError) as caught:
-        complete(ask("approve"), "openai/smol")
+        complete(ask("approve"), "openai/smol", retry=Retry(attempts=1))
     assert len(server.requests) == 1 and caught.value.requests == 1
 
 

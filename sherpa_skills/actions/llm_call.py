@@ -22,10 +22,12 @@ class LLMArgs(BaseModel):
 def call_llm(args: LLMArgs, ctx: ActionContext) -> ActionResult:
     """Ask the model; with json_output the answer must parse as JSON or the action reports status failed."""
     from ..llm.call import complete, resolve_model
+    from ..llm.retry import Retry
 
     messages = ([{"role": "system", "content": args.system}] if args.system else []) + [{"role": "user", "content": args.prompt}]
     answer = complete(messages, resolve_model(args.model, ctx.model), temperature=args.temperature,
-                      max_tokens=args.max_tokens, base_dir=ctx.workdir)
+                      max_tokens=args.max_tokens, base_dir=ctx.workdir,
+                      retry=Retry.of(ctx.llm.retries, ctx.llm.retry_max_wait) if ctx.llm is not None else None)
     outputs: dict[str, object] = {"text": answer.text, "model": answer.model}
     if answer.estimated:
         outputs["tokens_estimated"] = True

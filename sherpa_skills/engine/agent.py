@@ -279,7 +279,7 @@ class Agent:
                 continue
             actx = ActionContext(view=self._view, state=self.state, tick=self._tick, run_id=self.run_id,
                                  workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry, home=self.home,
-                                 agent=self.name, secrets=self._secrets)
+                                 agent=self.name, secrets=self._secrets, llm=self.machine.spec.llm)
             if bound.definition.check is not None:
                 self._record_check(bound)
             durable = bound.definition.side_effects and self.store is not None
@@ -292,6 +292,8 @@ class Agent:
             try:
                 result = yield _Act(bound, args, actx)
             except SherpaError as exc:
+                # A model call that gave up still sent its requests (retries included): they count.
+                self.counters["llm_calls"] += getattr(exc, "requests", 0)
                 self._log_action(bound, inputs, None, "error", started, t0, str(exc))
                 raise exc if isinstance(exc, RunError) else ActionError(bound.name, str(exc)) from exc
             except Exception as exc:

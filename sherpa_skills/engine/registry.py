@@ -70,6 +70,7 @@ class ActionContext:
     registry: Registry | None = None
     home: Path | None = None
     agent: str | None = None  # the acting agent's identity (Agent.name): who writes to and reads shared memory
+    llm: Any = None  # the workflow's `llm:` settings (LLMSpec), for actions that call a model
     # Values known to be secret (an action adds the values of environment variables it passes on); the agent
     # replaces them in everything it records from then on: outputs, context, log entries, errors.
     secrets: set[str] = field(default_factory=set)

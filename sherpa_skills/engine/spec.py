@@ -183,6 +183,10 @@ class LLMSpec(_Strict):
     max_tokens: Annotated[int, Field(ge=1)] | ContextRef | None = Field(
         default=None, description="cap on each answer's length; {from_context: key} reads it from the run (e.g. an input)")
     structured_output: bool = True
+    retries: int | None = Field(default=None, ge=0, le=10, description="attempts after the first when the server answers a rate "
+                                "limit, a server error or a timeout (default 2: 3 in all); refusals are never retried")
+    retry_max_wait: float | None = Field(default=None, ge=0, le=600, description="cap in seconds on one wait before a retry, "
+                                         "Retry-After included (default 30)")
 
 
 class WorkflowSpec(_Strict):

@@ -169,7 +169,8 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
         llm_policy = LLMPolicy(None, prompt=pspec.prompt, max_retries=pspec.max_retries, recent=pspec.recent, temperature=llm.temperature,
                                max_tokens=llm.max_tokens.from_context if isinstance(llm.max_tokens, ContextRef) else llm.max_tokens,
                                structured_output=llm.structured_output, base_dir=base_dir,
-                               relevant_options=pspec.relevant_options, task_key=pspec.task_key)
+                               relevant_options=pspec.relevant_options, task_key=pspec.task_key,
+                               retries=llm.retries, retry_max_wait=llm.retry_max_wait)
     if pspec.replay and pspec.type not in ("llm", "chain"):
         problems.append(source.problem(("policy", "replay"), f"policy 'replay: true' needs an LLM to hand over to when a replay "
                                                              f"diverges; use type chain (or llm), not '{pspec.type}'"))

@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +21,7 @@ import structlog
 
 from ..errors import ModelError
 from ._litellm import is_loaded as litellm_loaded, load_litellm, warm_up as start_warm_up
+from .retry import DEFAULT as DEFAULT_RETRY, Retry, exception_retry_after, transient
 
 __all__ = ["MODEL_ENV", "SCRIPTED_PREFIX", "SCRIPTED_VIA_ENV", "Completion", "acomplete", "complete", "needs_litellm",
            "resolve_model", "warm_up"]
@@ -75,25 +77,29 @@ def complete(
     max_tokens: int | None = None,
     base_dir: Path | str | None = None,
     schema_in_prompt: bool = False,
+    retry: Retry | None = None,
 ) -> Completion:
     """Ask the model once, synchronously.
 
     A server that refuses json_schema (llama.cpp answers HTTP 500) is asked once more for a json_object bound to the
     same schema, the schema also written into the prompt; one that refuses that too, once more without any format.
-    `schema_in_prompt` skips the doomed json_schema request for a model known to refuse it.
+    `schema_in_prompt` skips the doomed json_schema request for a model known to refuse it. A rate limit, server
+    error or timeout is asked again as `retry` says (default: 3 attempts in all, waits capped at 30 s).
     """
     if _scripted_direct(model):
         return _scripted_completion(messages, model, base_dir)
     litellm, model, kwargs = _prepare(messages, model, response_format, temperature, max_tokens, base_dir, schema_in_prompt)
-    plan = _requests(litellm, model, kwargs, response_format is not None)
-    request = next(plan)
+    plan = _requests(litellm, model, kwargs, response_format is not None, retry or DEFAULT_RETRY)
+    request, wait = next(plan)
     while True:
+        if wait:
+            time.sleep(wait)
         try:
             outcome = (litellm.completion(**request), None)
         except Exception as exc:
             outcome = (None, exc)
         try:
-            request = plan.send(outcome)
+            request, wait = plan.send(outcome)
         except StopIteration as done:
             return done.value
 
@@ -107,6 +113,7 @@ async def acomplete(
     max_tokens: int | None = None,
     base_dir: Path | str | None = None,
     schema_in_prompt: bool = False,
+    retry: Retry | None = None,
 ) -> Completion:
     """Ask the model once, without blocking the event loop (litellm's first import runs in a worker thread)."""
     if _scripted_direct(model):  # reads one small cached file: nothing to await
@@ -116,25 +123,28 @@ async def acomplete(
         litellm, model, kwargs = await asyncio.to_thread(_prepare, *args)
     else:
         litellm, model, kwargs = _prepare(*args)
-    plan = _requests(litellm, model, kwargs, response_format is not None)
-    request = next(plan)
+    plan = _requests(litellm, model, kwargs, response_format is not None, retry or DEFAULT_RETRY)
+    request, wait = next(plan)
     while True:
+        if wait:
+            await asyncio.sleep(wait)
         try:
             outcome = (await litellm.acompletion(**request), None)
         except Exception as exc:
             outcome = (None, exc)
         try:
-            request = plan.send(outcome)
+            request, wait = plan.send(outcome)
         except StopIteration as done:
             return done.value
 
 
-def _requests(litellm: ModuleType, model: str, kwargs: dict[str, Any], wanted_format: bool) -> Generator[dict[str, Any], tuple[Any, Exception | None], Completion]:
-    """The requests of one answer, written once for both faces: send; while the server refuses the format, step
-    down (json_schema, then a json_object bound to the schema, then plain JSON). Counts what was sent, so a failure
-    still reports its requests."""
-    response, exc = yield kwargs
-    sent = 1 - (_not_sent(litellm, exc) if exc else 0)
+def _requests(litellm: ModuleType, model: str, kwargs: dict[str, Any], wanted_format: bool,
+              retry: Retry = DEFAULT_RETRY) -> Generator[tuple[dict[str, Any], float], tuple[Any, Exception | None], Completion]:
+    """The requests of one answer, written once for both faces: send (after the wait yielded with it); retry what a
+    busy server may answer later; while the server refuses the format, step down (json_schema, then a json_object
+    bound to the schema, then plain JSON). Counts what was sent, so a failure still reports its requests."""
+    tally = _Tally()
+    response, exc = yield from _attempts(litellm, model, kwargs, retry, tally)
     for step_down in (_as_json_object, _without_response_format):
         if exc is None or not _format_refused(litellm, exc, kwargs):
             break
@@ -142,11 +152,35 @@ def _requests(litellm: ModuleType, model: str, kwargs: dict[str, Any], wanted_fo
         if lower is None:
             continue  # no schema to bind a json_object to
         kwargs = lower
-        response, exc = yield kwargs
-        sent += 1 - (_not_sent(litellm, exc) if exc else 0)
+        response, exc = yield from _attempts(litellm, model, kwargs, retry, tally)
     if exc is not None:
-        raise _model_error(model, exc, sent) from exc
-    return _completion(litellm, response, model, kwargs, sent, wanted_format)
+        raise _model_error(model, exc, tally.sent, tally.attempts if tally.retried else 0) from exc
+    return _completion(litellm, response, model, kwargs, tally.sent, wanted_format)
+
+
+@dataclass
+class _Tally:
+    sent: int = 0  # requests that reached the provider
+    attempts: int = 0  # attempts of the last request, retries included
+    retried: bool = False
+
+
+def _attempts(litellm: ModuleType, model: str, kwargs: dict[str, Any], retry: Retry,
+              tally: _Tally) -> Generator[tuple[dict[str, Any], float], tuple[Any, Exception | None], tuple[Any, Exception | None]]:
+    """One request, sent again after a rate limit, a server error or a timeout (not a refused format: that is the
+    step-down's), waiting as the server asked or a jittered backoff, at most `retry.attempts` times in all."""
+    wait = 0.0
+    tally.attempts = 0
+    while True:
+        response, exc = yield kwargs, wait
+        tally.attempts += 1
+        tally.sent += 1 - (_not_sent(litellm, exc) if exc else 0)
+        if (exc is None or tally.attempts >= retry.attempts or not transient(exc)
+                or _format_refused(litellm, exc, kwargs)):
+            return response, exc
+        wait = retry.wait(tally.attempts, exception_retry_after(exc))
+        tally.retried = True
+        log.info("llm_retry", model=model, attempt=tally.attempts, wait=wait, error=_short(exc))
 
 
 def _prepare(
@@ -353,10 +387,12 @@ def _short(exc: Exception) -> str:
     return message.strip() or type(exc).__name__
 
 
-def _model_error(model: str, exc: Exception, requests: int = 0) -> ModelError:
-    """Name the model and keep litellm's message; carry how many requests were sent, so they are counted."""
+def _model_error(model: str, exc: Exception, requests: int = 0, attempts: int = 0) -> ModelError:
+    """Name the model and keep litellm's message (and the attempts, when it was retried); carry how many requests
+    were sent, so they are counted."""
     message = _short(exc)
     log.warning("llm_call_failed", model=model, error=message, requests=requests)
-    error = ModelError(f"model '{model}': {message}")
+    gave_up = f"gave up after {attempts} attempts: " if attempts > 1 else ""
+    error = ModelError(f"model '{model}': {gave_up}{message}")
     error.requests = requests
     return error

@@ -122,8 +122,12 @@ class LLMPolicy:
 
     def __init__(self, model: str | None = None, *, prompt: str = "choose_transition", max_retries: int = 2, recent: int = 8,
                  temperature: float = 0.0, max_tokens: int | str | None = None, structured_output: bool = True, base_dir: Path | None = None,
-                 relevant_options: int | None = None, task_key: str = "task"):
+                 relevant_options: int | None = None, task_key: str = "task", retries: int | None = None,
+                 retry_max_wait: float | None = None):
+        from ..llm.retry import Retry
+
         self.model, self.prompt, self.max_retries, self.recent = model, prompt, max_retries, recent
+        self.retry = Retry.of(retries, retry_max_wait)  # resending after a busy server, unlike max_retries (re-asking)
         self.temperature, self.max_tokens, self.structured_output = temperature, max_tokens, structured_output
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self.relevant_options, self.task_key = relevant_options, task_key
@@ -188,7 +192,7 @@ class LLMPolicy:
         model, messages = self._model(ctx), self.messages(ctx)
         options = {"response_format": response_schema(self.shown_options(ctx)) if self.structured_output else None,
                    "temperature": self.temperature, "max_tokens": self._max_tokens(ctx), "base_dir": self.base_dir,
-                   "schema_in_prompt": model in self._format_refused}
+                   "schema_in_prompt": model in self._format_refused, "retry": self.retry}
         calls = tokens = 0
         cost = 0.0
         estimated = False

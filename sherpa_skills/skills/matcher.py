@@ -23,6 +23,7 @@ from typing import Any, Callable, Literal
 import structlog
 from pydantic import BaseModel, Field
 
+from ..errors import ModelFileError
 from . import literals as lit
 from .models import CapturedProcedure
 from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest, index_text
@@ -199,6 +200,8 @@ class Matcher:
             return None, [], why
         try:
             vector = embedder.embed([query])[0]
+        except ModelFileError:
+            raise  # a model that is not the one pinned is refused out loud, not quietly matched around
         except Exception as exc:
             return None, [], f"semantic scoring unavailable ({exc})"
         near = [pid for pid, _ in snap.nearest(vector, pool, include_candidates, task_type)]

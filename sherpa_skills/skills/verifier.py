@@ -20,6 +20,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ModelError
+from ..llm.retry import Retry
 from .models import CapturedProcedure
 from .relevance import default_model
 
@@ -102,13 +103,14 @@ class Verifier:
     """Asks `model` whether a procedure is the task; `lower` is the band's lower edge (see VERIFY_FLOOR)."""
 
     def __init__(self, model: str, *, lower: float | None = None, max_tokens: int = MAX_TOKENS,
-                 base_dir: str | None = None):
+                 base_dir: str | None = None, retry: Retry | None = None):
         if not model or not model.strip():
             raise ModelError(f"the verifier needs a model name (a litellm model string, or scripted/PATH.yaml; {MODEL_ENV})")
         self.model = model.strip()
         self.lower = float(VERIFY_FLOOR if lower is None else lower)
         self.max_tokens = max_tokens
         self.base_dir = base_dir
+        self.retry = retry  # None: the default (3 attempts for a rate limit, server error or timeout)
         self._schema_refused = False  # the server refused json_schema once: ask in the form it took from then on
 
     def messages(self, query: str, proc: CapturedProcedure, declared: list[str]) -> list[dict[str, str]]:
@@ -126,7 +128,7 @@ class Verifier:
         for attempt in (1, 2):
             try:
                 answer = complete(messages, self.model, response_format=fmt, max_tokens=self.max_tokens, base_dir=self.base_dir,
-                                  schema_in_prompt=self._schema_refused)
+                                  schema_in_prompt=self._schema_refused, retry=self.retry)
             except ModelError as exc:
                 verdict.calls += max(1, getattr(exc, "requests", 1) or 0)  # an attempt counts even if nothing left
                 verdict.reason = f"the verifier failed: {exc}"
