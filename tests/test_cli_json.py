@@ -68,7 +68,7 @@ ARGS: dict[str, list[list[str]]] = {
     "run": [["{waiting_file}", "-i", "ticket=hi"], ["{loop_file}", "--max-steps", "2"]],
     "resume": [["{run_id}", "-i", "approved=true"]],
     "show": [["{run_id}"]],
-    "runs delete": [["{run_id}", "--dry-run"], ["{run_id}", "--yes", "--force"]],
+    "runs delete": [["{run_id}", "--force", "--dry-run"], ["{run_id}", "--yes", "--force"]],
     "runs prune": [["--older-than", "30d", "--yes"]],
     "validate": [["{waiting_file}"]],
     "tools relevant": [["run the tests"]],
