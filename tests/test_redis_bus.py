@@ -345,3 +345,82 @@ def test_an_agent_name_that_is_a_path_logs_inside_home(redis_url: str, tmp_path:
     assert len(logs) == 1 and logs[0].parent == home / "logs"
     outside = [p for p in tmp_path.rglob("*") if p.suffix == ".jsonl" and home not in p.parents]
     assert outside == [] and not Path("/tmp/abs-agent-name.jsonl").exists()
+
+
+#: A relay: each `item` appends its number to OUT (the side effect a test counts), runs HOLD (a pause, or a crash),
+#: then passes the number on. One run per agent handles the whole stream (correlation id `stream`).
+RELAY = """
+name: relay
+initial: ready
+states:
+  ready: {waiting: true}
+transitions:
+  - trigger: item
+    source: ready
+    dest: ready
+    arguments: {n: {type: integer}}
+    before:
+      - shell: {command: "echo {{ args.n }} >> OUT"}
+      - shell: {command: "HOLD"}
+      - emit: {name: item, topic: TOPIC, payload: {n: "{{ args.n }}"}}
+"""
+
+
+def relay_file(tmp_path: Path, name: str, hold: str, topic: str) -> tuple[Path, Path]:
+    out = tmp_path / f"{name}.out"
+    flow = tmp_path / f"{name}.yaml"
+    flow.write_text(RELAY.replace("OUT", str(out)).replace("HOLD", hold).replace("TOPIC", topic))
+    return flow, out
+
+
+def handled_per_item(store: RunStore, run_id: str) -> dict[int, list[bool]]:
+    """The agent's own record: for each number, whether each logged run of its first action was marked possibly repeated."""
+    found: dict[int, list[bool]] = {}
+    for entry in store.load_belief(run_id).log:
+        command = entry.inputs.get("command", "") if entry.action == "shell" else ""
+        if command.startswith("echo ") and ">>" in command:
+            found.setdefault(int(command.split()[1]), []).append(entry.repeated)
+    return found
+
+
+@pytest.mark.slow
+def test_an_event_whose_tick_was_cut_short_after_an_action_completed_is_handled_once(procs: Processes, redis_url: str,
+                                                                                    tmp_path: Path) -> None:
+    """The first action completed (its result recorded), the process died in the second, before the tick committed and the
+    entry was acknowledged: the restarted agent finishes that tick and records the event as consumed with it, so the
+    redelivered entry is recognised by its id and not handled again; the action that was in flight ran twice and `show`
+    says it may have."""
+    flag = tmp_path / "crashed"
+    flow, out = relay_file(tmp_path, "relay", f"if [ ! -e {flag} ]; then touch {flag}; kill -9 $PPID; sleep 5; fi", "relayed")
+    RedisBus = pytest.importorskip("sherpa_skills.agents.redis_bus").RedisBus
+    bus = RedisBus(redis_url)
+    bus.register("sink", ["relayed"])  # someone hears what the relay emits
+    first = procs.agent(flow, "relay", "--subscribe", "items")
+    _wait(lambda: registered(redis_url, "relay"), 30, "the relay to register")
+    from sherpa_skills.engine.events import Event
+
+    bus.publish(Event(id="item-1", name="item", topic="items", payload={"n": 1}, correlation_id="stream"))
+    assert first.wait(timeout=60) == -signal.SIGKILL, procs.stderr(first)
+    assert out.read_text().split() == ["1"]
+
+    second = procs.agent(flow, "relay", "--subscribe", "items", "--max-events", "1", "--idle-exit", "20")
+    result = procs.finish(second)
+    assert result["counters"]["redelivered"] == 1
+    assert (result["counters"]["handled"], result["counters"]["duplicate"]) == (0, 1), result
+    assert result["problems"] == []
+    assert out.read_text().split() == ["1"], "the completed action is not run again"
+    assert bus.pending_count("relay", "sherpa:topic:items") == 0
+    assert stream_names(bus.client, "sherpa:topic:relayed") == ["item"], "what the cut-short tick emitted is published once"
+
+    store = RunStore(home=procs.home)
+    run_id = run_id_for("relay", "stream")
+    assert handled_per_item(store, run_id) == {1: [False]}
+    assert [t.trigger for t in store.load_belief(run_id).trajectory].count("item") == 1
+    assert [e["event"]["id"] for e in store.run_events(run_id, "in")] == ["item-1"]
+    holds = [e for e in store.load_belief(run_id).log if e.action == "shell" and "kill -9" in e.inputs.get("command", "")]
+    assert [h.repeated for h in holds] == [True]
+    store.close()
+    shown = procs.cli("show", run_id, "--home", str(procs.home))
+    assert shown.returncode == 0, shown.stderr
+    assert "possibly repeated" in shown.stdout
+    bus.close()
