@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,13 +20,40 @@ def connect(path: str | Path, *, timeout: float = 30.0) -> sqlite3.Connection:
     """
     try:
         conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
+        # The busy timeout comes first: every later statement, the journal-mode switch included, waits for other openers.
+        conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        _switch_to_wal(conn, timeout)
     except sqlite3.DatabaseError as exc:
         raise StoreFileError(f"'{path}' is not a usable SQLite database ({exc}); point --home at another folder or move the file away") from None
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
     return conn
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
+
+
+def _retry_busy(step: Callable[[], Any], timeout: float) -> Any:
+    """Run `step` again while SQLite says busy without having waited (a lock upgrade it refuses to wait for), up to `timeout`."""
+    deadline, pause = time.monotonic() + timeout, 0.005
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
+def _switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """A fresh file's switch to WAL needs an exclusive lock; when two openers both hold a shared one, SQLite fails one
+    of them at once with 'database is locked' instead of calling the busy handler, so the switch is retried."""
+    def switch() -> None:
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            conn.execute("PRAGMA journal_mode=WAL")
+    _retry_busy(switch, timeout)
 
 
 def prefix_matches(conn: sqlite3.Connection, table: str, column: str, prefix: str, limit: int = 4) -> list[str]:
@@ -37,14 +65,18 @@ def prefix_matches(conn: sqlite3.Connection, table: str, column: str, prefix: st
                                        (pattern, limit))]
 
 
-def migrate(conn: sqlite3.Connection, component: str, migrations: list[Migration]) -> None:
-    """Apply each named migration of a component once, in order, recording it in `_migrations`."""
-    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (component TEXT, name TEXT, applied REAL DEFAULT (strftime('%s','now')), PRIMARY KEY (component, name))")
+def migrate(conn: sqlite3.Connection, component: str, migrations: list[Migration], *, timeout: float = 30.0) -> None:
+    """Apply each named migration of a component once, in order, recording it in `_migrations`.
+
+    Every write is inside BEGIN IMMEDIATE (the write lock taken up front, waited for by the busy timeout), so two
+    processes migrating a fresh file never meet halfway through a read-then-write upgrade that SQLite refuses to wait for.
+    """
+    _retry_busy(lambda: _create_migrations_table(conn), timeout)
     done = {row[0] for row in conn.execute("SELECT name FROM _migrations WHERE component = ?", (component,))}
     for migration in migrations:
         if migration.__name__ in done:
             continue
-        conn.execute("BEGIN IMMEDIATE")
+        _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), timeout)
         try:
             # Another process may have applied it while we waited for the lock.
             if conn.execute("SELECT 1 FROM _migrations WHERE component = ? AND name = ?", (component, migration.__name__)).fetchone():
@@ -56,6 +88,17 @@ def migrate(conn: sqlite3.Connection, component: str, migrations: list[Migration
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+
+def _create_migrations_table(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS _migrations (component TEXT, name TEXT, applied REAL DEFAULT (strftime('%s','now')), "
+                     "PRIMARY KEY (component, name))")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def execute_script(conn: sqlite3.Connection, sql: str) -> None:

@@ -173,8 +173,11 @@ def test_two_heartbeats_at_once_exactly_one_runs(home: Path) -> None:
     """Started together (the first held in extract), one runs and the other skips."""
     procs = [subprocess.Popen([*held_heartbeat("extract", 2), "--home", str(home)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
-    outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
-    assert sorted(o["status"] for o in outs) == ["ran", "skipped"]
+    results = [p.communicate(timeout=120) for p in procs]
+    for proc, (out, err) in zip(procs, results):
+        assert proc.returncode == 0, f"a heartbeat failed (exit {proc.returncode}):\n{err[-3000:]}"
+    outs = [json.loads(out) for out, _ in results]
+    assert sorted(o["status"] for o in outs) == ["ran", "skipped"], [err[-3000:] for _, err in results]
 
 
 @pytest.mark.slow

@@ -280,8 +280,12 @@ class TestStoreForMining:
         log.write_text("".join(claude_pair(n) for n in range(300)))
         code = ("import sys; from pathlib import Path; from sherpa_skills.sessions import import_paths; "
                 "s = import_paths([Path(sys.argv[1])], home=Path(sys.argv[2])); print(s.commands)")
-        procs = [subprocess.Popen([sys.executable, "-c", code, str(log), str(home)], stdout=subprocess.PIPE, text=True) for _ in range(2)]
-        counts = [int(p.communicate(timeout=60)[0].strip().splitlines()[-1]) for p in procs]
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(log), str(home)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        outputs = [p.communicate(timeout=60) for p in procs]
+        for proc, (out, err) in zip(procs, outputs):
+            assert proc.returncode == 0 and out.strip(), f"an import failed:\n{err[-3000:]}"
+        counts = [int(out.strip().splitlines()[-1]) for out, _ in outputs]
         assert sum(counts) == 300
         with SessionStore(home) as store:
             assert store.count_commands() == 300

@@ -10,7 +10,8 @@ Layout (prefix `sherpa` by default):
 
 Each agent reads its streams in consumer group `{name}` (created at id 0, so events sent before it started are kept
 for it) and acknowledges an entry only after the tick that consumed it is committed: delivery is at-least-once, and
-the run store's event ids make handling exactly-once for a durable agent.
+the run store's event ids make handling exactly-once for a durable agent (only an action in flight at a crash may run
+twice, and is marked `repeated`).
 """
 
 from __future__ import annotations

@@ -325,7 +325,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print("[bold]execution log[/]")
     for e in belief.log:
         console.print(f"  {e.tick:>4}  {e.action:<16} {e.status:<8} {e.duration_ms:8.1f} ms  tokens {e.tokens}"
-                      + (f"  [red]{e.error}[/]" if e.error else ""))
+                      + (f"  [red]{e.error}[/]" if e.error else "")
+                      + ("  [yellow]possibly repeated: in flight when the process died, run again[/]" if e.repeated else ""))
     console.print("[bold]context[/]")
     console.print_json(json.dumps(belief.context, default=str))
     return EXIT_OK

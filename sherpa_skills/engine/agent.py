@@ -180,6 +180,8 @@ class Agent:
             if edge is None:
                 raise RunError(f"run {self.run_id} was killed during transition '{recorded['trigger']}' from state '{self.state}', "
                                f"which is no longer available; available: {', '.join(e.trigger for e in options) or 'none'}")
+            if recorded.get("event") is not None:
+                self._consume_again(recorded["event"])
             if recorded["decided_by"] == "fast_forward":
                 self.counters["fast_forwards"] += 1
             else:
@@ -220,6 +222,12 @@ class Agent:
         self._tick += 1
         source = self.state
         self._decision_record = {"trigger": edge.trigger, "args": targs, "decided_by": decision.decided_by if decision else "fast_forward"}
+        # The event this tick handles, kept with the intents: a crash mid-tick must still record it as consumed.
+        event = recorded.get("event") if recorded is not None else None
+        if decided_by == "event" and recorded is None:
+            event = next((e for d, _, e in reversed(self._record.events) if d == "in"), None)
+        if event is not None:
+            self._decision_record["event"] = event
         if self.observers:
             dest = machine.leaves[edge.dest_leaf] if edge.dest_leaf is not None else source
             self._notify("transition", state=dest, trigger=edge.trigger, source=source,
@@ -230,6 +238,14 @@ class Agent:
             self._leaf = edge.dest_leaf
         self._trajectory(edge.trigger, source, decision.decided_by if decision else "fast_forward")
         self.counters["steps"] += 1
+
+    def _consume_again(self, body: dict[str, Any]) -> None:
+        """The event a cut-short tick was handling: consumed with the tick that finishes it, so its redelivery is a duplicate."""
+        if self.store is not None and self.store.consumed(self.run_id, body["id"]) is not None:
+            return
+        self._consumed.add(body["id"])
+        self._record.events.append(("in", "handled", body))
+        self._write_context({"event": body})
 
     def _count_decision(self, decision: Decision) -> None:
         c = self.counters
@@ -271,6 +287,8 @@ class Agent:
 
     def _act_all(self, actions: tuple[BoundAction, ...], targs: dict[str, Any]) -> Generator[Any, Any, None]:
         done = self._in_flight.results if self._in_flight is not None and self._in_flight.tick == self._tick else {}
+        # Started before a crash, result never recorded: running it now may repeat what it already did (at-least-once).
+        cut_off = {(i.seq, i.action) for i in self._interrupted if i.tick == self._tick}
         for seq, bound in enumerate(actions):
             inputs, args = self._resolve(bound, targs)
             recorded = done.get(seq) if bound.definition.side_effects else None
@@ -283,10 +301,13 @@ class Agent:
             if bound.definition.check is not None:
                 self._record_check(bound)
             durable = bound.definition.side_effects and self.store is not None
+            repeated = durable and (seq, bound.name) in cut_off
             if durable:
                 self.store.mark_started(self.run_id, self._tick, seq, bound.name, self._decision_record)  # type: ignore[union-attr]
                 self._clear_intents = True
                 emitted = len(self._record.events)
+            if repeated:
+                self._log.warning("rerunning_interrupted_action", action=bound.name, tick=self._tick)
             started = time.time()
             t0 = perf_counter()
             try:
@@ -294,10 +315,10 @@ class Agent:
             except SherpaError as exc:
                 # A model call that gave up still sent its requests (retries included): they count.
                 self.counters["llm_calls"] += getattr(exc, "requests", 0)
-                self._log_action(bound, inputs, None, "error", started, t0, str(exc))
+                self._log_action(bound, inputs, None, "error", started, t0, str(exc), repeated=repeated)
                 raise exc if isinstance(exc, RunError) else ActionError(bound.name, str(exc)) from exc
             except Exception as exc:
-                self._log_action(bound, inputs, None, "error", started, t0, f"{type(exc).__name__}: {exc}")
+                self._log_action(bound, inputs, None, "error", started, t0, f"{type(exc).__name__}: {exc}", repeated=repeated)
                 raise ActionError(bound.name, f"{type(exc).__name__}: {exc}") from exc
             if not isinstance(result, ActionResult):
                 result = ActionResult(outputs=result)
@@ -307,7 +328,7 @@ class Agent:
                     "outputs": result.outputs, "context": result.context, "status": result.status, "tokens": result.tokens,
                     "cost": result.cost, "llm_calls": result.llm_calls, "started": started,
                     "events": [e for d, _, e in self._record.events[emitted:] if d == "out"]}))
-            self._log_action(bound, inputs, result.outputs, result.status, started, t0, None, result)
+            self._log_action(bound, inputs, result.outputs, result.status, started, t0, None, result, repeated=repeated)
             if result.context:
                 self._write_context(result.context)
             if bound.save_as:
@@ -386,7 +407,7 @@ class Agent:
             raise ActionError(bound.name, f"invalid arguments ({bound.where}, state '{self.state}'): {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
 
     def _log_action(self, bound: BoundAction, inputs: dict[str, Any], outputs: Any, status: str, started: float, t0: float,
-                    error: str | None, result: ActionResult | None = None) -> None:
+                    error: str | None, result: ActionResult | None = None, *, repeated: bool = False) -> None:
         duration = (perf_counter() - t0) * 1000
         tokens = result.tokens if result else 0
         cost = result.cost if result else 0.0
@@ -397,7 +418,8 @@ class Agent:
             self.counters["cost"] += cost
         error = self._scrub(error)
         self._append_log(LogEntry.model_construct(tick=self._tick, action=bound.name, inputs=self._recorded(inputs), outputs=self._recorded(outputs), status=status,
-                                                  started=started, duration_ms=duration, tokens=tokens, cost=cost, error=error))
+                                                  started=started, duration_ms=duration, tokens=tokens, cost=cost, error=error,
+                                                  repeated=repeated))
         if self.observers:
             self._notify("action", action=bound.name, status=status, duration_ms=duration, error=error, state=self.state)
 

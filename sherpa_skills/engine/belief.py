@@ -109,6 +109,8 @@ class LogEntry(BaseModel):
     tokens: int = 0
     cost: float = 0.0
     error: str | None = None
+    #: Run again after a crash cut it short (started, result never recorded): what it does may have happened twice.
+    repeated: bool = False
 
     @field_validator("inputs", "outputs")
     @classmethod

@@ -61,7 +61,12 @@ def m003_intent_results(conn: sqlite3.Connection) -> None:
     """)
 
 
-MIGRATIONS = [m001_runs, m002_run_events, m003_intent_results]
+def m004_repeated_actions(conn: sqlite3.Connection) -> None:
+    """An action run again because a crash cut it short is marked, so `show` can say it may have run twice."""
+    conn.execute("ALTER TABLE run_log ADD COLUMN repeated INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS = [m001_runs, m002_run_events, m003_intent_results, m004_repeated_actions]
 RUN_STATUSES = ("running", "waiting", "interrupted", "final", "error")
 RUN_TABLES = ("run_trajectory", "run_log", "run_context", "run_intents", "run_events")  # a run's own rows, beside `runs`
 
@@ -188,10 +193,10 @@ class RunStore:
                 [(run_id, t.tick, t.state, t.trigger, t.source, t.decided_by, t.at) for t in record.trajectory])
         if record.log:
             conn.executemany(
-                "INSERT INTO run_log (run_id, tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO run_log (run_id, tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error, repeated)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(run_id, e.tick, e.action, _dump(e.inputs, f"inputs of action '{e.action}'"), _dump(e.outputs, f"outputs of action '{e.action}'"),
-                  e.status, e.started, e.duration_ms, e.tokens, e.cost, e.error) for e in record.log])
+                  e.status, e.started, e.duration_ms, e.tokens, e.cost, e.error, int(e.repeated)) for e in record.log])
         if record.context:
             tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else -1)
             conn.executemany("INSERT INTO run_context (run_id, tick, key, value) VALUES (?, ?, ?, ?)",
@@ -278,8 +283,8 @@ class RunStore:
         trajectory = [TrajectoryEntry(tick=r[0], state=r[1], trigger=r[2], source=r[3], decided_by=r[4], at=r[5])
                       for r in conn.execute("SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory WHERE run_id = ? ORDER BY id" + limit, (run_id,))]
         log = [LogEntry(tick=r[0], action=r[1], inputs=json.loads(r[2]), outputs=json.loads(r[3]) if r[3] is not None else None, status=r[4],
-                        started=r[5], duration_ms=r[6], tokens=r[7], cost=r[8], error=r[9])
-               for r in conn.execute("SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error FROM run_log WHERE run_id = ? ORDER BY id" + limit, (run_id,))]
+                        started=r[5], duration_ms=r[6], tokens=r[7], cost=r[8], error=r[9], repeated=bool(r[10]))
+               for r in conn.execute("SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error, repeated FROM run_log WHERE run_id = ? ORDER BY id" + limit, (run_id,))]
         if tail is not None:
             trajectory.reverse()
             log.reverse()
