@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..logs import ensure_configured
 from ..redact import redact_known
-from .belief import Belief, BeliefView, LogEntry, freeze, log_entry, lookup, trajectory_entry
+from .belief import _FROZEN, Belief, BeliefView, LogEntry, freeze, log_entry, lookup, trajectory_entry
 from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
 from ..errors import ActionError, NoTransitionError, PolicyError, RunError, SherpaError, StoreError, UsageError
 from .events import Event, parse_event
@@ -412,7 +412,9 @@ class Agent:
 
     def _recorded(self, value: Any) -> Any:
         """What goes into the belief: secrets replaced, and a read-only copy no reader can change, nor the action that made it."""
-        return freeze(self._scrub(value))
+        if self._secrets:
+            value = self._scrub(value)
+        return value if type(value) in _FROZEN else freeze(value)  # scalars and frozen values: no call (several per step)
 
     def _write_context(self, values: dict[str, Any]) -> None:
         values = {k: self._recorded(v) for k, v in values.items()}
