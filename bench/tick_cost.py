@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from _results import machine, write_section  # noqa: E402
+from _results import machine, write_section
 
 TITLE = "Tick cost (instructions per step)"
 TARGETS = {"memory": 160.0, "durable": 600.0}
@@ -99,7 +99,7 @@ def count(tree: Path, bench_dir: Path, variants: list[str]) -> dict[str, float]:
     """kinstr per step for each variant, from the shared script run on `tree`'s code."""
     env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(tree)}
     done = subprocess.run(["bash", str(bench_dir / "tick_cost.sh"), *variants], cwd=tree, env=env, capture_output=True,
-                          text=True, timeout=1800)
+                          text=True, timeout=1800, check=False)
     if done.returncode != 0:
         raise SystemExit(f"tick_cost.sh failed on {tree}: {done.stderr.strip()}")
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -110,7 +110,7 @@ def shares(tree: Path, bench_dir: Path, variant: str) -> dict[str, float]:
     """Each function's inclusive share of the profiled run part, by `file|function`."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run([sys.executable, "-c", _PROFILE_CHILD, str(bench_dir), variant], cwd=tree, env=env,
-                          capture_output=True, text=True, timeout=1800)
+                          capture_output=True, text=True, timeout=1800, check=False)
     if done.returncode != 0:
         raise SystemExit(f"profiling {variant} failed on {tree}: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -165,12 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         f"- Date: {started.strftime('%Y-%m-%d %H:%M UTC')}",
         f"- Machine: {machine()}",
-        f"- Command: `{command}` (runs `{bench_dir}/tick_cost.sh {' '.join(args.variants)}` on each tree: callgrind,"
-        " 3 episodes x 120 steps, only `Agent.run()` counted)",
-        "- Workload: the peers' 6-step plan/act/check cycle in a 3-level hierarchy, a rule decision per cycle, an `increment`"
-        " action per step (see the shared `bench_sherpa_skills.py`). Durable = `RunStore` (SQLite WAL, synchronous=NORMAL),"
-        " each tick committed before the next; its figure moves by a few percent from run to run with the background WAL"
-        " checkpoints, which callgrind counts too.",
+        (f"- Command: `{command}` (runs `{bench_dir}/tick_cost.sh {' '.join(args.variants)}` on each tree: callgrind,"
+         " 3 episodes x 120 steps, only `Agent.run()` counted)"),
+        ("- Workload: the peers' 6-step plan/act/check cycle in a 3-level hierarchy, a rule decision per cycle, an `increment`"
+         " action per step (see the shared `bench_sherpa_skills.py`). Durable = `RunStore` (SQLite WAL, synchronous=NORMAL),"
+         " each tick committed before the next; its figure moves by a few percent from run to run with the background WAL"
+         " checkpoints, which callgrind counts too."),
         "",
         "| variant | " + " | ".join(f"{t}, kinstr/step" for t in labels) + " | target | peer, same counter |",
         "|---|" + "---:|" * len(labels) + "---|---|",
@@ -183,9 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     for v, by_tree in profiled.items():
         lines += ["", *function_rows(v, {t: figures[t][v] for t in labels}, by_tree)]
     if profiled:
-        lines += ["", "Function rows are estimates: the function's inclusive share of the same run part under cProfile"
-                      " (30 episodes), times the callgrind count of its tree. Rows nest (a caller includes its callees); — = the"
-                      " function does not exist in that tree."]
+        lines += ["", ("Function rows are estimates: the function's inclusive share of the same run part under cProfile"
+                       " (30 episodes), times the callgrind count of its tree. Rows nest (a caller includes its callees); — = the"
+                       " function does not exist in that tree.")]
     body = "\n".join(lines) + "\n"
     print()
     print(f"## {TITLE}\n\n{body}")
