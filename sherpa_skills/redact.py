@@ -62,7 +62,9 @@ __all__ = [
     "contains_secret",
     "find_secrets",
     "is_secret_name",
+    "keeps_numbers_under",
     "redact",
+    "redact_item",
     "redact_known",
     "redact_value",
 ]
@@ -519,6 +521,7 @@ def contains_secret(text: str) -> bool:
 
 
 _MAX_DEPTH = 200
+_PLAIN_NUMBERS = frozenset({int, float, bool, type(None)})
 
 
 def redact_value(value: Any) -> Any:
@@ -534,6 +537,20 @@ def redact_value(value: Any) -> Any:
     """
     try:
         return _redact_value(value, 0, set())
+    except Exception:
+        return REDACTED
+
+
+@lru_cache(maxsize=4096)
+def keeps_numbers_under(key: str) -> bool:
+    """Whether `redact_value` keeps this mapping key as it is, and a number under it (a counter's name, say)."""
+    return _key_strength(key) == _NOT and redact(key) == key
+
+
+def redact_item(key: Any, value: Any) -> Any:
+    """`value` as `redact_value` leaves it under `key` in a mapping (whole value replaced when the key names a secret)."""
+    try:
+        return REDACTED if _secret_key_value(key, value) else _redact_value(value, 0, set())
     except Exception:
         return REDACTED
 
@@ -555,6 +572,11 @@ def _secret_key_value(key: Any, value: Any) -> bool:
 
 
 def _redact_value(value: Any, depth: int, active: set[int]) -> Any:
+    kind = type(value)
+    if kind is str:
+        return redact(value)
+    if kind in _PLAIN_NUMBERS:  # exact types first: the stored rows are mostly these, and ABC checks are slow
+        return value
     if isinstance(value, str):
         return redact(value)
     if value is None or isinstance(value, (bool, int, float, complex)):
@@ -568,13 +590,13 @@ def _redact_value(value: Any, depth: int, active: set[int]) -> Any:
         if cleaned == decoded:
             return value
         return type(value)(cleaned.encode("utf-8"))
-    if not isinstance(value, (Mapping, list, tuple, set, frozenset)):
+    if not isinstance(value, (dict, list, Mapping, tuple, set, frozenset)):
         return value
     if depth >= _MAX_DEPTH or id(value) in active:
         return REDACTED
     active.add(id(value))
     try:
-        if isinstance(value, Mapping):
+        if isinstance(value, dict) or isinstance(value, Mapping):
             out: dict[Any, Any] = {}
             for k, v in value.items():
                 new_key = redact(k) if isinstance(k, str) else k

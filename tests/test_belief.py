@@ -147,6 +147,23 @@ class TestJsonRoundTrip:
         assert Belief.from_json(agent.belief.to_json()) == agent.belief
         assert RunStore(tmp_path / "store.db").load_belief(agent.run_id).model_dump() == agent.belief.model_dump()
 
+    def test_entries_the_engine_makes_without_validation_are_what_validation_makes(self):
+        """The tick builds its entries directly (no per-field walk); they must be indistinguishable from validated ones."""
+        workflow = load_workflow_text(COUNTING, name="counting.yaml")
+        agent = workflow.agent()
+        assert agent.run().status == "final"
+        entries = [*agent.belief.trajectory, *agent.belief.log]
+        assert {type(e) for e in entries} == {TrajectoryEntry, LogEntry}
+        for entry in entries:
+            validated = type(entry).model_validate(entry.model_dump())
+            assert entry == validated and entry.model_dump_json() == validated.model_dump_json()
+            assert entry.model_fields_set == validated.model_fields_set == set(type(entry).model_fields)
+            assert entry.model_copy() == entry and entry.model_dump(exclude_unset=True) == validated.model_dump(exclude_unset=True)
+            with pytest.raises(ReadOnlyBeliefError):
+                entry.tick = 99
+        # Each entry has its own fields set: pydantic may grow one in place, which must not reach the others.
+        assert len({id(e.model_fields_set) for e in entries}) == len(entries)
+
 
 COUNTING = """
 name: counting

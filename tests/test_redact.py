@@ -16,7 +16,9 @@ from sherpa_skills.redact import (
     contains_secret,
     find_secrets,
     is_secret_name,
+    keeps_numbers_under,
     redact,
+    redact_item,
     redact_value,
 )
 
@@ -395,6 +397,17 @@ def test_redact_value_cycles_and_odd_inputs_never_raise() -> None:
         cur = nxt
     redact_value(deep)  # does not raise
     assert redact_value(b"\xff\xfe token=abc") == "\ufffd\ufffd token=[REDACTED]".encode()
+
+
+@pytest.mark.parametrize("key", ["steps", "api_key", "password", "token_count", "max_tokens", "note", "password=hunter2x"])
+@pytest.mark.parametrize("value", [3, 2.5, True, None, "plain", "ghp_" + "a1B2" * 9, {"password": "x", "n": [1, "token=abc"]}])
+def test_one_item_is_redacted_as_in_its_mapping(key: str, value) -> None:
+    """The run store redacts a context value alone (`redact_item`) and skips the walk for numbers under kept names."""
+    whole = redact_value({key: value})
+    assert redact_item(key, value) == next(iter(whole.values()))
+    if keeps_numbers_under(key) and type(value) in (int, float, bool):
+        assert whole == {key: value}
+    assert keeps_numbers_under("steps") and not keeps_numbers_under("api_key") and not keeps_numbers_under("password=hunter2x")
 
 
 @pytest.mark.parametrize("odd", [None, 12, b"export TOKEN=abc", "\x00\udcff", "=" * 1000, "--password", "-----BEGIN RSA PRIVATE KEY-----"])

@@ -8,6 +8,7 @@ from sherpa_skills.engine.belief import LogEntry, TrajectoryEntry
 from sherpa_skills.engine.runstore import RunStore, TickRecord
 
 SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"
+TOKEN = "ghp_" + "a1B2" * 9  # redacted by its shape, whatever key it is under
 
 
 def test_context_values_under_secret_names_are_redacted(tmp_path: Path) -> None:
@@ -18,6 +19,22 @@ def test_context_values_under_secret_names_are_redacted(tmp_path: Path) -> None:
     context = store.load_belief("r1").context
     assert context["api_key"] != SECRET and context["name"] == "Ada"
     assert store.get_run("r1").inputs["api_key"] != SECRET
+    store.close()
+
+
+def test_a_context_key_that_holds_a_secret_is_stored_redacted_not_a_crash(tmp_path: Path) -> None:
+    """A key is redacted like any text (it may hold `password=...`); its value is redacted as under that key. Before,
+    the value was looked up under the unredacted key in the redacted mapping: a KeyError out of the commit."""
+    key = "password=" + SECRET
+    store = RunStore(home=tmp_path)
+    record = TickRecord(trajectory=[TrajectoryEntry(tick=0, state="a", at=0.0)], context=[(key, SECRET), ("n", 1)])
+    store.create_run("r1", "w", None, None, {}, "a", {"steps": 0, "note": TOKEN}, record)
+    store.commit_tick("r1", TickRecord(context=[(key, 2)]), status="running", state="a", tick=1, counters={"steps": 1, "note": TOKEN})
+    rows = store.conn.execute("SELECT key, value FROM run_context WHERE run_id = 'r1'").fetchall()
+    assert SECRET not in repr(rows) and ("n", "1") in rows and len(rows) == 3
+    # Counters are numbers, so their redaction is skipped; anything else in them still takes it.
+    assert TOKEN not in repr(store.conn.execute("SELECT counters FROM runs").fetchall())
+    assert store.get_run("r1").counters["steps"] == 1
     store.close()
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..logs import ensure_configured
 from ..redact import redact_known
-from .belief import Belief, BeliefView, LogEntry, TrajectoryEntry, freeze, lookup
+from .belief import _FROZEN, Belief, BeliefView, LogEntry, freeze, log_entry, lookup, trajectory_entry
 from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
 from ..errors import ActionError, NoTransitionError, PolicyError, RefusedError, RunError, SherpaError, StoreError, UsageError
 from .events import Event, parse_event
@@ -267,7 +267,7 @@ class Agent:
             # The validated arguments too: a captured trajectory replays them.
             outputs: dict[str, Any] = {"trigger": decision.trigger, "args": dict(decision.args), "reason": decision.reason}
             outputs |= _llm_extras(decision.llm_calls, decision.rejected, decision.tokens_estimated)
-            self._append_log(LogEntry.model_construct(
+            self._append_log(log_entry(
                 tick=self._tick + 1, action="policy:llm", inputs=self._recorded({"state": self.state}),
                 outputs=self._recorded(outputs),
                 status="ok", started=time.time(), duration_ms=0.0, tokens=decision.tokens, cost=decision.cost, error=None))
@@ -279,8 +279,8 @@ class Agent:
             return
         if getattr(exc, "tokens_estimated", False):
             self.counters["estimated_tokens"] += getattr(exc, "tokens", 0)
-        self._append_log(LogEntry.model_construct(
-            tick=self._tick + 1, action="policy:llm", inputs={"state": self.state},
+        self._append_log(log_entry(
+            tick=self._tick + 1, action="policy:llm", inputs=self._recorded({"state": self.state}),
             outputs=_llm_extras(calls, getattr(exc, "rejected", []), getattr(exc, "tokens_estimated", False)),
             status="error", started=time.time(), duration_ms=0.0, tokens=getattr(exc, "tokens", 0), cost=getattr(exc, "cost", 0.0),
             error=str(exc)))
@@ -342,7 +342,7 @@ class Agent:
         except Exception as exc:  # a user's function: whatever it raises is reported, not propagated
             features, status, error = None, "error", f"{type(exc).__name__}: {exc}"
             self._log.warning("action_check_failed", action=bound.name, error=error)
-        self._append_log(LogEntry.model_construct(
+        self._append_log(log_entry(
             tick=self._tick, action=f"check:{bound.name}", inputs={}, outputs=self._recorded(features), status=status,
             started=time.time(), duration_ms=0.0, tokens=0, cost=0.0, error=self._scrub(error)))
 
@@ -417,7 +417,7 @@ class Agent:
             self.counters["tokens"] += tokens
             self.counters["cost"] += cost
         error = self._scrub(error)
-        self._append_log(LogEntry.model_construct(tick=self._tick, action=bound.name, inputs=self._recorded(inputs), outputs=self._recorded(outputs), status=status,
+        self._append_log(log_entry(tick=self._tick, action=bound.name, inputs=self._recorded(inputs), outputs=self._recorded(outputs), status=status,
                                                   started=started, duration_ms=duration, tokens=tokens, cost=cost, error=error,
                                                   repeated=repeated))
         if self.observers:
@@ -437,7 +437,9 @@ class Agent:
 
     def _recorded(self, value: Any) -> Any:
         """What goes into the belief: secrets replaced, and a read-only copy no reader can change, nor the action that made it."""
-        return freeze(self._scrub(value))
+        if self._secrets:
+            value = self._scrub(value)
+        return value if type(value) in _FROZEN else freeze(value)  # scalars and frozen values: no call (several per step)
 
     def _write_context(self, values: dict[str, Any]) -> None:
         values = {k: self._recorded(v) for k, v in values.items()}
@@ -445,7 +447,7 @@ class Agent:
         self._record.context.extend(values.items())
 
     def _trajectory(self, trigger: str | None, source: str | None, decided_by: str) -> None:
-        entry = TrajectoryEntry.model_construct(tick=self._tick, state=self.state, trigger=trigger, source=source, decided_by=decided_by, at=time.time())
+        entry = trajectory_entry(tick=self._tick, state=self.state, trigger=trigger, source=source, decided_by=decided_by, at=time.time())
         self.belief.trajectory.append(entry)
         self._record.trajectory.append(entry)
         if trigger is None and self.observers:

@@ -469,6 +469,8 @@ def check_arguments(edge: Edge, args: dict[str, Any]) -> dict[str, Any]:
     if undeclared:
         takes = f"takes only {', '.join(edge.arguments)}" if edge.arguments else "takes no arguments"
         raise ValueError(f"'{edge.trigger}' {takes}; undeclared: {', '.join(undeclared)}")
+    if not edge.arguments:  # nothing declared and nothing given (anything given is refused above): nothing to validate
+        return {}
     try:
         return edge.args_model.model_validate(args).model_dump()
     except ValidationError as exc:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from .belief import Belief, LogEntry, TrajectoryEntry
 from ..errors import StoreError
 from ..home import store_path
-from ..redact import redact_value
+from ..redact import keeps_numbers_under, redact, redact_item, redact_value
 from ..sqlite_db import Checkpointer, connect, execute_script, migrate, prefix_matches
 
 
@@ -128,15 +128,27 @@ def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+# One encoder for every row: json.dumps with separators builds a new one per call (5 rows a tick).
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+_NUMBERS = frozenset({int, float, bool})
+
+
 def _dump(value: Any, what: str, key: str | None = None) -> str:
     """JSON for a row, secrets redacted: nothing that looks like a token or password reaches the store.
 
     A value stored under a `key` is redacted as it would be under that key (api_key: ... is a secret whatever it looks like).
     """
     try:
-        return json.dumps(redact_value(value) if key is None else redact_value({key: value})[key], separators=(",", ":"))
+        return _encode(redact_value(value) if key is None else redact_item(key, value))
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+def _dump_counters(counters: dict[str, Any]) -> str:
+    """The run's counters, written every tick: numbers under names redaction keeps skip its walk; anything else takes it."""
+    if all(type(v) in _NUMBERS and type(k) is str and keeps_numbers_under(k) for k, v in counters.items()):
+        return _encode(counters)
+    return _dump(counters, "counters")
 
 
 class RunStore:
@@ -200,7 +212,7 @@ class RunStore:
         if record.context:
             tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else -1)
             conn.executemany("INSERT INTO run_context (run_id, tick, key, value) VALUES (?, ?, ?, ?)",
-                             [(run_id, tick, k, _dump(v, f"context key '{k}'", key=k)) for k, v in record.context])
+                             [(run_id, tick, redact(k), _dump(v, f"context key '{k}'", key=k)) for k, v in record.context])
         if record.events:
             tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else at_tick)
             try:
@@ -220,7 +232,7 @@ class RunStore:
             try:
                 self._append(run_id, record, tick)
                 conn.execute("UPDATE runs SET status = ?, state = ?, tick = ?, counters = ?, error = ?, updated = ? WHERE run_id = ?",
-                             (status, state, tick, _dump(counters, "counters"), error, time.time(), run_id))
+                             (status, state, tick, _dump_counters(counters), error, time.time(), run_id))
                 if clear_intents:
                     conn.execute("DELETE FROM run_intents WHERE run_id = ?", (run_id,))
                 conn.execute("COMMIT")
