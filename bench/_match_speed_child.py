@@ -45,11 +45,11 @@ def procedures(size: int) -> list[tuple[int, str, str, str]]:
 
 
 def fill(home: Path, size: int) -> tuple[Any, list[tuple[Any, int]]]:
-    from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-    from sherpa_skills.skills.store import SkillStore
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from sherpa_skills.skills.store.database import ProcedureDatabase
 
     home.mkdir(parents=True, exist_ok=True)
-    store = SkillStore(home / "store.db")
+    store = ProcedureDatabase(home / "store.db")
     made = []
     for i, (j, task_type, description, command) in enumerate(procedures(size)):
         step = ProcedureStep.model_construct(command=command, expected_exit_code=0, expected_output_pattern=None,
@@ -82,7 +82,7 @@ class TableEmbedder:
 def setup(home: Path, size: int, vectors_file: Path) -> None:
     import numpy as np
 
-    from sherpa_skills.skills.matcher import Matcher, describe
+    from sherpa_skills.skills.match.matcher import Matcher, describe
 
     base = np.load(vectors_file)
     store, made = fill(home, size)
@@ -103,11 +103,11 @@ def setup(home: Path, size: int, vectors_file: Path) -> None:
 
 
 def warm(home: Path, queries_file: Path) -> None:
-    from sherpa_skills.skills.matcher import Matcher
-    from sherpa_skills.skills.store import SkillStore
+    from sherpa_skills.skills.match.matcher import Matcher
+    from sherpa_skills.skills.store.database import ProcedureDatabase
 
     queries = json.loads(queries_file.read_text())
-    matcher = Matcher(SkillStore(home / "store.db"))
+    matcher = Matcher(ProcedureDatabase(home / "store.db"))
     t0 = time.perf_counter()
     first = matcher.match(queries[0])
     first_s = time.perf_counter() - t0

@@ -13,13 +13,13 @@ its `about`, and each other description is a task that must find it among the fi
 commands with one description are learnings too, and the other half's descriptions are tasks with no learning of
 their own. The same learnings are scored again without their about (a shell history records none). A shown learning
 whose command runs none of the programs of the task's own command is noise ("false": the share of tasks shown at least
-one). The relevance of every (task, learning) pair is computed as `LearningFinder` computes it (the exact MiniLM cosine
+one). The relevance of every (task, learning) pair is computed as `FailureFinder` computes it (the exact MiniLM cosine
 of the closest view + TERMS_WEIGHT * IDF key-term coverage), for a sweep of weights and floors. The chosen pair has the
 highest recall (both stores summed) among those that show an unrelated learning at most once in five plans
 (noise <= TARGET_NOISE per task) in both stores: a stray learning costs a line of the prompt, a missed one lets the
 planner repeat a known failure.
 
-Latency: `LearningFinder.find` on a warm finder (what `plan_context` calls on every plan) with N learnings in a real
+Latency: `FailureFinder.find` on a warm finder (what `plan_context` calls on every plan) with N learnings in a real
 store and companion, against the previous lexical pick (IDF-weighted shared words, no embedding) in the same run.
 """
 
@@ -58,7 +58,7 @@ SHOWN = 5
 def program_of(command: str) -> frozenset[str]:
     """The programs a command runs (each pipeline stage's, and what `xargs` runs): a learning is about the task when
     the task's own command runs its program too."""
-    from sherpa_skills.skills.shell_words import stages
+    from sherpa_skills.skills.mine.shell_words import stages
 
     found = set()
     for stage in stages(command) or ():
@@ -79,7 +79,7 @@ def load(path: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, int | 
     A command with two or more descriptions is a learning `about` its first one, and each other description is a task
     that must find it (a paraphrase). Of the commands with one description, half (by a hash) are learnings too
     (distractors) and the other half's descriptions are tasks with no learning of their own."""
-    from sherpa_skills.skills.recurring import suggest_task_type
+    from sherpa_skills.skills.mine.recurring import suggest_task_type
 
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     learnings: list[tuple[str, str, str]] = []
@@ -120,8 +120,8 @@ def sweep_of(learnings: list[tuple[str, str, str]], tasks: list[tuple[str, int |
     """recall, false and noise for every (terms weight, floor), scoring every (task, learning) pair as the finder does."""
     import numpy as np
 
-    from sherpa_skills.skills.learnings import learning_texts, learning_words
-    from sherpa_skills.skills.similarity import TermIndex
+    from sherpa_skills.skills.match.failures import learning_texts, learning_words
+    from sherpa_skills.skills.match.similarity import TermIndex
 
     queries = embed_all([q for q, _, _ in tasks], cache)
     cos = np.zeros((len(tasks), len(learnings)), dtype=np.float32)
@@ -184,7 +184,7 @@ _ABOUTS = ["Build the frontend for production", "Deploy the api", "Run the unit 
 def synthetic(n: int) -> list[tuple[str, str, str, str]]:
     """n distinct (task type, about, command, error): 20 programs x varied arguments x 8 errors; every other one knows
     what it was for (as a Claude Code log tells), the rest are bare commands (as a shell history gives them)."""
-    from sherpa_skills.skills.recurring import suggest_task_type
+    from sherpa_skills.skills.mine.recurring import suggest_task_type
 
     out = []
     for i in range(n):
@@ -197,8 +197,8 @@ def synthetic(n: int) -> list[tuple[str, str, str, str]]:
 
 def lexical_baseline(store: Any, task: str, task_type: str | None) -> int:
     """The previous pick: IDF-weighted shared words over the 2,000 newest learnings, floor 0.3 (no meaning)."""
-    from sherpa_skills.skills.learnings import learning_words
-    from sherpa_skills.skills.similarity import task_type_words, words
+    from sherpa_skills.skills.match.failures import learning_words
+    from sherpa_skills.skills.match.similarity import task_type_words, words
 
     pool = store.learnings(limit=2000)
     task_words = set(words(task)) | task_type_words(task_type)
@@ -213,17 +213,17 @@ def lexical_baseline(store: Any, task: str, task_type: str | None) -> int:
 
 
 def latency(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
-    from sherpa_skills.skills.learnings import LearningFinder
-    from sherpa_skills.skills.models import CapturedLearning
-    from sherpa_skills.skills.store import SkillStore
+    from sherpa_skills.skills.match.failures import FailureFinder
+    from sherpa_skills.skills.store.models import CapturedLearning
+    from sherpa_skills.skills.store.database import ProcedureDatabase
 
     rows = []
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            store = SkillStore(Path(tmp) / "store.db")
+            store = ProcedureDatabase(Path(tmp) / "store.db")
             for task_type, about, command, error in synthetic(n):
                 store.add_learning(CapturedLearning(task_type=task_type, about=about, command=command, error=error, source="bench"))
-            finder = LearningFinder(store)
+            finder = FailureFinder(store)
             t0 = time.perf_counter()
             finder.reindex()
             index_s = time.perf_counter() - t0
@@ -250,7 +250,7 @@ def latency(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
 
 
 def report(cal: dict[str, Any] | None, lat: list[dict[str, Any]], command: str) -> str:
-    from sherpa_skills.skills.learnings import FLOOR, TERMS_WEIGHT
+    from sherpa_skills.skills.match.failures import FLOOR, TERMS_WEIGHT
 
     lines = [f"Machine: {machine()}.", f"Command: `{command}`.", ""]
     if cal is None:
@@ -281,11 +281,11 @@ def report(cal: dict[str, Any] | None, lat: list[dict[str, Any]], command: str) 
                              f"{about[key]['false']:.1%} / {bare[key]['false']:.1%}; noise {about[key]['noise']:.2f} / {bare[key]['noise']:.2f}.")
         shipped = (TERMS_WEIGHT, FLOOR)
         if shipped in about:
-            lines.append(f"Shipped (`skills/learnings.py`): weight {TERMS_WEIGHT:g}, floor {FLOOR:g}: recall {about[shipped]['recall']:.1%} "
+            lines.append(f"Shipped (`skills/match/failures.py`): weight {TERMS_WEIGHT:g}, floor {FLOOR:g}: recall {about[shipped]['recall']:.1%} "
                          f"/ {bare[shipped]['recall']:.1%}, false {about[shipped]['false']:.1%} / {bare[shipped]['false']:.1%}.")
         lines.append("")
     if lat:
-        lines += ["Added latency per plan: `LearningFinder.find` warm (query embedded by MiniLM, companion neighbours, exact "
+        lines += ["Added latency per plan: `FailureFinder.find` warm (query embedded by MiniLM, companion neighbours, exact "
                   "cosines), against the previous lexical pick (shared words, no meaning) in the same run; 8 tasks x rounds.", "",
                   "| learnings | find p50 ms | find p95 ms | lexical p50 ms | ratio | shown per task | reindex s |",
                   "|---|---|---|---|---|---|---|"]

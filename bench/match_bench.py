@@ -113,11 +113,11 @@ def embedder() -> CachingEmbedder:
 
 def build_store(home: Path, stored: list[tuple[str, str]]) -> tuple[Any, list[str], float]:
     """A real store and its matching index: one procedure per command, proven (two successes); returns ids and reindex rate."""
-    from sherpa_skills.skills.matcher import Matcher
-    from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-    from sherpa_skills.skills.store import SkillStore
+    from sherpa_skills.skills.match.matcher import Matcher
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from sherpa_skills.skills.store.database import ProcedureDatabase
 
-    store = SkillStore(home / "store.db")
+    store = ProcedureDatabase(home / "store.db")
     ids = []
     for i, (command, description) in enumerate(stored):
         program = program_of(command)
@@ -199,7 +199,7 @@ def _with_floor(top_pos: list[tuple[int, float]], golds: list[int], top_neg: lis
 
 def baseline_bm25(split: dict[str, Any]) -> tuple[float, dict[str, float]]:
     """Okapi BM25 (k1 1.2, b 0.75) over the stored descriptions; the raw (absolute) score against a floor."""
-    from sherpa_skills.skills.matcher import words
+    from sherpa_skills.skills.match.matcher import words
 
     docs = [words(d) for _, d in split["stored"]]
     n, avg = len(docs), sum(map(len, docs)) / max(len(docs), 1)
@@ -253,7 +253,7 @@ def fresh_process(home: Path, queries: list[str]) -> list[float]:
 
 def pad_store(matcher: Any, split: dict[str, Any], size: int) -> None:
     """Grow the store to `size` procedures with reworded copies of the stored ones, indexed in batches."""
-    from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
     store = matcher.store
     stored = split["stored"]
@@ -286,7 +286,7 @@ def main() -> int:
         print(f"skipped: set {ENV} to the folder holding nl2bash-dev.jsonl (../shared/matching)")
         return 0
     split = load_split(Path(data) / "nl2bash-dev.jsonl")
-    from sherpa_skills.skills.matcher import MARGIN, RELEVANCE_FLOOR
+    from sherpa_skills.skills.match.matcher import MARGIN, RELEVANCE_FLOOR
 
     with tempfile.TemporaryDirectory(prefix="match-bench-") as tmp:
         home = Path(tmp)

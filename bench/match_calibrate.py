@@ -1,4 +1,4 @@
-"""Fit the matcher's relevance model (sherpa_skills/skills/relevance.json) on the NL2Bash dev split, and say how
+"""Fit the matcher's relevance model (sherpa_skills/skills/match/relevance.json) on the NL2Bash dev split, and say how
 well it does on data it was not fitted on. Rewrites the `## Procedure matching: calibration` section of bench/RESULTS.md.
 
     SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_calibrate.py              # fits, reports, writes the JSON
@@ -6,7 +6,7 @@ well it does on data it was not fitted on. Rewrites the `## Procedure matching: 
     ... --embedding-cache /tmp/e.pkl    # keep MiniLM vectors between runs (embedding is most of the time)
 
 Same store and queries as bench/match_bench.py. Every candidate whose literals agree gives one row: the relevance
-features (`sherpa_skills.skills.relevance.FEATURES`, as `Matcher.match` computes them) and whether it is the
+features (`sherpa_skills.skills.match.relevance.FEATURES`, as `Matcher.match` computes them) and whether it is the
 procedure the query is about. A logistic regression (L2, Newton steps, numpy only) is fitted; the floor and margin
 are then the pair that maximises hit@1 while wrong and false replays (distinct-text negatives) both stay at or under
 3 %. Honest figures: the split is halved by a hash of the command (a command's paraphrases stay in one half), each
@@ -43,7 +43,7 @@ EXACT = ("names the task type", "repeats the description", "contains the descrip
 
 def collect(matcher: Any, split: dict[str, Any], ids: list[str]) -> list[dict[str, Any]]:
     """Per query: candidates whose literals agree, as (procedure id, features, exact), and the gold id or None."""
-    from sherpa_skills.skills.relevance import FEATURES
+    from sherpa_skills.skills.match.relevance import FEATURES
 
     out = []
     queries = [(q, ids[g], False, ids[g]) for q, g in split["positives"]]
@@ -174,7 +174,7 @@ def main() -> int:
         rows = collect(matcher, split, ids)
     if args.embedding_cache:
         args.embedding_cache.write_bytes(pickle.dumps(mb.embedder().cache))
-    from sherpa_skills.skills.relevance import FEATURES, MODEL_FILE
+    from sherpa_skills.skills.match.relevance import FEATURES, MODEL_FILE
 
     halves = []
     for train, test in ((0, 1), (1, 0)):
@@ -196,7 +196,7 @@ def main() -> int:
         f"Machine: {machine()}.",
         "Command: `SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_calibrate.py`.",
         "",
-        f"Relevance = logistic model over {', '.join(FEATURES)} (sherpa_skills/skills/relevance.py); fitted on "
+        f"Relevance = logistic model over {', '.join(FEATURES)} (sherpa_skills/skills/match/relevance.py); fitted on "
         f"{sum(len(r['cands']) for r in rows)} candidate rows of {n} queries. Floor and margin: the best hit@1 with "
         "wrong and false replays ≤ 3 % on the data the model was fitted on.",
         "",

@@ -84,7 +84,7 @@ def base_vectors(split: dict[str, Any], out: Path) -> float:
     import numpy as np
 
     from sherpa_skills.semantic.embeddings import MiniLMEmbedder
-    from sherpa_skills.skills.procedure_index import index_text
+    from sherpa_skills.skills.match.procedure_index import index_text
 
     texts = [index_text(program_of(c), d, [], [c]) for c, d in split["stored"]]
     embedder = MiniLMEmbedder()

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import machine, write_section  # noqa: E402
 
 from sherpa_skills.sessions import SessionStore, import_paths  # noqa: E402
-from sherpa_skills.skills.mining import mine  # noqa: E402
-from sherpa_skills.skills.shell_words import classify  # noqa: E402
-from sherpa_skills.skills.store import SkillStore  # noqa: E402
+from sherpa_skills.skills.mine.mining import mine  # noqa: E402
+from sherpa_skills.skills.mine.shell_words import classify  # noqa: E402
+from sherpa_skills.skills.store.database import ProcedureDatabase  # noqa: E402
 
 COMMAND = "python bench/mining_bench.py"
 TARGET_SECONDS = 2.0
@@ -61,7 +61,7 @@ def main() -> None:
             by_source[c.source].append(c)
         rows, zsh_candidates, seconds = [], [], []
         for source, cmds in sorted(by_source.items()):
-            store = SkillStore(Path(tmp) / f"{source}.db")
+            store = ProcedureDatabase(Path(tmp) / f"{source}.db")
             mine(cmds, store, history=cmds)
             found = store.procedures(status=None)
             looks = [p for p in found if all(classify(s.command) in ("look", "cd", "env") for s in p.steps)]
@@ -73,7 +73,7 @@ def main() -> None:
             if source == "zsh-history":
                 zsh_candidates = found
                 for run in range(args.runs):
-                    fresh = SkillStore(Path(tmp) / f"timing-{run}.db")
+                    fresh = ProcedureDatabase(Path(tmp) / f"timing-{run}.db")
                     t0 = time.perf_counter()
                     mine(cmds, fresh, history=cmds)
                     seconds.append(time.perf_counter() - t0)

@@ -27,9 +27,9 @@ from _results import machine, median, read_section, write_section  # noqa: E402
 
 from sherpa_skills.engine.registry import ActionResult, default_registry, load_builtins  # noqa: E402
 from sherpa_skills.engine.workflow import Workflow, load_workflow_text  # noqa: E402
-from sherpa_skills.policy.replay import ReplayPolicy  # noqa: E402
-from sherpa_skills.skills.learning import Learner, _with_replay  # noqa: E402
-from sherpa_skills.skills.store import SkillStore  # noqa: E402
+from sherpa_skills.skills.replay.policy import ReplayPolicy  # noqa: E402
+from sherpa_skills.skills.capture.learning import Learner, _with_replay  # noqa: E402
+from sherpa_skills.skills.store.database import ProcedureDatabase  # noqa: E402
 
 DESK = Path(__file__).resolve().parent / "replay_tickets"
 #: (kind, ticket text): the scripted model routes by the text; the order number varies per ticket.
@@ -215,7 +215,7 @@ def injected(snapshot: Path, tmp: Path) -> dict[str, list[dict[str, Any]]]:
         for m, (kind, change, world, text) in enumerate(runs):
             home = tmp / f"inject-{n}-{m}"
             shutil.copytree(snapshot, home)
-            store = SkillStore(home / "skills.db")
+            store = ProcedureDatabase(home / "skills.db")
             learner = Learner(store)
             WORLD.update(world)
             try:
@@ -286,7 +286,7 @@ def only_divergences(n: int) -> None:
         tmp = Path(tmp_name)
         skills = tmp / "skills"
         skills.mkdir()
-        learner = Learner(SkillStore(skills / "skills.db"))
+        learner = Learner(ProcedureDatabase(skills / "skills.db"))
         kept_to_the_recording(run_stream(workflow, stream(n), learner))
         learner.store.close()
         found = injected(skills, tmp)
@@ -318,7 +318,7 @@ def main() -> None:
         base = run_stream(workflow, tickets)
         skills = tmp / "skills"
         skills.mkdir()
-        learner = Learner(SkillStore(skills / "skills.db"))
+        learner = Learner(ProcedureDatabase(skills / "skills.db"))
         learned = run_stream(workflow, tickets, learner)
         kept_to_the_recording(learned)
         costs = decision_costs(workflow, rules, learner, opts.runs)

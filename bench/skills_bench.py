@@ -266,8 +266,8 @@ class ReplayBench:
 
     def run_steps(self, n: int) -> float:
         """The library's step runner alone (run_step → shell action → validation), no machine, no store."""
-        from sherpa_skills.skills.models import ProcedureStep
-        from sherpa_skills.skills.runtime import run_step
+        from sherpa_skills.skills.store.models import ProcedureStep
+        from sherpa_skills.skills.replay.runtime import run_step
 
         t0 = perf_counter()
         for i, command in enumerate(steps(n), 1):
@@ -337,14 +337,14 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
     from sherpa_skills.semantic.embeddings import MiniLMEmbedder
     from sherpa_skills.engine.registry import default_registry
     from sherpa_skills.engine.runstore import RunStore
-    from sherpa_skills.skills import matcher as matcher_mod
-    from sherpa_skills.skills import runtime
-    from sherpa_skills.skills.store import SkillStore
+    from sherpa_skills.skills.match import matcher as matcher_mod
+    from sherpa_skills.skills.replay import runtime
+    from sherpa_skills.skills.store.database import ProcedureDatabase
 
     try:
         from sherpa_skills.sqlite_db import Transaction as _Tx  # the stores' shared transaction helper
-    except ImportError:  # older checkouts: SkillStore's own
-        from sherpa_skills.skills.store import _Tx  # type: ignore[attr-defined,no-redef]
+    except ImportError:  # older checkouts: ProcedureDatabase's own
+        from sherpa_skills.skills.store.database import _Tx  # type: ignore[attr-defined,no-redef]
     from sherpa_skills.engine.workflow import load_workflow
 
     reps = 5 if quick else 15
@@ -357,11 +357,11 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
     timer.wrap(Companion, "_require", "match: companion get_collection")
     timer.wrap(MiniLMEmbedder, "embed", "match: query embedding (MiniLM)")
     timer.wrap(Companion, "query", "match: Companion.query (all of the semantic lookup)")
-    timer.wrap(SkillStore, "health", "select: SkillStore.health")
-    timer.wrap(SkillStore, "executions", "select/health: SkillStore.executions")
-    if hasattr(SkillStore, "success_replays"):
-        timer.wrap(SkillStore, "success_replays", "select: SkillStore.success_replays (COUNT)")
-    timer.wrap(SkillStore, "get", "SkillStore.get (all callers)")
+    timer.wrap(ProcedureDatabase, "health", "select: ProcedureDatabase.health")
+    timer.wrap(ProcedureDatabase, "executions", "select/health: ProcedureDatabase.executions")
+    if hasattr(ProcedureDatabase, "success_replays"):
+        timer.wrap(ProcedureDatabase, "success_replays", "select: ProcedureDatabase.success_replays (COUNT)")
+    timer.wrap(ProcedureDatabase, "get", "ProcedureDatabase.get (all callers)")
     timer.wrap(runtime, "render_command", "preflight: render_command (jinja2 from_string)")
     timer.wrap(sp.Popen, "__init__", "step: subprocess spawn (Popen.__init__, fork/exec /bin/sh)")
     timer.wrap(shell, "_communicate", "step: wait for the child (command runs, pipes drained)")
@@ -370,8 +370,8 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
     timer.wrap(RunStore, "create_run", "sqlite: RunStore.create_run")
     timer.wrap(RunStore, "commit_tick", "sqlite: RunStore.commit_tick")
     timer.wrap(RunStore, "mark_started", "sqlite: RunStore.mark_started (side-effect intent)")
-    timer.wrap(_Tx, "__exit__", "sqlite: SkillStore COMMIT (Transaction.__exit__)")
-    timer.wrap(SkillStore, "record_execution", "sqlite: SkillStore.record_execution")
+    timer.wrap(_Tx, "__exit__", "sqlite: ProcedureDatabase COMMIT (Transaction.__exit__)")
+    timer.wrap(ProcedureDatabase, "record_execution", "sqlite: ProcedureDatabase.record_execution")
     out: dict[str, Any] = {}
     try:
         workflow = load_workflow(b.path)  # binds the wrapped action definitions
@@ -395,8 +395,8 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
 
 def replay_growth(b: ReplayBench, quick: bool) -> dict[str, Any]:
     """skill_select lists every execution of the procedure: time a by-id replay after 10,000 more executions."""
-    from sherpa_skills.skills.models import Execution
-    from sherpa_skills.skills.runtime import skill_store
+    from sherpa_skills.skills.store.models import Execution
+    from sherpa_skills.skills.replay.runtime import skill_store
 
     store = skill_store(b.home)
     extra = 2_000 if quick else 10_000
@@ -445,15 +445,15 @@ def replay_profile(b: ReplayBench, quick: bool) -> list[tuple[str, float, float,
 
 def lexicon_class() -> Any:
     """The matcher's key-term index: `TermIndex` (numpy postings, in the procedure index) in current code."""
-    from sherpa_skills.skills.similarity import TermIndex
+    from sherpa_skills.skills.match.similarity import TermIndex
 
     return TermIndex
 
 
 def build_terms(store: Any, include_candidates: bool) -> Any:
     """The key-term index of a store, built from its rows as a fresh process without an index file would."""
-    from sherpa_skills.skills.matcher import procedure_words, words
-    from sherpa_skills.skills.procedure_index import Snapshot
+    from sherpa_skills.skills.match.matcher import procedure_words, words
+    from sherpa_skills.skills.match.procedure_index import Snapshot
 
     snap, _ = Snapshot.build(store.index_rows(), (0, store.generation()), "none", 0, procedure_words, None)
     return snap.term_index(include_candidates, words)
@@ -605,7 +605,7 @@ class SplitEmbedder:
 
 
 def _procedure(spec: tuple[str, str, str, list[str], list[str]]) -> Any:
-    from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
     task_type, description, _, tags, commands = spec
     return CapturedProcedure(id="", task_type=task_type, description=description, tags=tags, success_count=3, source="session",
@@ -613,10 +613,10 @@ def _procedure(spec: tuple[str, str, str, list[str], list[str]]) -> Any:
 
 
 def fill_store(path: Path, specs: list[tuple[str, str, str, list[str], list[str]]], batch: int = 1000) -> tuple[Any, float]:
-    """Bulk set-up through the public `SkillStore.add_procedure`, `batch` calls per transaction (its re-entrant `_write`)."""
-    from sherpa_skills.skills.store import SkillStore
+    """Bulk set-up through the public `ProcedureDatabase.add_procedure`, `batch` calls per transaction (its re-entrant `_write`)."""
+    from sherpa_skills.skills.store.database import ProcedureDatabase
 
-    store = SkillStore(path)
+    store = ProcedureDatabase(path)
     t0 = perf_counter()
     for start in range(0, len(specs), batch):
         with store._write():
@@ -660,18 +660,18 @@ def time_matches(matcher: Any, queries: list[tuple[str, str]], rounds: int, warm
 
 def match_phases(matcher: Any, queries: list[tuple[str, str]]) -> dict[str, Any]:
     from sherpa_skills.semantic.companion import Companion
-    from sherpa_skills.skills import matcher as matcher_mod
-    from sherpa_skills.skills.store import SkillStore
+    from sherpa_skills.skills.match import matcher as matcher_mod
+    from sherpa_skills.skills.store.database import ProcedureDatabase
 
     timer = PhaseTimer()
     timer.wrap(matcher_mod.Matcher, "match", "Matcher.match (total)")
-    timer.wrap(SkillStore, "generation", "store.generation() (cache check)")
+    timer.wrap(ProcedureDatabase, "generation", "store.generation() (cache check)")
     timer.wrap(lexicon_class(), "search", "key terms: Aho-Corasick pass + scoring postings")
     timer.wrap(Companion, "query", "Companion.query (semantic, all)")
     timer.wrap(Companion, "_require", "  chromadb get_collection + staleness check")
     timer.wrap(Companion, "_embed", "  query embedding")
-    timer.wrap(SkillStore, "fts_search", "FTS5 search (fallback only)")
-    timer.wrap(SkillStore, "get", "store.get per candidate (SQLite row + pydantic)")
+    timer.wrap(ProcedureDatabase, "fts_search", "FTS5 search (fallback only)")
+    timer.wrap(ProcedureDatabase, "get", "store.get per candidate (SQLite row + pydantic)")
     try:
         for q, _ in queries:
             matcher.match(q)
@@ -687,8 +687,8 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from skills_bench import rss_mib
 from skills_bench import build_terms
-from sherpa_skills.skills.store import SkillStore
-store = SkillStore(Path(sys.argv[1]))
+from sherpa_skills.skills.store.database import ProcedureDatabase
+store = ProcedureDatabase(Path(sys.argv[1]))
 store.count()
 gc.collect()
 before = rss_mib()
@@ -727,7 +727,7 @@ def lexical_only(store: Any, tmp: Path, queries: list[tuple[str, str]], rounds: 
     """The companion is unavailable (its collection is missing): FTS5 + the automaton, flagged in the result."""
     from sherpa_skills.semantic.companion import Companion
     from sherpa_skills.semantic.embeddings import HashingEmbedder
-    from sherpa_skills.skills.matcher import Matcher
+    from sherpa_skills.skills.match.matcher import Matcher
 
     empty = tmp / f"companion-empty-{store.count()}"
     matcher = Matcher(store, empty, embedder=HashingEmbedder(384))
@@ -742,7 +742,7 @@ def lexical_only(store: Any, tmp: Path, queries: list[tuple[str, str]], rounds: 
 def bench_match(quick: bool) -> dict[str, Any]:
     from sherpa_skills.semantic.companion import Companion
     from sherpa_skills.semantic.embeddings import HashingEmbedder, MiniLMEmbedder
-    from sherpa_skills.skills.matcher import Matcher
+    from sherpa_skills.skills.match.matcher import Matcher
 
     quiet_logs()
     small, large = (1_000, 10_000) if quick else (10_000, 100_000)
@@ -818,9 +818,9 @@ def bench_match(quick: bool) -> dict[str, Any]:
                                              60 if n == small else 30)
             print(f"  lexical n={n}: p50 {out['lexical'][n]['p50']:.1f} ms", file=sys.stderr)
         # Last, since it adds procedures: what one capture's add_procedure costs at each size (public class).
-        from sherpa_skills.skills.store import SkillStore
+        from sherpa_skills.skills.store.database import ProcedureDatabase
 
-        empty = SkillStore(tmp / "empty.db")
+        empty = ProcedureDatabase(tmp / "empty.db")
         out["add_procedure_ms"] = {0: add_cost(empty, extra[:20]), small: add_cost(stores[small], extra[20:40]),
                                    large: add_cost(stores[large], extra[40:60])}
         empty.close()
@@ -1006,7 +1006,7 @@ def section_match(m: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], l
         f" environments, tags [domain, env, project], 2-6 commands (mean {m['avg_steps']:.1f}) drawn in order from realistic per-domain"
         f" pools (kubectl/helm/docker, pip/pytest/ruff, npm, cargo, go, pg_dump/psql/redis-cli, tar/rsync, terraform/aws, nginx/certbot,"
         f" dvc, git). Example: `{json.dumps(m['sample_procedure'])}`. The {small:,} store is the first {small:,} of the {large:,}.",
-        f"Stored through the public `SkillStore.add_procedure` (SQLite + FTS5), 1,000 calls per transaction ({small:,}:"
+        f"Stored through the public `ProcedureDatabase.add_procedure` (SQLite + FTS5), 1,000 calls per transaction ({small:,}:"
         f" {m[f'fill_{small}_s']:.0f} s, {large:,}: {m[f'fill_{large}_s']:.0f} s). Companion filled by `Matcher.reindex()` (the"
         " `learn reindex` path).",
         f"Queries: {m['queries']} varied asks built from stored procedures with synonyms for verb and object (e.g."
@@ -1044,7 +1044,7 @@ def section_match(m: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], l
     if "add_procedure_ms" in m:
         ap = m["add_procedure_ms"]
         grows = _by_size(ap, large) > 3 * max(_by_size(ap, 0), 0.05)
-        lines += ["", f"Capture at scale: one public `SkillStore.add_procedure` in its own transaction (what each capture pays; median of"
+        lines += ["", f"Capture at scale: one public `ProcedureDatabase.add_procedure` in its own transaction (what each capture pays; median of"
                   f" 20) takes {_by_size(ap, 0):.2f} ms on an empty store, {_by_size(ap, small):.2f} ms at {small:,} procedures and"
                   f" {_by_size(ap, large):.2f} ms at {large:,}" + (
                       ": it grows with the store (before commit b573a43 `_index_fts` deleted the old FTS row by an UNINDEXED column,"

@@ -63,7 +63,7 @@ def main() -> int:
     split = dev_split(args.embedding_cache)
     if split is None:
         return 0
-    from sherpa_skills.skills.verifier import VERIFY_FLOOR, Verifier
+    from sherpa_skills.skills.match.verifier import VERIFY_FLOOR, Verifier
 
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:

@@ -30,7 +30,7 @@ _EXPORTS: dict[str, str] = {
     "StoreError": "errors", "ModelError": "errors", "Problem": "errors",
     "to_mermaid": "engine.diagram",
     "Event": "engine.events", "EventError": "engine.events", "InProcessBus": "agents.bus", "RedisBus": "agents.redis_bus",
-    "SkillStore": "skills.api", "MatchDecision": "skills.matcher", "CaptureResult": "skills.api",
+    "SkillStore": "skills.api", "MatchDecision": "skills.match.matcher", "CaptureResult": "skills.api",
     "Team": "agents.team", "TeamRunner": "agents.team", "TeamResult": "agents.team", "load_team": "agents.team",
 }
 
@@ -73,4 +73,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .engine.spec import WorkflowSpec
     from .engine.workflow import Workflow, load_workflow, load_workflow_text
     from .skills.api import CaptureResult, SkillStore
-    from .skills.matcher import MatchDecision
+    from .skills.match.matcher import MatchDecision

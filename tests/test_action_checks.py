@@ -12,9 +12,9 @@ from pydantic import BaseModel
 from sherpa_skills.engine.registry import ActionContext, ActionResult, default_registry, load_builtins, observe_features
 from sherpa_skills.engine.workflow import load_workflow_text
 from sherpa_skills.errors import RegistryError
-from sherpa_skills.policy.replay import RecordedCheck
-from sherpa_skills.skills.learning import Learner
-from sherpa_skills.skills.store import SkillStore
+from sherpa_skills.skills.replay.policy import RecordedCheck
+from sherpa_skills.skills.capture.learning import Learner
+from sherpa_skills.skills.store.database import ProcedureDatabase
 
 WORKFLOW = """
 name: quotes
@@ -95,7 +95,7 @@ def workflow(tmp_path: Path, registry):
 
 @pytest.fixture
 def learner(tmp_path: Path):
-    store = SkillStore(tmp_path / "skills.db")
+    store = ProcedureDatabase(tmp_path / "skills.db")
     yield Learner(store)
     store.close()
 

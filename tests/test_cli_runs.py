@@ -110,10 +110,10 @@ def rows_of(home: Path, run_id: str) -> int:
 class TestNarrowOutput:
     def test_learn_procedures_keeps_task_type_and_description_at_80_columns(self, tmp_path: Path) -> None:
         """Nine columns do not fit in 80: every cell's words are still there, and the id is whole on one line."""
-        from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-        from sherpa_skills.skills.store import SkillStore
+        from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+        from sherpa_skills.skills.store.database import ProcedureDatabase
 
-        store = SkillStore(home=tmp_path / "home")
+        store = ProcedureDatabase(home=tmp_path / "home")
         p = store.add_procedure(CapturedProcedure(id="", task_type=TASK_TYPE, description=DESCRIPTION, success_count=1,
                                                   steps=[ProcedureStep(command="make"), ProcedureStep(command="make deploy")]))
         store.close()
@@ -134,11 +134,11 @@ class TestNarrowOutput:
 
     def test_a_heartbeat_alert_is_shown_whole(self, tmp_path: Path) -> None:
         """A broken procedure with a long id raises an alert longer than the terminal: it wraps, it is not cut."""
-        from sherpa_skills.skills.models import CapturedProcedure, Execution, ProcedureStep
-        from sherpa_skills.skills.store import SkillStore
+        from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
+        from sherpa_skills.skills.store.database import ProcedureDatabase
 
         home = tmp_path / "home"
-        store = SkillStore(home=home)
+        store = ProcedureDatabase(home=home)
         p = store.add_procedure(CapturedProcedure(id="", task_type=TASK_TYPE, success_count=1, steps=[ProcedureStep(command="make")]))
         for _ in range(3):
             store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="diverged",
@@ -253,11 +253,11 @@ class TestRunsDelete:
         assert run_ids(home) == set()
 
     def test_a_run_a_procedure_execution_or_capture_refers_to_stays(self, home: dict[str, Any]) -> None:
-        from sherpa_skills.skills.models import CapturedProcedure, Execution, ProcedureStep
-        from sherpa_skills.skills.store import SkillStore
+        from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
+        from sherpa_skills.skills.store.database import ProcedureDatabase
 
         replayed, captured = home["final"]
-        store = SkillStore(home=home["home"])
+        store = ProcedureDatabase(home=home["home"])
         p = store.add_procedure(CapturedProcedure(id="", task_type="ship", steps=[ProcedureStep(command="make")],
                                                   source="run", context={"captured_from_run": captured}))
         store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="success",
@@ -273,12 +273,12 @@ class TestRunsDelete:
 
     def test_the_heartbeat_retention_keeps_what_is_referenced_too(self, home: dict[str, Any]) -> None:
         """The heartbeat's 30-day retention deletes old finished runs, but never one an execution records."""
-        from sherpa_skills.skills.models import CapturedProcedure, Execution, ProcedureStep
-        from sherpa_skills.skills.store import SkillStore
+        from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
+        from sherpa_skills.skills.store.database import ProcedureDatabase
 
         h = home["home"]
         replayed, plain = home["final"]
-        store = SkillStore(home=h)
+        store = ProcedureDatabase(home=h)
         p = store.add_procedure(CapturedProcedure(id="", task_type="ship", steps=[ProcedureStep(command="make")], source="manual"))
         store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="success",
                                          run_id=replayed))

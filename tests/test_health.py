@@ -13,9 +13,9 @@ import pytest
 
 import sherpa_skills as sk
 from sherpa_skills.cli import main
-from sherpa_skills.skills.models import CapturedProcedure, Execution, ProcedureStep
-from sherpa_skills.skills.scoring import MIN_EVIDENCE, replay_refusal
-from sherpa_skills.skills.store import SkillStore
+from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
+from sherpa_skills.skills.store.scoring import MIN_EVIDENCE, replay_refusal
+from sherpa_skills.skills.store.database import ProcedureDatabase
 
 # Fails until a file named `ready` exists in the folder it runs in: a procedure that breaks, then is fixed.
 NEEDS_READY = "description: Check the deployment is ready\nsteps:\n  - command: test -f ready\n"
@@ -137,7 +137,7 @@ class TestEvidenceThroughTheCli:
                                                       home: Path) -> None:
         """Promote's message comes from the same gate replay uses: it names the refusal instead of promising a replay."""
         pid = captured(capsys, tmp_path, home)
-        store = SkillStore(home=home)
+        store = ProcedureDatabase(home=home)
         proc = store.promote(pid)
         assert replay_refusal(proc, store.health(pid)) is None
         pulled = store.health(pid).model_copy(update={"status": "broken", "rolling_success_rate": 0.0})
@@ -165,14 +165,14 @@ class TestEvidenceThroughThePythonApi:
         assert skills.store.promotions(proc.id)[-1]["promoted_by"] == "ci-bot"
 
     def test_a_candidate_that_never_ran_is_new(self, tmp_path: Path) -> None:
-        store = SkillStore(home=tmp_path / "home")
+        store = ProcedureDatabase(home=tmp_path / "home")
         p = store.add_procedure(CapturedProcedure(id="", task_type="npm-build", status="candidate", success_count=2,
                                                   steps=[ProcedureStep(command="npm ci"), ProcedureStep(command="npm run build")]))
         assert store.health(p.id).status == "new"
 
     def test_the_marked_needs_relearning_is_cleared_by_a_promotion(self, tmp_path: Path) -> None:
         """The heartbeat marks a broken procedure for re-learning; a person's promotion is the command that resets it."""
-        store = SkillStore(home=tmp_path / "home")
+        store = ProcedureDatabase(home=tmp_path / "home")
         p = store.add_procedure(CapturedProcedure(id="", task_type="deploy", success_count=1, steps=[ProcedureStep(command="make")]))
         for _ in range(MIN_EVIDENCE):
             store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="error"))
@@ -184,7 +184,7 @@ class TestEvidenceThroughThePythonApi:
 
 class TestHeartbeatAndBrowser:
     def test_heartbeat_counts_new_apart_from_healthy(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path) -> None:
-        store = SkillStore(home=home)
+        store = ProcedureDatabase(home=home)
         ran = store.add_procedure(CapturedProcedure(id="", task_type="build", success_count=2, steps=[ProcedureStep(command="make")]))
         store.record_execution(Execution(procedure_id=ran.id, version=1, started=time.time(), ended=time.time(), outcome="success"))
         for name in ("lint", "test"):
@@ -195,7 +195,7 @@ class TestHeartbeatAndBrowser:
 
     def test_heartbeat_rechecks_a_promoted_procedure(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path) -> None:
         """Broken and pulled by one heartbeat, promoted, then the next heartbeat sees it `new` again."""
-        store = SkillStore(home=home)
+        store = ProcedureDatabase(home=home)
         p = store.add_procedure(CapturedProcedure(id="", task_type="deploy", success_count=1, steps=[ProcedureStep(command="make")]))
         for _ in range(MIN_EVIDENCE):
             store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="error"))
@@ -212,7 +212,7 @@ class TestHeartbeatAndBrowser:
 
         from sherpa_skills.ui import create_app
 
-        store = SkillStore(home=home)
+        store = ProcedureDatabase(home=home)
         p = store.add_procedure(CapturedProcedure(id="", task_type="build", success_count=2, steps=[ProcedureStep(command="make")]))
         store.close()
         with TestClient(create_app(home), base_url="http://127.0.0.1") as client:

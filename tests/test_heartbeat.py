@@ -19,8 +19,8 @@ from sherpa_skills.cli import main
 from sherpa_skills.errors import UsageError
 from sherpa_skills.heartbeat.runner import parse_every, run_every, run_once
 from sherpa_skills.heartbeat.state import HeartbeatState
-from sherpa_skills.skills.models import CapturedProcedure, Execution, ProcedureStep
-from sherpa_skills.skills.store import SkillStore
+from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
+from sherpa_skills.skills.store.database import ProcedureDatabase
 
 
 def claude_session(path: Path, commands: list[tuple[str, str, bool]], session: str = "s1", cwd: str = "/w") -> Path:
@@ -135,7 +135,7 @@ class TestIsolation:
 class TestHealth:
     def test_a_broken_procedure_is_pulled_and_marked_for_relearning_with_an_alert(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """Failures push the rolling rate below 0.5: the heartbeat marks it needs-relearning and says so."""
-        store = SkillStore(home=home)
+        store = ProcedureDatabase(home=home)
         p = store.add_procedure(CapturedProcedure(id="", task_type="deploy", success_count=1,
                                                   steps=[ProcedureStep(command="make"), ProcedureStep(command="make deploy")]))
         for _ in range(3):

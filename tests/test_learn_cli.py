@@ -343,9 +343,9 @@ class TestListingAndExchange:
         workflow_free = ["learn", "capture-success", "noop", "--steps-file", path, "--home", str(home)]
         assert main(workflow_free) == 0
         capsys.readouterr()
-        from sherpa_skills.skills.store import SkillStore
+        from sherpa_skills.skills.store.database import ProcedureDatabase
 
-        store = SkillStore(home=home)
+        store = ProcedureDatabase(home=home)
         pid = store.procedures()[0].id
         store.conn.execute("UPDATE procedures SET planned_tokens = 500, planned_llm_calls = 3 WHERE id = ?", (pid,))
         assert main(["learn", "promote", pid, "--home", str(home)]) == 0
@@ -360,9 +360,9 @@ class TestReplayFixes:
     def test_min_confidence_zero_is_zero(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path) -> None:
         """`--min-confidence 0` offers a procedure below the default threshold (it was read as 0.8)."""
         proc = capture(capsys, tmp_path, home)
-        from sherpa_skills.skills.store import SkillStore
+        from sherpa_skills.skills.store.database import ProcedureDatabase
 
-        SkillStore(home=home).conn.execute("UPDATE procedures SET failure_count = 3 WHERE id = ?", (proc["id"],))
+        ProcedureDatabase(home=home).conn.execute("UPDATE procedures SET failure_count = 3 WHERE id = ?", (proc["id"],))
         _, out = cli(capsys, "learn", "replay", "Package the notes folder into a tarball", "--task-type", "package-notes",
                      "-p", "name=n", "--min-confidence", "0", "--home", str(home))
         assert out["status"] == "dry-run" and out["procedure_id"] == proc["id"]
@@ -479,7 +479,7 @@ class TestMaintenanceCommands:
         other = tmp_path / "other"
         _, summary = cli(capsys, "learn", "import", str(tmp_path / "procs.json"), "--home", str(other))
         assert summary["indexed"] == 1 and summary["index_warning"] is None
-        from sherpa_skills.skills.procedure_index import FILE, Snapshot
+        from sherpa_skills.skills.match.procedure_index import FILE, Snapshot
 
         saved = Snapshot.load(other / "index" / FILE)
         assert saved is not None and saved.coverage == (1, 1)

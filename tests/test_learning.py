@@ -13,8 +13,8 @@ from sherpa_skills.cli import main
 from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.engine.workflow import load_workflow, load_workflow_text
 from sherpa_skills.errors import UsageError, WorkflowError
-from sherpa_skills.skills.learning import LearningAgent
-from sherpa_skills.skills.store import SkillStore
+from sherpa_skills.skills.capture.learning import LearningAgent
+from sherpa_skills.skills.store.database import ProcedureDatabase
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ticket_learning"
 WORKFLOW = str(EXAMPLE / "workflow.yaml")
@@ -113,7 +113,7 @@ class TestPythonApi:
         finally:
             runs.close()
         assert [r.llm_calls for r in results] == [2, 2, 0]
-        store = SkillStore(home=tmp_path)
+        store = ProcedureDatabase(home=tmp_path)
         try:
             [proc] = store.procedures(status=None)
             assert proc.kind == "trajectory" and proc.success_count == 3  # two planned, one replayed
@@ -122,7 +122,7 @@ class TestPythonApi:
 
     def test_a_skill_store_given_as_store_is_the_one_learned_in(self, tmp_path):
         workflow = load_workflow(WORKFLOW)
-        store = SkillStore(tmp_path / "elsewhere.db")
+        store = ProcedureDatabase(tmp_path / "elsewhere.db")
         try:
             agent = workflow.agent(store=store, learn=True, home=tmp_path)
             assert isinstance(agent, LearningAgent) and agent.learner.store is store
@@ -164,7 +164,7 @@ class TestExample:
         planned = [workflow.agent(learn=False).run(inputs) for _, inputs in stream.tickets()]
         assert [p.state for p in planned] == [r["state"] for r in rows]
         assert (sum(p.llm_calls for p in planned), sum(r["llm_calls"] for r in rows)) == (40, 15)
-        store = SkillStore(home=tmp_path)
+        store = ProcedureDatabase(home=tmp_path)
         try:
             refunds = [p for p in store.procedures(status=None) if p.decisions[0].trigger == "refund"]
             assert any(p.version == 2 and [d.trigger for d in p.decisions] == ["refund", "hand_to_disputes"] for p in refunds)
@@ -203,4 +203,4 @@ transitions:
         finally:
             store.close()
         assert result.status == "done" and result.counters["delivered"] == 3
-        assert not (tmp_path / "skills.db").exists() or not SkillStore(home=tmp_path).procedures(status=None)
+        assert not (tmp_path / "skills.db").exists() or not ProcedureDatabase(home=tmp_path).procedures(status=None)

@@ -6,12 +6,12 @@ import sqlite3
 import time
 from pathlib import Path
 
-from sherpa_skills.skills.models import CapturedLearning
-from sherpa_skills.skills.store import SkillStore, m001_skills, m002_fts_by_rowid
+from sherpa_skills.skills.store.models import CapturedLearning
+from sherpa_skills.skills.store.database import ProcedureDatabase, m001_skills, m002_fts_by_rowid
 
 
 def test_the_same_lesson_is_counted_not_copied(tmp_path: Path) -> None:
-    store = SkillStore(home=tmp_path)
+    store = ProcedureDatabase(home=tmp_path)
     first = store.add_learning(CapturedLearning(task_type="build", command="npm test", error="2 failed", created=100.0))
     again = store.add_learning(CapturedLearning(task_type="build", command="npm   test ", error="2 failed\n", created=200.0))
     other = store.add_learning(CapturedLearning(task_type="build", command="npm test", error="segfault", created=300.0))
@@ -37,7 +37,7 @@ def test_an_older_home_is_folded_in_place(tmp_path: Path) -> None:
                      " VALUES ('t', NULL, ?, ?, 2, 'run', ?)", rows)
     conn.commit()
     conn.close()
-    store = SkillStore(home=tmp_path)
+    store = ProcedureDatabase(home=tmp_path)
     learned = sorted(store.learnings("t"), key=lambda x: x.error)
     assert [(x.error, x.seen) for x in learned] == [("boom", 3), ("other", 1)]
     assert learned[0].last_seen == now - 10 and learned[0].created == now - 30

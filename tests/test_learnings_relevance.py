@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from sherpa_skills.cli import main
-from sherpa_skills.skills.learnings import COLLECTION, FLOOR, LearningFinder
-from sherpa_skills.skills.mining import mine
-from sherpa_skills.skills.models import CapturedLearning
-from sherpa_skills.skills.store import SkillStore
+from sherpa_skills.skills.match.failures import COLLECTION, FLOOR, FailureFinder
+from sherpa_skills.skills.mine.mining import mine
+from sherpa_skills.skills.store.models import CapturedLearning
+from sherpa_skills.skills.store.database import ProcedureDatabase
 
 _ids = iter(range(1, 100_000))
 
@@ -27,10 +27,10 @@ def failed(command: str, output: str, description: str | None = None, cwd: str |
                            command=command, outcome="failure", exit_code=1, output=output, agent=None, description=description)
 
 
-def mined_store(home: Path, *, tar: bool = False) -> SkillStore:
+def mined_store(home: Path, *, tar: bool = False) -> ProcedureDatabase:
     """Failures mined from sessions (`npm run build` under task type `npm-run`, twice the same lesson) and a few others."""
     home.mkdir(parents=True, exist_ok=True)
-    store = SkillStore(home / "store.db")
+    store = ProcedureDatabase(home / "store.db")
     build = "Type error: Property 'total' does not exist on type 'Cart'"
     commands = [
         failed("npm run build", build, "Build the frontend for production", "/home/ana/shop/frontend"),
@@ -50,7 +50,7 @@ def mined_store(home: Path, *, tar: bool = False) -> SkillStore:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SkillStore:
+def store(tmp_path: Path) -> ProcedureDatabase:
     return mined_store(tmp_path / "home")
 
 
@@ -59,9 +59,9 @@ def commands(found: Any) -> list[str]:
 
 
 class TestByMeaning:
-    def test_build_the_frontend_finds_the_npm_run_build_failures_mined_under_npm_run(self, store: SkillStore) -> None:
+    def test_build_the_frontend_finds_the_npm_run_build_failures_mined_under_npm_run(self, store: ProcedureDatabase) -> None:
         """Another task type, no shared task-type word: found by what the task means, once, with its count."""
-        found = LearningFinder(store).find("build the frontend", "build-frontend")
+        found = FailureFinder(store).find("build the frontend", "build-frontend")
         assert found.mode == "semantic" and found.degraded is None
         assert commands(found) == ["npm run build"]
         (x,) = found.found
@@ -69,36 +69,36 @@ class TestByMeaning:
         assert x.relevance >= FLOOR and x.semantic is not None and f"floor {FLOOR:g}" in x.why
 
     @pytest.mark.parametrize("task", ["compile the frontend for production", "create a production build of the frontend"])
-    def test_a_paraphrase_finds_them(self, store: SkillStore, task: str) -> None:
-        assert commands(LearningFinder(store).find(task)) == ["npm run build"]
+    def test_a_paraphrase_finds_them(self, store: ProcedureDatabase, task: str) -> None:
+        assert commands(FailureFinder(store).find(task)) == ["npm run build"]
 
     @pytest.mark.parametrize("task", ["back up the photos with tar", "write a haiku about autumn", "translate this letter into German"])
-    def test_an_unrelated_task_gets_none(self, store: SkillStore, task: str) -> None:
+    def test_an_unrelated_task_gets_none(self, store: ProcedureDatabase, task: str) -> None:
         """Nothing shown is better than a wrong lesson: the floor refuses every stored learning."""
-        found = LearningFinder(store).find(task, "photos-backup")
+        found = FailureFinder(store).find(task, "photos-backup")
         assert found.found == [] and found.mode == "semantic" and found.considered > 0
 
     def test_a_store_that_holds_the_lesson_shows_only_it(self, tmp_path: Path) -> None:
         """With a tar failure stored, the backup task sees that one, and still nothing about npm, docker or git."""
-        found = LearningFinder(mined_store(tmp_path / "home", tar=True)).find("back up the photos with tar")
+        found = FailureFinder(mined_store(tmp_path / "home", tar=True)).find("back up the photos with tar")
         assert commands(found) == ["tar -czf /mnt/backup/photos.tgz ~/Pictures"]
 
-    def test_the_exact_task_type_always_counts(self, store: SkillStore) -> None:
+    def test_the_exact_task_type_always_counts(self, store: ProcedureDatabase) -> None:
         """A task type's own learnings are shown whatever the task's words, first, at relevance 1.0, saying why."""
-        found = LearningFinder(store).find("write a haiku about autumn", "deploy-site")
+        found = FailureFinder(store).find("write a haiku about autumn", "deploy-site")
         assert commands(found) == ["rsync -a public/ web:/var/www"]
         assert found.found[0].relevance == 1.0 and found.found[0].why == "learned under this task type (deploy-site)"
 
     def test_nothing_to_find(self, tmp_path: Path) -> None:
-        empty = SkillStore(tmp_path / "empty.db")
-        assert LearningFinder(empty).find("build the frontend").found == []
-        assert LearningFinder(mined_store(tmp_path / "home")).find("   ").found == []
+        empty = ProcedureDatabase(tmp_path / "empty.db")
+        assert FailureFinder(empty).find("build the frontend").found == []
+        assert FailureFinder(mined_store(tmp_path / "home")).find("   ").found == []
 
 
 class TestIndex:
-    def test_new_learnings_are_embedded_on_write_and_found_at_once(self, store: SkillStore) -> None:
+    def test_new_learnings_are_embedded_on_write_and_found_at_once(self, store: ProcedureDatabase) -> None:
         """The finder keeps the companion current: a learning written after the first lookup is found by meaning."""
-        finder = LearningFinder(store)
+        finder = FailureFinder(store)
         assert finder.find("renew the TLS certificate").found == []
         new = store.add_learning(CapturedLearning(task_type="certbot", command="certbot renew", error="too many requests",
                                                   about="Renew the TLS certificates"))
@@ -106,23 +106,23 @@ class TestIndex:
         # Two views of it are indexed: what ran, and what it was for.
         assert {str(new.id), f"{new.id}.about"} <= finder.companion().ids(COLLECTION)
 
-    def test_the_index_is_rebuilt_after_the_companion_folder_is_deleted(self, store: SkillStore, capsys: Any) -> None:
+    def test_the_index_is_rebuilt_after_the_companion_folder_is_deleted(self, store: ProcedureDatabase, capsys: Any) -> None:
         """SQLite is the truth: with the companion folder gone, `learn reindex` (or the next lookup) rebuilds the vectors."""
         home = store.path.parent
-        assert commands(LearningFinder(store).find("build the frontend")) == ["npm run build"]
+        assert commands(FailureFinder(store).find("build the frontend")) == ["npm run build"]
         shutil.rmtree(home / "companion")
         assert main(["learn", "reindex", "--home", str(home), "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["learnings"] == store.learnings_version()[0] == 5
-        found = LearningFinder(store).find("build the frontend")
+        found = FailureFinder(store).find("build the frontend")
         assert commands(found) == ["npm run build"] and found.degraded is None
         shutil.rmtree(home / "companion")
-        found = LearningFinder(store).find("build the frontend")  # no reindex: the lookup heals the index itself
+        found = FailureFinder(store).find("build the frontend")  # no reindex: the lookup heals the index itself
         assert commands(found) == ["npm run build"] and found.degraded is None
 
-    def test_without_meaning_key_terms_decide_and_say_so(self, store: SkillStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_without_meaning_key_terms_decide_and_say_so(self, store: ProcedureDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
         """The hashing embedder matches words only: learnings are found by key terms, at the lexical floor, flagged."""
         monkeypatch.setenv("SHERPA_SKILLS_EMBEDDER", "hashing")
-        finder = LearningFinder(store, companion_path=store.path.parent / "companion-hashing")
+        finder = FailureFinder(store, companion_path=store.path.parent / "companion-hashing")
         found = finder.find("the npm build fails on the frontend")
         assert found.mode == "lexical" and "matches words, not meaning" in (found.degraded or "")
         assert commands(found) == ["npm run build"]
@@ -139,7 +139,7 @@ def test_the_planner_prompt_gets_them_with_relevance(tmp_path: Path) -> None:
     """plan_context puts the relevant learnings, with why each was taken, where the planning prompt shows them."""
     from sherpa_skills.engine.belief import Belief
     from sherpa_skills.engine.registry import ActionContext
-    from sherpa_skills.skills.planner_actions import NoArgs, plan_context
+    from sherpa_skills.skills.capture.planner import NoArgs, plan_context
 
     home = tmp_path / "home"
     mined_store(home)
@@ -152,7 +152,7 @@ def test_the_planner_prompt_gets_them_with_relevance(tmp_path: Path) -> None:
 
 
 class TestCli:
-    def test_failures_for_a_task_say_relevance_and_why(self, store: SkillStore, capsys: Any) -> None:
+    def test_failures_for_a_task_say_relevance_and_why(self, store: ProcedureDatabase, capsys: Any) -> None:
         home = str(store.path.parent)
         assert main(["learn", "failures", "--task", "build the frontend", "--task-type", "build-frontend", "--home", home, "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
@@ -162,7 +162,7 @@ class TestCli:
         assert main(["learn", "failures", "--task", "back up the photos with tar", "--home", home, "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["learnings"] == []
 
-    def test_an_empty_task_is_bad_usage(self, store: SkillStore, capsys: Any) -> None:
+    def test_an_empty_task_is_bad_usage(self, store: ProcedureDatabase, capsys: Any) -> None:
         assert main(["learn", "failures", "--task", " ", "--home", str(store.path.parent)]) == 2
         err = capsys.readouterr().err
         assert err.startswith("sherpa-skills: --task needs") and "Traceback" not in err

@@ -268,8 +268,8 @@ def test_schema_in_prompt_skips_the_json_schema_request(llama):
 def test_the_verifier_asks_a_refusing_server_in_the_form_it_took(llama):
     """The matcher's verifier against a llama.cpp-like server: the first question costs two requests (json_schema
     refused), every later one a single json_object request; all of them counted."""
-    from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-    from sherpa_skills.skills.verifier import Verifier
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from sherpa_skills.skills.match.verifier import Verifier
 
     server = llama(answer='{"same_task": false, "params": {}}')
     verifier = Verifier("openai/smol")

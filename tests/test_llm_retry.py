@@ -148,8 +148,8 @@ class TestWorkflow:
 
 
 def test_the_verifier_survives_a_bad_minute(llama):
-    from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-    from sherpa_skills.skills.verifier import Verifier
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from sherpa_skills.skills.match.verifier import Verifier
 
     server = llama(refuse_json_schema=False, answer='{"same_task": false, "params": {}}', failures=list(BAD_MINUTE))
     proc = CapturedProcedure(id="p-1", task_type="logs", description="Rotate the app logs", steps=[ProcedureStep(command="logrotate x")])
@@ -158,8 +158,8 @@ def test_the_verifier_survives_a_bad_minute(llama):
 
 
 def test_the_verifier_gives_up_counting_every_attempt(llama):
-    from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-    from sherpa_skills.skills.verifier import Verifier
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from sherpa_skills.skills.match.verifier import Verifier
 
     server = llama(fail_status=429, fail_headers={"Retry-After": "0"})
     proc = CapturedProcedure(id="p-1", task_type="logs", description="Rotate the app logs", steps=[ProcedureStep(command="logrotate x")])

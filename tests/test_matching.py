@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.semantic.embeddings import default_embedder
-from sherpa_skills.skills.literals import agree, extract, procedure_text
-from sherpa_skills.skills import matcher as matcher_module
-from sherpa_skills.skills.matcher import RELEVANCE_FLOOR, Matcher, describe
-from sherpa_skills.skills.procedure_index import FILE, Snapshot
-from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-from sherpa_skills.skills.store import SkillStore
+from sherpa_skills.skills.match.literals import agree, extract, procedure_text
+from sherpa_skills.skills.match import matcher as matcher_module
+from sherpa_skills.skills.match.matcher import RELEVANCE_FLOOR, Matcher, describe
+from sherpa_skills.skills.match.procedure_index import FILE, Snapshot
+from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+from sherpa_skills.skills.store.database import ProcedureDatabase
 
 PROCEDURES = [
     ("restart-web", "Restart the nginx web server after a config change", ["nginx -t", "systemctl reload nginx"]),
@@ -24,7 +24,7 @@ PROCEDURES = [
 ]
 
 
-def add(store: SkillStore, matcher: Matcher | None, task_type: str, description: str, commands: list[str],
+def add(store: ProcedureDatabase, matcher: Matcher | None, task_type: str, description: str, commands: list[str],
         successes: int = 2, **extra: object) -> CapturedProcedure:
     p = store.add_procedure(CapturedProcedure(id="", task_type=task_type, description=description, success_count=successes,
                                               steps=[ProcedureStep(command=c) for c in commands], **extra))  # type: ignore[arg-type]
@@ -34,8 +34,8 @@ def add(store: SkillStore, matcher: Matcher | None, task_type: str, description:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SkillStore:
-    store = SkillStore(tmp_path / "store.db")
+def store(tmp_path: Path) -> ProcedureDatabase:
+    store = ProcedureDatabase(tmp_path / "store.db")
     matcher = Matcher(store)
     for task_type, description, commands in PROCEDURES:
         add(store, matcher, task_type, description, commands)
@@ -49,46 +49,46 @@ def _proc(description: str) -> CapturedProcedure:
 class TestDecision:
     @pytest.mark.parametrize("task", ["what is the weather in Paris", "translate this letter into German",
                                       "book a table for two tonight", "write a greeting card for my grandmother in French"])
-    def test_unrelated_tasks_match_nothing(self, store: SkillStore, task: str) -> None:
+    def test_unrelated_tasks_match_nothing(self, store: ProcedureDatabase, task: str) -> None:
         """Off-topic tasks give no-match, with the best candidates listed and why each was not taken."""
         decision = Matcher(store).match(task)
         assert decision.decision == "no-match" and decision.selected is None
         assert decision.candidates and all(c.reason for c in decision.candidates)
 
-    def test_below_the_floor_says_so_with_both_numbers(self, store: SkillStore) -> None:
+    def test_below_the_floor_says_so_with_both_numbers(self, store: ProcedureDatabase) -> None:
         """The reason names the floor and the score, which mean the same in every query (no normalisation)."""
         decision = Matcher(store).match("restart nginx")
         best = decision.candidates[0]
         assert best.task_type == "restart-web" and best.reason == f"below relevance floor {RELEVANCE_FLOOR:g} ({best.score:.2f})"
 
-    def test_the_task_type_named_or_the_description_repeated_is_a_match(self, store: SkillStore) -> None:
+    def test_the_task_type_named_or_the_description_repeated_is_a_match(self, store: ProcedureDatabase) -> None:
         """Word for word, the task names the procedure: that is a decision, not a guess."""
         for task in ("db backup", "Dump the postgres database to a compressed file."):
             decision = Matcher(store).match(task)
             assert decision.decision == "match" and decision.selected and decision.selected.task_type == "db-backup", task
 
-    def test_the_description_with_specifics_added_is_a_match(self, store: SkillStore) -> None:
+    def test_the_description_with_specifics_added_is_a_match(self, store: ProcedureDatabase) -> None:
         """A task that repeats the description and adds only literals (a path, a file) names the procedure."""
         proc = _proc("Dump the postgres database to a compressed file")
         for task in ("Dump the postgres database to a compressed file /srv/db.gz",
                      'Dump the postgres database to a compressed file, labelled "monday"'):
             assert matcher_module.exact_reason(task, proc) == "contains the description", task
 
-    def test_the_description_with_more_work_added_is_not_word_for_word(self, store: SkillStore) -> None:
+    def test_the_description_with_more_work_added_is_not_word_for_word(self, store: ProcedureDatabase) -> None:
         """"…and run ps2pdf for each" asks for more than the procedure does: meaning decides, not the rule."""
         proc = _proc("Find all *.ps files under $STARTDIR")
         for task in ("Find all *.ps files under $STARTDIR and run ps2pdf for each file",
                      "Find all *.ps files under $STARTDIR, case insensitive"):
             assert matcher_module.exact_reason(task, proc) is None, task
 
-    def test_a_near_miss_with_another_number_is_refused(self, store: SkillStore) -> None:
+    def test_a_near_miss_with_another_number_is_refused(self, store: ProcedureDatabase) -> None:
         """Same words, another literal: `-mmin +60` is not "older than 7 days", whatever the similarity."""
         decision = Matcher(store, floor=0.0).match("Find files in /var/log modified more than 7 days ago")
         old = next(c for c in decision.candidates if c.task_type == "old-logs")
         assert decision.procedure_id != old.procedure_id
         assert old.reason and old.reason.startswith("literals disagree") and "7" in old.reason
 
-    def test_agreeing_literals_are_listed(self, store: SkillStore) -> None:
+    def test_agreeing_literals_are_listed(self, store: ProcedureDatabase) -> None:
         """The same numbers and paths agree, and the decision says which."""
         decision = Matcher(store, floor=0.5).match("list files under /var/log changed more than 60 minutes ago")
         assert decision.selected and decision.selected.task_type == "old-logs"
@@ -96,7 +96,7 @@ class TestDecision:
 
     def test_a_literal_fills_a_parameter(self, tmp_path: Path) -> None:
         """A value the procedure lacks but a parameter takes becomes that parameter's value."""
-        store = SkillStore(tmp_path / "store.db")
+        store = ProcedureDatabase(tmp_path / "store.db")
         matcher = Matcher(store, floor=0.5)
         add(store, matcher, "old-files", "find files older than some days in a folder", ["find {{ path }} -mtime +{{ days }}"])
         decision = matcher.match("find files older than 7 days in /srv/data")
@@ -108,7 +108,7 @@ class TestDecision:
 
     def test_two_procedures_equally_about_the_task_is_no_match(self, tmp_path: Path) -> None:
         """Ambiguity is not resolved by luck: when unsure, plan."""
-        store = SkillStore(tmp_path / "store.db")
+        store = ProcedureDatabase(tmp_path / "store.db")
         matcher = Matcher(store)
         add(store, matcher, "clean", "Remove the build folder", ["rm -rf build"])
         add(store, matcher, "clean", "Remove the build folder", ["rm -rf ./build", "mkdir build"])
@@ -117,7 +117,7 @@ class TestDecision:
 
     def test_one_success_is_not_enough(self, tmp_path: Path) -> None:
         """About the task but seen once: not replayed, and the reason says what would make it replayable."""
-        store = SkillStore(tmp_path / "store.db")
+        store = ProcedureDatabase(tmp_path / "store.db")
         matcher = Matcher(store)
         p = add(store, matcher, "db-backup", "Dump the postgres database", ["pg_dump app > app.sql", "gzip app.sql"], successes=1)
         decision = matcher.match("db backup")
@@ -127,7 +127,7 @@ class TestDecision:
         assert again.procedure_id == p.id and again.selected and again.selected.confidence == store.get(p.id).confidence >= 0.8
 
     def test_an_empty_store_says_so(self, tmp_path: Path) -> None:
-        decision = Matcher(SkillStore(tmp_path / "store.db")).match("anything at all")
+        decision = Matcher(ProcedureDatabase(tmp_path / "store.db")).match("anything at all")
         assert decision.decision == "no-match" and "no procedures" in (decision.reason or "")
 
 
@@ -144,7 +144,7 @@ GOLDEN_REFUSALS = [
 
 class TestGoldenRefusals:
     @pytest.mark.parametrize(("task_type", "task"), GOLDEN_REFUSALS)
-    def test_a_near_task_below_the_floor_is_refused(self, store: SkillStore, task_type: str, task: str) -> None:
+    def test_a_near_task_below_the_floor_is_refused(self, store: ProcedureDatabase, task_type: str, task: str) -> None:
         decision = Matcher(store).match(task)
         assert decision.decision == "no-match" and decision.selected is None, (task, decision.reason)
         best = decision.candidates[0]
@@ -154,7 +154,7 @@ class TestGoldenRefusals:
 
 
 class TestScores:
-    def test_semantic_scores_are_exact_cosines(self, store: SkillStore) -> None:
+    def test_semantic_scores_are_exact_cosines(self, store: ProcedureDatabase) -> None:
         """The approximate neighbours are rescored with the stored vectors: the cosine a person would compute."""
         import numpy as np
 
@@ -164,7 +164,7 @@ class TestScores:
         q, d = (np.asarray(v) for v in embedder.embed(["reboot the http daemon", describe(store.get(best.procedure_id))]))
         assert best.semantic == pytest.approx(float(q @ d) / float(np.linalg.norm(q) * np.linalg.norm(d)), abs=2e-3)
 
-    def test_a_procedure_the_index_lacks_is_still_scored_and_indexed(self, store: SkillStore,
+    def test_a_procedure_the_index_lacks_is_still_scored_and_indexed(self, store: ProcedureDatabase,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
         """Found by key terms but without a vector: embedded now (never scored 0), said so, and the index heals."""
         monkeypatch.setattr(matcher_module, "INLINE_EMBED", 0)  # nothing embedded ahead of the match
@@ -177,7 +177,7 @@ class TestScores:
         saved = Snapshot.load(store.path.parent / "index" / FILE)
         assert saved is not None and saved.vector(p.id, matcher_module.digest(describe(p))) is not None
 
-    def test_a_stale_vector_is_recomputed_from_the_new_text(self, store: SkillStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_a_stale_vector_is_recomputed_from_the_new_text(self, store: ProcedureDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
         """A new version changes what the procedure runs: its old vector is not scored, the new text is."""
         import numpy as np
 
@@ -192,13 +192,13 @@ class TestScores:
         q, d = (np.asarray(v) for v in default_embedder().embed(["gracefully restart apache", describe(store.get(web.id))]))
         assert found.semantic == pytest.approx(float(q @ d) / float(np.linalg.norm(q) * np.linalg.norm(d)), abs=2e-3)
 
-    def test_key_terms_weigh_by_rarity(self, store: SkillStore) -> None:
+    def test_key_terms_weigh_by_rarity(self, store: ProcedureDatabase) -> None:
         """A rare word covers more of the task than a common one: `terms` is the covered share of IDF weight."""
         decision = Matcher(store).match("postgres stuff")
         backup = next(c for c in decision.candidates if c.task_type == "db-backup")
         assert backup.matched_terms == ["postgres"] and 0.0 < backup.terms < 1.0
 
-    def test_a_corrupt_index_is_rebuilt_and_still_decides(self, store: SkillStore) -> None:
+    def test_a_corrupt_index_is_rebuilt_and_still_decides(self, store: ProcedureDatabase) -> None:
         """Garbage in the index file: rebuilt from the truth, and the decision is the one an intact index gives."""
         before = Matcher(store).match("db backup")
         (store.path.parent / "index" / FILE).write_bytes(b"this is not an index" * 100)
@@ -208,7 +208,7 @@ class TestScores:
         assert Snapshot.load(store.path.parent / "index" / FILE) is not None
         assert store.count() == len(PROCEDURES)  # the truth lost nothing
 
-    def test_an_index_of_an_earlier_text_format_is_embedded_again(self, store: SkillStore) -> None:
+    def test_an_index_of_an_earlier_text_format_is_embedded_again(self, store: ProcedureDatabase) -> None:
         """An index written when vectors held other texts (format 1: whole commands) is not read: its vectors are
         embedded again from today's texts, so no stale vector stays until its procedure changes."""
         import json
@@ -229,7 +229,7 @@ class TestScores:
         saved = Snapshot.load(path)
         assert saved is not None and all(saved.vector(p.id, matcher_module.digest(describe(p))) is not None for p in store.procedures())
 
-    def test_an_index_whose_shapes_do_not_fit_is_refused(self, store: SkillStore) -> None:
+    def test_an_index_whose_shapes_do_not_fit_is_refused(self, store: ProcedureDatabase) -> None:
         """A file with this store's stamp but cut vectors and a posting past the end is not read; it is rebuilt."""
         import numpy as np
 
@@ -246,7 +246,7 @@ class TestScores:
         assert decision.selected and decision.selected.task_type == "db-backup" and decision.degraded is None
         assert Snapshot.load(path) is not None
 
-    def test_an_embedder_that_cannot_load_leaves_key_terms_and_the_saved_index(self, store: SkillStore,
+    def test_an_embedder_that_cannot_load_leaves_key_terms_and_the_saved_index(self, store: ProcedureDatabase,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
         """A misconfigured embedder: the decision is lexical and says why; the saved vectors are not overwritten."""
         Matcher(store).match("db backup")
@@ -258,7 +258,7 @@ class TestScores:
         assert decision.candidates[0].task_type == "db-backup"  # named word for word: found without meaning
         assert path.read_bytes() == saved
 
-    def test_reindex_rebuilds_a_deleted_index_from_the_truth(self, store: SkillStore) -> None:
+    def test_reindex_rebuilds_a_deleted_index_from_the_truth(self, store: ProcedureDatabase) -> None:
         """Deleting the index loses nothing: `reindex` embeds every procedure again, and decisions are unchanged."""
         before = Matcher(store).match("reboot the http daemon")
         shutil.rmtree(store.path.parent / "index")
@@ -270,10 +270,10 @@ class TestScores:
         after = Matcher(store).match("reboot the http daemon")
         assert [(c.procedure_id, c.semantic) for c in after.candidates] == [(c.procedure_id, c.semantic) for c in before.candidates]
 
-    def test_an_index_from_another_store_is_not_taken(self, store: SkillStore, tmp_path: Path) -> None:
+    def test_an_index_from_another_store_is_not_taken(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         """An index file copied from another home names another store: rebuilt, so this store's procedures are found."""
         (tmp_path / "other").mkdir()
-        other = SkillStore(tmp_path / "other" / "store.db")
+        other = ProcedureDatabase(tmp_path / "other" / "store.db")
         for i in range(store.generation()):  # the same generation number, other procedures
             add(other, None, f"other-{i}", f"Unrelated chore number {i}", [f"true {i}"])
         Matcher(other).match("anything")
@@ -284,7 +284,7 @@ class TestScores:
         assert decision.selected and decision.selected.task_type == "db-backup"
         assert all(c.procedure_id in {p.id for p in store.procedures()} for c in decision.candidates)
 
-    def test_vectors_of_another_embedder_are_not_scored(self, store: SkillStore) -> None:
+    def test_vectors_of_another_embedder_are_not_scored(self, store: ProcedureDatabase) -> None:
         """An index filled by the hashing embedder lives in another space: every vector is embedded again."""
         from sherpa_skills.semantic.embeddings import HashingEmbedder
 
@@ -295,7 +295,7 @@ class TestScores:
         assert saved is not None and saved.embedder == default_embedder().name and decision.degraded is None
         assert decision.candidates[0].task_type == "restart-web"
 
-    def test_candidates_are_not_matched_until_promoted(self, store: SkillStore) -> None:
+    def test_candidates_are_not_matched_until_promoted(self, store: ProcedureDatabase) -> None:
         """A mined candidate is invisible to replay matching; promotion makes it visible."""
         matcher = Matcher(store)
         p = add(store, matcher, "lint-code", "Run the linters", ["ruff check .", "mypy ."], successes=1, status="candidate")
@@ -343,7 +343,7 @@ class TestLiterals:
 
     def test_the_index_reads_commands_as_words(self) -> None:
         """Programs and option names carry meaning; paths and quoting are checked as literals instead."""
-        from sherpa_skills.skills.procedure_index import index_text
+        from sherpa_skills.skills.match.procedure_index import index_text
 
         text = index_text("old-logs", "Find old logs", [], ["find /var/log -name '*.log' -mmin +60 | xargs rm -f"])
         assert text == "old logs. Find old logs. find var log name mmin xargs rm"
@@ -360,9 +360,9 @@ class TestLiterals:
 
 
 class TestFreshProcess:
-    def test_the_cli_in_a_fresh_process_decides_as_the_warm_api(self, store: SkillStore) -> None:
+    def test_the_cli_in_a_fresh_process_decides_as_the_warm_api(self, store: ProcedureDatabase) -> None:
         """`learn replay QUERY --json` in a new interpreter reads the saved index (it does not rebuild it) and decides
-        as `SkillStore.match` does in a warm process: same selection, same candidates, same scores."""
+        as `ProcedureDatabase.match` does in a warm process: same selection, same candidates, same scores."""
         import json
         import subprocess
         import sys

@@ -6,9 +6,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from sherpa_skills.skills.mining import found_nothing, is_interactive, is_read_only, mine, suggest_task_type
-from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-from sherpa_skills.skills.store import SkillStore
+from sherpa_skills.skills.mine.mining import found_nothing, is_interactive, is_read_only, mine, suggest_task_type
+from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+from sherpa_skills.skills.store.database import ProcedureDatabase
 
 _ids = iter(range(1, 100_000))
 
@@ -53,14 +53,14 @@ class TestClassification:
 
 
 def test_a_routine_seen_in_one_session_is_not_a_candidate(tmp_path: Path) -> None:
-    store = SkillStore(tmp_path / "store.db")
+    store = ProcedureDatabase(tmp_path / "store.db")
     result = mine(build("s1"), store)
     assert result.new_candidates == 0 and store.procedures(status=None) == []
 
 
 def test_recurring_routines_become_candidates_and_recorded_successes_promote_them(tmp_path: Path) -> None:
     """Seen in two sessions: a parameterised candidate (not replayable); seen succeeding in three: promoted."""
-    store = SkillStore(tmp_path / "store.db")
+    store = ProcedureDatabase(tmp_path / "store.db")
     history = build("s1", "1.0") + build("s2", "1.1")
     result = mine(history[4:], store, history=history)
     assert (result.new_candidates, result.promoted) == (1, 0)
@@ -76,7 +76,7 @@ def test_recurring_routines_become_candidates_and_recorded_successes_promote_the
 
 
 def test_a_rejected_candidate_is_never_proposed_again(tmp_path: Path) -> None:
-    store = SkillStore(tmp_path / "store.db")
+    store = ProcedureDatabase(tmp_path / "store.db")
     history = build("s1") + build("s2", "2.0")
     mine(history, store, history=history)
     (proc,) = store.procedures(status=None)
@@ -89,7 +89,7 @@ def test_a_rejected_candidate_is_never_proposed_again(tmp_path: Path) -> None:
 
 def test_a_known_procedure_inside_a_session_gains_a_success(tmp_path: Path) -> None:
     """Found by shape with one automaton pass, then checked against its templates: the parameter takes any value."""
-    store = SkillStore(tmp_path / "store.db")
+    store = ProcedureDatabase(tmp_path / "store.db")
     known = store.add_procedure(CapturedProcedure(id="", task_type="release", success_count=1, steps=[
         ProcedureStep(command="python -m build"), ProcedureStep(command="twine upload {{ files }}")]))
     result = mine([cmd("git pull"), cmd("python  -m build"), cmd("twine upload dist/*"), cmd("git tag v1")], store)
@@ -99,7 +99,7 @@ def test_a_known_procedure_inside_a_session_gains_a_success(tmp_path: Path) -> N
 
 def test_a_known_procedure_needs_its_literal_words(tmp_path: Path) -> None:
     """Same shape, different fixed words: not the same procedure."""
-    store = SkillStore(tmp_path / "store.db")
+    store = ProcedureDatabase(tmp_path / "store.db")
     known = store.add_procedure(CapturedProcedure(id="", task_type="release", success_count=1, steps=[
         ProcedureStep(command="make build"), ProcedureStep(command="make deploy ENV=prod")]))
     assert mine([cmd("make build"), cmd("make deploy ENV=staging")], store).known == 0
@@ -107,7 +107,7 @@ def test_a_known_procedure_needs_its_literal_words(tmp_path: Path) -> None:
 
 
 def test_failures_are_learned_with_secrets_redacted_but_nothing_found_is_not(tmp_path: Path) -> None:
-    store = SkillStore(tmp_path / "store.db")
+    store = ProcedureDatabase(tmp_path / "store.db")
     token = "ghp_" + "Z" * 36
     result = mine([cmd("ls"), cmd("rg TODO src", "failure", exit_code=1),
                    cmd(f"GITHUB_TOKEN={token} gh release create v1", "failure", output=f"HTTP 401 token {token}")], store)
@@ -126,7 +126,7 @@ class TestReviewQueue:
         from sherpa_skills.cli import main
 
         home = tmp_path / "home"
-        store = SkillStore(home=home)
+        store = ProcedureDatabase(home=home)
         history = build("s1", "1.0") + build("s2", "1.1")
         mine(history, store, history=history)
         history = [cmd("make lint", session="s3"), cmd("make test", session="s3"), cmd("make lint", session="s4"), cmd("make test", session="s4")]
@@ -150,9 +150,9 @@ class TestReviewQueue:
         assert "already rejected" in capsys.readouterr().err
 
     def test_a_rejected_procedure_is_never_offered_for_replay(self, tmp_path: Path) -> None:
-        from sherpa_skills.skills.matcher import Matcher
+        from sherpa_skills.skills.match.matcher import Matcher
 
-        store = SkillStore(tmp_path / "store.db")
+        store = ProcedureDatabase(tmp_path / "store.db")
         proc = store.add_procedure(CapturedProcedure(id="", task_type="deploy-site", description="deploy the web site", success_count=5,
                                                      steps=[ProcedureStep(command="make deploy")]))
         store.set_status(proc.id, "rejected")

@@ -7,8 +7,8 @@ from itertools import count
 
 import pytest
 
-from sherpa_skills.skills.recurring import RecurringOptions, find
-from sherpa_skills.skills.shell_words import classify
+from sherpa_skills.skills.mine.recurring import RecurringOptions, find
+from sherpa_skills.skills.mine.shell_words import classify
 
 _ids = count(1)
 DAY = 86400.0

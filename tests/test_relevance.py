@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from sherpa_skills.skills.matcher import MARGIN, RELEVANCE_FLOOR
-from sherpa_skills.skills.relevance import FEATURES, MODEL_FILE, default_model, from_dict
-from sherpa_skills.skills.verifier import VERIFY_FLOOR
+from sherpa_skills.skills.match.matcher import MARGIN, RELEVANCE_FLOOR
+from sherpa_skills.skills.match.relevance import FEATURES, MODEL_FILE, default_model, from_dict
+from sherpa_skills.skills.match.verifier import VERIFY_FLOOR
 
 TYPICAL = {"semantic": 0.8, "terms": 0.6, "reverse": 0.6, "agreed": 0.0, "gap": 0.2, "length": 2.0}
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.engine.workflow import load_workflow
-from sherpa_skills.policy.replay import ActionOutcome, RecordedDecision, ReplayPolicy, fill
-from sherpa_skills.skills.learning import Learner
-from sherpa_skills.skills.store import SkillStore
+from sherpa_skills.skills.replay.policy import ActionOutcome, RecordedDecision, ReplayPolicy, fill
+from sherpa_skills.skills.capture.learning import Learner
+from sherpa_skills.skills.store.database import ProcedureDatabase
 
 WORKFLOW = """
 name: refunds
@@ -78,7 +78,7 @@ def workflow(tmp_path: Path):
 @pytest.fixture
 def learner(tmp_path: Path):
     (tmp_path / "skills").mkdir()
-    store = SkillStore(tmp_path / "skills" / "skills.db")
+    store = ProcedureDatabase(tmp_path / "skills" / "skills.db")
     yield Learner(store)
     store.close()
 

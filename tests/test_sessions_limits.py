@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.sessions import COMMAND_LIMIT, SessionStore, import_paths, is_truncated
-from sherpa_skills.skills.mining import KnownProcedures, mine
-from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-from sherpa_skills.skills.runtime import skill_store
+from sherpa_skills.skills.mine.mining import KnownProcedures, mine
+from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+from sherpa_skills.skills.replay.runtime import skill_store
 from test_sessions_claude_code import bash, result, write
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.cli import main
-from sherpa_skills.skills.shell_session import ShellSession
+from sherpa_skills.skills.replay.shell_session import ShellSession
 
 
 def _gone(pid: int, within: float = 10.0) -> bool:
@@ -91,11 +91,11 @@ def test_a_replayed_procedure_keeps_cd_and_export_between_steps(tmp_path: Path, 
     work.mkdir()
     monkeypatch.chdir(work)
     home = str(tmp_path / "home")
-    from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-    from sherpa_skills.skills.store import SkillStore
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from sherpa_skills.skills.store.database import ProcedureDatabase
 
     steps = ["mkdir -p site", "cd site", "export TITLE={{ title }}", 'echo "<h1>$TITLE</h1>" > index.html']
-    proc = SkillStore(home=home).add_procedure(CapturedProcedure(id="", task_type="build-site", success_count=3, steps=[
+    proc = ProcedureDatabase(home=home).add_procedure(CapturedProcedure(id="", task_type="build-site", success_count=3, steps=[
         *[ProcedureStep(command=c) for c in steps], ProcedureStep(command="cat index.html", expected_output_pattern="<h1>Hello")]))
     pid = proc.id
     code = main(["learn", "replay", "build the site", "--procedure", pid, "--param", "title=Hello", "--execute", "--yes",

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from sherpa_skills.skills.models import CapturedProcedure, Execution, ProcedureStep
-from sherpa_skills.skills.scoring import REPLAY_THRESHOLD, confidence, failure_pattern, health_status
-from sherpa_skills.skills.store import SkillStore, step_signature
+from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
+from sherpa_skills.skills.store.scoring import REPLAY_THRESHOLD, confidence, failure_pattern, health_status
+from sherpa_skills.skills.store.database import ProcedureDatabase, step_signature
 
 
 def procedure(task_type: str = "build-lib", *commands: str) -> CapturedProcedure:
@@ -51,7 +51,7 @@ class TestHealth:
 
     def test_rolling_rate_uses_the_last_ten_real_executions(self, tmp_path: Path) -> None:
         """Old failures fall out of the window; dry runs never count."""
-        store = SkillStore(tmp_path / "s.db")
+        store = ProcedureDatabase(tmp_path / "s.db")
         p = store.add_procedure(procedure())
         for _ in range(5):
             store.record_execution(execution(p, "diverged", "exit code 2, expected 0"))
@@ -66,7 +66,7 @@ class TestHealth:
     def test_failure_pattern_is_what_recent_failures_share(self, tmp_path: Path) -> None:
         """Numbers and temporary paths are folded so the same error compares equal."""
         assert failure_pattern(["exit code 2 at /tmp/abc1", "exit code 3 at /tmp/xyz9", "timed out"]) == "exit code # at #"
-        store = SkillStore(tmp_path / "s.db")
+        store = ProcedureDatabase(tmp_path / "s.db")
         p = store.add_procedure(procedure())
         for code in (2, 3, 4):
             store.record_execution(execution(p, "diverged", f"exit code {code}, expected 0"))
@@ -78,7 +78,7 @@ class TestHealth:
 class TestVersions:
     def test_a_new_version_starts_fresh_and_the_old_one_keeps_its_history(self, tmp_path: Path) -> None:
         """Re-learning stores version 2 with one success; version 1 keeps its counts and executions."""
-        store = SkillStore(tmp_path / "s.db")
+        store = ProcedureDatabase(tmp_path / "s.db")
         p = store.add_procedure(procedure())
         store.record_execution(execution(p, "diverged", "boom"))
         v2 = store.add_version(p.id, [ProcedureStep(command="make all"), ProcedureStep(command="make check")])
@@ -100,14 +100,14 @@ def test_unknown_procedure_error_names_it(tmp_path: Path) -> None:
     from sherpa_skills.errors import StoreError
 
     with pytest.raises(StoreError, match="no procedure 'nope'.*learn procedures"):
-        SkillStore(tmp_path / "s.db").get("nope")
+        ProcedureDatabase(tmp_path / "s.db").get("nope")
 
 
 WRITER = """
 import sys, time
-from sherpa_skills.skills.store import SkillStore
-from sherpa_skills.skills.models import Execution
-store = SkillStore(sys.argv[1])
+from sherpa_skills.skills.store.database import ProcedureDatabase
+from sherpa_skills.skills.store.models import Execution
+store = ProcedureDatabase(sys.argv[1])
 for i in range(int(sys.argv[3])):
     now = time.time()
     store.record_execution(Execution(procedure_id=sys.argv[2], version=1, started=now, ended=now,
@@ -119,7 +119,7 @@ for i in range(int(sys.argv[3])):
 def test_eight_processes_recording_at_once_lose_no_update(tmp_path: Path) -> None:
     """8 processes × 40 outcomes on one procedure: the counts are exact."""
     db = tmp_path / "store.db"
-    store = SkillStore(db)
+    store = ProcedureDatabase(db)
     p = store.add_procedure(procedure())
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), p.id, "40"]) for _ in range(8)]
     assert all(proc.wait(timeout=120) == 0 for proc in procs)
@@ -133,7 +133,7 @@ def test_eight_processes_recording_at_once_lose_no_update(tmp_path: Path) -> Non
 class TestOneProcedurePerSignature:
     def test_a_second_insert_of_the_same_steps_counts_a_success(self, tmp_path: Path) -> None:
         """Two captures that both passed the duplicate check insert once: the second one counts a success."""
-        store = SkillStore(tmp_path / "store.db")
+        store = ProcedureDatabase(tmp_path / "store.db")
         first = store.add_procedure(procedure("deploy-app", "make", "make deploy"))
         second = store.add_procedure(procedure("deploy-app", "make", "make  deploy"))
         assert second.id == first.id and second.success_count == 2
@@ -141,19 +141,19 @@ class TestOneProcedurePerSignature:
 
     def test_the_same_steps_under_another_task_type_are_another_procedure(self, tmp_path: Path) -> None:
         """Uniqueness is per task type: the same commands may serve two kinds of task."""
-        store = SkillStore(tmp_path / "store.db")
+        store = ProcedureDatabase(tmp_path / "store.db")
         a = store.add_procedure(procedure("build-lib", "make"))
         b = store.add_procedure(procedure("build-docs", "make"))
         assert a.id != b.id and store.count() == 2
 
     def test_six_concurrent_first_captures_make_one_procedure(self, tmp_path: Path) -> None:
         """Six processes capturing the same new steps at once: one procedure, six successes."""
-        code = ("import sys; from sherpa_skills.skills.store import SkillStore; from sherpa_skills.skills.models import *; "
-                "s = SkillStore(sys.argv[1]); s.add_procedure(CapturedProcedure(id='', task_type='ship', success_count=1, "
+        code = ("import sys; from sherpa_skills.skills.store.database import ProcedureDatabase; from sherpa_skills.skills.store.models import *; "
+                "s = ProcedureDatabase(sys.argv[1]); s.add_procedure(CapturedProcedure(id='', task_type='ship', success_count=1, "
                 "steps=[ProcedureStep(command='make'), ProcedureStep(command='make ship')]))")
         db = tmp_path / "store.db"
-        SkillStore(db).close()
+        ProcedureDatabase(db).close()
         procs = [subprocess.Popen([sys.executable, "-c", code, str(db)]) for _ in range(6)]
         assert all(p.wait(timeout=120) == 0 for p in procs)
-        store = SkillStore(db)
+        store = ProcedureDatabase(db)
         assert [(p.task_type, p.success_count) for p in store.procedures()] == [("ship", 6)]

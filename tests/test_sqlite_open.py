@@ -18,10 +18,10 @@ from sherpa_skills.heartbeat.state import HeartbeatState
 from sherpa_skills.memory._store import MemoryStore
 from sherpa_skills.memory.domains import Domains
 from sherpa_skills.sessions._store import SessionStore
-from sherpa_skills.skills.store import SkillStore
+from sherpa_skills.skills.store.database import ProcedureDatabase
 
 home, start, kinds = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3].split(",")
-openers = {"runs": lambda: RunStore(home=home), "skills": lambda: SkillStore(home=home),
+openers = {"runs": lambda: RunStore(home=home), "skills": lambda: ProcedureDatabase(home=home),
            "sessions": lambda: SessionStore(home), "memory": lambda: MemoryStore(home=home),
            "domains": lambda: Domains(home), "heartbeat": lambda: HeartbeatState(home)}
 time.sleep(max(0.0, start - time.time()))  # every process reaches the first open at the same moment

@@ -199,11 +199,11 @@ class TestActions:
 
     def test_promotes_a_candidate_once(self, acting: Any, tmp_path: Path) -> None:
         """A mined candidate shows in the review list with a form; promoting makes it active; an active one is refused."""
-        from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-        from sherpa_skills.skills.store import SkillStore
+        from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+        from sherpa_skills.skills.store.database import ProcedureDatabase
 
         c, _, csrf = acting
-        store = SkillStore(home=tmp_path)
+        store = ProcedureDatabase(home=tmp_path)
         pid = store.add_procedure(CapturedProcedure(id="", task_type="tidy-logs", source="session", status="candidate",
                                                     steps=[ProcedureStep(command="ls logs")])).id
         store.close()
@@ -218,11 +218,11 @@ class TestActions:
 
     def test_rejects_a_candidate_for_good(self, acting: Any, tmp_path: Path) -> None:
         """Reject from the review list: never replayed, never proposed again; only a candidate can be rejected, with the token."""
-        from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-        from sherpa_skills.skills.store import SkillStore
+        from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+        from sherpa_skills.skills.store.database import ProcedureDatabase
 
         c, _, csrf = acting
-        store = SkillStore(home=tmp_path)
+        store = ProcedureDatabase(home=tmp_path)
         pid = store.add_procedure(CapturedProcedure(id="", task_type="noise", source="session", status="candidate",
                                                     steps=[ProcedureStep(command="rm -f x"), ProcedureStep(command="git add y")])).id
         store.close()

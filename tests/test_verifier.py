@@ -10,10 +10,10 @@ import pytest
 
 from sherpa_skills.errors import ModelError
 from sherpa_skills.home import store_path
-from sherpa_skills.skills.matcher import MatchDecision, Matcher
-from sherpa_skills.skills.models import CapturedProcedure, ProcedureStep
-from sherpa_skills.skills.store import SkillStore
-from sherpa_skills.skills.verifier import MODEL_ENV, Verifier, response_format, verifier_from_env
+from sherpa_skills.skills.match.matcher import MatchDecision, Matcher
+from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+from sherpa_skills.skills.store.database import ProcedureDatabase
+from sherpa_skills.skills.match.verifier import MODEL_ENV, Verifier, response_format, verifier_from_env
 
 PROCEDURES = [
     ("restart-web", "Restart the nginx web server after a config change", ["nginx -t", "systemctl reload nginx"]),
@@ -25,8 +25,8 @@ GREET = "say hello to Ada Lovelace"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SkillStore:
-    store = SkillStore(tmp_path / "store.db")
+def store(tmp_path: Path) -> ProcedureDatabase:
+    store = ProcedureDatabase(tmp_path / "store.db")
     matcher = Matcher(store)
     for task_type, description, commands in PROCEDURES:
         p = store.add_procedure(CapturedProcedure(id="", task_type=task_type, description=description, success_count=2,
@@ -41,7 +41,7 @@ def script(tmp_path: Path, body: str) -> str:
     return f"scripted/{path}"
 
 
-def borderline(store: SkillStore, query: str, model: str) -> tuple[Matcher, Verifier]:
+def borderline(store: ProcedureDatabase, query: str, model: str) -> tuple[Matcher, Verifier]:
     """A verifier whose band starts just under this query's best score, so the question is asked."""
     matcher = Matcher(store)
     plain = matcher.match(query)
@@ -51,14 +51,14 @@ def borderline(store: SkillStore, query: str, model: str) -> tuple[Matcher, Veri
     return matcher, Verifier(model, lower=best.score - 0.01)
 
 
-def ask(store: SkillStore, tmp_path: Path, body: str) -> MatchDecision:
+def ask(store: ProcedureDatabase, tmp_path: Path, body: str) -> MatchDecision:
     """GREET matched with a verifier answering from this script, its band starting just under GREET's score."""
     matcher, verifier = borderline(store, GREET, script(tmp_path, body))
     return matcher.match(GREET, verify=verifier)
 
 
 class TestAnswers:
-    def test_yes_selects_the_candidate_with_declared_parameters_and_counts_the_call(self, store: SkillStore, tmp_path: Path) -> None:
+    def test_yes_selects_the_candidate_with_declared_parameters_and_counts_the_call(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         """A borderline candidate the verifier confirms is replayed; the parameter it names is filled from the task."""
         model = script(tmp_path, f"""
 answers:
@@ -71,7 +71,7 @@ answers:
         assert decision.params == {"name": "Ada Lovelace"}
         assert decision.verification and decision.verification.same_task and decision.llm_calls == 1 and decision.tokens > 0
 
-    def test_no_is_no_match_with_the_reason(self, store: SkillStore, tmp_path: Path) -> None:
+    def test_no_is_no_match_with_the_reason(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         decision = ask(store, tmp_path, """
 answers:
   - match: "Task: "
@@ -81,7 +81,7 @@ answers:
         assert decision.llm_calls == 1 and decision.tokens > 0
         assert "borderline" in (decision.candidates[0].reason or "")
 
-    def test_a_malformed_answer_is_asked_again_once(self, store: SkillStore, tmp_path: Path) -> None:
+    def test_a_malformed_answer_is_asked_again_once(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         """Prose instead of JSON: one more question saying what was wrong, and its good answer counts."""
         decision = ask(store, tmp_path, """
 answers:
@@ -92,7 +92,7 @@ answers:
 """)
         assert decision.decision == "match" and decision.params == {"name": "Ada"} and decision.llm_calls == 2
 
-    def test_malformed_twice_is_no_match(self, store: SkillStore, tmp_path: Path) -> None:
+    def test_malformed_twice_is_no_match(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         decision = ask(store, tmp_path, """
 answers:
   - match: "."
@@ -100,7 +100,7 @@ answers:
 """)
         assert decision.decision == "no-match" and "unusable twice" in (decision.reason or "") and decision.llm_calls == 2
 
-    def test_an_undeclared_parameter_is_refused(self, store: SkillStore, tmp_path: Path) -> None:
+    def test_an_undeclared_parameter_is_refused(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         """The procedure takes `name`; an answer that sets `cmd` is not used, however sure it sounds."""
         decision = ask(store, tmp_path, """
 answers:
@@ -110,7 +110,7 @@ answers:
         assert decision.decision == "no-match" and "undeclared parameters: cmd" in (decision.reason or "")
         assert decision.params == {} and decision.llm_calls == 2
 
-    def test_a_value_the_task_does_not_state_is_refused(self, store: SkillStore, tmp_path: Path) -> None:
+    def test_a_value_the_task_does_not_state_is_refused(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         decision = ask(store, tmp_path, """
 answers:
   - match: "."
@@ -118,7 +118,7 @@ answers:
 """)
         assert decision.decision == "no-match" and "does not state" in (decision.reason or "")
 
-    def test_a_failing_model_is_no_match_not_a_crash(self, store: SkillStore, tmp_path: Path) -> None:
+    def test_a_failing_model_is_no_match_not_a_crash(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         """The script has no answer for this prompt: the call fails, the decision says so, the call is counted."""
         decision = ask(store, tmp_path, """
 answers:
@@ -129,7 +129,7 @@ answers:
 
 
 class TestBand:
-    def test_only_the_band_is_asked(self, store: SkillStore, tmp_path: Path) -> None:
+    def test_only_the_band_is_asked(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         """Above the floor the matcher decides alone; below the band's lower edge nothing is asked either."""
         model = script(tmp_path, """
 answers:
@@ -142,7 +142,7 @@ answers:
         below = matcher.match("what is the weather in Paris", verify=Verifier(model, lower=0.99))
         assert below.decision == "no-match" and below.verification is None and below.llm_calls == 0
 
-    def test_a_literal_disagreement_is_never_asked(self, store: SkillStore, tmp_path: Path) -> None:
+    def test_a_literal_disagreement_is_never_asked(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         model = script(tmp_path, """
 answers:
   - match: "."
@@ -185,10 +185,10 @@ class TestCli:
         """A borderline task confirmed by the verifier is a dry run whose JSON carries the call and its tokens;
         SHERPA_SKILLS_VERIFY_MODEL alone turns it on, and the verifier saying no is a no-match."""
         from sherpa_skills.cli import main
-        from sherpa_skills.skills import verifier as verifier_module
+        from sherpa_skills.skills.match import verifier as verifier_module
 
         home = tmp_path / "h"
-        store = SkillStore(store_path(home))
+        store = ProcedureDatabase(store_path(home))
         matcher = Matcher(store)
         p = store.add_procedure(CapturedProcedure(id="", task_type="greet", description="write a greeting for someone",
                                                   success_count=2, steps=[ProcedureStep(command="echo hello {{ name }}")]))

@@ -13,10 +13,10 @@ from .console import EXIT_ERROR, EXIT_OK, Folded, console as _console, print_jso
 def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
     from ..home import resolve_home
     from ..engine.runstore import RunStore
-    from ..skills.store import SkillStore
+    from ..skills.store.database import ProcedureDatabase
 
     home = resolve_home(args.home)
-    return SkillStore(home=home), RunStore(home=home), home
+    return ProcedureDatabase(home=home), RunStore(home=home), home
 
 
 def _quiet_logs(args: argparse.Namespace, home: Path) -> None:
@@ -56,7 +56,7 @@ def load_steps_file(path: str) -> dict[str, Any]:
     from pydantic import TypeAdapter, ValidationError
 
     from ..errors import WorkflowError
-    from ..skills.models import ProcedureStep, StepsFile
+    from ..skills.store.models import ProcedureStep, StepsFile
     from ..yaml_source import load_yaml_file
 
     located = load_yaml_file(path)
@@ -233,7 +233,7 @@ def _verify_model(flag: bool, named: str | None) -> str | None:
 
     from ..errors import UsageError
     from ..llm.call import MODEL_ENV
-    from ..skills.verifier import MODEL_ENV as VERIFY_ENV
+    from ..skills.match.verifier import MODEL_ENV as VERIFY_ENV
 
     if named is not None:
         if not named.strip():
@@ -318,12 +318,12 @@ def cmd_failures(args: argparse.Namespace) -> int:
 def _failures_for_task(args: argparse.Namespace, store: Any, home: Path) -> int:
     """The learnings the planner would be shown for this task: found by meaning, each with its relevance and why."""
     from ..errors import UsageError
-    from ..skills.learnings import LearningFinder
+    from ..skills.match.failures import FailureFinder
 
     if not args.task.strip():
         raise UsageError("--task needs the task's text (what the planner would be asked to do)")
     _quiet_logs(args, home)
-    found = LearningFinder(store).find(args.task, args.task_type, limit=args.limit)
+    found = FailureFinder(store).find(args.task, args.task_type, limit=args.limit)
     if args.json:
         _print_json({**found.model_dump(mode="json", exclude={"found"}),
                      "learnings": [{**x.learning.model_dump(mode="json"), **x.model_dump(mode="json", exclude={"learning"})}
@@ -424,8 +424,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     """Embed every procedure and learning again, in batches, with a progress bar on the terminal (never silent on long work)."""
     import time
 
-    from ..skills.learnings import LearningFinder
-    from ..skills.matcher import Matcher
+    from ..skills.match.failures import FailureFinder
+    from ..skills.match.matcher import Matcher
 
     store, _, home = _stores(args)
     _quiet_logs(args, home)  # the embedder's and the index's log lines go to the log file, never into --json
@@ -443,7 +443,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                       console=console) as progress:
             task = progress.add_task("reindex", total=total)
             count = Matcher(store).reindex(progress=lambda done: progress.update(task, completed=done))
-    learnings = LearningFinder(store).reindex()
+    learnings = FailureFinder(store).reindex()
     seconds = time.perf_counter() - started
     if args.json:
         _print_json({"reindexed": count, "learnings": learnings, "seconds": round(seconds, 3),
@@ -455,7 +455,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
-    from ..skills.scoring import replay_refusal
+    from ..skills.store.scoring import replay_refusal
 
     store, _, _ = _stores(args)
     p = store.promote(store.get(args.id).id, by=args.agent)
@@ -499,8 +499,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from ..errors import UsageError
-    from ..skills.models import CapturedLearning, CapturedProcedure
-    from ..skills.store import step_signature
+    from ..skills.store.models import CapturedLearning, CapturedProcedure
+    from ..skills.store.database import step_signature
 
     store, _, home = _stores(args)
     _quiet_logs(args, home)  # indexing loads the embedder, whose log lines belong in the log file, never in --json
@@ -537,14 +537,14 @@ def cmd_import(args: argparse.Namespace) -> int:
             store.add_learning(CapturedLearning.model_validate({**raw, "id": None}))
         except ValidationError:
             pass
-    from ..skills.matcher import Matcher
+    from ..skills.match.matcher import Matcher
 
     # The index embeds the new procedures now, in batches: matching never silently falls back to words alone.
     matcher = Matcher(store)
     warning = next((w for w in (matcher.index_many(fresh[i:i + 256]) for i in range(0, len(fresh), 256)) if w), None)
-    from ..skills.learnings import LearningFinder
+    from ..skills.match.failures import FailureFinder
 
-    LearningFinder(store).sync()  # imported learnings are found by meaning on the next plan
+    FailureFinder(store).sync()  # imported learnings are found by meaning on the next plan
     summary = {"added": added, "skipped": skipped, "problems": problems, "indexed": 0 if warning else len(fresh),
                "index_warning": warning}
     if args.json:

@@ -20,9 +20,9 @@ def candidate_summary(p: Any) -> dict[str, Any]:
 
 def cmd_candidates(args: argparse.Namespace) -> int:
     from ..home import resolve_home
-    from ..skills.store import SkillStore
+    from ..skills.store.database import ProcedureDatabase
 
-    store = SkillStore(home=resolve_home(args.home))
+    store = ProcedureDatabase(home=resolve_home(args.home))
     rows = sorted((candidate_summary(p) for p in store.procedures(args.task_type, "candidate")),
                   key=lambda r: (-r["support"], r["task_type"]))
     if args.json:
@@ -50,9 +50,9 @@ def cmd_candidates(args: argparse.Namespace) -> int:
 def cmd_reject(args: argparse.Namespace) -> int:
     from ..errors import UsageError
     from ..home import resolve_home
-    from ..skills.store import SkillStore
+    from ..skills.store.database import ProcedureDatabase
 
-    store = SkillStore(home=resolve_home(args.home))
+    store = ProcedureDatabase(home=resolve_home(args.home))
     proc = store.get(args.id)
     if proc.status == "rejected":
         raise UsageError(f"{proc.id} is already rejected")

@@ -22,7 +22,7 @@ from ..yaml_source import Located, load_yaml_file, load_yaml_text
 
 
 #: Where `workflow.agent(learn=...)` finds the learning runtime (skills, a layer above the engine).
-LEARNING_MODULE = "sherpa_skills.skills.learning"
+LEARNING_MODULE = "sherpa_skills.skills.capture.learning"
 
 
 @dataclass

@@ -104,8 +104,8 @@ def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> Ph
 def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> Any:
     """Mine the commands after `start` up to `end`, looking for routines in the last `mining.history` commands."""
     from ..sessions import SessionStore
-    from ..skills.mining import MiningOptions, mine
-    from ..skills.runtime import skill_store
+    from ..skills.mine.mining import MiningOptions, mine
+    from ..skills.replay.runtime import skill_store
 
     m = config.mining
     with SessionStore(home) as sessions:
@@ -119,7 +119,7 @@ def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> Any:
 def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
     """Recompute the health of procedures with new executions (and new or promoted procedures); pull broken ones from
     replay. The report counts each status apart, `new` (never run since captured or promoted) included."""
-    from ..skills.runtime import skill_store
+    from ..skills.replay.runtime import skill_store
 
     _start("health")
     started = time.time()
@@ -159,9 +159,9 @@ def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
 
 def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
     """Bring the procedure index up to date with the truth, and drop old executions and finished runs."""
-    from ..skills.matcher import Matcher
-    from ..skills.procedure_index import FILE
-    from ..skills.runtime import learning_finder, skill_store
+    from ..skills.match.matcher import Matcher
+    from ..skills.match.procedure_index import FILE
+    from ..skills.replay.runtime import failure_finder, skill_store
 
     _start("maintenance")
     store = skill_store(home)
@@ -180,7 +180,7 @@ def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseR
         alerts.append(f"the procedure index could not be updated ({exc}); matching finds what it lacks by key terms")
         stats["index_unavailable"] = True
     # Mined failures are embedded now rather than on the next plan; a missing collection is filled from the store.
-    stats["learnings_indexed"] = learning_finder(home).sync(force=True)
+    stats["learnings_indexed"] = failure_finder(home).sync(force=True)
     retention = config.retention
     stats["executions_deleted"] = store.delete_executions_before(now - retention.executions_days * 86400,
                                                                  retention.keep_executions_per_procedure)

@@ -11,8 +11,8 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, Field
 
-from .matcher import MatchDecision, Matcher
-from .models import CapturedProcedure, ProcedureHealthReport, ProcedureStep
+from .match.matcher import MatchDecision, Matcher
+from .store.models import CapturedProcedure, ProcedureHealthReport, ProcedureStep
 
 REPLAY_STATUS = {"succeeded": "succeeded", "diverged": "diverged", "dry_run": "dry-run", "no_match": "no-match", "refused": "refused"}
 
@@ -38,7 +38,7 @@ def _machine(name: str) -> Any:
 
 def replay_payload(result: Any) -> dict[str, Any]:
     """A replay run as plain data: status, procedure, rendered steps and how each went, why it stopped."""
-    from .replay_actions import step_results
+    from .replay.actions import step_results
 
     ctx = result.context
     proc = ctx.get("procedure") or {}
@@ -70,7 +70,7 @@ class SkillStore:
 
     def __init__(self, home: str | Path | None = None):
         from ..home import resolve_home
-        from .runtime import skill_matcher, skill_store
+        from .replay.runtime import skill_matcher, skill_store
 
         self.home = resolve_home(str(home) if home is not None else None)
         self.store = skill_store(self.home)  # the connection and matcher the replay and capture machines use too
@@ -112,8 +112,8 @@ class SkillStore:
     def match(self, query: str, task_type: str | None = None, *, params: dict[str, Any] | None = None,
               min_confidence: float | None = None, verify: str | None = None) -> MatchDecision:
         """Which procedure the task is about, with parameters read from its literals; or `no-match` and why.
-        `verify` names a model that confirms a borderline candidate (see skills/verifier.py)."""
-        from .verifier import Verifier
+        `verify` names a model that confirms a borderline candidate (see skills/match/verifier.py)."""
+        from .match.verifier import Verifier
 
         return self.matcher.match(query, task_type=task_type, params=params, min_confidence=min_confidence,
                                   verify=Verifier(verify) if verify else None)

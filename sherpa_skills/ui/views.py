@@ -34,9 +34,9 @@ class Stores:
     def open(cls, home: Path) -> Stores:
         from ..engine.runstore import RunStore
         from ..heartbeat.state import HeartbeatState
-        from ..skills.store import SkillStore
+        from ..skills.store.database import ProcedureDatabase
 
-        return cls(home, RunStore(home=home), SkillStore(home=home), HeartbeatState(home))
+        return cls(home, RunStore(home=home), ProcedureDatabase(home=home), HeartbeatState(home))
 
     def close(self) -> None:
         for store in (self.runs, self.skills, self.heartbeat):

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from difflib import SequenceMatcher
 from typing import Any, Iterable, Sequence
 
-from ..sessions import is_truncated
+from ...sessions import is_truncated
 from .shell_words import _SUBCOMMAND_TOOLS, classify, program_words, words
 
 SLOT = "◻"
@@ -56,7 +56,7 @@ class Occurrence:
 
 
 @dataclass
-class Candidate:
+class Routine:
     """A recurring routine: its steps as templates, its parameters with example values, and where it was seen."""
 
     steps: list[str]
@@ -187,7 +187,7 @@ def _unit(run: list[Any]) -> str:
     return f"{first.source}:{first.session_id}:{getattr(first, 'agent', None) or ''}"
 
 
-def find(commands: Sequence[Any], options: RecurringOptions | None = None) -> list[Candidate]:
+def find(commands: Sequence[Any], options: RecurringOptions | None = None) -> list[Routine]:
     """The recurring routines in these commands, most explanatory first."""
     options = options or RecurringOptions()
     runs = clean(commands, options)
@@ -231,7 +231,7 @@ def find(commands: Sequence[Any], options: RecurringOptions | None = None) -> li
         if units >= needed and lift(key) >= options.min_lift:
             heap.append((-score(key, units), len(heap), key))
     heapq.heapify(heap)
-    found: list[Candidate] = []
+    found: list[Routine] = []
     chosen_keys: list[tuple[tuple[str, ...], ...]] = []
     while heap:
         negative, _, key = heapq.heappop(heap)
@@ -291,7 +291,7 @@ def _lift(shaped: list[tuple[str, list[Any], list[tuple[str, ...] | None]]]) -> 
     return weakest
 
 
-def _specific(candidate: Candidate, options: RecurringOptions) -> bool:
+def _specific(candidate: Routine, options: RecurringOptions) -> bool:
     """Enough of it is fixed to be a routine: not every argument a parameter (`rm {{ a }}; git add {{ b }}`)."""
     fixed = variable = 0
     for step in candidate.steps:
@@ -342,7 +342,7 @@ def _name_for(program: str, previous: str, values: list[str], taken: set[str]) -
     return name
 
 
-def anti_unify(occurrences: list[list[Any]], units: list[str]) -> Candidate | None:
+def anti_unify(occurrences: list[list[Any]], units: list[str]) -> Routine | None:
     """One template per step: agreeing words literal, differing words parameters shared across steps by value."""
     steps_tokens = [[tokens(o[i].command) for o in occurrences] for i in range(len(occurrences[0]))]
     parameters: dict[str, list[str]] = {}
@@ -376,7 +376,7 @@ def anti_unify(occurrences: list[list[Any]], units: list[str]) -> Candidate | No
     long_running = [i for i, c in enumerate(first) if classify(c.command) == "long_running"]
     task_type = suggest_task_type([c.command for c in first if classify(c.command) == "work"])
     shown = ", then ".join(" ".join(program_words(c.command)) for c in first if classify(c.command) == "work")
-    return Candidate(steps=templates, parameters=parameters, support=len(occurrences), units=units, sessions=sessions,
+    return Routine(steps=templates, parameters=parameters, support=len(occurrences), units=units, sessions=sessions,
                      occurrences=[[c.id for c in o] for o in occurrences], task_type=task_type,
                      description=f"{shown} (seen {len(occurrences)} times)", cwd=cwd, long_running=long_running,
                      successes=sum(all(c.outcome == "success" for c in o) for o in occurrences))

@@ -6,14 +6,49 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..policy.replay import RecordedDecision
 
 Source = Literal["session", "run", "manual"]
 Outcome = Literal["success", "diverged", "error", "dry-run"]
-#: new: not run since captured or promoted (no evidence yet); see skills/scoring.py for the rule.
+#: new: not run since captured or promoted (no evidence yet); see skills/store/scoring.py for the rule.
 HealthStatus = Literal["new", "healthy", "degraded", "broken", "needs-relearning"]
 #: shell: commands replayed by the replay machine; trajectory: a workflow's decisions, replayed by the replay policy.
 ProcedureKind = Literal["shell", "trajectory"]
+
+
+#: Who decided, in a trajectory, for the decisions a replay counts as its own position (fast-forwards and the start are not decisions).
+POLICY_DECIDERS = ("rule", "llm", "replay", "policy")
+class ActionOutcome(BaseModel):
+    """What one action call did in the recorded run: what a replay expects to see again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: str
+    status: str = "ok"
+    exit_code: int | None = None
+
+
+class RecordedCheck(BaseModel):
+    """The features an action's declared check observed when the recorded run called it: a replay expects them again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: str
+    features: Any = None
+
+
+class RecordedDecision(BaseModel):
+    """One decision of a successful run: where, which trigger, its arguments ({{ input }} where they came from the inputs),
+    who took it then, and the action outcomes observed before it (checked before it is replayed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    state: str
+    trigger: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    decided_by: str = "llm"
+    outcomes_before: list[ActionOutcome] = Field(default_factory=list)
+    #: Checks of the actions this decision led to (up to the next one): called before it is followed again.
+    checks: list[RecordedCheck] = Field(default_factory=list)
 
 
 class ProcedureStep(BaseModel):

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..engine.registry import ActionContext, ActionResult, default_registry
-from .runtime import learning_finder
+from ...engine.registry import ActionContext, ActionResult, default_registry
+from ..replay.runtime import failure_finder
 
 #: The same command failing this many times in a row ends the commands: a model repeating itself will not stop.
 REPEATED_FAILURES = 3
@@ -27,7 +27,7 @@ def plan_context(args: NoArgs, ctx: ActionContext) -> ActionResult:
     procedure = replay_context.get("procedure") or {}
     diverged = replay.get("state") == "diverged"
     # Found by what the task means (the procedures' scores, a floor calibrated for learnings), not only by task type.
-    found = learning_finder(ctx.home).find(str(view.get("task") or ""), view.get("task_type"), limit=5)
+    found = failure_finder(ctx.home).find(str(view.get("task") or ""), view.get("task_type"), limit=5)
     learnings = [{"command": x.learning.command, "error": x.learning.error[-200:], "seen": x.learning.seen,
                   "relevance": x.relevance, "why": x.why} for x in found.found]
     commands = [{"command": e.inputs.get("command"), "exit_code": (e.outputs or {}).get("exit_code"),

@@ -8,14 +8,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..errors import UsageError
-from ..engine.registry import ActionContext, ActionResult, default_registry
-from .matcher import Matcher
-from .verifier import MODEL_ENV as VERIFY_MODEL_ENV, Verifier
-from .models import CapturedLearning, Execution, ProcedureStep
-from .runtime import learning_finder, render_command, run_in_session, run_step, skill_matcher, skill_store
+from ...errors import UsageError
+from ...engine.registry import ActionContext, ActionResult, default_registry
+from ..match.matcher import Matcher
+from ..match.verifier import MODEL_ENV as VERIFY_MODEL_ENV, Verifier
+from ..store.models import CapturedLearning, Execution, ProcedureStep
+from .runtime import failure_finder, render_command, run_in_session, run_step, skill_matcher, skill_store
 from .shell_session import end_session, session_for
-from .scoring import REPLAY_THRESHOLD, replay_refusal
+from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
 
 
 STEP_RESULT = "step_result_"
@@ -195,5 +195,5 @@ def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
                                             about=str(proc.get("description") or "")[:300],
                                             error=f"{divergence.get('reason')}: {divergence.get('observed_output', '')[-300:]}",
                                             exit_code=divergence.get("observed_exit_code"), source="replay"))
-        learning_finder(ctx.home).sync()  # its vector, so the re-plan that follows finds it by meaning
+        failure_finder(ctx.home).sync()  # its vector, so the re-plan that follows finds it by meaning
     return ActionResult(outputs=execution.model_dump(), context={"execution_id": execution.id})

@@ -8,24 +8,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.shell_template import render_shell
-from ..errors import UsageError
-from ..home import resolve_home, store_path
-from .models import ProcedureStep
-from .store import SkillStore
+from ...engine.shell_template import render_shell
+from ...errors import UsageError
+from ...home import resolve_home, store_path
+from ..store.models import ProcedureStep
+from ..store.database import ProcedureDatabase
 
-_stores: dict[tuple[str, int], SkillStore] = {}
+_stores: dict[tuple[str, int], ProcedureDatabase] = {}
 _lock = threading.Lock()
 
 
-def skill_store(home: Path | None) -> SkillStore:
+def skill_store(home: Path | None) -> ProcedureDatabase:
     """One store connection per home and thread, reused across actions."""
     path = store_path(home or resolve_home())
     key = (str(path), threading.get_ident())
     with _lock:
         store = _stores.get(key)
         if store is None:
-            store = _stores[key] = SkillStore(path)
+            store = _stores[key] = ProcedureDatabase(path)
     return store
 
 
@@ -34,7 +34,7 @@ _matchers: dict[tuple[str, int], Any] = {}
 
 def skill_matcher(home: Path | None) -> Any:
     """One Matcher per store and thread, so its index (vectors, key terms) and embedder outlive a single replay."""
-    from .matcher import Matcher
+    from ..match.matcher import Matcher
 
     store = skill_store(home)
     key = (str(store.path), threading.get_ident())
@@ -48,16 +48,16 @@ def skill_matcher(home: Path | None) -> Any:
 _finders: dict[tuple[str, int], Any] = {}
 
 
-def learning_finder(home: Path | None) -> Any:
-    """One LearningFinder per store and thread (its companion opened once): planning asks on every plan."""
-    from .learnings import LearningFinder
+def failure_finder(home: Path | None) -> Any:
+    """One FailureFinder per store and thread (its companion opened once): planning asks on every plan."""
+    from ..match.failures import FailureFinder
 
     matcher = skill_matcher(home)
     key = (str(matcher.store.path), threading.get_ident())
     with _lock:
         finder = _finders.get(key)
         if finder is None or finder.store is not matcher.store:
-            finder = _finders[key] = LearningFinder(matcher.store)
+            finder = _finders[key] = FailureFinder(matcher.store)
     return finder
 
 
@@ -129,7 +129,7 @@ def run_in_session(session: Any, step: ProcedureStep, command: str, index: int, 
 
     The values of the variables the step passes on are added to `secrets` (the replaying agent's), never recorded.
     """
-    from ..actions.shell import passed_secrets
+    from ...actions.shell import passed_secrets
 
     if secrets is not None:
         secrets.update(passed_secrets(step.env_vars))
@@ -156,8 +156,8 @@ def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = No
 
     The values of the variables the step passes on are added to `secrets` (the replaying agent's), never recorded.
     """
-    from ..actions.shell import ShellArgs, run_shell
-    from ..engine.registry import ActionContext
+    from ...actions.shell import ShellArgs, run_shell
+    from ...engine.registry import ActionContext
 
     args = ShellArgs(command=command, cwd=step.cwd or cwd, timeout_secs=step.timeout_secs, env=step.env_vars,
                      max_output_chars=20_000)

@@ -19,9 +19,9 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ModelError
-from ..llm.retry import Retry
-from .models import CapturedProcedure
+from ...errors import ModelError
+from ...llm.retry import Retry
+from ..store.models import CapturedProcedure
 from .relevance import default_model
 
 log = structlog.get_logger(__name__)
@@ -120,7 +120,7 @@ class Verifier:
 
     def verify(self, query: str, proc: CapturedProcedure, declared: list[str]) -> Verdict:
         """One call (two when the first answer is unusable); a failed call is a refusal with the reason."""
-        from ..llm.call import complete
+        from ...llm.call import complete
 
         verdict = Verdict(model=self.model)
         messages = self.messages(query, proc, declared)

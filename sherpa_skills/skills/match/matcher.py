@@ -23,14 +23,14 @@ from typing import Any, Callable, Literal
 import structlog
 from pydantic import BaseModel, Field
 
-from ..errors import ModelFileError
+from ...errors import ModelFileError
 from . import literals as lit
-from .models import CapturedProcedure
+from ..store.models import CapturedProcedure
 from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest, index_text
 from .relevance import RelevanceModel, default_model, length_feature
 from .similarity import STOP_WORDS, TermIndex, cosines, coverage, words
-from .scoring import REPLAY_THRESHOLD, replay_refusal
-from .store import SkillStore
+from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
+from ..store.database import ProcedureDatabase
 from .verifier import Verdict, Verifier
 
 log = structlog.get_logger(__name__)
@@ -146,7 +146,7 @@ class Matcher:
     """Decides which procedure a task is about; its index (vectors, key terms) is re-read only when the store's
     generation changes, and kept in `index_path` (the home's `index/`) for the next process."""
 
-    def __init__(self, store: SkillStore, index_path: Path | None = None, *, embedder: Any = None,
+    def __init__(self, store: ProcedureDatabase, index_path: Path | None = None, *, embedder: Any = None,
                  floor: float = RELEVANCE_FLOOR, margin: float = MARGIN, verify: Verifier | None = None,
                  model: RelevanceModel | None = None):
         self.store = store
@@ -164,7 +164,7 @@ class Matcher:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from ..semantic.embeddings import default_embedder
+            from ...semantic.embeddings import default_embedder
 
             self._embedder = default_embedder()
         return self._embedder

@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..actions.shell import KILL_GRACE_SECS, child_env, kill_process_group
+from ...actions.shell import KILL_GRACE_SECS, child_env, kill_process_group
 
 _SHELLS = ("/bin/bash", "/bin/sh")
 _READ = 65536

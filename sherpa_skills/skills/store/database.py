@@ -16,10 +16,10 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import StoreError
-from ..home import store_path
-from ..sqlite_db import Transaction, connect, execute_script, migrate, prefix_matches
-from ..policy.replay import RecordedDecision
+from ...errors import StoreError
+from ...home import store_path
+from ...sqlite_db import Transaction, connect, execute_script, migrate, prefix_matches
+from .models import RecordedDecision
 from .models import CapturedLearning, CapturedProcedure, Execution, ProcedureHealthReport, ProcedureStep
 from .scoring import confidence, health_report
 
@@ -200,7 +200,7 @@ def _learning(r: tuple[Any, ...]) -> CapturedLearning:
                             created=r[7], seen=r[8], last_seen=r[9], about=r[10])
 
 
-class SkillStore:
+class ProcedureDatabase:
     """Procedures, executions and learnings; safe to open from many processes at once."""
 
     def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None):

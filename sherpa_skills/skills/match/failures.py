@@ -31,9 +31,9 @@ from typing import Any, Literal
 import structlog
 from pydantic import BaseModel, Field
 
-from .models import CapturedLearning
+from ..store.models import CapturedLearning
 from .similarity import TermIndex, coverage, cosine, semantic_query, stored_vectors, task_type_words, words
-from .store import SkillStore
+from ..store.database import ProcedureDatabase
 
 log = structlog.get_logger(__name__)
 
@@ -97,10 +97,10 @@ class LearningsFound(BaseModel):
     degraded: str | None = None
 
 
-class LearningFinder:
+class FailureFinder:
     """Finds the learnings a task is about; the key-term index is rebuilt only when learnings were added."""
 
-    def __init__(self, store: SkillStore, companion_path: Path | None = None, companion: Any = None):
+    def __init__(self, store: ProcedureDatabase, companion_path: Path | None = None, companion: Any = None):
         self.store = store
         self.companion_path = companion_path or store.path.parent / "companion"
         self._companion = companion
@@ -109,7 +109,7 @@ class LearningFinder:
 
     def companion(self) -> Any:
         if self._companion is None:
-            from ..semantic.companion import Companion
+            from ...semantic.companion import Companion
 
             self._companion = Companion(self.companion_path)
         return self._companion
@@ -234,6 +234,6 @@ def _meta(row: _Row) -> dict[str, Any]:
     return {"task_type": row[0]}
 
 
-def relevant_learnings(store: SkillStore, task: str, task_type: str | None = None, limit: int = 5) -> LearningsFound:
+def relevant_learnings(store: ProcedureDatabase, task: str, task_type: str | None = None, limit: int = 5) -> LearningsFound:
     """The learnings this task is about, for a store without a finder of its own (one lookup)."""
-    return LearningFinder(store).find(task, task_type, limit)
+    return FailureFinder(store).find(task, task_type, limit)

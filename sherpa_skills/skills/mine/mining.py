@@ -15,12 +15,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..redact import redact
-from .models import CapturedLearning, CapturedProcedure, ProcedureStep
-from .recurring import Candidate, RecurringOptions, clean, find, shape
+from ...redact import redact
+from ..store.models import CapturedLearning, CapturedProcedure, ProcedureStep
+from .recurring import Routine, RecurringOptions, clean, find, shape
 from .recurring import suggest_task_type as suggest_task_type  # re-exported: planners and capture name tasks with it
 from .shell_words import classify, stages
-from .store import SkillStore, step_signature
+from ..store.database import ProcedureDatabase, step_signature
 
 _SPACE = re.compile(r"\s+")
 #: Longest procedure key put in the automaton: pyahocorasick frees its trie recursively, and a huge key can
@@ -80,7 +80,7 @@ def _recurring_options(options: MiningOptions) -> RecurringOptions:
 class KnownProcedures:
     """Every stored procedure's step shapes in one automaton; a hit is then checked against the step templates."""
 
-    def __init__(self, store: SkillStore):
+    def __init__(self, store: ProcedureDatabase):
         import ahocorasick
 
         self.automaton = ahocorasick.Automaton()
@@ -122,7 +122,7 @@ def _template_regex(template: str) -> re.Pattern[str]:
     return re.compile("(.+?)".join(re.escape(p) for p in parts))
 
 
-def mine(commands: Sequence[Any], store: SkillStore, options: MiningOptions | None = None, known: KnownProcedures | None = None,
+def mine(commands: Sequence[Any], store: ProcedureDatabase, options: MiningOptions | None = None, known: KnownProcedures | None = None,
          history: Sequence[Any] | None = None) -> MiningResult:
     """`commands` are new since the last mining: their failures become learnings and the known procedures in them gain
     successes. Routines are looked for in `history` (the recent commands, these included; default: these alone)."""
@@ -140,7 +140,7 @@ def mine(commands: Sequence[Any], store: SkillStore, options: MiningOptions | No
     return result
 
 
-def _learn_failures(commands: Sequence[Any], store: SkillStore, result: MiningResult) -> None:
+def _learn_failures(commands: Sequence[Any], store: ProcedureDatabase, result: MiningResult) -> None:
     for c in commands:
         if c.outcome != "failure":
             continue
@@ -163,7 +163,7 @@ def _about(c: Any) -> str:
     return " ".join(p for p in parts if p)
 
 
-def _keep(candidate: Candidate, store: SkillStore, options: MiningOptions, result: MiningResult) -> None:
+def _keep(candidate: Routine, store: ProcedureDatabase, options: MiningOptions, result: MiningResult) -> None:
     steps = [ProcedureStep(command=template) for template in candidate.steps]
     successes = candidate.successes
     context = {"mined": {"support": candidate.support, "parameters": candidate.parameters, "units": candidate.units[:_OCCURRENCES_KEPT],
@@ -187,7 +187,7 @@ def _keep(candidate: Candidate, store: SkillStore, options: MiningOptions, resul
     _maybe_promote(store, proc, options, result)
 
 
-def _maybe_promote(store: SkillStore, proc: CapturedProcedure, options: MiningOptions, result: MiningResult) -> None:
+def _maybe_promote(store: ProcedureDatabase, proc: CapturedProcedure, options: MiningOptions, result: MiningResult) -> None:
     if proc.status == "candidate" and proc.success_count >= options.promote_after:
         store.set_status(proc.id, "active")
         result.promoted += 1

@@ -8,18 +8,19 @@ from typing import Any
 
 import structlog
 
-from ..engine.agent import Agent, RunResult
-from ..engine.workflow import Workflow
-from ..errors import UsageError
-from ..policy.base import ChainPolicy, Policy
-from ..policy.llm import LLMPolicy
-from ..policy.replay import POLICY_DECIDERS, ReplayPolicy
-from ..policy.rule import RulePolicy
-from .matcher import Matcher, MatchDecision
-from .models import CapturedProcedure, Execution
-from .store import SkillStore, decision_signature
+from ...engine.agent import Agent, RunResult
+from ...engine.workflow import Workflow
+from ...errors import UsageError
+from ...policy.base import ChainPolicy, Policy
+from ...policy.llm import LLMPolicy
+from ..store.models import POLICY_DECIDERS
+from ..replay.policy import ReplayPolicy
+from ...policy.rule import RulePolicy
+from ..match.matcher import Matcher, MatchDecision
+from ..store.models import CapturedProcedure, Execution
+from ..store.database import ProcedureDatabase, decision_signature
 from .trajectory import capture_decisions, described_task, one_word_inputs
-from .runtime import skill_matcher, skill_store
+from ..replay.runtime import skill_matcher, skill_store
 
 log = structlog.get_logger(__name__)
 
@@ -27,7 +28,7 @@ log = structlog.get_logger(__name__)
 class Learner:
     """What `workflow.agent(learn=Learner(store))` needs: the skill store and its matcher, shared by every run."""
 
-    def __init__(self, store: SkillStore, matcher: Matcher | None = None):
+    def __init__(self, store: ProcedureDatabase, matcher: Matcher | None = None):
         self.store = store
         self.matcher = matcher or Matcher(store)
 
@@ -55,13 +56,13 @@ def learner_for(learn: Any, kwargs: dict[str, Any]) -> Learner:
         return learn
     if learn is not True:
         raise UsageError(f"learn must be True, False or a Learner, not {learn!r}")
-    from .api import SkillStore as PublicSkillStore
+    from ..api import SkillStore as PublicSkillStore
 
     given = kwargs.get("store")
     if isinstance(given, PublicSkillStore):
         kwargs.pop("store")
         return Learner(given.store, given.matcher)
-    if isinstance(given, SkillStore):
+    if isinstance(given, ProcedureDatabase):
         kwargs.pop("store")
         return Learner(given)
     home = kwargs.get("home") or (given.path.parent if given is not None and hasattr(given, "path") else None)

@@ -7,13 +7,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..errors import UsageError
-from ..engine.registry import ActionContext, ActionResult, default_registry
-from ..engine.shell_template import check_shell_template
-from .matcher import Matcher
-from .models import CapturedLearning, CapturedProcedure, ProcedureStep
-from .runtime import as_template, learning_finder, skill_store
-from .store import step_signature
+from ...errors import UsageError
+from ...engine.registry import ActionContext, ActionResult, default_registry
+from ...engine.shell_template import check_shell_template
+from ..match.matcher import Matcher
+from ..store.models import CapturedLearning, CapturedProcedure, ProcedureStep
+from ..replay.runtime import as_template, failure_finder, skill_store
+from ..store.database import step_signature
 
 # Commands that only look around: a procedure made of them alone is not worth replaying.
 NO_OP_PROGRAMS = frozenset("ls ll la pwd cd cat less more head tail clear history whoami which type echo true date env printenv "
@@ -43,7 +43,7 @@ def capture_collect(args: NoArgs, ctx: ActionContext) -> ActionResult:
     planned_tokens = int(view.get("planned_tokens") or 0)
     planned_calls = int(view.get("planned_llm_calls") or 0)
     if view.get("run_id"):
-        from ..engine.runstore import RunStore
+        from ...engine.runstore import RunStore
 
         store = RunStore(home=ctx.home)
         try:
@@ -77,7 +77,7 @@ _MARKER_NAME = re.compile(r"(?:\b([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*|--([A-Za-z][
 def secrets_to_env(command: str, taken: set[str]) -> tuple[str, list[str]]:
     """A literal secret in a step the user gave becomes an environment variable reference, so the procedure stays
     replayable and the value is never stored: `TOKEN=abc123...` → `TOKEN=${TOKEN}` with TOKEN required at replay."""
-    from ..redact import REDACTED, redact
+    from ...redact import REDACTED, redact
 
     redacted = redact(command)
     if REDACTED not in redacted:
@@ -102,7 +102,7 @@ def secrets_to_env(command: str, taken: set[str]) -> tuple[str, list[str]]:
 def capture_filter(args: NoArgs, ctx: ActionContext) -> ActionResult:
     """Runs and sessions: redact secrets, drop look-around commands, and with drop_failed turn failed attempts into
     defensive learnings. Steps given explicitly are kept as given; a literal secret in one becomes an env var."""
-    from ..redact import redact
+    from ...redact import redact
 
     view = ctx.view
     kept, filtered, failed = [], [], 0
@@ -131,7 +131,7 @@ def capture_filter(args: NoArgs, ctx: ActionContext) -> ActionResult:
             continue
         kept.append({**step, "command": command, "stdout": redact(step.get("stdout") or "")})
     if failed:
-        learning_finder(ctx.home).sync()  # the new learnings' vectors, so the next plan finds them by meaning
+        failure_finder(ctx.home).sync()  # the new learnings' vectors, so the next plan finds them by meaning
     return ActionResult(outputs={"kept": len(kept), "filtered": filtered, "failed_dropped": failed, "secrets_to_env": secrets},
                         context={"steps_filtered": kept, "filtered": filtered, "secrets_to_env": secrets})
 
@@ -161,7 +161,7 @@ def capture_enough_steps(view: Any, args: MinStepsArgs) -> bool:
 @default_registry.guard("capture_no_secrets")
 def capture_no_secrets(view: Any, args: Any = None) -> bool:
     """Nothing that looks like a secret is left in the steps."""
-    from ..redact import contains_secret
+    from ...redact import contains_secret
 
     return not any(contains_secret(s["command"]) for s in view.get("steps_filtered") or [])
 

@@ -9,51 +9,16 @@ from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..engine.compiler import check_arguments
-from ..engine.registry import Registry, default_registry, observe_features
-from .base import Decision, DecisionContext
+from ...engine.compiler import check_arguments
+from ...engine.registry import Registry, default_registry, observe_features
+from ...policy.base import Decision, DecisionContext
+from ..store.models import POLICY_DECIDERS, ActionOutcome, RecordedCheck, RecordedDecision
 
-#: Who decided, in a trajectory, for the decisions a replay counts as its own position (fast-forwards and the start are not decisions).
-POLICY_DECIDERS = ("rule", "llm", "replay", "policy")
 _PARAM = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 _DECIDERS = frozenset(POLICY_DECIDERS)
 #: Literal recorded arguments already validated against a transition's argument model, by model (a workflow loaded
 #: again, or edited, compiles new models, so they are checked again): later runs of the same procedure skip pydantic.
 _VALIDATED: WeakKeyDictionary[type, dict[str, dict[str, Any]]] = WeakKeyDictionary()
-
-
-class ActionOutcome(BaseModel):
-    """What one action call did in the recorded run: what a replay expects to see again."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    action: str
-    status: str = "ok"
-    exit_code: int | None = None
-
-
-class RecordedCheck(BaseModel):
-    """The features an action's declared check observed when the recorded run called it: a replay expects them again."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    action: str
-    features: Any = None
-
-
-class RecordedDecision(BaseModel):
-    """One decision of a successful run: where, which trigger, its arguments ({{ input }} where they came from the inputs),
-    who took it then, and the action outcomes observed before it (checked before it is replayed)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    state: str
-    trigger: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    decided_by: str = "llm"
-    outcomes_before: list[ActionOutcome] = Field(default_factory=list)
-    #: Checks of the actions this decision led to (up to the next one): called before it is followed again.
-    checks: list[RecordedCheck] = Field(default_factory=list)
 
 
 def fill(value: Any, inputs: dict[str, Any]) -> Any:

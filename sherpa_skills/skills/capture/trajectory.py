@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.belief import Belief, thaw
-from ..policy.replay import POLICY_DECIDERS, ActionOutcome, RecordedCheck, RecordedDecision
+from ...engine.belief import Belief, thaw
+from ..store.models import POLICY_DECIDERS, ActionOutcome, RecordedCheck, RecordedDecision
 
 #: Shorter input values are too common to stand for the input (a "no" in an argument is not the ticket).
 _MIN_PARAM_CHARS = 3

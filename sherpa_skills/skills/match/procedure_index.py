@@ -23,9 +23,9 @@ from typing import Any
 
 import structlog
 
-from ..errors import StoreError
+from ...errors import StoreError
 from .similarity import TermIndex
-from .store import SkillStore
+from ..store.database import ProcedureDatabase
 
 log = structlog.get_logger(__name__)
 
@@ -261,7 +261,7 @@ class ProcedureIndex:
     """The snapshot matching reads, kept in step with the store: re-read when its generation moves, saved for the
     next process, vectors embedded in batches when asked (`refresh`) or a few at a time when found missing."""
 
-    def __init__(self, store: SkillStore, path: Path, embedder: Callable[[], Any], terms_of: TermsOf):
+    def __init__(self, store: ProcedureDatabase, path: Path, embedder: Callable[[], Any], terms_of: TermsOf):
         self.store = store
         self.path = Path(path)
         self._embedder = embedder
