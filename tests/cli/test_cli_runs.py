@@ -18,7 +18,7 @@ import pytest
 
 from sherpa_skills.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 LONG_FLOW = """
 name: nightly-reconciliation-of-customer-invoices-against-the-general-ledger

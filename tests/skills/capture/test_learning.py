@@ -16,7 +16,7 @@ from sherpa_skills.errors import UsageError, WorkflowError
 from sherpa_skills.skills.capture.learning import LearningAgent
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ticket_learning"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ticket_learning"
 WORKFLOW = str(EXAMPLE / "workflow.yaml")
 REFUND = "Please refund my order, it arrived damaged"
 

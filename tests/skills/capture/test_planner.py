@@ -11,7 +11,7 @@ import pytest
 from sherpa_skills.cli import main
 from sherpa_skills.engine.workflow import load_workflow_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = "examples/skills_loop/planner.script.yaml"
 
 pytestmark = pytest.mark.usefixtures("fresh_scripts")

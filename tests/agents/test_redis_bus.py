@@ -20,7 +20,7 @@ from sherpa_skills.agents.team import run_id_for
 
 redis = pytest.importorskip("redis", reason="redis-py is not installed (pip install redis, part of sherpa-skills[dev])")
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CRITIC_LOOP = EXAMPLES / "critic_loop" / "team.yaml"
 FINAL_ANSWER = ("A state machine is a set of states with exactly one current, and transitions, fired by events, "
                 "that move it from one state to the next. (approved after 2 drafts)")

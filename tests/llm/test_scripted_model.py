@@ -19,7 +19,7 @@ from sherpa_skills.testing import (
     scripted_model,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = """\
 # scripted model: answers are picked by matching the prompt, never by call order alone

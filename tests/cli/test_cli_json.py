@@ -93,8 +93,8 @@ ARGS: dict[str, list[list[str]]] = {
 
 #: Commands not run here, and why.
 EXCLUDED = {
-    "agent": "serves a Redis bus until stopped (a long-running service); tests/test_redis_bus.py runs it",
-    "send": "publishes on a Redis bus, so it needs a redis-server; tests/test_redis_bus.py reads its --json",
+    "agent": "serves a Redis bus until stopped (a long-running service); tests/agents/test_redis_bus.py runs it",
+    "send": "publishes on a Redis bus, so it needs a redis-server; tests/agents/test_redis_bus.py reads its --json",
 }
 
 #: Exit 1 is a result too: a failing run, or a query with nothing replayable yet, still prints its JSON object.

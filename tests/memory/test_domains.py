@@ -177,7 +177,7 @@ states:
 
 
 class TestQueueWatchExample:
-    workflow = str(Path(__file__).resolve().parent.parent / "examples" / "queue_watch" / "workflow.yaml")
+    workflow = str(Path(__file__).resolve().parents[2] / "examples" / "queue_watch" / "workflow.yaml")
 
     def test_pages_proposes_and_the_next_run_uses_the_accepted_threshold(self, tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:

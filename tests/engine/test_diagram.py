@@ -11,7 +11,7 @@ from sherpa_skills import load_workflow_text
 from sherpa_skills.cli import main
 from sherpa_skills.engine.diagram import to_mermaid
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def graph(capsys: pytest.CaptureFixture[str], target: str) -> tuple[int, str, str]:

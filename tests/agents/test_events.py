@@ -14,7 +14,7 @@ from sherpa_skills.cli import main
 from sherpa_skills.engine.events import MAX_PAYLOAD_BYTES, Event, EventError, parse_event
 from sherpa_skills.agents.team import TeamRunner, load_team, run_id_for
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CRITIC_LOOP = EXAMPLES / "critic_loop" / "team.yaml"
 
 REVIEWER = """

@@ -325,5 +325,5 @@ class TestPhaseFailures:
 
     def test_no_environment_variable_changes_what_a_heartbeat_does(self) -> None:
         """The fault hook is in-process only: the library reads no variable to pause or fail a phase."""
-        source = (Path(__file__).resolve().parent.parent / "sherpa_skills" / "heartbeat").rglob("*.py")
+        source = (Path(__file__).resolve().parents[2] / "sherpa_skills" / "heartbeat").rglob("*.py")
         assert not any("os.environ" in path.read_text() for path in source)

@@ -9,7 +9,7 @@ import pytest
 
 import sherpa_skills as sk
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_example() -> str:

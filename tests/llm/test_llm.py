@@ -18,7 +18,7 @@ from sherpa_skills.testing import estimate_tokens, reset_scripts, scripted_model
 
 from _llm_server import llama  # noqa: F401  (a fixture)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = """\
 answers:
@@ -281,7 +281,7 @@ def test_the_verifier_asks_a_refusing_server_in_the_form_it_took(llama):
 
 def test_the_client_does_not_resend_on_its_own(llama):
     """With our own retries off, a server failure is one request, not three silent ones by the provider's client,
-    and the error says how many were sent (tests/test_llm_retry.py: our counted retries)."""
+    and the error says how many were sent (tests/llm/test_llm_retry.py: our counted retries)."""
     from sherpa_skills.llm.retry import Retry
 
     server = llama(fail_status=503)

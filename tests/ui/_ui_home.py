@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TECHNICAL = "The app crashes with an error every time I open it."
 HOSTILE = "<script>document.title='owned'</script>"
 SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"

@@ -297,7 +297,7 @@ class TestRunsTable:
             assert run_id in out
 
 
-TRIAGE = str(Path(__file__).resolve().parents[1] / "examples" / "support_triage" / "workflow.yaml")
+TRIAGE = str(Path(__file__).resolve().parents[2] / "examples" / "support_triage" / "workflow.yaml")
 
 
 def _waiting_triage(capsys: pytest.CaptureFixture[str], home: str) -> str:
@@ -443,7 +443,7 @@ class TestRefusedResume:
 class TestValidateJson:
     def test_validate_json_reports_each_file_with_its_problems(self, write_file, capsys):
         """`validate --json` prints one object: ok, and per file its kind and problems (file, line, message); exit 2 if any."""
-        good = str(Path(__file__).resolve().parents[1] / "examples" / "critic_loop" / "team.yaml")
+        good = str(Path(__file__).resolve().parents[2] / "examples" / "critic_loop" / "team.yaml")
         bad = write_file("bad.yaml", "name: bad\ninitial: a\nstates:\n  a:\n    on_enter: [launch]\n    final: true\n")
         code, out, err = cli(capsys, "validate", "--json", good, str(bad), "planner")
         assert (code, err) == (2, "")
