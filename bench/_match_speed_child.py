@@ -25,7 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import percentile  # noqa: E402
 from match_bench import load_split, program_of  # noqa: E402
 
-sys.path[:] = [str(Path(__file__).resolve().parent), *_path]  # match_bench puts this checkout first: PYTHONPATH must win
+sys.path[:] = [
+    str(Path(__file__).resolve().parent),
+    *_path,
+]  # match_bench puts this checkout first: PYTHONPATH must win
 
 NOISE = 0.02
 
@@ -52,10 +55,24 @@ def fill(home: Path, size: int) -> tuple[Any, list[tuple[Any, int]]]:
     store = ProcedureDatabase(home / "store.db")
     made = []
     for i, (j, task_type, description, command) in enumerate(procedures(size)):
-        step = ProcedureStep.model_construct(command=command, expected_exit_code=0, expected_output_pattern=None,
-                                             timeout_secs=60.0, env_vars=[], cwd=None)
-        proc = store.add_procedure(CapturedProcedure(id=f"p{i:06d}", task_type=task_type, description=description,
-                                                     steps=[step], success_count=2, source="manual"))
+        step = ProcedureStep.model_construct(
+            command=command,
+            expected_exit_code=0,
+            expected_output_pattern=None,
+            timeout_secs=60.0,
+            env_vars=[],
+            cwd=None,
+        )
+        proc = store.add_procedure(
+            CapturedProcedure(
+                id=f"p{i:06d}",
+                task_type=task_type,
+                description=description,
+                steps=[step],
+                success_count=2,
+                source="manual",
+            )
+        )
         made.append((proc, j))
     return store, made
 
@@ -89,7 +106,9 @@ def setup(home: Path, size: int, vectors_file: Path) -> None:
     rng = np.random.default_rng(7)
     table = {}
     for proc, j in made:
-        v = base[j] + (rng.normal(0.0, NOISE, base.shape[1]).astype(np.float32) if proc.task_type.startswith("variant-") else 0.0)
+        v = base[j] + (
+            rng.normal(0.0, NOISE, base.shape[1]).astype(np.float32) if proc.task_type.startswith("variant-") else 0.0
+        )
         table[describe(proc)] = v / np.linalg.norm(v)
     embedder = TableEmbedder(table)
     t0 = time.perf_counter()
@@ -118,8 +137,18 @@ def warm(home: Path, queries_file: Path) -> None:
         t0 = time.perf_counter()
         matcher.match(q)
         times.append((time.perf_counter() - t0) * 1000)
-    print(json.dumps({"p50": percentile(times, 50), "p95": percentile(times, 95), "n": len(times),
-                      "first_s": first_s, "mode": first.mode, "degraded": first.degraded}))
+    print(
+        json.dumps(
+            {
+                "p50": percentile(times, 50),
+                "p95": percentile(times, 95),
+                "n": len(times),
+                "first_s": first_s,
+                "mode": first.mode,
+                "degraded": first.degraded,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -9,14 +9,20 @@ import subprocess
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-_HEADER = "# Benchmark results\n\nMeasured figures from the scripts in `bench/`; each section is rewritten by its script.\n"
+_HEADER = (
+    "# Benchmark results\n\nMeasured figures from the scripts in `bench/`; each section is rewritten by its script.\n"
+)
 
 
 def machine() -> str:
     """`uname -srm`, cores, CPU model, Python, the load average and the commit measured."""
     cpu = "unknown CPU"
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
+        cpu = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     uname = " ".join((platform.system(), platform.release(), platform.machine()))
@@ -25,11 +31,14 @@ def machine() -> str:
     except OSError:
         load = "unknown"
     try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=RESULTS.parent).stdout.strip()
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=RESULTS.parent
+        ).stdout.strip()
     except OSError:
         rev = ""
-    return (f"`{uname}`, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}; load average {load}"
-            + (f"; commit {rev}" if rev else ""))
+    return f"`{uname}`, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}; load average {load}" + (
+        f"; commit {rev}" if rev else ""
+    )
 
 
 def median(values: list[float]) -> float:
@@ -48,7 +57,9 @@ def _bounds(lines: list[str], title: str) -> tuple[int, int] | None:
     start = next((i for i, line in enumerate(lines) if line.rstrip() == f"## {title}"), None)
     if start is None:
         return None
-    return start, next((j for j in range(start + 1, len(lines)) if lines[j].startswith("## ") or lines[j].startswith("# ")), len(lines))
+    return start, next(
+        (j for j in range(start + 1, len(lines)) if lines[j].startswith("## ") or lines[j].startswith("# ")), len(lines)
+    )
 
 
 def write_section(title: str, body: str) -> None:
@@ -69,7 +80,7 @@ def read_section(title: str) -> str | None:
     """The body of the `## title` section of RESULTS.md (without its heading), or None when there is none."""
     lines = RESULTS.read_text(encoding="utf-8").splitlines(keepends=True) if RESULTS.exists() else []
     bounds = _bounds(lines, title)
-    return None if bounds is None else "".join(lines[bounds[0] + 1:bounds[1]]).strip("\n")
+    return None if bounds is None else "".join(lines[bounds[0] + 1 : bounds[1]]).strip("\n")
 
 
 def write_section_text(section: str) -> None:

@@ -219,17 +219,27 @@ class SherpaBench:
 def check_sherpa(result: Any, steps: int, llm: bool, store: Any) -> None:
     loops = steps // STEPS_PER_LOOP
     expected = {"status": "final", "state": "done", "steps": steps, "fast_forwards": steps - (loops - 1)}
-    got = {"status": result.status, "state": result.state, "steps": result.counters["steps"],
-           "fast_forwards": result.counters["fast_forwards"]}
+    got = {
+        "status": result.status,
+        "state": result.state,
+        "steps": result.counters["steps"],
+        "fast_forwards": result.counters["fast_forwards"],
+    }
     decisions = result.counters["llm_decisions" if llm else "rule_decisions"]
     if got != expected or decisions != loops - 1 or result.context.get("i") != loops:
-        raise SystemExit(f"sherpa run did not do the expected work: {got} decisions={decisions} i={result.context.get('i')}"
-                         f" expected {expected} decisions={loops - 1} i={loops}; error: {result.error}")
+        raise SystemExit(
+            f"sherpa run did not do the expected work: {got} decisions={decisions} i={result.context.get('i')}"
+            f" expected {expected} decisions={loops - 1} i={loops}; error: {result.error}"
+        )
     if store is not None:
         row = store.get_run(result.run_id)
-        rows = store.conn.execute("SELECT count(*) FROM run_trajectory WHERE run_id = ?", (result.run_id,)).fetchone()[0]
+        rows = store.conn.execute("SELECT count(*) FROM run_trajectory WHERE run_id = ?", (result.run_id,)).fetchone()[
+            0
+        ]
         if row.status != "final" or row.state != "done" or rows != steps + 1:
-            raise SystemExit(f"durable run not fully committed: status={row.status} state={row.state} trajectory rows={rows}")
+            raise SystemExit(
+                f"durable run not fully committed: status={row.status} state={row.state} trajectory rows={rows}"
+            )
 
 
 def commit_profile(tmp: Path, sherpa: SherpaBench, steps: int, llm: bool) -> dict[str, float]:
@@ -295,10 +305,14 @@ class LoopModel:
 
 
 HSM_STATES: list[Any] = [
-    {"name": "work", "initial": "phase", "children": [
-        {"name": "phase", "initial": "a", "children": ["a", "b", "c"]},
-        {"name": "review", "initial": "check", "children": ["check", "note"]},
-    ]},
+    {
+        "name": "work",
+        "initial": "phase",
+        "children": [
+            {"name": "phase", "initial": "a", "children": ["a", "b", "c"]},
+            {"name": "review", "initial": "check", "children": ["check", "note"]},
+        ],
+    },
     "done",
 ]
 HSM_TRANSITIONS: list[Any] = [
@@ -348,9 +362,13 @@ def bare_run(steps: int, *, flat: bool = False, direct: bool = False) -> Sample:
     loops = steps // STEPS_PER_LOOP
     model = LoopModel(loops)
     if flat:
-        machine = Machine(model, states=FLAT_STATES, transitions=FLAT_TRANSITIONS, initial="work_phase_a", auto_transitions=False)
+        machine = Machine(
+            model, states=FLAT_STATES, transitions=FLAT_TRANSITIONS, initial="work_phase_a", auto_transitions=False
+        )
     else:
-        machine = HierarchicalMachine(model, states=HSM_STATES, transitions=HSM_TRANSITIONS, initial="work", auto_transitions=False)
+        machine = HierarchicalMachine(
+            model, states=HSM_STATES, transitions=HSM_TRANSITIONS, initial="work", auto_transitions=False
+        )
     t0 = perf_counter()
     if direct:
         done = 0
@@ -364,7 +382,9 @@ def bare_run(steps: int, *, flat: bool = False, direct: bool = False) -> Sample:
         done = policy_loop(machine, model)
     elapsed = perf_counter() - t0
     if done != steps or model.state != "done" or model.i != loops:
-        raise SystemExit(f"bare transitions run did {done} steps, ended in {model.state} with i={model.i}; expected {steps}, done, {loops}")
+        raise SystemExit(
+            f"bare transitions run did {done} steps, ended in {model.state} with i={model.i}; expected {steps}, done, {loops}"
+        )
     return Sample(elapsed / steps * 1e6)
 
 
@@ -387,21 +407,49 @@ def startup(runs: int) -> list[tuple[str, float, float | None]]:
     py = sys.executable
     rows: list[tuple[str, float, float | None]] = [
         ("`python -c pass` (reference)", time_command([py, "-c", "pass"], runs), None),
-        ("`python -c \"import sherpa_skills\"`", time_command([py, "-c", "import sherpa_skills"], runs), TARGET_IMPORT_MS),
+        (
+            '`python -c "import sherpa_skills"`',
+            time_command([py, "-c", "import sherpa_skills"], runs),
+            TARGET_IMPORT_MS,
+        ),
     ]
     script = Path(py).parent / "sherpa-skills"
     on_path = shutil.which("sherpa-skills")
     if script.is_file():
-        rows.append((f"`sherpa-skills --help` (console script {script})", time_command([str(script), "--help"], runs), TARGET_HELP_MS))
+        rows.append(
+            (
+                f"`sherpa-skills --help` (console script {script})",
+                time_command([str(script), "--help"], runs),
+                TARGET_HELP_MS,
+            )
+        )
     if on_path and Path(on_path).resolve() != script.resolve():
-        rows.append((f"`sherpa-skills --help` as found on PATH ({on_path})", time_command([on_path, "--help"], runs), TARGET_HELP_MS))
+        rows.append(
+            (
+                f"`sherpa-skills --help` as found on PATH ({on_path})",
+                time_command([on_path, "--help"], runs),
+                TARGET_HELP_MS,
+            )
+        )
     # Under pyenv, `python` runs with the version's bin/ first on PATH, so `which` above finds the real script;
     # a user's shell finds the pyenv shim (a bash script) first: time that too, since it is what they type.
     shim = Path(os.environ.get("PYENV_ROOT", "~/.pyenv")).expanduser() / "shims" / "sherpa-skills"
     if shim.is_file() and shim.resolve() not in {script.resolve(), Path(on_path or script).resolve()}:
-        rows.append((f"`sherpa-skills --help` through the pyenv shim ({shim})", time_command([str(shim), "--help"], runs), TARGET_HELP_MS))
+        rows.append(
+            (
+                f"`sherpa-skills --help` through the pyenv shim ({shim})",
+                time_command([str(shim), "--help"], runs),
+                TARGET_HELP_MS,
+            )
+        )
     if not script.is_file() and not on_path:
-        rows.append(("`python -m sherpa_skills.cli --help`", time_command([py, "-m", "sherpa_skills.cli", "--help"], runs), TARGET_HELP_MS))
+        rows.append(
+            (
+                "`python -m sherpa_skills.cli --help`",
+                time_command([py, "-m", "sherpa_skills.cli", "--help"], runs),
+                TARGET_HELP_MS,
+            )
+        )
     return rows
 
 
@@ -426,17 +474,31 @@ def machine_info() -> dict[str, str]:
     except OSError:
         nproc = str(os.cpu_count())
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE.parent).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "sherpa_skills"], capture_output=True, text=True,
-                               cwd=HERE.parent).stdout.strip()
-        code = f"git {head}" + (" with uncommitted changes in sherpa_skills/" if dirty else "") if head else "not a git checkout"
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE.parent
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "sherpa_skills"], capture_output=True, text=True, cwd=HERE.parent
+        ).stdout.strip()
+        code = (
+            f"git {head}" + (" with uncommitted changes in sherpa_skills/" if dirty else "")
+            if head
+            else "not a git checkout"
+        )
     except OSError:
         code = "unknown"
     import litellm  # already imported by the LLM runs
     import transitions
 
     versions = f"transitions {transitions.__version__}, litellm {getattr(litellm, 'version', None) or _dist_version('litellm')}"
-    return {"uname": uname, "nproc": nproc, "cpu": cpu, "python": platform.python_version(), "versions": versions, "code": code}
+    return {
+        "uname": uname,
+        "nproc": nproc,
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "versions": versions,
+        "code": code,
+    }
 
 
 def load1() -> float:
@@ -479,8 +541,15 @@ def mark(ok: bool) -> str:
     return "met" if ok else "**missed**"
 
 
-def build_section(configs: list[Config], start: list[tuple[str, float, float | None]], info: dict[str, str], repeats: int,
-                  command: str, wall: float, profile: dict[tuple[str, int], dict[str, float]]) -> tuple[str, list[str]]:
+def build_section(
+    configs: list[Config],
+    start: list[tuple[str, float, float | None]],
+    info: dict[str, str],
+    repeats: int,
+    command: str,
+    wall: float,
+    profile: dict[tuple[str, int], dict[str, float]],
+) -> tuple[str, list[str]]:
     by = {c.key: c for c in configs}
     base = by["hsm_loop"].samples
     base_med = {n: med(base[n]) for n in SIZES}
@@ -504,7 +573,7 @@ def build_section(configs: list[Config], start: list[tuple[str, float, float | N
         "- µs/step = wall time of `Agent.run()` (from a fresh agent to the final state, start and final commit included)"
         " divided by steps. Durable = `RunStore` (SQLite WAL, synchronous=NORMAL) in a temp dir; every tick is"
         " committed before the next starts. LLM policy = `LLMPolicy` through litellm with the scripted stand-in"
-        " model (answers matched on the prompt); its \"engine overhead\" = total minus the time spent inside the"
+        ' model (answers matched on the prompt); its "engine overhead" = total minus the time spent inside the'
         " policy's `decide` (prompt rendering, litellm call, answer parsing), measured by a bench-only wrapper.",
         "- Baseline, same process and run: `transitions` HierarchicalMachine (nested dicts, separator `_`) with the same"
         " states, transitions, guards and increment callback, driven by a hand-written loop: `get_triggers(state)`,"
@@ -515,34 +584,54 @@ def build_section(configs: list[Config], start: list[tuple[str, float, float | N
     ]
     verdicts: list[str] = []
 
-    def row(label: str, samples: dict[int, list[Sample]], attr: str = "us_per_step", target: float | None = None,
-            growth_target: bool = True) -> None:
+    def row(
+        label: str,
+        samples: dict[int, list[Sample]],
+        attr: str = "us_per_step",
+        target: float | None = None,
+        growth_target: bool = True,
+    ) -> None:
         a, b = med(samples[small], attr), med(samples[large], attr)
         ratio = b / a
         target_text = []
         if target is not None:
             ok = a <= target and b <= target
             target_text.append(f"≤ {target:.0f} µs: {mark(ok)}")
-            verdicts.append(f"{label}: ≤ {target:.0f} µs/step — {'met' if ok else 'MISSED'} ({fmt(a)} and {fmt(b)} µs/step)")
+            verdicts.append(
+                f"{label}: ≤ {target:.0f} µs/step — {'met' if ok else 'MISSED'} ({fmt(a)} and {fmt(b)} µs/step)"
+            )
         if growth_target:
             ok = ratio <= TARGET_GROWTH
             target_text.append(f"growth ≤ {TARGET_GROWTH}×: {mark(ok)}")
             verdicts.append(f"{label}: {large}/{small} ≤ {TARGET_GROWTH}× — {'met' if ok else 'MISSED'} ({ratio:.3f}×)")
-        lines.append(f"| {label} | {fmt(a)} | {fmt(b)} | {ratio:.3f}× | {a / base_med[small]:.2f}× | {b / base_med[large]:.2f}× |"
-                     f" {'; '.join(target_text) or '—'} |")
+        lines.append(
+            f"| {label} | {fmt(a)} | {fmt(b)} | {ratio:.3f}× | {a / base_med[small]:.2f}× | {b / base_med[large]:.2f}× |"
+            f" {'; '.join(target_text) or '—'} |"
+        )
 
     row("sherpa, rule policy, in memory (pure engine)", by["rule_mem"].samples, target=TARGET_MEMORY_US)
     row("sherpa, rule policy, durable", by["rule_durable"].samples, target=TARGET_DURABLE_US)
     row("sherpa, LLM policy (scripted via litellm), in memory — total", by["llm_mem"].samples, growth_target=True)
-    row("sherpa, LLM policy, in memory — engine overhead (total − decide)", by["llm_mem"].samples, "engine_us_per_step",
-        target=TARGET_MEMORY_US)
+    row(
+        "sherpa, LLM policy, in memory — engine overhead (total − decide)",
+        by["llm_mem"].samples,
+        "engine_us_per_step",
+        target=TARGET_MEMORY_US,
+    )
     row("sherpa, LLM policy (scripted via litellm), durable — total", by["llm_durable"].samples, growth_target=True)
-    row("sherpa, LLM policy, durable — engine overhead (total − decide)", by["llm_durable"].samples, "engine_us_per_step",
-        target=TARGET_DURABLE_US)
+    row(
+        "sherpa, LLM policy, durable — engine overhead (total − decide)",
+        by["llm_durable"].samples,
+        "engine_us_per_step",
+        target=TARGET_DURABLE_US,
+    )
     row("**bare `transitions` HierarchicalMachine + hand-written policy loop** (baseline)", base, growth_target=False)
     row("bare `transitions` flat Machine + the same loop (orientation)", by["flat_loop"].samples, growth_target=False)
-    row("bare `transitions` HierarchicalMachine, triggers fired directly, no listing or guard check (orientation)",
-        by["hsm_direct"].samples, growth_target=False)
+    row(
+        "bare `transitions` HierarchicalMachine, triggers fired directly, no listing or guard check (orientation)",
+        by["hsm_direct"].samples,
+        growth_target=False,
+    )
 
     llm_mem, llm_dur = by["llm_mem"].samples, by["llm_durable"].samples
     lines += [
@@ -568,13 +657,16 @@ def build_section(configs: list[Config], start: list[tuple[str, float, float | N
         "",
         "| policy | N | µs/step | median commit µs | mean commit µs | commits' share of the run | commits > 1 ms | their total ms | `close()` ms (not in µs/step) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        *[f"| {policy} | {n} | {p['us_per_step']:.1f} | {p['commit_median_us']:.1f} | {p['commit_mean_us']:.1f} |"
-          f" {p['commit_share'] * 100:.0f}% | {p['slow']} |"
-          f" {p['slow_ms']:.1f} | {p['close_ms']:.1f} |" for (policy, n), p in profile.items()],
+        *[
+            f"| {policy} | {n} | {p['us_per_step']:.1f} | {p['commit_median_us']:.1f} | {p['commit_mean_us']:.1f} |"
+            f" {p['commit_share'] * 100:.0f}% | {p['slow']} |"
+            f" {p['slow_ms']:.1f} | {p['close_ms']:.1f} |"
+            for (policy, n), p in profile.items()
+        ],
         "",
         "With the LLM policy, litellm leaves background threads (`litellm-logging_N`) working after each call; they"
         " compete for the GIL (2 cores) while SQLite's commit has released it, which is why the mean commit (the median much less) and the"
-        " durable \"engine overhead\" are higher with the LLM policy than with rules for the same writes (plus one"
+        ' durable "engine overhead" are higher with the LLM policy than with rules for the same writes (plus one'
         " `policy:llm` log row per decision). The pure-engine durable figure is the rule-policy row.",
         "",
         "For reference, the figures quoted in the issue for other engines on the same kind of workload (not measured in"
@@ -595,14 +687,21 @@ def build_section(configs: list[Config], start: list[tuple[str, float, float | N
             verdicts.append(f"{label}: ≤ {target:.0f} ms — {'met' if ok else 'MISSED'} ({ms:.0f} ms)")
     lines += ["", "Targets:", ""]
     lines += [f"- {v}" for v in verdicts]
-    noisy = [f"the baseline's repeats at N={n} range {min(v):.0f}–{max(v):.0f} µs/step" for n in SIZES
-             for v in [[x.us_per_step for x in base[n]]] if max(v) > 1.3 * min(v)]
+    noisy = [
+        f"the baseline's repeats at N={n} range {min(v):.0f}–{max(v):.0f} µs/step"
+        for n in SIZES
+        for v in [[x.us_per_step for x in base[n]]]
+        if max(v) > 1.3 * min(v)
+    ]
     busy = float(info["load_start"].split()[0]) if info["load_start"] != "unknown" else 0.0
     if busy >= 1.0:
         noisy.append(f"the load average was {busy:.2f} when timing started")
     if noisy:
-        lines += ["", f"**Noisy run**: {'; '.join(noisy)}. Other work shared the 2 cores; medians above are inflated"
-                  " and ratios less certain. Re-run on a quiet machine before drawing conclusions near a target."]
+        lines += [
+            "",
+            f"**Noisy run**: {'; '.join(noisy)}. Other work shared the 2 cores; medians above are inflated"
+            " and ratios less certain. Re-run on a quiet machine before drawing conclusions near a target.",
+        ]
     return "\n".join(lines) + "\n", verdicts
 
 
@@ -630,7 +729,9 @@ def tick_only(repeats: int) -> dict[str, float]:
                 c0 = time.process_time()
                 wall[key].append(sherpa.run(n, llm=False, durable=durable).us_per_step)
                 cpu[key].append((time.process_time() - c0) / n * 1e6)
-    return {key: statistics.median(v) for key, v in wall.items()} | {f"{key}_cpu": statistics.median(v) for key, v in cpu.items()}
+    return {key: statistics.median(v) for key, v in wall.items()} | {
+        f"{key}_cpu": statistics.median(v) for key, v in cpu.items()
+    }
 
 
 def compare_trees(against: Path, rounds: int) -> list[str]:
@@ -642,8 +743,13 @@ def compare_trees(against: Path, rounds: int) -> list[str]:
         order = [("after", here), ("before", against)] if r % 2 else [("before", against), ("after", here)]
         for which, tree in order:
             env = {**os.environ, "PYTHONPATH": str(tree)}
-            proc = subprocess.run([sys.executable, str(HERE / "engine_bench.py"), "--tick-only", "3"], env=env, capture_output=True,
-                                  text=True, check=False)
+            proc = subprocess.run(
+                [sys.executable, str(HERE / "engine_bench.py"), "--tick-only", "3"],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if proc.returncode != 0:
                 raise SystemExit(f"tick-only run on {tree} failed: {proc.stderr[-500:]}")
             for key, value in json.loads(proc.stdout.strip().splitlines()[-1]).items():
@@ -673,14 +779,24 @@ def compare_trees(against: Path, rounds: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 repeats instead of 11, 5 startup runs instead of 10")
-    parser.add_argument("--repeats", type=int, default=None, help="timed repeats per configuration (default 11, 3 with --quick)")
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="timed repeats per configuration (default 11, 3 with --quick)"
+    )
     parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
-    parser.add_argument("--wait-quiet", type=float, default=None, metavar="SECONDS",
-                        help="first wait up to SECONDS for the 1-minute load average to fall below 0.5"
-                             " (default 120, 0 with --quick)")
-    parser.add_argument("--against", type=Path, metavar="TREE",
-                        help="also time the rule-policy tick of another source tree (e.g. `git archive` of the code before"
-                             " a change) against this one, in alternating subprocesses, and report the ratio")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="first wait up to SECONDS for the 1-minute load average to fall below 0.5 (default 120, 0 with --quick)",
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="TREE",
+        help="also time the rule-policy tick of another source tree (e.g. `git archive` of the code before"
+        " a change) against this one, in alternating subprocesses, and report the ratio",
+    )
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds for --against (default 5)")
     parser.add_argument("--tick-only", type=int, metavar="REPEATS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -706,13 +822,37 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmpdir)
         sherpa = SherpaBench(tmp)
         configs = [
-            Config("rule_mem", "sherpa, rule policy, in memory", lambda n: sherpa.run(n, llm=False, durable=False), "sherpa-mem"),
-            Config("rule_durable", "sherpa, rule policy, durable", lambda n: sherpa.run(n, llm=False, durable=True), "sherpa-durable"),
-            Config("llm_mem", "sherpa, LLM policy, in memory", lambda n: sherpa.run(n, llm=True, durable=False), "sherpa-mem"),
-            Config("llm_durable", "sherpa, LLM policy, durable", lambda n: sherpa.run(n, llm=True, durable=True), "sherpa-durable"),
+            Config(
+                "rule_mem",
+                "sherpa, rule policy, in memory",
+                lambda n: sherpa.run(n, llm=False, durable=False),
+                "sherpa-mem",
+            ),
+            Config(
+                "rule_durable",
+                "sherpa, rule policy, durable",
+                lambda n: sherpa.run(n, llm=False, durable=True),
+                "sherpa-durable",
+            ),
+            Config(
+                "llm_mem",
+                "sherpa, LLM policy, in memory",
+                lambda n: sherpa.run(n, llm=True, durable=False),
+                "sherpa-mem",
+            ),
+            Config(
+                "llm_durable",
+                "sherpa, LLM policy, durable",
+                lambda n: sherpa.run(n, llm=True, durable=True),
+                "sherpa-durable",
+            ),
             Config("hsm_loop", "bare transitions HSM + loop", lambda n: bare_run(n), "baseline"),
-            Config("flat_loop", "bare transitions flat Machine + loop", lambda n: bare_run(n, flat=True), "orientation"),
-            Config("hsm_direct", "bare transitions HSM, direct triggers", lambda n: bare_run(n, direct=True), "orientation"),
+            Config(
+                "flat_loop", "bare transitions flat Machine + loop", lambda n: bare_run(n, flat=True), "orientation"
+            ),
+            Config(
+                "hsm_direct", "bare transitions HSM, direct triggers", lambda n: bare_run(n, direct=True), "orientation"
+            ),
         ]
         print("warm-up ...", flush=True)
         for c in configs:
@@ -725,7 +865,9 @@ def main(argv: list[str] | None = None) -> int:
                     c.samples.setdefault(n, []).append(c.run(n))
             print(f"repeat {r + 1}/{repeats}: {perf_counter() - t:.1f} s", flush=True)
 
-        profile = {(policy, n): commit_profile(tmp, sherpa, n, policy == "LLM") for policy in ("rule", "LLM") for n in SIZES}
+        profile = {
+            (policy, n): commit_profile(tmp, sherpa, n, policy == "LLM") for policy in ("rule", "LLM") for n in SIZES
+        }
 
     info = machine_info()
     info["load_start"], info["load_end"] = load_start, load_average()

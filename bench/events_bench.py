@@ -116,8 +116,11 @@ def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     if binary is None:
         raise SystemExit("redis-server is not installed (apt-get install -y redis-server)")
     port = free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     client = redis.Redis(port=port)
     deadline = time.monotonic() + 10
     while True:
@@ -163,8 +166,24 @@ def over_redis(limit: int, durable: bool, url: str, folder: Path) -> float:
     procs = []
     for name, events in (("left", limit + 1), ("right", limit)):
         home = str(folder / f"home-{name}-{time.monotonic_ns()}") if durable else ""
-        procs.append(subprocess.Popen([sys.executable, __file__, "--serve", name, "--team", str(team), "--url", url,
-                                       "--max-events", str(events), "--home", home]))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--serve",
+                    name,
+                    "--team",
+                    str(team),
+                    "--url",
+                    url,
+                    "--max-events",
+                    str(events),
+                    "--home",
+                    home,
+                ]
+            )
+        )
     try:
         deadline = time.monotonic() + 60
         while client.scard("sherpa:agents") < 2:
@@ -230,9 +249,16 @@ def main(argv: list[str] | None = None) -> int:
         redis_proc, url = start_redis(folder)
         try:
             configs += [
-                ("Redis Streams, 2 agent processes, no store", lambda: over_redis(redis_limit, False, url, folder), deliveries(redis_limit)),
-                ("Redis Streams, 2 agent processes, durable (a SQLite run store each)", lambda: over_redis(redis_limit, True, url, folder),
-                 deliveries(redis_limit)),
+                (
+                    "Redis Streams, 2 agent processes, no store",
+                    lambda: over_redis(redis_limit, False, url, folder),
+                    deliveries(redis_limit),
+                ),
+                (
+                    "Redis Streams, 2 agent processes, durable (a SQLite run store each)",
+                    lambda: over_redis(redis_limit, True, url, folder),
+                    deliveries(redis_limit),
+                ),
             ]
             for name, _, _ in configs[2:]:
                 samples[name] = []
@@ -249,32 +275,38 @@ def main(argv: list[str] | None = None) -> int:
         values = samples[name]
         median = statistics.median(values)
         rows.append(f"| {name} | {n:,} | {median:,.0f} | {1e6 / median:,.0f} | {min(values):,.0f}–{max(values):,.0f} |")
-    code = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE.parent).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "sherpa_skills"], capture_output=True, text=True, cwd=HERE.parent).stdout.strip()
-    section = "\n".join([
-        SECTION,
-        "",
-        f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- Machine: {shared_machine()}; load average (1/5/15 min) at start {load_start}, at end {load_average()}",
-        f"- Code measured: git {code or '?'}{' with uncommitted changes in sherpa_skills/' if dirty else ''}",
-        f"- Command: `{command}` ({repeats} timed repeats per configuration after one warm-up of the in-process ones;"
-        f" configurations interleaved round-robin; whole run {wall:.0f} s)",
-        "- Workload: two agents play ping-pong with one durable run each (correlation id `rally`). Every delivery fires the"
-        " receiver's `ball` transition with the payload validated as its arguments and the event written to its context,"
-        " runs `increment` and `emit`, commits the tick (durable: the consumed event id, the emitted event and the tick in one"
-        " SQLite transaction, plus the emit's intent row and the outbox's published mark), and publishes the emitted event"
-        " to the other agent's topic.",
-        "- In-process: `TeamRunner.run()` wall time (team loading excluded) over the whole rally; one thread, FIFO delivery.",
-        "- Redis Streams: each agent is its own process (`AgentService`: XREADGROUP block, handle, commit, XADD, XACK) on a"
-        " redis-server on 127.0.0.1 started by the bench with no persistence; rate = (entries − 1) / (last − first XADD"
-        " time), from the stream entry ids (the server's millisecond clock), so process start-up is excluded and every"
-        " interval between two XADDs is one whole delivery, one agent at a time (ping-pong never overlaps the two).",
-        "",
-        "| configuration | events per rally | median events/s | µs per delivery | min–max events/s |",
-        "|---|---:|---:|---:|---:|",
-        *rows,
-        "",
-    ])
+    code = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE.parent
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "sherpa_skills"], capture_output=True, text=True, cwd=HERE.parent
+    ).stdout.strip()
+    section = "\n".join(
+        [
+            SECTION,
+            "",
+            f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+            f"- Machine: {shared_machine()}; load average (1/5/15 min) at start {load_start}, at end {load_average()}",
+            f"- Code measured: git {code or '?'}{' with uncommitted changes in sherpa_skills/' if dirty else ''}",
+            f"- Command: `{command}` ({repeats} timed repeats per configuration after one warm-up of the in-process ones;"
+            f" configurations interleaved round-robin; whole run {wall:.0f} s)",
+            "- Workload: two agents play ping-pong with one durable run each (correlation id `rally`). Every delivery fires the"
+            " receiver's `ball` transition with the payload validated as its arguments and the event written to its context,"
+            " runs `increment` and `emit`, commits the tick (durable: the consumed event id, the emitted event and the tick in one"
+            " SQLite transaction, plus the emit's intent row and the outbox's published mark), and publishes the emitted event"
+            " to the other agent's topic.",
+            "- In-process: `TeamRunner.run()` wall time (team loading excluded) over the whole rally; one thread, FIFO delivery.",
+            "- Redis Streams: each agent is its own process (`AgentService`: XREADGROUP block, handle, commit, XADD, XACK) on a"
+            " redis-server on 127.0.0.1 started by the bench with no persistence; rate = (entries − 1) / (last − first XADD"
+            " time), from the stream entry ids (the server's millisecond clock), so process start-up is excluded and every"
+            " interval between two XADDs is one whole delivery, one agent at a time (ping-pong never overlaps the two).",
+            "",
+            "| configuration | events per rally | median events/s | µs per delivery | min–max events/s |",
+            "|---|---:|---:|---:|---:|",
+            *rows,
+            "",
+        ]
+    )
     print(section)
     if not args.no_write:
         write_section_text(section)

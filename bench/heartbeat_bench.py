@@ -26,8 +26,22 @@ from sherpa_skills.heartbeat.runner import run_once  # noqa: E402
 from sherpa_skills.logs import configure  # noqa: E402
 from sherpa_skills.semantic.tool_index import ToolIndex, ToolSpec  # noqa: E402
 
-PROGRAMS = ["make", "make test", "npm ci", "npm run build", "cargo build", "cargo test", "pytest -q", "docker build -t app .",
-            "git add -A", "git commit -m wip", "go test ./...", "terraform plan", "helm upgrade app ./chart", "uv sync"]
+PROGRAMS = [
+    "make",
+    "make test",
+    "npm ci",
+    "npm run build",
+    "cargo build",
+    "cargo test",
+    "pytest -q",
+    "docker build -t app .",
+    "git add -A",
+    "git commit -m wip",
+    "go test ./...",
+    "terraform plan",
+    "helm upgrade app ./chart",
+    "uv sync",
+]
 
 
 def session_file(path: Path, n: int, rng: random.Random) -> None:
@@ -36,12 +50,34 @@ def session_file(path: Path, n: int, rng: random.Random) -> None:
     for i in range(3):
         command = f"{rng.choice(PROGRAMS)} # job {n}-{i}"
         ts = f"2026-01-{1 + n % 28:02d}T10:{i:02d}:00Z"
-        lines.append({"type": "assistant", "sessionId": f"s{n}", "cwd": f"/work/p{n % 50}", "timestamp": ts, "uuid": f"a{n}-{i}",
-                      "message": {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{n}-{i}", "name": "Bash",
-                                                                     "input": {"command": command}}]}})
-        lines.append({"type": "user", "sessionId": f"s{n}", "cwd": f"/work/p{n % 50}", "timestamp": ts, "uuid": f"u{n}-{i}",
-                      "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}-{i}", "content": "ok",
-                                                                "is_error": False}]}})
+        lines.append(
+            {
+                "type": "assistant",
+                "sessionId": f"s{n}",
+                "cwd": f"/work/p{n % 50}",
+                "timestamp": ts,
+                "uuid": f"a{n}-{i}",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": f"t{n}-{i}", "name": "Bash", "input": {"command": command}}],
+                },
+            }
+        )
+        lines.append(
+            {
+                "type": "user",
+                "sessionId": f"s{n}",
+                "cwd": f"/work/p{n % 50}",
+                "timestamp": ts,
+                "uuid": f"u{n}-{i}",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": f"t{n}-{i}", "content": "ok", "is_error": False}
+                    ],
+                },
+            }
+        )
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
 
 
@@ -77,8 +113,14 @@ def heartbeat_figures(sessions: int, runs: int) -> dict[str, float]:
         report = run_once(home)
         grown.append((time.perf_counter() - t0) * 1000)
         assert report["phases"]["extract"]["stats"]["commands"] == 30
-    return {"first_s": first_s, "first_commands": first["phases"]["extract"]["stats"]["commands"], "idle_ms": median(idle),
-            "idle_p95_ms": percentile(idle, 95), "grown_ms": median(grown), **{f"phase_{k}_ms": v for k, v in phases.items()}}
+    return {
+        "first_s": first_s,
+        "first_commands": first["phases"]["extract"]["stats"]["commands"],
+        "idle_ms": median(idle),
+        "idle_p95_ms": percentile(idle, 95),
+        "grown_ms": median(grown),
+        **{f"phase_{k}_ms": v for k, v in phases.items()},
+    }
 
 
 def tool_figures(count: int, queries: int) -> dict[str, float]:
@@ -86,15 +128,24 @@ def tool_figures(count: int, queries: int) -> dict[str, float]:
     verbs = "deploy build test lint format backup restore migrate resize convert upload download notify schedule scan index".split()
     objects = "service database image report invoice cluster bucket package container email calendar ticket log metric user".split()
     vocab = [f"term{i}" for i in range(3000)]
-    tools = [ToolSpec(name=f"{rng.choice(verbs)}_{rng.choice(objects)}_{i}", description=" ".join(rng.choices(vocab + verbs + objects, k=14)),
-                      keywords=rng.sample(verbs + objects, 3)) for i in range(count)]
+    tools = [
+        ToolSpec(
+            name=f"{rng.choice(verbs)}_{rng.choice(objects)}_{i}",
+            description=" ".join(rng.choices(vocab + verbs + objects, k=14)),
+            keywords=rng.sample(verbs + objects, 3),
+        )
+        for i in range(count)
+    ]
     builds = []
     for _ in range(3):
         t0 = time.perf_counter()
         index = ToolIndex(tools)
         builds.append(time.perf_counter() - t0)
-    tasks = [f"please {rng.choice(verbs)} the {rng.choice(objects)} and then {rng.choice(verbs)} every {rng.choice(objects)} "
-             f"before the {rng.choice(objects)} review tomorrow morning" for _ in range(queries)]
+    tasks = [
+        f"please {rng.choice(verbs)} the {rng.choice(objects)} and then {rng.choice(verbs)} every {rng.choice(objects)} "
+        f"before the {rng.choice(objects)} review tomorrow morning"
+        for _ in range(queries)
+    ]
     for task in tasks[:20]:
         index.relevant(task)
     per = []
@@ -111,7 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="1,000 sessions, 3 runs")
     parser.add_argument("--no-write", action="store_true")
-    parser.add_argument("--minilm", action="store_true", help="index the mined candidates with MiniLM (minutes at 10,000) instead of hashing")
+    parser.add_argument(
+        "--minilm",
+        action="store_true",
+        help="index the mined candidates with MiniLM (minutes at 10,000) instead of hashing",
+    )
     args = parser.parse_args(argv)
     if not args.minilm:
         # The first heartbeat indexes every mined candidate; with MiniLM that alone takes minutes at this size.
@@ -122,22 +177,22 @@ def main(argv: list[str] | None = None) -> int:
     ok = lambda met: "met" if met else "**missed**"  # noqa: E731
     body = f"""- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC
 - Machine: {machine()}
-- Command: `python bench/heartbeat_bench.py{' --quick' if args.quick else ''}` ({sessions:,} session files, {runs} timed runs each, medians)
+- Command: `python bench/heartbeat_bench.py{" --quick" if args.quick else ""}` ({sessions:,} session files, {runs} timed runs each, medians)
 - Workload: {sessions:,} Claude Code session files (3 Bash calls each) in 100 folders of a watched path, imported and mined by a
-  first heartbeat ({hb['first_s']:.1f} s for {hb['first_commands']:,} commands); then heartbeats with nothing new, then heartbeats
+  first heartbeat ({hb["first_s"]:.1f} s for {hb["first_commands"]:,} commands); then heartbeats with nothing new, then heartbeats
   each finding 10 new sessions. In-process `run_once` (the engine running statemachines/heartbeat.yaml, durable); a new
   `sherpa-skills heartbeat --once` process adds the interpreter and import start-up on top. Companion embedder:
   {"MiniLM" if args.minilm else "the hashing fallback (SHERPA_SKILLS_EMBEDDER=hashing), so the setup does not spend minutes embedding candidates; only the 'new data' row embeds anything"}.
 
 | measure | median | p95 | target |
 |---|---:|---:|---|
-| heartbeat, nothing new, {sessions:,} sessions | {hb['idle_ms']:.0f} ms | {hb['idle_p95_ms']:.0f} ms | ≤ 200 ms: {ok(hb['idle_ms'] <= 200)} |
-| heartbeat, 10 new sessions on the same history | {hb['grown_ms']:.0f} ms | | grows with new data |
-| tool index over 10,000 tools: build | {tools['build_s'] * 1000:.0f} ms | | ≤ 1 s: {ok(tools['build_s'] <= 1)} |
-| tool index: one query (a 17-word task) | {tools['query_us']:.0f} µs | {tools['query_p95_us']:.0f} µs | ≤ 100 µs: {ok(tools['query_us'] <= 100)} |
+| heartbeat, nothing new, {sessions:,} sessions | {hb["idle_ms"]:.0f} ms | {hb["idle_p95_ms"]:.0f} ms | ≤ 200 ms: {ok(hb["idle_ms"] <= 200)} |
+| heartbeat, 10 new sessions on the same history | {hb["grown_ms"]:.0f} ms | | grows with new data |
+| tool index over 10,000 tools: build | {tools["build_s"] * 1000:.0f} ms | | ≤ 1 s: {ok(tools["build_s"] <= 1)} |
+| tool index: one query (a 17-word task) | {tools["query_us"]:.0f} µs | {tools["query_p95_us"]:.0f} µs | ≤ 100 µs: {ok(tools["query_us"] <= 100)} |
 
-Phases of the last heartbeat with new data (ms): extract {hb['phase_extract_ms']:.0f}, crystallise {hb['phase_crystallise_ms']:.0f},
-health {hb['phase_health_ms']:.0f}, maintenance {hb['phase_maintenance_ms']:.0f}. With nothing new, extract is a stat of every watched
+Phases of the last heartbeat with new data (ms): extract {hb["phase_extract_ms"]:.0f}, crystallise {hb["phase_crystallise_ms"]:.0f},
+health {hb["phase_health_ms"]:.0f}, maintenance {hb["phase_maintenance_ms"]:.0f}. With nothing new, extract is a stat of every watched
 file against its stored size and mtime; the other phases look only at rows past their watermarks.
 """
     sys.stdout.write(body)

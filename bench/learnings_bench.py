@@ -109,14 +109,16 @@ def embed_all(texts: list[str], cache: Path) -> Any:
     todo = [t for t in dict.fromkeys(texts) if t not in known]
     embedder = MiniLMEmbedder()
     for start in range(0, len(todo), 256):
-        chunk = todo[start:start + 256]
+        chunk = todo[start : start + 256]
         known.update(zip(chunk, np.asarray(embedder.embed(chunk), dtype=np.float32)))
     if todo:
         np.savez(cache, texts=np.asarray(list(known)), vectors=np.asarray(list(known.values()), dtype=np.float32))
     return np.asarray([known[t] for t in texts], dtype=np.float32)
 
 
-def sweep_of(learnings: list[tuple[str, str, str]], tasks: list[tuple[str, int | None, frozenset[str]]], cache: Path) -> dict[Any, Any]:
+def sweep_of(
+    learnings: list[tuple[str, str, str]], tasks: list[tuple[str, int | None, frozenset[str]]], cache: Path
+) -> dict[Any, Any]:
     """recall, false and noise for every (terms weight, floor), scoring every (task, learning) pair as the finder does."""
     import numpy as np
 
@@ -146,9 +148,14 @@ def sweep_of(learnings: list[tuple[str, str, str]], tasks: list[tuple[str, int |
         for floor in FLOORS:
             shown = top_scores >= floor
             hit = sum(bool(((top[qi] == tasks[qi][1]) & shown[qi]).any()) for qi in positives) / len(positives)
-            other = [np.asarray([not (programs[j] & tasks[qi][2]) for j in top[qi]]) & shown[qi] for qi in range(len(tasks))]
-            sweep[(weight, floor)] = {"recall": hit, "false": sum(bool(o.any()) for o in other) / len(tasks),
-                                      "noise": sum(int(o.sum()) for o in other) / len(tasks)}
+            other = [
+                np.asarray([not (programs[j] & tasks[qi][2]) for j in top[qi]]) & shown[qi] for qi in range(len(tasks))
+            ]
+            sweep[(weight, floor)] = {
+                "recall": hit,
+                "false": sum(bool(o.any()) for o in other) / len(tasks),
+                "noise": sum(int(o.sum()) for o in other) / len(tasks),
+            }
     return sweep
 
 
@@ -161,24 +168,77 @@ def calibrate(path: Path, cache: Path) -> dict[str, Any]:
     bare = sweep_of([(t, "", c) for t, _, c in learnings], tasks, cache)
     ok = [k for k in about if about[k]["noise"] <= TARGET_NOISE and bare[k]["noise"] <= TARGET_NOISE]
     best = max(ok, key=lambda k: (about[k]["recall"] + bare[k]["recall"], -k[1])) if ok else None
-    best_cosine = max((k for k in ok if k[0] == 0.0), key=lambda k: (about[k]["recall"] + bare[k]["recall"], -k[1]), default=None)
-    return {"learnings": len(learnings), "tasks": len(tasks), "positives": sum(g is not None for _, g, _ in tasks),
-            "seconds": time.perf_counter() - t0, "about": about, "bare": bare, "best": best, "best_cosine": best_cosine}
+    best_cosine = max(
+        (k for k in ok if k[0] == 0.0), key=lambda k: (about[k]["recall"] + bare[k]["recall"], -k[1]), default=None
+    )
+    return {
+        "learnings": len(learnings),
+        "tasks": len(tasks),
+        "positives": sum(g is not None for _, g, _ in tasks),
+        "seconds": time.perf_counter() - t0,
+        "about": about,
+        "bare": bare,
+        "best": best,
+        "best_cosine": best_cosine,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- latency
 
-_PROGRAMS = ["npm run build", "npm test", "cargo build --release", "make -j4", "docker compose up -d", "kubectl apply -f",
-             "terraform apply", "pytest -x", "git push origin", "rsync -a", "tar -czf", "psql -c", "pip install",
-             "go test ./...", "ansible-playbook", "helm upgrade --install", "aws s3 cp", "scp", "ssh deploy@", "systemctl restart"]
-_ERRORS = ["Permission denied", "No such file or directory", "connection refused", "exit status 1", "timed out",
-           "Type error: Property 'x' does not exist", "port is already allocated", "rejected non-fast-forward"]
-_TASKS = ["build the frontend", "deploy the api to production", "run the unit tests", "back up the photos",
-          "restart the web service", "push my changes", "write a haiku about autumn", "apply the infrastructure changes"]
+_PROGRAMS = [
+    "npm run build",
+    "npm test",
+    "cargo build --release",
+    "make -j4",
+    "docker compose up -d",
+    "kubectl apply -f",
+    "terraform apply",
+    "pytest -x",
+    "git push origin",
+    "rsync -a",
+    "tar -czf",
+    "psql -c",
+    "pip install",
+    "go test ./...",
+    "ansible-playbook",
+    "helm upgrade --install",
+    "aws s3 cp",
+    "scp",
+    "ssh deploy@",
+    "systemctl restart",
+]
+_ERRORS = [
+    "Permission denied",
+    "No such file or directory",
+    "connection refused",
+    "exit status 1",
+    "timed out",
+    "Type error: Property 'x' does not exist",
+    "port is already allocated",
+    "rejected non-fast-forward",
+]
+_TASKS = [
+    "build the frontend",
+    "deploy the api to production",
+    "run the unit tests",
+    "back up the photos",
+    "restart the web service",
+    "push my changes",
+    "write a haiku about autumn",
+    "apply the infrastructure changes",
+]
 
 
-_ABOUTS = ["Build the frontend for production", "Deploy the api", "Run the unit tests", "Back up the database",
-           "Restart the web service", "Push the release", "Apply the infrastructure plan", "Sync the static site"]
+_ABOUTS = [
+    "Build the frontend for production",
+    "Deploy the api",
+    "Run the unit tests",
+    "Back up the database",
+    "Restart the web service",
+    "Push the release",
+    "Apply the infrastructure plan",
+    "Sync the static site",
+]
 
 
 def synthetic(n: int) -> list[tuple[str, str, str, str]]:
@@ -222,7 +282,9 @@ def latency(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
         with tempfile.TemporaryDirectory() as tmp:
             store = ProcedureDatabase(Path(tmp) / "store.db")
             for task_type, about, command, error in synthetic(n):
-                store.add_learning(CapturedLearning(task_type=task_type, about=about, command=command, error=error, source="bench"))
+                store.add_learning(
+                    CapturedLearning(task_type=task_type, about=about, command=command, error=error, source="bench")
+                )
             finder = FailureFinder(store)
             t0 = time.perf_counter()
             finder.reindex()
@@ -240,8 +302,16 @@ def latency(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
                     t0 = time.perf_counter()
                     lexical_baseline(store, task, None)
                     base.append((time.perf_counter() - t0) * 1000)
-            rows.append({"n": n, "index_s": index_s, "p50": statistics.median(ours), "p95": percentile(ours, 95),
-                         "base_p50": statistics.median(base), "shown": statistics.mean(shown)})
+            rows.append(
+                {
+                    "n": n,
+                    "index_s": index_s,
+                    "p50": statistics.median(ours),
+                    "p95": percentile(ours, 95),
+                    "base_p50": statistics.median(base),
+                    "shown": statistics.mean(shown),
+                }
+            )
             store.close()
     return rows
 
@@ -257,41 +327,55 @@ def report(cal: dict[str, Any] | None, lat: list[dict[str, Any]], command: str) 
         lines += [f"Calibration skipped: {ENV} is not set (the NL2Bash dev split).", ""]
     else:
         about, bare = cal["about"], cal["bare"]
-        lines += [f"Calibration on NL2Bash dev ({cal['seconds']:.0f} s): {cal['learnings']} learnings, one per command, under the "
-                  f"task type mining gives it; {cal['tasks']} tasks, {cal['positives']} of them paraphrases of a learning's "
-                  f"command (another annotator's description), the rest describing commands that are not learnings. Two stores: "
-                  f"learnings *with about* (the command's first description, as a Claude Code log or a run records what a "
-                  f"command was for) and *command only* (a shell history). recall = the paraphrased command's learning among "
-                  f"the {SHOWN} shown; false = tasks shown at least one learning whose command runs none of the "
-                  f"programs of the task's own command (strict: NL2Bash is all file work, where another program is often "
-                  f"still related); noise = such learnings per task.", "",
-                  "| terms weight | floor | recall (about) | false (about) | noise (about) | recall (command only) | false (command only) | noise (command only) |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"Calibration on NL2Bash dev ({cal['seconds']:.0f} s): {cal['learnings']} learnings, one per command, under the "
+            f"task type mining gives it; {cal['tasks']} tasks, {cal['positives']} of them paraphrases of a learning's "
+            f"command (another annotator's description), the rest describing commands that are not learnings. Two stores: "
+            f"learnings *with about* (the command's first description, as a Claude Code log or a run records what a "
+            f"command was for) and *command only* (a shell history). recall = the paraphrased command's learning among "
+            f"the {SHOWN} shown; false = tasks shown at least one learning whose command runs none of the "
+            f"programs of the task's own command (strict: NL2Bash is all file work, where another program is often "
+            f"still related); noise = such learnings per task.",
+            "",
+            "| terms weight | floor | recall (about) | false (about) | noise (about) | recall (command only) | false (command only) | noise (command only) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for weight in WEIGHTS:
             for floor in sorted(set(FLOORS[4::2]) | ({FLOOR} if weight == TERMS_WEIGHT else set())):
                 a, b = about[(weight, floor)], bare[(weight, floor)]
                 mark = " **(shipped)**" if (weight, floor) == (TERMS_WEIGHT, FLOOR) else ""
-                lines.append(f"| {weight:g} | {floor:g}{mark} | {a['recall']:.1%} | {a['false']:.1%} | {a['noise']:.2f} | "
-                             f"{b['recall']:.1%} | {b['false']:.1%} | {b['noise']:.2f} |")
+                lines.append(
+                    f"| {weight:g} | {floor:g}{mark} | {a['recall']:.1%} | {a['false']:.1%} | {a['noise']:.2f} | "
+                    f"{b['recall']:.1%} | {b['false']:.1%} | {b['noise']:.2f} |"
+                )
         lines.append("")
         for name, key in (("Best", cal["best"]), ("Baseline, cosine alone (weight 0), best", cal["best_cosine"])):
             if key:
-                lines.append(f"{name} with noise <= {TARGET_NOISE:g} on both: weight {key[0]:g}, floor {key[1]:g}: recall "
-                             f"{about[key]['recall']:.1%} with about, {bare[key]['recall']:.1%} command only; false "
-                             f"{about[key]['false']:.1%} / {bare[key]['false']:.1%}; noise {about[key]['noise']:.2f} / {bare[key]['noise']:.2f}.")
+                lines.append(
+                    f"{name} with noise <= {TARGET_NOISE:g} on both: weight {key[0]:g}, floor {key[1]:g}: recall "
+                    f"{about[key]['recall']:.1%} with about, {bare[key]['recall']:.1%} command only; false "
+                    f"{about[key]['false']:.1%} / {bare[key]['false']:.1%}; noise {about[key]['noise']:.2f} / {bare[key]['noise']:.2f}."
+                )
         shipped = (TERMS_WEIGHT, FLOOR)
         if shipped in about:
-            lines.append(f"Shipped (`skills/match/failures.py`): weight {TERMS_WEIGHT:g}, floor {FLOOR:g}: recall {about[shipped]['recall']:.1%} "
-                         f"/ {bare[shipped]['recall']:.1%}, false {about[shipped]['false']:.1%} / {bare[shipped]['false']:.1%}.")
+            lines.append(
+                f"Shipped (`skills/match/failures.py`): weight {TERMS_WEIGHT:g}, floor {FLOOR:g}: recall {about[shipped]['recall']:.1%} "
+                f"/ {bare[shipped]['recall']:.1%}, false {about[shipped]['false']:.1%} / {bare[shipped]['false']:.1%}."
+            )
         lines.append("")
     if lat:
-        lines += ["Added latency per plan: `FailureFinder.find` warm (query embedded by MiniLM, companion neighbours, exact "
-                  "cosines), against the previous lexical pick (shared words, no meaning) in the same run; 8 tasks x rounds.", "",
-                  "| learnings | find p50 ms | find p95 ms | lexical p50 ms | ratio | shown per task | reindex s |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "Added latency per plan: `FailureFinder.find` warm (query embedded by MiniLM, companion neighbours, exact "
+            "cosines), against the previous lexical pick (shared words, no meaning) in the same run; 8 tasks x rounds.",
+            "",
+            "| learnings | find p50 ms | find p95 ms | lexical p50 ms | ratio | shown per task | reindex s |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in lat:
-            lines.append(f"| {r['n']:,} | {r['p50']:.1f} | {r['p95']:.1f} | {r['base_p50']:.1f} | "
-                         f"{r['p50'] / max(r['base_p50'], 1e-6):.1f}x | {r['shown']:.1f} | {r['index_s']:.1f} |")
+            lines.append(
+                f"| {r['n']:,} | {r['p50']:.1f} | {r['p95']:.1f} | {r['base_p50']:.1f} | "
+                f"{r['p50'] / max(r['base_p50'], 1e-6):.1f}x | {r['shown']:.1f} | {r['index_s']:.1f} |"
+            )
     return "\n".join(lines)
 
 
@@ -301,8 +385,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--no-latency", action="store_true")
-    parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "sherpa-learnings-bench-vectors.npz"),
-                        help="MiniLM vectors of the calibration texts, kept between runs")
+    parser.add_argument(
+        "--cache",
+        default=str(Path(tempfile.gettempdir()) / "sherpa-learnings-bench-vectors.npz"),
+        help="MiniLM vectors of the calibration texts, kept between runs",
+    )
     args = parser.parse_args()
     data = os.environ.get(ENV)
     cal = None

@@ -75,7 +75,12 @@ def load_split(path: Path) -> dict[str, Any]:
             held.append((descriptions[0], row["command"]))
     texts = {_norm(d) for _, d in stored}
     negatives = [(q, _norm(q) in texts, program_of(c)) for q, c in held]
-    return {"stored": stored, "positives": positives, "negatives": negatives, "programs": [program_of(c) for c, _ in stored]}
+    return {
+        "stored": stored,
+        "positives": positives,
+        "negatives": negatives,
+        "programs": [program_of(c) for c, _ in stored],
+    }
 
 
 def program_of(command: str) -> str:
@@ -96,7 +101,7 @@ class CachingEmbedder:
     def embed(self, texts: list[str]) -> list[list[float]]:
         todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
         for start in range(0, len(todo), 256):
-            chunk = todo[start:start + 256]
+            chunk = todo[start : start + 256]
             self.cache.update(zip(chunk, self.inner.embed(chunk)))
         return [self.cache[t] for t in texts]
 
@@ -121,10 +126,24 @@ def build_store(home: Path, stored: list[tuple[str, str]]) -> tuple[Any, list[st
     ids = []
     for i, (command, description) in enumerate(stored):
         program = program_of(command)
-        step = ProcedureStep.model_construct(command=command, expected_exit_code=0, expected_output_pattern=None,
-                                             timeout_secs=60.0, env_vars=[], cwd=None)
-        proc = store.add_procedure(CapturedProcedure(id=f"p{i:05d}-{program}"[:40], task_type=program, description=description,
-                                                     steps=[step], success_count=2, source="manual"))
+        step = ProcedureStep.model_construct(
+            command=command,
+            expected_exit_code=0,
+            expected_output_pattern=None,
+            timeout_secs=60.0,
+            env_vars=[],
+            cwd=None,
+        )
+        proc = store.add_procedure(
+            CapturedProcedure(
+                id=f"p{i:05d}-{program}"[:40],
+                task_type=program,
+                description=description,
+                steps=[step],
+                success_count=2,
+                source="manual",
+            )
+        )
         ids.append(proc.id)
     matcher = Matcher(store, embedder=embedder())
     t0 = time.perf_counter()
@@ -147,22 +166,40 @@ def run_matcher(matcher: Any, split: dict[str, Any], ids: list[str], decisions: 
     matcher.embedder = cached.inner
     times: list[float] = []
     try:
-        for query, _, _ in queries[::max(1, len(queries) // 300)]:
+        for query, _, _ in queries[:: max(1, len(queries) // 300)]:
             t0 = time.perf_counter()
             matcher.match(query)
             times.append((time.perf_counter() - t0) * 1000)
     finally:
         matcher.embedder = cached
     if decisions is not None:  # one line per query: what was decided, to compare two versions of the code
-        decisions.write_text("".join(json.dumps({"query": d.query, "selected": d.procedure_id, "gold": gold,
-                                                 "top": [[c.procedure_id, c.score] for c in d.candidates[:3]]}) + "\n"
-                                     for d, gold, _ in kept), encoding="utf-8")
+        decisions.write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "query": d.query,
+                        "selected": d.procedure_id,
+                        "gold": gold,
+                        "top": [[c.procedure_id, c.score] for c in d.candidates[:3]],
+                    }
+                )
+                + "\n"
+                for d, gold, _ in kept
+            ),
+            encoding="utf-8",
+        )
     default = _rates_of([(d.procedure_id, gold, same) for d, gold, same in kept])
     sweep = {}
     for floor in FLOORS:
         chosen = []
         for d, gold, same in kept:
-            base = {"query": d.query, "task_type": d.task_type, "floor": floor, "margin": d.margin, "min_confidence": d.min_confidence}
+            base = {
+                "query": d.query,
+                "task_type": d.task_type,
+                "floor": floor,
+                "margin": d.margin,
+                "min_confidence": d.min_confidence,
+            }
             candidates = [c.model_copy(update={"reason": None}) for c in copy.deepcopy(d.candidates)]
             again = matcher._decide(base, candidates, {}, d.min_confidence, False, d.mode, d.degraded)
             chosen.append((again.procedure_id, gold, same))
@@ -180,14 +217,18 @@ def _rates_of(chosen: list[tuple[str | None, str | None, bool]]) -> dict[str, fl
 def rates(pos: list[tuple[str | None, str]], neg: list[tuple[str | None, bool]]) -> dict[str, float]:
     n = len(pos) or 1
     distinct = [sel for sel, same in neg if not same]
-    return {"hit": sum(s == g for s, g in pos) / n, "wrong": sum(s is not None and s != g for s, g in pos) / n,
-            "miss": sum(s is None for s, _ in pos) / n,
-            "false": sum(s is not None for s in distinct) / max(len(distinct), 1),
-            "false_all": sum(s is not None for s, _ in neg) / max(len(neg), 1)}
+    return {
+        "hit": sum(s == g for s, g in pos) / n,
+        "wrong": sum(s is not None and s != g for s, g in pos) / n,
+        "miss": sum(s is None for s, _ in pos) / n,
+        "false": sum(s is not None for s in distinct) / max(len(distinct), 1),
+        "false_all": sum(s is not None for s, _ in neg) / max(len(neg), 1),
+    }
 
 
-def _with_floor(top_pos: list[tuple[int, float]], golds: list[int], top_neg: list[tuple[int, float]],
-                same: list[bool]) -> tuple[float, dict[str, float]]:
+def _with_floor(
+    top_pos: list[tuple[int, float]], golds: list[int], top_neg: list[tuple[int, float]], same: list[bool]
+) -> tuple[float, dict[str, float]]:
     """The lowest floor that keeps false replays (distinct-text negatives) at or under BASELINE_FALSE."""
     scores = sorted((s for (_, s), sm in zip(top_neg, same) if not sm), reverse=True)
     allowed = int(BASELINE_FALSE * len(scores))
@@ -222,8 +263,12 @@ def baseline_bm25(split: dict[str, Any]) -> tuple[float, dict[str, float]]:
                 scores[i] = scores.get(i, 0.0) + idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * len(docs[i]) / avg))
         return max(scores.items(), key=lambda kv: kv[1]) if scores else (-1, 0.0)
 
-    return _with_floor([top(q) for q, _ in split["positives"]], [g for _, g in split["positives"]],
-                       [top(q) for q, _, _ in split["negatives"]], [s for _, s, _ in split["negatives"]])
+    return _with_floor(
+        [top(q) for q, _ in split["positives"]],
+        [g for _, g in split["positives"]],
+        [top(q) for q, _, _ in split["negatives"]],
+        [s for _, s, _ in split["negatives"]],
+    )
 
 
 def baseline_minilm(split: dict[str, Any]) -> tuple[float, dict[str, float]]:
@@ -236,8 +281,12 @@ def baseline_minilm(split: dict[str, Any]) -> tuple[float, dict[str, float]]:
         sims = np.asarray(embedder().embed(queries), dtype=np.float32) @ docs.T
         return [(int(j), float(s)) for j, s in zip(sims.argmax(1), sims.max(1))]
 
-    return _with_floor(tops([q for q, _ in split["positives"]]), [g for _, g in split["positives"]],
-                       tops([q for q, _, _ in split["negatives"]]), [s for _, s, _ in split["negatives"]])
+    return _with_floor(
+        tops([q for q, _ in split["positives"]]),
+        [g for _, g in split["positives"]],
+        tops([q for q, _, _ in split["negatives"]]),
+        [s for _, s, _ in split["negatives"]],
+    )
 
 
 def fresh_process(home: Path, queries: list[str]) -> list[float]:
@@ -245,8 +294,12 @@ def fresh_process(home: Path, queries: list[str]) -> list[float]:
     out = []
     for query in queries:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "sherpa_skills", "learn", "replay", query, "--json", "--home", str(home)],
-                       capture_output=True, text=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "-m", "sherpa_skills", "learn", "replay", query, "--json", "--home", str(home)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         out.append(time.perf_counter() - t0)
     return out
 
@@ -263,11 +316,20 @@ def pad_store(matcher: Any, split: dict[str, Any], size: int) -> None:
         command, description = stored[i % len(stored)]
         k = i // len(stored)
         step = ProcedureStep(command=f"{command} # variant {k}")
-        added.append(store.add_procedure(CapturedProcedure(id=f"pad{i:06d}", task_type=f"variant-{k}", success_count=2,
-                                                           description=f"{description} (variant {k}, copy {i})", steps=[step])))
+        added.append(
+            store.add_procedure(
+                CapturedProcedure(
+                    id=f"pad{i:06d}",
+                    task_type=f"variant-{k}",
+                    success_count=2,
+                    description=f"{description} (variant {k}, copy {i})",
+                    steps=[step],
+                )
+            )
+        )
         i += 1
     for start in range(0, len(added), 512):
-        matcher.index_many(added[start:start + 512])
+        matcher.index_many(added[start : start + 512])
 
 
 def percent(x: float) -> str:
@@ -277,9 +339,13 @@ def percent(x: float) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true")
-    parser.add_argument("--scale", type=int, default=0, help="also time warm matches with the store padded to this size")
+    parser.add_argument(
+        "--scale", type=int, default=0, help="also time warm matches with the store padded to this size"
+    )
     parser.add_argument("--fresh", type=int, default=3, help="fresh-process replays to time")
-    parser.add_argument("--decisions", type=Path, help="write every query's decision here (JSON lines), to compare two versions")
+    parser.add_argument(
+        "--decisions", type=Path, help="write every query's decision here (JSON lines), to compare two versions"
+    )
     args = parser.parse_args()
     data = os.environ.get(ENV)
     if not data or not (Path(data) / "nl2bash-dev.jsonl").is_file():
@@ -291,15 +357,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="match-bench-") as tmp:
         home = Path(tmp)
         matcher, ids, reindex_rate = build_store(home, split["stored"])
-        print(f"stored {len(ids)}, positives {len(split['positives'])}, negatives {len(split['negatives'])}; reindex {reindex_rate:.0f}/s",
-              flush=True)
+        print(
+            f"stored {len(ids)}, positives {len(split['positives'])}, negatives {len(split['negatives'])}; reindex {reindex_rate:.0f}/s",
+            flush=True,
+        )
         bm25_floor, bm25 = baseline_bm25(split)
         print("bm25", bm25_floor, bm25, flush=True)
         mini_floor, mini = baseline_minilm(split)  # embeds every query once, in batches; the matcher reuses them
         print("minilm", mini_floor, mini, flush=True)
         ours = run_matcher(matcher, split, ids, args.decisions)
         print("matcher", {k: v for k, v in ours.items() if k != "sweep"}, flush=True)
-        fresh = fresh_process(home, [q for q, _ in split["positives"][:args.fresh]])
+        fresh = fresh_process(home, [q for q, _ in split["positives"][: args.fresh]])
         print("fresh", fresh, flush=True)
         scaled = None
         if args.scale:
@@ -317,8 +385,10 @@ def main() -> int:
     same = sum(s for _, s, _ in split["negatives"])
 
     def row(name: str, x: dict[str, float], note: str) -> str:
-        return (f"| {name} | {percent(x['hit'])} | {percent(x['wrong'])} | {percent(x['false'])} | {percent(x['false_all'])} "
-                f"| {percent(x['miss'])} | {note} |")
+        return (
+            f"| {name} | {percent(x['hit'])} | {percent(x['wrong'])} | {percent(x['false'])} | {percent(x['false_all'])} "
+            f"| {percent(x['miss'])} | {note} |"
+        )
 
     def verdict(ok: bool) -> str:
         return "met" if ok else "**missed**"
@@ -330,7 +400,7 @@ def main() -> int:
         f"Store: {len(ids)} procedures (one per command: {sum(1 for _ in {g for _, g in split['positives']})} with paraphrases, "
         f"the rest distractors); {len(split['positives'])} positive queries (another annotator's description); "
         f"{len(split['negatives'])} negative queries (commands not stored), of which {same} are word for word the description "
-        f"of a different stored command (\"same text\": excluded from *false replay*, included in *false, all*).",
+        f'of a different stored command ("same text": excluded from *false replay*, included in *false, all*).',
         "",
         "| matcher | hit@1 | wrong | false replay | false, all | miss | settings |",
         "|---|---|---|---|---|---|---|",
@@ -343,8 +413,10 @@ def main() -> int:
         "",
         "| floor | hit@1 | wrong | false replay | false, all |",
         "|---|---|---|---|---|",
-        *[f"| {f:g} | {percent(x['hit'])} | {percent(x['wrong'])} | {percent(x['false'])} | {percent(x['false_all'])} |"
-          for f, x in ours["sweep"].items()],
+        *[
+            f"| {f:g} | {percent(x['hit'])} | {percent(x['wrong'])} | {percent(x['false'])} | {percent(x['false_all'])} |"
+            for f, x in ours["sweep"].items()
+        ],
         "",
         f"Latency: warm `match` p50 {ours['p50']:.1f} ms, p95 {ours['p95']:.1f} ms at {len(ids)} procedures"
         + (f"; at {scaled[0]} procedures p50 {scaled[1]:.1f} ms, p95 {scaled[2]:.1f} ms" if scaled else "")
@@ -355,7 +427,11 @@ def main() -> int:
         f"wrong ≤ 3 %: {verdict(r['wrong'] <= TARGET_WRONG)} ({percent(r['wrong'])}); "
         f"false replay ≤ 3 %: {verdict(r['false'] <= TARGET_FALSE)} ({percent(r['false'])}; all negatives {percent(r['false_all'])}); "
         f"hit@1 ≥ 35 %: {verdict(r['hit'] >= TARGET_HIT)} ({percent(r['hit'])}); "
-        + (f"warm p50 ≤ 20 ms at 10k: {verdict(scaled[1] <= TARGET_P50_MS)} ({scaled[1]:.1f} ms); " if scaled else "warm p50 at 10k: not measured in this run; ")
+        + (
+            f"warm p50 ≤ 20 ms at 10k: {verdict(scaled[1] <= TARGET_P50_MS)} ({scaled[1]:.1f} ms); "
+            if scaled
+            else "warm p50 at 10k: not measured in this run; "
+        )
         + f"fresh process ≤ 1.5 s: {verdict(fresh[0] <= TARGET_FRESH_S)} ({fresh[0]:.2f} s); "
         f"reindex ≥ 200/s: {verdict(reindex_rate >= TARGET_REINDEX)} ({reindex_rate:.0f}/s).",
     ]
@@ -369,7 +445,7 @@ def main() -> int:
         kept = old.find("### Matching speed", start) if start >= 0 else -1
         if kept >= 0:  # the part bench/match_speed_bench.py writes stays, until that script rewrites it
             end = old.find("\n## ", kept)
-            body += "\n\n" + old[kept:end if end >= 0 else len(old)].rstrip("\n")
+            body += "\n\n" + old[kept : end if end >= 0 else len(old)].rstrip("\n")
         write_section(SECTION, body)
     return 0
 

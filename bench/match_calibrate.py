@@ -50,10 +50,20 @@ def collect(matcher: Any, split: dict[str, Any], ids: list[str]) -> list[dict[st
     queries += [(q, None, same, q) for q, same, _ in split["negatives"]]
     for query, gold, same, group in queries:
         decision = matcher.match(query, limit=40, check_health=False)
-        cands = [(c.procedure_id, [c.features[f] for f in FEATURES], any(m in EXACT for m in c.matched_terms))
-                 for c in decision.candidates if not c.literals_disagreed and c.semantic is not None]
-        out.append({"query": query, "gold": gold, "same": same, "cands": cands,
-                    "fold": int(hashlib.sha256(group.encode()).hexdigest(), 16) % 2})
+        cands = [
+            (c.procedure_id, [c.features[f] for f in FEATURES], any(m in EXACT for m in c.matched_terms))
+            for c in decision.candidates
+            if not c.literals_disagreed and c.semantic is not None
+        ]
+        out.append(
+            {
+                "query": query,
+                "gold": gold,
+                "same": same,
+                "cands": cands,
+                "fold": int(hashlib.sha256(group.encode()).hexdigest(), 16) % 2,
+            }
+        )
     return out
 
 
@@ -149,7 +159,9 @@ def options(doc: str) -> argparse.ArgumentParser:
     """The options this script and bench/verify_bench.py share."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--no-write", action="store_true")
-    parser.add_argument("--embedding-cache", type=Path, help="a pickle of MiniLM vectors, read if present and written after")
+    parser.add_argument(
+        "--embedding-cache", type=Path, help="a pickle of MiniLM vectors, read if present and written after"
+    )
     return parser
 
 
@@ -181,16 +193,23 @@ def main() -> int:
         part = [r for r in rows if r["fold"] == train]
         model = fit(part)
         floor, margin, on_train = calibrate(scored(model, part))
-        halves.append((floor, margin, on_train, rates(scored(model, [r for r in rows if r["fold"] == test]), floor, margin)))
+        halves.append(
+            (floor, margin, on_train, rates(scored(model, [r for r in rows if r["fold"] == test]), floor, margin))
+        )
     model = fit(rows)
     sc = scored(model, rows)
     floor, margin, on_all = calibrate(sc)
     bands = band(sc, floor, margin)
     n = len(rows)
     lower = next((b["lower"] for b in bands if b["asked"] <= BAND_SHARE * n), floor)
-    shipped = {"features": list(FEATURES), **{k: [round(x, 6) for x in v] if isinstance(v, list) else round(v, 6) for k, v in model.items()},
-               "floor": floor, "margin": margin, "verify_floor": lower,
-               "calibration": "bench/match_calibrate.py on the NL2Bash dev split (shared/matching)"}
+    shipped = {
+        "features": list(FEATURES),
+        **{k: [round(x, 6) for x in v] if isinstance(v, list) else round(v, 6) for k, v in model.items()},
+        "floor": floor,
+        "margin": margin,
+        "verify_floor": lower,
+        "calibration": "bench/match_calibrate.py on the NL2Bash dev split (shared/matching)",
+    }
     pct = mb.percent
     lines = [
         f"Machine: {machine()}.",
@@ -202,8 +221,11 @@ def main() -> int:
         "",
         "| fitted and calibrated on | scored on | floor | margin | hit@1 | wrong | false replay | false, all |",
         "|---|---|---|---|---|---|---|---|",
-        *[f"| half {a} | half {b} (held out) | {h[0]:.3f} | {h[1]:g} | {pct(h[3]['hit'])} | {pct(h[3]['wrong'])} | "
-          f"{pct(h[3]['false'])} | {pct(h[3]['false_all'])} |" for (a, b), h in zip(((0, 1), (1, 0)), halves)],
+        *[
+            f"| half {a} | half {b} (held out) | {h[0]:.3f} | {h[1]:g} | {pct(h[3]['hit'])} | {pct(h[3]['wrong'])} | "
+            f"{pct(h[3]['false'])} | {pct(h[3]['false_all'])} |"
+            for (a, b), h in zip(((0, 1), (1, 0)), halves)
+        ],
         f"| all of dev (shipped) | all of dev (in sample) | {floor:.3f} | {margin:g} | {pct(on_all['hit'])} | {pct(on_all['wrong'])} | "
         f"{pct(on_all['false'])} | {pct(on_all['false_all'])} |",
         "",
@@ -213,8 +235,11 @@ def main() -> int:
         "",
         "| lower edge | asked | share of queries | right (hit@1 gain if all confirmed) | wrong candidate | negative query |",
         "|---|---|---|---|---|---|",
-        *[f"| {b['lower']:g} | {b['asked']} | {pct(b['asked'] / n)} | {b['right']} (+{pct(b['right'] / max(1, len(split['positives'])))}) "
-          f"| {b['wrong']} | {b['negative']} |" for b in bands],
+        *[
+            f"| {b['lower']:g} | {b['asked']} | {pct(b['asked'] / n)} | {b['right']} (+{pct(b['right'] / max(1, len(split['positives'])))}) "
+            f"| {b['wrong']} | {b['negative']} |"
+            for b in bands
+        ],
         "",
         f"Shipped: floor {floor:.3f}, margin {margin:g}, verifier band from {lower:g} (at most {BAND_SHARE:.0%} of queries asked).",
     ]

@@ -64,8 +64,9 @@ def last_json(text: str) -> dict[str, Any]:
 def baseline_tree(rev: str, into: Path) -> Path:
     """The baseline's package and data folders, as `git archive` gives them."""
     into.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", rev, "sherpa_skills", "statemachines", "policies"], cwd=ROOT, capture_output=True,
-                             check=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", rev, "sherpa_skills", "statemachines", "policies"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into
 
@@ -104,9 +105,14 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200, help="warm matches timed per version and store")
     parser.add_argument("--reindex", type=int, default=600, help="procedures in the store `learn reindex` rebuilds")
     parser.add_argument("--no-write", action="store_true")
-    parser.add_argument("--random-vectors", action="store_true",
-                        help="stores' vectors drawn at random (seeded) instead of MiniLM's: no embedding before timing starts")
-    parser.add_argument("--skip", default="", help="comma-separated parts not to measure: warm, fresh, fresh-large, reindex")
+    parser.add_argument(
+        "--random-vectors",
+        action="store_true",
+        help="stores' vectors drawn at random (seeded) instead of MiniLM's: no embedding before timing starts",
+    )
+    parser.add_argument(
+        "--skip", default="", help="comma-separated parts not to measure: warm, fresh, fresh-large, reindex"
+    )
     args = parser.parse_args()
     command = shlex.join(["python", "bench/match_speed_bench.py", *sys.argv[1:]])
     data = os.environ.get(ENV)
@@ -116,7 +122,7 @@ def main() -> int:
     os.environ[ENV] = str(Path(data).resolve())  # the children run in other folders: a relative path would not hold
     split = load_split(Path(data) / "nl2bash-dev.jsonl")
     stored = len(split["stored"])
-    queries = [q for q, _ in split["positives"]][:args.queries]
+    queries = [q for q, _ in split["positives"]][: args.queries]
     py = sys.executable
     load_start = machine()
     with tempfile.TemporaryDirectory(prefix="match-speed-") as tmp:
@@ -139,31 +145,65 @@ def main() -> int:
         results: dict[str, dict[str, Any]] = {v: {} for v in versions}
         for version, code in versions.items():
             for size in sizes if not {"warm", "fresh"} <= skip else ():
-                _, _, out = run([py, str(CHILD), "setup", str(work / version / f"home-{size}"), str(size), str(vectors)], code)
+                _, _, out = run(
+                    [py, str(CHILD), "setup", str(work / version / f"home-{size}"), str(size), str(vectors)], code
+                )
                 results[version][f"setup_{size}"] = last_json(out)
             run([py, str(CHILD), "store", str(work / version / "home-reindex"), str(args.reindex)], code)
             print(f"{version}: stores ready", flush=True)
         for size in sizes if "warm" not in skip else ():  # warm, alternately
             for version, code in versions.items():
-                _, _, out = run([py, str(CHILD), "warm", str(work / version / f"home-{size}"), str(work / "queries.json")], code)
+                _, _, out = run(
+                    [py, str(CHILD), "warm", str(work / version / f"home-{size}"), str(work / "queries.json")], code
+                )
                 results[version][f"warm_{size}"] = last_json(out)
                 print(version, size, results[version][f"warm_{size}"], flush=True)
-        for size in [z for z in sizes if "fresh" not in skip and (z == stored or "fresh-large" not in skip)]:  # alternately;
+        for size in [
+            z for z in sizes if "fresh" not in skip and (z == stored or "fresh-large" not in skip)
+        ]:  # alternately;
             # the first run of each is dropped (page cache, .pyc files)
             for i in range(args.fresh + 1):
                 for version, code in versions.items():
-                    wall, cpu, out = run([py, "-m", "sherpa_skills", "learn", "replay", queries[i % len(queries)], "--json",
-                                          "--home", str(work / version / f"home-{size}")], code)
+                    wall, cpu, out = run(
+                        [
+                            py,
+                            "-m",
+                            "sherpa_skills",
+                            "learn",
+                            "replay",
+                            queries[i % len(queries)],
+                            "--json",
+                            "--home",
+                            str(work / version / f"home-{size}"),
+                        ],
+                        code,
+                    )
                     payload = json.loads(out)
                     if i:
                         results[version].setdefault(f"fresh_{size}", []).append((wall, cpu, payload.get("status")))
             print("fresh", size, {v: results[v][f"fresh_{size}"] for v in versions}, flush=True)
         for version, code in versions.items() if "reindex" not in skip else ():  # real embedding, one after the other
-            wall, cpu, out = run([py, "-m", "sherpa_skills", "learn", "reindex", "--json", "--home", str(work / version / "home-reindex")],
-                                 code)
-            got = json.loads(out[out.index("{"):])  # the baseline's `learn reindex --json` printed log lines first
-            results[version]["reindex"] = {"per_second": got["reindexed"] / wall, "inner": got["per_second"], "wall": wall,
-                                           "cpu": cpu, "n": got["reindexed"]}
+            wall, cpu, out = run(
+                [
+                    py,
+                    "-m",
+                    "sherpa_skills",
+                    "learn",
+                    "reindex",
+                    "--json",
+                    "--home",
+                    str(work / version / "home-reindex"),
+                ],
+                code,
+            )
+            got = json.loads(out[out.index("{") :])  # the baseline's `learn reindex --json` printed log lines first
+            results[version]["reindex"] = {
+                "per_second": got["reindexed"] / wall,
+                "inner": got["per_second"],
+                "wall": wall,
+                "cpu": cpu,
+                "n": got["reindexed"],
+            }
             print(version, "reindex", results[version]["reindex"], flush=True)
     load_end = machine()
 
@@ -171,52 +211,84 @@ def main() -> int:
         return statistics.median(xs)
 
     b, a = results["before"], results["after"]
-    lines = [PART, "",
-             f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. At start: {load_start}. At end: {load_end}.",
-             f"Command: `SHERPA_SKILLS_MATCHING_DATA=../shared/matching {command}`; *before* is commit {args.baseline}, "
-             "*after* this tree (a copy), run alternately in the same run.",
-             f"Stores: the {stored} NL2Bash procedures of the table above, and {args.size:,} = those plus synthetic copies "
-             "(\"variant k\" of a command, \"copy i\" of its description; vectors: the original's plus fixed noise).",
-             "", "| figure | before | after | ratio | target |", "|---|---:|---:|---:|---|"]
+    lines = [
+        PART,
+        "",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. At start: {load_start}. At end: {load_end}.",
+        f"Command: `SHERPA_SKILLS_MATCHING_DATA=../shared/matching {command}`; *before* is commit {args.baseline}, "
+        "*after* this tree (a copy), run alternately in the same run.",
+        f"Stores: the {stored} NL2Bash procedures of the table above, and {args.size:,} = those plus synthetic copies "
+        '("variant k" of a command, "copy i" of its description; vectors: the original\'s plus fixed noise).',
+        "",
+        "| figure | before | after | ratio | target |",
+        "|---|---:|---:|---:|---|",
+    ]
     verdicts = []
     for size in [z for z in sizes if f"fresh_{z}" in a]:
         fb, fa = b[f"fresh_{size}"], a[f"fresh_{size}"]
         wb, wa = med([w for w, _, _ in fb]), med([w for w, _, _ in fa])
         cb, ca = med([c for _, c, _ in fb]), med([c for _, c, _ in fa])
         target = f"≤ {TARGET_FRESH_S:g} s" if size == stored else "—"
-        lines.append(f"| fresh `learn replay QUERY --json`, {size:,} procedures: wall s (median of {len(fa)}) | {wb:.2f} | {wa:.2f} "
-                     f"| {wb / wa:.1f}× | {target} |")
+        lines.append(
+            f"| fresh `learn replay QUERY --json`, {size:,} procedures: wall s (median of {len(fa)}) | {wb:.2f} | {wa:.2f} "
+            f"| {wb / wa:.1f}× | {target} |"
+        )
         lines.append(f"| the same, CPU s | {cb:.2f} | {ca:.2f} | {cb / ca:.1f}× | — |")
         if size == stored:
-            verdicts.append(f"fresh process ≤ {TARGET_FRESH_S:g} s: {'met' if wa <= TARGET_FRESH_S else '**missed**'} "
-                            f"(wall {wa:.2f} s, CPU {ca:.2f} s)")
+            verdicts.append(
+                f"fresh process ≤ {TARGET_FRESH_S:g} s: {'met' if wa <= TARGET_FRESH_S else '**missed**'} "
+                f"(wall {wa:.2f} s, CPU {ca:.2f} s)"
+            )
     for size in [z for z in sizes if f"warm_{z}" in a]:
         pb, pa = b[f"warm_{size}"], a[f"warm_{size}"]
         target = f"≤ {TARGET_P50_MS:g} ms" if size == args.size else "—"
-        lines.append(f"| warm `match` p50 ms, {size:,} procedures ({pa['n']} queries) | {pb['p50']:.1f} | {pa['p50']:.1f} "
-                     f"| {pb['p50'] / pa['p50']:.1f}× | {target} |")
-        lines.append(f"| warm `match` p95 ms, {size:,} procedures | {pb['p95']:.1f} | {pa['p95']:.1f} | {pb['p95'] / pa['p95']:.1f}× | — |")
-        lines.append(f"| first `match` in a process, {size:,} procedures (s) | {pb['first_s']:.2f} | {pa['first_s']:.2f} "
-                     f"| {pb['first_s'] / pa['first_s']:.1f}× | — |")
+        lines.append(
+            f"| warm `match` p50 ms, {size:,} procedures ({pa['n']} queries) | {pb['p50']:.1f} | {pa['p50']:.1f} "
+            f"| {pb['p50'] / pa['p50']:.1f}× | {target} |"
+        )
+        lines.append(
+            f"| warm `match` p95 ms, {size:,} procedures | {pb['p95']:.1f} | {pa['p95']:.1f} | {pb['p95'] / pa['p95']:.1f}× | — |"
+        )
+        lines.append(
+            f"| first `match` in a process, {size:,} procedures (s) | {pb['first_s']:.2f} | {pa['first_s']:.2f} "
+            f"| {pb['first_s'] / pa['first_s']:.1f}× | — |"
+        )
         if size == args.size:
-            verdicts.append(f"warm p50 ≤ {TARGET_P50_MS:g} ms at {args.size:,}: {'met' if pa['p50'] <= TARGET_P50_MS else '**missed**'} "
-                            f"({pa['p50']:.1f} ms)")
+            verdicts.append(
+                f"warm p50 ≤ {TARGET_P50_MS:g} ms at {args.size:,}: {'met' if pa['p50'] <= TARGET_P50_MS else '**missed**'} "
+                f"({pa['p50']:.1f} ms)"
+            )
     rb, ra = b.get("reindex"), a.get("reindex")
     if rb and ra:
-        lines.append(f"| `learn reindex` of {ra['n']} procedures, procedures/s (wall, process start included) | {rb['per_second']:.0f} "
-                     f"| {ra['per_second']:.0f} | {ra['per_second'] / rb['per_second']:.1f}× | ≥ {TARGET_REINDEX:g}/s |")
-        lines.append(f"| the same, as `learn reindex --json` reports it (embedding and writing) | {rb['inner']:.0f} | {ra['inner']:.0f} "
-                     f"| {ra['inner'] / rb['inner']:.1f}× | — |")
-        verdicts.append(f"reindex ≥ {TARGET_REINDEX:g}/s: {'met' if ra['inner'] >= TARGET_REINDEX else '**missed**'} ({ra['inner']:.0f}/s)")
+        lines.append(
+            f"| `learn reindex` of {ra['n']} procedures, procedures/s (wall, process start included) | {rb['per_second']:.0f} "
+            f"| {ra['per_second']:.0f} | {ra['per_second'] / rb['per_second']:.1f}× | ≥ {TARGET_REINDEX:g}/s |"
+        )
+        lines.append(
+            f"| the same, as `learn reindex --json` reports it (embedding and writing) | {rb['inner']:.0f} | {ra['inner']:.0f} "
+            f"| {ra['inner'] / rb['inner']:.1f}× | — |"
+        )
+        verdicts.append(
+            f"reindex ≥ {TARGET_REINDEX:g}/s: {'met' if ra['inner'] >= TARGET_REINDEX else '**missed**'} ({ra['inner']:.0f}/s)"
+        )
     if args.random_vectors:
-        lines += ["", "Stores' vectors were drawn at random (`--random-vectors`): timing only, the candidates are not meaningful."]
+        lines += [
+            "",
+            "Stores' vectors were drawn at random (`--random-vectors`): timing only, the candidates are not meaningful.",
+        ]
     else:
-        lines += ["", f"MiniLM alone, in-process, on the {stored} stored texts (batches of 32, sorted by length): {embed_rate:.0f} texts/s."]
+        lines += [
+            "",
+            f"MiniLM alone, in-process, on the {stored} stored texts (batches of 32, sorted by length): {embed_rate:.0f} texts/s.",
+        ]
     lines += ["", "Targets (after): " + "; ".join(verdicts) + "."]
     load = float(load_start.split("load average ")[1].split()[0]) if "load average " in load_start else 0.0
     if load >= 1.0:
-        lines += ["", f"**Noisy run**: load average {load:.2f} on {os.cpu_count()} cores when timing started; wall times are "
-                  "inflated by other work, the ratios (both versions alternating under the same load) and the CPU rows much less."]
+        lines += [
+            "",
+            f"**Noisy run**: load average {load:.2f} on {os.cpu_count()} cores when timing started; wall times are "
+            "inflated by other work, the ratios (both versions alternating under the same load) and the CPU rows much less.",
+        ]
     body = "\n".join(lines) + "\n"
     print(body)
     if not args.no_write:
@@ -234,7 +306,7 @@ def write_part(part: str) -> None:
     end = len(text) if end < 0 else end + 1
     section = text[start:end]
     if PART in section:
-        section = section[:section.index(PART)]
+        section = section[: section.index(PART)]
     section = section.rstrip("\n") + "\n\n" + part.rstrip("\n") + "\n\n"
     RESULTS.write_text(text[:start] + section + text[end:].lstrip("\n"), encoding="utf-8")
 

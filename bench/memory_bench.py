@@ -43,26 +43,93 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import machine as shared_machine, write_section_text  # noqa: E402
 
-sys.path.insert(0, os.environ.get("SHERPA_BENCH_CODE") or str(HERE.parent))  # the code timed: this checkout, or a baseline
+sys.path.insert(
+    0, os.environ.get("SHERPA_BENCH_CODE") or str(HERE.parent)
+)  # the code timed: this checkout, or a baseline
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Shared memory"
 HYGIENE_SECTION = "## Shared memory hygiene"
 SPREAD_DAYS = 60  # artifacts' ages are spread over this many days, so the decay tiers are all populated
 MAX_LAG_S = 1.0  # sherpa_skills.memory._indexer.MAX_LAG, for the text (the baseline has no such module)
 
-SERVICES = ["payments", "checkout", "search", "billing", "auth", "inventory", "shipping", "notifications", "reporting",
-            "recommendations", "catalog", "gateway", "ledger", "analytics", "profile", "pricing"]
-COMPONENTS = ["database", "cache", "queue consumer", "web server", "load balancer", "cron job", "API client", "scheduler",
-              "connection pool", "TLS certificate", "DNS record", "disk", "container", "feature flag", "migration", "index"]
-PROBLEMS = ["times out under load", "runs out of memory", "returns stale data", "leaks file descriptors",
-            "fails after the deploy", "slows down every night", "drops messages", "rejects valid tokens",
-            "crashes on startup", "fills the disk with logs", "retries forever", "deadlocks on writes"]
-CAUSES = ["a missing index", "an expired certificate", "a bad config value", "a race between two workers",
-          "a too small pool size", "clock drift between hosts", "an unbounded retry loop", "a schema change",
-          "a noisy neighbour", "a DNS change", "a leaked connection", "a cold cache"]
-FIXES = ["adding the index", "renewing the certificate", "rolling back the config", "adding a lock",
-         "raising the pool size", "syncing clocks with chrony", "capping retries with backoff", "running the migration again",
-         "moving to a dedicated host", "lowering the TTL", "closing connections in finally", "warming the cache first"]
+SERVICES = [
+    "payments",
+    "checkout",
+    "search",
+    "billing",
+    "auth",
+    "inventory",
+    "shipping",
+    "notifications",
+    "reporting",
+    "recommendations",
+    "catalog",
+    "gateway",
+    "ledger",
+    "analytics",
+    "profile",
+    "pricing",
+]
+COMPONENTS = [
+    "database",
+    "cache",
+    "queue consumer",
+    "web server",
+    "load balancer",
+    "cron job",
+    "API client",
+    "scheduler",
+    "connection pool",
+    "TLS certificate",
+    "DNS record",
+    "disk",
+    "container",
+    "feature flag",
+    "migration",
+    "index",
+]
+PROBLEMS = [
+    "times out under load",
+    "runs out of memory",
+    "returns stale data",
+    "leaks file descriptors",
+    "fails after the deploy",
+    "slows down every night",
+    "drops messages",
+    "rejects valid tokens",
+    "crashes on startup",
+    "fills the disk with logs",
+    "retries forever",
+    "deadlocks on writes",
+]
+CAUSES = [
+    "a missing index",
+    "an expired certificate",
+    "a bad config value",
+    "a race between two workers",
+    "a too small pool size",
+    "clock drift between hosts",
+    "an unbounded retry loop",
+    "a schema change",
+    "a noisy neighbour",
+    "a DNS change",
+    "a leaked connection",
+    "a cold cache",
+]
+FIXES = [
+    "adding the index",
+    "renewing the certificate",
+    "rolling back the config",
+    "adding a lock",
+    "raising the pool size",
+    "syncing clocks with chrony",
+    "capping retries with backoff",
+    "running the migration again",
+    "moving to a dedicated host",
+    "lowering the TTL",
+    "closing connections in finally",
+    "warming the cache first",
+]
 KINDS = ["note", "finding", "plan", "result", "review"]
 AGENTS = [f"agent-{i:02d}" for i in range(20)]
 
@@ -108,7 +175,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def timed_searches(memory: Any, queries: list[str], rng: random.Random, mode: str, limit: int) -> tuple[list[float], list[int], int]:
+def timed_searches(
+    memory: Any, queries: list[str], rng: random.Random, mode: str, limit: int
+) -> tuple[list[float], list[int], int]:
     times, sizes, degraded = [], [], 0
     for q in queries:
         agent = rng.choice(AGENTS)
@@ -136,11 +205,19 @@ def build(home: Path, n: int, embedder_name: str) -> dict[str, Any]:
     for i in range(n):
         text, service, component = artifact_text(rng, i)
         agent = AGENTS[i % len(AGENTS)]
-        prepared.append(memory.store.prepare(
-            text, agent=agent, scope="shared" if rng.random() < 0.6 else "private", kind=KINDS[i % len(KINDS)],
-            tags=[service], metadata={"service": service, "component": component, "severity": rng.randint(1, 4)},
-            run_id=f"run-{i // 50:05d}", created=now - (n - i) * SPREAD_DAYS * 86400 / n,
-            abstraction="pattern" if i % 5 == 0 else "episode"))
+        prepared.append(
+            memory.store.prepare(
+                text,
+                agent=agent,
+                scope="shared" if rng.random() < 0.6 else "private",
+                kind=KINDS[i % len(KINDS)],
+                tags=[service],
+                metadata={"service": service, "component": component, "severity": rng.randint(1, 4)},
+                run_id=f"run-{i // 50:05d}",
+                created=now - (n - i) * SPREAD_DAYS * 86400 / n,
+                abstraction="pattern" if i % 5 == 0 else "episode",
+            )
+        )
     samples = [(a.text, a.agent, a.scope, a.kind) for a in rng.sample(prepared, 1000)]
     prepare_s = perf_counter() - t0
     print(f"  {prepare_s:.1f} s; bulk insert ...", flush=True)
@@ -155,9 +232,17 @@ def build(home: Path, n: int, embedder_name: str) -> dict[str, Any]:
     stored = memory.store.count()  # texts repeated by the generator were merged as exact duplicates
     assert report["artifacts"] == stored and report["pending"] == 0
     memory.close()
-    info = {"n": n, "embedder": embedder.name, "prepare_s": prepare_s, "insert_s": insert_s, "index_s": index_s,
-            "stored": stored, "samples": samples, "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "load": os.getloadavg()}
+    info = {
+        "n": n,
+        "embedder": embedder.name,
+        "prepare_s": prepare_s,
+        "insert_s": insert_s,
+        "index_s": index_s,
+        "stored": stored,
+        "samples": samples,
+        "built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "load": os.getloadavg(),
+    }
     (home / "bench.json").write_text(json.dumps(info), encoding="utf-8")
     return info
 
@@ -201,7 +286,9 @@ def measure(home: Path, per_set: int, limit: int, seed: int) -> dict[str, Any]:
         chroma_ms.append((perf_counter() - t0) * 1000)
     for q in paraphrases[:20]:
         t0 = perf_counter()
-        companion.query(memory.collection, q, n=max(4 * limit, 50), where={"$or": [{"scope": "shared"}, {"agent": "agent-03"}]})
+        companion.query(
+            memory.collection, q, n=max(4 * limit, 50), where={"$or": [{"scope": "shared"}, {"agent": "agent-03"}]}
+        )
         filtered_ms.append((perf_counter() - t0) * 1000)
 
     # Count the re-asks with the filter inside FTS5 / chromadb (the slow path), for the record.
@@ -218,9 +305,12 @@ def measure(home: Path, per_set: int, limit: int, seed: int) -> dict[str, Any]:
 
     memory.store._lexical_joined, companion.query = counted_joined, counted_query
     searches = []
-    for label, mode, queries in [("hybrid, word queries", "hybrid", word_queries), ("hybrid, paraphrases", "hybrid", paraphrases),
-                                 ("lexical only, word queries", "lexical", word_queries),
-                                 ("lexical only, paraphrases", "lexical", paraphrases)]:
+    for label, mode, queries in [
+        ("hybrid, word queries", "hybrid", word_queries),
+        ("hybrid, paraphrases", "hybrid", paraphrases),
+        ("lexical only, word queries", "lexical", word_queries),
+        ("lexical only, paraphrases", "lexical", paraphrases),
+    ]:
         print(f"  timing {label} ...", flush=True)
         times, sizes, degraded = timed_searches(memory, queries, rng, mode, limit)
         assert degraded == 0
@@ -236,16 +326,30 @@ def measure(home: Path, per_set: int, limit: int, seed: int) -> dict[str, Any]:
         after = again.store.stats()
         in_companion = again.companion().count(again.collection)
     assert after["pending"] == 0 and in_companion == after["artifacts"], "a write is missing from the companion"
-    return {"code": str(Path(sherpa_skills.__file__).parent.parent), "searches": searches, "writes": writes,
-            "embed_ms": embed_ms, "chroma_ms": chroma_ms, "filtered_ms": filtered_ms, "reasked": reasked,
-            "tiers": stats["per_tier"], "after": after, "close_ms": close_ms, "load": [load_start, os.getloadavg()]}
+    return {
+        "code": str(Path(sherpa_skills.__file__).parent.parent),
+        "searches": searches,
+        "writes": writes,
+        "embed_ms": embed_ms,
+        "chroma_ms": chroma_ms,
+        "filtered_ms": filtered_ms,
+        "reasked": reasked,
+        "tiers": stats["per_tier"],
+        "after": after,
+        "close_ms": close_ms,
+        "load": [load_start, os.getloadavg()],
+    }
 
 
 def export_code(ref: str, where: Path) -> str:
     """The package as committed at `ref`, unpacked in `where`; returns the commit's short hash."""
     root = HERE.parent
-    commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
-    archive = subprocess.run(["git", "archive", commit, "sherpa_skills"], cwd=root, capture_output=True, check=True).stdout
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", ref], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    archive = subprocess.run(
+        ["git", "archive", commit, "sherpa_skills"], cwd=root, capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
     return commit
 
@@ -257,27 +361,61 @@ def measure_in_child(store: Path, code: Path | None, args: argparse.Namespace, s
         shutil.copytree(store, home)
         out = Path(tmp) / "result.json"
         env = {**os.environ, "SHERPA_BENCH_CODE": str(code or HERE.parent)}
-        subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure", str(home), "--out", str(out),
-                        "--queries", str(args.queries_n), "--limit", str(args.limit), "--seed", str(seed)], env=env, check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--measure",
+                str(home),
+                "--out",
+                str(out),
+                "--queries",
+                str(args.queries_n),
+                "--limit",
+                str(args.limit),
+                "--seed",
+                str(seed),
+            ],
+            env=env,
+            check=True,
+        )
         return json.loads(out.read_text(encoding="utf-8"))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10k artifacts and fewer queries; does not write RESULTS.md")
-    parser.add_argument("--artifacts", type=int, default=None, help="how many artifacts (default 100000, 10000 with --quick)")
-    parser.add_argument("--queries", type=int, default=None, help="timed searches per mode and query set (default 200, 40 with --quick)")
+    parser.add_argument(
+        "--quick", action="store_true", help="10k artifacts and fewer queries; does not write RESULTS.md"
+    )
+    parser.add_argument(
+        "--artifacts", type=int, default=None, help="how many artifacts (default 100000, 10000 with --quick)"
+    )
+    parser.add_argument(
+        "--queries", type=int, default=None, help="timed searches per mode and query set (default 200, 40 with --quick)"
+    )
     parser.add_argument("--limit", type=int, default=10, help="hits asked per search")
     parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
-    parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm",
-                        help="hashing (dim 384, MiniLM's) builds the companion in minutes where MiniLM takes an hour or more "
-                             "on a busy machine; the section says which was used")
-    parser.add_argument("--store", type=Path, default=None,
-                        help="keep the built store in this folder and reuse it next time (building takes 15-60 minutes); "
-                             "every run times a fresh copy of it")
-    parser.add_argument("--baseline", default=None, metavar="REF",
-                        help="also time the package as committed at this git ref, on another copy of the same store, in "
-                             "the same run (before/after)")
+    parser.add_argument(
+        "--embedder",
+        choices=("minilm", "hashing"),
+        default="minilm",
+        help="hashing (dim 384, MiniLM's) builds the companion in minutes where MiniLM takes an hour or more "
+        "on a busy machine; the section says which was used",
+    )
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="keep the built store in this folder and reuse it next time (building takes 15-60 minutes); "
+        "every run times a fresh copy of it",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="REF",
+        help="also time the package as committed at this git ref, on another copy of the same store, in "
+        "the same run (before/after)",
+    )
     parser.add_argument("--seed", type=int, default=11, help=argparse.SUPPRESS)
     parser.add_argument("--measure", type=Path, default=None, help=argparse.SUPPRESS)  # internal: the child's side
     parser.add_argument("--out", type=Path, default=None, help=argparse.SUPPRESS)
@@ -293,15 +431,23 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="sherpa-memory-bench-") as tmpdir:
         store = args.store.resolve() if args.store else Path(tmpdir) / "store"
         wanted = make_embedder(args.embedder).name
-        info = json.loads((store / "bench.json").read_text(encoding="utf-8")) if (store / "bench.json").is_file() else None
+        info = (
+            json.loads((store / "bench.json").read_text(encoding="utf-8")) if (store / "bench.json").is_file() else None
+        )
         if info is not None and (info["n"], info["embedder"]) != (n, wanted):
-            print(f"sherpa-skills bench: {store} holds {info['n']:,} artifacts indexed with {info['embedder']}, not {n:,} with "
-                  f"{wanted}; give another --store", file=sys.stderr)
+            print(
+                f"sherpa-skills bench: {store} holds {info['n']:,} artifacts indexed with {info['embedder']}, not {n:,} with "
+                f"{wanted}; give another --store",
+                file=sys.stderr,
+            )
             return 2
         reused = info is not None
         if info is None:
             if store.exists() and any(store.iterdir()):
-                print(f"sherpa-skills bench: {store} is not empty and holds no bench.json; give an empty or new folder", file=sys.stderr)
+                print(
+                    f"sherpa-skills bench: {store} is not empty and holds no bench.json; give an empty or new folder",
+                    file=sys.stderr,
+                )
                 return 2
             info = build(store, n, args.embedder)
         db_mb = sum(p.stat().st_size for p in store.glob("store.db*")) / 1e6
@@ -314,7 +460,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"timing the baseline ({args.baseline} = {commit}) ...", flush=True)
             runs.append((f"before ({args.baseline}, {commit})", measure_in_child(store, base, args, args.seed)))
         print("timing this checkout ...", flush=True)
-        runs.append(("after (this checkout)" if args.baseline else "this checkout", measure_in_child(store, None, args, args.seed)))
+        runs.append(
+            (
+                "after (this checkout)" if args.baseline else "this checkout",
+                measure_in_child(store, None, args, args.seed),
+            )
+        )
     minilm_ms: list[float] = []
     if args.embedder == "hashing":
         minilm = make_embedder("minilm")
@@ -326,7 +477,9 @@ def main(argv: list[str] | None = None) -> int:
     wall = perf_counter() - wall0
     load_end = os.getloadavg()
     label, result = runs[-1]
-    section, hygiene_text = report(args, command, info, reused, db_mb, companion_mb, runs, minilm_ms, wall, load_start, load_end)
+    section, hygiene_text = report(
+        args, command, info, reused, db_mb, companion_mb, runs, minilm_ms, wall, load_start, load_end
+    )
     print()
     print(section)
     print(hygiene_text)
@@ -334,9 +487,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.embedder == "minilm":
             write_section_text(section)
         else:  # the MiniLM figures of "Shared memory" stay; this run's search table goes with the hygiene section
-            hygiene_text = hygiene_text.rstrip("\n") + "\n\nThis run's searches (see the first bullets of \"Shared memory\" for how they work):\n\n" + \
-                "\n".join(line for line in section.splitlines() if line.startswith(("- Machine", "- Command", "- Companion", "|", "Inside", "- Truth"))
-                          or line == "").replace("\n\n\n", "\n\n").strip("\n") + "\n"
+            hygiene_text = (
+                hygiene_text.rstrip("\n")
+                + '\n\nThis run\'s searches (see the first bullets of "Shared memory" for how they work):\n\n'
+                + "\n".join(
+                    line
+                    for line in section.splitlines()
+                    if line.startswith(("- Machine", "- Command", "- Companion", "|", "Inside", "- Truth"))
+                    or line == ""
+                )
+                .replace("\n\n\n", "\n\n")
+                .strip("\n")
+                + "\n"
+            )
         write_section_text(hygiene_text)
         print(f"wrote {RESULTS.relative_to(HERE.parent)}")
     return 0
@@ -346,9 +509,19 @@ def p50(values: list[float]) -> float:
     return percentile(values, 0.5)
 
 
-def report(args: argparse.Namespace, command: str, info: dict[str, Any], reused: bool, db_mb: float, companion_mb: float,
-           runs: list[tuple[str, dict[str, Any]]], minilm_ms: list[float], wall: float, load_start: tuple[float, ...],
-           load_end: tuple[float, ...]) -> tuple[str, str]:
+def report(
+    args: argparse.Namespace,
+    command: str,
+    info: dict[str, Any],
+    reused: bool,
+    db_mb: float,
+    companion_mb: float,
+    runs: list[tuple[str, dict[str, Any]]],
+    minilm_ms: list[float],
+    wall: float,
+    load_start: tuple[float, ...],
+    load_end: tuple[float, ...],
+) -> tuple[str, str]:
     n, stored, limit, per_set = info["n"], info["stored"], args.limit, args.queries_n
     _, result = runs[-1]
     rows, write_rows, reasked = result["searches"], result["writes"], result["reasked"]
@@ -359,26 +532,36 @@ def report(args: argparse.Namespace, command: str, info: dict[str, Any], reused:
     fmt = lambda load: "/".join(f"{x:.1f}" for x in load)  # noqa: E731
     minilm = args.embedder == "minilm"
     lines = [
-        SECTION, "",
+        SECTION,
+        "",
         f"- Date: {stamp}",
         f"- Machine: {shared_machine()}",
         f"- Command: `{command}` (whole run {wall / 60:.1f} min); load average (1/5/15 min) {fmt(load_start)} at the start, "
         f"{fmt(load_end)} at the end "
-        + (f"(other work shared the {os.cpu_count()} cores: the figures are upper bounds for a quiet machine)"
-           if max(load_start[0], load_end[0], load_end[1]) > 1.0 else ""),
+        + (
+            f"(other work shared the {os.cpu_count()} cores: the figures are upper bounds for a quiet machine)"
+            if max(load_start[0], load_end[0], load_end[1]) > 1.0
+            else ""
+        ),
         f"- Data: {n:,} synthetic artifacts (one-sentence incident notes, plans and reviews over 16 services × 16 components, "
         f"~100 characters each) by 20 agents, 60 % shared and 40 % private, 5 kinds, metadata {{service, component, severity}}.",
         f"- Truth: checked and redacted in {info['prepare_s']:.1f} s, bulk-inserted with one `executemany` (FTS5 filled by its "
         f"triggers) in {info['insert_s']:.1f} s; store.db {db_mb:.0f} MB; {n - stored:,} generated texts that repeated an earlier "
         f"one were merged as exact duplicates, {stored:,} artifacts stored"
-        + (f" (built {info['built']} at load {fmt(info['load'])}, kept with `--store` and reused: each timing ran on a fresh copy)."
-           if reused else "."),
-        (f"- Companion: every artifact embedded with MiniLM (`{info['embedder']}`, onnxruntime) and written to an embedded "
-         f"chromadb by `SharedMemory.reindex()`: {info['index_s']:.0f} s " if minilm else
-         f"- Companion: every artifact embedded with the hashing embedder at MiniLM's 384 dimensions (`--embedder hashing`: "
-         f"the HNSW index has MiniLM's size and shape, but every embedding costs microseconds instead of MiniLM's "
-         f"{p50(minilm_ms):.1f} ms p50 measured in this run — add that once per search and once per new write) and "
-         f"written to an embedded chromadb by `SharedMemory.reindex()`: {info['index_s']:.0f} s ")
+        + (
+            f" (built {info['built']} at load {fmt(info['load'])}, kept with `--store` and reused: each timing ran on a fresh copy)."
+            if reused
+            else "."
+        ),
+        (
+            f"- Companion: every artifact embedded with MiniLM (`{info['embedder']}`, onnxruntime) and written to an embedded "
+            f"chromadb by `SharedMemory.reindex()`: {info['index_s']:.0f} s "
+            if minilm
+            else f"- Companion: every artifact embedded with the hashing embedder at MiniLM's 384 dimensions (`--embedder hashing`: "
+            f"the HNSW index has MiniLM's size and shape, but every embedding costs microseconds instead of MiniLM's "
+            f"{p50(minilm_ms):.1f} ms p50 measured in this run — add that once per search and once per new write) and "
+            f"written to an embedded chromadb by `SharedMemory.reindex()`: {info['index_s']:.0f} s "
+        )
         + f"({stored / info['index_s']:,.0f} artifacts/s, embedding included), {companion_mb:.0f} MB. Nothing was embedded any other way.",
         f"- Timed: `SharedMemory.search(query, agent=<random agent>, limit={limit})` end to end, {per_set} searches per row after "
         f"warm-up. A hybrid search ranks the {4 * max(4 * limit, 50)} best FTS5 matches and the "
@@ -386,14 +569,16 @@ def report(args: argparse.Namespace, command: str, info: dict[str, Any], reused:
         f"({max(4 * limit, 50)} lexical candidates at most) and re-asks with the filter inside FTS5 / chromadb only when "
         f"too few survive (each agent sees about 62 % of the artifacts; in the {4 * per_set} timed searches FTS5 was re-asked "
         f"{reasked['fts5']} times, chromadb {reasked['chromadb']} times). Word queries share words with many artifacts (e.g. "
-        f"\"payments database times\"); paraphrases share few (e.g. \"{PARAPHRASES[0]}\").",
+        f'"payments database times"); paraphrases share few (e.g. "{PARAPHRASES[0]}").',
         "",
         "| search | p50 ms | p95 ms | max ms | mean hits |",
         "|---|---:|---:|---:|---:|",
         f"| **hybrid, all queries** | **{p50(hybrid_all):.1f}** | **{percentile(hybrid_all, 0.95):.1f}** | {max(hybrid_all):.1f} | — |",
     ]
     for label, times, sizes in rows:
-        lines.append(f"| {label} | {p50(times):.1f} | {percentile(times, 0.95):.1f} | {max(times):.1f} | {statistics.mean(sizes):.1f} |")
+        lines.append(
+            f"| {label} | {p50(times):.1f} | {percentile(times, 0.95):.1f} | {max(times):.1f} | {statistics.mean(sizes):.1f} |"
+        )
     lines += [
         f"| **lexical only, all queries** | **{p50(lexical_all):.1f}** | **{percentile(lexical_all, 0.95):.1f}** | "
         f"{max(lexical_all):.1f} | — |",
@@ -408,10 +593,15 @@ def report(args: argparse.Namespace, command: str, info: dict[str, Any], reused:
     all_writes = [t for _, times, _ in write_rows for t in times]
     tiers, after = result["tiers"], result["after"]
     hygiene = [
-        HYGIENE_SECTION, "",
-        f"- Date: {stamp}; " + ("machine, command and load as in \"Shared memory\" above (the same run" if minilm
-                                 else "machine, command, load and this run's search figures at the end of this section (") +
-        f"the same {n:,}-artifact store; ages spread over {SPREAD_DAYS} days, every fifth artifact a `pattern`, the rest episodes).",
+        HYGIENE_SECTION,
+        "",
+        f"- Date: {stamp}; "
+        + (
+            'machine, command and load as in "Shared memory" above (the same run'
+            if minilm
+            else "machine, command, load and this run's search figures at the end of this section ("
+        )
+        + f"the same {n:,}-artifact store; ages spread over {SPREAD_DAYS} days, every fifth artifact a `pattern`, the rest episodes).",
         f"- Tiers before the writes: {tiers['hot']:,} hot, {tiers['warm']:,} warm, {tiers['cold']:,} cold — so the search timings "
         f"include the decay weighting (one extra SQLite lookup of the candidates' last access) and the `touch` of the hits (one UPDATE).",
         f"- Timed: `SharedMemory.remember(text, agent=..., scope=..., abstraction=...)` end to end, {per_set} writes per row, back "
@@ -428,8 +618,12 @@ def report(args: argparse.Namespace, command: str, info: dict[str, Any], reused:
     ]
     for label, times, outcome in write_rows:
         hygiene.append(f"| {label} | {p50(times):.1f} | {percentile(times, 0.95):.1f} | {max(times):.1f} | {outcome} |")
-    hygiene += ["", f"After the writes: {after['artifacts']:,} artifacts, {after['duplicates_merged']:,} duplicate writes merged, "
-                    f"{after['open_tensions']:,} open tensions.", ""]
+    hygiene += [
+        "",
+        f"After the writes: {after['artifacts']:,} artifacts, {after['duplicates_merged']:,} duplicate writes merged, "
+        f"{after['open_tensions']:,} open tensions.",
+        "",
+    ]
     # The issue's targets at 100k, judged on this run's figures; with the hashing embedder, MiniLM's measured embedding
     # is added once per new write (exact repeats embed nothing) and once per hybrid search.
     extra = p50(minilm_ms) if minilm_ms else 0.0
@@ -437,34 +631,48 @@ def report(args: argparse.Namespace, command: str, info: dict[str, Any], reused:
     repeats = [t for label, times, _ in write_rows if label.startswith("exact") for t in times]
     write_p50, search_p50 = p50(repeats + new_writes), p50(hybrid_all) + extra
     verdict = lambda value, target: "met" if value <= target else "**missed**"  # noqa: E731
-    hygiene += [f"Targets (the issue's, at 100k artifacts; {n:,} here): write ≤ 30 ms p50 — {write_p50:.1f} ms"
-                + (f" with MiniLM's {extra:.1f} ms embedding added to each new write" if extra else "")
-                + f": {verdict(write_p50, 30)}; hybrid search ≤ 50 ms p50 — {search_p50:.1f} ms"
-                + (" with MiniLM's embedding of the query added" if extra else "") + f": {verdict(search_p50, 50)}"
-                + f" (load {fmt(load_start)} → {fmt(load_end)}"
-                + ("; on a busy machine: a quiet one would be faster)." if max(load_start[0], load_end[0]) > 2.0 else ")."), ""]
+    hygiene += [
+        f"Targets (the issue's, at 100k artifacts; {n:,} here): write ≤ 30 ms p50 — {write_p50:.1f} ms"
+        + (f" with MiniLM's {extra:.1f} ms embedding added to each new write" if extra else "")
+        + f": {verdict(write_p50, 30)}; hybrid search ≤ 50 ms p50 — {search_p50:.1f} ms"
+        + (" with MiniLM's embedding of the query added" if extra else "")
+        + f": {verdict(search_p50, 50)}"
+        + f" (load {fmt(load_start)} → {fmt(load_end)}"
+        + ("; on a busy machine: a quiet one would be faster)." if max(load_start[0], load_end[0]) > 2.0 else ")."),
+        "",
+    ]
     if len(runs) > 1:
-        hygiene += [f"Before and after, in this run: each version timed in its own process on its own fresh copy of the store, "
-                    f"same queries and writes (seed {args.seed}), one after the other (load at the start/end of each: "
-                    + "; ".join(f"{label} {fmt(r['load'][0])} → {fmt(r['load'][1])}" for label, r in runs) + ").", "",
-                    "| p50 ms (p95) | " + " | ".join(label for label, _ in runs) + " | ratio |",
-                    "|---|" + "---:|" * (len(runs) + 1)]
+        hygiene += [
+            f"Before and after, in this run: each version timed in its own process on its own fresh copy of the store, "
+            f"same queries and writes (seed {args.seed}), one after the other (load at the start/end of each: "
+            + "; ".join(f"{label} {fmt(r['load'][0])} → {fmt(r['load'][1])}" for label, r in runs)
+            + ").",
+            "",
+            "| p50 ms (p95) | " + " | ".join(label for label, _ in runs) + " | ratio |",
+            "|---|" + "---:|" * (len(runs) + 1),
+        ]
 
         def cells(pick: Any) -> str:
             values = [pick(r) for _, r in runs]
-            return " | ".join(f"{p50(v):.1f} ({percentile(v, 0.95):.1f})" for v in values) + f" | {p50(values[0]) / p50(values[-1]):.2f}× |"
+            return (
+                " | ".join(f"{p50(v):.1f} ({percentile(v, 0.95):.1f})" for v in values)
+                + f" | {p50(values[0]) / p50(values[-1]):.2f}× |"
+            )
 
         hygiene.append("| **all writes** | " + cells(lambda r: [t for _, ts, _ in r["writes"] for t in ts]))
         for i, (label, _, _) in enumerate(write_rows):
             hygiene.append(f"| {label} | " + cells(lambda r, i=i: r["writes"][i][1]))
-        hygiene.append("| **hybrid search, all queries** | " + cells(lambda r: r["searches"][0][1] + r["searches"][1][1]))
+        hygiene.append(
+            "| **hybrid search, all queries** | " + cells(lambda r: r["searches"][0][1] + r["searches"][1][1])
+        )
         hygiene.append("| lexical search, all queries | " + cells(lambda r: r["searches"][2][1] + r["searches"][3][1]))
         hygiene.append("")
     return "\n".join(lines), "\n".join(hygiene)
 
 
-def timed_writes(memory: Any, samples: list[tuple[str, str, str, str]], rng: random.Random,
-                 per_row: int) -> list[tuple[str, list[float], str]]:
+def timed_writes(
+    memory: Any, samples: list[tuple[str, str, str, str]], rng: random.Random, per_row: int
+) -> list[tuple[str, list[float], str]]:
     """Exact repeats of stored artifacts, new facts that restate a value (tension candidates), and new notes."""
     rows = []
     repeats, duplicates = [], 0
@@ -483,12 +691,16 @@ def timed_writes(memory: Any, samples: list[tuple[str, str, str, str]], rng: ran
         facts.append((perf_counter() - t0) * 1000)
         tensions += bool(written.tensions)
         near += bool(written.near)
-    rows.append(("new facts with a value (`pattern`)", facts, f"{tensions} raised a tension, {near} flagged near-duplicate"))
+    rows.append(
+        ("new facts with a value (`pattern`)", facts, f"{tensions} raised a tension, {near} flagged near-duplicate")
+    )
     notes, near = [], 0
     for i in range(per_row):
         text, _, _ = artifact_text(rng, 10_000_000 + i)
         t0 = perf_counter()
-        written = memory.remember(text, agent=rng.choice(AGENTS), scope="shared" if i % 2 else "private", kind=KINDS[i % len(KINDS)])
+        written = memory.remember(
+            text, agent=rng.choice(AGENTS), scope="shared" if i % 2 else "private", kind=KINDS[i % len(KINDS)]
+        )
         notes.append((perf_counter() - t0) * 1000)
         near += bool(written.near)
     rows.append(("new notes (`episode`)", notes, f"{near} flagged near-duplicate"))

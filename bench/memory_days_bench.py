@@ -80,8 +80,16 @@ def main(argv: list[str] | None = None) -> int:
             start = domains.start_context("ops", "ops", briefing(home, "ops"))
             curated = json.dumps(start, separators=(",", ":"), ensure_ascii=False)
             stats = memory.store.stats()
-            rows.append((day, tokens(curated), tokens("\n".join(naive)), len(naive), stats["artifacts"] - stats["superseded"],
-                         stats["per_tier"]))
+            rows.append(
+                (
+                    day,
+                    tokens(curated),
+                    tokens("\n".join(naive)),
+                    len(naive),
+                    stats["artifacts"] - stats["superseded"],
+                    stats["per_tier"],
+                )
+            )
             plan = (["repeat"] * 8 + ["correct"] * 4 + ["new"] * 3 + ["episode"] * 5)[: args.per_day]
             rng.shuffle(plan)
             for what in plan:
@@ -118,12 +126,23 @@ def main(argv: list[str] | None = None) -> int:
             domains.run_ended("ops", "ops", f"day-{day}", "final", {"outcome": "final", "day": day})
             # A day passes.
             with memory.store._tx():
-                memory.store.conn.execute("UPDATE memory_artifacts SET created = created - ?, last_access = last_access - ?,"
-                                          " last_seen = last_seen - ?", (DAY, DAY, DAY))
+                memory.store.conn.execute(
+                    "UPDATE memory_artifacts SET created = created - ?, last_access = last_access - ?,"
+                    " last_seen = last_seen - ?",
+                    (DAY, DAY, DAY),
+                )
         final_start = domains.start_context("ops", "ops", briefing(home, "ops"))
         stats = memory.store.stats()
-        rows.append((args.days + 1, tokens(json.dumps(final_start, separators=(",", ":"), ensure_ascii=False)),
-                     tokens("\n".join(naive)), len(naive), stats["artifacts"] - stats["superseded"], stats["per_tier"]))
+        rows.append(
+            (
+                args.days + 1,
+                tokens(json.dumps(final_start, separators=(",", ":"), ensure_ascii=False)),
+                tokens("\n".join(naive)),
+                len(naive),
+                stats["artifacts"] - stats["superseded"],
+                stats["per_tier"],
+            )
+        )
         domains.close()
         memory.close()
     wall = perf_counter() - wall0
@@ -134,37 +153,52 @@ def main(argv: list[str] | None = None) -> int:
     peak = max(r[1] for r in rows if r[0] >= 8)
     width = 40
     scale = max(r[2] for r in rows) or 1
-    curve = ["```", f"tokens at run start, morning of day N (█ naive: every note; ▒ curated: domain + briefing); full bar = {scale:,}"]
+    curve = [
+        "```",
+        f"tokens at run start, morning of day N (█ naive: every note; ▒ curated: domain + briefing); full bar = {scale:,}",
+    ]
     for day, cur, nai, *_ in rows:
         if day == 1 or day % 3 == 0 or day == rows[-1][0]:
             curve.append(f"day {day:>2}  {'█' * round(width * nai / scale):<{width}} {nai:>6,}")
             curve.append(f"        {'▒' * max(1, round(width * cur / scale)):<{width}} {cur:>6,}")
     curve.append("```")
-    table = ["| morning of day | curated tokens | naive tokens | notes written | current artifacts | hot / warm / cold |",
-             "|---:|---:|---:|---:|---:|---|"]
+    table = [
+        "| morning of day | curated tokens | naive tokens | notes written | current artifacts | hot / warm / cold |",
+        "|---:|---:|---:|---:|---:|---|",
+    ]
     for day, cur, nai, written, live, tiers in rows:
         if day in (1, 2, 4, 8, 11, 15, 22, 29) or day == rows[-1][0]:
-            table.append(f"| {day} | {cur:,} | {nai:,} | {written} | {live} | {tiers['hot']} / {tiers['warm']} / {tiers['cold']} |")
+            table.append(
+                f"| {day} | {cur:,} | {nai:,} | {written} | {live} | {tiers['hot']} / {tiers['warm']} / {tiers['cold']} |"
+            )
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    body = "\n".join([
-        f"- Date: {stamp}", f"- Machine: {machine()}", f"- Command: `{command}` ({wall:.0f} s)",
-        f"- Simulated: {args.days} days × {args.per_day} writes by one agent through `SharedMemory.remember` "
-        f"({counts['repeats']} repeats, of which {counts['merged']} merged as exact duplicates; {counts['corrections']} corrections "
-        f"with `supersedes`; {counts['new']} new subjects; {counts['episodes']} episodes), a run end on its domain each day, and "
-        "each night every timestamp aged by one day. Companion: the hashing embedder (the near-duplicate check runs; the "
-        "figures here are sizes, not times).",
-        "- Measured each morning: the JSON the domain hook puts in the run's context (`domain`: 2 decisions, the status, "
-        "the 5 latest changelog entries, the open proposals count and the briefing — at most 12 current notes, principles "
-        "and patterns before episodes, hot before warm, cold and superseded ones left out) against the naive context, "
-        "every note written so far. Tokens = characters / 4.",
-        "",
-        f"**Result:** the curated start context on the morning after day {args.days} is {last[1]:,} tokens, "
-        f"{ratio:.2f} × its size after day 7 ({day7[1]:,}; the largest after day 7 was {peak:,}, "
-        f"{peak / day7[1]:.2f} ×) — " + ("flat, within the 20 % asked." if peak <= 1.2 * day7[1] else "NOT within the 20 % asked.")
-        + f" The naive context grew from {day7[2]:,} to {last[2]:,} tokens "
-        f"({last[2] / max(1, day7[2]):.1f} ×), linearly with the notes written.",
-        "", *table, "", *curve,
-    ])
+    body = "\n".join(
+        [
+            f"- Date: {stamp}",
+            f"- Machine: {machine()}",
+            f"- Command: `{command}` ({wall:.0f} s)",
+            f"- Simulated: {args.days} days × {args.per_day} writes by one agent through `SharedMemory.remember` "
+            f"({counts['repeats']} repeats, of which {counts['merged']} merged as exact duplicates; {counts['corrections']} corrections "
+            f"with `supersedes`; {counts['new']} new subjects; {counts['episodes']} episodes), a run end on its domain each day, and "
+            "each night every timestamp aged by one day. Companion: the hashing embedder (the near-duplicate check runs; the "
+            "figures here are sizes, not times).",
+            "- Measured each morning: the JSON the domain hook puts in the run's context (`domain`: 2 decisions, the status, "
+            "the 5 latest changelog entries, the open proposals count and the briefing — at most 12 current notes, principles "
+            "and patterns before episodes, hot before warm, cold and superseded ones left out) against the naive context, "
+            "every note written so far. Tokens = characters / 4.",
+            "",
+            f"**Result:** the curated start context on the morning after day {args.days} is {last[1]:,} tokens, "
+            f"{ratio:.2f} × its size after day 7 ({day7[1]:,}; the largest after day 7 was {peak:,}, "
+            f"{peak / day7[1]:.2f} ×) — "
+            + ("flat, within the 20 % asked." if peak <= 1.2 * day7[1] else "NOT within the 20 % asked.")
+            + f" The naive context grew from {day7[2]:,} to {last[2]:,} tokens "
+            f"({last[2] / max(1, day7[2]):.1f} ×), linearly with the notes written.",
+            "",
+            *table,
+            "",
+            *curve,
+        ]
+    )
     print(body)
     if not args.no_write:
         write_section(TITLE, body)

@@ -68,8 +68,18 @@ def main() -> None:
             one_off = [p for p in found if p.context.get("mined", {}).get("support", 0) < 2]
             with_params = [p for p in found if p.context.get("mined", {}).get("parameters")]
             support = Counter(p.context.get("mined", {}).get("support", 0) for p in found)
-            rows.append((source, len(cmds), len(found), 1000 * len(found) / max(1, len(cmds)), len(looks), len(one_off),
-                         len(with_params), support))
+            rows.append(
+                (
+                    source,
+                    len(cmds),
+                    len(found),
+                    1000 * len(found) / max(1, len(cmds)),
+                    len(looks),
+                    len(one_off),
+                    len(with_params),
+                    support,
+                )
+            )
             if source == "zsh-history":
                 zsh_candidates = found
                 for run in range(args.runs):
@@ -86,26 +96,40 @@ def main() -> None:
 
 
 def render(rows: list, zsh: list, seconds: list[float], runs: int) -> str:
-    out = [f"Machine: {machine()}. Command: `{COMMAND}` (logs read in place from shared/acceptance-sessions).", "",
-           "| source | commands | candidates | per 1,000 commands | read-only | one-off | with a parameter | support (value × count) |",
-           "|---|---:|---:|---:|---:|---:|---:|---|"]
+    out = [
+        f"Machine: {machine()}. Command: `{COMMAND}` (logs read in place from shared/acceptance-sessions).",
+        "",
+        "| source | commands | candidates | per 1,000 commands | read-only | one-off | with a parameter | support (value × count) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for source, n, found, per_k, looks, one_off, params, support in rows:
         dist = ", ".join(f"{k}×{v}" for k, v in sorted(support.items(), reverse=True)) or "—"
-        share = (lambda k: f"{100 * k / found:.0f}%" if found else "—")
-        out.append(f"| {source} | {n:,} | {found} | {per_k:.1f} | {share(looks)} | {share(one_off)} | {share(params)} | {dist} |")
+        share = lambda k: f"{100 * k / found:.0f}%" if found else "—"
+        out.append(
+            f"| {source} | {n:,} | {found} | {per_k:.1f} | {share(looks)} | {share(one_off)} | {share(params)} | {dist} |"
+        )
     median = statistics.median(seconds) if seconds else float("nan")
     zsh_count = len(zsh)
-    out += ["", f"Mining the zsh history ({next((r[1] for r in rows if r[0] == 'zsh-history'), 0):,} commands) into a fresh store: "
-                f"median {median:.2f} s over {runs} runs (target ≤ {TARGET_SECONDS:.0f} s: {'met' if median <= TARGET_SECONDS else 'MISSED'}). "
-                f"Candidates: {zsh_count} (target ≤ {TARGET_ZSH}: {'met' if zsh_count <= TARGET_ZSH else 'MISSED'}). "
-                "Before this miner, the same logs gave 927 candidates (882 from the zsh history: 12-line chunks).", "",
-            "### Top 20 candidates of the zsh history", "",
-            "| support | task type | steps | parameters (examples) |", "|---:|---|---|---|"]
+    out += [
+        "",
+        f"Mining the zsh history ({next((r[1] for r in rows if r[0] == 'zsh-history'), 0):,} commands) into a fresh store: "
+        f"median {median:.2f} s over {runs} runs (target ≤ {TARGET_SECONDS:.0f} s: {'met' if median <= TARGET_SECONDS else 'MISSED'}). "
+        f"Candidates: {zsh_count} (target ≤ {TARGET_ZSH}: {'met' if zsh_count <= TARGET_ZSH else 'MISSED'}). "
+        "Before this miner, the same logs gave 927 candidates (882 from the zsh history: 12-line chunks).",
+        "",
+        "### Top 20 candidates of the zsh history",
+        "",
+        "| support | task type | steps | parameters (examples) |",
+        "|---:|---|---|---|",
+    ]
     ranked = sorted(zsh, key=lambda p: (-p.context["mined"]["support"], -len(p.steps)))[:20]
     for p in ranked:
         mined = p.context["mined"]
         steps = "<br>".join(f"`{s.command}`".replace("|", "\\|") for s in p.steps)
-        params = "; ".join(f"`{k}`: " + ", ".join(f"`{v}`" for v in vals[:3]) for k, vals in mined["parameters"].items()) or "—"
+        params = (
+            "; ".join(f"`{k}`: " + ", ".join(f"`{v}`" for v in vals[:3]) for k, vals in mined["parameters"].items())
+            or "—"
+        )
         out.append(f"| {mined['support']} | {p.task_type} | {steps} | {params.replace('|', chr(92) + '|')} |")
     return "\n".join(out)
 

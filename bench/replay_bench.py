@@ -95,7 +95,9 @@ def desk(text: str = WORKFLOW_TEXT) -> Workflow:
 
 
 #: Rules that take the same decisions as the LLM does for each kind: the baseline a replayed decision is compared with.
-RULES = WORKFLOW_TEXT.replace("policy: {type: chain, rules: []}", """policy:
+RULES = WORKFLOW_TEXT.replace(
+    "policy: {type: chain, rules: []}",
+    """policy:
   type: chain
   rules:
     - {state: assess, when: {context_matches: {key: ticket, pattern: refund my}}, trigger: refund, args: {order: '1'}}
@@ -107,7 +109,8 @@ RULES = WORKFLOW_TEXT.replace("policy: {type: chain, rules: []}", """policy:
     - {state: replacing, trigger: ship}
     - {state: cancelling, trigger: confirm}
     - {state: tracking, trigger: tell}
-    - {state: checked, trigger: close}""")
+    - {state: checked, trigger: close}""",
+)
 
 
 def stream(n: int) -> list[tuple[str, dict[str, str]]]:
@@ -152,7 +155,9 @@ def decision_costs(workflow: Workflow, rules: Workflow, learner: Learner, runs: 
         inputs = {"ticket": text, "order": str(9000 + i)}
         proc = procs[kind]
         t0 = perf_counter()
-        replay = ReplayPolicy(proc.decisions, inputs=inputs, procedure_id=proc.id, version=proc.version, registry=REGISTRY)
+        replay = ReplayPolicy(
+            proc.decisions, inputs=inputs, procedure_id=proc.id, version=proc.version, registry=REGISTRY
+        )
         costs["construct"].append((perf_counter() - t0) * 1e6)
         timed = Timed(_with_replay(workflow.policy, replay))
         result = workflow.agent(policy=timed).run(inputs)
@@ -175,6 +180,7 @@ def decision_costs(workflow: Workflow, rules: Workflow, learner: Learner, runs: 
 
 # ---------------------------------------------------------------- injected divergences
 
+
 def _edit(old: str, new: str) -> str:
     assert old in WORKFLOW_TEXT, old
     return WORKFLOW_TEXT.replace(old, new)
@@ -182,27 +188,53 @@ def _edit(old: str, new: str) -> str:
 
 #: case -> [(kind, inputs changed, world changed, workflow text)]; each runs on a copy of the learned store.
 CASES: dict[str, list[tuple[str, dict[str, str], dict[str, Any], str]]] = {
-    "guard change (plan now premium: `close` is guarded)": [(kind, {"plan": "premium"}, {}, WORKFLOW_TEXT) for kind, _ in KINDS],
+    "guard change (plan now premium: `close` is guarded)": [
+        (kind, {"plan": "premium"}, {}, WORKFLOW_TEXT) for kind, _ in KINDS
+    ],
     "action failure (a service the action calls is down)": [
-        ("refund", {}, {"down": {"issue_refund"}}, WORKFLOW_TEXT), ("replace", {}, {"down": {"check_stock"}}, WORKFLOW_TEXT),
-        ("track", {}, {"down": {"track_parcel"}}, WORKFLOW_TEXT)],
+        ("refund", {}, {"down": {"issue_refund"}}, WORKFLOW_TEXT),
+        ("replace", {}, {"down": {"check_stock"}}, WORKFLOW_TEXT),
+        ("track", {}, {"down": {"track_parcel"}}, WORKFLOW_TEXT),
+    ],
     "argument no longer validating": [
         # a recorded literal: the kettle was dropped from the catalogue
         ("replace", {}, {}, _edit("enum: [blender, kettle, toaster]", "enum: [blender, toaster]")),
         # a templated argument: order numbers are now integers, and this ticket's is not one
-        ("refund", {"order": "A-17"}, {}, _edit("arguments: {order: {type: string, description: the order number}}\n  - trigger: replace",
-                                                   "arguments: {order: {type: integer, description: the order number}}\n  - trigger: replace"))],
+        (
+            "refund",
+            {"order": "A-17"},
+            {},
+            _edit(
+                "arguments: {order: {type: string, description: the order number}}\n  - trigger: replace",
+                "arguments: {order: {type: integer, description: the order number}}\n  - trigger: replace",
+            ),
+        ),
+    ],
     "state removed": [
         ("refund", {}, {}, WORKFLOW_TEXT.replace("refunding", "reviewing")),
-        ("track", {}, {}, _edit("    dest: tracking\n", "    dest: checked\n")
-         .replace("    on_enter: {track_parcel: {order: \"{{ order }}\"}}\n", "")
-         .replace("  tracking:\n    description: Look the parcel up, then tell the customer or open an investigation.\n", "")
-         .replace("  - {trigger: tell, source: tracking, dest: checked}\n  - {trigger: investigate, source: tracking, dest: checked}\n", ""))],
+        (
+            "track",
+            {},
+            {},
+            _edit("    dest: tracking\n", "    dest: checked\n")
+            .replace('    on_enter: {track_parcel: {order: "{{ order }}"}}\n', "")
+            .replace(
+                "  tracking:\n    description: Look the parcel up, then tell the customer or open an investigation.\n",
+                "",
+            )
+            .replace(
+                "  - {trigger: tell, source: tracking, dest: checked}\n  - {trigger: investigate, source: tracking, dest: checked}\n",
+                "",
+            ),
+        ),
+    ],
     # What an action's check observed when the procedure was captured now differs: the price table behind the refund's
     # first action, the refund policy behind its second, the stock feed behind the replacement's.
     "check change (action `check` hook: the world an action depends on changed)": [
-        ("refund", {}, {"price_table": 2}, WORKFLOW_TEXT), ("refund", {}, {"refund_policy": 2}, WORKFLOW_TEXT),
-        ("replace", {}, {"stock_feed": 2}, WORKFLOW_TEXT)],
+        ("refund", {}, {"price_table": 2}, WORKFLOW_TEXT),
+        ("refund", {}, {"refund_policy": 2}, WORKFLOW_TEXT),
+        ("replace", {}, {"stock_feed": 2}, WORKFLOW_TEXT),
+    ],
 }
 
 
@@ -227,16 +259,26 @@ def injected(snapshot: Path, tmp: Path) -> dict[str, list[dict[str, Any]]]:
                 WORLD.update(CALM)
             diverged = result.diverged_at or {}
             asked = [e for e in agent.agent.belief.log if e.action == "policy:llm"]
-            told = (f"diverged in state {diverged.get('state')}: expected {diverged.get('expected')}, "
-                    f"observed {diverged.get('observed')}")
+            told = (
+                f"diverged in state {diverged.get('state')}: expected {diverged.get('expected')}, "
+                f"observed {diverged.get('observed')}"
+            )
             proc = store.get(agent.procedure.id) if agent.procedure else None
-            found[case].append({
-                "kind": kind, "matched": agent.procedure is not None, "diverged": bool(diverged),
-                "replayed": result.replayed_decisions, "llm_calls": result.llm_calls, "status": result.status,
-                "state": result.state, "where": f"{diverged.get('state')}: expected {diverged.get('expected')}, observed {diverged.get('observed')}",
-                # the first LLM prompt of the run reports the divergence: the model answered it in the same run
-                "in_prompt": bool(asked) and told in str(asked[0].outputs.get("reason", "")),
-                "relearned": proc is not None and proc.version == 2})
+            found[case].append(
+                {
+                    "kind": kind,
+                    "matched": agent.procedure is not None,
+                    "diverged": bool(diverged),
+                    "replayed": result.replayed_decisions,
+                    "llm_calls": result.llm_calls,
+                    "status": result.status,
+                    "state": result.state,
+                    "where": f"{diverged.get('state')}: expected {diverged.get('expected')}, observed {diverged.get('observed')}",
+                    # the first LLM prompt of the run reports the divergence: the model answered it in the same run
+                    "in_prompt": bool(asked) and told in str(asked[0].outputs.get("reason", "")),
+                    "relearned": proc is not None and proc.version == 2,
+                }
+            )
             store.close()
     return found
 
@@ -260,11 +302,18 @@ def divergence_part(found: dict[str, list[dict[str, Any]]]) -> str:
     """The table of injected cases and where each run diverged."""
     inject_rows = []
     for case, results in found.items():
-        ok = sum(r["matched"] and r["diverged"] and r["llm_calls"] > 0 and r["in_prompt"] and r["status"] == "final" for r in results)
-        inject_rows.append(f"| {case} | {', '.join(r['kind'] for r in results)} | **{ok}/{len(results)}** "
-                           f"| {sum(r['in_prompt'] for r in results)}/{len(results)} | {', '.join(str(r['replayed']) for r in results)} "
-                           f"| {', '.join(r['state'] for r in results)} | {sum(r['relearned'] for r in results)}/{len(results)} |")
-    wheres = "\n".join(f"- {case}, {r['kind']}: diverged in {r['where']}" for case, results in found.items() for r in results)
+        ok = sum(
+            r["matched"] and r["diverged"] and r["llm_calls"] > 0 and r["in_prompt"] and r["status"] == "final"
+            for r in results
+        )
+        inject_rows.append(
+            f"| {case} | {', '.join(r['kind'] for r in results)} | **{ok}/{len(results)}** "
+            f"| {sum(r['in_prompt'] for r in results)}/{len(results)} | {', '.join(str(r['replayed']) for r in results)} "
+            f"| {', '.join(r['state'] for r in results)} | {sum(r['relearned'] for r in results)}/{len(results)} |"
+        )
+    wheres = "\n".join(
+        f"- {case}, {r['kind']}: diverged in {r['where']}" for case, results in found.items() for r in results
+    )
     return f"""{DIVERGENCES}: the run matches its kind's procedure, replays, diverges,
 and the LLM decides from there in the same run; "in the prompt" means the first prompt the model was sent in that run
 contains the divergence (state, expected, observed), asserted on the prompt text the script echoes into the log.
@@ -290,9 +339,11 @@ def only_divergences(n: int) -> None:
         kept_to_the_recording(run_stream(workflow, stream(n), learner))
         learner.store.close()
         found = injected(skills, tmp)
-    part = (f"{divergence_part(found).rstrip()}\n\nThis part alone: machine {machine()}; command "
-            f"`python bench/replay_bench.py --tickets {n} --only divergences` (the figures above it are from the "
-            f"full run named at the top of the section).\n")
+    part = (
+        f"{divergence_part(found).rstrip()}\n\nThis part alone: machine {machine()}; command "
+        f"`python bench/replay_bench.py --tickets {n} --only divergences` (the figures above it are from the "
+        f"full run named at the top of the section).\n"
+    )
     print(part)
     section = read_section("Replay policy") or ""
     head = section.split(DIVERGENCES, 1)[0] if DIVERGENCES in section else section
@@ -305,7 +356,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tickets", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=300, help="runs of each policy for the µs figures")
-    parser.add_argument("--only", choices=["divergences"], help="run only the injected divergences (the stream is learned first)")
+    parser.add_argument(
+        "--only", choices=["divergences"], help="run only the injected divergences (the stream is learned first)"
+    )
     opts = parser.parse_args()
     n = opts.tickets
     if opts.only == "divergences":
@@ -330,14 +383,23 @@ def main() -> None:
     finals: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for (kind, _), a, b in zip(tickets, base, learned):
         c = per_kind[kind]
-        c.update(tickets=1, base_calls=a.llm_calls, base_tokens=a.tokens, calls=b.llm_calls, tokens=b.tokens,
-                 planned=int(b.llm_calls > 0), replayed=int(b.replayed_decisions > 0), same=int((a.status, a.state) == (b.status, b.state)))
+        c.update(
+            tickets=1,
+            base_calls=a.llm_calls,
+            base_tokens=a.tokens,
+            calls=b.llm_calls,
+            tokens=b.tokens,
+            planned=int(b.llm_calls > 0),
+            replayed=int(b.replayed_decisions > 0),
+            same=int((a.status, a.state) == (b.status, b.state)),
+        )
         finals[kind].add((f"{a.status} {a.state}", f"{b.status} {b.state}"))
     total = sum(per_kind.values(), Counter())
     rows = "\n".join(
         f"| {kind} | {c['tickets']} | {' / '.join(sorted(x for x, _ in finals[kind]))} | {' / '.join(sorted(y for _, y in finals[kind]))} "
         f"| {c['same']}/{c['tickets']} | {c['planned']} | {c['replayed']} | {c['base_calls']} | {c['calls']} | {c['base_tokens']} | {c['tokens']} |"
-        for kind, c in per_kind.items())
+        for kind, c in per_kind.items()
+    )
     after_first = sum(b.llm_calls for i, b in enumerate(learned) if i >= len(KINDS))
     rep, rule, rep_step, rule_step = (median(costs[k]) for k in ("replay", "rule", "replay_step", "rule_step"))
     body = f"""Machine: {machine()}
@@ -351,11 +413,11 @@ success is not proof: replay is offered from the second), every later one replay
 
 | run | LLM calls | tokens | same final state |
 |---|---|---|---|
-| no replay | {total['base_calls']} | {total['base_tokens']} | — |
-| with learning | {total['calls']} | {total['tokens']} | {total['same']}/{total['tickets']} |
-| ratio (target: calls ≤ 1 %, tokens ≤ 2 %) | {total['calls'] / total['base_calls']:.2%} | {total['tokens'] / total['base_tokens']:.2%} | |
+| no replay | {total["base_calls"]} | {total["base_tokens"]} | — |
+| with learning | {total["calls"]} | {total["tokens"]} | {total["same"]}/{total["tickets"]} |
+| ratio (target: calls ≤ 1 %, tokens ≤ 2 %) | {total["calls"] / total["base_calls"]:.2%} | {total["tokens"] / total["base_tokens"]:.2%} | |
 
-LLM calls after the first ticket of each kind: {after_first} ({after_first / total['base_calls']:.2%} of the no-replay run's),
+LLM calls after the first ticket of each kind: {after_first} ({after_first / total["base_calls"]:.2%} of the no-replay run's),
 all of them on the second ticket of each kind.
 
 Final state per kind, without and with replay:
@@ -373,17 +435,17 @@ with the recording (the refund and replace paths), as a learned run does; a rule
 
 | per | replayed | rule | ratio (target ≤ 2×) |
 |---|---|---|---|
-| decision (the chain policy's `decide`, median of {len(costs['replay'])} / {len(costs['rule'])}) | {rep:.1f} µs | {rule:.1f} µs | {rep / rule:.2f}× |
-| … decisions with arguments (median of {len(costs['replay_args'])} / {len(costs['rule_args'])}) | {median(costs['replay_args']):.1f} µs | {median(costs['rule_args']):.1f} µs | {median(costs['replay_args']) / median(costs['rule_args']):.2f}× |
-| … decisions without arguments (median of {len(costs['replay_plain'])} / {len(costs['rule_plain'])}) | {median(costs['replay_plain']):.1f} µs | {median(costs['rule_plain']):.1f} µs | {median(costs['replay_plain']) / median(costs['rule_plain']):.2f}× |
-| step (a whole run without the match, divided by its steps, median of {len(costs['replay_step'])}) | {rep_step:.0f} µs | {rule_step:.0f} µs | {rep_step / rule_step:.2f}× |
+| decision (the chain policy's `decide`, median of {len(costs["replay"])} / {len(costs["rule"])}) | {rep:.1f} µs | {rule:.1f} µs | {rep / rule:.2f}× |
+| … decisions with arguments (median of {len(costs["replay_args"])} / {len(costs["rule_args"])}) | {median(costs["replay_args"]):.1f} µs | {median(costs["rule_args"]):.1f} µs | {median(costs["replay_args"]) / median(costs["rule_args"]):.2f}× |
+| … decisions without arguments (median of {len(costs["replay_plain"])} / {len(costs["rule_plain"])}) | {median(costs["replay_plain"]):.1f} µs | {median(costs["rule_plain"]):.1f} µs | {median(costs["replay_plain"]) / median(costs["rule_plain"]):.2f}× |
+| step (a whole run without the match, divided by its steps, median of {len(costs["replay_step"])}) | {rep_step:.0f} µs | {rule_step:.0f} µs | {rep_step / rule_step:.2f}× |
 
 Building the run's ReplayPolicy from the matched procedure (once per run; what a decision no longer does — filling
-arguments, the expected outcomes, the argument-free decisions — is done here): median {median(costs['construct']):.1f} µs.
+arguments, the expected outcomes, the argument-free decisions — is done here): median {median(costs["construct"]):.1f} µs.
 Arguments filled from the run's inputs are validated on every run; literal ones once per loaded workflow.
 
-Matching the task against the store, once per run before the first decision: median {median(costs['match']):.2f} ms
-({len(costs['match'])} matches).
+Matching the task against the store, once per run before the first decision: median {median(costs["match"]):.2f} ms
+({len(costs["match"])} matches).
 
 {divergence_part(found)}"""
     print(body)

@@ -38,21 +38,85 @@ RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Session import"
 
 _BUILTIN = [
-    {"type": "user", "sessionId": "s-bench", "uuid": "u1", "parentUuid": None, "isSidechain": False, "cwd": "/work/app",
-     "timestamp": "2026-01-01T10:00:00.000Z", "message": {"role": "user", "content": "run the tests and fix what fails " * 20}},
-    {"type": "assistant", "sessionId": "s-bench", "uuid": "u2", "parentUuid": "u1", "isSidechain": False, "cwd": "/work/app",
-     "timestamp": "2026-01-01T10:00:01.000Z", "message": {"role": "assistant", "content": [
-         {"type": "tool_use", "id": "toolu_A", "name": "Bash", "input": {"command": "pytest -q tests/", "description": "Run tests"}}]}},
-    {"type": "user", "sessionId": "s-bench", "uuid": "u3", "parentUuid": "u2", "isSidechain": False, "cwd": "/work/app",
-     "timestamp": "2026-01-01T10:00:05.000Z", "toolUseResult": {"stdout": "1 failed, 41 passed" * 30, "stderr": "", "interrupted": False},
-     "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "is_error": True,
-                                               "content": "Exit code 1\n" + "F....... [100%]\n" * 60}]}},
-    {"type": "assistant", "sessionId": "s-bench", "uuid": "u4", "parentUuid": "u3", "isSidechain": False, "cwd": "/work/app",
-     "timestamp": "2026-01-01T10:00:06.000Z", "message": {"role": "assistant", "content": [
-         {"type": "tool_use", "id": "toolu_B", "name": "Read", "input": {"file_path": "/work/app/x.py"}}]}},
-    {"type": "user", "sessionId": "s-bench", "uuid": "u5", "parentUuid": "u4", "isSidechain": False, "cwd": "/work/app",
-     "timestamp": "2026-01-01T10:00:07.000Z", "message": {"role": "user", "content": [
-         {"type": "tool_result", "tool_use_id": "toolu_B", "content": "def f():\n    return 1\n" * 200}]}},
+    {
+        "type": "user",
+        "sessionId": "s-bench",
+        "uuid": "u1",
+        "parentUuid": None,
+        "isSidechain": False,
+        "cwd": "/work/app",
+        "timestamp": "2026-01-01T10:00:00.000Z",
+        "message": {"role": "user", "content": "run the tests and fix what fails " * 20},
+    },
+    {
+        "type": "assistant",
+        "sessionId": "s-bench",
+        "uuid": "u2",
+        "parentUuid": "u1",
+        "isSidechain": False,
+        "cwd": "/work/app",
+        "timestamp": "2026-01-01T10:00:01.000Z",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_A",
+                    "name": "Bash",
+                    "input": {"command": "pytest -q tests/", "description": "Run tests"},
+                }
+            ],
+        },
+    },
+    {
+        "type": "user",
+        "sessionId": "s-bench",
+        "uuid": "u3",
+        "parentUuid": "u2",
+        "isSidechain": False,
+        "cwd": "/work/app",
+        "timestamp": "2026-01-01T10:00:05.000Z",
+        "toolUseResult": {"stdout": "1 failed, 41 passed" * 30, "stderr": "", "interrupted": False},
+        "message": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_A",
+                    "is_error": True,
+                    "content": "Exit code 1\n" + "F....... [100%]\n" * 60,
+                }
+            ],
+        },
+    },
+    {
+        "type": "assistant",
+        "sessionId": "s-bench",
+        "uuid": "u4",
+        "parentUuid": "u3",
+        "isSidechain": False,
+        "cwd": "/work/app",
+        "timestamp": "2026-01-01T10:00:06.000Z",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_B", "name": "Read", "input": {"file_path": "/work/app/x.py"}}
+            ],
+        },
+    },
+    {
+        "type": "user",
+        "sessionId": "s-bench",
+        "uuid": "u5",
+        "parentUuid": "u4",
+        "isSidechain": False,
+        "cwd": "/work/app",
+        "timestamp": "2026-01-01T10:00:07.000Z",
+        "message": {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_B", "content": "def f():\n    return 1\n" * 200}],
+        },
+    },
 ]
 
 
@@ -62,7 +126,10 @@ def template() -> tuple[list[str], str]:
     files = sorted(claude.rglob("*.jsonl")) if claude.is_dir() else []
     if files:
         lines = [line for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return lines, f"line shapes of the {len(files)} real Claude Code samples in {folder}/claude-code ({sum(f.stat().st_size for f in files) / 1e6:.2f} MB)"
+        return (
+            lines,
+            f"line shapes of the {len(files)} real Claude Code samples in {folder}/claude-code ({sum(f.stat().st_size for f in files) / 1e6:.2f} MB)",
+        )
     return [json.dumps(e) for e in _BUILTIN], "the built-in 5-line transcript (real samples not found)"
 
 
@@ -89,11 +156,30 @@ def many_files(work: Path, count: int = 10_000) -> tuple[float, float]:
         folder.mkdir(parents=True, exist_ok=True)
         session = f"{i:08d}-0000-4000-8000-000000000000"
         lines = [
-            {"type": "assistant", "sessionId": session, "uuid": "a", "cwd": "/w", "timestamp": "2026-01-01T00:00:00Z",
-             "message": {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_many_{i}", "name": "Bash",
-                                                           "input": {"command": "make test"}}]}},
-            {"type": "user", "sessionId": session, "uuid": "b", "cwd": "/w", "timestamp": "2026-01-01T00:00:03Z",
-             "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_many_{i}", "content": "ok"}]}},
+            {
+                "type": "assistant",
+                "sessionId": session,
+                "uuid": "a",
+                "cwd": "/w",
+                "timestamp": "2026-01-01T00:00:00Z",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": f"toolu_many_{i}", "name": "Bash", "input": {"command": "make test"}}
+                    ],
+                },
+            },
+            {
+                "type": "user",
+                "sessionId": session,
+                "uuid": "b",
+                "cwd": "/w",
+                "timestamp": "2026-01-01T00:00:03Z",
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": f"toolu_many_{i}", "content": "ok"}],
+                },
+            },
         ]
         (folder / f"{session}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     home = work / "many" / "home"
@@ -111,7 +197,9 @@ def many_files(work: Path, count: int = 10_000) -> tuple[float, float]:
 
 def git_rev() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -136,8 +224,11 @@ def main(argv: list[str] | None = None) -> int:
             summary = import_paths([transcript], home=home, settle_seconds=1e12)
             seconds = time.perf_counter() - started
             runs.append((seconds, summary))
-            print(f"run {run + 1}: {seconds:.2f} s, {size / 1e6 / seconds:.1f} MB/s, {summary.commands} commands "
-                  f"({summary.commands / seconds:,.0f}/s)", flush=True)
+            print(
+                f"run {run + 1}: {seconds:.2f} s, {size / 1e6 / seconds:.1f} MB/s, {summary.commands} commands "
+                f"({summary.commands / seconds:,.0f}/s)",
+                flush=True,
+            )
         seconds = statistics.median(r[0] for r in runs)
         summary = runs[0][1]
         # The last home again: nothing new, then ~2 MB appended.
@@ -161,9 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     spread = ", ".join(f"{r[0]:.2f} s" for r in runs)
     section = f"""{SECTION}
 
-- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} (commit {git_rev()})
+- Date: {datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")} (commit {git_rev()})
 - Machine: {shared_machine()}
-- Command: `python bench/sessions_bench.py{'' if args.mb == 50 and args.runs == 3 else f' --mb {args.mb:g} --runs {args.runs}'}`
+- Command: `python bench/sessions_bench.py{"" if args.mb == 50 and args.runs == 3 else f" --mb {args.mb:g} --runs {args.runs}"}`
 - Workload: one synthetic Claude Code transcript of {size / 1e6:.1f} MB ({repeats} repeats of {origin}, tool-use ids made unique per repeat),
   {summary.lines_read:,} lines, {summary.commands:,} Bash commands ({summary.succeeded:,} succeeded, {summary.failed:,} failed,
   {summary.rejected:,} rejected, {summary.unknown:,} unknown), imported with `import_paths` into a fresh home (SQLite WAL) each run:

@@ -46,7 +46,9 @@ from typing import Any, Callable, Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("SHERPA_SKILLS_SCRIPTED_VIA", "litellm")  # the recorded figures are through litellm's custom provider
+os.environ.setdefault(
+    "SHERPA_SKILLS_SCRIPTED_VIA", "litellm"
+)  # the recorded figures are through litellm's custom provider
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 HERE = Path(__file__).resolve().parent
@@ -174,16 +176,25 @@ def bench_example(quick: bool) -> dict[str, Any]:
             raise SystemExit(f"{script} --json failed ({proc.returncode}): {proc.stderr[-1500:]}")
         reports.append(json.loads(proc.stdout))
     first = reports[0]
-    keys = [(r["planned"]["llm_calls"], r["planned"]["tokens"], r["replayed"]["llm_calls"], r["replayed"]["tokens"]) for r in reports]
+    keys = [
+        (r["planned"]["llm_calls"], r["planned"]["tokens"], r["replayed"]["llm_calls"], r["replayed"]["tokens"])
+        for r in reports
+    ]
     planned, replayed = first["planned"], first["replayed"]
     saving = 1 - replayed["tokens"] / max(1, planned["tokens"])
     return {
         "command": f"python {script.relative_to(ROOT)} --json",
-        "runs": runs, "deterministic": len(set(keys)) == 1, "wall_s": [round(w, 2) for w in walls],
-        "planned": planned, "replayed": replayed, "replanned": first["replanned"], "replayed_v2": first["replayed_v2"],
+        "runs": runs,
+        "deterministic": len(set(keys)) == 1,
+        "wall_s": [round(w, 2) for w in walls],
+        "planned": planned,
+        "replayed": replayed,
+        "replanned": first["replanned"],
+        "replayed_v2": first["replayed_v2"],
         "stats": {k: first["stats"][k] for k in ("replays", "tokens_saved", "llm_calls_saved")},
         "token_saving": saving,
-        "met_calls": replayed["llm_calls"] == 0, "met_tokens": saving >= TARGET_TOKEN_SAVING,
+        "met_calls": replayed["llm_calls"] == 0,
+        "met_tokens": saving >= TARGET_TOKEN_SAVING,
     }
 
 
@@ -222,17 +233,31 @@ class ReplayBench:
         self.ids: dict[int, str] = {}
         for n in (10, 2, LONG):
             steps_file = tmp / f"steps{n}.json"
-            about = {"description": QUERY, "tags": ["scratch", "files"]} if n == 10 else \
-                {"description": "Prepare an empty marker file", "tags": ["marker"]} if n == 2 else \
-                {"description": "bench long routine", "tags": ["long"]}
+            about = (
+                {"description": QUERY, "tags": ["scratch", "files"]}
+                if n == 10
+                else {"description": "Prepare an empty marker file", "tags": ["marker"]}
+                if n == 2
+                else {"description": "bench long routine", "tags": ["long"]}
+            )
             steps_file.write_text(json.dumps({**about, "steps": [{"command": c} for c in steps(n)]}))
-            proc = cli_json("learn", "capture-success", f"bench-scratch-{n}", "--steps-file", str(steps_file), "--home", str(self.home))
+            proc = cli_json(
+                "learn",
+                "capture-success",
+                f"bench-scratch-{n}",
+                "--steps-file",
+                str(steps_file),
+                "--home",
+                str(self.home),
+            )
             if proc.get("outcome") != "captured" or len(proc["steps"]) != n:
                 raise SystemExit(f"capture of the {n}-step procedure went wrong: {proc}")
             if proc.get("index_warning"):
                 raise SystemExit(f"companion not indexed: {proc['index_warning']}")
             self.ids[n] = proc["id"]
-            cli_json("learn", "promote", proc["id"], "--home", str(self.home))  # captured once is not proof: vouch for it
+            cli_json(
+                "learn", "promote", proc["id"], "--home", str(self.home)
+            )  # captured once is not proof: vouch for it
         quiet_logs(self.home)  # what `learn replay` configures (error console + the home's JSON log file)
         self.path = data_file("statemachines", "replay.yaml")
         self.workflow = load_workflow(self.path)
@@ -248,7 +273,9 @@ class ReplayBench:
 
     def bash_script(self, n: int) -> float:
         t0 = perf_counter()
-        proc = subprocess.run([self.bash, str(self.scripts[n])], cwd=self.work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.run(
+            [self.bash, str(self.scripts[n])], cwd=self.work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         elapsed = perf_counter() - t0
         if proc.returncode != 0:
             raise SystemExit(f"bare script failed: {proc.stderr.decode()[-500:]}")
@@ -258,8 +285,14 @@ class ReplayBench:
         """The process-per-step floor: /bin/sh -c for each command from Python, as the shell action spawns it."""
         t0 = perf_counter()
         for command in steps(n):
-            proc = subprocess.run(["/bin/sh", "-c", command], cwd=self.work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, start_new_session=True)
+            proc = subprocess.run(
+                ["/bin/sh", "-c", command],
+                cwd=self.work,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
             if proc.returncode != 0:
                 raise SystemExit(f"{command} failed: {proc.stderr.decode()}")
         return perf_counter() - t0
@@ -277,8 +310,14 @@ class ReplayBench:
         return perf_counter() - t0
 
     def replay(self, n: int, by_id: bool) -> float:
-        inputs: dict[str, Any] = {"query": QUERY, "params": {}, "execute": True, "assume_yes": True, "min_confidence": 0.8,
-                                  "cwd": str(self.work)}
+        inputs: dict[str, Any] = {
+            "query": QUERY,
+            "params": {},
+            "execute": True,
+            "assume_yes": True,
+            "min_confidence": 0.8,
+            "cwd": str(self.work),
+        }
         if by_id:
             inputs["procedure_id"] = self.ids[n]
         t0 = perf_counter()
@@ -286,9 +325,11 @@ class ReplayBench:
         result = agent.run(inputs)
         elapsed = perf_counter() - t0
         if result.state != "succeeded" or result.context["procedure"]["id"] != self.ids[n]:
-            raise SystemExit(f"replay ended {result.status}/{result.state} with {result.context.get('procedure', {}).get('id')}"
-                             f" (wanted {self.ids[n]}): {result.error or result.context.get('divergence')}"
-                             f" {result.context.get('select_reason')} {result.context.get('matches')}")
+            raise SystemExit(
+                f"replay ended {result.status}/{result.state} with {result.context.get('procedure', {}).get('id')}"
+                f" (wanted {self.ids[n]}): {result.error or result.context.get('divergence')}"
+                f" {result.context.get('select_reason')} {result.context.get('matches')}"
+            )
         if result.counters.get("llm_calls"):
             raise SystemExit("a replay called the LLM")
         return elapsed
@@ -300,19 +341,25 @@ def bench_replay(quick: bool) -> dict[str, Any]:
     try:
         b = ReplayBench(tmp)
         configs: dict[str, Callable[[], float]] = {
-            "bash10": lambda: b.bash_script(10), "bash2": lambda: b.bash_script(2), "bash0": lambda: b.bash_script(0),
-            "sh10": lambda: b.sh_per_step(10), "sh2": lambda: b.sh_per_step(2),
-            "step10": lambda: b.run_steps(10), "step2": lambda: b.run_steps(2),
+            "bash10": lambda: b.bash_script(10),
+            "bash2": lambda: b.bash_script(2),
+            "bash0": lambda: b.bash_script(0),
+            "sh10": lambda: b.sh_per_step(10),
+            "sh2": lambda: b.sh_per_step(2),
+            "step10": lambda: b.run_steps(10),
+            "step2": lambda: b.run_steps(2),
             "replay_query10": lambda: b.replay(10, by_id=False),
-            "replay_id10": lambda: b.replay(10, by_id=True), "replay_id2": lambda: b.replay(2, by_id=True),
-            f"bash{LONG}": lambda: b.bash_script(LONG), f"replay_id{LONG}": lambda: b.replay(LONG, by_id=True),
+            "replay_id10": lambda: b.replay(10, by_id=True),
+            "replay_id2": lambda: b.replay(2, by_id=True),
+            f"bash{LONG}": lambda: b.bash_script(LONG),
+            f"replay_id{LONG}": lambda: b.replay(LONG, by_id=True),
         }
         for fn in configs.values():  # warm-up: model load, chromadb open, page cache
             fn()
         samples: dict[str, list[float]] = {k: [] for k in configs}
         order = list(configs)
         for rep in range(reps):
-            rotated = order[rep % len(order):] + order[:rep % len(order)]
+            rotated = order[rep % len(order) :] + order[: rep % len(order)]
             for key in rotated:
                 samples[key].append(configs[key]())
         ms = {k: med(v) * 1e3 for k, v in samples.items()}
@@ -322,8 +369,17 @@ def bench_replay(quick: bool) -> dict[str, Any]:
         profile = replay_profile(b, quick)
         growth = replay_growth(b, quick)  # last: it leaves thousands of executions behind
         b.runs.close()
-        return {"reps": reps, "ms": ms, "spread": spread, "phases": phases, "growth": growth, "profile": profile,
-                "steps": STEPS, "bash": b.bash, "sh": os.path.realpath("/bin/sh")}
+        return {
+            "reps": reps,
+            "ms": ms,
+            "spread": spread,
+            "phases": phases,
+            "growth": growth,
+            "profile": profile,
+            "steps": STEPS,
+            "bash": b.bash,
+            "sh": os.path.realpath("/bin/sh"),
+        }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -349,7 +405,14 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
 
     reps = 5 if quick else 15
     timer = PhaseTimer()
-    for name in ("skill_match", "skill_select", "skill_preflight", "skill_run_step", "skill_postconditions", "skill_record"):
+    for name in (
+        "skill_match",
+        "skill_select",
+        "skill_preflight",
+        "skill_run_step",
+        "skill_postconditions",
+        "skill_record",
+    ):
         timer.wrap_action(default_registry, name, f"action {name}")
     timer.wrap(matcher_mod.Matcher, "match", "match: Matcher.match")
     timer.wrap(lexicon_class(), "__init__", "match: key-term automaton build")
@@ -384,8 +447,12 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
                 total = 0.0
                 for _ in range(reps):
                     total += b.replay(10, by_id)
-                out[key] = {"total_ms": total / reps * 1e3,
-                            "phases": {k: {"ms": v / reps * 1e3, "calls": timer.calls[k] / reps} for k, v in timer.total.items()}}
+                out[key] = {
+                    "total_ms": total / reps * 1e3,
+                    "phases": {
+                        k: {"ms": v / reps * 1e3, "calls": timer.calls[k] / reps} for k, v in timer.total.items()
+                    },
+                }
         finally:
             b.workflow = original
     finally:
@@ -409,7 +476,9 @@ def replay_growth(b: ReplayBench, quick: bool) -> dict[str, Any]:
     now = time.time()
     store.conn.executemany(
         "INSERT INTO executions (procedure_id, version, started, ended, outcome, diverged_step, reason, tokens, llm_calls, run_id)"
-        " VALUES (?, 1, ?, ?, 'success', NULL, NULL, 0, 0, NULL)", [(pid, now, now)] * extra)
+        " VALUES (?, 1, ?, ?, 'success', NULL, NULL, 0, 0, NULL)",
+        [(pid, now, now)] * extra,
+    )
     store.conn.execute("COMMIT")
     insert_s = perf_counter() - t0
     t_after = med([b.replay(10, by_id=True) for _ in range(reps)]) * 1e3
@@ -419,8 +488,16 @@ def replay_growth(b: ReplayBench, quick: bool) -> dict[str, Any]:
     t2 = perf_counter()
     store.health(pid)
     health_ms = (perf_counter() - t2) * 1e3
-    return {"executions_before": len(before), "executions_after": n, "extra": extra, "replay_ms_before": t_before,
-            "replay_ms_after": t_after, "executions_list_ms": list_ms, "health_ms": health_ms, "insert_s": insert_s}
+    return {
+        "executions_before": len(before),
+        "executions_after": n,
+        "extra": extra,
+        "replay_ms_before": t_before,
+        "replay_ms_after": t_after,
+        "executions_list_ms": list_ms,
+        "health_ms": health_ms,
+        "insert_s": insert_s,
+    }
 
 
 def replay_profile(b: ReplayBench, quick: bool) -> list[tuple[str, float, float, int]]:
@@ -458,80 +535,246 @@ def build_terms(store: Any, include_candidates: bool) -> Any:
     snap, _ = Snapshot.build(store.index_rows(), (0, store.generation()), "none", 0, procedure_words, None)
     return snap.term_index(include_candidates, words)
 
+
 VERBS: dict[str, list[str]] = {
-    "deploy": ["ship", "roll out", "push out"], "build": ["compile", "assemble", "make"], "test": ["check", "verify", "run the tests for"],
-    "release": ["publish a new version of", "cut a release of", "put out"], "backup": ["back up", "snapshot", "take a copy of"],
-    "restore": ["recover", "bring back", "reload from backup"], "migrate": ["move", "upgrade the schema of", "port"],
-    "rotate": ["renew", "cycle", "refresh"], "clean": ["tidy up", "purge", "clear out"], "lint": ["style-check", "statically analyse", "vet"],
-    "format": ["reformat", "prettify", "fix the style of"], "package": ["bundle", "pack up", "wrap up"],
-    "sync": ["mirror", "copy across", "replicate"], "provision": ["set up", "stand up", "create"], "upgrade": ["update", "bump", "move to the latest"],
-    "rollback": ["revert", "undo the deploy of", "go back to the previous"], "benchmark": ["measure the speed of", "load test", "time"],
-    "archive": ["store away", "compress and keep", "shelve"], "reindex": ["rebuild the index of", "catalogue", "re-crawl"],
-    "seed": ["populate", "fill", "load fixtures into"], "export": ["dump", "extract", "write out"], "import": ["load", "ingest", "bring in"],
-    "scale": ["resize", "add replicas to", "grow"], "restart": ["reboot", "bounce", "reload"], "audit": ["review", "inspect", "scan"],
-    "monitor": ["watch", "keep an eye on", "check the health of"], "install": ["set up", "put in place", "add"],
-    "prune": ["trim", "remove old", "cut back"], "vendor": ["copy in", "pin", "freeze"], "profile": ["find hot spots in", "trace", "measure"],
+    "deploy": ["ship", "roll out", "push out"],
+    "build": ["compile", "assemble", "make"],
+    "test": ["check", "verify", "run the tests for"],
+    "release": ["publish a new version of", "cut a release of", "put out"],
+    "backup": ["back up", "snapshot", "take a copy of"],
+    "restore": ["recover", "bring back", "reload from backup"],
+    "migrate": ["move", "upgrade the schema of", "port"],
+    "rotate": ["renew", "cycle", "refresh"],
+    "clean": ["tidy up", "purge", "clear out"],
+    "lint": ["style-check", "statically analyse", "vet"],
+    "format": ["reformat", "prettify", "fix the style of"],
+    "package": ["bundle", "pack up", "wrap up"],
+    "sync": ["mirror", "copy across", "replicate"],
+    "provision": ["set up", "stand up", "create"],
+    "upgrade": ["update", "bump", "move to the latest"],
+    "rollback": ["revert", "undo the deploy of", "go back to the previous"],
+    "benchmark": ["measure the speed of", "load test", "time"],
+    "archive": ["store away", "compress and keep", "shelve"],
+    "reindex": ["rebuild the index of", "catalogue", "re-crawl"],
+    "seed": ["populate", "fill", "load fixtures into"],
+    "export": ["dump", "extract", "write out"],
+    "import": ["load", "ingest", "bring in"],
+    "scale": ["resize", "add replicas to", "grow"],
+    "restart": ["reboot", "bounce", "reload"],
+    "audit": ["review", "inspect", "scan"],
+    "monitor": ["watch", "keep an eye on", "check the health of"],
+    "install": ["set up", "put in place", "add"],
+    "prune": ["trim", "remove old", "cut back"],
+    "vendor": ["copy in", "pin", "freeze"],
+    "profile": ["find hot spots in", "trace", "measure"],
 }
 OBJECTS: dict[str, tuple[str, list[str]]] = {
-    "web-service": ("k8s", ["web app", "website backend"]), "api": ("k8s", ["rest api", "http api"]), "worker": ("k8s", ["background jobs", "queue consumer"]),
-    "frontend": ("node", ["web ui", "single page app"]), "docs": ("python", ["documentation", "manual"]),
-    "database": ("db", ["db", "data store"]), "postgres": ("db", ["postgres db", "pg database"]), "mysql": ("db", ["mysql db", "mariadb"]),
-    "redis-cache": ("db", ["cache", "redis"]), "search-index": ("db", ["elasticsearch index", "search engine"]),
-    "python-package": ("python", ["python library", "pypi package"]), "wheel": ("python", ["python wheel", "binary distribution"]),
-    "npm-package": ("node", ["node module", "javascript library"]), "rust-crate": ("rust", ["rust library", "cargo crate"]),
-    "go-binary": ("go", ["go program", "go service"]), "docker-image": ("k8s", ["container image", "docker container"]),
-    "helm-chart": ("k8s", ["chart", "kubernetes chart"]), "cluster": ("k8s", ["kubernetes cluster", "k8s nodes"]),
-    "terraform-stack": ("cloud", ["infrastructure", "terraform workspace"]), "s3-bucket": ("cloud", ["bucket", "object storage"]),
-    "static-site": ("web", ["website", "landing page"]), "nginx-config": ("web", ["web server config", "reverse proxy"]),
-    "tls-certificates": ("web", ["ssl certs", "https certificates"]), "logs": ("files", ["log files", "application logs"]),
-    "backups": ("files", ["backup files", "snapshots"]), "home-directory": ("files", ["home folder", "user files"]),
-    "dataset": ("ml", ["training data", "data set"]), "ml-model": ("ml", ["model", "neural network"]),
-    "notebooks": ("ml", ["jupyter notebooks", "analysis notebooks"]), "repository": ("git", ["repo", "git repository"]),
-    "release-branch": ("git", ["branch", "maintenance branch"]), "changelog": ("git", ["release notes", "change log"]),
-    "dependencies": ("python", ["requirements", "third-party packages"]), "lockfile": ("node", ["package-lock", "lock file"]),
-    "vm-image": ("cloud", ["machine image", "ami"]), "dns-records": ("cloud", ["dns", "domain records"]),
-    "cron-jobs": ("web", ["scheduled jobs", "crontab"]), "dashboards": ("web", ["grafana dashboards", "monitoring panels"]),
-    "feature-flags": ("k8s", ["toggles", "flags"]), "mail-queue": ("web", ["email queue", "postfix queue"]),
+    "web-service": ("k8s", ["web app", "website backend"]),
+    "api": ("k8s", ["rest api", "http api"]),
+    "worker": ("k8s", ["background jobs", "queue consumer"]),
+    "frontend": ("node", ["web ui", "single page app"]),
+    "docs": ("python", ["documentation", "manual"]),
+    "database": ("db", ["db", "data store"]),
+    "postgres": ("db", ["postgres db", "pg database"]),
+    "mysql": ("db", ["mysql db", "mariadb"]),
+    "redis-cache": ("db", ["cache", "redis"]),
+    "search-index": ("db", ["elasticsearch index", "search engine"]),
+    "python-package": ("python", ["python library", "pypi package"]),
+    "wheel": ("python", ["python wheel", "binary distribution"]),
+    "npm-package": ("node", ["node module", "javascript library"]),
+    "rust-crate": ("rust", ["rust library", "cargo crate"]),
+    "go-binary": ("go", ["go program", "go service"]),
+    "docker-image": ("k8s", ["container image", "docker container"]),
+    "helm-chart": ("k8s", ["chart", "kubernetes chart"]),
+    "cluster": ("k8s", ["kubernetes cluster", "k8s nodes"]),
+    "terraform-stack": ("cloud", ["infrastructure", "terraform workspace"]),
+    "s3-bucket": ("cloud", ["bucket", "object storage"]),
+    "static-site": ("web", ["website", "landing page"]),
+    "nginx-config": ("web", ["web server config", "reverse proxy"]),
+    "tls-certificates": ("web", ["ssl certs", "https certificates"]),
+    "logs": ("files", ["log files", "application logs"]),
+    "backups": ("files", ["backup files", "snapshots"]),
+    "home-directory": ("files", ["home folder", "user files"]),
+    "dataset": ("ml", ["training data", "data set"]),
+    "ml-model": ("ml", ["model", "neural network"]),
+    "notebooks": ("ml", ["jupyter notebooks", "analysis notebooks"]),
+    "repository": ("git", ["repo", "git repository"]),
+    "release-branch": ("git", ["branch", "maintenance branch"]),
+    "changelog": ("git", ["release notes", "change log"]),
+    "dependencies": ("python", ["requirements", "third-party packages"]),
+    "lockfile": ("node", ["package-lock", "lock file"]),
+    "vm-image": ("cloud", ["machine image", "ami"]),
+    "dns-records": ("cloud", ["dns", "domain records"]),
+    "cron-jobs": ("web", ["scheduled jobs", "crontab"]),
+    "dashboards": ("web", ["grafana dashboards", "monitoring panels"]),
+    "feature-flags": ("k8s", ["toggles", "flags"]),
+    "mail-queue": ("web", ["email queue", "postfix queue"]),
 }
 COMMANDS: dict[str, list[str]] = {
-    "k8s": ["docker build -t registry.local/{p}:{v} .", "docker push registry.local/{p}:{v}", "kubectl config use-context {env}",
-            "helm upgrade --install {p} charts/{p} -n {env} --set image.tag={v}", "kubectl rollout status deploy/{p} -n {env} --timeout=120s",
-            "kubectl scale deploy/{p} --replicas={n} -n {env}", "kubectl get pods -n {env} -l app={p}", "kubectl rollout undo deploy/{p} -n {env}",
-            "kubectl apply -f k8s/{env}/{p}.yaml", "helm lint charts/{p}", "kubectl delete pod -l app={p} -n {env}"],
-    "python": ["python -m venv .venv", "pip install -r requirements.txt", "pip install -e .[dev]", "pytest -q tests/{p}", "ruff check src/{p}",
-               "mypy src/{p}", "python -m build", "twine upload dist/{p}-{v}*", "mkdocs build --strict", "pip-compile requirements.in",
-               "black --check src", "python -m {p}.manage migrate"],
-    "node": ["npm ci", "npm run build", "npm test -- --ci", "npx eslint src/{p}", "npx prettier --write src", "npm publish --access public",
-             "npm version {v}", "yarn install --frozen-lockfile", "npx vite build --mode {env}", "npm audit --production"],
-    "rust": ["cargo build --release", "cargo test --workspace", "cargo clippy -- -D warnings", "cargo fmt --check", "cargo publish -p {p}",
-             "cargo bench --bench {p}", "cargo update -p {p}"],
-    "go": ["go build -o bin/{p} ./cmd/{p}", "go test ./...", "go vet ./...", "gofmt -l .", "go mod tidy", "golangci-lint run",
-           "goreleaser release --clean"],
-    "db": ["pg_dump -Fc {p}_{env} > /backups/{p}-{d}.dump", "pg_restore -d {p}_{env} /backups/{p}-{d}.dump", "psql -d {p}_{env} -f migrations/{n}.sql",
-           "mysqldump --single-transaction {p} > {p}-{d}.sql", "redis-cli -n {n} FLUSHDB", "redis-cli BGSAVE", "alembic upgrade head",
-           "curl -XPOST localhost:9200/{p}/_refresh", "vacuumdb --analyze {p}_{env}", "gzip -9 /backups/{p}-{d}.dump"],
-    "files": ["tar -czf /archive/{p}-{d}.tar.gz /var/log/{p}", "rsync -az --delete /srv/{p}/ backup:/srv/{p}/",
-              "find /var/log/{p} -name '*.log' -mtime +{n} -delete", "gzip /var/log/{p}/*.log", "du -sh /srv/{p}", "cp -a /srv/{p} /srv/{p}.bak",
-              "sha256sum /archive/{p}-{d}.tar.gz", "logrotate -f /etc/logrotate.d/{p}"],
-    "cloud": ["terraform init -input=false", "terraform plan -out=tf.plan -var env={env}", "terraform apply tf.plan",
-              "aws s3 sync ./dist s3://{p}-{env}/", "aws s3 ls s3://{p}-{env}/", "packer build images/{p}.pkr.hcl",
-              "gcloud dns record-sets list --zone={p}", "aws ec2 describe-images --owners self"],
-    "web": ["nginx -t", "systemctl reload nginx", "certbot renew --cert-name {p}.example.com", "systemctl restart {p}",
-            "curl -fsS https://{p}.example.com/healthz", "crontab -l", "postqueue -f", "journalctl -u {p} --since today", "hugo --minify"],
-    "ml": ["dvc pull data/{p}", "python train.py --config configs/{p}.yaml --epochs {n}", "python evaluate.py --model models/{p}-{v}.pt",
-           "dvc push", "jupyter nbconvert --execute notebooks/{p}.ipynb", "mlflow models serve -m runs:/{p}/model"],
-    "git": ["git fetch --all --prune", "git checkout -b release/{v}", "git merge --no-ff develop", "git tag -a v{v} -m 'release {v}'",
-            "git push origin --tags", "git cherry-pick {h}", "git log --oneline v{v}..HEAD > CHANGELOG.md", "git gc --aggressive"],
+    "k8s": [
+        "docker build -t registry.local/{p}:{v} .",
+        "docker push registry.local/{p}:{v}",
+        "kubectl config use-context {env}",
+        "helm upgrade --install {p} charts/{p} -n {env} --set image.tag={v}",
+        "kubectl rollout status deploy/{p} -n {env} --timeout=120s",
+        "kubectl scale deploy/{p} --replicas={n} -n {env}",
+        "kubectl get pods -n {env} -l app={p}",
+        "kubectl rollout undo deploy/{p} -n {env}",
+        "kubectl apply -f k8s/{env}/{p}.yaml",
+        "helm lint charts/{p}",
+        "kubectl delete pod -l app={p} -n {env}",
+    ],
+    "python": [
+        "python -m venv .venv",
+        "pip install -r requirements.txt",
+        "pip install -e .[dev]",
+        "pytest -q tests/{p}",
+        "ruff check src/{p}",
+        "mypy src/{p}",
+        "python -m build",
+        "twine upload dist/{p}-{v}*",
+        "mkdocs build --strict",
+        "pip-compile requirements.in",
+        "black --check src",
+        "python -m {p}.manage migrate",
+    ],
+    "node": [
+        "npm ci",
+        "npm run build",
+        "npm test -- --ci",
+        "npx eslint src/{p}",
+        "npx prettier --write src",
+        "npm publish --access public",
+        "npm version {v}",
+        "yarn install --frozen-lockfile",
+        "npx vite build --mode {env}",
+        "npm audit --production",
+    ],
+    "rust": [
+        "cargo build --release",
+        "cargo test --workspace",
+        "cargo clippy -- -D warnings",
+        "cargo fmt --check",
+        "cargo publish -p {p}",
+        "cargo bench --bench {p}",
+        "cargo update -p {p}",
+    ],
+    "go": [
+        "go build -o bin/{p} ./cmd/{p}",
+        "go test ./...",
+        "go vet ./...",
+        "gofmt -l .",
+        "go mod tidy",
+        "golangci-lint run",
+        "goreleaser release --clean",
+    ],
+    "db": [
+        "pg_dump -Fc {p}_{env} > /backups/{p}-{d}.dump",
+        "pg_restore -d {p}_{env} /backups/{p}-{d}.dump",
+        "psql -d {p}_{env} -f migrations/{n}.sql",
+        "mysqldump --single-transaction {p} > {p}-{d}.sql",
+        "redis-cli -n {n} FLUSHDB",
+        "redis-cli BGSAVE",
+        "alembic upgrade head",
+        "curl -XPOST localhost:9200/{p}/_refresh",
+        "vacuumdb --analyze {p}_{env}",
+        "gzip -9 /backups/{p}-{d}.dump",
+    ],
+    "files": [
+        "tar -czf /archive/{p}-{d}.tar.gz /var/log/{p}",
+        "rsync -az --delete /srv/{p}/ backup:/srv/{p}/",
+        "find /var/log/{p} -name '*.log' -mtime +{n} -delete",
+        "gzip /var/log/{p}/*.log",
+        "du -sh /srv/{p}",
+        "cp -a /srv/{p} /srv/{p}.bak",
+        "sha256sum /archive/{p}-{d}.tar.gz",
+        "logrotate -f /etc/logrotate.d/{p}",
+    ],
+    "cloud": [
+        "terraform init -input=false",
+        "terraform plan -out=tf.plan -var env={env}",
+        "terraform apply tf.plan",
+        "aws s3 sync ./dist s3://{p}-{env}/",
+        "aws s3 ls s3://{p}-{env}/",
+        "packer build images/{p}.pkr.hcl",
+        "gcloud dns record-sets list --zone={p}",
+        "aws ec2 describe-images --owners self",
+    ],
+    "web": [
+        "nginx -t",
+        "systemctl reload nginx",
+        "certbot renew --cert-name {p}.example.com",
+        "systemctl restart {p}",
+        "curl -fsS https://{p}.example.com/healthz",
+        "crontab -l",
+        "postqueue -f",
+        "journalctl -u {p} --since today",
+        "hugo --minify",
+    ],
+    "ml": [
+        "dvc pull data/{p}",
+        "python train.py --config configs/{p}.yaml --epochs {n}",
+        "python evaluate.py --model models/{p}-{v}.pt",
+        "dvc push",
+        "jupyter nbconvert --execute notebooks/{p}.ipynb",
+        "mlflow models serve -m runs:/{p}/model",
+    ],
+    "git": [
+        "git fetch --all --prune",
+        "git checkout -b release/{v}",
+        "git merge --no-ff develop",
+        "git tag -a v{v} -m 'release {v}'",
+        "git push origin --tags",
+        "git cherry-pick {h}",
+        "git log --oneline v{v}..HEAD > CHANGELOG.md",
+        "git gc --aggressive",
+    ],
 }
-PROJECTS = [f"{a}{b}" for a in ("billing", "checkout", "auth", "search", "inventory", "payments", "notifications", "analytics", "catalog",
-                                 "shipping", "reporting", "gateway", "ledger", "profile", "chat", "media", "orders", "pricing",
-                                 "recommendations", "scheduler", "crm", "wiki", "blog", "shop", "admin", "metrics", "alerts", "fraud",
-                                 "loyalty", "onboarding")
-            for b in ("", "-v2", "-core", "-edge", "-legacy")]
+PROJECTS = [
+    f"{a}{b}"
+    for a in (
+        "billing",
+        "checkout",
+        "auth",
+        "search",
+        "inventory",
+        "payments",
+        "notifications",
+        "analytics",
+        "catalog",
+        "shipping",
+        "reporting",
+        "gateway",
+        "ledger",
+        "profile",
+        "chat",
+        "media",
+        "orders",
+        "pricing",
+        "recommendations",
+        "scheduler",
+        "crm",
+        "wiki",
+        "blog",
+        "shop",
+        "admin",
+        "metrics",
+        "alerts",
+        "fraud",
+        "loyalty",
+        "onboarding",
+    )
+    for b in ("", "-v2", "-core", "-edge", "-legacy")
+]
 ENVS = ["dev", "staging", "production", "qa", "eu-west", "us-east", "sandbox", "canary"]
-DESCRIPTIONS = ["{Verb} the {proj} {obj} on {env}", "{Verb} {proj} {obj} in {env} with {tool}", "Nightly {verb} of the {proj} {obj} ({env})",
-                "{Verb} the {obj} for the {proj} team in {env}, then check it", "Routine: {verb} the {proj} {obj} before the {env} window",
-                "{Verb} {obj} ({proj}, {env}) the usual way"]
+DESCRIPTIONS = [
+    "{Verb} the {proj} {obj} on {env}",
+    "{Verb} {proj} {obj} in {env} with {tool}",
+    "Nightly {verb} of the {proj} {obj} ({env})",
+    "{Verb} the {obj} for the {proj} team in {env}, then check it",
+    "Routine: {verb} the {proj} {obj} before the {env} window",
+    "{Verb} {obj} ({proj}, {env}) the usual way",
+]
 
 
 def procedure_specs(n: int, seed: int = 7) -> Iterator[tuple[str, str, str, list[str], list[str]]]:
@@ -545,8 +788,14 @@ def procedure_specs(n: int, seed: int = 7) -> Iterator[tuple[str, str, str, list
         pool = COMMANDS[domain] + (COMMANDS["git"][:2] if domain != "git" else COMMANDS["files"][:2])
         k = rng.randint(2, 6)
         picks = sorted(rng.sample(range(len(pool)), k))
-        values = {"p": proj, "env": env, "v": f"{rng.randint(0, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 99)}", "n": rng.randint(1, 30),
-                  "d": f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}", "h": f"{rng.getrandbits(28):07x}"}
+        values = {
+            "p": proj,
+            "env": env,
+            "v": f"{rng.randint(0, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 99)}",
+            "n": rng.randint(1, 30),
+            "d": f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+            "h": f"{rng.getrandbits(28):07x}",
+        }
         commands = [pool[j].format(**values) for j in picks]
         tool = commands[-1].split()[0]
         template = rng.choice(DESCRIPTIONS)
@@ -555,7 +804,9 @@ def procedure_specs(n: int, seed: int = 7) -> Iterator[tuple[str, str, str, list
         yield f"{verb}-{obj}", description, env, [domain, env, proj], commands
 
 
-def make_queries(specs: list[tuple[str, str, str, list[str], list[str]]], count: int, seed: int = 11) -> list[tuple[str, str]]:
+def make_queries(
+    specs: list[tuple[str, str, str, list[str], list[str]]], count: int, seed: int = 11
+) -> list[tuple[str, str]]:
     """(query, expected task type): paraphrases of stored procedures (synonyms for verb and object) and short keyword asks."""
     rng = random.Random(seed)
     queries = []
@@ -608,11 +859,20 @@ def _procedure(spec: tuple[str, str, str, list[str], list[str]]) -> Any:
     from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
     task_type, description, _, tags, commands = spec
-    return CapturedProcedure(id="", task_type=task_type, description=description, tags=tags, success_count=3, source="session",
-                             steps=[ProcedureStep(command=c) for c in commands])
+    return CapturedProcedure(
+        id="",
+        task_type=task_type,
+        description=description,
+        tags=tags,
+        success_count=3,
+        source="session",
+        steps=[ProcedureStep(command=c) for c in commands],
+    )
 
 
-def fill_store(path: Path, specs: list[tuple[str, str, str, list[str], list[str]]], batch: int = 1000) -> tuple[Any, float]:
+def fill_store(
+    path: Path, specs: list[tuple[str, str, str, list[str], list[str]]], batch: int = 1000
+) -> tuple[Any, float]:
     """Bulk set-up through the public `ProcedureDatabase.add_procedure`, `batch` calls per transaction (its re-entrant `_write`)."""
     from sherpa_skills.skills.store.database import ProcedureDatabase
 
@@ -620,7 +880,7 @@ def fill_store(path: Path, specs: list[tuple[str, str, str, list[str], list[str]
     t0 = perf_counter()
     for start in range(0, len(specs), batch):
         with store._write():
-            for spec in specs[start:start + batch]:
+            for spec in specs[start : start + batch]:
                 store.add_procedure(_procedure(spec))
     return store, perf_counter() - t0
 
@@ -654,8 +914,16 @@ def time_matches(matcher: Any, queries: list[tuple[str, str]], rounds: int, warm
                 top5 += expected in types
         samples += these
         round_p50.append(med(these))
-    return {"p50": med(samples), "p95": pct(samples, 95), "mean": statistics.fmean(samples), "samples": len(samples),
-            "round_p50": round_p50, "top1": top1 / len(queries), "top5": top5 / len(queries), "mode": result.mode}
+    return {
+        "p50": med(samples),
+        "p95": pct(samples, 95),
+        "mean": statistics.fmean(samples),
+        "samples": len(samples),
+        "round_p50": round_p50,
+        "top1": top1 / len(queries),
+        "top5": top5 / len(queries),
+        "mode": result.mode,
+    }
 
 
 def match_phases(matcher: Any, queries: list[tuple[str, str]]) -> dict[str, Any]:
@@ -712,7 +980,9 @@ def automaton_build(store: Any, repeats: int) -> dict[str, Any]:
     """Build time and memory of the automaton, each build in a fresh interpreter (RSS growth is then the automaton's)."""
     runs = []
     for _ in range(repeats):
-        proc = subprocess.run([sys.executable, "-c", _AUTOMATON_CHILD, str(store.path), str(HERE)], capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", _AUTOMATON_CHILD, str(store.path), str(HERE)], capture_output=True, text=True
+        )
         if proc.returncode != 0:
             raise SystemExit(f"automaton child failed: {proc.stderr[-1000:]}")
         runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -723,7 +993,9 @@ def automaton_build(store: Any, repeats: int) -> dict[str, Any]:
     return out
 
 
-def lexical_only(store: Any, tmp: Path, queries: list[tuple[str, str]], rounds: int, warm: int, n_phase: int) -> dict[str, Any]:
+def lexical_only(
+    store: Any, tmp: Path, queries: list[tuple[str, str]], rounds: int, warm: int, n_phase: int
+) -> dict[str, Any]:
     """The companion is unavailable (its collection is missing): FTS5 + the automaton, flagged in the result."""
     from sherpa_skills.semantic.companion import Companion
     from sherpa_skills.semantic.embeddings import HashingEmbedder
@@ -759,7 +1031,12 @@ def bench_match(quick: bool) -> dict[str, Any]:
         out["avg_steps"] = statistics.fmean(len(s[4]) for s in specs)
         queries = make_queries(specs[:small], n_queries)
         out["sample_queries"] = [q for q, _ in queries[:5]]
-        out["sample_procedure"] = {"task_type": specs[0][0], "description": specs[0][1], "tags": specs[0][3], "steps": specs[0][4]}
+        out["sample_procedure"] = {
+            "task_type": specs[0][0],
+            "description": specs[0][1],
+            "tags": specs[0][3],
+            "steps": specs[0][4],
+        }
 
         stores = {}
         for n in (small, large):
@@ -772,14 +1049,23 @@ def bench_match(quick: bool) -> dict[str, Any]:
         # (kind, size, label, embedder factory); at the large size one index serves `hashing` then `split`.
         configs: list[tuple[str, int, str, Callable[[], Any]]] = [
             ("minilm", small, "MiniLM (default) for documents and queries", MiniLMEmbedder),
-            ("hashing", small, "hashing 384-d (flagged fallback) for documents and queries", lambda: HashingEmbedder(384)),
+            (
+                "hashing",
+                small,
+                "hashing 384-d (flagged fallback) for documents and queries",
+                lambda: HashingEmbedder(384),
+            ),
             ("hashing", large, "hashing 384-d (flagged fallback) for documents and queries", SplitEmbedder),
         ]
         results = []
         for kind, n, label, factory in configs:
             store = stores[n]
             embedder = factory()
-            plan = {"rounds": rounds if n == small else 1, "warm": 20 if n == small else 10, "phase": 60 if n == small else 30}
+            plan = {
+                "rounds": rounds if n == small else 1,
+                "warm": 20 if n == small else 10,
+                "phase": 60 if n == small else 30,
+            }
             index_dir = tmp / f"index-{kind}-{n}"
             matcher = Matcher(store, index_dir, embedder=embedder)
             gc.collect()
@@ -792,37 +1078,51 @@ def bench_match(quick: bool) -> dict[str, Any]:
             for mode, mode_label in modes:
                 if mode == "split":
                     embedder.query_mode = True
-                row: dict[str, Any] = {"kind": mode, "n": n, "label": mode_label, "index_s": index_s, "indexed": indexed,
-                                       "rounds": plan["rounds"], "warm": plan["warm"]}
+                row: dict[str, Any] = {
+                    "kind": mode,
+                    "n": n,
+                    "label": mode_label,
+                    "index_s": index_s,
+                    "indexed": indexed,
+                    "rounds": plan["rounds"],
+                    "warm": plan["warm"],
+                }
                 t0 = perf_counter()
                 matcher.match(queries[0][0])  # first call: automaton build (once per Matcher) + companion warm-up
                 row["first_match_s"] = None if mode == "split" else perf_counter() - t0  # split reuses the warm Matcher
                 row.update(time_matches(matcher, queries, plan["rounds"], plan["warm"]))
-                row["phases"] = match_phases(matcher, queries[:plan["phase"]])
+                row["phases"] = match_phases(matcher, queries[: plan["phase"]])
                 # What replay_actions.skill_match does per replay: a new Matcher (its automaton cache starts empty).
                 cold = []
-                for q, _ in queries[:3 if n == small else 1]:
+                for q, _ in queries[: 3 if n == small else 1]:
                     fresh = Matcher(store, index_dir, embedder=embedder)
                     t0 = perf_counter()
                     fresh.match(q)
                     cold.append((perf_counter() - t0) * 1e3)
                 row["cold_match_ms"] = med(cold)
                 results.append(row)
-                print(f"  match {mode} n={n}: index {index_s:.1f}s, p50 {row['p50']:.1f} ms, p95 {row['p95']:.1f} ms,"
-                      f" top5 {row['top5']:.0%}, cold {row['cold_match_ms']:.0f} ms", file=sys.stderr)
+                print(
+                    f"  match {mode} n={n}: index {index_s:.1f}s, p50 {row['p50']:.1f} ms, p95 {row['p95']:.1f} ms,"
+                    f" top5 {row['top5']:.0%}, cold {row['cold_match_ms']:.0f} ms",
+                    file=sys.stderr,
+                )
         out["configs"] = results
         out["automaton"] = {n: automaton_build(stores[n], 1 if quick else 3) for n in (small, large)}
         out["lexical"] = {}
         for n in (small, large):
-            out["lexical"][n] = lexical_only(stores[n], tmp, queries, rounds if n == small else 1, 20 if n == small else 10,
-                                             60 if n == small else 30)
+            out["lexical"][n] = lexical_only(
+                stores[n], tmp, queries, rounds if n == small else 1, 20 if n == small else 10, 60 if n == small else 30
+            )
             print(f"  lexical n={n}: p50 {out['lexical'][n]['p50']:.1f} ms", file=sys.stderr)
         # Last, since it adds procedures: what one capture's add_procedure costs at each size (public class).
         from sherpa_skills.skills.store.database import ProcedureDatabase
 
         empty = ProcedureDatabase(tmp / "empty.db")
-        out["add_procedure_ms"] = {0: add_cost(empty, extra[:20]), small: add_cost(stores[small], extra[20:40]),
-                                   large: add_cost(stores[large], extra[40:60])}
+        out["add_procedure_ms"] = {
+            0: add_cost(empty, extra[:20]),
+            small: add_cost(stores[small], extra[20:40]),
+            large: add_cost(stores[large], extra[40:60]),
+        }
         empty.close()
         for s in stores.values():
             s.close()
@@ -856,16 +1156,28 @@ def machine_info() -> dict[str, str]:
             break
     uname = subprocess.run(["uname", "-srm"], capture_output=True, text=True).stdout.strip()
     nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "sherpa_skills", "statemachines"], capture_output=True, text=True,
-                           cwd=ROOT).stdout.strip()
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "sherpa_skills", "statemachines"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    ).stdout.strip()
     from importlib.metadata import version
 
     versions = ", ".join(f"{p} {version(p)}" for p in ("chromadb", "pyahocorasick", "onnxruntime", "transitions"))
-    return {"uname": uname, "nproc": nproc, "cpu": cpu, "python": platform.python_version(), "versions": versions,
-            "code": f"git {head}" + (" + uncommitted changes in sherpa_skills/ or statemachines/" if dirty else ""),
-            "load": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    return {
+        "uname": uname,
+        "nproc": nproc,
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "versions": versions,
+        "code": f"git {head}" + (" + uncommitted changes in sherpa_skills/ or statemachines/" if dirty else ""),
+        "load": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
 
 
 def mark(ok: bool) -> str:
@@ -897,7 +1209,10 @@ def section_example(e: dict[str, Any], meta: dict[str, Any]) -> list[str]:
 
 def section_replay(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], list[str]]:
     ms = r["ms"]
-    per = {k: v / (LONG if k.endswith(str(LONG)) else 10 if k.endswith("10") else 2 if k.endswith("2") else 1) for k, v in ms.items()}
+    per = {
+        k: v / (LONG if k.endswith(str(LONG)) else 10 if k.endswith("10") else 2 if k.endswith("2") else 1)
+        for k, v in ms.items()
+    }
 
     def marginal(a: str, b: str) -> float:
         return (ms[a] - ms[b]) / 8
@@ -921,7 +1236,7 @@ def section_replay(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], 
         " once, then per replay `workflow.agent(store=RunStore(home), home=home).run({... execute: true, assume_yes: true, cwd})`, with"
         " the CLI's logging set-up: console at error + the home's JSON log file); timed from agent creation to the final state."
         f" Bare script = `{r['bash']} script.sh` (`set -e` + the same commands) via `subprocess.run`; the replay's shell is /bin/sh → {r['sh']}."
-        " \"Marginal per step\" = (10-step − 2-step) / 8, so fixed costs (interpreter start, matching, run creation, recording) cancel.",
+        ' "Marginal per step" = (10-step − 2-step) / 8, so fixed costs (interpreter start, matching, run creation, recording) cancel.',
         "",
         "| configuration | 10 steps ms | per step ms (10-step ÷ 10) | marginal per step ms | × bash per step | × bash marginal |"
         " × `sh -c` floor marginal |",
@@ -933,35 +1248,57 @@ def section_replay(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], 
         m_text = f"{m:.2f}" if k2 else "—"
         ratio_m = f"{m / bash_marg:.1f}×" if k2 else "—"
         ratio_sh = f"{m / sh_marg:.2f}×" if k2 else "—"
-        lines.append(f"| {label} | {ms[k10]:.1f} | {per[k10]:.2f} | {m_text} | {per[k10] / per['bash10']:.1f}× | {ratio_m} | {ratio_sh} |")
+        lines.append(
+            f"| {label} | {ms[k10]:.1f} | {per[k10]:.2f} | {m_text} | {per[k10] / per['bash10']:.1f}× | {ratio_m} | {ratio_sh} |"
+        )
     lines += [
         f"| (`bash` with an empty script: interpreter start alone) | {ms['bash0']:.1f} | — | — | — | — | — |",
         "",
-        "Spread (min–max ms over the repeats): " + "; ".join(f"{k} {a:.1f}–{b:.1f}" for k, (a, b) in r["spread"].items()),
+        "Spread (min–max ms over the repeats): "
+        + "; ".join(f"{k} {a:.1f}–{b:.1f}" for k, (a, b) in r["spread"].items()),
         "",
     ]
     if f"replay_id{LONG}" in ms:
         long_r = (ms[f"replay_id{LONG}"] - ms["replay_id10"]) / (LONG - 10)
         long_b = (ms[f"bash{LONG}"] - ms["bash10"]) / (LONG - 10)
-        lines += [f"Length: a {LONG}-step procedure (the ten steps five times) by id took {ms[f'replay_id{LONG}']:.1f} ms"
-                  f" ({per[f'replay_id{LONG}']:.2f} ms/step; bash {per[f'bash{LONG}']:.2f} ms/step, {per[f'replay_id{LONG}'] / per[f'bash{LONG}']:.1f}×);"
-                  f" marginal per step between 10 and {LONG} steps: replay {long_r:.2f} ms vs 2→10 steps {marginal('replay_id10', 'replay_id2'):.2f} ms"
-                  f" (bash {long_b:.2f} vs {bash_marg:.2f} ms): a marginal that grows with length would mean each step costs more than"
-                  " the one before (as when every step re-wrote the whole growing `step_results` list into the run store, before"
-                  " commit b573a43).", ""]
+        lines += [
+            f"Length: a {LONG}-step procedure (the ten steps five times) by id took {ms[f'replay_id{LONG}']:.1f} ms"
+            f" ({per[f'replay_id{LONG}']:.2f} ms/step; bash {per[f'bash{LONG}']:.2f} ms/step, {per[f'replay_id{LONG}'] / per[f'bash{LONG}']:.1f}×);"
+            f" marginal per step between 10 and {LONG} steps: replay {long_r:.2f} ms vs 2→10 steps {marginal('replay_id10', 'replay_id2'):.2f} ms"
+            f" (bash {long_b:.2f} vs {bash_marg:.2f} ms): a marginal that grows with length would mean each step costs more than"
+            " the one before (as when every step re-wrote the whole growing `step_results` list into the run store, before"
+            " commit b573a43).",
+            "",
+        ]
     # where the time goes
     for key, title in (("replay_query10", "with matching"), ("replay_id10", "by id")):
         ph = r["phases"][key]
         total = ph["total_ms"]
-        lines += [f"Where a 10-step replay's time goes ({title}; separate pass with perf_counter wrappers, mean of repeats, total"
-                  f" {total:.1f} ms; nested rows indented by their prefix, calls = per replay):", "",
-                  "| phase | ms per replay | share | calls |", "|---|---:|---:|---:|"]
+        lines += [
+            f"Where a 10-step replay's time goes ({title}; separate pass with perf_counter wrappers, mean of repeats, total"
+            f" {total:.1f} ms; nested rows indented by their prefix, calls = per replay):",
+            "",
+            "| phase | ms per replay | share | calls |",
+            "|---|---:|---:|---:|",
+        ]
         for name, v in sorted(ph["phases"].items(), key=lambda kv: -kv[1]["ms"]):
             lines.append(f"| {name} | {v['ms']:.2f} | {v['ms'] / total:.0%} | {v['calls']:.0f} |")
-        top = ("action skill_match", "action skill_select", "action skill_preflight", "action skill_run_step", "action skill_postconditions",
-               "action skill_record", "sqlite: RunStore.create_run", "sqlite: RunStore.commit_tick", "sqlite: RunStore.mark_started")
+        top = (
+            "action skill_match",
+            "action skill_select",
+            "action skill_preflight",
+            "action skill_run_step",
+            "action skill_postconditions",
+            "action skill_record",
+            "sqlite: RunStore.create_run",
+            "sqlite: RunStore.commit_tick",
+            "sqlite: RunStore.mark_started",
+        )
         covered = sum(ph["phases"].get(k, {"ms": 0.0})["ms"] for k in top)
-        lines += [f"| engine and the rest (total − actions − run-store writes) | {total - covered:.2f} | {(total - covered) / total:.0%} | — |", ""]
+        lines += [
+            f"| engine and the rest (total − actions − run-store writes) | {total - covered:.2f} | {(total - covered) / total:.0%} | — |",
+            "",
+        ]
     g = r["growth"]
     lines += [
         f"History: with {g['executions_before']} executions of the procedure a by-id 10-step replay took {g['replay_ms_before']:.1f} ms;"
@@ -1026,31 +1363,55 @@ def section_match(m: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], l
     ]
     for c in m["configs"]:
         top5 = "—" if c["kind"] == "split" else f"{c['top5']:.0%}"
-        lines.append(f"| {c['n']:,} | {c['label']} | {c['index_s']:.0f} | {'—' if c['first_match_s'] is None else format(c['first_match_s'], '.2f')} | **{c['p50']:.1f}** | {c['p95']:.1f} |"
-                     f" {c['mean']:.1f} | {', '.join(f'{x:.1f}' for x in c['round_p50'])} | {top5} | {c['cold_match_ms']:,.0f} |")
+        lines.append(
+            f"| {c['n']:,} | {c['label']} | {c['index_s']:.0f} | {'—' if c['first_match_s'] is None else format(c['first_match_s'], '.2f')} | **{c['p50']:.1f}** | {c['p95']:.1f} |"
+            f" {c['mean']:.1f} | {', '.join(f'{x:.1f}' for x in c['round_p50'])} | {top5} | {c['cold_match_ms']:,.0f} |"
+        )
     for n in (small, large):
         lx = _by_size(m["lexical"], n)
-        lines.append(f"| {n:,} | none: companion unavailable → lexical (FTS5 + automaton), flagged | — | — | **{lx['p50']:.1f}** |"
-                     f" {lx['p95']:.1f} | {lx['mean']:.1f} | {', '.join(f'{x:.1f}' for x in lx['round_p50'])} | {lx['top5']:.0%} | — |")
-    lines += ["", f"MiniLM query embedding alone (one short query, 2 threads, median of 100): {m['minilm_query_ms']:.1f} ms.", ""]
-    lines += ["Automaton (a one-time cost per store generation: `Matcher._lexical` rebuilds it on the first match after a change; each"
-              " build here in a fresh interpreter, so RSS growth is the automaton and its postings):", "",
-              "| procedures | build s (median) | builds s | key terms | (term, procedure) postings | trie nodes | pyahocorasick C size MiB | RSS growth MiB |",
-              "|---:|---:|---|---:|---:|---:|---:|---:|"]
+        lines.append(
+            f"| {n:,} | none: companion unavailable → lexical (FTS5 + automaton), flagged | — | — | **{lx['p50']:.1f}** |"
+            f" {lx['p95']:.1f} | {lx['mean']:.1f} | {', '.join(f'{x:.1f}' for x in lx['round_p50'])} | {lx['top5']:.0%} | — |"
+        )
+    lines += [
+        "",
+        f"MiniLM query embedding alone (one short query, 2 threads, median of 100): {m['minilm_query_ms']:.1f} ms.",
+        "",
+    ]
+    lines += [
+        "Automaton (a one-time cost per store generation: `Matcher._lexical` rebuilds it on the first match after a change; each"
+        " build here in a fresh interpreter, so RSS growth is the automaton and its postings):",
+        "",
+        "| procedures | build s (median) | builds s | key terms | (term, procedure) postings | trie nodes | pyahocorasick C size MiB | RSS growth MiB |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
     for n in (small, large):
         a = _by_size(m["automaton"], n)
-        lines.append(f"| {n:,} | {a['build_s']:.2f} | {', '.join(map(str, a['builds']))} | {a['words']:,} | {a['postings']:,} | {a['nodes']:,} |"
-                     f" {a['c_size_mib']:.1f} | {a['rss_delta_mib']:.0f} |")
+        lines.append(
+            f"| {n:,} | {a['build_s']:.2f} | {', '.join(map(str, a['builds']))} | {a['words']:,} | {a['postings']:,} | {a['nodes']:,} |"
+            f" {a['c_size_mib']:.1f} | {a['rss_delta_mib']:.0f} |"
+        )
     if "add_procedure_ms" in m:
         ap = m["add_procedure_ms"]
         grows = _by_size(ap, large) > 3 * max(_by_size(ap, 0), 0.05)
-        lines += ["", f"Capture at scale: one public `ProcedureDatabase.add_procedure` in its own transaction (what each capture pays; median of"
-                  f" 20) takes {_by_size(ap, 0):.2f} ms on an empty store, {_by_size(ap, small):.2f} ms at {small:,} procedures and"
-                  f" {_by_size(ap, large):.2f} ms at {large:,}" + (
-                      ": it grows with the store (before commit b573a43 `_index_fts` deleted the old FTS row by an UNINDEXED column,"
-                      " a full scan of the FTS table per capture)." if grows else " — flat in the store's size.")]
-    lines += ["", "Where a warm match's time goes (perf_counter wrappers over the first 60 queries at"
-              f" {small:,}, 30 at {large:,}; mean ms per match, and calls per match where more than one):", ""]
+        lines += [
+            "",
+            f"Capture at scale: one public `ProcedureDatabase.add_procedure` in its own transaction (what each capture pays; median of"
+            f" 20) takes {_by_size(ap, 0):.2f} ms on an empty store, {_by_size(ap, small):.2f} ms at {small:,} procedures and"
+            f" {_by_size(ap, large):.2f} ms at {large:,}"
+            + (
+                ": it grows with the store (before commit b573a43 `_index_fts` deleted the old FTS row by an UNINDEXED column,"
+                " a full scan of the FTS table per capture)."
+                if grows
+                else " — flat in the store's size."
+            ),
+        ]
+    lines += [
+        "",
+        "Where a warm match's time goes (perf_counter wrappers over the first 60 queries at"
+        f" {small:,}, 30 at {large:,}; mean ms per match, and calls per match where more than one):",
+        "",
+    ]
     cols = [(f"{c['n']:,} {c['kind']}", c["phases"]) for c in m["configs"]]
     cols += [(f"{n:,} lexical", _by_size(m["lexical"], n)["phases"]) for n in (small, large)]
     names: list[str] = []
@@ -1064,15 +1425,26 @@ def section_match(m: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], l
         cells = []
         for _, ph in cols:
             v = ph.get(k)
-            cells.append("—" if v is None else f"{v['ms']:.2f} ({v['calls']:.0f})" if v["calls"] >= 2 else f"{v['ms']:.2f}")
+            cells.append(
+                "—" if v is None else f"{v['ms']:.2f} ({v['calls']:.0f})" if v["calls"] >= 2 else f"{v['ms']:.2f}"
+            )
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     get_key = "store.get per candidate (SQLite row + pydantic)"
-    parts = ("store.generation() (cache check)", "key terms: Aho-Corasick pass + scoring postings", "Companion.query (semantic, all)",
-             "FTS5 search (fallback only)", get_key)
+    parts = (
+        "store.generation() (cache check)",
+        "key terms: Aho-Corasick pass + scoring postings",
+        "Companion.query (semantic, all)",
+        "FTS5 search (fallback only)",
+        get_key,
+    )
     rest = []
     for _, ph in cols:
         rest.append(f"{ph['Matcher.match (total)']['ms'] - sum(ph.get(k, {'ms': 0.0})['ms'] for k in parts):.2f}")
-    lines.append("| rest: scoring, Match objects, sort (total − the rows above it that are not indented) | " + " | ".join(rest) + " |")
+    lines.append(
+        "| rest: scoring, Match objects, sort (total − the rows above it that are not indented) | "
+        + " | ".join(rest)
+        + " |"
+    )
     cells = []
     for _, ph in cols:
         total = ph["Matcher.match (total)"]["ms"]
@@ -1080,7 +1452,11 @@ def section_match(m: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], l
         per_get = g["ms"] / g["calls"] if g["calls"] else 0.0
         cells.append(f"{total - g['ms'] + 5 * per_get:.2f}")
     if any(ph.get(get_key, {"calls": 0})["calls"] > 10 for _, ph in cols):
-        lines.append("| *what-if: total − candidate fetches + 5 fetches (only the returned top 5 loaded)* | " + " | ".join(cells) + " |")
+        lines.append(
+            "| *what-if: total − candidate fetches + 5 fetches (only the returned top 5 loaded)* | "
+            + " | ".join(cells)
+            + " |"
+        )
     lines.append("")
     verdicts = []
     at_large = [c for c in m["configs"] if c["n"] == large]
@@ -1088,20 +1464,27 @@ def section_match(m: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], l
         split = next((c for c in at_large if c["kind"] == "split"), at_large[-1])
         hashing = next((c for c in at_large if c["kind"] == "hashing"), at_large[-1])
         ok = split["p50"] <= TARGET_MATCH_P50_MS
-        verdicts.append(f"`match` p50 ≤ {TARGET_MATCH_P50_MS:.0f} ms at {large:,} procedures — {'met' if ok else 'MISSED'}:"
-                        f" {split['p50']:.1f} ms with MiniLM queries (split), {hashing['p50']:.1f} ms with the hashing embedder,"
-                        f" lexical-only fallback {_by_size(m['lexical'], large)['p50']:.1f} ms;"
-                        f" at {small:,}: " + ", ".join(f"{c['kind']} {c['p50']:.1f} ms" for c in m["configs"] if c["n"] == small)
-                        + f", lexical {_by_size(m['lexical'], small)['p50']:.1f} ms.")
+        verdicts.append(
+            f"`match` p50 ≤ {TARGET_MATCH_P50_MS:.0f} ms at {large:,} procedures — {'met' if ok else 'MISSED'}:"
+            f" {split['p50']:.1f} ms with MiniLM queries (split), {hashing['p50']:.1f} ms with the hashing embedder,"
+            f" lexical-only fallback {_by_size(m['lexical'], large)['p50']:.1f} ms;"
+            f" at {small:,}: "
+            + ", ".join(f"{c['kind']} {c['p50']:.1f} ms" for c in m["configs"] if c["n"] == small)
+            + f", lexical {_by_size(m['lexical'], small)['p50']:.1f} ms."
+        )
     return lines, verdicts
 
 
 def write_results(state: dict[str, Any], notes: str) -> str:
     meta = state.get("meta", {})
     parts, verdicts = [], []
-    common = [SECTION, "",
-              "Written by `python bench/skills_bench.py` (each part can be re-run alone with `--only example|replay|match`; the latest"
-              " figures of every part are kept in `bench/skills_bench.json` and this section is rebuilt from them).", ""]
+    common = [
+        SECTION,
+        "",
+        "Written by `python bench/skills_bench.py` (each part can be re-run alone with `--only example|replay|match`; the latest"
+        " figures of every part are kept in `bench/skills_bench.json` and this section is rebuilt from them).",
+        "",
+    ]
     machines = {}
     for key in ("example", "replay", "match"):
         if key in state:
@@ -1110,8 +1493,10 @@ def write_results(state: dict[str, Any], notes: str) -> str:
     if machines:
         seen = set()
         for key, m in machines.items():
-            line = (f"- {key}: {m['date']}, `{m['uname']}`, nproc {m['nproc']}, {m['cpu']}, Python {m['python']} ({m['versions']});"
-                    f" {m['code']}; load average at start {m['load']}; command `{m['command']}`")
+            line = (
+                f"- {key}: {m['date']}, `{m['uname']}`, nproc {m['nproc']}, {m['cpu']}, Python {m['python']} ({m['versions']});"
+                f" {m['code']}; load average at start {m['load']}; command `{m['command']}`"
+            )
             if line not in seen:
                 common.append(line)
                 seen.add(line)
@@ -1124,15 +1509,25 @@ def write_results(state: dict[str, Any], notes: str) -> str:
         if key == "example":
             e = state[key]["data"]
             parts += section_example(e, m)
-            verdicts.append(f"Example task: 0 LLM calls on replay — {'met' if e['met_calls'] else 'MISSED'} ({e['replayed']['llm_calls']});"
-                            f" ≥ {TARGET_TOKEN_SAVING:.0%} fewer tokens — {'met' if e['met_tokens'] else 'MISSED'}"
-                            f" ({e['token_saving']:.1%}: {e['replayed']['tokens']} vs {e['planned']['tokens']})")
+            verdicts.append(
+                f"Example task: 0 LLM calls on replay — {'met' if e['met_calls'] else 'MISSED'} ({e['replayed']['llm_calls']});"
+                f" ≥ {TARGET_TOKEN_SAVING:.0%} fewer tokens — {'met' if e['met_tokens'] else 'MISSED'}"
+                f" ({e['token_saving']:.1%}: {e['replayed']['tokens']} vs {e['planned']['tokens']})"
+            )
         else:
             lines, v = builder(state[key]["data"], m)
             parts += lines
             verdicts += v
-    text = "\n".join(common + parts + (["### Findings", "", notes.strip(), ""] if notes.strip() else []) +
-                     ["### Targets", ""] + [f"- {v}" for v in verdicts]) + "\n"
+    text = (
+        "\n".join(
+            common
+            + parts
+            + (["### Findings", "", notes.strip(), ""] if notes.strip() else [])
+            + ["### Targets", ""]
+            + [f"- {v}" for v in verdicts]
+        )
+        + "\n"
+    )
     return text
 
 
@@ -1156,7 +1551,9 @@ def write_section(section: str) -> None:
         body = text if text.endswith("\n") else text + "\n"
         RESULTS.write_text(body + "\n" + section, encoding="utf-8")
         return
-    end = next((j for j in range(start + 1, len(lines)) if lines[j].startswith("## ") or lines[j].startswith("# ")), len(lines))
+    end = next(
+        (j for j in range(start + 1, len(lines)) if lines[j].startswith("## ") or lines[j].startswith("# ")), len(lines)
+    )
     tail = "".join(lines[end:])
     RESULTS.write_text("".join(lines[:start]) + section + ("\n" + tail if tail else ""), encoding="utf-8")
 
@@ -1168,15 +1565,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats; 1k/10k procedures instead of 10k/100k")
     parser.add_argument("--only", default="example,replay,match", help="comma-separated parts: example, replay, match")
-    parser.add_argument("--no-write", action="store_true", help="do not update bench/RESULTS.md or bench/skills_bench.json")
-    parser.add_argument("--rebuild", action="store_true", help="measure nothing: rebuild the section from bench/skills_bench.json")
+    parser.add_argument(
+        "--no-write", action="store_true", help="do not update bench/RESULTS.md or bench/skills_bench.json"
+    )
+    parser.add_argument(
+        "--rebuild", action="store_true", help="measure nothing: rebuild the section from bench/skills_bench.json"
+    )
     options = parser.parse_args()
     parts = [] if options.rebuild else [p.strip() for p in options.only.split(",") if p.strip()]
     unknown = set(parts) - {"example", "replay", "match"}
     if unknown:
         parser.error(f"unknown part(s): {', '.join(sorted(unknown))}")
-    command = "python bench/skills_bench.py" + (" --quick" if options.quick else "") + \
-        (f" --only {','.join(parts)}" if parts != ["example", "replay", "match"] else "")
+    command = (
+        "python bench/skills_bench.py"
+        + (" --quick" if options.quick else "")
+        + (f" --only {','.join(parts)}" if parts != ["example", "replay", "match"] else "")
+    )
     state: dict[str, Any] = json.loads(STATE.read_text()) if STATE.exists() else {}
     for part in parts:
         meta = machine_info()

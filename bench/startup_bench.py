@@ -90,7 +90,9 @@ def ms(values: list[float]) -> str:
 
 def heavy_after(code: str, env: dict[str, str]) -> list[str]:
     probe = f"{code}\nimport sys; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT, check=True
+    ).stdout
     return eval(out.strip().splitlines()[-1])  # a list literal printed just above
 
 
@@ -101,27 +103,43 @@ def install_size() -> list[str]:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         pip = [str(venv / "bin" / "python"), "-m", "pip"]
         t0 = time.perf_counter()
-        subprocess.run([*pip, "install", "-q", "--disable-pip-version-check", "-c", str(ROOT / "constraints.txt"), str(ROOT)],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [*pip, "install", "-q", "--disable-pip-version-check", "-c", str(ROOT / "constraints.txt"), str(ROOT)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         seconds = time.perf_counter() - t0
-        total = int(subprocess.run(["du", "-sm", str(venv)], capture_output=True, text=True, check=True).stdout.split()[0])
-        names = subprocess.run([*pip, "list", "--format=freeze", "--disable-pip-version-check"], capture_output=True, text=True, check=True).stdout.split()
+        total = int(
+            subprocess.run(["du", "-sm", str(venv)], capture_output=True, text=True, check=True).stdout.split()[0]
+        )
+        names = subprocess.run(
+            [*pip, "list", "--format=freeze", "--disable-pip-version-check"], capture_output=True, text=True, check=True
+        ).stdout.split()
         site = next((venv / "lib").glob("python3*/site-packages"))
         sizes = []
         for entry in site.iterdir():
             if entry.is_dir() and not entry.name.endswith((".dist-info", "__pycache__")):
-                size = int(subprocess.run(["du", "-sm", str(entry)], capture_output=True, text=True).stdout.split()[0] or 0)
+                size = int(
+                    subprocess.run(["du", "-sm", str(entry)], capture_output=True, text=True).stdout.split()[0] or 0
+                )
                 sizes.append((size, entry.name))
         top = ", ".join(f"{n} {s} MB" for s, n in sorted(sizes, reverse=True)[:10])
-        return [f"Fresh install (`python -m venv` + `pip install -c constraints.txt .`, {seconds:.0f} s with a warm pip cache):"
-                f" {total} MB, {len(names)} distributions (pip and setuptools included). Largest: {top}."]
+        return [
+            f"Fresh install (`python -m venv` + `pip install -c constraints.txt .`, {seconds:.0f} s with a warm pip cache):"
+            f" {total} MB, {len(names)} distributions (pip and setuptools included). Largest: {top}."
+        ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=7, help="timed runs per command after one dropped warm-up (default 7)")
+    parser.add_argument(
+        "--runs", type=int, default=7, help="timed runs per command after one dropped warm-up (default 7)"
+    )
     parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
-    parser.add_argument("--install-size", action="store_true", help="also measure a fresh install (minutes, needs the package index)")
+    parser.add_argument(
+        "--install-size", action="store_true", help="also measure a fresh install (minutes, needs the package index)"
+    )
     args = parser.parse_args(argv)
     command = shlex.join(["python", "bench/startup_bench.py", *(argv if argv is not None else sys.argv[1:])])
     py = sys.executable
@@ -131,17 +149,38 @@ def main(argv: list[str] | None = None) -> int:
     via_litellm = {**base_env, "SHERPA_SKILLS_SCRIPTED_VIA": "litellm"}
     home = Path(tempfile.mkdtemp(prefix="sherpa-startup-"))
     load_start = machine()
-    run_argv = [*cli, "run", "examples/support_triage/workflow.yaml", "--home", str(home), "--input", f"ticket={TICKET}"]
+    run_argv = [
+        *cli,
+        "run",
+        "examples/support_triage/workflow.yaml",
+        "--home",
+        str(home),
+        "--input",
+        f"ticket={TICKET}",
+    ]
     demo_argv = [*cli, "demo", "--home", str(home / "demo")]
 
     rows: list[tuple[str, Timing, str]] = []
     print("commands ...", flush=True)
     reference = measure([py, "-c", "pass"], base_env, args.runs)
     rows.append(("`python -c pass` (reference)", reference, "—"))
-    rows.append(("`python -c \"import sherpa_skills\"`", measure([py, "-c", "import sherpa_skills"], base_env, args.runs), f"≤ {TARGET_IMPORT_MS:.0f} ms"))
-    rows.append(("`sherpa-skills --help`", measure([*cli, "--help"], base_env, args.runs), f"≤ {TARGET_HELP_MS:.0f} ms"))
-    rows.append(("`sherpa-skills validate examples/support_triage/workflow.yaml`",
-                 measure([*cli, "validate", "examples/support_triage/workflow.yaml"], base_env, args.runs), "—"))
+    rows.append(
+        (
+            '`python -c "import sherpa_skills"`',
+            measure([py, "-c", "import sherpa_skills"], base_env, args.runs),
+            f"≤ {TARGET_IMPORT_MS:.0f} ms",
+        )
+    )
+    rows.append(
+        ("`sherpa-skills --help`", measure([*cli, "--help"], base_env, args.runs), f"≤ {TARGET_HELP_MS:.0f} ms")
+    )
+    rows.append(
+        (
+            "`sherpa-skills validate examples/support_triage/workflow.yaml`",
+            measure([*cli, "validate", "examples/support_triage/workflow.yaml"], base_env, args.runs),
+            "—",
+        )
+    )
     run_direct = measure(run_argv, base_env, args.runs, first_step=True)
     run_litellm = measure(run_argv, via_litellm, args.runs, first_step=True)
     demo_direct = measure(demo_argv, base_env, args.runs)
@@ -159,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         "load and run examples/support_triage (scripted, default route)": heavy_after(
             "from sherpa_skills import load_workflow, RunStore\n"
             "wf = load_workflow('examples/support_triage/workflow.yaml')\n"
-            f"wf.agent(store=RunStore(home={str(home / 'probe')!r})).run({{'ticket': {TICKET!r}}})", base_env),
+            f"wf.agent(store=RunStore(home={str(home / 'probe')!r})).run({{'ticket': {TICKET!r}}})",
+            base_env,
+        ),
     }
     size = install_size() if args.install_size else []
     shutil.rmtree(home, ignore_errors=True)
@@ -188,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Ratios: first step {first_litellm / first_direct:.1f}× sooner, the demo {demo_l / demo_d:.1f}× faster (wall) than through litellm.",
         "",
-        "Each dependency imported alone (`python -c \"import X\"`, interpreter start included; compare the"
+        'Each dependency imported alone (`python -c "import X"`, interpreter start included; compare the'
         " `python -c pass` row above):",
         "",
         "| module | wall ms | CPU ms |",
@@ -211,9 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", "Targets:", "", *[f"- {v}" for v in verdicts]]
     load = float(load_start.split("load average ")[1].split()[0]) if "load average " in load_start else 0.0
     if load >= 1.0:
-        lines += ["", f"**Noisy run**: the load average was {load:.2f} on {os.cpu_count()} cores when timing started, so wall"
-                  " times are inflated by other work (see `python -c pass`); the CPU column is the comparable figure."
-                  " Re-run on a quiet machine before judging the wall-time targets."]
+        lines += [
+            "",
+            f"**Noisy run**: the load average was {load:.2f} on {os.cpu_count()} cores when timing started, so wall"
+            " times are inflated by other work (see `python -c pass`); the CPU column is the comparable figure."
+            " Re-run on a quiet machine before judging the wall-time targets.",
+        ]
     body = "\n".join(lines) + "\n"
     print(body)
     if not args.no_write:

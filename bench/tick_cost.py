@@ -92,14 +92,23 @@ def shared_bench() -> Path:
     for folder in candidates:
         if (folder / "tick_cost.sh").is_file():
             return folder
-    raise SystemExit(f"tick_cost.sh not found in {', '.join(map(str, candidates))}; set SHERPA_SKILLS_PEER_BENCH to its folder")
+    raise SystemExit(
+        f"tick_cost.sh not found in {', '.join(map(str, candidates))}; set SHERPA_SKILLS_PEER_BENCH to its folder"
+    )
 
 
 def count(tree: Path, bench_dir: Path, variants: list[str]) -> dict[str, float]:
     """kinstr per step for each variant, from the shared script run on `tree`'s code."""
     env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(tree)}
-    done = subprocess.run(["bash", str(bench_dir / "tick_cost.sh"), *variants], cwd=tree, env=env, capture_output=True,
-                          text=True, timeout=1800, check=False)
+    done = subprocess.run(
+        ["bash", str(bench_dir / "tick_cost.sh"), *variants],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"tick_cost.sh failed on {tree}: {done.stderr.strip()}")
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -109,8 +118,15 @@ def count(tree: Path, bench_dir: Path, variants: list[str]) -> dict[str, float]:
 def shares(tree: Path, bench_dir: Path, variant: str) -> dict[str, float]:
     """Each function's inclusive share of the profiled run part, by `file|function`."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, "-c", _PROFILE_CHILD, str(bench_dir), variant], cwd=tree, env=env,
-                          capture_output=True, text=True, timeout=1800, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROFILE_CHILD, str(bench_dir), variant],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"profiling {variant} failed on {tree}: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -118,7 +134,9 @@ def shares(tree: Path, bench_dir: Path, variant: str) -> dict[str, float]:
 
 def export(ref: str, into: Path) -> str:
     """The tree of commit `ref`, extracted into `into`; returns the short commit id."""
-    rev = subprocess.run(["git", "rev-parse", "--short", ref], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    rev = subprocess.run(
+        ["git", "rev-parse", "--short", ref], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
     archive = subprocess.run(["git", "archive", "--format=tar", rev], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return rev
@@ -126,8 +144,10 @@ def export(ref: str, into: Path) -> str:
 
 def function_rows(variant: str, kinstr: dict[str, float], profiled: dict[str, dict[str, float]]) -> list[str]:
     labels = list(profiled)
-    lines = [f"| {variant}: function (inclusive) | " + " | ".join(f"{t} kinstr/step" for t in labels) + " |",
-             "|---|" + "---:|" * len(labels)]
+    lines = [
+        f"| {variant}: function (inclusive) | " + " | ".join(f"{t} kinstr/step" for t in labels) + " |",
+        "|---|" + "---:|" * len(labels),
+    ]
     for (file, *names), label in FUNCTIONS:
         found = [[profiled[t][f"{file}|{n}"] for n in names if f"{file}|{n}" in profiled[t]] for t in labels]
         values = [sum(f) if f else None for f in found]
@@ -141,7 +161,9 @@ def function_rows(variant: str, kinstr: dict[str, float], profiled: dict[str, di
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", metavar="REF", help="also count this commit (git archive), in the same run")
-    parser.add_argument("--variants", nargs="+", default=["memory", "durable"], choices=["memory", "durable", "durable-full", "llm"])
+    parser.add_argument(
+        "--variants", nargs="+", default=["memory", "durable"], choices=["memory", "durable", "durable-full", "llm"]
+    )
     parser.add_argument("--no-functions", action="store_true", help="skip the cProfile breakdown")
     parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
     args = parser.parse_args(argv)
@@ -159,18 +181,29 @@ def main(argv: list[str] | None = None) -> int:
         figures = {label: count(tree, bench_dir, args.variants) for label, tree in trees.items()}
         for label, row in figures.items():
             print(label, json.dumps(row), flush=True)
-        profiled = {} if args.no_functions else {
-            v: {label: shares(tree, bench_dir, v) for label, tree in trees.items()} for v in args.variants if v in ("memory", "durable")}
+        profiled = (
+            {}
+            if args.no_functions
+            else {
+                v: {label: shares(tree, bench_dir, v) for label, tree in trees.items()}
+                for v in args.variants
+                if v in ("memory", "durable")
+            }
+        )
     labels = list(trees)
     lines = [
         f"- Date: {started.strftime('%Y-%m-%d %H:%M UTC')}",
         f"- Machine: {machine()}",
-        (f"- Command: `{command}` (runs `{bench_dir}/tick_cost.sh {' '.join(args.variants)}` on each tree: callgrind,"
-         " 3 episodes x 120 steps, only `Agent.run()` counted)"),
-        ("- Workload: the peers' 6-step plan/act/check cycle in a 3-level hierarchy, a rule decision per cycle, an `increment`"
-         " action per step (see the shared `bench_sherpa_skills.py`). Durable = `RunStore` (SQLite WAL, synchronous=NORMAL),"
-         " each tick committed before the next; its figure moves by a few percent from run to run with the background WAL"
-         " checkpoints, which callgrind counts too."),
+        (
+            f"- Command: `{command}` (runs `{bench_dir}/tick_cost.sh {' '.join(args.variants)}` on each tree: callgrind,"
+            " 3 episodes x 120 steps, only `Agent.run()` counted)"
+        ),
+        (
+            "- Workload: the peers' 6-step plan/act/check cycle in a 3-level hierarchy, a rule decision per cycle, an `increment`"
+            " action per step (see the shared `bench_sherpa_skills.py`). Durable = `RunStore` (SQLite WAL, synchronous=NORMAL),"
+            " each tick committed before the next; its figure moves by a few percent from run to run with the background WAL"
+            " checkpoints, which callgrind counts too."
+        ),
         "",
         "| variant | " + " | ".join(f"{t}, kinstr/step" for t in labels) + " | target | peer, same counter |",
         "|---|" + "---:|" * len(labels) + "---|---|",
@@ -179,13 +212,22 @@ def main(argv: list[str] | None = None) -> int:
         after = figures[labels[-1]].get(v)
         target = TARGETS.get(v)
         verdict = "" if target is None or after is None else f"≤ {target:.0f}: {'met' if after <= target else 'missed'}"
-        lines.append(f"| {v} | " + " | ".join(f"{figures[t].get(v, float('nan')):.1f}" for t in labels) + f" | {verdict} | {PEERS.get(v, '')} |")
+        lines.append(
+            f"| {v} | "
+            + " | ".join(f"{figures[t].get(v, float('nan')):.1f}" for t in labels)
+            + f" | {verdict} | {PEERS.get(v, '')} |"
+        )
     for v, by_tree in profiled.items():
         lines += ["", *function_rows(v, {t: figures[t][v] for t in labels}, by_tree)]
     if profiled:
-        lines += ["", ("Function rows are estimates: the function's inclusive share of the same run part under cProfile"
-                       " (30 episodes), times the callgrind count of its tree. Rows nest (a caller includes its callees); — = the"
-                       " function does not exist in that tree.")]
+        lines += [
+            "",
+            (
+                "Function rows are estimates: the function's inclusive share of the same run part under cProfile"
+                " (30 episodes), times the callgrind count of its tree. Rows nest (a caller includes its callees); — = the"
+                " function does not exist in that tree."
+            ),
+        ]
     body = "\n".join(lines) + "\n"
     print()
     print(f"## {TITLE}\n\n{body}")

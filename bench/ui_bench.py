@@ -61,18 +61,63 @@ def fill(home: Path, workflow: Path) -> str:
     counters = {"steps": 3, "llm_calls": 1, "tokens": 120}
     for i in range(RUNS):
         record = TickRecord(trajectory=[TrajectoryEntry(tick=0, state="work/a", at=time.time())], context=[("i", i)])
-        store.create_run(f"run{i:05d}", ("triage", "planner", "build")[i % 3], str(workflow), None, {"i": i}, "work/a", counters, record)
-        store.commit_tick(f"run{i:05d}", TickRecord(), status=("final", "error", "waiting")[i % 3], state="done", tick=1, counters=counters)
+        store.create_run(
+            f"run{i:05d}",
+            ("triage", "planner", "build")[i % 3],
+            str(workflow),
+            None,
+            {"i": i},
+            "work/a",
+            counters,
+            record,
+        )
+        store.commit_tick(
+            f"run{i:05d}",
+            TickRecord(),
+            status=("final", "error", "waiting")[i % 3],
+            state="done",
+            tick=1,
+            counters=counters,
+        )
     now = time.time()
-    store.create_run("long", "long-loop", str(workflow), None, {}, "work/a", {}, TickRecord(trajectory=[TrajectoryEntry(tick=0, state="work/a", at=now)]))
+    store.create_run(
+        "long",
+        "long-loop",
+        str(workflow),
+        None,
+        {},
+        "work/a",
+        {},
+        TickRecord(trajectory=[TrajectoryEntry(tick=0, state="work/a", at=now)]),
+    )
     for tick in range(1, STEPS + 1):
         state = "work/b" if tick % 2 else "work/a"
-        record = TickRecord(trajectory=[TrajectoryEntry(tick=tick, state=state, trigger="next" if tick % 2 else "back", source="work/a",
-                                                        decided_by="rule", at=now + tick)],
-                            log=[LogEntry(tick=tick, action="shell", inputs={"command": f"echo step {tick}"},
-                                          outputs={"exit_code": 0, "stdout": f"step {tick}\n"}, started=now + tick, duration_ms=3.0)],
-                            context=[("last", tick)])
-        store.commit_tick("long", record, status="running", state=state, tick=tick, counters={"steps": tick, "actions": tick})
+        record = TickRecord(
+            trajectory=[
+                TrajectoryEntry(
+                    tick=tick,
+                    state=state,
+                    trigger="next" if tick % 2 else "back",
+                    source="work/a",
+                    decided_by="rule",
+                    at=now + tick,
+                )
+            ],
+            log=[
+                LogEntry(
+                    tick=tick,
+                    action="shell",
+                    inputs={"command": f"echo step {tick}"},
+                    outputs={"exit_code": 0, "stdout": f"step {tick}\n"},
+                    started=now + tick,
+                    duration_ms=3.0,
+                )
+            ],
+            context=[("last", tick)],
+        )
+        store.commit_tick(
+            "long", record, status="running", state=state, tick=tick, counters={"steps": tick, "actions": tick}
+        )
     store.close()
     return "long"
 
@@ -95,8 +140,10 @@ def startup(home: Path, repeats: int) -> tuple[list[float], list[float], list[fl
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         t = perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "sherpa_skills.cli", "ui", "--home", str(home), "--port", str(port)],
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sherpa_skills.cli", "ui", "--home", str(home), "--port", str(port)],
+            stderr=subprocess.DEVNULL,
+        )
         try:
             while True:
                 try:
@@ -114,8 +161,11 @@ def startup(home: Path, repeats: int) -> tuple[list[float], list[float], list[fl
         subprocess.run([sys.executable, "-m", "sherpa_skills.cli", "--help"], check=True, capture_output=True)
         helps.append(perf_counter() - t)
         t = perf_counter()
-        subprocess.run([sys.executable, "-m", "sherpa_skills.cli", "runs", "--json", "--limit", "1", "--home", str(home)],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "sherpa_skills.cli", "runs", "--json", "--limit", "1", "--home", str(home)],
+            check=True,
+            capture_output=True,
+        )
         lists.append(perf_counter() - t)
     return ui, helps, lists
 
@@ -143,30 +193,40 @@ def main() -> int:
         fill_s = perf_counter() - t
         store = RunStore(home=home)
         with TestClient(create_app(home), base_url="http://127.0.0.1") as client:
+
             def get(path: str) -> Callable[[], Any]:
                 def fn() -> None:
                     r = client.get(path)
                     assert r.status_code == 200, (path, r.status_code)
+
                 return fn
 
             figures = {
                 "runs page 1 (`/runs`, 50 of 10,000)": timed(get("/runs"), repeats),
                 "runs page 100 (`/runs?page=100`)": timed(get("/runs?page=100"), repeats),
                 "runs searched (`/runs?q=run0999`, a LIKE scan of 10,000)": timed(get("/runs?q=run0999"), repeats),
-                "runs filtered (`/runs?status=waiting&workflow=build`)": timed(get("/runs?status=waiting&workflow=build"), repeats),
+                "runs filtered (`/runs?status=waiting&workflow=build`)": timed(
+                    get("/runs?status=waiting&workflow=build"), repeats
+                ),
                 "`/api/runs` (JSON twin)": timed(get("/api/runs"), repeats),
                 "baseline: `runs --json` data (list_runs(50) + run_summary + json)": timed(
-                    lambda: json.dumps([run_summary(r) for r in store.list_runs(50)], default=str), repeats),
+                    lambda: json.dumps([run_summary(r) for r in store.list_runs(50)], default=str), repeats
+                ),
                 "run of 3,000 steps (`/runs/long`: diagram, timeline, log)": timed(get(f"/runs/{long_id}"), repeats),
                 "`/api/runs/long` (JSON twin)": timed(get(f"/api/runs/{long_id}"), repeats),
                 "baseline: `show --json` data (get_run + load_belief + run_detail + json)": timed(
-                    lambda: json.dumps(run_detail(store.get_run(long_id), store.load_belief(long_id)), default=str), repeats),
+                    lambda: json.dumps(run_detail(store.get_run(long_id), store.load_belief(long_id)), default=str),
+                    repeats,
+                ),
             }
         store.close()
         ui_s, help_s, list_s = startup(home, start_repeats)
 
     load_after = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    runs_ms, run_ms = median(figures["runs page 1 (`/runs`, 50 of 10,000)"]), median(figures["run of 3,000 steps (`/runs/long`: diagram, timeline, log)"])
+    runs_ms, run_ms = (
+        median(figures["runs page 1 (`/runs`, 50 of 10,000)"]),
+        median(figures["run of 3,000 steps (`/runs/long`: diagram, timeline, log)"]),
+    )
     base_runs = median(figures["baseline: `runs --json` data (list_runs(50) + run_summary + json)"])
     base_run = median(figures["baseline: `show --json` data (get_run + load_belief + run_detail + json)"])
     rows = ["| request | median ms | p90 ms | vs its CLI baseline | target |", "|---|---:|---:|---:|---|"]
@@ -180,22 +240,24 @@ def main() -> int:
             target = f"≤ {TARGET_RUN_MS:.0f} ms: {'met' if run_ms <= TARGET_RUN_MS else 'NOT met'}"
         rows.append(f"| {name} | {median(values):.1f} | {percentile(values, 90):.1f} | {ratio} | {target} |")
     ui_med, help_med, list_med = median(ui_s), median(help_s), median(list_s)
-    body = "\n".join([
-        f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- Machine: {machine()}; load average at start {load_before}, at end {load_after}",
-        f"- Command: `python bench/ui_bench.py` ({repeats} timed requests each after one warm-up; start-up {start_repeats} times; "
-        f"whole run {perf_counter() - began:.0f} s, of which {fill_s:.0f} s filling the store)",
-        f"- Store: {RUNS:,} runs (three workflows, three statuses) and one run of {STEPS:,} steps (a trajectory entry, a shell log entry "
-        "and a context write per step), written through `RunStore` into a temporary home. Requests go through Starlette's TestClient "
-        "in-process, so the figures are server time: routing, store reads, jinja2 rendering (the browser's drawing is not included).",
-        "",
-        *rows,
-        "",
-        f"`sherpa-skills ui` start-up, spawn to first `/api/runs` answer: median {ui_med:.2f} s (min {min(ui_s):.2f}, max {max(ui_s):.2f}); "
-        f"target ≤ {TARGET_START_S} s: {'met' if ui_med <= TARGET_START_S else 'NOT met'}. "
-        f"Baselines, same run: `sherpa-skills --help` to exit, median {help_med:.2f} s ({ui_med / help_med:.1f}×); "
-        f"`sherpa-skills runs --json --limit 1` (the same store imports, one query) to exit, median {list_med:.2f} s ({ui_med / list_med:.1f}×).",
-    ])
+    body = "\n".join(
+        [
+            f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
+            f"- Machine: {machine()}; load average at start {load_before}, at end {load_after}",
+            f"- Command: `python bench/ui_bench.py` ({repeats} timed requests each after one warm-up; start-up {start_repeats} times; "
+            f"whole run {perf_counter() - began:.0f} s, of which {fill_s:.0f} s filling the store)",
+            f"- Store: {RUNS:,} runs (three workflows, three statuses) and one run of {STEPS:,} steps (a trajectory entry, a shell log entry "
+            "and a context write per step), written through `RunStore` into a temporary home. Requests go through Starlette's TestClient "
+            "in-process, so the figures are server time: routing, store reads, jinja2 rendering (the browser's drawing is not included).",
+            "",
+            *rows,
+            "",
+            f"`sherpa-skills ui` start-up, spawn to first `/api/runs` answer: median {ui_med:.2f} s (min {min(ui_s):.2f}, max {max(ui_s):.2f}); "
+            f"target ≤ {TARGET_START_S} s: {'met' if ui_med <= TARGET_START_S else 'NOT met'}. "
+            f"Baselines, same run: `sherpa-skills --help` to exit, median {help_med:.2f} s ({ui_med / help_med:.1f}×); "
+            f"`sherpa-skills runs --json --limit 1` (the same store imports, one query) to exit, median {list_med:.2f} s ({ui_med / list_med:.1f}×).",
+        ]
+    )
     print(body)
     if not options.quick:
         write_section("Browser view (sherpa-skills ui)", body)

@@ -36,9 +36,18 @@ SECTION = "Procedure matching: verifier (NL2Bash dev)"
 
 def oracle_script(path: Path, split: dict[str, Any]) -> None:
     """Yes exactly for (query, the procedure its command is stored as); no otherwise."""
-    answers = [{"match": "^Task: " + re.escape(q.strip()[:500]) + r"\n\nProcedure: " + re.escape(split["stored"][g][1][:300])
-                + r"\nSteps:\n1\. " + re.escape(split["stored"][g][0][:100]),  # descriptions repeat in NL2Bash: the command decides
-                "respond": {"same_task": True, "params": {}}} for q, g in split["positives"]]
+    answers = [
+        {
+            "match": "^Task: "
+            + re.escape(q.strip()[:500])
+            + r"\n\nProcedure: "
+            + re.escape(split["stored"][g][1][:300])
+            + r"\nSteps:\n1\. "
+            + re.escape(split["stored"][g][0][:100]),  # descriptions repeat in NL2Bash: the command decides
+            "respond": {"same_task": True, "params": {}},
+        }
+        for q, g in split["positives"]
+    ]
     path.write_text(json.dumps({"answers": answers, "default": '{"same_task": false, "params": {}}'}), encoding="utf-8")
 
 
@@ -69,38 +78,49 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
         home = Path(tmp)
         matcher, ids, _ = mb.build_store(home, split["stored"])
-        queries = [(q, ids[g], False) for q, g in split["positives"]] + [(q, None, same) for q, same, _ in split["negatives"]]
+        queries = [(q, ids[g], False) for q, g in split["positives"]] + [
+            (q, None, same) for q, same, _ in split["negatives"]
+        ]
         oracle, yes = home / "oracle.json", home / "yes.yaml"
         oracle_script(oracle, split)
         yes.write_text('answers:\n  - match: "."\n    respond: {same_task: true, params: {}}\n', encoding="utf-8")
         results["off (default)"] = run(matcher, queries, None)
         print("off", results["off (default)"], flush=True)
-        for name, model in [("oracle stand-in", f"scripted/{oracle}"), ("always-yes stand-in", f"scripted/{yes}"),
-                            *[(f"`{m}`", m) for m in args.model]]:
+        for name, model in [
+            ("oracle stand-in", f"scripted/{oracle}"),
+            ("always-yes stand-in", f"scripted/{yes}"),
+            *[(f"`{m}`", m) for m in args.model],
+        ]:
             results[name] = run(matcher, queries, Verifier(model))
             print(name, results[name], flush=True)
     if args.embedding_cache:
         args.embedding_cache.write_bytes(pickle.dumps(mb.embedder().cache))
     pct, n = mb.percent, len(queries)
     base = results["off (default)"]
-    rows = [f"| {name} | {pct(r['hit'])} ({100 * (r['hit'] - base['hit']):+.1f}) | {pct(r['wrong'])} | {pct(r['false'])} | "
-            f"{r['asked']} ({pct(r['asked'] / n)}) | {r['calls']} | {r['tokens']} | {r['tokens'] / max(r['calls'], 1):.0f} | "
-            f"{r['seconds']:.0f} s |" for name, r in results.items()]
-    body = "\n".join([
-        f"Machine: {machine()}.",
-        "Command: `SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/verify_bench.py"
-        + "".join(f" --model {m}" for m in args.model) + "`.",
-        "",
-        f"{n} queries ({len(split['positives'])} positive); the verifier is asked about a best candidate whose relevance lies in "
-        f"[{VERIFY_FLOOR:g}, floor). Same store and queries as the matching section; the first row is the same run without it.",
-        "",
-        "| verifier | hit@1 (points vs off) | wrong | false replay | queries asked | calls | tokens | tokens per call | wall |",
-        "|---|---|---|---|---|---|---|---|---|",
-        *rows,
-        "",
-        "The oracle row is the ceiling a perfect verifier reaches; the always-yes row is what a verifier that cannot say no "
-        "costs in wrong and false replays. A real model lands between them; its row, when present, is measured.",
-    ])
+    rows = [
+        f"| {name} | {pct(r['hit'])} ({100 * (r['hit'] - base['hit']):+.1f}) | {pct(r['wrong'])} | {pct(r['false'])} | "
+        f"{r['asked']} ({pct(r['asked'] / n)}) | {r['calls']} | {r['tokens']} | {r['tokens'] / max(r['calls'], 1):.0f} | "
+        f"{r['seconds']:.0f} s |"
+        for name, r in results.items()
+    ]
+    body = "\n".join(
+        [
+            f"Machine: {machine()}.",
+            "Command: `SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/verify_bench.py"
+            + "".join(f" --model {m}" for m in args.model)
+            + "`.",
+            "",
+            f"{n} queries ({len(split['positives'])} positive); the verifier is asked about a best candidate whose relevance lies in "
+            f"[{VERIFY_FLOOR:g}, floor). Same store and queries as the matching section; the first row is the same run without it.",
+            "",
+            "| verifier | hit@1 (points vs off) | wrong | false replay | queries asked | calls | tokens | tokens per call | wall |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *rows,
+            "",
+            "The oracle row is the ceiling a perfect verifier reaches; the always-yes row is what a verifier that cannot say no "
+            "costs in wrong and false replays. A real model lands between them; its row, when present, is measured.",
+        ]
+    )
     print(body)
     if not args.no_write:
         write_section(SECTION, body)

@@ -41,21 +41,37 @@ def main() -> int:
     from sherpa_skills.yaml_source import load_yaml_text
 
     text = WORKFLOW.read_text(encoding="utf-8")
-    rows = [("yaml_source.load_yaml_text (C parser, YAML 1.2, lines)", timed(lambda: load_yaml_text(text, str(WORKFLOW)))),
-            ("baseline: yaml.load, pure-Python SafeLoader, no lines", timed(lambda: yaml.load(text, Loader=yaml.SafeLoader)))]
+    rows = [
+        ("yaml_source.load_yaml_text (C parser, YAML 1.2, lines)", timed(lambda: load_yaml_text(text, str(WORKFLOW)))),
+        (
+            "baseline: yaml.load, pure-Python SafeLoader, no lines",
+            timed(lambda: yaml.load(text, Loader=yaml.SafeLoader)),
+        ),
+    ]
     try:
         import ruamel.yaml
         from ruamel.yaml import YAML
 
-        rows.append((f"baseline: ruamel.yaml {ruamel.yaml.__version__} round-trip loader (keeps lines)", timed(lambda: YAML(typ="rt").load(text))))
+        rows.append(
+            (
+                f"baseline: ruamel.yaml {ruamel.yaml.__version__} round-trip loader (keeps lines)",
+                timed(lambda: YAML(typ="rt").load(text)),
+            )
+        )
     except ImportError:
         rows.append(("baseline: ruamel.yaml (not installed: skipped)", float("nan")))
     rows.append(("whole load_workflow (YAML, spec, compile, policy)", timed(lambda: load_workflow(WORKFLOW))))
     ours = rows[0][1]
-    lines = [f"Machine: {machine()}", "", f"Command: `python bench/yaml_bench.py` — {WORKFLOW.relative_to(HERE.parent)} "
-             f"({len(text.splitlines())} lines), median of {REPEATS} loads. ruamel.yaml is not a dependency: for its row it was "
-             "installed apart (`pip install --target DIR ruamel.yaml`) and put on PYTHONPATH.", "",
-             "| loader | median ms | ratio to ours |", "|---|---:|---:|"]
+    lines = [
+        f"Machine: {machine()}",
+        "",
+        f"Command: `python bench/yaml_bench.py` — {WORKFLOW.relative_to(HERE.parent)} "
+        f"({len(text.splitlines())} lines), median of {REPEATS} loads. ruamel.yaml is not a dependency: for its row it was "
+        "installed apart (`pip install --target DIR ruamel.yaml`) and put on PYTHONPATH.",
+        "",
+        "| loader | median ms | ratio to ours |",
+        "|---|---:|---:|",
+    ]
     lines += [f"| {name} | {ms:.3f} | {ms / ours:.1f}x |" for name, ms in rows]
     write_section("YAML loading", "\n".join(lines))
     print("\n".join(lines))

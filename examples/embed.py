@@ -69,8 +69,18 @@ def main() -> None:
 
     # Later, maybe in another process: rebuild the agent from the store and give it the human's decision.
     resumed = sk.Agent.resume(store, big.run_id, workflow.machine, workflow.policy).run(trigger="sign_off")
-    print("signed off: ", resumed.status, resumed.state, "after", resumed.steps, "steps,",
-          resumed.fast_forwards, "fast-forwards,", resumed.llm_calls, "LLM calls")
+    print(
+        "signed off: ",
+        resumed.status,
+        resumed.state,
+        "after",
+        resumed.steps,
+        "steps,",
+        resumed.fast_forwards,
+        "fast-forwards,",
+        resumed.llm_calls,
+        "LLM calls",
+    )
 
 
 if __name__ == "__main__":

@@ -16,22 +16,57 @@ from . import _moved  # noqa: E402  (old module paths keep importing for one rel
 _moved.install()
 
 _EXPORTS: dict[str, str] = {
-    "Agent": "engine.agent", "RunResult": "engine.agent",
-    "Belief": "engine.belief", "BeliefView": "engine.belief", "LogEntry": "engine.belief", "TrajectoryEntry": "engine.belief",
-    "Workflow": "engine.workflow", "load_workflow": "engine.workflow", "load_workflow_text": "engine.workflow",
-    "WorkflowSpec": "engine.spec", "CompiledMachine": "engine.compiler",
+    "Agent": "engine.agent",
+    "RunResult": "engine.agent",
+    "Belief": "engine.belief",
+    "BeliefView": "engine.belief",
+    "LogEntry": "engine.belief",
+    "TrajectoryEntry": "engine.belief",
+    "Workflow": "engine.workflow",
+    "load_workflow": "engine.workflow",
+    "load_workflow_text": "engine.workflow",
+    "WorkflowSpec": "engine.spec",
+    "CompiledMachine": "engine.compiler",
     "RunStore": "engine.runstore",
-    "Registry": "engine.registry", "default_registry": "engine.registry", "action": "engine.registry", "guard": "engine.registry", "function": "engine.registry",
-    "ActionContext": "engine.registry", "ActionResult": "engine.registry", "Internal": "engine.registry",
-    "Policy": "policy.base", "Decision": "policy.base", "DecisionContext": "policy.base", "ChainPolicy": "policy.base", "NoPolicy": "policy.base",
-    "RulePolicy": "policy.rule", "LLMPolicy": "policy.llm",
-    "SherpaError": "errors", "WorkflowError": "errors", "UsageError": "errors", "RegistryError": "errors", "RunError": "errors",
-    "ActionError": "errors", "PolicyError": "errors", "NoTransitionError": "errors", "ReadOnlyBeliefError": "errors",
-    "StoreError": "errors", "ModelError": "errors", "Problem": "errors",
+    "Registry": "engine.registry",
+    "default_registry": "engine.registry",
+    "action": "engine.registry",
+    "guard": "engine.registry",
+    "function": "engine.registry",
+    "ActionContext": "engine.registry",
+    "ActionResult": "engine.registry",
+    "Internal": "engine.registry",
+    "Policy": "policy.base",
+    "Decision": "policy.base",
+    "DecisionContext": "policy.base",
+    "ChainPolicy": "policy.base",
+    "NoPolicy": "policy.base",
+    "RulePolicy": "policy.rule",
+    "LLMPolicy": "policy.llm",
+    "SherpaError": "errors",
+    "WorkflowError": "errors",
+    "UsageError": "errors",
+    "RegistryError": "errors",
+    "RunError": "errors",
+    "ActionError": "errors",
+    "PolicyError": "errors",
+    "NoTransitionError": "errors",
+    "ReadOnlyBeliefError": "errors",
+    "StoreError": "errors",
+    "ModelError": "errors",
+    "Problem": "errors",
     "to_mermaid": "engine.diagram",
-    "Event": "engine.events", "EventError": "engine.events", "InProcessBus": "agents.bus", "RedisBus": "agents.redis_bus",
-    "SkillStore": "skills.api", "MatchDecision": "skills.match.matcher", "CaptureResult": "skills.api",
-    "Team": "agents.team", "TeamRunner": "agents.team", "TeamResult": "agents.team", "load_team": "agents.team",
+    "Event": "engine.events",
+    "EventError": "engine.events",
+    "InProcessBus": "agents.bus",
+    "RedisBus": "agents.redis_bus",
+    "SkillStore": "skills.api",
+    "MatchDecision": "skills.match.matcher",
+    "CaptureResult": "skills.api",
+    "Team": "agents.team",
+    "TeamRunner": "agents.team",
+    "TeamResult": "agents.team",
+    "load_team": "agents.team",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -58,8 +93,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from .engine.agent import Agent, RunResult
     from .engine.belief import Belief, BeliefView, LogEntry, TrajectoryEntry
     from .engine.compiler import CompiledMachine
-    from .errors import (ActionError, ModelError, NoTransitionError, PolicyError, Problem, ReadOnlyBeliefError, RegistryError,
-                         RunError, SherpaError, StoreError, UsageError, WorkflowError)
+    from .errors import (
+        ActionError,
+        ModelError,
+        NoTransitionError,
+        PolicyError,
+        Problem,
+        ReadOnlyBeliefError,
+        RegistryError,
+        RunError,
+        SherpaError,
+        StoreError,
+        UsageError,
+        WorkflowError,
+    )
     from .agents.bus import InProcessBus
     from .engine.events import Event, EventError
     from .engine.diagram import to_mermaid
@@ -68,7 +115,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from .policy.base import ChainPolicy, Decision, DecisionContext, NoPolicy, Policy
     from .policy.llm import LLMPolicy
     from .policy.rule import RulePolicy
-    from .engine.registry import ActionContext, ActionResult, Internal, Registry, action, default_registry, function, guard
+    from .engine.registry import (
+        ActionContext,
+        ActionResult,
+        Internal,
+        Registry,
+        action,
+        default_registry,
+        function,
+        guard,
+    )
     from .engine.runstore import RunStore
     from .engine.spec import WorkflowSpec
     from .engine.workflow import Workflow, load_workflow, load_workflow_text

@@ -16,13 +16,17 @@ def data_dir(name: str) -> Path:
     for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
         if candidate.is_dir():
             return candidate
-    raise UsageError(f"data folder '{name}' not found in {_PACKAGE / '_data'} or {_PACKAGE.parent}; is the package installed whole?")
+    raise UsageError(
+        f"data folder '{name}' not found in {_PACKAGE / '_data'} or {_PACKAGE.parent}; is the package installed whole?"
+    )
 
 
 def data_file(folder: str, relative: str) -> Path:
     path = data_dir(folder) / relative
     if not path.is_file():
-        available = sorted(p.relative_to(data_dir(folder)).as_posix() for p in data_dir(folder).rglob("*") if p.is_file())
+        available = sorted(
+            p.relative_to(data_dir(folder)).as_posix() for p in data_dir(folder).rglob("*") if p.is_file()
+        )
         raise UsageError(f"no '{relative}' in {folder}/; available: {', '.join(available) or 'none'}")
     return path
 

@@ -1,19 +1,19 @@
 """The error tree: one root, branched by phase (load, run) and by who must act.
 
-    SherpaError
-    ├── WorkflowError          a workflow file is wrong; carries every problem, each FILE:LINE: message
-    ├── UsageError             the library was called the wrong way (a developer's mistake)
-    │   └── RefusedError       a resume the run cannot take now (unknown trigger, ...): refused, nothing recorded
-    ├── RegistryError          an unknown or duplicate action / guard name
-    ├── RunError               a failure during a run
-    │   ├── ActionError        an action failed or timed out
-    │   ├── PolicyError        no valid decision could be had (garbage LLM answers, no rule, ...)
-    │   ├── NoTransitionError  nothing can leave a state that is neither final nor waiting
-    │   └── ReadOnlyBeliefError  a policy or guard tried to write belief
-    ├── StoreError             the run store cannot do what was asked (unknown run id, ...)
-    │   └── StoreFileError     the home or its store.db cannot be used (a file, not SQLite, not writable)
-    ├── ModelError             the LLM call itself failed (provider, network, scripted model without answer)
-    └── ModelFileError         a bundled model file is not the one pinned (tampered, truncated, replaced): not run
+SherpaError
+├── WorkflowError          a workflow file is wrong; carries every problem, each FILE:LINE: message
+├── UsageError             the library was called the wrong way (a developer's mistake)
+│   └── RefusedError       a resume the run cannot take now (unknown trigger, ...): refused, nothing recorded
+├── RegistryError          an unknown or duplicate action / guard name
+├── RunError               a failure during a run
+│   ├── ActionError        an action failed or timed out
+│   ├── PolicyError        no valid decision could be had (garbage LLM answers, no rule, ...)
+│   ├── NoTransitionError  nothing can leave a state that is neither final nor waiting
+│   └── ReadOnlyBeliefError  a policy or guard tried to write belief
+├── StoreError             the run store cannot do what was asked (unknown run id, ...)
+│   └── StoreFileError     the home or its store.db cannot be used (a file, not SQLite, not writable)
+├── ModelError             the LLM call itself failed (provider, network, scripted model without answer)
+└── ModelFileError         a bundled model file is not the one pinned (tampered, truncated, replaced): not run
 """
 
 from __future__ import annotations

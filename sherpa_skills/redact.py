@@ -76,10 +76,25 @@ REDACTED = "[REDACTED]"
 # --- names --------------------------------------------------------------------------------------
 
 #: A name part that makes a name secret by itself (strong: the value is never a path we keep).
-_STRONG_WORDS = frozenset({
-    "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE",
-    "APIKEY", "APIKEYS", "SECRETKEY", "ACCESSKEY", "PRIVATEKEY", "ACCESSTOKEN", "AUTHTOKEN", "CLIENTSECRET",
-})
+_STRONG_WORDS = frozenset(
+    {
+        "TOKEN",
+        "SECRET",
+        "SECRETS",
+        "PASSWORD",
+        "PASSWORDS",
+        "PASSWD",
+        "PASSPHRASE",
+        "APIKEY",
+        "APIKEYS",
+        "SECRETKEY",
+        "ACCESSKEY",
+        "PRIVATEKEY",
+        "ACCESSTOKEN",
+        "AUTHTOKEN",
+        "CLIENTSECRET",
+    }
+)
 #: Strong only as the last part: ``DB_PASS``, ``MYSQL_PWD``, ``BASIC_AUTH``, ``Set-Cookie`` are secret,
 #: ``PASS_THROUGH``, ``AUTH_BACKEND``, ``COOKIE_DOMAIN`` are not.
 _STRONG_LAST_WORDS = frozenset({"PASS", "PWD", "AUTH", "AUTHORIZATION", "COOKIE", "COOKIES"})
@@ -89,34 +104,207 @@ _WEAK_WORDS = frozenset({"CREDENTIALS", "CREDENTIAL", "CREDS"})
 _STRONG_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "PASSPHRASE")
 #: ``KEY`` alone (``key``, ``sort_key``, ``public_key``) is not secret; ``API_KEY``, ``SECRET_KEY``,
 #: ``STRIPE_KEY`` are, unless the part before it is one of these.
-_NON_SECRET_KEY_QUALIFIERS = frozenset({
-    "SORT", "CACHE", "PRIMARY", "FOREIGN", "PUBLIC", "PUB", "PARTITION", "ROUTING", "IDEMPOTENCY",
-    "DEDUP", "DEDUPE", "DEDUPLICATION", "LOOKUP", "HASH", "RANGE", "OBJECT", "MAP", "DICT", "STATE",
-    "CONTEXT", "GROUP", "ROW", "COLUMN", "INDEX", "UNIQUE", "COMPOSITE", "SHARD", "REGISTRY",
-    "CONFIG", "SETTING", "SETTINGS", "ENTRY", "ITEM", "FIELD", "ATTR", "PROPERTY", "PROP", "STORE",
-    "BUCKET", "SEARCH", "SEQUENCE", "SURROGATE", "NATURAL", "CLUSTER", "DISTRIBUTION", "TABLE",
-    "DATA", "EVENT", "MESSAGE", "TASK", "JOB", "LOCK", "TRANSLATION", "LABEL", "TAG", "METRIC",
-    "DIMENSION", "SPLIT", "SECONDARY", "NEXT", "PREV", "PREVIOUS", "LAST", "FIRST", "START", "END",
-    "OFFSET", "CURSOR", "PAGE", "RESUME", "DICTIONARY", "RESULT", "OUTPUT", "INPUT", "BELIEF",
-    "MEMORY", "PARAM", "PARAMETER", "ARG", "LOOKUP", "JOIN", "MERGE", "GROUPING", "CLUSTERING",
-})
+_NON_SECRET_KEY_QUALIFIERS = frozenset(
+    {
+        "SORT",
+        "CACHE",
+        "PRIMARY",
+        "FOREIGN",
+        "PUBLIC",
+        "PUB",
+        "PARTITION",
+        "ROUTING",
+        "IDEMPOTENCY",
+        "DEDUP",
+        "DEDUPE",
+        "DEDUPLICATION",
+        "LOOKUP",
+        "HASH",
+        "RANGE",
+        "OBJECT",
+        "MAP",
+        "DICT",
+        "STATE",
+        "CONTEXT",
+        "GROUP",
+        "ROW",
+        "COLUMN",
+        "INDEX",
+        "UNIQUE",
+        "COMPOSITE",
+        "SHARD",
+        "REGISTRY",
+        "CONFIG",
+        "SETTING",
+        "SETTINGS",
+        "ENTRY",
+        "ITEM",
+        "FIELD",
+        "ATTR",
+        "PROPERTY",
+        "PROP",
+        "STORE",
+        "BUCKET",
+        "SEARCH",
+        "SEQUENCE",
+        "SURROGATE",
+        "NATURAL",
+        "CLUSTER",
+        "DISTRIBUTION",
+        "TABLE",
+        "DATA",
+        "EVENT",
+        "MESSAGE",
+        "TASK",
+        "JOB",
+        "LOCK",
+        "TRANSLATION",
+        "LABEL",
+        "TAG",
+        "METRIC",
+        "DIMENSION",
+        "SPLIT",
+        "SECONDARY",
+        "NEXT",
+        "PREV",
+        "PREVIOUS",
+        "LAST",
+        "FIRST",
+        "START",
+        "END",
+        "OFFSET",
+        "CURSOR",
+        "PAGE",
+        "RESUME",
+        "DICTIONARY",
+        "RESULT",
+        "OUTPUT",
+        "INPUT",
+        "BELIEF",
+        "MEMORY",
+        "PARAM",
+        "PARAMETER",
+        "ARG",
+        "LOOKUP",
+        "JOIN",
+        "MERGE",
+        "GROUPING",
+        "CLUSTERING",
+    }
+)
 #: Names whose last part is one of these hold no secret (a path, an id, a size, a switch...).
-_SAFE_LAST = frozenset({
-    "FILE", "FILES", "FILENAME", "PATH", "PATHS", "DIR", "DIRS", "DIRECTORY", "ID", "IDS", "NAME",
-    "NAMES", "TYPE", "TYPES", "KIND", "LEN", "LENGTH", "SIZE", "BITS", "ALGORITHM", "ALGORITHMS",
-    "ALG", "ALGO", "FORMAT", "MODE", "HOST", "PORT", "URL", "URLS", "URI", "ENDPOINT", "USER",
-    "USERNAME", "EXPIRY", "EXPIRES", "EXPIRATION", "TTL", "TIMEOUT", "LIFETIME", "REGION", "HEADER",
-    "PREFIX", "SUFFIX", "CMD", "COMMAND", "HELPER", "PROVIDER", "METHOD", "SCOPE", "SCOPES",
-    "FINGERPRINT", "SOCK", "SOCKET", "ENABLED", "REQUIRED", "DISABLED", "STDIN", "ENV", "VAR",
-    "VARS", "VERSION", "COUNT", "LIMIT", "USAGE", "FIELD", "POLICY", "STRENGTH", "LOCATION",
-    "ISSUER", "AUDIENCE", "HINT", "LABEL", "DESCRIPTION", "PATTERN", "REGEX", "PARAM", "ENCODING",
-    "CHARSET", "LOCALE", "SCHEME", "STYLE", "STATUS", "LEVEL", "SET", "PRESENT", "EXISTS",
-})
+_SAFE_LAST = frozenset(
+    {
+        "FILE",
+        "FILES",
+        "FILENAME",
+        "PATH",
+        "PATHS",
+        "DIR",
+        "DIRS",
+        "DIRECTORY",
+        "ID",
+        "IDS",
+        "NAME",
+        "NAMES",
+        "TYPE",
+        "TYPES",
+        "KIND",
+        "LEN",
+        "LENGTH",
+        "SIZE",
+        "BITS",
+        "ALGORITHM",
+        "ALGORITHMS",
+        "ALG",
+        "ALGO",
+        "FORMAT",
+        "MODE",
+        "HOST",
+        "PORT",
+        "URL",
+        "URLS",
+        "URI",
+        "ENDPOINT",
+        "USER",
+        "USERNAME",
+        "EXPIRY",
+        "EXPIRES",
+        "EXPIRATION",
+        "TTL",
+        "TIMEOUT",
+        "LIFETIME",
+        "REGION",
+        "HEADER",
+        "PREFIX",
+        "SUFFIX",
+        "CMD",
+        "COMMAND",
+        "HELPER",
+        "PROVIDER",
+        "METHOD",
+        "SCOPE",
+        "SCOPES",
+        "FINGERPRINT",
+        "SOCK",
+        "SOCKET",
+        "ENABLED",
+        "REQUIRED",
+        "DISABLED",
+        "STDIN",
+        "ENV",
+        "VAR",
+        "VARS",
+        "VERSION",
+        "COUNT",
+        "LIMIT",
+        "USAGE",
+        "FIELD",
+        "POLICY",
+        "STRENGTH",
+        "LOCATION",
+        "ISSUER",
+        "AUDIENCE",
+        "HINT",
+        "LABEL",
+        "DESCRIPTION",
+        "PATTERN",
+        "REGEX",
+        "PARAM",
+        "ENCODING",
+        "CHARSET",
+        "LOCALE",
+        "SCHEME",
+        "STYLE",
+        "STATUS",
+        "LEVEL",
+        "SET",
+        "PRESENT",
+        "EXISTS",
+    }
+)
 #: Names with one of these parts anywhere hold no secret (counts, switches, prompts).
-_SAFE_ANY = frozenset({
-    "MAX", "MIN", "NUM", "TOTAL", "PUBLIC", "IS", "HAS", "ASK", "NO", "USE", "WITH", "PROMPT",
-    "SKIP", "ENABLE", "DISABLE", "REQUIRE", "SHOW",
-})
+_SAFE_ANY = frozenset(
+    {
+        "MAX",
+        "MIN",
+        "NUM",
+        "TOTAL",
+        "PUBLIC",
+        "IS",
+        "HAS",
+        "ASK",
+        "NO",
+        "USE",
+        "WITH",
+        "PROMPT",
+        "SKIP",
+        "ENABLE",
+        "DISABLE",
+        "REQUIRE",
+        "SHOW",
+    }
+)
 _NEVER_SECRET = frozenset({"PWD", "OLDPWD", "KEY", "KEYS"})
 
 _CAMEL_1 = re.compile(r"([A-Z]+)([A-Z][a-z])")
@@ -218,7 +406,7 @@ def _replace_group(m: re.Match[str], group: str = "value") -> str:
     start, end = m.span(group)
     whole_start = m.start()
     s = m.group(0)
-    return s[: start - whole_start] + _mask(m.group(group)) + s[end - whole_start:]
+    return s[: start - whole_start] + _mask(m.group(group)) + s[end - whole_start :]
 
 
 def _value(m: re.Match[str]) -> str | None:
@@ -258,18 +446,20 @@ def _pem(m: re.Match[str]) -> str | None:
     """Keep the BEGIN/END lines and the line breaks (real or JSON-escaped) around the body."""
     body = m.group("body")
     lead = _EDGE.match(body).group(0)  # type: ignore[union-attr]
-    trail = _EDGE_END.search(body[len(lead):]).group(0)  # type: ignore[union-attr]
-    if body[len(lead): len(body) - len(trail)] == REDACTED:
+    trail = _EDGE_END.search(body[len(lead) :]).group(0)  # type: ignore[union-attr]
+    if body[len(lead) : len(body) - len(trail)] == REDACTED:
         return None
     return f"{m.group('begin')}{lead or chr(10)}{REDACTED}{trail}{m.group('end') or ''}"
 
 
 def _segment(inner: re.Pattern[str]) -> Handler:
     """Redact group `value` of every `inner` match within a command segment (e.g. after `mysql`)."""
+
     def handle(m: re.Match[str]) -> str | None:
         segment = m.group(0)
         out = inner.sub(lambda im: _value(im) or im.group(0), segment)
         return out if out != segment else None
+
     return handle
 
 
@@ -286,138 +476,263 @@ _I = re.IGNORECASE
 
 _RULES: tuple[_Rule, ...] = (
     # PEM private keys (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... BLOCK); a truncated block to its end.
-    _Rule("private_key", re.compile(
-        r"(?P<begin>-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----)"
-        r"(?P<body>.*?)(?:(?P<end>-----END (?P=label)-----)|(?=-----BEGIN )|\Z)", re.DOTALL),
-        _pem, ("private key",)),
+    _Rule(
+        "private_key",
+        re.compile(
+            r"(?P<begin>-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----)"
+            r"(?P<body>.*?)(?:(?P<end>-----END (?P=label)-----)|(?=-----BEGIN )|\Z)",
+            re.DOTALL,
+        ),
+        _pem,
+        ("private key",),
+    ),
     # echo SECRET | docker login --password-stdin (also --with-token, passwd --stdin, chpasswd).
-    _Rule("piped_password", re.compile(
-        r"(?P<pre>\b(?:echo(?:[ \t]+-[neE]+)*|printf(?:[ \t]+(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"|%s))?)[ \t]+)"
-        rf"(?P<value>{_ARG})"
-        r"(?=\s*\|[^\n;&|]*?(?:--password-stdin|--with-token|--token-stdin|\bpasswd\s+--stdin|\bchpasswd\b))"),
-        _value, ("stdin", "chpasswd", "with-token")),
-    _Rule("piped_password", re.compile(
-        rf"(?P<pre>(?:--password-stdin|--with-token|--token-stdin){_SEG}?<<<[ \t]*)(?P<value>{_ARG})"),
-        _value, ("<<<",)),
+    _Rule(
+        "piped_password",
+        re.compile(
+            r"(?P<pre>\b(?:echo(?:[ \t]+-[neE]+)*|printf(?:[ \t]+(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"|%s))?)[ \t]+)"
+            rf"(?P<value>{_ARG})"
+            r"(?=\s*\|[^\n;&|]*?(?:--password-stdin|--with-token|--token-stdin|\bpasswd\s+--stdin|\bchpasswd\b))"
+        ),
+        _value,
+        ("stdin", "chpasswd", "with-token"),
+    ),
+    _Rule(
+        "piped_password",
+        re.compile(rf"(?P<pre>(?:--password-stdin|--with-token|--token-stdin){_SEG}?<<<[ \t]*)(?P<value>{_ARG})"),
+        _value,
+        ("<<<",),
+    ),
     # mysql -pSECRET (glued form only; `-p` alone prompts, `-P` is the port).
-    _Rule("mysql_password", re.compile(
-        r"\b(?:mysql(?:dump|admin|import|show|check|pump|slap|binlog)?|mariadb(?:-[a-z]+)?)\b" + _SEG),
-        _segment(re.compile(rf"(?<=\s)-p(?P<value>{_ARG})")), ("mysql", "mariadb")),
+    _Rule(
+        "mysql_password",
+        re.compile(r"\b(?:mysql(?:dump|admin|import|show|check|pump|slap|binlog)?|mariadb(?:-[a-z]+)?)\b" + _SEG),
+        _segment(re.compile(rf"(?<=\s)-p(?P<value>{_ARG})")),
+        ("mysql", "mariadb"),
+    ),
     # sshpass -p SECRET ssh ... (only sshpass's own -p, not the wrapped command's).
-    _Rule("sshpass_password", re.compile(
-        rf"\bsshpass[ \t]+(?:-[fdP][ \t]*\S+[ \t]+|-[evhV][ \t]+)*?-p[ \t]*(?P<value>{_ARG})"),
-        _value, ("sshpass",)),
+    _Rule(
+        "sshpass_password",
+        re.compile(rf"\bsshpass[ \t]+(?:-[fdP][ \t]*\S+[ \t]+|-[evhV][ \t]+)*?-p[ \t]*(?P<value>{_ARG})"),
+        _value,
+        ("sshpass",),
+    ),
     # docker/podman/... login -p SECRET.
-    _Rule("docker_login_password", re.compile(
-        r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|helm(?:\s+registry)?)\s+login\b" + _SEG),
-        _segment(re.compile(rf"(?<=\s)-p(?:\s+|=)?(?P<value>{_ARG_NOT_OPT})")), ("login",)),
+    _Rule(
+        "docker_login_password",
+        re.compile(r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|helm(?:\s+registry)?)\s+login\b" + _SEG),
+        _segment(re.compile(rf"(?<=\s)-p(?:\s+|=)?(?P<value>{_ARG_NOT_OPT})")),
+        ("login",),
+    ),
     # curl -u user:password / --user user:password (the user is kept).
-    _Rule("basic_auth", re.compile(r"\bcurl\b" + _SEG),
-        _segment(re.compile(
-            r"""(?<=\s)(?:-u|--user)(?:\s+|=)?["']?[^\s:'"\\]*:(?P<value>[^\s'"\\]+)""")), ("curl",)),
+    _Rule(
+        "basic_auth",
+        re.compile(r"\bcurl\b" + _SEG),
+        _segment(re.compile(r"""(?<=\s)(?:-u|--user)(?:\s+|=)?["']?[^\s:'"\\]*:(?P<value>[^\s'"\\]+)""")),
+        ("curl",),
+    ),
     # ssh-keygen -N / -P passphrase (an empty one, -N "", is kept as is).
-    _Rule("ssh_passphrase", re.compile(r"\bssh-keygen\b" + _SEG),
-        _segment(re.compile(rf"(?<=\s)-[NP]\s*(?P<value>{_ARG_NOT_OPT})")), ("ssh-keygen",)),
+    _Rule(
+        "ssh_passphrase",
+        re.compile(r"\bssh-keygen\b" + _SEG),
+        _segment(re.compile(rf"(?<=\s)-[NP]\s*(?P<value>{_ARG_NOT_OPT})")),
+        ("ssh-keygen",),
+    ),
     # openssl -passin pass:SECRET, -passout, -pass, -password.
-    _Rule("openssl_password", re.compile(
-        rf"(?<=\s)-(?:passin|passout|pass|password|passwd)[ \t]+[\"']?pass:(?P<value>{_ARG})"),
-        _value, ("pass:",)),
+    _Rule(
+        "openssl_password",
+        re.compile(rf"(?<=\s)-(?:passin|passout|pass|password|passwd)[ \t]+[\"']?pass:(?P<value>{_ARG})"),
+        _value,
+        ("pass:",),
+    ),
     # keytool -storepass SECRET, and single-dash -password/-passwd flags (java tools).
-    _Rule("password_flag", re.compile(
-        rf"(?<=\s)-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass|password|passwd)"
-        rf"(?:[ \t]+|=)(?P<value>{_ARG_NOT_OPT})"),
-        _value, ("pass",)),
+    _Rule(
+        "password_flag",
+        re.compile(
+            rf"(?<=\s)-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass|password|passwd)"
+            rf"(?:[ \t]+|=)(?P<value>{_ARG_NOT_OPT})"
+        ),
+        _value,
+        ("pass",),
+    ),
     # --password X, --password=X, --token X, --api-key X, --client-secret X ... (by name).
-    _Rule("secret_flag", re.compile(
-        rf"(?<![\w-])--(?P<name>[A-Za-z][\w.\-]*)(?:=|[ \t]+)(?P<value>{_ARG_NOT_OPT})"),
-        _named_value, ("--",)),
+    _Rule(
+        "secret_flag",
+        re.compile(rf"(?<![\w-])--(?P<name>[A-Za-z][\w.\-]*)(?:=|[ \t]+)(?P<value>{_ARG_NOT_OPT})"),
+        _named_value,
+        ("--",),
+    ),
     # scheme://user:password@host (user and host kept; redis://:password@host too).
-    _Rule("url_password", re.compile(
-        r"""\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@'"\\]*:(?P<value>[^\s/?#@'"\\]+)(?=@)"""),
-        _value, ("://",)),
+    _Rule(
+        "url_password",
+        re.compile(r"""\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@'"\\]*:(?P<value>[^\s/?#@'"\\]+)(?=@)"""),
+        _value,
+        ("://",),
+    ),
     # Authorization: Bearer X / Basic X / token X / X  (also Proxy-Authorization, JSON/dict forms).
-    _Rule("authorization_header", re.compile(
-        r"""\b(?:proxy-)?authorization["']?[ \t]*:[ \t]*["']?"""
-        r"(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey|api-key|sso-key|otp|aws4-hmac-sha256|jwt)[ \t]+)?"
-        r"""(?P<value>(?!(?:bearer|basic|token|digest|negotiate|ntlm)\b)[^\s'"\\,]+)""", _I),
-        _value, ("authorization",)),
+    _Rule(
+        "authorization_header",
+        re.compile(
+            r"""\b(?:proxy-)?authorization["']?[ \t]*:[ \t]*["']?"""
+            r"(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey|api-key|sso-key|otp|aws4-hmac-sha256|jwt)[ \t]+)?"
+            r"""(?P<value>(?!(?:bearer|basic|token|digest|negotiate|ntlm)\b)[^\s'"\\,]+)""",
+            _I,
+        ),
+        _value,
+        ("authorization",),
+    ),
     # API-key style headers.
-    _Rule("api_key_header", re.compile(
-        r"(?<![\w-])(?:x-api-key|x-auth-token|x-access-token|x-api-token|private-token|job-token|"
-        r"x-gitlab-token|x-vault-token|x-goog-api-key|x-functions-key|api-key|apikey|x-apikey|"
-        r"""anthropic-api-key|openai-api-key)["']?[ \t]*:[ \t]*["']?(?P<value>[^\s'"\\,]+)""",
-        _I), _value, ("key", "token")),
+    _Rule(
+        "api_key_header",
+        re.compile(
+            r"(?<![\w-])(?:x-api-key|x-auth-token|x-access-token|x-api-token|private-token|job-token|"
+            r"x-gitlab-token|x-vault-token|x-goog-api-key|x-functions-key|api-key|apikey|x-apikey|"
+            r"""anthropic-api-key|openai-api-key)["']?[ \t]*:[ \t]*["']?(?P<value>[^\s'"\\,]+)""",
+            _I,
+        ),
+        _value,
+        ("key", "token"),
+    ),
     # Cookie: a=b; c=d  (and Set-Cookie).
-    _Rule("cookie", re.compile(r"""(?<![\w-])(?:set-)?cookie["']?[ \t]*:[ \t]*["']?(?P<value>[^\r\n'"\\]+)""", _I),
-        _value, ("cookie",)),
+    _Rule(
+        "cookie",
+        re.compile(r"""(?<![\w-])(?:set-)?cookie["']?[ \t]*:[ \t]*["']?(?P<value>[^\r\n'"\\]+)""", _I),
+        _value,
+        ("cookie",),
+    ),
     # .netrc: machine host login user password SECRET
-    _Rule("netrc_password", re.compile(rf"\blogin\s+\S+\s+password\s+(?P<value>{_ARG})"),
-        _value, ("password",)),
+    _Rule("netrc_password", re.compile(rf"\blogin\s+\S+\s+password\s+(?P<value>{_ARG})"), _value, ("password",)),
     # AWS credentials files and `aws configure set aws_secret_access_key X`.
-    _Rule("aws_secret_access_key", re.compile(
-        rf"\b(?:aws_)?(?:secret_access_key|session_token|security_token)\b[ \t]*[=:][ \t]*(?P<value>{_VAL})", _I),
-        _value, ("secret_access_key", "session_token", "security_token")),
-    _Rule("aws_secret_access_key", re.compile(
-        r"\baws_(?:secret_access_key|session_token|security_token)[ \t]+[\"']?"
-        r"(?P<value>[A-Za-z0-9/+=]{40,})", _I),
-        _value, ("aws_",)),
+    _Rule(
+        "aws_secret_access_key",
+        re.compile(
+            rf"\b(?:aws_)?(?:secret_access_key|session_token|security_token)\b[ \t]*[=:][ \t]*(?P<value>{_VAL})", _I
+        ),
+        _value,
+        ("secret_access_key", "session_token", "security_token"),
+    ),
+    _Rule(
+        "aws_secret_access_key",
+        re.compile(
+            r"\baws_(?:secret_access_key|session_token|security_token)[ \t]+[\"']?"
+            r"(?P<value>[A-Za-z0-9/+=]{40,})",
+            _I,
+        ),
+        _value,
+        ("aws_",),
+    ),
     # Well-known token shapes.
-    _Rule("aws_access_key_id", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-        _whole, ("akia", "asia", "abia", "acca")),
-    _Rule("github_token", re.compile(
-        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-        _whole, ("gh", "github_pat_")),
-    _Rule("gitlab_token", re.compile(
-        r"(?<![\w-])gl(?:pat|dt|rt|ptt|cbt|oas|ft|imt|soat|agent|ffct)-[A-Za-z0-9_\-]{20,}"),
-        _whole, ("gl",)),
-    _Rule("slack_token", re.compile(r"(?<![\w-])(?:xox[abposr]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})"),
-        _whole, ("xox", "xapp-")),
-    _Rule("slack_webhook", re.compile(
-        r"(?<=hooks\.slack\.com/)(?:services|workflows|triggers)/(?P<value>[A-Za-z0-9/_\-]{8,})"),
-        _value, ("hooks.slack.com",)),
+    _Rule(
+        "aws_access_key_id",
+        re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+        _whole,
+        ("akia", "asia", "abia", "acca"),
+    ),
+    _Rule(
+        "github_token",
+        re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+        _whole,
+        ("gh", "github_pat_"),
+    ),
+    _Rule(
+        "gitlab_token",
+        re.compile(r"(?<![\w-])gl(?:pat|dt|rt|ptt|cbt|oas|ft|imt|soat|agent|ffct)-[A-Za-z0-9_\-]{20,}"),
+        _whole,
+        ("gl",),
+    ),
+    _Rule(
+        "slack_token",
+        re.compile(r"(?<![\w-])(?:xox[abposr]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})"),
+        _whole,
+        ("xox", "xapp-"),
+    ),
+    _Rule(
+        "slack_webhook",
+        re.compile(r"(?<=hooks\.slack\.com/)(?:services|workflows|triggers)/(?P<value>[A-Za-z0-9/_\-]{8,})"),
+        _value,
+        ("hooks.slack.com",),
+    ),
     _Rule("anthropic_api_key", re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_\-]{20,}"), _whole, ("sk-ant-",)),
-    _Rule("openai_api_key", re.compile(
-        r"(?<![\w-])sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}"
-        r"|(?=[A-Za-z]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]{20,})"),
-        _whole, ("sk-",)),
+    _Rule(
+        "openai_api_key",
+        re.compile(
+            r"(?<![\w-])sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}"
+            r"|(?=[A-Za-z]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]{20,})"
+        ),
+        _whole,
+        ("sk-",),
+    ),
     _Rule("google_api_key", re.compile(r"(?<![\w-])AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), _whole, ("aiza",)),
-    _Rule("google_oauth", re.compile(r"(?<![\w-])(?:ya29\.[0-9A-Za-z_\-]{20,}|GOCSPX-[0-9A-Za-z_\-]{20,})"),
-        _whole, ("ya29.", "gocspx-")),
-    _Rule("stripe_key", re.compile(
-        r"(?<![\w-])(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[0-9A-Za-z]{20,})"),
-        _whole, ("_live_", "_test_", "whsec_")),
+    _Rule(
+        "google_oauth",
+        re.compile(r"(?<![\w-])(?:ya29\.[0-9A-Za-z_\-]{20,}|GOCSPX-[0-9A-Za-z_\-]{20,})"),
+        _whole,
+        ("ya29.", "gocspx-"),
+    ),
+    _Rule(
+        "stripe_key",
+        re.compile(r"(?<![\w-])(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[0-9A-Za-z]{20,})"),
+        _whole,
+        ("_live_", "_test_", "whsec_"),
+    ),
     _Rule("npm_token", re.compile(r"(?<![\w-])npm_[A-Za-z0-9]{36,}"), _whole, ("npm_",)),
     _Rule("pypi_token", re.compile(r"(?<![\w-])pypi-AgE[A-Za-z0-9_\-]{50,}"), _whole, ("pypi-age",)),
-    _Rule("huggingface_token", re.compile(r"(?<![\w-])hf_(?=[A-Za-z]*[0-9])[A-Za-z0-9]{30,}(?![\w-])"),
-        _whole, ("hf_",)),
-    _Rule("jwt", re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"),
-        _whole, ("eyj",)),
+    _Rule(
+        "huggingface_token", re.compile(r"(?<![\w-])hf_(?=[A-Za-z]*[0-9])[A-Za-z0-9]{30,}(?![\w-])"), _whole, ("hf_",)
+    ),
+    _Rule(
+        "jwt", re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"), _whole, ("eyj",)
+    ),
     # npm/yarn/pnpm/poetry/git/pip config [set] NAME VALUE, when NAME is secret (//registry/:_authToken).
-    _Rule("config_set", re.compile(
-        r"\b(?:npm|yarn|pnpm|poetry|git|pip)[ \t]+config(?:[ \t]+-{1,2}[\w-]+)*[ \t]+(?:set[ \t]+)?"
-        rf"(?P<name>[^\s=]+)[ \t]+(?P<value>{_ARG_NOT_OPT})"),
-        _named_value, ("config",)),
+    _Rule(
+        "config_set",
+        re.compile(
+            r"\b(?:npm|yarn|pnpm|poetry|git|pip)[ \t]+config(?:[ \t]+-{1,2}[\w-]+)*[ \t]+(?:set[ \t]+)?"
+            rf"(?P<name>[^\s=]+)[ \t]+(?P<value>{_ARG_NOT_OPT})"
+        ),
+        _named_value,
+        ("config",),
+    ),
     # NAME=value: env assignments (export, env, docker -e, make), query strings, key=value logs.
-    _Rule("secret_assignment", re.compile(
-        rf"(?<![^\s;&|(?#,{{\[:'\"`])(?P<name>[A-Za-z_][\w.\-]*)=(?P<value>{_VAL})"),
-        _named_value, ("=",)),
+    _Rule(
+        "secret_assignment",
+        re.compile(rf"(?<![^\s;&|(?#,{{\[:'\"`])(?P<name>[A-Za-z_][\w.\-]*)=(?P<value>{_VAL})"),
+        _named_value,
+        ("=",),
+    ),
     # "name": "value", 'name': 'value', name = "value", name: 'value' (JSON, YAML, INI, Python, repr).
-    _Rule("secret_assignment", re.compile(
-        rf"""(?<![\w.\-])(?P<q>["']?)(?P<name>[A-Za-z_][\w.\-]*)(?P=q)[ \t]*(?:=>|[:=])[ \t]*"""
-        rf"""(?P<value>{_DQ}|'(?:[^'\\\n]|\\.)*')"""),
-        _named_value, ("=", ":")),
+    _Rule(
+        "secret_assignment",
+        re.compile(
+            rf"""(?<![\w.\-])(?P<q>["']?)(?P<name>[A-Za-z_][\w.\-]*)(?P=q)[ \t]*(?:=>|[:=])[ \t]*"""
+            rf"""(?P<value>{_DQ}|'(?:[^'\\\n]|\\.)*')"""
+        ),
+        _named_value,
+        ("=", ":"),
+    ),
     # YAML, one `name: value` per line, unquoted (`password: hunter2`, `- token: abc  # ci`).
-    _Rule("secret_assignment", re.compile(
-        r"^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<name>[A-Za-z_][\w.\-]*):[ \t]+"
-        r"(?P<value>[^\s'\"#&*!|>{\[][^\s#]*)[ \t]*(?:#.*)?$", re.MULTILINE),
-        _named_value, (":",)),
+    _Rule(
+        "secret_assignment",
+        re.compile(
+            r"^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<name>[A-Za-z_][\w.\-]*):[ \t]+"
+            r"(?P<value>[^\s'\"#&*!|>{\[][^\s#]*)[ \t]*(?:#.*)?$",
+            re.MULTILINE,
+        ),
+        _named_value,
+        (":",),
+    ),
     # `… password: hunter2 …` inside a line of prose or a log message (names secret by themselves only).
     # A value is one word, not a type (`token: Optional[str]`, `password: str = ...` in code are kept).
-    _Rule("secret_assignment", re.compile(
-        r"""(?<![\w.\-])(?P<name>[A-Za-z_][\w.\-]*):[ \t]+"""
-        r"""(?!(?:str|int|bool|float|bytes|None|Optional|Any|SecretStr|string|null|true|false)\b)"""
-        r"""(?P<value>[^\s'"`#,;()<>{}\[\]]+)(?=[\s'"`#,;)}\]]|$)"""),
-        _prose_named_value, (":",)),
+    _Rule(
+        "secret_assignment",
+        re.compile(
+            r"""(?<![\w.\-])(?P<name>[A-Za-z_][\w.\-]*):[ \t]+"""
+            r"""(?!(?:str|int|bool|float|bytes|None|Optional|Any|SecretStr|string|null|true|false)\b)"""
+            r"""(?P<value>[^\s'"`#,;()<>{}\[\]]+)(?=[\s'"`#,;)}\]]|$)"""
+        ),
+        _prose_named_value,
+        (":",),
+    ),
 )
 
 #: Every kind `find_secrets` can report, in the order the rules run.

@@ -24,7 +24,9 @@ def connect(path: str | Path, *, timeout: float = 30.0) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
         _switch_to_wal(conn, timeout)
     except sqlite3.DatabaseError as exc:
-        raise StoreFileError(f"'{path}' is not a usable SQLite database ({exc}); point --home at another folder or move the file away") from None
+        raise StoreFileError(
+            f"'{path}' is not a usable SQLite database ({exc}); point --home at another folder or move the file away"
+        ) from None
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
@@ -50,9 +52,11 @@ def _retry_busy(step: Callable[[], Any], timeout: float) -> Any:
 def _switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
     """A fresh file's switch to WAL needs an exclusive lock; when two openers both hold a shared one, SQLite fails one
     of them at once with 'database is locked' instead of calling the busy handler, so the switch is retried."""
+
     def switch() -> None:
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             conn.execute("PRAGMA journal_mode=WAL")
+
     _retry_busy(switch, timeout)
 
 
@@ -61,8 +65,13 @@ def prefix_matches(conn: sqlite3.Connection, table: str, column: str, prefix: st
     if not prefix:
         return []
     pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    return [r[0] for r in conn.execute(f"SELECT {column} FROM {table} WHERE {column} LIKE ? ESCAPE '\\' ORDER BY {column} LIMIT ?",
-                                       (pattern, limit))]
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT {column} FROM {table} WHERE {column} LIKE ? ESCAPE '\\' ORDER BY {column} LIMIT ?",
+            (pattern, limit),
+        )
+    ]
 
 
 def migrate(conn: sqlite3.Connection, component: str, migrations: list[Migration], *, timeout: float = 30.0) -> None:
@@ -79,7 +88,9 @@ def migrate(conn: sqlite3.Connection, component: str, migrations: list[Migration
         _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), timeout)
         try:
             # Another process may have applied it while we waited for the lock.
-            if conn.execute("SELECT 1 FROM _migrations WHERE component = ? AND name = ?", (component, migration.__name__)).fetchone():
+            if conn.execute(
+                "SELECT 1 FROM _migrations WHERE component = ? AND name = ?", (component, migration.__name__)
+            ).fetchone():
                 conn.execute("COMMIT")
                 continue
             migration(conn)
@@ -93,8 +104,10 @@ def migrate(conn: sqlite3.Connection, component: str, migrations: list[Migration
 def _create_migrations_table(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute("CREATE TABLE IF NOT EXISTS _migrations (component TEXT, name TEXT, applied REAL DEFAULT (strftime('%s','now')), "
-                     "PRIMARY KEY (component, name))")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations (component TEXT, name TEXT, applied REAL DEFAULT (strftime('%s','now')), "
+            "PRIMARY KEY (component, name))"
+        )
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -4,11 +4,31 @@ Model strings `scripted/PATH.yaml` select a script; see `sherpa_skills.llm.scrip
 without importing litellm unless `SHERPA_SKILLS_SCRIPTED_VIA=litellm` (see `sherpa_skills.llm.call`).
 """
 
-from .llm.scripted import (PROVIDER, Answer, Script, ScriptError, estimate_tokens, load_script, make_scripted_model,
-                           reset_scripts, script_answer, scripted_model)
+from .llm.scripted import (
+    PROVIDER,
+    Answer,
+    Script,
+    ScriptError,
+    estimate_tokens,
+    load_script,
+    make_scripted_model,
+    reset_scripts,
+    script_answer,
+    scripted_model,
+)
 
-__all__ = ["PROVIDER", "Answer", "Script", "ScriptError", "estimate_tokens", "load_script", "make_scripted_model",
-           "reset_scripts", "script_answer", "scripted_model"]
+__all__ = [
+    "PROVIDER",
+    "Answer",
+    "Script",
+    "ScriptError",
+    "estimate_tokens",
+    "load_script",
+    "make_scripted_model",
+    "reset_scripts",
+    "script_answer",
+    "scripted_model",
+]
 
 
 def __getattr__(name: str) -> object:

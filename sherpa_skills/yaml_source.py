@@ -45,8 +45,11 @@ _Core12Loader.yaml_implicit_resolvers = {}
 for _tag, _pattern, _first in (
     ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
     ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
-    ("tag:yaml.org,2002:float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-     "-+0123456789."),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
     ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
 ):
     _Core12Loader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
@@ -55,7 +58,9 @@ for _tag, _pattern, _first in (
 def _core12_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     text = node.value
     if len(text) > 100:  # Python refuses to parse more than 4300 digits; nothing sensible needs 100
-        raise yaml.constructor.ConstructorError(None, None, f"integer of {len(text)} digits is too long", node.start_mark)
+        raise yaml.constructor.ConstructorError(
+            None, None, f"integer of {len(text)} digits is too long", node.start_mark
+        )
     if text.startswith("0o"):
         return int(text[2:], 8)
     if text.startswith("0x"):
@@ -126,19 +131,27 @@ class _Walker:
         self.lines[loc] = line
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise _TooBig(line, f"the file expands to more than {MAX_NODES} values (aliases included); is it a YAML bomb?")
+            raise _TooBig(
+                line, f"the file expands to more than {MAX_NODES} values (aliases included); is it a YAML bomb?"
+            )
         if isinstance(node, yaml.ScalarNode):
             value = self.loader.construct_object(node, deep=True)
             if isinstance(value, str) and _SURROGATE.search(value):
                 # A "\ud800" escape: not text any store, JSON encoder or terminal accepts.
-                self.problems.append(Problem(self.file, line, "a lone surrogate (\\ud800-\\udfff) is not text; write the character itself"))
+                self.problems.append(
+                    Problem(
+                        self.file, line, "a lone surrogate (\\ud800-\\udfff) is not text; write the character itself"
+                    )
+                )
             return value
         if len(loc) > MAX_DEPTH:
             raise _TooBig(line, f"nested more than {MAX_DEPTH} levels deep")
         if id(node) in self.path:
             raise _TooBig(line, "recursive alias: a value contains itself")
         if node.tag not in ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
-            self.problems.append(Problem(self.file, line, f"tag '{node.tag}' is not supported here; only plain mappings and lists are"))
+            self.problems.append(
+                Problem(self.file, line, f"tag '{node.tag}' is not supported here; only plain mappings and lists are")
+            )
         self.path.add(id(node))
         try:
             if isinstance(node, yaml.MappingNode):
@@ -157,7 +170,11 @@ class _Walker:
                 continue
             key = key_node.value  # keys are names: `on`, `1`, `null` as written, never a boolean or a number
             if _SURROGATE.search(key):
-                self.problems.append(Problem(self.file, line, "a lone surrogate (\\ud800-\\udfff) is not text; write the character itself"))
+                self.problems.append(
+                    Problem(
+                        self.file, line, "a lone surrogate (\\ud800-\\udfff) is not text; write the character itself"
+                    )
+                )
                 continue
             if key in out:
                 self.problems.append(Problem(self.file, line, f"duplicate key '{key}'"))

@@ -23,18 +23,26 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
 class TestSupportTriage:
     workflow = str(EXAMPLES / "support_triage" / "workflow.yaml")
 
-    def test_billing_ticket_is_decided_by_a_rule_and_sent(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_billing_ticket_is_decided_by_a_rule_and_sent(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """A billing ticket never asks the LLM policy: a rule picks the branch, everything else fast-forwards."""
-        code, result = run_cli(capsys, "run", self.workflow, "--home", str(tmp_path), "-i", "ticket=I want a refund for my invoice")
+        code, result = run_cli(
+            capsys, "run", self.workflow, "--home", str(tmp_path), "-i", "ticket=I want a refund for my invoice"
+        )
         assert code == 0
         assert (result["status"], result["state"]) == ("final", "sent")
         assert (result["rule_decisions"], result["llm_decisions"]) == (1, 0)
         assert result["llm_calls"] == 1  # the draft, written by the llm action
         assert result["context"]["team"] == "billing"
 
-    def test_fault_report_goes_through_the_llm_and_waits_for_a_human(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_fault_report_goes_through_the_llm_and_waits_for_a_human(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """The LLM classifies a crash as high priority; the run waits; a human's approval sends the reply."""
-        code, result = run_cli(capsys, "run", self.workflow, "--home", str(tmp_path), "-i", "ticket=The app crashes on start")
+        code, result = run_cli(
+            capsys, "run", self.workflow, "--home", str(tmp_path), "-i", "ticket=The app crashes on start"
+        )
         assert code == 0
         assert (result["status"], result["state"]) == ("waiting", "respond/approval")
         assert result["llm_decisions"] == 1 and result["context"]["priority"] == "high"
@@ -45,11 +53,15 @@ class TestSupportTriage:
     def test_a_human_can_reject_by_trigger(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """At the waiting state an explicit trigger with the input it guards on moves the run to rejected."""
         _, result = run_cli(capsys, "run", self.workflow, "--home", str(tmp_path), "-i", "ticket=Everything is down")
-        code, resumed = run_cli(capsys, "resume", result["run_id"], "--home", str(tmp_path), "-i", "approved=false", "--trigger", "reject")
+        code, resumed = run_cli(
+            capsys, "resume", result["run_id"], "--home", str(tmp_path), "-i", "approved=false", "--trigger", "reject"
+        )
         assert code == 0
         assert resumed["state"] == "rejected" and resumed["user_decisions"] == 1
 
-    def test_cancel_declared_on_the_root_is_available_everywhere(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_cancel_declared_on_the_root_is_available_everywhere(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """Setting cancelled=true while waiting enables the root-level cancel transition."""
         _, result = run_cli(capsys, "run", self.workflow, "--home", str(tmp_path), "-i", "ticket=It crashes")
         code, resumed = run_cli(capsys, "resume", result["run_id"], "--home", str(tmp_path), "-i", "cancelled=true")
@@ -67,9 +79,21 @@ class TestShellBuild:
         assert result["state"] == "built"
         assert "greeter/__init__.py" in zipfile.ZipFile(work / "greeter.zip").namelist()
 
-    def test_a_failing_step_takes_the_parent_failure_transition(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_a_failing_step_takes_the_parent_failure_transition(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """A package name that is not importable makes the test step fail, and the build ends in failed."""
-        code, result = run_cli(capsys, "run", self.workflow, "--home", str(tmp_path / "home"), "-i", f"workdir={tmp_path / 'w'}", "-i", "package=not-a-module")
+        code, result = run_cli(
+            capsys,
+            "run",
+            self.workflow,
+            "--home",
+            str(tmp_path / "home"),
+            "-i",
+            f"workdir={tmp_path / 'w'}",
+            "-i",
+            "package=not-a-module",
+        )
         assert code == 0
         assert result["state"] == "failed"
         assert result["context"]["test"]["exit_code"] != 0
@@ -77,7 +101,9 @@ class TestShellBuild:
 
 def test_embedding_example_runs(tmp_path: Path) -> None:
     """examples/embed.py shows a custom action and guard, a waiting state and a resume from the store."""
-    out = subprocess.run([sys.executable, str(EXAMPLES / "embed.py")], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "embed.py")], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert "big order:   waiting review/manual total 135.0" in out.stdout
     assert "signed off:  final done" in out.stdout
@@ -94,8 +120,13 @@ def test_demo_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_skill_loop_plan_capture_replay_diverge_replan(tmp_path: Path) -> None:
     """The whole loop through the CLI on real SQLite and the procedure index: replay costs no LLM call, divergence re-plans a
     version 2."""
-    out = subprocess.run([sys.executable, str(EXAMPLES / "skills_loop" / "loop.py"), "--json", "--home", str(tmp_path / "home")],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "skills_loop" / "loop.py"), "--json", "--home", str(tmp_path / "home")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["planned"]["llm_calls"] > 0 and report["planned"]["procedures"][0][1] == 1
@@ -104,8 +135,13 @@ def test_skill_loop_plan_capture_replay_diverge_replan(tmp_path: Path) -> None:
     assert report["replanned"]["replay"] == "diverged" and report["replanned"]["diverged_step"] == 2
     assert report["replanned"]["state"] == "done"
     # One success and one divergence: too few executions to call version 1 degraded (scoring.MIN_EVIDENCE).
-    assert report["version_1"] == {"health": "healthy", "rolling_success_rate": 0.5, "counted_executions": 2, "success_count": 3,
-                                   "failure_count": 1}
+    assert report["version_1"] == {
+        "health": "healthy",
+        "rolling_success_rate": 0.5,
+        "counted_executions": 2,
+        "success_count": 3,
+        "failure_count": 1,
+    }
     assert report["replayed_v2"] == {"state": "done", "llm_calls": 0, "replay": "succeeded"}
     (proc,) = report["procedures"]
     assert proc["version"] == 2 and proc["health"] == "healthy"

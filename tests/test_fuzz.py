@@ -37,7 +37,11 @@ def assert_clear(code: int, err: str, path: Path) -> None:
     assert code in (1, 2), (code, err)
     for line in err.strip().splitlines():
         if line.startswith(f"{path}:") or line.startswith(f"{path.resolve()}:"):
-            number = line.split(":", 2)[1] if not line.startswith(f"{path.resolve()}:") else line[len(f"{path.resolve()}:"):].split(":", 1)[0]
+            number = (
+                line.split(":", 2)[1]
+                if not line.startswith(f"{path.resolve()}:")
+                else line[len(f"{path.resolve()}:") :].split(":", 1)[0]
+            )
             assert number.isdigit(), line
         elif not line.startswith("sherpa-skills: "):
             # structlog lines of a run that failed cleanly are fine; anything else is not
@@ -49,7 +53,9 @@ def assert_clear(code: int, err: str, path: Path) -> None:
 
 def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
     out = bytearray(data)
-    kind = rng.choice(["flip", "flip", "insert_high", "truncate", "delete_line", "duplicate_line", "swap_lines", "nul", "indent"])
+    kind = rng.choice(
+        ["flip", "flip", "insert_high", "truncate", "delete_line", "duplicate_line", "swap_lines", "nul", "indent"]
+    )
     if kind == "flip":
         for _ in range(rng.randint(1, 4)):
             i = rng.randrange(len(out))
@@ -58,7 +64,7 @@ def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
         i = rng.randrange(len(out))
         out[i:i] = bytes([rng.choice([0x80, 0xC3, 0xE2, 0xF0, 0xFF, 0xFE, 0xED])])
     elif kind == "truncate":
-        del out[rng.randrange(len(out)):]
+        del out[rng.randrange(len(out)) :]
     elif kind == "nul":
         out[rng.randrange(len(out))] = 0
     else:
@@ -107,18 +113,31 @@ def test_mutated_workflow_files_give_clear_errors(tmp_path: Path, capsys: pytest
 def session_logs(tmp_path: Path) -> list[Path]:
     folder = os.environ.get("SHERPA_SKILLS_ACCEPTANCE_SESSIONS")
     if folder and Path(folder).is_dir():
-        return sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix in (".jsonl", "") and p.stat().st_size < 2_000_000
-                      and "history" not in p.name)
+        return sorted(
+            p
+            for p in Path(folder).rglob("*")
+            if p.is_file() and p.suffix in (".jsonl", "") and p.stat().st_size < 2_000_000 and "history" not in p.name
+        )
     print("SHERPA_SKILLS_ACCEPTANCE_SESSIONS not set: fuzzing small generated logs instead")
     from test_sessions_claude_code import bash, result, write
 
-    return [write(tmp_path / "seed" / "-work-app" / "11111111-2222-4333-8444-555555555555.jsonl",
-                  *[x for i, c in enumerate(["git status", "make", "make test", "ls"]) for x in
-                    (bash(f"t{i}", c, uuid=f"a{i}"), result(f"t{i}", "ok" if i % 2 else "Exit code 1", uuid=f"b{i}", is_error=bool(i % 2)))])]
+    return [
+        write(
+            tmp_path / "seed" / "-work-app" / "11111111-2222-4333-8444-555555555555.jsonl",
+            *[
+                x
+                for i, c in enumerate(["git status", "make", "make test", "ls"])
+                for x in (
+                    bash(f"t{i}", c, uuid=f"a{i}"),
+                    result(f"t{i}", "ok" if i % 2 else "Exit code 1", uuid=f"b{i}", is_error=bool(i % 2)),
+                )
+            ],
+        )
+    ]
 
 
 def _wrong_type(rng: random.Random) -> Any:
-    return rng.choice([None, 7, -1, 1.5, True, "", "x" * 50, [], [1, "a"], {}, {"a": {"b": []}}, 10 ** 40])
+    return rng.choice([None, 7, -1, 1.5, True, "", "x" * 50, [], [1, "a"], {}, {"a": {"b": []}}, 10**40])
 
 
 def mutate_entry(entry: Any, rng: random.Random) -> Any:
@@ -153,7 +172,7 @@ def mutate_log(lines: list[str], rng: random.Random) -> str:
             out[i] = text
         elif kind == "flip" and out[i]:
             j = rng.randrange(len(out[i]))
-            out[i] = out[i][:j] + chr(rng.choice([0, 0x7F, 0xFFFD, ord("{"), ord('"'), 0x10FFFF])) + out[i][j + 1:]
+            out[i] = out[i][:j] + chr(rng.choice([0, 0x7F, 0xFFFD, ord("{"), ord('"'), 0x10FFFF])) + out[i][j + 1 :]
         elif kind == "cut":
             out[i] = out[i][: rng.randrange(len(out[i]) + 1)]
         elif kind == "not_json":
@@ -186,8 +205,11 @@ def test_mutated_session_logs_are_imported_or_skipped_and_counted(tmp_path: Path
 
 # ---------------------------------------------------------------- steps files
 
-BILLION_LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
-    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")) + "steps: *i\n"
+BILLION_LAUGHS = (
+    "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+    + "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    + "steps: *i\n"
+)
 
 STEPS_FILES: dict[str, str] = {
     "huge exit code": "- {command: make, expected_exit_code: " + "9" * 5000 + "}\n",
@@ -198,7 +220,7 @@ STEPS_FILES: dict[str, str] = {
     "deep JSON nesting": '{"steps": ' + "[" * 100_000 + "]" * 100_000 + "}",
     "billion laughs": BILLION_LAUGHS,
     "recursive alias": "steps: &s [*s]\n",
-    "not UTF-8": "- {command: \"caf\xe9\"}\n",
+    "not UTF-8": '- {command: "caf\xe9"}\n',
     "empty": "",
     "scalar": "42\n",
     "wrong types": "- {command: [1, 2], timeout_secs: yes}\n",
@@ -206,7 +228,7 @@ STEPS_FILES: dict[str, str] = {
     "env values": "- {command: make, env_vars: ['TOKEN=abc']}\n",
     "unknown key": "- {command: make, colour: red}\n",
     "empty command": "- {command: ''}\n",
-    "nul": "- {command: \"a\x00b\"}\n",
+    "nul": '- {command: "a\x00b"}\n',
     "surrogate escape": '- {command: "\\ud800"}\n',
     "inf timeout": "- {command: make, timeout_secs: .inf}\n",
     "nan timeout": "- {command: make, timeout_secs: .nan}\n",
@@ -214,7 +236,10 @@ STEPS_FILES: dict[str, str] = {
 
 
 def _malformed_steps() -> list[tuple[str, bytes]]:
-    cases = [(name, text.encode("latin-1") if name == "not UTF-8" else text.encode("utf-8", "surrogatepass")) for name, text in STEPS_FILES.items()]
+    cases = [
+        (name, text.encode("latin-1") if name == "not UTF-8" else text.encode("utf-8", "surrogatepass"))
+        for name, text in STEPS_FILES.items()
+    ]
     rng = random.Random(SEED + 2)
     base = b"description: build it\ntags: [make]\nsteps:\n  - {command: make, expected_exit_code: 0}\n  - {command: make test, expected_output_pattern: 'passed'}\n"
     cases += [(f"mutant {i}", mutate_bytes(base, rng)) for i in range(26)]
@@ -222,24 +247,42 @@ def _malformed_steps() -> list[tuple[str, bytes]]:
 
 
 @pytest.mark.parametrize("name, content", _malformed_steps(), ids=[c[0] for c in _malformed_steps()])
-def test_malformed_steps_files_give_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: bytes) -> None:
+def test_malformed_steps_files_give_clear_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: bytes
+) -> None:
     """46 malformed steps files through `learn capture-success --steps-file`: each a clear error or a capture."""
     path = tmp_path / "steps.yaml"
     path.write_bytes(content)
-    code, err = cli(capsys, "learn", "capture-success", "build", "--steps-file", str(path), "--home", str(tmp_path / "home"))
+    code, err = cli(
+        capsys, "learn", "capture-success", "build", "--steps-file", str(path), "--home", str(tmp_path / "home")
+    )
     assert_clear(code, err, path)
 
 
-@pytest.mark.parametrize("name, words", [
-    ("huge exit code", "integer of 5000 digits"), ("huge exit code in JSON", "integer of 5000 digits"),
-    ("invalid regex", "not a valid regular expression"), ("invalid regex nested quantifier", "not a valid regular expression"),
-    ("deep nesting", "nested more than"), ("deep JSON nesting", "nested more than"), ("billion laughs", "YAML bomb"),
-    ("recursive alias", "recursive alias"), ("not UTF-8", "not UTF-8"), ("inf timeout", "timeout_secs"), ("nan timeout", "timeout_secs"),
-    ("surrogate escape", "invalid YAML"),
-])
-def test_the_reported_steps_files_are_refused_naming_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, words: str) -> None:
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("huge exit code", "integer of 5000 digits"),
+        ("huge exit code in JSON", "integer of 5000 digits"),
+        ("invalid regex", "not a valid regular expression"),
+        ("invalid regex nested quantifier", "not a valid regular expression"),
+        ("deep nesting", "nested more than"),
+        ("deep JSON nesting", "nested more than"),
+        ("billion laughs", "YAML bomb"),
+        ("recursive alias", "recursive alias"),
+        ("not UTF-8", "not UTF-8"),
+        ("inf timeout", "timeout_secs"),
+        ("nan timeout", "timeout_secs"),
+        ("surrogate escape", "invalid YAML"),
+    ],
+)
+def test_the_reported_steps_files_are_refused_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, words: str
+) -> None:
     """The cases that crashed: each now exit 2 with FILE:LINE: and what is wrong."""
     path = tmp_path / "steps.yaml"
     path.write_bytes(dict(_malformed_steps())[name])
-    code, err = cli(capsys, "learn", "capture-success", "build", "--steps-file", str(path), "--home", str(tmp_path / "home"))
+    code, err = cli(
+        capsys, "learn", "capture-success", "build", "--steps-file", str(path), "--home", str(tmp_path / "home")
+    )
     assert code == 2 and err.startswith(f"{path}:") and words in err, err

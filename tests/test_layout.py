@@ -14,12 +14,29 @@ PACKAGE = Path(__file__).resolve().parent.parent / "sherpa_skills"
 
 #: Each folder (or shared top-level module) and the layer it sits in; an import may point to its own layer or lower.
 LAYERS: dict[str, int] = {
-    "errors": 0, "home": 0, "data": 0, "logs": 0, "redact": 0, "sqlite_db": 0, "yaml_source": 0, "_moved": 0,
-    "llm": 1, "semantic": 1,
-    "engine": 2, "policy": 2,
-    "actions": 3, "memory": 3, "sessions": 3,
-    "skills": 4, "agents": 4, "heartbeat": 5,
-    "cli": 6, "ui": 6, "testing": 6, "__main__": 7, "__init__": 7,
+    "errors": 0,
+    "home": 0,
+    "data": 0,
+    "logs": 0,
+    "redact": 0,
+    "sqlite_db": 0,
+    "yaml_source": 0,
+    "_moved": 0,
+    "llm": 1,
+    "semantic": 1,
+    "engine": 2,
+    "policy": 2,
+    "actions": 3,
+    "memory": 3,
+    "sessions": 3,
+    "skills": 4,
+    "agents": 4,
+    "heartbeat": 5,
+    "cli": 6,
+    "ui": 6,
+    "testing": 6,
+    "__main__": 7,
+    "__init__": 7,
 }
 
 
@@ -88,7 +105,7 @@ class TestLayers:
             state[node] = 1
             for nxt in sorted(graph[node]):
                 if state.get(nxt) == 1:
-                    cycles.append(path[path.index(nxt):] + [nxt])
+                    cycles.append(path[path.index(nxt) :] + [nxt])
                 elif nxt not in state:
                     visit(nxt, [*path, nxt])
             state[node] = 2
@@ -102,13 +119,15 @@ class TestLayers:
     def test_every_module_imports_alone(self, graph: dict[str, set[str]]) -> None:
         """Each module imports in a fresh interpreter on its own, in reverse order of names (a cycle would break one)."""
         names = sorted((n for n in graph if not n.endswith("__main__")), reverse=True)
-        code = ("import importlib, sys\nfailed = []\n"
-                f"for name in {names!r}:\n"
-                "    for m in [m for m in sys.modules if m.startswith('sherpa_skills')]:\n"
-                "        del sys.modules[m]\n"
-                "    try:\n        importlib.import_module(name)\n"
-                "    except Exception as exc:\n        failed.append(f'{name}: {type(exc).__name__}: {exc}')\n"
-                "print('\\n'.join(failed))\n")
+        code = (
+            "import importlib, sys\nfailed = []\n"
+            f"for name in {names!r}:\n"
+            "    for m in [m for m in sys.modules if m.startswith('sherpa_skills')]:\n"
+            "        del sys.modules[m]\n"
+            "    try:\n        importlib.import_module(name)\n"
+            "    except Exception as exc:\n        failed.append(f'{name}: {type(exc).__name__}: {exc}')\n"
+            "print('\\n'.join(failed))\n"
+        )
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert proc.stdout.strip() == ""

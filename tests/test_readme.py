@@ -86,8 +86,10 @@ def test_the_readme_opens_with_the_demo_then_the_tests():
     line, commands = BLOCKS[0]
     assert text.splitlines()[line - 1] == "```bash"
     venv = "python3 -m venv .venv && . .venv/bin/activate && "
-    assert commands == [venv + "pip install -c constraints.txt . && sherpa-skills demo",
-                        venv + 'pip install -c constraints.txt -e ".[dev]" && python -m pytest -q']
+    assert commands == [
+        venv + "pip install -c constraints.txt . && sherpa-skills demo",
+        venv + 'pip install -c constraints.txt -e ".[dev]" && python -m pytest -q',
+    ]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "readme_command 1" in ci and "readme_command 2" in ci
 
@@ -96,8 +98,13 @@ def test_the_readme_opens_with_the_demo_then_the_tests():
 def env(tmp_path):
     home = tmp_path / "home"
     bindir = Path(sys.executable).parent
-    return {**os.environ, "SHERPA_SKILLS_HOME": str(home), "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
-            "COLUMNS": "100", "PYTHONDONTWRITEBYTECODE": "1"}
+    return {
+        **os.environ,
+        "SHERPA_SKILLS_HOME": str(home),
+        "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "COLUMNS": "100",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
 
 
 def _fill(command: str, env: dict[str, str], scratch: Path) -> str:
@@ -115,12 +122,14 @@ def _fill(command: str, env: dict[str, str], scratch: Path) -> str:
         assert _sh(f"sherpa-skills learn export {shlex.quote(str(exported))}", env).returncode == 0
         command = re.sub(r"\bFILE\b", shlex.quote(str(exported)), command)
     if command.startswith("python "):
-        command = f"{shlex.quote(sys.executable)} {command[len('python '):]}"
+        command = f"{shlex.quote(sys.executable)} {command[len('python ') :]}"
     return command
 
 
 def _sh(command: str, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180, input=stdin)
+    return subprocess.run(
+        ["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180, input=stdin
+    )
 
 
 @pytest.mark.slow
@@ -147,10 +156,16 @@ def _run_block(line, commands, env, tmp_path, capsys):
                 print(f"\nREADME.md:{line}: skipped `{command}`: {reason}")
             continue
         synopsis = SYNOPSIS.match(command)
-        parts = [f"sherpa-skills {synopsis.group(1)} {p.strip()}" for p in synopsis.group(2).split("|")] if synopsis else [command]
+        parts = (
+            [f"sherpa-skills {synopsis.group(1)} {p.strip()}" for p in synopsis.group(2).split("|")]
+            if synopsis
+            else [command]
+        )
         for part in parts:
             proc = _sh(_fill(part, env, tmp_path), env)
-            assert proc.returncode == 0, f"README.md:{line}: `{part}` exited {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+            assert proc.returncode == 0, (
+                f"README.md:{line}: `{part}` exited {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+            )
             assert "Traceback" not in proc.stderr
             ran += 1
     assert ran or all(any(p in c for p in SKIPPED) for c in commands)

@@ -57,7 +57,7 @@ def python_blocks(text: str) -> list[Block]:
         if lines[i].strip() == "```python":
             marker = NOT_RUN.match(lines[i - 1].strip()) if i else None
             end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
-            blocks.append(Block(i + 2, "\n".join(lines[i + 1:end]) + "\n", marker.group(1) if marker else None))
+            blocks.append(Block(i + 2, "\n".join(lines[i + 1 : end]) + "\n", marker.group(1) if marker else None))
             i = end
         i += 1
     return blocks
@@ -68,8 +68,9 @@ def run_block(block: Block, workdir: Path, env: dict[str, str]) -> subprocess.Co
     script = workdir.parent / "snippet" / "README.md"
     script.parent.mkdir(exist_ok=True)
     script.write_text("\n" * (block.line - 1) + block.code, encoding="utf-8")
-    return subprocess.run([sys.executable, "-c", RUNNER, str(script)], cwd=workdir, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", RUNNER, str(script)], cwd=workdir, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def failure(block: Block, proc: subprocess.CompletedProcess[str]) -> str | None:
@@ -78,8 +79,10 @@ def failure(block: Block, proc: subprocess.CompletedProcess[str]) -> str | None:
         return None
     raised = re.findall(r'README\.md", line (\d+)', proc.stderr)
     where = f" (raised at README.md:{raised[-1]})" if raised else ""
-    return (f"README.md:{block.line}: the python block exited {proc.returncode}{where}\n{proc.stdout[-1500:]}\n"
-            f"{proc.stderr[-3000:]}")
+    return (
+        f"README.md:{block.line}: the python block exited {proc.returncode}{where}\n{proc.stdout[-1500:]}\n"
+        f"{proc.stderr[-3000:]}"
+    )
 
 
 BLOCKS = python_blocks(README.read_text(encoding="utf-8"))
@@ -91,9 +94,15 @@ def sandbox(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     workdir = tmp_path / "work"
     shutil.copytree(ROOT / "examples", workdir / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("SHERPA_SKILLS_", "OPENAI_", "ANTHROPIC_"))}
-    env = {**keep, "SHERPA_SKILLS_HOME": str(tmp_path / "home"), "HOME": str(tmp_path / "user"), "PYTHONDONTWRITEBYTECODE": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+    env = {
+        **keep,
+        "SHERPA_SKILLS_HOME": str(tmp_path / "home"),
+        "HOME": str(tmp_path / "user"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "HF_HUB_OFFLINE": "1",
+    }
     return workdir, env
 
 
@@ -118,10 +127,14 @@ def test_each_python_block_runs_as_written(block: Block, sandbox, capsys):
 def test_a_broken_block_fails_naming_its_readme_line(sandbox):
     """The check itself: a block that raises is reported with the README line it starts at, and the line that raised."""
     workdir, env = sandbox
-    block = python_blocks("intro\n\n```python\nimport sherpa_skills as sk\n\nsk.load_workflow('no-such.yaml')\n```\n")[0]
+    block = python_blocks("intro\n\n```python\nimport sherpa_skills as sk\n\nsk.load_workflow('no-such.yaml')\n```\n")[
+        0
+    ]
     block.line = 300  # as if it stood further down the README
     problem = failure(block, run_block(block, workdir, env))
-    assert problem is not None and problem.startswith("README.md:300: the python block exited 1 (raised at README.md:302)")
+    assert problem is not None and problem.startswith(
+        "README.md:300: the python block exited 1 (raised at README.md:302)"
+    )
     assert "no-such.yaml:1: no such file" in problem
 
 
@@ -137,6 +150,8 @@ def test_a_block_that_reaches_beyond_this_machine_fails(sandbox):
     workdir, env = sandbox
     block = python_blocks("```python\nimport socket\n\nsocket.getaddrinfo('example.com', 443)\n```\n")[0]
     problem = failure(block, run_block(block, workdir, env))
-    assert problem is not None and "raised at README.md:4" in problem and "network access from a README snippet" in problem
+    assert (
+        problem is not None and "raised at README.md:4" in problem and "network access from a README snippet" in problem
+    )
     local = python_blocks("```python\nimport socket\n\nsocket.getaddrinfo('127.0.0.1', 443)\n```\n")[0]
     assert failure(local, run_block(local, workdir, env)) is None

@@ -45,8 +45,10 @@ NPM = "npm" + "_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
 PYPI = "pypi" + "-AgEIcHlwaS5vcmcCJGFiY2RlZmctMTIzNC01Njc4LTkwYWItY2RlZjEyMzQ1Njc4AAIqWzMsImFiYyJd"
 HF = "hf" + "_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567"
 JWT = (
-    "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
-    + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+    "eyJ"
+    + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    + ".eyJ"
+    + "zdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
     + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 )
 PEM_BODY = "MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MaGBir/JXHFOqX\nqUIcWIf2E0Xw1ZpvoKq+8hW/uVvgdqNrq3n0H7Q==\n"
@@ -63,35 +65,66 @@ SECRET_CASES: list[tuple[str, str, str]] = [
     ("secret_assignment", "MYSQL_PWD=s3cret mysql -u root", f"MYSQL_PWD={R} mysql -u root"),
     ("secret_assignment", "DB_PASS=s3cret ./migrate", f"DB_PASS={R} ./migrate"),
     ("secret_assignment", "env API_SECRET=xyz CLIENT_ID=42 ./app", f"env API_SECRET={R} CLIENT_ID=42 ./app"),
-    ("secret_assignment", "docker run -e POSTGRES_PASSWORD=pw -e POSTGRES_USER=app postgres",
-     f"docker run -e POSTGRES_PASSWORD={R} -e POSTGRES_USER=app postgres"),
+    (
+        "secret_assignment",
+        "docker run -e POSTGRES_PASSWORD=pw -e POSTGRES_USER=app postgres",
+        f"docker run -e POSTGRES_PASSWORD={R} -e POSTGRES_USER=app postgres",
+    ),
     ("aws_secret_access_key", "export AWS_SESSION_TOKEN=FwoGZXIvYXdzEJr", f"export AWS_SESSION_TOKEN={R}"),
     ("secret_assignment", "export SLACK_AUTH=abc", f"export SLACK_AUTH={R}"),
     ("secret_assignment", "export DOCKER_CREDENTIALS=user:pw", f"export DOCKER_CREDENTIALS={R}"),
     ("secret_assignment", "export STRIPE_KEY=abcdef", f"export STRIPE_KEY={R}"),
     ("secret_assignment", "$env:GITHUB_TOKEN=abc123", f"$env:GITHUB_TOKEN={R}"),
     ("secret_assignment", "terraform apply -var 'db_password=abc'", f"terraform apply -var 'db_password={R}'"),
-    ("secret_assignment", "helm install x --set auth.password=pw123 chart", f"helm install x --set auth.password={R} chart"),
+    (
+        "secret_assignment",
+        "helm install x --set auth.password=pw123 chart",
+        f"helm install x --set auth.password={R} chart",
+    ),
     # generic key=value and query strings
     ("secret_assignment", "GET /v1/items?api_key=abc123&page=2", f"GET /v1/items?api_key={R}&page=2"),
-    ("secret_assignment", "https://example.com/cb#access_token=xyz789&state=1", f"https://example.com/cb#access_token={R}&state=1"),
+    (
+        "secret_assignment",
+        "https://example.com/cb#access_token=xyz789&state=1",
+        f"https://example.com/cb#access_token={R}&state=1",
+    ),
     ("secret_assignment", "login ok token=abc123 user=bob", f"login ok token={R} user=bob"),
     ("secret_assignment", "apikey=abc secret=def", f"apikey={R} secret={R}"),
     ("secret_assignment", "//registry.npmjs.org/:_authToken=abcdef", f"//registry.npmjs.org/:_authToken={R}"),
-    ("secret_assignment", 'config = {"password": "hunter2", "user": "bob"}', f'config = {{"password": "{R}", "user": "bob"}}'),
+    (
+        "secret_assignment",
+        'config = {"password": "hunter2", "user": "bob"}',
+        f'config = {{"password": "{R}", "user": "bob"}}',
+    ),
     ("secret_assignment", "{'clientSecret': 'abc', 'region': 'eu'}", f"{{'clientSecret': '{R}', 'region': 'eu'}}"),
     ("secret_assignment", 'password = "hunter2"', f'password = "{R}"'),
     ("secret_assignment", "client_secret: 'abc'", f"client_secret: '{R}'"),
     ("secret_assignment", "password: hunter2", f"password: {R}"),
     # name: value pairs inside prose and log lines, for names that are secret by themselves
-    ("secret_assignment", "note: remember … password: CorrectHorseBattery9 for prod", f"note: remember … password: {R} for prod"),
+    (
+        "secret_assignment",
+        "note: remember … password: CorrectHorseBattery9 for prod",
+        f"note: remember … password: {R} for prod",
+    ),
     ("secret_assignment", "login failed (user bob, Passwd: hunter22)", f"login failed (user bob, Passwd: {R})"),
-    ("secret_assignment", "rotated; new api_key: abcd1234, old one revoked", f"rotated; new api_key: {R}, old one revoked"),
+    (
+        "secret_assignment",
+        "rotated; new api_key: abcd1234, old one revoked",
+        f"rotated; new api_key: {R}, old one revoked",
+    ),
     ("secret_assignment", "the vault secret: s3cr3t-v4lue is set", f"the vault secret: {R} is set"),
     ("secret_assignment", "ok passwd=hunter22 done", f"ok passwd={R} done"),
     ("secret_assignment", "then secret=abc123xyz; continue", f"then secret={R}; continue"),
-    ("secret_assignment", "db:\n  user: app\n  - api_token: abc123  # rotate monthly\n", f"db:\n  user: app\n  - api_token: {R}  # rotate monthly\n"),
-    ("config_set", "npm config set //registry.npmjs.org/:_authToken abc123", f"npm config set //registry.npmjs.org/:_authToken {R}"),
+    (
+        "secret_assignment",
+        "db:\n  user: app\n  - api_token: abc123  # rotate monthly\n",
+        f"db:\n  user: app\n  - api_token: {R}  # rotate monthly\n",
+    ),
+    (
+        "config_set",
+        "npm config set //registry.npmjs.org/:_authToken abc123",
+        f"npm config set //registry.npmjs.org/:_authToken {R}",
+    ),
     ("config_set", "poetry config pypi-token.pypi abc123", f"poetry config pypi-token.pypi {R}"),
     # long flags
     ("secret_flag", "mytool --password hunter2 --verbose", f"mytool --password {R} --verbose"),
@@ -101,56 +134,135 @@ SECRET_CASES: list[tuple[str, str, str]] = [
     ("secret_flag", "tool --secret=xyz", f"tool --secret={R}"),
     ("secret_flag", "kubectl --token=abc123 get pods", f"kubectl --token={R} get pods"),
     ("secret_flag", "az login --client-secret abc --tenant t", f"az login --client-secret {R} --tenant t"),
-    ("secret_flag", "wget --user=bob --password=hunter2 https://x.example.invalid", f"wget --user=bob --password={R} https://x.example.invalid"),
+    (
+        "secret_flag",
+        "wget --user=bob --password=hunter2 https://x.example.invalid",
+        f"wget --user=bob --password={R} https://x.example.invalid",
+    ),
     # tool-specific
     ("mysql_password", "mysql -u root -phunter2 app", f"mysql -u root -p{R} app"),
     ("mysql_password", "mysqldump -uroot -p'hunter 2' db > dump.sql", f"mysqldump -uroot -p'{R}' db > dump.sql"),
-    ("mysql_password", "docker exec db mariadb -u root -phunter2 -e 'select 1'", f"docker exec db mariadb -u root -p{R} -e 'select 1'"),
+    (
+        "mysql_password",
+        "docker exec db mariadb -u root -phunter2 -e 'select 1'",
+        f"docker exec db mariadb -u root -p{R} -e 'select 1'",
+    ),
     ("sshpass_password", "sshpass -p hunter2 ssh -p 2222 bob@host", f"sshpass -p {R} ssh -p 2222 bob@host"),
     ("sshpass_password", "sshpass -v -phunter2 scp f host:", f"sshpass -v -p{R} scp f host:"),
-    ("docker_login_password", "docker login -u bob -p hunter2 registry.example.com", f"docker login -u bob -p {R} registry.example.com"),
+    (
+        "docker_login_password",
+        "docker login -u bob -p hunter2 registry.example.com",
+        f"docker login -u bob -p {R} registry.example.com",
+    ),
     ("docker_login_password", "podman login -p=hunter2 quay.io", f"podman login -p={R} quay.io"),
-    ("piped_password", "echo hunter2 | docker login -u bob --password-stdin", f"echo {R} | docker login -u bob --password-stdin"),
-    ("piped_password", "echo -n 'hunter2' | helm registry login r.io --password-stdin", f"echo -n '{R}' | helm registry login r.io --password-stdin"),
-    ("piped_password", "printf '%s' abc123 | gh auth login --with-token", f"printf '%s' {R} | gh auth login --with-token"),
+    (
+        "piped_password",
+        "echo hunter2 | docker login -u bob --password-stdin",
+        f"echo {R} | docker login -u bob --password-stdin",
+    ),
+    (
+        "piped_password",
+        "echo -n 'hunter2' | helm registry login r.io --password-stdin",
+        f"echo -n '{R}' | helm registry login r.io --password-stdin",
+    ),
+    (
+        "piped_password",
+        "printf '%s' abc123 | gh auth login --with-token",
+        f"printf '%s' {R} | gh auth login --with-token",
+    ),
     ("piped_password", "echo bob:hunter2 | chpasswd", f"echo {R} | chpasswd"),
     ("piped_password", "docker login --password-stdin <<< 'hunter2'", f"docker login --password-stdin <<< '{R}'"),
     ("basic_auth", "curl -u bob:hunter2 https://api.example.com", f"curl -u bob:{R} https://api.example.com"),
-    ("basic_auth", "curl --user 'bob:hunter2' https://x.example.invalid", f"curl --user 'bob:{R}' https://x.example.invalid"),
+    (
+        "basic_auth",
+        "curl --user 'bob:hunter2' https://x.example.invalid",
+        f"curl --user 'bob:{R}' https://x.example.invalid",
+    ),
     ("ssh_passphrase", 'ssh-keygen -t ed25519 -N "correct horse" -f key', f'ssh-keygen -t ed25519 -N "{R}" -f key'),
-    ("openssl_password", "openssl rsa -in k.pem -passin pass:hunter2 -out k2.pem", f"openssl rsa -in k.pem -passin pass:{R} -out k2.pem"),
-    ("password_flag", "keytool -list -keystore ks.jks -storepass changeit", f"keytool -list -keystore ks.jks -storepass {R}"),
-    ("netrc_password", "machine api.example.com login bob password hunter2", f"machine api.example.com login bob password {R}"),
+    (
+        "openssl_password",
+        "openssl rsa -in k.pem -passin pass:hunter2 -out k2.pem",
+        f"openssl rsa -in k.pem -passin pass:{R} -out k2.pem",
+    ),
+    (
+        "password_flag",
+        "keytool -list -keystore ks.jks -storepass changeit",
+        f"keytool -list -keystore ks.jks -storepass {R}",
+    ),
+    (
+        "netrc_password",
+        "machine api.example.com login bob password hunter2",
+        f"machine api.example.com login bob password {R}",
+    ),
     # URLs
-    ("url_password", "git clone https://bob:hunter2@git.example.invalid/org/repo.git", f"git clone https://bob:{R}@git.example.invalid/org/repo.git"),
-    ("url_password", "psql postgresql://app:s3cr3t@db.internal:5432/app", f"psql postgresql://app:{R}@db.internal:5432/app"),
+    (
+        "url_password",
+        "git clone https://bob:hunter2@git.example.invalid/org/repo.git",
+        f"git clone https://bob:{R}@git.example.invalid/org/repo.git",
+    ),
+    (
+        "url_password",
+        "psql postgresql://app:s3cr3t@db.internal:5432/app",
+        f"psql postgresql://app:{R}@db.internal:5432/app",
+    ),
     ("url_password", "redis-cli -u redis://:hunter2@localhost:6379/0", f"redis-cli -u redis://:{R}@localhost:6379/0"),
-    ("url_password", "export DATABASE_URL=mysql://root:pw@localhost/db", f"export DATABASE_URL=mysql://root:{R}@localhost/db"),
+    (
+        "url_password",
+        "export DATABASE_URL=mysql://root:pw@localhost/db",
+        f"export DATABASE_URL=mysql://root:{R}@localhost/db",
+    ),
     # headers
-    ("authorization_header", 'curl -H "Authorization: Bearer abc.def.ghi" https://x.example.invalid', f'curl -H "Authorization: Bearer {R}" https://x.example.invalid'),
-    ("authorization_header", "curl -H 'Authorization: Basic Ym9iOmh1bnRlcjI=' https://x.example.invalid", f"curl -H 'Authorization: Basic {R}' https://x.example.invalid"),
+    (
+        "authorization_header",
+        'curl -H "Authorization: Bearer abc.def.ghi" https://x.example.invalid',
+        f'curl -H "Authorization: Bearer {R}" https://x.example.invalid',
+    ),
+    (
+        "authorization_header",
+        "curl -H 'Authorization: Basic Ym9iOmh1bnRlcjI=' https://x.example.invalid",
+        f"curl -H 'Authorization: Basic {R}' https://x.example.invalid",
+    ),
     ("authorization_header", "authorization: token abcdef123", f"authorization: token {R}"),
     ("authorization_header", "Proxy-Authorization: Basic Ym9iOnB3", f"Proxy-Authorization: Basic {R}"),
     ("authorization_header", '{"Authorization": "Bearer abc"}', f'{{"Authorization": "Bearer {R}"}}'),
-    ("api_key_header", "curl -H 'X-Api-Key: abc123' https://x.example.invalid", f"curl -H 'X-Api-Key: {R}' https://x.example.invalid"),
+    (
+        "api_key_header",
+        "curl -H 'X-Api-Key: abc123' https://x.example.invalid",
+        f"curl -H 'X-Api-Key: {R}' https://x.example.invalid",
+    ),
     ("api_key_header", "{'apiKey': 'abc', 'region': 'eu'}", f"{{'apiKey': '{R}', 'region': 'eu'}}"),
-    ("api_key_header", 'curl -H "PRIVATE-TOKEN: abc123" https://gitlab.example.invalid', f'curl -H "PRIVATE-TOKEN: {R}" https://gitlab.example.invalid'),
-    ("cookie", "curl -H 'Cookie: session=abc; csrf=def' https://x.example.invalid", f"curl -H 'Cookie: {R}' https://x.example.invalid"),
+    (
+        "api_key_header",
+        'curl -H "PRIVATE-TOKEN: abc123" https://gitlab.example.invalid',
+        f'curl -H "PRIVATE-TOKEN: {R}" https://gitlab.example.invalid',
+    ),
+    (
+        "cookie",
+        "curl -H 'Cookie: session=abc; csrf=def' https://x.example.invalid",
+        f"curl -H 'Cookie: {R}' https://x.example.invalid",
+    ),
     ("cookie", "Set-Cookie: sid=abc123; Path=/; HttpOnly", f"Set-Cookie: {R}"),
     # AWS
     ("aws_access_key_id", f"aws_access_key_id = {AWS_ID}", f"aws_access_key_id = {R}"),
     ("aws_access_key_id", f"key {AWS_STS_ID} used", f"key {R} used"),
     ("aws_secret_access_key", f"aws_secret_access_key = {AWS_SECRET}", f"aws_secret_access_key = {R}"),
     ("aws_secret_access_key", f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}", f"export AWS_SECRET_ACCESS_KEY={R}"),
-    ("aws_secret_access_key", f"aws configure set aws_secret_access_key {AWS_SECRET}", f"aws configure set aws_secret_access_key {R}"),
+    (
+        "aws_secret_access_key",
+        f"aws configure set aws_secret_access_key {AWS_SECRET}",
+        f"aws configure set aws_secret_access_key {R}",
+    ),
     # well-known shapes
     ("github_token", f"token is {GHP}.", f"token is {R}."),
     ("github_token", f"git push https://{GHS}@github.com/o/r", f"git push https://{R}@github.com/o/r"),
     ("github_token", f"using {GITHUB_PAT}", f"using {R}"),
     ("gitlab_token", f"glab auth login {GLPAT}", f"glab auth login {R}"),
     ("slack_token", f"slack: {SLACK}", f"slack: {R}"),
-    ("slack_webhook", f"curl -X POST https://hooks.slack.com/services/{SLACK_HOOK_PATH}",
-     f"curl -X POST https://hooks.slack.com/services/{R}"),
+    (
+        "slack_webhook",
+        f"curl -X POST https://hooks.slack.com/services/{SLACK_HOOK_PATH}",
+        f"curl -X POST https://hooks.slack.com/services/{R}",
+    ),
     ("openai_api_key", f"client = OpenAI(api_key={OPENAI!r})", f"client = OpenAI(api_key='{R}')"),
     ("openai_api_key", f"key {OPENAI_PROJ} set", f"key {R} set"),
     ("anthropic_api_key", f"x {ANTHROPIC} y", f"x {R} y"),
@@ -163,10 +275,16 @@ SECRET_CASES: list[tuple[str, str, str]] = [
     ("pypi_token", f"twine upload -p {PYPI} dist/*", f"twine upload -p {R} dist/*"),
     ("huggingface_token", f"huggingface-cli login --add {HF}", f"huggingface-cli login --add {R}"),
     ("private_key", f"cat key.pem\n{PEM}\ndone", f"cat key.pem\n{PEM_REDACTED}\ndone"),
-    ("private_key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
-     f"-----BEGIN OPENSSH PRIVATE KEY-----\n{R}\n-----END OPENSSH PRIVATE KEY-----"),
-    ("private_key", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n(truncated)",
-     f"-----BEGIN PRIVATE KEY-----\n{R}"),
+    (
+        "private_key",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+        f"-----BEGIN OPENSSH PRIVATE KEY-----\n{R}\n-----END OPENSSH PRIVATE KEY-----",
+    ),
+    (
+        "private_key",
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n(truncated)",
+        f"-----BEGIN PRIVATE KEY-----\n{R}",
+    ),
 ]
 
 ORDINARY = [
@@ -257,7 +375,9 @@ ORDINARY = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "text", "expected"), SECRET_CASES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(SECRET_CASES)])
+@pytest.mark.parametrize(
+    ("kind", "text", "expected"), SECRET_CASES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(SECRET_CASES)]
+)
 def test_secret_is_redacted(kind: str, text: str, expected: str) -> None:
     assert redact(text) == expected
     assert contains_secret(text)
@@ -265,7 +385,9 @@ def test_secret_is_redacted(kind: str, text: str, expected: str) -> None:
     assert kind in KINDS
 
 
-@pytest.mark.parametrize(("kind", "text", "expected"), SECRET_CASES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(SECRET_CASES)])
+@pytest.mark.parametrize(
+    ("kind", "text", "expected"), SECRET_CASES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(SECRET_CASES)]
+)
 def test_redaction_is_idempotent_and_leaves_nothing(kind: str, text: str, expected: str) -> None:
     once = redact(text)
     assert redact(once) == once
@@ -298,10 +420,35 @@ def test_several_secrets_in_one_text() -> None:
 
 def test_idempotent_on_random_mixtures() -> None:
     """Fragments glued in random orders (one rule's redaction can shift another's context)."""
-    fragments = ORDINARY + [case[1] for case in SECRET_CASES] + [
-        '"', "'", "=", ":", " ", "\n", "|", ";", "@", "//", "-p", "--token", "\\", "\\n", R, "Bearer",
-        "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "echo", "mysql", "curl -u", "#", "$",
-    ]
+    fragments = (
+        ORDINARY
+        + [case[1] for case in SECRET_CASES]
+        + [
+            '"',
+            "'",
+            "=",
+            ":",
+            " ",
+            "\n",
+            "|",
+            ";",
+            "@",
+            "//",
+            "-p",
+            "--token",
+            "\\",
+            "\\n",
+            R,
+            "Bearer",
+            "-----BEGIN RSA PRIVATE KEY-----",
+            "-----END RSA PRIVATE KEY-----",
+            "echo",
+            "mysql",
+            "curl -u",
+            "#",
+            "$",
+        ]
+    )
     rng = random.Random(1234)
     for _ in range(3000):
         text = "".join(rng.choice(fragments) for _ in range(rng.randint(1, 8)))
@@ -364,21 +511,66 @@ def test_redact_value_nested() -> None:
     assert not contains_secret(json.dumps(redact_value(json.loads(json.dumps(value, default=str)))))
 
 
-@pytest.mark.parametrize("key", [
-    "password", "passwd", "secret", "token", "api_key", "apikey", "apiKey", "access_key", "private_key",
-    "Authorization", "cookie", "credentials", "X-Api-Key", "client_secret", "GITHUB_TOKEN", "PGPASSWORD",
-    "MYSQL_PWD", "DB_PASS", "refresh_token", "aws_secret_access_key", "set-cookie", "passphrase",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "api_key",
+        "apikey",
+        "apiKey",
+        "access_key",
+        "private_key",
+        "Authorization",
+        "cookie",
+        "credentials",
+        "X-Api-Key",
+        "client_secret",
+        "GITHUB_TOKEN",
+        "PGPASSWORD",
+        "MYSQL_PWD",
+        "DB_PASS",
+        "refresh_token",
+        "aws_secret_access_key",
+        "set-cookie",
+        "passphrase",
+    ],
+)
 def test_secret_names(key: str) -> None:
     assert is_secret_name(key)
     assert redact_value({key: "v"}) == {key: R}
 
 
-@pytest.mark.parametrize("key", [
-    "PWD", "OLDPWD", "PATH", "key", "sort_key", "public_key", "primary_key", "KEY_FILE", "token_count",
-    "prompt_tokens", "max_tokens", "tokens", "secret_name", "password_file", "auth_type", "author",
-    "tokenizer", "SSH_AUTH_SOCK", "GIT_ASKPASS", "token_url", "client_id", "is_secret", "password_stdin",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "PWD",
+        "OLDPWD",
+        "PATH",
+        "key",
+        "sort_key",
+        "public_key",
+        "primary_key",
+        "KEY_FILE",
+        "token_count",
+        "prompt_tokens",
+        "max_tokens",
+        "tokens",
+        "secret_name",
+        "password_file",
+        "auth_type",
+        "author",
+        "tokenizer",
+        "SSH_AUTH_SOCK",
+        "GIT_ASKPASS",
+        "token_url",
+        "client_id",
+        "is_secret",
+        "password_stdin",
+    ],
+)
 def test_non_secret_names(key: str) -> None:
     assert not is_secret_name(key)
     assert redact_value({key: "plain"}) == {key: "plain"}
@@ -399,18 +591,28 @@ def test_redact_value_cycles_and_odd_inputs_never_raise() -> None:
     assert redact_value(b"\xff\xfe token=abc") == "\ufffd\ufffd token=[REDACTED]".encode()
 
 
-@pytest.mark.parametrize("key", ["steps", "api_key", "password", "token_count", "max_tokens", "note", "password=hunter2x"])
-@pytest.mark.parametrize("value", [3, 2.5, True, None, "plain", "ghp_" + "a1B2" * 9, {"password": "x", "n": [1, "token=abc"]}])
+@pytest.mark.parametrize(
+    "key", ["steps", "api_key", "password", "token_count", "max_tokens", "note", "password=hunter2x"]
+)
+@pytest.mark.parametrize(
+    "value", [3, 2.5, True, None, "plain", "ghp_" + "a1B2" * 9, {"password": "x", "n": [1, "token=abc"]}]
+)
 def test_one_item_is_redacted_as_in_its_mapping(key: str, value) -> None:
     """The run store redacts a context value alone (`redact_item`) and skips the walk for numbers under kept names."""
     whole = redact_value({key: value})
     assert redact_item(key, value) == next(iter(whole.values()))
     if keeps_numbers_under(key) and type(value) in (int, float, bool):
         assert whole == {key: value}
-    assert keeps_numbers_under("steps") and not keeps_numbers_under("api_key") and not keeps_numbers_under("password=hunter2x")
+    assert (
+        keeps_numbers_under("steps")
+        and not keeps_numbers_under("api_key")
+        and not keeps_numbers_under("password=hunter2x")
+    )
 
 
-@pytest.mark.parametrize("odd", [None, 12, b"export TOKEN=abc", "\x00\udcff", "=" * 1000, "--password", "-----BEGIN RSA PRIVATE KEY-----"])
+@pytest.mark.parametrize(
+    "odd", [None, 12, b"export TOKEN=abc", "\x00\udcff", "=" * 1000, "--password", "-----BEGIN RSA PRIVATE KEY-----"]
+)
 def test_redact_never_raises(odd) -> None:
     out = redact(odd)
     assert isinstance(out, str)

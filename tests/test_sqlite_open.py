@@ -36,8 +36,15 @@ KINDS = ["runs", "skills", "sessions", "memory", "domains", "heartbeat"]
 def open_at_once(home: Path, processes: int, delay: float) -> list[subprocess.CompletedProcess[str]]:
     """`processes` children open every store of a fresh `home`, each starting with a different one, all at one instant."""
     start = time.time() + delay
-    children = [subprocess.Popen([sys.executable, "-c", OPENER, str(home), str(start), ",".join(KINDS[i % 6:] + KINDS[:i % 6])],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(processes)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPENER, str(home), str(start), ",".join(KINDS[i % 6 :] + KINDS[: i % 6])],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(processes)
+    ]
     results = []
     for child in children:
         out, err = child.communicate(timeout=120)
@@ -51,4 +58,6 @@ def test_eight_processes_open_a_fresh_home_at_once(tmp_path: Path) -> None:
         home = tmp_path / f"home{round_}"
         home.mkdir()
         for child in open_at_once(home, 8, delay=3.0):
-            assert child.returncode == 0 and child.stdout.startswith("opened"), f"round {round_}: child failed:\n{child.stderr[-3000:]}"
+            assert child.returncode == 0 and child.stdout.startswith("opened"), (
+                f"round {round_}: child failed:\n{child.stderr[-3000:]}"
+            )

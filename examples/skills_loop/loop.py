@@ -37,8 +37,20 @@ def call(*args: str) -> dict[str, Any] | list[Any]:
 
 def solve(home: Path, work: Path) -> dict[str, Any]:
     model = f"scripted/{HERE / 'planner.script.yaml'}"
-    result = call("run", "planner", "--home", str(home), "--model", model,
-                  "-i", f"task={TASK}", "-i", "task_type=package-notes", "-i", f"cwd={work}")
+    result = call(
+        "run",
+        "planner",
+        "--home",
+        str(home),
+        "--model",
+        model,
+        "-i",
+        f"task={TASK}",
+        "-i",
+        "task_type=package-notes",
+        "-i",
+        f"cwd={work}",
+    )
     assert isinstance(result, dict)
     return result
 
@@ -56,33 +68,57 @@ def main() -> int:
     report: dict[str, Any] = {}
     planned = solve(home, work)
     procedures = call("learn", "procedures", "--home", str(home))
-    report["planned"] = {"state": planned["state"], "llm_calls": planned["llm_calls"], "tokens": planned["tokens"],
-                         "procedures": [(p["id"], p["version"]) for p in procedures]}
+    report["planned"] = {
+        "state": planned["state"],
+        "llm_calls": planned["llm_calls"],
+        "tokens": planned["tokens"],
+        "procedures": [(p["id"], p["version"]) for p in procedures],
+    }
     for p in procedures:
         call("learn", "promote", p["id"], "--home", str(home))  # a person vouches: it counts as the second success
 
     replayed = solve(home, work)
-    report["replayed"] = {"state": replayed["state"], "llm_calls": replayed["llm_calls"], "tokens": replayed["tokens"],
-                          "replay": replayed["context"]["replay"]["state"]}
+    report["replayed"] = {
+        "state": replayed["state"],
+        "llm_calls": replayed["llm_calls"],
+        "tokens": replayed["tokens"],
+        "replay": replayed["context"]["replay"]["state"],
+    }
 
     (work / "notes").rename(work / "docs")  # the environment changes under the procedure
     replanned = solve(home, work)
     divergence = replanned["context"]["replay"]["context"].get("divergence") or {}
-    report["replanned"] = {"state": replanned["state"], "llm_calls": replanned["llm_calls"], "tokens": replanned["tokens"],
-                           "replay": replanned["context"]["replay"]["state"], "diverged_step": divergence.get("step"),
-                           "reason": divergence.get("reason")}
+    report["replanned"] = {
+        "state": replanned["state"],
+        "llm_calls": replanned["llm_calls"],
+        "tokens": replanned["tokens"],
+        "replay": replanned["context"]["replay"]["state"],
+        "diverged_step": divergence.get("step"),
+        "reason": divergence.get("reason"),
+    }
     first_id = report["planned"]["procedures"][0][0]
     call("learn", "promote", first_id, "--home", str(home))  # the re-learned version 2, seen once, is promoted too
     version_1 = call("learn", "show", first_id, "--version", "1", "--home", str(home))
     assert isinstance(version_1, dict)
 
     again = solve(home, work)
-    report["replayed_v2"] = {"state": again["state"], "llm_calls": again["llm_calls"], "replay": again["context"]["replay"]["state"]}
+    report["replayed_v2"] = {
+        "state": again["state"],
+        "llm_calls": again["llm_calls"],
+        "replay": again["context"]["replay"]["state"],
+    }
     procedures = call("learn", "procedures", "--home", str(home))
-    report["procedures"] = [{k: p[k] for k in ("id", "version", "confidence", "success_count", "failure_count", "health")} for p in procedures]
-    report["version_1"] = {"health": version_1["health"]["status"], "rolling_success_rate": version_1["health"]["rolling_success_rate"],
-                           "counted_executions": version_1["health"]["counted_executions"],
-                           "success_count": version_1["success_count"], "failure_count": version_1["failure_count"]}
+    report["procedures"] = [
+        {k: p[k] for k in ("id", "version", "confidence", "success_count", "failure_count", "health")}
+        for p in procedures
+    ]
+    report["version_1"] = {
+        "health": version_1["health"]["status"],
+        "rolling_success_rate": version_1["health"]["rolling_success_rate"],
+        "counted_executions": version_1["health"]["counted_executions"],
+        "success_count": version_1["success_count"],
+        "failure_count": version_1["failure_count"],
+    }
     report["stats"] = call("learn", "stats", "--home", str(home))
     saved = 1 - report["replayed"]["tokens"] / max(1, report["planned"]["tokens"])
     report["token_saving"] = round(saved, 4)
@@ -92,18 +128,31 @@ def main() -> int:
         sys.stdout.write("\n")
     else:
         p = report
-        print(f"1. planned:   {p['planned']['llm_calls']} LLM calls, {p['planned']['tokens']} tokens → captured {p['planned']['procedures']}")
-        print(f"2. replayed:  {p['replayed']['llm_calls']} LLM calls, {p['replayed']['tokens']} tokens ({saved:.0%} fewer)")
-        print(f"3. notes/ renamed to docs/: replay {p['replanned']['replay']} at step {p['replanned']['diverged_step']} "
-              f"({p['replanned']['reason']}); re-planned with {p['replanned']['llm_calls']} LLM calls")
-        print(f"   version 1 is now {p['version_1']['health']} (rolling success {p['version_1']['rolling_success_rate']} over "
-              f"{p['version_1']['counted_executions']} executions; health judges from 3)")
+        print(
+            f"1. planned:   {p['planned']['llm_calls']} LLM calls, {p['planned']['tokens']} tokens → captured {p['planned']['procedures']}"
+        )
+        print(
+            f"2. replayed:  {p['replayed']['llm_calls']} LLM calls, {p['replayed']['tokens']} tokens ({saved:.0%} fewer)"
+        )
+        print(
+            f"3. notes/ renamed to docs/: replay {p['replanned']['replay']} at step {p['replanned']['diverged_step']} "
+            f"({p['replanned']['reason']}); re-planned with {p['replanned']['llm_calls']} LLM calls"
+        )
+        print(
+            f"   version 1 is now {p['version_1']['health']} (rolling success {p['version_1']['rolling_success_rate']} over "
+            f"{p['version_1']['counted_executions']} executions; health judges from 3)"
+        )
         print(f"4. replayed version 2: {p['replayed_v2']['replay']}, {p['replayed_v2']['llm_calls']} LLM calls")
         for proc in p["procedures"]:
             print(f"   {proc['id']} v{proc['version']}: confidence {proc['confidence']}, health {proc['health']}")
-        print(f"   saved so far: {p['stats']['tokens_saved']} tokens, {p['stats']['llm_calls_saved']} LLM calls (home: {home})")
-    ok = (report["replayed"]["llm_calls"] == 0 and report["replanned"]["replay"] == "diverged"
-          and report["replayed_v2"]["replay"] == "succeeded")
+        print(
+            f"   saved so far: {p['stats']['tokens_saved']} tokens, {p['stats']['llm_calls_saved']} LLM calls (home: {home})"
+        )
+    ok = (
+        report["replayed"]["llm_calls"] == 0
+        and report["replanned"]["replay"] == "diverged"
+        and report["replayed_v2"]["replay"] == "succeeded"
+    )
     return 0 if ok else 1
 
 

@@ -46,9 +46,19 @@ def stream(home: Path) -> list[dict[str, Any]]:
     try:
         for n, (kind, inputs) in enumerate(tickets()):
             result = workflow.agent(store=runs).run(inputs)  # replay: true → learns in the home's skill store
-            rows.append({"ticket": n, "kind": kind, "status": result.status, "state": result.state, "llm_calls": result.llm_calls,
-                         "replayed_decisions": result.replayed_decisions, "tokens_saved": result.tokens_saved,
-                         "diverged_at": result.diverged_at, "run_id": result.run_id})
+            rows.append(
+                {
+                    "ticket": n,
+                    "kind": kind,
+                    "status": result.status,
+                    "state": result.state,
+                    "llm_calls": result.llm_calls,
+                    "replayed_decisions": result.replayed_decisions,
+                    "tokens_saved": result.tokens_saved,
+                    "diverged_at": result.diverged_at,
+                    "run_id": result.run_id,
+                }
+            )
     finally:
         runs.close()
     return rows
@@ -61,11 +71,17 @@ def main() -> None:
     configure(level="error")  # the lines below report each ticket; the first match's "no companion yet" is expected
     rows = stream(home)
     for r in rows:
-        diverged = f"  diverged at step {r['diverged_at']['step']} in {r['diverged_at']['state']}" if r["diverged_at"] else ""
-        print(f"{r['ticket']:>2} {r['kind']:<8} {r['state']:<10} LLM calls {r['llm_calls']}  replayed {r['replayed_decisions']}"
-              f"  tokens saved {r['tokens_saved']}{diverged}")
-    print(f"{len(rows)} tickets, {sum(r['llm_calls'] for r in rows)} LLM calls, "
-          f"{sum(r['replayed_decisions'] for r in rows)} decisions replayed; home {home}")
+        diverged = (
+            f"  diverged at step {r['diverged_at']['step']} in {r['diverged_at']['state']}" if r["diverged_at"] else ""
+        )
+        print(
+            f"{r['ticket']:>2} {r['kind']:<8} {r['state']:<10} LLM calls {r['llm_calls']}  replayed {r['replayed_decisions']}"
+            f"  tokens saved {r['tokens_saved']}{diverged}"
+        )
+    print(
+        f"{len(rows)} tickets, {sum(r['llm_calls'] for r in rows)} LLM calls, "
+        f"{sum(r['replayed_decisions'] for r in rows)} decisions replayed; home {home}"
+    )
 
 
 if __name__ == "__main__":

@@ -32,6 +32,11 @@ def increment(args: IncrementArgs, ctx: ActionContext) -> ActionResult:
     """Add `by` to the number at `key` (0 when missing): loop counters for guards like context_lt."""
     current: Any = ctx.view.get(args.key, 0) if ctx.view is not None else 0
     value = (current or 0) + args.by
-    if isinstance(value, float) and value.is_integer() and isinstance(args.by, (int, float)) and float(args.by).is_integer():
+    if (
+        isinstance(value, float)
+        and value.is_integer()
+        and isinstance(args.by, (int, float))
+        and float(args.by).is_integer()
+    ):
         value = int(value)
     return ActionResult(outputs={"key": args.key, "value": value}, context={args.key: value})

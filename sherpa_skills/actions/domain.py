@@ -49,7 +49,12 @@ class DomainHook:
         name = _declared(agent)
         if name is None:
             return
-        entry = {"run_id": result.run_id, "outcome": result.status, "state": result.state, "steps": result.counters.get("steps", 0)}
+        entry = {
+            "run_id": result.run_id,
+            "outcome": result.status,
+            "state": result.state,
+            "steps": result.counters.get("steps", 0),
+        }
         if result.error:
             entry["error"] = result.error[:300]
         domains(agent.home).run_ended(name, agent.name, result.run_id, result.status, entry)

@@ -25,8 +25,13 @@ def emit_event(args: EmitArgs, ctx: ActionContext) -> ActionResult:
     """Put an event on the agent's outbox (and its bus, when it has one); the event id is stable per run and tick."""
     event = {
         "id": f"{ctx.run_id}:{ctx.tick}:{args.name}" if ctx.run_id else uuid.uuid4().hex,
-        "name": args.name, "topic": args.topic, "recipient": args.recipient, "payload": args.payload,
-        "sender": ctx.run_id, "timestamp": time.time(), "correlation_id": args.correlation_id,
+        "name": args.name,
+        "topic": args.topic,
+        "recipient": args.recipient,
+        "payload": args.payload,
+        "sender": ctx.run_id,
+        "timestamp": time.time(),
+        "correlation_id": args.correlation_id,
     }
     if ctx.emit is not None:
         ctx.emit(event)

@@ -24,10 +24,17 @@ def call_llm(args: LLMArgs, ctx: ActionContext) -> ActionResult:
     from ..llm.call import complete, resolve_model
     from ..llm.retry import Retry
 
-    messages = ([{"role": "system", "content": args.system}] if args.system else []) + [{"role": "user", "content": args.prompt}]
-    answer = complete(messages, resolve_model(args.model, ctx.model), temperature=args.temperature,
-                      max_tokens=args.max_tokens, base_dir=ctx.workdir,
-                      retry=Retry.of(ctx.llm.retries, ctx.llm.retry_max_wait) if ctx.llm is not None else None)
+    messages = ([{"role": "system", "content": args.system}] if args.system else []) + [
+        {"role": "user", "content": args.prompt}
+    ]
+    answer = complete(
+        messages,
+        resolve_model(args.model, ctx.model),
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        base_dir=ctx.workdir,
+        retry=Retry.of(ctx.llm.retries, ctx.llm.retry_max_wait) if ctx.llm is not None else None,
+    )
     outputs: dict[str, object] = {"text": answer.text, "model": answer.model}
     if answer.estimated:
         outputs["tokens_estimated"] = True
@@ -37,4 +44,6 @@ def call_llm(args: LLMArgs, ctx: ActionContext) -> ActionResult:
             outputs["json"] = json.loads(answer.text)
         except ValueError:
             outputs["json"], status = None, "failed"
-    return ActionResult(outputs=outputs, status=status, tokens=answer.tokens, cost=answer.cost, llm_calls=answer.requests)
+    return ActionResult(
+        outputs=outputs, status=status, tokens=answer.tokens, cost=answer.cost, llm_calls=answer.requests
+    )

@@ -12,7 +12,9 @@ from ..engine.registry import ActionContext, ActionResult, default_registry
 
 
 class RunMachineArgs(BaseModel):
-    machine: str = Field(description="a built-in machine name from statemachines/ (replay, capture, ...) or a workflow path")
+    machine: str = Field(
+        description="a built-in machine name from statemachines/ (replay, capture, ...) or a workflow path"
+    )
     inputs: dict[str, Any] = Field(default_factory=dict)
     trigger: str | None = None
 
@@ -24,7 +26,9 @@ def machine_path(name: str, workdir: Path) -> Path:
     for candidate in (workdir / name, data_dir("statemachines") / f"{name}.yaml", data_dir("statemachines") / name):
         if candidate.is_file():
             return candidate
-    raise ActionError("run_machine", f"no machine '{name}' beside the workflow or among the built-ins in statemachines/")
+    raise ActionError(
+        "run_machine", f"no machine '{name}' beside the workflow or among the built-ins in statemachines/"
+    )
 
 
 @default_registry.action("run_machine", side_effects=True)
@@ -42,5 +46,10 @@ def run_machine(args: RunMachineArgs, ctx: ActionContext) -> ActionResult:
         if store is not None:
             store.close()
     outputs = result.to_dict()
-    return ActionResult(outputs=outputs, status="ok" if result.status != "error" else "failed",
-                        tokens=result.counters.get("tokens", 0), llm_calls=result.counters.get("llm_calls", 0), cost=result.counters.get("cost", 0.0))
+    return ActionResult(
+        outputs=outputs,
+        status="ok" if result.status != "error" else "failed",
+        tokens=result.counters.get("tokens", 0),
+        llm_calls=result.counters.get("llm_calls", 0),
+        cost=result.counters.get("cost", 0.0),
+    )

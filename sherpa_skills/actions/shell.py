@@ -35,7 +35,16 @@ log = structlog.get_logger(__name__)
 #: themselves, a home, a locale, a terminal type, a temp dir and a time zone, and nothing secret.
 #: Anything else must be named in the action's `env` argument.
 DEFAULT_ENV_ALLOWLIST: tuple[str, ...] = (
-    "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "USER", "SHELL", "TZ",
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TERM",
+    "TMPDIR",
+    "USER",
+    "SHELL",
+    "TZ",
 )
 
 #: Values of passed variables shorter than this are not treated as secrets (DEBUG=1 would redact every "1").
@@ -100,12 +109,12 @@ class _Capture:
         if text:
             self._tail += text
             if len(self._tail) > 2 * self._tail_max + _READ_CHUNK:
-                self._tail = self._tail[-self._tail_max:]
+                self._tail = self._tail[-self._tail_max :]
 
     def result(self) -> tuple[str, bool]:
         """The kept text, with a marker line where the middle was cut, and whether anything was cut."""
         self.feed(b"", final=True)
-        tail = self._tail[-self._tail_max:] if self._tail_max else ""
+        tail = self._tail[-self._tail_max :] if self._tail_max else ""
         cut = self.total - len(self._head) - len(tail)
         if cut <= 0:
             return self._head + self._tail, False
@@ -158,7 +167,7 @@ def _pump(
             else:
                 assert stdin_data is not None
                 try:
-                    written += os.write(fd, stdin_data[written:written + _PIPE_BUF])
+                    written += os.write(fd, stdin_data[written : written + _PIPE_BUF])
                 except BrokenPipeError:
                     written = len(stdin_data)
                 if written < len(stdin_data):

@@ -29,8 +29,12 @@ class Published:
         return self.kind == "routed"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "receivers": self.receivers, "problem": self.problem,
-                "event": self.event.body() if self.event is not None else None}
+        return {
+            "kind": self.kind,
+            "receivers": self.receivers,
+            "problem": self.problem,
+            "event": self.event.body() if self.event is not None else None,
+        }
 
 
 @runtime_checkable
@@ -72,7 +76,10 @@ class InProcessBus:
         receivers = self.subscribers.get(event.topic or "", [])
         if receivers:
             return list(receivers), None
-        return [], f"no agent subscribes to topic '{event.topic}' (topics: {', '.join(sorted(self.subscribers)) or 'none'})"
+        return (
+            [],
+            f"no agent subscribes to topic '{event.topic}' (topics: {', '.join(sorted(self.subscribers)) or 'none'})",
+        )
 
     def publish(self, event: Event | dict[str, Any]) -> Published:
         self.counters["published"] += 1

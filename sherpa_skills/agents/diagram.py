@@ -11,10 +11,15 @@ from .team import Team
 
 def team_to_mermaid(team: Team) -> str:
     spec = team.spec
-    lines = ["stateDiagram-v2", f"    %% team {_label(spec.name)}" + (f"  {_label(spec.description)}" if spec.description else "")]
-    topics = sorted({t for m in team.members.values() for t in m.subscribe}
-                    | {e.topic for e in spec.initial_events() if e.topic}
-                    | {target for m in team.members.values() for kind, target, _ in emitted(m.workflow.spec) if kind == "topic"})
+    lines = [
+        "stateDiagram-v2",
+        f"    %% team {_label(spec.name)}" + (f"  {_label(spec.description)}" if spec.description else ""),
+    ]
+    topics = sorted(
+        {t for m in team.members.values() for t in m.subscribe}
+        | {e.topic for e in spec.initial_events() if e.topic}
+        | {target for m in team.members.values() for kind, target, _ in emitted(m.workflow.spec) if kind == "topic"}
+    )
     for topic in topics:
         lines.append(f'    state "topic {_label(topic)}" as {_topic(topic)}')
     for event in spec.initial_events():

@@ -122,12 +122,21 @@ class RedisBus:
         """The stream an event goes to, the agents that will read it, and why nobody will (when nobody will)."""
         if event.recipient is not None:
             known = self.client.sismember(self._agents_key(), event.recipient)
-            problem = None if known else (f"no agent named '{event.recipient}' has registered on this bus "
-                                          f"(agents: {', '.join(self.agents()) or 'none'})")
+            problem = (
+                None
+                if known
+                else (
+                    f"no agent named '{event.recipient}' has registered on this bus "
+                    f"(agents: {', '.join(self.agents()) or 'none'})"
+                )
+            )
             return self.agent_stream(event.recipient), [event.recipient] if known else [], problem
         receivers = sorted(_text(n) for n in self.client.smembers(self._subscribers_key(event.topic or "")))
-        problem = None if receivers else (f"no agent subscribes to topic '{event.topic}' "
-                                          f"(topics: {', '.join(self.topics()) or 'none'})")
+        problem = (
+            None
+            if receivers
+            else (f"no agent subscribes to topic '{event.topic}' (topics: {', '.join(self.topics()) or 'none'})")
+        )
         return self.topic_stream(event.topic or ""), receivers, problem
 
     def publish(self, event: Event | dict[str, Any]) -> Published:
@@ -141,14 +150,22 @@ class RedisBus:
         kwargs: dict[str, Any] = {"maxlen": self.maxlen, "approximate": True} if self.maxlen else {}
         self.client.xadd(stream, {"event": checked.to_json()}, **kwargs)
         if problem is not None:
-            return self._problem(Published(checked, problem=f"{problem}; kept in stream {stream} for a later subscriber", kind="unrouted"))
+            return self._problem(
+                Published(
+                    checked, problem=f"{problem}; kept in stream {stream} for a later subscriber", kind="unrouted"
+                )
+            )
         self.counters["routed"] += 1
         return Published(checked, receivers)
 
     def _problem(self, published: Published) -> Published:
         self.counters[published.kind] += 1
         self.problems.append(published)
-        log.warning(f"event_{published.kind}", event_name=published.event.name if published.event else None, problem=published.problem)
+        log.warning(
+            f"event_{published.kind}",
+            event_name=published.event.name if published.event else None,
+            problem=published.problem,
+        )
         return published
 
     def agents(self) -> list[str]:
@@ -160,21 +177,31 @@ class RedisBus:
 
     # ------------------------------------------------------------------ consuming
 
-    def read(self, agent: str, consumer: str, streams: list[str], *, pending: bool = False, count: int = 16,
-             block_ms: int | None = None) -> list[Message]:
+    def read(
+        self,
+        agent: str,
+        consumer: str,
+        streams: list[str],
+        *,
+        pending: bool = False,
+        count: int = 16,
+        block_ms: int | None = None,
+    ) -> list[Message]:
         """New entries ('>'), or with `pending` the consumer's own delivered-but-unacknowledged ones; oldest first."""
         ids = {s: "0" if pending else ">" for s in streams}
         reply = self.client.xreadgroup(agent, consumer, ids, count=count, block=None if pending else block_ms)
         return self._messages(reply)
 
-    def claim(self, agent: str, consumer: str, streams: list[str], *, min_idle_ms: int, count: int = 16) -> list[Message]:
+    def claim(
+        self, agent: str, consumer: str, streams: list[str], *, min_idle_ms: int, count: int = 16
+    ) -> list[Message]:
         """Take over entries another consumer of this agent was given but left unacknowledged longer than `min_idle_ms`."""
         messages: list[Message] = []
         for stream in streams:
             reply = self.client.xautoclaim(stream, agent, consumer, min_idle_ms, start_id="0-0", count=count)
             entries = reply[1] if isinstance(reply, (list, tuple)) and len(reply) > 1 else []
             messages += [self._message(stream, entry_id, fields) for entry_id, fields in entries]
-            for gone in (reply[2] if isinstance(reply, (list, tuple)) and len(reply) > 2 else []):
+            for gone in reply[2] if isinstance(reply, (list, tuple)) and len(reply) > 2 else []:
                 log.warning("event_trimmed_before_claim", stream=stream, entry=_text(gone))
         return sorted(messages, key=lambda m: _entry_key(m.entry_id))
 
@@ -184,7 +211,13 @@ class RedisBus:
         items = reply.items() if isinstance(reply, dict) else reply
         messages = []
         for stream, entries in items:
-            if isinstance(entries, list) and len(entries) == 1 and isinstance(entries[0], list) and entries[0] and isinstance(entries[0][0], list):
+            if (
+                isinstance(entries, list)
+                and len(entries) == 1
+                and isinstance(entries[0], list)
+                and entries[0]
+                and isinstance(entries[0][0], list)
+            ):
                 entries = entries[0]  # RESP3 shape
             for entry in entries:
                 messages.append(self._message(_text(stream), entry[0], entry[1]))
@@ -193,10 +226,14 @@ class RedisBus:
     def _message(self, stream: Any, entry_id: Any, fields: Any) -> Message:
         stream, entry_id = _text(stream), _text(entry_id)
         if not fields:  # an entry trimmed from the stream while it was pending
-            return Message(stream, entry_id, None, "the entry was trimmed from the stream before it was acknowledged", {})
+            return Message(
+                stream, entry_id, None, "the entry was trimmed from the stream before it was acknowledged", {}
+            )
         raw = {_text(k): _text(v) for k, v in fields.items()}
         if "event" not in raw:
-            return Message(stream, entry_id, None, f"stream entry has no 'event' field (fields: {', '.join(raw) or 'none'})", raw)
+            return Message(
+                stream, entry_id, None, f"stream entry has no 'event' field (fields: {', '.join(raw) or 'none'})", raw
+            )
         try:
             return Message(stream, entry_id, parse_event(raw["event"]), None, raw)
         except EventError as exc:
@@ -207,8 +244,13 @@ class RedisBus:
 
     def dead_letter(self, agent: str, message: Message, reason: str) -> None:
         """Keep a refused entry where an operator can see it, with the reason; the entry itself is then acknowledged."""
-        body = {"agent": agent, "stream": message.stream, "entry": message.entry_id, "reason": reason,
-                "raw": json.dumps(message.raw or {})[:64 * 1024]}
+        body = {
+            "agent": agent,
+            "stream": message.stream,
+            "entry": message.entry_id,
+            "reason": reason,
+            "raw": json.dumps(message.raw or {})[: 64 * 1024],
+        }
         self.client.xadd(self.deadletter_stream, body, maxlen=10_000, approximate=True)
 
     def pending_count(self, agent: str, stream: str) -> int:

@@ -39,16 +39,34 @@ class ServiceResult:
     problems: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"agent": self.agent, "consumer": self.consumer, "stopped": self.stopped, "counters": self.counters,
-                "deliveries": [d.to_dict() for d in self.deliveries], "problems": self.problems}
+        return {
+            "agent": self.agent,
+            "consumer": self.consumer,
+            "stopped": self.stopped,
+            "counters": self.counters,
+            "deliveries": [d.to_dict() for d in self.deliveries],
+            "problems": self.problems,
+        }
 
 
 class AgentService:
     """Serve one named agent from a Redis bus until a limit, an idle timeout, or a stop request."""
 
-    def __init__(self, name: str, workflow: Any, topics: list[str], bus: RedisBus, store: Any, *, consumer: str | None = None,
-                 model: str | None = None, claim_idle: float = 60.0, batch: int = 16,
-                 on_delivery: Callable[[Delivery], None] | None = None, on_problem: Callable[[dict[str, Any]], None] | None = None):
+    def __init__(
+        self,
+        name: str,
+        workflow: Any,
+        topics: list[str],
+        bus: RedisBus,
+        store: Any,
+        *,
+        consumer: str | None = None,
+        model: str | None = None,
+        claim_idle: float = 60.0,
+        batch: int = 16,
+        on_delivery: Callable[[Delivery], None] | None = None,
+        on_problem: Callable[[dict[str, Any]], None] | None = None,
+    ):
         self.name, self.topics, self.bus, self.store = name, list(topics), bus, store
         self.consumer = consumer or name
         self.host = AgentHost(name, workflow, store, model=model)
@@ -57,8 +75,23 @@ class AgentService:
         self.on_delivery, self.on_problem = on_delivery, on_problem
         self.streams: list[str] = []
         self.stop_requested = False
-        self.counters = dict.fromkeys(("consumed", "handled", "duplicate", "unavailable", "invalid", "error", "malformed",
-                                       "claimed", "redelivered", "republished", "emitted", "unrouted"), 0)
+        self.counters = dict.fromkeys(
+            (
+                "consumed",
+                "handled",
+                "duplicate",
+                "unavailable",
+                "invalid",
+                "error",
+                "malformed",
+                "claimed",
+                "redelivered",
+                "republished",
+                "emitted",
+                "unrouted",
+            ),
+            0,
+        )
         self.deliveries: list[Delivery] = []
         self.problems: list[dict[str, Any]] = []
         ensure_configured()
@@ -73,7 +106,9 @@ class AgentService:
             self.counters["republished"] += 1
         return self.streams
 
-    def serve(self, *, max_events: int | None = None, idle_exit: float | None = None, block: float = 1.0) -> ServiceResult:
+    def serve(
+        self, *, max_events: int | None = None, idle_exit: float | None = None, block: float = 1.0
+    ) -> ServiceResult:
         """Pending entries first, then new ones (claiming abandoned ones now and then), until a limit is reached."""
         if not self.streams:
             self.start()
@@ -91,16 +126,22 @@ class AgentService:
             messages: list[Message] = []
             if now - last_claim >= max(self.claim_idle_ms / 4000, 0.5):
                 last_claim = now
-                messages = self.bus.claim(self.name, self.consumer, self.streams, min_idle_ms=self.claim_idle_ms, count=self.batch)
+                messages = self.bus.claim(
+                    self.name, self.consumer, self.streams, min_idle_ms=self.claim_idle_ms, count=self.batch
+                )
                 self.counters["claimed"] += len(messages)
             if not messages:
                 wait = block if idle_exit is None else max(0.01, min(block, idle_exit - (now - last_event)))
-                messages = self.bus.read(self.name, self.consumer, self.streams, count=self.batch, block_ms=int(wait * 1000))
+                messages = self.bus.read(
+                    self.name, self.consumer, self.streams, count=self.batch, block_ms=int(wait * 1000)
+                )
             if messages:
                 last_event = time.monotonic()
             stopped = self._drain(messages, max_events)
         self._log.info("agent_stopped", stopped=stopped, **self.counters)
-        return ServiceResult(self.name, self.consumer, stopped, dict(self.counters), list(self.deliveries), list(self.problems))
+        return ServiceResult(
+            self.name, self.consumer, stopped, dict(self.counters), list(self.deliveries), list(self.problems)
+        )
 
     def _pending(self) -> list[Message]:
         """This consumer's own entries delivered before a crash and never acknowledged."""
@@ -132,7 +173,9 @@ class AgentService:
         self.counters["consumed"] += 1
         if message.event is None:
             self.counters["malformed"] += 1
-            self._report({"kind": "malformed", "problem": message.error, "stream": message.stream, "entry": message.entry_id})
+            self._report(
+                {"kind": "malformed", "problem": message.error, "stream": message.stream, "entry": message.entry_id}
+            )
             self.bus.dead_letter(self.name, message, message.error or "malformed")
             self.bus.ack(self.name, message)
             return None
@@ -142,7 +185,14 @@ class AgentService:
             self._publish(body)
         self.host.mark_published(delivery.run_id, [b["id"] for b in delivery.emitted])
         if delivery.outcome not in ("handled", "duplicate"):
-            self._report({"kind": delivery.outcome, "problem": delivery.reason, "event": message.event.body(), "run_id": delivery.run_id})
+            self._report(
+                {
+                    "kind": delivery.outcome,
+                    "problem": delivery.reason,
+                    "event": message.event.body(),
+                    "run_id": delivery.run_id,
+                }
+            )
             self.bus.dead_letter(self.name, message, f"{delivery.outcome}: {delivery.reason}")
         self.bus.ack(self.name, message)
         self.deliveries.append(delivery)

@@ -25,8 +25,18 @@ from ..engine.spec import NAME_RE, InputSpec
 from ..yaml_source import Located, load_yaml_file
 
 __all__ = [
-    "AgentHost", "AgentSpec", "Delivery", "EventSpec", "Team", "TeamMember", "TeamResult", "TeamRunner", "TeamSpec",
-    "is_team_file", "load_team", "run_id_for",
+    "AgentHost",
+    "AgentSpec",
+    "Delivery",
+    "EventSpec",
+    "Team",
+    "TeamMember",
+    "TeamResult",
+    "TeamRunner",
+    "TeamSpec",
+    "is_team_file",
+    "load_team",
+    "run_id_for",
 ]
 
 log = structlog.get_logger("sherpa_skills.agents.team")
@@ -46,7 +56,9 @@ class AgentSpec(_Strict):
     """One agent of a team: a workflow (a file beside the team file, or inline), the topics it hears, optional overrides."""
 
     workflow: str | dict[str, Any]
-    subscribe: list[str] = Field(default_factory=list, description="topics this agent receives; direct events (recipient) always reach it")
+    subscribe: list[str] = Field(
+        default_factory=list, description="topics this agent receives; direct events (recipient) always reach it"
+    )
     policy: dict[str, Any] | None = None
     llm: dict[str, Any] | None = None
     imports: list[str] | None = None
@@ -80,8 +92,12 @@ class TeamSpec(_Strict):
     inputs: dict[str, InputSpec] = Field(default_factory=dict)
     agents: dict[str, AgentSpec]
     initial_event: EventSpec | list[EventSpec] | None = None
-    max_events: int = Field(default=1000, ge=1, description="stop with an error after this many deliveries (a loop guard)")
-    output: str | None = Field(default=None, description="AGENT.KEY: the context value of that agent's run that is the team's answer")
+    max_events: int = Field(
+        default=1000, ge=1, description="stop with an error after this many deliveries (a loop guard)"
+    )
+    output: str | None = Field(
+        default=None, description="AGENT.KEY: the context value of that agent's run that is the team's answer"
+    )
 
     def initial_events(self) -> list[EventSpec]:
         if self.initial_event is None:
@@ -114,7 +130,9 @@ class Team:
         values = {n: d.default for n, d in self.spec.inputs.items() if d.default is not None} | given
         missing = [n for n, d in self.spec.inputs.items() if d.required and n not in values]
         if missing:
-            raise UsageError(f"team '{self.name}' needs input {', '.join(repr(m) for m in missing)}; pass it with --input NAME=VALUE")
+            raise UsageError(
+                f"team '{self.name}' needs input {', '.join(repr(m) for m in missing)}; pass it with --input NAME=VALUE"
+            )
         return [_build_event(e, values) for e in self.spec.initial_events()]
 
 
@@ -177,18 +195,29 @@ def load_team(path: str | Path) -> Team:
         problems.append(source.problem(("agents",), "a team needs at least one agent"))
     problems += _check_initial_events(spec, source)
     if spec.output is not None and spec.output.partition(".")[0] not in spec.agents:
-        problems.append(source.problem(("output",), f"output '{spec.output}' must be AGENT.KEY with an agent of this file ({', '.join(spec.agents)})"))
+        problems.append(
+            source.problem(
+                ("output",),
+                f"output '{spec.output}' must be AGENT.KEY with an agent of this file ({', '.join(spec.agents)})",
+            )
+        )
     if problems:
         raise WorkflowError(problems)
     return Team(spec, members, path)
 
 
-def _agent_source(team_path: Path, team: Located, name: str, agent: AgentSpec, problems: list[Problem]) -> tuple[Located | None, Path]:
+def _agent_source(
+    team_path: Path, team: Located, name: str, agent: AgentSpec, problems: list[Problem]
+) -> tuple[Located | None, Path]:
     where = ("agents", name)
     if isinstance(agent.workflow, str):
         file_path = (team_path.parent / agent.workflow).resolve()
         if not file_path.is_file():
-            problems.append(team.problem((*where, "workflow"), f"workflow file '{agent.workflow}' not found beside {team_path.name}"))
+            problems.append(
+                team.problem(
+                    (*where, "workflow"), f"workflow file '{agent.workflow}' not found beside {team_path.name}"
+                )
+            )
             return None, file_path
         try:
             base = load_yaml_file(file_path)
@@ -198,7 +227,7 @@ def _agent_source(team_path: Path, team: Located, name: str, agent: AgentSpec, p
     else:
         file_path = team_path
         prefix = (*where, "workflow")
-        lines = {loc[len(prefix):]: line for loc, line in team.lines.items() if loc[:len(prefix)] == prefix}
+        lines = {loc[len(prefix) :]: line for loc, line in team.lines.items() if loc[: len(prefix)] == prefix}
         base = Located(agent.workflow, team.file, lines)
     if not isinstance(base.data, dict):
         problems.append(base.problem((), "a workflow must be a mapping with name, initial and states"))
@@ -227,9 +256,18 @@ def _check_initial_events(spec: TeamSpec, source: Located) -> list[Problem]:
             problems.append(source.problem(loc, str(exc)))
             continue
         if event.recipient is not None and event.recipient not in spec.agents:
-            problems.append(source.problem((*loc, "recipient"), f"no agent named '{event.recipient}' (agents: {', '.join(spec.agents)})"))
+            problems.append(
+                source.problem(
+                    (*loc, "recipient"), f"no agent named '{event.recipient}' (agents: {', '.join(spec.agents)})"
+                )
+            )
         elif event.recipient is None and event.topic not in topics:
-            problems.append(source.problem((*loc, "topic"), f"no agent subscribes to topic '{event.topic}' (topics: {', '.join(sorted(topics)) or 'none'})"))
+            problems.append(
+                source.problem(
+                    (*loc, "topic"),
+                    f"no agent subscribes to topic '{event.topic}' (topics: {', '.join(sorted(topics)) or 'none'})",
+                )
+            )
     return problems
 
 
@@ -260,7 +298,9 @@ def _render(value: Any, values: dict[str, Any]) -> Any:
 
 def run_id_for(agent: str, correlation_id: str) -> str:
     """The run that handles one task for one agent: readable when the correlation id is a plain word, hashed otherwise."""
-    cid = correlation_id if _PLAIN_ID.match(correlation_id) else hashlib.sha256(correlation_id.encode()).hexdigest()[:16]
+    cid = (
+        correlation_id if _PLAIN_ID.match(correlation_id) else hashlib.sha256(correlation_id.encode()).hexdigest()[:16]
+    )
     return f"{agent}.{cid}"
 
 
@@ -279,16 +319,36 @@ class Delivery:
 
     def to_dict(self) -> dict[str, Any]:
         e = self.event
-        return {"event_id": e.id, "name": e.name, "sender": e.sender, "topic": e.topic, "recipient": e.recipient,
-                "correlation_id": e.correlation_id, "agent": self.agent, "run_id": self.run_id, "outcome": self.outcome,
-                "reason": self.reason, "status": self.status, "state": self.state, "emitted": [x["name"] for x in self.emitted]}
+        return {
+            "event_id": e.id,
+            "name": e.name,
+            "sender": e.sender,
+            "topic": e.topic,
+            "recipient": e.recipient,
+            "correlation_id": e.correlation_id,
+            "agent": self.agent,
+            "run_id": self.run_id,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "status": self.status,
+            "state": self.state,
+            "emitted": [x["name"] for x in self.emitted],
+        }
 
 
 class AgentHost:
     """One named agent of a team: a durable run per task (correlation id), resumed from the store when not in memory."""
 
-    def __init__(self, name: str, workflow: Any, store: Any = None, *, model: str | None = None, max_cached: int = 256,
-                 observer: Callable[[str, dict[str, Any]], None] | None = None):
+    def __init__(
+        self,
+        name: str,
+        workflow: Any,
+        store: Any = None,
+        *,
+        model: str | None = None,
+        max_cached: int = 256,
+        observer: Callable[[str, dict[str, Any]], None] | None = None,
+    ):
         self.name, self.workflow, self.store, self.model = name, workflow, store, model
         self.max_cached = max_cached
         self.observer = observer
@@ -306,8 +366,16 @@ class AgentHost:
         run_id = run_id_for(self.name, correlation_id)
         wf = self.workflow
         if self.store is not None and self.store.has_run(run_id):
-            agent = Agent.resume(self.store, run_id, wf.machine, wf.policy, base_dir=wf.base_dir, model=self.model, registry=wf.registry,
-                                 name=self.name)
+            agent = Agent.resume(
+                self.store,
+                run_id,
+                wf.machine,
+                wf.policy,
+                base_dir=wf.base_dir,
+                model=self.model,
+                registry=wf.registry,
+                name=self.name,
+            )
         else:  # the member's name is its identity (shared memory, domains), whichever workflow it runs
             # Learning (`replay: true`) matches a run by its inputs at start; a member's run starts from events: not yet.
             agent = wf.agent(store=self.store, run_id=run_id, model=self.model, name=self.name, learn=False)
@@ -315,7 +383,9 @@ class AgentHost:
         if self.observer is not None:
             agent.observe(self.observer)
         self._agents[correlation_id] = agent
-        if self.store is not None and len(self._agents) > self.max_cached:  # only durable runs can be evicted and resumed
+        if (
+            self.store is not None and len(self._agents) > self.max_cached
+        ):  # only durable runs can be evicted and resumed
             self._agents.popitem(last=False)
         return agent
 
@@ -333,7 +403,9 @@ class AgentHost:
         outcome, reason = report.get("outcome", "error"), report.get("reason")
         if result.status == "error":
             outcome, reason = "error", result.error
-            self._agents.pop(agent.correlation_id, None)  # rebuilt from the store next time, not from a half-ticked object
+            self._agents.pop(
+                agent.correlation_id, None
+            )  # rebuilt from the store next time, not from a half-ticked object
         self.last[agent.correlation_id] = result
         self.last.move_to_end(agent.correlation_id)
         while len(self.last) > self.max_cached:
@@ -372,19 +444,32 @@ class TeamResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "team": self.team, "status": self.status, "error": self.error, "counters": self.counters,
-            "deliveries": [d.to_dict() for d in self.deliveries], "problems": self.problems,
+            "team": self.team,
+            "status": self.status,
+            "error": self.error,
+            "counters": self.counters,
+            "deliveries": [d.to_dict() for d in self.deliveries],
+            "problems": self.problems,
             "runs": {a: {cid: r.to_dict() for cid, r in runs.items()} for a, runs in self.runs.items()},
-            "output": self.output, "duration_ms": round(self.duration_ms, 3),
+            "output": self.output,
+            "duration_ms": round(self.duration_ms, 3),
         }
 
 
 class TeamRunner:
     """Runs every agent of a team in this process: deliver events in FIFO order until none is pending (or max_events)."""
 
-    def __init__(self, team: Team, *, store: Any = None, bus: InProcessBus | None = None, model: str | None = None,
-                 max_events: int | None = None, on_delivery: Callable[[Delivery], None] | None = None,
-                 on_problem: Callable[[Published], None] | None = None):
+    def __init__(
+        self,
+        team: Team,
+        *,
+        store: Any = None,
+        bus: InProcessBus | None = None,
+        model: str | None = None,
+        max_events: int | None = None,
+        on_delivery: Callable[[Delivery], None] | None = None,
+        on_problem: Callable[[Published], None] | None = None,
+    ):
         self.team = team
         self.store = store
         self.bus = bus or InProcessBus()
@@ -418,8 +503,10 @@ class TeamRunner:
         if not self.bus.pending():
             return None
         if self.counters["delivered"] >= self.max_events:
-            raise RunError(f"team '{self.team.name}' stopped after {self.max_events} deliveries with {self.bus.pending()} event(s) still pending; "
-                           "the agents may be looping: raise max_events (team file or --max-events) or give the loop an end")
+            raise RunError(
+                f"team '{self.team.name}' stopped after {self.max_events} deliveries with {self.bus.pending()} event(s) still pending; "
+                "the agents may be looping: raise max_events (team file or --max-events) or give the loop an end"
+            )
         name, event = self.bus.next()  # type: ignore[misc]
         return self.hosts[name], event
 
@@ -461,15 +548,27 @@ class TeamRunner:
 
     def _result(self, t0: float, error: str | None) -> TeamResult:
         problems = [p.to_dict() for p in self.bus.problems]
-        problems += [{"kind": d.outcome, "problem": d.reason, "agent": d.agent, "event": d.event.body()}
-                     for d in self.deliveries if d.outcome not in ("handled", "duplicate")]
+        problems += [
+            {"kind": d.outcome, "problem": d.reason, "agent": d.agent, "event": d.event.body()}
+            for d in self.deliveries
+            if d.outcome not in ("handled", "duplicate")
+        ]
         counters = {**self.bus.counters, **self.counters}
         failed = error is not None or self.counters["error"] > 0
         if failed and error is None:
             error = "; ".join(f"{d.agent} ({d.run_id}): {d.reason}" for d in self.deliveries if d.outcome == "error")
         log.info("team_stopped", team=self.team.name, delivered=counters["delivered"], error=error, at=time.time())
-        return TeamResult(self.team.name, "error" if failed else "done", list(self.deliveries), counters, problems,
-                          {name: dict(h.last) for name, h in self.hosts.items()}, error, (perf_counter() - t0) * 1000, self._output())
+        return TeamResult(
+            self.team.name,
+            "error" if failed else "done",
+            list(self.deliveries),
+            counters,
+            problems,
+            {name: dict(h.last) for name, h in self.hosts.items()},
+            error,
+            (perf_counter() - t0) * 1000,
+            self._output(),
+        )
 
     def _output(self) -> Any:
         if not self.team.spec.output:

@@ -12,7 +12,9 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 MAX_COUNT = 10**9  # counts and limits beyond this are typos, and SQLite integers stop at 2**63
 
 
-def parse_assignments(pairs: Sequence[str] | None, what: str = "--input", keep_text: Collection[str] = ()) -> dict[str, Any]:
+def parse_assignments(
+    pairs: Sequence[str] | None, what: str = "--input", keep_text: Collection[str] = ()
+) -> dict[str, Any]:
     """`k=v` pairs; a value that parses as JSON (numbers, true, {...}) is taken as JSON, else as text.
 
     Names in `keep_text` stay text: inputs declared with a type, which engine.inputs converts (so `zip=02134` stays a string).
@@ -105,7 +107,7 @@ def fold_lines(text: str, width: int) -> list[str]:
             while cell_len(piece) > width:  # one word wider than the column: fold it, never crop it
                 head, *_ = chop_cells(piece, width)
                 lines.append(head)
-                piece = piece[len(head):]
+                piece = piece[len(head) :]
             line = piece
         lines.append(line.rstrip())
     return lines
@@ -122,7 +124,9 @@ class Folded:
         from rich.measure import Measurement
 
         pieces = [p for p in _PIECE.findall(self.text) if not p.isspace()] or [""]
-        return Measurement(max(cell_len(p.rstrip()) for p in pieces), max(cell_len(line) for line in self.text.splitlines() or [""]))
+        return Measurement(
+            max(cell_len(p.rstrip()) for p in pieces), max(cell_len(line) for line in self.text.splitlines() or [""])
+        )
 
     def __rich_console__(self, console: Any, options: Any) -> Any:
         from rich.text import Text
@@ -138,14 +142,18 @@ def print_table(console: Any, table: Any) -> None:
     columns = list(table.columns)
     bounds = [_column_bounds(console, table, c) for c in columns]
     _, right, _, left = table.padding
-    room = console.width - (2 if table.box and table.show_edge else 0) - (len(columns) - 1 if table.box else 0) \
+    room = (
+        console.width
+        - (2 if table.box and table.show_edge else 0)
+        - (len(columns) - 1 if table.box else 0)
         - len(columns) * (left + right)
+    )
     least, most = sum(b[0] for b in bounds), sum(b[1] for b in bounds)
     if most > room and least <= room:
         # Rich would shrink columns below their longest word (cutting it); share out the room ourselves instead.
         spare, wants = room - least, [hi - lo for lo, hi in bounds]
         widths = [lo + spare * want // max(1, sum(wants)) for (lo, _), want in zip(bounds, wants)]
-        for i in sorted(range(len(columns)), key=lambda i: -wants[i])[:room - sum(widths)]:
+        for i in sorted(range(len(columns)), key=lambda i: -wants[i])[: room - sum(widths)]:
             widths[i] += 1
         for column, width in zip(columns, widths):
             column.width = width
@@ -194,7 +202,9 @@ def duration(text: str) -> float:
     spec = text.strip().lower()
     parts = re.findall(r"(\d+)([smhdw])", spec)
     if not parts or "".join(f"{n}{u}" for n, u in parts) != spec:
-        raise argparse.ArgumentTypeError(f"'{text[:30]}' is not a duration: write it like 12h, 30d or 2w (units s, m, h, d, w)")
+        raise argparse.ArgumentTypeError(
+            f"'{text[:30]}' is not a duration: write it like 12h, 30d or 2w (units s, m, h, d, w)"
+        )
     seconds = sum(int(n) * _UNITS[u] for n, u in parts)
     if not 1 <= seconds <= 100 * 365 * 86400:
         raise argparse.ArgumentTypeError(f"'{text[:30]}' must be between 1s and 100 years, like 12h, 30d or 2w")
@@ -208,8 +218,10 @@ def confirmed(action: str, yes: bool) -> None:
     if yes:
         return
     if not sys.stdin.isatty():
-        raise UsageError(f"will not {action} without confirmation, and there is no terminal to ask: pass --yes "
-                         "(or --dry-run to see what it would do)")
+        raise UsageError(
+            f"will not {action} without confirmation, and there is no terminal to ask: pass --yes "
+            "(or --dry-run to see what it would do)"
+        )
     sys.stderr.write(f"{action}? [y/N] ")
     sys.stderr.flush()
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):

@@ -29,17 +29,21 @@ def run_demo(home: str | None = None, as_json: bool = False) -> int:
     workflow_file = data_dir("examples") / "support_triage" / "workflow.yaml"
     workflow = load_workflow(workflow_file)
     store = RunStore(home=home_dir)
-    console.print(f"[bold]sherpa-skills demo[/] — workflow {workflow_file.name} ({workflow.spec.name}), "
-                  f"model: the offline scripted stand-in, home: {home_dir}\n")
+    console.print(
+        f"[bold]sherpa-skills demo[/] — workflow {workflow_file.name} ({workflow.spec.name}), "
+        f"model: the offline scripted stand-in, home: {home_dir}\n"
+    )
     results: list[dict[str, Any]] = []
 
     def show(title: str, result: Any) -> None:
         d = result.to_dict()
         results.append({k: v for k, v in d.items() if k != "context"})
         path = " → ".join(t.state for t in store.load_belief(result.run_id).trajectory)
-        console.print(f"[bold]{title}[/]\n  {path}\n  [bold]{d['status']}[/] in {d['state']}: {d['steps']} steps, "
-                      f"{d['fast_forwards']} fast-forwarded, {d['rule_decisions']} by rules, {d['llm_decisions']} by the LLM, "
-                      f"{d['llm_calls']} LLM calls, {d['tokens']} tokens")
+        console.print(
+            f"[bold]{title}[/]\n  {path}\n  [bold]{d['status']}[/] in {d['state']}: {d['steps']} steps, "
+            f"{d['fast_forwards']} fast-forwarded, {d['rule_decisions']} by rules, {d['llm_decisions']} by the LLM, "
+            f"{d['llm_calls']} LLM calls, {d['tokens']} tokens"
+        )
         if d["status"] == "waiting":
             console.print(f"  waiting for: {d['waiting_for']}")
         if d["error"]:
@@ -52,7 +56,9 @@ def run_demo(home: str | None = None, as_json: bool = False) -> int:
         if result.status == "waiting":
             waiting_run = result.run_id
     if waiting_run:
-        resumed = Agent.resume(store, waiting_run, workflow.machine, workflow.policy, base_dir=workflow.base_dir).run({"approved": True})
+        resumed = Agent.resume(store, waiting_run, workflow.machine, workflow.policy, base_dir=workflow.base_dir).run(
+            {"approved": True}
+        )
         show(f"a human approves run {waiting_run} (resumed from the store)", resumed)
         console.print(f"\n  the reply that went out: {resumed.context['draft']['text']!r}")
     console.print(f"\nInspect the runs: sherpa-skills runs --home {home_dir}")

@@ -34,8 +34,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_row(d["name"], d["agent"], str(d["runs"]), last, d["last_outcome"] or "-", str(d["open_proposals"]))
     console.print(table)
     for p in proposals:
-        console.print(f"proposal {p['id']} {p['domain']}.{p['key']} = {p['value']!r} by {p['proposed_by']}"
-                      + (f": {p['reason']}" if p["reason"] else ""), markup=False)
+        console.print(
+            f"proposal {p['id']} {p['domain']}.{p['key']} = {p['value']!r} by {p['proposed_by']}"
+            + (f": {p['reason']}" if p["reason"] else ""),
+            markup=False,
+        )
     if proposals:
         console.print("accept one with: sherpa-skills domains accept ID --operator NAME")
     return EXIT_OK
@@ -43,13 +46,19 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     with _domains(args) as store:
-        data = {**store.get(args.name), "decisions": store.decisions(args.name), "changelog": store.changelog(args.name, args.limit),
-                "proposals": store.proposals(args.name, "all")}
+        data = {
+            **store.get(args.name),
+            "decisions": store.decisions(args.name),
+            "changelog": store.changelog(args.name, args.limit),
+            "proposals": store.proposals(args.name, "all"),
+        }
     if args.json:
         _print_json(data)
         return EXIT_OK
     console = _console()
-    console.print(f"[bold]{data['name']}[/] (agent {data['agent']}): {data['runs']} runs, last {_when(data['last_run'])}")
+    console.print(
+        f"[bold]{data['name']}[/] (agent {data['agent']}): {data['runs']} runs, last {_when(data['last_run'])}"
+    )
     console.print(f"status: {data['status']!r}", markup=False)
     for key, value in data["decisions"].items():
         console.print(f"decision {key} = {value!r}", markup=False)
@@ -82,16 +91,23 @@ def _settle(accept: bool) -> Callable[[argparse.Namespace], int]:
         if args.json:
             _print_json(done)
         else:
-            _console().print(f"proposal {done['id']} {done['status']}: {done['domain']}.{done['key']} = {done['value']!r}", markup=False)
+            _console().print(
+                f"proposal {done['id']} {done['status']}: {done['domain']}.{done['key']} = {done['value']!r}",
+                markup=False,
+            )
         return EXIT_OK
 
     return run
 
 
 def add_domains_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("domains", parents=[common], help="agents' domains: liveness, status, decisions, open proposals",
-                       description="Each agent declaring `domain: NAME` keeps decisions (set here), a status and a changelog "
-                                   "across its runs; proposals wait here for a person.")
+    p = sub.add_parser(
+        "domains",
+        parents=[common],
+        help="agents' domains: liveness, status, decisions, open proposals",
+        description="Each agent declaring `domain: NAME` keeps decisions (set here), a status and a changelog "
+        "across its runs; proposals wait here for a person.",
+    )
     p.set_defaults(fn=cmd_list)
     p.add_argument("--json", action="store_true")
     dsub = p.add_subparsers(dest="domains_command", metavar="COMMAND")

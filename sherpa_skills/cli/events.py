@@ -9,7 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .console import EXIT_ERROR, EXIT_OK, console as _console, open_store as _open_store, print_json as _print_json, parse_assignments, parse_inputs, positive_int
+from .console import (
+    EXIT_ERROR,
+    EXIT_OK,
+    console as _console,
+    open_store as _open_store,
+    print_json as _print_json,
+    parse_assignments,
+    parse_inputs,
+    positive_int,
+)
 
 
 def _delivery_printer(console: Any) -> Callable[[Any], None]:
@@ -52,21 +61,31 @@ def run_team(args: argparse.Namespace) -> int:
     from ..agents.team import TeamRunner, load_team
 
     team = load_team(args.file)
-    inputs = parse_inputs(team.spec, args.input, starting=False)  # required ones are checked with the defaults, by the team
+    inputs = parse_inputs(
+        team.spec, args.input, starting=False
+    )  # required ones are checked with the defaults, by the team
     store, home = _open_store(args)
     quiet = args.json or args.quiet
     _log_to(home, f"team-{team.name}")
     console = _console(stderr=True)
-    runner = TeamRunner(team, store=store, model=args.model, max_events=getattr(args, "max_events", None),
-                        on_delivery=None if quiet else _delivery_printer(console), on_problem=None if quiet else _problem_printer(console))
+    runner = TeamRunner(
+        team,
+        store=store,
+        model=args.model,
+        max_events=getattr(args, "max_events", None),
+        on_delivery=None if quiet else _delivery_printer(console),
+        on_problem=None if quiet else _problem_printer(console),
+    )
     result = runner.run(inputs)
     if args.json:
         _print_json(result.to_dict())
     elif not args.quiet:
         c = result.counters
         colour = "green" if result.status == "done" else "red"
-        console.print(f"[bold {colour}]{result.status}[/]  team {team.name}  deliveries {c['delivered']}  handled {c['handled']}  "
-                      f"refused {c['unavailable'] + c['invalid']}  duplicates {c['duplicate']}  malformed {c['malformed']}  unrouted {c['unrouted']}")
+        console.print(
+            f"[bold {colour}]{result.status}[/]  team {team.name}  deliveries {c['delivered']}  handled {c['handled']}  "
+            f"refused {c['unavailable'] + c['invalid']}  duplicates {c['duplicate']}  malformed {c['malformed']}  unrouted {c['unrouted']}"
+        )
         for agent, runs in result.runs.items():
             for r in runs.values():
                 console.print(f"  {agent:<12} run {r.run_id}  [bold]{r.status}[/] in {r.state}")
@@ -81,7 +100,9 @@ def _bus(url: str | None, prefix: str) -> Any:
     from ..errors import UsageError
 
     if not url:
-        raise UsageError("this command needs --bus redis://HOST:PORT/DB (the in-process bus lives only inside `sherpa-skills run`)")
+        raise UsageError(
+            "this command needs --bus redis://HOST:PORT/DB (the in-process bus lives only inside `sherpa-skills run`)"
+        )
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise UsageError(f"--bus '{url}' is not supported; use redis://HOST:PORT/DB")
     from ..agents.redis_bus import RedisBus
@@ -115,8 +136,18 @@ def cmd_agent(args: argparse.Namespace) -> int:
     quiet = args.json or args.quiet
     _log_to(home, f"agent-{name}")
     console = _console(stderr=True)
-    service = AgentService(name, workflow, topics, bus, store, consumer=args.consumer, model=args.model, claim_idle=args.claim_idle,
-                           on_delivery=None if quiet else _delivery_printer(console), on_problem=None if quiet else _problem_printer(console))
+    service = AgentService(
+        name,
+        workflow,
+        topics,
+        bus,
+        store,
+        consumer=args.consumer,
+        model=args.model,
+        claim_idle=args.claim_idle,
+        on_delivery=None if quiet else _delivery_printer(console),
+        on_problem=None if quiet else _problem_printer(console),
+    )
 
     def stop(signum: int, frame: Any) -> None:
         service.stop_requested = True
@@ -132,9 +163,11 @@ def cmd_agent(args: argparse.Namespace) -> int:
         _print_json(result.to_dict())
     elif not args.quiet:
         c = result.counters
-        console.print(f"[bold]agent {name} stopped[/] ({result.stopped})  consumed {c['consumed']}  handled {c['handled']}  "
-                      f"duplicates {c['duplicate']}  refused {c['unavailable'] + c['invalid']}  malformed {c['malformed']}  "
-                      f"errors {c['error']}  redelivered {c['redelivered']}  emitted {c['emitted']}")
+        console.print(
+            f"[bold]agent {name} stopped[/] ({result.stopped})  consumed {c['consumed']}  handled {c['handled']}  "
+            f"duplicates {c['duplicate']}  refused {c['unavailable'] + c['invalid']}  malformed {c['malformed']}  "
+            f"errors {c['error']}  redelivered {c['redelivered']}  emitted {c['emitted']}"
+        )
     bus.close()
     return EXIT_ERROR if result.counters["error"] else EXIT_OK
 
@@ -160,8 +193,15 @@ def cmd_send(args: argparse.Namespace) -> int:
             payload = json.loads(args.payload) if args.payload else {}
         except ValueError as exc:
             raise UsageError(f"--payload is not JSON: {exc}") from None
-        data = {"name": args.name, "topic": args.topic, "recipient": args.recipient, "payload": payload,
-                "sender": args.sender, "correlation_id": args.correlation_id, "id": args.id}
+        data = {
+            "name": args.name,
+            "topic": args.topic,
+            "recipient": args.recipient,
+            "payload": payload,
+            "sender": args.sender,
+            "correlation_id": args.correlation_id,
+            "id": args.id,
+        }
         events = [parse_event({k: v for k, v in data.items() if v is not None})]
     results = [bus.publish(e) for e in events]
     bus.close()
@@ -171,7 +211,9 @@ def cmd_send(args: argparse.Namespace) -> int:
         for r in results:
             e = r.event
             if r.ok:
-                sys.stderr.write(f"sent {e.name} (id {e.id}, correlation {e.correlation_id}) to {', '.join(r.receivers)}\n")
+                sys.stderr.write(
+                    f"sent {e.name} (id {e.id}, correlation {e.correlation_id}) to {', '.join(r.receivers)}\n"
+                )
             else:
                 sys.stderr.write(f"sherpa-skills: {r.kind}: {r.problem}\n")
     return EXIT_OK if all(r.ok for r in results) else EXIT_ERROR
@@ -189,26 +231,41 @@ def add_events_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         p.add_argument("--json", action="store_true", help="print one JSON result")
 
     p = add("agent", cmd_agent, "run one agent of a multi-agent file (or a workflow) as its own process on a Redis bus")
-    p.add_argument("file", help="a multi-agent file (pick the agent with --name), or a workflow file (with --subscribe)")
+    p.add_argument(
+        "file", help="a multi-agent file (pick the agent with --name), or a workflow file (with --subscribe)"
+    )
     p.add_argument("--name", help="the agent to run (its consumer group on the bus)")
     bus_options(p)
     p.add_argument("--subscribe", action="append", metavar="TOPIC", help="an extra topic to hear; repeatable")
-    p.add_argument("--consumer", help="consumer name within the agent's group (default: the agent's name; give replicas their own)")
+    p.add_argument(
+        "--consumer", help="consumer name within the agent's group (default: the agent's name; give replicas their own)"
+    )
     p.add_argument("--max-events", type=positive_int, help="stop after consuming this many events")
     p.add_argument("--idle-exit", type=float, metavar="SECS", help="stop after this many seconds without an event")
-    p.add_argument("--claim-idle", type=float, default=60.0, metavar="SECS",
-                   help="take over events another consumer of this agent left unacknowledged this long (default 60)")
+    p.add_argument(
+        "--claim-idle",
+        type=float,
+        default=60.0,
+        metavar="SECS",
+        help="take over events another consumer of this agent left unacknowledged this long (default 60)",
+    )
     p.add_argument("--model", help="litellm model string for every run of this agent")
     p.add_argument("--quiet", "-q", action="store_true")
 
-    p = add("send", cmd_send, "publish an event on a Redis bus (a task, or a human operator's answer to a waiting agent)")
+    p = add(
+        "send", cmd_send, "publish an event on a Redis bus (a task, or a human operator's answer to a waiting agent)"
+    )
     bus_options(p)
     p.add_argument("--name", "-n", help="the event name: the trigger it fires in the receiving agent")
     p.add_argument("--topic", "-t", help="publish to this topic")
     p.add_argument("--recipient", "-r", help="send to this agent directly")
     p.add_argument("--payload", "-p", help="the payload as a JSON object (the transition's arguments)")
-    p.add_argument("--correlation-id", "-c", help="the task this event belongs to (default: a new task, the event's id)")
+    p.add_argument(
+        "--correlation-id", "-c", help="the task this event belongs to (default: a new task, the event's id)"
+    )
     p.add_argument("--sender", default="operator", help="who sends it (default: operator)")
     p.add_argument("--id", help="the event id (default: random); resending an id is deduplicated by durable agents")
     p.add_argument("--initial", metavar="TEAM.yaml", help="send the initial event(s) of a multi-agent file instead")
-    p.add_argument("--input", "-i", action="append", metavar="NAME=VALUE", help="an input for --initial's payload templates")
+    p.add_argument(
+        "--input", "-i", action="append", metavar="NAME=VALUE", help="an input for --initial's payload templates"
+    )

@@ -12,7 +12,9 @@ from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _pr
 def _show(console: Any, report: dict[str, Any]) -> None:
     if report.get("status") == "skipped":
         holder = (report.get("lock") or {}).get("holder") or {}
-        console.print(f"[yellow]skipped[/]: another heartbeat holds the lock (pid {holder.get('pid')}, {holder.get('age_secs')} s old)")
+        console.print(
+            f"[yellow]skipped[/]: another heartbeat holds the lock (pid {holder.get('pid')}, {holder.get('age_secs')} s old)"
+        )
         return
     from ..heartbeat.actions import render_markdown
 
@@ -106,15 +108,25 @@ def cmd_heartbeat(args: argparse.Namespace) -> int:
 
 
 def add_heartbeat_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("heartbeat", parents=[common], help="mine sessions, recompute health, maintain the store (once or on a schedule)",
-                       description="Run the heartbeat machine: lock → extract → crystallise → health → maintenance → report → release. "
-                                   "`heartbeat report` shows stored reports.")
+    p = sub.add_parser(
+        "heartbeat",
+        parents=[common],
+        help="mine sessions, recompute health, maintain the store (once or on a schedule)",
+        description="Run the heartbeat machine: lock → extract → crystallise → health → maintenance → report → release. "
+        "`heartbeat report` shows stored reports.",
+    )
     p.set_defaults(fn=cmd_heartbeat)
     p.add_argument("what", nargs="?", choices=["run", "report"], default="run")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="one heartbeat (the default)")
-    mode.add_argument("--every", metavar="WHEN", help="heartbeats in the foreground every DURATION (30m, 1h…) or on a cron "
-                                                      "expression ('*/15 * * * *', @hourly; local time); Ctrl-C stops")
-    p.add_argument("--watch", action="append", default=[], metavar="PATH", help="also read these session paths this time")
+    mode.add_argument(
+        "--every",
+        metavar="WHEN",
+        help="heartbeats in the foreground every DURATION (30m, 1h…) or on a cron "
+        "expression ('*/15 * * * *', @hourly; local time); Ctrl-C stops",
+    )
+    p.add_argument(
+        "--watch", action="append", default=[], metavar="PATH", help="also read these session paths this time"
+    )
     p.add_argument("--last", type=positive_int, default=1, help="with `report`: how many reports")
     p.add_argument("--json", action="store_true")

@@ -8,7 +8,18 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .console import EXIT_ERROR, EXIT_OK, Folded, console as _console, print_json as _print_json, parse_assignments, positive_int, print_table, when as _when
+from .console import (
+    EXIT_ERROR,
+    EXIT_OK,
+    Folded,
+    console as _console,
+    print_json as _print_json,
+    parse_assignments,
+    positive_int,
+    print_table,
+    when as _when,
+)
+
 
 def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
     from ..home import resolve_home
@@ -28,17 +39,36 @@ def _quiet_logs(args: argparse.Namespace, home: Path) -> None:
 
 def procedure_summary(store: Any, p: Any) -> dict[str, Any]:
     health = store.health(p.id)
-    return {"id": p.id, "task_type": p.task_type, "description": p.description, "version": p.version, "confidence": p.confidence,
-            "success_count": p.success_count, "failure_count": p.failure_count, "health": health.status, "status": p.status,
-            "source": p.source, "tags": p.tags, "kind": p.kind, "steps": len(p.steps), "decisions": len(p.decisions), "updated": p.updated}
+    return {
+        "id": p.id,
+        "task_type": p.task_type,
+        "description": p.description,
+        "version": p.version,
+        "confidence": p.confidence,
+        "success_count": p.success_count,
+        "failure_count": p.failure_count,
+        "health": health.status,
+        "status": p.status,
+        "source": p.source,
+        "tags": p.tags,
+        "kind": p.kind,
+        "steps": len(p.steps),
+        "decisions": len(p.decisions),
+        "updated": p.updated,
+    }
 
 
 def procedure_detail(store: Any, p: Any) -> dict[str, Any]:
     """One procedure version as `learn show --json` prints it (and the browser view's /api/procedures/ID)."""
     health = store.health(p.id, version=p.version)
     executions = store.executions(p.id, limit=10)
-    return {**p.model_dump(mode="json"), "health": health.model_dump(mode="json"), "versions": store.versions(p.id),
-            "promotions": store.promotions(p.id), "recent_executions": [e.model_dump(mode="json") for e in executions]}
+    return {
+        **p.model_dump(mode="json"),
+        "health": health.model_dump(mode="json"),
+        "versions": store.versions(p.id),
+        "promotions": store.promotions(p.id),
+        "recent_executions": [e.model_dump(mode="json") for e in executions],
+    }
 
 
 def _id_column(ids: Any, header: str = "id") -> Any:
@@ -66,7 +96,9 @@ def load_steps_file(path: str) -> dict[str, Any]:
             return {"steps": [s.model_dump() for s in steps]}
         parsed = StepsFile.model_validate(located.data)
     except ValidationError as exc:
-        raise WorkflowError([located.problem(tuple(e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}") for e in exc.errors()]) from None
+        raise WorkflowError(
+            [located.problem(tuple(e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}") for e in exc.errors()]
+        ) from None
     return {**parsed.model_dump(exclude={"steps"}), "steps": [s.model_dump() for s in parsed.steps]}
 
 
@@ -91,8 +123,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if args.procedure:
         inputs["procedure_id"] = skills.get(args.procedure).id
     result = skills._capture(inputs)
-    payload: dict[str, Any] = {"outcome": result.outcome, "run_id": result.run_id, "filtered": result.filtered,
-                               "secrets_to_env": result.secrets_to_env}
+    payload: dict[str, Any] = {
+        "outcome": result.outcome,
+        "run_id": result.run_id,
+        "filtered": result.filtered,
+        "secrets_to_env": result.secrets_to_env,
+    }
     if result.outcome in ("error", "rejected"):
         payload["reason" if result.outcome == "rejected" else "error"] = result.reason
     elif result.procedure is not None:
@@ -103,23 +139,33 @@ def cmd_capture(args: argparse.Namespace) -> int:
     else:
         console = _console()
         if result.outcome == "captured":
-            console.print(f"[green]captured[/] {payload['id']} v{payload['version']} ({payload['task_type']}, {len(payload['steps'])} steps, "
-                          f"confidence {payload['confidence']:.2f})")
+            console.print(
+                f"[green]captured[/] {payload['id']} v{payload['version']} ({payload['task_type']}, {len(payload['steps'])} steps, "
+                f"confidence {payload['confidence']:.2f})"
+            )
             if payload["confidence"] < 0.8:
-                console.print("  not replayed yet: one success is not proof; a second success or `sherpa-skills learn promote "
-                              f"{payload['id']}` makes it replayable")
+                console.print(
+                    "  not replayed yet: one success is not proof; a second success or `sherpa-skills learn promote "
+                    f"{payload['id']}` makes it replayable"
+                )
         elif result.outcome == "duplicate":
-            console.print(f"[yellow]already known[/]: {payload['id']} gained a success (now {payload['success_count']}, "
-                          f"confidence {payload['confidence']:.2f})")
+            console.print(
+                f"[yellow]already known[/]: {payload['id']} gained a success (now {payload['success_count']}, "
+                f"confidence {payload['confidence']:.2f})"
+            )
         else:
             console.print(f"[red]not captured[/]: {payload.get('reason') or payload.get('error')}")
         for f in result.filtered:
             console.print(f"  [dim]left out: {f['command']} ({f['reason']})[/]")
         if result.secrets_to_env:
-            console.print(f"  [yellow]a literal secret was replaced by an environment variable[/]: {', '.join(result.secrets_to_env)} "
-                          "(set it before replaying; the value was not stored)")
+            console.print(
+                f"  [yellow]a literal secret was replaced by an environment variable[/]: {', '.join(result.secrets_to_env)} "
+                "(set it before replaying; the value was not stored)"
+            )
         if payload.get("index_warning"):
-            console.print(f"[yellow]procedure index not updated[/]: {payload['index_warning']} (run `sherpa-skills learn reindex`)")
+            console.print(
+                f"[yellow]procedure index not updated[/]: {payload['index_warning']} (run `sherpa-skills learn reindex`)"
+            )
     return EXIT_OK if result.outcome in ("captured", "duplicate") else EXIT_ERROR
 
 
@@ -135,13 +181,27 @@ def cmd_procedures(args: argparse.Namespace) -> int:
     from rich.table import Column, Table
 
     # The description gives way first (it wraps): unwrapped, its text took the width of every column but the id's.
-    table = Table(_id_column(r["id"] for r in rows), Column("task type", max_width=20, overflow="fold"),
-                  *(Column(h, no_wrap=True, min_width=len(h)) for h in ("v", "confidence", "ok", "failed", "health", "steps")),
-                  Column("description", overflow="fold", ratio=1, min_width=10))
+    table = Table(
+        _id_column(r["id"] for r in rows),
+        Column("task type", max_width=20, overflow="fold"),
+        *(Column(h, no_wrap=True, min_width=len(h)) for h in ("v", "confidence", "ok", "failed", "health", "steps")),
+        Column("description", overflow="fold", ratio=1, min_width=10),
+    )
     for r in rows:
-        size = f"{r['decisions']} decisions" if r["kind"] == "trajectory" else f"{r['steps']} shell"  # the kind, by what it holds
-        table.add_row(r["id"], Folded(r["task_type"]), str(r["version"]), f"{r['confidence']:.2f}", str(r["success_count"]),
-                      str(r["failure_count"]), Folded(r["health"]), Folded(size), Folded(r["description"]))
+        size = (
+            f"{r['decisions']} decisions" if r["kind"] == "trajectory" else f"{r['steps']} shell"
+        )  # the kind, by what it holds
+        table.add_row(
+            r["id"],
+            Folded(r["task_type"]),
+            str(r["version"]),
+            f"{r['confidence']:.2f}",
+            str(r["success_count"]),
+            str(r["failure_count"]),
+            Folded(r["health"]),
+            Folded(size),
+            Folded(r["description"]),
+        )
     if rows:
         print_table(_console(), table)
     else:
@@ -168,12 +228,19 @@ def cmd_show(args: argparse.Namespace) -> int:
         args = f" {json.dumps(d.args)}" if d.args else ""
         checks = "".join(f", check {c.action} {json.dumps(c.features)}" for c in d.checks if c.features is not None)
         console.print(f"  {i}. in {d.state}: {d.trigger}{args}  [dim]({d.decided_by}{checks})[/]")
-    console.print(f"versions: {', '.join(str(v['version']) for v in data['versions'])}; "
-                  f"successes {p.success_count}, failures {p.failure_count}; source {p.source}")
+    console.print(
+        f"versions: {', '.join(str(v['version']) for v in data['versions'])}; "
+        f"successes {p.success_count}, failures {p.failure_count}; source {p.source}"
+    )
     for m in data["promotions"]:
-        console.print(f"promoted by {m['promoted_by']} on {_when(m['promoted_at'])} (v{m['version']}, was {m['health_before']}"
-                      + (f"; {m['executions_before']} earlier executions and {m['failure_before']} failures no longer count)"
-                         if m["executions_before"] else ")"))
+        console.print(
+            f"promoted by {m['promoted_by']} on {_when(m['promoted_at'])} (v{m['version']}, was {m['health_before']}"
+            + (
+                f"; {m['executions_before']} earlier executions and {m['failure_before']} failures no longer count)"
+                if m["executions_before"]
+                else ")"
+            )
+        )
     for e in executions:
         console.print(f"  [dim]{e.outcome:<9} v{e.version} step {e.diverged_step or '-'} {e.reason or ''}[/]")
     return EXIT_OK
@@ -187,7 +254,9 @@ def _confirm(console: Any, pending: dict[str, Any]) -> tuple[str, dict[str, Any]
     if not sys.stdin.isatty():
         return "refuse", {}
     proc = pending["procedure"]
-    console.print(f"[bold]{proc['id']}[/] v{proc['version']} (confidence {proc['confidence']:.2f}, replayed {proc['replayed']} times) will run:")
+    console.print(
+        f"[bold]{proc['id']}[/] v{proc['version']} (confidence {proc['confidence']:.2f}, replayed {proc['replayed']} times) will run:"
+    )
     for step in pending["steps"]:
         console.print(f"  {step['index']}. {step['command']}")
     while True:
@@ -214,10 +283,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     _quiet_logs(args, home)
     skills = SkillStore(home)
     console = _console(stderr=args.json)
-    payload = skills.replay(args.query, procedure_id=args.procedure, task_type=args.task_type,
-                            params=parse_assignments(args.param, "--param"), execute=args.execute, cwd=args.cwd,
-                            min_confidence=args.min_confidence, verify=_verify_model(args.verify, args.verify_model),
-                            confirm=None if args.yes else (lambda pending: _confirm(console, pending)))
+    payload = skills.replay(
+        args.query,
+        procedure_id=args.procedure,
+        task_type=args.task_type,
+        params=parse_assignments(args.param, "--param"),
+        execute=args.execute,
+        cwd=args.cwd,
+        min_confidence=args.min_confidence,
+        verify=_verify_model(args.verify, args.verify_model),
+        confirm=None if args.yes else (lambda pending: _confirm(console, pending)),
+    )
     if payload["status"] == "refused" and not sys.stdin.isatty() and args.execute and not args.yes:
         payload["reason"] = "not confirmed: executing needs confirmation; pass --yes to execute without asking"
     if args.json:
@@ -260,8 +336,11 @@ def _show_replay(console: Any, p: dict[str, Any]) -> None:
             if m.get("reason"):
                 console.print(f"  [dim]{m['procedure_id']}: {m['reason']}[/]")
         return
-    head = f"[bold]{p['procedure_id']}[/] v{p['version']} (confidence {p['confidence']:.2f}, replayed {p['replayed_before']} times)" \
-        if p["procedure_id"] else ""
+    head = (
+        f"[bold]{p['procedure_id']}[/] v{p['version']} (confidence {p['confidence']:.2f}, replayed {p['replayed_before']} times)"
+        if p["procedure_id"]
+        else ""
+    )
     colour = {"succeeded": "green", "dry-run": "cyan"}.get(p["status"], "red")
     console.print(f"[bold {colour}]{p['status']}[/] {head}")
     if p.get("params_from_task"):
@@ -289,11 +368,20 @@ def cmd_health(args: argparse.Namespace) -> int:
         return EXIT_OK
     from rich.table import Column, Table
 
-    table = Table(_id_column((r.procedure_id for r in reports), "procedure"), "status", "rolling success", "executions",
-                  Column("failure pattern", overflow="ellipsis", ratio=1))
+    table = Table(
+        _id_column((r.procedure_id for r in reports), "procedure"),
+        "status",
+        "rolling success",
+        "executions",
+        Column("failure pattern", overflow="ellipsis", ratio=1),
+    )
     for r in reports:
-        rate = "-" if r.rolling_success_rate is None else f"{r.rolling_success_rate:.0%} of {r.counted_executions}" + (
-            " (too few)" if r.counted_executions < r.min_evidence else "")
+        rate = (
+            "-"
+            if r.rolling_success_rate is None
+            else f"{r.rolling_success_rate:.0%} of {r.counted_executions}"
+            + (" (too few)" if r.counted_executions < r.min_evidence else "")
+        )
         table.add_row(r.procedure_id, r.status, rate, str(r.total_executions), r.failure_pattern or "")
     _console().print(table if reports else "nothing to report")
     return EXIT_OK
@@ -325,9 +413,15 @@ def _failures_for_task(args: argparse.Namespace, store: Any, home: Path) -> int:
     _quiet_logs(args, home)
     found = FailureFinder(store).find(args.task, args.task_type, limit=args.limit)
     if args.json:
-        _print_json({**found.model_dump(mode="json", exclude={"found"}),
-                     "learnings": [{**x.learning.model_dump(mode="json"), **x.model_dump(mode="json", exclude={"learning"})}
-                                   for x in found.found]})
+        _print_json(
+            {
+                **found.model_dump(mode="json", exclude={"found"}),
+                "learnings": [
+                    {**x.learning.model_dump(mode="json"), **x.model_dump(mode="json", exclude={"learning"})}
+                    for x in found.found
+                ],
+            }
+        )
         return EXIT_OK
     console = _console()
     if found.degraded:
@@ -335,10 +429,14 @@ def _failures_for_task(args: argparse.Namespace, store: Any, home: Path) -> int:
     for x in found.found:
         r = x.learning
         seen = f", failed {r.seen} times" if r.seen > 1 else ""
-        console.print(f"[red]✗[/] {r.command}  [dim]({r.task_type or '-'}, exit {r.exit_code}{seen})[/]\n    {r.error[:200]}\n"
-                      f"    [dim]{x.why}[/]")
+        console.print(
+            f"[red]✗[/] {r.command}  [dim]({r.task_type or '-'}, exit {r.exit_code}{seen})[/]\n    {r.error[:200]}\n"
+            f"    [dim]{x.why}[/]"
+        )
     if not found.found:
-        console.print(f"no captured failure is about this task ({found.considered} considered, {found.mode} floor {found.floor:g})")
+        console.print(
+            f"no captured failure is about this task ({found.considered} considered, {found.mode} floor {found.floor:g})"
+        )
     return EXIT_OK
 
 
@@ -363,25 +461,62 @@ def stats(store: Any) -> dict[str, Any]:
         replays = [e for e in executions if e.outcome == "success"]
         counted = [e for e in executions if saved_something(p, e)]
         saved = [savings(store, p, e) for e in counted]
-        per.append({"procedure_id": p.id, "task_type": p.task_type, "kind": p.kind, "replays": len(replays),
-                    "diverged": sum(e.outcome == "diverged" for e in executions), "dry_runs": sum(e.outcome == "dry-run" for e in executions),
-                    "planned_tokens": p.planned_tokens, "tokens_saved": sum(t for t, _ in saved),
-                    "llm_calls_saved": sum(c for _, c in saved)})
-        runs += [{"run_id": e.run_id, "procedure_id": p.id, "version": e.version, "task_type": p.task_type, "outcome": e.outcome,
-                  "started": e.started, "llm_calls": e.llm_calls, "tokens": e.tokens,
-                  "tokens_saved": t if saved_something(p, e) else 0, "llm_calls_saved": c if saved_something(p, e) else 0}
-                 for e in executions if e.run_id for t, c in [savings(store, p, e)]]
+        per.append(
+            {
+                "procedure_id": p.id,
+                "task_type": p.task_type,
+                "kind": p.kind,
+                "replays": len(replays),
+                "diverged": sum(e.outcome == "diverged" for e in executions),
+                "dry_runs": sum(e.outcome == "dry-run" for e in executions),
+                "planned_tokens": p.planned_tokens,
+                "tokens_saved": sum(t for t, _ in saved),
+                "llm_calls_saved": sum(c for _, c in saved),
+            }
+        )
+        runs += [
+            {
+                "run_id": e.run_id,
+                "procedure_id": p.id,
+                "version": e.version,
+                "task_type": p.task_type,
+                "outcome": e.outcome,
+                "started": e.started,
+                "llm_calls": e.llm_calls,
+                "tokens": e.tokens,
+                "tokens_saved": t if saved_something(p, e) else 0,
+                "llm_calls_saved": c if saved_something(p, e) else 0,
+            }
+            for e in executions
+            if e.run_id
+            for t, c in [savings(store, p, e)]
+        ]
     workflows: dict[str, dict[str, Any]] = {}
     for x in per:
-        w = workflows.setdefault(x["task_type"], {"task_type": x["task_type"], "procedures": 0, "replays": 0, "diverged": 0,
-                                                  "tokens_saved": 0, "llm_calls_saved": 0})
+        w = workflows.setdefault(
+            x["task_type"],
+            {
+                "task_type": x["task_type"],
+                "procedures": 0,
+                "replays": 0,
+                "diverged": 0,
+                "tokens_saved": 0,
+                "llm_calls_saved": 0,
+            },
+        )
         w["procedures"] += 1
         for key in ("replays", "diverged", "tokens_saved", "llm_calls_saved"):
             w[key] += x[key]
     runs.sort(key=lambda r: r["started"])
-    return {"procedures": len(per), "replays": sum(x["replays"] for x in per), "tokens_saved": sum(x["tokens_saved"] for x in per),
-            "llm_calls_saved": sum(x["llm_calls_saved"] for x in per), "per_procedure": per,
-            "per_workflow": [workflows[k] for k in sorted(workflows)], "per_run": runs}
+    return {
+        "procedures": len(per),
+        "replays": sum(x["replays"] for x in per),
+        "tokens_saved": sum(x["tokens_saved"] for x in per),
+        "llm_calls_saved": sum(x["llm_calls_saved"] for x in per),
+        "per_procedure": per,
+        "per_workflow": [workflows[k] for k in sorted(workflows)],
+        "per_run": runs,
+    }
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -392,28 +527,74 @@ def cmd_stats(args: argparse.Namespace) -> int:
         return EXIT_OK
     from rich.table import Table
 
-    table = Table(_id_column((r["procedure_id"] for r in data["per_procedure"]), "procedure"), "task type", "kind", "replays", "diverged",
-                  "tokens saved", "LLM calls saved", title="per procedure")
+    table = Table(
+        _id_column((r["procedure_id"] for r in data["per_procedure"]), "procedure"),
+        "task type",
+        "kind",
+        "replays",
+        "diverged",
+        "tokens saved",
+        "LLM calls saved",
+        title="per procedure",
+    )
     for r in data["per_procedure"]:
-        table.add_row(r["procedure_id"], r["task_type"], r["kind"], str(r["replays"]), str(r["diverged"]), str(r["tokens_saved"]),
-                      str(r["llm_calls_saved"]))
+        table.add_row(
+            r["procedure_id"],
+            r["task_type"],
+            r["kind"],
+            str(r["replays"]),
+            str(r["diverged"]),
+            str(r["tokens_saved"]),
+            str(r["llm_calls_saved"]),
+        )
     console = _console()
     console.print(table)
     if data["per_workflow"]:
-        table = Table("workflow / task type", "procedures", "replays", "diverged", "tokens saved", "LLM calls saved", title="per workflow")
+        table = Table(
+            "workflow / task type",
+            "procedures",
+            "replays",
+            "diverged",
+            "tokens saved",
+            "LLM calls saved",
+            title="per workflow",
+        )
         for r in data["per_workflow"]:
-            table.add_row(r["task_type"], str(r["procedures"]), str(r["replays"]), str(r["diverged"]), str(r["tokens_saved"]),
-                          str(r["llm_calls_saved"]))
+            table.add_row(
+                r["task_type"],
+                str(r["procedures"]),
+                str(r["replays"]),
+                str(r["diverged"]),
+                str(r["tokens_saved"]),
+                str(r["llm_calls_saved"]),
+            )
         console.print(table)
-    recent = data["per_run"][-args.runs:]
+    recent = data["per_run"][-args.runs :]
     if recent:
-        table = Table(_id_column((r["run_id"] for r in recent), "run"), "procedure", "v", "outcome", "LLM calls", "tokens saved",
-                      "LLM calls saved", title=f"last {len(recent)} of {len(data['per_run'])} runs (--json lists all)")
+        table = Table(
+            _id_column((r["run_id"] for r in recent), "run"),
+            "procedure",
+            "v",
+            "outcome",
+            "LLM calls",
+            "tokens saved",
+            "LLM calls saved",
+            title=f"last {len(recent)} of {len(data['per_run'])} runs (--json lists all)",
+        )
         for r in recent:
-            table.add_row(r["run_id"], r["procedure_id"], str(r["version"]), r["outcome"], str(r["llm_calls"]), str(r["tokens_saved"]),
-                          str(r["llm_calls_saved"]))
+            table.add_row(
+                r["run_id"],
+                r["procedure_id"],
+                str(r["version"]),
+                r["outcome"],
+                str(r["llm_calls"]),
+                str(r["tokens_saved"]),
+                str(r["llm_calls_saved"]),
+            )
         console.print(table)
-    console.print(f"total: {data['replays']} replays, {data['tokens_saved']} tokens and {data['llm_calls_saved']} LLM calls saved")
+    console.print(
+        f"total: {data['replays']} replays, {data['tokens_saved']} tokens and {data['llm_calls_saved']} LLM calls saved"
+    )
     return EXIT_OK
 
 
@@ -439,18 +620,30 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     else:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        with Progress(TextColumn("embedding procedures"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      console=console) as progress:
+        with Progress(
+            TextColumn("embedding procedures"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+        ) as progress:
             task = progress.add_task("reindex", total=total)
             count = Matcher(store).reindex(progress=lambda done: progress.update(task, completed=done))
     learnings = FailureFinder(store).reindex()
     seconds = time.perf_counter() - started
     if args.json:
-        _print_json({"reindexed": count, "learnings": learnings, "seconds": round(seconds, 3),
-                     "per_second": round((count + learnings) / seconds, 1) if seconds else None})
+        _print_json(
+            {
+                "reindexed": count,
+                "learnings": learnings,
+                "seconds": round(seconds, 3),
+                "per_second": round((count + learnings) / seconds, 1) if seconds else None,
+            }
+        )
     else:
-        _console(stderr=False).print(f"indexes rebuilt from the store: {count} procedures and {learnings} learnings "
-                                     f"in {seconds:.1f} s")
+        _console(stderr=False).print(
+            f"indexes rebuilt from the store: {count} procedures and {learnings} learnings in {seconds:.1f} s"
+        )
     return EXIT_OK
 
 
@@ -463,26 +656,51 @@ def cmd_promote(args: argparse.Namespace) -> int:
     promotion = store.promotions(p.id)[-1]
     refusal = replay_refusal(p, health)  # replay's own gate: promote never promises what replay refuses
     if args.json:
-        _print_json({**p.model_dump(mode="json"), "health": health.status, "replayable": refusal is None, "refusal": refusal,
-                     "promotion": promotion})
+        _print_json(
+            {
+                **p.model_dump(mode="json"),
+                "health": health.status,
+                "replayable": refusal is None,
+                "refusal": refusal,
+                "promotion": promotion,
+            }
+        )
         return EXIT_OK
     console = _console()
-    verdict = f"it can be replayed (confidence {p.confidence:.2f})" if refusal is None else f"it cannot be replayed yet: {refusal}"
+    verdict = (
+        f"it can be replayed (confidence {p.confidence:.2f})"
+        if refusal is None
+        else f"it cannot be replayed yet: {refusal}"
+    )
     console.print(f"{p.id} is active and promoted by {promotion['promoted_by']}: {verdict}")
     earlier = promotion["executions_before"]
-    console.print(f"health starts a fresh evidence window ({health.status}): its {earlier} earlier execution{'s' if earlier != 1 else ''} "
-                  f"(was {promotion['health_before']}) no longer count, and are kept (`learn show`)" if earlier
-                  else f"health: {health.status} until it runs")
+    console.print(
+        f"health starts a fresh evidence window ({health.status}): its {earlier} earlier execution{'s' if earlier != 1 else ''} "
+        f"(was {promotion['health_before']}) no longer count, and are kept (`learn show`)"
+        if earlier
+        else f"health: {health.status} until it runs"
+    )
     return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     store, _, _ = _stores(args)
-    data = {"format": "sherpa-skills/procedures", "version": 1,
-            "procedures": [{**p.model_dump(mode="json"), "versions": [store.get(p.id, v["version"]).model_dump(mode="json")
-                                                                       for v in store.versions(p.id) if v["version"] != p.version]}
-                           for p in store.procedures(status=None)],
-            "learnings": [x.model_dump(mode="json") for x in store.learnings(limit=100_000)]}
+    data = {
+        "format": "sherpa-skills/procedures",
+        "version": 1,
+        "procedures": [
+            {
+                **p.model_dump(mode="json"),
+                "versions": [
+                    store.get(p.id, v["version"]).model_dump(mode="json")
+                    for v in store.versions(p.id)
+                    if v["version"] != p.version
+                ],
+            }
+            for p in store.procedures(status=None)
+        ],
+        "learnings": [x.model_dump(mode="json") for x in store.learnings(limit=100_000)],
+    }
     text = json.dumps(data, indent=2)
     if args.file and args.file != "-":
         Path(args.file).write_text(text + "\n", encoding="utf-8")
@@ -541,16 +759,24 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     # The index embeds the new procedures now, in batches: matching never silently falls back to words alone.
     matcher = Matcher(store)
-    warning = next((w for w in (matcher.index_many(fresh[i:i + 256]) for i in range(0, len(fresh), 256)) if w), None)
+    warning = next((w for w in (matcher.index_many(fresh[i : i + 256]) for i in range(0, len(fresh), 256)) if w), None)
     from ..skills.match.failures import FailureFinder
 
     FailureFinder(store).sync()  # imported learnings are found by meaning on the next plan
-    summary = {"added": added, "skipped": skipped, "problems": problems, "indexed": 0 if warning else len(fresh),
-               "index_warning": warning}
+    summary = {
+        "added": added,
+        "skipped": skipped,
+        "problems": problems,
+        "indexed": 0 if warning else len(fresh),
+        "index_warning": warning,
+    }
     if args.json:
         _print_json(summary)
     else:
-        _console().print(f"imported {added} procedures, skipped {skipped} already known" + (f"; {len(problems)} invalid" if problems else ""))
+        _console().print(
+            f"imported {added} procedures, skipped {skipped} already known"
+            + (f"; {len(problems)} invalid" if problems else "")
+        )
         if warning:
             _console(stderr=True).print(f"procedure index not updated: {warning} (run `sherpa-skills learn reindex`)")
         for p in problems:
@@ -562,8 +788,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    learn = sub.add_parser("learn", parents=[common], help="the skill store: capture, replay and health of procedures",
-                           description="Procedures captured from successful runs, replayed step by step without the LLM.")
+    learn = sub.add_parser(
+        "learn",
+        parents=[common],
+        help="the skill store: capture, replay and health of procedures",
+        description="Procedures captured from successful runs, replayed step by step without the LLM.",
+    )
     lsub = learn.add_subparsers(dest="learn_command", metavar="COMMAND", required=True)
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
@@ -574,7 +804,11 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add("capture-success", cmd_capture, "crystallise a successful run, or a steps file, into a procedure")
     p.add_argument("task_type")
     p.add_argument("--from-run", metavar="RUN_ID")
-    p.add_argument("--steps-file", metavar="FILE", help="YAML or JSON: a list of steps, or {description, tags, preconditions, postconditions, steps}")
+    p.add_argument(
+        "--steps-file",
+        metavar="FILE",
+        help="YAML or JSON: a list of steps, or {description, tags, preconditions, postconditions, steps}",
+    )
     p.add_argument("--description")
     p.add_argument("--tag", action="append")
     p.add_argument("--procedure", metavar="ID", help="store as the next version of this procedure")
@@ -598,10 +832,15 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--procedure", metavar="ID", help="replay this procedure instead of matching")
     p.add_argument("--task-type")
     p.add_argument("--cwd", help="where the steps run (default: here)")
-    p.add_argument("--min-confidence", type=float, default=0.8, help="replay threshold on confidence (default 0.8; 0 accepts any)")
-    p.add_argument("--verify", action="store_true",
-                   help="a borderline match is confirmed by one short LLM call (model: --verify-model, else "
-                        "SHERPA_SKILLS_VERIFY_MODEL, else SHERPA_SKILLS_MODEL); SHERPA_SKILLS_VERIFY_MODEL alone turns it on too")
+    p.add_argument(
+        "--min-confidence", type=float, default=0.8, help="replay threshold on confidence (default 0.8; 0 accepts any)"
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="a borderline match is confirmed by one short LLM call (model: --verify-model, else "
+        "SHERPA_SKILLS_VERIFY_MODEL, else SHERPA_SKILLS_MODEL); SHERPA_SKILLS_VERIFY_MODEL alone turns it on too",
+    )
     p.add_argument("--verify-model", metavar="MODEL", help="the verifier's model (implies --verify)")
     p.add_argument("--json", action="store_true")
 
@@ -609,22 +848,40 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--degraded-only", action="store_true")
     p.add_argument("--json", action="store_true")
 
-    p = add("failures", cmd_failures, "captured failures (defensive learnings); with --task, those the planner is shown for it")
-    p.add_argument("--task", metavar="TEXT", help="the failures this task is about, found as the planner finds them (by meaning; "
-                   "those of --task-type always count), each with its relevance and why")
+    p = add(
+        "failures",
+        cmd_failures,
+        "captured failures (defensive learnings); with --task, those the planner is shown for it",
+    )
+    p.add_argument(
+        "--task",
+        metavar="TEXT",
+        help="the failures this task is about, found as the planner finds them (by meaning; "
+        "those of --task-type always count), each with its relevance and why",
+    )
     p.add_argument("--task-type", help="without --task: only this task type's failures")
     p.add_argument("--limit", type=positive_int, default=50)
     p.add_argument("--json", action="store_true")
 
     p = add("stats", cmd_stats, "tokens and LLM calls saved by replay, per procedure, per workflow and per run")
-    p.add_argument("--runs", type=positive_int, default=10, metavar="N", help="show the last N runs (default 10; --json lists all)")
+    p.add_argument(
+        "--runs", type=positive_int, default=10, metavar="N", help="show the last N runs (default 10; --json lists all)"
+    )
     p.add_argument("--json", action="store_true")
 
-    p = add("reindex", cmd_reindex, "rebuild the semantic indexes of procedures and learnings from the store, in batches, with progress")
+    p = add(
+        "reindex",
+        cmd_reindex,
+        "rebuild the semantic indexes of procedures and learnings from the store, in batches, with progress",
+    )
     p.add_argument("--json", action="store_true")
 
-    p = add("promote", cmd_promote, "make a procedure replayable: a candidate becomes active, promotion counts as its second success, "
-            "and its health starts a fresh evidence window (earlier executions kept, not counted)")
+    p = add(
+        "promote",
+        cmd_promote,
+        "make a procedure replayable: a candidate becomes active, promotion counts as its second success, "
+        "and its health starts a fresh evidence window (earlier executions kept, not counted)",
+    )
     p.add_argument("id")
     p.add_argument("--agent", help="who vouches for it, recorded with the promotion (default: the OS user)")
     p.add_argument("--json", action="store_true")

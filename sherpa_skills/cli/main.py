@@ -12,31 +12,60 @@ import sys
 from typing import Callable, Sequence
 
 from .console import EXIT_ERROR, EXIT_USAGE, duration, positive_int
-from .runs import cmd_demo, cmd_graph, cmd_resume, cmd_run, cmd_runs, cmd_runs_delete, cmd_runs_prune, cmd_show, cmd_validate
+from .runs import (
+    cmd_demo,
+    cmd_graph,
+    cmd_resume,
+    cmd_run,
+    cmd_runs,
+    cmd_runs_delete,
+    cmd_runs_prune,
+    cmd_show,
+    cmd_validate,
+)
 from .tools import cmd_tools_relevant
 
 
 class _VersionAction(argparse.Action):
     """`--version` from the installed metadata, read only when asked (importlib.metadata costs ~50 ms)."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, default: str = argparse.SUPPRESS,
-                 help: str = "show the version and exit"):
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str = argparse.SUPPRESS,
+        default: str = argparse.SUPPRESS,
+        help: str = "show the version and exit",
+    ):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
         from ..data import package_version
 
         sys.stdout.write(f"{parser.prog} {package_version()}\n")  # stdout, as argparse's own version action does
         parser.exit()
 
 
-RUN_STATUSES = ("running", "waiting", "interrupted", "final", "error")  # engine.runstore's, not imported from there so --help stays fast
+RUN_STATUSES = (
+    "running",
+    "waiting",
+    "interrupted",
+    "final",
+    "error",
+)  # engine.runstore's, not imported from there so --help stays fast
 HOME_HELP = "state folder (default: $SHERPA_SKILLS_HOME or ~/.sherpa-skills)"
 VERBOSE_HELP = "show log lines on stderr: -v info, -vv debug (they always go to HOME/logs/*.jsonl)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sherpa-skills", description="A hierarchical state-machine agent runtime that learns procedures.")
+    parser = argparse.ArgumentParser(
+        prog="sherpa-skills", description="A hierarchical state-machine agent runtime that learns procedures."
+    )
     parser.add_argument("--version", action=_VersionAction)
     # Accepted before and after the command; SUPPRESS keeps a subcommand from resetting a value given before it.
     parser.add_argument("--home", help=HOME_HELP)
@@ -52,17 +81,35 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     def run_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--input", "-i", action="append", metavar="NAME=VALUE", help="a run input (JSON values are parsed); repeatable")
+        p.add_argument(
+            "--input",
+            "-i",
+            action="append",
+            metavar="NAME=VALUE",
+            help="a run input (JSON values are parsed); repeatable",
+        )
         p.add_argument("--json", action="store_true", help="print one JSON result object (stable, see README)")
         p.add_argument("--quiet", "-q", action="store_true", help="no progress, no summary")
-        p.add_argument("--model", help="litellm model string (default: the workflow's llm.model, then $SHERPA_SKILLS_MODEL)")
-        p.add_argument("--agent", help="the agent's name in shared memory and domains (default: the workflow, bound to its file)")
+        p.add_argument(
+            "--model", help="litellm model string (default: the workflow's llm.model, then $SHERPA_SKILLS_MODEL)"
+        )
+        p.add_argument(
+            "--agent", help="the agent's name in shared memory and domains (default: the workflow, bound to its file)"
+        )
 
     p = add("run", cmd_run, "run a YAML workflow until it is final, waiting for input, or fails")
     p.add_argument("file", help="the workflow file, or a built-in machine's name (planner, replay, capture)")
     run_options(p)
-    p.add_argument("--max-steps", type=positive_int, help="stop with an error after this many steps (default: the workflow's max_steps)")
-    p.add_argument("--max-events", type=positive_int, help="multi-agent files: stop with an error after this many deliveries (default: the file's max_events)")
+    p.add_argument(
+        "--max-steps",
+        type=positive_int,
+        help="stop with an error after this many steps (default: the workflow's max_steps)",
+    )
+    p.add_argument(
+        "--max-events",
+        type=positive_int,
+        help="multi-agent files: stop with an error after this many deliveries (default: the file's max_events)",
+    )
 
     p = add("resume", cmd_resume, "continue a run from its last committed step, with outside input")
     p.add_argument("run_id")
@@ -71,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arg", "-a", action="append", metavar="NAME=VALUE", help="an argument for --trigger; repeatable")
     p.add_argument("--file", help="load the workflow from this file instead of the one the run started from")
     p.add_argument("--allow-changed", action="store_true", help="resume even though the workflow file changed")
-    p.add_argument("--no-rerun-interrupted", action="store_true", help="stop instead of rerunning an action a crash interrupted")
+    p.add_argument(
+        "--no-rerun-interrupted", action="store_true", help="stop instead of rerunning an action a crash interrupted"
+    )
 
     p = add("runs", cmd_runs, "list recent runs (newest first); `runs delete`, `runs prune` remove them")
     p.add_argument("--json", action="store_true")
@@ -82,20 +131,41 @@ def build_parser() -> argparse.ArgumentParser:
 
     def removal_options(q: argparse.ArgumentParser) -> None:
         q.add_argument("--dry-run", action="store_true", help="say what would be deleted and kept; delete nothing")
-        q.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation (needed without a terminal)")
+        q.add_argument(
+            "--yes", "-y", action="store_true", help="do not ask for confirmation (needed without a terminal)"
+        )
         q.add_argument("--force", action="store_true", help="delete waiting and running runs too")
-        q.add_argument("--json", action="store_true", help="print {dry_run, deleted: [RUN_ID], kept: [{run_id, reason}], logs_deleted}")
+        q.add_argument(
+            "--json",
+            action="store_true",
+            help="print {dry_run, deleted: [RUN_ID], kept: [{run_id, reason}], logs_deleted}",
+        )
 
-    q = rsub.add_parser("delete", parents=[common], help="delete runs and everything they recorded (their log files too)",
-                        description="Delete runs, their steps, log entries, context and events, in one transaction, and their "
-                                    "log files. Runs that something still refers to are kept, with the reason.")
+    q = rsub.add_parser(
+        "delete",
+        parents=[common],
+        help="delete runs and everything they recorded (their log files too)",
+        description="Delete runs, their steps, log entries, context and events, in one transaction, and their "
+        "log files. Runs that something still refers to are kept, with the reason.",
+    )
     q.set_defaults(fn=cmd_runs_delete)
-    q.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="a run id or a unique prefix; an unknown one deletes nothing (exit 2)")
+    q.add_argument(
+        "run_ids",
+        nargs="+",
+        metavar="RUN_ID",
+        help="a run id or a unique prefix; an unknown one deletes nothing (exit 2)",
+    )
     removal_options(q)
-    q = rsub.add_parser("prune", parents=[common], help="delete runs last updated longer ago than --older-than",
-                        description="Delete runs last updated longer ago than --older-than, as `runs delete` would.")
+    q = rsub.add_parser(
+        "prune",
+        parents=[common],
+        help="delete runs last updated longer ago than --older-than",
+        description="Delete runs last updated longer ago than --older-than, as `runs delete` would.",
+    )
     q.set_defaults(fn=cmd_runs_prune)
-    q.add_argument("--older-than", type=duration, required=True, metavar="AGE", help="12h, 30d, 2w (units s, m, h, d, w)")
+    q.add_argument(
+        "--older-than", type=duration, required=True, metavar="AGE", help="12h, 30d, 2w (units s, m, h, d, w)"
+    )
     removal_options(q)
 
     p = add("show", cmd_show, "show a run's trajectory, execution log and context")
@@ -105,18 +175,28 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("validate", cmd_validate, "check workflow files; every problem as FILE:LINE: message, exit 2 if any")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--quiet", "-q", action="store_true", help="print only problems")
-    p.add_argument("--json", action="store_true", help="print {ok, files: [{file, kind, ok, problems: [{file, line, message}]}]}")
+    p.add_argument(
+        "--json", action="store_true", help="print {ok, files: [{file, kind, ok, problems: [{file, line, message}]}]}"
+    )
 
     p = add("graph", cmd_graph, "print a workflow, a built-in machine or a team file as a Mermaid stateDiagram-v2")
-    p.add_argument("file", help="a workflow or team file, or a built-in machine's name (planner, replay, capture, heartbeat)")
+    p.add_argument(
+        "file", help="a workflow or team file, or a built-in machine's name (planner, replay, capture, heartbeat)"
+    )
 
     tools = sub.add_parser("tools", parents=[common], help="find the tools relevant to a task")
     tsub = tools.add_subparsers(dest="tools_command", metavar="COMMAND", required=True)
-    p = tsub.add_parser("relevant", parents=[common], help="rank tools for TASK (registered actions, or --tools FILE)",
-                        description="rank tools for TASK with one Aho-Corasick pass (registered actions, or --tools FILE)")
+    p = tsub.add_parser(
+        "relevant",
+        parents=[common],
+        help="rank tools for TASK (registered actions, or --tools FILE)",
+        description="rank tools for TASK with one Aho-Corasick pass (registered actions, or --tools FILE)",
+    )
     p.set_defaults(fn=cmd_tools_relevant)
     p.add_argument("task")
-    p.add_argument("--tools", action="append", metavar="FILE", help="YAML/JSON list of {name, description, keywords}; repeatable")
+    p.add_argument(
+        "--tools", action="append", metavar="FILE", help="YAML/JSON list of {name, description, keywords}; repeatable"
+    )
     p.add_argument("--limit", type=positive_int, default=5)
     p.add_argument("--json", action="store_true")
 
@@ -139,13 +219,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_memory_parser(sub, common)
     from .domains import add_domains_parser
+
     add_domains_parser(sub, common)
 
     from .ui import add_ui_parser
 
     add_ui_parser(sub, common)
 
-    p = add("demo", cmd_demo, "run the bundled support-triage demo offline (scripted model, temporary home unless --home)")
+    p = add(
+        "demo", cmd_demo, "run the bundled support-triage demo offline (scripted model, temporary home unless --home)"
+    )
     p.add_argument("--json", action="store_true")
     return parser
 
@@ -189,7 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"sherpa-skills: '{str(exc.filename)[:300]}': {exc.strerror or exc}\n")
             return EXIT_USAGE
         # A bug, not bad input: one line for the user, the traceback with -v.
-        sys.stderr.write(f"sherpa-skills: unexpected error: {type(exc).__name__}: {exc} (a bug: -v shows the traceback)\n")
+        sys.stderr.write(
+            f"sherpa-skills: unexpected error: {type(exc).__name__}: {exc} (a bug: -v shows the traceback)\n"
+        )
         return EXIT_ERROR
     finally:
         set_verbosity(0)

@@ -29,9 +29,18 @@ def _short(text: str, width: int = 160) -> str:
 
 def cmd_search(args: argparse.Namespace) -> int:
     with _memory(args) as memory:
-        result = memory.search(args.query, agent=args.agent, scope=args.scope, author=args.author, kind=args.kind,
-                               metadata=parse_assignments(args.meta, "--meta"), limit=args.limit,
-                               mode="lexical" if args.lexical else "hybrid", history=args.history, touch=False)
+        result = memory.search(
+            args.query,
+            agent=args.agent,
+            scope=args.scope,
+            author=args.author,
+            kind=args.kind,
+            metadata=parse_assignments(args.meta, "--meta"),
+            limit=args.limit,
+            mode="lexical" if args.lexical else "hybrid",
+            history=args.history,
+            touch=False,
+        )
     if args.json:
         _print_json(result.to_dict())
         return EXIT_OK
@@ -44,9 +53,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         a = hit.artifact
         sem = "" if hit.semantic is None else f" semantic {hit.semantic:.2f}"
         old = f"  [yellow]superseded by {a.superseded_by}[/]" if a.superseded_by else ""
-        console.print(f"[bold]{hit.score:.3f}[/] [dim](lexical {hit.lexical:.2f}{sem})[/]  {a.id}  "
-                      f"[cyan]{a.agent}[/] {a.scope}{' ' + a.kind if a.kind else ''} {a.tier()}  "
-                      f"[dim]{datetime.fromtimestamp(a.created):%Y-%m-%d %H:%M}[/]{old}")
+        console.print(
+            f"[bold]{hit.score:.3f}[/] [dim](lexical {hit.lexical:.2f}{sem})[/]  {a.id}  "
+            f"[cyan]{a.agent}[/] {a.scope}{' ' + a.kind if a.kind else ''} {a.tier()}  "
+            f"[dim]{datetime.fromtimestamp(a.created):%Y-%m-%d %H:%M}[/]{old}"
+        )
         console.print(f"    {_short(a.text)}", markup=False)
     if not result.hits:
         console.print("nothing found" + ("" if args.agent else " (without --agent only shared artifacts are searched)"))
@@ -62,20 +73,28 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = _console()
-    console.print(f"[bold]{data['artifacts']}[/] artifacts: {data['per_scope']['shared']} shared, "
-                  f"{data['per_scope']['private']} private  [dim]({data['store']})[/]")
+    console.print(
+        f"[bold]{data['artifacts']}[/] artifacts: {data['per_scope']['shared']} shared, "
+        f"{data['per_scope']['private']} private  [dim]({data['store']})[/]"
+    )
     tiers = data["per_tier"]
-    console.print(f"current: {tiers['hot']} hot, {tiers['warm']} warm, {tiers['cold']} cold; {data['superseded']} superseded; "
-                  f"{data['duplicates_merged']} duplicate write(s) merged; {data['open_tensions']} open tension(s)")
+    console.print(
+        f"current: {tiers['hot']} hot, {tiers['warm']} warm, {tiers['cold']} cold; {data['superseded']} superseded; "
+        f"{data['duplicates_merged']} duplicate write(s) merged; {data['open_tensions']} open tension(s)"
+    )
     if data["per_agent"]:
         table = Table("agent", "private", "shared")
         for agent, counts in data["per_agent"].items():
             table.add_row(agent, str(counts["private"]), str(counts["shared"]))
         console.print(table)
     c = data["companion"]
-    state = "[green]ok[/]" if c["ok"] and not c["reason"] else ("[yellow]check[/]" if c["ok"] else "[red]unavailable[/]")
-    console.print(f"companion {state}: {c.get('where', '?')}, collection {c['collection']}, "
-                  f"{c['items'] if c['items'] is not None else '?'} items, embedder {c.get('embedder', '?')}")
+    state = (
+        "[green]ok[/]" if c["ok"] and not c["reason"] else ("[yellow]check[/]" if c["ok"] else "[red]unavailable[/]")
+    )
+    console.print(
+        f"companion {state}: {c.get('where', '?')}, collection {c['collection']}, "
+        f"{c['items'] if c['items'] is not None else '?'} items, embedder {c.get('embedder', '?')}"
+    )
     if c["reason"]:
         console.print(f"  {c['reason']}", markup=False)
     if data["pending"]:
@@ -90,21 +109,36 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         _print_json(result)
         return EXIT_OK
     console = _console()
-    console.print(f"companion rebuilt from the store: {result['artifacts']} artifacts in {result['collection']} at "
-                  f"{result['companion']} ({result['embedder']}, {result['seconds']} s)", markup=False)
+    console.print(
+        f"companion rebuilt from the store: {result['artifacts']} artifacts in {result['collection']} at "
+        f"{result['companion']} ({result['embedder']}, {result['seconds']} s)",
+        markup=False,
+    )
     if result["moved_aside"]:
-        console.print(f"[yellow]the old companion folder could not be rebuilt in place; it is kept at {result['moved_aside']}. "
-                      f"Rebuild the procedure index too: sherpa-skills learn reindex[/]")
+        console.print(
+            f"[yellow]the old companion folder could not be rebuilt in place; it is kept at {result['moved_aside']}. "
+            f"Rebuild the procedure index too: sherpa-skills learn reindex[/]"
+        )
     return EXIT_OK
 
 
 def cmd_write(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     with _memory(args) as memory:
-        written = memory.remember(text, agent=args.agent, scope="shared" if args.shared else "private", kind=args.kind,
-                                  tags=args.tag, metadata=parse_assignments(args.meta, "--meta"), confidence=args.confidence,
-                                  abstraction=args.abstraction, category=args.category, supersedes=args.supersedes,
-                                  on_near=args.on_near, tension_model=args.tension_model)
+        written = memory.remember(
+            text,
+            agent=args.agent,
+            scope="shared" if args.shared else "private",
+            kind=args.kind,
+            tags=args.tag,
+            metadata=parse_assignments(args.meta, "--meta"),
+            confidence=args.confidence,
+            abstraction=args.abstraction,
+            category=args.category,
+            supersedes=args.supersedes,
+            on_near=args.on_near,
+            tension_model=args.tension_model,
+        )
         problem = memory.companion_problem
     if args.json:
         _print_json({**written.to_dict(), "indexed": problem is None, "companion_problem": problem})
@@ -118,10 +152,14 @@ def cmd_write(args: argparse.Namespace) -> int:
     elif written.duplicate:
         console.print(f"{a.id}  already stored (seen {a.seen} times)")
     else:
-        console.print(f"{a.id}  {a.agent} {a.scope} {a.abstraction}" + (f"  supersedes {a.supersedes}" if a.supersedes else ""))
+        console.print(
+            f"{a.id}  {a.agent} {a.scope} {a.abstraction}" + (f"  supersedes {a.supersedes}" if a.supersedes else "")
+        )
     for other, similarity in written.near:
-        console.print(f"[yellow]near-duplicate[/] of {other} (similarity {similarity:.2f})"
-                      + (" — linked" if other in written.linked else ""))
+        console.print(
+            f"[yellow]near-duplicate[/] of {other} (similarity {similarity:.2f})"
+            + (" — linked" if other in written.linked else "")
+        )
     for t in written.tensions:
         console.print(f"[yellow]tension {t['id']}[/] with {t['a']}: {escape(t['reason'])}")
     for skipped in written.skipped:
@@ -140,7 +178,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     console = _console()
     for a in chain:
         mark = "current " if a.superseded_by is None else "replaced"
-        console.print(f"{mark}  {a.id}  [dim]{datetime.fromtimestamp(a.created):%Y-%m-%d %H:%M}[/]  {_short(a.text, 120)}")
+        console.print(
+            f"{mark}  {a.id}  [dim]{datetime.fromtimestamp(a.created):%Y-%m-%d %H:%M}[/]  {_short(a.text, 120)}"
+        )
     return EXIT_OK
 
 
@@ -158,7 +198,9 @@ def cmd_tensions(args: argparse.Namespace) -> int:
         console.print(f"    {t['a']['id']}  {_short(t['a']['text'], 120)}", markup=False)
         console.print(f"    {t['b']['id']}  {_short(t['b']['text'], 120)}", markup=False)
     if not found:
-        console.print("no open tensions" + ("" if args.agent else " (without --agent only shared artifacts are checked)"))
+        console.print(
+            "no open tensions" + ("" if args.agent else " (without --agent only shared artifacts are checked)")
+        )
     else:
         console.print("resolve one with: sherpa-skills memory resolve TENSION --keep ID --agent NAME")
     return EXIT_OK
@@ -194,10 +236,14 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def add_memory_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    memory = sub.add_parser("memory", parents=[common], help="shared memory: artifacts agents write, searched by words and meaning",
-                            description="Artifacts written by agents: private notes and shared results, in the home's store.db, "
-                                        "with a chromadb companion for search by meaning (HOME/config.yaml `memory: {chroma: HOST:PORT}` "
-                                        "points it at a `chroma run` server).")
+    memory = sub.add_parser(
+        "memory",
+        parents=[common],
+        help="shared memory: artifacts agents write, searched by words and meaning",
+        description="Artifacts written by agents: private notes and shared results, in the home's store.db, "
+        "with a chromadb companion for search by meaning (HOME/config.yaml `memory: {chroma: HOST:PORT}` "
+        "points it at a `chroma run` server).",
+    )
     msub = memory.add_subparsers(dest="memory_command", metavar="COMMAND", required=True)
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
@@ -206,10 +252,16 @@ def add_memory_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         return p
 
     def filters(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--meta", action="append", metavar="KEY=VALUE", help="metadata (JSON values are parsed); repeatable")
+        p.add_argument(
+            "--meta", action="append", metavar="KEY=VALUE", help="metadata (JSON values are parsed); repeatable"
+        )
         p.add_argument("--kind")
 
-    p = add("search", cmd_search, "hybrid search (words + meaning) over what AGENT may see: shared artifacts and its own notes")
+    p = add(
+        "search",
+        cmd_search,
+        "hybrid search (words + meaning) over what AGENT may see: shared artifacts and its own notes",
+    )
     p.add_argument("query")
     p.add_argument("--agent", help="the reading agent (default: none, so shared artifacts only)")
     p.add_argument("--limit", type=positive_int, default=10)
@@ -232,14 +284,26 @@ def add_memory_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--shared", action="store_true", help="every agent can read it (default: only AGENT)")
     p.add_argument("--tag", action="append")
     p.add_argument("--confidence", type=float, help="0 to 1 (default 0.8); low confidence decays faster")
-    p.add_argument("--abstraction", choices=("episode", "pattern", "principle"), default="episode",
-                   help="episode: what happened; pattern: what tends to hold; principle: a rule that never decays")
+    p.add_argument(
+        "--abstraction",
+        choices=("episode", "pattern", "principle"),
+        default="episode",
+        help="episode: what happened; pattern: what tends to hold; principle: a rule that never decays",
+    )
     p.add_argument("--category")
     p.add_argument("--supersedes", metavar="ID", help="this write corrects artifact ID, which stays as history")
-    p.add_argument("--on-near", choices=("flag", "link", "merge"), default="flag",
-                   help="a near-duplicate write is flagged (default), stored with a link, or merged into the stored one")
-    p.add_argument("--tension-model", metavar="MODEL", help="also ask this litellm model whether related facts no rule "
-                                                             "flagged contradict the new one (off by default)")
+    p.add_argument(
+        "--on-near",
+        choices=("flag", "link", "merge"),
+        default="flag",
+        help="a near-duplicate write is flagged (default), stored with a link, or merged into the stored one",
+    )
+    p.add_argument(
+        "--tension-model",
+        metavar="MODEL",
+        help="also ask this litellm model whether related facts no rule "
+        "flagged contradict the new one (off by default)",
+    )
     p.add_argument("--json", action="store_true")
     filters(p)
 
@@ -265,7 +329,9 @@ def add_memory_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--scope", choices=("all", "private", "shared"), default="all")
     p.add_argument("--history", action="store_true", help="superseded artifacts too")
 
-    p = add("delete", cmd_delete, "remove artifact ID for good (agents supersede instead); logged with the operator's name")
+    p = add(
+        "delete", cmd_delete, "remove artifact ID for good (agents supersede instead); logged with the operator's name"
+    )
     p.add_argument("id")
     p.add_argument("--operator", required=True, help="who deletes it (recorded in the store's operator log)")
     p.add_argument("--reason")

@@ -11,11 +11,19 @@ from .console import EXIT_OK, console as _console, print_json as _print_json
 def candidate_summary(p: Any) -> dict[str, Any]:
     """What a person needs to decide: the steps, what varies (with examples), how often and where it was seen."""
     mined = p.context.get("mined") or {}
-    return {"id": p.id, "task_type": p.task_type, "description": p.description, "steps": [s.command for s in p.steps],
-            "parameters": mined.get("parameters", {}), "support": mined.get("support", p.success_count),
-            "sessions": len(mined.get("sessions", [])), "successes": p.success_count,
-            "long_running_steps": mined.get("long_running_steps", []), "project_dir": mined.get("project_dir"),
-            "updated": p.updated}
+    return {
+        "id": p.id,
+        "task_type": p.task_type,
+        "description": p.description,
+        "steps": [s.command for s in p.steps],
+        "parameters": mined.get("parameters", {}),
+        "support": mined.get("support", p.success_count),
+        "sessions": len(mined.get("sessions", [])),
+        "successes": p.success_count,
+        "long_running_steps": mined.get("long_running_steps", []),
+        "project_dir": mined.get("project_dir"),
+        "updated": p.updated,
+    }
 
 
 def cmd_candidates(args: argparse.Namespace) -> int:
@@ -23,8 +31,10 @@ def cmd_candidates(args: argparse.Namespace) -> int:
     from ..skills.store.database import ProcedureDatabase
 
     store = ProcedureDatabase(home=resolve_home(args.home))
-    rows = sorted((candidate_summary(p) for p in store.procedures(args.task_type, "candidate")),
-                  key=lambda r: (-r["support"], r["task_type"]))
+    rows = sorted(
+        (candidate_summary(p) for p in store.procedures(args.task_type, "candidate")),
+        key=lambda r: (-r["support"], r["task_type"]),
+    )
     if args.json:
         _print_json(rows)
         return EXIT_OK
@@ -35,15 +45,19 @@ def cmd_candidates(args: argparse.Namespace) -> int:
         console.print("no candidates to review: mined routines appear here once they recur in two sessions or days")
         return EXIT_OK
     for r in rows:
-        console.print(f"[bold]{r['id']}[/]  {r['task_type']}  [dim]seen {r['support']}× in {r['sessions']} session(s)"
-                      f"{', ' + str(r['successes']) + ' recorded successes' if r['successes'] else ''}[/]")
+        console.print(
+            f"[bold]{r['id']}[/]  {r['task_type']}  [dim]seen {r['support']}× in {r['sessions']} session(s)"
+            f"{', ' + str(r['successes']) + ' recorded successes' if r['successes'] else ''}[/]"
+        )
         for i, step in enumerate(r["steps"]):
             mark = "  [yellow](long-running: not replayed blindly)[/]" if i in r["long_running_steps"] else ""
             console.print(f"    {i + 1}. {escape(step)}{mark}")
         for name, examples in r["parameters"].items():
             console.print(f"    [cyan]{{{{ {name} }}}}[/] e.g. " + escape(", ".join(repr(e) for e in examples[:3])))
-    console.print(f"\n{len(rows)} candidate(s): `sherpa-skills learn promote ID` makes one replayable, "
-                  "`sherpa-skills learn reject ID` drops it for good")
+    console.print(
+        f"\n{len(rows)} candidate(s): `sherpa-skills learn promote ID` makes one replayable, "
+        "`sherpa-skills learn reject ID` drops it for good"
+    )
     return EXIT_OK
 
 
@@ -64,7 +78,9 @@ def cmd_reject(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_review_commands(add: Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]) -> None:
+def add_review_commands(
+    add: Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser],
+) -> None:
     p = add("candidates", cmd_candidates, "mined routines waiting for review: steps, parameters with examples, support")
     p.add_argument("--task-type")
     p.add_argument("--json", action="store_true")

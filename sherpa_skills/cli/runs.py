@@ -12,7 +12,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .console import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Folded, confirmed, console as _console, print_table, open_store as _open_store, parse_assignments, parse_inputs, print_json as _print_json
+from .console import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    Folded,
+    confirmed,
+    console as _console,
+    print_table,
+    open_store as _open_store,
+    parse_assignments,
+    parse_inputs,
+    print_json as _print_json,
+)
 
 
 def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
@@ -22,7 +34,11 @@ def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
             console.print(f"[bold cyan]→ {p['state']}[/]{via}")
         elif kind == "action":
             mark = "[green]✓[/]" if p["status"] == "ok" else "[red]✗[/]"
-            extra = f" [red]{p['error']}[/]" if p.get("error") else ("" if p["status"] == "ok" else f" [yellow]{p['status']}[/]")
+            extra = (
+                f" [red]{p['error']}[/]"
+                if p.get("error")
+                else ("" if p["status"] == "ok" else f" [yellow]{p['status']}[/]")
+            )
             console.print(f"   {mark} {p['action']} [dim]{p['duration_ms']:.0f} ms[/]{extra}")
         elif kind == "decision" and p["decided_by"] == "llm":
             console.print(f"   [magenta]LLM chose {p['trigger']}[/] [dim]{p.get('reason') or ''}[/]")
@@ -33,14 +49,22 @@ def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
 def _summary(console: Any, result: Any, log_file: Path) -> None:
     d = result.to_dict()
     colour = {"final": "green", "waiting": "yellow", "error": "red"}[d["status"]]
-    console.print(f"[bold {colour}]{d['status']}[/] in [bold]{d['state']}[/]  run {d['run_id']}  "
-                  f"steps {d['steps']}  fast-forwards {d['fast_forwards']}  rule decisions {d['rule_decisions']}  "
-                  f"LLM calls {d['llm_calls']}  tokens {d['tokens']}")
+    console.print(
+        f"[bold {colour}]{d['status']}[/] in [bold]{d['state']}[/]  run {d['run_id']}  "
+        f"steps {d['steps']}  fast-forwards {d['fast_forwards']}  rule decisions {d['rule_decisions']}  "
+        f"LLM calls {d['llm_calls']}  tokens {d['tokens']}"
+    )
     if d.get("tokens_saved") is not None:  # a learning run (`policy: {replay: true}`)
         diverged = d.get("diverged_at")
-        console.print(f"replayed decisions {d['replayed_decisions']}  tokens saved {d['tokens_saved']}  LLM calls saved {d['llm_calls_saved']}"
-                      + (f"  [yellow]diverged at step {diverged['step']} in {diverged['state']}: expected {diverged['expected']}, "
-                         f"observed {diverged['observed']}[/]" if diverged else ""))
+        console.print(
+            f"replayed decisions {d['replayed_decisions']}  tokens saved {d['tokens_saved']}  LLM calls saved {d['llm_calls_saved']}"
+            + (
+                f"  [yellow]diverged at step {diverged['step']} in {diverged['state']}: expected {diverged['expected']}, "
+                f"observed {diverged['observed']}[/]"
+                if diverged
+                else ""
+            )
+        )
     if d["error"]:
         from rich.markup import escape
 
@@ -49,8 +73,10 @@ def _summary(console: Any, result: Any, log_file: Path) -> None:
         if d.get("waiting_for"):
             console.print(f"waiting for: {d['waiting_for']}")
         hint = f" --trigger {d['available_triggers'][0]}" if d["available_triggers"] else ""
-        console.print(f"waiting for input; continue with: sherpa-skills resume {d['run_id']} --input NAME=VALUE{hint}"
-                      + (f"  (triggers: {', '.join(d['available_triggers'])})" if d["available_triggers"] else ""))
+        console.print(
+            f"waiting for input; continue with: sherpa-skills resume {d['run_id']} --input NAME=VALUE{hint}"
+            + (f"  (triggers: {', '.join(d['available_triggers'])})" if d["available_triggers"] else "")
+        )
 
 
 @contextmanager
@@ -63,7 +89,9 @@ def _signals_stop_the_run() -> Iterator[None]:
         yield
         return
     # SIGINT only when Python handles it: a command started in the background (`&` in a script) ignores it on purpose.
-    handled = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler else [])
+    handled = [signal.SIGTERM] + (
+        [signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler else []
+    )
 
     def stop(signum: int, frame: Any) -> None:
         for s in handled:
@@ -81,8 +109,12 @@ def _signals_stop_the_run() -> Iterator[None]:
 def resume_command(args: argparse.Namespace, run_id: str) -> str:
     """The command that resumes this run: the same home, and the options a run does not store."""
     words = ["sherpa-skills", "resume", run_id]
-    for option, value in (("--home", args.home), ("--model", args.model), ("--agent", args.agent),
-                          ("--file", args.file if args.command == "resume" else None)):
+    for option, value in (
+        ("--home", args.home),
+        ("--model", args.model),
+        ("--agent", args.agent),
+        ("--file", args.file if args.command == "resume" else None),
+    ):
         if value:
             words += [option, str(value)]
     if args.command == "resume" and args.allow_changed:
@@ -96,15 +128,27 @@ def _interrupted(agent: Any, args: argparse.Namespace, exc: KeyboardInterrupt) -
     name = signal.Signals(signum).name
     row = agent.store.get_run(agent.run_id) if agent.store is not None and agent.store.has_run(agent.run_id) else None
     if row is None:
-        sys.stderr.write(f"sherpa-skills: interrupted ({name}) before run {agent.run_id} was recorded; nothing to resume\n")
+        sys.stderr.write(
+            f"sherpa-skills: interrupted ({name}) before run {agent.run_id} was recorded; nothing to resume\n"
+        )
     elif row.status == "final":
-        sys.stderr.write(f"sherpa-skills: interrupted ({name}); run {row.run_id} had already finished in state '{row.state}'\n")
+        sys.stderr.write(
+            f"sherpa-skills: interrupted ({name}); run {row.run_id} had already finished in state '{row.state}'\n"
+        )
     else:
-        sys.stderr.write(f"sherpa-skills: run {row.run_id} interrupted ({name}) in state '{row.state}'; "
-                         f"resume it with: {resume_command(args, row.run_id)}\n")
+        sys.stderr.write(
+            f"sherpa-skills: run {row.run_id} interrupted ({name}) in state '{row.state}'; "
+            f"resume it with: {resume_command(args, row.run_id)}\n"
+        )
     if args.json:
-        _print_json({"run_id": agent.run_id, "status": row.status if row else "interrupted", "state": row.state if row else None,
-                     "signal": name})
+        _print_json(
+            {
+                "run_id": agent.run_id,
+                "status": row.status if row else "interrupted",
+                "state": row.state if row else None,
+                "signal": name,
+            }
+        )
     return 128 + signum
 
 
@@ -137,7 +181,7 @@ def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[],
 def model_option(model: str | None) -> str | None:
     """`--model scripted/PATH` typed on the command line means PATH from where the user stands, not from the workflow's folder."""
     if model and model.startswith("scripted/"):
-        path = Path(model[len("scripted/"):])
+        path = Path(model[len("scripted/") :])
         if not path.is_absolute() and path.is_file():
             return f"scripted/{path.resolve()}"
     return model
@@ -181,14 +225,26 @@ def cmd_resume(args: argparse.Namespace) -> int:
     store, home = _open_store(args)
     row = store.get_run(args.run_id)
     if not row.workflow_path:
-        raise UsageError(f"run {row.run_id} was not started from a workflow file, so the CLI cannot resume it; resume it from Python")
+        raise UsageError(
+            f"run {row.run_id} was not started from a workflow file, so the CLI cannot resume it; resume it from Python"
+        )
     workflow = load_workflow(args.file or row.workflow_path)
     if spec_hash(workflow.machine) != row.spec_hash and not args.allow_changed:
-        raise UsageError(f"workflow '{row.workflow_path}' changed since run {row.run_id} started; pass --allow-changed to resume with the new definition")
+        raise UsageError(
+            f"workflow '{row.workflow_path}' changed since run {row.run_id} started; pass --allow-changed to resume with the new definition"
+        )
     workflow.warm_up(args.model)
     _log_run(home, row.run_id)  # before Agent.resume, which warns there about actions it reruns
-    agent = Agent.resume(store, row.run_id, workflow.machine, workflow.policy, rerun_interrupted=not args.no_rerun_interrupted,
-                         base_dir=workflow.base_dir, model=model_option(args.model), name=args.agent)
+    agent = Agent.resume(
+        store,
+        row.run_id,
+        workflow.machine,
+        workflow.policy,
+        rerun_interrupted=not args.no_rerun_interrupted,
+        base_dir=workflow.base_dir,
+        model=model_option(args.model),
+        name=args.agent,
+    )
     inputs = parse_inputs(workflow.spec, args.input, starting=False)
     targs = parse_assignments(args.arg, "--arg")
     if args.trigger is not None:
@@ -198,14 +254,32 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def run_summary(r: Any) -> dict[str, Any]:
     """One run as `runs --json` lists it (and the browser view's /api/runs)."""
-    return {"run_id": r.run_id, "workflow": r.workflow, "status": r.status, "state": r.state, "steps": r.counters.get("steps", 0),
-            "llm_calls": r.counters.get("llm_calls", 0), "created": r.created, "updated": r.updated, "error": r.error}
+    return {
+        "run_id": r.run_id,
+        "workflow": r.workflow,
+        "status": r.status,
+        "state": r.state,
+        "steps": r.counters.get("steps", 0),
+        "llm_calls": r.counters.get("llm_calls", 0),
+        "created": r.created,
+        "updated": r.updated,
+        "error": r.error,
+    }
 
 
 def run_detail(row: Any, belief: Any) -> dict[str, Any]:
     """One run as `show --json` prints it (and the browser view's /api/runs/ID)."""
-    return {"run_id": row.run_id, "workflow": row.workflow, "workflow_path": row.workflow_path, "status": row.status,
-            "state": row.state, "error": row.error, "inputs": row.inputs, **row.counters, "belief": belief.model_dump(mode="json")}
+    return {
+        "run_id": row.run_id,
+        "workflow": row.workflow,
+        "workflow_path": row.workflow_path,
+        "status": row.status,
+        "state": row.state,
+        "error": row.error,
+        "inputs": row.inputs,
+        **row.counters,
+        "belief": belief.model_dump(mode="json"),
+    }
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -227,8 +301,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
     table.add_column("LLM calls", justify="right", overflow="fold")
     table.add_column("updated", overflow="fold")
     for r in rows:
-        table.add_row(r.run_id, Folded(r.workflow), Folded(r.status), Folded(r.state), str(r.counters.get("steps", 0)),
-                      str(r.counters.get("llm_calls", 0)), datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M:%S"))  # breaks at the space only
+        table.add_row(
+            r.run_id,
+            Folded(r.workflow),
+            Folded(r.status),
+            Folded(r.state),
+            str(r.counters.get("steps", 0)),
+            str(r.counters.get("llm_calls", 0)),
+            datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M:%S"),
+        )  # breaks at the space only
     if rows:
         print_table(_console(), table)
     else:
@@ -243,8 +324,10 @@ def _show_removal(removal: Any, as_json: bool) -> None:
     console = _console()
     n = len(removal.deleted)
     if n:
-        console.print(f"{'would delete' if removal.dry_run else 'deleted'} {n} run{'s' if n != 1 else ''}: {', '.join(removal.deleted)}",
-                      markup=False)
+        console.print(
+            f"{'would delete' if removal.dry_run else 'deleted'} {n} run{'s' if n != 1 else ''}: {', '.join(removal.deleted)}",
+            markup=False,
+        )
     for k in removal.kept:
         console.print(f"kept {k.run_id}: {k.reason}", markup=False)
     if not n:
@@ -264,8 +347,11 @@ def _remove(args: argparse.Namespace, store: Any, home: Path, ids: list[str], wh
     if not args.yes and sys.stdin.isatty():  # the person answering sees what stays, too
         for k in plan.kept:
             sys.stderr.write(f"kept {k.run_id}: {k.reason}\n")
-    confirmed(f"delete {len(plan.deleted)} run{'s' if len(plan.deleted) != 1 else ''} {what} ({', '.join(plan.deleted[:5])}"
-              f"{', …' if len(plan.deleted) > 5 else ''})", args.yes)
+    confirmed(
+        f"delete {len(plan.deleted)} run{'s' if len(plan.deleted) != 1 else ''} {what} ({', '.join(plan.deleted[:5])}"
+        f"{', …' if len(plan.deleted) > 5 else ''})",
+        args.yes,
+    )
     _show_removal(remove_runs(store, home, plan.deleted, force=args.force), args.json)
     return EXIT_OK
 
@@ -284,8 +370,10 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
             raise UsageError(f"{exc}; nothing was deleted") from None
     active = [r for r in rows if r.status in ACTIVE]
     if active and not args.force:
-        raise UsageError(f"{', '.join(f'{r.run_id} is {r.status}' for r in active)}: pass --force to delete "
-                         f"{'it' if len(active) == 1 else 'them'} anyway; nothing was deleted")
+        raise UsageError(
+            f"{', '.join(f'{r.run_id} is {r.status}' for r in active)}: pass --force to delete "
+            f"{'it' if len(active) == 1 else 'them'} anyway; nothing was deleted"
+        )
     ids = list(dict.fromkeys(r.run_id for r in rows))
     return _remove(args, store, home, ids, "and everything they recorded")
 
@@ -304,7 +392,13 @@ def cmd_runs_prune(args: argparse.Namespace) -> int:
     from ..skills.run_removal import older_than
 
     store, home = _open_store(args)
-    return _remove(args, store, home, older_than(store, time.time() - args.older_than), f"last updated over {_age(args.older_than)} ago")
+    return _remove(
+        args,
+        store,
+        home,
+        older_than(store, time.time() - args.older_than),
+        f"last updated over {_age(args.older_than)} ago",
+    )
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -324,9 +418,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"  {t.tick:>4}  {t.state}{via}")
     console.print("[bold]execution log[/]")
     for e in belief.log:
-        console.print(f"  {e.tick:>4}  {e.action:<16} {e.status:<8} {e.duration_ms:8.1f} ms  tokens {e.tokens}"
-                      + (f"  [red]{e.error}[/]" if e.error else "")
-                      + ("  [yellow]possibly repeated: in flight when the process died, run again[/]" if e.repeated else ""))
+        console.print(
+            f"  {e.tick:>4}  {e.action:<16} {e.status:<8} {e.duration_ms:8.1f} ms  tokens {e.tokens}"
+            + (f"  [red]{e.error}[/]" if e.error else "")
+            + ("  [yellow]possibly repeated: in flight when the process died, run again[/]" if e.repeated else "")
+        )
     console.print("[bold]context[/]")
     console.print_json(json.dumps(belief.context, default=str))
     return EXIT_OK
@@ -344,8 +440,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         try:
             (load_team if kind == "team" else load_workflow)(path)
         except WorkflowError as exc:
-            checked.append({"file": file, "kind": kind, "ok": False,
-                            "problems": [{"file": p.file, "line": p.line, "message": p.message} for p in exc.problems]})
+            checked.append(
+                {
+                    "file": file,
+                    "kind": kind,
+                    "ok": False,
+                    "problems": [{"file": p.file, "line": p.line, "message": p.message} for p in exc.problems],
+                }
+            )
         else:
             checked.append({"file": file, "kind": kind, "ok": True, "problems": []})
     ok = all(c["ok"] for c in checked)

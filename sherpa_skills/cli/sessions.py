@@ -42,8 +42,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not args.json:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        bar = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                       console=err, transient=True)
+        bar = Progress(
+            TextColumn("importing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            console=err,
+            transient=True,
+        )
         task: list[Any] = []
 
         def progress(done: int, total: int, result: Any) -> None:
@@ -78,15 +84,19 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not summary.files:
         err.print("[red]nothing could be read[/]: no session logs at the given paths")
         return code
-    out.print(f"[bold]{summary.commands}[/] new commands from {summary.files} files ({summary.unchanged_files} unchanged), "
-              f"{summary.sessions} sessions: [green]{summary.succeeded} succeeded[/], [red]{summary.failed} failed[/], "
-              f"[yellow]{summary.rejected} rejected[/], {summary.unknown} unknown"
-              + (f"; {summary.skipped_lines} malformed lines skipped" if summary.skipped_lines else "")
-              + (f"; {summary.unreadable_files} unreadable" if summary.unreadable_files else "")
-              + (f"; {summary.unrecognised_files} not session logs" if summary.unrecognised_files else ""))
+    out.print(
+        f"[bold]{summary.commands}[/] new commands from {summary.files} files ({summary.unchanged_files} unchanged), "
+        f"{summary.sessions} sessions: [green]{summary.succeeded} succeeded[/], [red]{summary.failed} failed[/], "
+        f"[yellow]{summary.rejected} rejected[/], {summary.unknown} unknown"
+        + (f"; {summary.skipped_lines} malformed lines skipped" if summary.skipped_lines else "")
+        + (f"; {summary.unreadable_files} unreadable" if summary.unreadable_files else "")
+        + (f"; {summary.unrecognised_files} not session logs" if summary.unrecognised_files else "")
+    )
     if mined is not None:
-        out.print(f"mined: {mined['new_candidates']} new candidate procedures, {mined['known']} known procedures seen again, "
-                  f"{mined['promoted']} promoted, {mined['learnings']} failures learned (`sherpa-skills learn procedures --all`)")
+        out.print(
+            f"mined: {mined['new_candidates']} new candidate procedures, {mined['known']} known procedures seen again, "
+            f"{mined['promoted']} promoted, {mined['learnings']} failures learned (`sherpa-skills learn procedures --all`)"
+        )
     elif summary.commands and not args.no_mine:
         out.print("a heartbeat is running; it will mine these commands")
     return code
@@ -98,8 +108,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     home = _home(args)
     with SessionStore(home) as store:
         files = store.files()
-        totals = {"files": len(files), "sessions": store.count_sessions(), "commands": store.count_commands(),
-                  "max_command_id": store.max_command_id()}
+        totals = {
+            "files": len(files),
+            "sessions": store.count_sessions(),
+            "commands": store.count_commands(),
+            "max_command_id": store.max_command_id(),
+        }
     if args.json:
         _print_json({**totals, "imported_files": [f.model_dump(mode="json") for f in files]})
         return EXIT_OK
@@ -113,27 +127,44 @@ def cmd_list(args: argparse.Namespace) -> int:
     for f in files:
         unread = f" [yellow]({f.size - f.offset} bytes not read yet)[/]" if f.offset < f.size else ""
         pending = f" [yellow]{f.pending_calls} calls waiting for a result[/]" if f.pending_calls else ""
-        console.print(f"{f.format:<12} {f.commands:>7} commands: [green]{f.succeeded} ok[/] [red]{f.failed} failed[/] "
-                      f"[yellow]{f.rejected} rejected[/] {f.unknown} unknown, {f.lines_skipped} skipped lines  "
-                      f"{escape(f.path)}{unread}{pending}")
+        console.print(
+            f"{f.format:<12} {f.commands:>7} commands: [green]{f.succeeded} ok[/] [red]{f.failed} failed[/] "
+            f"[yellow]{f.rejected} rejected[/] {f.unknown} unknown, {f.lines_skipped} skipped lines  "
+            f"{escape(f.path)}{unread}{pending}"
+        )
     console.print(f"{totals['sessions']} sessions, {totals['commands']} commands")
     return EXIT_OK
 
 
 def add_sessions_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    sessions = sub.add_parser("sessions", parents=[common], help="import agent and shell session logs (for mining procedures)",
-                              description="Session logs (Claude Code, Codex CLI, bash and zsh histories) read into normalised, "
-                                          "redacted command records.")
+    sessions = sub.add_parser(
+        "sessions",
+        parents=[common],
+        help="import agent and shell session logs (for mining procedures)",
+        description="Session logs (Claude Code, Codex CLI, bash and zsh histories) read into normalised, "
+        "redacted command records.",
+    )
     ssub = sessions.add_subparsers(dest="sessions_command", metavar="COMMAND", required=True)
 
-    p = ssub.add_parser("import", parents=[common], help="import session logs; only what is new since the last import is read",
-                        description="Import session logs from files or folders (walked recursively). Importing the same file "
-                                    "again imports nothing new; a file that grew imports only its new lines.")
+    p = ssub.add_parser(
+        "import",
+        parents=[common],
+        help="import session logs; only what is new since the last import is read",
+        description="Import session logs from files or folders (walked recursively). Importing the same file "
+        "again imports nothing new; a file that grew imports only its new lines.",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--format", choices=["auto", *FORMATS], default="auto",
-                   help="the logs' format (default: detected from each file's first lines)")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object: files, sessions, commands, succeeded, failed, rejected, unknown, skipped_lines, new_procedures, ...")
+    p.add_argument(
+        "--format",
+        choices=["auto", *FORMATS],
+        default="auto",
+        help="the logs' format (default: detected from each file's first lines)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: files, sessions, commands, succeeded, failed, rejected, unknown, skipped_lines, new_procedures, ...",
+    )
     p.add_argument("--no-mine", action="store_true", help="only import; leave mining to the next heartbeat")
     p.set_defaults(fn=cmd_import)
 

@@ -18,7 +18,9 @@ def cmd_tools_relevant(args: argparse.Namespace) -> int:
         return EXIT_OK
     console = _console()
     for r in ranked:
-        console.print(f"[bold]{r.tool.name}[/] [dim]{r.score:.2f}[/]  {r.tool.description}  [dim]({', '.join(r.matched)})[/]")
+        console.print(
+            f"[bold]{r.tool.name}[/] [dim]{r.score:.2f}[/]  {r.tool.description}  [dim]({', '.join(r.matched)})[/]"
+        )
     if not ranked:
         console.print(f"no tool among {len(tools)} matches that task")
     return EXIT_OK

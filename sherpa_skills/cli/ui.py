@@ -29,16 +29,22 @@ def cmd_ui(args: argparse.Namespace) -> int:
         raise UsageError(f"--port {args.port} is not a TCP port (1-65535)")
     local = is_loopback(args.host)
     if not local and not args.allow_remote:
-        raise UsageError(f"--host {args.host} serves your runs to other machines; pass --allow-remote as well if that is what you want")
+        raise UsageError(
+            f"--host {args.host} serves your runs to other machines; pass --allow-remote as well if that is what you want"
+        )
     try:
         import uvicorn  # noqa: F401
         from ..ui.app import create_app
     except ImportError as exc:
-        raise UsageError(f"the browser view needs the ui extra ({exc.name} is missing): pip install 'sherpa-skills[ui]'") from None
+        raise UsageError(
+            f"the browser view needs the ui extra ({exc.name} is missing): pip install 'sherpa-skills[ui]'"
+        ) from None
     home = resolve_home(args.home)
     if not local:
-        sys.stderr.write(f"sherpa-skills: warning: serving {home} on {args.host}:{args.port}; anyone who can reach it can read your runs"
-                         f"{' and resume them' if args.allow_actions else ''}\n")
+        sys.stderr.write(
+            f"sherpa-skills: warning: serving {home} on {args.host}:{args.port}; anyone who can reach it can read your runs"
+            f"{' and resume them' if args.allow_actions else ''}\n"
+        )
     app = create_app(home, allow_actions=args.allow_actions, allowed_hosts=None if local else ["*"])
     return serve(app, args.host, args.port, open_browser=args.open)
 
@@ -68,12 +74,24 @@ def serve(app: Any, host: str, port: int, *, open_browser: bool = False) -> int:
 
 
 def add_ui_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("ui", parents=[common], help="browse runs, machines, procedures and the heartbeat in a local web page",
-                       description="Serve a local, read-only web view of the home folder (runs, diagrams, procedures, heartbeat, teams). "
-                                   "Needs the ui extra: pip install 'sherpa-skills[ui]'.")
+    p = sub.add_parser(
+        "ui",
+        parents=[common],
+        help="browse runs, machines, procedures and the heartbeat in a local web page",
+        description="Serve a local, read-only web view of the home folder (runs, diagrams, procedures, heartbeat, teams). "
+        "Needs the ui extra: pip install 'sherpa-skills[ui]'.",
+    )
     p.set_defaults(fn=cmd_ui)
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; others need --allow-remote)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; others need --allow-remote)"
+    )
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--open", action="store_true", help="open the page in the default browser")
-    p.add_argument("--allow-remote", action="store_true", help="allow a --host other machines can reach (prints a warning)")
-    p.add_argument("--allow-actions", action="store_true", help="let the page resume waiting runs and promote candidates (CSRF-protected)")
+    p.add_argument(
+        "--allow-remote", action="store_true", help="allow a --host other machines can reach (prints a warning)"
+    )
+    p.add_argument(
+        "--allow-actions",
+        action="store_true",
+        help="let the page resume waiting runs and promote candidates (CSRF-protected)",
+    )

@@ -23,7 +23,16 @@ from ..logs import ensure_configured
 from ..redact import redact_known
 from .belief import _FROZEN, Belief, BeliefView, LogEntry, freeze, log_entry, lookup, trajectory_entry
 from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
-from ..errors import ActionError, NoTransitionError, PolicyError, RefusedError, RunError, SherpaError, StoreError, UsageError
+from ..errors import (
+    ActionError,
+    NoTransitionError,
+    PolicyError,
+    RefusedError,
+    RunError,
+    SherpaError,
+    StoreError,
+    UsageError,
+)
 from .events import Event, parse_event
 from .inputs import check_inputs
 from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
@@ -35,8 +44,19 @@ log = structlog.get_logger("sherpa_skills.engine.agent")
 
 _MISSING = object()
 Observer = Callable[[str, dict[str, Any]], None]
-COUNTERS = ("steps", "llm_calls", "tokens", "cost", "fast_forwards", "rule_decisions", "llm_decisions", "user_decisions", "actions",
-            "estimated_tokens", "replayed_decisions")
+COUNTERS = (
+    "steps",
+    "llm_calls",
+    "tokens",
+    "cost",
+    "fast_forwards",
+    "rule_decisions",
+    "llm_decisions",
+    "user_decisions",
+    "actions",
+    "estimated_tokens",
+    "replayed_decisions",
+)
 
 
 @dataclass
@@ -53,8 +73,12 @@ class RunResult:
     interrupted: list[dict[str, Any]] = field(default_factory=list)
     duration_ms: float = 0.0
     waiting_for: str = ""
-    event: dict[str, Any] | None = None  # for `handle`: the event's id, name, outcome (handled|duplicate|unavailable|invalid) and why
-    diverged_at: dict[str, Any] | None = None  # a replayed procedure's first divergence: step, state, expected, observed
+    event: dict[str, Any] | None = (
+        None  # for `handle`: the event's id, name, outcome (handled|duplicate|unavailable|invalid) and why
+    )
+    diverged_at: dict[str, Any] | None = (
+        None  # a replayed procedure's first divergence: step, state, expected, observed
+    )
     # A learning run's savings (None when the run does not learn): what planning the procedure it replayed cost, less what it spent.
     tokens_saved: int | None = None
     llm_calls_saved: int | None = None
@@ -66,13 +90,27 @@ class RunResult:
         raise AttributeError(name)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id, "status": self.status, "state": self.state, **self.counters,
-            "error": self.error, "available_triggers": self.available, "interrupted": self.interrupted,
-            "duration_ms": round(self.duration_ms, 3), "waiting_for": self.waiting_for, "context": self.context,
-        } | ({"event": self.event} if self.event is not None else {}) | (
-            {"diverged_at": self.diverged_at} if self.diverged_at is not None else {}) | (
-            {"tokens_saved": self.tokens_saved, "llm_calls_saved": self.llm_calls_saved} if self.tokens_saved is not None else {})
+        return (
+            {
+                "run_id": self.run_id,
+                "status": self.status,
+                "state": self.state,
+                **self.counters,
+                "error": self.error,
+                "available_triggers": self.available,
+                "interrupted": self.interrupted,
+                "duration_ms": round(self.duration_ms, 3),
+                "waiting_for": self.waiting_for,
+                "context": self.context,
+            }
+            | ({"event": self.event} if self.event is not None else {})
+            | ({"diverged_at": self.diverged_at} if self.diverged_at is not None else {})
+            | (
+                {"tokens_saved": self.tokens_saved, "llm_calls_saved": self.llm_calls_saved}
+                if self.tokens_saved is not None
+                else {}
+            )
+        )
 
 
 class _Act:
@@ -87,10 +125,22 @@ class _Act:
 class Agent:
     """One machine, one policy, one belief; optionally durable through a RunStore."""
 
-    def __init__(self, machine: CompiledMachine, policy: Policy | None = None, belief: Belief | None = None, *,
-                 store: RunStore | None = None, run_id: str | None = None, model: str | None = None,
-                 base_dir: str | Path | None = None, workflow_path: str | None = None, max_steps: int | None = None,
-                 registry: Registry | None = None, home: str | Path | None = None, name: str | None = None):
+    def __init__(
+        self,
+        machine: CompiledMachine,
+        policy: Policy | None = None,
+        belief: Belief | None = None,
+        *,
+        store: RunStore | None = None,
+        run_id: str | None = None,
+        model: str | None = None,
+        base_dir: str | Path | None = None,
+        workflow_path: str | None = None,
+        max_steps: int | None = None,
+        registry: Registry | None = None,
+        home: str | Path | None = None,
+        name: str | None = None,
+    ):
         ensure_configured()
         self.machine = machine
         self.policy: Policy = policy or NoPolicy()
@@ -169,17 +219,23 @@ class Agent:
         self._trajectory(None, None, "start")
         yield from self._act_all(self.machine.initial_actions, {})
 
-    def _tick_flow(self, trigger: str | None, args: dict[str, Any] | None, decided_by: str) -> Generator[Any, Any, None]:
+    def _tick_flow(
+        self, trigger: str | None, args: dict[str, Any] | None, decided_by: str
+    ) -> Generator[Any, Any, None]:
         machine, leaf = self.machine, self._leaf
         options = machine.available(leaf, self._view)
         decision: Decision | None = None
-        recorded = self._in_flight.decision if self._in_flight is not None and self._in_flight.tick == self._tick + 1 else None
+        recorded = (
+            self._in_flight.decision if self._in_flight is not None and self._in_flight.tick == self._tick + 1 else None
+        )
         if recorded is not None:
             # Finish the tick a crash cut short the way it started, whatever the policy would say now.
             edge = next((e for e in options if e.trigger == recorded["trigger"]), None)
             if edge is None:
-                raise RunError(f"run {self.run_id} was killed during transition '{recorded['trigger']}' from state '{self.state}', "
-                               f"which is no longer available; available: {', '.join(e.trigger for e in options) or 'none'}")
+                raise RunError(
+                    f"run {self.run_id} was killed during transition '{recorded['trigger']}' from state '{self.state}', "
+                    f"which is no longer available; available: {', '.join(e.trigger for e in options) or 'none'}"
+                )
             if recorded.get("event") is not None:
                 self._consume_again(recorded["event"])
             if recorded["decided_by"] == "fast_forward":
@@ -189,25 +245,35 @@ class Agent:
         elif trigger is not None:
             edge = next((e for e in options if e.trigger == trigger), None)
             if edge is None:
-                raise UsageError(f"trigger '{trigger}' is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options) or 'none'}")
+                raise UsageError(
+                    f"trigger '{trigger}' is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options) or 'none'}"
+                )
             decision = Decision(trigger, dict(args or {}), decided_by=decided_by)
         elif not options:
-            raise NoTransitionError(f"no transition is available in state '{self.state}' (its guards all fail) and it is neither final nor waiting")
+            raise NoTransitionError(
+                f"no transition is available in state '{self.state}' (its guards all fail) and it is neither final nor waiting"
+            )
         elif len(options) == 1 and not options[0].needs_args:
             edge = options[0]
             self.counters["fast_forwards"] += 1
         else:
-            ctx = DecisionContext(machine.name, self.state, machine.describe(leaf), options, self._view, self.base_dir, self.model)
+            ctx = DecisionContext(
+                machine.name, self.state, machine.describe(leaf), options, self._view, self.base_dir, self.model
+            )
             try:
                 decision = yield ctx
             except PolicyError as exc:
                 self._log_failed_decision(exc)
                 raise
             if decision is None:
-                raise PolicyError(f"no policy decided in state '{self.state}'; available: {', '.join(e.trigger for e in options)}")
+                raise PolicyError(
+                    f"no policy decided in state '{self.state}'; available: {', '.join(e.trigger for e in options)}"
+                )
             edge = next((e for e in options if e.trigger == decision.trigger), None)
             if edge is None:
-                raise PolicyError(f"policy chose '{decision.trigger}', which is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options)}")
+                raise PolicyError(
+                    f"policy chose '{decision.trigger}', which is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options)}"
+                )
         targs: dict[str, Any] = {}
         if decision is not None:
             self._count_decision(decision)
@@ -218,10 +284,20 @@ class Agent:
                 kind = UsageError if decision.decided_by == "user" else PolicyError
                 raise kind(f"state '{self.state}': {exc}") from None
             if self.observers:
-                self._notify("decision", state=self.state, trigger=edge.trigger, decided_by=decision.decided_by, reason=decision.reason)
+                self._notify(
+                    "decision",
+                    state=self.state,
+                    trigger=edge.trigger,
+                    decided_by=decision.decided_by,
+                    reason=decision.reason,
+                )
         self._tick += 1
         source = self.state
-        self._decision_record = {"trigger": edge.trigger, "args": targs, "decided_by": decision.decided_by if decision else "fast_forward"}
+        self._decision_record = {
+            "trigger": edge.trigger,
+            "args": targs,
+            "decided_by": decision.decided_by if decision else "fast_forward",
+        }
         # The event this tick handles, kept with the intents: a crash mid-tick must still record it as consumed.
         event = recorded.get("event") if recorded is not None else None
         if decided_by == "event" and recorded is None:
@@ -230,8 +306,14 @@ class Agent:
             self._decision_record["event"] = event
         if self.observers:
             dest = machine.leaves[edge.dest_leaf] if edge.dest_leaf is not None else source
-            self._notify("transition", state=dest, trigger=edge.trigger, source=source,
-                         decided_by=decision.decided_by if decision else "fast_forward", tick=self._tick)
+            self._notify(
+                "transition",
+                state=dest,
+                trigger=edge.trigger,
+                source=source,
+                decided_by=decision.decided_by if decision else "fast_forward",
+                tick=self._tick,
+            )
         yield from self._act_all(edge.actions, targs)
         self._decision_record = None
         if edge.dest_leaf is not None:
@@ -265,12 +347,26 @@ class Agent:
             if decision.tokens_estimated:
                 c["estimated_tokens"] += decision.tokens
             # The validated arguments too: a captured trajectory replays them.
-            outputs: dict[str, Any] = {"trigger": decision.trigger, "args": dict(decision.args), "reason": decision.reason}
+            outputs: dict[str, Any] = {
+                "trigger": decision.trigger,
+                "args": dict(decision.args),
+                "reason": decision.reason,
+            }
             outputs |= _llm_extras(decision.llm_calls, decision.rejected, decision.tokens_estimated)
-            self._append_log(log_entry(
-                tick=self._tick + 1, action="policy:llm", inputs=self._recorded({"state": self.state}),
-                outputs=self._recorded(outputs),
-                status="ok", started=time.time(), duration_ms=0.0, tokens=decision.tokens, cost=decision.cost, error=None))
+            self._append_log(
+                log_entry(
+                    tick=self._tick + 1,
+                    action="policy:llm",
+                    inputs=self._recorded({"state": self.state}),
+                    outputs=self._recorded(outputs),
+                    status="ok",
+                    started=time.time(),
+                    duration_ms=0.0,
+                    tokens=decision.tokens,
+                    cost=decision.cost,
+                    error=None,
+                )
+            )
 
     def _log_failed_decision(self, exc: PolicyError) -> None:
         """A decision that failed is in the log too, with the answers it rejected (its cost is counted by `_fail`)."""
@@ -279,11 +375,20 @@ class Agent:
             return
         if getattr(exc, "tokens_estimated", False):
             self.counters["estimated_tokens"] += getattr(exc, "tokens", 0)
-        self._append_log(log_entry(
-            tick=self._tick + 1, action="policy:llm", inputs=self._recorded({"state": self.state}),
-            outputs=_llm_extras(calls, getattr(exc, "rejected", []), getattr(exc, "tokens_estimated", False)),
-            status="error", started=time.time(), duration_ms=0.0, tokens=getattr(exc, "tokens", 0), cost=getattr(exc, "cost", 0.0),
-            error=str(exc)))
+        self._append_log(
+            log_entry(
+                tick=self._tick + 1,
+                action="policy:llm",
+                inputs=self._recorded({"state": self.state}),
+                outputs=_llm_extras(calls, getattr(exc, "rejected", []), getattr(exc, "tokens_estimated", False)),
+                status="error",
+                started=time.time(),
+                duration_ms=0.0,
+                tokens=getattr(exc, "tokens", 0),
+                cost=getattr(exc, "cost", 0.0),
+                error=str(exc),
+            )
+        )
 
     def _act_all(self, actions: tuple[BoundAction, ...], targs: dict[str, Any]) -> Generator[Any, Any, None]:
         done = self._in_flight.results if self._in_flight is not None and self._in_flight.tick == self._tick else {}
@@ -295,9 +400,20 @@ class Agent:
             if recorded is not None:
                 self._replay_completed(bound, inputs, recorded)
                 continue
-            actx = ActionContext(view=self._view, state=self.state, tick=self._tick, run_id=self.run_id,
-                                 workdir=self.base_dir, model=self.model, emit=self._emit, registry=self.registry, home=self.home,
-                                 agent=self.name, secrets=self._secrets, llm=self.machine.spec.llm)
+            actx = ActionContext(
+                view=self._view,
+                state=self.state,
+                tick=self._tick,
+                run_id=self.run_id,
+                workdir=self.base_dir,
+                model=self.model,
+                emit=self._emit,
+                registry=self.registry,
+                home=self.home,
+                agent=self.name,
+                secrets=self._secrets,
+                llm=self.machine.spec.llm,
+            )
             if bound.definition.check is not None:
                 self._record_check(bound)
             durable = bound.definition.side_effects and self.store is not None
@@ -318,16 +434,31 @@ class Agent:
                 self._log_action(bound, inputs, None, "error", started, t0, str(exc), repeated=repeated)
                 raise exc if isinstance(exc, RunError) else ActionError(bound.name, str(exc)) from exc
             except Exception as exc:
-                self._log_action(bound, inputs, None, "error", started, t0, f"{type(exc).__name__}: {exc}", repeated=repeated)
+                self._log_action(
+                    bound, inputs, None, "error", started, t0, f"{type(exc).__name__}: {exc}", repeated=repeated
+                )
                 raise ActionError(bound.name, f"{type(exc).__name__}: {exc}") from exc
             if not isinstance(result, ActionResult):
                 result = ActionResult(outputs=result)
             if durable:
                 # Recorded now, not with the tick: a crash before the tick commits must not run this action again.
-                self.store.mark_done(self.run_id, self._tick, seq, self._scrub({  # type: ignore[union-attr]
-                    "outputs": result.outputs, "context": result.context, "status": result.status, "tokens": result.tokens,
-                    "cost": result.cost, "llm_calls": result.llm_calls, "started": started,
-                    "events": [e for d, _, e in self._record.events[emitted:] if d == "out"]}))
+                self.store.mark_done(
+                    self.run_id,
+                    self._tick,
+                    seq,
+                    self._scrub(
+                        {  # type: ignore[union-attr]
+                            "outputs": result.outputs,
+                            "context": result.context,
+                            "status": result.status,
+                            "tokens": result.tokens,
+                            "cost": result.cost,
+                            "llm_calls": result.llm_calls,
+                            "started": started,
+                            "events": [e for d, _, e in self._record.events[emitted:] if d == "out"],
+                        }
+                    ),
+                )
             self._log_action(bound, inputs, result.outputs, result.status, started, t0, None, result, repeated=repeated)
             if result.context:
                 self._write_context(result.context)
@@ -342,18 +473,37 @@ class Agent:
         except Exception as exc:  # a user's function: whatever it raises is reported, not propagated
             features, status, error = None, "error", f"{type(exc).__name__}: {exc}"
             self._log.warning("action_check_failed", action=bound.name, error=error)
-        self._append_log(log_entry(
-            tick=self._tick, action=f"check:{bound.name}", inputs={}, outputs=self._recorded(features), status=status,
-            started=time.time(), duration_ms=0.0, tokens=0, cost=0.0, error=self._scrub(error)))
+        self._append_log(
+            log_entry(
+                tick=self._tick,
+                action=f"check:{bound.name}",
+                inputs={},
+                outputs=self._recorded(features),
+                status=status,
+                started=time.time(),
+                duration_ms=0.0,
+                tokens=0,
+                cost=0.0,
+                error=self._scrub(error),
+            )
+        )
 
     def _replay_completed(self, bound: BoundAction, inputs: dict[str, Any], recorded: dict[str, Any]) -> None:
         """An action that completed before the crash: its recorded result (and events) stand in for running it again."""
-        result = ActionResult(outputs=recorded["outputs"], context=recorded["context"], status=recorded["status"],
-                              tokens=recorded["tokens"], cost=recorded["cost"], llm_calls=recorded["llm_calls"])
+        result = ActionResult(
+            outputs=recorded["outputs"],
+            context=recorded["context"],
+            status=recorded["status"],
+            tokens=recorded["tokens"],
+            cost=recorded["cost"],
+            llm_calls=recorded["llm_calls"],
+        )
         for event in recorded["events"]:
             self._record.events.append(("out", "emitted", event))
             self.outbox.append(event)
-        self._log_action(bound, inputs, result.outputs, result.status, recorded["started"], perf_counter(), None, result)
+        self._log_action(
+            bound, inputs, result.outputs, result.status, recorded["started"], perf_counter(), None, result
+        )
         if result.context:
             self._write_context(result.context)
         if bound.save_as:
@@ -381,12 +531,20 @@ class Agent:
                     done = {k: evaluate(v, key) if isinstance(v, Dynamic) else v for k, v in items}
                     return done if isinstance(dyn.payload, dict) else list(done.values())
                 if variables is None:
-                    variables = {**context, "context": context, "args": targs, "state": self.state, "run_id": self.run_id,
-                                 "counters": self.counters}
+                    variables = {
+                        **context,
+                        "context": context,
+                        "args": targs,
+                        "state": self.state,
+                        "run_id": self.run_id,
+                        "counters": self.counters,
+                    }
                 try:
                     return dyn.payload(**variables) if kind == "expr" else dyn.payload.render(variables)
                 except Exception as exc:  # jinja2 UndefinedError and friends
-                    raise ActionError(bound.name, f"argument '{key}' ({bound.where}, state '{self.state}'): template failed: {exc}") from None
+                    raise ActionError(
+                        bound.name, f"argument '{key}' ({bound.where}, state '{self.state}'): template failed: {exc}"
+                    ) from None
 
             for key, dyn in bound.dynamic.items():
                 values[key] = evaluate(dyn, key)
@@ -404,10 +562,24 @@ class Agent:
             return values, definition.args_model.model_validate(values)
         except ValidationError as exc:
             first = exc.errors()[0]
-            raise ActionError(bound.name, f"invalid arguments ({bound.where}, state '{self.state}'): {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+            raise ActionError(
+                bound.name,
+                f"invalid arguments ({bound.where}, state '{self.state}'): {'.'.join(map(str, first['loc']))}: {first['msg']}",
+            ) from None
 
-    def _log_action(self, bound: BoundAction, inputs: dict[str, Any], outputs: Any, status: str, started: float, t0: float,
-                    error: str | None, result: ActionResult | None = None, *, repeated: bool = False) -> None:
+    def _log_action(
+        self,
+        bound: BoundAction,
+        inputs: dict[str, Any],
+        outputs: Any,
+        status: str,
+        started: float,
+        t0: float,
+        error: str | None,
+        result: ActionResult | None = None,
+        *,
+        repeated: bool = False,
+    ) -> None:
         duration = (perf_counter() - t0) * 1000
         tokens = result.tokens if result else 0
         cost = result.cost if result else 0.0
@@ -417,11 +589,25 @@ class Agent:
             self.counters["tokens"] += tokens
             self.counters["cost"] += cost
         error = self._scrub(error)
-        self._append_log(log_entry(tick=self._tick, action=bound.name, inputs=self._recorded(inputs), outputs=self._recorded(outputs), status=status,
-                                                  started=started, duration_ms=duration, tokens=tokens, cost=cost, error=error,
-                                                  repeated=repeated))
+        self._append_log(
+            log_entry(
+                tick=self._tick,
+                action=bound.name,
+                inputs=self._recorded(inputs),
+                outputs=self._recorded(outputs),
+                status=status,
+                started=started,
+                duration_ms=duration,
+                tokens=tokens,
+                cost=cost,
+                error=error,
+                repeated=repeated,
+            )
+        )
         if self.observers:
-            self._notify("action", action=bound.name, status=status, duration_ms=duration, error=error, state=self.state)
+            self._notify(
+                "action", action=bound.name, status=status, duration_ms=duration, error=error, state=self.state
+            )
 
     def _append_log(self, entry: LogEntry) -> None:
         self.belief.log.append(entry)
@@ -439,7 +625,9 @@ class Agent:
         """What goes into the belief: secrets replaced, and a read-only copy no reader can change, nor the action that made it."""
         if self._secrets:
             value = self._scrub(value)
-        return value if type(value) in _FROZEN else freeze(value)  # scalars and frozen values: no call (several per step)
+        return (
+            value if type(value) in _FROZEN else freeze(value)
+        )  # scalars and frozen values: no call (several per step)
 
     def _write_context(self, values: dict[str, Any]) -> None:
         values = {k: self._recorded(v) for k, v in values.items()}
@@ -447,11 +635,15 @@ class Agent:
         self._record.context.extend(values.items())
 
     def _trajectory(self, trigger: str | None, source: str | None, decided_by: str) -> None:
-        entry = trajectory_entry(tick=self._tick, state=self.state, trigger=trigger, source=source, decided_by=decided_by, at=time.time())
+        entry = trajectory_entry(
+            tick=self._tick, state=self.state, trigger=trigger, source=source, decided_by=decided_by, at=time.time()
+        )
         self.belief.trajectory.append(entry)
         self._record.trajectory.append(entry)
         if trigger is None and self.observers:
-            self._notify("transition", state=self.state, trigger=None, source=None, decided_by=decided_by, tick=self._tick)
+            self._notify(
+                "transition", state=self.state, trigger=None, source=None, decided_by=decided_by, tick=self._tick
+            )
 
     def _emit(self, event: dict[str, Any]) -> None:
         if self.sender is not None:
@@ -480,8 +672,16 @@ class Agent:
         self._in_flight = None
         if self.store is None:
             return
-        self.store.commit_tick(self.run_id, record, status=status, state=self.state, tick=self._tick, counters=self.counters,
-                               error=error, clear_intents=self._clear_intents)
+        self.store.commit_tick(
+            self.run_id,
+            record,
+            status=status,
+            state=self.state,
+            tick=self._tick,
+            counters=self.counters,
+            error=error,
+            clear_intents=self._clear_intents,
+        )
         self._clear_intents = False
 
     def _result(self, status: str, error: str | None, t0: float, ended: bool = True) -> RunResult:
@@ -490,9 +690,19 @@ class Agent:
             available = [e.trigger for e in self.available_transitions()] if status in ("waiting", "error") else []
         except SherpaError:  # the guards themselves may be what failed the run
             available = []
-        result = RunResult(self.run_id, status, self.state, dict(self.counters), error, dict(self.belief.context), available,
-                           interrupted, (perf_counter() - t0) * 1000, self.machine.describe(self._leaf) if status == "waiting" else "",
-                           self._event_report)
+        result = RunResult(
+            self.run_id,
+            status,
+            self.state,
+            dict(self.counters),
+            error,
+            dict(self.belief.context),
+            available,
+            interrupted,
+            (perf_counter() - t0) * 1000,
+            self.machine.describe(self._leaf) if status == "waiting" else "",
+            self._event_report,
+        )
         if status in ("final", "error") and ended:  # a refused resume did not end the run: its hooks do not hear of it
             for hook in run_hooks():
                 try:
@@ -523,8 +733,14 @@ class Agent:
                 continue
             request = _send(flow, answer)
 
-    def run(self, inputs: dict[str, Any] | None = None, *, trigger: str | None = None, args: dict[str, Any] | None = None,
-            event: Event | None = None) -> RunResult:
+    def run(
+        self,
+        inputs: dict[str, Any] | None = None,
+        *,
+        trigger: str | None = None,
+        args: dict[str, Any] | None = None,
+        event: Event | None = None,
+    ) -> RunResult:
         """Run until final, waiting or error; on a started run, `inputs` are the outside input it waited for.
 
         With `event` (see `handle`), a new run is started and brought to rest first; then the event fires its trigger.
@@ -569,8 +785,14 @@ class Agent:
                 continue
             request = _send(flow, answer)
 
-    async def arun(self, inputs: dict[str, Any] | None = None, *, trigger: str | None = None, args: dict[str, Any] | None = None,
-                   event: Event | None = None) -> RunResult:
+    async def arun(
+        self,
+        inputs: dict[str, Any] | None = None,
+        *,
+        trigger: str | None = None,
+        args: dict[str, Any] | None = None,
+        event: Event | None = None,
+    ) -> RunResult:
         """The async twin of `run`: the same run flow and tick flows, with awaited policies and actions."""
         t0 = perf_counter()
         try:
@@ -594,9 +816,16 @@ class Agent:
         """
         body = event.body()
         report = self._event_report = {"id": event.id, "name": event.name, "outcome": "handled", "reason": None}
-        seen = self.store.consumed(self.run_id, event.id) if self.store is not None else ("handled" if event.id in self._consumed else None)
+        seen = (
+            self.store.consumed(self.run_id, event.id)
+            if self.store is not None
+            else ("handled" if event.id in self._consumed else None)
+        )
         if seen is not None:
-            report.update(outcome="duplicate", reason=f"event {event.id} was already consumed by run {self.run_id} ({seen}); skipped")
+            report.update(
+                outcome="duplicate",
+                reason=f"event {event.id} was already consumed by run {self.run_id} ({seen}); skipped",
+            )
             self._log.info("event_duplicate", event_id=event.id, event_name=event.name)
             return None
         self._consumed.add(event.id)
@@ -630,8 +859,9 @@ class Agent:
 
     # ------------------------------------------------------------------ shared pieces of the drivers
 
-    def _run_flow(self, inputs: dict[str, Any] | None, trigger: str | None, args: dict[str, Any] | None,
-                  event: Event | None) -> Generator[Generator[Any, Any, None], None, None]:
+    def _run_flow(
+        self, inputs: dict[str, Any] | None, trigger: str | None, args: dict[str, Any] | None, event: Event | None
+    ) -> Generator[Generator[Any, Any, None], None, None]:
         """What one call to run/arun does, written once: it yields tick flows for the caller's driver to pump."""
         self._event_report = None
         resumed = False
@@ -677,7 +907,9 @@ class Agent:
         """Tick until the run rests (final or waiting)."""
         while self._status() == "running":
             if self.counters["steps"] >= self.max_steps:
-                raise RunError(f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state")
+                raise RunError(
+                    f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state"
+                )
             yield self._tick_flow(None, None, "policy")
             self._commit(self._status())
 
@@ -697,8 +929,16 @@ class Agent:
                 start = {**(hook.start(self) or {}), **start}
         if not self._started and self.store is not None:
             self._inputs = start
-            self.store.create_run(self.run_id, self.machine.name, self.workflow_path, spec_hash(self.machine), start,
-                                  self.state, self.counters, TickRecord())
+            self.store.create_run(
+                self.run_id,
+                self.machine.name,
+                self.workflow_path,
+                spec_hash(self.machine),
+                start,
+                self.state,
+                self.counters,
+                TickRecord(),
+            )
             self._started = True
         self._log.info("run_started", state=self.state, workflow=self.machine.name)
         return start
@@ -715,7 +955,9 @@ class Agent:
             return options[0]
         return None
 
-    def check_trigger(self, trigger: str, args: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None) -> None:
+    def check_trigger(
+        self, trigger: str, args: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None
+    ) -> None:
         """RefusedError unless a user's `trigger` (with `args`) can fire now, its guards judged with `inputs` applied.
 
         Asked before anything is stored, so a typo (`--trigger aprove`) leaves the run exactly as it was. A run with a
@@ -726,15 +968,20 @@ class Agent:
         view = self._view
         if inputs:
             given = check_inputs(self.machine.spec, inputs, starting=False, allow_unknown=True)
-            view = BeliefView(Belief.model_construct(trajectory=self.belief.trajectory, log=self.belief.log,
-                                                     context={**self.belief.context, **given}))
+            view = BeliefView(
+                Belief.model_construct(
+                    trajectory=self.belief.trajectory, log=self.belief.log, context={**self.belief.context, **given}
+                )
+            )
         options = self.machine.available(self._leaf, view)
         edge = next((e for e in options if e.trigger == trigger), None)
         if edge is None:
             names = [e.trigger for e in options]
             close = difflib.get_close_matches(trigger, names, n=1)
-            raise RefusedError(f"trigger '{trigger}' is not available in state '{self.state}'; available: {', '.join(names) or 'none'}"
-                               + (f"; did you mean '{close[0]}'?" if close else ""))
+            raise RefusedError(
+                f"trigger '{trigger}' is not available in state '{self.state}'; available: {', '.join(names) or 'none'}"
+                + (f"; did you mean '{close[0]}'?" if close else "")
+            )
         try:
             check_arguments(edge, dict(args or {}))
         except ValueError as exc:
@@ -773,15 +1020,33 @@ class Agent:
     # ------------------------------------------------------------------ resuming
 
     @classmethod
-    def resume(cls, store: RunStore, run_id: str, machine: CompiledMachine, policy: Policy | None = None, *,
-               rerun_interrupted: bool = True, **kwargs: Any) -> Agent:
+    def resume(
+        cls,
+        store: RunStore,
+        run_id: str,
+        machine: CompiledMachine,
+        policy: Policy | None = None,
+        *,
+        rerun_interrupted: bool = True,
+        **kwargs: Any,
+    ) -> Agent:
         """Rebuild an agent from its last committed tick. Actions of the cut-short tick that completed are not run again
         (their recorded results stand in); the one in flight runs again (at-least-once), unless `rerun_interrupted`
         is False, in which case resuming stops with an error."""
         row = store.get_run(run_id)
         if row.state not in machine.leaf_index:
-            raise StoreError(f"run {row.run_id} is in state '{row.state}', which workflow '{machine.name}' no longer has")
-        agent = cls(machine, policy, store.load_belief(row.run_id), store=store, run_id=row.run_id, workflow_path=row.workflow_path, **kwargs)
+            raise StoreError(
+                f"run {row.run_id} is in state '{row.state}', which workflow '{machine.name}' no longer has"
+            )
+        agent = cls(
+            machine,
+            policy,
+            store.load_belief(row.run_id),
+            store=store,
+            run_id=row.run_id,
+            workflow_path=row.workflow_path,
+            **kwargs,
+        )
         agent._leaf = machine.leaf_index[row.state]
         agent._tick = row.tick
         agent._started = True
@@ -793,8 +1058,10 @@ class Agent:
         if agent._interrupted:
             names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in agent._interrupted)
             if not rerun_interrupted:
-                raise RunError(f"run {row.run_id} was killed while {names} ran; its result was never recorded. "
-                               "Resume with rerun allowed to run it again, or inspect the side effects first")
+                raise RunError(
+                    f"run {row.run_id} was killed while {names} ran; its result was never recorded. "
+                    "Resume with rerun allowed to run it again, or inspect the side effects first"
+                )
             agent._log.warning("rerunning_interrupted_actions", actions=names)
             agent._clear_intents = True
         return agent
@@ -814,8 +1081,15 @@ def agent_identity(workflow: str, workflow_path: str | None, run_id: str, config
     """The configured name, else `WORKFLOW@HASH` of the workflow file's resolved path (stable across its runs, and not
     claimable by another file that declares the same `name:`), else `WORKFLOW@RUN_ID` (a workflow built in memory)."""
     if configured is not None:
-        if not isinstance(configured, str) or not configured.strip() or len(configured) > 200 or any(ord(c) < 32 for c in configured):
-            raise UsageError(f"agent name {configured!r} must be a non-empty printable string of at most 200 characters")
+        if (
+            not isinstance(configured, str)
+            or not configured.strip()
+            or len(configured) > 200
+            or any(ord(c) < 32 for c in configured)
+        ):
+            raise UsageError(
+                f"agent name {configured!r} must be a non-empty printable string of at most 200 characters"
+            )
         return configured.strip()
     if workflow_path:
         digest = hashlib.sha256(str(Path(workflow_path).resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:8]

@@ -13,7 +13,9 @@ _MISSING = object()
 
 
 def _refuse(*_: Any, **__: Any) -> None:
-    raise ReadOnlyBeliefError("belief is read-only here: policies and guards read it; actions change it through their results")
+    raise ReadOnlyBeliefError(
+        "belief is read-only here: policies and guards read it; actions change it through their results"
+    )
 
 
 class FrozenDict(dict):  # type: ignore[type-arg]
@@ -127,22 +129,54 @@ _TRAJECTORY_FIELDS = frozenset(TrajectoryEntry.model_fields)
 _LOG_FIELDS = frozenset(LogEntry.model_fields)
 
 
-def trajectory_entry(tick: int, state: str, trigger: str | None, source: str | None, decided_by: str, at: float) -> TrajectoryEntry:
+def trajectory_entry(
+    tick: int, state: str, trigger: str | None, source: str | None, decided_by: str, at: float
+) -> TrajectoryEntry:
     """An entry from values the engine made itself: what `model_construct` gives, without its per-field alias walk (per tick)."""
     entry = object.__new__(TrajectoryEntry)
-    _set(entry, "__dict__", {"tick": tick, "state": state, "trigger": trigger, "source": source, "decided_by": decided_by, "at": at})
+    _set(
+        entry,
+        "__dict__",
+        {"tick": tick, "state": state, "trigger": trigger, "source": source, "decided_by": decided_by, "at": at},
+    )
     _set(entry, "__pydantic_fields_set__", set(_TRAJECTORY_FIELDS))
     _set(entry, "__pydantic_extra__", None)
     _set(entry, "__pydantic_private__", None)
     return entry
 
 
-def log_entry(tick: int, action: str, inputs: dict[str, Any], outputs: Any, status: str, started: float, duration_ms: float,
-              tokens: int, cost: float, error: str | None, repeated: bool = False) -> LogEntry:
+def log_entry(
+    tick: int,
+    action: str,
+    inputs: dict[str, Any],
+    outputs: Any,
+    status: str,
+    started: float,
+    duration_ms: float,
+    tokens: int,
+    cost: float,
+    error: str | None,
+    repeated: bool = False,
+) -> LogEntry:
     """Like `trajectory_entry`; `inputs` and `outputs` must be frozen already (the engine's `_recorded` does it)."""
     entry = object.__new__(LogEntry)
-    _set(entry, "__dict__", {"tick": tick, "action": action, "inputs": inputs, "outputs": outputs, "status": status, "started": started,
-                             "duration_ms": duration_ms, "tokens": tokens, "cost": cost, "error": error, "repeated": repeated})
+    _set(
+        entry,
+        "__dict__",
+        {
+            "tick": tick,
+            "action": action,
+            "inputs": inputs,
+            "outputs": outputs,
+            "status": status,
+            "started": started,
+            "duration_ms": duration_ms,
+            "tokens": tokens,
+            "cost": cost,
+            "error": error,
+            "repeated": repeated,
+        },
+    )
     _set(entry, "__pydantic_fields_set__", set(_LOG_FIELDS))
     _set(entry, "__pydantic_extra__", None)
     _set(entry, "__pydantic_private__", None)

@@ -21,7 +21,14 @@ from .spec import PATH_SEP, ActionCall, ArgumentSpec, GuardCall, StateSpec, Tran
 from ..yaml_source import Located
 
 _WHOLE_EXPR = re.compile(r"^\s*\{\{(?P<expr>[^{}]*)\}\}\s*$")
-_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "array": list}
+_JSON_TYPES: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "object": dict,
+    "array": list,
+}
 
 
 # ---------------------------------------------------------------- argument values
@@ -64,7 +71,7 @@ def _strict(expression: Any) -> Any:
 
 def _compile_value(value: Any, shell: bool) -> Any:
     if isinstance(value, dict) and len(value) == 1:
-        (key, inner), = value.items()
+        ((key, inner),) = value.items()
         if key == "from_context":
             return Dynamic("context", str(inner))
         if key == "from_arg":
@@ -215,9 +222,15 @@ class _Compiler:
                 if state.final or state.waiting:
                     self.problem(sloc, f"state '{path}' has substates, so it cannot be final or waiting (mark a leaf)")
                 if state.initial is None:
-                    self.problem(sloc, f"state '{path}' has substates but no 'initial'; add initial: one of {', '.join(state.states)}")
+                    self.problem(
+                        sloc,
+                        f"state '{path}' has substates but no 'initial'; add initial: one of {', '.join(state.states)}",
+                    )
                 elif state.initial not in state.states:
-                    self.problem((*sloc, "initial"), f"initial '{state.initial}' of state '{path}' is not one of its substates: {', '.join(state.states)}")
+                    self.problem(
+                        (*sloc, "initial"),
+                        f"initial '{state.initial}' of state '{path}' is not one of its substates: {', '.join(state.states)}",
+                    )
                 self.collect(state.states, path, sloc)
             elif state.initial is not None:
                 self.problem((*sloc, "initial"), f"state '{path}' has an initial but no substates")
@@ -258,14 +271,18 @@ class _Compiler:
             return None
         unknown = unknown_args(definition.args_model, call.args)
         for key in unknown:
-            self.problem((*self.args_loc(loc, call.name), key),
-                         f"guard '{call.name}' has no argument '{key}'; it takes: {', '.join(definition.args_model.model_fields) or 'none'}")
+            self.problem(
+                (*self.args_loc(loc, call.name), key),
+                f"guard '{call.name}' has no argument '{key}'; it takes: {', '.join(definition.args_model.model_fields) or 'none'}",
+            )
         if unknown:
             return None
         try:
             args = definition.args_model.model_validate(call.args)
         except ValidationError as exc:
-            self.problem((*self.args_loc(loc, call.name), *exc.errors()[0]["loc"]), f"guard '{call.name}': {_first_error(exc)}")
+            self.problem(
+                (*self.args_loc(loc, call.name), *exc.errors()[0]["loc"]), f"guard '{call.name}': {_first_error(exc)}"
+            )
             return None
         return BoundGuard(call.name, definition.fn, args, negate)
 
@@ -281,12 +298,17 @@ class _Compiler:
         shell_fields = definition.shell_fields
         for key, value in call.args.items():
             if key not in fields and not extra_ok:
-                self.problem((*self.args_loc(loc, call.name), key), f"action '{call.name}' has no argument '{key}'; it takes: {', '.join(fields) or 'none'}")
+                self.problem(
+                    (*self.args_loc(loc, call.name), key),
+                    f"action '{call.name}' has no argument '{key}'; it takes: {', '.join(fields) or 'none'}",
+                )
                 continue
             try:
                 compiled = _compile_value(value, key in shell_fields)
             except Exception as exc:  # jinja2 TemplateSyntaxError and friends
-                self.problem((*self.args_loc(loc, call.name), key), f"action '{call.name}' argument '{key}': bad template: {exc}")
+                self.problem(
+                    (*self.args_loc(loc, call.name), key), f"action '{call.name}' argument '{key}': bad template: {exc}"
+                )
                 continue
             if isinstance(compiled, Dynamic):
                 dynamic[key] = compiled
@@ -295,14 +317,19 @@ class _Compiler:
         static_args = None
         if not dynamic:
             # Missing fields may still come from the context or the transition at run time.
-            missing = [n for n, f in fields.items() if f.is_required() and n not in literal and n not in definition.internal]
+            missing = [
+                n for n, f in fields.items() if f.is_required() and n not in literal and n not in definition.internal
+            ]
             try:
                 if not missing:
                     static_args = definition.args_model.model_validate(literal)
                     if definition.internal:
                         static_args = None
             except ValidationError as exc:
-                self.problem((*self.args_loc(loc, call.name), *exc.errors()[0]["loc"]), f"action '{call.name}': {_first_error(exc)}")
+                self.problem(
+                    (*self.args_loc(loc, call.name), *exc.errors()[0]["loc"]),
+                    f"action '{call.name}': {_first_error(exc)}",
+                )
         return BoundAction(definition, freeze(literal), dynamic, call.save_as, static_args, where)
 
     def bind_actions(self, calls: list[ActionCall], loc: tuple[Any, ...], where: str) -> list[BoundAction]:
@@ -334,7 +361,10 @@ class _Compiler:
                 continue
             path = self.resolve(s, near)
             if path is None:
-                self.problem((*loc, "source"), f"transition '{t.trigger}': source '{s}' is not a state; states: {', '.join(sorted(self.states))}")
+                self.problem(
+                    (*loc, "source"),
+                    f"transition '{t.trigger}': source '{s}' is not a state; states: {', '.join(sorted(self.states))}",
+                )
             else:
                 resolved.append(path)
         return resolved
@@ -343,7 +373,9 @@ class _Compiler:
         spec = self.spec
         self.collect(spec.states, "", ())
         if spec.initial not in self.states:
-            self.problem(("initial",), f"initial state '{spec.initial}' is not defined; states: {', '.join(spec.states)}")
+            self.problem(
+                ("initial",), f"initial state '{spec.initial}' is not defined; states: {', '.join(spec.states)}"
+            )
             return None
         leaves = [p for p, s in self.states.items() if not s.states]
         leaf_index = {p: i for i, p in enumerate(leaves)}
@@ -351,8 +383,13 @@ class _Compiler:
             return None  # a compound state none of whose substates is usable (already reported)
         per_leaf: list[list[tuple[int, int, Edge]]] = [[] for _ in leaves]
         arg_models: dict[int, tuple[type[BaseModel], bool]] = {}
-        bound_enter = {p: self.bind_actions(s.on_enter, (*self.locs[p], "on_enter"), f"on_enter:{p}") for p, s in self.states.items()}
-        bound_exit = {p: self.bind_actions(s.on_exit, (*self.locs[p], "on_exit"), f"on_exit:{p}") for p, s in self.states.items()}
+        bound_enter = {
+            p: self.bind_actions(s.on_enter, (*self.locs[p], "on_enter"), f"on_enter:{p}")
+            for p, s in self.states.items()
+        }
+        bound_exit = {
+            p: self.bind_actions(s.on_exit, (*self.locs[p], "on_exit"), f"on_exit:{p}") for p, s in self.states.items()
+        }
 
         for order, (t, sources, loc, near) in enumerate(self.declared_transitions()):
             guards = [self.bind_guard(g, (*loc, "conditions", i), False) for i, g in enumerate(t.conditions)]
@@ -363,7 +400,10 @@ class _Compiler:
             if t.dest is not None:
                 dest_path = self.resolve(t.dest, sources[0] if sources else near)
                 if dest_path is None:
-                    self.problem((*loc, "dest"), f"transition '{t.trigger}': dest '{t.dest}' is not a state; states: {', '.join(sorted(self.states))}")
+                    self.problem(
+                        (*loc, "dest"),
+                        f"transition '{t.trigger}': dest '{t.dest}' is not a state; states: {', '.join(sorted(self.states))}",
+                    )
                     continue
             arg_models[order] = _arguments_model(t)
             for source in sources:
@@ -371,7 +411,20 @@ class _Compiler:
                 for leaf_path in leaves:
                     if source and leaf_path != source and not leaf_path.startswith(source + PATH_SEP):
                         continue
-                    edge = self.edge(t, order, source, leaf_path, dest_path, leaf_index, bound_enter, bound_exit, guards, before, after, arg_models[order])
+                    edge = self.edge(
+                        t,
+                        order,
+                        source,
+                        leaf_path,
+                        dest_path,
+                        leaf_index,
+                        bound_enter,
+                        bound_exit,
+                        guards,
+                        before,
+                        after,
+                        arg_models[order],
+                    )
                     per_leaf[leaf_index[leaf_path]].append((-depth, order, edge))
 
         edges = [tuple(e for _, _, e in sorted(lst, key=lambda x: (x[0], x[1]))) for lst in per_leaf]
@@ -379,15 +432,37 @@ class _Compiler:
         initial_chain = _chain(initial_leaf_path)
         initial_actions = tuple(a for p in initial_chain for a in bound_enter[p])
         machine = CompiledMachine(
-            name=spec.name, description=spec.description, leaves=leaves, leaf_index=leaf_index, edges=edges,
-            waiting=[self.states[p].waiting for p in leaves], final=[self.states[p].final for p in leaves],
-            initial_leaf=leaf_index[initial_leaf_path], initial_actions=initial_actions,
-            descriptions={p: s.description for p, s in self.states.items()}, spec=spec, all_paths=list(self.states),
+            name=spec.name,
+            description=spec.description,
+            leaves=leaves,
+            leaf_index=leaf_index,
+            edges=edges,
+            waiting=[self.states[p].waiting for p in leaves],
+            final=[self.states[p].final for p in leaves],
+            initial_leaf=leaf_index[initial_leaf_path],
+            initial_actions=initial_actions,
+            descriptions={p: s.description for p, s in self.states.items()},
+            spec=spec,
+            all_paths=list(self.states),
         )
         self.check_graph(machine)
         return machine
 
-    def edge(self, t, order, source, leaf_path, dest_path, leaf_index, bound_enter, bound_exit, guards, before, after, arg_model) -> Edge:
+    def edge(
+        self,
+        t,
+        order,
+        source,
+        leaf_path,
+        dest_path,
+        leaf_index,
+        bound_enter,
+        bound_exit,
+        guards,
+        before,
+        after,
+        arg_model,
+    ) -> Edge:
         if dest_path is None:
             exited: list[str] = []
             entered: list[str] = []
@@ -406,12 +481,27 @@ class _Compiler:
             exited = list(reversed(leaf_chain[keep:]))
             entered = dest_chain[keep:]
             dest_leaf = leaf_index[dest_leaf_path]
-        actions = tuple(before) + tuple(a for p in exited for a in bound_exit[p]) + tuple(a for p in entered for a in bound_enter[p]) + tuple(after)
+        actions = (
+            tuple(before)
+            + tuple(a for p in exited for a in bound_exit[p])
+            + tuple(a for p in entered for a in bound_enter[p])
+            + tuple(after)
+        )
         model, needs = arg_model
         return Edge(
-            trigger=t.trigger, index=order, source=source or "*", dest=dest_path, dest_leaf=dest_leaf,
-            guards=tuple(g for g in guards if g is not None), actions=actions, description=t.description,
-            arguments=t.arguments, args_model=model, needs_args=needs, exited=tuple(exited), entered=tuple(entered),
+            trigger=t.trigger,
+            index=order,
+            source=source or "*",
+            dest=dest_path,
+            dest_leaf=dest_leaf,
+            guards=tuple(g for g in guards if g is not None),
+            actions=actions,
+            description=t.description,
+            arguments=t.arguments,
+            args_model=model,
+            needs_args=needs,
+            exited=tuple(exited),
+            entered=tuple(entered),
         )
 
     def check_graph(self, machine: CompiledMachine) -> None:
@@ -426,10 +516,19 @@ class _Compiler:
         reached_paths = {machine.leaves[i] for i in reached}
         for path in self.states:
             if not any(p == path or p.startswith(path + PATH_SEP) for p in reached_paths):
-                self.problem(self.locs[path], f"state '{path}' is unreachable from the initial state '{self.spec.initial}'")
+                self.problem(
+                    self.locs[path], f"state '{path}' is unreachable from the initial state '{self.spec.initial}'"
+                )
         for i, path in enumerate(machine.leaves):
-            if not machine.final[i] and not machine.waiting[i] and not any(e.dest_leaf is not None for e in machine.edges[i]):
-                self.problem(self.locs[path], f"state '{path}' has no way out; add a transition or mark it final: true or waiting: true")
+            if (
+                not machine.final[i]
+                and not machine.waiting[i]
+                and not any(e.dest_leaf is not None for e in machine.edges[i])
+            ):
+                self.problem(
+                    self.locs[path],
+                    f"state '{path}' has no way out; add a transition or mark it final: true or waiting: true",
+                )
 
 
 def _guard_failed(guard: BoundGuard, edge: Edge, exc: Exception) -> RunError:
@@ -475,7 +574,9 @@ def check_arguments(edge: Edge, args: dict[str, Any]) -> dict[str, Any]:
         return edge.args_model.model_validate(args).model_dump()
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ValueError(f"arguments of '{edge.trigger}' are not valid: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        raise ValueError(
+            f"arguments of '{edge.trigger}' are not valid: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+        ) from None
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -486,7 +587,9 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where + ': ' if where else ''}{err['msg']}{more}"
 
 
-def compile_machine(spec: WorkflowSpec, registry: Registry, source: Located | None = None, file: str = "<workflow>") -> tuple[CompiledMachine | None, list[Problem]]:
+def compile_machine(
+    spec: WorkflowSpec, registry: Registry, source: Located | None = None, file: str = "<workflow>"
+) -> tuple[CompiledMachine | None, list[Problem]]:
     """Compile and check a workflow; returns the machine (None if unusable) and every problem found."""
     compiler = _Compiler(spec, source, registry, file)
     machine = compiler.run()

@@ -58,7 +58,9 @@ class Event(BaseModel):
         except (TypeError, ValueError) as exc:
             raise ValueError(f"payload is not JSON-serialisable: {exc}") from None
         if size > MAX_PAYLOAD_BYTES:
-            raise ValueError(f"payload is {size} bytes serialised; the limit is {MAX_PAYLOAD_BYTES} bytes (put large data in shared memory and send a reference)")
+            raise ValueError(
+                f"payload is {size} bytes serialised; the limit is {MAX_PAYLOAD_BYTES} bytes (put large data in shared memory and send a reference)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -88,13 +90,17 @@ def parse_event(data: Any) -> Event:
             raise EventError(f"event is not UTF-8 text: {exc.reason}") from None
     if isinstance(data, str):
         if len(data) > MAX_PAYLOAD_BYTES * 2:
-            raise EventError(f"event is {len(data)} characters; the limit is about {MAX_PAYLOAD_BYTES} bytes of payload", "payload")
+            raise EventError(
+                f"event is {len(data)} characters; the limit is about {MAX_PAYLOAD_BYTES} bytes of payload", "payload"
+            )
         try:
             data = json.loads(data)
         except ValueError as exc:
             raise EventError(f"event is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise EventError(f"an event is a JSON object with name, topic or recipient, and payload; got {type(data).__name__}")
+        raise EventError(
+            f"an event is a JSON object with name, topic or recipient, and payload; got {type(data).__name__}"
+        )
     try:
         return Event.model_validate(data)
     except ValidationError as exc:

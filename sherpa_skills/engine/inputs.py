@@ -21,6 +21,7 @@ class DeclaresInputs(Protocol):
     name: str
     inputs: dict[str, InputSpec]
 
+
 TRUE_WORDS = frozenset({"true", "yes", "y", "on", "1"})
 FALSE_WORDS = frozenset({"false", "no", "n", "off", "0"})
 _PY_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "array": list, "object": dict}
@@ -82,7 +83,9 @@ def convert(name: str, spec: InputSpec, value: Any) -> Any:
     return value
 
 
-def check_inputs(spec: DeclaresInputs, values: Mapping[str, Any], *, starting: bool, allow_unknown: bool = False) -> dict[str, Any]:
+def check_inputs(
+    spec: DeclaresInputs, values: Mapping[str, Any], *, starting: bool, allow_unknown: bool = False
+) -> dict[str, Any]:
     """The inputs converted to their declared types; unknown names refused when the workflow declares its inputs.
 
     `starting` also requires the `required` ones (at a resume, the run already has them). `allow_unknown` is the
@@ -95,10 +98,15 @@ def check_inputs(spec: DeclaresInputs, values: Mapping[str, Any], *, starting: b
             raise UsageError(_unknown(spec.name, unknown[0], declared))
     checked = {n: convert(n, declared[n], v) if n in declared else v for n, v in values.items()}
     if starting:
-        missing = [f"'{n}'" + (f" ({d.description})" if d.description else "") for n, d in declared.items()
-                   if d.required and n not in checked and d.default is None]
+        missing = [
+            f"'{n}'" + (f" ({d.description})" if d.description else "")
+            for n, d in declared.items()
+            if d.required and n not in checked and d.default is None
+        ]
         if missing:
-            raise UsageError(f"workflow '{spec.name}' needs input {', '.join(missing)}; pass it with --input NAME=VALUE")
+            raise UsageError(
+                f"workflow '{spec.name}' needs input {', '.join(missing)}; pass it with --input NAME=VALUE"
+            )
     return checked
 
 
@@ -112,5 +120,8 @@ def _wrong(name: str, kind: str, value: Any, expected: str | None = None) -> Usa
     shown = value if isinstance(value, str) else json.dumps(value, default=str)
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    return UsageError(f"input '{name}' must be {'an' if kind in ('integer', 'array', 'object') else 'a'} {kind}"
-                      + (f" ({expected})" if expected else "") + f", got '{shown}'")
+    return UsageError(
+        f"input '{name}' must be {'an' if kind in ('integer', 'array', 'object') else 'a'} {kind}"
+        + (f" ({expected})" if expected else "")
+        + f", got '{shown}'"
+    )

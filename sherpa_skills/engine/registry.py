@@ -179,7 +179,9 @@ class Registry:
         with each call, and a replayed procedure diverges when they differ from the recorded ones.
         """
         if check is not None and (not callable(check) or inspect.iscoroutinefunction(check)):
-            raise RegistryError(f"action '{name or '?'}': check must be a plain function check(view) -> features, got {check!r}")
+            raise RegistryError(
+                f"action '{name or '?'}': check must be a plain function check(view) -> features, got {check!r}"
+            )
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             action_name = name or fn.__name__
@@ -187,15 +189,27 @@ class Registry:
                 raise RegistryError(f"action '{action_name}' is already registered (pass replace=True to override)")
             model = _args_model(fn, args)
             self._actions[action_name] = ActionDef(
-                action_name, fn, model, _internal_fields(model), side_effects,
-                inspect.iscoroutinefunction(fn), _doc(fn, description), tuple(shell_fields), check,
+                action_name,
+                fn,
+                model,
+                _internal_fields(model),
+                side_effects,
+                inspect.iscoroutinefunction(fn),
+                _doc(fn, description),
+                tuple(shell_fields),
+                check,
             )
             return fn
 
         return register
 
     def guard(
-        self, name: str | None = None, *, args: type[BaseModel] | None = None, description: str = "", replace: bool = False
+        self,
+        name: str | None = None,
+        *,
+        args: type[BaseModel] | None = None,
+        description: str = "",
+        replace: bool = False,
     ) -> Callable[[Callable[..., bool]], Callable[..., bool]]:
         """Register `fn(view, args) -> bool`: a pure check over the read-only belief."""
 
@@ -207,13 +221,17 @@ class Registry:
             model = args
             if model is None and len(params) > 1:
                 hint = typing.get_type_hints(fn).get(params[1].name)
-                model = hint if isinstance(hint, type) and issubclass(hint, BaseModel) and hint is not BaseModel else None
+                model = (
+                    hint if isinstance(hint, type) and issubclass(hint, BaseModel) and hint is not BaseModel else None
+                )
             self._guards[guard_name] = GuardDef(guard_name, fn, model or AnyArgs, _doc(fn, description))
             return fn
 
         return register
 
-    def function(self, name: str | None = None, *, replace: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def function(
+        self, name: str | None = None, *, replace: bool = False
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a plain Python function for the built-in `call` action: `fn(**kwargs) -> JSON-able value`."""
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -231,7 +249,9 @@ class Registry:
             if name in registry._functions:
                 return registry._functions[name]
             registry = registry.parent
-        raise RegistryError(f"unknown function '{name}'; registered functions: {', '.join(self.function_names()) or 'none'}")
+        raise RegistryError(
+            f"unknown function '{name}'; registered functions: {', '.join(self.function_names()) or 'none'}"
+        )
 
     def function_names(self) -> list[str]:
         names = set(self._functions) | (set(self.parent.function_names()) if self.parent else set())
@@ -283,6 +303,8 @@ def load_builtins() -> None:
     """Register the built-in guards and actions on the default registry (once per process)."""
     for module in BUILTIN_MODULES:
         importlib.import_module(module)
+
+
 action = default_registry.action
 guard = default_registry.guard
 function = default_registry.function

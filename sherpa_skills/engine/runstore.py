@@ -18,7 +18,9 @@ from ..sqlite_db import Checkpointer, connect, execute_script, migrate, prefix_m
 
 
 def m001_runs(conn: sqlite3.Connection) -> None:
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         CREATE TABLE runs (
             run_id TEXT PRIMARY KEY, workflow TEXT NOT NULL, workflow_path TEXT, spec_hash TEXT,
             status TEXT NOT NULL, state TEXT NOT NULL, tick INTEGER NOT NULL, counters TEXT NOT NULL,
@@ -38,27 +40,34 @@ def m001_runs(conn: sqlite3.Connection) -> None:
         CREATE TABLE run_intents (
             run_id TEXT NOT NULL, tick INTEGER NOT NULL, seq INTEGER NOT NULL, action TEXT NOT NULL,
             started REAL NOT NULL, PRIMARY KEY (run_id, tick, seq));
-    """)
+    """,
+    )
 
 
 def m002_run_events(conn: sqlite3.Connection) -> None:
     """Events a run consumed ('in': the dedupe record) and emitted ('out': the outbox), written with the tick."""
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         CREATE TABLE run_events (
             run_id TEXT NOT NULL, direction TEXT NOT NULL, event_id TEXT NOT NULL, tick INTEGER NOT NULL,
             name TEXT NOT NULL, outcome TEXT NOT NULL, body TEXT NOT NULL, published INTEGER NOT NULL DEFAULT 0,
             at REAL NOT NULL, PRIMARY KEY (run_id, direction, event_id));
         CREATE INDEX run_events_outbox ON run_events (run_id) WHERE direction = 'out' AND published = 0;
-    """)
+    """,
+    )
 
 
 def m003_intent_results(conn: sqlite3.Connection) -> None:
     """An action's result is recorded the moment it completes, so a crash later in the same tick does not run it again."""
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         ALTER TABLE run_intents ADD COLUMN done INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE run_intents ADD COLUMN result TEXT;
         ALTER TABLE run_intents ADD COLUMN decision TEXT;
-    """)
+    """,
+    )
 
 
 def m004_repeated_actions(conn: sqlite3.Connection) -> None:
@@ -68,7 +77,13 @@ def m004_repeated_actions(conn: sqlite3.Connection) -> None:
 
 MIGRATIONS = [m001_runs, m002_run_events, m003_intent_results, m004_repeated_actions]
 RUN_STATUSES = ("running", "waiting", "interrupted", "final", "error")
-RUN_TABLES = ("run_trajectory", "run_log", "run_context", "run_intents", "run_events")  # a run's own rows, beside `runs`
+RUN_TABLES = (
+    "run_trajectory",
+    "run_log",
+    "run_context",
+    "run_intents",
+    "run_events",
+)  # a run's own rows, beside `runs`
 
 
 @dataclass(slots=True)
@@ -78,7 +93,9 @@ class TickRecord:
     trajectory: list[TrajectoryEntry] = field(default_factory=list)
     log: list[LogEntry] = field(default_factory=list)
     context: list[tuple[str, Any]] = field(default_factory=list)
-    events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (direction 'in'|'out', outcome, event body)
+    events: list[tuple[str, str, dict[str, Any]]] = field(
+        default_factory=list
+    )  # (direction 'in'|'out', outcome, event body)
 
 
 @dataclass
@@ -116,11 +133,26 @@ class Interrupted:
     started: float
 
 
-_RUN_COLUMNS = "run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated"
+_RUN_COLUMNS = (
+    "run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated"
+)
 
 
 def _run_row(row: tuple[Any, ...]) -> RunRow:
-    return RunRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8], json.loads(row[9]), row[10], row[11])
+    return RunRow(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        json.loads(row[7]),
+        row[8],
+        json.loads(row[9]),
+        row[10],
+        row[11],
+    )
 
 
 def _like(text: str) -> str:
@@ -180,8 +212,17 @@ class RunStore:
             except Exception:  # never raise from a finaliser
                 pass
 
-    def create_run(self, run_id: str, workflow: str, workflow_path: str | None, spec_hash: str | None, inputs: dict[str, Any],
-                   state: str, counters: dict[str, Any], record: TickRecord) -> None:
+    def create_run(
+        self,
+        run_id: str,
+        workflow: str,
+        workflow_path: str | None,
+        spec_hash: str | None,
+        inputs: dict[str, Any],
+        state: str,
+        counters: dict[str, Any],
+        record: TickRecord,
+    ) -> None:
         now = time.time()
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -189,7 +230,18 @@ class RunStore:
                 self.conn.execute(
                     "INSERT INTO runs (run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated)"
                     " VALUES (?, ?, ?, ?, 'running', ?, 0, ?, NULL, ?, ?, ?)",
-                    (run_id, workflow, workflow_path, spec_hash, state, _dump(counters, "counters"), _dump(inputs, "inputs"), now, now))
+                    (
+                        run_id,
+                        workflow,
+                        workflow_path,
+                        spec_hash,
+                        state,
+                        _dump(counters, "counters"),
+                        _dump(inputs, "inputs"),
+                        now,
+                        now,
+                    ),
+                )
                 self._append(run_id, record)
                 self.conn.execute("COMMIT")
             except BaseException:
@@ -202,37 +254,74 @@ class RunStore:
         if record.trajectory:
             conn.executemany(
                 "INSERT INTO run_trajectory (run_id, tick, state, trigger, source, decided_by, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(run_id, t.tick, t.state, t.trigger, t.source, t.decided_by, t.at) for t in record.trajectory])
+                [(run_id, t.tick, t.state, t.trigger, t.source, t.decided_by, t.at) for t in record.trajectory],
+            )
         if record.log:
             conn.executemany(
                 "INSERT INTO run_log (run_id, tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error, repeated)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(run_id, e.tick, e.action, _dump(e.inputs, f"inputs of action '{e.action}'"), _dump(e.outputs, f"outputs of action '{e.action}'"),
-                  e.status, e.started, e.duration_ms, e.tokens, e.cost, e.error, int(e.repeated)) for e in record.log])
+                [
+                    (
+                        run_id,
+                        e.tick,
+                        e.action,
+                        _dump(e.inputs, f"inputs of action '{e.action}'"),
+                        _dump(e.outputs, f"outputs of action '{e.action}'"),
+                        e.status,
+                        e.started,
+                        e.duration_ms,
+                        e.tokens,
+                        e.cost,
+                        e.error,
+                        int(e.repeated),
+                    )
+                    for e in record.log
+                ],
+            )
         if record.context:
             tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else -1)
-            conn.executemany("INSERT INTO run_context (run_id, tick, key, value) VALUES (?, ?, ?, ?)",
-                             [(run_id, tick, redact(k), _dump(v, f"context key '{k}'", key=k)) for k, v in record.context])
+            conn.executemany(
+                "INSERT INTO run_context (run_id, tick, key, value) VALUES (?, ?, ?, ?)",
+                [(run_id, tick, redact(k), _dump(v, f"context key '{k}'", key=k)) for k, v in record.context],
+            )
         if record.events:
             tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else at_tick)
             try:
                 conn.executemany(
                     "INSERT INTO run_events (run_id, direction, event_id, tick, name, outcome, body, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(run_id, d, e["id"], tick, e["name"], outcome, _dump(e, f"event '{e['name']}'"), time.time()) for d, outcome, e in record.events])
+                    [
+                        (run_id, d, e["id"], tick, e["name"], outcome, _dump(e, f"event '{e['name']}'"), time.time())
+                        for d, outcome, e in record.events
+                    ],
+                )
             except sqlite3.IntegrityError:
-                raise StoreError(f"run {run_id} already consumed or emitted one of events {[e['id'] for _, _, e in record.events]}; "
-                                 "the tick is not recorded twice") from None
+                raise StoreError(
+                    f"run {run_id} already consumed or emitted one of events {[e['id'] for _, _, e in record.events]}; "
+                    "the tick is not recorded twice"
+                ) from None
 
-    def commit_tick(self, run_id: str, record: TickRecord, *, status: str, state: str, tick: int, counters: dict[str, Any],
-                    error: str | None = None, clear_intents: bool = False) -> None:
+    def commit_tick(
+        self,
+        run_id: str,
+        record: TickRecord,
+        *,
+        status: str,
+        state: str,
+        tick: int,
+        counters: dict[str, Any],
+        error: str | None = None,
+        clear_intents: bool = False,
+    ) -> None:
         """Everything a tick changed, and the machine position, in one transaction."""
         with self._lock:
             conn = self.conn
             conn.execute("BEGIN")
             try:
                 self._append(run_id, record, tick)
-                conn.execute("UPDATE runs SET status = ?, state = ?, tick = ?, counters = ?, error = ?, updated = ? WHERE run_id = ?",
-                             (status, state, tick, _dump_counters(counters), error, time.time(), run_id))
+                conn.execute(
+                    "UPDATE runs SET status = ?, state = ?, tick = ?, counters = ?, error = ?, updated = ? WHERE run_id = ?",
+                    (status, state, tick, _dump_counters(counters), error, time.time(), run_id),
+                )
                 if clear_intents:
                     conn.execute("DELETE FROM run_intents WHERE run_id = ?", (run_id,))
                 conn.execute("COMMIT")
@@ -240,34 +329,46 @@ class RunStore:
                 if self._commits % 500 == 0 and self._checkpointer is not None:
                     self._checkpointer.nudge()  # ~8 MB of WAL: checkpoint it off the tick path now
             except BaseException:
-                if conn.in_transaction:  # a Ctrl-C landing just after COMMIT has nothing to undo, and must stay a Ctrl-C
+                if (
+                    conn.in_transaction
+                ):  # a Ctrl-C landing just after COMMIT has nothing to undo, and must stay a Ctrl-C
                     conn.execute("ROLLBACK")
                 raise
 
     def mark_interrupted(self, run_id: str) -> bool:
         """A run a signal stopped (Ctrl-C, SIGTERM): shown as `interrupted`, resumed as a crashed one is. False if not recorded."""
         with self._lock:
-            cur = self.conn.execute("UPDATE runs SET status = 'interrupted', updated = ? WHERE run_id = ? AND status != 'final'",
-                                    (time.time(), run_id))
+            cur = self.conn.execute(
+                "UPDATE runs SET status = 'interrupted', updated = ? WHERE run_id = ? AND status != 'final'",
+                (time.time(), run_id),
+            )
         return cur.rowcount > 0
 
-    def mark_started(self, run_id: str, tick: int, seq: int, action: str, decision: dict[str, Any] | None = None) -> None:
+    def mark_started(
+        self, run_id: str, tick: int, seq: int, action: str, decision: dict[str, Any] | None = None
+    ) -> None:
         """Committed before a side-effecting action runs, so a crash leaves a trace of it (and of the transition it serves)."""
         with self._lock:
-            self.conn.execute("INSERT OR REPLACE INTO run_intents (run_id, tick, seq, action, started, done, result, decision)"
-                              " VALUES (?, ?, ?, ?, ?, 0, NULL, ?)",
-                              (run_id, tick, seq, action, time.time(), _dump(decision, "decision") if decision is not None else None))
+            self.conn.execute(
+                "INSERT OR REPLACE INTO run_intents (run_id, tick, seq, action, started, done, result, decision)"
+                " VALUES (?, ?, ?, ?, ?, 0, NULL, ?)",
+                (run_id, tick, seq, action, time.time(), _dump(decision, "decision") if decision is not None else None),
+            )
 
     def mark_done(self, run_id: str, tick: int, seq: int, result: dict[str, Any]) -> None:
         """Committed as soon as a side-effecting action returns: on resume it is replayed from here, not run again."""
         with self._lock:
-            self.conn.execute("UPDATE run_intents SET done = 1, result = ? WHERE run_id = ? AND tick = ? AND seq = ?",
-                              (_dump(result, "action result"), run_id, tick, seq))
+            self.conn.execute(
+                "UPDATE run_intents SET done = 1, result = ? WHERE run_id = ? AND tick = ? AND seq = ?",
+                (_dump(result, "action result"), run_id, tick, seq),
+            )
 
     def in_flight(self, run_id: str) -> InFlight | None:
         """The uncommitted tick's completed actions, when a crash came after at least one of them; None otherwise."""
-        rows = self.conn.execute("SELECT tick, seq, result, decision FROM run_intents WHERE run_id = ? AND done = 1 ORDER BY tick, seq",
-                                 (run_id,)).fetchall()
+        rows = self.conn.execute(
+            "SELECT tick, seq, result, decision FROM run_intents WHERE run_id = ? AND done = 1 ORDER BY tick, seq",
+            (run_id,),
+        ).fetchall()
         if not rows:
             return None
         tick = rows[-1][0]
@@ -277,26 +378,66 @@ class RunStore:
     def get_run(self, run_id: str) -> RunRow:
         row = self.conn.execute(
             "SELECT run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated"
-            " FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            " FROM runs WHERE run_id = ?",
+            (run_id,),
+        ).fetchone()
         if row is None:
             matches = prefix_matches(self.conn, "runs", "run_id", run_id)
             if len(matches) == 1:
                 return self.get_run(matches[0])
             if matches:
-                raise StoreError(f"run id prefix '{run_id}' is ambiguous: {', '.join(matches[:3])}{', …' if len(matches) > 3 else ''}; "
-                                 "give more characters")
+                raise StoreError(
+                    f"run id prefix '{run_id}' is ambiguous: {', '.join(matches[:3])}{', …' if len(matches) > 3 else ''}; "
+                    "give more characters"
+                )
             raise StoreError(f"no run '{run_id}' in {self.path}; `sherpa-skills runs` lists them")
-        return RunRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), row[8], json.loads(row[9]), row[10], row[11])
+        return RunRow(
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            row[5],
+            row[6],
+            json.loads(row[7]),
+            row[8],
+            json.loads(row[9]),
+            row[10],
+            row[11],
+        )
 
     def load_belief(self, run_id: str, tail: int | None = None) -> Belief:
         """The run's belief; with `tail`, only the last `tail` trajectory and log entries (the context is always whole)."""
         conn = self.conn
         limit = "" if tail is None else f" DESC LIMIT {max(0, int(tail))}"
-        trajectory = [TrajectoryEntry(tick=r[0], state=r[1], trigger=r[2], source=r[3], decided_by=r[4], at=r[5])
-                      for r in conn.execute("SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory WHERE run_id = ? ORDER BY id" + limit, (run_id,))]
-        log = [LogEntry(tick=r[0], action=r[1], inputs=json.loads(r[2]), outputs=json.loads(r[3]) if r[3] is not None else None, status=r[4],
-                        started=r[5], duration_ms=r[6], tokens=r[7], cost=r[8], error=r[9], repeated=bool(r[10]))
-               for r in conn.execute("SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error, repeated FROM run_log WHERE run_id = ? ORDER BY id" + limit, (run_id,))]
+        trajectory = [
+            TrajectoryEntry(tick=r[0], state=r[1], trigger=r[2], source=r[3], decided_by=r[4], at=r[5])
+            for r in conn.execute(
+                "SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory WHERE run_id = ? ORDER BY id"
+                + limit,
+                (run_id,),
+            )
+        ]
+        log = [
+            LogEntry(
+                tick=r[0],
+                action=r[1],
+                inputs=json.loads(r[2]),
+                outputs=json.loads(r[3]) if r[3] is not None else None,
+                status=r[4],
+                started=r[5],
+                duration_ms=r[6],
+                tokens=r[7],
+                cost=r[8],
+                error=r[9],
+                repeated=bool(r[10]),
+            )
+            for r in conn.execute(
+                "SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error, repeated FROM run_log WHERE run_id = ? ORDER BY id"
+                + limit,
+                (run_id,),
+            )
+        ]
         if tail is not None:
             trajectory.reverse()
             log.reverse()
@@ -307,23 +448,43 @@ class RunStore:
 
     def visited_states(self, run_id: str) -> list[str]:
         """Every state the run entered, in order (one column: cheap even for long runs, e.g. to draw its path)."""
-        return [r[0] for r in self.conn.execute("SELECT state FROM run_trajectory WHERE run_id = ? ORDER BY id", (run_id,))]
+        return [
+            r[0] for r in self.conn.execute("SELECT state FROM run_trajectory WHERE run_id = ? ORDER BY id", (run_id,))
+        ]
 
     def log_size(self, run_id: str) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM run_log WHERE run_id = ?", (run_id,)).fetchone()[0]
 
     def interrupted(self, run_id: str) -> list[Interrupted]:
-        return [Interrupted(*r) for r in self.conn.execute(
-            "SELECT tick, seq, action, started FROM run_intents WHERE run_id = ? AND done = 0 ORDER BY tick, seq", (run_id,))]
+        return [
+            Interrupted(*r)
+            for r in self.conn.execute(
+                "SELECT tick, seq, action, started FROM run_intents WHERE run_id = ? AND done = 0 ORDER BY tick, seq",
+                (run_id,),
+            )
+        ]
 
-    def delete_finished_before(self, cutoff: float,
-                               keep: Callable[[sqlite3.Connection, list[str]], dict[str, str]] | None = None) -> int:
+    def delete_finished_before(
+        self, cutoff: float, keep: Callable[[sqlite3.Connection, list[str]], dict[str, str]] | None = None
+    ) -> int:
         """Retention: runs that ended (final or error) before `cutoff` go, with everything they recorded (interrupted ones wait to be resumed)."""
-        return len(self.delete_runs(lambda conn: [r[0] for r in conn.execute(
-            "SELECT run_id FROM runs WHERE status IN ('final', 'error') AND updated < ?", (cutoff,))], keep)[0])
+        return len(
+            self.delete_runs(
+                lambda conn: [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT run_id FROM runs WHERE status IN ('final', 'error') AND updated < ?", (cutoff,)
+                    )
+                ],
+                keep,
+            )[0]
+        )
 
-    def delete_runs(self, choose: Callable[[sqlite3.Connection], list[str]],
-                    keep: Callable[[sqlite3.Connection, list[str]], dict[str, str]] | None = None) -> tuple[list[str], dict[str, str]]:
+    def delete_runs(
+        self,
+        choose: Callable[[sqlite3.Connection], list[str]],
+        keep: Callable[[sqlite3.Connection, list[str]], dict[str, str]] | None = None,
+    ) -> tuple[list[str], dict[str, str]]:
         """Delete the runs `choose` names, except those `keep` says must stay (run id → why), with every row they recorded,
         in one transaction: what is chosen and what refers to it cannot change in between. Returns (deleted, kept)."""
         with self._lock:
@@ -347,33 +508,54 @@ class RunStore:
 
     def consumed(self, run_id: str, event_id: str) -> str | None:
         """How the run dealt with this event (handled, unavailable, invalid), or None when it never consumed it."""
-        row = self.conn.execute("SELECT outcome FROM run_events WHERE run_id = ? AND direction = 'in' AND event_id = ?",
-                                (run_id, event_id)).fetchone()
+        row = self.conn.execute(
+            "SELECT outcome FROM run_events WHERE run_id = ? AND direction = 'in' AND event_id = ?", (run_id, event_id)
+        ).fetchone()
         return row[0] if row else None
 
     def run_events(self, run_id: str, direction: str | None = None) -> list[dict[str, Any]]:
         """A run's consumed and emitted events, in the order they were committed."""
-        sql = "SELECT direction, outcome, tick, published, body FROM run_events WHERE run_id = ?" + (" AND direction = ?" if direction else "")
+        sql = "SELECT direction, outcome, tick, published, body FROM run_events WHERE run_id = ?" + (
+            " AND direction = ?" if direction else ""
+        )
         rows = self.conn.execute(sql + " ORDER BY rowid", (run_id, direction) if direction else (run_id,))
-        return [{"direction": r[0], "outcome": r[1], "tick": r[2], "published": bool(r[3]), "event": json.loads(r[4])} for r in rows]
+        return [
+            {"direction": r[0], "outcome": r[1], "tick": r[2], "published": bool(r[3]), "event": json.loads(r[4])}
+            for r in rows
+        ]
 
     def unpublished(self, run_prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
         """Emitted events committed but not yet handed to a bus (the process died in between): (run_id, event body)."""
         pattern = _like(run_prefix) + "%"
-        return [(r[0], json.loads(r[1])) for r in self.conn.execute(
-            "SELECT run_id, body FROM run_events WHERE direction = 'out' AND published = 0 AND run_id LIKE ? ESCAPE '\\' ORDER BY rowid", (pattern,))]
+        return [
+            (r[0], json.loads(r[1]))
+            for r in self.conn.execute(
+                "SELECT run_id, body FROM run_events WHERE direction = 'out' AND published = 0 AND run_id LIKE ? ESCAPE '\\' ORDER BY rowid",
+                (pattern,),
+            )
+        ]
 
     def mark_published(self, run_id: str, event_ids: list[str]) -> None:
         with self._lock:
-            self.conn.executemany("UPDATE run_events SET published = 1 WHERE run_id = ? AND direction = 'out' AND event_id = ?",
-                                  [(run_id, i) for i in event_ids])
+            self.conn.executemany(
+                "UPDATE run_events SET published = 1 WHERE run_id = ? AND direction = 'out' AND event_id = ?",
+                [(run_id, i) for i in event_ids],
+            )
 
     def list_runs(self, limit: int = 50) -> list[RunRow]:
         ids = [r[0] for r in self.conn.execute("SELECT run_id FROM runs ORDER BY created DESC LIMIT ?", (limit,))]
         return [self.get_run(i) for i in ids]
 
-    def search_runs(self, *, status: str | None = None, workflow: str | None = None, text: str | None = None,
-                    id_contains: str | None = None, offset: int = 0, limit: int = 50) -> tuple[list[RunRow], int]:
+    def search_runs(
+        self,
+        *,
+        status: str | None = None,
+        workflow: str | None = None,
+        text: str | None = None,
+        id_contains: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[list[RunRow], int]:
         """A page of runs, newest first, and how many match in all: for views that page through thousands of runs."""
         where, params = [], []
         if status:
@@ -386,12 +568,16 @@ class RunStore:
             where.append("run_id LIKE ? ESCAPE '\\'")
             params.append(f"%{_like(id_contains)}%")
         if text:
-            where.append("(run_id LIKE ? ESCAPE '\\' OR workflow LIKE ? ESCAPE '\\' OR state LIKE ? ESCAPE '\\' OR error LIKE ? ESCAPE '\\')")
+            where.append(
+                "(run_id LIKE ? ESCAPE '\\' OR workflow LIKE ? ESCAPE '\\' OR state LIKE ? ESCAPE '\\' OR error LIKE ? ESCAPE '\\')"
+            )
             params.extend([f"%{_like(text)}%"] * 4)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         total = self.conn.execute(f"SELECT COUNT(*) FROM runs{clause}", params).fetchone()[0]
-        rows = self.conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs{clause} ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
-                                 [*params, max(0, limit), max(0, offset)]).fetchall()
+        rows = self.conn.execute(
+            f"SELECT {_RUN_COLUMNS} FROM runs{clause} ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
+            [*params, max(0, limit), max(0, offset)],
+        ).fetchall()
         return [_run_row(r) for r in rows], int(total)
 
     def workflows(self) -> list[str]:

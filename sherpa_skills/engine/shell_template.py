@@ -20,8 +20,12 @@ __all__ = ["ShellTemplate", "check_shell_template", "render_shell"]
 
 _FENCE = "\x00"
 _TOP, _CMD, _SQ, _DQ, _BT, _PARAM, _ARITH, _COMMENT = range(8)
-_WHERE = {_BT: "inside `…` (write $(…) instead)", _PARAM: "inside ${…}", _ARITH: "inside $((…)) or ((…))",
-          _COMMENT: "inside a # comment"}
+_WHERE = {
+    _BT: "inside `…` (write $(…) instead)",
+    _PARAM: "inside ${…}",
+    _ARITH: "inside $((…)) or ((…))",
+    _COMMENT: "inside a # comment",
+}
 _WORD_BREAK = frozenset(" \t\n;&|()<>")
 _IN_DOUBLE_QUOTES = re.compile(r'[\\$`"]')
 _IN_HEREDOC = re.compile(r"[\\$`]")
@@ -168,7 +172,7 @@ class _Reader:
                 self.pop()
             else:
                 self.depth[-1] -= 1
-        elif kind == _CMD and self.word_start and re.match(r"case[ \t\n]", text[i:i + 5]):
+        elif kind == _CMD and self.word_start and re.match(r"case[ \t\n]", text[i : i + 5]):
             self.refuse("after a case statement inside $(…)")  # its `pattern)` lines unbalance the parentheses
         self.word_start = c in _WORD_BREAK
         return i + 1
@@ -214,9 +218,13 @@ class _Reader:
     def value(self, value: str) -> str:
         """`value` escaped for where the text read so far leaves it; UsageError where nothing is safe."""
         if self.refusal is not None:
-            raise UsageError(f"a template value {self.refusal} cannot be escaped safely; move it to a plain word or \"…\"")
+            raise UsageError(
+                f'a template value {self.refusal} cannot be escaped safely; move it to a plain word or "…"'
+            )
         if self.escaped or self.dollar:
-            raise UsageError(f"a template value right after a {'backslash' if self.escaped else '$'} cannot be escaped safely")
+            raise UsageError(
+                f"a template value right after a {'backslash' if self.escaped else '$'} cannot be escaped safely"
+            )
         if self.heredoc is not None:
             delimiter, quoted, _ = self.heredoc
             if "\n" in value:
@@ -235,7 +243,7 @@ class _Reader:
             return value.replace("'", "'\\''")
         if kind == _DQ:
             return _IN_DOUBLE_QUOTES.sub(r"\\\g<0>", value)
-        raise UsageError(f"a template value {_WHERE[kind]} cannot be escaped safely; move it to a plain word or \"…\"")
+        raise UsageError(f'a template value {_WHERE[kind]} cannot be escaped safely; move it to a plain word or "…"')
 
 
 def _escape(rendered: str) -> str:

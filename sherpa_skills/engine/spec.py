@@ -165,10 +165,15 @@ class PolicySpec(_Strict):
     prompt: str = "choose_transition"
     max_retries: int = Field(default=2, ge=0, le=10)
     recent: int = Field(default=8, ge=0, description="how many recent trajectory/log entries the prompt shows")
-    relevant_options: int | None = Field(default=None, ge=1, description="show the LLM only this many transitions, the most relevant to the task")
+    relevant_options: int | None = Field(
+        default=None, ge=1, description="show the LLM only this many transitions, the most relevant to the task"
+    )
     task_key: str = Field(default="task", description="the context key holding the task text, for relevant_options")
-    replay: bool = Field(default=False, description="learn: replay the procedure a run's task matches (the LLM takes over where it "
-                                                    "diverges) and capture runs that succeed, in the home's skill store")
+    replay: bool = Field(
+        default=False,
+        description="learn: replay the procedure a run's task matches (the LLM takes over where it "
+        "diverges) and capture runs that succeed, in the home's skill store",
+    )
 
 
 class ContextRef(_Strict):
@@ -181,12 +186,23 @@ class LLMSpec(_Strict):
     model: str | None = None
     temperature: float = 0.0
     max_tokens: Annotated[int, Field(ge=1)] | ContextRef | None = Field(
-        default=None, description="cap on each answer's length; {from_context: key} reads it from the run (e.g. an input)")
+        default=None,
+        description="cap on each answer's length; {from_context: key} reads it from the run (e.g. an input)",
+    )
     structured_output: bool = True
-    retries: int | None = Field(default=None, ge=0, le=10, description="attempts after the first when the server answers a rate "
-                                "limit, a server error or a timeout (default 2: 3 in all); refusals are never retried")
-    retry_max_wait: float | None = Field(default=None, ge=0, le=600, description="cap in seconds on one wait before a retry, "
-                                         "Retry-After included (default 30)")
+    retries: int | None = Field(
+        default=None,
+        ge=0,
+        le=10,
+        description="attempts after the first when the server answers a rate "
+        "limit, a server error or a timeout (default 2: 3 in all); refusals are never retried",
+    )
+    retry_max_wait: float | None = Field(
+        default=None,
+        ge=0,
+        le=600,
+        description="cap in seconds on one wait before a retry, Retry-After included (default 30)",
+    )
 
 
 class WorkflowSpec(_Strict):
@@ -203,5 +219,8 @@ class WorkflowSpec(_Strict):
     policy: PolicySpec = Field(default_factory=PolicySpec)
     llm: LLMSpec = Field(default_factory=LLMSpec)
     max_steps: int = Field(default=1000, ge=1)
-    domain: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$",
-                               description="the agent's domain: decisions and status across runs (sherpa_skills.memory.domains)")
+    domain: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$",
+        description="the agent's domain: decisions and status across runs (sherpa_skills.memory.domains)",
+    )

@@ -54,7 +54,10 @@ class _Rewriter:
                     out[name] = self.states(item, at, to)
                 elif name == "states" and isinstance(item, dict):
                     self.moved(at, to)
-                    out[name] = {child: self.value(body, (*at, child), (*to, child), machine=True) for child, body in item.items()}
+                    out[name] = {
+                        child: self.value(body, (*at, child), (*to, child), machine=True)
+                        for child, body in item.items()
+                    }
                 elif name == "transitions" and isinstance(item, list):
                     self.moved(at, to)
                     kept: list[Any] = []  # a transition that fits no form is reported and left out, so checking goes on
@@ -84,8 +87,13 @@ class _Rewriter:
                 body = {k: v for k, v in item.items() if k != "name"}
                 out[name] = self.value(body, where, (*new, name), machine=True, children=True)
             else:
-                self.problems.append(self.source.problem(where, "a state in a list is a name or a mapping with 'name' "
-                                                                "(and 'children', 'final', 'on_enter'...): - {name: b, children: [c, d]}"))
+                self.problems.append(
+                    self.source.problem(
+                        where,
+                        "a state in a list is a name or a mapping with 'name' "
+                        "(and 'children', 'final', 'on_enter'...): - {name: b, children: [c, d]}",
+                    )
+                )
         return out
 
     def transition(self, item: Any, old: Loc, new: Loc) -> Any:
@@ -93,7 +101,11 @@ class _Rewriter:
             self.changed = True
         if isinstance(item, list):
             if not 3 <= len(item) <= len(LIST_FIELDS):
-                self.problems.append(self.source.problem(old, f"a transition written as a list is {_LIST_FORM}; this one has {len(item)} items"))
+                self.problems.append(
+                    self.source.problem(
+                        old, f"a transition written as a list is {_LIST_FORM}; this one has {len(item)} items"
+                    )
+                )
                 return None
             out = {}
             for name, value, i in zip(LIST_FIELDS, item, range(len(item))):
@@ -101,7 +113,10 @@ class _Rewriter:
             self.moved(old, new)
             return out
         if not isinstance(item, dict):
-            self.problems.append(self.source.problem(old, "a transition is a mapping {trigger: ..., source: ..., dest: ...} "
-                                                          f"or a list {_LIST_FORM}"))
+            self.problems.append(
+                self.source.problem(
+                    old, f"a transition is a mapping {{trigger: ..., source: ..., dest: ...}} or a list {_LIST_FORM}"
+                )
+            )
             return None
         return self.value(item, old, new)

@@ -128,7 +128,9 @@ def _import_modules(spec: WorkflowSpec, source: Located, base_dir: Path) -> list
     return problems
 
 
-def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_dir: Path, machine: CompiledMachine) -> tuple[Policy, list[Problem]]:
+def build_policy(
+    spec: WorkflowSpec, registry: Registry, source: Located, base_dir: Path, machine: CompiledMachine
+) -> tuple[Policy, list[Problem]]:
     from ..policy.rule import RulePolicy
 
     pspec = spec.policy
@@ -136,15 +138,27 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
     rule_policy: RulePolicy | None = None
     if pspec.type in ("rule", "chain"):
         if pspec.rules is None:
-            return NoPolicy(), [source.problem(("policy",), f"policy type '{pspec.type}' needs 'rules' (a list, or a rules file)")]
+            return NoPolicy(), [
+                source.problem(("policy",), f"policy type '{pspec.type}' needs 'rules' (a list, or a rules file)")
+            ]
         try:
             if isinstance(pspec.rules, str):
                 path = _rules_path(pspec.rules, base_dir)
                 if path is None:
-                    return NoPolicy(), [source.problem(("policy", "rules"), f"rules file '{pspec.rules}' is outside the workflow's folder "
-                                                                            "and the shipped policies/; name a file beside the workflow")]
+                    return NoPolicy(), [
+                        source.problem(
+                            ("policy", "rules"),
+                            f"rules file '{pspec.rules}' is outside the workflow's folder "
+                            "and the shipped policies/; name a file beside the workflow",
+                        )
+                    ]
                 if not path.is_file():
-                    return NoPolicy(), [source.problem(("policy", "rules"), f"rules file '{pspec.rules}' not found beside the workflow or in the shipped policies/")]
+                    return NoPolicy(), [
+                        source.problem(
+                            ("policy", "rules"),
+                            f"rules file '{pspec.rules}' not found beside the workflow or in the shipped policies/",
+                        )
+                    ]
                 rule_policy = RulePolicy.from_file(path, registry)
             else:
                 rule_policy = RulePolicy(pspec.rules, registry, source=source, loc=("policy", "rules"))
@@ -156,24 +170,48 @@ def build_policy(spec: WorkflowSpec, registry: Registry, source: Located, base_d
                 declared.setdefault(e.trigger, set()).update(e.arguments)
         for i, rule in enumerate(pspec.rules if isinstance(pspec.rules, list) else []):
             if rule.trigger not in declared:
-                problems.append(source.problem(("policy", "rules", i, "trigger"), f"rule {i + 1} names trigger '{rule.trigger}', which no transition has"))
+                problems.append(
+                    source.problem(
+                        ("policy", "rules", i, "trigger"),
+                        f"rule {i + 1} names trigger '{rule.trigger}', which no transition has",
+                    )
+                )
             elif undeclared := sorted(set(rule.args) - declared[rule.trigger]):
-                problems.append(source.problem(("policy", "rules", i, "args"), f"rule {i + 1} gives '{rule.trigger}' undeclared argument(s) "
-                                                f"{', '.join(undeclared)}; it declares: {', '.join(sorted(declared[rule.trigger])) or 'none'}"))
+                problems.append(
+                    source.problem(
+                        ("policy", "rules", i, "args"),
+                        f"rule {i + 1} gives '{rule.trigger}' undeclared argument(s) "
+                        f"{', '.join(undeclared)}; it declares: {', '.join(sorted(declared[rule.trigger])) or 'none'}",
+                    )
+                )
     llm_policy = None
     if pspec.type in ("llm", "chain"):
         from ..policy.llm import LLMPolicy
 
         llm = spec.llm
         # No model pinned on the policy: it asks the run's model (--model, else llm.model, else the environment).
-        llm_policy = LLMPolicy(None, prompt=pspec.prompt, max_retries=pspec.max_retries, recent=pspec.recent, temperature=llm.temperature,
-                               max_tokens=llm.max_tokens.from_context if isinstance(llm.max_tokens, ContextRef) else llm.max_tokens,
-                               structured_output=llm.structured_output, base_dir=base_dir,
-                               relevant_options=pspec.relevant_options, task_key=pspec.task_key,
-                               retries=llm.retries, retry_max_wait=llm.retry_max_wait)
+        llm_policy = LLMPolicy(
+            None,
+            prompt=pspec.prompt,
+            max_retries=pspec.max_retries,
+            recent=pspec.recent,
+            temperature=llm.temperature,
+            max_tokens=llm.max_tokens.from_context if isinstance(llm.max_tokens, ContextRef) else llm.max_tokens,
+            structured_output=llm.structured_output,
+            base_dir=base_dir,
+            relevant_options=pspec.relevant_options,
+            task_key=pspec.task_key,
+            retries=llm.retries,
+            retry_max_wait=llm.retry_max_wait,
+        )
     if pspec.replay and pspec.type not in ("llm", "chain"):
-        problems.append(source.problem(("policy", "replay"), f"policy 'replay: true' needs an LLM to hand over to when a replay "
-                                                             f"diverges; use type chain (or llm), not '{pspec.type}'"))
+        problems.append(
+            source.problem(
+                ("policy", "replay"),
+                f"policy 'replay: true' needs an LLM to hand over to when a replay "
+                f"diverges; use type chain (or llm), not '{pspec.type}'",
+            )
+        )
     if pspec.type == "rule":
         return rule_policy or NoPolicy(), problems
     if pspec.type == "llm":
@@ -238,7 +276,9 @@ def load_workflow(path: str | Path, *, registry: Registry | None = None) -> Work
     return load_workflow_source(load_yaml_file(path), registry=registry, path=path)
 
 
-def load_workflow_text(text: str, *, name: str = "<workflow>", registry: Registry | None = None, base_dir: Path | None = None) -> Workflow:
+def load_workflow_text(
+    text: str, *, name: str = "<workflow>", registry: Registry | None = None, base_dir: Path | None = None
+) -> Workflow:
     """Load a workflow from YAML text (tests, embedding); relative files resolve against `base_dir`."""
     path = (base_dir / "<inline>.yaml") if base_dir else None
     return load_workflow_source(load_yaml_text(text, name), registry=registry, path=path)

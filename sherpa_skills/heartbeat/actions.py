@@ -37,7 +37,9 @@ def heartbeat_lock(args: NoArgs, ctx: ActionContext) -> ActionResult:
         outcome = state.acquire(ctx.run_id or "", config.heartbeat.lock_stale_secs)
     finally:
         state.close()
-    return ActionResult(outputs=outcome.to_dict(), context={"lock": outcome.to_dict(), "started": time.time(), "phases": {}})
+    return ActionResult(
+        outputs=outcome.to_dict(), context={"lock": outcome.to_dict(), "started": time.time(), "phases": {}}
+    )
 
 
 class PhaseArgs(BaseModel):
@@ -57,8 +59,11 @@ def heartbeat_phase(args: PhaseArgs, ctx: ActionContext) -> ActionResult:
             result = phases.extract(home, config, state, list(ctx.view.get("watch") or []))
         elif args.phase == "crystallise":
             extracted = done.get("extract") or {}
-            result = phases.crystallise(home, config, extracted["stats"]) if extracted.get("status") == "ok" else \
-                phases.PhaseResult("skipped", "extract did not succeed; nothing to mine")
+            result = (
+                phases.crystallise(home, config, extracted["stats"])
+                if extracted.get("status") == "ok"
+                else phases.PhaseResult("skipped", "extract did not succeed; nothing to mine")
+            )
         elif args.phase == "health":
             result = phases.health(home, config, state)
         elif args.phase == "memory":
@@ -72,7 +77,9 @@ def heartbeat_phase(args: PhaseArgs, ctx: ActionContext) -> ActionResult:
         state.close()
     outcome = {**result.to_dict(), "seconds": round(time.perf_counter() - t0, 4)}
     done[args.phase] = outcome
-    return ActionResult(outputs=outcome, context={"phases": done}, status="ok" if result.status != "failed" else "failed")
+    return ActionResult(
+        outputs=outcome, context={"phases": done}, status="ok" if result.status != "failed" else "failed"
+    )
 
 
 @default_registry.action("heartbeat_report")
@@ -88,16 +95,29 @@ def heartbeat_report(args: NoArgs, ctx: ActionContext) -> ActionResult:
         after = before
         extract, crystallise = done.get("extract") or {}, done.get("crystallise") or {}
         if extract.get("status") == "ok" and crystallise.get("status") == "ok":
-            after = min(int(extract["stats"]["new_watermark"]), int(crystallise["stats"].get("processed_through", before)))
+            after = min(
+                int(extract["stats"]["new_watermark"]), int(crystallise["stats"].get("processed_through", before))
+            )
             after = max(after, before)
             state.set(phases.WATERMARK, after)
         failed = [name for name, phase in done.items() if phase.get("status") == "failed"]
         alerts = [a for phase in done.values() for a in phase.get("alerts", [])]
         if failed:
-            alerts.append(f"phase(s) failed: {', '.join(failed)}; the watermark stays at {after}, so what they did not finish is read again")
+            alerts.append(
+                f"phase(s) failed: {', '.join(failed)}; the watermark stays at {after}, so what they did not finish is read again"
+            )
         status = "partial" if failed else "ran"
-        report = {"status": status, "run_id": ctx.run_id, "started": view.get("started") or time.time(), "ended": time.time(),
-                  "watermark_before": before, "watermark": after, "phases": done, "alerts": alerts, "lock": view.get("lock")}
+        report = {
+            "status": status,
+            "run_id": ctx.run_id,
+            "started": view.get("started") or time.time(),
+            "ended": time.time(),
+            "watermark_before": before,
+            "watermark": after,
+            "phases": done,
+            "alerts": alerts,
+            "lock": view.get("lock"),
+        }
         markdown = render_markdown(report)
         report["report_id"] = state.save_report(report, markdown)
     finally:
@@ -114,8 +134,17 @@ def heartbeat_skip(args: NoArgs, ctx: ActionContext) -> ActionResult:
         watermark = int(state.get(phases.WATERMARK, 0))
     finally:
         state.close()
-    report = {"status": "skipped", "run_id": ctx.run_id, "started": time.time(), "ended": time.time(), "watermark_before": watermark,
-              "watermark": watermark, "phases": {}, "alerts": [], "lock": ctx.view.get("lock")}
+    report = {
+        "status": "skipped",
+        "run_id": ctx.run_id,
+        "started": time.time(),
+        "ended": time.time(),
+        "watermark_before": watermark,
+        "watermark": watermark,
+        "phases": {},
+        "alerts": [],
+        "lock": ctx.view.get("lock"),
+    }
     return ActionResult(outputs={"skipped": True}, context={"report": report})
 
 
@@ -131,10 +160,15 @@ def heartbeat_release(args: NoArgs, ctx: ActionContext) -> ActionResult:
 
 def render_markdown(report: dict[str, Any]) -> str:
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(report["started"]))
-    lines = [f"# Heartbeat {started}", "",
-             f"Status: {report['status']}; watermark {report['watermark_before']} → {report['watermark']}; "
-             f"{report['ended'] - report['started']:.2f} s", "",
-             "| phase | status | summary | seconds |", "|---|---|---|---:|"]
+    lines = [
+        f"# Heartbeat {started}",
+        "",
+        f"Status: {report['status']}; watermark {report['watermark_before']} → {report['watermark']}; "
+        f"{report['ended'] - report['started']:.2f} s",
+        "",
+        "| phase | status | summary | seconds |",
+        "|---|---|---|---:|",
+    ]
     for name, phase in report["phases"].items():
         lines.append(f"| {name} | {phase['status']} | {phase['summary']} | {phase.get('seconds', 0):.3f} |")
     lines.append("")

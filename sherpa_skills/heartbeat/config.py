@@ -27,7 +27,9 @@ class MiningConfig(_Strict):
     gap_secs: float = Field(default=900.0, description="a pause longer than this ends a run of commands")
     min_steps: int = Field(default=2, ge=1)
     max_steps: int = Field(default=8, ge=2)
-    promote_after: int = Field(default=3, ge=1, description="recorded successes that promote a mined candidate to active")
+    promote_after: int = Field(
+        default=3, ge=1, description="recorded successes that promote a mined candidate to active"
+    )
     min_support: int = Field(default=2, ge=2, description="separate sessions or days a routine must recur in")
     history: int = Field(default=50_000, ge=1, description="how many recent commands routines are looked for in")
 
@@ -59,4 +61,6 @@ def load_config(home: Path) -> HomeConfig:
     try:
         return HomeConfig.model_validate(located.data or {})
     except ValidationError as exc:
-        raise WorkflowError([located.problem(tuple(e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}") for e in exc.errors()]) from None
+        raise WorkflowError(
+            [located.problem(tuple(e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}") for e in exc.errors()]
+        ) from None

@@ -58,7 +58,9 @@ def extract(home: Path, config: HomeConfig, state: HeartbeatState, extra_paths: 
     from ..sessions import SessionStore, import_paths
 
     _start("extract")
-    watched = [(Path(w.path).expanduser(), w.format) for w in config.sessions.watch] + [(Path(p).expanduser(), "auto") for p in extra_paths]
+    watched = [(Path(w.path).expanduser(), w.format) for w in config.sessions.watch] + [
+        (Path(p).expanduser(), "auto") for p in extra_paths
+    ]
     imported: dict[str, int] = {"files": 0, "commands": 0, "skipped_lines": 0}
     errors: list[str] = []
     missing = [str(p) for p, _ in watched if not p.exists()]
@@ -77,9 +79,14 @@ def extract(home: Path, config: HomeConfig, state: HeartbeatState, extra_paths: 
     watermark = int(state.get(WATERMARK, 0))
     pending = max(0, newest - watermark)
     alerts = [f"watched path missing: {p}" for p in missing] + [f"import: {e}" for e in errors[:5]]
-    summary_text = (f"{imported['commands']} new commands from {imported['files']} files; {pending} await mining"
-                    if watched else f"no watched session folders (set sessions.watch in {home / 'config.yaml'}); {pending} await mining")
-    return PhaseResult("ok", summary_text, {**imported, "watermark": watermark, "new_watermark": newest, "pending": pending}, alerts)
+    summary_text = (
+        f"{imported['commands']} new commands from {imported['files']} files; {pending} await mining"
+        if watched
+        else f"no watched session folders (set sessions.watch in {home / 'config.yaml'}); {pending} await mining"
+    )
+    return PhaseResult(
+        "ok", summary_text, {**imported, "watermark": watermark, "new_watermark": newest, "pending": pending}, alerts
+    )
 
 
 def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> PhaseResult:
@@ -92,13 +99,19 @@ def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> Ph
     alerts = []
     if result.new_candidates:
         shown = ", ".join(result.procedure_ids[:5]) + (", ..." if len(result.procedure_ids) > 5 else "")
-        alerts.append(f"{result.new_candidates} new candidate procedure(s) to review ({shown}): `sherpa-skills learn candidates`")
+        alerts.append(
+            f"{result.new_candidates} new candidate procedure(s) to review ({shown}): `sherpa-skills learn candidates`"
+        )
     if result.promoted:
         alerts.append(f"{result.promoted} candidate(s) promoted after {config.mining.promote_after} successes")
-    return PhaseResult("ok", f"mined {result.commands} commands: {result.new_candidates} new candidates, "
-                             f"{result.updated_candidates} seen again, {result.known} known "
-                             f"procedures seen again, {result.learnings} failures learned",
-                       {**result.to_dict(), "new_candidate_ids": result.procedure_ids, "processed_through": end}, alerts)
+    return PhaseResult(
+        "ok",
+        f"mined {result.commands} commands: {result.new_candidates} new candidates, "
+        f"{result.updated_candidates} seen again, {result.known} known "
+        f"procedures seen again, {result.learnings} failures learned",
+        {**result.to_dict(), "new_candidate_ids": result.procedure_ids, "processed_through": end},
+        alerts,
+    )
 
 
 def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> Any:
@@ -111,9 +124,15 @@ def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> Any:
     with SessionStore(home) as sessions:
         new = [c for c in sessions.commands_since(start, limit=end - start) if c.id <= end]
         first = max(0, end - m.history)
-        history = new if first >= start else [c for c in sessions.commands_since(first, limit=end - first) if c.id <= end]
-    return mine(new, skill_store(home), MiningOptions(m.gap_secs, m.min_steps, m.max_steps, m.promote_after, m.min_support),
-                history=history)
+        history = (
+            new if first >= start else [c for c in sessions.commands_since(first, limit=end - first) if c.id <= end]
+        )
+    return mine(
+        new,
+        skill_store(home),
+        MiningOptions(m.gap_secs, m.min_steps, m.max_steps, m.promote_after, m.min_support),
+        history=history,
+    )
 
 
 def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
@@ -126,13 +145,24 @@ def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
     store = skill_store(home)
     last_execution = int(state.get("executions_watermark", 0))
     newest_execution = int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM executions").fetchone()[0])
-    ids = {r[0] for r in store.conn.execute("SELECT DISTINCT procedure_id FROM executions WHERE id > ?", (last_execution,))}
+    ids = {
+        r[0] for r in store.conn.execute("SELECT DISTINCT procedure_id FROM executions WHERE id > ?", (last_execution,))
+    }
     generation = store.generation()
     if generation != state.get("procedures_generation"):
-        ids |= {r[0] for r in store.conn.execute("SELECT id FROM procedures WHERE id NOT IN (SELECT procedure_id FROM procedure_health)")}
+        ids |= {
+            r[0]
+            for r in store.conn.execute(
+                "SELECT id FROM procedures WHERE id NOT IN (SELECT procedure_id FROM procedure_health)"
+            )
+        }
         # A promotion opens a fresh evidence window: its procedure is `new` again, whatever this phase last saw.
-        ids |= {r[0] for r in store.conn.execute("SELECT procedure_id FROM promotions WHERE promoted_at >= ?",
-                                                  (float(state.get("health_at", 0)),))}
+        ids |= {
+            r[0]
+            for r in store.conn.execute(
+                "SELECT procedure_id FROM promotions WHERE promoted_at >= ?", (float(state.get("health_at", 0)),)
+            )
+        }
     counts: dict[str, int] = {}
     alerts: list[str] = []
     for pid in sorted(ids):
@@ -144,8 +174,10 @@ def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
         if status == "broken":
             store.mark_needs_relearning(pid, True)
             status = "needs-relearning"
-            alerts.append(f"{pid} is broken (rolling success {report.rolling_success_rate}); pulled from replay and marked for re-learning"
-                          + (f": {report.failure_pattern}" if report.failure_pattern else ""))
+            alerts.append(
+                f"{pid} is broken (rolling success {report.rolling_success_rate}); pulled from replay and marked for re-learning"
+                + (f": {report.failure_pattern}" if report.failure_pattern else "")
+            )
         previous = state.previous_health(pid)
         if status == "degraded" and previous != "degraded":
             alerts.append(f"{pid} is newly degraded (rolling success {report.rolling_success_rate})")
@@ -154,7 +186,12 @@ def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
     state.set("executions_watermark", newest_execution)
     state.set("health_at", started)
     state.set("procedures_generation", store.generation())
-    return PhaseResult("ok", f"rechecked {len(ids)} procedures" + (f": {counts}" if counts else ""), {"rechecked": len(ids), **counts}, alerts)
+    return PhaseResult(
+        "ok",
+        f"rechecked {len(ids)} procedures" + (f": {counts}" if counts else ""),
+        {"rechecked": len(ids), **counts},
+        alerts,
+    )
 
 
 def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
@@ -172,7 +209,9 @@ def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseR
     try:
         if store.count() and not (matcher.index_path / FILE).is_file():
             stats["index_rebuilt"] = matcher.reindex()
-            alerts.append(f"the procedure index was missing; rebuilt it from the store ({stats['index_rebuilt']} procedures)")
+            alerts.append(
+                f"the procedure index was missing; rebuilt it from the store ({stats['index_rebuilt']} procedures)"
+            )
         else:
             stats["index_updated"] = matcher.refresh()
     except Exception as exc:  # the truth is unaffected: matching embeds what it misses, a few at a time
@@ -182,14 +221,19 @@ def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseR
     # Mined failures are embedded now rather than on the next plan; a missing collection is filled from the store.
     stats["learnings_indexed"] = failure_finder(home).sync(force=True)
     retention = config.retention
-    stats["executions_deleted"] = store.delete_executions_before(now - retention.executions_days * 86400,
-                                                                 retention.keep_executions_per_procedure)
+    stats["executions_deleted"] = store.delete_executions_before(
+        now - retention.executions_days * 86400, retention.keep_executions_per_procedure
+    )
     stats["runs_deleted"] = _delete_old_runs(home, now - retention.runs_days * 86400)
     state.set("maintained_at", now)
     failed = bool(stats.get("index_unavailable"))
-    return PhaseResult("failed" if failed else "ok",
-                       f"procedure index: {stats.get('index_updated', 0)} up to date, {stats.get('index_rebuilt', 0)} rebuilt; "
-                       f"retention: {stats['executions_deleted']} executions, {stats['runs_deleted']} runs deleted", stats, alerts)
+    return PhaseResult(
+        "failed" if failed else "ok",
+        f"procedure index: {stats.get('index_updated', 0)} up to date, {stats.get('index_rebuilt', 0)} rebuilt; "
+        f"retention: {stats['executions_deleted']} executions, {stats['runs_deleted']} runs deleted",
+        stats,
+        alerts,
+    )
 
 
 def memory(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
@@ -203,34 +247,57 @@ def memory(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
     with MemoryStore(home=home) as store:
         decay = store.apply_decay()
         since = int(state.get("memory_seq", 0))
-        observations = int(store.conn.execute("SELECT COUNT(*) FROM memory_artifacts WHERE seq > ? AND abstraction = 'episode'"
-                                              " AND superseded_by IS NULL", (since,)).fetchone()[0])
+        observations = int(
+            store.conn.execute(
+                "SELECT COUNT(*) FROM memory_artifacts WHERE seq > ? AND abstraction = 'episode'"
+                " AND superseded_by IS NULL",
+                (since,),
+            ).fetchone()[0]
+        )
         stats = store.stats()
         state.set("memory_seq", store.last_seq())
     tensions = stats["open_tensions"]
     if tensions > MAX_OPEN_TENSIONS:
-        alerts.append(f"{tensions} open memory tensions (over {MAX_OPEN_TENSIONS}); `sherpa-skills memory tensions` lists them")
+        alerts.append(
+            f"{tensions} open memory tensions (over {MAX_OPEN_TENSIONS}); `sherpa-skills memory tensions` lists them"
+        )
     if observations > MAX_PENDING_OBSERVATIONS:
-        alerts.append(f"{observations} new observations since the last heartbeat (over {MAX_PENDING_OBSERVATIONS}); "
-                      f"consolidate the lasting ones into patterns or principles")
+        alerts.append(
+            f"{observations} new observations since the last heartbeat (over {MAX_PENDING_OBSERVATIONS}); "
+            f"consolidate the lasting ones into patterns or principles"
+        )
     with Domains(home) as domains:
         listed = domains.list()
         proposals = domains.proposals()
     stale = [d["name"] for d in listed if d["stale"]]
     for p in proposals:
-        alerts.append(f"domain {p['domain']}: proposal {p['id']} by {p['proposed_by']} to set {p['key']} = {p['value']!r}"
-                      f"; `sherpa-skills domains accept {p['id']} --operator NAME`")
+        alerts.append(
+            f"domain {p['domain']}: proposal {p['id']} by {p['proposed_by']} to set {p['key']} = {p['value']!r}"
+            f"; `sherpa-skills domains accept {p['id']} --operator NAME`"
+        )
     for name in stale:
         alerts.append(f"domain {name}: its agent has not run for over {STALE_DAYS:g} days")
     moved = ", ".join(f"{k} {v}" for k, v in sorted(decay["moved"].items())) or "none"
     tiers = decay["tiers"]
-    return PhaseResult("ok", f"decay: {tiers['hot']} hot, {tiers['warm']} warm, {tiers['cold']} cold (moved: {moved}); "
-                             f"{stats['duplicates_merged']} duplicate writes merged; {tensions} open tensions; "
-                             f"{observations} new observations; {len(proposals)} open proposals in {len(listed)} domains",
-                       {"tiers": tiers, "moved": decay["moved"], "duplicates_merged": stats["duplicates_merged"],
-                        "superseded": stats["superseded"], "open_tensions": tensions, "new_observations": observations,
-                        "pending_index": stats["pending"], "domains": len(listed), "stale_domains": stale,
-                        "open_proposals": len(proposals)}, alerts)
+    return PhaseResult(
+        "ok",
+        f"decay: {tiers['hot']} hot, {tiers['warm']} warm, {tiers['cold']} cold (moved: {moved}); "
+        f"{stats['duplicates_merged']} duplicate writes merged; {tensions} open tensions; "
+        f"{observations} new observations; {len(proposals)} open proposals in {len(listed)} domains",
+        {
+            "tiers": tiers,
+            "moved": decay["moved"],
+            "duplicates_merged": stats["duplicates_merged"],
+            "superseded": stats["superseded"],
+            "open_tensions": tensions,
+            "new_observations": observations,
+            "pending_index": stats["pending"],
+            "domains": len(listed),
+            "stale_domains": stale,
+            "open_proposals": len(proposals),
+        },
+        alerts,
+    )
 
 
 def _delete_old_runs(home: Path, cutoff: float) -> int:

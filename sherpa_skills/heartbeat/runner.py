@@ -15,7 +15,9 @@ from .config import load_config
 from .state import HeartbeatState
 
 
-def run_once(home: Path, watch: list[str] | None = None, observe: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def run_once(
+    home: Path, watch: list[str] | None = None, observe: Callable[[str, dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
     """One heartbeat, run by the engine: the report (status ran or skipped, phases, watermark, alerts).
 
     `observe` gets the engine's progress callbacks (each phase is a state), for a CLI to show where a long heartbeat is.
@@ -96,10 +98,16 @@ def parse_every(text: str) -> Schedule:
     return Schedule(text=spec, seconds=seconds)
 
 
-def run_every(home: Path, schedule: Schedule | float, on_report: Callable[[dict[str, Any]], None], watch: list[str] | None = None,
-              sleep: Callable[[float], None] = time.sleep, max_runs: int | None = None,
-              clock: Callable[[], float] = time.time,
-              observe: Callable[[str, dict[str, Any]], None] | None = None) -> int:
+def run_every(
+    home: Path,
+    schedule: Schedule | float,
+    on_report: Callable[[dict[str, Any]], None],
+    watch: list[str] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    max_runs: int | None = None,
+    clock: Callable[[], float] = time.time,
+    observe: Callable[[str, dict[str, Any]], None] | None = None,
+) -> int:
     """A foreground scheduler: heartbeats on `schedule` (a Schedule, or a period in seconds), until Ctrl-C (or `max_runs`)."""
     if not isinstance(schedule, Schedule):
         schedule = Schedule(text=f"{schedule}s", seconds=float(schedule))

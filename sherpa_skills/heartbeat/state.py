@@ -16,14 +16,17 @@ from ..sqlite_db import connect, execute_script, migrate
 
 
 def m001_heartbeat(conn: sqlite3.Connection) -> None:
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         CREATE TABLE heartbeat_lock (name TEXT PRIMARY KEY, run_id TEXT, pid INTEGER NOT NULL, host TEXT NOT NULL, acquired REAL NOT NULL);
         CREATE TABLE heartbeat_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE heartbeat_runs (
             id INTEGER PRIMARY KEY, run_id TEXT, started REAL NOT NULL, ended REAL NOT NULL, status TEXT NOT NULL,
             watermark_before INTEGER, watermark_after INTEGER, phases TEXT NOT NULL, alerts TEXT NOT NULL, markdown TEXT NOT NULL);
         CREATE TABLE procedure_health (procedure_id TEXT PRIMARY KEY, status TEXT NOT NULL, rate REAL, updated REAL NOT NULL);
-    """)
+    """,
+    )
 
 
 MIGRATIONS = [m001_heartbeat]
@@ -67,17 +70,27 @@ class HeartbeatState:
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            row = conn.execute("SELECT run_id, pid, host, acquired FROM heartbeat_lock WHERE name = ?", (LOCK,)).fetchone()
+            row = conn.execute(
+                "SELECT run_id, pid, host, acquired FROM heartbeat_lock WHERE name = ?", (LOCK,)
+            ).fetchone()
             how = "taken"
             if row is not None:
-                holder = {"run_id": row[0], "pid": row[1], "host": row[2], "acquired": row[3], "age_secs": round(now - row[3], 1)}
+                holder = {
+                    "run_id": row[0],
+                    "pid": row[1],
+                    "host": row[2],
+                    "acquired": row[3],
+                    "age_secs": round(now - row[3], 1),
+                }
                 stale = now - row[3] > stale_secs or (row[2] == host and not _alive(row[1]))
                 if not stale:
                     conn.execute("COMMIT")
                     return LockOutcome(False, "held", holder)
                 how = "reset"
-            conn.execute("INSERT OR REPLACE INTO heartbeat_lock (name, run_id, pid, host, acquired) VALUES (?, ?, ?, ?, ?)",
-                         (LOCK, run_id, pid, host, now))
+            conn.execute(
+                "INSERT OR REPLACE INTO heartbeat_lock (name, run_id, pid, host, acquired) VALUES (?, ?, ?, ?, ?)",
+                (LOCK, run_id, pid, host, now),
+            )
             conn.execute("COMMIT")
             return LockOutcome(True, how, None if row is None else holder)
         except BaseException:
@@ -101,21 +114,51 @@ class HeartbeatState:
         cursor = self.conn.execute(
             "INSERT INTO heartbeat_runs (run_id, started, ended, status, watermark_before, watermark_after, phases, alerts, markdown)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (report.get("run_id"), report["started"], report["ended"], report["status"], report.get("watermark_before"),
-             report.get("watermark"), json.dumps(report.get("phases", {})), json.dumps(report.get("alerts", [])), markdown))
+            (
+                report.get("run_id"),
+                report["started"],
+                report["ended"],
+                report["status"],
+                report.get("watermark_before"),
+                report.get("watermark"),
+                json.dumps(report.get("phases", {})),
+                json.dumps(report.get("alerts", [])),
+                markdown,
+            ),
+        )
         return int(cursor.lastrowid)
 
     def reports(self, last: int = 1) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT id, run_id, started, ended, status, watermark_before, watermark_after, phases, alerts, markdown"
-                                 " FROM heartbeat_runs ORDER BY id DESC LIMIT ?", (last,)).fetchall()
-        return [{"id": r[0], "run_id": r[1], "started": r[2], "ended": r[3], "status": r[4], "watermark_before": r[5],
-                 "watermark": r[6], "phases": json.loads(r[7]), "alerts": json.loads(r[8]), "markdown": r[9]} for r in rows]
+        rows = self.conn.execute(
+            "SELECT id, run_id, started, ended, status, watermark_before, watermark_after, phases, alerts, markdown"
+            " FROM heartbeat_runs ORDER BY id DESC LIMIT ?",
+            (last,),
+        ).fetchall()
+        return [
+            {
+                "id": r[0],
+                "run_id": r[1],
+                "started": r[2],
+                "ended": r[3],
+                "status": r[4],
+                "watermark_before": r[5],
+                "watermark": r[6],
+                "phases": json.loads(r[7]),
+                "alerts": json.loads(r[8]),
+                "markdown": r[9],
+            }
+            for r in rows
+        ]
 
     # -- health memory
     def previous_health(self, procedure_id: str) -> str | None:
-        row = self.conn.execute("SELECT status FROM procedure_health WHERE procedure_id = ?", (procedure_id,)).fetchone()
+        row = self.conn.execute(
+            "SELECT status FROM procedure_health WHERE procedure_id = ?", (procedure_id,)
+        ).fetchone()
         return row[0] if row else None
 
     def remember_health(self, procedure_id: str, status: str, rate: float | None) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO procedure_health (procedure_id, status, rate, updated) VALUES (?, ?, ?, ?)",
-                          (procedure_id, status, rate, time.time()))
+        self.conn.execute(
+            "INSERT OR REPLACE INTO procedure_health (procedure_id, status, rate, updated) VALUES (?, ?, ?, ?)",
+            (procedure_id, status, rate, time.time()),
+        )

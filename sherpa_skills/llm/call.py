@@ -23,8 +23,17 @@ from ..errors import ModelError
 from ._litellm import is_loaded as litellm_loaded, load_litellm, warm_up as start_warm_up
 from .retry import DEFAULT as DEFAULT_RETRY, Retry, exception_retry_after, transient
 
-__all__ = ["MODEL_ENV", "SCRIPTED_PREFIX", "SCRIPTED_VIA_ENV", "Completion", "acomplete", "complete", "needs_litellm",
-           "resolve_model", "warm_up"]
+__all__ = [
+    "MODEL_ENV",
+    "SCRIPTED_PREFIX",
+    "SCRIPTED_VIA_ENV",
+    "Completion",
+    "acomplete",
+    "complete",
+    "needs_litellm",
+    "resolve_model",
+    "warm_up",
+]
 
 MODEL_ENV = "SHERPA_SKILLS_MODEL"
 SCRIPTED_PREFIX = "scripted/"
@@ -88,7 +97,9 @@ def complete(
     """
     if _scripted_direct(model):
         return _scripted_completion(messages, model, base_dir)
-    litellm, model, kwargs = _prepare(messages, model, response_format, temperature, max_tokens, base_dir, schema_in_prompt)
+    litellm, model, kwargs = _prepare(
+        messages, model, response_format, temperature, max_tokens, base_dir, schema_in_prompt
+    )
     plan = _requests(litellm, model, kwargs, response_format is not None, retry or DEFAULT_RETRY)
     request, wait = next(plan)
     while True:
@@ -138,8 +149,9 @@ async def acomplete(
             return done.value
 
 
-def _requests(litellm: ModuleType, model: str, kwargs: dict[str, Any], wanted_format: bool,
-              retry: Retry = DEFAULT_RETRY) -> Generator[tuple[dict[str, Any], float], tuple[Any, Exception | None], Completion]:
+def _requests(
+    litellm: ModuleType, model: str, kwargs: dict[str, Any], wanted_format: bool, retry: Retry = DEFAULT_RETRY
+) -> Generator[tuple[dict[str, Any], float], tuple[Any, Exception | None], Completion]:
     """The requests of one answer, written once for both faces: send (after the wait yielded with it); retry what a
     busy server may answer later; while the server refuses the format, step down (json_schema, then a json_object
     bound to the schema, then plain JSON). Counts what was sent, so a failure still reports its requests."""
@@ -165,8 +177,9 @@ class _Tally:
     retried: bool = False
 
 
-def _attempts(litellm: ModuleType, model: str, kwargs: dict[str, Any], retry: Retry,
-              tally: _Tally) -> Generator[tuple[dict[str, Any], float], tuple[Any, Exception | None], tuple[Any, Exception | None]]:
+def _attempts(
+    litellm: ModuleType, model: str, kwargs: dict[str, Any], retry: Retry, tally: _Tally
+) -> Generator[tuple[dict[str, Any], float], tuple[Any, Exception | None], tuple[Any, Exception | None]]:
     """One request, sent again after a rate limit, a server error or a timeout (not a refused format: that is the
     step-down's), waiting as the server asked or a jittered backoff, at most `retry.attempts` times in all."""
     wait = 0.0
@@ -175,8 +188,12 @@ def _attempts(litellm: ModuleType, model: str, kwargs: dict[str, Any], retry: Re
         response, exc = yield kwargs, wait
         tally.attempts += 1
         tally.sent += 1 - (_not_sent(litellm, exc) if exc else 0)
-        if (exc is None or tally.attempts >= retry.attempts or not transient(exc)
-                or _format_refused(litellm, exc, kwargs)):
+        if (
+            exc is None
+            or tally.attempts >= retry.attempts
+            or not transient(exc)
+            or _format_refused(litellm, exc, kwargs)
+        ):
             return response, exc
         wait = retry.wait(tally.attempts, exception_retry_after(exc))
         tally.retried = True
@@ -256,7 +273,11 @@ def _without_response_format(kwargs: dict[str, Any], model: str, exc: Exception 
         log.info("llm_response_format_refused", model=model, error=_short(exc))
     response_format = kwargs["response_format"]
     schema = (response_format.get("json_schema") or {}).get("schema") if isinstance(response_format, dict) else None
-    note = "Answer with one JSON object" + (f" matching this JSON schema: {json.dumps(schema, separators=(',', ':'))}" if schema else "") + "."
+    note = (
+        "Answer with one JSON object"
+        + (f" matching this JSON schema: {json.dumps(schema, separators=(',', ':'))}" if schema else "")
+        + "."
+    )
     messages = list(kwargs["messages"])
     index = next((i for i, m in enumerate(messages) if m.get("role") == "system"), None)
     if index is None:
@@ -269,9 +290,11 @@ def _without_response_format(kwargs: dict[str, Any], model: str, exc: Exception 
 def _scripted_model_string(model: str, base_dir: Path | str | None) -> str:
     """Make a scripted model's path absolute: relative to the workflow's folder, or to the current directory when
     there is none or the workflow is a built-in machine (whose folder is inside the installed package)."""
-    path = Path(model[len(SCRIPTED_PREFIX):]).expanduser()
+    path = Path(model[len(SCRIPTED_PREFIX) :]).expanduser()
     if not str(path) or str(path) == ".":
-        raise ModelError(f"model '{model}': the scripted stand-in needs a script path, e.g. {SCRIPTED_PREFIX}answers.yaml")
+        raise ModelError(
+            f"model '{model}': the scripted stand-in needs a script path, e.g. {SCRIPTED_PREFIX}answers.yaml"
+        )
     if not path.is_absolute():
         path = (Path.cwd() if base_dir is None or _is_builtin_folder(Path(base_dir)) else Path(base_dir)) / path
     return SCRIPTED_PREFIX + str(path.resolve())
@@ -293,7 +316,9 @@ def _litellm() -> ModuleType:
 def _scripted_route() -> str:
     route = os.environ.get(SCRIPTED_VIA_ENV, "").strip().lower() or "direct"
     if route not in _SCRIPTED_ROUTES:
-        raise ModelError(f"{SCRIPTED_VIA_ENV}={route!r} is not a route; use one of: {', '.join(_SCRIPTED_ROUTES)} (or unset it)")
+        raise ModelError(
+            f"{SCRIPTED_VIA_ENV}={route!r} is not a route; use one of: {', '.join(_SCRIPTED_ROUTES)} (or unset it)"
+        )
     return route
 
 
@@ -318,7 +343,7 @@ def _scripted_completion(messages: list[dict], model: str, base_dir: Path | str 
 
     model = _scripted_model_string(model.strip(), base_dir)
     try:
-        text, prompt_tokens, completion_tokens = answer_with_usage(model[len(SCRIPTED_PREFIX):], messages)
+        text, prompt_tokens, completion_tokens = answer_with_usage(model[len(SCRIPTED_PREFIX) :], messages)
     except ModelError as exc:
         raise _model_error(model, exc) from exc
     log.debug("llm_completion", model=model, tokens=prompt_tokens + completion_tokens, cost=0.0)
@@ -341,7 +366,9 @@ def _ensure_scripted_provider(litellm: ModuleType) -> None:
             ]
 
 
-def _completion(litellm: ModuleType, response: Any, model: str, kwargs: dict[str, Any], requests: int, wanted_format: bool) -> Completion:
+def _completion(
+    litellm: ModuleType, response: Any, model: str, kwargs: dict[str, Any], requests: int, wanted_format: bool
+) -> Completion:
     """Flatten litellm's response into what the rest of sherpa-skills needs; count tokens when the server did not."""
     usage = getattr(response, "usage", None)
     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -353,16 +380,33 @@ def _completion(litellm: ModuleType, response: Any, model: str, kwargs: dict[str
     estimated = prompt_tokens + completion_tokens == 0
     if estimated:
         prompt_tokens, completion_tokens = _count_tokens(litellm, model, kwargs["messages"], text)
-    completion = Completion(text, prompt_tokens, completion_tokens, _cost(litellm, response), model, requests, estimated,
-                            wanted_format and _fell_back(kwargs))
-    log.debug("llm_completion", model=model, tokens=completion.tokens, estimated=estimated, requests=requests, cost=completion.cost)
+    completion = Completion(
+        text,
+        prompt_tokens,
+        completion_tokens,
+        _cost(litellm, response),
+        model,
+        requests,
+        estimated,
+        wanted_format and _fell_back(kwargs),
+    )
+    log.debug(
+        "llm_completion",
+        model=model,
+        tokens=completion.tokens,
+        estimated=estimated,
+        requests=requests,
+        cost=completion.cost,
+    )
     return completion
 
 
 def _count_tokens(litellm: ModuleType, model: str, messages: list[dict], text: str) -> tuple[int, int]:
     """litellm's own count (its bundled tokenizers, offline) for a response that came without usage."""
     try:
-        return int(litellm.token_counter(model=model, messages=messages)), int(litellm.token_counter(model=model, text=text)) if text else 0
+        return int(litellm.token_counter(model=model, messages=messages)), int(
+            litellm.token_counter(model=model, text=text)
+        ) if text else 0
     except Exception as exc:  # an odd model name or message shape must not lose the answer
         log.debug("llm_token_count_failed", model=model, error=str(exc))
         return sum(len(str(m.get("content") or "")) for m in messages) // 4, len(text) // 4

@@ -15,8 +15,15 @@ __all__ = ["DEFAULT", "Retry", "exception_retry_after", "retry_after_seconds", "
 # Statuses a later request may well get an answer to: timeout, conflict, rate limit, and the 5xx of a busy server.
 _TRANSIENT_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 # Exceptions that carry no status but are worth another try (names, so litellm need not be imported here).
-_TRANSIENT_NAMES = {"Timeout", "APITimeoutError", "APIConnectionError", "RateLimitError", "ServiceUnavailableError",
-                    "InternalServerError", "BadGatewayError"}
+_TRANSIENT_NAMES = {
+    "Timeout",
+    "APITimeoutError",
+    "APIConnectionError",
+    "RateLimitError",
+    "ServiceUnavailableError",
+    "InternalServerError",
+    "BadGatewayError",
+}
 
 
 @dataclass(frozen=True)
@@ -30,8 +37,10 @@ class Retry:
     @classmethod
     def of(cls, retries: int | None = None, max_wait: float | None = None) -> Retry:
         """From a workflow's `llm: {retries, retry_max_wait}` (retries are the attempts after the first)."""
-        return cls(attempts=DEFAULT.attempts if retries is None else retries + 1,
-                   max_wait=DEFAULT.max_wait if max_wait is None else max_wait)
+        return cls(
+            attempts=DEFAULT.attempts if retries is None else retries + 1,
+            max_wait=DEFAULT.max_wait if max_wait is None else max_wait,
+        )
 
     def wait(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait after failed attempt `attempt` (1-based): the server's Retry-After when it sent one, else an
@@ -75,8 +84,11 @@ def retry_after_seconds(headers: Mapping[str, Any] | None) -> float | None:
 def exception_retry_after(exc: BaseException) -> float | None:
     """Retry-After from a litellm/openai error: the provider's response headers, else the ones litellm kept."""
     response = getattr(exc, "response", None)
-    for headers in (getattr(response, "headers", None), getattr(exc, "headers", None),
-                    getattr(exc, "litellm_response_headers", None)):
+    for headers in (
+        getattr(response, "headers", None),
+        getattr(exc, "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+    ):
         try:
             seconds = retry_after_seconds(headers)
         except (AttributeError, TypeError):

@@ -311,7 +311,9 @@ def _template(path: Path, where: str, respond: Any) -> jinja2.Template:
     try:
         return _jinja().from_string(source)
     except jinja2.TemplateSyntaxError as exc:
-        raise ScriptError(f"{path}: {where}: bad jinja2 template in 'respond' (line {exc.lineno}): {exc.message}") from exc
+        raise ScriptError(
+            f"{path}: {where}: bad jinja2 template in 'respond' (line {exc.lineno}): {exc.message}"
+        ) from exc
 
 
 @cache

@@ -16,7 +16,21 @@ from ._search import SEMANTIC_FLOOR, SEMANTIC_WEIGHT, SharedMemory, hybrid, shar
 from ._store import MemoryStore
 
 __all__ = [
-    "MAX_TEXT_BYTES", "NEAR_DUPLICATE", "SCOPES", "SEMANTIC_FLOOR", "SEMANTIC_WEIGHT", "TIER_WEIGHT",
-    "Artifact", "ChromaServer", "Hit", "MemoryStore", "SearchResult", "SharedMemory", "Written",
-    "chroma_server", "hybrid", "open_companion", "shared_memory",
+    "MAX_TEXT_BYTES",
+    "NEAR_DUPLICATE",
+    "SCOPES",
+    "SEMANTIC_FLOOR",
+    "SEMANTIC_WEIGHT",
+    "TIER_WEIGHT",
+    "Artifact",
+    "ChromaServer",
+    "Hit",
+    "MemoryStore",
+    "SearchResult",
+    "SharedMemory",
+    "Written",
+    "chroma_server",
+    "hybrid",
+    "open_companion",
+    "shared_memory",
 ]

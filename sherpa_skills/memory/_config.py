@@ -35,8 +35,10 @@ class ChromaServer:
 def parse_target(value: Any, where: str = "memory.chroma") -> ChromaServer:
     match = _TARGET.match(value.strip()) if isinstance(value, str) else None
     if match is None or not 0 < int(match["port"]) < 65536:
-        raise UsageError(f"{where}: {value!r} is not a chroma server address; write HOST:PORT, e.g. 127.0.0.1:8000 "
-                         f"(start one with `chroma run --path DIR --host 127.0.0.1 --port 8000`)")
+        raise UsageError(
+            f"{where}: {value!r} is not a chroma server address; write HOST:PORT, e.g. 127.0.0.1:8000 "
+            f"(start one with `chroma run --path DIR --host 127.0.0.1 --port 8000`)"
+        )
     return ChromaServer(match["host"].strip("[]"), int(match["port"]))
 
 

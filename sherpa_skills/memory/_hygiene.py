@@ -42,10 +42,32 @@ SAME_SUBJECT = 0.6
 DAY = 86400.0
 
 _WORD = re.compile(r"[\w][\w.:/-]*[\w]|[\w]", re.UNICODE)
-_NEGATIONS = frozenset({"not", "never", "no", "none", "nobody", "nothing", "cannot", "isn't", "aren't", "don't", "doesn't",
-                        "won't", "wasn't", "shouldn't", "mustn't", "can't", "longer", "anymore"})
-_FILLER = frozenset("""a an and are as at be but by for from has have i in into is it its of on or our so that the their then
-    there these this to was we were will with you your do does did any more now instead only also""".split())
+_NEGATIONS = frozenset(
+    {
+        "not",
+        "never",
+        "no",
+        "none",
+        "nobody",
+        "nothing",
+        "cannot",
+        "isn't",
+        "aren't",
+        "don't",
+        "doesn't",
+        "won't",
+        "wasn't",
+        "shouldn't",
+        "mustn't",
+        "can't",
+        "longer",
+        "anymore",
+    }
+)
+_FILLER = frozenset(
+    """a an and are as at be but by for from has have i in into is it its of on or our so that the their then
+    there these this to was we were will with you your do does did any more now instead only also""".split()
+)
 
 
 def normalise(text: str) -> str:
@@ -60,8 +82,14 @@ def content_hash(text: str, scope: str, agent: str, kind: str | None) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def tier(last_access: float, *, confidence: float = DEFAULT_CONFIDENCE, reads: int = 0, abstraction: str = "episode",
-         now: float | None = None) -> Tier:
+def tier(
+    last_access: float,
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    reads: int = 0,
+    abstraction: str = "episode",
+    now: float | None = None,
+) -> Tier:
     if abstraction == "principle":
         return "hot"
     days = max(0.0, ((now if now is not None else time.time()) - last_access) / DAY)

@@ -46,8 +46,14 @@ def _close_all() -> None:
 class Indexer:
     """Artifacts written here and not yet in the companion (id → artifact, vector), and the thread that drains them."""
 
-    def __init__(self, open_store: Callable[[], Any], companion: Callable[[], Any], collection: str,
-                 metadata: Callable[[Artifact], dict[str, Any]], on_result: Callable[[str | None], None]):
+    def __init__(
+        self,
+        open_store: Callable[[], Any],
+        companion: Callable[[], Any],
+        collection: str,
+        metadata: Callable[[Artifact], dict[str, Any]],
+        on_result: Callable[[str | None], None],
+    ):
         self._open_store, self._companion, self.collection = open_store, companion, collection
         self._metadata, self._on_result = metadata, on_result
         self.lock = threading.RLock()  # held while `held` and the truth's `indexed` flags change together
@@ -67,7 +73,9 @@ class Indexer:
             self.held[artifact.id] = (artifact, vector)
         if self._thread is None:
             _live.add(self)
-            self._thread = threading.Thread(target=self._run, name=f"sherpa-memory-index:{self.collection}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name=f"sherpa-memory-index:{self.collection}", daemon=True
+            )
             self._thread.start()
         self._wake.set()
 
@@ -87,7 +95,9 @@ class Indexer:
 
         # einsum, not `@`: a BLAS matmul wakes OpenBLAS's thread pool, whose spinning threads slow the next
         # onnxruntime query embedding several times over on a small machine.
-        sims = np.einsum("ij,j->i", np.asarray([v for _, v in items], dtype=np.float32), np.asarray(vector, dtype=np.float32))
+        sims = np.einsum(
+            "ij,j->i", np.asarray([v for _, v in items], dtype=np.float32), np.asarray(vector, dtype=np.float32)
+        )
         return [(aid, max(0.0, min(1.0, float(s)))) for (aid, _), s in zip(items, sims)]
 
     # ------------------------------------------------------------------ draining
@@ -111,11 +121,20 @@ class Indexer:
             if store.any_indexed():
                 companion.count(self.collection)  # a collection gone under us must not be recreated holding only these
             if batch:
-                companion.upsert(self.collection, [a.id for a, _ in batch], [a.text for a, _ in batch],
-                                 [self._metadata(a) for a, _ in batch], vectors=[v for _, v in batch])
+                companion.upsert(
+                    self.collection,
+                    [a.id for a, _ in batch],
+                    [a.text for a, _ in batch],
+                    [self._metadata(a) for a, _ in batch],
+                    vectors=[v for _, v in batch],
+                )
             if others:
-                companion.upsert(self.collection, [a.id for a in others], [a.text for a in others],
-                                 [self._metadata(a) for a in others])
+                companion.upsert(
+                    self.collection,
+                    [a.id for a in others],
+                    [a.text for a in others],
+                    [self._metadata(a) for a in others],
+                )
             ids = [*mine, *(a.id for a in others)]
             stored = {row[0] for row in store._rows_among("a.id", ids, "1", [])}
             gone = [aid for aid in ids if aid not in stored]

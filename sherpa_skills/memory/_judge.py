@@ -31,14 +31,21 @@ def llm_judge(model: str, problems: list[str], base_dir: str | None = None) -> J
 
     def judge(new: str, old: str) -> str | None:
         try:
-            answer = complete([{"role": "user", "content": PROMPT.format(old=old[:2000], new=new[:2000])}], model,
-                              response_format={"type": "json_object"}, max_tokens=120, base_dir=base_dir)
+            answer = complete(
+                [{"role": "user", "content": PROMPT.format(old=old[:2000], new=new[:2000])}],
+                model,
+                response_format={"type": "json_object"},
+                max_tokens=120,
+                base_dir=base_dir,
+            )
             verdict = Verdict.model_validate(json.loads(answer.text))
         except ModelError as exc:
             problems.append(f"tension check by {model}: {exc}")
             return None
         except (ValueError, ValidationError) as exc:
-            problems.append(f"tension check by {model}: the answer is not {{contradicts, reason}} JSON ({str(exc).splitlines()[0]})")
+            problems.append(
+                f"tension check by {model}: the answer is not {{contradicts, reason}} JSON ({str(exc).splitlines()[0]})"
+            )
             return None
         return f"{model}: {verdict.reason or 'contradicts'}" if verdict.contradicts else None
 

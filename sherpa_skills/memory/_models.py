@@ -55,8 +55,13 @@ class Artifact(BaseModel):
     def tier(self, now: float | None = None) -> str:
         from ._hygiene import tier
 
-        return tier(self.last_access or self.created, confidence=self.confidence, reads=self.reads,
-                    abstraction=self.abstraction, now=now)
+        return tier(
+            self.last_access or self.created,
+            confidence=self.confidence,
+            reads=self.reads,
+            abstraction=self.abstraction,
+            now=now,
+        )
 
 
 @dataclass
@@ -73,9 +78,16 @@ class Written:
     skipped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.artifact.model_dump(mode="json"), "tier": self.artifact.tier(), "duplicate": self.duplicate,
-                "merged_into": self.merged_into, "near_duplicates": [{"id": i, "similarity": round(s, 4)} for i, s in self.near],
-                "linked": list(self.linked), "tensions": list(self.tensions), "checks_skipped": list(self.skipped)}
+        return {
+            **self.artifact.model_dump(mode="json"),
+            "tier": self.artifact.tier(),
+            "duplicate": self.duplicate,
+            "merged_into": self.merged_into,
+            "near_duplicates": [{"id": i, "similarity": round(s, 4)} for i, s in self.near],
+            "linked": list(self.linked),
+            "tensions": list(self.tensions),
+            "checks_skipped": list(self.skipped),
+        }
 
 
 @dataclass
@@ -88,8 +100,13 @@ class Hit:
     semantic: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.artifact.model_dump(mode="json"), "tier": self.artifact.tier(), "score": round(self.score, 4), "lexical": round(self.lexical, 4),
-                "semantic": None if self.semantic is None else round(self.semantic, 4)}
+        return {
+            **self.artifact.model_dump(mode="json"),
+            "tier": self.artifact.tier(),
+            "score": round(self.score, 4),
+            "lexical": round(self.lexical, 4),
+            "semantic": None if self.semantic is None else round(self.semantic, 4),
+        }
 
 
 @dataclass
@@ -104,8 +121,14 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "mode": self.mode, "degraded": self.degraded, "pending": self.pending,
-                "notes": list(self.notes), "hits": [h.to_dict() for h in self.hits]}
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "degraded": self.degraded,
+            "pending": self.pending,
+            "notes": list(self.notes),
+            "hits": [h.to_dict() for h in self.hits],
+        }
 
 
 # ---------------------------------------------------------------- checks (a clear UsageError, never a half-write)
@@ -129,8 +152,10 @@ def check_text(text: Any) -> str:
         raise UsageError("shared memory: text is empty; write something an agent can find later")
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > MAX_TEXT_BYTES:
-        raise UsageError(f"shared memory: text is {size:,} bytes, over the {MAX_TEXT_BYTES:,}-byte limit; "
-                         f"store a summary, or a path to the file")
+        raise UsageError(
+            f"shared memory: text is {size:,} bytes, over the {MAX_TEXT_BYTES:,}-byte limit; "
+            f"store a summary, or a path to the file"
+        )
     return text
 
 
@@ -149,9 +174,13 @@ def check_metadata(metadata: Any) -> dict[str, Any]:
     try:
         encoded = json.dumps(metadata, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise UsageError(f"shared memory: metadata must be plain JSON (strings, numbers, booleans, lists, mappings): {exc}") from None
+        raise UsageError(
+            f"shared memory: metadata must be plain JSON (strings, numbers, booleans, lists, mappings): {exc}"
+        ) from None
     if len(encoded.encode()) > MAX_METADATA_BYTES:
-        raise UsageError(f"shared memory: metadata is {len(encoded.encode()):,} bytes as JSON, over the {MAX_METADATA_BYTES:,}-byte limit")
+        raise UsageError(
+            f"shared memory: metadata is {len(encoded.encode()):,} bytes as JSON, over the {MAX_METADATA_BYTES:,}-byte limit"
+        )
     return dict(metadata)
 
 
@@ -174,8 +203,14 @@ def check_filters(metadata: Any) -> dict[str, str | int | float | bool | None]:
     for key, value in metadata.items():
         if not isinstance(key, str) or not _FILTER_KEY.match(key):
             raise UsageError(f"shared memory: metadata filter key {key!r} must be a name of letters, digits and _")
-        if value is not None and not isinstance(value, (str, int, float, bool)) or (isinstance(value, float) and not math.isfinite(value)):
-            raise UsageError(f"shared memory: metadata filter {key}={value!r} must compare with a string, number, boolean or null")
+        if (
+            value is not None
+            and not isinstance(value, (str, int, float, bool))
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
+            raise UsageError(
+                f"shared memory: metadata filter {key}={value!r} must compare with a string, number, boolean or null"
+            )
     return dict(metadata)
 
 
@@ -190,7 +225,12 @@ def check_confidence(value: Any) -> float:
         from ._hygiene import DEFAULT_CONFIDENCE
 
         return DEFAULT_CONFIDENCE
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0.0 <= value <= 1.0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0.0 <= value <= 1.0
+    ):
         raise UsageError(f"shared memory: confidence must be a number from 0 to 1, got {value!r}")
     return float(value)
 

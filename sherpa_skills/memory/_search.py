@@ -32,7 +32,17 @@ import structlog
 from ..errors import SherpaError, UsageError
 from ._hygiene import NEAR_DUPLICATE, TIER_WEIGHT, contradiction, tier
 from ._indexer import Indexer
-from ._models import (Artifact, Hit, SearchResult, Written, check_filters, check_limit, check_name, check_near, check_scope)
+from ._models import (
+    Artifact,
+    Hit,
+    SearchResult,
+    Written,
+    check_filters,
+    check_limit,
+    check_name,
+    check_near,
+    check_scope,
+)
 from ._store import MAX_QUERY_CHARS, MemoryStore
 
 log = structlog.get_logger(__name__)
@@ -48,8 +58,12 @@ def candidates(limit: int) -> int:
     return max(4 * limit, 50)
 
 
-def hybrid(lexical: dict[str, float], semantic: dict[str, float] | None, weight: float = SEMANTIC_WEIGHT,
-           floor: float = SEMANTIC_FLOOR) -> dict[str, tuple[float, float, float | None]]:
+def hybrid(
+    lexical: dict[str, float],
+    semantic: dict[str, float] | None,
+    weight: float = SEMANTIC_WEIGHT,
+    floor: float = SEMANTIC_FLOOR,
+) -> dict[str, tuple[float, float, float | None]]:
     """id → (score, normalised lexical, semantic); `semantic` None means lexical only. Pure: the formula above."""
     best = max(lexical.values(), default=0.0)
     scored: dict[str, tuple[float, float, float | None]] = {}
@@ -87,8 +101,9 @@ def companion_metadata(a: Artifact) -> dict[str, Any]:
     return meta
 
 
-def companion_where(agent: str | None, scope: str, author: str | None, kind: str | None,
-                    metadata: dict[str, Any]) -> dict[str, Any]:
+def companion_where(
+    agent: str | None, scope: str, author: str | None, kind: str | None, metadata: dict[str, Any]
+) -> dict[str, Any]:
     """The same visibility as the truth's SQL, as a chromadb `where` (the truth checks every hit again)."""
     clauses: list[dict[str, Any]] = []
     if scope == "private":
@@ -116,7 +131,9 @@ class SharedMemory:
         self._lock = threading.RLock()
         #: Why the last companion call failed (None when it worked): writes still succeed, only indexing waits.
         self.companion_problem: str | None = None
-        self.indexer = Indexer(lambda: self.store.path, self.companion, self.collection, companion_metadata, self._indexed)
+        self.indexer = Indexer(
+            lambda: self.store.path, self.companion, self.collection, companion_metadata, self._indexed
+        )
         self._lookup: Any = None  # one worker thread: the companion lookup runs while SQLite ranks the words
 
     def _nearest(self, query: str, wide: int) -> tuple[list[float], list[tuple[str, float]], list[tuple[str, float]]]:
@@ -167,33 +184,75 @@ class SharedMemory:
 
     # ------------------------------------------------------------------ writing
 
-    def write(self, text: str, *, agent: str, scope: str = "private", kind: str | None = None, tags: Any = None,
-              metadata: dict[str, Any] | None = None, run_id: str | None = None, id: str | None = None,
-              **checks: Any) -> Artifact:
+    def write(
+        self,
+        text: str,
+        *,
+        agent: str,
+        scope: str = "private",
+        kind: str | None = None,
+        tags: Any = None,
+        metadata: dict[str, Any] | None = None,
+        run_id: str | None = None,
+        id: str | None = None,
+        **checks: Any,
+    ) -> Artifact:
         """Store an artifact (redacted) in the truth, then index it; a companion failure leaves it pending, not lost.
         An identical current artifact is returned instead of a copy; see `remember` for what else a write checks."""
-        return self.remember(text, agent=agent, scope=scope, kind=kind, tags=tags, metadata=metadata, run_id=run_id,
-                             id=id, **checks).artifact
+        return self.remember(
+            text, agent=agent, scope=scope, kind=kind, tags=tags, metadata=metadata, run_id=run_id, id=id, **checks
+        ).artifact
 
-    def remember(self, text: str, *, agent: str, scope: str = "private", kind: str | None = None, tags: Any = None,
-                 metadata: dict[str, Any] | None = None, run_id: str | None = None, id: str | None = None,
-                 confidence: float | None = None, abstraction: str | None = None, category: str | None = None,
-                 supersedes: str | None = None, on_near: str = "flag", near_threshold: float = NEAR_DUPLICATE,
-                 check_tensions: bool = True, tension_model: str | None = None, model_dir: Any = None) -> Written:
+    def remember(
+        self,
+        text: str,
+        *,
+        agent: str,
+        scope: str = "private",
+        kind: str | None = None,
+        tags: Any = None,
+        metadata: dict[str, Any] | None = None,
+        run_id: str | None = None,
+        id: str | None = None,
+        confidence: float | None = None,
+        abstraction: str | None = None,
+        category: str | None = None,
+        supersedes: str | None = None,
+        on_near: str = "flag",
+        near_threshold: float = NEAR_DUPLICATE,
+        check_tensions: bool = True,
+        tension_model: str | None = None,
+        model_dir: Any = None,
+    ) -> Written:
         """Write with hygiene: an exact duplicate bumps the stored one's `seen`; a near-duplicate (cosine ≥
         `near_threshold`, same scope, owner and kind) is flagged, linked (`on_near="link"`) or merged into the stored
         one (`"merge"`); `supersedes` marks an older artifact replaced; contradicting facts become open tensions
         (by rules, and, with `tension_model`, by asking that model through litellm about related facts no rule flagged)."""
         on_near = check_near(on_near)
-        prepared = self.store.prepare(text, agent=agent, scope=scope, kind=kind, tags=tags, metadata=metadata, run_id=run_id,
-                                      id=id, confidence=confidence, abstraction=abstraction, category=category)
+        prepared = self.store.prepare(
+            text,
+            agent=agent,
+            scope=scope,
+            kind=kind,
+            tags=tags,
+            metadata=metadata,
+            run_id=run_id,
+            id=id,
+            confidence=confidence,
+            abstraction=abstraction,
+            category=category,
+        )
         if supersedes is not None:
             supersedes = str(check_name(supersedes, "supersedes"))
             self.store.check_supersede(supersedes, prepared)
         result = Written(prepared)
-        vector: list[float] | None = None  # the new text's embedding, when the companion answered the near-duplicate query
+        vector: list[float] | None = (
+            None  # the new text's embedding, when the companion answered the near-duplicate query
+        )
         if self.store.exact(prepared) is None and not self.store.has_id(prepared.id):
-            result.near, problem, vector = self._near(prepared, near_threshold, exclude={supersedes} if supersedes else set())
+            result.near, problem, vector = self._near(
+                prepared, near_threshold, exclude={supersedes} if supersedes else set()
+            )
             if problem:
                 result.skipped.append(f"near-duplicate check: {problem}")
             if result.near and on_near == "merge":
@@ -226,8 +285,9 @@ class SharedMemory:
             self._index([result.artifact])
         return result
 
-    def _near(self, artifact: Artifact, threshold: float,
-              exclude: set[str]) -> tuple[list[tuple[str, float]], str | None, list[float] | None]:
+    def _near(
+        self, artifact: Artifact, threshold: float, exclude: set[str]
+    ) -> tuple[list[tuple[str, float]], str | None, list[float] | None]:
         """Current artifacts of the same scope, owner and kind at cosine ≥ threshold, nearest first (or why not
         checked), and the text's vector when the companion answered (None before anything is indexed, or on failure)."""
         from ..semantic.companion import CompanionUnavailable
@@ -245,17 +305,30 @@ class SharedMemory:
         close = [(aid, sim) for aid, sim in nearest if sim >= threshold and aid != artifact.id and aid not in exclude]
         if not close:
             return [], None, vector if indexed else None
-        same = self.store.visible([aid for aid, _ in close], agent=artifact.agent, scope=artifact.scope,
-                                  author=artifact.agent if artifact.scope == "private" else None)
-        return [(aid, sim) for aid, sim in close if aid in same and same[aid].kind == artifact.kind
-                and contradiction(artifact.text, same[aid].text) is None], None, vector if indexed else None
+        same = self.store.visible(
+            [aid for aid, _ in close],
+            agent=artifact.agent,
+            scope=artifact.scope,
+            author=artifact.agent if artifact.scope == "private" else None,
+        )
+        return (
+            [
+                (aid, sim)
+                for aid, sim in close
+                if aid in same
+                and same[aid].kind == artifact.kind
+                and contradiction(artifact.text, same[aid].text) is None
+            ],
+            None,
+            vector if indexed else None,
+        )
 
     def write_many(self, artifacts: list[Artifact], *, index: bool = True) -> list[Artifact]:
         """Bulk load prepared artifacts (`store.prepare`) in one transaction; `index=False` leaves them to `reindex`."""
         stored = self.store.add(artifacts)
         if index:
             for start in range(0, len(stored), 1024):
-                self._index(stored[start:start + 1024], catch_up=0)
+                self._index(stored[start : start + 1024], catch_up=0)
         return stored
 
     def _index(self, artifacts: list[Artifact], catch_up: int = CATCH_UP) -> None:
@@ -273,8 +346,12 @@ class SharedMemory:
                 if catch_up:
                     todo.update({a.id: a for a in self.store.pending_artifacts(catch_up)})
                 items = list(todo.values())
-                companion.upsert(self.collection, [a.id for a in items], [a.text for a in items],
-                                 [companion_metadata(a) for a in items])
+                companion.upsert(
+                    self.collection,
+                    [a.id for a in items],
+                    [a.text for a in items],
+                    [companion_metadata(a) for a in items],
+                )
             except (CompanionUnavailable, UsageError) as exc:
                 self.companion_problem = getattr(exc, "reason", str(exc))
                 log.warning("memory_index_pending", reason=self.companion_problem, artifacts=len(artifacts))
@@ -300,9 +377,20 @@ class SharedMemory:
     def get(self, artifact_id: str, *, agent: str | None) -> Artifact:
         return self.store.get(artifact_id, agent=agent)
 
-    def search(self, query: str, *, agent: str | None, scope: str = "all", author: str | None = None,
-               kind: str | None = None, metadata: dict[str, Any] | None = None, limit: int = 10,
-               mode: str = "hybrid", history: bool = False, touch: bool = True) -> SearchResult:
+    def search(
+        self,
+        query: str,
+        *,
+        agent: str | None,
+        scope: str = "all",
+        author: str | None = None,
+        kind: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        limit: int = 10,
+        mode: str = "hybrid",
+        history: bool = False,
+        touch: bool = True,
+    ) -> SearchResult:
         """What `agent` may see (shared artifacts and its own private notes), best first; see the module for the score."""
         if not isinstance(query, str) or not query.strip():
             raise UsageError("shared memory: the search query is empty; say what to look for")
@@ -317,22 +405,31 @@ class SharedMemory:
         limit = check_limit(limit)
         n = candidates(limit)
         lookup = self._start_lookup(query, 4 * n) if mode == "hybrid" else None
-        lexical = self.store.lexical(query, agent=agent, scope=scope, author=author, kind=kind, metadata=filters, limit=n,
-                                     history=history)
+        lexical = self.store.lexical(
+            query, agent=agent, scope=scope, author=author, kind=kind, metadata=filters, limit=n, history=history
+        )
         order = {aid: seq for aid, seq, _ in lexical}
         semantic: dict[str, float] | None = None
         degraded: str | None = None
         notes: list[str] = []
         if mode == "hybrid":
-            semantic, degraded = self._semantic(query, agent, scope, author, kind, filters, limit, n, order, history, lookup)
+            semantic, degraded = self._semantic(
+                query, agent, scope, author, kind, filters, limit, n, order, history, lookup
+            )
         scored = hybrid({aid: raw for aid, _, raw in lexical}, semantic)
         now = time.time()
         for aid, (last, conf, reads, abstraction) in self.store.decay_inputs(list(scored)).items():
             score, lex, sem = scored[aid]
-            scored[aid] = (score * TIER_WEIGHT[tier(last, confidence=conf, reads=reads, abstraction=abstraction, now=now)], lex, sem)
+            scored[aid] = (
+                score * TIER_WEIGHT[tier(last, confidence=conf, reads=reads, abstraction=abstraction, now=now)],
+                lex,
+                sem,
+            )
         best = sorted(scored, key=lambda aid: (-scored[aid][0], -order[aid]))[:limit]
         # Texts are read for the hits only, and through the same visibility filter once more.
-        artifacts = self.store.visible(best, agent=agent, scope=scope, author=author, kind=kind, metadata=filters, history=history)
+        artifacts = self.store.visible(
+            best, agent=agent, scope=scope, author=author, kind=kind, metadata=filters, history=history
+        )
         hits = [Hit(artifacts[aid], *scored[aid]) for aid in best if aid in artifacts]
         if touch and hits:
             self.store.touch([h.artifact.id for h in hits])
@@ -341,16 +438,31 @@ class SharedMemory:
             with self.indexer.lock:  # held artifacts are found by meaning already: not what the note is about
                 pending = max(0, self.store.pending() - len(self.indexer.held))
             if pending:
-                notes.append(f"{pending} artifact(s) are not in the semantic index yet (written while it was unavailable); "
-                             f"they are found by their words only until `sherpa-skills memory reindex`")
+                notes.append(
+                    f"{pending} artifact(s) are not in the semantic index yet (written while it was unavailable); "
+                    f"they are found by their words only until `sherpa-skills memory reindex`"
+                )
             embedder = self.companion().embedder
             if not getattr(embedder, "semantic", True):
-                notes.append(f"the embedder {embedder.name!r} matches shared words, not meaning (MiniLM is not installed)")
+                notes.append(
+                    f"the embedder {embedder.name!r} matches shared words, not meaning (MiniLM is not installed)"
+                )
         return SearchResult(query, hits, "lexical" if semantic is None else "hybrid", degraded, pending, notes)
 
-    def _semantic(self, query: str, agent: str | None, scope: str, author: str | None, kind: str | None,
-                  filters: dict[str, Any], limit: int, n: int, order: dict[str, int],
-                  history: bool = False, lookup: Any = None) -> tuple[dict[str, float] | None, str | None]:
+    def _semantic(
+        self,
+        query: str,
+        agent: str | None,
+        scope: str,
+        author: str | None,
+        kind: str | None,
+        filters: dict[str, Any],
+        limit: int,
+        n: int,
+        order: dict[str, int],
+        history: bool = False,
+        lookup: Any = None,
+    ) -> tuple[dict[str, float] | None, str | None]:
         """(similarity by visible id, None) from the companion, or (None, why not); `order` gains the seq of new ids.
 
         chromadb's metadata filters cost a scan (about 0.2 s at 100k items), its plain nearest-neighbour query
@@ -362,20 +474,41 @@ class SharedMemory:
         try:
             vector, held, nearest = lookup.result() if lookup is not None else self._nearest(query, wide)
             companion = self.companion()
-            visible = self.store.visible_ids([aid for aid, _ in _merged(nearest, held)], agent=agent, scope=scope,
-                                             author=author, kind=kind, metadata=filters, history=history)
+            visible = self.store.visible_ids(
+                [aid for aid, _ in _merged(nearest, held)],
+                agent=agent,
+                scope=scope,
+                author=author,
+                kind=kind,
+                metadata=filters,
+                history=history,
+            )
             if len(visible) < limit and len(nearest) < self.store.count():  # (HNSW may return fewer than asked)
-                nearest = companion.query(self.collection, query, n=n, where=companion_where(agent, scope, author, kind, filters),
-                                          vector=vector)
-                visible = self.store.visible_ids([aid for aid, _ in _merged(nearest, held)], agent=agent, scope=scope,
-                                                 author=author, kind=kind, metadata=filters, history=history)
+                nearest = companion.query(
+                    self.collection,
+                    query,
+                    n=n,
+                    where=companion_where(agent, scope, author, kind, filters),
+                    vector=vector,
+                )
+                visible = self.store.visible_ids(
+                    [aid for aid, _ in _merged(nearest, held)],
+                    agent=agent,
+                    scope=scope,
+                    author=author,
+                    kind=kind,
+                    metadata=filters,
+                    history=history,
+                )
         except SherpaError as exc:  # CompanionUnavailable, or a companion that cannot even be configured
             if self.store.count() == 0:
                 return {}, None  # nothing stored, nothing indexed: an absent collection is no degradation
             reason = getattr(exc, "reason", str(exc))
             log.warning("memory_search_degraded", reason=reason)
-            return None, (f"semantic search unavailable ({reason}); these results are lexical only (SQLite FTS5); "
-                          f"`sherpa-skills memory reindex` rebuilds the index from the store")
+            return None, (
+                f"semantic search unavailable ({reason}); these results are lexical only (SQLite FTS5); "
+                f"`sherpa-skills memory reindex` rebuilds the index from the store"
+            )
         order.update(visible)
         return {aid: sim for aid, sim in _merged(nearest, held) if aid in visible}, None
 
@@ -421,10 +554,18 @@ class SharedMemory:
                     break
         self.companion_problem = None
         with self.indexer.lock:  # held artifacts the rebuild read from the truth are in the companion now
-            self.indexer.forget([row[0] for row in self.store._rows_among("a.id", list(self.indexer.held), "a.indexed = 1", [])])
-        result = {"artifacts": size, "collection": self.collection, "companion": companion.where,
-                  "embedder": companion.embedder.name, "seconds": round(time.monotonic() - started, 2),
-                  "pending": self.store.pending(), "moved_aside": str(moved) if moved else None}
+            self.indexer.forget(
+                [row[0] for row in self.store._rows_among("a.id", list(self.indexer.held), "a.indexed = 1", [])]
+            )
+        result = {
+            "artifacts": size,
+            "collection": self.collection,
+            "companion": companion.where,
+            "embedder": companion.embedder.name,
+            "seconds": round(time.monotonic() - started, 2),
+            "pending": self.store.pending(),
+            "moved_aside": str(moved) if moved else None,
+        }
         log.info("memory_reindexed", **result)
         return result
 
@@ -439,8 +580,11 @@ class SharedMemory:
         status: dict[str, Any] = {"collection": self.collection, "ok": False, "items": None, "reason": None}
         try:
             companion = self.companion()
-            status.update(where=companion.where, embedder=companion.embedder.name,
-                          semantic=bool(getattr(companion.embedder, "semantic", True)))
+            status.update(
+                where=companion.where,
+                embedder=companion.embedder.name,
+                semantic=bool(getattr(companion.embedder, "semantic", True)),
+            )
             status["items"] = companion.count(self.collection)
             stale = companion.stale(self.collection)
             status["ok"] = stale is None
@@ -448,8 +592,10 @@ class SharedMemory:
         except SherpaError as exc:
             status["reason"] = getattr(exc, "reason", str(exc))
         if status["ok"] and status["items"] != data["artifacts"]:
-            status["reason"] = (f"the companion holds {status['items']} items for {data['artifacts']} artifacts; "
-                                f"`sherpa-skills memory reindex` brings it in line")
+            status["reason"] = (
+                f"the companion holds {status['items']} items for {data['artifacts']} artifacts; "
+                f"`sherpa-skills memory reindex` brings it in line"
+            )
         data["companion"] = status
         return data
 

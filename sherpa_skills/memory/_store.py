@@ -25,8 +25,18 @@ from ..home import store_path
 from ..redact import redact, redact_value
 from ..sqlite_db import Transaction, connect, execute_script, migrate
 from ._hygiene import TIERS, content_hash, contradiction, related, tier
-from ._models import (Artifact, check_abstraction, check_confidence, check_filters, check_limit, check_metadata, check_name,
-                      check_scope, check_tags, check_text)
+from ._models import (
+    Artifact,
+    check_abstraction,
+    check_confidence,
+    check_filters,
+    check_limit,
+    check_metadata,
+    check_name,
+    check_scope,
+    check_tags,
+    check_text,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -36,12 +46,16 @@ _MAX_TERMS = 64
 _TERM = re.compile(r"\w+", re.UNICODE)
 # Words that match nearly every artifact: dropped from the FTS5 query (unless they are all the query has),
 # because OR-ing them makes SQLite score most of the table for no change in ranking.
-_STOPWORDS = frozenset("""a an and are as at be but by for from has have how i in into is it its of on or our so that the
-    their then there these this to was we were what when where which who why will with you your do does did not no""".split())
+_STOPWORDS = frozenset(
+    """a an and are as at be but by for from has have how i in into is it its of on or our so that the
+    their then there these this to was we were what when where which who why will with you your do does did not no""".split()
+)
 
 
 def m001_memory(conn: sqlite3.Connection) -> None:
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         CREATE TABLE memory_artifacts (
             seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, agent TEXT NOT NULL, run_id TEXT,
             scope TEXT NOT NULL CHECK (scope IN ('private', 'shared')), kind TEXT, tags TEXT NOT NULL,
@@ -62,14 +76,17 @@ def m001_memory(conn: sqlite3.Connection) -> None:
             INSERT INTO memory_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
         END;
         CREATE TABLE memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    """)
+    """,
+    )
     # Names this store's companion collection, so several homes can share one chroma server without clashing.
     conn.execute("INSERT INTO memory_meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex[:12],))
 
 
 def m002_hygiene(conn: sqlite3.Connection) -> None:
     """Dedup, supersede, decay and tensions: new columns with defaults, so a home written by older code upgrades in place."""
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         ALTER TABLE memory_artifacts ADD COLUMN content_hash TEXT;
         ALTER TABLE memory_artifacts ADD COLUMN seen INTEGER NOT NULL DEFAULT 1;
         ALTER TABLE memory_artifacts ADD COLUMN last_seen REAL;
@@ -90,32 +107,73 @@ def m002_hygiene(conn: sqlite3.Connection) -> None:
             created REAL NOT NULL, PRIMARY KEY (src, dst, relation));
         CREATE TABLE memory_log (seq INTEGER PRIMARY KEY, at REAL NOT NULL, action TEXT NOT NULL, artifact TEXT,
             operator TEXT NOT NULL, reason TEXT, detail TEXT NOT NULL);
-    """)
+    """,
+    )
     rows = conn.execute("SELECT seq, text, scope, agent, kind, created FROM memory_artifacts").fetchall()
-    conn.executemany("UPDATE memory_artifacts SET content_hash = ?, last_access = ? WHERE seq = ?",
-                     [(content_hash(text, scope, agent, kind), created, seq) for seq, text, scope, agent, kind, created in rows])
-    execute_script(conn, """
+    conn.executemany(
+        "UPDATE memory_artifacts SET content_hash = ?, last_access = ? WHERE seq = ?",
+        [(content_hash(text, scope, agent, kind), created, seq) for seq, text, scope, agent, kind, created in rows],
+    )
+    execute_script(
+        conn,
+        """
         CREATE INDEX memory_artifacts_hash ON memory_artifacts (content_hash) WHERE superseded_by IS NULL;
         CREATE INDEX memory_artifacts_access ON memory_artifacts (last_access);
-    """)
+    """,
+    )
 
 
 MIGRATIONS = [m001_memory, m002_hygiene]
 
-_COLUMNS = ("a.id, a.text, a.agent, a.run_id, a.scope, a.kind, a.tags, a.metadata, a.created, a.confidence, a.abstraction,"
-            " a.category, a.seen, a.last_seen, a.last_access, a.reads, a.supersedes, a.superseded_by")
+_COLUMNS = (
+    "a.id, a.text, a.agent, a.run_id, a.scope, a.kind, a.tags, a.metadata, a.created, a.confidence, a.abstraction,"
+    " a.category, a.seen, a.last_seen, a.last_access, a.reads, a.supersedes, a.superseded_by"
+)
 #: Rows that are the newest of their chain: what reads return unless the history is asked for.
 CURRENT = "a.superseded_by IS NULL"
 
 
 def _artifact(row: tuple[Any, ...]) -> Artifact:
-    (aid, text, agent, run_id, scope, kind, tags, metadata, created, confidence, abstraction, category, seen, last_seen,
-     last_access, reads, supersedes, superseded_by) = row
-    return Artifact.model_construct(id=aid, text=text, agent=agent, run_id=run_id, scope=scope, kind=kind,
-                                    tags=json.loads(tags), metadata=json.loads(metadata), created=created,
-                                    confidence=confidence, abstraction=abstraction, category=category, seen=seen,
-                                    last_seen=last_seen, last_access=last_access, reads=reads, supersedes=supersedes,
-                                    superseded_by=superseded_by)
+    (
+        aid,
+        text,
+        agent,
+        run_id,
+        scope,
+        kind,
+        tags,
+        metadata,
+        created,
+        confidence,
+        abstraction,
+        category,
+        seen,
+        last_seen,
+        last_access,
+        reads,
+        supersedes,
+        superseded_by,
+    ) = row
+    return Artifact.model_construct(
+        id=aid,
+        text=text,
+        agent=agent,
+        run_id=run_id,
+        scope=scope,
+        kind=kind,
+        tags=json.loads(tags),
+        metadata=json.loads(metadata),
+        created=created,
+        confidence=confidence,
+        abstraction=abstraction,
+        category=category,
+        seen=seen,
+        last_seen=last_seen,
+        last_access=last_access,
+        reads=reads,
+        supersedes=supersedes,
+        superseded_by=superseded_by,
+    )
 
 
 def _dump(value: Any) -> str:
@@ -131,8 +189,15 @@ def fts_query(query: str) -> str | None:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in kept[:_MAX_TERMS])
 
 
-def reader_filter(agent: str | None, scope: str = "all", *, author: str | None = None, kind: str | None = None,
-                  metadata: dict[str, Any] | None = None, history: bool = False) -> tuple[str, list[Any]]:
+def reader_filter(
+    agent: str | None,
+    scope: str = "all",
+    *,
+    author: str | None = None,
+    kind: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    history: bool = False,
+) -> tuple[str, list[Any]]:
     """SQL over `memory_artifacts a` for what `agent` may see: shared artifacts and its own private notes
     (the newest of each supersede chain only, unless `history`)."""
     scope = check_scope(scope, reading=True)
@@ -140,7 +205,9 @@ def reader_filter(agent: str | None, scope: str = "all", *, author: str | None =
     args: list[Any] = []
     if scope == "private":
         if agent is None:
-            raise UsageError("shared memory: private notes are read by their author only; give the reading agent's name")
+            raise UsageError(
+                "shared memory: private notes are read by their author only; give the reading agent's name"
+            )
         clauses.append("a.scope = 'private' AND a.agent = ?")
         args.append(agent)
     elif scope == "shared" or agent is None:
@@ -188,10 +255,22 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ writing
 
-    def prepare(self, text: str, *, agent: str, scope: str = "private", kind: str | None = None, tags: Any = None,
-                metadata: dict[str, Any] | None = None, run_id: str | None = None, id: str | None = None,
-                created: float | None = None, confidence: float | None = None, abstraction: str | None = None,
-                category: str | None = None) -> Artifact:
+    def prepare(
+        self,
+        text: str,
+        *,
+        agent: str,
+        scope: str = "private",
+        kind: str | None = None,
+        tags: Any = None,
+        metadata: dict[str, Any] | None = None,
+        run_id: str | None = None,
+        id: str | None = None,
+        created: float | None = None,
+        confidence: float | None = None,
+        abstraction: str | None = None,
+        category: str | None = None,
+    ) -> Artifact:
         """Check and redact one artifact; raises UsageError before anything is written."""
         text = check_text(text)
         confidence = check_confidence(confidence)
@@ -205,22 +284,48 @@ class MemoryStore:
         run_id = check_name(run_id, "run_id", required=False)
         aid = check_name(id, "id", required=False) or uuid.uuid4().hex[:16]
         return Artifact.model_construct(
-            id=aid, text=redact(text), agent=agent, run_id=run_id, scope=scope,
-            kind=None if kind is None else redact(kind), tags=[redact(t) for t in clean_tags],
-            metadata=redact_value(clean_meta), created=created if created is not None else time.time(),
-            confidence=confidence, abstraction=abstraction, category=None if category is None else redact(category))
+            id=aid,
+            text=redact(text),
+            agent=agent,
+            run_id=run_id,
+            scope=scope,
+            kind=None if kind is None else redact(kind),
+            tags=[redact(t) for t in clean_tags],
+            metadata=redact_value(clean_meta),
+            created=created if created is not None else time.time(),
+            confidence=confidence,
+            abstraction=abstraction,
+            category=None if category is None else redact(category),
+        )
 
-    def write(self, text: str, *, agent: str, scope: str = "private", kind: str | None = None, tags: Any = None,
-              metadata: dict[str, Any] | None = None, run_id: str | None = None, id: str | None = None) -> Artifact:
+    def write(
+        self,
+        text: str,
+        *,
+        agent: str,
+        scope: str = "private",
+        kind: str | None = None,
+        tags: Any = None,
+        metadata: dict[str, Any] | None = None,
+        run_id: str | None = None,
+        id: str | None = None,
+    ) -> Artifact:
         """Store one artifact (redacted); a repeated `id` with the same content returns the stored one."""
-        return self.add([self.prepare(text, agent=agent, scope=scope, kind=kind, tags=tags, metadata=metadata,
-                                      run_id=run_id, id=id)])[0]
+        return self.add(
+            [
+                self.prepare(
+                    text, agent=agent, scope=scope, kind=kind, tags=tags, metadata=metadata, run_id=run_id, id=id
+                )
+            ]
+        )[0]
 
     def add(self, artifacts: Iterable[Artifact]) -> list[Artifact]:
         """Insert prepared artifacts in one transaction; see `add_checked`."""
         return [a for a, _ in self.add_checked(artifacts)]
 
-    def add_checked(self, artifacts: Iterable[Artifact], *, supersedes: str | None = None) -> list[tuple[Artifact, bool]]:
+    def add_checked(
+        self, artifacts: Iterable[Artifact], *, supersedes: str | None = None
+    ) -> list[tuple[Artifact, bool]]:
         """Insert prepared artifacts in one transaction, each with whether it was an exact duplicate.
 
         An id already stored must hold the same content (a replayed write: returned as is). Content equal to a current
@@ -230,24 +335,47 @@ class MemoryStore:
         if not items:
             return []
         hashes = [content_hash(a.text, a.scope, a.agent, a.kind) for a in items]
-        rows = [(a.id, a.agent, a.run_id, a.scope, a.kind, _dump(a.tags), _dump(a.metadata), a.text, a.created, h,
-                 a.confidence, a.abstraction, a.category, a.created, a.created) for a, h in zip(items, hashes)]
+        rows = [
+            (
+                a.id,
+                a.agent,
+                a.run_id,
+                a.scope,
+                a.kind,
+                _dump(a.tags),
+                _dump(a.metadata),
+                a.text,
+                a.created,
+                h,
+                a.confidence,
+                a.abstraction,
+                a.category,
+                a.created,
+                a.created,
+            )
+            for a, h in zip(items, hashes)
+        ]
         out: list[tuple[Artifact, bool]] = []
         with self._tx():
             existing: dict[str, Artifact] = {}
             ids = [a.id for a in items]
             for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
+                chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                for row in self.conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id IN ({marks})", chunk):
+                for row in self.conn.execute(
+                    f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id IN ({marks})", chunk
+                ):
                     existing[row[0]] = _artifact(row)
             by_hash: dict[str, Artifact] = {}
             wanted = list(dict.fromkeys(hashes))
             for start in range(0, len(wanted), 500):
-                chunk = wanted[start:start + 500]
+                chunk = wanted[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                for row in self.conn.execute(f"SELECT a.content_hash, {_COLUMNS} FROM memory_artifacts a"
-                                             f" WHERE a.content_hash IN ({marks}) AND {CURRENT}", chunk):
+                for row in self.conn.execute(
+                    f"SELECT a.content_hash, {_COLUMNS} FROM memory_artifacts a"
+                    f" WHERE a.content_hash IN ({marks}) AND {CURRENT}",
+                    chunk,
+                ):
                     by_hash.setdefault(row[0], _artifact(row[1:]))
             fresh = []
             bumps: dict[str, int] = {}
@@ -270,12 +398,19 @@ class MemoryStore:
                 out.append((a, False))
             self.conn.executemany(
                 "INSERT INTO memory_artifacts (id, agent, run_id, scope, kind, tags, metadata, text, created, content_hash,"
-                " confidence, abstraction, category, last_seen, last_access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", fresh)
-            self.conn.executemany("UPDATE memory_artifacts SET seen = seen + ?, last_seen = ?, last_access = ? WHERE id = ?",
-                                  [(n, now, now, aid) for aid, n in bumps.items()])
+                " confidence, abstraction, category, last_seen, last_access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                fresh,
+            )
+            self.conn.executemany(
+                "UPDATE memory_artifacts SET seen = seen + ?, last_seen = ?, last_access = ? WHERE id = ?",
+                [(n, now, now, aid) for aid, n in bumps.items()],
+            )
         for n, (a, dup) in enumerate(out):
             if dup:
-                out[n] = (a.model_copy(update={"seen": a.seen + bumps[a.id], "last_seen": now, "last_access": now}), True)
+                out[n] = (
+                    a.model_copy(update={"seen": a.seen + bumps[a.id], "last_seen": now, "last_access": now}),
+                    True,
+                )
         return out
 
     def delete(self, artifact_id: str, *, operator: str, reason: str | None = None) -> bool:
@@ -283,8 +418,10 @@ class MemoryStore:
         False when there is no such artifact. Links and tensions that named it go with it; its chain closes over it."""
         operator = str(check_name(operator, "the operator's name"))
         with self._tx():
-            row = self.conn.execute("SELECT agent, scope, kind, supersedes, superseded_by FROM memory_artifacts WHERE id = ?",
-                                    (artifact_id,)).fetchone()
+            row = self.conn.execute(
+                "SELECT agent, scope, kind, supersedes, superseded_by FROM memory_artifacts WHERE id = ?",
+                (artifact_id,),
+            ).fetchone()
             if row is None:
                 return False
             author, scope, kind, older, newer = row
@@ -299,15 +436,29 @@ class MemoryStore:
         log.info("memory_deleted", artifact=artifact_id, operator=operator, reason=reason)
         return True
 
-    def _log(self, action: str, artifact: str | None, operator: str, reason: str | None, detail: dict[str, Any]) -> None:
-        self.conn.execute("INSERT INTO memory_log (at, action, artifact, operator, reason, detail) VALUES (?, ?, ?, ?, ?, ?)",
-                          (time.time(), action, artifact, operator, None if reason is None else redact(reason), _dump(detail)))
+    def _log(
+        self, action: str, artifact: str | None, operator: str, reason: str | None, detail: dict[str, Any]
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO memory_log (at, action, artifact, operator, reason, detail) VALUES (?, ?, ?, ?, ?, ?)",
+            (time.time(), action, artifact, operator, None if reason is None else redact(reason), _dump(detail)),
+        )
 
     def operator_log(self, limit: int = 100) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT at, action, artifact, operator, reason, detail FROM memory_log ORDER BY seq DESC LIMIT ?",
-                                 (limit,)).fetchall()
-        return [{"at": at, "action": action, "artifact": art, "operator": op, "reason": reason, "detail": json.loads(detail)}
-                for at, action, art, op, reason, detail in rows]
+        rows = self.conn.execute(
+            "SELECT at, action, artifact, operator, reason, detail FROM memory_log ORDER BY seq DESC LIMIT ?", (limit,)
+        ).fetchall()
+        return [
+            {
+                "at": at,
+                "action": action,
+                "artifact": art,
+                "operator": op,
+                "reason": reason,
+                "detail": json.loads(detail),
+            }
+            for at, action, art, op, reason, detail in rows
+        ]
 
     # ------------------------------------------------------------------ supersede, links, tensions
 
@@ -317,20 +468,31 @@ class MemoryStore:
         try:
             old = self.get(old_id, agent=new.agent, history=True)
         except StoreError:
-            raise UsageError(f"shared memory: supersedes {old_id!r}: no artifact with that id visible to agent {new.agent!r}") from None
+            raise UsageError(
+                f"shared memory: supersedes {old_id!r}: no artifact with that id visible to agent {new.agent!r}"
+            ) from None
         if old.superseded_by is not None:
-            raise UsageError(f"shared memory: {old_id} is already superseded by {old.superseded_by}; supersede that one instead")
+            raise UsageError(
+                f"shared memory: {old_id} is already superseded by {old.superseded_by}; supersede that one instead"
+            )
         if old.scope == "shared" and new.scope == "private":
-            raise UsageError(f"shared memory: {old_id} is shared; a private note cannot supersede it (write the correction --shared)")
+            raise UsageError(
+                f"shared memory: {old_id} is shared; a private note cannot supersede it (write the correction --shared)"
+            )
         return old
 
     def supersede(self, old_id: str, new_id: str) -> None:
         with self._tx():
-            self.conn.execute("UPDATE memory_artifacts SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL", (new_id, old_id))
+            self.conn.execute(
+                "UPDATE memory_artifacts SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL", (new_id, old_id)
+            )
             self.conn.execute("UPDATE memory_artifacts SET supersedes = ? WHERE id = ?", (old_id, new_id))
             # Every open tension of the replaced artifact is settled by the correction (which is checked on its own).
-            self.conn.execute("UPDATE memory_tensions SET status = 'resolved', kept = ?, resolved = ?, resolved_by = 'supersede'"
-                              " WHERE status = 'open' AND (a = ? OR b = ?)", (new_id, time.time(), old_id, old_id))
+            self.conn.execute(
+                "UPDATE memory_tensions SET status = 'resolved', kept = ?, resolved = ?, resolved_by = 'supersede'"
+                " WHERE status = 'open' AND (a = ? OR b = ?)",
+                (new_id, time.time(), old_id, old_id),
+            )
 
     def chain(self, artifact_id: str, *, agent: str | None) -> list[Artifact]:
         """The supersede chain through `artifact_id`, newest first, as far as `agent` may see it."""
@@ -341,8 +503,10 @@ class MemoryStore:
             found: list[Artifact] = []
             current = start
             while getattr(current, link) is not None and len(found) < 1000:
-                row = self.conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id = ? AND {where}",
-                                        [getattr(current, link), *args]).fetchone()
+                row = self.conn.execute(
+                    f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id = ? AND {where}",
+                    [getattr(current, link), *args],
+                ).fetchone()
                 if row is None:  # deleted, or not this reader's to see
                     break
                 current = _artifact(row)
@@ -354,17 +518,23 @@ class MemoryStore:
 
     def link(self, src: str, dst: str, relation: str, score: float | None = None) -> None:
         with self._tx():
-            self.conn.execute("INSERT OR IGNORE INTO memory_links (src, dst, relation, score, created) VALUES (?, ?, ?, ?, ?)",
-                              (src, dst, relation, score, time.time()))
+            self.conn.execute(
+                "INSERT OR IGNORE INTO memory_links (src, dst, relation, score, created) VALUES (?, ?, ?, ?, ?)",
+                (src, dst, relation, score, time.time()),
+            )
 
     def links(self, artifact_id: str) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT src, dst, relation, score FROM memory_links WHERE src = ? OR dst = ?", (artifact_id, artifact_id))
+        rows = self.conn.execute(
+            "SELECT src, dst, relation, score FROM memory_links WHERE src = ? OR dst = ?", (artifact_id, artifact_id)
+        )
         return [{"src": a, "dst": b, "relation": r, "score": sc} for a, b, r, sc in rows]
 
     def exact(self, artifact: Artifact) -> str | None:
         """The id of the current artifact holding the same content as `artifact` in its (scope, owner, kind), if any."""
-        row = self.conn.execute(f"SELECT a.id FROM memory_artifacts a WHERE a.content_hash = ? AND {CURRENT} LIMIT 1",
-                                (content_hash(artifact.text, artifact.scope, artifact.agent, artifact.kind),)).fetchone()
+        row = self.conn.execute(
+            f"SELECT a.id FROM memory_artifacts a WHERE a.content_hash = ? AND {CURRENT} LIMIT 1",
+            (content_hash(artifact.text, artifact.scope, artifact.agent, artifact.kind),),
+        ).fetchone()
         return None if row is None else str(row[0])
 
     def has_id(self, artifact_id: str) -> bool:
@@ -374,12 +544,15 @@ class MemoryStore:
         """A near-duplicate the caller chose to merge: counted as another sighting of `target`, nothing new stored."""
         now = time.time()
         with self._tx():
-            self.conn.execute("UPDATE memory_artifacts SET seen = seen + 1, last_seen = ?, last_access = ? WHERE id = ?",
-                              (now, now, target.id))
+            self.conn.execute(
+                "UPDATE memory_artifacts SET seen = seen + 1, last_seen = ?, last_access = ? WHERE id = ?",
+                (now, now, target.id),
+            )
         return target.model_copy(update={"seen": target.seen + 1, "last_seen": now, "last_access": now})
 
-    def find_tensions(self, artifact: Artifact, *, candidates: int = 20, record: int = 3,
-                      judge: Any = None, ask: int = 3) -> list[dict[str, Any]]:
+    def find_tensions(
+        self, artifact: Artifact, *, candidates: int = 20, record: int = 3, judge: Any = None, ask: int = 3
+    ) -> list[dict[str, Any]]:
         """Rule-checked contradictions between `artifact` and current facts of its scope (and owner, when private)
         that share its words; records at most `record` of them as open tensions. Episodes are records of what
         happened, each true in its time, so only patterns and principles are checked. `judge(new, old)` (the
@@ -394,7 +567,9 @@ class MemoryStore:
         rows = self.conn.execute(
             f"SELECT a.id, a.text FROM memory_fts JOIN memory_artifacts a ON a.seq = memory_fts.rowid"
             f" WHERE memory_fts MATCH ? AND a.scope = ? AND a.id != ? AND {CURRENT} AND a.abstraction != 'episode' {owner}"
-            f" ORDER BY bm25(memory_fts, 1.0, 0.5) LIMIT ?", args).fetchall()
+            f" ORDER BY bm25(memory_fts, 1.0, 0.5) LIMIT ?",
+            args,
+        ).fetchall()
         found: list[dict[str, Any]] = []
         now = time.time()
         with self._tx():
@@ -406,9 +581,19 @@ class MemoryStore:
                 if reason is None:
                     continue
                 tid = hashlib.sha256(f"{other_id}\x1f{artifact.id}".encode()).hexdigest()[:12]
-                self.conn.execute("INSERT OR IGNORE INTO memory_tensions (id, a, b, scope, agent, reason, created)"
-                                  " VALUES (?, ?, ?, ?, ?, ?, ?)", (tid, other_id, artifact.id, artifact.scope,
-                                                                     artifact.agent if artifact.scope == "private" else None, reason, now))
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO memory_tensions (id, a, b, scope, agent, reason, created)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        tid,
+                        other_id,
+                        artifact.id,
+                        artifact.scope,
+                        artifact.agent if artifact.scope == "private" else None,
+                        reason,
+                        now,
+                    ),
+                )
                 found.append({"id": tid, "a": other_id, "b": artifact.id, "reason": reason})
                 if len(found) >= record:
                     break
@@ -417,8 +602,10 @@ class MemoryStore:
     def add_tension(self, a: str, b: str, reason: str, *, scope: str, agent: str | None) -> str:
         tid = hashlib.sha256(f"{a}\x1f{b}".encode()).hexdigest()[:12]
         with self._tx():
-            self.conn.execute("INSERT OR IGNORE INTO memory_tensions (id, a, b, scope, agent, reason, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                              (tid, a, b, scope, agent if scope == "private" else None, reason, time.time()))
+            self.conn.execute(
+                "INSERT OR IGNORE INTO memory_tensions (id, a, b, scope, agent, reason, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (tid, a, b, scope, agent if scope == "private" else None, reason, time.time()),
+            )
         return tid
 
     def tensions(self, *, agent: str | None, status: str = "open", limit: int = 100) -> list[dict[str, Any]]:
@@ -433,10 +620,24 @@ class MemoryStore:
         rows = self.conn.execute(
             f"SELECT t.id, t.a, t.b, t.scope, t.reason, t.status, t.kept, t.created, t.resolved, t.resolved_by, x.text, y.text"
             f" FROM memory_tensions t JOIN memory_artifacts x ON x.id = t.a JOIN memory_artifacts y ON y.id = t.b"
-            f" WHERE {' AND '.join(clauses)} ORDER BY t.created DESC LIMIT ?", [*args, check_limit(limit)]).fetchall()
-        return [{"id": tid, "a": {"id": a, "text": ta}, "b": {"id": b, "text": tb}, "scope": scope, "reason": reason,
-                 "status": st, "kept": kept, "created": created, "resolved": resolved, "resolved_by": by}
-                for tid, a, b, scope, reason, st, kept, created, resolved, by, ta, tb in rows]
+            f" WHERE {' AND '.join(clauses)} ORDER BY t.created DESC LIMIT ?",
+            [*args, check_limit(limit)],
+        ).fetchall()
+        return [
+            {
+                "id": tid,
+                "a": {"id": a, "text": ta},
+                "b": {"id": b, "text": tb},
+                "scope": scope,
+                "reason": reason,
+                "status": st,
+                "kept": kept,
+                "created": created,
+                "resolved": resolved,
+                "resolved_by": by,
+            }
+            for tid, a, b, scope, reason, st, kept, created, resolved, by, ta, tb in rows
+        ]
 
     def open_tensions(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM memory_tensions WHERE status = 'open'").fetchone()[0])
@@ -445,19 +646,29 @@ class MemoryStore:
         """Settle an open tension `agent` may see: `keep` stays current, the other side is superseded by it."""
         found = [t for t in self.tensions(agent=agent, status="all", limit=1000) if t["id"] == tension_id]
         if not found:
-            raise UsageError(f"shared memory: no tension {tension_id!r} visible to agent {agent!r}; `memory tensions` lists them")
+            raise UsageError(
+                f"shared memory: no tension {tension_id!r} visible to agent {agent!r}; `memory tensions` lists them"
+            )
         t = found[0]
         if t["status"] != "open":
             raise UsageError(f"shared memory: tension {tension_id} is already resolved (kept {t['kept']})")
         sides = {t["a"]["id"]: t["b"]["id"], t["b"]["id"]: t["a"]["id"]}
         if keep not in sides:
-            raise UsageError(f"shared memory: tension {tension_id} is between {t['a']['id']} and {t['b']['id']}; keep one of them")
+            raise UsageError(
+                f"shared memory: tension {tension_id} is between {t['a']['id']} and {t['b']['id']}; keep one of them"
+            )
         loser = sides[keep]
         with self._tx():
-            self.conn.execute("UPDATE memory_artifacts SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL", (keep, loser))
-            self.conn.execute("UPDATE memory_artifacts SET supersedes = COALESCE(supersedes, ?) WHERE id = ?", (loser, keep))
-            self.conn.execute("UPDATE memory_tensions SET status = 'resolved', kept = ?, resolved = ?, resolved_by = ? WHERE id = ?",
-                              (keep, time.time(), agent, tension_id))
+            self.conn.execute(
+                "UPDATE memory_artifacts SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL", (keep, loser)
+            )
+            self.conn.execute(
+                "UPDATE memory_artifacts SET supersedes = COALESCE(supersedes, ?) WHERE id = ?", (loser, keep)
+            )
+            self.conn.execute(
+                "UPDATE memory_tensions SET status = 'resolved', kept = ?, resolved = ?, resolved_by = ? WHERE id = ?",
+                (keep, time.time(), agent, tension_id),
+            )
         return {**t, "status": "resolved", "kept": keep, "superseded": loser}
 
     # ------------------------------------------------------------------ decay
@@ -469,14 +680,19 @@ class MemoryStore:
         now = time.time()
         with self._tx():
             for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                self.conn.execute(f"UPDATE memory_artifacts SET reads = reads + 1, last_access = ?"
-                                  f" WHERE id IN ({','.join('?' * len(chunk))})", [now, *chunk])
+                chunk = ids[start : start + 500]
+                self.conn.execute(
+                    f"UPDATE memory_artifacts SET reads = reads + 1, last_access = ?"
+                    f" WHERE id IN ({','.join('?' * len(chunk))})",
+                    [now, *chunk],
+                )
 
     def decay_inputs(self, ids: list[str]) -> dict[str, tuple[float, float, int, str]]:
         """id → (last access, confidence, reads, abstraction): what `tier` needs, for ranking candidates."""
         out: dict[str, tuple[float, float, int, str]] = {}
-        for row in self._rows_among("a.id, COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction", ids, "1", []):
+        for row in self._rows_among(
+            "a.id, COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction", ids, "1", []
+        ):
             out[row[0]] = row[1:]
         return out
 
@@ -487,8 +703,9 @@ class MemoryStore:
         moved: dict[str, int] = {}
         changes: list[tuple[str, int]] = []
         for seq, last, conf, reads, abstraction, old in self.conn.execute(
-                f"SELECT a.seq, COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction, a.tier"
-                f" FROM memory_artifacts a WHERE {CURRENT}"):
+            f"SELECT a.seq, COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction, a.tier"
+            f" FROM memory_artifacts a WHERE {CURRENT}"
+        ):
             new = tier(last, confidence=conf, reads=reads, abstraction=abstraction, now=now)
             counts[new] += 1
             if new != old:
@@ -502,40 +719,71 @@ class MemoryStore:
 
     def get(self, artifact_id: str, *, agent: str | None, history: bool = True) -> Artifact:
         where, args = reader_filter(agent, history=history)
-        row = self.conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id = ? AND {where}",
-                                [artifact_id, *args]).fetchone()
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id = ? AND {where}", [artifact_id, *args]
+        ).fetchone()
         if row is None:  # another agent's private note is reported exactly like a missing one
-            raise StoreError(f"shared memory: no artifact {artifact_id!r} visible to "
-                             f"{'agent ' + repr(agent) if agent else 'a reader without an agent name'}")
+            raise StoreError(
+                f"shared memory: no artifact {artifact_id!r} visible to "
+                f"{'agent ' + repr(agent) if agent else 'a reader without an agent name'}"
+            )
         return _artifact(row)
 
     def _rows_among(self, columns: str, ids: list[str], where: str, args: list[Any]) -> Iterator[tuple[Any, ...]]:
         """Rows whose id is among `ids` and that pass `where`, asked in chunks that stay under SQLite's variable limit."""
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
+            chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            yield from self.conn.execute(f"SELECT {columns} FROM memory_artifacts a WHERE a.id IN ({marks}) AND {where}",
-                                         [*chunk, *args])
+            yield from self.conn.execute(
+                f"SELECT {columns} FROM memory_artifacts a WHERE a.id IN ({marks}) AND {where}", [*chunk, *args]
+            )
 
-    def visible(self, ids: list[str], *, agent: str | None, scope: str = "all", author: str | None = None,
-                kind: str | None = None, metadata: dict[str, Any] | None = None, history: bool = False) -> dict[str, Artifact]:
+    def visible(
+        self,
+        ids: list[str],
+        *,
+        agent: str | None,
+        scope: str = "all",
+        author: str | None = None,
+        kind: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        history: bool = False,
+    ) -> dict[str, Artifact]:
         """The artifacts among `ids` that `agent` may see and that pass the filters, by id."""
         if not ids:
             return {}
         where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=metadata, history=history)
         return {row[0]: _artifact(row) for row in self._rows_among(_COLUMNS, ids, where, args)}
 
-    def visible_ids(self, ids: list[str], *, agent: str | None, scope: str = "all", author: str | None = None,
-                    kind: str | None = None, metadata: dict[str, Any] | None = None, history: bool = False) -> dict[str, int]:
+    def visible_ids(
+        self,
+        ids: list[str],
+        *,
+        agent: str | None,
+        scope: str = "all",
+        author: str | None = None,
+        kind: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        history: bool = False,
+    ) -> dict[str, int]:
         """Which of `ids` `agent` may see and pass the filters, with their write order (seq); reads no text."""
         if not ids:
             return {}
         where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=metadata, history=history)
         return dict(self._rows_among("a.id, a.seq", ids, where, args))
 
-    def lexical(self, query: str, *, agent: str | None, scope: str = "all", author: str | None = None,
-                kind: str | None = None, metadata: dict[str, Any] | None = None, limit: int = 10,
-                history: bool = False) -> list[tuple[str, int, float]]:
+    def lexical(
+        self,
+        query: str,
+        *,
+        agent: str | None,
+        scope: str = "all",
+        author: str | None = None,
+        kind: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        limit: int = 10,
+        history: bool = False,
+    ) -> list[tuple[str, int, float]]:
         """FTS5 BM25 over the visible artifacts, best first: (id, seq, relevance), relevance = -bm25 (higher is better).
 
         With only the visibility filter, ranks the 4 × limit best matches in the FTS index alone, then keeps the
@@ -544,21 +792,31 @@ class MemoryStore:
         metadata), or when fewer than `limit` survive, the joined query runs instead.
         """
         check_limit(limit)
-        where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=check_filters(metadata), history=history)
+        where, args = reader_filter(
+            agent, scope, author=author, kind=kind, metadata=check_filters(metadata), history=history
+        )
         match = fts_query(query)
         if match is None:
             return []
         if scope != "all" or author is not None or kind is not None or metadata:
             return self._lexical_joined(match, where, args, limit)
         wide = 4 * limit
-        ranked = self.conn.execute("SELECT rowid, bm25(memory_fts, 1.0, 0.5) AS rank FROM memory_fts WHERE memory_fts MATCH ?"
-                                   " ORDER BY rank LIMIT ?", (match, wide)).fetchall()
+        ranked = self.conn.execute(
+            "SELECT rowid, bm25(memory_fts, 1.0, 0.5) AS rank FROM memory_fts WHERE memory_fts MATCH ?"
+            " ORDER BY rank LIMIT ?",
+            (match, wide),
+        ).fetchall()
         seqs = [seq for seq, _ in ranked]
         visible: dict[int, str] = {}
         for start in range(0, len(seqs), 500):
-            chunk = seqs[start:start + 500]
-            visible.update(self.conn.execute(f"SELECT a.seq, a.id FROM memory_artifacts a WHERE a.seq IN ({','.join('?' * len(chunk))})"
-                                             f" AND {where}", [*chunk, *args]).fetchall())
+            chunk = seqs[start : start + 500]
+            visible.update(
+                self.conn.execute(
+                    f"SELECT a.seq, a.id FROM memory_artifacts a WHERE a.seq IN ({','.join('?' * len(chunk))})"
+                    f" AND {where}",
+                    [*chunk, *args],
+                ).fetchall()
+            )
         found = [(visible[seq], seq, max(0.0, -float(rank))) for seq, rank in ranked if seq in visible][:limit]
         if len(found) >= limit or len(ranked) < wide:
             return found
@@ -568,7 +826,9 @@ class MemoryStore:
         rows = self.conn.execute(
             f"SELECT a.id, a.seq, bm25(memory_fts, 1.0, 0.5) AS rank FROM memory_fts"
             f" JOIN memory_artifacts a ON a.seq = memory_fts.rowid WHERE memory_fts MATCH ? AND {where}"
-            f" ORDER BY rank LIMIT ?", [match, *args, limit]).fetchall()
+            f" ORDER BY rank LIMIT ?",
+            [match, *args, limit],
+        ).fetchall()
         return [(aid, seq, max(0.0, -float(rank))) for aid, seq, rank in rows]
 
     # ------------------------------------------------------------------ companion bookkeeping
@@ -581,15 +841,19 @@ class MemoryStore:
         return self.conn.execute("SELECT 1 FROM memory_artifacts WHERE indexed = 1 LIMIT 1").fetchone() is not None
 
     def pending_artifacts(self, limit: int) -> list[Artifact]:
-        rows = self.conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.indexed = 0 ORDER BY a.seq LIMIT ?", (limit,))
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.indexed = 0 ORDER BY a.seq LIMIT ?", (limit,)
+        )
         return [_artifact(r) for r in rows]
 
     def mark_indexed(self, ids: list[str], flag: bool = True) -> None:
         with self._tx():
             for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                self.conn.execute(f"UPDATE memory_artifacts SET indexed = ? WHERE id IN ({','.join('?' * len(chunk))})",
-                                  [int(flag), *chunk])
+                chunk = ids[start : start + 500]
+                self.conn.execute(
+                    f"UPDATE memory_artifacts SET indexed = ? WHERE id IN ({','.join('?' * len(chunk))})",
+                    [int(flag), *chunk],
+                )
 
     def last_seq(self) -> int:
         return int(self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memory_artifacts").fetchone()[0])
@@ -599,8 +863,11 @@ class MemoryStore:
         last = 0
         bound = upto_seq if upto_seq is not None else self.last_seq()
         while True:
-            rows = self.conn.execute(f"SELECT a.seq, {_COLUMNS} FROM memory_artifacts a WHERE a.seq > ? AND a.seq <= ?"
-                                     f" ORDER BY a.seq LIMIT ?", (last, bound, batch)).fetchall()
+            rows = self.conn.execute(
+                f"SELECT a.seq, {_COLUMNS} FROM memory_artifacts a WHERE a.seq > ? AND a.seq <= ?"
+                f" ORDER BY a.seq LIMIT ?",
+                (last, bound, batch),
+            ).fetchall()
             if not rows:
                 return
             for row in rows:
@@ -610,8 +877,11 @@ class MemoryStore:
     def set_indexed_upto(self, upto_seq: int) -> None:
         """After a rebuild: what it read is in the companion; anything written since must be indexed again."""
         with self._tx():
-            self.conn.execute("UPDATE memory_artifacts SET indexed = CASE WHEN seq <= ? THEN 1 ELSE 0 END"
-                              " WHERE indexed != CASE WHEN seq <= ? THEN 1 ELSE 0 END", (upto_seq, upto_seq))
+            self.conn.execute(
+                "UPDATE memory_artifacts SET indexed = CASE WHEN seq <= ? THEN 1 ELSE 0 END"
+                " WHERE indexed != CASE WHEN seq <= ? THEN 1 ELSE 0 END",
+                (upto_seq, upto_seq),
+            )
 
     # ------------------------------------------------------------------ stats
 
@@ -621,29 +891,48 @@ class MemoryStore:
     def stats(self) -> dict[str, Any]:
         per_scope = dict.fromkeys(("private", "shared"), 0)
         per_agent: dict[str, dict[str, int]] = {}
-        for agent, scope, n in self.conn.execute("SELECT agent, scope, COUNT(*) FROM memory_artifacts GROUP BY agent, scope"):
+        for agent, scope, n in self.conn.execute(
+            "SELECT agent, scope, COUNT(*) FROM memory_artifacts GROUP BY agent, scope"
+        ):
             per_scope[scope] += n
             per_agent.setdefault(agent, {"private": 0, "shared": 0})[scope] = n
-        kinds = {k or "": n for k, n in self.conn.execute("SELECT kind, COUNT(*) FROM memory_artifacts GROUP BY kind ORDER BY 2 DESC")}
+        kinds = {
+            k or "": n
+            for k, n in self.conn.execute("SELECT kind, COUNT(*) FROM memory_artifacts GROUP BY kind ORDER BY 2 DESC")
+        }
         per_tier = dict.fromkeys(TIERS, 0)
         now = time.time()
         for last, conf, reads, abstraction in self.conn.execute(
-                f"SELECT COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction FROM memory_artifacts a WHERE {CURRENT}"):
+            f"SELECT COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction FROM memory_artifacts a WHERE {CURRENT}"
+        ):
             per_tier[tier(last, confidence=conf, reads=reads, abstraction=abstraction, now=now)] += 1
         superseded, repeats = self.conn.execute(
-            "SELECT COUNT(superseded_by), COALESCE(SUM(seen - 1), 0) FROM memory_artifacts").fetchone()
-        return {"artifacts": sum(per_scope.values()), "per_scope": per_scope,
-                "per_agent": dict(sorted(per_agent.items())), "per_kind": kinds, "per_tier": per_tier,
-                "superseded": int(superseded), "duplicates_merged": int(repeats), "open_tensions": self.open_tensions(),
-                "pending": self.pending(), "store": str(self.path), "store_id": self.store_id}
+            "SELECT COUNT(superseded_by), COALESCE(SUM(seen - 1), 0) FROM memory_artifacts"
+        ).fetchone()
+        return {
+            "artifacts": sum(per_scope.values()),
+            "per_scope": per_scope,
+            "per_agent": dict(sorted(per_agent.items())),
+            "per_kind": kinds,
+            "per_tier": per_tier,
+            "superseded": int(superseded),
+            "duplicates_merged": int(repeats),
+            "open_tensions": self.open_tensions(),
+            "pending": self.pending(),
+            "store": str(self.path),
+            "store_id": self.store_id,
+        }
 
     def export(self, *, agent: str | None, scope: str = "all", history: bool = False) -> Iterator[Artifact]:
         """Every artifact `agent` may see, in write order: a scoped dump (another agent's private notes never leave)."""
         where, args = reader_filter(agent, scope, history=history)
         last = 0
         while True:
-            rows = self.conn.execute(f"SELECT a.seq, {_COLUMNS} FROM memory_artifacts a WHERE a.seq > ? AND {where}"
-                                     f" ORDER BY a.seq LIMIT 1000", [last, *args]).fetchall()
+            rows = self.conn.execute(
+                f"SELECT a.seq, {_COLUMNS} FROM memory_artifacts a WHERE a.seq > ? AND {where}"
+                f" ORDER BY a.seq LIMIT 1000",
+                [last, *args],
+            ).fetchall()
             if not rows:
                 return
             for row in rows:
@@ -655,5 +944,7 @@ def write_id(run_id: str | None, tick: int, state: str, text: str, scope: str, k
     """A stable id for a write made by a run's action, so a resumed run that repeats it stores nothing twice."""
     if not run_id:
         return None
-    digest = hashlib.sha256("\x1f".join([run_id, str(tick), state, scope, kind or "", text]).encode("utf-8", "surrogatepass"))
+    digest = hashlib.sha256(
+        "\x1f".join([run_id, str(tick), state, scope, kind or "", text]).encode("utf-8", "surrogatepass")
+    )
     return digest.hexdigest()[:16]

@@ -30,18 +30,20 @@ log = structlog.get_logger(__name__)
 COMPONENT = "domains"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,99}$")
-MAX_CHANGELOG = 200          # entries kept per domain; older ones are rotated out (counted)
+MAX_CHANGELOG = 200  # entries kept per domain; older ones are rotated out (counted)
 MAX_DECISIONS = 100
-MAX_VALUE_CHARS = 2000       # one decision's value, or a status, as JSON
-START_DECISION_CHARS = 300   # per decision value, in the start context
+MAX_VALUE_CHARS = 2000  # one decision's value, or a status, as JSON
+START_DECISION_CHARS = 300  # per decision value, in the start context
 START_STATUS_CHARS = 1500
 START_CHANGES = 5
 START_BRIEFING = 12
-STALE_DAYS = 7.0             # a domain whose agent has not run for this long is reported stale
+STALE_DAYS = 7.0  # a domain whose agent has not run for this long is reported stale
 
 
 def m001_domains(conn: sqlite3.Connection) -> None:
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         CREATE TABLE domains (
             name TEXT PRIMARY KEY, agent TEXT NOT NULL, created REAL NOT NULL, last_run REAL, last_outcome TEXT,
             runs INTEGER NOT NULL DEFAULT 0, status TEXT, status_at REAL, rotated INTEGER NOT NULL DEFAULT 0);
@@ -58,7 +60,8 @@ def m001_domains(conn: sqlite3.Connection) -> None:
             status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'accepted', 'rejected')),
             decided_by TEXT, decided_at REAL, note TEXT);
         CREATE INDEX domain_proposals_open ON domain_proposals (domain) WHERE status = 'open';
-    """)
+    """,
+    )
 
 
 MIGRATIONS = [m001_domains]
@@ -66,8 +69,10 @@ MIGRATIONS = [m001_domains]
 
 def check_domain(name: Any) -> str:
     if not isinstance(name, str) or not NAME.match(name):
-        raise UsageError(f"domain {name!r} must be a name of letters, digits, '.', '_' or '-' (at most 100, starting with "
-                         f"a letter or digit)")
+        raise UsageError(
+            f"domain {name!r} must be a name of letters, digits, '.', '_' or '-' (at most 100, starting with "
+            f"a letter or digit)"
+        )
     return name
 
 
@@ -83,7 +88,9 @@ def _dump(value: Any, what: str) -> str:
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{what} must be plain JSON (strings, numbers, booleans, lists, mappings): {exc}") from None
     if len(text) > MAX_VALUE_CHARS:
-        raise UsageError(f"{what} is {len(text):,} characters as JSON, over the {MAX_VALUE_CHARS:,} limit; keep it a summary")
+        raise UsageError(
+            f"{what} is {len(text):,} characters as JSON, over the {MAX_VALUE_CHARS:,} limit; keep it a summary"
+        )
     return text
 
 
@@ -121,11 +128,15 @@ class Domains:
         """Bind `name` to `agent` on first use; refuse any other agent afterwards."""
         name = check_domain(name)
         with self._tx():
-            self.conn.execute("INSERT OR IGNORE INTO domains (name, agent, created) VALUES (?, ?, ?)", (name, agent, time.time()))
+            self.conn.execute(
+                "INSERT OR IGNORE INTO domains (name, agent, created) VALUES (?, ?, ?)", (name, agent, time.time())
+            )
             owner = self.conn.execute("SELECT agent FROM domains WHERE name = ?", (name,)).fetchone()[0]
         if owner != agent:
-            raise UsageError(f"domain {name!r} belongs to agent {owner!r}, not {agent!r}; give this agent its own domain "
-                             f"(or run it as {owner!r} with --agent)")
+            raise UsageError(
+                f"domain {name!r} belongs to agent {owner!r}, not {agent!r}; give this agent its own domain "
+                f"(or run it as {owner!r} with --agent)"
+            )
 
     def _owned(self, name: str, agent: str) -> None:
         row = self.conn.execute("SELECT agent FROM domains WHERE name = ?", (check_domain(name),)).fetchone()
@@ -140,20 +151,26 @@ class Domains:
         with self._tx():
             self.conn.execute("UPDATE domains SET status = ?, status_at = ? WHERE name = ?", (text, time.time(), name))
 
-    def append(self, name: str, entry: Any, *, kind: str = "note", run_id: str | None = None, agent: str | None = None) -> bool:
+    def append(
+        self, name: str, entry: Any, *, kind: str = "note", run_id: str | None = None, agent: str | None = None
+    ) -> bool:
         """Add one changelog entry; the oldest beyond MAX_CHANGELOG are rotated out (and counted). False when this
         run's end was already recorded (a resumed run that stops again)."""
         if agent is not None:
             self._owned(name, agent)
         text = _dump(entry, f"domain {name!r} changelog entry")
         with self._tx():
-            cursor = self.conn.execute("INSERT OR IGNORE INTO domain_changelog (domain, at, run_id, kind, entry) VALUES (?, ?, ?, ?, ?)",
-                                       (name, time.time(), run_id, kind, text))
+            cursor = self.conn.execute(
+                "INSERT OR IGNORE INTO domain_changelog (domain, at, run_id, kind, entry) VALUES (?, ?, ?, ?, ?)",
+                (name, time.time(), run_id, kind, text),
+            )
             if cursor.rowcount == 0:
                 return False
             gone = self.conn.execute(
                 "DELETE FROM domain_changelog WHERE domain = ? AND seq <= (SELECT seq FROM domain_changelog WHERE domain = ?"
-                " ORDER BY seq DESC LIMIT 1 OFFSET ?)", (name, name, MAX_CHANGELOG)).rowcount
+                " ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                (name, name, MAX_CHANGELOG),
+            ).rowcount
             if gone:
                 self.conn.execute("UPDATE domains SET rotated = rotated + ? WHERE name = ?", (gone, name))
         return True
@@ -162,19 +179,33 @@ class Domains:
         self._owned(name, agent)
         with self._tx():
             if self.append(name, entry, kind="run", run_id=run_id):
-                self.conn.execute("UPDATE domains SET last_run = ?, last_outcome = ?, runs = runs + 1 WHERE name = ?",
-                                  (time.time(), outcome, name))
+                self.conn.execute(
+                    "UPDATE domains SET last_run = ?, last_outcome = ?, runs = runs + 1 WHERE name = ?",
+                    (time.time(), outcome, name),
+                )
 
-    def propose(self, name: str, agent: str, key: str, value: Any, reason: str | None = None, run_id: str | None = None) -> str:
+    def propose(
+        self, name: str, agent: str, key: str, value: Any, reason: str | None = None, run_id: str | None = None
+    ) -> str:
         self._owned(name, agent)
         key = check_key(key)
         text = _dump(value, f"proposal for {name}.{key}")
         pid = uuid.uuid4().hex[:10]
         with self._tx():
-            self.conn.execute("INSERT INTO domain_proposals (id, domain, key, value, reason, proposed_by, run_id, at)"
-                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                              (pid, name, key, text, None if reason is None else redact(str(reason))[:MAX_VALUE_CHARS], agent,
-                               run_id, time.time()))
+            self.conn.execute(
+                "INSERT INTO domain_proposals (id, domain, key, value, reason, proposed_by, run_id, at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    pid,
+                    name,
+                    key,
+                    text,
+                    None if reason is None else redact(str(reason))[:MAX_VALUE_CHARS],
+                    agent,
+                    run_id,
+                    time.time(),
+                ),
+            )
         log.info("domain_proposal", domain=name, key=key, proposal=pid)
         return pid
 
@@ -187,18 +218,26 @@ class Domains:
         text = _dump(value, f"decision {name}.{key}")
         with self._tx():
             if self.conn.execute("SELECT 1 FROM domains WHERE name = ?", (name,)).fetchone() is None:
-                raise UsageError(f"no domain {name!r}; it exists once an agent declaring it has run (`sherpa-skills domains` lists them)")
-            count = self.conn.execute("SELECT COUNT(*) FROM domain_decisions WHERE domain = ? AND key != ?", (name, key)).fetchone()[0]
+                raise UsageError(
+                    f"no domain {name!r}; it exists once an agent declaring it has run (`sherpa-skills domains` lists them)"
+                )
+            count = self.conn.execute(
+                "SELECT COUNT(*) FROM domain_decisions WHERE domain = ? AND key != ?", (name, key)
+            ).fetchone()[0]
             if count >= MAX_DECISIONS:
                 raise UsageError(f"domain {name!r} already has {MAX_DECISIONS} decisions; remove or merge some first")
-            self.conn.execute("INSERT INTO domain_decisions (domain, key, value, set_by, at) VALUES (?, ?, ?, ?, ?)"
-                              " ON CONFLICT (domain, key) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, at = excluded.at",
-                              (name, key, text, by.strip(), time.time()))
+            self.conn.execute(
+                "INSERT INTO domain_decisions (domain, key, value, set_by, at) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (domain, key) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, at = excluded.at",
+                (name, key, text, by.strip(), time.time()),
+            )
             self.append(name, {"decision": key, "value": json.loads(text), "by": by.strip()}, kind="decision")
 
     def settle(self, proposal_id: str, *, accept: bool, by: str, note: str | None = None) -> dict[str, Any]:
         """Accept (the decision is updated) or reject an open proposal."""
-        row = self.conn.execute("SELECT domain, key, value, status FROM domain_proposals WHERE id = ?", (proposal_id,)).fetchone()
+        row = self.conn.execute(
+            "SELECT domain, key, value, status FROM domain_proposals WHERE id = ?", (proposal_id,)
+        ).fetchone()
         if row is None:
             raise UsageError(f"no proposal {proposal_id!r}; `sherpa-skills domains` lists the open ones")
         domain, key, value, status = row
@@ -207,35 +246,67 @@ class Domains:
         if accept:
             self.decide(domain, key, json.loads(value), by=by)
         with self._tx():
-            self.conn.execute("UPDATE domain_proposals SET status = ?, decided_by = ?, decided_at = ?, note = ? WHERE id = ?",
-                              ("accepted" if accept else "rejected", by, time.time(), note, proposal_id))
-        return {"id": proposal_id, "domain": domain, "key": key, "value": json.loads(value),
-                "status": "accepted" if accept else "rejected"}
+            self.conn.execute(
+                "UPDATE domain_proposals SET status = ?, decided_by = ?, decided_at = ?, note = ? WHERE id = ?",
+                ("accepted" if accept else "rejected", by, time.time(), note, proposal_id),
+            )
+        return {
+            "id": proposal_id,
+            "domain": domain,
+            "key": key,
+            "value": json.loads(value),
+            "status": "accepted" if accept else "rejected",
+        }
 
     # ------------------------------------------------------------------ reading
 
     def decisions(self, name: str) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in self.conn.execute(
-            "SELECT key, value FROM domain_decisions WHERE domain = ? ORDER BY key", (name,))}
+        return {
+            k: json.loads(v)
+            for k, v in self.conn.execute(
+                "SELECT key, value FROM domain_decisions WHERE domain = ? ORDER BY key", (name,)
+            )
+        }
 
     def changelog(self, name: str, limit: int = 50) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT at, run_id, kind, entry FROM domain_changelog WHERE domain = ? ORDER BY seq DESC LIMIT ?",
-                                 (name, limit)).fetchall()
-        return [{"at": at, "run_id": run_id, "kind": kind, "entry": json.loads(entry)} for at, run_id, kind, entry in rows]
+        rows = self.conn.execute(
+            "SELECT at, run_id, kind, entry FROM domain_changelog WHERE domain = ? ORDER BY seq DESC LIMIT ?",
+            (name, limit),
+        ).fetchall()
+        return [
+            {"at": at, "run_id": run_id, "kind": kind, "entry": json.loads(entry)} for at, run_id, kind, entry in rows
+        ]
 
     def proposals(self, name: str | None = None, status: str = "open") -> list[dict[str, Any]]:
         where, args = ("status = ?", [status]) if status != "all" else ("1", [])
         if name is not None:
             where += " AND domain = ?"
             args.append(name)
-        rows = self.conn.execute(f"SELECT id, domain, key, value, reason, proposed_by, at, status FROM domain_proposals"
-                                 f" WHERE {where} ORDER BY at", args).fetchall()
-        return [{"id": i, "domain": d, "key": k, "value": json.loads(v), "reason": r, "proposed_by": p, "at": at, "status": st}
-                for i, d, k, v, r, p, at, st in rows]
+        rows = self.conn.execute(
+            f"SELECT id, domain, key, value, reason, proposed_by, at, status FROM domain_proposals"
+            f" WHERE {where} ORDER BY at",
+            args,
+        ).fetchall()
+        return [
+            {
+                "id": i,
+                "domain": d,
+                "key": k,
+                "value": json.loads(v),
+                "reason": r,
+                "proposed_by": p,
+                "at": at,
+                "status": st,
+            }
+            for i, d, k, v, r, p, at, st in rows
+        ]
 
     def get(self, name: str) -> dict[str, Any]:
-        row = self.conn.execute("SELECT name, agent, created, last_run, last_outcome, runs, status, status_at, rotated"
-                                " FROM domains WHERE name = ?", (check_domain(name),)).fetchone()
+        row = self.conn.execute(
+            "SELECT name, agent, created, last_run, last_outcome, runs, status, status_at, rotated"
+            " FROM domains WHERE name = ?",
+            (check_domain(name),),
+        ).fetchone()
         if row is None:
             raise UsageError(f"no domain {name!r}; `sherpa-skills domains` lists them")
         return self._row(row)
@@ -244,22 +315,41 @@ class Domains:
         name, agent, created, last_run, outcome, runs, status, status_at, rotated = row
         now = now if now is not None else time.time()
         stale = (now - (last_run or created)) / 86400.0 > STALE_DAYS
-        return {"name": name, "agent": agent, "created": created, "last_run": last_run, "last_outcome": outcome, "runs": runs,
-                "stale": stale, "status": None if status is None else json.loads(status), "status_at": status_at,
-                "rotated": rotated, "open_proposals": len(self.proposals(name))}
+        return {
+            "name": name,
+            "agent": agent,
+            "created": created,
+            "last_run": last_run,
+            "last_outcome": outcome,
+            "runs": runs,
+            "stale": stale,
+            "status": None if status is None else json.loads(status),
+            "status_at": status_at,
+            "rotated": rotated,
+            "open_proposals": len(self.proposals(name)),
+        }
 
     def list(self, now: float | None = None) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT name, agent, created, last_run, last_outcome, runs, status, status_at, rotated"
-                                 " FROM domains ORDER BY name").fetchall()
+        rows = self.conn.execute(
+            "SELECT name, agent, created, last_run, last_outcome, runs, status, status_at, rotated"
+            " FROM domains ORDER BY name"
+        ).fetchall()
         return [self._row(r, now) for r in rows]
 
     def start_context(self, name: str, agent: str, briefing: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """What the agent is given at run start: bounded, and every value clipped, however large the domain grows."""
         info = self.get(name)
-        return {"name": name, "decisions": {k: _clip(v, START_DECISION_CHARS) for k, v in self.decisions(name).items()},
-                "status": None if info["status"] is None else _clip(info["status"], START_STATUS_CHARS),
-                "recent": [{"kind": c["kind"], "entry": _clip(c["entry"], 200)} for c in self.changelog(name, START_CHANGES)],
-                "open_proposals": info["open_proposals"], "last_run": info["last_run"], "briefing": briefing or []}
+        return {
+            "name": name,
+            "decisions": {k: _clip(v, START_DECISION_CHARS) for k, v in self.decisions(name).items()},
+            "status": None if info["status"] is None else _clip(info["status"], START_STATUS_CHARS),
+            "recent": [
+                {"kind": c["kind"], "entry": _clip(c["entry"], 200)} for c in self.changelog(name, START_CHANGES)
+            ],
+            "open_proposals": info["open_proposals"],
+            "last_run": info["last_run"],
+            "briefing": briefing or [],
+        }
 
 
 def briefing(home: Path | None, agent: str, limit: int = START_BRIEFING) -> list[dict[str, Any]]:
@@ -272,7 +362,9 @@ def briefing(home: Path | None, agent: str, limit: int = START_BRIEFING) -> list
         "SELECT a.id, a.text, a.abstraction, COALESCE(a.last_access, a.created), a.confidence, a.reads FROM memory_artifacts a"
         " WHERE a.agent = ? AND a.superseded_by IS NULL AND (a.abstraction = 'principle' OR COALESCE(a.last_access, a.created) > ?)"
         " ORDER BY CASE a.abstraction WHEN 'principle' THEN 0 WHEN 'pattern' THEN 1 ELSE 2 END, COALESCE(a.last_access, a.created) DESC"
-        " LIMIT ?", (agent, time.time() - 61 * 86400.0, limit * 4)).fetchall()
+        " LIMIT ?",
+        (agent, time.time() - 61 * 86400.0, limit * 4),
+    ).fetchall()
     from ._hygiene import tier
 
     out = []

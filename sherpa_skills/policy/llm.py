@@ -33,8 +33,15 @@ class LLMAnswer(BaseModel):
 class PolicyFailure(PolicyError):
     """No valid answer after every retry; carries what the attempts cost and what was rejected."""
 
-    def __init__(self, message: str, llm_calls: int, tokens: int, cost: float, rejected: list[dict[str, str]] | None = None,
-                 tokens_estimated: bool = False):
+    def __init__(
+        self,
+        message: str,
+        llm_calls: int,
+        tokens: int,
+        cost: float,
+        rejected: list[dict[str, str]] | None = None,
+        tokens_estimated: bool = False,
+    ):
         super().__init__(message)
         self.llm_calls, self.tokens, self.cost = llm_calls, tokens, cost
         self.rejected, self.tokens_estimated = rejected or [], tokens_estimated
@@ -44,13 +51,18 @@ def _template_env(folder: Path) -> Any:
     from jinja2 import FileSystemLoader, StrictUndefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    return ImmutableSandboxedEnvironment(loader=FileSystemLoader([str(folder), str(data_dir("policies") / "prompts")]),
-                                         undefined=StrictUndefined, keep_trailing_newline=True)
+    return ImmutableSandboxedEnvironment(
+        loader=FileSystemLoader([str(folder), str(data_dir("policies") / "prompts")]),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+    )
 
 
 def _option_view(edge: Edge) -> dict[str, Any]:
     return {
-        "trigger": edge.trigger, "dest": edge.dest, "description": edge.description,
+        "trigger": edge.trigger,
+        "dest": edge.dest,
+        "description": edge.description,
         "arguments": {n: a.model_dump(exclude_defaults=True) | {"type": a.type} for n, a in edge.arguments.items()},
     }
 
@@ -84,12 +96,19 @@ def _arguments_schema(edge: Edge) -> dict[str, Any]:
 
 def response_schema(options: list[Edge]) -> dict[str, Any]:
     """One object schema per available trigger (a union discriminated by `trigger`), each with only its own arguments."""
-    choices = [{
-        "type": "object",
-        "properties": {"trigger": {"type": "string", "enum": [o.trigger]}, "args": _arguments_schema(o), "reason": {"type": "string"}},
-        "required": ["trigger", "args"],
-        "additionalProperties": False,
-    } for o in options]
+    choices = [
+        {
+            "type": "object",
+            "properties": {
+                "trigger": {"type": "string", "enum": [o.trigger]},
+                "args": _arguments_schema(o),
+                "reason": {"type": "string"},
+            },
+            "required": ["trigger", "args"],
+            "additionalProperties": False,
+        }
+        for o in options
+    ]
     return {"type": "json_schema", "json_schema": {"name": "transition_choice", "schema": {"anyOf": choices}}}
 
 
@@ -98,12 +117,12 @@ def parse_answer(text: str, ctx: DecisionContext) -> tuple[Decision | None, str]
     body = text.strip()
     if body.startswith("```"):
         body = body.strip("`")
-        body = body[body.find("{"):] if "{" in body else body
+        body = body[body.find("{") :] if "{" in body else body
     start, end = body.find("{"), body.rfind("}")
     if start < 0 or end < start:
         return None, "the answer is not a JSON object"
     try:
-        answer = LLMAnswer.model_validate_json(body[start:end + 1])
+        answer = LLMAnswer.model_validate_json(body[start : end + 1])
     except ValidationError as exc:
         first = exc.errors()[0]
         return None, f"the answer is not valid: {first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'}"
@@ -120,10 +139,22 @@ def parse_answer(text: str, ctx: DecisionContext) -> tuple[Decision | None, str]
 class LLMPolicy:
     """Asks a model through litellm; a garbage answer is re-asked with the error, then becomes a PolicyError."""
 
-    def __init__(self, model: str | None = None, *, prompt: str = "choose_transition", max_retries: int = 2, recent: int = 8,
-                 temperature: float = 0.0, max_tokens: int | str | None = None, structured_output: bool = True, base_dir: Path | None = None,
-                 relevant_options: int | None = None, task_key: str = "task", retries: int | None = None,
-                 retry_max_wait: float | None = None):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        prompt: str = "choose_transition",
+        max_retries: int = 2,
+        recent: int = 8,
+        temperature: float = 0.0,
+        max_tokens: int | str | None = None,
+        structured_output: bool = True,
+        base_dir: Path | None = None,
+        relevant_options: int | None = None,
+        task_key: str = "task",
+        retries: int | None = None,
+        retry_max_wait: float | None = None,
+    ):
         from ..llm.retry import Retry
 
         self.model, self.prompt, self.max_retries, self.recent = model, prompt, max_retries, recent
@@ -147,7 +178,9 @@ class LLMPolicy:
         key = tuple(o.trigger for o in ctx.options)
         index = self._indexes.get(key)
         if index is None:
-            index = self._indexes[key] = ToolIndex(ToolSpec(name=o.trigger, description=o.description) for o in ctx.options)
+            index = self._indexes[key] = ToolIndex(
+                ToolSpec(name=o.trigger, description=o.description) for o in ctx.options
+            )
         ranked = [r.tool.name for r in index.relevant(str(ctx.view.get(self.task_key) or ""), limit=limit)]
         chosen = [o for o in ctx.options if o.trigger in ranked]
         # Fill up in declaration order when the task names fewer than `limit`.
@@ -158,16 +191,28 @@ class LLMPolicy:
             self._env = _template_env(self.base_dir)
         view = ctx.view
         values = {
-            "machine": ctx.machine, "state": ctx.state, "state_description": ctx.state_description,
-            "options": [_option_view(o) for o in self.shown_options(ctx)], "triggers": [o.trigger for o in self.shown_options(ctx)],
-            "context": _clip(dict(view.context.items()), _CONTEXT_CHARS), "vars": view.context,
+            "machine": ctx.machine,
+            "state": ctx.state,
+            "state_description": ctx.state_description,
+            "options": [_option_view(o) for o in self.shown_options(ctx)],
+            "triggers": [o.trigger for o in self.shown_options(ctx)],
+            "context": _clip(dict(view.context.items()), _CONTEXT_CHARS),
+            "vars": view.context,
             "trajectory": view.trajectory.recent(self.recent),
-            "actions": [{"action": e.action, "status": e.status, "outputs": _clip(e.outputs, _OUTPUT_CHARS) if e.outputs else ""}
-                        for e in view.log.recent(self.recent)],
+            "actions": [
+                {
+                    "action": e.action,
+                    "status": e.status,
+                    "outputs": _clip(e.outputs, _OUTPUT_CHARS) if e.outputs else "",
+                }
+                for e in view.log.recent(self.recent)
+            ],
             "replay": getattr(self.replay, "divergence", None),
         }
-        return [{"role": "system", "content": self._render(f"{self.prompt}.system.j2", values, ctx)},
-                {"role": "user", "content": self._render(f"{self.prompt}.user.j2", values, ctx)}]
+        return [
+            {"role": "system", "content": self._render(f"{self.prompt}.system.j2", values, ctx)},
+            {"role": "user", "content": self._render(f"{self.prompt}.user.j2", values, ctx)},
+        ]
 
     def _render(self, name: str, values: dict[str, Any], ctx: DecisionContext) -> str:
         """A prompt that cannot be rendered (missing file, undefined name, syntax) is a policy error naming it, never a traceback."""
@@ -178,8 +223,10 @@ class LLMPolicy:
         except TemplateError as exc:
             line = getattr(exc, "lineno", None) or _template_line(exc, name)
             where = f" line {line}" if line else ""
-            raise PolicyError(f"LLM policy in state '{ctx.state}': prompt '{name}'{where} cannot be rendered: "
-                              f"{exc.message or type(exc).__name__}") from None
+            raise PolicyError(
+                f"LLM policy in state '{ctx.state}': prompt '{name}'{where} cannot be rendered: "
+                f"{exc.message or type(exc).__name__}"
+            ) from None
 
     def _model(self, ctx: DecisionContext) -> str:
         """A model pinned on this policy, else the run's (`--model`, else the workflow's llm.model), else the environment's."""
@@ -187,12 +234,19 @@ class LLMPolicy:
 
         return resolve_model(self.model, ctx.model)
 
-    def _dialogue(self, ctx: DecisionContext) -> Generator[tuple[list[dict[str, str]], str, dict[str, Any]], Any, Decision]:
+    def _dialogue(
+        self, ctx: DecisionContext
+    ) -> Generator[tuple[list[dict[str, str]], str, dict[str, Any]], Any, Decision]:
         """The whole ask/validate/re-ask exchange, written once; `decide` and `adecide` only do the I/O."""
         model, messages = self._model(ctx), self.messages(ctx)
-        options = {"response_format": response_schema(self.shown_options(ctx)) if self.structured_output else None,
-                   "temperature": self.temperature, "max_tokens": self._max_tokens(ctx), "base_dir": self.base_dir,
-                   "schema_in_prompt": model in self._format_refused, "retry": self.retry}
+        options = {
+            "response_format": response_schema(self.shown_options(ctx)) if self.structured_output else None,
+            "temperature": self.temperature,
+            "max_tokens": self._max_tokens(ctx),
+            "base_dir": self.base_dir,
+            "schema_in_prompt": model in self._format_refused,
+            "retry": self.retry,
+        }
         calls = tokens = 0
         cost = 0.0
         estimated = False
@@ -203,7 +257,9 @@ class LLMPolicy:
                 answer = yield messages, model, options
             except ModelError as exc:
                 calls += exc.requests
-                raise PolicyFailure(f"LLM policy in state '{ctx.state}': {exc}", calls, tokens, cost, rejected, estimated) from exc
+                raise PolicyFailure(
+                    f"LLM policy in state '{ctx.state}': {exc}", calls, tokens, cost, rejected, estimated
+                ) from exc
             calls, tokens, cost = calls + answer.requests, tokens + answer.tokens, cost + answer.cost
             estimated = estimated or answer.estimated
             if answer.format_refused and not options["schema_in_prompt"]:
@@ -219,10 +275,20 @@ class LLMPolicy:
             rejected.append({"answer": echo, "error": error})
             log.warning("llm_answer_rejected", state=ctx.state, error=error, answer=echo)
             # Only a cut echo goes back: a rambling answer resent whole can overflow a small model's context.
-            messages = [*messages, {"role": "assistant", "content": echo},
-                        {"role": "user", "content": f"That answer was rejected: {error}. Answer again with one JSON object."}]
-        raise PolicyFailure(f"LLM policy gave no valid choice in state '{ctx.state}' after {calls} attempt(s): {error}; "
-                            f"available: {', '.join(ctx.triggers())}", calls, tokens, cost, rejected, estimated)
+            messages = [
+                *messages,
+                {"role": "assistant", "content": echo},
+                {"role": "user", "content": f"That answer was rejected: {error}. Answer again with one JSON object."},
+            ]
+        raise PolicyFailure(
+            f"LLM policy gave no valid choice in state '{ctx.state}' after {calls} attempt(s): {error}; "
+            f"available: {', '.join(ctx.triggers())}",
+            calls,
+            tokens,
+            cost,
+            rejected,
+            estimated,
+        )
 
     def _max_tokens(self, ctx: DecisionContext) -> int:
         """The cap on one answer: set on the policy (llm.max_tokens, or a context key), else DECISION_MAX_TOKENS."""
@@ -232,7 +298,9 @@ class LLMPolicy:
         if value is None:
             return DECISION_MAX_TOKENS
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise PolicyError(f"LLM policy in state '{ctx.state}': max_tokens must be a positive integer, got {value!r}")
+            raise PolicyError(
+                f"LLM policy in state '{ctx.state}': max_tokens must be a positive integer, got {value!r}"
+            )
         return value
 
     def decide(self, ctx: DecisionContext) -> Decision | None:

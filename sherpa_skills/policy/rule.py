@@ -30,7 +30,14 @@ class _Rule:
 class RulePolicy:
     """First matching rule whose trigger is available wins; rules matching a state are cached per state."""
 
-    def __init__(self, rules: list[RuleSpec], registry: Registry | None = None, *, source: Located | None = None, loc: tuple[Any, ...] = ()):
+    def __init__(
+        self,
+        rules: list[RuleSpec],
+        registry: Registry | None = None,
+        *,
+        source: Located | None = None,
+        loc: tuple[Any, ...] = (),
+    ):
         registry = registry or default_registry
         problems: list[Problem] = []
         self._rules: list[_Rule] = []
@@ -41,18 +48,36 @@ class RulePolicy:
                     definition = registry.find_guard(call.name)
                     where = (*loc, i, key, j)
                     if definition is None:
-                        problems.append(_problem(source, where, f"rule {i + 1}: unknown guard '{call.name}'; known guards: {', '.join(registry.guard_names())}"))
+                        problems.append(
+                            _problem(
+                                source,
+                                where,
+                                f"rule {i + 1}: unknown guard '{call.name}'; known guards: {', '.join(registry.guard_names())}",
+                            )
+                        )
                         continue
                     unknown = unknown_args(definition.args_model, call.args)
                     if unknown:
-                        problems.append(_problem(source, where, f"rule {i + 1}: guard '{call.name}' has no argument '{unknown[0]}'; "
-                                                                f"it takes: {', '.join(definition.args_model.model_fields) or 'none'}"))
+                        problems.append(
+                            _problem(
+                                source,
+                                where,
+                                f"rule {i + 1}: guard '{call.name}' has no argument '{unknown[0]}'; "
+                                f"it takes: {', '.join(definition.args_model.model_fields) or 'none'}",
+                            )
+                        )
                         continue
                     try:
                         args = definition.args_model.model_validate(call.args)
                     except ValidationError as exc:
                         first = exc.errors()[0]
-                        problems.append(_problem(source, where, f"rule {i + 1}: guard '{call.name}': {'.'.join(map(str, first['loc']))}: {first['msg']}"))
+                        problems.append(
+                            _problem(
+                                source,
+                                where,
+                                f"rule {i + 1}: guard '{call.name}': {'.'.join(map(str, first['loc']))}: {first['msg']}",
+                            )
+                        )
                         continue
                     guards.append(BoundGuard(call.name, definition.fn, args, negate))
             pattern = re.compile(fnmatch.translate(rule.state))

@@ -75,8 +75,15 @@ class Companion:
     `query` and `upsert` refuse it (its vectors live in another space) until `rebuild` refills it.
     """
 
-    def __init__(self, path: Path | None = None, *, embedder: Embedder | None = None, host: str | None = None,
-                 port: int | None = None, timeout: float = 30.0):
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        embedder: Embedder | None = None,
+        host: str | None = None,
+        port: int | None = None,
+        timeout: float = 30.0,
+    ):
         if host is not None and path is not None:
             raise UsageError("Companion takes a folder (embedded chromadb) or a host (chroma server), not both")
         if host is None and port is not None:
@@ -173,21 +180,33 @@ class Companion:
     # ------------------------------------------------------------ collections
 
     def _metadata(self) -> dict[str, _MetadataValue]:
-        return {"hnsw:space": "cosine", "embedder": self.embedder.name, "dim": self.embedder.dim,
-                "semantic": bool(self.embedder.semantic)}
+        return {
+            "hnsw:space": "cosine",
+            "embedder": self.embedder.name,
+            "dim": self.embedder.dim,
+            "semantic": bool(self.embedder.semantic),
+        }
 
     def _check_name(self, collection: str) -> None:
-        if not isinstance(collection, str) or not _NAME.match(collection) or ".." in collection \
-                or collection.endswith(_REBUILD_SUFFIX):
-            raise UsageError(f"companion collection name {collection!r} must be 3-492 characters of "
-                             f"[A-Za-z0-9._-], start and end alphanumeric, without '..' or '{_REBUILD_SUFFIX}'")
+        if (
+            not isinstance(collection, str)
+            or not _NAME.match(collection)
+            or ".." in collection
+            or collection.endswith(_REBUILD_SUFFIX)
+        ):
+            raise UsageError(
+                f"companion collection name {collection!r} must be 3-492 characters of "
+                f"[A-Za-z0-9._-], start and end alphanumeric, without '..' or '{_REBUILD_SUFFIX}'"
+            )
 
     def _stale_reason(self, collection: str, col: Any) -> str | None:
         meta = col.metadata or {}
         built_with = meta.get("embedder")
         if built_with != self.embedder.name:
-            return (f"companion collection {collection!r} was built with embedder {built_with!r}, but the current "
-                    f"embedder is {self.embedder.name!r}: its vectors are stale; rebuild it from the store")
+            return (
+                f"companion collection {collection!r} was built with embedder {built_with!r}, but the current "
+                f"embedder is {self.embedder.name!r}: its vectors are stale; rebuild it from the store"
+            )
         return None
 
     def _get(self, collection: str, *, create: bool = False, fresh: bool = True) -> Any | None:
@@ -212,8 +231,10 @@ class Companion:
             return self._fresh[collection]
         col = self._get(collection, fresh=fresh)
         if col is None:
-            raise CompanionUnavailable(f"companion collection {collection!r} does not exist at {self.where} "
-                                       f"(never indexed, or removed); rebuild it from the store")
+            raise CompanionUnavailable(
+                f"companion collection {collection!r} does not exist at {self.where} "
+                f"(never indexed, or removed); rebuild it from the store"
+            )
         if fresh and self.path is not None:  # another process may swap a server's collections; a folder's are ours
             self._fresh[collection] = col
         return col
@@ -232,8 +253,14 @@ class Companion:
 
     # ------------------------------------------------------------ public operations
 
-    def upsert(self, collection: str, ids: list[str], texts: list[str],
-               metadatas: list[dict[str, Any]] | None = None, vectors: list[list[float]] | None = None) -> None:
+    def upsert(
+        self,
+        collection: str,
+        ids: list[str],
+        texts: list[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        vectors: list[list[float]] | None = None,
+    ) -> None:
         """Add or replace items; the collection is created on first use. A repeated id keeps its last text.
         `vectors`, when the caller already embedded `texts` with this embedder, are stored as given."""
         if len(ids) != len(texts) or any(x is not None and len(x) != len(ids) for x in (metadatas, vectors)):
@@ -247,18 +274,28 @@ class Companion:
         col = self._get(collection, create=True)
         self._write(col, collection, rows, "upsert", None if vectors is None else [list(vectors[n]) for n in order])
 
-    def _write(self, col: Any, collection: str, rows: list[tuple[str, str, dict[str, Any] | None]], how: str,
-               given: list[list[float]] | None = None) -> int:
+    def _write(
+        self,
+        col: Any,
+        collection: str,
+        rows: list[tuple[str, str, dict[str, Any] | None]],
+        how: str,
+        given: list[list[float]] | None = None,
+    ) -> int:
         with _chroma("report its batch size", self.where):
             limit = min(_BATCH, int(self._open().get_max_batch_size()))
         written = 0
         for start in range(0, len(rows), limit):
-            chunk = rows[start:start + limit]
-            vectors = given[start:start + limit] if given is not None else self._embed([text for _, text, _ in chunk])
+            chunk = rows[start : start + limit]
+            vectors = given[start : start + limit] if given is not None else self._embed([text for _, text, _ in chunk])
             metas = [m for _, _, m in chunk]
             with _chroma(f"{how} into {collection!r}", self.where):
-                getattr(col, how)(ids=[i for i, _, _ in chunk], embeddings=vectors, documents=[t for _, t, _ in chunk],
-                                  metadatas=metas if any(m is not None for m in metas) else None)
+                getattr(col, how)(
+                    ids=[i for i, _, _ in chunk],
+                    embeddings=vectors,
+                    documents=[t for _, t, _ in chunk],
+                    metadatas=metas if any(m is not None for m in metas) else None,
+                )
             written += len(chunk)
         return written
 
@@ -272,8 +309,14 @@ class Companion:
         with _chroma(f"delete from {collection!r}", self.where):
             col.delete(ids=[str(i) for i in ids])
 
-    def query(self, collection: str, text: str, n: int = 10,
-              where: dict[str, Any] | None = None, vector: list[float] | None = None) -> list[tuple[str, float]]:
+    def query(
+        self,
+        collection: str,
+        text: str,
+        n: int = 10,
+        where: dict[str, Any] | None = None,
+        vector: list[float] | None = None,
+    ) -> list[tuple[str, float]]:
         """The `n` nearest items as (id, similarity), best first; similarity is cosine clamped to [0, 1].
 
         Approximate (HNSW); pass `vector` when the caller already embedded `text`, so it is embedded once.
@@ -341,8 +384,12 @@ class Companion:
         """Why the collection's vectors do not fit the current embedder, or None when they do."""
         return self._stale_reason(collection, self._require(collection, fresh=False))
 
-    def rebuild(self, collection: str, items: Iterable[tuple[str, str, dict[str, Any] | None]],
-                progress: Callable[[int], None] | None = None) -> int:
+    def rebuild(
+        self,
+        collection: str,
+        items: Iterable[tuple[str, str, dict[str, Any] | None]],
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
         """Refill a collection from scratch with the current embedder; returns how many items it holds.
 
         The new index is built beside the old one and swapped in at the end, so lookups keep answering
@@ -403,7 +450,9 @@ class Companion:
                 if reason:
                     problems.append(reason)
                 parts.append(f"{name} ({size} items)")
-            summary = f"companion at {self.where}, embedder {self.embedder.name!r}: " + (", ".join(parts) or "no collections")
+            summary = f"companion at {self.where}, embedder {self.embedder.name!r}: " + (
+                ", ".join(parts) or "no collections"
+            )
             if problems:
                 return False, "; ".join(problems)
             return True, summary
@@ -462,7 +511,9 @@ def _probe_in_child(path: Path) -> str | None:
     if done.returncode == 0:
         return None
     if done.returncode < 0:
-        return (f"companion index at {path} crashed chromadb (signal {-done.returncode}) when read: it is corrupt; "
-                f"delete that folder and rebuild it from the store")
+        return (
+            f"companion index at {path} crashed chromadb (signal {-done.returncode}) when read: it is corrupt; "
+            f"delete that folder and rebuild it from the store"
+        )
     last = (done.stderr.strip().splitlines() or ["no message"])[-1]
     return f"companion index at {path} failed a test read: {last}"

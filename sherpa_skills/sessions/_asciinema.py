@@ -42,8 +42,11 @@ def is_cast_header(line: bytes) -> bool:
         header = json.loads(line)
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly nested JSON
         return False
-    return (isinstance(header, dict) and header.get("version") in (2, 3)
-            and ("width" in header or isinstance(header.get("term"), dict)))
+    return (
+        isinstance(header, dict)
+        and header.get("version") in (2, 3)
+        and ("width" in header or isinstance(header.get("term"), dict))
+    )
 
 
 class AsciinemaParser(LineParser):
@@ -75,8 +78,13 @@ class AsciinemaParser(LineParser):
         except (ValueError, UnicodeDecodeError, RecursionError):
             self.skip(lineno)
             return
-        if (not isinstance(event, list) or len(event) < 3 or not isinstance(event[0], (int, float))
-                or not isinstance(event[1], str) or not isinstance(event[2], str)):
+        if (
+            not isinstance(event, list)
+            or len(event) < 3
+            or not isinstance(event[0], (int, float))
+            or not isinstance(event[1], str)
+            or not isinstance(event[2], str)
+        ):
             self.skip(lineno)
             return
         at = self._time(float(event[0]))
@@ -110,7 +118,7 @@ class AsciinemaParser(LineParser):
             if path:
                 self.cwd = path.group(1)
         if _ALT_ON.search(data):
-            self.alt_screen = not _ALT_OFF.search(data[_ALT_ON.search(data).end():])  # type: ignore[union-attr]
+            self.alt_screen = not _ALT_OFF.search(data[_ALT_ON.search(data).end() :])  # type: ignore[union-attr]
         elif _ALT_OFF.search(data):
             self.alt_screen = False
         if self.line and len(self.echo) < _ECHO_KEPT:
@@ -157,9 +165,18 @@ class AsciinemaParser(LineParser):
                 started = self.line_started if self.line_started is not None else 0.0
                 timestamp = (self.start + started) if self.start is not None else None
                 line = self.first_line or lineno
-                self.emit(CommandRecord(key=f"{self.session_id}:L{line}", session_id=self.session_id,
-                                        command=clean_command(command), outcome="unknown", line=line,
-                                        timestamp=timestamp, cwd=self.cwd, tool=FORMAT))
+                self.emit(
+                    CommandRecord(
+                        key=f"{self.session_id}:L{line}",
+                        session_id=self.session_id,
+                        command=clean_command(command),
+                        outcome="unknown",
+                        line=line,
+                        timestamp=timestamp,
+                        cwd=self.cwd,
+                        tool=FORMAT,
+                    )
+                )
         self._reset()
 
     def _reset(self) -> None:
@@ -172,10 +189,18 @@ class AsciinemaParser(LineParser):
 
     def state(self) -> dict[str, Any]:
         # A line being typed when the file ended waits for the rest; it is redacted like everything stored.
-        return {"version": self.version, "start": self.start, "clock": self.clock, "alt_screen": self.alt_screen,
-                "cwd": self.cwd, "line": clean_command(self.line) if self.line else "",
-                "echo": clean_command(self.echo)[:_ECHO_KEPT] if self.echo else "",
-                "uncertain": self.uncertain, "line_started": self.line_started, "first_line": self.first_line}
+        return {
+            "version": self.version,
+            "start": self.start,
+            "clock": self.clock,
+            "alt_screen": self.alt_screen,
+            "cwd": self.cwd,
+            "line": clean_command(self.line) if self.line else "",
+            "echo": clean_command(self.echo)[:_ECHO_KEPT] if self.echo else "",
+            "uncertain": self.uncertain,
+            "line_started": self.line_started,
+            "first_line": self.first_line,
+        }
 
 
 def _echoed(command: str, echo: str) -> bool:

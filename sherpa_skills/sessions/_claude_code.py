@@ -128,10 +128,18 @@ class ClaudeCodeParser(LineParser):
             info["git_branch"] = entry["gitBranch"]
         description = tool_input.get("description")
         record = CommandRecord(
-            key=call_id, session_id=session, command=clean_command(command), outcome="unknown", line=lineno,
-            timestamp=iso_to_epoch(entry.get("timestamp")), cwd=clean_text(entry.get("cwd")) if isinstance(entry.get("cwd"), str) else None,
-            tool=str(item.get("name")), agent=self._agent(entry, sidechain), sidechain=sidechain,
-            description=clean_text(description) if isinstance(description, str) else None, info=clean_info(info),
+            key=call_id,
+            session_id=session,
+            command=clean_command(command),
+            outcome="unknown",
+            line=lineno,
+            timestamp=iso_to_epoch(entry.get("timestamp")),
+            cwd=clean_text(entry.get("cwd")) if isinstance(entry.get("cwd"), str) else None,
+            tool=str(item.get("name")),
+            agent=self._agent(entry, sidechain),
+            sidechain=sidechain,
+            description=clean_text(description) if isinstance(description, str) else None,
+            info=clean_info(info),
         )
         self.pending[call_id] = record.to_state()
 
@@ -150,10 +158,14 @@ class ClaudeCodeParser(LineParser):
         elif match:
             record.exit_code = int(match.group(1))
             record.outcome = "success" if record.exit_code == 0 else "failure"
-            text = text[match.end():]
+            text = text[match.end() :]
         elif item.get("is_error") is True:
             record.outcome = "failure"
-        elif background or info.get("background") or (isinstance(tool_use_result, dict) and tool_use_result.get("backgroundTaskId")):
+        elif (
+            background
+            or info.get("background")
+            or (isinstance(tool_use_result, dict) and tool_use_result.get("backgroundTaskId"))
+        ):
             record.outcome = "unknown"  # still running when the log moved on; its exit status is not recorded here
             info["background"] = True
             task = background.group(1) if background else None
@@ -185,8 +197,12 @@ class ClaudeCodeParser(LineParser):
             info["persisted_output"] = path_text
             name = Path(path_text).name
             here = self.path.parent
-            for candidate in (Path(path_text), here / session / "tool-results" / name, here.parent / "tool-results" / name,
-                              here / "tool-results" / name):
+            for candidate in (
+                Path(path_text),
+                here / session / "tool-results" / name,
+                here.parent / "tool-results" / name,
+                here / "tool-results" / name,
+            ):
                 try:
                     with candidate.open("rb") as handle:
                         data = handle.read(64 * 1024)
@@ -195,10 +211,16 @@ class ClaudeCodeParser(LineParser):
                 info["persisted_output_found"] = True
                 return data.decode("utf-8", errors="replace")
             info["persisted_output_found"] = False
-        if isinstance(tool_use_result, dict) and isinstance(tool_use_result.get("stdout"), str) and tool_use_result["stdout"]:
-            return tool_use_result["stdout"] + (("\n" + tool_use_result["stderr"]) if tool_use_result.get("stderr") else "")
+        if (
+            isinstance(tool_use_result, dict)
+            and isinstance(tool_use_result.get("stdout"), str)
+            and tool_use_result["stdout"]
+        ):
+            return tool_use_result["stdout"] + (
+                ("\n" + tool_use_result["stderr"]) if tool_use_result.get("stderr") else ""
+            )
         preview = _PREVIEW.search(text)
-        return text[preview.end():] if preview else text
+        return text[preview.end() :] if preview else text
 
     # ------------------------------------------------------------------ end and state
 

@@ -16,10 +16,21 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from ._base import LineParser, load_json_object
-from ._records import CommandRecord, as_int, clean_command, clean_info, clean_text, excerpt, iso_to_epoch, outcome_for_exit
+from ._records import (
+    CommandRecord,
+    as_int,
+    clean_command,
+    clean_info,
+    clean_text,
+    excerpt,
+    iso_to_epoch,
+    outcome_for_exit,
+)
 
 FORMAT = "codex"
-SHELL_TOOLS = frozenset({"shell", "shell_command", "exec_command", "container.exec", "local_shell", "unified_exec", "bash"})
+SHELL_TOOLS = frozenset(
+    {"shell", "shell_command", "exec_command", "container.exec", "local_shell", "unified_exec", "bash"}
+)
 POLL_TOOLS = frozenset({"write_stdin"})
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish", "busybox"})
 _POWERSHELLS = frozenset({"powershell", "powershell.exe", "pwsh", "pwsh.exe"})
@@ -65,7 +76,14 @@ def output_text(raw: Any) -> tuple[str, bool | None]:
 def parse_output(raw: Any) -> dict[str, Any]:
     """What an output says: body text, exit code, a process still running, a rejection, a duration."""
     text, success = output_text(raw)
-    result: dict[str, Any] = {"text": text, "exit_code": None, "running": None, "rejected": False, "duration": None, "success": success}
+    result: dict[str, Any] = {
+        "text": text,
+        "exit_code": None,
+        "running": None,
+        "rejected": False,
+        "duration": None,
+        "success": success,
+    }
     stripped = text.strip()
     if stripped == "aborted" or stripped.startswith(_REJECTED):
         result["rejected"] = True
@@ -86,7 +104,7 @@ def parse_output(raw: Any) -> dict[str, Any]:
     end = _HEADER_END.search(text)
     header = text[: end.start()] if end else "\n".join(text.split("\n", 3)[:3])
     if end:
-        result["text"] = text[end.end():]
+        result["text"] = text[end.end() :]
     code = _EXIT_TEXT.search(header)
     if code:
         result["exit_code"] = int(code.group(1))
@@ -138,7 +156,9 @@ class CodexParser(LineParser):
             payload, kind = entry, None
         ts = iso_to_epoch(entry.get("timestamp"))
         ptype = payload.get("type")
-        if kind == "session_meta" or (kind is None and ptype is None and "id" in payload and ("instructions" in payload or "timestamp" in payload)):
+        if kind == "session_meta" or (
+            kind is None and ptype is None and "id" in payload and ("instructions" in payload or "timestamp" in payload)
+        ):
             self._meta(payload.get("meta") if isinstance(payload.get("meta"), dict) else payload)
         elif kind == "turn_context":
             if isinstance(payload.get("cwd"), str):
@@ -191,11 +211,22 @@ class CodexParser(LineParser):
         if not command or not command.strip():
             return
         cwd = args.get("workdir") or args.get("cwd") or args.get("working_directory")
-        if isinstance(cwd, str) and self.cwd and not cwd.startswith(("/", "~")) and not re.match(r"^[A-Za-z]:[\\/]", cwd):
+        if (
+            isinstance(cwd, str)
+            and self.cwd
+            and not cwd.startswith(("/", "~"))
+            and not re.match(r"^[A-Za-z]:[\\/]", cwd)
+        ):
             cwd = str(PurePath(self.cwd) / cwd)
         record = CommandRecord(
-            key=call_id, session_id=self.session_id, command=clean_command(command), outcome="unknown", line=lineno,
-            timestamp=ts, cwd=clean_text(cwd if isinstance(cwd, str) else self.cwd), tool=str(name),
+            key=call_id,
+            session_id=self.session_id,
+            command=clean_command(command),
+            outcome="unknown",
+            line=lineno,
+            timestamp=ts,
+            cwd=clean_text(cwd if isinstance(cwd, str) else self.cwd),
+            tool=str(name),
         )
         state = record.to_state()
         state["_acc"] = ""
@@ -242,16 +273,27 @@ class CodexParser(LineParser):
             return
         code = as_int(payload.get("exit_code"))
         status = payload.get("status")
-        output = payload.get("aggregated_output") or payload.get("formatted_output") or "".join(
-            part for part in (payload.get("stdout"), payload.get("stderr")) if isinstance(part, str))
+        output = (
+            payload.get("aggregated_output")
+            or payload.get("formatted_output")
+            or "".join(part for part in (payload.get("stdout"), payload.get("stderr")) if isinstance(part, str))
+        )
         if call_id not in self.pending:
             # No call seen for it: a command the user ran in Codex's shell, or a log cut before the call.
             command = unwrap_command(payload.get("command"))
             if not command or not command.strip():
                 return
             cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else self.cwd
-            record = CommandRecord(key=call_id, session_id=self.session_id, command=clean_command(command), outcome="unknown",
-                                   line=lineno, timestamp=ts, cwd=clean_text(cwd), tool=f"exec:{payload.get('source') or 'event'}")
+            record = CommandRecord(
+                key=call_id,
+                session_id=self.session_id,
+                command=clean_command(command),
+                outcome="unknown",
+                line=lineno,
+                timestamp=ts,
+                cwd=clean_text(cwd),
+                tool=f"exec:{payload.get('source') or 'event'}",
+            )
             state = record.to_state()
             state["_acc"] = ""
             self.pending[call_id] = state
@@ -306,5 +348,12 @@ class CodexParser(LineParser):
     def state(self) -> dict[str, Any]:
         for state in self.pending.values():
             state["_acc"] = excerpt(state.get("_acc") or "", _ACCUMULATED_LIMIT) or ""  # nothing unredacted is kept
-        return {"session_id": self.session_id, "meta_seen": self.meta_seen, "cwd": self.cwd, "pending": self.pending,
-                "processes": self.processes, "polls": self.polls, "done": list(self.done)[-_DONE_KEPT:]}
+        return {
+            "session_id": self.session_id,
+            "meta_seen": self.meta_seen,
+            "cwd": self.cwd,
+            "pending": self.pending,
+            "processes": self.processes,
+            "polls": self.polls,
+            "done": list(self.done)[-_DONE_KEPT:],
+        }

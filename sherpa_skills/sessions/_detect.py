@@ -17,10 +17,30 @@ _SNIFF_LINES = 20
 _ZSH = re.compile(rb"^: *\d+:\d+;")
 _BASH = re.compile(rb"^#\d{9,11}\s*$")
 _CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-_CODEX_ITEMS = frozenset({"message", "function_call", "function_call_output", "reasoning", "local_shell_call",
-                          "custom_tool_call", "custom_tool_call_output"})
-_CLAUDE_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation", "progress",
-                           "attachment", "result"})
+_CODEX_ITEMS = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "local_shell_call",
+        "custom_tool_call",
+        "custom_tool_call_output",
+    }
+)
+_CLAUDE_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "progress",
+        "attachment",
+        "result",
+    }
+)
 _ZSH_NAMES = re.compile(r"(^|[._-])(zsh_history|zhistory|histfile)$", re.I)
 _BASH_NAMES = re.compile(r"(^|[._-])(bash_history|sh_history|history)$", re.I)
 
@@ -39,7 +59,9 @@ def _json_kind(line: bytes) -> str | None:
         return "codex"
     if "record_type" in obj or (kind is None and "id" in obj and ("instructions" in obj or "git" in obj)):
         return "codex"
-    if "sessionId" in obj or (kind in _CLAUDE_TYPES and any(k in obj for k in ("uuid", "leafUuid", "messageId", "snapshot"))):
+    if "sessionId" in obj or (
+        kind in _CLAUDE_TYPES and any(k in obj for k in ("uuid", "leafUuid", "messageId", "snapshot"))
+    ):
         return "claude-code"
     if kind in _CODEX_ITEMS and "uuid" not in obj:
         return "codex"
@@ -50,7 +72,9 @@ def _long_first_line(start: bytes) -> str | None:
     """A first line longer than what was read (a pasted image, a huge output): judged by its keys."""
     if b'"sessionId"' in start and b'"uuid"' in start:
         return "claude-code"
-    if b'"payload"' in start and any(b'"type":"%s"' % t.encode() in start.replace(b'": "', b'":"') for t in _CODEX_TYPES):
+    if b'"payload"' in start and any(
+        b'"type":"%s"' % t.encode() in start.replace(b'": "', b'":"') for t in _CODEX_TYPES
+    ):
         return "codex"
     return None
 

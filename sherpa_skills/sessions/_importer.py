@@ -111,7 +111,9 @@ def _resume(handle: BinaryIO, row: FileRow, size: int) -> tuple[int, int, dict[s
     return 0, 0, {}, True
 
 
-def _unchanged(quick: tuple[str, int, float | None, int, int] | None, stat: os.stat_result, settled: bool, fmt: str) -> bool:
+def _unchanged(
+    quick: tuple[str, int, float | None, int, int] | None, stat: os.stat_result, settled: bool, fmt: str
+) -> bool:
     """Same size and mtime as when last read, and nothing left to settle: skipped without opening the file."""
     if quick is None:
         return False
@@ -139,8 +141,17 @@ def _add(result: FileResult, added: Added) -> None:
     result.unknown += added.counts["unknown"]
 
 
-def _import_file(store: SessionStore, path: Path, key: str, fmt: str, settle: float, now: float, *, explicit: bool,
-                 stat: os.stat_result | None) -> tuple[FileResult, set[tuple[str, str]]]:
+def _import_file(
+    store: SessionStore,
+    path: Path,
+    key: str,
+    fmt: str,
+    settle: float,
+    now: float,
+    *,
+    explicit: bool,
+    stat: os.stat_result | None,
+) -> tuple[FileResult, set[tuple[str, str]]]:
     result = FileResult(path=str(path))
     sessions: set[tuple[str, str]] = set()
     try:
@@ -161,18 +172,34 @@ def _import_file(store: SessionStore, path: Path, key: str, fmt: str, settle: fl
     return result, sessions
 
 
-def _read_file(store: SessionStore, path: Path, key: str, row: FileRow | None, stat: os.stat_result, fmt: str, settle: float,
-               now: float, result: FileResult, sessions: set[tuple[str, str]], *, explicit: bool) -> None:
+def _read_file(
+    store: SessionStore,
+    path: Path,
+    key: str,
+    row: FileRow | None,
+    stat: os.stat_result,
+    fmt: str,
+    settle: float,
+    now: float,
+    result: FileResult,
+    sessions: set[tuple[str, str]],
+    *,
+    explicit: bool,
+) -> None:
     settled = now - stat.st_mtime >= settle
     if row is None:
         detected = fmt if fmt != "auto" else sniff_file(path)
         if detected is None:
             result.status = "unrecognised"
             if path.suffix == ".cast":
-                result.error = f"{path}: not an asciinema v2 or v3 recording (convert a v1 file with `asciinema convert`)"
+                result.error = (
+                    f"{path}: not an asciinema v2 or v3 recording (convert a v1 file with `asciinema convert`)"
+                )
             elif explicit:
-                result.error = (f"{path}: not a session log this version reads ({', '.join(FORMATS)}); "
-                                "pass --format to read it as one of them")
+                result.error = (
+                    f"{path}: not a session log this version reads ({', '.join(FORMATS)}); "
+                    "pass --format to read it as one of them"
+                )
             return
         row = FileRow(id=None, path=key, format=detected)
     elif fmt != "auto" and fmt != row.format:
@@ -281,8 +308,15 @@ def _expand(paths: list[Path], errors: list[str]) -> list[tuple[str, str, bool]]
 _COUNTED = ("commands", "succeeded", "failed", "rejected", "unknown", "skipped_lines", "lines_read", "bytes_read")
 
 
-def import_paths(paths: list[Path], *, home: Path | None = None, fmt: str = "auto", progress: Progress | None = None,
-                 settle_seconds: float = SETTLE_SECONDS, store: SessionStore | None = None) -> ImportSummary:
+def import_paths(
+    paths: list[Path],
+    *,
+    home: Path | None = None,
+    fmt: str = "auto",
+    progress: Progress | None = None,
+    settle_seconds: float = SETTLE_SECONDS,
+    store: SessionStore | None = None,
+) -> ImportSummary:
     """Import the session logs at `paths` (files, or folders walked recursively) into the home's store.
 
     Only what is new since the last import of each file is read and stored; a file unchanged since
@@ -309,13 +343,19 @@ def import_paths(paths: list[Path], *, home: Path | None = None, fmt: str = "aut
                 stat: os.stat_result | None = os.stat(key)
             except OSError:
                 stat = None
-            if stat is not None and S_ISREG(stat.st_mode) and _unchanged(quick.get(key), stat, now - stat.st_mtime >= settle_seconds, fmt):
+            if (
+                stat is not None
+                and S_ISREG(stat.st_mode)
+                and _unchanged(quick.get(key), stat, now - stat.st_mtime >= settle_seconds, fmt)
+            ):
                 read += 1
                 unchanged += 1
                 if progress is not None:
                     progress(done, len(files), FileResult(path=path, format=quick[key][0], status="unchanged"))
                 continue
-            result, touched = _import_file(store, Path(path), key, fmt, settle_seconds, now, explicit=explicit, stat=stat)
+            result, touched = _import_file(
+                store, Path(path), key, fmt, settle_seconds, now, explicit=explicit, stat=stat
+            )
             sessions |= touched
             summary.file_results.append(result)
             if result.status == "unreadable":
@@ -336,9 +376,20 @@ def import_paths(paths: list[Path], *, home: Path | None = None, fmt: str = "aut
             store.close()
     for name, value in counts.items():
         setattr(summary, name, value)
-    summary.files, summary.unchanged_files, summary.unreadable_files, summary.unrecognised_files = read, unchanged, unreadable, unrecognised
+    summary.files, summary.unchanged_files, summary.unreadable_files, summary.unrecognised_files = (
+        read,
+        unchanged,
+        unreadable,
+        unrecognised,
+    )
     summary.sessions = len(sessions)
     summary.seconds = round(time.perf_counter() - started, 3)
-    log.info("sessions.imported", files=summary.files, commands=summary.commands, sessions=summary.sessions,
-             skipped_lines=summary.skipped_lines, errors=len(summary.errors))
+    log.info(
+        "sessions.imported",
+        files=summary.files,
+        commands=summary.commands,
+        sessions=summary.sessions,
+        skipped_lines=summary.skipped_lines,
+        errors=len(summary.errors),
+    )
     return summary

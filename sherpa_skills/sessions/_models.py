@@ -25,7 +25,9 @@ class SessionCommand(BaseModel):
     output: str | None = Field(default=None, description="redacted start of the output, at most ~2000 characters")
     duration: float | None = None
     tool: str | None = None
-    agent: str | None = Field(default=None, description="sub-agent id (or sidechain thread) that ran it; None for the main agent")
+    agent: str | None = Field(
+        default=None, description="sub-agent id (or sidechain thread) that ran it; None for the main agent"
+    )
     sidechain: bool = False
     description: str | None = Field(default=None, description="what the agent said the command was for (Claude Code)")
     line: int | None = None
@@ -72,7 +74,9 @@ class ImportSummary(BaseModel):
     unrecognised_files: int = 0
     seconds: float = 0.0
     errors: list[str] = Field(default_factory=list)
-    file_results: list[FileResult] = Field(default_factory=list, description="files read or found wrong; unchanged files are only counted")
+    file_results: list[FileResult] = Field(
+        default_factory=list, description="files read or found wrong; unchanged files are only counted"
+    )
 
 
 class ImportedFile(BaseModel):

@@ -67,7 +67,13 @@ class _HistoryParser(LineParser):
 
     def _start(self, lineno: int, offset: int, ts: float | None, duration: float | None, first: bytes | None) -> None:
         self._close()
-        self.entry = {"line": lineno, "offset": offset, "ts": ts, "duration": duration, "lines": [] if first is None else [first]}
+        self.entry = {
+            "line": lineno,
+            "offset": offset,
+            "ts": ts,
+            "duration": duration,
+            "lines": [] if first is None else [first],
+        }
 
     def _close(self) -> None:
         entry, self.entry = self.entry, None
@@ -87,8 +93,19 @@ class _HistoryParser(LineParser):
         if count:
             key = f"{key}#{count}"
         info: dict[str, Any] = {"invalid_utf8": True} if replaced else {}
-        self.emit(CommandRecord(key=key, session_id=self.session_id, command=clean_command(text), outcome="unknown",
-                                line=entry["line"], timestamp=entry["ts"], duration=entry["duration"], tool=self.FORMAT, info=info))
+        self.emit(
+            CommandRecord(
+                key=key,
+                session_id=self.session_id,
+                command=clean_command(text),
+                outcome="unknown",
+                line=entry["line"],
+                timestamp=entry["ts"],
+                duration=entry["duration"],
+                tool=self.FORMAT,
+                info=info,
+            )
+        )
 
     def resume_point(self) -> tuple[int, int] | None:
         return (self.entry["offset"], self.entry["line"]) if self.entry is not None else None
@@ -135,7 +152,7 @@ class ZshHistoryParser(_HistoryParser):
         line = line.rstrip(b"\r")
         header = _ZSH_HEADER.match(line)
         if header:
-            self._start(lineno, offset, float(int(header.group(1))), float(int(header.group(2))), line[header.end():])
+            self._start(lineno, offset, float(int(header.group(1))), float(int(header.group(2))), line[header.end() :])
             return
         if self.entry is not None and self.entry["lines"] and self.entry["lines"][-1].endswith(b"\\"):
             last = self.entry["lines"][-1]

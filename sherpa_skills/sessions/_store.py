@@ -25,7 +25,9 @@ COMPONENT = "sessions"
 
 
 def m001_sessions(conn: sqlite3.Connection) -> None:
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         CREATE TABLE session_files (
             id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, format TEXT NOT NULL,
             size INTEGER NOT NULL DEFAULT 0, mtime REAL, offset INTEGER NOT NULL DEFAULT 0,
@@ -55,7 +57,8 @@ def m001_sessions(conn: sqlite3.Connection) -> None:
             UNIQUE (source, call_key));
         CREATE INDEX session_commands_session ON session_commands (session_ref, seq);
         CREATE INDEX session_commands_file ON session_commands (file_id);
-    """)
+    """,
+    )
 
 
 MIGRATIONS = [m001_sessions]
@@ -96,19 +99,61 @@ class Added:
     sessions: set[tuple[str, str]] = field(default_factory=set)
 
 
-_FILE_COLUMNS = ("id, path, format, size, mtime, offset, lines_read, lines_skipped, head_hash, tail_hash, content_hash, "
-                 "anchor, state, resets, version, last_error")
-_COMMAND_COLUMNS = ("c.id, c.source, f.path, c.session_id, c.seq, c.ts, c.cwd, c.command, c.outcome, c.exit_code, c.output, "
-                    "c.duration, c.tool, c.agent, c.sidechain, c.description, c.line, c.call_key, c.info, c.imported")
+_FILE_COLUMNS = (
+    "id, path, format, size, mtime, offset, lines_read, lines_skipped, head_hash, tail_hash, content_hash, "
+    "anchor, state, resets, version, last_error"
+)
+_COMMAND_COLUMNS = (
+    "c.id, c.source, f.path, c.session_id, c.seq, c.ts, c.cwd, c.command, c.outcome, c.exit_code, c.output, "
+    "c.duration, c.tool, c.agent, c.sidechain, c.description, c.line, c.call_key, c.info, c.imported"
+)
 
 
 def _command(row: tuple[Any, ...]) -> SessionCommand:
-    (cid, source, path, session, seq, ts, cwd, command, outcome, code, output, duration, tool, agent, sidechain, description,
-     line, key, info, imported) = row
-    return SessionCommand(id=cid, source=source, source_file=path, session_id=session, seq=seq, timestamp=ts, cwd=cwd,
-                          command=command, outcome=outcome, exit_code=code, output=output, duration=duration, tool=tool,
-                          agent=agent, sidechain=bool(sidechain), description=description, line=line, call_id=key,
-                          info=json.loads(info) if info else {}, imported=imported)
+    (
+        cid,
+        source,
+        path,
+        session,
+        seq,
+        ts,
+        cwd,
+        command,
+        outcome,
+        code,
+        output,
+        duration,
+        tool,
+        agent,
+        sidechain,
+        description,
+        line,
+        key,
+        info,
+        imported,
+    ) = row
+    return SessionCommand(
+        id=cid,
+        source=source,
+        source_file=path,
+        session_id=session,
+        seq=seq,
+        timestamp=ts,
+        cwd=cwd,
+        command=command,
+        outcome=outcome,
+        exit_code=code,
+        output=output,
+        duration=duration,
+        tool=tool,
+        agent=agent,
+        sidechain=bool(sidechain),
+        description=description,
+        line=line,
+        call_id=key,
+        info=json.loads(info) if info else {},
+        imported=imported,
+    )
 
 
 class SessionStore:
@@ -132,18 +177,24 @@ class SessionStore:
 
     def commands_since(self, watermark: int, limit: int | None = None) -> list[SessionCommand]:
         """Commands with id > `watermark`, oldest first (at most `limit`)."""
-        sql = (f"SELECT {_COMMAND_COLUMNS} FROM session_commands c JOIN session_files f ON f.id = c.file_id "
-               "WHERE c.id > ? ORDER BY c.id")
+        sql = (
+            f"SELECT {_COMMAND_COLUMNS} FROM session_commands c JOIN session_files f ON f.id = c.file_id "
+            "WHERE c.id > ? ORDER BY c.id"
+        )
         params: tuple[Any, ...] = (int(watermark),)
         if limit is not None:
             sql += " LIMIT ?"
             params += (int(limit),)
         return [_command(row) for row in self.conn.execute(sql, params)]
 
-    def session_commands(self, session_id: str, source: str | None = None, *, after_seq: int = 0) -> list[SessionCommand]:
+    def session_commands(
+        self, session_id: str, source: str | None = None, *, after_seq: int = 0
+    ) -> list[SessionCommand]:
         """One session's commands in sequence order (to see what came before the new ones)."""
-        sql = (f"SELECT {_COMMAND_COLUMNS} FROM session_commands c JOIN session_files f ON f.id = c.file_id "
-               "WHERE c.session_id = ? AND c.seq > ?")
+        sql = (
+            f"SELECT {_COMMAND_COLUMNS} FROM session_commands c JOIN session_files f ON f.id = c.file_id "
+            "WHERE c.session_id = ? AND c.seq > ?"
+        )
         params: tuple[Any, ...] = (session_id, after_seq)
         if source is not None:
             sql += " AND c.source = ?"
@@ -160,34 +211,109 @@ class SessionStore:
         return int(self.conn.execute("SELECT COUNT(*) FROM session_commands").fetchone()[0])
 
     def files(self) -> list[ImportedFile]:
-        sessions = dict(self.conn.execute(
-            "SELECT file_id, COUNT(DISTINCT session_ref) FROM session_commands GROUP BY file_id").fetchall())
+        sessions = dict(
+            self.conn.execute(
+                "SELECT file_id, COUNT(DISTINCT session_ref) FROM session_commands GROUP BY file_id"
+            ).fetchall()
+        )
         rows = self.conn.execute(
             "SELECT id, path, format, size, mtime, offset, lines_read, lines_skipped, commands, succeeded, failed, rejected, "
-            "unknown, content_hash, first_imported, last_imported, pending, last_error FROM session_files ORDER BY path").fetchall()
+            "unknown, content_hash, first_imported, last_imported, pending, last_error FROM session_files ORDER BY path"
+        ).fetchall()
         out = []
-        for (fid, path, fmt, size, mtime, offset, lines, skipped, commands, ok, failed, rejected, unknown, digest, first, last,
-             pending, error) in rows:
-            out.append(ImportedFile(path=path, format=fmt, size=size, mtime=mtime, offset=offset, lines_read=lines,
-                                    lines_skipped=skipped, commands=commands, succeeded=ok, failed=failed, rejected=rejected,
-                                    unknown=unknown, sessions=sessions.get(fid, 0), content_hash=digest, first_imported=first,
-                                    last_imported=last, pending_calls=pending, last_error=error))
+        for (
+            fid,
+            path,
+            fmt,
+            size,
+            mtime,
+            offset,
+            lines,
+            skipped,
+            commands,
+            ok,
+            failed,
+            rejected,
+            unknown,
+            digest,
+            first,
+            last,
+            pending,
+            error,
+        ) in rows:
+            out.append(
+                ImportedFile(
+                    path=path,
+                    format=fmt,
+                    size=size,
+                    mtime=mtime,
+                    offset=offset,
+                    lines_read=lines,
+                    lines_skipped=skipped,
+                    commands=commands,
+                    succeeded=ok,
+                    failed=failed,
+                    rejected=rejected,
+                    unknown=unknown,
+                    sessions=sessions.get(fid, 0),
+                    content_hash=digest,
+                    first_imported=first,
+                    last_imported=last,
+                    pending_calls=pending,
+                    last_error=error,
+                )
+            )
         return out
 
     # ------------------------------------------------------------------ writing, for the importer
 
     def quick_rows(self) -> dict[str, tuple[str, int, float | None, int, int]]:
         """path -> (format, size, mtime, offset, pending calls) of every file, to skip unchanged ones without reading them."""
-        return {row[0]: row[1:] for row in self.conn.execute("SELECT path, format, size, mtime, offset, pending FROM session_files")}
+        return {
+            row[0]: row[1:]
+            for row in self.conn.execute("SELECT path, format, size, mtime, offset, pending FROM session_files")
+        }
 
     def file_row(self, path: str) -> FileRow | None:
         row = self.conn.execute(f"SELECT {_FILE_COLUMNS} FROM session_files WHERE path = ?", (path,)).fetchone()
         if row is None:
             return None
-        (fid, fpath, fmt, size, mtime, offset, lines, skipped, head, tail, digest, anchor, state, resets, version, error) = row
-        return FileRow(id=fid, path=fpath, format=fmt, size=size, mtime=mtime, offset=offset, lines_read=lines, lines_skipped=skipped,
-                       head_hash=head, tail_hash=tail, content_hash=digest, anchor=json.loads(anchor or "[]"),
-                       state=json.loads(state or "{}"), resets=resets, version=version, last_error=error)
+        (
+            fid,
+            fpath,
+            fmt,
+            size,
+            mtime,
+            offset,
+            lines,
+            skipped,
+            head,
+            tail,
+            digest,
+            anchor,
+            state,
+            resets,
+            version,
+            error,
+        ) = row
+        return FileRow(
+            id=fid,
+            path=fpath,
+            format=fmt,
+            size=size,
+            mtime=mtime,
+            offset=offset,
+            lines_read=lines,
+            lines_skipped=skipped,
+            head_hash=head,
+            tail_hash=tail,
+            content_hash=digest,
+            anchor=json.loads(anchor or "[]"),
+            state=json.loads(state or "{}"),
+            resets=resets,
+            version=version,
+            last_error=error,
+        )
 
     def commit(self, row: FileRow, records: list[CommandRecord], *, source: str) -> Added:
         """Store `records` and the file's new position in one transaction.
@@ -203,27 +329,59 @@ class SessionStore:
             if (current is None) != (row.id is None) or (current is not None and current[1] != row.version):
                 raise Conflict(row.path)
             if row.id is None:
-                row.id = conn.execute("INSERT INTO session_files (path, format, first_imported) VALUES (?, ?, ?)",
-                                      (row.path, row.format, now)).lastrowid
+                row.id = conn.execute(
+                    "INSERT INTO session_files (path, format, first_imported) VALUES (?, ?, ?)",
+                    (row.path, row.format, now),
+                ).lastrowid
             sessions: dict[str, list[Any]] = {}
             file_counts = dict.fromkeys(OUTCOMES, 0)
-            for record in sorted(records, key=lambda r: (r.line or 0)):
+            for record in sorted(records, key=lambda r: r.line or 0):
                 session = sessions.get(record.session_id)
                 if session is None:
-                    conn.execute("INSERT OR IGNORE INTO imported_sessions (source, session_key, created, updated) VALUES (?, ?, ?, ?)",
-                                 (source, record.session_id, now, now))
-                    found = conn.execute("SELECT id, next_seq FROM imported_sessions WHERE source = ? AND session_key = ?",
-                                         (source, record.session_id)).fetchone()
+                    conn.execute(
+                        "INSERT OR IGNORE INTO imported_sessions (source, session_key, created, updated) VALUES (?, ?, ?, ?)",
+                        (source, record.session_id, now, now),
+                    )
+                    found = conn.execute(
+                        "SELECT id, next_seq FROM imported_sessions WHERE source = ? AND session_key = ?",
+                        (source, record.session_id),
+                    ).fetchone()
                     # [id, next seq, first ts, last ts, first cwd, counts]
-                    session = sessions[record.session_id] = [found[0], found[1], None, None, None, dict.fromkeys(OUTCOMES, 0)]
+                    session = sessions[record.session_id] = [
+                        found[0],
+                        found[1],
+                        None,
+                        None,
+                        None,
+                        dict.fromkeys(OUTCOMES, 0),
+                    ]
                 cursor = conn.execute(
                     "INSERT OR IGNORE INTO session_commands (session_ref, file_id, source, session_id, seq, call_key, line, ts, "
                     "duration, cwd, command, outcome, exit_code, output, tool, agent, sidechain, description, info, imported) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (session[0], row.id, source, record.session_id, session[1], record.key, record.line, record.timestamp,
-                     record.duration, record.cwd, record.command, record.outcome, record.exit_code, record.output, record.tool,
-                     record.agent, int(record.sidechain), record.description,
-                     json.dumps(record.info, separators=(",", ":"), default=str), now))
+                    (
+                        session[0],
+                        row.id,
+                        source,
+                        record.session_id,
+                        session[1],
+                        record.key,
+                        record.line,
+                        record.timestamp,
+                        record.duration,
+                        record.cwd,
+                        record.command,
+                        record.outcome,
+                        record.exit_code,
+                        record.output,
+                        record.tool,
+                        record.agent,
+                        int(record.sidechain),
+                        record.description,
+                        json.dumps(record.info, separators=(",", ":"), default=str),
+                        now,
+                    ),
+                )
                 if cursor.rowcount != 1:
                     continue  # already stored (the same file read again, or a copy of it elsewhere)
                 session[1] += 1
@@ -243,17 +401,51 @@ class SessionStore:
                     "last_ts = CASE WHEN last_ts IS NULL OR ? > last_ts THEN ? ELSE last_ts END, cwd = COALESCE(cwd, ?), "
                     "commands = commands + ?, succeeded = succeeded + ?, failed = failed + ?, rejected = rejected + ?, "
                     "unknown = unknown + ?, updated = ? WHERE id = ?",
-                    (next_seq, first, first, last, last, cwd, sum(counts.values()), counts["success"], counts["failure"],
-                     counts["rejected"], counts["unknown"], now, ref))
+                    (
+                        next_seq,
+                        first,
+                        first,
+                        last,
+                        last,
+                        cwd,
+                        sum(counts.values()),
+                        counts["success"],
+                        counts["failure"],
+                        counts["rejected"],
+                        counts["unknown"],
+                        now,
+                        ref,
+                    ),
+                )
             conn.execute(
                 "UPDATE session_files SET format = ?, size = ?, mtime = ?, offset = ?, lines_read = ?, lines_skipped = ?, "
                 "commands = commands + ?, succeeded = succeeded + ?, failed = failed + ?, rejected = rejected + ?, unknown = unknown + ?, "
                 "head_hash = ?, tail_hash = ?, content_hash = ?, anchor = ?, state = ?, pending = ?, resets = ?, version = version + 1, "
                 "last_imported = ?, last_error = ? WHERE id = ?",
-                (row.format, row.size, row.mtime, row.offset, row.lines_read, row.lines_skipped, sum(file_counts.values()),
-                 file_counts["success"], file_counts["failure"], file_counts["rejected"], file_counts["unknown"], row.head_hash,
-                 row.tail_hash, row.content_hash, json.dumps(row.anchor), json.dumps(row.state, separators=(",", ":"), default=str),
-                 len(row.state.get("pending") or {}), row.resets, now, row.last_error, row.id))
+                (
+                    row.format,
+                    row.size,
+                    row.mtime,
+                    row.offset,
+                    row.lines_read,
+                    row.lines_skipped,
+                    sum(file_counts.values()),
+                    file_counts["success"],
+                    file_counts["failure"],
+                    file_counts["rejected"],
+                    file_counts["unknown"],
+                    row.head_hash,
+                    row.tail_hash,
+                    row.content_hash,
+                    json.dumps(row.anchor),
+                    json.dumps(row.state, separators=(",", ":"), default=str),
+                    len(row.state.get("pending") or {}),
+                    row.resets,
+                    now,
+                    row.last_error,
+                    row.id,
+                ),
+            )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

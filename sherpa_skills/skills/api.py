@@ -14,7 +14,13 @@ from pydantic import BaseModel, Field
 from .match.matcher import MatchDecision, Matcher
 from .store.models import CapturedProcedure, ProcedureHealthReport, ProcedureStep
 
-REPLAY_STATUS = {"succeeded": "succeeded", "diverged": "diverged", "dry_run": "dry-run", "no_match": "no-match", "refused": "refused"}
+REPLAY_STATUS = {
+    "succeeded": "succeeded",
+    "diverged": "diverged",
+    "dry_run": "dry-run",
+    "no_match": "no-match",
+    "refused": "refused",
+}
 
 
 class CaptureResult(BaseModel):
@@ -47,18 +53,40 @@ def replay_payload(result: Any) -> dict[str, Any]:
     for i, command in enumerate(ctx.get("rendered") or [], 1):
         step: dict[str, Any] = {"index": i, "command": command}
         if i in executed:
-            step.update(exit_code=executed[i]["exit_code"], passed=executed[i]["passed"], reason=executed[i]["reason"],
-                        duration_ms=executed[i]["duration_ms"])
+            step.update(
+                exit_code=executed[i]["exit_code"],
+                passed=executed[i]["passed"],
+                reason=executed[i]["reason"],
+                duration_ms=executed[i]["duration_ms"],
+            )
         steps.append(step)
     status = "error" if result.status == "error" else REPLAY_STATUS.get(result.state, result.state)
-    reason = result.error or (ctx.get("divergence") or {}).get("reason") or ctx.get("select_reason") or \
-        ("; ".join(ctx.get("preflight_problems") or []) or None)
-    return {"status": status, "procedure_id": proc.get("id"), "version": proc.get("version"), "confidence": proc.get("confidence"),
-            "replayed_before": proc.get("replayed"), "steps": steps, "diverged_step": ctx.get("diverged_step"),
-            "divergence": ctx.get("divergence"), "reason": reason, "llm_calls": result.counters.get("llm_calls", 0),
-            "tokens": result.counters.get("tokens", 0), "match_mode": ctx.get("match_mode"), "degraded": ctx.get("degraded"),
-            "params": ctx.get("params") or {}, "params_from_task": ctx.get("params_from_task") or {},
-            "matches": ctx.get("matches"), "verification": ctx.get("verification"), "run_id": result.run_id}
+    reason = (
+        result.error
+        or (ctx.get("divergence") or {}).get("reason")
+        or ctx.get("select_reason")
+        or ("; ".join(ctx.get("preflight_problems") or []) or None)
+    )
+    return {
+        "status": status,
+        "procedure_id": proc.get("id"),
+        "version": proc.get("version"),
+        "confidence": proc.get("confidence"),
+        "replayed_before": proc.get("replayed"),
+        "steps": steps,
+        "diverged_step": ctx.get("diverged_step"),
+        "divergence": ctx.get("divergence"),
+        "reason": reason,
+        "llm_calls": result.counters.get("llm_calls", 0),
+        "tokens": result.counters.get("tokens", 0),
+        "match_mode": ctx.get("match_mode"),
+        "degraded": ctx.get("degraded"),
+        "params": ctx.get("params") or {},
+        "params_from_task": ctx.get("params_from_task") or {},
+        "matches": ctx.get("matches"),
+        "verification": ctx.get("verification"),
+        "run_id": result.run_id,
+    }
 
 
 class SkillStore:
@@ -109,29 +137,54 @@ class SkillStore:
         ids = [self.store.get(procedure_id).id] if procedure_id else [p.id for p in self.store.procedures()]
         return [self.store.health(pid) for pid in ids]
 
-    def match(self, query: str, task_type: str | None = None, *, params: dict[str, Any] | None = None,
-              min_confidence: float | None = None, verify: str | None = None) -> MatchDecision:
+    def match(
+        self,
+        query: str,
+        task_type: str | None = None,
+        *,
+        params: dict[str, Any] | None = None,
+        min_confidence: float | None = None,
+        verify: str | None = None,
+    ) -> MatchDecision:
         """Which procedure the task is about, with parameters read from its literals; or `no-match` and why.
         `verify` names a model that confirms a borderline candidate (see skills/match/verifier.py)."""
         from .match.verifier import Verifier
 
-        return self.matcher.match(query, task_type=task_type, params=params, min_confidence=min_confidence,
-                                  verify=Verifier(verify) if verify else None)
+        return self.matcher.match(
+            query,
+            task_type=task_type,
+            params=params,
+            min_confidence=min_confidence,
+            verify=Verifier(verify) if verify else None,
+        )
 
     # ------------------------------------------------------------------ acting
 
-    def capture(self, task_type: str, steps: list[ProcedureStep | dict[str, Any] | str], *, description: str = "",
-                tags: list[str] | None = None, preconditions: list[str] | None = None, postconditions: list[str] | None = None,
-                procedure_id: str | None = None) -> CaptureResult:
+    def capture(
+        self,
+        task_type: str,
+        steps: list[ProcedureStep | dict[str, Any] | str],
+        *,
+        description: str = "",
+        tags: list[str] | None = None,
+        preconditions: list[str] | None = None,
+        postconditions: list[str] | None = None,
+        procedure_id: str | None = None,
+    ) -> CaptureResult:
         """Keep steps that worked, as given (none dropped; one step is enough); a literal secret becomes an env var."""
         from ..errors import UsageError
 
         if not steps:
             raise UsageError("capture needs at least one step")
         given = [ProcedureStep(command=s) if isinstance(s, str) else ProcedureStep.model_validate(s) for s in steps]
-        inputs: dict[str, Any] = {"task_type": task_type, "steps": [s.model_dump() for s in given], "description": description,
-                                  "tags": list(tags or []), "preconditions": list(preconditions or []),
-                                  "postconditions": list(postconditions or [])}
+        inputs: dict[str, Any] = {
+            "task_type": task_type,
+            "steps": [s.model_dump() for s in given],
+            "description": description,
+            "tags": list(tags or []),
+            "preconditions": list(preconditions or []),
+            "postconditions": list(postconditions or []),
+        }
         if procedure_id:
             inputs["procedure_id"] = self.store.get(procedure_id).id
         return self._capture(inputs)
@@ -139,27 +192,48 @@ class SkillStore:
     def _capture(self, inputs: dict[str, Any]) -> CaptureResult:
         result = _machine("capture").agent(store=self._run_store(), home=self.home).run(inputs)
         ctx = result.context
-        common = {"filtered": ctx.get("filtered") or [], "secrets_to_env": ctx.get("secrets_to_env") or [], "run_id": result.run_id}
+        common = {
+            "filtered": ctx.get("filtered") or [],
+            "secrets_to_env": ctx.get("secrets_to_env") or [],
+            "run_id": result.run_id,
+        }
         if result.status == "error":
             return CaptureResult(outcome="error", reason=result.error, **common)
         if result.state == "rejected":
             return CaptureResult(outcome="rejected", reason=ctx.get("rejected_reason"), **common)
         outcome = "duplicate" if result.state == "duplicate" else "captured"
-        return CaptureResult(outcome=outcome, procedure=self.store.get(ctx["procedure"]["id"]),
-                             index_warning=ctx.get("index_warning"), **common)
+        return CaptureResult(
+            outcome=outcome,
+            procedure=self.store.get(ctx["procedure"]["id"]),
+            index_warning=ctx.get("index_warning"),
+            **common,
+        )
 
-    def replay(self, query: str | None = None, *, procedure_id: str | None = None, task_type: str | None = None,
-               params: dict[str, Any] | None = None, execute: bool = False, cwd: str | None = None,
-               min_confidence: float | None = None, verify: str | None = None,
-               confirm: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
+    def replay(
+        self,
+        query: str | None = None,
+        *,
+        procedure_id: str | None = None,
+        task_type: str | None = None,
+        params: dict[str, Any] | None = None,
+        execute: bool = False,
+        cwd: str | None = None,
+        min_confidence: float | None = None,
+        verify: str | None = None,
+        confirm: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]] | None = None,
+    ) -> dict[str, Any]:
         """Match and replay: a dry run unless `execute`. With `confirm`, executing first asks it
         (`("approve"|"refuse"|"edit", args)` from the pending payload); without, `execute=True` runs at once."""
         from ..errors import UsageError
 
         if not procedure_id and not (query or "").strip():  # a usage error, refused before a run is recorded for it
             raise UsageError("replay needs a task to match: a non-empty query (what to do), or a procedure id")
-        inputs: dict[str, Any] = {"query": query or "", "params": dict(params or {}), "execute": execute,
-                                  "assume_yes": confirm is None}
+        inputs: dict[str, Any] = {
+            "query": query or "",
+            "params": dict(params or {}),
+            "execute": execute,
+            "assume_yes": confirm is None,
+        }
         if min_confidence is not None:
             inputs["min_confidence"] = min_confidence
         if procedure_id:

@@ -35,7 +35,7 @@ class Removal(BaseModel):
 
 def _chunks(ids: list[str]) -> Iterator[list[str]]:
     for start in range(0, len(ids), _CHUNK):
-        yield ids[start:start + _CHUNK]
+        yield ids[start : start + _CHUNK]
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
@@ -52,19 +52,28 @@ def must_stay(conn: sqlite3.Connection, ids: list[str], force: bool = False) -> 
     kept: dict[str, str] = {}
     for part in _chunks(ids):
         if not force:
-            for run_id, status in conn.execute(f"SELECT run_id, status FROM runs WHERE run_id IN ({_in(part)}) AND status IN ('waiting', 'running', 'interrupted')", part):
+            for run_id, status in conn.execute(
+                f"SELECT run_id, status FROM runs WHERE run_id IN ({_in(part)}) AND status IN ('waiting', 'running', 'interrupted')",
+                part,
+            ):
                 kept.setdefault(run_id, f"{status}: pass --force to delete it")
         if _has_table(conn, "executions"):
             for run_id, pid, version in conn.execute(
-                    f"SELECT run_id, procedure_id, version FROM executions WHERE run_id IN ({_in(part)}) ORDER BY id", part):
+                f"SELECT run_id, procedure_id, version FROM executions WHERE run_id IN ({_in(part)}) ORDER BY id", part
+            ):
                 kept.setdefault(run_id, f"an execution of procedure {pid} v{version} records it")
-        for table, pid_column, version in (("procedures", "id", "version"), ("procedure_versions", "procedure_id", "version")):
+        for table, pid_column, version in (
+            ("procedures", "id", "version"),
+            ("procedure_versions", "procedure_id", "version"),
+        ):
             if not _has_table(conn, table):
                 continue
             for pid, v, source in conn.execute(
-                    f"SELECT {pid_column}, {version}, COALESCE(json_extract(context, '$.captured_from_run'), json_extract(context, '$.run_id'))"
-                    f" FROM {table} WHERE json_extract(context, '$.captured_from_run') IN ({_in(part)})"
-                    f" OR json_extract(context, '$.run_id') IN ({_in(part)})", part + part):
+                f"SELECT {pid_column}, {version}, COALESCE(json_extract(context, '$.captured_from_run'), json_extract(context, '$.run_id'))"
+                f" FROM {table} WHERE json_extract(context, '$.captured_from_run') IN ({_in(part)})"
+                f" OR json_extract(context, '$.run_id') IN ({_in(part)})",
+                part + part,
+            ):
                 kept.setdefault(source, f"procedure {pid} v{v} was captured from it")
     # A child stays while its parent does; a parent kept for its own reasons keeps its children in turn.
     while True:
@@ -72,8 +81,10 @@ def must_stay(conn: sqlite3.Connection, ids: list[str], force: bool = False) -> 
         added = False
         for part in _chunks(going):
             for parent, child in conn.execute(
-                    "SELECT run_id, json_extract(outputs, '$.run_id') FROM run_log WHERE action = 'run_machine'"
-                    f" AND json_extract(outputs, '$.run_id') IN ({_in(part)}) ORDER BY id", part):
+                "SELECT run_id, json_extract(outputs, '$.run_id') FROM run_log WHERE action = 'run_machine'"
+                f" AND json_extract(outputs, '$.run_id') IN ({_in(part)}) ORDER BY id",
+                part,
+            ):
                 if parent not in going and child not in kept:
                     kept[child] = f"run {parent} started it (run_machine) and its log holds its result"
                     added = True
@@ -89,8 +100,10 @@ def remove_runs(store: RunStore, home: Path, ids: list[str], *, force: bool = Fa
         kept = must_stay(store.conn, ids, force)
         deleted = [i for i in ids if i not in kept]
     else:
-        deleted, kept = store.delete_runs(lambda conn: [i for i in ids if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (i,)).fetchone()],
-                                          lambda conn, chosen: must_stay(conn, chosen, force))
+        deleted, kept = store.delete_runs(
+            lambda conn: [i for i in ids if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (i,)).fetchone()],
+            lambda conn, chosen: must_stay(conn, chosen, force),
+        )
     logs = 0
     for run_id in deleted:
         path = log_file(home, run_id)
@@ -98,9 +111,16 @@ def remove_runs(store: RunStore, home: Path, ids: list[str], *, force: bool = Fa
             logs += 1
             if not dry_run:
                 path.unlink(missing_ok=True)
-    return Removal(dry_run=dry_run, deleted=deleted, kept=[KeptRun(run_id=i, reason=kept[i]) for i in ids if i in kept], logs_deleted=logs)
+    return Removal(
+        dry_run=dry_run,
+        deleted=deleted,
+        kept=[KeptRun(run_id=i, reason=kept[i]) for i in ids if i in kept],
+        logs_deleted=logs,
+    )
 
 
 def older_than(store: RunStore, cutoff: float) -> list[str]:
     """Runs last updated before `cutoff`, oldest first: what `runs prune` considers."""
-    return [r[0] for r in store.conn.execute("SELECT run_id FROM runs WHERE updated < ? ORDER BY created, rowid", (cutoff,))]
+    return [
+        r[0] for r in store.conn.execute("SELECT run_id FROM runs WHERE updated < ? ORDER BY created, rowid", (cutoff,))
+    ]

@@ -85,11 +85,18 @@ def action_routes(ui: Any) -> list[Route]:
             if machine is None:
                 raise UsageError(f"run {row.run_id} cannot be resumed here: its workflow file does not load")
             if spec_hash(machine) != row.spec_hash:
-                raise UsageError(f"workflow '{row.workflow_path}' changed since run {row.run_id} started; resume it from the CLI with --allow-changed")
+                raise UsageError(
+                    f"workflow '{row.workflow_path}' changed since run {row.run_id} started; resume it from the CLI with --allow-changed"
+                )
             trigger = (form.get("trigger") or [""])[0] or None
-            offered = [t["trigger"] for t in views.waiting_options(machine, row.state, stores.runs.load_belief(row.run_id))["triggers"]]
+            offered = [
+                t["trigger"]
+                for t in views.waiting_options(machine, row.state, stores.runs.load_belief(row.run_id))["triggers"]
+            ]
             if trigger and trigger not in offered:
-                raise UsageError(f"trigger '{trigger}' is not a transition out of state {row.state}; these are: {', '.join(offered) or 'none'}")
+                raise UsageError(
+                    f"trigger '{trigger}' is not a transition out of state {row.state}; these are: {', '.join(offered) or 'none'}"
+                )
             inputs = parse_assignments(_lines(form, "inputs"), "input")
             args = parse_assignments(_lines(form, "args"), "argument")
             return row, inputs, trigger, args
@@ -98,7 +105,9 @@ def action_routes(ui: Any) -> list[Route]:
             row, inputs, trigger, args = await ui.read(check)
         except SherpaError as exc:
             return _refuse(409 if "not waiting" in str(exc) else 400, str(exc))
-        threading.Thread(target=_resume, args=(ui.home, row.run_id, inputs, trigger, args), daemon=True, name=f"resume-{row.run_id}").start()
+        threading.Thread(
+            target=_resume, args=(ui.home, row.run_id, inputs, trigger, args), daemon=True, name=f"resume-{row.run_id}"
+        ).start()
         return RedirectResponse(f"/runs/{row.run_id}", status_code=303)
 
     def review(verdict: str) -> Callable[[Request], Awaitable[Response]]:
@@ -114,7 +123,9 @@ def action_routes(ui: Any) -> list[Route]:
                 if p.status != "candidate":
                     raise UsageError(f"{p.id} is already {p.status}")
                 # promote counts as the second success (one is not proof); reject drops it for good
-                return (stores.skills.promote(p.id) if verdict == "promote" else stores.skills.set_status(p.id, "rejected")).id
+                return (
+                    stores.skills.promote(p.id) if verdict == "promote" else stores.skills.set_status(p.id, "rejected")
+                ).id
 
             try:
                 procedure_id = await ui.read(do)
@@ -125,6 +136,8 @@ def action_routes(ui: Any) -> list[Route]:
 
         return decide
 
-    return [Route("/runs/{run_id}/resume", resume, methods=["POST"]),
-            Route("/procedures/{procedure_id}/promote", review("promote"), methods=["POST"]),
-            Route("/procedures/{procedure_id}/reject", review("reject"), methods=["POST"])]
+    return [
+        Route("/runs/{run_id}/resume", resume, methods=["POST"]),
+        Route("/procedures/{procedure_id}/promote", review("promote"), methods=["POST"]),
+        Route("/procedures/{procedure_id}/reject", review("reject"), methods=["POST"]),
+    ]

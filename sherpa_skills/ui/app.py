@@ -43,7 +43,9 @@ class UI:
         self.lock = threading.Lock()
         self.allow_actions = allow_actions
         self.csrf = secrets.token_urlsafe(32)
-        self.env = Environment(loader=PackageLoader("sherpa_skills.ui", "templates"), autoescape=select_autoescape(["html"]))
+        self.env = Environment(
+            loader=PackageLoader("sherpa_skills.ui", "templates"), autoescape=select_autoescape(["html"])
+        )
         self.env.filters.update(FILTERS)
 
     async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -54,8 +56,14 @@ class UI:
         return await run_in_threadpool(locked)
 
     def render(self, request: Request, template: str, data: dict[str, Any], status: int = 200) -> HTMLResponse:
-        html = self.env.get_template(template).render(**data, request=request, path=request.url.path, home=str(self.home),
-                                                      allow_actions=self.allow_actions, csrf=self.csrf)
+        html = self.env.get_template(template).render(
+            **data,
+            request=request,
+            path=request.url.path,
+            home=str(self.home),
+            allow_actions=self.allow_actions,
+            csrf=self.csrf,
+        )
         return HTMLResponse(html, status_code=status)
 
 
@@ -76,7 +84,9 @@ def _error(request: Request, ui: UI, exc: Exception) -> Response:
     status = 400 if isinstance(exc, UsageError) else 404 if isinstance(exc, StoreError) else 500
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": str(exc)}, status_code=status)
-    return ui.render(request, "error.html", {"title": "not found" if status == 404 else "error", "message": str(exc)}, status)
+    return ui.render(
+        request, "error.html", {"title": "not found" if status == 404 else "error", "message": str(exc)}, status
+    )
 
 
 def _page(ui: UI, template: str, build: Callable[[Request], Any], api: bool = False) -> Callable[[Request], Any]:
@@ -100,15 +110,38 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
 
     async def runs(request: Request) -> dict[str, Any]:
         q = request.query_params
-        return await ui.read(views.runs_page, status=q.get("status"), workflow=q.get("workflow"), q=q.get("q"),
-                             page=_int(request, "page", 1), per_page=_int(request, "per_page", views.PER_PAGE, 1, 500))
+        return await ui.read(
+            views.runs_page,
+            status=q.get("status"),
+            workflow=q.get("workflow"),
+            q=q.get("q"),
+            page=_int(request, "page", 1),
+            per_page=_int(request, "per_page", views.PER_PAGE, 1, 500),
+        )
 
     async def api_runs(request: Request) -> Response:
         data = await runs(request)
         # The body is exactly `runs --json`'s list; paging travels in headers.
-        return JSONResponse([{k: r[k] for k in ("run_id", "workflow", "status", "state", "steps", "llm_calls", "created", "updated", "error")}
-                             for r in data["runs"]],
-                            headers={"X-Total-Count": str(data["total"]), "X-Page": str(data["page"]), "X-Pages": str(data["pages"])})
+        return JSONResponse(
+            [
+                {
+                    k: r[k]
+                    for k in (
+                        "run_id",
+                        "workflow",
+                        "status",
+                        "state",
+                        "steps",
+                        "llm_calls",
+                        "created",
+                        "updated",
+                        "error",
+                    )
+                }
+                for r in data["runs"]
+            ],
+            headers={"X-Total-Count": str(data["total"]), "X-Page": str(data["page"]), "X-Pages": str(data["pages"])},
+        )
 
     async def run(request: Request) -> dict[str, Any]:
         tail = None if request.query_params.get("all") else _int(request, "tail", views.TAIL, 0, 1_000_000)
@@ -153,8 +186,10 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
 
     async def api_procedures(request: Request) -> list[dict[str, Any]]:
         data = await procedures(request)
-        return [{k: v for k, v in p.items() if k not in ("rolling_success_rate", "total_executions", "recent")}
-                for p in data["procedures"] + data["candidates"]]
+        return [
+            {k: v for k, v in p.items() if k not in ("rolling_success_rate", "total_executions", "recent")}
+            for p in data["procedures"] + data["candidates"]
+        ]
 
     async def api_procedure(request: Request) -> dict[str, Any]:
         return (await procedure(request))["procedure"]
@@ -181,9 +216,22 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
         return await ui.read(views.team_page, request.path_params["task"])
 
     async def api_index(request: Request) -> dict[str, Any]:
-        return {"home": str(ui.home), "allow_actions": ui.allow_actions,
-                "routes": ["/api/runs", "/api/runs/{run_id}", "/api/runs/{run_id}/state", "/api/procedures", "/api/procedures/{id}",
-                           "/api/stats", "/api/health", "/api/heartbeat", "/api/teams", "/api/teams/{task}"]}
+        return {
+            "home": str(ui.home),
+            "allow_actions": ui.allow_actions,
+            "routes": [
+                "/api/runs",
+                "/api/runs/{run_id}",
+                "/api/runs/{run_id}/state",
+                "/api/procedures",
+                "/api/procedures/{id}",
+                "/api/stats",
+                "/api/health",
+                "/api/heartbeat",
+                "/api/teams",
+                "/api/teams/{task}",
+            ],
+        }
 
     def page(template: str, build: Callable[[Request], Any]) -> Callable[[Request], Any]:
         return _page(ui, template, build)
@@ -219,13 +267,25 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
 
         routes += action_routes(ui)
     else:
-        async def read_only(request: Request) -> Response:
-            return JSONResponse({"error": "read-only: start `sherpa-skills ui --allow-actions` to resume runs or review candidates"},
-                                status_code=403)
 
-        routes += [Route(p, read_only, methods=["POST"]) for p in ("/runs/{run_id}/resume", "/procedures/{procedure_id}/promote",
-                                                                  "/procedures/{procedure_id}/reject")]
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOCAL_HOSTS), Middleware(GZipMiddleware, minimum_size=1024)]
+        async def read_only(request: Request) -> Response:
+            return JSONResponse(
+                {"error": "read-only: start `sherpa-skills ui --allow-actions` to resume runs or review candidates"},
+                status_code=403,
+            )
+
+        routes += [
+            Route(p, read_only, methods=["POST"])
+            for p in (
+                "/runs/{run_id}/resume",
+                "/procedures/{procedure_id}/promote",
+                "/procedures/{procedure_id}/reject",
+            )
+        ]
+    middleware = [
+        Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOCAL_HOSTS),
+        Middleware(GZipMiddleware, minimum_size=1024),
+    ]
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> Any:

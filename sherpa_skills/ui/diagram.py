@@ -10,8 +10,10 @@ from typing import Any, Iterable
 # The id to_mermaid gives a state path; reused so the classes land on the nodes it drew.
 from ..engine.diagram import _id as mermaid_id, to_mermaid
 
-CLASSES = ("    classDef visited fill:#dbeafe,stroke:#2563eb,color:#1e3a8a\n"
-           "    classDef current fill:#f59e0b,stroke:#92400e,stroke-width:3px,color:#111827,font-weight:bold\n")
+CLASSES = (
+    "    classDef visited fill:#dbeafe,stroke:#2563eb,color:#1e3a8a\n"
+    "    classDef current fill:#f59e0b,stroke:#92400e,stroke-width:3px,color:#111827,font-weight:bold\n"
+)
 
 
 def highlighted_mermaid(machine: Any, visited: Iterable[str], current: str) -> str:

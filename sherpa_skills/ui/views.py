@@ -46,12 +46,20 @@ class Stores:
 # ---------------------------------------------------------------- runs
 
 
-def runs_page(stores: Stores, *, status: str | None = None, workflow: str | None = None, q: str | None = None,
-              page: int = 1, per_page: int = PER_PAGE) -> dict[str, Any]:
+def runs_page(
+    stores: Stores,
+    *,
+    status: str | None = None,
+    workflow: str | None = None,
+    q: str | None = None,
+    page: int = 1,
+    per_page: int = PER_PAGE,
+) -> dict[str, Any]:
     """One page of the runs table, newest first, with the filters that produced it."""
     page = max(1, page)
-    rows, total = stores.runs.search_runs(status=status or None, workflow=workflow or None, text=q or None,
-                                          offset=(page - 1) * per_page, limit=per_page)
+    rows, total = stores.runs.search_runs(
+        status=status or None, workflow=workflow or None, text=q or None, offset=(page - 1) * per_page, limit=per_page
+    )
     replays = _replays(stores, [r.run_id for r in rows])
     now = time.time()
     items = []
@@ -59,9 +67,16 @@ def runs_page(stores: Stores, *, status: str | None = None, workflow: str | None
         item = run_summary(r)
         item.update(tokens=r.counters.get("tokens", 0), age=_age(now - r.created), replay=replays.get(r.run_id))
         items.append(item)
-    return {"runs": items, "total": total, "page": page, "per_page": per_page, "pages": max(1, -(-total // per_page)),
-            "filters": {"status": status or "", "workflow": workflow or "", "q": q or ""},
-            "workflows": stores.runs.workflows(), "statuses": ["running", "waiting", "interrupted", "final", "error"]}
+    return {
+        "runs": items,
+        "total": total,
+        "page": page,
+        "per_page": per_page,
+        "pages": max(1, -(-total // per_page)),
+        "filters": {"status": status or "", "workflow": workflow or "", "q": q or ""},
+        "workflows": stores.runs.workflows(),
+        "statuses": ["running", "waiting", "interrupted", "final", "error"],
+    }
 
 
 def _replays(stores: Stores, run_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -70,7 +85,9 @@ def _replays(stores: Stores, run_ids: list[str]) -> dict[str, dict[str, Any]]:
         return {}
     marks = ",".join("?" * len(run_ids))
     rows = stores.skills.conn.execute(
-        f"SELECT run_id, procedure_id, version, outcome, diverged_step FROM executions WHERE run_id IN ({marks})", run_ids).fetchall()
+        f"SELECT run_id, procedure_id, version, outcome, diverged_step FROM executions WHERE run_id IN ({marks})",
+        run_ids,
+    ).fetchall()
     out = {}
     for run_id, procedure_id, version, outcome, diverged_step in rows:
         steps = _steps_in(stores, procedure_id, version)
@@ -99,22 +116,41 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
     machine = machine_of(row.workflow_path)
     visited = stores.runs.visited_states(row.run_id)
     # Actions started but not yet committed: what a running run is doing now (or, once it stopped, what a crash cut off).
-    in_flight = [{"action": i.action, "tick": i.tick, "started": i.started} for i in stores.runs.interrupted(row.run_id)]
+    in_flight = [
+        {"action": i.action, "tick": i.tick, "started": i.started} for i in stores.runs.interrupted(row.run_id)
+    ]
     run = {**run_summary(row), "workflow_path": row.workflow_path, "inputs": row.inputs, **row.counters}
-    view: dict[str, Any] = {"run": run, "live": row.status in LIVE, "updated": row.updated, "tick": row.tick, "in_flight": in_flight,
-                            "trajectory": belief.trajectory, "log": belief.log, "context": belief.context,
-                            "total_trajectory": len(visited), "total_log": stores.runs.log_size(row.run_id), "tail": tail,
-                            "diagram": None, "diagram_problem": None, "waiting": None}
+    view: dict[str, Any] = {
+        "run": run,
+        "live": row.status in LIVE,
+        "updated": row.updated,
+        "tick": row.tick,
+        "in_flight": in_flight,
+        "trajectory": belief.trajectory,
+        "log": belief.log,
+        "context": belief.context,
+        "total_trajectory": len(visited),
+        "total_log": stores.runs.log_size(row.run_id),
+        "tail": tail,
+        "diagram": None,
+        "diagram_problem": None,
+        "waiting": None,
+    }
     if machine is None:
-        view["diagram_problem"] = (f"the workflow file {row.workflow_path} cannot be loaded any more" if row.workflow_path
-                                   else "this run was not started from a workflow file")
+        view["diagram_problem"] = (
+            f"the workflow file {row.workflow_path} cannot be loaded any more"
+            if row.workflow_path
+            else "this run was not started from a workflow file"
+        )
     else:
         from .diagram import highlighted_mermaid
 
         view["diagram"] = highlighted_mermaid(machine, visited, row.state)
         if row.status == "waiting":
             # Guards may read the whole trajectory: they are asked with the whole belief, not the page's tail.
-            view["waiting"] = waiting_options(machine, row.state, belief if tail is None else stores.runs.load_belief(row.run_id))
+            view["waiting"] = waiting_options(
+                machine, row.state, belief if tail is None else stores.runs.load_belief(row.run_id)
+            )
     return view
 
 
@@ -132,8 +168,15 @@ def waiting_options(machine: Any, state: str, belief: Any) -> dict[str, Any]:
             if edge.trigger in seen:
                 continue
             seen.add(edge.trigger)
-            triggers.append({"trigger": edge.trigger, "description": edge.description, "dest": edge.dest, "ready": edge.trigger in ready,
-                             "arguments": {name: a.model_dump(mode="json") for name, a in edge.arguments.items()}})
+            triggers.append(
+                {
+                    "trigger": edge.trigger,
+                    "description": edge.description,
+                    "dest": edge.dest,
+                    "ready": edge.trigger in ready,
+                    "arguments": {name: a.model_dump(mode="json") for name, a in edge.arguments.items()},
+                }
+            )
     inputs = {name: spec.model_dump(mode="json") for name, spec in machine.spec.inputs.items()}
     return {"triggers": triggers, "inputs": inputs}
 
@@ -158,8 +201,14 @@ def machine_of(path: str | None) -> Any:
 def run_state(stores: Stores, run_id: str) -> dict[str, Any]:
     """The few fields a live page polls to know whether the run moved."""
     row = stores.runs.get_run(run_id)
-    return {"run_id": row.run_id, "status": row.status, "state": row.state, "tick": row.tick, "updated": row.updated,
-            "steps": row.counters.get("steps", 0)}
+    return {
+        "run_id": row.run_id,
+        "status": row.status,
+        "state": row.state,
+        "tick": row.tick,
+        "updated": row.updated,
+        "steps": row.counters.get("steps", 0),
+    }
 
 
 # ---------------------------------------------------------------- procedures
@@ -173,8 +222,11 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
         summary = procedure_summary(store, p)
         health = store.health(p.id)
         executions = store.executions(p.id, limit=20)
-        summary.update(rolling_success_rate=health.rolling_success_rate, total_executions=health.total_executions,
-                       recent=[e.outcome for e in reversed(executions)])
+        summary.update(
+            rolling_success_rate=health.rolling_success_rate,
+            total_executions=health.total_executions,
+            recent=[e.outcome for e in reversed(executions)],
+        )
         (candidates if p.status == "candidate" else items).append(summary)
         for e in store.executions(p.id):
             if saved_something(p, e):
@@ -183,8 +235,12 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
                 bucket = saved_by_day.setdefault(day, {"day": day, "tokens_saved": 0, "llm_calls_saved": 0})
                 bucket["tokens_saved"] += tokens
                 bucket["llm_calls_saved"] += calls
-    return {"procedures": items, "candidates": candidates, "stats": stats(store),
-            "saved_by_day": [saved_by_day[d] for d in sorted(saved_by_day)]}
+    return {
+        "procedures": items,
+        "candidates": candidates,
+        "stats": stats(store),
+        "saved_by_day": [saved_by_day[d] for d in sorted(saved_by_day)],
+    }
 
 
 def procedure_page(stores: Stores, procedure_id: str, version: int | None = None) -> dict[str, Any]:
@@ -196,8 +252,15 @@ def procedure_page(stores: Stores, procedure_id: str, version: int | None = None
     previous: list[str] | None = None
     for v in store.versions(p.id):
         steps = [s.command for s in store.get(p.id, v["version"]).steps]
-        change = None if previous is None else [line for line in difflib.unified_diff(previous, steps, lineterm="", n=0)
-                                                 if not line.startswith(("---", "+++", "@@"))]
+        change = (
+            None
+            if previous is None
+            else [
+                line
+                for line in difflib.unified_diff(previous, steps, lineterm="", n=0)
+                if not line.startswith(("---", "+++", "@@"))
+            ]
+        )
         versions.append({**v, "steps": steps, "changes": change})
         previous = steps
     executions = [e.model_dump(mode="json") for e in store.executions(p.id, limit=100)]
@@ -246,11 +309,27 @@ def team_page(stores: Stores, task: str) -> dict[str, Any]:
         bounds = [c["tick"] for c in ins[1:]] + [None]
         for consumed, until in zip(ins, bounds):
             e = consumed["event"]
-            sent = [o["event"].get("name") for o in outs if o["tick"] >= consumed["tick"] and (until is None or o["tick"] < until)]
-            deliveries.append({"event_id": e.get("id"), "name": e.get("name"), "sender": e.get("sender"), "topic": e.get("topic"),
-                               "recipient": e.get("recipient"), "correlation_id": e.get("correlation_id"), "agent": agent,
-                               "run_id": r.run_id, "outcome": consumed["outcome"], "emitted": sent,
-                               "tick": consumed["tick"], "timestamp": e.get("timestamp", 0.0)})
+            sent = [
+                o["event"].get("name")
+                for o in outs
+                if o["tick"] >= consumed["tick"] and (until is None or o["tick"] < until)
+            ]
+            deliveries.append(
+                {
+                    "event_id": e.get("id"),
+                    "name": e.get("name"),
+                    "sender": e.get("sender"),
+                    "topic": e.get("topic"),
+                    "recipient": e.get("recipient"),
+                    "correlation_id": e.get("correlation_id"),
+                    "agent": agent,
+                    "run_id": r.run_id,
+                    "outcome": consumed["outcome"],
+                    "emitted": sent,
+                    "tick": consumed["tick"],
+                    "timestamp": e.get("timestamp", 0.0),
+                }
+            )
     deliveries.sort(key=lambda d: (d["timestamp"], d["tick"]))
     runs = {r.run_id.partition(".")[0]: run_summary(r) for r in rows}
     return {"task": task, "deliveries": deliveries, "runs": runs}

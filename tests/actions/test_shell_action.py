@@ -51,7 +51,13 @@ def _wait_gone(pid: int, within: float = 3.0) -> bool:
 
 def test_public_surface() -> None:
     assert set(shell.__all__) == {
-        "DEFAULT_ENV_ALLOWLIST", "KILL_GRACE_SECS", "MIN_SECRET_CHARS", "ShellArgs", "arun_shell", "kill_process_group", "run_shell",
+        "DEFAULT_ENV_ALLOWLIST",
+        "KILL_GRACE_SECS",
+        "MIN_SECRET_CHARS",
+        "ShellArgs",
+        "arun_shell",
+        "kill_process_group",
+        "run_shell",
     }
 
 
@@ -147,7 +153,9 @@ def test_truncation_boundaries(length: int) -> None:
     if length <= 20:
         assert out == "x" * length and result.outputs["truncated"] is False
     else:
-        assert out == f"{'x' * 10}\n[... {length - 20} chars cut ...]\n{'x' * 10}" and result.outputs["truncated"] is True
+        assert (
+            out == f"{'x' * 10}\n[... {length - 20} chars cut ...]\n{'x' * 10}" and result.outputs["truncated"] is True
+        )
 
 
 def test_multibyte_chars_are_counted_as_chars() -> None:
@@ -344,8 +352,9 @@ TOKEN_VALUE = "plainvalue-7f3a9c"  # not token-shaped: only knowing the variable
 
 
 class TestPassedEnvironmentValuesAreNeverStored:
-    def test_outputs_context_run_log_error_and_json_log_hold_no_value(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    def test_outputs_context_run_log_error_and_json_log_hold_no_value(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """A shell step allowed `env: [MY_APP_TOKEN]` echoes it (stdout, stderr, a failing check's message); a `set`
         copies it and writes `password: ...` prose. The SQLite rows, the JSONL log and the result hold neither value."""
         import json
@@ -382,10 +391,14 @@ class TestPassedEnvironmentValuesAreNeverStored:
         assert result.status == "error"
         assert TOKEN_VALUE not in agent.belief.to_json() + (result.error or "")
 
-    def test_default_variables_and_short_values_are_not_treated_as_secrets(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_default_variables_and_short_values_are_not_treated_as_secrets(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """PATH, HOME and friends are not secrets, and a value of 1-3 characters (DEBUG=1) would redact every digit."""
         ctx_ = ctx()
         monkeypatch.setenv("DEBUG_LEVEL", "1")
         monkeypatch.setenv("MY_APP_TOKEN", TOKEN_VALUE)
-        run_shell(ShellArgs(command="true", env=["PATH", "HOME", "DEBUG_LEVEL", "MY_APP_TOKEN", "UNSET_VARIABLE_X"]), ctx_)
+        run_shell(
+            ShellArgs(command="true", env=["PATH", "HOME", "DEBUG_LEVEL", "MY_APP_TOKEN", "UNSET_VARIABLE_X"]), ctx_
+        )
         assert ctx_.secrets == {TOKEN_VALUE}

@@ -46,8 +46,10 @@ EXPECTED_CRITIC_LOOP = [
     ("critic", "approved", "worker"),
     ("worker", "accepted", "aggregator"),
 ]
-FINAL_ANSWER = ("A state machine is a set of states with exactly one current, and transitions, fired by events, "
-                "that move it from one state to the next. (approved after 2 drafts)")
+FINAL_ANSWER = (
+    "A state machine is a set of states with exactly one current, and transitions, fired by events, "
+    "that move it from one state to the next. (approved after 2 drafts)"
+)
 
 
 def submit(**payload: object) -> Event:
@@ -64,16 +66,23 @@ class TestEventModel:
         assert len(event.id) == 32 and event.timestamp > 0
         assert event.correlation_id == event.id and event.sender == "operator"
 
-    @pytest.mark.parametrize("data, field, words", [
-        ({"name": "task", "topic": "t", "colour": "red"}, "colour", "unknown field 'colour'"),
-        ({"name": "task", "topic": "t", "payload": [1, 2]}, "payload", "field 'payload'"),
-        ({"name": "task", "topic": "t", "timestamp": "yesterday"}, "timestamp", "field 'timestamp'"),
-        ({"name": 7, "topic": "t"}, "name", "field 'name'"),
-        ({"name": "not a trigger", "topic": "t"}, "name", "is not a trigger name"),
-        ({"topic": "t"}, "name", "missing field 'name'"),
-        ({"name": "task"}, None, "needs a topic or a recipient"),
-        ({"name": "task", "topic": "t", "payload": {"blob": "x" * (MAX_PAYLOAD_BYTES + 1)}}, "payload", f"the limit is {MAX_PAYLOAD_BYTES} bytes"),
-    ])
+    @pytest.mark.parametrize(
+        "data, field, words",
+        [
+            ({"name": "task", "topic": "t", "colour": "red"}, "colour", "unknown field 'colour'"),
+            ({"name": "task", "topic": "t", "payload": [1, 2]}, "payload", "field 'payload'"),
+            ({"name": "task", "topic": "t", "timestamp": "yesterday"}, "timestamp", "field 'timestamp'"),
+            ({"name": 7, "topic": "t"}, "name", "field 'name'"),
+            ({"name": "not a trigger", "topic": "t"}, "name", "is not a trigger name"),
+            ({"topic": "t"}, "name", "missing field 'name'"),
+            ({"name": "task"}, None, "needs a topic or a recipient"),
+            (
+                {"name": "task", "topic": "t", "payload": {"blob": "x" * (MAX_PAYLOAD_BYTES + 1)}},
+                "payload",
+                f"the limit is {MAX_PAYLOAD_BYTES} bytes",
+            ),
+        ],
+    )
     def test_malformed_events_are_refused_naming_the_field(self, data: dict, field: str | None, words: str) -> None:
         with pytest.raises(EventError) as caught:
             parse_event(data)
@@ -106,7 +115,11 @@ class TestAgentHandle:
     def test_a_new_agent_is_started_and_brought_to_rest_before_the_event(self) -> None:
         agent = load_workflow_text(REVIEWER).agent()
         result = agent.handle(submit(text="first"))
-        assert result.state == "verdict" and [t.state for t in agent.belief.trajectory] == ["idle", "reading", "verdict"]
+        assert result.state == "verdict" and [t.state for t in agent.belief.trajectory] == [
+            "idle",
+            "reading",
+            "verdict",
+        ]
 
     def test_an_event_not_available_here_is_reported_and_changes_nothing(self) -> None:
         agent = load_workflow_text(REVIEWER).agent()
@@ -139,7 +152,9 @@ class TestAgentHandle:
         assert agent.handle(event).event["outcome"] == "handled"
         [row] = store.run_events("r1", "in")
         fired = [t for t in store.load_belief("r1").trajectory if t.trigger == "submit"]
-        assert row["event"]["id"] == event.id and row["outcome"] == "handled" and [t.tick for t in fired] == [row["tick"]]
+        assert (
+            row["event"]["id"] == event.id and row["outcome"] == "handled" and [t.tick for t in fired] == [row["tick"]]
+        )
 
         again = Agent.resume(store, "r1", workflow.machine, workflow.policy)
         result = again.handle(event)
@@ -156,11 +171,16 @@ class TestAgentHandle:
         assert (await agent.ahandle(submit(text="again"))).event["outcome"] == "unavailable"
 
     def test_emitted_events_carry_the_sender_and_task_and_are_kept_in_the_outbox(self, tmp_path: Path) -> None:
-        workflow = load_workflow_text(REVIEWER.replace("  verdict: {waiting: true}", """  verdict:
+        workflow = load_workflow_text(
+            REVIEWER.replace(
+                "  verdict: {waiting: true}",
+                """  verdict:
     waiting: true
     on_enter:
       - emit: {name: read_it, topic: notes}
-      - emit: {name: read_it, topic: notes}"""))
+      - emit: {name: read_it, topic: notes}""",
+            )
+        )
         store = RunStore(home=tmp_path)
         agent = workflow.agent(store=store, run_id="r2")
         agent.sender, agent.correlation_id = "reviewer", "task-9"
@@ -189,7 +209,10 @@ class TestInProcessBus:
     def test_unknown_topics_and_agents_and_malformed_events_are_counted_and_kept(self) -> None:
         bus = InProcessBus()
         bus.register("a", ["news"])
-        assert bus.publish(Event(name="x", topic="weather")).problem == "no agent subscribes to topic 'weather' (topics: news)"
+        assert (
+            bus.publish(Event(name="x", topic="weather")).problem
+            == "no agent subscribes to topic 'weather' (topics: news)"
+        )
         assert bus.publish(Event(name="x", recipient="zed")).problem == "no agent named 'zed' (agents: a)"
         assert "unknown field 'bogus'" in bus.publish({"name": "x", "topic": "news", "bogus": 1}).problem
         assert bus.counters == {"published": 3, "routed": 0, "malformed": 1, "unrouted": 2}
@@ -285,22 +308,30 @@ class TestTeams:
     def test_a_loop_is_stopped_by_max_events_with_a_clear_error(self, tmp_path: Path) -> None:
         result = TeamRunner(load_team(team_file(tmp_path, limit=1000, max_events=10))).run()
         assert result.status == "error" and result.counters["delivered"] == 10
-        assert "stopped after 10 deliveries with 1 event(s) still pending" in result.error and "max_events" in result.error
+        assert (
+            "stopped after 10 deliveries with 1 event(s) still pending" in result.error and "max_events" in result.error
+        )
 
     def test_unavailable_unrouted_and_malformed_events_are_reported(self, tmp_path: Path) -> None:
         runner = TeamRunner(load_team(team_file(tmp_path, limit=1)))
-        runner.send(Event(name="serve", topic="to_left"))           # no such trigger in 'ready'
-        runner.send(Event(name="ball", topic="the_crowd"))          # nobody listens
-        runner.send(Event(name="ball", recipient="referee"))        # no such agent
+        runner.send(Event(name="serve", topic="to_left"))  # no such trigger in 'ready'
+        runner.send(Event(name="ball", topic="the_crowd"))  # nobody listens
+        runner.send(Event(name="ball", recipient="referee"))  # no such agent
         runner.send({"name": "ball", "topic": "to_left", "spin": "top"})  # malformed
         result = runner.run(events=[])
         kinds = sorted(p["kind"] for p in result.problems)
         assert kinds == ["malformed", "unavailable", "unrouted", "unrouted"]
-        assert result.counters["unavailable"] == 1 and result.counters["malformed"] == 1 and result.counters["unrouted"] == 2
+        assert (
+            result.counters["unavailable"] == 1
+            and result.counters["malformed"] == 1
+            and result.counters["unrouted"] == 2
+        )
         [refused] = [d for d in result.deliveries if d.outcome == "unavailable"]
         assert "'serve' is not available in state 'ready'" in refused.reason
 
-    def test_validate_reports_every_problem_of_a_team_file_as_file_line(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_validate_reports_every_problem_of_a_team_file_as_file_line(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         (tmp_path / "player.yaml").write_text("name: player\ninitial: ready\nstates:\n  ready: {waiting: true}\n")
         bad = tmp_path / "team.yaml"
         bad.write_text(
@@ -317,7 +348,8 @@ class TestTeams:
             "      name: inline\n"
             "      initial: nowhere\n"
             "      states: {here: {}}\n"
-            "initial_event: {name: go, topic: b}\n")
+            "initial_event: {name: go, topic: b}\n"
+        )
         assert main(["validate", str(bad)]) == 2
         out = capsys.readouterr().out
         assert f"{bad}:6: unknown key 'colour'" in out

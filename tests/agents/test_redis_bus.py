@@ -22,8 +22,10 @@ redis = pytest.importorskip("redis", reason="redis-py is not installed (pip inst
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CRITIC_LOOP = EXAMPLES / "critic_loop" / "team.yaml"
-FINAL_ANSWER = ("A state machine is a set of states with exactly one current, and transitions, fired by events, "
-                "that move it from one state to the next. (approved after 2 drafts)")
+FINAL_ANSWER = (
+    "A state machine is a set of states with exactly one current, and transitions, fired by events, "
+    "that move it from one state to the next. (approved after 2 drafts)"
+)
 
 
 def _free_port() -> int:
@@ -47,12 +49,31 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
     """A real redis-server on 127.0.0.1, a free port and a temporary dir, always killed afterwards."""
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.skip("redis-server is not installed (apt-get install -y redis-server); the Redis Streams bus tests need a real one")
+        pytest.skip(
+            "redis-server is not installed (apt-get install -y redis-server); the Redis Streams bus tests need a real one"
+        )
     port = _free_port()
     data = tmp_path / "redis"
     data.mkdir()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data), "--save", "",
-                             "--appendonly", "no", "--protected-mode", "yes"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(data),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "yes",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         client = redis.Redis(host="127.0.0.1", port=port)
 
@@ -81,14 +102,34 @@ class Processes:
 
     def agent(self, file: Path, name: str, *extra: str) -> subprocess.Popen[str]:
         log = (self.logs / f"{name}-{len(self.procs)}.err").open("w")
-        proc = subprocess.Popen([sys.executable, "-m", "sherpa_skills.cli", "agent", str(file), "--name", name, "--bus", self.url,
-                                 "--home", str(self.home), "--json", *extra],
-                                stdout=subprocess.PIPE, stderr=log, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sherpa_skills.cli",
+                "agent",
+                str(file),
+                "--name",
+                name,
+                "--bus",
+                self.url,
+                "--home",
+                str(self.home),
+                "--json",
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         self.procs.append(proc)
         return proc
 
     def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "sherpa_skills.cli", *args], capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", "sherpa_skills.cli", *args], capture_output=True, text=True, timeout=timeout
+        )
 
     def finish(self, proc: subprocess.Popen[str], timeout: float = 60) -> dict:
         out, _ = proc.communicate(timeout=timeout)
@@ -137,13 +178,17 @@ def stream_names(client, stream: str) -> list[str]:
 def test_the_critic_loop_as_three_processes_over_redis(procs: Processes, redis_url: str) -> None:
     """worker, critic and aggregator each in their own process; the same conversation and answer as in one process."""
     counts = {"worker": 3, "critic": 2, "aggregator": 1}
-    agents = {name: procs.agent(CRITIC_LOOP, name, "--max-events", str(n), "--idle-exit", "60") for name, n in counts.items()}
+    agents = {
+        name: procs.agent(CRITIC_LOOP, name, "--max-events", str(n), "--idle-exit", "60") for name, n in counts.items()
+    }
     _wait(lambda: registered(redis_url, *counts), 30, "the three agents to register")
     from sherpa_skills.engine.events import Event
     from sherpa_skills.agents.team import load_team
     from sherpa_skills.agents.redis_bus import RedisBus
 
-    bus = RedisBus(redis_url)  # what `send --initial` does, without paying for another interpreter start on a busy machine
+    bus = RedisBus(
+        redis_url
+    )  # what `send --initial` does, without paying for another interpreter start on a busy machine
     [first] = load_team(CRITIC_LOOP).initial_events()
     assert bus.publish(Event(**{**first.body(), "correlation_id": "task-1"})).receivers == ["worker"]
     bus.close()
@@ -156,15 +201,23 @@ def test_the_critic_loop_as_three_processes_over_redis(procs: Processes, redis_u
     assert stream_names(client, "sherpa:topic:drafts") == ["draft", "draft"]
     assert stream_names(client, "sherpa:topic:reviews") == ["changes_requested", "approved"]
     assert stream_names(client, "sherpa:topic:accepted") == ["accepted"]
-    for stream, group in [("sherpa:topic:tasks", "worker"), ("sherpa:topic:reviews", "worker"), ("sherpa:topic:drafts", "critic"),
-                          ("sherpa:topic:accepted", "aggregator")]:
+    for stream, group in [
+        ("sherpa:topic:tasks", "worker"),
+        ("sherpa:topic:reviews", "worker"),
+        ("sherpa:topic:drafts", "critic"),
+        ("sherpa:topic:accepted", "aggregator"),
+    ]:
         assert client.xpending(stream, group)["pending"] == 0, f"{group} left {stream} unacknowledged"
     client.close()
 
     store = RunStore(home=procs.home)
     assert store.get_run(run_id_for("aggregator", "task-1")).status == "final"
     assert store.load_belief(run_id_for("aggregator", "task-1")).context["answer"] == FINAL_ANSWER
-    assert [e["event"]["name"] for e in store.run_events(run_id_for("worker", "task-1"), "in")] == ["task", "changes_requested", "approved"]
+    assert [e["event"]["name"] for e in store.run_events(run_id_for("worker", "task-1"), "in")] == [
+        "task",
+        "changes_requested",
+        "approved",
+    ]
     store.close()
 
 
@@ -192,7 +245,9 @@ transitions:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("restart_as", ["same consumer", "another consumer"])
-def test_a_killed_agent_loses_no_event_and_handles_it_exactly_once(procs: Processes, redis_url: str, tmp_path: Path, restart_as: str) -> None:
+def test_a_killed_agent_loses_no_event_and_handles_it_exactly_once(
+    procs: Processes, redis_url: str, tmp_path: Path, restart_as: str
+) -> None:
     """kill -9 while the event's action runs (received, not acknowledged); the restarted agent (re-reading its own
     pending entries, or claiming the dead consumer's) handles it once in the store and acknowledges it."""
     workflow = tmp_path / "sleeper.yaml"
@@ -204,7 +259,21 @@ def test_a_killed_agent_loses_no_event_and_handles_it_exactly_once(procs: Proces
     first = procs.agent(workflow, "sleeper", "--subscribe", "jobs")
     _wait(lambda: registered(redis_url, "sleeper"), 30, "the agent to register")
     payload = json.dumps({"job": "j1", "marker": str(marker)})
-    sent = procs.cli("send", "--bus", redis_url, "--topic", "jobs", "--name", "job", "--payload", payload, "--id", "ev-1", "--correlation-id", "j1")
+    sent = procs.cli(
+        "send",
+        "--bus",
+        redis_url,
+        "--topic",
+        "jobs",
+        "--name",
+        "job",
+        "--payload",
+        payload,
+        "--id",
+        "ev-1",
+        "--correlation-id",
+        "j1",
+    )
     assert sent.returncode == 0, sent.stderr
     try:
         _wait(lambda: marker.exists() and Path(f"{marker}.pid").exists(), 30, "the action to start")
@@ -252,7 +321,9 @@ transitions:
 """
 
 
-def test_malformed_duplicate_and_unavailable_events_are_counted_acknowledged_and_kept_aside(redis_url: str, tmp_path: Path) -> None:
+def test_malformed_duplicate_and_unavailable_events_are_counted_acknowledged_and_kept_aside(
+    redis_url: str, tmp_path: Path
+) -> None:
     """Bad entries never stop the agent: each is counted, dead-lettered with its reason, and acknowledged."""
     from sherpa_skills.agents.service import AgentService
     from sherpa_skills.engine.events import Event
@@ -265,7 +336,10 @@ def test_malformed_duplicate_and_unavailable_events_are_counted_acknowledged_and
     raw = bus.client
     raw.xadd("sherpa:topic:pings", {"event": "{not json"})
     raw.xadd("sherpa:topic:pings", {"event": json.dumps({"name": "ping", "topic": "pings", "priority": "high"})})
-    raw.xadd("sherpa:topic:pings", {"event": json.dumps({"name": "ping", "topic": "pings", "payload": {"blob": "x" * 300_000}})})
+    raw.xadd(
+        "sherpa:topic:pings",
+        {"event": json.dumps({"name": "ping", "topic": "pings", "payload": {"blob": "x" * 300_000}})},
+    )
     raw.xadd("sherpa:topic:pings", {"something": "else"})
     good = Event(id="e-1", name="ping", topic="pings", payload={"text": "hi"}, correlation_id="c1")
     bus.publish(good)
@@ -285,26 +359,38 @@ def test_malformed_duplicate_and_unavailable_events_are_counted_acknowledged_and
     bus.close()
 
 
-def test_send_reports_an_unknown_topic_or_agent_and_refuses_a_malformed_payload(procs: Processes, redis_url: str) -> None:
+def test_send_reports_an_unknown_topic_or_agent_and_refuses_a_malformed_payload(
+    procs: Processes, redis_url: str
+) -> None:
     from sherpa_skills.agents.redis_bus import RedisBus
 
     RedisBus(redis_url).register("listener", ["news"])
     unknown_topic = procs.cli("send", "--bus", redis_url, "--topic", "weather", "--name", "rain")
-    assert unknown_topic.returncode == 1 and "no agent subscribes to topic 'weather' (topics: news)" in unknown_topic.stderr
+    assert (
+        unknown_topic.returncode == 1
+        and "no agent subscribes to topic 'weather' (topics: news)" in unknown_topic.stderr
+    )
     unknown_agent = procs.cli("send", "--bus", redis_url, "--recipient", "zed", "--name", "hello")
-    assert unknown_agent.returncode == 1 and "no agent named 'zed' has registered on this bus (agents: listener)" in unknown_agent.stderr
+    assert (
+        unknown_agent.returncode == 1
+        and "no agent named 'zed' has registered on this bus (agents: listener)" in unknown_agent.stderr
+    )
     bad = procs.cli("send", "--bus", redis_url, "--topic", "news", "--name", "not a name")
     assert bad.returncode == 1 and "field 'name'" in bad.stderr and "Traceback" not in bad.stderr
     ok = procs.cli("send", "--bus", redis_url, "--topic", "news", "--name", "story", "--payload", '{"title": "x"}')
     assert ok.returncode == 0 and "to listener" in ok.stderr
     RedisBus(redis_url).register("worker", ["tasks"])
-    initial = procs.cli("send", "--bus", redis_url, "--initial", str(CRITIC_LOOP), "-i", "task=Name a colour", "-c", "t-7", "--json")
+    initial = procs.cli(
+        "send", "--bus", redis_url, "--initial", str(CRITIC_LOOP), "-i", "task=Name a colour", "-c", "t-7", "--json"
+    )
     [published] = json.loads(initial.stdout)
     assert initial.returncode == 0 and published["receivers"] == ["worker"]
     assert published["event"]["payload"] == {"task": "Name a colour"} and published["event"]["correlation_id"] == "t-7"
 
 
-def test_events_committed_but_never_published_are_published_when_the_agent_starts(redis_url: str, tmp_path: Path) -> None:
+def test_events_committed_but_never_published_are_published_when_the_agent_starts(
+    redis_url: str, tmp_path: Path
+) -> None:
     """A process that died between committing a tick and publishing what it emitted: the next start publishes it."""
     from sherpa_skills.agents.service import AgentService
     from sherpa_skills.engine.events import Event
@@ -314,8 +400,12 @@ def test_events_committed_but_never_published_are_published_when_the_agent_start
     team = load_team(CRITIC_LOOP)
     store = RunStore(home=tmp_path)
     [first] = team.initial_events()
-    delivery = AgentHost("worker", team.members["worker"].workflow, store).deliver(Event(**{**first.body(), "correlation_id": "t1"}))
-    assert delivery.outcome == "handled" and [b["name"] for _, b in store.unpublished("worker.")] == ["draft"]  # ... and the crash
+    delivery = AgentHost("worker", team.members["worker"].workflow, store).deliver(
+        Event(**{**first.body(), "correlation_id": "t1"})
+    )
+    assert delivery.outcome == "handled" and [b["name"] for _, b in store.unpublished("worker.")] == [
+        "draft"
+    ]  # ... and the crash
 
     bus = RedisBus(redis_url)
     bus.register("critic", ["drafts"])
@@ -333,12 +423,34 @@ def test_an_agent_name_that_is_a_path_logs_inside_home(redis_url: str, tmp_path:
     work = tmp_path / "work" / "deep"
     work.mkdir(parents=True)
     flow = work / "flow.yaml"
-    flow.write_text("name: listener\ninitial: ready\nstates:\n  ready:\n    waiting: true\n"
-                    "    transitions: [{trigger: ping, dest: ready}]\n")
+    flow.write_text(
+        "name: listener\ninitial: ready\nstates:\n  ready:\n    waiting: true\n"
+        "    transitions: [{trigger: ping, dest: ready}]\n"
+    )
     home = tmp_path / "a" / "b" / "home"
-    done = subprocess.run([sys.executable, "-m", "sherpa_skills.cli", "agent", str(flow), "--name", name, "--subscribe", "t",
-                           "--bus", redis_url, "--home", str(home), "--json", "--idle-exit", "0.3"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sherpa_skills.cli",
+            "agent",
+            str(flow),
+            "--name",
+            name,
+            "--subscribe",
+            "t",
+            "--bus",
+            redis_url,
+            "--home",
+            str(home),
+            "--json",
+            "--idle-exit",
+            "0.3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "Traceback" not in done.stderr
     assert done.returncode == 0, done.stderr
     logs = list((home / "logs").glob("agent-*.jsonl"))
@@ -384,14 +496,17 @@ def handled_per_item(store: RunStore, run_id: str) -> dict[int, list[bool]]:
 
 
 @pytest.mark.slow
-def test_an_event_whose_tick_was_cut_short_after_an_action_completed_is_handled_once(procs: Processes, redis_url: str,
-                                                                                    tmp_path: Path) -> None:
+def test_an_event_whose_tick_was_cut_short_after_an_action_completed_is_handled_once(
+    procs: Processes, redis_url: str, tmp_path: Path
+) -> None:
     """The first action completed (its result recorded), the process died in the second, before the tick committed and the
     entry was acknowledged: the restarted agent finishes that tick and records the event as consumed with it, so the
     redelivered entry is recognised by its id and not handled again; the action that was in flight ran twice and `show`
     says it may have."""
     flag = tmp_path / "crashed"
-    flow, out = relay_file(tmp_path, "relay", f"if [ ! -e {flag} ]; then touch {flag}; kill -9 $PPID; sleep 5; fi", "relayed")
+    flow, out = relay_file(
+        tmp_path, "relay", f"if [ ! -e {flag} ]; then touch {flag}; kill -9 $PPID; sleep 5; fi", "relayed"
+    )
     RedisBus = pytest.importorskip("sherpa_skills.agents.redis_bus").RedisBus
     bus = RedisBus(redis_url)
     bus.register("sink", ["relayed"])  # someone hears what the relay emits
@@ -410,14 +525,18 @@ def test_an_event_whose_tick_was_cut_short_after_an_action_completed_is_handled_
     assert result["problems"] == []
     assert out.read_text().split() == ["1"], "the completed action is not run again"
     assert bus.pending_count("relay", "sherpa:topic:items") == 0
-    assert stream_names(bus.client, "sherpa:topic:relayed") == ["item"], "what the cut-short tick emitted is published once"
+    assert stream_names(bus.client, "sherpa:topic:relayed") == ["item"], (
+        "what the cut-short tick emitted is published once"
+    )
 
     store = RunStore(home=procs.home)
     run_id = run_id_for("relay", "stream")
     assert handled_per_item(store, run_id) == {1: [False]}
     assert [t.trigger for t in store.load_belief(run_id).trajectory].count("item") == 1
     assert [e["event"]["id"] for e in store.run_events(run_id, "in")] == ["item-1"]
-    holds = [e for e in store.load_belief(run_id).log if e.action == "shell" and "kill -9" in e.inputs.get("command", "")]
+    holds = [
+        e for e in store.load_belief(run_id).log if e.action == "shell" and "kill -9" in e.inputs.get("command", "")
+    ]
     assert [h.repeated for h in holds] == [True]
     store.close()
     shown = procs.cli("show", run_id, "--home", str(procs.home))
@@ -431,8 +550,9 @@ def lines(path: Path) -> list[str]:
 
 
 @pytest.mark.slow
-def test_240_events_through_two_agents_killed_at_random_moments_are_each_handled_once(procs: Processes, redis_url: str,
-                                                                                     tmp_path: Path) -> None:
+def test_240_events_through_two_agents_killed_at_random_moments_are_each_handled_once(
+    procs: Processes, redis_url: str, tmp_path: Path
+) -> None:
     """relay → sink, 240 events; the relay is killed 7 times and the sink twice (seeded moments, mid-stream). In each
     agent's own record every event is handled exactly once; an action that was in flight at a kill may have run twice
     (its number twice in the side-effect file), and only such an action, which the record marks as possibly repeated."""
@@ -461,8 +581,11 @@ def test_240_events_through_two_agents_killed_at_random_moments_are_each_handled
         seen = len(lines(out))
         step = rng.randint(3, 12)
         # Mid-stream: the agent is working (its side-effect file grows), then a random moment within a tick or two.
-        _wait(lambda: len(lines(out)) >= seen + step or running[name].poll() is not None, deadline - time.monotonic(),
-              f"{name} to make progress")
+        _wait(
+            lambda: len(lines(out)) >= seen + step or running[name].poll() is not None,
+            deadline - time.monotonic(),
+            f"{name} to make progress",
+        )
         assert running[name].poll() is None, f"{name} exited {running[name].returncode}:\n{procs.stderr(running[name])}"
         time.sleep(rng.uniform(0, 0.15))
         running[name].send_signal(signal.SIGKILL)
@@ -470,9 +593,12 @@ def test_240_events_through_two_agents_killed_at_random_moments_are_each_handled
         running[name] = procs.agent(flow, name, "--subscribe", topic)
 
     def drained() -> bool:
-        return (len(set(lines(sink_out))) == total and bus.pending_count("relay", "sherpa:topic:items") == 0
-                and bus.pending_count("sink", "sherpa:topic:relayed") == 0
-                and bus.client.xinfo_groups("sherpa:topic:relayed")[0].get("lag", 0) == 0)
+        return (
+            len(set(lines(sink_out))) == total
+            and bus.pending_count("relay", "sherpa:topic:items") == 0
+            and bus.pending_count("sink", "sherpa:topic:relayed") == 0
+            and bus.client.xinfo_groups("sherpa:topic:relayed")[0].get("lag", 0) == 0
+        )
 
     _wait(drained, max(10.0, deadline - time.monotonic()), "every event to reach the sink", interval=0.5)
     results = {}
@@ -489,13 +615,17 @@ def test_240_events_through_two_agents_killed_at_random_moments_are_each_handled
         record = handled_per_item(store, run_id)
         twice = {n: marks for n, marks in record.items() if len(marks) != 1}
         assert twice == {}, f"{name} handled these more than once (or never): {twice}"
-        assert sorted(record) == list(range(1, total + 1)), f"{name} never handled {sorted(set(range(1, total + 1)) - set(record))}"
+        assert sorted(record) == list(range(1, total + 1)), (
+            f"{name} never handled {sorted(set(range(1, total + 1)) - set(record))}"
+        )
         belief = store.load_belief(run_id)
         assert [t.trigger for t in belief.trajectory].count("item") == total
         assert len(store.run_events(run_id, "in")) == total
         ran = {n: lines(out).count(str(n)) for n in range(1, total + 1)}
         again = {n for n, count in ran.items() if count > 1}
-        assert again <= {n for n, marks in record.items() if marks[0]}, f"{name}: ran twice without being marked: {again}"
+        assert again <= {n for n, marks in record.items() if marks[0]}, (
+            f"{name}: ran twice without being marked: {again}"
+        )
         if any(e.repeated for e in belief.log):
             repeated_somewhere.append(run_id)
     store.close()

@@ -127,7 +127,9 @@ class TestRun:
     def test_a_failed_run_exits_non_zero_with_status_error(self, write_file, tmp_path, capsys):
         """A run stopped by the step limit prints status error and the reason, and exits 1."""
         path = write_file("loop.yaml", LOOP)
-        code, result = cli_json(capsys, "run", str(path), "--json", "--max-steps", "3", "--home", str(tmp_path / "home"))
+        code, result = cli_json(
+            capsys, "run", str(path), "--json", "--max-steps", "3", "--home", str(tmp_path / "home")
+        )
         assert code == 1
         assert result["status"] == "error"
         assert "step limit reached (3 steps)" in result["error"]
@@ -135,8 +137,20 @@ class TestRun:
     def test_inputs_are_parsed_as_json_when_they_can_be(self, write_file, tmp_path, capsys):
         """`--input k=v` gives numbers and booleans as JSON values, anything else as text."""
         path = write_file("nested.yaml", NESTED)
-        code, result = cli_json(capsys, "run", str(path), "--json", "--home", str(tmp_path / "home"),
-                                "--input", "n=3", "--input", "flag=true", "--input", "who=Ada Lovelace")
+        code, result = cli_json(
+            capsys,
+            "run",
+            str(path),
+            "--json",
+            "--home",
+            str(tmp_path / "home"),
+            "--input",
+            "n=3",
+            "--input",
+            "flag=true",
+            "--input",
+            "who=Ada Lovelace",
+        )
         assert code == 0
         assert {k: result["context"][k] for k in ("n", "flag", "who")} == {"n": 3, "flag": True, "who": "Ada Lovelace"}
 
@@ -154,7 +168,9 @@ class TestResumeRunsShow:
         """`resume RUN_ID --input approved=true --json` continues the waiting run to its final state."""
         home = str(tmp_path / "home")
         _, started = cli_json(capsys, "run", str(flow), "--json", "--home", home)
-        code, resumed = cli_json(capsys, "resume", started["run_id"], "--input", "approved=true", "--json", "--home", home)
+        code, resumed = cli_json(
+            capsys, "resume", started["run_id"], "--input", "approved=true", "--json", "--home", home
+        )
         assert code == 0
         assert (resumed["run_id"], resumed["status"], resumed["state"]) == (started["run_id"], "final", "closed")
         assert resumed["llm_calls"] == 1 and resumed["rule_decisions"] == 1
@@ -163,7 +179,9 @@ class TestResumeRunsShow:
         """`resume --trigger reopen --arg why=...` fires that transition; the run comes back to waiting."""
         home = str(tmp_path / "home")
         _, started = cli_json(capsys, "run", str(flow), "--json", "--home", home)
-        code, resumed = cli_json(capsys, "resume", started["run_id"], "--trigger", "reopen", "--arg", "why=unclear", "--json", "--home", home)
+        code, resumed = cli_json(
+            capsys, "resume", started["run_id"], "--trigger", "reopen", "--arg", "why=unclear", "--json", "--home", home
+        )
         assert code == 0
         assert (resumed["status"], resumed["state"]) == ("waiting", "review")
         assert (resumed["user_decisions"], resumed["rule_decisions"], resumed["llm_calls"]) == (1, 2, 2)
@@ -186,7 +204,12 @@ class TestResumeRunsShow:
         _, started = cli_json(capsys, "run", str(flow), "--json", "--home", home)
         code, shown = cli_json(capsys, "show", started["run_id"], "--json", "--home", home)
         assert code == 0
-        assert (shown["run_id"], shown["status"], shown["state"], shown["workflow"]) == (started["run_id"], "waiting", "review", "cli_flow")
+        assert (shown["run_id"], shown["status"], shown["state"], shown["workflow"]) == (
+            started["run_id"],
+            "waiting",
+            "review",
+            "cli_flow",
+        )
         assert shown["workflow_path"] == str(flow.resolve())
         trajectory = [(t["state"], t["trigger"], t["decided_by"]) for t in shown["belief"]["trajectory"]]
         assert trajectory == [("intake", None, "start"), ("routing", "classify", "rule"), ("review", "escalate", "llm")]
@@ -257,7 +280,9 @@ class TestErrors:
 
     def test_an_invalid_workflow_is_refused_before_running(self, write_file, tmp_path, capsys):
         """`run` on a broken workflow prints its problems as FILE:LINE: message and exits 2."""
-        path = write_file("broken.yaml", "name: broken\ninitial: a\nstates:\n  a:\n    on_enter: [launch]\n    final: true\n")
+        path = write_file(
+            "broken.yaml", "name: broken\ninitial: a\nstates:\n  a:\n    on_enter: [launch]\n    final: true\n"
+        )
         code, out, err = cli(capsys, "run", str(path), "--json", "--home", str(tmp_path / "home"))
         assert code == 2
         assert f"{path}:5: unknown action 'launch'" in err
@@ -273,7 +298,9 @@ class TestErrors:
 
     def test_a_bad_input_assignment_is_a_usage_error(self, write_file, tmp_path, capsys):
         """`--input` without `=` is refused with a message saying the expected shape."""
-        code, _, err = cli(capsys, "run", str(write_file("nested.yaml", NESTED)), "--input", "oops", "--home", str(tmp_path / "home"))
+        code, _, err = cli(
+            capsys, "run", str(write_file("nested.yaml", NESTED)), "--input", "oops", "--home", str(tmp_path / "home")
+        )
         assert code == 2
         assert "--input 'oops' is not NAME=VALUE" in err
 
@@ -281,12 +308,20 @@ class TestErrors:
         """In a real process, a failing run and an unknown run id both end with a message and an exit code."""
         path = write_file("loop.yaml", LOOP)
         home = str(tmp_path / "home")
-        run = subprocess.run([sys.executable, "-m", "sherpa_skills.cli", "run", str(path), "--json", "--max-steps", "2", "--home", home],
-                             capture_output=True, text=True, timeout=60)
+        run = subprocess.run(
+            [sys.executable, "-m", "sherpa_skills.cli", "run", str(path), "--json", "--max-steps", "2", "--home", home],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert run.returncode == 1
         assert json.loads(run.stdout)["status"] == "error"
         assert "Traceback" not in run.stderr
-        show = subprocess.run([sys.executable, "-m", "sherpa_skills.cli", "show", "nope", "--home", home],
-                              capture_output=True, text=True, timeout=60)
+        show = subprocess.run(
+            [sys.executable, "-m", "sherpa_skills.cli", "show", "nope", "--home", home],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert show.returncode == 1
         assert "no run 'nope'" in show.stderr and "Traceback" not in show.stderr

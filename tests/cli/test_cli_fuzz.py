@@ -18,7 +18,9 @@ from sherpa_skills.cli.main import build_parser
 
 pytestmark = pytest.mark.usefixtures("fresh_scripts")
 
-SEED = int(os.environ.get("SHERPA_SKILLS_FUZZ_SEED", "20261123"))  # another seed explores further; the default is what CI runs
+SEED = int(
+    os.environ.get("SHERPA_SKILLS_FUZZ_SEED", "20261123")
+)  # another seed explores further; the default is what CI runs
 CALLS_PER_COMMAND = 5
 # What never ends by itself, or acts on the machine, is left out; the reason is the value.
 EXCLUDED_OPTIONS = {
@@ -31,9 +33,35 @@ EXCLUDED_COMMANDS = {
     ("ui",): "serves until stopped when its values happen to be valid; tests/test_ui_*.py start it on a free port",
 }
 
-VALUES = ["", "-1", "0", "nan", "1e309", "abc", "x" * 5000, "☃ ünïcode", "'; rm -rf / #", "{{ 7*7 }}", "$(id)",
-          "../../../../../etc/hostname", "a=b", "=", "k=", "=v", '{"a": [1, 2', "[]", "null", "true", "redis://127.0.0.1:9/0",
-          "nope-run-id", "scripted/absent.yaml", "-", "%s%n", "\t", "12345678901234567890"]
+VALUES = [
+    "",
+    "-1",
+    "0",
+    "nan",
+    "1e309",
+    "abc",
+    "x" * 5000,
+    "☃ ünïcode",
+    "'; rm -rf / #",
+    "{{ 7*7 }}",
+    "$(id)",
+    "../../../../../etc/hostname",
+    "a=b",
+    "=",
+    "k=",
+    "=v",
+    '{"a": [1, 2',
+    "[]",
+    "null",
+    "true",
+    "redis://127.0.0.1:9/0",
+    "nope-run-id",
+    "scripted/absent.yaml",
+    "-",
+    "%s%n",
+    "\t",
+    "12345678901234567890",
+]
 
 
 def malformed_files(root: Path) -> list[str]:
@@ -61,7 +89,9 @@ def malformed_files(root: Path) -> list[str]:
     return [str(root / name) for name in [*files, "folder.yaml", "missing.yaml"]]
 
 
-def leaf_commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+def leaf_commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
     found = []
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -84,9 +114,16 @@ def invocations(seed: int, files: list[str]) -> list[list[str]]:
     for path, parser in leaf_commands(build_parser()):
         if path in EXCLUDED_COMMANDS:
             continue
-        positionals = [a for a in parser._actions if not a.option_strings and not isinstance(a, argparse._SubParsersAction)]
-        options = [a for a in parser._actions if a.option_strings and a.dest not in ("help", "home", "verbose")
-                   and not set(a.option_strings) & set(EXCLUDED_OPTIONS)]
+        positionals = [
+            a for a in parser._actions if not a.option_strings and not isinstance(a, argparse._SubParsersAction)
+        ]
+        options = [
+            a
+            for a in parser._actions
+            if a.option_strings
+            and a.dest not in ("help", "home", "verbose")
+            and not set(a.option_strings) & set(EXCLUDED_OPTIONS)
+        ]
         for _ in range(CALLS_PER_COMMAND):
             argv = list(path)
             for a in positionals:
@@ -116,7 +153,9 @@ def test_every_command_with_malformed_input_ends_cleanly(tmp_path, monkeypatch, 
             code = exc.code if isinstance(exc.code, int) else 2
         out, err = capsys.readouterr()
         if code not in (0, 1, 2) or "Traceback" in out + err or "unexpected error" in err:
-            bad.append(f"exit {code}: sherpa-skills {' '.join(argv)[:300]}\n    {(err.strip().splitlines() or [''])[-1][:300]}")
+            bad.append(
+                f"exit {code}: sherpa-skills {' '.join(argv)[:300]}\n    {(err.strip().splitlines() or [''])[-1][:300]}"
+            )
     assert bad == [], f"seed {SEED}: {len(bad)} of {len(calls)} calls ended badly:\n" + "\n".join(bad)
 
 
@@ -127,8 +166,18 @@ def test_a_bad_home_or_store_is_refused_by_every_command(tmp_path, capsys):
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "store.db").write_bytes(b"\x00garbage" * 100)
-    commands = [["runs"], ["show", "x"], ["resume", "x"], ["learn", "procedures"], ["learn", "stats"], ["learn", "health"],
-                ["sessions", "list"], ["memory", "stats"], ["memory", "search", "q", "--agent", "a"], ["heartbeat", "report"]]
+    commands = [
+        ["runs"],
+        ["show", "x"],
+        ["resume", "x"],
+        ["learn", "procedures"],
+        ["learn", "stats"],
+        ["learn", "health"],
+        ["sessions", "list"],
+        ["memory", "stats"],
+        ["memory", "search", "q", "--agent", "a"],
+        ["heartbeat", "report"],
+    ]
     for home in (stray, broken):
         for argv in commands:
             try:

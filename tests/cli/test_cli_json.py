@@ -75,7 +75,10 @@ ARGS: dict[str, list[list[str]]] = {
     "heartbeat": [["run"], ["report"]],
     "learn capture-success": [["tidy", "--steps-file", "{other_steps}"]],
     "learn show": [["{procedure}"]],
-    "learn replay": [["build the project"], ["build the project", "--procedure", "{procedure}", "--min-confidence", "0"]],
+    "learn replay": [
+        ["build the project"],
+        ["build the project", "--procedure", "{procedure}", "--min-confidence", "0"],
+    ],
     "learn promote": [["{procedure}"]],
     "learn export": [["{tmp}/out.json"]],
     "learn import": [["{export_file}"]],
@@ -128,8 +131,14 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A small real home: a waiting and a failed run, a procedure, an imported session, a memory tension, a domain proposal,
     and a `learn export` file from another home (so `learn import` adds a procedure and loads the embedder)."""
     tmp = tmp_path_factory.mktemp("json-home")
-    files = {"waiting_file": WAITING, "loop_file": LOOP, "domain_file": DOMAIN, "steps": STEPS, "other_steps": OTHER_STEPS,
-             "history": HISTORY}
+    files = {
+        "waiting_file": WAITING,
+        "loop_file": LOOP,
+        "domain_file": DOMAIN,
+        "steps": STEPS,
+        "other_steps": OTHER_STEPS,
+        "history": HISTORY,
+    }
     made = {"tmp": str(tmp)}
     for name, text in files.items():
         (tmp / name).write_text(text, encoding="utf-8")
@@ -142,10 +151,34 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     _cli("run", made["loop_file"], "--max-steps", "2", "--home", home)
     made["procedure"] = _cli("learn", "capture-success", "build", "--steps-file", made["steps"], "--home", home)["id"]
     _cli("sessions", "import", made["history"], "--home", home)
-    old = _cli("memory", "write", "deploys go to ci-7", "--agent", "ops", "--shared", "--abstraction", "pattern", "--home", home)
-    new = _cli("memory", "write", "deploys go to ci-9", "--agent", "dev", "--shared", "--abstraction", "pattern", "--home", home)
+    old = _cli(
+        "memory",
+        "write",
+        "deploys go to ci-7",
+        "--agent",
+        "ops",
+        "--shared",
+        "--abstraction",
+        "pattern",
+        "--home",
+        home,
+    )
+    new = _cli(
+        "memory",
+        "write",
+        "deploys go to ci-9",
+        "--agent",
+        "dev",
+        "--shared",
+        "--abstraction",
+        "pattern",
+        "--home",
+        home,
+    )
     made["artifact"], made["tension"] = old["id"], new["tensions"][0]["id"]
-    made["proposal"] = _cli("run", made["domain_file"], "--agent", "ops", "--home", home)["context"]["proposal"]["proposal"]
+    made["proposal"] = _cli("run", made["domain_file"], "--agent", "ops", "--home", home)["context"]["proposal"][
+        "proposal"
+    ]
     donor = str(tmp / "donor")
     _cli("learn", "capture-success", "tidy", "--steps-file", made["other_steps"], "--home", donor)
     made["export_file"] = str(tmp / "export.json")
@@ -169,8 +202,13 @@ def test_stdout_holds_only_json(command: str, seeded: dict[str, str], tmp_path: 
     values = {**seeded, "home": str(home), "tmp": str(tmp_path)}
     for extra in ARGS.get(command, [[]]):
         argv = [*command.split(), *(a.format(**values) for a in extra), "--json", "--home", str(home)]
-        done = subprocess.run([sys.executable, "-m", "sherpa_skills", *argv], capture_output=True, text=True, timeout=300,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [sys.executable, "-m", "sherpa_skills", *argv],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
         expected = EXPECTED_EXIT.get((command, " ".join(extra)), 0)
         assert done.returncode == expected, (argv, done.returncode, done.stderr[-2000:])
         assert "Traceback" not in done.stderr, done.stderr
@@ -182,7 +220,9 @@ def test_stdout_holds_only_json(command: str, seeded: dict[str, str], tmp_path: 
 
 def test_a_refused_command_under_json_leaves_stdout_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A refusal is one line on stderr and exit 2; stdout stays empty, so a script's json.loads fails loudly, not on a log line."""
-    code = main(["domains", "decide", "nope", "threshold=50", "--operator", "sam", "--json", "--home", str(tmp_path / "home")])
+    code = main(
+        ["domains", "decide", "nope", "threshold=50", "--operator", "sam", "--json", "--home", str(tmp_path / "home")]
+    )
     out, err = capsys.readouterr()
     assert (code, out) == (2, "")
     assert "no domain 'nope'" in err and "Traceback" not in err

@@ -57,16 +57,25 @@ states:
 """
 
 TASK_TYPE = "synchronise-production-database-replicas-overnight"
-DESCRIPTION = ("Rebuild the replica indexes after the nightly snapshot completes and verify checksums against primary storage "
-               "before traffic returns")
+DESCRIPTION = (
+    "Rebuild the replica indexes after the nightly snapshot completes and verify checksums against primary storage "
+    "before traffic returns"
+)
 
 
 def sh(*argv: str, columns: int = 80, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """`sherpa-skills ARGV` in a subprocess whose stdout and stdin are pipes (not a terminal)."""
     env = {**os.environ, "COLUMNS": str(columns), "PYTHONPATH": str(ROOT)}
     env.pop("SHERPA_SKILLS_HOME", None)
-    proc = subprocess.run([sys.executable, "-m", "sherpa_skills", *argv], capture_output=True, text=True, env=env, timeout=120,
-                          input=stdin if stdin is not None else "", cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sherpa_skills", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        input=stdin if stdin is not None else "",
+        cwd=ROOT,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -100,8 +109,10 @@ def run_ids(home: Path) -> set[str]:
 def rows_of(home: Path, run_id: str) -> int:
     """Rows any per-run table still holds for this run."""
     with sqlite3.connect(home / "store.db") as conn:
-        return sum(conn.execute(f"SELECT COUNT(*) FROM {t} WHERE run_id = ?", (run_id,)).fetchone()[0]
-                   for t in ("runs", "run_trajectory", "run_log", "run_context", "run_intents", "run_events"))
+        return sum(
+            conn.execute(f"SELECT COUNT(*) FROM {t} WHERE run_id = ?", (run_id,)).fetchone()[0]
+            for t in ("runs", "run_trajectory", "run_log", "run_context", "run_intents", "run_events")
+        )
 
 
 # ---------------------------------------------------------------- narrow terminals and pipes
@@ -114,8 +125,15 @@ class TestNarrowOutput:
         from sherpa_skills.skills.store.database import ProcedureDatabase
 
         store = ProcedureDatabase(home=tmp_path / "home")
-        p = store.add_procedure(CapturedProcedure(id="", task_type=TASK_TYPE, description=DESCRIPTION, success_count=1,
-                                                  steps=[ProcedureStep(command="make"), ProcedureStep(command="make deploy")]))
+        p = store.add_procedure(
+            CapturedProcedure(
+                id="",
+                task_type=TASK_TYPE,
+                description=DESCRIPTION,
+                success_count=1,
+                steps=[ProcedureStep(command="make"), ProcedureStep(command="make deploy")],
+            )
+        )
         store.close()
         out = sh("learn", "procedures", "--all", "--home", str(tmp_path / "home")).stdout
         assert all(len(line) <= 80 for line in out.splitlines()), out
@@ -139,10 +157,20 @@ class TestNarrowOutput:
 
         home = tmp_path / "home"
         store = ProcedureDatabase(home=home)
-        p = store.add_procedure(CapturedProcedure(id="", task_type=TASK_TYPE, success_count=1, steps=[ProcedureStep(command="make")]))
+        p = store.add_procedure(
+            CapturedProcedure(id="", task_type=TASK_TYPE, success_count=1, steps=[ProcedureStep(command="make")])
+        )
         for _ in range(3):
-            store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="diverged",
-                                             reason="exit code 2, expected 0"))
+            store.record_execution(
+                Execution(
+                    procedure_id=p.id,
+                    version=1,
+                    started=time.time(),
+                    ended=time.time(),
+                    outcome="diverged",
+                    reason="exit code 2, expected 0",
+                )
+            )
         store.close()
         out = sh("heartbeat", "--home", str(home)).stdout
         report = json.loads(sh("heartbeat", "report", "--json", "--home", str(home)).stdout)[0]
@@ -162,7 +190,12 @@ def home(tmp_path: Path, write_file: Any) -> dict[str, Any]:
     flow, waiting = write_file("flow.yaml", LONG_FLOW), write_file("waiting.yaml", WAITING)
     done = [run_flow(home, flow)["run_id"] for _ in range(2)]
     wait = run_flow(home, waiting)["run_id"]
-    return {"home": home, "final": done, "waiting": wait, "flow": "nightly-reconciliation-of-customer-invoices-against-the-general-ledger"}
+    return {
+        "home": home,
+        "final": done,
+        "waiting": wait,
+        "flow": "nightly-reconciliation-of-customer-invoices-against-the-general-ledger",
+    }
 
 
 class TestRunsFilters:
@@ -173,7 +206,10 @@ class TestRunsFilters:
         assert [r["run_id"] for r in waiting] == [home["waiting"]]
         by_flow = json.loads(sh("runs", "--workflow", home["flow"], "--json", "--home", h).stdout)
         assert {r["run_id"] for r in by_flow} == set(home["final"])
-        assert json.loads(sh("runs", "--workflow", home["flow"], "--status", "waiting", "--json", "--home", h).stdout) == []
+        assert (
+            json.loads(sh("runs", "--workflow", home["flow"], "--status", "waiting", "--json", "--home", h).stdout)
+            == []
+        )
         out = sh("runs", "--status", "final", "--home", h).stdout
         assert all(i in out for i in home["final"]) and home["waiting"] not in out
 
@@ -244,7 +280,9 @@ class TestRunsDelete:
         proc = sh("runs", "delete", child, "--yes", "--json", "--home", str(home))
         assert proc.returncode == 0
         result = json.loads(proc.stdout)
-        assert result["deleted"] == [] and result["kept"][0]["run_id"] == child and parent in result["kept"][0]["reason"]
+        assert (
+            result["deleted"] == [] and result["kept"][0]["run_id"] == child and parent in result["kept"][0]["reason"]
+        )
         assert child in run_ids(home)
         text = sh("runs", "delete", child, "--yes", "--home", str(home)).stdout
         assert f"kept {child}" in text and parent in text
@@ -258,18 +296,29 @@ class TestRunsDelete:
 
         replayed, captured = home["final"]
         store = ProcedureDatabase(home=home["home"])
-        p = store.add_procedure(CapturedProcedure(id="", task_type="ship", steps=[ProcedureStep(command="make")],
-                                                  source="run", context={"captured_from_run": captured}))
-        store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="success",
-                                         run_id=replayed))
+        p = store.add_procedure(
+            CapturedProcedure(
+                id="",
+                task_type="ship",
+                steps=[ProcedureStep(command="make")],
+                source="run",
+                context={"captured_from_run": captured},
+            )
+        )
+        store.record_execution(
+            Execution(
+                procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="success", run_id=replayed
+            )
+        )
         store.close()
-        result = json.loads(sh("runs", "delete", replayed, captured, "--yes", "--json", "--home", str(home["home"])).stdout)
+        result = json.loads(
+            sh("runs", "delete", replayed, captured, "--yes", "--json", "--home", str(home["home"])).stdout
+        )
         kept = {k["run_id"]: k["reason"] for k in result["kept"]}
         assert result["deleted"] == [] and set(kept) == {replayed, captured}
         assert p.id in kept[replayed] and "execution" in kept[replayed]
         assert p.id in kept[captured] and "captured" in kept[captured]
         assert {replayed, captured} <= run_ids(home["home"])
-
 
     def test_the_heartbeat_retention_keeps_what_is_referenced_too(self, home: dict[str, Any]) -> None:
         """The heartbeat's 30-day retention deletes old finished runs, but never one an execution records."""
@@ -279,9 +328,14 @@ class TestRunsDelete:
         h = home["home"]
         replayed, plain = home["final"]
         store = ProcedureDatabase(home=h)
-        p = store.add_procedure(CapturedProcedure(id="", task_type="ship", steps=[ProcedureStep(command="make")], source="manual"))
-        store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="success",
-                                         run_id=replayed))
+        p = store.add_procedure(
+            CapturedProcedure(id="", task_type="ship", steps=[ProcedureStep(command="make")], source="manual")
+        )
+        store.record_execution(
+            Execution(
+                procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="success", run_id=replayed
+            )
+        )
         store.close()
         age(h, replayed, 40)
         age(h, plain, 40)
@@ -306,7 +360,9 @@ class TestRunsPrune:
         proc = sh("runs", "prune", "--older-than", "30d", "--yes", "--json", "--home", str(h))
         assert proc.returncode == 0 and json.loads(proc.stdout)["deleted"] == [old]
         assert run_ids(h) == {new, home["waiting"]} and rows_of(h, old) == 0
-        forced = json.loads(sh("runs", "prune", "--older-than", "2w", "--force", "--yes", "--json", "--home", str(h)).stdout)
+        forced = json.loads(
+            sh("runs", "prune", "--older-than", "2w", "--force", "--yes", "--json", "--home", str(h)).stdout
+        )
         assert forced["deleted"] == [home["waiting"]] and run_ids(h) == {new}
 
     def test_prune_without_yes_and_without_a_terminal_refuses(self, home: dict[str, Any]) -> None:
@@ -332,14 +388,18 @@ def test_the_cli_offers_the_statuses_the_engine_writes() -> None:
 
 
 @pytest.mark.parametrize(("answer", "code"), [(b"n\n", 2), (b"y\n", 0)])
-def test_at_a_terminal_delete_asks_and_does_only_what_the_person_says(home: dict[str, Any], answer: bytes, code: int) -> None:
+def test_at_a_terminal_delete_asks_and_does_only_what_the_person_says(
+    home: dict[str, Any], answer: bytes, code: int
+) -> None:
     import pty
 
     gone = home["final"][0]
     pid, fd = pty.fork()
     if pid == 0:  # the child: the CLI with a real terminal on stdin, stdout and stderr
         os.environ["PYTHONPATH"] = str(ROOT)
-        os.execv(sys.executable, [sys.executable, "-m", "sherpa_skills", "runs", "delete", gone, "--home", str(home["home"])])
+        os.execv(
+            sys.executable, [sys.executable, "-m", "sherpa_skills", "runs", "delete", gone, "--home", str(home["home"])]
+        )
     os.write(fd, answer)
     out = b""
     while True:

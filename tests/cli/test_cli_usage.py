@@ -68,7 +68,9 @@ class TestHomeThatCannotBeUsed:
         for argv in (["runs"], ["run", "replay", "-i", "query=x"], ["learn", "procedures"], ["memory", "stats"]):
             code, out, err = cli(capsys, *argv, "--home", str(stray))
             assert code == 2, argv
-            assert err.strip().splitlines() == [f"sherpa-skills: home '{stray}' is a file, not a folder; pass --home a folder (it is created if missing)"]
+            assert err.strip().splitlines() == [
+                f"sherpa-skills: home '{stray}' is a file, not a folder; pass --home a folder (it is created if missing)"
+            ]
         assert stray.read_text() == "hello\n"
 
     def test_a_store_db_that_is_not_sqlite_is_one_line_exit_2(self, tmp_path, capsys):
@@ -87,7 +89,9 @@ class TestOptions:
     def test_home_is_accepted_before_the_command(self, write_file, tmp_path, capsys):
         """`sherpa-skills --home H runs` is the same as `sherpa-skills runs --home H`."""
         home = tmp_path / "chosen"
-        code, out, _ = cli(capsys, "--home", str(home), "run", str(write_file("flow.yaml", WAITING)), "--json", "-i", "ticket=x")
+        code, out, _ = cli(
+            capsys, "--home", str(home), "run", str(write_file("flow.yaml", WAITING)), "--json", "-i", "ticket=x"
+        )
         run_id = json.loads(out)["run_id"]
         assert (home / "store.db").is_file()
         _, before, _ = cli(capsys, "--home", str(home), "runs", "--json")
@@ -117,7 +121,9 @@ class TestMissingInput:
         code, out, err = cli(capsys, "run", str(path), "--home", str(tmp_path / "home"))
         assert code == 2 and out == ""
         lines = err.strip().splitlines()
-        assert lines == ["sherpa-skills: workflow 'waits-for-approval' needs input 'ticket' (the customer's message); pass it with --input NAME=VALUE"]
+        assert lines == [
+            "sherpa-skills: workflow 'waits-for-approval' needs input 'ticket' (the customer's message); pass it with --input NAME=VALUE"
+        ]
         _, runs, _ = cli(capsys, "runs", "--json", "--home", str(tmp_path / "home"))
         assert json.loads(runs) == []
 
@@ -207,16 +213,24 @@ initial_event: {name: go, topic: go}
 
 
 def run_process(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sherpa_skills", *argv], capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "sherpa_skills", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def interrupted_run(tmp_path: Path) -> tuple[str, Path]:
     """A run SIGKILLed while its shell action ran: resuming it reruns that action (and logs a warning about it)."""
     home, marker, flow = tmp_path / "home", tmp_path / "marker", tmp_path / "slow.yaml"
     flow.write_text(SLOW_STEP)
-    proc = subprocess.Popen([sys.executable, "-m", "sherpa_skills", "run", str(flow), "-i", f"out={marker}", "--home", str(home)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sherpa_skills", "run", str(flow), "-i", f"out={marker}", "--home", str(home)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 60
     while not marker.exists() and time.time() < deadline:
         time.sleep(0.01)
@@ -283,7 +297,9 @@ class TestRunsTable:
     def test_ids_are_never_cut_in_an_80_column_terminal(self, write_file, tmp_path, capsys, monkeypatch):
         """Every run id appears whole in the `runs` table, however long the workflow and state names are."""
         monkeypatch.setenv("COLUMNS", "80")
-        long_flow = WAITING.replace("waits-for-approval", "a-workflow-with-a-rather-long-descriptive-name-for-approvals")
+        long_flow = WAITING.replace(
+            "waits-for-approval", "a-workflow-with-a-rather-long-descriptive-name-for-approvals"
+        )
         path = write_file("flow.yaml", long_flow)
         home = str(tmp_path / "home")
         ids = []
@@ -316,7 +332,11 @@ class TestTypedInputs:
         code, out, _ = cli(capsys, "resume", run_id, "--input", f"approved={word}", "--json", "--home", home)
         resumed = json.loads(out)
         assert code == 0
-        assert (resumed["state"], resumed["context"]["approved"], resumed["context"]["outcome"]) == ("rejected", False, "rejected")
+        assert (resumed["state"], resumed["context"]["approved"], resumed["context"]["outcome"]) == (
+            "rejected",
+            False,
+            "rejected",
+        )
 
     @pytest.mark.parametrize("word", ["yes", "true", "1", "on"])
     def test_resume_with_a_yes_sends(self, tmp_path, capsys, word):
@@ -331,10 +351,16 @@ class TestTypedInputs:
         run_id = _waiting_triage(capsys, home)
         code, out, err = cli(capsys, "resume", run_id, "--input", "approved=maybe", "--home", home)
         assert (code, out) == (2, "")
-        assert err.strip() == "sherpa-skills: input 'approved' must be a boolean (yes/no, true/false, 1/0 or on/off), got 'maybe'"
+        assert (
+            err.strip()
+            == "sherpa-skills: input 'approved' must be a boolean (yes/no, true/false, 1/0 or on/off), got 'maybe'"
+        )
         _, shown, _ = cli(capsys, "show", run_id, "--json", "--home", home)
         # untouched: a declared input not given is None from the start, and the refused value never landed
-        assert (json.loads(shown)["status"], json.loads(shown)["belief"]["context"].get("approved")) == ("waiting", None)
+        assert (json.loads(shown)["status"], json.loads(shown)["belief"]["context"].get("approved")) == (
+            "waiting",
+            None,
+        )
         _, out, _ = cli(capsys, "resume", run_id, "--input", "approved=yes", "--json", "--home", home)
         assert json.loads(out)["state"] == "sent"
 
@@ -347,22 +373,41 @@ class TestTypedInputs:
         code, _, err = cli(capsys, "run", TRIAGE, "-i", "ticket=hi", "-i", "tciket=hi", "--home", home)
         assert code == 2 and "did you mean 'ticket'?" in err
 
-    @pytest.mark.parametrize(("raw", "message"), [
-        ("amount=abc", "input 'amount' must be an integer, got 'abc'"),
-        ("amount=2.5", "input 'amount' must be an integer (a whole number), got '2.5'"),
-        ("amount=true", "input 'amount' must be an integer, got 'true'"),
-    ])
-    def test_an_integer_input_that_is_not_one_is_refused_before_the_run(self, write_file, tmp_path, capsys, raw, message):
+    @pytest.mark.parametrize(
+        ("raw", "message"),
+        [
+            ("amount=abc", "input 'amount' must be an integer, got 'abc'"),
+            ("amount=2.5", "input 'amount' must be an integer (a whole number), got '2.5'"),
+            ("amount=true", "input 'amount' must be an integer, got 'true'"),
+        ],
+    )
+    def test_an_integer_input_that_is_not_one_is_refused_before_the_run(
+        self, write_file, tmp_path, capsys, raw, message
+    ):
         path = write_file("flow.yaml", WAITING)
         code, _, err = cli(capsys, "run", str(path), "-i", "ticket=x", "-i", raw, "--home", str(tmp_path / "home"))
         assert code == 2
         assert err.strip() == f"sherpa-skills: {message}"
-        assert not (tmp_path / "home" / "store.db").exists() or json.loads(cli(capsys, "runs", "--json", "--home", str(tmp_path / "home"))[1]) == []
+        assert (
+            not (tmp_path / "home" / "store.db").exists()
+            or json.loads(cli(capsys, "runs", "--json", "--home", str(tmp_path / "home"))[1]) == []
+        )
 
     def test_typed_inputs_are_converted_and_untyped_ones_parsed_as_json(self, write_file, tmp_path, capsys):
         """`amount=12` is 12; `ticket=007` (untyped) stays JSON-or-text as before."""
         path = write_file("flow.yaml", WAITING)
-        _, out, _ = cli(capsys, "run", str(path), "-i", "ticket=[1, 2]", "-i", "amount=12", "--json", "--home", str(tmp_path / "home"))
+        _, out, _ = cli(
+            capsys,
+            "run",
+            str(path),
+            "-i",
+            "ticket=[1, 2]",
+            "-i",
+            "amount=12",
+            "--json",
+            "--home",
+            str(tmp_path / "home"),
+        )
         context = json.loads(out)["context"]
         assert (context["ticket"], context["amount"]) == ([1, 2], 12)
 
@@ -398,7 +443,17 @@ def _stored(home: str, run_id: str) -> tuple:
     row = store.get_run(run_id)
     belief = store.load_belief(run_id)
     store.close()
-    return (row.status, row.state, row.tick, row.counters, row.error, row.updated, len(belief.trajectory), len(belief.log), belief.context)
+    return (
+        row.status,
+        row.state,
+        row.tick,
+        row.counters,
+        row.error,
+        row.updated,
+        len(belief.trajectory),
+        len(belief.log),
+        belief.context,
+    )
 
 
 class TestRefusedResume:
@@ -424,7 +479,9 @@ class TestRefusedResume:
         assert (code, out) == (2, "")
         assert "trigger 'approve' is not available in state 'respond/approval'; available: reject" in err
         assert _stored(home, run_id) == before
-        code, out, _ = cli(capsys, "resume", run_id, "--input", "approved=no", "--trigger", "reject", "--json", "--home", home)
+        code, out, _ = cli(
+            capsys, "resume", run_id, "--input", "approved=no", "--trigger", "reject", "--json", "--home", home
+        )
         assert (code, json.loads(out)["state"]) == (0, "rejected")
 
     def test_an_unknown_input_at_resume_is_a_usage_error_that_changes_nothing(self, tmp_path, capsys):
@@ -449,9 +506,15 @@ class TestValidateJson:
         assert (code, err) == (2, "")
         report = json.loads(out)
         assert report["ok"] is False
-        assert [(f["file"], f["kind"], f["ok"]) for f in report["files"]] == [(good, "team", True), (str(bad), "workflow", False), ("planner", "workflow", True)]
+        assert [(f["file"], f["kind"], f["ok"]) for f in report["files"]] == [
+            (good, "team", True),
+            (str(bad), "workflow", False),
+            ("planner", "workflow", True),
+        ]
         problem = report["files"][1]["problems"][0]
-        assert (problem["file"], problem["line"]) == (str(bad), 5) and problem["message"].startswith("unknown action 'launch'")
+        assert (problem["file"], problem["line"]) == (str(bad), 5) and problem["message"].startswith(
+            "unknown action 'launch'"
+        )
 
     def test_validate_json_all_good_exits_0(self, capsys):
         code, out, _ = cli(capsys, "validate", "--json", "planner", "replay")
@@ -467,8 +530,13 @@ class TestHeartbeatProgress:
         import sys
 
         parent, child = pty.openpty()
-        proc = subprocess.Popen([sys.executable, "-m", "sherpa_skills.cli", "heartbeat", "--once", "--home", str(tmp_path / "home")],
-                                stdin=child, stdout=subprocess.DEVNULL, stderr=child, env={**os.environ, "COLUMNS": "100", "TERM": "xterm"})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sherpa_skills.cli", "heartbeat", "--once", "--home", str(tmp_path / "home")],
+            stdin=child,
+            stdout=subprocess.DEVNULL,
+            stderr=child,
+            env={**os.environ, "COLUMNS": "100", "TERM": "xterm"},
+        )
         os.close(child)
         seen = b""
         while True:
@@ -514,11 +582,28 @@ class TestHostileFiles:
 
 
 class TestModelOption:
-    def test_a_scripted_model_path_on_the_command_line_is_relative_to_where_the_user_stands(self, write_file, tmp_path, monkeypatch, capsys):
+    def test_a_scripted_model_path_on_the_command_line_is_relative_to_where_the_user_stands(
+        self, write_file, tmp_path, monkeypatch, capsys
+    ):
         """`--model scripted/scripts/pick.yaml` from the current folder, not from the workflow's own folder."""
-        write_file("flows/pick.yaml", "name: pick\npolicy: {type: llm}\ninitial: a\nstates:\n  a:\n"
-                   "    transitions: [{trigger: left, dest: l}, {trigger: right, dest: r}]\n  l: {final: true}\n  r: {final: true}\n")
-        write_file("scripts/pick.yaml", "answers:\n  - match: \"Current state\"\n    respond: '{\"trigger\": \"right\", \"args\": {}, \"reason\": \"r\"}'\n")
+        write_file(
+            "flows/pick.yaml",
+            "name: pick\npolicy: {type: llm}\ninitial: a\nstates:\n  a:\n"
+            "    transitions: [{trigger: left, dest: l}, {trigger: right, dest: r}]\n  l: {final: true}\n  r: {final: true}\n",
+        )
+        write_file(
+            "scripts/pick.yaml",
+            'answers:\n  - match: "Current state"\n    respond: \'{"trigger": "right", "args": {}, "reason": "r"}\'\n',
+        )
         monkeypatch.chdir(tmp_path)
-        code, out, err = cli(capsys, "run", "flows/pick.yaml", "--model", "scripted/scripts/pick.yaml", "--json", "--home", str(tmp_path / "home"))
+        code, out, err = cli(
+            capsys,
+            "run",
+            "flows/pick.yaml",
+            "--model",
+            "scripted/scripts/pick.yaml",
+            "--json",
+            "--home",
+            str(tmp_path / "home"),
+        )
         assert (code, json.loads(out)["state"]) == (0, "r"), err

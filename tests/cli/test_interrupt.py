@@ -32,14 +32,22 @@ transitions:
 
 
 def start(home: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "sherpa_skills", *args, "--home", str(home)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sherpa_skills", *args, "--home", str(home)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def interrupt_once_started(proc: subprocess.Popen[str], marker: Path, starts: int, signum: int) -> tuple[str, str]:
     """Send `signum` once the shell action has started for the `starts`-th time; the process's (stdout, stderr)."""
     deadline = time.time() + 30
-    while (not marker.exists() or len(marker.read_text().split()) < starts) and proc.poll() is None and time.time() < deadline:
+    while (
+        (not marker.exists() or len(marker.read_text().split()) < starts)
+        and proc.poll() is None
+        and time.time() < deadline
+    ):
         time.sleep(0.02)
     assert proc.poll() is None, f"the command ended before its action started: {proc.communicate()}"
     time.sleep(0.1)  # inside the sleep, not between the echo and it
@@ -74,21 +82,38 @@ def test_a_signal_marks_the_run_interrupted_and_resume_finishes_it(tmp_path: Pat
     assert f"run {run_id} interrupted" in err
     assert f"sherpa-skills resume {run_id} --home {home}" in err, "the exact command to resume it"
 
-    listed = subprocess.run([sys.executable, "-m", "sherpa_skills", "runs", "--json", "--home", str(home)],
-                            capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [sys.executable, "-m", "sherpa_skills", "runs", "--json", "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert [(r["run_id"], r["status"]) for r in json.loads(listed.stdout)] == [(run_id, "interrupted")]
-    shown = subprocess.run([sys.executable, "-m", "sherpa_skills", "show", run_id, "--home", str(home)],
-                           capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [sys.executable, "-m", "sherpa_skills", "show", run_id, "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "interrupted in start" in shown.stdout
 
     proc = start(home, "resume", run_id, "--json")
     out, err = interrupt_once_started(proc, marker, 2, signum)
     assert proc.returncode == code, err
-    assert json.loads(out) == {"run_id": run_id, "status": "interrupted", "state": "start", "signal": signal.Signals(signum).name}
+    assert json.loads(out) == {
+        "run_id": run_id,
+        "status": "interrupted",
+        "state": "start",
+        "signal": signal.Signals(signum).name,
+    }
     assert stored(home)[1:] == ("interrupted", "start")
 
-    done = subprocess.run([sys.executable, "-m", "sherpa_skills", "resume", run_id, "--json", "--home", str(home)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "sherpa_skills", "resume", run_id, "--json", "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert (result["status"], result["state"]) == ("final", "done")
@@ -97,4 +122,6 @@ def test_a_signal_marks_the_run_interrupted_and_resume_finishes_it(tmp_path: Pat
     assert stored(home)[1:] == ("final", "done")
     with sqlite3.connect(home / "store.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM run_intents").fetchone()[0] == 0
-        assert conn.execute("SELECT COUNT(*) FROM run_log WHERE action = 'shell'").fetchone()[0] == 1, "logged once, as it finished"
+        assert conn.execute("SELECT COUNT(*) FROM run_log WHERE action = 'shell'").fetchone()[0] == 1, (
+            "logged once, as it finished"
+        )

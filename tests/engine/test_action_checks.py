@@ -120,7 +120,9 @@ class TestRecording:
         assert agent.agent.belief.log[1].outputs == {"price_table": 1}
         assert result.actions == 1  # a check is not an action call
 
-    def test_the_captured_procedure_keeps_the_features_with_the_decision_that_led_to_the_action(self, workflow, learner):
+    def test_the_captured_procedure_keeps_the_features_with_the_decision_that_led_to_the_action(
+        self, workflow, learner
+    ):
         run(workflow, learner, "4417")
         [proc] = learner.store.procedures(status=None)
         assert proc.decisions[0].checks == [RecordedCheck(action="price_order", features={"price_table": 1})]
@@ -135,7 +137,9 @@ class TestReplay:
         assert (result.state, result.llm_calls, result.replayed_decisions, result.diverged_at) == ("sent", 0, 2, None)
         assert result.tokens_saved > 0 and result.llm_calls_saved == 2
 
-    def test_a_changed_world_diverges_before_acting_and_the_llm_takes_over_in_the_same_run(self, workflow, learner, world):
+    def test_a_changed_world_diverges_before_acting_and_the_llm_takes_over_in_the_same_run(
+        self, workflow, learner, world
+    ):
         proven(workflow, learner)
         world.version = 2
         agent, result = run(workflow, learner, "7731")
@@ -155,9 +159,15 @@ class TestReplay:
 
     def test_the_divergence_is_in_the_llm_prompt(self, workflow, learner, world, tmp_path):
         """The script answers `escalate` only to a prompt that says the check changed."""
-        (tmp_path / "quotes.script.yaml").write_text(SCRIPT.replace("answers:\n", "answers:\n"
-            "  - match: 'check changed.*Current state: quoted|Current state: quoted(?s:.*)check changed'\n"
-            "    respond: '{\"trigger\": \"escalate\", \"args\": {}}'\n", 1))
+        (tmp_path / "quotes.script.yaml").write_text(
+            SCRIPT.replace(
+                "answers:\n",
+                "answers:\n"
+                "  - match: 'check changed.*Current state: quoted|Current state: quoted(?s:.*)check changed'\n"
+                '    respond: \'{"trigger": "escalate", "args": {}}\'\n',
+                1,
+            )
+        )
         proven(workflow, learner)
         world.version = 2
         _, result = run(workflow, learner, "7731")
@@ -168,7 +178,9 @@ class TestReplay:
         world.broken = True
         agent, result = run(workflow, learner, "7731")
         assert (result.status, result.state, result.llm_calls) == ("final", "sent", 2)
-        assert result.diverged_at["observed"] == "check 'price_order' failed: ConnectionError: price service unreachable"
+        assert (
+            result.diverged_at["observed"] == "check 'price_order' failed: ConnectionError: price service unreachable"
+        )
         failed = [e for e in agent.agent.belief.log if e.action == "check:price_order"]
         assert [(e.status, e.error) for e in failed] == [("error", "ConnectionError: price service unreachable")]
 
@@ -181,7 +193,9 @@ class TestReplay:
         _, result = run(workflow, learner, "7731")
         assert (result.llm_calls, result.diverged_at) == (0, None)
 
-    def test_a_check_declared_after_the_capture_has_no_recorded_features_and_the_replay_follows(self, tmp_path, learner, world):
+    def test_a_check_declared_after_the_capture_has_no_recorded_features_and_the_replay_follows(
+        self, tmp_path, learner, world
+    ):
         """A procedure captured before the action declared its check has nothing to compare: it is followed."""
         load_builtins()
         registry = default_registry.child()
@@ -221,18 +235,29 @@ class TestFeatures:
         registry.action("seen", check=lambda view: value)(lambda args, ctx: ActionResult())
         return observe_features(registry.get_action("seen"), None)
 
-    @pytest.mark.parametrize("value", [{"price_table": 1, "region": "eu", "rate": 0.2, "live": True, "note": None},
-                                       [1, "a", {"b": [2.5, False]}], 3, "v2", None])
+    @pytest.mark.parametrize(
+        "value",
+        [
+            {"price_table": 1, "region": "eu", "rate": 0.2, "live": True, "note": None},
+            [1, "a", {"b": [2.5, False]}],
+            3,
+            "v2",
+            None,
+        ],
+    )
     def test_plain_json_is_observed_as_it_is(self, value):
         assert self.observed(value) == value
 
-    @pytest.mark.parametrize("value, stored", [
-        ({"versions": (1, 2)}, {"versions": [1, 2]}),
-        ({1: "a"}, {"1": "a"}),
-        ({"at": date(2026, 11, 23)}, {"at": "2026-11-23"}),
-        ({"flags": {3}}, {"flags": "{3}"}),
-        ({"n": True.__class__(1)}, {"n": True}),
-    ])
+    @pytest.mark.parametrize(
+        "value, stored",
+        [
+            ({"versions": (1, 2)}, {"versions": [1, 2]}),
+            ({1: "a"}, {"1": "a"}),
+            ({"at": date(2026, 11, 23)}, {"at": "2026-11-23"}),
+            ({"flags": {3}}, {"flags": "{3}"}),
+            ({"n": True.__class__(1)}, {"n": True}),
+        ],
+    )
     def test_other_values_are_observed_as_their_stored_json(self, value, stored):
         assert self.observed(value) == stored
 
@@ -275,8 +300,9 @@ transitions:
 
 def test_the_checks_of_a_rules_decision_are_compared_at_the_replays_next_decision(tmp_path, registry, learner, world):
     """Rules are asked before the replay, so it never sees their decision: the checks it led to are compared at the next one."""
-    (tmp_path / "lookups.script.yaml").write_text('answers:\n  - match: "Current state: looked_up"\n'
-                                                  '    respond: \'{"trigger": "send", "args": {}}\'\n')
+    (tmp_path / "lookups.script.yaml").write_text(
+        'answers:\n  - match: "Current state: looked_up"\n    respond: \'{"trigger": "send", "args": {}}\'\n'
+    )
     workflow = load_workflow_text(RULED, registry=registry, base_dir=tmp_path)
     for _ in range(2):
         workflow.agent(learn=learner).run({"ticket": TICKET})
@@ -284,7 +310,9 @@ def test_the_checks_of_a_rules_decision_are_compared_at_the_replays_next_decisio
     assert [(d.decided_by, len(d.checks)) for d in proc.decisions] == [("rule", 1), ("llm", 0)]
     replayed = workflow.agent(learn=learner).run({"ticket": TICKET})
     assert (replayed.llm_calls, replayed.replayed_decisions, replayed.diverged_at) == (0, 1, None)
-    assert [e.outcome for e in learner.store.executions(proc.id)] == ["success"]  # the rule's decision was the recorded one
+    assert [e.outcome for e in learner.store.executions(proc.id)] == [
+        "success"
+    ]  # the rule's decision was the recorded one
     world.version = 2
     result = workflow.agent(learn=learner).run({"ticket": TICKET})
     assert (result.state, result.llm_calls, result.diverged_at["step"]) == ("sent", 1, 1)

@@ -80,8 +80,12 @@ class TestDurability:
         agent.run()
         _assert_store_matches(db, agent, "final")
         belief = RunStore(db).load_belief(agent.run_id)
-        assert _trajectory(belief) == [("one", None, "start"), ("two", "next", "fast_forward"),
-                                       ("three", "next", "fast_forward"), ("done", "next", "fast_forward")]
+        assert _trajectory(belief) == [
+            ("one", None, "start"),
+            ("two", "next", "fast_forward"),
+            ("three", "next", "fast_forward"),
+            ("done", "next", "fast_forward"),
+        ]
         assert belief.context["reached"] == {"three": [1, 2, 3]}
         assert [e.action for e in belief.log] == ["peek", "peek", "set", "peek"]
 
@@ -169,7 +173,9 @@ class TestWaitingAndResuming:
         result = Agent.resume(store, run_id, approval.machine, approval.policy).run(trigger="approve")
         assert result.status == "error"
         assert "trigger 'approve' is not available in state 'review'; available: revise" in result.error
-        assert (store.get_run(run_id).status, store.get_run(run_id).error) == ("waiting", None), "a refusal records nothing"
+        assert (store.get_run(run_id).status, store.get_run(run_id).error) == ("waiting", None), (
+            "a refusal records nothing"
+        )
         again = Agent.resume(store, run_id, approval.machine, approval.policy).run({"approved": True})
         assert again.status == "final"
 
@@ -262,7 +268,12 @@ class TestFailures:
         resumed = Agent.resume(RunStore(db), agent.run_id, workflow.machine, workflow.policy)
         again = resumed.run()
         assert (again.status, again.state) == ("final", "b")
-        assert [(e.action, e.status) for e in resumed.belief.log] == [("set", "ok"), ("flaky", "error"), ("set", "ok"), ("flaky", "ok")]
+        assert [(e.action, e.status) for e in resumed.belief.log] == [
+            ("set", "ok"),
+            ("flaky", "error"),
+            ("set", "ok"),
+            ("flaky", "ok"),
+        ]
         _assert_store_matches(db, resumed, "final")
 
     @pytest.mark.parametrize("template", ["hello {{ name }}", "{{ name }}", "{{ name.first }}"])
@@ -327,8 +338,10 @@ states:
 
 
 class TestShellQuoting:
-    @pytest.mark.parametrize("value", ["x; touch pwned", "$(touch pwned)", "`touch pwned`", "it's \"quoted\" && touch pwned",
-                                       "a  b\ttab", "--flag"])
+    @pytest.mark.parametrize(
+        "value",
+        ["x; touch pwned", "$(touch pwned)", "`touch pwned`", 'it\'s "quoted" && touch pwned', "a  b\ttab", "--flag"],
+    )
     def test_a_hostile_value_reaches_the_command_as_one_literal_argument(self, tmp_path, value: str):
         """Template values in a shell command are shell-quoted: printed verbatim, nothing else runs."""
         agent = load_workflow_text(QUOTING, name="quoting.yaml").agent()
@@ -340,5 +353,7 @@ class TestShellQuoting:
 
     def test_values_outside_shell_commands_are_not_quoted(self, tmp_path):
         """Only the shell command is quoted; other template arguments get the value as it is."""
-        result = load_workflow_text(QUOTING, name="quoting.yaml").agent().run({"value": "x; y", "workdir": str(tmp_path)})
+        result = (
+            load_workflow_text(QUOTING, name="quoting.yaml").agent().run({"value": "x; y", "workdir": str(tmp_path)})
+        )
         assert result.context["said"] == "said x; y"

@@ -18,27 +18,58 @@ from sherpa_skills.engine.workflow import load_workflow_text
 
 def _belief() -> Belief:
     return Belief(
-        trajectory=[TrajectoryEntry(tick=0, state="start", decided_by="start", at=1.5),
-                    TrajectoryEntry(tick=1, state="work/build", trigger="go", source="start", decided_by="llm", at=2.25)],
-        log=[LogEntry(tick=1, action="shell", inputs={"command": "make", "env": ["PATH"]},
-                      outputs={"exit_code": 0, "stdout": "ok\n", "lines": [1, 2, {"deep": [None, True, 1.5]}]},
-                      status="ok", started=2.0, duration_ms=12.5, tokens=0, cost=0.0),
-             LogEntry(tick=1, action="policy:llm", inputs={"state": "start"}, outputs="plain text", status="error",
-                      started=2.1, duration_ms=0.0, tokens=42, cost=0.001, error="boom")],
-        context={"ticket": {"id": 7, "tags": ["a", "b"], "meta": {"owner": None, "score": 0.75}}, "count": 3, "ok": False, "name": "ü"},
+        trajectory=[
+            TrajectoryEntry(tick=0, state="start", decided_by="start", at=1.5),
+            TrajectoryEntry(tick=1, state="work/build", trigger="go", source="start", decided_by="llm", at=2.25),
+        ],
+        log=[
+            LogEntry(
+                tick=1,
+                action="shell",
+                inputs={"command": "make", "env": ["PATH"]},
+                outputs={"exit_code": 0, "stdout": "ok\n", "lines": [1, 2, {"deep": [None, True, 1.5]}]},
+                status="ok",
+                started=2.0,
+                duration_ms=12.5,
+                tokens=0,
+                cost=0.0,
+            ),
+            LogEntry(
+                tick=1,
+                action="policy:llm",
+                inputs={"state": "start"},
+                outputs="plain text",
+                status="error",
+                started=2.1,
+                duration_ms=0.0,
+                tokens=42,
+                cost=0.001,
+                error="boom",
+            ),
+        ],
+        context={
+            "ticket": {"id": 7, "tags": ["a", "b"], "meta": {"owner": None, "score": 0.75}},
+            "count": 3,
+            "ok": False,
+            "name": "ü",
+        },
     )
 
 
 class TestReadOnlyView:
-    @pytest.mark.parametrize("write", [
-        lambda v: v.context.__setitem__("k", 1),
-        lambda v: v.context.__delitem__("count"),
-        lambda v: v.context.update({"k": 1}),
-        lambda v: v.context.pop("count"),
-        lambda v: v.context.setdefault("k", 1),
-        lambda v: v.context.clear(),
-        lambda v: setattr(v.context, "_data", {}),
-    ], ids=["setitem", "delitem", "update", "pop", "setdefault", "clear", "setattr"])
+    @pytest.mark.parametrize(
+        "write",
+        [
+            lambda v: v.context.__setitem__("k", 1),
+            lambda v: v.context.__delitem__("count"),
+            lambda v: v.context.update({"k": 1}),
+            lambda v: v.context.pop("count"),
+            lambda v: v.context.setdefault("k", 1),
+            lambda v: v.context.clear(),
+            lambda v: setattr(v.context, "_data", {}),
+        ],
+        ids=["setitem", "delitem", "update", "pop", "setdefault", "clear", "setattr"],
+    )
     def test_writing_to_the_context_raises(self, write: Any):
         """Every way of changing view.context raises ReadOnlyBeliefError and leaves the belief as it was."""
         belief = _belief()
@@ -48,16 +79,20 @@ class TestReadOnlyView:
         assert belief.model_dump() == before
 
     @pytest.mark.parametrize("part", ["trajectory", "log"])
-    @pytest.mark.parametrize("write", [
-        lambda s: s.append(None),
-        lambda s: s.extend([]),
-        lambda s: s.insert(0, None),
-        lambda s: s.pop(),
-        lambda s: s.clear(),
-        lambda s: s.__setitem__(0, None),
-        lambda s: s.__delitem__(0),
-        lambda s: setattr(s, "_items", []),
-    ], ids=["append", "extend", "insert", "pop", "clear", "setitem", "delitem", "setattr"])
+    @pytest.mark.parametrize(
+        "write",
+        [
+            lambda s: s.append(None),
+            lambda s: s.extend([]),
+            lambda s: s.insert(0, None),
+            lambda s: s.pop(),
+            lambda s: s.clear(),
+            lambda s: s.__setitem__(0, None),
+            lambda s: s.__delitem__(0),
+            lambda s: setattr(s, "_items", []),
+        ],
+        ids=["append", "extend", "insert", "pop", "clear", "setitem", "delitem", "setattr"],
+    )
     def test_writing_to_the_trajectory_or_log_raises(self, part: str, write: Any):
         """view.trajectory and view.log are windows that refuse every change."""
         belief = _belief()
@@ -158,7 +193,9 @@ class TestJsonRoundTrip:
             validated = type(entry).model_validate(entry.model_dump())
             assert entry == validated and entry.model_dump_json() == validated.model_dump_json()
             assert entry.model_fields_set == validated.model_fields_set == set(type(entry).model_fields)
-            assert entry.model_copy() == entry and entry.model_dump(exclude_unset=True) == validated.model_dump(exclude_unset=True)
+            assert entry.model_copy() == entry and entry.model_dump(exclude_unset=True) == validated.model_dump(
+                exclude_unset=True
+            )
             with pytest.raises(ReadOnlyBeliefError):
                 entry.tick = 99
         # Each entry has its own fields set: pydantic may grow one in place, which must not reach the others.
@@ -316,8 +353,10 @@ class TestDeeplyReadOnly:
 
         class RewritingPolicy:
             def decide(self, ctx: DecisionContext) -> Decision | None:
-                for attempt in (lambda: setattr(ctx.view.log[-1], "status", "failed"),
-                                lambda: ctx.view.log[-1].outputs.__setitem__("note", "changed")):
+                for attempt in (
+                    lambda: setattr(ctx.view.log[-1], "status", "failed"),
+                    lambda: ctx.view.log[-1].outputs.__setitem__("note", "changed"),
+                ):
                     try:
                         attempt()
                     except (ReadOnlyBeliefError, ValidationError):
@@ -347,8 +386,11 @@ class TestDeeplyReadOnly:
 
             return ActionResult(outputs=value, context={"value": value})
 
-        workflow = load_workflow_text("name: leak\ninitial: a\nstates:\n  a:\n    final: true\n    on_enter: leaky\n",
-                                      name="leak.yaml", registry=registry)
+        workflow = load_workflow_text(
+            "name: leak\ninitial: a\nstates:\n  a:\n    final: true\n    on_enter: leaky\n",
+            name="leak.yaml",
+            registry=registry,
+        )
         agent = Agent(workflow.machine)
         assert agent.run().status == "final"
         kept[0]["items"].append(2)

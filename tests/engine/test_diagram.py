@@ -68,7 +68,11 @@ class TestTeams:
         assert "state worker {" in out and "state critic {" in out and "state aggregator {" in out
         assert ("[*]", "topic__tasks", "task") in drawn
         assert ("topic__tasks", "worker", "heard by") in drawn and ("topic__drafts", "critic", "heard by") in drawn
-        assert ("worker", "topic__drafts", "emits draft") in drawn and ("critic", "topic__reviews", "emits approved") in drawn
+        assert ("worker", "topic__drafts", "emits draft") in drawn and (
+            "critic",
+            "topic__reviews",
+            "emits approved",
+        ) in drawn
         assert ("worker__idle", "worker__drafting", "task") in drawn
         ids = re.findall(r" as (\S+)$", out, re.M)
         assert len(ids) == len(set(ids))  # each agent's states are its own, even where names repeat (idle, done)

@@ -40,8 +40,12 @@ transitions:
 
 
 def cli(*args: str, home: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "sherpa_skills.cli", *args, "--home", str(home)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sherpa_skills.cli", *args, "--home", str(home)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def kill_once_marked(workflow: Path, text: str, home: Path, out: Path, marker: Path) -> str:
@@ -68,7 +72,9 @@ def committed_ticks(db: Path) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_after_ticks", [1, 6, 13, 20])
-def test_kill_9_then_resume_loses_nothing_and_repeats_only_the_interrupted_action(tmp_path: Path, kill_after_ticks: int) -> None:
+def test_kill_9_then_resume_loses_nothing_and_repeats_only_the_interrupted_action(
+    tmp_path: Path, kill_after_ticks: int
+) -> None:
     """SIGKILL mid-run, resume from the CLI: every step is logged once, and only an action the crash interrupted ran twice."""
     home, out = tmp_path / "home", tmp_path / "out.txt"
     workflow = tmp_path / "counter.yaml"
@@ -78,7 +84,9 @@ def test_kill_9_then_resume_loses_nothing_and_repeats_only_the_interrupted_actio
     while committed_ticks(home / "store.db") < kill_after_ticks and proc.poll() is None and time.time() < deadline:
         time.sleep(0.005)
     if proc.poll() is not None:
-        pytest.fail(f"the run ended (exit {proc.returncode}) before tick {kill_after_ticks} was seen: {proc.communicate()}")
+        pytest.fail(
+            f"the run ended (exit {proc.returncode}) before tick {kill_after_ticks} was seen: {proc.communicate()}"
+        )
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
 
@@ -95,8 +103,13 @@ def test_kill_9_then_resume_loses_nothing_and_repeats_only_the_interrupted_actio
 
     with sqlite3.connect(home / "store.db") as conn:
         ticks = [r[0] for r in conn.execute("SELECT tick FROM run_trajectory WHERE run_id = ? ORDER BY id", (run_id,))]
-        shells = [json.loads(r[0]) for r in conn.execute(
-            "SELECT outputs FROM run_log WHERE run_id = ? AND action = 'shell' AND status = 'ok' ORDER BY id", (run_id,))]
+        shells = [
+            json.loads(r[0])
+            for r in conn.execute(
+                "SELECT outputs FROM run_log WHERE run_id = ? AND action = 'shell' AND status = 'ok' ORDER BY id",
+                (run_id,),
+            )
+        ]
         intents = conn.execute("SELECT COUNT(*) FROM run_intents").fetchone()[0]
     assert ticks == list(range(len(ticks))), "every tick is recorded exactly once, in order"
     assert len(shells) == STEPS, "each step's shell action is logged exactly once"
@@ -173,10 +186,16 @@ def test_a_completed_action_never_runs_again_after_a_crash_in_the_same_tick(tmp_
     assert result["status"] == "final"
     assert [i["action"] for i in result["interrupted"]] == ["shell"], "only the action in flight is reported"
     assert result["context"]["between"] == 1
-    assert out.read_text().split() == ["first", "second", "second", "third"], "the first action ran once, the second at least once"
+    assert out.read_text().split() == ["first", "second", "second", "third"], (
+        "the first action ran once, the second at least once"
+    )
     with sqlite3.connect(home / "store.db") as conn:
-        logged = [json.loads(r[0])["command"] for r in conn.execute(
-            "SELECT inputs FROM run_log WHERE run_id = ? AND action = 'shell' ORDER BY id", (run_id,))]
+        logged = [
+            json.loads(r[0])["command"]
+            for r in conn.execute(
+                "SELECT inputs FROM run_log WHERE run_id = ? AND action = 'shell' ORDER BY id", (run_id,)
+            )
+        ]
     assert [c.split()[1] for c in logged] == ["first", "second", "third"], "each action is logged once"
 
 
@@ -184,9 +203,12 @@ def test_a_completed_action_never_runs_again_after_a_crash_in_the_same_tick(tmp_
 def test_a_completed_action_is_not_rerun_after_a_crash_in_a_decided_tick(tmp_path: Path) -> None:
     """The same for a transition's actions: the resumed tick follows the recorded trigger and skips what completed."""
     home, out = tmp_path / "home", tmp_path / "out.txt"
-    on_exit = TWO_ACTIONS.replace("    on_enter:\n", "    on_exit:\n").replace(
-        "  busy:\n", "  start:\n    {}\n  busy:\n").replace("initial: busy", "initial: start").replace(
-        "transitions:\n", "transitions:\n  - {trigger: go, source: start, dest: busy}\n")
+    on_exit = (
+        TWO_ACTIONS.replace("    on_enter:\n", "    on_exit:\n")
+        .replace("  busy:\n", "  start:\n    {}\n  busy:\n")
+        .replace("initial: busy", "initial: start")
+        .replace("transitions:\n", "transitions:\n  - {trigger: go, source: start, dest: busy}\n")
+    )
     run_id = kill_once_marked(tmp_path / "tick.yaml", on_exit, home, out, Path(f"{out}.again"))
     resumed = cli("resume", run_id, "--json", home=home)
     stdout, stderr = resumed.communicate(timeout=60)

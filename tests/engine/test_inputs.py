@@ -25,27 +25,50 @@ states: {a: {final: true}}
 
 
 class TestConversion:
-    @pytest.mark.parametrize(("name", "given", "expected"), [
-        ("flag", "no", False), ("flag", "OFF", False), ("flag", "0", False), ("flag", " yes ", True), ("flag", True, True), ("flag", 0, False),
-        ("count", "12", 12), ("count", "12.0", 12), ("count", 7, 7),
-        ("ratio", "0.25", 0.25), ("ratio", 3, 3),
-        ("label", "02134", "02134"), ("label", 3, "3"),
-        ("items", "[1, 2]", [1, 2]), ("items", ["a"], ["a"]),
-        ("options", '{"a": 1}', {"a": 1}),
-        ("anything", "no", "no"), ("anything", None, None),
-    ])
+    @pytest.mark.parametrize(
+        ("name", "given", "expected"),
+        [
+            ("flag", "no", False),
+            ("flag", "OFF", False),
+            ("flag", "0", False),
+            ("flag", " yes ", True),
+            ("flag", True, True),
+            ("flag", 0, False),
+            ("count", "12", 12),
+            ("count", "12.0", 12),
+            ("count", 7, 7),
+            ("ratio", "0.25", 0.25),
+            ("ratio", 3, 3),
+            ("label", "02134", "02134"),
+            ("label", 3, "3"),
+            ("items", "[1, 2]", [1, 2]),
+            ("items", ["a"], ["a"]),
+            ("options", '{"a": 1}', {"a": 1}),
+            ("anything", "no", "no"),
+            ("anything", None, None),
+        ],
+    )
     def test_declared_types_convert(self, name, given, expected):
         got = check_inputs(SPEC, {name: given}, starting=False)[name]
         assert got == expected and type(got) is type(expected)
 
-    @pytest.mark.parametrize(("name", "given", "fragment"), [
-        ("flag", "maybe", "input 'flag' must be a boolean"), ("flag", 2, "must be a boolean"),
-        ("count", "abc", "input 'count' must be an integer"), ("count", "1.5", "a whole number"), ("count", True, "must be an integer"),
-        ("ratio", "nan", "must be a number"), ("ratio", "inf", "must be a number"), ("ratio", [1], "must be a number"),
-        ("label", {"a": 1}, "must be a string"),
-        ("items", "not json", "must be an array (JSON)"), ("items", '{"a": 1}', "must be an array"),
-        ("options", "[1]", "must be an object"),
-    ])
+    @pytest.mark.parametrize(
+        ("name", "given", "fragment"),
+        [
+            ("flag", "maybe", "input 'flag' must be a boolean"),
+            ("flag", 2, "must be a boolean"),
+            ("count", "abc", "input 'count' must be an integer"),
+            ("count", "1.5", "a whole number"),
+            ("count", True, "must be an integer"),
+            ("ratio", "nan", "must be a number"),
+            ("ratio", "inf", "must be a number"),
+            ("ratio", [1], "must be a number"),
+            ("label", {"a": 1}, "must be a string"),
+            ("items", "not json", "must be an array (JSON)"),
+            ("items", '{"a": 1}', "must be an array"),
+            ("options", "[1]", "must be an object"),
+        ],
+    )
     def test_values_that_do_not_fit_are_refused_naming_the_input(self, name, given, fragment):
         with pytest.raises(UsageError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
             check_inputs(SPEC, {name: given}, starting=False)
@@ -120,4 +143,6 @@ states: {a: {final: true}}
 
 def test_a_minimum_on_an_input_that_is_not_a_number_is_a_spec_error():
     with pytest.raises(Exception, match="minimum"):
-        load_workflow_text("name: w\ninputs:\n  label: {type: string, minimum: 1}\ninitial: a\nstates: {a: {final: true}}\n")
+        load_workflow_text(
+            "name: w\ninputs:\n  label: {type: string, minimum: 1}\ninitial: a\nstates: {a: {final: true}}\n"
+        )

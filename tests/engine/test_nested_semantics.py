@@ -96,8 +96,10 @@ def _registry():
 
 
 def _workflow():
-    text = yaml.safe_dump({"name": "nested", "initial": "idle", "states": _yaml_states(TREE), "transitions": _yaml_transitions()},
-                          sort_keys=False)
+    text = yaml.safe_dump(
+        {"name": "nested", "initial": "idle", "states": _yaml_states(TREE), "transitions": _yaml_transitions()},
+        sort_keys=False,
+    )
     return load_workflow_text(text, name="nested.yaml", registry=_registry())
 
 
@@ -132,16 +134,23 @@ class TheirMachine:
 
         self.notes: list[str] = []
         self.flags = dict(flags)
-        self.machine = HierarchicalMachine(states=self._states(TREE, ""), transitions=self._transitions(), initial="idle",
-                                           auto_transitions=False, ignore_invalid_triggers=True)
+        self.machine = HierarchicalMachine(
+            states=self._states(TREE, ""),
+            transitions=self._transitions(),
+            initial="idle",
+            auto_transitions=False,
+            ignore_invalid_triggers=True,
+        )
 
     def _states(self, tree: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
         out = []
         for name, state in tree.items():
             path = prefix + name
-            spec: dict[str, Any] = {"name": name,
-                                    "on_enter": [lambda *_, _p=path, **__: self.notes.append(f"enter {_p}")],
-                                    "on_exit": [lambda *_, _p=path, **__: self.notes.append(f"exit {_p}")]}
+            spec: dict[str, Any] = {
+                "name": name,
+                "on_enter": [lambda *_, _p=path, **__: self.notes.append(f"enter {_p}")],
+                "on_exit": [lambda *_, _p=path, **__: self.notes.append(f"exit {_p}")],
+            }
             if state.get("states"):
                 spec["initial"] = state["initial"]
                 spec["children"] = self._states(state["states"], path + "/")
@@ -152,9 +161,16 @@ class TheirMachine:
         def flag(name: str) -> Any:
             return lambda *_, **__: bool(self.flags.get(name))
 
-        return [{"trigger": trigger, "source": _theirs(source), "dest": _theirs(dest),
-                 "conditions": [flag(f) for f in conditions], "unless": [flag(f) for f in unless]}
-                for trigger, source, dest, conditions, unless in TRANSITIONS]
+        return [
+            {
+                "trigger": trigger,
+                "source": _theirs(source),
+                "dest": _theirs(dest),
+                "conditions": [flag(f) for f in conditions],
+                "unless": [flag(f) for f in unless],
+            }
+            for trigger, source, dest, conditions, unless in TRANSITIONS
+        ]
 
     def fire(self, trigger: str) -> Step:
         self.notes.clear()
@@ -168,6 +184,7 @@ def _theirs(path: str | None) -> str | None:
 
 # ---------------------------------------------------------------- the scenario table
 
+
 @dataclass
 class Scenario:
     name: str
@@ -180,67 +197,113 @@ ENTER_A = ["exit idle", "enter a", "enter a/a1", "enter a/a1/x"]
 A_TO_B_Q = ["exit a/a1/x", "exit a/a1", "exit a", "enter b", "enter b/b1", "enter b/b1/q"]
 
 SCENARIOS = [
-    Scenario("sibling move", ["start", "next"], [
-        Step("a/a1/x", ENTER_A),
-        Step("a/a1/y", ["exit a/a1/x", "enter a/a1/y"]),
-    ]),
-    Scenario("parent's transition from a grandchild", ["start", "next", "next"], [
-        Step("a/a1/x", ENTER_A),
-        Step("a/a1/y", ["exit a/a1/x", "enter a/a1/y"]),
-        Step("a/a2", ["exit a/a1/y", "exit a/a1", "enter a/a2"]),
-    ]),
-    Scenario("another branch three levels deep", ["start", "jump"], [
-        Step("a/a1/x", ENTER_A),
-        Step("b/b1/q", A_TO_B_Q),
-    ]),
-    Scenario("self-transition re-enters", ["start", "jump", "again"], [
-        Step("a/a1/x", ENTER_A),
-        Step("b/b1/q", A_TO_B_Q),
-        Step("b/b1/q", ["exit b/b1/q", "enter b/b1/q"]),
-    ]),
-    Scenario("into the parent re-enters it and its initial child", ["start", "jump", "up"], [
-        Step("a/a1/x", ENTER_A),
-        Step("b/b1/q", A_TO_B_Q),
-        Step("b/b1/p", ["exit b/b1/q", "exit b/b1", "enter b/b1", "enter b/b1/p"]),
-    ]),
-    Scenario("into a top-level ancestor re-enters the whole branch", ["start", "jump", "reset"], [
-        Step("a/a1/x", ENTER_A),
-        Step("b/b1/q", A_TO_B_Q),
-        Step("b/b1/p", ["exit b/b1/q", "exit b/b1", "exit b", "enter b", "enter b/b1", "enter b/b1/p"]),
-    ]),
-    Scenario("internal transition runs no exit or entry", ["start", "jump", "poke"], [
-        Step("a/a1/x", ENTER_A),
-        Step("b/b1/q", A_TO_B_Q),
-        Step("b/b1/q", []),
-    ]),
-    Scenario("child's guard fails: the ancestor's declaration is used", ["start", "jump", "up", "finish"], [
-        Step("a/a1/x", ENTER_A),
-        Step("b/b1/q", A_TO_B_Q),
-        Step("b/b1/p", ["exit b/b1/q", "exit b/b1", "enter b/b1", "enter b/b1/p"]),
-        Step("b/b2", ["exit b/b1/p", "exit b/b1", "enter b/b2"]),
-    ]),
-    Scenario("child's guard passes: the child's declaration is used", ["start", "jump", "up", "finish"], [
-        Step("a/a1/x", ENTER_A),
-        Step("b/b1/q", A_TO_B_Q),
-        Step("b/b1/p", ["exit b/b1/q", "exit b/b1", "enter b/b1", "enter b/b1/p"]),
-        Step("done", ["exit b/b1/p", "exit b/b1", "exit b", "enter done"]),
-    ], flags={"ready": True}),
-    Scenario("an `unless` guard that passes blocks the move", ["start", "jump", "finish", "leave"], [
-        Step("a/a1/x", ENTER_A),
-        Step("b/b1/q", A_TO_B_Q),
-        Step("b/b2", ["exit b/b1/q", "exit b/b1", "enter b/b2"]),
-        Step("b/b2", []),
-    ], flags={"stuck": True}),
-    Scenario("a long walk through every kind of move", ["start", "jump", "again", "up", "reset", "poke", "finish", "leave"], [
-        Step("a/a1/x", ENTER_A),
-        Step("b/b1/q", A_TO_B_Q),
-        Step("b/b1/q", ["exit b/b1/q", "enter b/b1/q"]),
-        Step("b/b1/p", ["exit b/b1/q", "exit b/b1", "enter b/b1", "enter b/b1/p"]),
-        Step("b/b1/p", ["exit b/b1/p", "exit b/b1", "exit b", "enter b", "enter b/b1", "enter b/b1/p"]),
-        Step("b/b1/p", []),
-        Step("b/b2", ["exit b/b1/p", "exit b/b1", "enter b/b2"]),
-        Step("done", ["exit b/b2", "exit b", "enter done"]),
-    ]),
+    Scenario(
+        "sibling move",
+        ["start", "next"],
+        [
+            Step("a/a1/x", ENTER_A),
+            Step("a/a1/y", ["exit a/a1/x", "enter a/a1/y"]),
+        ],
+    ),
+    Scenario(
+        "parent's transition from a grandchild",
+        ["start", "next", "next"],
+        [
+            Step("a/a1/x", ENTER_A),
+            Step("a/a1/y", ["exit a/a1/x", "enter a/a1/y"]),
+            Step("a/a2", ["exit a/a1/y", "exit a/a1", "enter a/a2"]),
+        ],
+    ),
+    Scenario(
+        "another branch three levels deep",
+        ["start", "jump"],
+        [
+            Step("a/a1/x", ENTER_A),
+            Step("b/b1/q", A_TO_B_Q),
+        ],
+    ),
+    Scenario(
+        "self-transition re-enters",
+        ["start", "jump", "again"],
+        [
+            Step("a/a1/x", ENTER_A),
+            Step("b/b1/q", A_TO_B_Q),
+            Step("b/b1/q", ["exit b/b1/q", "enter b/b1/q"]),
+        ],
+    ),
+    Scenario(
+        "into the parent re-enters it and its initial child",
+        ["start", "jump", "up"],
+        [
+            Step("a/a1/x", ENTER_A),
+            Step("b/b1/q", A_TO_B_Q),
+            Step("b/b1/p", ["exit b/b1/q", "exit b/b1", "enter b/b1", "enter b/b1/p"]),
+        ],
+    ),
+    Scenario(
+        "into a top-level ancestor re-enters the whole branch",
+        ["start", "jump", "reset"],
+        [
+            Step("a/a1/x", ENTER_A),
+            Step("b/b1/q", A_TO_B_Q),
+            Step("b/b1/p", ["exit b/b1/q", "exit b/b1", "exit b", "enter b", "enter b/b1", "enter b/b1/p"]),
+        ],
+    ),
+    Scenario(
+        "internal transition runs no exit or entry",
+        ["start", "jump", "poke"],
+        [
+            Step("a/a1/x", ENTER_A),
+            Step("b/b1/q", A_TO_B_Q),
+            Step("b/b1/q", []),
+        ],
+    ),
+    Scenario(
+        "child's guard fails: the ancestor's declaration is used",
+        ["start", "jump", "up", "finish"],
+        [
+            Step("a/a1/x", ENTER_A),
+            Step("b/b1/q", A_TO_B_Q),
+            Step("b/b1/p", ["exit b/b1/q", "exit b/b1", "enter b/b1", "enter b/b1/p"]),
+            Step("b/b2", ["exit b/b1/p", "exit b/b1", "enter b/b2"]),
+        ],
+    ),
+    Scenario(
+        "child's guard passes: the child's declaration is used",
+        ["start", "jump", "up", "finish"],
+        [
+            Step("a/a1/x", ENTER_A),
+            Step("b/b1/q", A_TO_B_Q),
+            Step("b/b1/p", ["exit b/b1/q", "exit b/b1", "enter b/b1", "enter b/b1/p"]),
+            Step("done", ["exit b/b1/p", "exit b/b1", "exit b", "enter done"]),
+        ],
+        flags={"ready": True},
+    ),
+    Scenario(
+        "an `unless` guard that passes blocks the move",
+        ["start", "jump", "finish", "leave"],
+        [
+            Step("a/a1/x", ENTER_A),
+            Step("b/b1/q", A_TO_B_Q),
+            Step("b/b2", ["exit b/b1/q", "exit b/b1", "enter b/b2"]),
+            Step("b/b2", []),
+        ],
+        flags={"stuck": True},
+    ),
+    Scenario(
+        "a long walk through every kind of move",
+        ["start", "jump", "again", "up", "reset", "poke", "finish", "leave"],
+        [
+            Step("a/a1/x", ENTER_A),
+            Step("b/b1/q", A_TO_B_Q),
+            Step("b/b1/q", ["exit b/b1/q", "enter b/b1/q"]),
+            Step("b/b1/p", ["exit b/b1/q", "exit b/b1", "enter b/b1", "enter b/b1/p"]),
+            Step("b/b1/p", ["exit b/b1/p", "exit b/b1", "exit b", "enter b", "enter b/b1", "enter b/b1/p"]),
+            Step("b/b1/p", []),
+            Step("b/b2", ["exit b/b1/p", "exit b/b1", "enter b/b2"]),
+            Step("done", ["exit b/b2", "exit b", "enter done"]),
+        ],
+    ),
 ]
 
 
@@ -263,6 +326,7 @@ class TestEntryExitOrder:
 
 # ---------------------------------------------------------------- inheritance and shadowing, stated directly
 
+
 def _agent_at(triggers: list[str], flags: dict[str, bool] | None = None) -> Agent:
     machine = OurMachine(flags or {})
     for t in triggers:
@@ -271,8 +335,10 @@ def _agent_at(triggers: list[str], flags: dict[str, bool] | None = None) -> Agen
 
 
 class TestInheritedTransitions:
-    @pytest.mark.parametrize("path, leaf", [(["start", "jump"], "b/b1/q"), (["start", "jump", "up"], "b/b1/p"),
-                                            (["start", "jump", "finish"], "b/b2")])
+    @pytest.mark.parametrize(
+        "path, leaf",
+        [(["start", "jump"], "b/b1/q"), (["start", "jump", "up"], "b/b1/p"), (["start", "jump", "finish"], "b/b2")],
+    )
     def test_a_parent_declared_transition_is_available_in_every_descendant(self, path: list[str], leaf: str):
         """`reset` and `poke`, declared on `b`, are offered in each leaf under `b`."""
         agent = _agent_at(path)

@@ -14,7 +14,9 @@ TOKEN = "ghp_" + "a1B2" * 9  # redacted by its shape, whatever key it is under
 def test_context_values_under_secret_names_are_redacted(tmp_path: Path) -> None:
     """A context key named like a secret (api_key) is stored redacted, as the same value is in the run's inputs."""
     store = RunStore(home=tmp_path)
-    record = TickRecord(trajectory=[TrajectoryEntry(tick=0, state="a", at=0.0)], context=[("api_key", SECRET), ("name", "Ada")])
+    record = TickRecord(
+        trajectory=[TrajectoryEntry(tick=0, state="a", at=0.0)], context=[("api_key", SECRET), ("name", "Ada")]
+    )
     store.create_run("r1", "w", None, None, {"api_key": SECRET}, "a", {}, record)
     context = store.load_belief("r1").context
     assert context["api_key"] != SECRET and context["name"] == "Ada"
@@ -29,7 +31,9 @@ def test_a_context_key_that_holds_a_secret_is_stored_redacted_not_a_crash(tmp_pa
     store = RunStore(home=tmp_path)
     record = TickRecord(trajectory=[TrajectoryEntry(tick=0, state="a", at=0.0)], context=[(key, SECRET), ("n", 1)])
     store.create_run("r1", "w", None, None, {}, "a", {"steps": 0, "note": TOKEN}, record)
-    store.commit_tick("r1", TickRecord(context=[(key, 2)]), status="running", state="a", tick=1, counters={"steps": 1, "note": TOKEN})
+    store.commit_tick(
+        "r1", TickRecord(context=[(key, 2)]), status="running", state="a", tick=1, counters={"steps": 1, "note": TOKEN}
+    )
     rows = store.conn.execute("SELECT key, value FROM run_context WHERE run_id = 'r1'").fetchall()
     assert SECRET not in repr(rows) and ("n", "1") in rows and len(rows) == 3
     # Counters are numbers, so their redaction is skipped; anything else in them still takes it.
@@ -41,11 +45,22 @@ def test_a_context_key_that_holds_a_secret_is_stored_redacted_not_a_crash(tmp_pa
 def test_tail_of_a_long_belief(tmp_path: Path) -> None:
     """load_belief(tail=N) holds the last N trajectory and log entries in order and the whole context; the path and sizes stay whole."""
     store = RunStore(home=tmp_path)
-    store.create_run("r", "w", None, None, {}, "s0", {}, TickRecord(trajectory=[TrajectoryEntry(tick=0, state="s0", at=0.0)]))
+    store.create_run(
+        "r", "w", None, None, {}, "s0", {}, TickRecord(trajectory=[TrajectoryEntry(tick=0, state="s0", at=0.0)])
+    )
     for tick in range(1, 30):
-        store.commit_tick("r", TickRecord(trajectory=[TrajectoryEntry(tick=tick, state=f"s{tick}", at=tick)],
-                                          log=[LogEntry(tick=tick, action="a", started=tick)], context=[(f"k{tick}", tick)]),
-                          status="running", state=f"s{tick}", tick=tick, counters={})
+        store.commit_tick(
+            "r",
+            TickRecord(
+                trajectory=[TrajectoryEntry(tick=tick, state=f"s{tick}", at=tick)],
+                log=[LogEntry(tick=tick, action="a", started=tick)],
+                context=[(f"k{tick}", tick)],
+            ),
+            status="running",
+            state=f"s{tick}",
+            tick=tick,
+            counters={},
+        )
     tail = store.load_belief("r", tail=5)
     assert [t.state for t in tail.trajectory] == ["s25", "s26", "s27", "s28", "s29"]
     assert [e.tick for e in tail.log] == [25, 26, 27, 28, 29]

@@ -13,11 +13,40 @@ from sherpa_skills.engine.shell_template import check_shell_template, render_she
 from sherpa_skills.errors import UsageError
 
 HOSTILE = [
-    "$(touch pwned)", "`touch pwned`", "'; touch pwned; '", '"; touch pwned; "', "\\", "a\\", "\\'; touch pwned; \\'",
-    '\\"; touch pwned; \\"', "x\ntouch pwned", "x\r\ntouch pwned\r\n", "${IFS}touch${IFS}pwned", "; touch pwned #",
-    "&& touch pwned", "| tee pwned", "> pwned", "*", "-rf", "$(touch${IFS}pwned)", "\"$(touch pwned)\"", "'$(touch pwned)'",
-    "’; touch pwned; ‘", "“$(touch pwned)”", "x\nEOF\ntouch pwned\nEOF", ")", "); touch pwned; (", "$((1))$(touch pwned)",
-    "{{ 7 * 7 }}", "$HOME", "#", "pwned'\"`$\\", "\x00", "a\x00; touch pwned", "\\\n$(touch pwned)", "' \"$(touch pwned)\" '",
+    "$(touch pwned)",
+    "`touch pwned`",
+    "'; touch pwned; '",
+    '"; touch pwned; "',
+    "\\",
+    "a\\",
+    "\\'; touch pwned; \\'",
+    '\\"; touch pwned; \\"',
+    "x\ntouch pwned",
+    "x\r\ntouch pwned\r\n",
+    "${IFS}touch${IFS}pwned",
+    "; touch pwned #",
+    "&& touch pwned",
+    "| tee pwned",
+    "> pwned",
+    "*",
+    "-rf",
+    "$(touch${IFS}pwned)",
+    '"$(touch pwned)"',
+    "'$(touch pwned)'",
+    "’; touch pwned; ‘",
+    "“$(touch pwned)”",
+    "x\nEOF\ntouch pwned\nEOF",
+    ")",
+    "); touch pwned; (",
+    "$((1))$(touch pwned)",
+    "{{ 7 * 7 }}",
+    "$HOME",
+    "#",
+    "pwned'\"`$\\",
+    "\x00",
+    "a\x00; touch pwned",
+    "\\\n$(touch pwned)",
+    "' \"$(touch pwned)\" '",
 ]
 
 #: The quoting contexts people write, with what the command prints for a value v.
@@ -30,8 +59,10 @@ CONTEXTS: dict[str, tuple[str, object]] = {
     "single_word": ("printf '%s\\n' 'pre{{ x }}post'", lambda v: f"pre{v}post"),
     "substitution": ("printf '%s\\n' \"$(printf '%s' {{ x }})\"", lambda v: v.rstrip("\n")),
     "double_in_substitution": ('printf "%s\\n" "$(printf "%s" "{{ x }}")"', lambda v: v.rstrip("\n")),
-    "single_in_substitution": ("printf '%s\\n' $(printf '%s' '{{ x }}' | od -An -tx1 | tr -d ' \\n')",
-                               lambda v: v.encode().hex()),
+    "single_in_substitution": (
+        "printf '%s\\n' $(printf '%s' '{{ x }}' | od -An -tx1 | tr -d ' \\n')",
+        lambda v: v.encode().hex(),
+    ),
     "heredoc": ("tr x x <<EOF\n{{ x }}\nEOF", lambda v: v),  # tr, not cat: capture drops a lone `cat` as look-around
     "quoted_heredoc": ("tr x x <<'EOF'\n{{ x }}\nEOF", lambda v: v),
     "indented_heredoc": ("tr x x <<-END\n\t{{ x }}\n\tEND", lambda v: v),
@@ -66,22 +97,25 @@ class TestRender:
             assert done.returncode == 0, (context, value, command, done.stderr)
             assert done.stdout == expected(value) + "\n", (context, value, command)  # type: ignore[operator]
 
-    @pytest.mark.parametrize("template, where", [
-        ("echo `echo {{ x }}`", "`…`"),
-        ('echo "`echo {{ x }}`"', "`…`"),
-        ("echo $(( {{ x }} + 1 ))", "$((…))"),
-        ("(( n = {{ x }} ))", "((…))"),
-        ("echo ${HOME:-{{ x }}}", "${…}"),
-        ("echo hi # {{ x }}", "comment"),
-        ("echo \\{{ x }}", "backslash"),
-        ('echo "\\{{ x }}"', "backslash"),
-        ("echo ${{ x }}", "$"),
-        ('echo "${{ x }}"', "$"),
-        ("cat <<{{ x }}\nhi\n", "delimiter"),
-        ("echo $'a' {{ x }}", "$'"),
-        ("echo $(case a in a) echo {{ x }};; esac)", "case"),
-        ("cat <<EOF\n$(echo {{ x }})\nEOF", "here-document"),
-    ])
+    @pytest.mark.parametrize(
+        "template, where",
+        [
+            ("echo `echo {{ x }}`", "`…`"),
+            ('echo "`echo {{ x }}`"', "`…`"),
+            ("echo $(( {{ x }} + 1 ))", "$((…))"),
+            ("(( n = {{ x }} ))", "((…))"),
+            ("echo ${HOME:-{{ x }}}", "${…}"),
+            ("echo hi # {{ x }}", "comment"),
+            ("echo \\{{ x }}", "backslash"),
+            ('echo "\\{{ x }}"', "backslash"),
+            ("echo ${{ x }}", "$"),
+            ('echo "${{ x }}"', "$"),
+            ("cat <<{{ x }}\nhi\n", "delimiter"),
+            ("echo $'a' {{ x }}", "$'"),
+            ("echo $(case a in a) echo {{ x }};; esac)", "case"),
+            ("cat <<EOF\n$(echo {{ x }})\nEOF", "here-document"),
+        ],
+    )
     def test_places_no_escaping_makes_safe_are_refused_before_any_run(self, template: str, where: str) -> None:
         """Backticks, arithmetic, ${…}, comments, right after \\ or $: refused with the place named, at load time."""
         with pytest.raises(UsageError) as caught:
@@ -107,9 +141,16 @@ class TestRender:
 
 
 def _workflow(tmp_path: Path, sandbox: Path) -> Path:
-    actions = [{"shell": {"command": template, "cwd": str(sandbox)}, "save_as": f"out_{name}"} for name, (template, _) in CONTEXTS.items()]
-    spec = {"name": "quoting", "initial": "go", "inputs": {"x": {"required": True}},
-            "states": {"go": {"final": True, "on_enter": actions}}}
+    actions = [
+        {"shell": {"command": template, "cwd": str(sandbox)}, "save_as": f"out_{name}"}
+        for name, (template, _) in CONTEXTS.items()
+    ]
+    spec = {
+        "name": "quoting",
+        "initial": "go",
+        "inputs": {"x": {"required": True}},
+        "states": {"go": {"final": True, "on_enter": actions}},
+    }
     path = tmp_path / "quoting.yaml"
     path.write_text(json.dumps(spec))  # JSON is YAML, and keeps every quote of the commands exact
     return path
@@ -129,8 +170,9 @@ def _procedure(tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]) -
 
 @pytest.mark.slow
 class TestThroughTheCli:
-    def test_run_input_and_replay_param_never_run_a_value(self, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_run_input_and_replay_param_never_run_a_value(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """Every hostile value through `run --input` (shell action) and `learn replay --param --execute --yes`
         creates nothing; each one is printed verbatim or the run stops with a one-line reason."""
         sandbox = tmp_path / "sandbox"
@@ -139,7 +181,9 @@ class TestThroughTheCli:
         home = tmp_path / "home"
         workflow = _workflow(tmp_path, sandbox)
         procedure = _procedure(tmp_path, home, capsys)
-        assert main(["learn", "promote", procedure, "--home", str(home)]) == 0  # captured once is not proof: vouch for it
+        assert (
+            main(["learn", "promote", procedure, "--home", str(home)]) == 0
+        )  # captured once is not proof: vouch for it
         capsys.readouterr()
         for value in HOSTILE:
             code = main(["run", str(workflow), "--input", f"x={value}", "--home", str(home), "--json"])
@@ -148,42 +192,69 @@ class TestThroughTheCli:
             result = json.loads(out)
             assert list(sandbox.iterdir()) == [], ("run", value)
             if any(_refusal_expected(c, value) for c in CONTEXTS):
-                assert code == 1 and result["status"] == "error" and "\n" not in result["error"].strip(), (value, result["error"])
+                assert code == 1 and result["status"] == "error" and "\n" not in result["error"].strip(), (
+                    value,
+                    result["error"],
+                )
             else:
                 assert code == 0, (value, result["error"])
                 x = result["context"]["x"]
                 for name, (_, expected) in CONTEXTS.items():
                     assert result["context"][f"out_{name}"]["stdout"] == expected(str(x)) + "\n", (name, value)  # type: ignore[operator]
 
-            code = main(["learn", "replay", "quoting", "--procedure", procedure, "--param", f"x={value}", "--execute", "--yes",
-                         "--home", str(home), "--json"])
+            code = main(
+                [
+                    "learn",
+                    "replay",
+                    "quoting",
+                    "--procedure",
+                    procedure,
+                    "--param",
+                    f"x={value}",
+                    "--execute",
+                    "--yes",
+                    "--home",
+                    str(home),
+                    "--json",
+                ]
+            )
             out, err = capsys.readouterr()
             assert "Traceback" not in err
             replay = json.loads(out)
             assert list(sandbox.iterdir()) == [], ("replay", value)
             if any(_refusal_expected(c, value) for c in CONTEXTS):
-                assert replay["status"] == "refused" and ("cannot" in replay["reason"] or "NUL" in replay["reason"]), replay
+                assert replay["status"] == "refused" and ("cannot" in replay["reason"] or "NUL" in replay["reason"]), (
+                    replay
+                )
             else:
                 assert replay["status"] == "succeeded", (value, replay)
 
 
 class TestValidate:
-    def test_validate_names_the_line_of_a_template_in_backticks(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_validate_names_the_line_of_a_template_in_backticks(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """`sherpa-skills validate` refuses a value inside `…` with FILE:LINE and exit 2."""
         path = tmp_path / "bad.yaml"
-        path.write_text("name: bad\ninitial: a\nstates:\n  a:\n    final: true\n    on_enter:\n"
-                        "      - shell: {command: \"echo `cat {{ f }}`\"}\n")
+        path.write_text(
+            "name: bad\ninitial: a\nstates:\n  a:\n    final: true\n    on_enter:\n"
+            '      - shell: {command: "echo `cat {{ f }}`"}\n'
+        )
         code = main(["validate", str(path)])
         out, err = capsys.readouterr()
         assert code == 2
         assert f"{path}:7:" in out + err and "`…`" in out + err
         assert "Traceback" not in out + err
 
-    def test_capture_refuses_a_step_whose_template_cannot_be_escaped(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_capture_refuses_a_step_whose_template_cannot_be_escaped(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """A procedure is never stored with a step that replay could not render safely."""
         path = tmp_path / "steps.yaml"
         path.write_text(json.dumps([{"command": "echo $(( {{ n }} + 1 ))"}, {"command": "true"}]))
-        code = main(["learn", "capture-success", "arith", "--steps-file", str(path), "--home", str(tmp_path / "home"), "--json"])
+        code = main(
+            ["learn", "capture-success", "arith", "--steps-file", str(path), "--home", str(tmp_path / "home"), "--json"]
+        )
         out, err = capsys.readouterr()
         assert code != 0
         assert "$((…))" in out + err and "Traceback" not in out + err

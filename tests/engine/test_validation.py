@@ -23,7 +23,7 @@ def problems(path: Path, lines: list[str]) -> list[tuple[int, str]]:
     out = []
     for text in lines:
         assert text.startswith(prefix), text
-        line, sep, message = text[len(prefix):].partition(": ")
+        line, sep, message = text[len(prefix) :].partition(": ")
         assert sep and line.isdigit(), text
         out.append((int(line), message))
     return sorted(out)
@@ -31,23 +31,32 @@ def problems(path: Path, lines: list[str]) -> list[tuple[int, str]]:
 
 # Each case: a file with exactly one problem, the line it must be reported on, and words the message must hold.
 CASES = {
-    "bad YAML syntax": ("""\
+    "bad YAML syntax": (
+        """\
 name: broken
 initial: a
 states:
   a:
     final: true
     description: a: b
-""", 6, ["invalid YAML", "mapping values are not allowed"]),
-    "unknown key": ("""\
+""",
+        6,
+        ["invalid YAML", "mapping values are not allowed"],
+    ),
+    "unknown key": (
+        """\
 name: keys
 initial: a
 states:
   a:
     final: true
     fnal: true
-""", 6, ["unknown key 'fnal'"]),
-    "unknown action": ("""\
+""",
+        6,
+        ["unknown key 'fnal'"],
+    ),
+    "unknown action": (
+        """\
 name: actions
 initial: a
 states:
@@ -56,8 +65,12 @@ states:
     on_enter:
       - set: {x: 1}
       - launch_rockets
-""", 8, ["unknown action 'launch_rockets'", "known actions:", "shell"]),
-    "unknown guard": ("""\
+""",
+        8,
+        ["unknown action 'launch_rockets'", "known actions:", "shell"],
+    ),
+    "unknown guard": (
+        """\
 name: guards
 initial: a
 states:
@@ -70,8 +83,12 @@ states:
           - is_sunny
   b:
     final: true
-""", 10, ["unknown guard 'is_sunny'", "known guards:", "context_true"]),
-    "bad guard argument": ("""\
+""",
+        10,
+        ["unknown guard 'is_sunny'", "known guards:", "context_true"],
+    ),
+    "bad guard argument": (
+        """\
 name: guards
 initial: a
 states:
@@ -85,8 +102,12 @@ states:
               pattern: "(unclosed"
   b:
     final: true
-""", 11, ["guard 'context_matches'", "pattern", "not a valid regular expression"]),
-    "dest to an undefined state": ("""\
+""",
+        11,
+        ["guard 'context_matches'", "pattern", "not a valid regular expression"],
+    ),
+    "dest to an undefined state": (
+        """\
 name: dests
 initial: a
 states:
@@ -98,8 +119,12 @@ states:
         dest: nowhere
   b:
     final: true
-""", 9, ["transition 'oops'", "dest 'nowhere' is not a state", "states: a, b"]),
-    "unreachable state": ("""\
+""",
+        9,
+        ["transition 'oops'", "dest 'nowhere' is not a state", "states: a, b"],
+    ),
+    "unreachable state": (
+        """\
 name: reach
 initial: a
 states:
@@ -110,8 +135,12 @@ states:
     final: true
   island:
     final: true
-""", 9, ["state 'island' is unreachable from the initial state 'a'"]),
-    "non-final, non-waiting state with no way out": ("""\
+""",
+        9,
+        ["state 'island' is unreachable from the initial state 'a'"],
+    ),
+    "non-final, non-waiting state with no way out": (
+        """\
 name: stuck
 initial: a
 states:
@@ -120,8 +149,12 @@ states:
       - {trigger: go, dest: b}
   b:
     description: nothing leaves here
-""", 7, ["state 'b' has no way out", "final: true", "waiting: true"]),
-    "compound state without initial": ("""\
+""",
+        7,
+        ["state 'b' has no way out", "final: true", "waiting: true"],
+    ),
+    "compound state without initial": (
+        """\
 name: compound
 initial: a
 states:
@@ -132,8 +165,12 @@ states:
     states:
       inner:
         final: true
-""", 7, ["state 'b' has substates but no 'initial'", "inner"]),
-    "duplicate key": ("""\
+""",
+        7,
+        ["state 'b' has substates but no 'initial'", "inner"],
+    ),
+    "duplicate key": (
+        """\
 name: dup
 initial: a
 states:
@@ -141,8 +178,12 @@ states:
     final: true
     description: first
     description: second
-""", 7, ["duplicate key 'description'"]),
-    "bad action argument name (shorthand)": ("""\
+""",
+        7,
+        ["duplicate key 'description'"],
+    ),
+    "bad action argument name (shorthand)": (
+        """\
 name: args
 initial: a
 states:
@@ -152,8 +193,12 @@ states:
       - shell:
           timeout_secs: 5
           comand: echo hi
-""", 9, ["action 'shell' has no argument 'comand'", "it takes: command"]),
-    "bad action argument name (long form)": ("""\
+""",
+        9,
+        ["action 'shell' has no argument 'comand'", "it takes: command"],
+    ),
+    "bad action argument name (long form)": (
+        """\
 name: args
 initial: a
 states:
@@ -164,8 +209,12 @@ states:
         args:
           command: echo hi
           cwdd: /tmp
-""", 10, ["action 'shell' has no argument 'cwdd'", "cwd"]),
-    "bad action argument value": ("""\
+""",
+        10,
+        ["action 'shell' has no argument 'cwdd'", "cwd"],
+    ),
+    "bad action argument value": (
+        """\
 name: args
 initial: a
 states:
@@ -175,7 +224,10 @@ states:
       - increment:
           key: n
           by: lots
-""", 9, ["action 'increment'", "by"]),
+""",
+        9,
+        ["action 'increment'", "by"],
+    ),
 }
 
 VALID = """\
@@ -249,7 +301,9 @@ states:
 
     def test_several_schema_problems_are_all_reported(self, write_file, capsys):
         """Unknown keys in different places are each reported on their own line."""
-        path = write_file("keys.yaml", "name: keys\ninitial: a\ncolour: blue\nstates:\n  a:\n    final: true\n    fnal: true\n")
+        path = write_file(
+            "keys.yaml", "name: keys\ninitial: a\ncolour: blue\nstates:\n  a:\n    final: true\n    fnal: true\n"
+        )
         code, lines, _ = validate(capsys, path)
         assert code == 2
         assert problems(path, lines) == [(3, "unknown key 'colour'"), (7, "unknown key 'fnal'")]
@@ -289,8 +343,12 @@ class TestThroughARealProcess:
     def test_the_installed_command_reports_problems_and_exit_code(self, write_file):
         """`python -m sherpa_skills.cli validate` in a subprocess: same lines, exit 2, no traceback."""
         path = write_file("three.yaml", TestAllProblemsAtOnce.THREE)
-        proc = subprocess.run([sys.executable, "-m", "sherpa_skills.cli", "validate", str(path)],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "sherpa_skills.cli", "validate", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 2
         assert "Traceback" not in proc.stderr
         assert [n for n, _ in problems(path, proc.stdout.splitlines())] == [5, 8, 11]
@@ -298,6 +356,10 @@ class TestThroughARealProcess:
     def test_the_installed_command_accepts_a_valid_file(self, write_file):
         """A valid file exits 0 from a real process too."""
         path = write_file("valid.yaml", VALID)
-        proc = subprocess.run([sys.executable, "-m", "sherpa_skills.cli", "validate", str(path)],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "sherpa_skills.cli", "validate", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr

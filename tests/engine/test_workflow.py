@@ -26,8 +26,12 @@ def run(capsys: pytest.CaptureFixture[str], path: Path, tmp_path: Path, *extra: 
 
 
 class TestRulesFiles:
-    @pytest.mark.parametrize("rules", ["../../../../etc/passwd", "/etc/passwd", "../outside.rules.yaml", "sub/../../outside.rules.yaml"])
-    def test_a_rules_path_outside_the_workflow_folder_and_policies_is_refused(self, tmp_path: Path, capsys, rules: str) -> None:
+    @pytest.mark.parametrize(
+        "rules", ["../../../../etc/passwd", "/etc/passwd", "../outside.rules.yaml", "sub/../../outside.rules.yaml"]
+    )
+    def test_a_rules_path_outside_the_workflow_folder_and_policies_is_refused(
+        self, tmp_path: Path, capsys, rules: str
+    ) -> None:
         """`policy.rules` names a file beside the workflow (or a shipped one), never one elsewhere on disk."""
         (tmp_path / "outside.rules.yaml").write_text("- {trigger: go}\n")
         folder = tmp_path / "flows"
@@ -50,8 +54,10 @@ transitions:
         (tmp_path / "rules").mkdir()
         (tmp_path / "rules" / "r.yaml").write_text("- {trigger: go}\n")
         path = tmp_path / "w.yaml"
-        path.write_text("name: w\ninitial: a\npolicy: {type: rule, rules: rules/r.yaml}\nstates:\n  a: {}\n  b: {final: true}\n"
-                        "transitions:\n  - {trigger: go, source: a, dest: b}\n")
+        path.write_text(
+            "name: w\ninitial: a\npolicy: {type: rule, rules: rules/r.yaml}\nstates:\n  a: {}\n  b: {final: true}\n"
+            "transitions:\n  - {trigger: go, source: a, dest: b}\n"
+        )
         assert load_workflow(path).spec.policy.rules == "rules/r.yaml"
 
 
@@ -90,24 +96,35 @@ transitions:
         code, lines = validate(capsys, path)
         assert code == 2
         text = "\n".join(lines)
-        for line, words in [(3, "unknown key 'colour'"), (6, "unknown key 'fnal'"), (7, "unknown action 'launch_rockets'"),
-                            (10, "transition 'go': dest 'nowhere' is not a state"), (11, "unknown guard 'no_such_guard'")]:
+        for line, words in [
+            (3, "unknown key 'colour'"),
+            (6, "unknown key 'fnal'"),
+            (7, "unknown action 'launch_rockets'"),
+            (10, "transition 'go': dest 'nowhere' is not a state"),
+            (11, "unknown guard 'no_such_guard'"),
+        ]:
             assert f"{path.resolve()}:{line}: {words}" in text, text
 
     def test_a_mistyped_optional_value_does_not_hide_the_rest(self, tmp_path: Path, capsys) -> None:
         path = tmp_path / "w.yaml"
-        path.write_text("name: w\nmax_steps: many\ninitial: a\nstates:\n  a: {on_enter: [launch_rockets]}\n  b: {final: true}\n"
-                        "transitions:\n  - {trigger: go, source: a, dest: b}\n")
+        path.write_text(
+            "name: w\nmax_steps: many\ninitial: a\nstates:\n  a: {on_enter: [launch_rockets]}\n  b: {final: true}\n"
+            "transitions:\n  - {trigger: go, source: a, dest: b}\n"
+        )
         code, lines = validate(capsys, path)
         assert code == 2
-        assert any(":2: max_steps" in l for l in lines) and any(":5: unknown action 'launch_rockets'" in l for l in lines), lines
+        assert any(":2: max_steps" in l for l in lines) and any(
+            ":5: unknown action 'launch_rockets'" in l for l in lines
+        ), lines
 
     def test_a_wrong_required_value_reports_the_schema_problems_alone(self, tmp_path: Path, capsys) -> None:
         """With `initial` unusable every later check would guess: only what is certain is reported."""
         path = tmp_path / "w.yaml"
         path.write_text("name: w\ninitial: [a]\ncolour: red\nstates:\n  a: {final: true}\n")
         code, lines = validate(capsys, path)
-        assert code == 2 and len(lines) == 2 and ":2: initial" in lines[0] and ":3: unknown key 'colour'" in lines[1], lines
+        assert code == 2 and len(lines) == 2 and ":2: initial" in lines[0] and ":3: unknown key 'colour'" in lines[1], (
+            lines
+        )
 
     def test_guard_arguments_are_checked_like_action_arguments(self, tmp_path: Path, capsys) -> None:
         """`context_gt: {key: n}` without `value` fails validation on its line, as an action's missing argument would."""
@@ -130,16 +147,20 @@ transitions:
 
     def test_guard_arguments_the_guard_does_not_take_are_refused(self, tmp_path: Path, capsys) -> None:
         path = tmp_path / "w.yaml"
-        path.write_text("name: g\ninitial: a\nstates:\n  a: {}\n  b: {final: true}\ntransitions:\n"
-                        "  - {trigger: go, source: a, dest: b, conditions: {context_true: {key: ok, colour: red}}}\n")
+        path.write_text(
+            "name: g\ninitial: a\nstates:\n  a: {}\n  b: {final: true}\ntransitions:\n"
+            "  - {trigger: go, source: a, dest: b, conditions: {context_true: {key: ok, colour: red}}}\n"
+        )
         code, lines = validate(capsys, path)
         assert code == 2 and any(":7:" in l and "colour" in l for l in lines), lines
 
     def test_rule_guards_are_checked_the_same_way(self, tmp_path: Path, capsys) -> None:
         path = tmp_path / "w.yaml"
-        path.write_text("name: g\ninitial: a\npolicy:\n  type: rule\n  rules:\n    - {when: {context_lt: {key: n}}, trigger: go}\n"
-                        "    - {when: {context_true: {key: ok, colour: red}}, trigger: go}\n"
-                        "states:\n  a: {}\n  b: {final: true}\ntransitions:\n  - {trigger: go, source: a, dest: b}\n")
+        path.write_text(
+            "name: g\ninitial: a\npolicy:\n  type: rule\n  rules:\n    - {when: {context_lt: {key: n}}, trigger: go}\n"
+            "    - {when: {context_true: {key: ok, colour: red}}, trigger: go}\n"
+            "states:\n  a: {}\n  b: {final: true}\ntransitions:\n  - {trigger: go, source: a, dest: b}\n"
+        )
         code, lines = validate(capsys, path)
         assert code == 2
         assert any(":6:" in l and "context_lt" in l and "value" in l for l in lines), lines
@@ -178,19 +199,28 @@ class TestTransitionsLibraryStyle:
     def test_on_off_yes_no_are_names(self, tmp_path: Path) -> None:
         """A trigger or state named `on`, `off`, `yes` or `no` is a string, not a YAML 1.1 boolean."""
         path = tmp_path / "w.yaml"
-        path.write_text("name: w\ninitial: no\nstates:\n  no: {}\n  yes: {}\n  off: {final: true}\ntransitions:\n"
-                        "  - {trigger: on, source: no, dest: yes}\n  - {trigger: off, source: yes, dest: off}\n")
+        path.write_text(
+            "name: w\ninitial: no\nstates:\n  no: {}\n  yes: {}\n  off: {final: true}\ntransitions:\n"
+            "  - {trigger: on, source: no, dest: yes}\n  - {trigger: off, source: yes, dest: off}\n"
+        )
         machine = load_workflow(path).machine
         assert sorted(e.trigger for edges in machine.edges for e in edges) == ["off", "on"]
 
-    @pytest.mark.parametrize("bad, words", [
-        ("  - [go, a]\n", "[trigger, source, dest]"),
-        ("  - [go, a, b, [], [], [], [], []]\n", "[trigger, source, dest]"),
-        ("  - go\n", "a transition is a mapping"),
-    ])
-    def test_a_malformed_list_transition_shows_the_expected_form(self, tmp_path: Path, capsys, bad: str, words: str) -> None:
+    @pytest.mark.parametrize(
+        "bad, words",
+        [
+            ("  - [go, a]\n", "[trigger, source, dest]"),
+            ("  - [go, a, b, [], [], [], [], []]\n", "[trigger, source, dest]"),
+            ("  - go\n", "a transition is a mapping"),
+        ],
+    )
+    def test_a_malformed_list_transition_shows_the_expected_form(
+        self, tmp_path: Path, capsys, bad: str, words: str
+    ) -> None:
         path = tmp_path / "w.yaml"
-        path.write_text("name: w\ninitial: a\nstates: [a, {name: b, final: true}]\ntransitions:\n  - [ok, a, b]\n" + bad)
+        path.write_text(
+            "name: w\ninitial: a\nstates: [a, {name: b, final: true}]\ntransitions:\n  - [ok, a, b]\n" + bad
+        )
         code, lines = validate(capsys, path)
         assert code == 2 and any(":6:" in l and words in l for l in lines), lines
 

@@ -28,12 +28,41 @@ def claude_session(path: Path, commands: list[tuple[str, str, bool]], session: s
     lines = []
     for i, (command, result, is_error) in enumerate(commands, 1):
         ts = f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z"
-        lines.append({"type": "assistant", "sessionId": session, "cwd": cwd, "timestamp": ts, "uuid": f"{session}-a{i}",
-                      "message": {"role": "assistant", "content": [{"type": "tool_use", "id": f"{session}-t{i}", "name": "Bash",
-                                                                     "input": {"command": command}}]}})
-        lines.append({"type": "user", "sessionId": session, "cwd": cwd, "timestamp": ts, "uuid": f"{session}-u{i}",
-                      "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"{session}-t{i}",
-                                                                "content": result, "is_error": is_error}]}})
+        lines.append(
+            {
+                "type": "assistant",
+                "sessionId": session,
+                "cwd": cwd,
+                "timestamp": ts,
+                "uuid": f"{session}-a{i}",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": f"{session}-t{i}", "name": "Bash", "input": {"command": command}}
+                    ],
+                },
+            }
+        )
+        lines.append(
+            {
+                "type": "user",
+                "sessionId": session,
+                "cwd": cwd,
+                "timestamp": ts,
+                "uuid": f"{session}-u{i}",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": f"{session}-t{i}",
+                            "content": result,
+                            "is_error": is_error,
+                        }
+                    ],
+                },
+            }
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
         f.write("".join(json.dumps(line) + "\n" for line in lines))
@@ -46,10 +75,20 @@ def home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     sessions = tmp_path / "sessions"
-    claude_session(sessions / "one.jsonl", [("npm ci", "added 12 packages", False), ("npm run build", "built", False),
-                                            ("npm test", "Exit code 1\n2 failed", True)])
+    claude_session(
+        sessions / "one.jsonl",
+        [
+            ("npm ci", "added 12 packages", False),
+            ("npm run build", "built", False),
+            ("npm test", "Exit code 1\n2 failed", True),
+        ],
+    )
     # The same routine in an earlier session: it recurs, so mining proposes it.
-    claude_session(sessions / "zero.jsonl", [("npm ci", "added 12 packages", False), ("npm run build", "built", False)], session="s0")
+    claude_session(
+        sessions / "zero.jsonl",
+        [("npm ci", "added 12 packages", False), ("npm run build", "built", False)],
+        session="s0",
+    )
     (home / "config.yaml").write_text(f"sessions:\n  watch:\n    - path: {sessions}\n      format: claude-code\n")
     return home
 
@@ -60,7 +99,9 @@ def heartbeat(home: Path, capsys: pytest.CaptureFixture[str], code: int = 0) -> 
 
 
 class TestOnce:
-    def test_runs_every_phase_and_reports_structured_results(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_runs_every_phase_and_reports_structured_results(
+        self, home: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """status ran, four phases each with status/summary/stats/alerts, and the watermark moved past the new commands."""
         report = heartbeat(home, capsys)
         assert report["status"] == "ran"
@@ -80,20 +121,28 @@ class TestOnce:
         assert again["phases"]["crystallise"]["summary"] == "nothing new to mine"
         assert again["watermark"] == 5
 
-    def test_only_new_lines_of_a_growing_session_are_mined(self, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_only_new_lines_of_a_growing_session_are_mined(
+        self, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """Appending to a session file: the next heartbeat imports and mines only what was added."""
         heartbeat(home, capsys)
-        claude_session(tmp_path / "sessions" / "one.jsonl", [("make", "ok", False), ("make install", "ok", False)], session="s2")
+        claude_session(
+            tmp_path / "sessions" / "one.jsonl", [("make", "ok", False), ("make install", "ok", False)], session="s2"
+        )
         report = heartbeat(home, capsys)
         assert report["phases"]["extract"]["stats"]["commands"] == 2
         assert (report["watermark_before"], report["watermark"]) == (5, 7)
 
-    def test_a_candidate_promoted_by_a_third_success_is_reported(self, home: Path, tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    def test_a_candidate_promoted_by_a_third_success_is_reported(
+        self, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """The routine succeeds in a third session: mining promotes it, and the report says after how many successes."""
         heartbeat(home, capsys)
-        claude_session(tmp_path / "sessions" / "two.jsonl", [("npm ci", "added 12 packages", False), ("npm run build", "built", False)],
-                       session="s2")
+        claude_session(
+            tmp_path / "sessions" / "two.jsonl",
+            [("npm ci", "added 12 packages", False), ("npm run build", "built", False)],
+            session="s2",
+        )
         report = heartbeat(home, capsys)
         crystallise = report["phases"]["crystallise"]
         assert crystallise["status"] == "ok" and crystallise["stats"]["promoted"] == 1
@@ -111,7 +160,9 @@ class TestOnce:
 
 
 class TestIsolation:
-    def test_a_failing_extract_skips_mining_keeps_the_watermark_and_runs_the_rest(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_a_failing_extract_skips_mining_keeps_the_watermark_and_runs_the_rest(
+        self, home: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """An unknown session format fails extract; crystallise is skipped, health and maintenance still run."""
         (home / "config.yaml").write_text(f"sessions:\n  watch:\n    - path: {home}\n      format: no-such-format\n")
         report = heartbeat(home, capsys, code=1)
@@ -122,7 +173,9 @@ class TestIsolation:
         assert report["watermark"] == report["watermark_before"] == 0
         assert any("extract failed" in a for a in report["alerts"])
 
-    def test_a_failing_maintenance_does_not_lose_the_mined_work(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_a_failing_maintenance_does_not_lose_the_mined_work(
+        self, home: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """An index path that is a file breaks maintenance only: extract's watermark still advances."""
         (home / "index").write_text("not a folder")
         report = heartbeat(home, capsys, code=1)
@@ -133,14 +186,30 @@ class TestIsolation:
 
 
 class TestHealth:
-    def test_a_broken_procedure_is_pulled_and_marked_for_relearning_with_an_alert(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_a_broken_procedure_is_pulled_and_marked_for_relearning_with_an_alert(
+        self, home: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """Failures push the rolling rate below 0.5: the heartbeat marks it needs-relearning and says so."""
         store = ProcedureDatabase(home=home)
-        p = store.add_procedure(CapturedProcedure(id="", task_type="deploy", success_count=1,
-                                                  steps=[ProcedureStep(command="make"), ProcedureStep(command="make deploy")]))
+        p = store.add_procedure(
+            CapturedProcedure(
+                id="",
+                task_type="deploy",
+                success_count=1,
+                steps=[ProcedureStep(command="make"), ProcedureStep(command="make deploy")],
+            )
+        )
         for _ in range(3):
-            store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="diverged",
-                                             reason="exit code 2, expected 0"))
+            store.record_execution(
+                Execution(
+                    procedure_id=p.id,
+                    version=1,
+                    started=time.time(),
+                    ended=time.time(),
+                    outcome="diverged",
+                    reason="exit code 2, expected 0",
+                )
+            )
         report = heartbeat(home, capsys)
         assert any(p.id in a and "re-learning" in a for a in report["alerts"])
         assert store.health(p.id).status == "needs-relearning"
@@ -154,9 +223,11 @@ HEARTBEAT = [sys.executable, "-m", "sherpa_skills.cli", "heartbeat", "--once", "
 
 def held_heartbeat(phase: str, seconds: float) -> list[str]:
     """A heartbeat process whose `phase` is held open by a phase hook (the documented fault hook, set in-process)."""
-    code = ("import sys, time\nfrom sherpa_skills.heartbeat import phases\n"
-            f"phases.on_phase_start(lambda p: time.sleep({seconds}) if p == {phase!r} else None)\n"
-            "from sherpa_skills.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    code = (
+        "import sys, time\nfrom sherpa_skills.heartbeat import phases\n"
+        f"phases.on_phase_start(lambda p: time.sleep({seconds}) if p == {phase!r} else None)\n"
+        "from sherpa_skills.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    )
     return [sys.executable, "-c", code, "heartbeat", "--once", "--json"]
 
 
@@ -171,8 +242,15 @@ def lock_row(home: Path) -> tuple[Any, ...] | None:
 @pytest.mark.slow
 def test_two_heartbeats_at_once_exactly_one_runs(home: Path) -> None:
     """Started together (the first held in extract), one runs and the other skips."""
-    procs = [subprocess.Popen([*held_heartbeat("extract", 2), "--home", str(home)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [*held_heartbeat("extract", 2), "--home", str(home)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     results = [p.communicate(timeout=120) for p in procs]
     for proc, (out, err) in zip(procs, results):
         assert proc.returncode == 0, f"a heartbeat failed (exit {proc.returncode}):\n{err[-3000:]}"
@@ -181,9 +259,13 @@ def test_two_heartbeats_at_once_exactly_one_runs(home: Path) -> None:
 
 
 @pytest.mark.slow
-def test_killed_mid_phase_leaves_a_stale_lock_that_the_next_one_resets(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_killed_mid_phase_leaves_a_stale_lock_that_the_next_one_resets(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """kill -9 during crystallise: the lock stays, the watermark does not move; the next heartbeat resets the lock and mines it all."""
-    proc = subprocess.Popen([*held_heartbeat("crystallise", 60), "--home", str(home)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*held_heartbeat("crystallise", 60), "--home", str(home)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 60
     while lock_row(home) is None and time.time() < deadline:
         time.sleep(0.05)
@@ -237,7 +319,12 @@ class TestCronSchedule:
             now[0] += seconds
 
         reports: list[dict[str, Any]] = []
-        assert run_every(home, parse_every("*/5 * * * *"), reports.append, sleep=fake_sleep, max_runs=2, clock=lambda: now[0]) == 2
+        assert (
+            run_every(
+                home, parse_every("*/5 * * * *"), reports.append, sleep=fake_sleep, max_runs=2, clock=lambda: now[0]
+            )
+            == 2
+        )
         assert waits == [120.0, 300.0] and [r["status"] for r in reports] == ["ran", "ran"]
 
     def test_named_schedules_and_fields_are_accepted(self) -> None:
@@ -253,13 +340,18 @@ class TestCronSchedule:
     def test_the_cli_refuses_a_bad_schedule_with_exit_2(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
         assert main(["heartbeat", "--every", "61 * * * *", "--home", str(home)]) == 2
         err = capsys.readouterr().err
-        assert err.startswith("sherpa-skills: --every '61 * * * *' is not a valid cron expression") and "Traceback" not in err
+        assert (
+            err.startswith("sherpa-skills: --every '61 * * * *' is not a valid cron expression")
+            and "Traceback" not in err
+        )
 
 
 def test_sessions_import_mines_what_it_imported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`sessions import --json` reports new_procedures; the next heartbeat has nothing left to mine."""
     claude_session(tmp_path / "s.jsonl", [("cargo build", "ok", False), ("cargo test", "ok", False)], session="s1")
-    session = claude_session(tmp_path / "s.jsonl", [("cargo build", "ok", False), ("cargo test", "ok", False)], session="s2")
+    session = claude_session(
+        tmp_path / "s.jsonl", [("cargo build", "ok", False), ("cargo test", "ok", False)], session="s2"
+    )
     home = tmp_path / "home"
     assert main(["sessions", "import", str(session), "--json", "--home", str(home)]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -284,6 +376,7 @@ class TestPhaseFailures:
             def hook(current: str) -> None:
                 if current == phase:
                     raise RuntimeError(f"injected failure in {phase}")
+
             removers.append(phases.on_phase_start(hook))
 
         yield fail
@@ -291,7 +384,9 @@ class TestPhaseFailures:
             remove()
 
     @pytest.mark.parametrize("phase", ["extract", "crystallise"])
-    def test_a_failed_session_phase_keeps_the_watermark_and_the_next_heartbeat_mines_it_all(self, home: Path, fail_in: Any, phase: str) -> None:
+    def test_a_failed_session_phase_keeps_the_watermark_and_the_next_heartbeat_mines_it_all(
+        self, home: Path, fail_in: Any, phase: str
+    ) -> None:
         fail_in(phase)
         report = run_once(home)
         assert report["status"] == "partial" and report["phases"][phase]["status"] == "failed"
@@ -305,7 +400,9 @@ class TestPhaseFailures:
         assert again["phases"]["crystallise"]["stats"]["commands"] == 5
 
     @pytest.mark.parametrize("phase", ["health", "maintenance"])
-    def test_a_failed_store_phase_is_partial_but_the_sessions_were_mined(self, home: Path, fail_in: Any, phase: str) -> None:
+    def test_a_failed_store_phase_is_partial_but_the_sessions_were_mined(
+        self, home: Path, fail_in: Any, phase: str
+    ) -> None:
         fail_in(phase)
         report = run_once(home)
         assert report["status"] == "partial" and report["phases"][phase]["status"] == "failed"
@@ -313,11 +410,17 @@ class TestPhaseFailures:
         assert all(p["status"] == "ok" for name, p in report["phases"].items() if name != phase)
 
     def test_the_command_exits_non_zero_on_a_partial_heartbeat(self, home: Path) -> None:
-        code = ("import sys\nfrom sherpa_skills.heartbeat import phases\n"
-                "def fail(p):\n    if p == 'health': raise RuntimeError('disk full')\n"
-                "phases.on_phase_start(fail)\nfrom sherpa_skills.cli import main\nsys.exit(main(sys.argv[1:]))\n")
-        proc = subprocess.run([sys.executable, "-c", code, "heartbeat", "--once", "--json", "--home", str(home)],
-                              capture_output=True, text=True, timeout=120)
+        code = (
+            "import sys\nfrom sherpa_skills.heartbeat import phases\n"
+            "def fail(p):\n    if p == 'health': raise RuntimeError('disk full')\n"
+            "phases.on_phase_start(fail)\nfrom sherpa_skills.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code, "heartbeat", "--once", "--json", "--home", str(home)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 1, proc.stderr
         report = json.loads(proc.stdout)
         assert report["status"] == "partial" and "disk full" in report["phases"]["health"]["summary"]

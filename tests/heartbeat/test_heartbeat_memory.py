@@ -22,22 +22,43 @@ def heartbeat(home: Path, capsys: pytest.CaptureFixture[str], code: int = 0) -> 
     return json.loads(capsys.readouterr().out)
 
 
-def test_memory_phase_applies_decay_and_raises_engram_alerts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_memory_phase_applies_decay_and_raises_engram_alerts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     with SharedMemory(home) as m:
-        m.write_many([m.store.prepare("the old cache note", agent="ops", scope="shared", created=time.time() - 40 * DAY)], index=False)
+        m.write_many(
+            [m.store.prepare("the old cache note", agent="ops", scope="shared", created=time.time() - 40 * DAY)],
+            index=False,
+        )
         names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"]
         for n, name in enumerate(names):  # seven facts, each contradicted by a changed value: seven open tensions
-            m.store.add([m.store.prepare(f"{name} listens on port {8000 + n}", agent="ops", scope="shared", abstraction="pattern")])
-            m.store.find_tensions(m.store.add(
-                [m.store.prepare(f"{name} listens on port {9000 + n}", agent="ops", scope="shared", abstraction="pattern")])[0])
+            m.store.add(
+                [
+                    m.store.prepare(
+                        f"{name} listens on port {8000 + n}", agent="ops", scope="shared", abstraction="pattern"
+                    )
+                ]
+            )
+            m.store.find_tensions(
+                m.store.add(
+                    [
+                        m.store.prepare(
+                            f"{name} listens on port {9000 + n}", agent="ops", scope="shared", abstraction="pattern"
+                        )
+                    ]
+                )[0]
+            )
         for n in range(22):
             m.store.write(f"observation {n}: queue depth was {n * 3}", agent="ops")
     with Domains(home) as d:
         d.claim("triage", "ops")
         d.propose("triage", "ops", "threshold", 75, "pages too often")
         d.claim("nightly", "batch")
-        d.conn.execute("UPDATE domains SET created = ?, last_run = ? WHERE name = 'nightly'", (time.time() - 30 * DAY, time.time() - 9 * DAY))
+        d.conn.execute(
+            "UPDATE domains SET created = ?, last_run = ? WHERE name = 'nightly'",
+            (time.time() - 30 * DAY, time.time() - 9 * DAY),
+        )
 
     report = heartbeat(home, capsys)
     phase = report["phases"]["memory"]
@@ -65,7 +86,9 @@ def test_a_broken_companion_does_not_stop_the_memory_phase(tmp_path: Path, capsy
     assert report["phases"]["memory"]["status"] == "ok" and report["phases"]["memory"]["stats"]["tiers"]["hot"] == 1
 
 
-def test_a_failing_memory_phase_is_reported_and_the_others_still_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failing_memory_phase_is_reported_and_the_others_still_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A foreign `domains` table in store.db breaks the memory phase only; the report says why."""
     import sqlite3
 

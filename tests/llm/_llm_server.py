@@ -19,10 +19,17 @@ class LlamaServer:
     """It can refuse json_schema with HTTP 500, leave out usage, fail the first requests (`failures`, in order) or
     every request (`fail_status`, with `fail_headers`)."""
 
-    def __init__(self, *, refuse_json_schema: bool = True, refuse_json_object: bool = False, usage: bool = False,
-                 answer: str | Callable[[dict], str] = '{"trigger": "approve", "args": {}}',
-                 fail_status: int | None = None, fail_headers: dict[str, str] | None = None,
-                 failures: list[Failure] | None = None):
+    def __init__(
+        self,
+        *,
+        refuse_json_schema: bool = True,
+        refuse_json_object: bool = False,
+        usage: bool = False,
+        answer: str | Callable[[dict], str] = '{"trigger": "approve", "args": {}}',
+        fail_status: int | None = None,
+        fail_headers: dict[str, str] | None = None,
+        failures: list[Failure] | None = None,
+    ):
         self.requests: list[dict] = []
         self.answer = answer
         self.failures = list(failures or [])
@@ -42,11 +49,27 @@ class LlamaServer:
                     return
                 kind = (body.get("response_format") or {}).get("type")
                 if (refuse_json_schema and kind == "json_schema") or (refuse_json_object and kind == "json_object"):
-                    self._send(500, {"error": {"code": 500, "message": "unsupported response_format json_schema", "type": "server_error"}})
+                    self._send(
+                        500,
+                        {
+                            "error": {
+                                "code": 500,
+                                "message": "unsupported response_format json_schema",
+                                "type": "server_error",
+                            }
+                        },
+                    )
                     return
                 text = server_self.answer(body) if callable(server_self.answer) else server_self.answer
-                reply: dict[str, Any] = {"id": "c1", "object": "chat.completion", "created": 1, "model": "smol",
-                                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+                reply: dict[str, Any] = {
+                    "id": "c1",
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": "smol",
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    ],
+                }
                 if usage:
                     reply["usage"] = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
                 self._send(200, reply)

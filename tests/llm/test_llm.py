@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.errors import ModelError
-from sherpa_skills.llm.call import MODEL_ENV, SCRIPTED_VIA_ENV, Completion, acomplete, complete, needs_litellm, resolve_model, warm_up
+from sherpa_skills.llm.call import (
+    MODEL_ENV,
+    SCRIPTED_VIA_ENV,
+    Completion,
+    acomplete,
+    complete,
+    needs_litellm,
+    resolve_model,
+    warm_up,
+)
 from sherpa_skills.testing import estimate_tokens, reset_scripts, scripted_model
 
 from _llm_server import llama  # noqa: F401  (a fixture)
@@ -102,7 +111,9 @@ def test_no_match_is_a_model_error_naming_model_script_and_prompt(script, route)
     assert prompt[:200] in message
     assert "Traceback" not in message
     assert caught.value.__cause__ is not None
-    assert type(caught.value.__cause__).__module__.startswith("litellm" if route == "litellm" else "sherpa_skills.llm.scripted")
+    assert type(caught.value.__cause__).__module__.startswith(
+        "litellm" if route == "litellm" else "sherpa_skills.llm.scripted"
+    )
 
 
 async def test_async_no_match_is_a_model_error(script):
@@ -201,14 +212,25 @@ class TestRoutes:
 
     def test_direct_route_answers_without_importing_litellm(self, script, route):
         """In a fresh interpreter, a scripted answer on the default route leaves litellm unimported."""
-        code = ("import sys; from sherpa_skills.llm.call import complete;"
-                f"a = complete([{{'role': 'user', 'content': 'approve'}}], 'scripted/{script}');"
-                "print(a.text, a.prompt_tokens, 'litellm' in sys.modules)")
+        code = (
+            "import sys; from sherpa_skills.llm.call import complete;"
+            f"a = complete([{{'role': 'user', 'content': 'approve'}}], 'scripted/{script}');"
+            "print(a.text, a.prompt_tokens, 'litellm' in sys.modules)"
+        )
         env = {k: v for k, v in __import__("os").environ.items() if k != SCRIPTED_VIA_ENV}
         if route == "litellm":
             env[SCRIPTED_VIA_ENV] = "litellm"
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env, timeout=120).stdout
-        assert out.splitlines()[-1].split() == ['{"trigger":', '"approve",', '"args":', '{}}', "1", str(route == "litellm")]
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env, timeout=120
+        ).stdout
+        assert out.splitlines()[-1].split() == [
+            '{"trigger":',
+            '"approve",',
+            '"args":',
+            "{}}",
+            "1",
+            str(route == "litellm"),
+        ]
 
     def test_both_routes_give_the_same_completion(self, script, monkeypatch):
         """Text, token counts, cost and model string agree between the in-process answer and litellm's."""
@@ -234,7 +256,10 @@ class TestRoutes:
 # ---------------------------------------------------------------- against a real HTTP server (OpenAI-compatible, on loopback)
 
 
-SCHEMA = {"type": "json_schema", "json_schema": {"name": "choice", "schema": {"type": "object", "properties": {"trigger": {"type": "string"}}}}}
+SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {"name": "choice", "schema": {"type": "object", "properties": {"trigger": {"type": "string"}}}},
+}
 
 
 def test_a_server_refusing_json_schema_is_asked_for_a_json_object_bound_to_the_schema(llama):
@@ -255,14 +280,22 @@ def test_a_server_refusing_both_formats_is_asked_plain(llama):
     server = llama(refuse_json_object=True)
     answer = complete(ask("approve"), "openai/smol", response_format=SCHEMA)
     assert (answer.requests, answer.format_refused) == (3, True)
-    assert [(r.get("response_format") or {}).get("type") for r in server.requests] == ["json_schema", "json_object", None]
+    assert [(r.get("response_format") or {}).get("type") for r in server.requests] == [
+        "json_schema",
+        "json_object",
+        None,
+    ]
 
 
 def test_schema_in_prompt_skips_the_json_schema_request(llama):
     """For a model known to refuse json_schema, the doomed request is skipped."""
     server = llama()
     answer = complete(ask("approve"), "openai/smol", response_format=SCHEMA, schema_in_prompt=True)
-    assert answer.requests == 1 and len(server.requests) == 1 and server.requests[0]["response_format"]["type"] == "json_object"
+    assert (
+        answer.requests == 1
+        and len(server.requests) == 1
+        and server.requests[0]["response_format"]["type"] == "json_object"
+    )
 
 
 def test_the_verifier_asks_a_refusing_server_in_the_form_it_took(llama):
@@ -273,7 +306,9 @@ def test_the_verifier_asks_a_refusing_server_in_the_form_it_took(llama):
 
     server = llama(answer='{"same_task": false, "params": {}}')
     verifier = Verifier("openai/smol")
-    proc = CapturedProcedure(id="p-1", task_type="logs", description="Rotate the app logs", steps=[ProcedureStep(command="logrotate x")])
+    proc = CapturedProcedure(
+        id="p-1", task_type="logs", description="Rotate the app logs", steps=[ProcedureStep(command="logrotate x")]
+    )
     first, second = (verifier.verify("rotate the logs", proc, []) for _ in range(2))
     assert (first.calls, second.calls) == (2, 1) and not first.same_task and "says it is not this task" in second.reason
     assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object", "json_object"]
@@ -392,8 +427,23 @@ class TestPolicyAgainstAServer:
         from sherpa_skills.cli import main
 
         server = llama(refuse_json_schema=False, answer='{"trigger": "give_up", "args": {}, "reason": "test"}')
-        code = main(["run", "planner", "-i", "task=pack the notes", "-i", "task_type=pack", "-i", "max_tokens=64",
-                     "--model", "openai/smol", "--home", str(tmp_path / "home"), "--json"])
+        code = main(
+            [
+                "run",
+                "planner",
+                "-i",
+                "task=pack the notes",
+                "-i",
+                "task_type=pack",
+                "-i",
+                "max_tokens=64",
+                "--model",
+                "openai/smol",
+                "--home",
+                str(tmp_path / "home"),
+                "--json",
+            ]
+        )
         assert code == 0, capsys.readouterr()
         assert [r["max_tokens"] for r in server.requests] == [64]
 
@@ -403,7 +453,8 @@ def test_the_llm_action_flags_estimated_tokens(llama, tmp_path):
     from sherpa_skills.engine.workflow import load_workflow_text
 
     llama(refuse_json_schema=False, usage=False, answer="a summary")
-    agent = load_workflow_text("""
+    agent = load_workflow_text(
+        """
 name: summarise
 initial: a
 llm: {model: openai/smol}
@@ -412,7 +463,10 @@ states:
     on_enter: {llm: {prompt: "Summarise the notes."}, save_as: summary}
     transitions: [{trigger: done, dest: b}]
   b: {final: true}
-""", name="summarise.yaml", base_dir=tmp_path).agent()
+""",
+        name="summarise.yaml",
+        base_dir=tmp_path,
+    ).agent()
     result = agent.run()
     assert result.status == "final" and result.llm_calls == 1 and result.tokens > 0
     assert result.context["summary"]["text"] == "a summary" and result.context["summary"]["tokens_estimated"] is True

@@ -88,8 +88,12 @@ class TestCall:
     def test_a_format_refusal_still_steps_down_not_retries(self, llama):
         """llama.cpp's HTTP 500 to json_schema is a refusal of the format, asked again in another form, not a retry."""
         server = llama(failures=[503])
-        answer = complete(ask(), "openai/smol", retry=FAST,
-                          response_format={"type": "json_schema", "json_schema": {"name": "c", "schema": {"type": "object"}}})
+        answer = complete(
+            ask(),
+            "openai/smol",
+            retry=FAST,
+            response_format={"type": "json_schema", "json_schema": {"name": "c", "schema": {"type": "object"}}},
+        )
         assert answer.requests == len(server.requests) == 3 and answer.format_refused
         assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_schema", "json_object"]
 
@@ -144,7 +148,9 @@ class TestWorkflow:
         from sherpa_skills.errors import WorkflowError
 
         with pytest.raises(WorkflowError, match="retries"):
-            load_workflow_text(f"name: w\ninitial: a\nllm: {{retries: -1}}\n{SUMMARISE}", name="w.yaml", base_dir=tmp_path)
+            load_workflow_text(
+                f"name: w\ninitial: a\nllm: {{retries: -1}}\n{SUMMARISE}", name="w.yaml", base_dir=tmp_path
+            )
 
 
 def test_the_verifier_survives_a_bad_minute(llama):
@@ -152,7 +158,9 @@ def test_the_verifier_survives_a_bad_minute(llama):
     from sherpa_skills.skills.match.verifier import Verifier
 
     server = llama(refuse_json_schema=False, answer='{"same_task": false, "params": {}}', failures=list(BAD_MINUTE))
-    proc = CapturedProcedure(id="p-1", task_type="logs", description="Rotate the app logs", steps=[ProcedureStep(command="logrotate x")])
+    proc = CapturedProcedure(
+        id="p-1", task_type="logs", description="Rotate the app logs", steps=[ProcedureStep(command="logrotate x")]
+    )
     verdict = Verifier("openai/smol", retry=FAST).verify("rotate the logs", proc, [])
     assert verdict.calls == len(server.requests) == 3 and "says it is not this task" in verdict.reason
 
@@ -162,6 +170,12 @@ def test_the_verifier_gives_up_counting_every_attempt(llama):
     from sherpa_skills.skills.match.verifier import Verifier
 
     server = llama(fail_status=429, fail_headers={"Retry-After": "0"})
-    proc = CapturedProcedure(id="p-1", task_type="logs", description="Rotate the app logs", steps=[ProcedureStep(command="logrotate x")])
+    proc = CapturedProcedure(
+        id="p-1", task_type="logs", description="Rotate the app logs", steps=[ProcedureStep(command="logrotate x")]
+    )
     verdict = Verifier("openai/smol", retry=FAST).verify("rotate the logs", proc, [])
-    assert verdict.calls == len(server.requests) == 3 and "slow down" in verdict.reason and "after 3 attempts" in verdict.reason
+    assert (
+        verdict.calls == len(server.requests) == 3
+        and "slow down" in verdict.reason
+        and "after 3 attempts" in verdict.reason
+    )

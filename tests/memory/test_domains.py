@@ -40,8 +40,9 @@ def run_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str, fil
 
 
 class TestAcrossRuns:
-    def test_status_and_decisions_carry_over_and_a_proposal_is_accepted(self, tmp_path: Path,
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    def test_status_and_decisions_carry_over_and_a_proposal_is_accepted(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         (tmp_path / "triage.yaml").write_text(CRON, encoding="utf-8")
         home = str(tmp_path / "home")
         first = run_cli(tmp_path, capsys, "--agent", "ops")
@@ -49,11 +50,32 @@ class TestAcrossRuns:
         ctx = first["context"]
         assert ctx["domain"]["status"] is None and ctx["threshold"] == "unset" and ctx["domain"]["decisions"] == {}
 
-        assert main(["domains", "decide", "triage", "threshold=50", "quiet_hours=[22, 7]", "--operator", "sam", "--home", home]) == 0
+        assert (
+            main(
+                [
+                    "domains",
+                    "decide",
+                    "triage",
+                    "threshold=50",
+                    "quiet_hours=[22, 7]",
+                    "--operator",
+                    "sam",
+                    "--home",
+                    home,
+                ]
+            )
+            == 0
+        )
         capsys.readouterr()
         second = run_cli(tmp_path, capsys, "--agent", "ops")["context"]
-        assert second["domain"]["decisions"] == {"quiet_hours": [22, 7], "threshold": 50} and str(second["threshold"]) == "50"
-        assert second["domain"]["status"] == {"last_threshold": "unset", "note": "checked the queue"}  # written by run 1
+        assert (
+            second["domain"]["decisions"] == {"quiet_hours": [22, 7], "threshold": 50}
+            and str(second["threshold"]) == "50"
+        )
+        assert second["domain"]["status"] == {
+            "last_threshold": "unset",
+            "note": "checked the queue",
+        }  # written by run 1
         assert "queue depth rule" in second["briefed"]  # its own principle, from shared memory
         assert [r["kind"] for r in second["domain"]["recent"]][:3] == ["decision", "decision", "run"]
 
@@ -82,7 +104,8 @@ class TestAcrossRuns:
         from sherpa_skills.agents.team import TeamRunner, load_team
         from sherpa_skills.engine.runstore import RunStore
 
-        (tmp_path / "w.yaml").write_text("""
+        (tmp_path / "w.yaml").write_text(
+            """
 name: w
 initial: idle
 states:
@@ -91,13 +114,18 @@ states:
     on_enter: {domain_status: {status: "handled {{ args_seen | default('a task') }}"}}
     final: true
 transitions: [{trigger: go, source: idle, dest: done}]
-""", encoding="utf-8")
-        (tmp_path / "team.yaml").write_text("""
+""",
+            encoding="utf-8",
+        )
+        (tmp_path / "team.yaml").write_text(
+            """
 name: t
 agents:
   alpha: {workflow: w.yaml, subscribe: [x], domain: alpha-work}
 initial_event: {name: go, topic: x}
-""", encoding="utf-8")
+""",
+            encoding="utf-8",
+        )
         store = RunStore(home=tmp_path / "home")
         try:
             assert TeamRunner(load_team(tmp_path / "team.yaml"), store=store).run().status == "done"
@@ -109,7 +137,9 @@ initial_event: {name: go, topic: x}
 
 
 class TestRefusals:
-    def test_another_agent_cannot_use_a_domain_it_does_not_own(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_another_agent_cannot_use_a_domain_it_does_not_own(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         (tmp_path / "triage.yaml").write_text(CRON, encoding="utf-8")
         assert run_cli(tmp_path, capsys, "--agent", "ops")["status"] == "final"
         intruder = run_cli(tmp_path, capsys, "--agent", "mallory")
@@ -122,11 +152,14 @@ class TestRefusals:
             with pytest.raises(UsageError, match="not agent 'mallory'"):
                 d.propose("triage", "mallory", "threshold", 1)
 
-    def test_a_spoofed_context_cannot_reach_another_domain(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_a_spoofed_context_cannot_reach_another_domain(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """A workflow without a domain that writes `domain` into its own context still acts as itself."""
         (tmp_path / "triage.yaml").write_text(CRON, encoding="utf-8")
         assert run_cli(tmp_path, capsys, "--agent", "ops")["status"] == "final"
-        (tmp_path / "spoof.yaml").write_text("""
+        (tmp_path / "spoof.yaml").write_text(
+            """
 name: spoof
 initial: s
 states:
@@ -135,11 +168,15 @@ states:
       - set: {domain: {name: triage}}
       - domain_status: {status: "taken over"}
     final: true
-""", encoding="utf-8")
+""",
+            encoding="utf-8",
+        )
         out = run_cli(tmp_path, capsys, "--agent", "mallory", file="spoof.yaml")
         assert out["status"] == "error" and "not agent 'mallory'" in out["error"]
         (tmp_path / "plain.yaml").write_text(
-            "name: plain\ninitial: s\nstates:\n  s:\n    on_enter: {domain_log: {entry: x}}\n    final: true\n", encoding="utf-8")
+            "name: plain\ninitial: s\nstates:\n  s:\n    on_enter: {domain_log: {entry: x}}\n    final: true\n",
+            encoding="utf-8",
+        )
         out = run_cli(tmp_path, capsys, file="plain.yaml")
         assert out["status"] == "error" and "declares no domain" in out["error"]
 
@@ -179,8 +216,9 @@ states:
 class TestQueueWatchExample:
     workflow = str(Path(__file__).resolve().parents[2] / "examples" / "queue_watch" / "workflow.yaml")
 
-    def test_pages_proposes_and_the_next_run_uses_the_accepted_threshold(self, tmp_path: Path,
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    def test_pages_proposes_and_the_next_run_uses_the_accepted_threshold(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         home = str(tmp_path / "home")
         assert main(["run", self.workflow, "--agent", "ops", "--input", "depth=80", "--json", "--home", home]) == 0
         first = json.loads(capsys.readouterr().out)

@@ -30,7 +30,10 @@ def memory(tmp_path: Path) -> Iterator[SharedMemory]:
 
 
 def fill(m: SharedMemory, agent: str = "ops", scope: str = "shared") -> dict[str, str]:
-    return {key: m.write(text, agent=agent, scope=scope, kind="note", metadata={"topic": key}).id for key, text in NOTES.items()}
+    return {
+        key: m.write(text, agent=agent, scope=scope, kind="note", metadata={"topic": key}).id
+        for key, text in NOTES.items()
+    }
 
 
 def ids(result) -> list[str]:
@@ -44,11 +47,25 @@ def test_the_public_surface_resolves() -> None:
 
 class TestRoundTrip:
     def test_write_get_search(self, memory: SharedMemory) -> None:
-        a = memory.write("Deploy checklist: run the smoke tests first", agent="alice", scope="shared", kind="checklist",
-                         tags=["deploy"], metadata={"service": "api", "priority": 2}, run_id="r1")
+        a = memory.write(
+            "Deploy checklist: run the smoke tests first",
+            agent="alice",
+            scope="shared",
+            kind="checklist",
+            tags=["deploy"],
+            metadata={"service": "api", "priority": 2},
+            run_id="r1",
+        )
         got = memory.get(a.id, agent="bob")
-        assert (got.text, got.agent, got.scope, got.kind, got.tags, got.metadata, got.run_id) == \
-               (a.text, "alice", "shared", "checklist", ["deploy"], {"service": "api", "priority": 2}, "r1")
+        assert (got.text, got.agent, got.scope, got.kind, got.tags, got.metadata, got.run_id) == (
+            a.text,
+            "alice",
+            "shared",
+            "checklist",
+            ["deploy"],
+            {"service": "api", "priority": 2},
+            "r1",
+        )
         result = memory.search("smoke tests", agent="bob")
         assert result.mode == "hybrid" and result.degraded is None and ids(result) == [a.id]
         hit = result.hits[0]
@@ -56,8 +73,13 @@ class TestRoundTrip:
 
     def test_filters_by_kind_author_and_metadata(self, memory: SharedMemory) -> None:
         written = fill(memory)
-        other = memory.write("Restart the nginx web server when it hangs", agent="web", scope="shared", kind="runbook",
-                             metadata={"topic": "nginx"})
+        other = memory.write(
+            "Restart the nginx web server when it hangs",
+            agent="web",
+            scope="shared",
+            kind="runbook",
+            metadata={"topic": "nginx"},
+        )
         everything = ids(memory.search("restart nginx web server", agent="x"))
         assert written["nginx"] in everything and other.id in everything
         assert ids(memory.search("restart nginx web server", agent="x", kind="runbook")) == [other.id]
@@ -91,14 +113,23 @@ class TestRoundTrip:
             memory.get(a.id, agent="alice")
         assert memory.search("temporary note cache", agent="alice").hits == []
         [entry] = memory.store.operator_log()
-        assert (entry["action"], entry["artifact"], entry["operator"], entry["reason"]) == ("delete", a.id, "ops", "wrong cluster")
+        assert (entry["action"], entry["artifact"], entry["operator"], entry["reason"]) == (
+            "delete",
+            a.id,
+            "ops",
+            "wrong cluster",
+        )
         assert entry["detail"]["author"] == "alice"
 
 
 class TestScopes:
     def test_an_agent_never_sees_another_agents_private_notes(self, memory: SharedMemory) -> None:
-        secret = memory.write("Alice's private plan: migrate the billing database on Sunday", agent="alice", scope="private")
-        shared = memory.write("Team announcement: the billing database migrates on Sunday", agent="alice", scope="shared")
+        secret = memory.write(
+            "Alice's private plan: migrate the billing database on Sunday", agent="alice", scope="private"
+        )
+        shared = memory.write(
+            "Team announcement: the billing database migrates on Sunday", agent="alice", scope="shared"
+        )
         own = memory.write("Bob's private reminder about the billing database", agent="bob", scope="private")
         query = "private plan migrate the billing database on Sunday"
         for mode in ("hybrid", "lexical"):
@@ -126,7 +157,6 @@ class TestScopes:
         assert memory.search("rollback steps", agent="bob", author="alice").hits == []
         assert ids(memory.search("rollback steps", agent="alice", author="alice")) == [secret.id]
 
-
     def test_visible_items_are_found_behind_hundreds_of_closer_invisible_ones(self, tmp_path: Path) -> None:
         """Both searches first rank without the visibility filter; when too few visible items survive they ask
         again with the filter inside FTS5 / chromadb, so a reader still gets its exact best matches."""
@@ -136,10 +166,20 @@ class TestScopes:
         home = tmp_path / "home"
         with SharedMemory(home, companion=Companion(home / "companion", embedder=HashingEmbedder())) as m:
             # Varied texts: chromadb (1.5.9) HNSW can lose an item among hundreds of near-identical vectors.
-            words = ("alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega cache queue disk node pod host "
-                     "port proxy worker daemon socket thread").split()
-            m.write_many([m.store.prepare(f"restart web server now {' '.join(random.Random(i).sample(words, 6))}",
-                                          agent="alice", scope="private") for i in range(260)])
+            words = (
+                "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega cache queue disk node pod host "
+                "port proxy worker daemon socket thread"
+            ).split()
+            m.write_many(
+                [
+                    m.store.prepare(
+                        f"restart web server now {' '.join(random.Random(i).sample(words, 6))}",
+                        agent="alice",
+                        scope="private",
+                    )
+                    for i in range(260)
+                ]
+            )
             mine = m.write("please restart the web server gently", agent="bob", scope="shared")
             # Indexed in one pass: chromadb 1.5.9 sometimes hides a write made after a read from that client's HNSW
             # queries (until reopened); not what this test is about.
@@ -165,8 +205,12 @@ class TestMeaning:
 
     def test_words_and_meaning_together_rank_first(self, memory: SharedMemory) -> None:
         both = memory.write("Rotate the database password every ninety days", agent="a", scope="shared")
-        words_only = memory.write("The word database appears in this sentence about gardening tomatoes", agent="a", scope="shared")
-        meaning_only = memory.write("Change the credentials of the SQL server on a regular schedule", agent="a", scope="shared")
+        words_only = memory.write(
+            "The word database appears in this sentence about gardening tomatoes", agent="a", scope="shared"
+        )
+        meaning_only = memory.write(
+            "Change the credentials of the SQL server on a regular schedule", agent="a", scope="shared"
+        )
         memory.write("Water the tomatoes in the garden every morning", agent="a", scope="shared")
         result = memory.search("rotate database credentials regularly", agent="a")
         order = ids(result)
@@ -196,14 +240,18 @@ def test_searches_from_threads_at_once_rank_as_one_at_a_time(tmp_path: Path) -> 
         fill(m)
     queries = ["reboot the http daemon once you edit its settings", "renew certificate website", "cake party"]
     with SharedMemory(home) as lone:
-        expected = {q: [(h.artifact.id, round(h.score, 9)) for h in lone.search(q, agent="x", touch=False).hits]
-                    for q in queries}
+        expected = {
+            q: [(h.artifact.id, round(h.score, 9)) for h in lone.search(q, agent="x", touch=False).hits]
+            for q in queries
+        }
     found: dict[tuple[int, str], list[tuple[str, float]]] = {}
 
     def run(worker: int) -> None:
         with SharedMemory(home) as m:
             for q in queries * 3:
-                found[worker, q] = [(h.artifact.id, round(h.score, 9)) for h in m.search(q, agent="x", touch=False).hits]
+                found[worker, q] = [
+                    (h.artifact.id, round(h.score, 9)) for h in m.search(q, agent="x", touch=False).hits
+                ]
 
     threads = [threading.Thread(target=run, args=(w,)) for w in range(3)]
     for t in threads:
@@ -220,7 +268,9 @@ def corrupt(home: Path) -> None:
 
 class TestFallback:
     @pytest.mark.parametrize("damage", ["corrupt", "delete"])
-    def test_a_broken_companion_degrades_to_lexical_and_reindex_restores_meaning(self, tmp_path: Path, damage: str) -> None:
+    def test_a_broken_companion_degrades_to_lexical_and_reindex_restores_meaning(
+        self, tmp_path: Path, damage: str
+    ) -> None:
         home = tmp_path / "home"
         with SharedMemory(home) as m:
             written = fill(m)
@@ -242,10 +292,16 @@ class TestFallback:
             assert report["artifacts"] == 5 and report["pending"] == 0
             assert (report["moved_aside"] is not None) == (damage == "corrupt")
             restored = m.search(paraphrase, agent="x")
-            assert restored.mode == "hybrid" and restored.degraded is None and restored.hits[0].artifact.id == written["nginx"]
+            assert (
+                restored.mode == "hybrid"
+                and restored.degraded is None
+                and restored.hits[0].artifact.id == written["nginx"]
+            )
             assert m.search("purge the content delivery network", agent="x").hits[0].artifact.id == late.id
             stats = m.stats()
-            assert stats["companion"]["ok"] and stats["companion"]["items"] == 5 and stats["companion"]["reason"] is None
+            assert (
+                stats["companion"]["ok"] and stats["companion"]["items"] == 5 and stats["companion"]["reason"] is None
+            )
         if damage == "corrupt":
             kept = list(tmp_path.glob("home/companion.broken-*"))
             assert len(kept) == 1 and (kept[0] / "chroma.sqlite3").read_bytes().startswith(b"this is not a database")
@@ -262,8 +318,14 @@ class TestSafety:
     def test_secrets_never_reach_any_file(self, tmp_path: Path) -> None:
         home = tmp_path / "home"
         with SharedMemory(home) as m:
-            a = m.write(f"deploy with: export GITHUB_TOKEN={PLANTED} then push", agent="ops", scope="shared",
-                        kind="runbook", tags=["deploy"], metadata={"api_key": PLANTED, "note": f"token {PLANTED}"})
+            a = m.write(
+                f"deploy with: export GITHUB_TOKEN={PLANTED} then push",
+                agent="ops",
+                scope="shared",
+                kind="runbook",
+                tags=["deploy"],
+                metadata={"api_key": PLANTED, "note": f"token {PLANTED}"},
+            )
             assert PLANTED not in a.text and "[REDACTED]" in a.text
             assert a.metadata["api_key"] == "[REDACTED]" and PLANTED not in a.metadata["note"]
             assert m.search("deploy push", agent="ops").hits[0].artifact.id == a.id
@@ -291,11 +353,14 @@ class TestSafety:
                 memory.write(**args)
         assert memory.store.count() == 0
         memory.write("x" * (MAX_TEXT_BYTES - 10), agent="a")  # just under the limit is fine
-        for kwargs, message in [(dict(query=""), "query is empty"), (dict(query="x", limit=0), "limit must be"),
-                                (dict(query="x", scope="public"), "scope 'public'"),
-                                (dict(query="x", metadata={"a-b": 1}), "filter key"),
-                                (dict(query="x", metadata={"a": [1]}), "must compare with"),
-                                (dict(query="x", mode="vector"), "mode 'vector'")]:
+        for kwargs, message in [
+            (dict(query=""), "query is empty"),
+            (dict(query="x", limit=0), "limit must be"),
+            (dict(query="x", scope="public"), "scope 'public'"),
+            (dict(query="x", metadata={"a-b": 1}), "filter key"),
+            (dict(query="x", metadata={"a": [1]}), "must compare with"),
+            (dict(query="x", mode="vector"), "mode 'vector'"),
+        ]:
             with pytest.raises(UsageError, match=message):
                 memory.search(**{"agent": "a", **kwargs})
 
@@ -310,5 +375,8 @@ class TestSafety:
         conn = sqlite3.connect(memory.store.path)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"memory_artifacts", "memory_fts", "memory_meta"} <= tables
-        assert conn.execute("SELECT name FROM _migrations WHERE component = 'memory'").fetchall() == [("m001_memory",), ("m002_hygiene",)]
+        assert conn.execute("SELECT name FROM _migrations WHERE component = 'memory'").fetchall() == [
+            ("m001_memory",),
+            ("m002_hygiene",),
+        ]
         conn.close()

@@ -55,12 +55,15 @@ class TestExactDuplicates:
         assert len({a.id, b.id, s1.id, k.id}) == 4 and s2.id == s1.id
         assert memory.store.count() == 4
         # bob's duplicate of a shared note never reveals alice's private one
-        assert [h.artifact.id for h in memory.search("check the disk", agent="bob", scope="private", mode="lexical").hits] == [b.id]
+        assert [
+            h.artifact.id for h in memory.search("check the disk", agent="bob", scope="private", mode="lexical").hits
+        ] == [b.id]
 
     def test_through_the_action_and_the_cli(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         home = tmp_path / "home"
         wf = tmp_path / "w.yaml"
-        wf.write_text("""
+        wf.write_text(
+            """
 name: w
 initial: s
 states:
@@ -71,14 +74,31 @@ states:
       - memory_write: {text: "The runner needs 8 GB.", scope: shared}
         save_as: two
     final: true
-""", encoding="utf-8")
+""",
+            encoding="utf-8",
+        )
         store = RunStore(home=home)
         try:
             ctx = load_workflow(wf).agent(store=store, name="ops").run().context
         finally:
             store.close()
         assert ctx["two"]["duplicate"] and ctx["two"]["id"] == ctx["one"]["id"] and ctx["two"]["seen"] == 2
-        assert main(["memory", "write", "the runner needs 8 gb", "--agent", "ops", "--shared", "--json", "--home", str(home)]) == 0
+        assert (
+            main(
+                [
+                    "memory",
+                    "write",
+                    "the runner needs 8 gb",
+                    "--agent",
+                    "ops",
+                    "--shared",
+                    "--json",
+                    "--home",
+                    str(home),
+                ]
+            )
+            == 0
+        )
         out = json.loads(capsys.readouterr().out)
         assert out["duplicate"] and out["seen"] == 3 and out["id"] == ctx["one"]["id"]
         assert main(["memory", "stats", "--json", "--home", str(home)]) == 0
@@ -99,8 +119,12 @@ class TestNearDuplicates:
         first = memory.write(self.FIRST, agent="ops", scope="shared")
         linked = memory.remember(self.SECOND, agent="ops", scope="shared", on_near="link")
         assert linked.linked == [first.id]
-        assert {(l["src"], l["dst"], l["relation"]) for l in memory.store.links(first.id)} == {(linked.artifact.id, first.id, "near_duplicate")}
-        merged = memory.remember("Run database migrations before you deploy the release", agent="ops", scope="shared", on_near="merge")
+        assert {(l["src"], l["dst"], l["relation"]) for l in memory.store.links(first.id)} == {
+            (linked.artifact.id, first.id, "near_duplicate")
+        }
+        merged = memory.remember(
+            "Run database migrations before you deploy the release", agent="ops", scope="shared", on_near="merge"
+        )
         assert merged.merged_into in {first.id, linked.artifact.id} and memory.store.count() == 2
         assert merged.artifact.seen == 2
 
@@ -109,7 +133,9 @@ class TestNearDuplicates:
         memory.write(self.FIRST, agent="ops", scope="shared", kind="runbook")
         assert memory.remember(self.SECOND, agent="bob", scope="shared").near == []
         memory.write("the cache is thread safe", agent="ops", scope="shared", abstraction="pattern")
-        negated = memory.remember("the cache is not thread safe", agent="ops", scope="shared", abstraction="pattern", on_near="merge")
+        negated = memory.remember(
+            "the cache is not thread safe", agent="ops", scope="shared", abstraction="pattern", on_near="merge"
+        )
         assert negated.merged_into is None and negated.near == [] and len(negated.tensions) == 1
 
     def test_bad_choice_is_refused(self, memory: SharedMemory) -> None:
@@ -119,10 +145,13 @@ class TestNearDuplicates:
 
 
 class TestSupersede:
-    def test_search_returns_the_newest_and_history_the_chain(self, memory: SharedMemory, tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    def test_search_returns_the_newest_and_history_the_chain(
+        self, memory: SharedMemory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         old = memory.write("deploys go to ci-7", agent="ops", scope="shared")
-        new = memory.remember("deploys go to ci-9, not ci-7 any more", agent="ops", scope="shared", supersedes=old.id).artifact
+        new = memory.remember(
+            "deploys go to ci-9, not ci-7 any more", agent="ops", scope="shared", supersedes=old.id
+        ).artifact
         assert new.supersedes == old.id and memory.get(old.id, agent="ops").superseded_by == new.id
         assert [h.artifact.id for h in memory.search("where do deploys go", agent="ops").hits] == [new.id]
         with_history = memory.search("where do deploys go", agent="ops", history=True).hits
@@ -136,10 +165,41 @@ class TestSupersede:
 
     def test_from_the_cli(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         home = str(tmp_path / "home")
-        assert main(["memory", "write", "the API rate limit is 100 per minute", "--agent", "ops", "--shared", "--json", "--home", home]) == 0
+        assert (
+            main(
+                [
+                    "memory",
+                    "write",
+                    "the API rate limit is 100 per minute",
+                    "--agent",
+                    "ops",
+                    "--shared",
+                    "--json",
+                    "--home",
+                    home,
+                ]
+            )
+            == 0
+        )
         old = json.loads(capsys.readouterr().out)["id"]
-        assert main(["memory", "write", "the API rate limit is 300 per minute", "--agent", "ops", "--shared",
-                     "--supersedes", old, "--json", "--home", home]) == 0
+        assert (
+            main(
+                [
+                    "memory",
+                    "write",
+                    "the API rate limit is 300 per minute",
+                    "--agent",
+                    "ops",
+                    "--shared",
+                    "--supersedes",
+                    old,
+                    "--json",
+                    "--home",
+                    home,
+                ]
+            )
+            == 0
+        )
         new = json.loads(capsys.readouterr().out)
         assert new["supersedes"] == old and new["tensions"] == []  # the correction settles it: no tension left open
         assert main(["memory", "search", "API rate limit", "--json", "--home", home]) == 0
@@ -159,7 +219,12 @@ class TestSupersede:
         with pytest.raises(UsageError, match="already superseded by"):
             memory.remember("deploy window opens at 11", agent="bob", scope="shared", supersedes=shared.id)
         assert memory.get(secret.id, agent="alice").superseded_by is None
-        assert main(["memory", "write", "x", "--agent", "bob", "--supersedes", secret.id, "--home", str(tmp_path / "home")]) == 2
+        assert (
+            main(
+                ["memory", "write", "x", "--agent", "bob", "--supersedes", secret.id, "--home", str(tmp_path / "home")]
+            )
+            == 2
+        )
         assert "no artifact" in capsys.readouterr().err
 
 
@@ -206,13 +271,47 @@ class TestTensions:
         assert contradiction("deploys go to ci-7", "Deploys go to ci-7") is None
         assert normalise("  Deploys  GO to ci-7. ") == "deploys go to ci-7"
 
-    def test_recorded_listed_and_resolved_through_the_cli(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_recorded_listed_and_resolved_through_the_cli(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         home = str(tmp_path / "home")
-        assert main(["memory", "write", "deploys go to ci-7", "--agent", "ops", "--shared", "--abstraction", "pattern",
-                     "--json", "--home", home]) == 0
+        assert (
+            main(
+                [
+                    "memory",
+                    "write",
+                    "deploys go to ci-7",
+                    "--agent",
+                    "ops",
+                    "--shared",
+                    "--abstraction",
+                    "pattern",
+                    "--json",
+                    "--home",
+                    home,
+                ]
+            )
+            == 0
+        )
         old = json.loads(capsys.readouterr().out)["id"]
-        assert main(["memory", "write", "deploys go to ci-9", "--agent", "dev", "--shared", "--abstraction", "pattern",
-                     "--json", "--home", home]) == 0
+        assert (
+            main(
+                [
+                    "memory",
+                    "write",
+                    "deploys go to ci-9",
+                    "--agent",
+                    "dev",
+                    "--shared",
+                    "--abstraction",
+                    "pattern",
+                    "--json",
+                    "--home",
+                    home,
+                ]
+            )
+            == 0
+        )
         new = json.loads(capsys.readouterr().out)
         [t] = new["tensions"]
         assert (t["a"], t["b"]) == (old, new["id"]) and "ci-7 → ci-9" in t["reason"]
@@ -223,7 +322,9 @@ class TestTensions:
         assert json.loads(capsys.readouterr().out)["open_tensions"] == 1
         assert main(["memory", "resolve", t["id"], "--keep", "nope", "--agent", "ops", "--home", home]) == 2
         assert "keep one of them" in capsys.readouterr().err
-        assert main(["memory", "resolve", t["id"], "--keep", new["id"], "--agent", "ops", "--json", "--home", home]) == 0
+        assert (
+            main(["memory", "resolve", t["id"], "--keep", new["id"], "--agent", "ops", "--json", "--home", home]) == 0
+        )
         assert json.loads(capsys.readouterr().out)["superseded"] == old
         assert main(["memory", "tensions", "--json", "--home", home]) == 0
         assert json.loads(capsys.readouterr().out) == []
@@ -232,14 +333,46 @@ class TestTensions:
         assert main(["memory", "resolve", t["id"], "--keep", new["id"], "--agent", "ops", "--home", home]) == 2
         assert "already resolved" in capsys.readouterr().err
 
-    def test_write_and_tensions_print_plain_text_without_markup(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_write_and_tensions_print_plain_text_without_markup(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """Off a terminal the lines are plain words: no `[yellow]…[/]` tags, and brackets in the facts themselves survive."""
         home = str(tmp_path / "home")
-        assert main(["memory", "write", "deploys go to ci-7 [prod]", "--agent", "ops", "--shared", "--abstraction", "pattern",
-                     "--home", home]) == 0
+        assert (
+            main(
+                [
+                    "memory",
+                    "write",
+                    "deploys go to ci-7 [prod]",
+                    "--agent",
+                    "ops",
+                    "--shared",
+                    "--abstraction",
+                    "pattern",
+                    "--home",
+                    home,
+                ]
+            )
+            == 0
+        )
         capsys.readouterr()
-        assert main(["memory", "write", "deploys go to ci-9 [prod]", "--agent", "dev", "--shared", "--abstraction", "pattern",
-                     "--home", home]) == 0
+        assert (
+            main(
+                [
+                    "memory",
+                    "write",
+                    "deploys go to ci-9 [prod]",
+                    "--agent",
+                    "dev",
+                    "--shared",
+                    "--abstraction",
+                    "pattern",
+                    "--home",
+                    home,
+                ]
+            )
+            == 0
+        )
         written = capsys.readouterr().out
         assert re.search(r"^tension [0-9a-f]{12} with [0-9a-f]{16}: changed value", written, re.M), written
         assert main(["memory", "tensions", "--home", home]) == 0
@@ -257,14 +390,17 @@ class TestTensions:
         assert len(memory.store.tensions(agent="alice")) == 1
         with pytest.raises(UsageError, match="no tension"):
             memory.store.resolve(mine.tensions[0]["id"], mine.artifact.id, agent="bob")
-        assert memory.remember("my build uses python 3.11", agent="bob", abstraction="pattern").tensions == []  # not alice's
+        assert (
+            memory.remember("my build uses python 3.11", agent="bob", abstraction="pattern").tensions == []
+        )  # not alice's
         memory.write("build 41 passed", agent="ci", scope="shared")
         assert memory.remember("build 42 passed", agent="ci", scope="shared").tensions == []
 
 
 class TestStatsExportAndUpgrade:
-    def test_export_is_scoped_and_stats_count_tiers(self, memory: SharedMemory, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    def test_export_is_scoped_and_stats_count_tiers(
+        self, memory: SharedMemory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         aged(memory, "shared and cold", 45)
         memory.write("alice's own note", agent="alice")
         memory.write("bob's own note", agent="bob")
@@ -279,8 +415,9 @@ class TestStatsExportAndUpgrade:
         assert main(["memory", "stats", "--home", home]) == 0
         assert "2 hot, 0 warm, 1 cold" in capsys.readouterr().out
 
-    def test_delete_from_the_cli_names_the_operator(self, memory: SharedMemory, tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    def test_delete_from_the_cli_names_the_operator(
+        self, memory: SharedMemory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         a = memory.write("wrong: the key is in the wiki", agent="ops", scope="shared")
         home = str(tmp_path / "home")
         with pytest.raises(SystemExit) as usage:
@@ -297,14 +434,19 @@ class TestStatsExportAndUpgrade:
         conn = sqlite3.connect(home / "store.db")
         from sherpa_skills.memory._store import m001_memory
 
-        conn.execute("CREATE TABLE _migrations (component TEXT, name TEXT, applied REAL DEFAULT (strftime('%s','now')),"
-                     " PRIMARY KEY (component, name))")
+        conn.execute(
+            "CREATE TABLE _migrations (component TEXT, name TEXT, applied REAL DEFAULT (strftime('%s','now')),"
+            " PRIMARY KEY (component, name))"
+        )
         m001_memory(conn)
         conn.execute("INSERT INTO _migrations (component, name) VALUES ('memory', 'm001_memory')")
         old = time.time() - 60 * DAY
         for n, text in enumerate(["Deploys go to ci-7", "deploys go to ci-7", "the queue is on redis"]):
-            conn.execute("INSERT INTO memory_artifacts (id, agent, scope, kind, tags, metadata, text, created)"
-                         " VALUES (?, 'ops', 'shared', NULL, '[]', '{}', ?, ?)", (f"old{n}", text, old))
+            conn.execute(
+                "INSERT INTO memory_artifacts (id, agent, scope, kind, tags, metadata, text, created)"
+                " VALUES (?, 'ops', 'shared', NULL, '[]', '{}', ?, ?)",
+                (f"old{n}", text, old),
+            )
         conn.commit()
         conn.close()
         with SharedMemory(home) as m:
@@ -326,19 +468,36 @@ answers:
 default: '{"contradicts": false, "reason": "compatible"}'
 """
 
-    def test_related_facts_no_rule_flags_are_asked_and_a_bad_answer_is_skipped(self, memory: SharedMemory, tmp_path: Path) -> None:
+    def test_related_facts_no_rule_flags_are_asked_and_a_bad_answer_is_skipped(
+        self, memory: SharedMemory, tmp_path: Path
+    ) -> None:
         script = tmp_path / "judge.yaml"
         script.write_text(self.SCRIPT, encoding="utf-8")
         model = f"scripted/{script}"
         old = memory.write("the sessions live in redis", agent="ops", scope="shared", abstraction="pattern")
-        assert memory.remember("sessions are kept in postgres", agent="ops", scope="shared", abstraction="pattern").tensions == []
-        judged = memory.remember("the sessions are kept in postgres", agent="ops", scope="shared", abstraction="pattern",
-                                 tension_model=model)
-        assert [t["a"] for t in judged.tensions] == [old.id] and "one store or the other" in judged.tensions[0]["reason"]
-        bad = memory.remember("the sessions table is garbage collected nightly", agent="ops", scope="shared",
-                              abstraction="pattern", tension_model=model)
+        assert (
+            memory.remember(
+                "sessions are kept in postgres", agent="ops", scope="shared", abstraction="pattern"
+            ).tensions
+            == []
+        )
+        judged = memory.remember(
+            "the sessions are kept in postgres", agent="ops", scope="shared", abstraction="pattern", tension_model=model
+        )
+        assert [t["a"] for t in judged.tensions] == [old.id] and "one store or the other" in judged.tensions[0][
+            "reason"
+        ]
+        bad = memory.remember(
+            "the sessions table is garbage collected nightly",
+            agent="ops",
+            scope="shared",
+            abstraction="pattern",
+            tension_model=model,
+        )
         assert bad.tensions == [] and any("not {contradicts, reason} JSON" in s for s in bad.skipped)
-        unrelated = memory.remember("bake a cake for Friday", agent="ops", scope="shared", abstraction="pattern", tension_model=model)
+        unrelated = memory.remember(
+            "bake a cake for Friday", agent="ops", scope="shared", abstraction="pattern", tension_model=model
+        )
         assert unrelated.tensions == [] and unrelated.skipped == []
 
 
@@ -346,7 +505,8 @@ class TestThroughTheActions:
     def test_supersede_history_and_tensions_from_a_workflow(self, tmp_path: Path) -> None:
         """memory_write's supersedes/abstraction and memory_search's history, as an agent runs them."""
         wf = tmp_path / "w.yaml"
-        wf.write_text("""
+        wf.write_text(
+            """
 name: w
 initial: s
 states:
@@ -363,7 +523,9 @@ states:
       - memory_search: {query: "when do backups run", mode: lexical, history: true}
         save_as: all
     final: true
-""", encoding="utf-8")
+""",
+            encoding="utf-8",
+        )
         store = RunStore(home=tmp_path / "home")
         try:
             result = load_workflow(wf).agent(store=store, name="ops").run()
@@ -376,8 +538,14 @@ states:
         now = {h["id"] for h in ctx["now"]["hits"]}
         assert ctx["old"]["id"] not in now and ctx["fix"]["id"] in now
         old_hit = next(h for h in ctx["all"]["hits"] if h["id"] == ctx["old"]["id"])
-        assert old_hit["superseded_by"] == ctx["fix"]["id"] and old_hit["confidence"] == 0.9 and old_hit["category"] == "ops"
+        assert (
+            old_hit["superseded_by"] == ctx["fix"]["id"]
+            and old_hit["confidence"] == 0.9
+            and old_hit["category"] == "ops"
+        )
         with SharedMemory(tmp_path / "home") as m:  # the replaced fact's tension is settled; the correction has its own
-            assert [(t["a"]["id"], t["b"]["id"]) for t in m.store.tensions(agent="ops")] == [(ctx["clash"]["id"], ctx["fix"]["id"])]
+            assert [(t["a"]["id"], t["b"]["id"]) for t in m.store.tensions(agent="ops")] == [
+                (ctx["clash"]["id"], ctx["fix"]["id"])
+            ]
             [settled] = m.store.tensions(agent="ops", status="resolved")
             assert (settled["a"]["id"], settled["resolved_by"]) == (ctx["old"]["id"], "supersede")

@@ -84,12 +84,18 @@ class TestTeamMembers:
         assert texts(a_run.context["seen"]["hits"]) == ["a's private note: deploy with the blue key"]
         assert texts(b_run.context["seen"]["hits"]) == ["b's private note: deploy on Fridays only"]
         with SharedMemory(tmp_path / "home") as memory:  # the API, read as each member
-            assert [h.artifact.agent for h in memory.search("private note deploy", agent="a", mode="lexical").hits] == ["a"]
-            assert [h.artifact.agent for h in memory.search("private note deploy", agent="b", mode="lexical").hits] == ["b"]
+            assert [h.artifact.agent for h in memory.search("private note deploy", agent="a", mode="lexical").hits] == [
+                "a"
+            ]
+            assert [h.artifact.agent for h in memory.search("private note deploy", agent="b", mode="lexical").hits] == [
+                "b"
+            ]
 
 
 class TestWorkflowNames:
-    def test_declaring_another_workflows_name_reads_nothing_of_it(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_declaring_another_workflows_name_reads_nothing_of_it(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """A second file that calls itself `alice` is not alice: its search, the CLI and the API show it none of her notes."""
         home = tmp_path / "home"
         (tmp_path / "alice").mkdir()
@@ -107,12 +113,29 @@ class TestWorkflowNames:
         assert alice != "alice" and alice.startswith("alice@")  # bound to the file, not to what the file says
         assert again.context["wrote"]["agent"] == alice  # the same file is the same agent across runs
         assert seen.status == "final" and seen.context["seen"]["hits"] == []
-        assert main(["memory", "search", "private note deploy password", "--agent", "alice", "--lexical", "--json",
-                     "--home", str(home)]) == 0
+        assert (
+            main(
+                [
+                    "memory",
+                    "search",
+                    "private note deploy password",
+                    "--agent",
+                    "alice",
+                    "--lexical",
+                    "--json",
+                    "--home",
+                    str(home),
+                ]
+            )
+            == 0
+        )
         assert json.loads(capsys.readouterr().out)["hits"] == []
         with SharedMemory(home) as memory:
             assert memory.search("private note deploy password", agent="alice", mode="lexical").hits == []
-            assert {h.artifact.agent for h in memory.search("private note deploy password", agent=alice, mode="lexical").hits} == {alice}
+            assert {
+                h.artifact.agent
+                for h in memory.search("private note deploy password", agent=alice, mode="lexical").hits
+            } == {alice}
 
     def test_a_configured_name_is_the_identity(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """`run --agent NAME` (Agent(name=...)) writes and reads as NAME, whatever the workflow calls itself."""

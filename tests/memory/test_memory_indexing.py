@@ -67,8 +67,10 @@ class TestHeldArtifacts:
 
     def test_a_burst_of_writes_is_indexed_together(self, memory: SharedMemory) -> None:
         with indexing_held_back(memory):
-            written = [memory.write(f"deployment note number {i} about release {i}", agent="ops", scope="shared").id
-                       for i in range(5)]
+            written = [
+                memory.write(f"deployment note number {i} about release {i}", agent="ops", scope="shared").id
+                for i in range(5)
+            ]
         memory.flush()
         assert memory.store.pending() == 0 and in_companion(memory) == 6
         assert set(written) <= {h.artifact.id for h in memory.search("deployment note about a release", agent="x").hits}
@@ -90,7 +92,9 @@ class TestHeldArtifacts:
             memory.write(FIRST, agent="ops", scope="shared")
         assert memory.reindex()["artifacts"] == 3 and not memory.indexer.held and memory.store.pending() == 0
 
-    def test_past_the_cap_writes_index_before_returning(self, memory: SharedMemory, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_past_the_cap_writes_index_before_returning(
+        self, memory: SharedMemory, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         monkeypatch.setattr(_indexer, "MAX_HELD", 1)
         with indexing_held_back(memory):
             held = memory.write(CDN, agent="ops", scope="shared")
@@ -110,7 +114,8 @@ class TestHeldArtifacts:
             assert m.companion_problem and m.store.pending() == 1 and not m.indexer.held
 
 
-WRITER = textwrap.dedent("""
+WRITER = textwrap.dedent(
+    """
     import os, sys
     from sherpa_skills.memory import SharedMemory
     m = SharedMemory(sys.argv[1])
@@ -121,7 +126,9 @@ WRITER = textwrap.dedent("""
     if sys.argv[2] == "crash":
         os._exit(0)  # no close, no atexit: as if killed
     # "exit": the process ends without closing its memory
-""" % CDN)
+"""
+    % CDN
+)
 
 
 def run_writer(home: Path, how: str) -> None:
@@ -153,7 +160,11 @@ class TestAcrossProcesses:
         with SharedMemory(tmp_path / "home") as m:
             assert m.store.count() == 2 and m.store.pending() == 1 and in_companion(m) == 1
             lexical = m.search("flush the CDN cache", agent="x")
-            assert lexical.hits[0].artifact.text == CDN and lexical.pending == 1 and "not in the semantic index" in lexical.notes[0]
+            assert (
+                lexical.hits[0].artifact.text == CDN
+                and lexical.pending == 1
+                and "not in the semantic index" in lexical.notes[0]
+            )
             m.write(FIRST, agent="ops", scope="shared")
             m.flush()
             assert m.store.pending() == 0 and in_companion(m) == 3

@@ -31,8 +31,11 @@ class Server:
 
     def start(self) -> None:
         log = self.log_path.open("ab")
-        self.process = subprocess.Popen([self.exe, "run", "--path", str(self.data), "--host", "127.0.0.1", "--port", str(self.port)],
-                                        stdout=log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            [self.exe, "run", "--path", str(self.data), "--host", "127.0.0.1", "--port", str(self.port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         log.close()
         deadline = time.monotonic() + 30
         while True:
@@ -71,7 +74,9 @@ def server(tmp_path: Path, chroma_executable: str) -> Iterator[Server]:
 
 def configure(home: Path, value: str) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text(f"# other sections may live here too\nbus: {{url: redis://127.0.0.1:6379}}\nmemory:\n  chroma: {value}\n")
+    (home / "config.yaml").write_text(
+        f"# other sections may live here too\nbus: {{url: redis://127.0.0.1:6379}}\nmemory:\n  chroma: {value}\n"
+    )
 
 
 @pytest.mark.slow  # a real `chroma run`, started twice: about ten seconds
@@ -81,7 +86,9 @@ def test_a_chroma_server_named_in_config_is_the_companion(tmp_path: Path, server
     paraphrase = "reboot the http daemon once you edit its settings"
     with SharedMemory(home) as m:
         assert m.companion().where == f"http://127.0.0.1:{server.port}"
-        nginx = m.write("Restart the nginx web server after changing its configuration file", agent="ops", scope="shared")
+        nginx = m.write(
+            "Restart the nginx web server after changing its configuration file", agent="ops", scope="shared"
+        )
         m.write("Bake a chocolate cake for the team party", agent="ops", scope="shared")
         secret = m.write("ops private: the web server restarts need a pager", agent="ops", scope="private")
         result = m.search(paraphrase, agent="dev")
@@ -110,8 +117,11 @@ def test_config_values(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     assert chroma_server(home) is None
-    for value, expected in [("127.0.0.1:8000", ChromaServer("127.0.0.1", 8000)), ("http://chroma.internal:9001", ChromaServer("chroma.internal", 9001)),
-                            ("'[::1]:8000'", ChromaServer("::1", 8000))]:
+    for value, expected in [
+        ("127.0.0.1:8000", ChromaServer("127.0.0.1", 8000)),
+        ("http://chroma.internal:9001", ChromaServer("chroma.internal", 9001)),
+        ("'[::1]:8000'", ChromaServer("::1", 8000)),
+    ]:
         configure(home, value)
         assert chroma_server(home) == expected
     for value in ["8000", "host:0", "host:99999", "ftp://x:1", "[1, 2]"]:

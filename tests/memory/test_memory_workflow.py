@@ -108,14 +108,21 @@ class TestActionsInWorkflows:
         line = next(n for n, row in enumerate(text.splitlines(), 1) if "scope: public" in row)
         with pytest.raises(WorkflowError) as caught:
             load_workflow(path)
-        assert any(p.file.endswith("bad.yaml") and p.line == line and "scope" in p.message and "'private' or 'shared'" in p.message
-                   for p in caught.value.problems), caught.value.problems
+        assert any(
+            p.file.endswith("bad.yaml")
+            and p.line == line
+            and "scope" in p.message
+            and "'private' or 'shared'" in p.message
+            for p in caught.value.problems
+        ), caught.value.problems
         path.write_text(WRITER.replace("kind: hunch}", "kind: hunch, agent: bob}"), encoding="utf-8")
         with pytest.raises(WorkflowError, match="has no argument 'agent'"):
             load_workflow(path)  # an action cannot write as another agent
 
     def test_empty_text_at_run_time_fails_the_run_with_a_clear_error(self, tmp_path: Path) -> None:
-        text = READER.replace('memory_search: {query: "{{ question }}", limit: 10}', 'memory_write: {text: "{{ question }}"}')
+        text = READER.replace(
+            'memory_search: {query: "{{ question }}", limit: 10}', 'memory_write: {text: "{{ question }}"}'
+        )
         result = run(tmp_path, "bob", text, {"question": "   "})
         assert result.status == "error" and "memory_write" in result.error and "text is empty" in result.error
 
@@ -123,14 +130,37 @@ class TestActionsInWorkflows:
 class TestCli:
     def test_write_search_stats_reindex(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         home = str(tmp_path / "home")
-        assert main(["memory", "write", "Restart nginx after editing its configuration", "--agent", "ops", "--shared",
-                     "--kind", "runbook", "--meta", "service=web", "--json", "--home", home]) == 0
+        assert (
+            main(
+                [
+                    "memory",
+                    "write",
+                    "Restart nginx after editing its configuration",
+                    "--agent",
+                    "ops",
+                    "--shared",
+                    "--kind",
+                    "runbook",
+                    "--meta",
+                    "service=web",
+                    "--json",
+                    "--home",
+                    home,
+                ]
+            )
+            == 0
+        )
         shared = json.loads(capsys.readouterr().out)
         assert shared["scope"] == "shared" and shared["metadata"] == {"service": "web"} and shared["indexed"]
-        assert main(["memory", "write", "ops private: nginx keeps crashing on Mondays", "--agent", "ops", "--home", home]) == 0
+        assert (
+            main(["memory", "write", "ops private: nginx keeps crashing on Mondays", "--agent", "ops", "--home", home])
+            == 0
+        )
         capsys.readouterr()
 
-        assert main(["memory", "search", "reload the web server after changing settings", "--json", "--home", home]) == 0
+        assert (
+            main(["memory", "search", "reload the web server after changing settings", "--json", "--home", home]) == 0
+        )
         found = json.loads(capsys.readouterr().out)
         assert found["mode"] == "hybrid" and [h["id"] for h in found["hits"]] == [shared["id"]]
         assert main(["memory", "search", "nginx", "--agent", "ops", "--limit", "1", "--json", "--home", home]) == 0

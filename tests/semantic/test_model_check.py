@@ -104,7 +104,12 @@ def test_the_cli_refuses_a_tampered_model_with_a_clean_message(good, tmp_path, c
     naming the file, no traceback."""
     _flip_a_byte(good)
     env = {**os.environ, MODEL_ENV: str(good), CACHE_ENV: str(cache), "SHERPA_SKILLS_EMBEDDER": "minilm"}
-    done = subprocess.run([sys.executable, "-m", "sherpa_skills", "learn", "replay", "rotate the logs", "--home", str(tmp_path / "home")],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "sherpa_skills", "learn", "replay", "rotate the logs", "--home", str(tmp_path / "home")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done
     assert str(good) in done.stderr and "Traceback" not in done.stderr

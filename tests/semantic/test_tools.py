@@ -13,8 +13,16 @@ from sherpa_skills.semantic.tool_index import ToolIndex, ToolSpec, load_tools
 from sherpa_skills.engine.workflow import load_workflow_text
 
 TOOLS = [
-    ToolSpec(name="deploy_service", description="Roll a service out to the kubernetes cluster", keywords=["deploy", "rollout"]),
-    ToolSpec(name="backup_database", description="Dump the postgres database to object storage", keywords=["backup", "pg_dump"]),
+    ToolSpec(
+        name="deploy_service",
+        description="Roll a service out to the kubernetes cluster",
+        keywords=["deploy", "rollout"],
+    ),
+    ToolSpec(
+        name="backup_database",
+        description="Dump the postgres database to object storage",
+        keywords=["backup", "pg_dump"],
+    ),
     ToolSpec(name="send_email", description="Send an email to a list of people", keywords=["mail", "notify"]),
     ToolSpec(name="resize_image", description="Resize or crop an image file", keywords=["thumbnail"]),
 ]
@@ -38,7 +46,9 @@ class TestToolIndex:
 
     def test_ten_thousand_tools_still_find_the_one_named(self) -> None:
         """The right tool surfaces among 10,000."""
-        many = [ToolSpec(name=f"tool_{i}", description=f"does thing number {i} with widget{i % 97}") for i in range(10_000)]
+        many = [
+            ToolSpec(name=f"tool_{i}", description=f"does thing number {i} with widget{i % 97}") for i in range(10_000)
+        ]
         ranked = ToolIndex([*many, *TOOLS]).relevant("resize this image into a thumbnail")
         assert ranked[0].tool.name == "resize_image"
 
@@ -64,9 +74,13 @@ def test_llm_policy_shows_only_the_relevant_transitions(tmp_path: Path) -> None:
     """With relevant_options: 2, the prompt and the schema carry two of the five transitions."""
     reset_scripts()
     script = tmp_path / "s.yaml"
-    script.write_text("answers:\n  - match: 'Available transitions:(?![\\s\\S]*resize_image)[\\s\\S]*backup_database'\n"
-                      "    respond: '{\"trigger\": \"backup_database\", \"args\": {}}'\n")
-    transitions = "\n".join(f"  - {{trigger: {t.name}, source: start, dest: done, description: \"{t.description}\"}}" for t in TOOLS)
+    script.write_text(
+        "answers:\n  - match: 'Available transitions:(?![\\s\\S]*resize_image)[\\s\\S]*backup_database'\n"
+        '    respond: \'{"trigger": "backup_database", "args": {}}\'\n'
+    )
+    transitions = "\n".join(
+        f'  - {{trigger: {t.name}, source: start, dest: done, description: "{t.description}"}}' for t in TOOLS
+    )
     workflow = load_workflow_text(f"""
 name: pick
 inputs: {{task: {{required: true}}}}

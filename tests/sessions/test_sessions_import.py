@@ -22,12 +22,30 @@ SESSION = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
 
 
 def claude_pair(n: int, command: str | None = None, output: str = "ok", *, error: bool = False) -> str:
-    use = {"type": "assistant", "sessionId": SESSION, "uuid": f"a{n}", "cwd": "/w", "timestamp": "2026-01-01T00:00:00Z",
-           "message": {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{n}", "name": "Bash",
-                                                         "input": {"command": command or f"echo {n}"}}]}}
-    res = {"type": "user", "sessionId": SESSION, "uuid": f"r{n}", "cwd": "/w", "timestamp": "2026-01-01T00:00:01Z",
-           "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": output,
-                                                    "is_error": error}]}}
+    use = {
+        "type": "assistant",
+        "sessionId": SESSION,
+        "uuid": f"a{n}",
+        "cwd": "/w",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": command or f"echo {n}"}}
+            ],
+        },
+    }
+    res = {
+        "type": "user",
+        "sessionId": SESSION,
+        "uuid": f"r{n}",
+        "cwd": "/w",
+        "timestamp": "2026-01-01T00:00:01Z",
+        "message": {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": output, "is_error": error}],
+        },
+    }
     return json.dumps(use) + "\n" + json.dumps(res) + "\n"
 
 
@@ -119,7 +137,9 @@ class TestOffsets:
         summary = import_paths([tmp_path / "a", tmp_path / "b"], home=home)
         assert (summary.files, summary.commands) == (2, 2)
 
-    def test_big_file_is_committed_in_chunks_and_resumes(self, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_big_file_is_committed_in_chunks_and_resumes(
+        self, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         from sherpa_skills.sessions import _importer
 
         monkeypatch.setattr(_importer, "_READ_BYTES", 512)
@@ -137,7 +157,11 @@ def test_progress_is_reported_per_file(home: Path, tmp_path: Path) -> None:
         (tmp_path / f"{n}.zsh_history").write_bytes(zsh(n))
     seen: list[tuple[int, int, str]] = []
     import_paths([tmp_path], home=home, progress=lambda done, total, result: seen.append((done, total, result.status)))
-    import_paths([tmp_path / "0.zsh_history"], home=home, progress=lambda done, total, result: seen.append((done, total, result.status)))
+    import_paths(
+        [tmp_path / "0.zsh_history"],
+        home=home,
+        progress=lambda done, total, result: seen.append((done, total, result.status)),
+    )
     assert seen == [(1, 3, "imported"), (2, 3, "imported"), (3, 3, "imported"), (1, 1, "unchanged")]
 
 
@@ -240,9 +264,13 @@ class TestRedaction:
         done = claude_pair(1, f"export GITHUB_TOKEN={self.TOKEN} && gh repo list", output=f"token={self.TOKEN}\nrepos")
         use = json.loads(done.splitlines()[0])
         use["message"]["content"][0]["input"]["description"] = f"List repos with {self.TOKEN}"
-        pending = claude_pair(2, f"curl -H 'Authorization: Bearer {self.TOKEN}' https://api.example.invalid").splitlines()[0]
+        pending = claude_pair(
+            2, f"curl -H 'Authorization: Bearer {self.TOKEN}' https://api.example.invalid"
+        ).splitlines()[0]
         (project / f"{SESSION}.jsonl").write_text(json.dumps(use) + "\n" + done.splitlines()[1] + "\n" + pending + "\n")
-        (project / ".zsh_history").write_bytes(zsh(1, f"git clone https://me:{self.TOKEN}@git.example.invalid/me/x.git"))
+        (project / ".zsh_history").write_bytes(
+            zsh(1, f"git clone https://me:{self.TOKEN}@git.example.invalid/me/x.git")
+        )
         summary = import_paths([project], home=home)
         assert summary.commands == 2
         with SessionStore(home) as store:
@@ -278,10 +306,19 @@ class TestStoreForMining:
     def test_two_imports_at_once_store_each_command_once(self, home: Path, tmp_path: Path) -> None:
         log = tmp_path / f"{SESSION}.jsonl"
         log.write_text("".join(claude_pair(n) for n in range(300)))
-        code = ("import sys; from pathlib import Path; from sherpa_skills.sessions import import_paths; "
-                "s = import_paths([Path(sys.argv[1])], home=Path(sys.argv[2])); print(s.commands)")
-        procs = [subprocess.Popen([sys.executable, "-c", code, str(log), str(home)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(2)]
+        code = (
+            "import sys; from pathlib import Path; from sherpa_skills.sessions import import_paths; "
+            "s = import_paths([Path(sys.argv[1])], home=Path(sys.argv[2])); print(s.commands)"
+        )
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, str(log), str(home)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
         outputs = [p.communicate(timeout=60) for p in procs]
         for proc, (out, err) in zip(procs, outputs):
             assert proc.returncode == 0 and out.strip(), f"an import failed:\n{err[-3000:]}"

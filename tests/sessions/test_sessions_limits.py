@@ -20,14 +20,20 @@ def session_file(folder: Path, tag: str, commands: list[str]) -> Path:
     session = f"{tag * 8}-2222-4333-8444-555555555555"
     lines = []
     for i, command in enumerate(commands):
-        lines += [bash(f"{tag}call{i}", command, uuid=f"{tag}u{i}", session=session),
-                  result(f"{tag}call{i}", "ok", uuid=f"{tag}r{i}", session=session)]
+        lines += [
+            bash(f"{tag}call{i}", command, uuid=f"{tag}u{i}", session=session),
+            result(f"{tag}call{i}", "ok", uuid=f"{tag}r{i}", session=session),
+        ]
     return write(folder / "-work-app" / f"{session}.jsonl", *lines)
 
 
 def cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sherpa_skills.cli", *args, "--home", str(home)],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "sherpa_skills.cli", *args, "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_long_command_is_stored_truncated_with_its_length_and_hash(tmp_path: Path) -> None:
@@ -55,10 +61,22 @@ def test_a_truncated_command_never_becomes_a_procedure_step(tmp_path: Path) -> N
 def test_known_procedures_skip_steps_too_long_to_index(tmp_path: Path) -> None:
     """A home that stored a huge step before the limit existed still mines: that procedure is left out of the automaton."""
     store = skill_store(tmp_path / "home")
-    store.add_procedure(CapturedProcedure(id="", task_type="huge", steps=[ProcedureStep(command="echo" + " y" * 350_000),
-                                                                            ProcedureStep(command="make")], source="manual"))
-    small = store.add_procedure(CapturedProcedure(id="", task_type="small", steps=[ProcedureStep(command="make build"),
-                                                                                   ProcedureStep(command="make test")], source="manual"))
+    store.add_procedure(
+        CapturedProcedure(
+            id="",
+            task_type="huge",
+            steps=[ProcedureStep(command="echo" + " y" * 350_000), ProcedureStep(command="make")],
+            source="manual",
+        )
+    )
+    small = store.add_procedure(
+        CapturedProcedure(
+            id="",
+            task_type="small",
+            steps=[ProcedureStep(command="make build"), ProcedureStep(command="make test")],
+            source="manual",
+        )
+    )
     known = KnownProcedures(store)
     assert known.found_in(["make build", "make test"]) == {small.id}
     assert known.skipped == 1
@@ -70,9 +88,19 @@ def test_a_home_survives_the_largest_command_it_accepts(tmp_path: Path, size: in
     """Import a session holding one huge command, then import again and run a heartbeat: no SIGSEGV, no traceback."""
     home = tmp_path / "home"
     big = "echo " + "A" * size
-    first = cli("sessions", "import", str(session_file(tmp_path / "a", "3", ["git pull", big, "make test"]).parent.parent), home=home)
+    first = cli(
+        "sessions",
+        "import",
+        str(session_file(tmp_path / "a", "3", ["git pull", big, "make test"]).parent.parent),
+        home=home,
+    )
     assert first.returncode == 0, first.stderr
-    second = cli("sessions", "import", str(session_file(tmp_path / "b", "4", ["git pull", big, "make test", "make lint"]).parent.parent), home=home)
+    second = cli(
+        "sessions",
+        "import",
+        str(session_file(tmp_path / "b", "4", ["git pull", big, "make test", "make lint"]).parent.parent),
+        home=home,
+    )
     assert second.returncode == 0, (second.returncode, second.stderr[-2000:])
     beat = cli("heartbeat", "--once", home=home)
     assert beat.returncode == 0, (beat.returncode, beat.stderr[-2000:])

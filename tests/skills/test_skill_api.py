@@ -19,7 +19,9 @@ def readme_example() -> str:
     return blocks[0]
 
 
-def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_readme_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Capture, promote, match (and no-match), replay as a dry run — exactly as the README shows."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SHERPA_SKILLS_HOME", str(tmp_path / "home"))

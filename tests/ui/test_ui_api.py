@@ -72,7 +72,9 @@ class TestApiMatchesCli:
         assert v1 == cli("learn", "show", pid, "--version", "1", "--home", _home(made))
 
     def test_heartbeat_is_heartbeat_report(self, client: Any, made: dict[str, Any]) -> None:
-        assert client.get("/api/heartbeat?last=5").json() == cli("heartbeat", "report", "--last", "5", "--home", _home(made))
+        assert client.get("/api/heartbeat?last=5").json() == cli(
+            "heartbeat", "report", "--last", "5", "--home", _home(made)
+        )
 
     def test_team_deliveries_in_order(self, client: Any, made: dict[str, Any]) -> None:
         """A team task lists the deliveries the team run made, in the order it made them, and each agent's run."""
@@ -80,14 +82,30 @@ class TestApiMatchesCli:
         task = team["deliveries"][0]["correlation_id"]
         assert task in [t["task"] for t in client.get("/api/teams").json()["teams"]]
         data = client.get(f"/api/teams/{task}").json()
-        keys = ("event_id", "name", "sender", "topic", "recipient", "correlation_id", "agent", "run_id", "outcome", "emitted")
-        assert [{k: d[k] for k in keys} for d in data["deliveries"]] == [{k: d[k] for k in keys} for d in team["deliveries"]]
+        keys = (
+            "event_id",
+            "name",
+            "sender",
+            "topic",
+            "recipient",
+            "correlation_id",
+            "agent",
+            "run_id",
+            "outcome",
+            "emitted",
+        )
+        assert [{k: d[k] for k in keys} for d in data["deliveries"]] == [
+            {k: d[k] for k in keys} for d in team["deliveries"]
+        ]
         assert sorted(data["runs"]) == sorted(team["runs"])
 
     def test_every_route_listed_answers(self, client: Any, made: dict[str, Any]) -> None:
         """Each route /api lists answers 200 once its placeholders are filled."""
-        fill = {"{run_id}": made["waiting"]["run_id"], "{id}": made["loop"]["procedures"][0]["id"],
-                "{task}": made["team"]["deliveries"][0]["correlation_id"]}
+        fill = {
+            "{run_id}": made["waiting"]["run_id"],
+            "{id}": made["loop"]["procedures"][0]["id"],
+            "{task}": made["team"]["deliveries"][0]["correlation_id"],
+        }
         routes = client.get("/api").json()["routes"]
         assert len(routes) >= 10
         for route in routes:
@@ -100,9 +118,15 @@ class TestPages:
     def test_every_page_renders(self, client: Any, made: dict[str, Any]) -> None:
         pid = made["loop"]["procedures"][0]["id"]
         task = made["team"]["deliveries"][0]["correlation_id"]
-        for path, expect in [("/runs", made["waiting"]["run_id"]), (f"/runs/{made['waiting']['run_id']}", "respond/approval"),
-                             ("/procedures", pid), (f"/procedures/{pid}", "exit code 2"), ("/heartbeat", "watermark"),
-                             ("/teams", task), (f"/teams/{task}", "critic")]:
+        for path, expect in [
+            ("/runs", made["waiting"]["run_id"]),
+            (f"/runs/{made['waiting']['run_id']}", "respond/approval"),
+            ("/procedures", pid),
+            (f"/procedures/{pid}", "exit code 2"),
+            ("/heartbeat", "watermark"),
+            ("/teams", task),
+            (f"/teams/{task}", "critic"),
+        ]:
             r = client.get(path)
             assert r.status_code == 200 and expect in r.text, path
 
@@ -111,7 +135,9 @@ class TestPages:
         waiting = client.get("/api/runs?status=waiting").json()
         assert [r["run_id"] for r in waiting] == [made["waiting"]["run_id"]]
         assert all(r["workflow"] == "planner" for r in client.get("/api/runs?workflow=planner").json())
-        assert {r["run_id"] for r in client.get("/api/runs?q=critic").json()} == {r["run_id"] for r in made["team"]["runs"]["critic"].values()}
+        assert {r["run_id"] for r in client.get("/api/runs?q=critic").json()} == {
+            r["run_id"] for r in made["team"]["runs"]["critic"].values()
+        }
         one = client.get("/api/runs?per_page=1&page=2")
         assert len(one.json()) == 1 and one.headers["x-page"] == "2"
         assert client.get("/api/runs?page=9999").json() == []
@@ -164,8 +190,16 @@ class TestActions:
         """A home of its own (actions change it), with one waiting triage run."""
         from _ui_home import ROOT, TECHNICAL
 
-        waiting = cli("run", str(ROOT / "examples" / "support_triage" / "workflow.yaml"), "--home", str(tmp_path),
-                      "-i", f"ticket={TECHNICAL}", "-i", "customer=Ada")
+        waiting = cli(
+            "run",
+            str(ROOT / "examples" / "support_triage" / "workflow.yaml"),
+            "--home",
+            str(tmp_path),
+            "-i",
+            f"ticket={TECHNICAL}",
+            "-i",
+            "customer=Ada",
+        )
         app = create_app(tmp_path, allow_actions=True)
         with TestClient(app, base_url=LOCAL, follow_redirects=False) as c:
             yield c, waiting["run_id"], app.state.ui.csrf
@@ -174,14 +208,21 @@ class TestActions:
         c, run_id, csrf = acting
         assert c.post(f"/runs/{run_id}/resume", data={"trigger": "approve"}).status_code == 403
         assert c.post(f"/runs/{run_id}/resume", data={"trigger": "approve", "csrf": "guess"}).status_code == 403
-        r = c.post(f"/runs/{run_id}/resume", data={"trigger": "approve", "csrf": csrf}, headers={"Origin": "http://evil.example.invalid"})
+        r = c.post(
+            f"/runs/{run_id}/resume",
+            data={"trigger": "approve", "csrf": csrf},
+            headers={"Origin": "http://evil.example.invalid"},
+        )
         assert r.status_code == 403
         assert c.get(f"/api/runs/{run_id}/state").json()["status"] == "waiting"
 
     def test_refuses_a_trigger_the_state_does_not_offer(self, acting: Any) -> None:
         c, run_id, csrf = acting
         r = c.post(f"/runs/{run_id}/resume", data={"trigger": "send", "csrf": csrf})
-        assert r.status_code == 400 and "trigger 'send' is not a transition out of state respond/approval" in r.json()["error"]
+        assert (
+            r.status_code == 400
+            and "trigger 'send' is not a transition out of state respond/approval" in r.json()["error"]
+        )
         r = c.post(f"/runs/{run_id}/resume", data={"csrf": csrf, "inputs": "no-equals-sign"})
         assert r.status_code == 400 and "not NAME=VALUE" in r.json()["error"]
 
@@ -204,8 +245,15 @@ class TestActions:
 
         c, _, csrf = acting
         store = ProcedureDatabase(home=tmp_path)
-        pid = store.add_procedure(CapturedProcedure(id="", task_type="tidy-logs", source="session", status="candidate",
-                                                    steps=[ProcedureStep(command="ls logs")])).id
+        pid = store.add_procedure(
+            CapturedProcedure(
+                id="",
+                task_type="tidy-logs",
+                source="session",
+                status="candidate",
+                steps=[ProcedureStep(command="ls logs")],
+            )
+        ).id
         store.close()
         assert f'action="/procedures/{pid}/promote"' in c.get("/procedures").text
         assert c.post(f"/procedures/{pid}/promote", data={"csrf": "nope"}).status_code == 403
@@ -223,8 +271,15 @@ class TestActions:
 
         c, _, csrf = acting
         store = ProcedureDatabase(home=tmp_path)
-        pid = store.add_procedure(CapturedProcedure(id="", task_type="noise", source="session", status="candidate",
-                                                    steps=[ProcedureStep(command="rm -f x"), ProcedureStep(command="git add y")])).id
+        pid = store.add_procedure(
+            CapturedProcedure(
+                id="",
+                task_type="noise",
+                source="session",
+                status="candidate",
+                steps=[ProcedureStep(command="rm -f x"), ProcedureStep(command="git add y")],
+            )
+        ).id
         store.close()
         assert f'action="/procedures/{pid}/reject"' in c.get("/procedures").text
         assert c.post(f"/procedures/{pid}/reject", data={"csrf": "nope"}).status_code == 403
@@ -248,7 +303,11 @@ class TestCommand:
 
     def test_refuses_a_public_host_without_the_flag(self, tmp_path: Path) -> None:
         code, err = self._run("--home", str(tmp_path), "--host", "0.0.0.0")
-        assert code == 2 and err.startswith("sherpa-skills: --host 0.0.0.0 serves your runs to other machines") and "--allow-remote" in err
+        assert (
+            code == 2
+            and err.startswith("sherpa-skills: --host 0.0.0.0 serves your runs to other machines")
+            and "--allow-remote" in err
+        )
 
     def test_refuses_a_bad_port(self, tmp_path: Path) -> None:
         code, err = self._run("--home", str(tmp_path), "--port", "70000")
@@ -289,15 +348,30 @@ def test_a_long_run_page_shows_its_tail_and_all_on_request(tmp_path: Path) -> No
     from sherpa_skills.engine.runstore import RunStore, TickRecord
 
     store = RunStore(home=tmp_path)
-    store.create_run("long", "loop", None, None, {}, "a", {}, TickRecord(trajectory=[TrajectoryEntry(tick=0, state="a", at=0.0)]))
+    store.create_run(
+        "long", "loop", None, None, {}, "a", {}, TickRecord(trajectory=[TrajectoryEntry(tick=0, state="a", at=0.0)])
+    )
     for tick in range(1, 250):
-        store.commit_tick("long", TickRecord(trajectory=[TrajectoryEntry(tick=tick, state=f"s{tick}", trigger="t", at=tick)],
-                                             log=[LogEntry(tick=tick, action="shell", started=tick)]),
-                          status="final", state=f"s{tick}", tick=tick, counters={"steps": tick})
+        store.commit_tick(
+            "long",
+            TickRecord(
+                trajectory=[TrajectoryEntry(tick=tick, state=f"s{tick}", trigger="t", at=tick)],
+                log=[LogEntry(tick=tick, action="shell", started=tick)],
+            ),
+            status="final",
+            state=f"s{tick}",
+            tick=tick,
+            counters={"steps": tick},
+        )
     store.close()
     with TestClient(create_app(tmp_path), base_url=LOCAL) as c:
         html = c.get("/runs/long").text
-        assert "last 200 of 250" in html and "last 200 of 249 entries" in html and "<code>s249</code>" in html and "<code>s49</code>" not in html
+        assert (
+            "last 200 of 250" in html
+            and "last 200 of 249 entries" in html
+            and "<code>s249</code>" in html
+            and "<code>s49</code>" not in html
+        )
         assert "No diagram: this run was not started from a workflow file" in html
         full = c.get("/runs/long?all=1").text
         assert "<code>s49</code>" in full and "show all" not in full

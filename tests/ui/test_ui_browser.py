@@ -23,13 +23,24 @@ from _ui_home import GATED, shared_home  # noqa: E402
 
 CHROMIUM = os.environ.get("SHERPA_SKILLS_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 if not CHROMIUM:
-    pytest.skip("no Chromium on this machine (apt-get install chromium, or set SHERPA_SKILLS_CHROMIUM)", allow_module_level=True)
+    pytest.skip(
+        "no Chromium on this machine (apt-get install chromium, or set SHERPA_SKILLS_CHROMIUM)", allow_module_level=True
+    )
 
 pytestmark = pytest.mark.slow
 
 # Headless, and nothing that reaches outside hosts (updates, sync, field trials).
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 
 def _free_port() -> int:
@@ -48,8 +59,11 @@ class _Server:
 
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(create_app(home), host="127.0.0.1", port=self.port, log_level="warning",
-                                                    timeout_graceful_shutdown=1))
+        self.server = uvicorn.Server(
+            uvicorn.Config(
+                create_app(home), host="127.0.0.1", port=self.port, log_level="warning", timeout_graceful_shutdown=1
+            )
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> _Server:
@@ -89,8 +103,14 @@ def page(browser: Any) -> Any:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     # Everything the pages need is served by the app: any request elsewhere (a CDN) fails the test.
     outside: list[str] = []
-    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1:")
-                  else (outside.append(route.request.url), route.abort()))
+    context.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if route.request.url.startswith("http://127.0.0.1:")
+            else (outside.append(route.request.url), route.abort())
+        ),
+    )
     p = context.new_page()
     errors: list[str] = []
     p.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -125,7 +145,9 @@ def test_runs_page_lists_the_runs(page: Any, server: Any, made: dict[str, Any], 
     assert (tmp_path / "runs.png").stat().st_size > 10_000
 
 
-def test_run_page_draws_the_machine_with_the_current_state(page: Any, server: Any, made: dict[str, Any], tmp_path: Path) -> None:
+def test_run_page_draws_the_machine_with_the_current_state(
+    page: Any, server: Any, made: dict[str, Any], tmp_path: Path
+) -> None:
     """A waiting run: nested states as nested boxes, visited states and the current one marked, trajectory and log shown."""
     run_id = made["waiting"]["run_id"]
     page.goto(f"{server.url}/runs/{run_id}")
@@ -133,7 +155,9 @@ def test_run_page_draws_the_machine_with_the_current_state(page: Any, server: An
     assert _current_node(page) == "approval (waiting)"
     visited = page.eval_on_selector_all("#diagram svg g.node.visited", "gs => gs.map(g => g.textContent.trim())")
     assert {"intake", "assess", "technical", "draft", "check"} <= set(visited)
-    clusters = page.eval_on_selector_all("#diagram svg g.statediagram-cluster, #diagram svg g.cluster", "gs => gs.length")
+    clusters = page.eval_on_selector_all(
+        "#diagram svg g.statediagram-cluster, #diagram svg g.cluster", "gs => gs.length"
+    )
     assert clusters >= 2  # triage and respond drawn as boxes around their states
     timeline = page.locator("ol.timeline li").all_inner_texts()
     assert "respond/approval" in timeline[-1] and "intake" in timeline[0]
@@ -143,7 +167,9 @@ def test_run_page_draws_the_machine_with_the_current_state(page: Any, server: An
     page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
 
 
-def test_procedures_pages_show_health_versions_and_the_divergence(page: Any, server: Any, made: dict[str, Any], tmp_path: Path) -> None:
+def test_procedures_pages_show_health_versions_and_the_divergence(
+    page: Any, server: Any, made: dict[str, Any], tmp_path: Path
+) -> None:
     pid = made["loop"]["procedures"][0]["id"]
     page.goto(f"{server.url}/procedures")
     row = page.locator(f"tr[data-procedure='{pid}']")
@@ -208,9 +234,12 @@ def test_follows_a_run_live(page: Any, server: Any, made: dict[str, Any], tmp_pa
         for steps, expected in (("12", "one"), ("3", "last")):
             for step in steps:
                 (gate / step).touch()
-            page.wait_for_function("name => { const g = document.querySelector('#diagram svg g.node.current');"
-                                   " return g && g.textContent.trim() === name && document.body.dataset.diagrams === 'drawn'; }",
-                                   arg=expected, timeout=60_000)
+            page.wait_for_function(
+                "name => { const g = document.querySelector('#diagram svg g.node.current');"
+                " return g && g.textContent.trim() === name && document.body.dataset.diagrams === 'drawn'; }",
+                arg=expected,
+                timeout=60_000,
+            )
             assert page.locator("ol.timeline li").last.inner_text().split()[1].endswith(expected)
         assert page.locator("#run").get_attribute("data-status") == "final" and page.locator(".live").count() == 0
         assert page.evaluate("window.__sameDocument") is True

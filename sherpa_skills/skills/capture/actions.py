@@ -16,9 +16,14 @@ from ..replay.runtime import as_template, failure_finder, skill_store
 from ..store.database import step_signature
 
 # Commands that only look around: a procedure made of them alone is not worth replaying.
-NO_OP_PROGRAMS = frozenset("ls ll la pwd cd cat less more head tail clear history whoami which type echo true date env printenv "
-                           "man help exit tree file stat wc".split())
-_SUCCESS_LINE = re.compile(r"\b(ok|passed|pass|success|successful|succeeded|built|done|complete|completed|created|installed|finished)\b", re.IGNORECASE)
+NO_OP_PROGRAMS = frozenset(
+    "ls ll la pwd cd cat less more head tail clear history whoami which type echo true date env printenv "
+    "man help exit tree file stat wc".split()
+)
+_SUCCESS_LINE = re.compile(
+    r"\b(ok|passed|pass|success|successful|succeeded|built|done|complete|completed|created|installed|finished)\b",
+    re.IGNORECASE,
+)
 
 
 def program(command: str) -> str:
@@ -54,9 +59,17 @@ def capture_collect(args: NoArgs, ctx: ActionContext) -> ActionResult:
         for entry in belief.log:
             if entry.action == "shell":
                 out = entry.outputs or {}
-                raw.append({"command": entry.inputs.get("command", ""), "status": entry.status, "exit_code": out.get("exit_code"),
-                            "stdout": out.get("stdout", ""), "timeout_secs": entry.inputs.get("timeout_secs", 60),
-                            "cwd": entry.inputs.get("cwd"), "literal": True})
+                raw.append(
+                    {
+                        "command": entry.inputs.get("command", ""),
+                        "status": entry.status,
+                        "exit_code": out.get("exit_code"),
+                        "stdout": out.get("stdout", ""),
+                        "timeout_secs": entry.inputs.get("timeout_secs", 60),
+                        "cwd": entry.inputs.get("cwd"),
+                        "literal": True,
+                    }
+                )
         planned_tokens = planned_tokens or sum(e.tokens for e in belief.log)
         planned_calls = planned_calls or int(row.counters.get("llm_calls", 0))
     for number, step in enumerate(view.get("steps") or [], 1):
@@ -67,11 +80,15 @@ def capture_collect(args: NoArgs, ctx: ActionContext) -> ActionResult:
             raise UsageError(f"step {number} ({given.command!r}): {exc}") from None
         # Given explicitly: kept as given (no step dropped, patterns kept, one step is enough).
         raw.append({**given.model_dump(), "status": "ok", "stdout": "", "explicit": True})
-    return ActionResult(outputs={"collected": len(raw)},
-                        context={"raw_steps": raw, "planned_tokens": planned_tokens, "planned_llm_calls": planned_calls})
+    return ActionResult(
+        outputs={"collected": len(raw)},
+        context={"raw_steps": raw, "planned_tokens": planned_tokens, "planned_llm_calls": planned_calls},
+    )
 
 
-_MARKER_NAME = re.compile(r"(?:\b([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*|--([A-Za-z][\w-]*)[= ])[\"']?(?:Bearer |Basic |token )?$")
+_MARKER_NAME = re.compile(
+    r"(?:\b([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*|--([A-Za-z][\w-]*)[= ])[\"']?(?:Bearer |Basic |token )?$"
+)
 
 
 def secrets_to_env(command: str, taken: set[str]) -> tuple[str, list[str]]:
@@ -120,20 +137,34 @@ def capture_filter(args: NoArgs, ctx: ActionContext) -> ActionResult:
             filtered.append({"command": step["command"][:200], "reason": "empty"})
             continue
         if is_no_op(command):
-            filtered.append({"command": command, "reason": f"look-around command ({program(command)}): nothing to replay"})
+            filtered.append(
+                {"command": command, "reason": f"look-around command ({program(command)}): nothing to replay"}
+            )
             continue
         if step["status"] != "ok" and view.get("drop_failed"):
             failed += 1
-            filtered.append({"command": command, "reason": f"failed (exit {step.get('exit_code')}): kept as a defensive learning"})
-            store.add_learning(CapturedLearning(task_type=view.get("task_type"), procedure_id=view.get("procedure_id"), command=command,
-                                                about=redact(str(view.get("description") or view.get("task") or ""))[:300],
-                                                error=redact(str(step.get("stdout", ""))[-300:]), exit_code=step.get("exit_code"), source="run"))
+            filtered.append(
+                {"command": command, "reason": f"failed (exit {step.get('exit_code')}): kept as a defensive learning"}
+            )
+            store.add_learning(
+                CapturedLearning(
+                    task_type=view.get("task_type"),
+                    procedure_id=view.get("procedure_id"),
+                    command=command,
+                    about=redact(str(view.get("description") or view.get("task") or ""))[:300],
+                    error=redact(str(step.get("stdout", ""))[-300:]),
+                    exit_code=step.get("exit_code"),
+                    source="run",
+                )
+            )
             continue
         kept.append({**step, "command": command, "stdout": redact(step.get("stdout") or "")})
     if failed:
         failure_finder(ctx.home).sync()  # the new learnings' vectors, so the next plan finds them by meaning
-    return ActionResult(outputs={"kept": len(kept), "filtered": filtered, "failed_dropped": failed, "secrets_to_env": secrets},
-                        context={"steps_filtered": kept, "filtered": filtered, "secrets_to_env": secrets})
+    return ActionResult(
+        outputs={"kept": len(kept), "filtered": filtered, "failed_dropped": failed, "secrets_to_env": secrets},
+        context={"steps_filtered": kept, "filtered": filtered, "secrets_to_env": secrets},
+    )
 
 
 class MinStepsArgs(BaseModel):
@@ -178,8 +209,10 @@ def capture_explain(args: NoArgs, ctx: ActionContext) -> ActionResult:
     need = _min_steps(view, 2)
     if len(steps) < need:
         dropped = "; ".join(f"{f['command']} ({f['reason']})" for f in view.get("filtered") or [])
-        reasons.append(f"only {len(steps)} step(s) left after filtering; a procedure needs at least {need}"
-                       + (f" (filtered: {dropped})" if dropped else ""))
+        reasons.append(
+            f"only {len(steps)} step(s) left after filtering; a procedure needs at least {need}"
+            + (f" (filtered: {dropped})" if dropped else "")
+        )
     if not capture_no_secrets(view):
         reasons.append("a step still looks like it holds a secret")
     reason = "; ".join(reasons) or "refused"
@@ -194,10 +227,16 @@ def crystallise_steps(raw: list[dict[str, Any]]) -> list[ProcedureStep]:
         if s.get("literal") and ("{{" in command or "{%" in command or "{#" in command):
             command = "{% raw %}" + command + "{% endraw %}"  # literal braces (docker --format, awk) stay literal
         exit_code = s.get("exit_code")
-        steps.append(ProcedureStep(command=command, expected_exit_code=exit_code if isinstance(exit_code, int) else 0,
-                                   expected_output_pattern=s.get("expected_output_pattern") or stable_pattern(s.get("stdout") or ""),
-                                   timeout_secs=max(float(s.get("timeout_secs") or 60), 1.0), env_vars=s.get("env_vars") or [],
-                                   cwd=s.get("cwd")))
+        steps.append(
+            ProcedureStep(
+                command=command,
+                expected_exit_code=exit_code if isinstance(exit_code, int) else 0,
+                expected_output_pattern=s.get("expected_output_pattern") or stable_pattern(s.get("stdout") or ""),
+                timeout_secs=max(float(s.get("timeout_secs") or 60), 1.0),
+                env_vars=s.get("env_vars") or [],
+                cwd=s.get("cwd"),
+            )
+        )
     return steps
 
 
@@ -218,8 +257,10 @@ def capture_dedupe(args: NoArgs, ctx: ActionContext) -> ActionResult:
     if existing is None:
         return ActionResult(outputs={"duplicate_of": None}, context={"duplicate_of": None})
     updated = store.record_success(existing.id)
-    return ActionResult(outputs={"duplicate_of": existing.id},
-                        context={"duplicate_of": existing.id, "procedure": updated.model_dump(mode="json")})
+    return ActionResult(
+        outputs={"duplicate_of": existing.id},
+        context={"duplicate_of": existing.id, "procedure": updated.model_dump(mode="json")},
+    )
 
 
 @default_registry.action("capture_crystallise")
@@ -228,23 +269,47 @@ def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
     view = ctx.view
     store = skill_store(ctx.home)
     steps = crystallise_steps(view.get("steps_filtered") or [])
-    common = {"planned_tokens": int(view.get("planned_tokens") or 0), "planned_llm_calls": int(view.get("planned_llm_calls") or 0)}
+    common = {
+        "planned_tokens": int(view.get("planned_tokens") or 0),
+        "planned_llm_calls": int(view.get("planned_llm_calls") or 0),
+    }
     if view.get("procedure_id"):
-        proc = store.add_version(view.get("procedure_id"), steps, source="run" if view.get("run_id") else "manual",
-                                 preconditions=view.get("preconditions") or None, postconditions=view.get("postconditions") or None, **common)
+        proc = store.add_version(
+            view.get("procedure_id"),
+            steps,
+            source="run" if view.get("run_id") else "manual",
+            preconditions=view.get("preconditions") or None,
+            postconditions=view.get("postconditions") or None,
+            **common,
+        )
     else:
         task_type = view.get("task_type")
         if not task_type:
             raise UsageError("capture needs a task type")
-        proc, inserted = store.insert_or_credit(CapturedProcedure(
-            id="", task_type=task_type, description=view.get("description") or "", steps=steps, tags=list(view.get("tags") or []),
-            preconditions=list(view.get("preconditions") or []), postconditions=list(view.get("postconditions") or []),
-            source=view.get("source") or ("run" if view.get("run_id") else "manual"), success_count=1, status=view.get("status") or "active",
-            context={"captured_from_run": view.get("run_id")} if view.get("run_id") else {}, **common))
+        proc, inserted = store.insert_or_credit(
+            CapturedProcedure(
+                id="",
+                task_type=task_type,
+                description=view.get("description") or "",
+                steps=steps,
+                tags=list(view.get("tags") or []),
+                preconditions=list(view.get("preconditions") or []),
+                postconditions=list(view.get("postconditions") or []),
+                source=view.get("source") or ("run" if view.get("run_id") else "manual"),
+                success_count=1,
+                status=view.get("status") or "active",
+                context={"captured_from_run": view.get("run_id")} if view.get("run_id") else {},
+                **common,
+            )
+        )
         if not inserted:  # another capture stored the same steps between our duplicate check and this insert
-            return ActionResult(outputs={"duplicate_of": proc.id},
-                                context={"duplicate_of": proc.id, "procedure": proc.model_dump(mode="json")})
-    return ActionResult(outputs={"procedure_id": proc.id, "version": proc.version}, context={"procedure": proc.model_dump(mode="json")})
+            return ActionResult(
+                outputs={"duplicate_of": proc.id},
+                context={"duplicate_of": proc.id, "procedure": proc.model_dump(mode="json")},
+            )
+    return ActionResult(
+        outputs={"procedure_id": proc.id, "version": proc.version}, context={"procedure": proc.model_dump(mode="json")}
+    )
 
 
 @default_registry.action("capture_index")
@@ -253,4 +318,8 @@ def capture_index(args: NoArgs, ctx: ActionContext) -> ActionResult:
     store = skill_store(ctx.home)
     proc = store.get(ctx.view.get("procedure")["id"])
     warning = Matcher(store).index(proc)
-    return ActionResult(outputs={"indexed": warning is None}, context={"index_warning": warning}, status="ok" if warning is None else "failed")
+    return ActionResult(
+        outputs={"indexed": warning is None},
+        context={"index_warning": warning},
+        status="ok" if warning is None else "failed",
+    )

@@ -123,14 +123,24 @@ class LearningAgent:
             self.inputs, self._started = dict(inputs or {}), time.time()
             self.match, self.procedure = self.learner.match(self.workflow, self.inputs)
             if self.procedure is not None:
-                self.replay = ReplayPolicy(self.procedure.decisions, inputs=self.inputs | dict(self.match.params),
-                                           procedure_id=self.procedure.id, version=self.procedure.version,
-                                           registry=self.agent.registry)
+                self.replay = ReplayPolicy(
+                    self.procedure.decisions,
+                    inputs=self.inputs | dict(self.match.params),
+                    procedure_id=self.procedure.id,
+                    version=self.procedure.version,
+                    registry=self.agent.registry,
+                )
                 self.agent.policy = _with_replay(self._policy, self.replay)
         result = self.agent.run(inputs, **kwargs)
         if self.replay is not None and result.status == "final":
-            self.replay.finish(result.state, [(t.source, t.trigger, t.decided_by) for t in self.agent.belief.trajectory
-                                              if t.decided_by in POLICY_DECIDERS])
+            self.replay.finish(
+                result.state,
+                [
+                    (t.source, t.trigger, t.decided_by)
+                    for t in self.agent.belief.trajectory
+                    if t.decided_by in POLICY_DECIDERS
+                ],
+            )
         if self.replay is not None:
             result.diverged_at = self.replay.divergence
         result.tokens_saved, result.llm_calls_saved = self._saved(result)
@@ -144,19 +154,32 @@ class LearningAgent:
         proc = self.procedure
         if proc is None or result.status != "final":
             return 0, 0
-        return (max(0, proc.planned_tokens - result.counters["tokens"]),
-                max(0, proc.planned_llm_calls - result.counters["llm_calls"]))
+        return (
+            max(0, proc.planned_tokens - result.counters["tokens"]),
+            max(0, proc.planned_llm_calls - result.counters["llm_calls"]),
+        )
 
     def _learn(self, result: RunResult) -> None:
         store, proc, replay = self.learner.store, self.procedure, self.replay
         if proc is not None and replay is not None:
             diverged = replay.divergence
             outcome = "error" if result.status == "error" else ("diverged" if diverged else "success")
-            store.record_execution(Execution(
-                procedure_id=proc.id, version=proc.version, started=self._started, ended=time.time(), outcome=outcome,
-                diverged_step=diverged["step"] if diverged else None,
-                reason=f"expected {diverged['expected']}, observed {diverged['observed']}" if diverged else result.error,
-                tokens=result.counters["tokens"], llm_calls=result.counters["llm_calls"], run_id=self.agent.run_id))
+            store.record_execution(
+                Execution(
+                    procedure_id=proc.id,
+                    version=proc.version,
+                    started=self._started,
+                    ended=time.time(),
+                    outcome=outcome,
+                    diverged_step=diverged["step"] if diverged else None,
+                    reason=f"expected {diverged['expected']}, observed {diverged['observed']}"
+                    if diverged
+                    else result.error,
+                    tokens=result.counters["tokens"],
+                    llm_calls=result.counters["llm_calls"],
+                    run_id=self.agent.run_id,
+                )
+            )
         if result.status != "final":
             return
         decisions = capture_decisions(self.agent.belief, self.inputs, proc.decisions if proc else None)
@@ -164,19 +187,38 @@ class LearningAgent:
             return  # nothing a policy decided: nothing to learn
         if proc is not None and replay is not None and replay.divergence is None:
             return  # followed as recorded: the execution above is its credit
-        if proc is not None and (decision_signature(decisions) != decision_signature(proc.decisions)
-                                 or _checks(decisions) != _checks(proc.decisions)):
+        if proc is not None and (
+            decision_signature(decisions) != decision_signature(proc.decisions)
+            or _checks(decisions) != _checks(proc.decisions)
+        ):
             # Diverged and took another path, or the same one in a changed world (a check observes other features):
             # the procedure's next version (its description stays the task's).
-            updated = store.add_version(proc.id, [], source="run", planned_tokens=result.counters["tokens"],
-                                        planned_llm_calls=result.counters["llm_calls"], decisions=decisions)
+            updated = store.add_version(
+                proc.id,
+                [],
+                source="run",
+                planned_tokens=result.counters["tokens"],
+                planned_llm_calls=result.counters["llm_calls"],
+                decisions=decisions,
+            )
             log.info("trajectory_relearned", procedure=updated.id, version=updated.version)
             return
         text = described_task(self.inputs)
-        captured, inserted = store.insert_or_credit(CapturedProcedure(
-            id="", task_type=self.workflow.spec.name, description=text[:500], steps=[], kind="trajectory", decisions=decisions,
-            source="run", success_count=1, planned_tokens=result.counters["tokens"], planned_llm_calls=result.counters["llm_calls"],
-            context={"run_id": self.agent.run_id}))
+        captured, inserted = store.insert_or_credit(
+            CapturedProcedure(
+                id="",
+                task_type=self.workflow.spec.name,
+                description=text[:500],
+                steps=[],
+                kind="trajectory",
+                decisions=decisions,
+                source="run",
+                success_count=1,
+                planned_tokens=result.counters["tokens"],
+                planned_llm_calls=result.counters["llm_calls"],
+                context={"run_id": self.agent.run_id},
+            )
+        )
         if inserted:
             self.learner.matcher.index(captured)
         log.info("trajectory_captured", procedure=captured.id, inserted=inserted)

@@ -28,11 +28,25 @@ def plan_context(args: NoArgs, ctx: ActionContext) -> ActionResult:
     diverged = replay.get("state") == "diverged"
     # Found by what the task means (the procedures' scores, a floor calibrated for learnings), not only by task type.
     found = failure_finder(ctx.home).find(str(view.get("task") or ""), view.get("task_type"), limit=5)
-    learnings = [{"command": x.learning.command, "error": x.learning.error[-200:], "seen": x.learning.seen,
-                  "relevance": x.relevance, "why": x.why} for x in found.found]
-    commands = [{"command": e.inputs.get("command"), "exit_code": (e.outputs or {}).get("exit_code"),
-                 "output": ((e.outputs or {}).get("stdout", "") + (e.outputs or {}).get("stderr", ""))[-400:]}
-                for e in view.log if e.action == "shell"]
+    learnings = [
+        {
+            "command": x.learning.command,
+            "error": x.learning.error[-200:],
+            "seen": x.learning.seen,
+            "relevance": x.relevance,
+            "why": x.why,
+        }
+        for x in found.found
+    ]
+    commands = [
+        {
+            "command": e.inputs.get("command"),
+            "exit_code": (e.outputs or {}).get("exit_code"),
+            "output": ((e.outputs or {}).get("stdout", "") + (e.outputs or {}).get("stderr", ""))[-400:],
+        }
+        for e in view.log
+        if e.action == "shell"
+    ]
     stop_reason = _stop_reason(commands, view.get("max_commands"))
     context = {
         "may_run": stop_reason is None,
@@ -53,6 +67,10 @@ def _stop_reason(commands: list[dict[str, Any]], max_commands: Any) -> str | Non
     if len(commands) >= limit:
         return f"{limit} commands run, the most this run may (max_commands)"
     last = commands[-REPEATED_FAILURES:]
-    if len(last) == REPEATED_FAILURES and len({c["command"] for c in last}) == 1 and all(c["exit_code"] != 0 for c in last):
+    if (
+        len(last) == REPEATED_FAILURES
+        and len({c["command"] for c in last}) == 1
+        and all(c["exit_code"] != 0 for c in last)
+    ):
         return f"`{last[0]['command']}` failed {REPEATED_FAILURES} times in a row"
     return None

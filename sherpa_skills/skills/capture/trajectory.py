@@ -35,8 +35,11 @@ def described_task(inputs: dict[str, Any]) -> str:
     """The task text a trajectory is described by, its one-word inputs (an order number, an id) as {{ name }}: those vary
     between runs of the same task, and the matcher takes them as parameters rather than as literals that disagree."""
     words = one_word_inputs(inputs)
-    return " ".join("{{ " + k + " }}" if k in words else str(v) for k, v in inputs.items()
-                    if k in words or (isinstance(v, str) and v.strip()))
+    return " ".join(
+        "{{ " + k + " }}" if k in words else str(v)
+        for k, v in inputs.items()
+        if k in words or (isinstance(v, str) and v.strip())
+    )
 
 
 def parametrise(value: Any, inputs: dict[str, Any]) -> Any:
@@ -64,11 +67,16 @@ def _outcome(entry: Any) -> ActionOutcome:
     return ActionOutcome(action=entry.action, status=entry.status, exit_code=code if isinstance(code, int) else None)
 
 
-def capture_decisions(belief: Belief, inputs: dict[str, Any], replayed: list[RecordedDecision] | None = None) -> list[RecordedDecision]:
+def capture_decisions(
+    belief: Belief, inputs: dict[str, Any], replayed: list[RecordedDecision] | None = None
+) -> list[RecordedDecision]:
     """The run's policy decisions in order. An LLM's arguments come from its log entry; a replayed decision's from the
     procedure it followed (already parametrised); a rule's are the rule's own and it decides them again on replay."""
-    chosen_args = {e.tick: dict(e.outputs.get("args") or {}) for e in belief.log
-                   if e.action.startswith("policy:") and e.status == "ok" and isinstance(e.outputs, dict)}
+    chosen_args = {
+        e.tick: dict(e.outputs.get("args") or {})
+        for e in belief.log
+        if e.action.startswith("policy:") and e.status == "ok" and isinstance(e.outputs, dict)
+    }
     decisions: list[RecordedDecision] = []
     ticks: list[int] = []
     previous = None
@@ -81,10 +89,20 @@ def capture_decisions(belief: Belief, inputs: dict[str, Any], replayed: list[Rec
                 args, decided_by = replayed[position].args, replayed[position].decided_by
             else:
                 args = parametrise(chosen_args.get(entry.tick, {}), inputs)
-            before = [_outcome(e) for e in belief.log if e.tick < entry.tick and not e.action.startswith(("policy:", "check:"))]
-            decisions.append(RecordedDecision(state=entry.source or previous.state, trigger=entry.trigger or "", args=args,
-                                              decided_by=decided_by,
-                                              outcomes_before=before))
+            before = [
+                _outcome(e)
+                for e in belief.log
+                if e.tick < entry.tick and not e.action.startswith(("policy:", "check:"))
+            ]
+            decisions.append(
+                RecordedDecision(
+                    state=entry.source or previous.state,
+                    trigger=entry.trigger or "",
+                    args=args,
+                    decided_by=decided_by,
+                    outcomes_before=before,
+                )
+            )
         previous = entry
     _attach_checks(decisions, ticks, belief)
     return decisions
@@ -98,4 +116,4 @@ def _attach_checks(decisions: list[RecordedDecision], ticks: list[int], belief: 
             continue  # a check that raised recorded nothing to compare
         at = max(0, sum(1 for t in ticks if t <= e.tick) - 1)
         if at < len(decisions):
-            decisions[at].checks.append(RecordedCheck(action=e.action[len("check:"):], features=thaw(e.outputs)))
+            decisions[at].checks.append(RecordedCheck(action=e.action[len("check:") :], features=thaw(e.outputs)))

@@ -71,7 +71,11 @@ def learning_texts(rows: list[_Row]) -> list[list[str]]:
 
 def learning_words(task_type: str | None, about: str, command: str) -> set[str]:
     """What a task may name to find a learning: the words of its task type, of what it was for and of its command."""
-    return task_type_words(task_type) | set(words(about[:500])) | set(words(re.sub(r"[^\w\s.-]", " ", command[:2000]).replace("/", " ")))
+    return (
+        task_type_words(task_type)
+        | set(words(about[:500]))
+        | set(words(re.sub(r"[^\w\s.-]", " ", command[:2000]).replace("/", " ")))
+    )
 
 
 class FoundLearning(BaseModel):
@@ -137,7 +141,11 @@ class FailureFinder:
         ids = list(dict.fromkeys([*own, *near, *terms.search(weights, POOL)]))
         ids = [i for i in ids if i in rows]  # the companion may know an id the truth no longer has: the truth wins
         closest = self._closest(vector, ids, rows) if vector is not None else {}
-        found.mode, found.degraded, found.considered = ("semantic" if vector is not None else "lexical"), degraded, len(ids)
+        found.mode, found.degraded, found.considered = (
+            ("semantic" if vector is not None else "lexical"),
+            degraded,
+            len(ids),
+        )
         found.floor = FLOOR if vector is not None else LEXICAL_FLOOR
         scored: list[tuple[str, float, float | None, float, list[str], str]] = []
         for i in ids:
@@ -152,13 +160,30 @@ class FailureFinder:
             elif relevance >= found.floor:
                 how = f"meaning {semantic:.2f}" if semantic is not None else "key terms"
                 shared = f", shares {', '.join(matched)}" if matched else ""
-                scored.append((i, relevance, semantic, share, matched,
-                               f"relevance {relevance:.2f} >= floor {found.floor:g} ({how}{shared})"))
+                scored.append(
+                    (
+                        i,
+                        relevance,
+                        semantic,
+                        share,
+                        matched,
+                        f"relevance {relevance:.2f} >= floor {found.floor:g} ({how}{shared})",
+                    )
+                )
         scored.sort(key=lambda x: -x[1])
-        learnings = self.store.learnings_by_id([int(x[0]) for x in scored[:max(limit, 0)]])
-        found.found = [FoundLearning(learning=learnings[int(i)], relevance=round(r, 4), semantic=None if s is None else round(s, 4),
-                                     terms=round(t, 4), matched_terms=m, why=why)
-                       for i, r, s, t, m, why in scored[:max(limit, 0)] if int(i) in learnings]
+        learnings = self.store.learnings_by_id([int(x[0]) for x in scored[: max(limit, 0)]])
+        found.found = [
+            FoundLearning(
+                learning=learnings[int(i)],
+                relevance=round(r, 4),
+                semantic=None if s is None else round(s, 4),
+                terms=round(t, 4),
+                matched_terms=m,
+                why=why,
+            )
+            for i, r, s, t, m, why in scored[: max(limit, 0)]
+            if int(i) in learnings
+        ]
         # Equally relevant ones (a task type's own learnings) are shown most recently seen first.
         found.found.sort(key=lambda x: (-x.relevance, -(x.learning.last_seen or x.learning.created)))
         return found
@@ -173,9 +198,13 @@ class FailureFinder:
         if not getattr(getattr(companion, "embedder", None), "semantic", False):
             return semantic_query(companion, COLLECTION, query, POOL, None, "learnings are found by key terms")
         self.sync()  # learnings another writer added (mining, another process) are embedded before they are looked for
-        vector, near, degraded = semantic_query(companion, COLLECTION, query, POOL, None, "learnings are found by key terms")
+        vector, near, degraded = semantic_query(
+            companion, COLLECTION, query, POOL, None, "learnings are found by key terms"
+        )
         if vector is not None and degraded and self.sync(force=True):  # the collection went missing: rebuilt, ask again
-            vector, near, degraded = semantic_query(companion, COLLECTION, query, POOL, None, "learnings are found by key terms")
+            vector, near, degraded = semantic_query(
+                companion, COLLECTION, query, POOL, None, "learnings are found by key terms"
+            )
         return vector, near, degraded
 
     def _closest(self, vector: Any, ids: list[str], rows: dict[str, _Row]) -> dict[str, float]:
@@ -208,7 +237,7 @@ class FailureFinder:
             if known is not None:
                 missing = [item for item in items if item not in known]
                 for start in range(0, len(missing), 256):
-                    chunk = missing[start:start + 256]
+                    chunk = missing[start : start + 256]
                     companion.upsert(COLLECTION, chunk, [items[x][0] for x in chunk], [items[x][1] for x in chunk])
                 gone = sorted(known - set(items))
                 if gone:
@@ -234,6 +263,8 @@ def _meta(row: _Row) -> dict[str, Any]:
     return {"task_type": row[0]}
 
 
-def relevant_learnings(store: ProcedureDatabase, task: str, task_type: str | None = None, limit: int = 5) -> LearningsFound:
+def relevant_learnings(
+    store: ProcedureDatabase, task: str, task_type: str | None = None, limit: int = 5
+) -> LearningsFound:
     """The learnings this task is about, for a store without a finder of its own (one lookup)."""
     return FailureFinder(store).find(task, task_type, limit)

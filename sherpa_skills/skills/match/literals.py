@@ -27,9 +27,24 @@ _PARAM = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 
 # Slashed phrases that are prose, not paths ("files/directories", "normal/regular"): two bare words.
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")
-_NUMBER_WORDS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
-                 "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "fifteen": "15", "twenty": "20", "thirty": "30",
-                 "sixty": "60", "hundred": "100"}
+_NUMBER_WORDS = {
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "eleven": "11",
+    "twelve": "12",
+    "fifteen": "15",
+    "twenty": "20",
+    "thirty": "30",
+    "sixty": "60",
+    "hundred": "100",
+}
 _UNITS = {
     "minute": {"m", "min", "mins", "minute", "minutes", "mmin", "amin", "cmin"},
     "day": {"d", "day", "days", "mtime", "atime", "ctime"},
@@ -46,19 +61,27 @@ _UNITS = {
 _TIME_UNITS = frozenset({"minute", "day", "hour", "second", "week"})
 _SIZE_UNITS = frozenset({"kilobyte", "megabyte", "gigabyte", "byte"})
 # "one" is a number only before a unit ("one day"); "each one", "the one where" are prose.
-_ONE = re.compile(r"\b(one|a single)(?=\s+(" + "|".join(sorted({n for names in _UNITS.values() for n in names if len(n) > 2})) + r")\b)",
-                  re.IGNORECASE)
+_ONE = re.compile(
+    r"\b(one|a single)(?=\s+("
+    + "|".join(sorted({n for names in _UNITS.values() for n in names if len(n) > 2}))
+    + r")\b)",
+    re.IGNORECASE,
+)
 # The same amount in another unit agrees ("24 hours" is `-mtime -1`); sizes by either base (k = 1000 or 1024).
 _SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
-_BYTES = {"byte": 1, "kilobyte": 1000, "megabyte": 1000 ** 2, "gigabyte": 1000 ** 3}
+_BYTES = {"byte": 1, "kilobyte": 1000, "megabyte": 1000**2, "gigabyte": 1000**3}
 _SIZE_SLACK = 0.03  # 1024 against 1000 per step is 2.4 %
 _MORE = frozenset("more over above greater larger bigger older exceeding least longer".split())
 _LESS = frozenset("less under below smaller fewer within newer last past younger lower shorter".split())
 _EXACT = frozenset("exactly".split())
 
 # Parameter names that say which kind of literal they take.
-_NUMERIC_NAMES = re.compile(r"(^|_)(n|num|number|count|days?|hours?|minutes?|mins?|secs?|seconds?|size|age|limit|port|max|min|depth|lines?|timeout|percent|version)($|_)")
-_PATHISH_NAMES = re.compile(r"(^|_)(path|dir|directory|folder|file|filename|src|source|dest|destination|target|root|home|out|output|input)($|_)")
+_NUMERIC_NAMES = re.compile(
+    r"(^|_)(n|num|number|count|days?|hours?|minutes?|mins?|secs?|seconds?|size|age|limit|port|max|min|depth|lines?|timeout|percent|version)($|_)"
+)
+_PATHISH_NAMES = re.compile(
+    r"(^|_)(path|dir|directory|folder|file|filename|src|source|dest|destination|target|root|home|out|output|input)($|_)"
+)
 
 
 @dataclass(frozen=True)
@@ -74,8 +97,15 @@ class Literal:
         if self.kind == "ext":
             return f"*.{self.value}"
         if self.kind == "number":
-            return " ".join(x for x in (self.comparator and {"more": ">", "less": "<", "exact": "="}[self.comparator],
-                                           self.value, self.unit) if x)
+            return " ".join(
+                x
+                for x in (
+                    self.comparator and {"more": ">", "less": "<", "exact": "="}[self.comparator],
+                    self.value,
+                    self.unit,
+                )
+                if x
+            )
         return self.value
 
 
@@ -111,7 +141,7 @@ def _comparator(before: str, sign: str) -> str | None:
         if found is None:
             continue
         # "not changed in the last 4 days" is older than 4 days: a negation just before flips the direction.
-        if found != "exact" and any(x in ("not", "n't") or x.endswith("n't") for x in words[max(0, i - 6):i]):
+        if found != "exact" and any(x in ("not", "n't") or x.endswith("n't") for x in words[max(0, i - 6) : i]):
             found = "less" if found == "more" else "more"
         return found
     return None
@@ -155,12 +185,23 @@ def extract(text: str) -> list[Literal]:
     rest = _FLAG.sub(" ", rest)
     rest = _ONE.sub("1", rest)
     rest = _PRODUCT.sub(lambda m: str(int(m.group(1)) * int(m.group(2))), rest)  # "5*24 hours"
-    spelled = re.sub(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", lambda w: _NUMBER_WORDS[w.group(1).lower()], rest, flags=re.IGNORECASE)
+    spelled = re.sub(
+        r"\b(" + "|".join(_NUMBER_WORDS) + r")\b",
+        lambda w: _NUMBER_WORDS[w.group(1).lower()],
+        rest,
+        flags=re.IGNORECASE,
+    )
     for m in _NUMBER.finditer(spelled):
         sign, number, unit = m.groups()
         family = _unit_family(unit)
-        put(Literal("number", _canonical(number), unit=_one(family) if family else None,
-                    comparator=_comparator(spelled[max(0, m.start() - 60):m.start()], sign)))
+        put(
+            Literal(
+                "number",
+                _canonical(number),
+                unit=_one(family) if family else None,
+                comparator=_comparator(spelled[max(0, m.start() - 60) : m.start()], sign),
+            )
+        )
     return found
 
 
@@ -188,13 +229,17 @@ def procedure_text(description: str, task_type: str, tags: Iterable[str], comman
     numbers: dict[str, list[tuple[str, set[str]]]] = {}
     for lit in extract(description):
         if lit.kind == "number":
-            numbers.setdefault(lit.value, []).append((lit.comparator or "", set(lit.unit.split("|")) if lit.unit else set()))
+            numbers.setdefault(lit.value, []).append(
+                (lit.comparator or "", set(lit.unit.split("|")) if lit.unit else set())
+            )
     for command in commands:
         for m in _COMMAND_NUMBER.finditer(_PARAM.sub(" ", command)):
             sign, number, suffix = m.groups()
-            flag = re.search(r"-(\w+)\s*$", command[:m.start()])
+            flag = re.search(r"-(\w+)\s*$", command[: m.start()])
             units = _unit_family(suffix) | (_unit_family(flag.group(1)) if flag else set())
-            comparator = {"+": "more", "-": "less"}.get(sign, "exact" if flag and units & (_TIME_UNITS | _SIZE_UNITS) else "")
+            comparator = {"+": "more", "-": "less"}.get(
+                sign, "exact" if flag and units & (_TIME_UNITS | _SIZE_UNITS) else ""
+            )
             numbers.setdefault(_canonical(number), []).append((comparator, units))
     params = list(dict.fromkeys(n for c in commands for n in _PARAM.findall(c)))
     globs = [g for g in dict.fromkeys(_PROC_GLOB.findall(body.lower())) if len(re.sub(r"[*?\[\]]", "", g)) >= 2]
@@ -213,7 +258,11 @@ def _number_agrees(lit: Literal, proc: ProcedureText) -> bool:
 
 
 def _amounts(value: float, units: set[str]) -> list[tuple[str, float]]:
-    return [("time", value * _SECONDS[u]) if u in _SECONDS else ("size", value * _BYTES[u]) for u in units if u in _SECONDS or u in _BYTES]
+    return [
+        ("time", value * _SECONDS[u]) if u in _SECONDS else ("size", value * _BYTES[u])
+        for u in units
+        if u in _SECONDS or u in _BYTES
+    ]
 
 
 def _converted_agrees(lit: Literal, wanted: set[str], proc: ProcedureText) -> bool:
@@ -231,7 +280,10 @@ def _converted_agrees(lit: Literal, wanted: set[str], proc: ProcedureText) -> bo
                         continue
                     if kind == "time" and amount == want:
                         return True
-                    if kind == "size" and any(abs(want * f - amount) <= _SIZE_SLACK * amount for f in (1.0, 1.024, 1.024 ** 2, 1 / 1.024, 1 / 1.024 ** 2)):
+                    if kind == "size" and any(
+                        abs(want * f - amount) <= _SIZE_SLACK * amount
+                        for f in (1.0, 1.024, 1.024**2, 1 / 1.024, 1 / 1.024**2)
+                    ):
                         return True
     return False
 
@@ -259,7 +311,11 @@ def _param_for(lit: Literal, free: list[str]) -> str | None:
             return name
         if lit.kind in ("path", "name", "quoted") and _PATHISH_NAMES.search(name.lower()):
             return name
-    if lit.kind != "flag" and len(free) == 1 and not (_NUMERIC_NAMES.search(free[0].lower()) or _PATHISH_NAMES.search(free[0].lower())):
+    if (
+        lit.kind != "flag"
+        and len(free) == 1
+        and not (_NUMERIC_NAMES.search(free[0].lower()) or _PATHISH_NAMES.search(free[0].lower()))
+    ):
         return free[0]  # the only parameter left, and its name does not ask for another kind
     return None
 

@@ -63,10 +63,14 @@ class Candidate(BaseModel):
     version: int
     description: str = ""
     confidence: float
-    score: float = Field(description="relevance in [0, 1] (the logistic model over the signals); compared with the floor")
+    score: float = Field(
+        description="relevance in [0, 1] (the logistic model over the signals); compared with the floor"
+    )
     semantic: float | None = Field(description="exact cosine between task and procedure, in [0, 1]")
     terms: float = Field(description="share of the task's key-term weight (IDF) the procedure covers, in [0, 1]")
-    reverse: float = Field(default=0.0, description="share of the description's key-term weight the task covers, in [0, 1]")
+    reverse: float = Field(
+        default=0.0, description="share of the description's key-term weight the task covers, in [0, 1]"
+    )
     features: dict[str, float] = Field(default_factory=dict, description="the relevance model's inputs")
     matched_terms: list[str] = Field(default_factory=list)
     literals_agreed: list[str] = Field(default_factory=list)
@@ -91,8 +95,11 @@ class MatchDecision(BaseModel):
     min_confidence: float = REPLAY_THRESHOLD
     mode: Literal["semantic", "lexical"] = "semantic"
     degraded: str | None = None
-    verification: Verdict | None = Field(default=None, description="the verifier's answer about a borderline candidate, with "
-                                         "its calls and tokens; None when it was off or not asked")
+    verification: Verdict | None = Field(
+        default=None,
+        description="the verifier's answer about a borderline candidate, with "
+        "its calls and tokens; None when it was off or not asked",
+    )
 
     @property
     def llm_calls(self) -> int:
@@ -111,8 +118,9 @@ def _plain(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-def exact_reason(query: str, proc: CapturedProcedure, plain: str | None = None,
-                 stated: list[lit.Literal] | None = None) -> str | None:
+def exact_reason(
+    query: str, proc: CapturedProcedure, plain: str | None = None, stated: list[lit.Literal] | None = None
+) -> str | None:
     """The task repeats the procedure's description or names its task type, word for word: the strongest evidence.
     `plain` and `stated` (the task's plain words and literals) may be given, when one task is checked many times."""
     plain = _plain(query) if plain is None else plain
@@ -130,8 +138,10 @@ def exact_reason(query: str, proc: CapturedProcedure, plain: str | None = None,
         stated_words = set(" ".join(_plain(str(x)) for x in (lit.extract(query) if stated is None else stated)).split())
         specific = [w in STOP_WORDS or w.isdigit() or w in stated_words for w in extra]
         # A word that introduces a specific ("labelled monday", "named x.txt") is part of it.
-        introduces = [any(specific[j] and extra[j] in stated_words for j in range(i + 1, min(i + 3, len(extra))))
-                      for i in range(len(extra))]
+        introduces = [
+            any(specific[j] and extra[j] in stated_words for j in range(i + 1, min(i + 3, len(extra))))
+            for i in range(len(extra))
+        ]
         if all(a or b for a, b in zip(specific, introduces)):
             return "contains the description"
     return None
@@ -146,9 +156,17 @@ class Matcher:
     """Decides which procedure a task is about; its index (vectors, key terms) is re-read only when the store's
     generation changes, and kept in `index_path` (the home's `index/`) for the next process."""
 
-    def __init__(self, store: ProcedureDatabase, index_path: Path | None = None, *, embedder: Any = None,
-                 floor: float = RELEVANCE_FLOOR, margin: float = MARGIN, verify: Verifier | None = None,
-                 model: RelevanceModel | None = None):
+    def __init__(
+        self,
+        store: ProcedureDatabase,
+        index_path: Path | None = None,
+        *,
+        embedder: Any = None,
+        floor: float = RELEVANCE_FLOOR,
+        margin: float = MARGIN,
+        verify: Verifier | None = None,
+        model: RelevanceModel | None = None,
+    ):
         self.store = store
         self.index_path = index_path or store.path.parent / "index"
         self._embedder = embedder
@@ -180,8 +198,10 @@ class Matcher:
         except Exception as exc:
             return None, f"semantic scoring unavailable ({exc})"
         if not getattr(embedder, "semantic", False):
-            return None, (f"the embedder {embedder.name!r} matches words, not meaning; "
-                          "the relevance floor is calibrated for MiniLM, so nothing is replayed by meaning")
+            return None, (
+                f"the embedder {embedder.name!r} matches words, not meaning; "
+                "the relevance floor is calibrated for MiniLM, so nothing is replayed by meaning"
+            )
         return embedder, None
 
     # ------------------------------------------------------------------ candidates
@@ -192,8 +212,9 @@ class Matcher:
     def _term_index(self, include_candidates: bool) -> TermIndex:
         return self._snapshot(False).term_index(include_candidates, words)
 
-    def _semantic(self, query: str, pool: int, snap: Snapshot, include_candidates: bool,
-                  task_type: str | None) -> tuple[Any, list[str], str | None]:
+    def _semantic(
+        self, query: str, pool: int, snap: Snapshot, include_candidates: bool, task_type: str | None
+    ) -> tuple[Any, list[str], str | None]:
         """The query vector and its nearest procedures' ids; or why meaning is unavailable."""
         embedder, why = self._semantic_embedder()
         if embedder is None:
@@ -206,9 +227,14 @@ class Matcher:
             return None, [], f"semantic scoring unavailable ({exc})"
         near = [pid for pid, _ in snap.nearest(vector, pool, include_candidates, task_type)]
         have, total = snap.coverage
-        degraded = None if have == total else (
-            f"semantic index covers {have} of {total} procedures; the others are found by key terms only "
-            "(`learn reindex` embeds them all)")
+        degraded = (
+            None
+            if have == total
+            else (
+                f"semantic index covers {have} of {total} procedures; the others are found by key terms only "
+                "(`learn reindex` embeds them all)"
+            )
+        )
         return vector, near, degraded
 
     def _vectors(self, procs: list[CapturedProcedure], snap: Snapshot) -> dict[str, Any]:
@@ -233,9 +259,18 @@ class Matcher:
             self._index.put([p.id for p, _ in missing], [text for _, text in missing], vectors)
         return found
 
-    def match(self, query: str, *, task_type: str | None = None, include_candidates: bool = False,
-              params: dict[str, Any] | None = None, min_confidence: float | None = None, check_health: bool = True,
-              limit: int = 5, verify: Verifier | None = None) -> MatchDecision:
+    def match(
+        self,
+        query: str,
+        *,
+        task_type: str | None = None,
+        include_candidates: bool = False,
+        params: dict[str, Any] | None = None,
+        min_confidence: float | None = None,
+        check_health: bool = True,
+        limit: int = 5,
+        verify: Verifier | None = None,
+    ) -> MatchDecision:
         """Decide which procedure the task is about: `match` with the selected one and its parameters, or `no-match`.
 
         `params` are values the caller already gives (they win over values read from the task);
@@ -243,7 +278,13 @@ class Matcher:
         `verify` (else the matcher's own) is asked about a best candidate in the borderline band.
         """
         threshold = REPLAY_THRESHOLD if min_confidence is None else float(min_confidence)
-        base = {"query": query, "task_type": task_type, "floor": self.floor, "margin": self.margin, "min_confidence": threshold}
+        base = {
+            "query": query,
+            "task_type": task_type,
+            "floor": self.floor,
+            "margin": self.margin,
+            "min_confidence": threshold,
+        }
         if not query.strip():
             return MatchDecision(**base, decision="no-match", reason="the task is empty")
         embedder, _ = self._semantic_embedder()
@@ -259,7 +300,11 @@ class Matcher:
             proc = stored.get(pid)
             if proc is None:
                 continue  # the index knows an id the truth no longer has: the truth wins
-            if (task_type and proc.task_type != task_type) or proc.status == "rejected" or (proc.status == "candidate" and not include_candidates):
+            if (
+                (task_type and proc.task_type != task_type)
+                or proc.status == "rejected"
+                or (proc.status == "candidate" and not include_candidates)
+            ):
                 continue
             procs.append(proc)
         vectors = self._vectors(procs, snap) if vector is not None else {}
@@ -277,8 +322,17 @@ class Matcher:
             exact = exact_reason(query, proc, plain, stated)
             if exact:
                 semantic, matched = 1.0, [*matched, exact]
-            rows.append((proc, share, matched, agreement, semantic, exact,
-                         self._reverse_coverage(proc, described, weights, terms, stamp)))
+            rows.append(
+                (
+                    proc,
+                    share,
+                    matched,
+                    agreement,
+                    semantic,
+                    exact,
+                    self._reverse_coverage(proc, described, weights, terms, stamp),
+                )
+            )
         # The gap to the best other cosine, among candidates whose literals agree (the ones that could be taken).
         ranked = sorted(((r[4] or 0.0) for r in rows if not r[3].disagreed), reverse=True)
         length = length_feature(len(weights))
@@ -288,33 +342,68 @@ class Matcher:
                 others = ranked[1] if len(ranked) > 1 else 0.0
             else:
                 others = ranked[0] if ranked else 0.0
-            features = {"semantic": semantic or 0.0, "terms": share, "reverse": reverse,
-                        "agreed": min(len(agreement.agreed), 3) / 3, "gap": (semantic or 0.0) - others, "length": length}
+            features = {
+                "semantic": semantic or 0.0,
+                "terms": share,
+                "reverse": reverse,
+                "agreed": min(len(agreement.agreed), 3) / 3,
+                "gap": (semantic or 0.0) - others,
+                "length": length,
+            }
             score = 1.0 if exact else (self.model(features) if semantic is not None else 0.0)
-            candidates.append(Candidate(
-                procedure_id=proc.id, task_type=proc.task_type, version=proc.version, description=proc.description,
-                confidence=proc.confidence, score=round(score, 4), semantic=None if semantic is None else round(semantic, 4),
-                terms=round(share, 4), reverse=round(reverse, 4), features={k: round(v, 4) for k, v in features.items()},
-                matched_terms=matched, literals_agreed=agreement.agreed, literals_disagreed=agreement.disagreed,
-                params=agreement.params))
+            candidates.append(
+                Candidate(
+                    procedure_id=proc.id,
+                    task_type=proc.task_type,
+                    version=proc.version,
+                    description=proc.description,
+                    confidence=proc.confidence,
+                    score=round(score, 4),
+                    semantic=None if semantic is None else round(semantic, 4),
+                    terms=round(share, 4),
+                    reverse=round(reverse, 4),
+                    features={k: round(v, 4) for k, v in features.items()},
+                    matched_terms=matched,
+                    literals_agreed=agreement.agreed,
+                    literals_disagreed=agreement.disagreed,
+                    params=agreement.params,
+                )
+            )
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
         mode = "semantic" if vector is not None else "lexical"
-        return self._decide(base, candidates[:max(limit, 1)], given, threshold, check_health, mode, degraded,
-                            verify=verify or self.verify)
+        return self._decide(
+            base,
+            candidates[: max(limit, 1)],
+            given,
+            threshold,
+            check_health,
+            mode,
+            degraded,
+            verify=verify or self.verify,
+        )
 
     def _current(self, ids: list[str]) -> dict[str, CapturedProcedure]:
         """The current versions of these procedures: a light query says which changed; only those are read whole."""
         stamps = self.store.stamps(ids)
-        fresh = [pid for pid, stamp in stamps.items()
-                 if (cached := self._procs.get(pid)) is None or (cached.version, cached.updated) != stamp]
+        fresh = [
+            pid
+            for pid, stamp in stamps.items()
+            if (cached := self._procs.get(pid)) is None or (cached.version, cached.updated) != stamp
+        ]
         if fresh:
             if len(self._procs) > 50_000:
                 self._procs.clear()
             self._procs.update(self.store.get_many(fresh))
         return {pid: self._procs[pid] for pid in stamps if pid in self._procs}
 
-    def _reverse_coverage(self, proc: CapturedProcedure, described: list[str], weights: dict[str, float], terms: TermIndex,
-                          stamp: tuple[Any, ...]) -> float:
+    def _reverse_coverage(
+        self,
+        proc: CapturedProcedure,
+        described: list[str],
+        weights: dict[str, float],
+        terms: TermIndex,
+        stamp: tuple[Any, ...],
+    ) -> float:
         """Share of the description's key-term weight (IDF) that the task repeats: a task saying less than the
         procedure does is less surely about it. The words' IDF is kept per procedure version and index."""
         key = (proc.id, proc.version, proc.updated, *stamp)
@@ -336,15 +425,27 @@ class Matcher:
                 self._texts.clear()
             # A trajectory has no commands: its parametrised task text carries its parameters instead.
             commands = [s.command for s in proc.steps] or ([proc.description] if proc.kind == "trajectory" else [])
-            found = (procedure_words(proc.task_type, proc.description, proc.tags, commands),
-                     lit.procedure_text(proc.description, proc.task_type, proc.tags, commands), list(dict.fromkeys(words(proc.description))),
-                     describe(proc))
+            found = (
+                procedure_words(proc.task_type, proc.description, proc.tags, commands),
+                lit.procedure_text(proc.description, proc.task_type, proc.tags, commands),
+                list(dict.fromkeys(words(proc.description))),
+                describe(proc),
+            )
             self._texts[key] = found
         return found
 
-    def _decide(self, base: dict[str, Any], candidates: list[Candidate], given: dict[str, Any], threshold: float,
-                check_health: bool, mode: Literal["semantic", "lexical"], degraded: str | None, *,
-                verify: Verifier | None = None) -> MatchDecision:
+    def _decide(
+        self,
+        base: dict[str, Any],
+        candidates: list[Candidate],
+        given: dict[str, Any],
+        threshold: float,
+        check_health: bool,
+        mode: Literal["semantic", "lexical"],
+        degraded: str | None,
+        *,
+        verify: Verifier | None = None,
+    ) -> MatchDecision:
         floor = base["floor"]
         lower = min(verify.lower, floor) if verify is not None else floor
         for c in candidates:
@@ -356,13 +457,19 @@ class Matcher:
                 c.reason = f"below relevance floor {floor:g} ({c.score:.2f})"
         contenders = [c for c in candidates if c.reason is None]
         # The borderline band: sure enough to ask the verifier, not sure enough to replay without it.
-        band = [] if contenders else [c for c in candidates if not c.literals_disagreed and c.semantic is not None and c.score >= lower]
+        band = (
+            []
+            if contenders
+            else [c for c in candidates if not c.literals_disagreed and c.semantic is not None and c.score >= lower]
+        )
         decision = MatchDecision(**base, decision="no-match", candidates=candidates, mode=mode, degraded=degraded)
         if not contenders and not band:
             if candidates:
                 decision.reason = "no stored procedure is about this task"
             elif not self.store.count():
-                decision.reason = "the store holds no procedures yet: capture one with `sherpa-skills learn capture-success`"
+                decision.reason = (
+                    "the store holds no procedures yet: capture one with `sherpa-skills learn capture-success`"
+                )
             else:
                 decision.reason = "no stored procedure shares a key term or meaning with this task"
             return decision
@@ -386,7 +493,9 @@ class Matcher:
             decision.reason = f"{best.procedure_id} is about the task but not replayable: {best.reason}"
             return decision
         verified: dict[str, str] = {}
-        if not contenders and verify is not None:  # borderline: one short question decides, a no or any doubt is no-match
+        if (
+            not contenders and verify is not None
+        ):  # borderline: one short question decides, a no or any doubt is no-match
             declared = self._text(proc)[1].params
             verdict = verify.verify(base["query"], proc, declared)
             decision.verification = verdict
@@ -415,7 +524,7 @@ class Matcher:
             todo = [(p.id, describe(p)) for p in procedures]
             todo = [(pid, text) for pid, text in todo if snap.vector(pid, digest(text)) is None]
             for start in range(0, len(todo), 256):
-                chunk = todo[start:start + 256]
+                chunk = todo[start : start + 256]
                 vectors = self.embedder.embed([text for _, text in chunk])
                 self._index.put([pid for pid, _ in chunk], [text for _, text in chunk], vectors)
             return None

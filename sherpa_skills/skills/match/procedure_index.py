@@ -91,8 +91,15 @@ class Snapshot:
     # ------------------------------------------------------------ building and files
 
     @classmethod
-    def build(cls, rows: Iterable[tuple[str, str, str, list[str], list[str], str]], stamp: tuple[int, int], embedder: str,
-              dim: int, terms_of: TermsOf, previous: Snapshot | None) -> tuple[Snapshot, list[tuple[str, str]]]:
+    def build(
+        cls,
+        rows: Iterable[tuple[str, str, str, list[str], list[str], str]],
+        stamp: tuple[int, int],
+        embedder: str,
+        dim: int,
+        terms_of: TermsOf,
+        previous: Snapshot | None,
+    ) -> tuple[Snapshot, list[tuple[str, str]]]:
         """A snapshot of these store rows; vectors whose text is unchanged are taken from `previous`.
         Returns it with the (id, text) of the rows still needing a vector."""
         import numpy as np
@@ -121,9 +128,17 @@ class Snapshot:
         offsets = np.zeros(len(terms) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(postings[t]) for t in terms])
         flat = np.fromiter((i for t in terms for i in postings[t]), dtype=np.int32, count=int(offsets[-1]))
-        arrays = {"ids": np.asarray(ids, dtype=str), "task_types": np.asarray(task_types, dtype=str),
-                  "active": np.asarray(active, dtype=bool), "digests": np.asarray(digests, dtype=str), "vectors": vectors,
-                  "has_vector": has, "terms": np.asarray(terms, dtype=str), "offsets": offsets, "rows": flat}
+        arrays = {
+            "ids": np.asarray(ids, dtype=str),
+            "task_types": np.asarray(task_types, dtype=str),
+            "active": np.asarray(active, dtype=bool),
+            "digests": np.asarray(digests, dtype=str),
+            "vectors": vectors,
+            "has_vector": has,
+            "terms": np.asarray(terms, dtype=str),
+            "offsets": offsets,
+            "rows": flat,
+        }
         meta = {"format": FORMAT, "store": stamp[0], "generation": stamp[1], "embedder": embedder, "dim": dim}
         snap = cls(arrays, meta)
         missing = [(ids[i], texts[i]) for i in np.flatnonzero(~has)]
@@ -157,9 +172,20 @@ class Snapshot:
         fd, tmp = tempfile.mkstemp(prefix=".procedures-", suffix=".npz", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, meta=np.asarray(json.dumps(self.meta)), ids=self.ids, task_types=self.task_types,
-                         active=self.active, digests=self.digests, vectors=self.vectors, has_vector=self.has_vector,
-                         terms=self.terms, offsets=self.offsets, rows=self.rows, norms=self.norms)
+                np.savez(
+                    f,
+                    meta=np.asarray(json.dumps(self.meta)),
+                    ids=self.ids,
+                    task_types=self.task_types,
+                    active=self.active,
+                    digests=self.digests,
+                    vectors=self.vectors,
+                    has_vector=self.has_vector,
+                    terms=self.terms,
+                    offsets=self.offsets,
+                    rows=self.rows,
+                    norms=self.norms,
+                )
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -231,7 +257,7 @@ class Snapshot:
             counts = np.concatenate([[0], np.cumsum(keep)])
             offsets = counts[self.offsets]
             ids = [pid for pid, a in zip(self.id_list, self.active.tolist()) if a]
-        postings = {t: rows[offsets[i]:offsets[i + 1]] for i, t in enumerate(names) if offsets[i + 1] > offsets[i]}
+        postings = {t: rows[offsets[i] : offsets[i + 1]] for i, t in enumerate(names) if offsets[i + 1] > offsets[i]}
         found = self._term_indexes[include_candidates] = TermIndex.from_postings(ids, postings, words)
         return found
 
@@ -250,8 +276,11 @@ def _check(arrays: dict[str, Any], dim: int) -> None:
     if arrays["vectors"].shape != (n, dim) or arrays["vectors"].dtype.kind != "f":
         raise ValueError(f"vectors have shape {arrays['vectors'].shape}, expected ({n}, {dim})")
     offsets, rows = arrays["offsets"], arrays["rows"]
-    if offsets.shape != (len(arrays["terms"]) + 1,) or (len(offsets) and (offsets[0] != 0 or offsets[-1] != len(rows))) \
-            or (len(offsets) > 1 and bool((offsets[1:] < offsets[:-1]).any())):
+    if (
+        offsets.shape != (len(arrays["terms"]) + 1,)
+        or (len(offsets) and (offsets[0] != 0 or offsets[-1] != len(rows)))
+        or (len(offsets) > 1 and bool((offsets[1:] < offsets[:-1]).any()))
+    ):
         raise ValueError("term offsets do not fit the postings")
     if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= n):
         raise ValueError("a term posting names a row the index lacks")
@@ -307,7 +336,7 @@ class ProcedureIndex:
         done = 0
         try:
             for start in range(0, len(todo), BATCH):
-                chunk = [i for i in todo[start:start + BATCH] if i in texts]
+                chunk = [i for i in todo[start : start + BATCH] if i in texts]
                 vectors = embedder.embed([texts[i] for i in chunk])
                 snap.set_vectors([snap.id_list[i] for i in chunk], [digest(texts[i]) for i in chunk], vectors)
                 done += len(chunk)
@@ -321,8 +350,11 @@ class ProcedureIndex:
         """Row number → text to embed, read again from the store (the snapshot keeps digests, not texts)."""
         snap = self._snap
         assert snap is not None
-        return {snap.row_of[pid]: index_text(task_type, description, tags, commands)
-                for pid, task_type, description, tags, commands, _ in self.store.index_rows(ids) if pid in snap.row_of}
+        return {
+            snap.row_of[pid]: index_text(task_type, description, tags, commands)
+            for pid, task_type, description, tags, commands, _ in self.store.index_rows(ids)
+            if pid in snap.row_of
+        }
 
     def _save(self, snap: Snapshot, strict: bool = False) -> None:
         try:
@@ -342,8 +374,14 @@ class ProcedureIndex:
         """Every vector embedded again from the store, the truth; returns how many procedures the index holds."""
         self._snap = None
         embedder = self._embedder()
-        snap, _ = Snapshot.build(self.store.index_rows(), (self.store.identity(), self.store.generation()), embedder.name,
-                                 embedder.dim, self.terms_of, None)
+        snap, _ = Snapshot.build(
+            self.store.index_rows(),
+            (self.store.identity(), self.store.generation()),
+            embedder.name,
+            embedder.dim,
+            self.terms_of,
+            None,
+        )
         self._snap = snap
         return self._complete(snap, progress)
 
@@ -355,8 +393,10 @@ class ProcedureIndex:
         lacking = not bool(snap.has_vector.all()) or not self.file.is_file()
         self._embed_missing(snap, len(snap.id_list), progress)
         if not bool(snap.has_vector.all()):
-            raise StoreError(f"the procedure index at {self.file} could not embed {int((~snap.has_vector).sum())} "
-                             "procedures; see the log")
+            raise StoreError(
+                f"the procedure index at {self.file} could not embed {int((~snap.has_vector).sum())} "
+                "procedures; see the log"
+            )
         if lacking:
             self._save(snap, strict=True)
         return len(snap.id_list)

@@ -39,7 +39,9 @@ class RelevanceModel:
     verify_floor: float
 
     def __call__(self, features: dict[str, float]) -> float:
-        z = self.bias + sum(w * (features[f] - m) / s for f, m, s, w in zip(FEATURES, self.mean, self.scale, self.weights))
+        z = self.bias + sum(
+            w * (features[f] - m) / s for f, m, s, w in zip(FEATURES, self.mean, self.scale, self.weights)
+        )
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
@@ -47,8 +49,15 @@ def from_dict(data: dict) -> RelevanceModel:
     """A model from its JSON form; the feature names must be FEATURES, in order."""
     if tuple(data.get("features", ())) != FEATURES:
         raise ValueError(f"relevance model features {data.get('features')} are not {list(FEATURES)}")
-    return RelevanceModel(tuple(data["mean"]), tuple(data["scale"]), tuple(data["weights"]), float(data["bias"]),
-                          float(data["floor"]), float(data["margin"]), float(data["verify_floor"]))
+    return RelevanceModel(
+        tuple(data["mean"]),
+        tuple(data["scale"]),
+        tuple(data["weights"]),
+        float(data["bias"]),
+        float(data["floor"]),
+        float(data["margin"]),
+        float(data["verify_floor"]),
+    )
 
 
 @lru_cache(maxsize=1)

@@ -18,12 +18,14 @@ log = structlog.get_logger(__name__)
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9_]*")
 # A real stop-word list: function words and the verbs every task description uses.
-STOP_WORDS = frozenset("""a about above after again against all also am an and any are as at be because been before being
+STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being
     below between both but by can could did do does doing done down during each every few for from further had has have having
     he her here hers him his how i if in into is it its itself just me more most my myself no nor not now of off on once only
     or other our ours out over own same she should so some such than that the their theirs them then there these they this
     those through to too under until up very was we were what when where which while who whom whose why will with would you
-    your yours please want need like make sure get via per using use""".split())
+    your yours please want need like make sure get via per using use""".split()
+)
 
 
 def words(text: str) -> list[str]:
@@ -52,7 +54,9 @@ class TermIndex:
         self._setup(ids, {t: np.asarray(ix, dtype=np.int32) for t, ix in postings.items()}, words_of)
 
     @classmethod
-    def from_postings(cls, ids: list[str], postings: dict[str, Any], words_of: Callable[[str], list[str]] = words) -> TermIndex:
+    def from_postings(
+        cls, ids: list[str], postings: dict[str, Any], words_of: Callable[[str], list[str]] = words
+    ) -> TermIndex:
         """An index over postings already built (term → row numbers into `ids`)."""
         index = cls.__new__(cls)
         index._setup(ids, postings, words_of)
@@ -75,7 +79,9 @@ class TermIndex:
 
     def weights(self, query: str) -> dict[str, float]:
         """The task's key terms and their weights; a word no item has weighs as much as the rarest."""
-        return {w: self._idf(len(self.postings[w]) if w in self.postings else 0) for w in dict.fromkeys(self.words(query))}
+        return {
+            w: self._idf(len(self.postings[w]) if w in self.postings else 0) for w in dict.fromkeys(self.words(query))
+        }
 
     def search(self, weights: dict[str, float], limit: int) -> list[str]:
         """The ids of the `limit` items covering the most key-term weight."""
@@ -128,16 +134,23 @@ def cosines(query: Any, vectors: dict[str, Any]) -> dict[str, float]:
     return {key: max(0.0, min(1.0, float(x))) for key, x in zip(vectors, sims)}
 
 
-def semantic_query(companion: Any, collection: str, query: str, pool: int, where: dict[str, Any] | None,
-                   what: str) -> tuple[Any, list[str], str | None]:
+def semantic_query(
+    companion: Any, collection: str, query: str, pool: int, where: dict[str, Any] | None, what: str
+) -> tuple[Any, list[str], str | None]:
     """The task's vector and the ids of its approximate neighbours in `collection`; or why meaning is unavailable.
 
     `what` says what a missing meaning costs (it ends the reason, e.g. "nothing is replayed by meaning").
     """
     try:
         if not getattr(companion.embedder, "semantic", False):
-            return None, [], (f"the embedder {companion.embedder.name!r} matches words, not meaning; "
-                              f"the relevance floor is calibrated for MiniLM, so {what}")
+            return (
+                None,
+                [],
+                (
+                    f"the embedder {companion.embedder.name!r} matches words, not meaning; "
+                    f"the relevance floor is calibrated for MiniLM, so {what}"
+                ),
+            )
         vector = companion.embed_query(query)
     except Exception as exc:
         return None, [], f"semantic scoring unavailable ({exc})"
@@ -145,12 +158,17 @@ def semantic_query(companion: Any, collection: str, query: str, pool: int, where
         near = [item_id for item_id, _ in companion.query(collection, query, n=pool, where=where, vector=vector)]
     except Exception as exc:  # the index is missing or broken: candidates come from key terms, scores stay exact
         log.warning("companion_unavailable", collection=collection, reason=str(exc))
-        return vector, [], f"semantic index unavailable ({exc}); candidates found by key terms only (`learn reindex` rebuilds it)"
+        return (
+            vector,
+            [],
+            f"semantic index unavailable ({exc}); candidates found by key terms only (`learn reindex` rebuilds it)",
+        )
     return vector, near, None
 
 
-def stored_vectors(companion: Any, collection: str, ids: list[str],
-                   describe: Callable[[str], tuple[str, dict[str, Any] | None]]) -> dict[str, Any]:
+def stored_vectors(
+    companion: Any, collection: str, ids: list[str], describe: Callable[[str], tuple[str, dict[str, Any] | None]]
+) -> dict[str, Any]:
     """Stored vectors of these items; any the companion lacks are embedded now (and stored, so the index heals).
 
     `describe(id)` gives the text whose meaning is indexed and its metadata.

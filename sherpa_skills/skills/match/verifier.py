@@ -35,8 +35,10 @@ MAX_STEPS = 5
 MAX_STEP_CHARS = 160
 MAX_TOKENS = 120
 
-SYSTEM = ("You check whether a stored shell procedure does exactly what a task asks, not merely something similar. "
-          "Answer with JSON only.")
+SYSTEM = (
+    "You check whether a stored shell procedure does exactly what a task asks, not merely something similar. "
+    "Answer with JSON only."
+)
 QUESTION = """Task: {query}
 
 Procedure: {description}
@@ -67,7 +69,10 @@ class Verdict(BaseModel):
 
 
 def _steps(proc: CapturedProcedure) -> str:
-    shown = [s.command if len(s.command) <= MAX_STEP_CHARS else s.command[:MAX_STEP_CHARS] + " …" for s in proc.steps[:MAX_STEPS]]
+    shown = [
+        s.command if len(s.command) <= MAX_STEP_CHARS else s.command[:MAX_STEP_CHARS] + " …"
+        for s in proc.steps[:MAX_STEPS]
+    ]
     more = len(proc.steps) - len(shown)
     lines = [f"{i}. {c}" for i, c in enumerate(shown, 1)] or ["(a recorded workflow run: no shell steps)"]
     return "\n".join(lines + ([f"… and {more} more"] if more > 0 else []))
@@ -76,8 +81,12 @@ def _steps(proc: CapturedProcedure) -> str:
 def response_format(declared: list[str]) -> dict[str, Any]:
     """json_schema naming the declared parameters only, so a server that enforces schemas cannot invent one."""
     params = {"type": "object", "properties": {n: {"type": "string"} for n in declared}, "additionalProperties": False}
-    schema = {"type": "object", "properties": {"same_task": {"type": "boolean"}, "params": params},
-              "required": ["same_task", "params"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"same_task": {"type": "boolean"}, "params": params},
+        "required": ["same_task", "params"],
+        "additionalProperties": False,
+    }
     return {"type": "json_schema", "json_schema": {"name": "procedure_check", "schema": schema}}
 
 
@@ -91,7 +100,10 @@ def _parse(text: str, declared: list[str], query: str) -> tuple[_Answer | None, 
         return None, f"the answer is not {{same_task, params}} JSON ({str(exc).splitlines()[0][:120]})"
     undeclared = sorted(set(answer.params) - set(declared))
     if undeclared:
-        return None, f"the answer names undeclared parameters: {', '.join(undeclared)} (declared: {', '.join(declared) or 'none'})"
+        return (
+            None,
+            f"the answer names undeclared parameters: {', '.join(undeclared)} (declared: {', '.join(declared) or 'none'})",
+        )
     lowered = query.lower()
     unstated = sorted(k for k, v in answer.params.items() if str(v).strip().lower() not in lowered)
     if answer.same_task and unstated:
@@ -102,10 +114,19 @@ def _parse(text: str, declared: list[str], query: str) -> tuple[_Answer | None, 
 class Verifier:
     """Asks `model` whether a procedure is the task; `lower` is the band's lower edge (see VERIFY_FLOOR)."""
 
-    def __init__(self, model: str, *, lower: float | None = None, max_tokens: int = MAX_TOKENS,
-                 base_dir: str | None = None, retry: Retry | None = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        lower: float | None = None,
+        max_tokens: int = MAX_TOKENS,
+        base_dir: str | None = None,
+        retry: Retry | None = None,
+    ):
         if not model or not model.strip():
-            raise ModelError(f"the verifier needs a model name (a litellm model string, or scripted/PATH.yaml; {MODEL_ENV})")
+            raise ModelError(
+                f"the verifier needs a model name (a litellm model string, or scripted/PATH.yaml; {MODEL_ENV})"
+            )
         self.model = model.strip()
         self.lower = float(VERIFY_FLOOR if lower is None else lower)
         self.max_tokens = max_tokens
@@ -114,8 +135,12 @@ class Verifier:
         self._schema_refused = False  # the server refused json_schema once: ask in the form it took from then on
 
     def messages(self, query: str, proc: CapturedProcedure, declared: list[str]) -> list[dict[str, str]]:
-        prompt = QUESTION.format(query=query.strip()[:500], description=(proc.description or proc.task_type)[:300],
-                                 steps=_steps(proc), params=", ".join(declared) or "none")
+        prompt = QUESTION.format(
+            query=query.strip()[:500],
+            description=(proc.description or proc.task_type)[:300],
+            steps=_steps(proc),
+            params=", ".join(declared) or "none",
+        )
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
 
     def verify(self, query: str, proc: CapturedProcedure, declared: list[str]) -> Verdict:
@@ -127,8 +152,15 @@ class Verifier:
         fmt = response_format(declared)
         for attempt in (1, 2):
             try:
-                answer = complete(messages, self.model, response_format=fmt, max_tokens=self.max_tokens, base_dir=self.base_dir,
-                                  schema_in_prompt=self._schema_refused, retry=self.retry)
+                answer = complete(
+                    messages,
+                    self.model,
+                    response_format=fmt,
+                    max_tokens=self.max_tokens,
+                    base_dir=self.base_dir,
+                    schema_in_prompt=self._schema_refused,
+                    retry=self.retry,
+                )
             except ModelError as exc:
                 verdict.calls += max(1, getattr(exc, "requests", 1) or 0)  # an attempt counts even if nothing left
                 verdict.reason = f"the verifier failed: {exc}"
@@ -144,8 +176,11 @@ class Verifier:
                 verdict.reason = None if parsed.same_task else f"the verifier ({self.model}) says it is not this task"
                 return verdict
             verdict.reason = f"the verifier's answer was unusable twice: {problem}" if attempt == 2 else problem
-            messages = [*messages, {"role": "assistant", "content": answer.text[:400]},
-                        {"role": "user", "content": f"That answer cannot be used: {problem}. Answer again with the JSON only."}]
+            messages = [
+                *messages,
+                {"role": "assistant", "content": answer.text[:400]},
+                {"role": "user", "content": f"That answer cannot be used: {problem}. Answer again with the JSON only."},
+            ]
         return verdict
 
 

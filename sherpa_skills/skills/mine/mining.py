@@ -29,8 +29,23 @@ KEY_LIMIT = 64 * 1024
 #: Occurrence ids kept per candidate (enough to show where it was seen).
 _OCCURRENCES_KEPT = 20
 # Exit codes that mean "looked, found nothing" rather than "failed".
-_NOTHING_FOUND = {"grep": {1}, "egrep": {1}, "fgrep": {1}, "rg": {1}, "ag": {1}, "ack": {1}, "diff": {1}, "cmp": {1},
-                  "test": {1}, "[": {1}, "[[": {1}, "pgrep": {1}, "which": {1}, "command": {1}, "git": set()}
+_NOTHING_FOUND = {
+    "grep": {1},
+    "egrep": {1},
+    "fgrep": {1},
+    "rg": {1},
+    "ag": {1},
+    "ack": {1},
+    "diff": {1},
+    "cmp": {1},
+    "test": {1},
+    "[": {1},
+    "[[": {1},
+    "pgrep": {1},
+    "which": {1},
+    "command": {1},
+    "git": set(),
+}
 
 
 @dataclass
@@ -73,8 +88,12 @@ def found_nothing(command: str, exit_code: int | None) -> bool:
 
 
 def _recurring_options(options: MiningOptions) -> RecurringOptions:
-    return RecurringOptions(min_support=options.min_support, min_steps=options.min_steps, max_steps=options.max_steps,
-                            gap_secs=options.gap_secs)
+    return RecurringOptions(
+        min_support=options.min_support,
+        min_steps=options.min_steps,
+        max_steps=options.max_steps,
+        gap_secs=options.gap_secs,
+    )
 
 
 class KnownProcedures:
@@ -111,7 +130,7 @@ class KnownProcedures:
         found: set[str] = set()
         for end, (pid, length) in self.automaton.iter(text):
             first = text.count("\n", 0, end + 1) - length - 1  # the hit ends with the newline after its last step
-            window = commands[first:first + length]
+            window = commands[first : first + length]
             if len(window) == length and all(rx.fullmatch(normalise(c)) for rx, c in zip(self.templates[pid], window)):
                 found.add(pid)
         return found
@@ -122,8 +141,13 @@ def _template_regex(template: str) -> re.Pattern[str]:
     return re.compile("(.+?)".join(re.escape(p) for p in parts))
 
 
-def mine(commands: Sequence[Any], store: ProcedureDatabase, options: MiningOptions | None = None, known: KnownProcedures | None = None,
-         history: Sequence[Any] | None = None) -> MiningResult:
+def mine(
+    commands: Sequence[Any],
+    store: ProcedureDatabase,
+    options: MiningOptions | None = None,
+    known: KnownProcedures | None = None,
+    history: Sequence[Any] | None = None,
+) -> MiningResult:
     """`commands` are new since the last mining: their failures become learnings and the known procedures in them gain
     successes. Routines are looked for in `history` (the recent commands, these included; default: these alone)."""
     options = options or MiningOptions()
@@ -147,9 +171,16 @@ def _learn_failures(commands: Sequence[Any], store: ProcedureDatabase, result: M
         if found_nothing(c.command, c.exit_code):
             result.not_failures += 1
             continue
-        store.add_learning(CapturedLearning(
-            task_type=suggest_task_type([c.command]), command=redact(c.command), about=redact(_about(c)),
-            error=redact((c.output or "")[-500:]), exit_code=c.exit_code, source=f"session:{c.source}"))
+        store.add_learning(
+            CapturedLearning(
+                task_type=suggest_task_type([c.command]),
+                command=redact(c.command),
+                about=redact(_about(c)),
+                error=redact((c.output or "")[-500:]),
+                exit_code=c.exit_code,
+                source=f"session:{c.source}",
+            )
+        )
         result.learnings += 1
 
 
@@ -166,9 +197,17 @@ def _about(c: Any) -> str:
 def _keep(candidate: Routine, store: ProcedureDatabase, options: MiningOptions, result: MiningResult) -> None:
     steps = [ProcedureStep(command=template) for template in candidate.steps]
     successes = candidate.successes
-    context = {"mined": {"support": candidate.support, "parameters": candidate.parameters, "units": candidate.units[:_OCCURRENCES_KEPT],
-                         "sessions": candidate.sessions[:_OCCURRENCES_KEPT], "occurrences": candidate.occurrences[:_OCCURRENCES_KEPT],
-                         "long_running_steps": candidate.long_running, "project_dir": candidate.cwd}}
+    context = {
+        "mined": {
+            "support": candidate.support,
+            "parameters": candidate.parameters,
+            "units": candidate.units[:_OCCURRENCES_KEPT],
+            "sessions": candidate.sessions[:_OCCURRENCES_KEPT],
+            "occurrences": candidate.occurrences[:_OCCURRENCES_KEPT],
+            "long_running_steps": candidate.long_running,
+            "project_dir": candidate.cwd,
+        }
+    }
     same = store.find_by_signature(step_signature(steps))
     if same is not None:
         if same.status == "rejected":
@@ -179,15 +218,26 @@ def _keep(candidate: Routine, store: ProcedureDatabase, options: MiningOptions, 
             result.updated_candidates += 1
             _maybe_promote(store, proc, options, result)
         return
-    proc = store.add_procedure(CapturedProcedure(
-        id="", task_type=candidate.task_type, steps=steps, source="session", status="candidate", success_count=successes,
-        description=candidate.description, context=context))
+    proc = store.add_procedure(
+        CapturedProcedure(
+            id="",
+            task_type=candidate.task_type,
+            steps=steps,
+            source="session",
+            status="candidate",
+            success_count=successes,
+            description=candidate.description,
+            context=context,
+        )
+    )
     result.new_candidates += 1
     result.procedure_ids.append(proc.id)
     _maybe_promote(store, proc, options, result)
 
 
-def _maybe_promote(store: ProcedureDatabase, proc: CapturedProcedure, options: MiningOptions, result: MiningResult) -> None:
+def _maybe_promote(
+    store: ProcedureDatabase, proc: CapturedProcedure, options: MiningOptions, result: MiningResult
+) -> None:
     if proc.status == "candidate" and proc.success_count >= options.promote_after:
         store.set_status(proc.id, "active")
         result.promoted += 1
@@ -195,7 +245,7 @@ def _maybe_promote(store: ProcedureDatabase, proc: CapturedProcedure, options: M
 
 def _unwrap(command: str) -> str:
     if command.startswith("{% raw %}") and command.endswith("{% endraw %}"):
-        return command[len("{% raw %}"):-len("{% endraw %}")]
+        return command[len("{% raw %}") : -len("{% endraw %}")]
     return command
 
 

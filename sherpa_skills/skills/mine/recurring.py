@@ -73,8 +73,16 @@ class Routine:
     successes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"steps": self.steps, "parameters": self.parameters, "support": self.support, "units": self.units,
-                "sessions": self.sessions, "task_type": self.task_type, "description": self.description, "cwd": self.cwd}
+        return {
+            "steps": self.steps,
+            "parameters": self.parameters,
+            "support": self.support,
+            "units": self.units,
+            "sessions": self.sessions,
+            "task_type": self.task_type,
+            "description": self.description,
+            "cwd": self.cwd,
+        }
 
 
 # ---------------------------------------------------------------- cleaning
@@ -90,10 +98,17 @@ def clean(commands: Sequence[Any], options: RecurringOptions) -> list[list[Any]]
         context.sort(key=lambda c: (c.timestamp is None, c.timestamp or 0.0, getattr(c, "seq", 0)))
         current: list[Any] = []
         for c in context:
-            if current and c.timestamp and current[-1].timestamp and c.timestamp - current[-1].timestamp > options.gap_secs:
+            if (
+                current
+                and c.timestamp
+                and current[-1].timestamp
+                and c.timestamp - current[-1].timestamp > options.gap_secs
+            ):
                 runs.append(current)
                 current = []
-            if is_truncated(c.command):  # stored cut short (a huge heredoc): it cannot be replayed, and it breaks the run
+            if is_truncated(
+                c.command
+            ):  # stored cut short (a huge heredoc): it cannot be replayed, and it breaks the run
                 if current:
                     runs.append(current)
                 current = []
@@ -112,7 +127,9 @@ def clean(commands: Sequence[Any], options: RecurringOptions) -> list[list[Any]]
 def _similar(a: str, b: str, threshold: float) -> bool:
     """difflib's ratio, behind its cheap upper bounds (most pairs of commands are far apart)."""
     matcher = SequenceMatcher(None, a, b, autojunk=False)
-    return matcher.real_quick_ratio() >= threshold and matcher.quick_ratio() >= threshold and matcher.ratio() >= threshold
+    return (
+        matcher.real_quick_ratio() >= threshold and matcher.quick_ratio() >= threshold and matcher.ratio() >= threshold
+    )
 
 
 def _retry(before: str, after: str, threshold: float) -> bool:
@@ -131,7 +148,11 @@ def _retry(before: str, after: str, threshold: float) -> bool:
         return split_before[1:] == split_after[1:] and _similar(split_before[0], split_after[0], 0.75)
     if not same_program or classify(after) == "cd":
         return False
-    if len(split_after) > len(split_before) and set(split_before) < set(split_after) and _flags(before) != _flags(after):
+    if (
+        len(split_after) > len(split_before)
+        and set(split_before) < set(split_after)
+        and _flags(before) != _flags(after)
+    ):
         return True  # the same command run again with more options: the first try did not do it
     if len(split_after) != len(split_before) or _flags(before) == _flags(after):
         return False
@@ -191,7 +212,9 @@ def find(commands: Sequence[Any], options: RecurringOptions | None = None) -> li
     """The recurring routines in these commands, most explanatory first."""
     options = options or RecurringOptions()
     runs = clean(commands, options)
-    shaped: list[tuple[str, list[Any], list[tuple[str, ...] | None]]] = [(_unit(r), r, [shape(c.command) for c in r]) for r in runs]
+    shaped: list[tuple[str, list[Any], list[tuple[str, ...] | None]]] = [
+        (_unit(r), r, [shape(c.command) for c in r]) for r in runs
+    ]
     # Every contiguous sequence of shapes (2..max_steps) with at least two work steps, and where it occurs.
     where: dict[tuple[tuple[str, ...], ...], list[tuple[int, int]]] = {}
     for ri, (_, run, shapes) in enumerate(shaped):
@@ -204,7 +227,11 @@ def find(commands: Sequence[Any], options: RecurringOptions | None = None) -> li
                     break
                 if classify(run[end - 1].command) == "work":
                     work += 1
-                if end - start >= options.min_steps and work >= options.min_steps and classify(run[end - 1].command) == "work":
+                if (
+                    end - start >= options.min_steps
+                    and work >= options.min_steps
+                    and classify(run[end - 1].command) == "work"
+                ):
                     where.setdefault(tuple(shapes[start:end]), []).append((ri, start))  # type: ignore[arg-type]
     lift = _lift(shaped)
     used: set[tuple[int, int]] = set()
@@ -242,13 +269,15 @@ def find(commands: Sequence[Any], options: RecurringOptions | None = None) -> li
         if heap and current < -heap[0][0]:
             heapq.heappush(heap, (-current, id(key), key))  # its occurrences were partly taken: re-rank
             continue
-        occurrences = [shaped[ri][1][start:start + len(key)] for ri, start in spots]
+        occurrences = [shaped[ri][1][start : start + len(key)] for ri, start in spots]
         # Part of a routine already found (`git st; git commit -a` inside `git st; git commit -a; git ps`): the same
         # routine stopped early, not a second one to review.
         inside = any(_contains(chosen, key) for chosen in chosen_keys)
         candidate = None if inside or _repetitive(key) else anti_unify(occurrences, [shaped[ri][0] for ri, _ in spots])
-        if candidate is not None and (len(candidate.parameters) > min(options.max_parameters, len(candidate.steps))
-                                      or not _specific(candidate, options)):
+        if candidate is not None and (
+            len(candidate.parameters) > min(options.max_parameters, len(candidate.steps))
+            or not _specific(candidate, options)
+        ):
             candidate = None
         if candidate is None:
             for ri, start in spots:
@@ -303,23 +332,34 @@ def _specific(candidate: Routine, options: RecurringOptions) -> bool:
 
 def _contains(longer: tuple[Any, ...], shorter: tuple[Any, ...]) -> bool:
     n = len(shorter)
-    return n < len(longer) and any(longer[i:i + n] == shorter for i in range(len(longer) - n + 1))
+    return n < len(longer) and any(longer[i : i + n] == shorter for i in range(len(longer) - n + 1))
 
 
 def _repetitive(key: tuple[tuple[str, ...], ...]) -> bool:
     """The same command shapes over and over (`cp; cp`, `make; make clean; make`): a batch or a loop, not a routine."""
     n = len(key)
-    return any(all(key[i] == key[i + period] for i in range(n - period)) for period in range(1, (n + 1) // 2 + 1) if period < n)
+    return any(
+        all(key[i] == key[i + period] for i in range(n - period)) for period in range(1, (n + 1) // 2 + 1) if period < n
+    )
 
 
 # ---------------------------------------------------------------- anti-unification
 
 
-_NAMES = [(re.compile(r"^(git )?(-m|--message)$"), "message"), (re.compile(r"^(git )?(checkout|switch|-b|-B|--branch|ps|push|pull|origin|upstream)$"), "branch"),
-          (re.compile(r"^(brew|npm|pnpm|yarn|pip|pip3|uv|poetry|cargo|apt|apt-get|gem|go|conda) (install|add|remove|uninstall|i|get)$"), "package"),
-          (re.compile(r"^(git )?(clone)$"), "repository"),
-          (re.compile(r"^(cd|pushd)$"), "directory"), (re.compile(r"^(-t|--tag|tag)$"), "tag"),
-          (re.compile(r"^(-o|--output)$"), "output")]
+_NAMES = [
+    (re.compile(r"^(git )?(-m|--message)$"), "message"),
+    (re.compile(r"^(git )?(checkout|switch|-b|-B|--branch|ps|push|pull|origin|upstream)$"), "branch"),
+    (
+        re.compile(
+            r"^(brew|npm|pnpm|yarn|pip|pip3|uv|poetry|cargo|apt|apt-get|gem|go|conda) (install|add|remove|uninstall|i|get)$"
+        ),
+        "package",
+    ),
+    (re.compile(r"^(git )?(clone)$"), "repository"),
+    (re.compile(r"^(cd|pushd)$"), "directory"),
+    (re.compile(r"^(-t|--tag|tag)$"), "tag"),
+    (re.compile(r"^(-o|--output)$"), "output"),
+]
 
 
 def _name_for(program: str, previous: str, values: list[str], taken: set[str]) -> str:
@@ -376,10 +416,19 @@ def anti_unify(occurrences: list[list[Any]], units: list[str]) -> Routine | None
     long_running = [i for i, c in enumerate(first) if classify(c.command) == "long_running"]
     task_type = suggest_task_type([c.command for c in first if classify(c.command) == "work"])
     shown = ", then ".join(" ".join(program_words(c.command)) for c in first if classify(c.command) == "work")
-    return Routine(steps=templates, parameters=parameters, support=len(occurrences), units=units, sessions=sessions,
-                     occurrences=[[c.id for c in o] for o in occurrences], task_type=task_type,
-                     description=f"{shown} (seen {len(occurrences)} times)", cwd=cwd, long_running=long_running,
-                     successes=sum(all(c.outcome == "success" for c in o) for o in occurrences))
+    return Routine(
+        steps=templates,
+        parameters=parameters,
+        support=len(occurrences),
+        units=units,
+        sessions=sessions,
+        occurrences=[[c.id for c in o] for o in occurrences],
+        task_type=task_type,
+        description=f"{shown} (seen {len(occurrences)} times)",
+        cwd=cwd,
+        long_running=long_running,
+        successes=sum(all(c.outcome == "success" for c in o) for o in occurrences),
+    )
 
 
 def _substitute(text: str, replacements: list[tuple[str, str]]) -> str | None:
@@ -388,7 +437,11 @@ def _substitute(text: str, replacements: list[tuple[str, str]]) -> str | None:
     for value, name in replacements:
         for written in (shlex.quote(value), f'"{value}"', f"'{value}'", value):
             at = text.find(written, position)
-            if at >= 0 and (at == 0 or text[at - 1] in " =:\t") and (at + len(written) == len(text) or text[at + len(written)] in " ;|&)\t"):
+            if (
+                at >= 0
+                and (at == 0 or text[at - 1] in " =:\t")
+                and (at + len(written) == len(text) or text[at + len(written)] in " ;|&)\t")
+            ):
                 break
         else:
             return None

@@ -18,35 +18,58 @@ Kind = Literal["work", "look", "interactive", "noise", "job", "long_running", "c
 _REDIRECT = re.compile(r"^(\d*>>?|&>>?|\d*>\|)$")
 
 # Programs that only look: a sequence of them changes nothing worth replaying.
-READ_ONLY = frozenset("""ls ll la l lsd exa eza pwd cat bat less more head tail grep egrep fgrep rg ag ack find fd wc sort uniq
+READ_ONLY = frozenset(
+    """ls ll la l lsd exa eza pwd cat bat less more head tail grep egrep fgrep rg ag ack find fd wc sort uniq
     cut stat du df ps pgrep top tree file which whereis type whoami echo printf true false date cal env printenv man help
     history clear diff cmp comm jq yq nl column realpath dirname basename readlink id uname hostname strings hexdump xxd
     od tldr apropos locate lsof netstat ss ip ifconfig ping dig nslookup host curl-head awk tr fold fmt paste expand
     sleep wait test [ [[ md5sum sha1sum sha256sum shasum cksum free uptime w who last groups tput stty tty lscpu lsblk
-    mount-l dmesg journalctl""".split())
+    mount-l dmesg journalctl""".split()
+)
 # A sub-command that only looks, per tool.
-READ_ONLY_SUB: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
-    "git": "status log diff show branch remote rev-parse ls-files blame describe shortlog reflog grep config-l tag-l whatchanged",
-    "docker": "ps images logs inspect version info stats top port history", "podman": "ps images logs inspect version info",
-    "kubectl": "get describe logs top explain version api-resources config-view",
-    "npm": "ls list view info outdated search help doctor", "pnpm": "ls list why outdated",
-    "yarn": "list info why outdated", "pip": "list show freeze search check", "pip3": "list show freeze search check",
-    "brew": "list info search outdated doctor deps leaves config --version", "gh": "status", "cargo": "tree search metadata",
-    "go": "version env list doc vet", "systemctl": "status list-units is-active", "conda": "list info env-list",
-    "apt": "list search show policy", "apt-cache": "search show policy depends", "helm": "list status get history",
-    "terraform": "show output state-list validate version", "python": "--version -V", "python3": "--version -V",
-    "node": "--version -v", "uv": "tree", "poetry": "show check",
-}.items()}
+READ_ONLY_SUB: dict[str, frozenset[str]] = {
+    k: frozenset(v.split())
+    for k, v in {
+        "git": "status log diff show branch remote rev-parse ls-files blame describe shortlog reflog grep config-l tag-l whatchanged",
+        "docker": "ps images logs inspect version info stats top port history",
+        "podman": "ps images logs inspect version info",
+        "kubectl": "get describe logs top explain version api-resources config-view",
+        "npm": "ls list view info outdated search help doctor",
+        "pnpm": "ls list why outdated",
+        "yarn": "list info why outdated",
+        "pip": "list show freeze search check",
+        "pip3": "list show freeze search check",
+        "brew": "list info search outdated doctor deps leaves config --version",
+        "gh": "status",
+        "cargo": "tree search metadata",
+        "go": "version env list doc vet",
+        "systemctl": "status list-units is-active",
+        "conda": "list info env-list",
+        "apt": "list search show policy",
+        "apt-cache": "search show policy depends",
+        "helm": "list status get history",
+        "terraform": "show output state-list validate version",
+        "python": "--version -V",
+        "python3": "--version -V",
+        "node": "--version -v",
+        "uv": "tree",
+        "poetry": "show check",
+    }.items()
+}
 # `sed -n` prints, `sed -i` edits; `awk` without a redirect only prints.
 _SED_PRINTS = re.compile(r"^-[a-zA-Z]*n")
 
 # Programs a person works *inside* (editors, pagers, REPLs, multiplexers): what they did is not in the log.
-INTERACTIVE = frozenset("""vim vi nvim vime emacs nano pico micro code subl less more man top htop btop glances tig lazygit fg bg jobs
+INTERACTIVE = frozenset(
+    """vim vi nvim vime emacs nano pico micro code subl less more man top htop btop glances tig lazygit fg bg jobs
     tmux screen ta ts watch ipython bpython irb pry mongo mongosh mosh telnet ftp sftp
     lldb gdb meld vimdiff kdiff3 gitk open xdg-open exit logout reset history source . exec ranger nnn mc vifm fzf
-    claude codex aider""".split())
+    claude codex aider""".split()
+)
 # Bare, these start a REPL or a shell; with arguments they run something.
-_REPL_WHEN_BARE = frozenset("python python3 node bash sh zsh fish ssh psql mysql sqlite3 redis-cli ruby php lua R julia deno bun".split())
+_REPL_WHEN_BARE = frozenset(
+    "python python3 node bash sh zsh fish ssh psql mysql sqlite3 redis-cli ruby php lua R julia deno bun".split()
+)
 _JOB = frozenset("kill killall pkill disown nohup-l".split())
 
 # Commands that serve or watch until stopped: marked, never replayed blindly.
@@ -54,7 +77,8 @@ _LONG_RUNNING = re.compile(
     r"(^|\s)(npm|pnpm|yarn|bun)\s+(run\s+)?(dev|start|serve|watch)\b|\b(next|vite|nuxt|astro)\s+dev\b|\brails\s+(s|server)\b"
     r"|\bmanage\.py\s+runserver\b|\bhttp\.server\b|\bhttp-server\b|\bflask\s+run\b|\buvicorn\b|\bgunicorn\b|\bmix\s+phx\.server\b"
     r"|\bdocker(-|\s+)compose\s+up\b(?!.*\s-d\b)|\btail\s+-f\b|\bjekyll\s+serve\b|\bhugo\s+server\b|\bwatch\b|\bnodemon\b"
-    r"|\bcargo\s+watch\b|\bjupyter\s+(notebook|lab)\b|\bkubectl\s+port-forward\b")
+    r"|\bcargo\s+watch\b|\bjupyter\s+(notebook|lab)\b|\bkubectl\s+port-forward\b"
+)
 # Terminal noise typed into history: escape leftovers (`[A`), stray punctuation, a lone word that is a key name.
 _NOISE = re.compile(r"^(\[[A-D]|\^\[|\x1b|[:;,.÷'\"`~!@#%^*()\[\]{}<>?/\\|+=\-\s]+$)")
 
@@ -69,11 +93,14 @@ class Stage:
 
 # One scan of a command line: blanks, operators (with their file-descriptor digits: `2>`, `&>>`), or words made of
 # unquoted runs, '...', "..." and backslash escapes. An unterminated quote matches nothing: the line does not parse.
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<blank>[ \t\r\n]+)
   | (?P<op>\|\||&&|;;|\|&|\d*>>|\d*>&\d*-?|&>>?|\d*>\|?|\d*<<<|\d*<<-?|\d*<&\d*-?|\d*<>?|[;&|])
   | (?P<word>(?:[^\s'"\\;&|<>]+|'[^']*'|"(?:\\.|[^"\\])*"|\\.)+)
-""", re.X | re.S)
+""",
+    re.X | re.S,
+)
 _UNQUOTE = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""", re.S)
 _DQ_ESCAPE = re.compile(r"""\\([\\"$`\n])""")
 OPERATORS = frozenset({"|", "||", "&&", ";", "&", "|&", ";;"})
@@ -132,8 +159,11 @@ def stages(command: str) -> tuple[Stage, ...] | None:
 def _stage(words: list[str]) -> Stage:
     # `sudo`, `env X=1`, `time`, `nohup`, `command` run the next word as the program.
     i = 0
-    while i < len(words) and (words[i] in ("sudo", "time", "nohup", "command", "builtin", "exec-l", "noglob", "env")
-                              or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[i]) or (i and words[i - 1] == "sudo" and words[i].startswith("-"))):
+    while i < len(words) and (
+        words[i] in ("sudo", "time", "nohup", "command", "builtin", "exec-l", "noglob", "env")
+        or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[i])
+        or (i and words[i - 1] == "sudo" and words[i].startswith("-"))
+    ):
         i += 1
     rest = words[i:] or words[-1:]
     return Stage(program=rest[0].rsplit("/", 1)[-1] if not rest[0].startswith("./") else rest[0], words=tuple(rest[1:]))
@@ -204,5 +234,7 @@ def program_words(command: str) -> tuple[str, ...]:
     return (first.program, sub) if sub and first.program in _SUBCOMMAND_TOOLS else (first.program,)
 
 
-_SUBCOMMAND_TOOLS = frozenset("""git npm npx yarn pnpm pip pip3 uv poetry cargo go docker podman kubectl helm terraform gh make
-    systemctl apt apt-get brew mix bundle rails dotnet mvn gradle conda bun deno rustup nix""".split())
+_SUBCOMMAND_TOOLS = frozenset(
+    """git npm npx yarn pnpm pip pip3 uv poetry cargo go docker podman kubectl helm terraform gh make
+    systemctl apt apt-get brew mix bundle rails dotnet mvn gradle conda bun deno rustup nix""".split()
+)

@@ -27,7 +27,7 @@ class NoArgs(BaseModel):
 
 def step_results(context: Any) -> list[dict[str, Any]]:
     """The executed steps' outcomes, in order, from a replay's context."""
-    found = [(int(k[len(STEP_RESULT):]), v) for k, v in context.items() if k.startswith(STEP_RESULT)]
+    found = [(int(k[len(STEP_RESULT) :]), v) for k, v in context.items() if k.startswith(STEP_RESULT)]
     return [v for _, v in sorted(found)]
 
 
@@ -49,26 +49,50 @@ def skill_match(args: NoArgs, ctx: ActionContext) -> ActionResult:
     given = dict(view.get("params") or {})
     if view.get("procedure_id"):
         proc = store.get(view.get("procedure_id"))
-        matches = [{"procedure_id": proc.id, "task_type": proc.task_type, "version": proc.version, "confidence": proc.confidence,
-                    "score": None, "reason": None}]
-        return ActionResult(outputs=matches, context={"matches": matches, "match_mode": "by-id", "degraded": None,
-                                                      "match_decision": "by-id"})
+        matches = [
+            {
+                "procedure_id": proc.id,
+                "task_type": proc.task_type,
+                "version": proc.version,
+                "confidence": proc.confidence,
+                "score": None,
+                "reason": None,
+            }
+        ]
+        return ActionResult(
+            outputs=matches,
+            context={"matches": matches, "match_mode": "by-id", "degraded": None, "match_decision": "by-id"},
+        )
     query = view.get("query") or ""
     if not query.strip():
         raise UsageError("replay needs a query (what to do) or a procedure id")
     model = view.get("verify") or os.environ.get(VERIFY_MODEL_ENV, "").strip()
-    decision = _matcher(ctx).match(query, task_type=view.get("task_type"), params=given, min_confidence=_threshold(view),
-                                   verify=Verifier(model) if model else None)
+    decision = _matcher(ctx).match(
+        query,
+        task_type=view.get("task_type"),
+        params=given,
+        min_confidence=_threshold(view),
+        verify=Verifier(model) if model else None,
+    )
     matches = [c.model_dump(mode="json") for c in decision.candidates]
-    context: dict[str, Any] = {"matches": matches, "match_mode": decision.mode, "degraded": decision.degraded,
-                               "match_decision": decision.decision, "match_reason": decision.reason,
-                               "verification": decision.verification.model_dump(mode="json") if decision.verification else None}
+    context: dict[str, Any] = {
+        "matches": matches,
+        "match_mode": decision.mode,
+        "degraded": decision.degraded,
+        "match_decision": decision.decision,
+        "match_reason": decision.reason,
+        "verification": decision.verification.model_dump(mode="json") if decision.verification else None,
+    }
     if decision.selected is not None:
         context["matched_id"] = decision.selected.procedure_id
         context["params"] = {**decision.params, **given}
         context["params_from_task"] = {k: v for k, v in decision.params.items() if k not in given}
-    return ActionResult(outputs={"decision": decision.decision, "selected": decision.procedure_id, "reason": decision.reason},
-                        context=context, tokens=decision.tokens, llm_calls=decision.llm_calls)
+    return ActionResult(
+        outputs={"decision": decision.decision, "selected": decision.procedure_id, "reason": decision.reason},
+        context=context,
+        tokens=decision.tokens,
+        llm_calls=decision.llm_calls,
+    )
 
 
 @default_registry.action("skill_select")
@@ -82,17 +106,31 @@ def skill_select(args: NoArgs, ctx: ActionContext) -> ActionResult:
     elif view.get("matched_id"):
         pid = view.get("matched_id")
     else:
-        return ActionResult(outputs={"procedure_id": None},
-                            context={"select_reason": view.get("match_reason") or "no stored procedure is about this task"})
+        return ActionResult(
+            outputs={"procedure_id": None},
+            context={"select_reason": view.get("match_reason") or "no stored procedure is about this task"},
+        )
     proc = store.get(pid)
     health = store.health(proc.id)
     refusal = replay_refusal(proc, health, threshold)  # the gate matching and `learn promote` use too
     if refusal:
-        return ActionResult(outputs={"procedure_id": None}, context={"select_reason": f"{proc.id} is not replayable: {refusal}"})
-    chosen = {"id": proc.id, "version": proc.version, "task_type": proc.task_type, "description": proc.description,
-              "confidence": proc.confidence, "health": health.status, "replayed": store.success_replays(proc.id),
-              "planned_tokens": proc.planned_tokens, "planned_llm_calls": proc.planned_llm_calls,
-              "steps": [s.model_dump() for s in proc.steps], "preconditions": proc.preconditions, "postconditions": proc.postconditions}
+        return ActionResult(
+            outputs={"procedure_id": None}, context={"select_reason": f"{proc.id} is not replayable: {refusal}"}
+        )
+    chosen = {
+        "id": proc.id,
+        "version": proc.version,
+        "task_type": proc.task_type,
+        "description": proc.description,
+        "confidence": proc.confidence,
+        "health": health.status,
+        "replayed": store.success_replays(proc.id),
+        "planned_tokens": proc.planned_tokens,
+        "planned_llm_calls": proc.planned_llm_calls,
+        "steps": [s.model_dump() for s in proc.steps],
+        "preconditions": proc.preconditions,
+        "postconditions": proc.postconditions,
+    }
     return ActionResult(outputs={"procedure_id": proc.id}, context={"procedure": chosen, "select_reason": None})
 
 
@@ -114,11 +152,24 @@ def skill_preflight(args: NoArgs, ctx: ActionContext) -> ActionResult:
         problems.append(f"environment variables not set: {', '.join(missing_env)}")
     if ctx.view.get("execute") and not problems:
         for check in proc.get("preconditions") or []:
-            outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0, ctx.view.get("cwd"), ctx.secrets)
+            outcome = run_step(
+                ProcedureStep(command=check, timeout_secs=30),
+                render_command(check, params),
+                0,
+                ctx.view.get("cwd"),
+                ctx.secrets,
+            )
             if not outcome.passed:
                 problems.append(f"precondition failed: {check} ({outcome.reason})")
-    context = {"rendered": rendered, "preflight_ok": not problems, "preflight_problems": problems,
-               "step_index": 0, "more_steps": bool(rendered), "step_ok": True, "started_at": time.time()}
+    context = {
+        "rendered": rendered,
+        "preflight_ok": not problems,
+        "preflight_problems": problems,
+        "step_index": 0,
+        "more_steps": bool(rendered),
+        "step_ok": True,
+        "started_at": time.time(),
+    }
     return ActionResult(outputs={"rendered": rendered, "problems": problems}, context=context)
 
 
@@ -141,21 +192,35 @@ def skill_run_step(args: NoArgs, ctx: ActionContext) -> ActionResult:
     step = ProcedureStep(**proc["steps"][index])
     # One shell for the whole replay: a step's `cd` and `export` hold for the steps after it.
     env_names = sorted({n for s in proc["steps"] for n in s.get("env_vars", [])})
-    session, fresh = session_for(ctx.run_id or f"replay-{id(view)}", view.get("shell_cwd") or view.get("cwd"), env_names)
+    session, fresh = session_for(
+        ctx.run_id or f"replay-{id(view)}", view.get("shell_cwd") or view.get("cwd"), env_names
+    )
     outcome = run_in_session(session, step, view.get("rendered")[index], index + 1, ctx.secrets)
     # One key per step: rewriting a growing list at every step would make each step cost more than the last.
-    context: dict[str, Any] = {f"{STEP_RESULT}{index + 1}": outcome.to_dict(), "step_ok": outcome.passed, "step_index": index + 1,
-                               "more_steps": index + 1 < len(proc["steps"]), "shell_cwd": session.cwd}
+    context: dict[str, Any] = {
+        f"{STEP_RESULT}{index + 1}": outcome.to_dict(),
+        "step_ok": outcome.passed,
+        "step_index": index + 1,
+        "more_steps": index + 1 < len(proc["steps"]),
+        "shell_cwd": session.cwd,
+    }
     if fresh and index and view.get("shell_cwd"):
-        context[f"{STEP_RESULT}{index + 1}"]["note"] = ("resumed in a new shell in the directory the last step left; "
-                                                       "variables exported by earlier steps are not carried over")
+        context[f"{STEP_RESULT}{index + 1}"]["note"] = (
+            "resumed in a new shell in the directory the last step left; "
+            "variables exported by earlier steps are not carried over"
+        )
     if not outcome.passed:
         context["diverged_step"] = index + 1
         context["divergence"] = {
-            "step": index + 1, "command": outcome.command, "expected_exit_code": step.expected_exit_code,
-            "expected_output_pattern": step.expected_output_pattern, "observed_exit_code": outcome.exit_code,
-            "observed_output": (outcome.stdout + outcome.stderr)[-1500:], "reason": outcome.reason,
-            "replayed": view.get("rendered")[:index]}
+            "step": index + 1,
+            "command": outcome.command,
+            "expected_exit_code": step.expected_exit_code,
+            "expected_output_pattern": step.expected_output_pattern,
+            "observed_exit_code": outcome.exit_code,
+            "observed_output": (outcome.stdout + outcome.stderr)[-1500:],
+            "reason": outcome.reason,
+            "replayed": view.get("rendered")[:index],
+        }
     return ActionResult(outputs=outcome.to_dict(), context=context, status="ok" if outcome.passed else "failed")
 
 
@@ -164,11 +229,20 @@ def skill_postconditions(args: NoArgs, ctx: ActionContext) -> ActionResult:
     proc = ctx.view.get("procedure")
     params = dict(ctx.view.get("params") or {})
     for check in proc.get("postconditions") or []:
-        outcome = run_step(ProcedureStep(command=check, timeout_secs=30), render_command(check, params), 0,
-                           ctx.view.get("shell_cwd") or ctx.view.get("cwd"), ctx.secrets)
+        outcome = run_step(
+            ProcedureStep(command=check, timeout_secs=30),
+            render_command(check, params),
+            0,
+            ctx.view.get("shell_cwd") or ctx.view.get("cwd"),
+            ctx.secrets,
+        )
         if not outcome.passed:
-            divergence = {"step": None, "command": check, "reason": f"postcondition failed: {outcome.reason}",
-                          "observed_output": (outcome.stdout + outcome.stderr)[-1500:]}
+            divergence = {
+                "step": None,
+                "command": check,
+                "reason": f"postcondition failed: {outcome.reason}",
+                "observed_output": (outcome.stdout + outcome.stderr)[-1500:],
+            }
             return ActionResult(outputs={"failed": check}, context={"post_ok": False, "divergence": divergence})
     return ActionResult(outputs={"failed": None}, context={"post_ok": True})
 
@@ -186,14 +260,31 @@ def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
         end_session(ctx.run_id)
     proc = view.get("procedure")
     divergence = view.get("divergence") or {}
-    execution = store.record_execution(Execution(
-        procedure_id=proc["id"], version=proc["version"], started=view.get("started_at") or time.time(), ended=time.time(),
-        outcome=args.outcome, diverged_step=view.get("diverged_step"), reason=divergence.get("reason"), tokens=0, llm_calls=0,
-        run_id=ctx.run_id))
+    execution = store.record_execution(
+        Execution(
+            procedure_id=proc["id"],
+            version=proc["version"],
+            started=view.get("started_at") or time.time(),
+            ended=time.time(),
+            outcome=args.outcome,
+            diverged_step=view.get("diverged_step"),
+            reason=divergence.get("reason"),
+            tokens=0,
+            llm_calls=0,
+            run_id=ctx.run_id,
+        )
+    )
     if args.outcome == "diverged" and divergence.get("command"):
-        store.add_learning(CapturedLearning(task_type=proc["task_type"], procedure_id=proc["id"], command=divergence["command"],
-                                            about=str(proc.get("description") or "")[:300],
-                                            error=f"{divergence.get('reason')}: {divergence.get('observed_output', '')[-300:]}",
-                                            exit_code=divergence.get("observed_exit_code"), source="replay"))
+        store.add_learning(
+            CapturedLearning(
+                task_type=proc["task_type"],
+                procedure_id=proc["id"],
+                command=divergence["command"],
+                about=str(proc.get("description") or "")[:300],
+                error=f"{divergence.get('reason')}: {divergence.get('observed_output', '')[-300:]}",
+                exit_code=divergence.get("observed_exit_code"),
+                source="replay",
+            )
+        )
         failure_finder(ctx.home).sync()  # its vector, so the re-plan that follows finds it by meaning
     return ActionResult(outputs=execution.model_dump(), context={"execution_id": execution.id})

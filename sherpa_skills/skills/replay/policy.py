@@ -80,8 +80,15 @@ class ReplayPolicy:
     prompt and the run's result) and from then on it answers nothing.
     """
 
-    def __init__(self, decisions: list[RecordedDecision], *, inputs: dict[str, Any] | None = None, procedure_id: str = "",
-                 version: int = 0, registry: Registry | None = None):
+    def __init__(
+        self,
+        decisions: list[RecordedDecision],
+        *,
+        inputs: dict[str, Any] | None = None,
+        procedure_id: str = "",
+        version: int = 0,
+        registry: Registry | None = None,
+    ):
         self.decisions, self.inputs = decisions, dict(inputs or {})
         self.registry = registry or default_registry  # where the actions' checks are found
         # Checks not compared yet: a rule's decision is taken before the replay is asked, so its checks wait for the next one.
@@ -90,11 +97,18 @@ class ReplayPolicy:
         # Everything a decision needs that does not depend on the world is worked out once, here: the expected outcomes,
         # the arguments filled from this run's inputs, and for literal ones the key under which their validation is kept.
         # A decision without arguments is the same whichever run takes it: made now, handed out when its turn comes.
-        self._steps = [(d.state, d.trigger, d.decided_by, [_as_tuple(o) for o in d.outcomes_before],
-                        fill(d.args, self.inputs) if d.args else None,
-                        None if not d.args or _templated(d.args) else f"{d.trigger}\0{d.args!r}",
-                        None if d.args else Decision(d.trigger, {}, decided_by="replay", reason="replayed"))
-                       for d in decisions]
+        self._steps = [
+            (
+                d.state,
+                d.trigger,
+                d.decided_by,
+                [_as_tuple(o) for o in d.outcomes_before],
+                fill(d.args, self.inputs) if d.args else None,
+                None if not d.args or _templated(d.args) else f"{d.trigger}\0{d.args!r}",
+                None if d.args else Decision(d.trigger, {}, decided_by="replay", reason="replayed"),
+            )
+            for d in decisions
+        ]
         self.procedure_id, self.version = procedure_id, version
         self.divergence: dict[str, Any] | None = None
         self.replayed = 0
@@ -104,8 +118,15 @@ class ReplayPolicy:
         self._observed: list[tuple[str, str, int | None]] = []
 
     def _diverge(self, position: int, state: str, expected: str, observed: str) -> None:
-        self.divergence = {"procedure": self.procedure_id, "version": self.version, "step": position, "state": state,
-                           "replayed": position, "expected": expected, "observed": observed}
+        self.divergence = {
+            "procedure": self.procedure_id,
+            "version": self.version,
+            "step": position,
+            "state": state,
+            "replayed": position,
+            "expected": expected,
+            "observed": observed,
+        }
 
     def _read(self, view: Any) -> int:
         """The position (policy decisions taken so far), with the outcomes observed so far brought up to date."""
@@ -141,17 +162,27 @@ class ReplayPolicy:
             return None
         observed = self._observed
         if observed != expected:
-            first = next((i for i, (a, b) in enumerate(zip(expected, observed)) if a != b), min(len(expected), len(observed)))
-            self._diverge(position, ctx.state, f"action outcome {_shown(expected[first] if first < len(expected) else None)}",
-                          _shown(observed[first] if first < len(observed) else None))
+            first = next(
+                (i for i, (a, b) in enumerate(zip(expected, observed)) if a != b), min(len(expected), len(observed))
+            )
+            self._diverge(
+                position,
+                ctx.state,
+                f"action outcome {_shown(expected[first] if first < len(expected) else None)}",
+                _shown(observed[first] if first < len(observed) else None),
+            )
             return None
         edge = ctx.option(trigger)
         if edge is None:
-            self._diverge(position, ctx.state, f"trigger '{trigger}' available",
-                          f"available: {', '.join(ctx.triggers()) or 'none'} (its guards do not pass)")
+            self._diverge(
+                position,
+                ctx.state,
+                f"trigger '{trigger}' available",
+                f"available: {', '.join(ctx.triggers()) or 'none'} (its guards do not pass)",
+            )
             return None
         if self._has_checks and self._checked <= position:
-            due = [c for d in self.decisions[self._checked:position + 1] for c in d.checks]
+            due = [c for d in self.decisions[self._checked : position + 1] for c in d.checks]
             if due and not self._checks_hold(position, ctx, due):
                 return None
             self._checked = position + 1
@@ -181,12 +212,20 @@ class ReplayPolicy:
             try:
                 observed = observe_features(definition, ctx.view)
             except Exception as exc:  # a user's function
-                self._diverge(position, ctx.state, f"check '{recorded.action}' observing {_features(recorded.features)}",
-                              f"check '{recorded.action}' failed: {type(exc).__name__}: {exc}")
+                self._diverge(
+                    position,
+                    ctx.state,
+                    f"check '{recorded.action}' observing {_features(recorded.features)}",
+                    f"check '{recorded.action}' failed: {type(exc).__name__}: {exc}",
+                )
                 return False
             if observed != recorded.features:
-                self._diverge(position, ctx.state, f"check '{recorded.action}' observing {_features(recorded.features)}",
-                              f"check changed: '{recorded.action}' observes {_features(observed)}")
+                self._diverge(
+                    position,
+                    ctx.state,
+                    f"check '{recorded.action}' observing {_features(recorded.features)}",
+                    f"check changed: '{recorded.action}' observes {_features(observed)}",
+                )
                 return False
         return True
 
@@ -197,19 +236,25 @@ class ReplayPolicy:
         if self.divergence is not None:
             return
         if taken is None:
-            taken = [(d.state, d.trigger, "replay") for d in self.decisions[:self.replayed]]
+            taken = [(d.state, d.trigger, "replay") for d in self.decisions[: self.replayed]]
         for position, (where, trigger, who) in enumerate(taken):
             if position >= len(self.decisions):
                 self._diverge(position, state, "the recorded run had ended", f"'{trigger}' taken in '{where}' by {who}")
                 return
             step = self.decisions[position]
             if (where, trigger) != (step.state, step.trigger):
-                self._diverge(position, state, f"a decision in '{step.state}' ({step.trigger})",
-                              f"'{trigger}' taken in '{where}' by {who}")
+                self._diverge(
+                    position,
+                    state,
+                    f"a decision in '{step.state}' ({step.trigger})",
+                    f"'{trigger}' taken in '{where}' by {who}",
+                )
                 return
         if len(taken) < len(self.decisions):
             step = self.decisions[len(taken)]
-            self._diverge(len(taken), state, f"a decision in '{step.state}' ({step.trigger})", f"the run ended in '{state}'")
+            self._diverge(
+                len(taken), state, f"a decision in '{step.state}' ({step.trigger})", f"the run ended in '{state}'"
+            )
 
     async def adecide(self, ctx: DecisionContext) -> Decision | None:
         return self.decide(ctx)

@@ -72,7 +72,7 @@ def as_template(command: str) -> str:
         return command  # a captured command already kept literal whole
     parts, last = [], 0
     for m in PARAMETER.finditer(command):
-        parts += [_raw(command[last:m.start()]), "{{ " + m.group(1) + " }}"]
+        parts += [_raw(command[last : m.start()]), "{{ " + m.group(1) + " }}"]
         last = m.end()
     parts.append(_raw(command[last:]))
     return "".join(parts)
@@ -82,7 +82,9 @@ def _raw(text: str) -> str:
     if not any(x in text for x in ("{", "}", "%", "#")):
         return text
     # `{% endraw %}` inside the text would close the block early: split it where it starts.
-    return "".join("{% raw %}" + piece + "{% endraw %}" for piece in text.replace("{% endraw", "{%\x00 endraw").split("\x00"))
+    return "".join(
+        "{% raw %}" + piece + "{% endraw %}" for piece in text.replace("{% endraw", "{%\x00 endraw").split("\x00")
+    )
 
 
 def render_command(command: str, params: dict[str, Any]) -> str:
@@ -95,7 +97,9 @@ def render_command(command: str, params: dict[str, Any]) -> str:
         return render_shell(as_template(command), params)
     except UndefinedError as exc:
         names = ", ".join(sorted(set(PARAMETER.findall(command))))
-        raise UsageError(f"{exc.message}: this step needs parameters {names}; pass them with --param NAME=VALUE") from None
+        raise UsageError(
+            f"{exc.message}: this step needs parameters {names}; pass them with --param NAME=VALUE"
+        ) from None
     except TemplateError as exc:
         raise UsageError(f"step '{command}' is not a valid template: {exc}") from None
     except UsageError as exc:
@@ -119,12 +123,22 @@ class StepOutcome:
     timed_out: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "command": self.command, "exit_code": self.exit_code, "passed": self.passed,
-                "reason": self.reason, "stdout_tail": self.stdout[-500:], "stderr_tail": self.stderr[-500:],
-                "duration_ms": self.duration_ms, "timed_out": self.timed_out}
+        return {
+            "index": self.index,
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "passed": self.passed,
+            "reason": self.reason,
+            "stdout_tail": self.stdout[-500:],
+            "stderr_tail": self.stderr[-500:],
+            "duration_ms": self.duration_ms,
+            "timed_out": self.timed_out,
+        }
 
 
-def run_in_session(session: Any, step: ProcedureStep, command: str, index: int, secrets: set[str] | None = None) -> StepOutcome:
+def run_in_session(
+    session: Any, step: ProcedureStep, command: str, index: int, secrets: set[str] | None = None
+) -> StepOutcome:
     """Run one rendered step in the replay's shell session (its `cd` and `export` hold for later steps) and validate it.
 
     The values of the variables the step passes on are added to `secrets` (the replaying agent's), never recorded.
@@ -134,8 +148,13 @@ def run_in_session(session: Any, step: ProcedureStep, command: str, index: int, 
     if secrets is not None:
         secrets.update(passed_secrets(step.env_vars))
     out = session.run(command, step.timeout_secs, 20_000, cwd=step.cwd)
-    result = {"exit_code": out.exit_code, "stdout": out.stdout, "stderr": out.stderr, "timed_out": out.timed_out,
-              "duration_ms": out.duration_ms}
+    result = {
+        "exit_code": out.exit_code,
+        "stdout": out.stdout,
+        "stderr": out.stderr,
+        "timed_out": out.timed_out,
+        "duration_ms": out.duration_ms,
+    }
     return _validated(step, command, index, result)
 
 
@@ -145,13 +164,26 @@ def _validated(step: ProcedureStep, command: str, index: int, out: dict[str, Any
         reason = f"timed out after {step.timeout_secs:g} s"
     elif out["exit_code"] != step.expected_exit_code:
         reason = f"exit code {out['exit_code']}, expected {step.expected_exit_code}"
-    elif step.expected_output_pattern and not re.search(step.expected_output_pattern, out["stdout"] + out["stderr"], re.MULTILINE):
+    elif step.expected_output_pattern and not re.search(
+        step.expected_output_pattern, out["stdout"] + out["stderr"], re.MULTILINE
+    ):
         reason = f"output does not match /{step.expected_output_pattern}/"
-    return StepOutcome(index, command, out["exit_code"], reason is None, reason, out["stdout"], out["stderr"],
-                       out["duration_ms"], out["timed_out"])
+    return StepOutcome(
+        index,
+        command,
+        out["exit_code"],
+        reason is None,
+        reason,
+        out["stdout"],
+        out["stderr"],
+        out["duration_ms"],
+        out["timed_out"],
+    )
 
 
-def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = None, secrets: set[str] | None = None) -> StepOutcome:
+def run_step(
+    step: ProcedureStep, command: str, index: int, cwd: str | None = None, secrets: set[str] | None = None
+) -> StepOutcome:
     """Run one rendered step in its own process group and validate it against what was recorded.
 
     The values of the variables the step passes on are added to `secrets` (the replaying agent's), never recorded.
@@ -159,7 +191,10 @@ def run_step(step: ProcedureStep, command: str, index: int, cwd: str | None = No
     from ...actions.shell import ShellArgs, run_shell
     from ...engine.registry import ActionContext
 
-    args = ShellArgs(command=command, cwd=step.cwd or cwd, timeout_secs=step.timeout_secs, env=step.env_vars,
-                     max_output_chars=20_000)
-    out = run_shell(args, ActionContext(view=None, state="replay", tick=index, secrets=secrets if secrets is not None else set())).outputs
+    args = ShellArgs(
+        command=command, cwd=step.cwd or cwd, timeout_secs=step.timeout_secs, env=step.env_vars, max_output_chars=20_000
+    )
+    out = run_shell(
+        args, ActionContext(view=None, state="replay", tick=index, secrets=secrets if secrets is not None else set())
+    ).outputs
     return _validated(step, command, index, out)

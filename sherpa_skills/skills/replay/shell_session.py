@@ -53,8 +53,16 @@ class ShellSession:
         shell = next((s for s in _SHELLS if os.access(s, os.X_OK)), "/bin/sh")
         args = [shell, "--noprofile", "--norc"] if shell.endswith("bash") else [shell]
         self.cwd = str(Path(cwd).expanduser()) if cwd else os.getcwd()
-        self.proc = subprocess.Popen(args, cwd=self.cwd, env=child_env(env_names or []), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        self.proc = subprocess.Popen(
+            args,
+            cwd=self.cwd,
+            env=child_env(env_names or []),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
         self._buffer = b""
 
     @property
@@ -66,9 +74,11 @@ class ShellSession:
         out, err = Path(self._dir, "out"), Path(self._dir, "err")
         quoted = shlex.quote(command)
         body = 'eval "$__sherpa_cmd"' if cwd is None else f'( cd -- {shlex.quote(cwd)} && eval "$__sherpa_cmd" )'
-        script = (f"__sherpa_cmd={quoted}\n"
-                  f"{{ {body}\n}} </dev/null >{shlex.quote(str(out))} 2>{shlex.quote(str(err))}\n"
-                  f"__sherpa_rc=$?; printf '\\n%s %d %s\\n' {self._marker} \"$__sherpa_rc\" \"$PWD\"\n")
+        script = (
+            f"__sherpa_cmd={quoted}\n"
+            f"{{ {body}\n}} </dev/null >{shlex.quote(str(out))} 2>{shlex.quote(str(err))}\n"
+            f'__sherpa_rc=$?; printf \'\\n%s %d %s\\n\' {self._marker} "$__sherpa_rc" "$PWD"\n'
+        )
         started = time.monotonic()
         deadline = started + timeout
         try:
@@ -90,8 +100,15 @@ class ShellSession:
 
     def _ended(self, started: float, out: Path, err: Path, max_chars: int) -> SessionResult:
         code = self.proc.wait()
-        return SessionResult(code, _read(out, max_chars), _read(err, max_chars), False, (time.monotonic() - started) * 1000,
-                             self.cwd, True)
+        return SessionResult(
+            code,
+            _read(out, max_chars),
+            _read(err, max_chars),
+            False,
+            (time.monotonic() - started) * 1000,
+            self.cwd,
+            True,
+        )
 
     def _read_marker(self, deadline: float) -> tuple[str | None, bool]:
         """(the marker line, or None at the deadline; whether the shell exited first)."""

@@ -25,7 +25,9 @@ from .scoring import confidence, health_report
 
 
 def m001_skills(conn: sqlite3.Connection) -> None:
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         CREATE TABLE procedures (
             id TEXT PRIMARY KEY, task_type TEXT NOT NULL, description TEXT NOT NULL, source TEXT NOT NULL,
             tags TEXT NOT NULL, version INTEGER NOT NULL, status TEXT NOT NULL, needs_relearning INTEGER NOT NULL DEFAULT 0,
@@ -54,21 +56,34 @@ def m001_skills(conn: sqlite3.Connection) -> None:
         INSERT INTO skill_meta VALUES ('generation', 0);
         CREATE VIRTUAL TABLE procedures_fts USING fts5(procedure_id UNINDEXED, task_type, description, tags, commands,
             tokenize = 'unicode61 remove_diacritics 2');
-    """)
+    """,
+    )
 
 
 def m002_fts_by_rowid(conn: sqlite3.Connection) -> None:
     """FTS rows keyed by the procedure's rowid: deleting one by an UNINDEXED column scanned the whole table."""
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         DROP TABLE procedures_fts;
         CREATE VIRTUAL TABLE procedures_fts USING fts5(procedure_id UNINDEXED, task_type, description, tags, commands,
             tokenize = 'unicode61 remove_diacritics 2');
-    """)
+    """,
+    )
     for rowid, pid, task_type, description, tags, steps in conn.execute(
-            "SELECT rowid, id, task_type, description, tags, steps FROM procedures").fetchall():
-        conn.execute("INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) VALUES (?, ?, ?, ?, ?, ?)",
-                     (rowid, pid, _fts_words(task_type), description, " ".join(json.loads(tags)),
-                      " ".join(step["command"] for step in json.loads(steps))))
+        "SELECT rowid, id, task_type, description, tags, steps FROM procedures"
+    ).fetchall():
+        conn.execute(
+            "INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                rowid,
+                pid,
+                _fts_words(task_type),
+                description,
+                " ".join(json.loads(tags)),
+                " ".join(step["command"] for step in json.loads(steps)),
+            ),
+        )
 
 
 def learning_key(task_type: str | None, command: str, error: str) -> str:
@@ -80,18 +95,24 @@ def learning_key(task_type: str | None, command: str, error: str) -> str:
 def m003_learnings_dedup(conn: sqlite3.Connection) -> None:
     """Learnings count repeats (`seen`, `last_seen`) instead of piling up copies; existing copies are folded into
     their oldest row."""
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         ALTER TABLE learnings ADD COLUMN key TEXT;
         ALTER TABLE learnings ADD COLUMN seen INTEGER NOT NULL DEFAULT 1;
         ALTER TABLE learnings ADD COLUMN last_seen REAL;
-    """)
+    """,
+    )
     first: dict[str, int] = {}
     for rowid, task_type, command, error, created in conn.execute(
-            "SELECT id, task_type, command, error, created FROM learnings ORDER BY id").fetchall():
+        "SELECT id, task_type, command, error, created FROM learnings ORDER BY id"
+    ).fetchall():
         key = learning_key(task_type, command, error)
         if key in first:
-            conn.execute("UPDATE learnings SET seen = seen + 1, last_seen = MAX(COALESCE(last_seen, created), ?) WHERE id = ?",
-                         (created, first[key]))
+            conn.execute(
+                "UPDATE learnings SET seen = seen + 1, last_seen = MAX(COALESCE(last_seen, created), ?) WHERE id = ?",
+                (created, first[key]),
+            )
             conn.execute("DELETE FROM learnings WHERE id = ?", (rowid,))
         else:
             first[key] = rowid
@@ -99,23 +120,25 @@ def m003_learnings_dedup(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE UNIQUE INDEX learnings_key ON learnings (key)")
 
 
-
-
-
 def m004_one_procedure_per_signature(conn: sqlite3.Connection) -> None:
     """The same steps are one procedure per task type; duplicates made before this keep a marked signature."""
-    conn.execute("UPDATE procedures SET signature = signature || '~' || rowid WHERE rowid NOT IN"
-                 " (SELECT MIN(rowid) FROM procedures GROUP BY task_type, signature)")
+    conn.execute(
+        "UPDATE procedures SET signature = signature || '~' || rowid WHERE rowid NOT IN"
+        " (SELECT MIN(rowid) FROM procedures GROUP BY task_type, signature)"
+    )
     execute_script(conn, "CREATE UNIQUE INDEX procedures_task_signature ON procedures (task_type, signature);")
 
 
 def m005_trajectory_procedures(conn: sqlite3.Connection) -> None:
     """Procedures of a workflow's decisions beside shell ones: every existing row is a shell procedure."""
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         ALTER TABLE procedures ADD COLUMN kind TEXT NOT NULL DEFAULT 'shell';
         ALTER TABLE procedures ADD COLUMN decisions TEXT NOT NULL DEFAULT '[]';
         ALTER TABLE procedure_versions ADD COLUMN decisions TEXT NOT NULL DEFAULT '[]';
-    """)
+    """,
+    )
 
 
 def m006_learning_about(conn: sqlite3.Connection) -> None:
@@ -126,17 +149,27 @@ def m006_learning_about(conn: sqlite3.Connection) -> None:
 def m007_promotions(conn: sqlite3.Connection) -> None:
     """Every promotion: who and when, and where it opened the version's fresh evidence window (executions after
     `after_execution` count towards health), with the counts and health it left behind."""
-    execute_script(conn, """
+    execute_script(
+        conn,
+        """
         CREATE TABLE promotions (
             id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, version INTEGER NOT NULL, promoted_at REAL NOT NULL,
             promoted_by TEXT NOT NULL, after_execution INTEGER NOT NULL, status_before TEXT NOT NULL, health_before TEXT NOT NULL,
             success_before INTEGER NOT NULL, failure_before INTEGER NOT NULL, executions_before INTEGER NOT NULL);
         CREATE INDEX promotions_procedure ON promotions (procedure_id, version, id);
-    """)
+    """,
+    )
 
 
-MIGRATIONS = [m001_skills, m002_fts_by_rowid, m003_learnings_dedup, m004_one_procedure_per_signature, m005_trajectory_procedures,
-              m006_learning_about, m007_promotions]
+MIGRATIONS = [
+    m001_skills,
+    m002_fts_by_rowid,
+    m003_learnings_dedup,
+    m004_one_procedure_per_signature,
+    m005_trajectory_procedures,
+    m006_learning_about,
+    m007_promotions,
+]
 
 
 def current_user() -> str:
@@ -152,6 +185,7 @@ def current_user() -> str:
 def _fts_words(task_type: str) -> str:
     return task_type.replace("-", " ").replace("_", " ")
 
+
 _SPACE = re.compile(r"\s+")
 _TEMPLATE = re.compile(r"\{\{.*?\}\}")
 
@@ -165,39 +199,95 @@ def step_signature(steps: list[ProcedureStep]) -> str:
 def decision_signature(decisions: list[RecordedDecision], description: str = "") -> str:
     """Trajectories compare equal when their task text, states, triggers and (parametrised) arguments do: the same
     decisions for a task described otherwise are another procedure, since the description is what a task is matched by."""
-    normal = "\n".join([_SPACE.sub(" ", description.strip().lower()), *(f"{d.state} {d.trigger} {_dump(d.args)}" for d in decisions)])
+    normal = "\n".join(
+        [_SPACE.sub(" ", description.strip().lower()), *(f"{d.state} {d.trigger} {_dump(d.args)}" for d in decisions)]
+    )
     return "t:" + hashlib.sha256(normal.encode()).hexdigest()[:22]
 
 
 def signature_of(proc: CapturedProcedure) -> str:
-    return decision_signature(proc.decisions, proc.description) if proc.kind == "trajectory" else step_signature(proc.steps)
+    return (
+        decision_signature(proc.decisions, proc.description)
+        if proc.kind == "trajectory"
+        else step_signature(proc.steps)
+    )
 
 
 def _dump(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), default=str)
 
 
-_PROC_COLUMNS = ("id, task_type, description, source, tags, version, status, needs_relearning, success_count, failure_count, "
-                 "steps, preconditions, postconditions, context, planned_tokens, planned_llm_calls, created, updated, kind, decisions")
+_PROC_COLUMNS = (
+    "id, task_type, description, source, tags, version, status, needs_relearning, success_count, failure_count, "
+    "steps, preconditions, postconditions, context, planned_tokens, planned_llm_calls, created, updated, kind, decisions"
+)
 
 
 def _procedure(row: tuple[Any, ...]) -> CapturedProcedure:
-    (pid, task_type, description, source, tags, version, status, needs, s, f, steps, pre, post, ctx, ptok, pcalls, created, updated,
-     kind, decisions) = row
+    (
+        pid,
+        task_type,
+        description,
+        source,
+        tags,
+        version,
+        status,
+        needs,
+        s,
+        f,
+        steps,
+        pre,
+        post,
+        ctx,
+        ptok,
+        pcalls,
+        created,
+        updated,
+        kind,
+        decisions,
+    ) = row
     return CapturedProcedure(
-        id=pid, task_type=task_type, description=description, source=source, tags=json.loads(tags), version=version,
-        status=status, needs_relearning=bool(needs), success_count=s, failure_count=f, confidence=confidence(s, f),
-        steps=[ProcedureStep(**x) for x in json.loads(steps)], preconditions=json.loads(pre), postconditions=json.loads(post),
-        context=json.loads(ctx), planned_tokens=ptok, planned_llm_calls=pcalls, created=created, updated=updated,
-        kind=kind, decisions=[RecordedDecision(**d) for d in json.loads(decisions)])
+        id=pid,
+        task_type=task_type,
+        description=description,
+        source=source,
+        tags=json.loads(tags),
+        version=version,
+        status=status,
+        needs_relearning=bool(needs),
+        success_count=s,
+        failure_count=f,
+        confidence=confidence(s, f),
+        steps=[ProcedureStep(**x) for x in json.loads(steps)],
+        preconditions=json.loads(pre),
+        postconditions=json.loads(post),
+        context=json.loads(ctx),
+        planned_tokens=ptok,
+        planned_llm_calls=pcalls,
+        created=created,
+        updated=updated,
+        kind=kind,
+        decisions=[RecordedDecision(**d) for d in json.loads(decisions)],
+    )
 
 
 _LEARNING_COLUMNS = "id, task_type, procedure_id, command, error, exit_code, source, created, seen, last_seen, about"
 
 
 def _learning(r: tuple[Any, ...]) -> CapturedLearning:
-    return CapturedLearning(id=r[0], task_type=r[1], procedure_id=r[2], command=r[3], error=r[4], exit_code=r[5], source=r[6],
-                            created=r[7], seen=r[8], last_seen=r[9], about=r[10])
+    return CapturedLearning(
+        id=r[0],
+        task_type=r[1],
+        procedure_id=r[2],
+        command=r[3],
+        error=r[4],
+        exit_code=r[5],
+        source=r[6],
+        created=r[7],
+        seen=r[8],
+        last_seen=r[9],
+        about=r[10],
+    )
 
 
 class ProcedureDatabase:
@@ -240,8 +330,17 @@ class ProcedureDatabase:
     def _index_fts(self, p: CapturedProcedure) -> None:
         rowid = self.conn.execute("SELECT rowid FROM procedures WHERE id = ?", (p.id,)).fetchone()[0]
         self.conn.execute("DELETE FROM procedures_fts WHERE rowid = ?", (rowid,))
-        self.conn.execute("INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) VALUES (?, ?, ?, ?, ?, ?)",
-                          (rowid, p.id, _fts_words(p.task_type), p.description, " ".join(p.tags), " ".join(s.command for s in p.steps)))
+        self.conn.execute(
+            "INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                rowid,
+                p.id,
+                _fts_words(p.task_type),
+                p.description,
+                " ".join(p.tags),
+                " ".join(s.command for s in p.steps),
+            ),
+        )
 
     # ------------------------------------------------------------------ procedures
 
@@ -253,7 +352,10 @@ class ProcedureDatabase:
     def insert_or_credit(self, proc: CapturedProcedure) -> tuple[CapturedProcedure, bool]:
         """(procedure, inserted): one statement decides, so concurrent first captures of the same steps make one row."""
         now = time.time()
-        pid = proc.id or f"{re.sub(r'[^a-z0-9]+', '-', proc.task_type.lower()).strip('-')[:24] or 'proc'}-{uuid.uuid4().hex[:8]}"
+        pid = (
+            proc.id
+            or f"{re.sub(r'[^a-z0-9]+', '-', proc.task_type.lower()).strip('-')[:24] or 'proc'}-{uuid.uuid4().hex[:8]}"
+        )
         proc = proc.model_copy(update={"id": pid, "created": proc.created or now, "updated": now})
         sig = signature_of(proc)
         steps = _dump([s.model_dump() for s in proc.steps])
@@ -263,13 +365,34 @@ class ProcedureDatabase:
             cursor = self.conn.execute(
                 f"INSERT INTO procedures ({_PROC_COLUMNS}, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (task_type, signature) DO NOTHING",
-                (pid, proc.task_type, proc.description, proc.source, _dump(proc.tags), proc.version, proc.status, int(proc.needs_relearning),
-                 proc.success_count, proc.failure_count, steps, _dump(proc.preconditions), _dump(proc.postconditions), _dump(proc.context),
-                 proc.planned_tokens, proc.planned_llm_calls, proc.created, now, proc.kind,
-                 _dump([d.model_dump() for d in proc.decisions]), sig))
+                (
+                    pid,
+                    proc.task_type,
+                    proc.description,
+                    proc.source,
+                    _dump(proc.tags),
+                    proc.version,
+                    proc.status,
+                    int(proc.needs_relearning),
+                    proc.success_count,
+                    proc.failure_count,
+                    steps,
+                    _dump(proc.preconditions),
+                    _dump(proc.postconditions),
+                    _dump(proc.context),
+                    proc.planned_tokens,
+                    proc.planned_llm_calls,
+                    proc.created,
+                    now,
+                    proc.kind,
+                    _dump([d.model_dump() for d in proc.decisions]),
+                    sig,
+                ),
+            )
             if cursor.rowcount == 0:
-                existing = self.conn.execute("SELECT id FROM procedures WHERE task_type = ? AND signature = ?",
-                                             (proc.task_type, sig)).fetchone()[0]
+                existing = self.conn.execute(
+                    "SELECT id FROM procedures WHERE task_type = ? AND signature = ?", (proc.task_type, sig)
+                ).fetchone()[0]
                 self._credit(existing)
                 pid, inserted = existing, False
             else:
@@ -284,37 +407,84 @@ class ProcedureDatabase:
             "INSERT INTO procedure_versions (procedure_id, version, signature, steps, preconditions, postconditions, context, source,"
             " planned_tokens, planned_llm_calls, success_count, failure_count, created, decisions)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (proc.id, proc.version, sig, steps, _dump(proc.preconditions), _dump(proc.postconditions), _dump(proc.context), proc.source,
-             proc.planned_tokens, proc.planned_llm_calls, proc.success_count, proc.failure_count, time.time(),
-             _dump([d.model_dump() for d in proc.decisions])))
+            (
+                proc.id,
+                proc.version,
+                sig,
+                steps,
+                _dump(proc.preconditions),
+                _dump(proc.postconditions),
+                _dump(proc.context),
+                proc.source,
+                proc.planned_tokens,
+                proc.planned_llm_calls,
+                proc.success_count,
+                proc.failure_count,
+                time.time(),
+                _dump([d.model_dump() for d in proc.decisions]),
+            ),
+        )
 
-    def add_version(self, procedure_id: str, steps: list[ProcedureStep], *, source: str = "run", planned_tokens: int = 0,
-                    planned_llm_calls: int = 0, preconditions: list[str] | None = None, postconditions: list[str] | None = None,
-                    context: dict[str, Any] | None = None, decisions: list[RecordedDecision] | None = None) -> CapturedProcedure:
+    def add_version(
+        self,
+        procedure_id: str,
+        steps: list[ProcedureStep],
+        *,
+        source: str = "run",
+        planned_tokens: int = 0,
+        planned_llm_calls: int = 0,
+        preconditions: list[str] | None = None,
+        postconditions: list[str] | None = None,
+        context: dict[str, Any] | None = None,
+        decisions: list[RecordedDecision] | None = None,
+    ) -> CapturedProcedure:
         """A re-learned procedure: the next version, seen succeeding once; older versions keep their history.
         A trajectory procedure's new version brings its `decisions` (its steps stay empty)."""
         with self._write():
             current = self.get(procedure_id)
-            proc = current.model_copy(update={
-                "version": current.version + 1, "steps": steps, "source": source, "success_count": 1, "failure_count": 0,
-                "decisions": current.decisions if decisions is None else decisions,
-                "planned_tokens": planned_tokens, "planned_llm_calls": planned_llm_calls, "needs_relearning": False,
-                "preconditions": current.preconditions if preconditions is None else preconditions,
-                "postconditions": current.postconditions if postconditions is None else postconditions,
-                "context": current.context if context is None else context})
+            proc = current.model_copy(
+                update={
+                    "version": current.version + 1,
+                    "steps": steps,
+                    "source": source,
+                    "success_count": 1,
+                    "failure_count": 0,
+                    "decisions": current.decisions if decisions is None else decisions,
+                    "planned_tokens": planned_tokens,
+                    "planned_llm_calls": planned_llm_calls,
+                    "needs_relearning": False,
+                    "preconditions": current.preconditions if preconditions is None else preconditions,
+                    "postconditions": current.postconditions if postconditions is None else postconditions,
+                    "context": current.context if context is None else context,
+                }
+            )
             sig = signature_of(proc)
             steps_json = _dump([s.model_dump() for s in steps])
-            twin = self.conn.execute("SELECT id FROM procedures WHERE task_type = ? AND signature = ? AND id != ?",
-                                     (current.task_type, sig, current.id)).fetchone()
+            twin = self.conn.execute(
+                "SELECT id FROM procedures WHERE task_type = ? AND signature = ? AND id != ?",
+                (current.task_type, sig, current.id),
+            ).fetchone()
             if twin:
                 raise StoreError(f"the new steps of '{current.id}' repeat procedure '{twin[0]}' of the same task type")
             self.conn.execute(
                 "UPDATE procedures SET version = ?, steps = ?, signature = ?, source = ?, success_count = 1, failure_count = 0,"
                 " planned_tokens = ?, planned_llm_calls = ?, needs_relearning = 0, preconditions = ?, postconditions = ?, context = ?,"
                 " decisions = ?, updated = ? WHERE id = ?",
-                (proc.version, steps_json, sig, source, planned_tokens, planned_llm_calls, _dump(proc.preconditions),
-                 _dump(proc.postconditions), _dump(proc.context), _dump([d.model_dump() for d in proc.decisions]), time.time(),
-                 current.id))
+                (
+                    proc.version,
+                    steps_json,
+                    sig,
+                    source,
+                    planned_tokens,
+                    planned_llm_calls,
+                    _dump(proc.preconditions),
+                    _dump(proc.postconditions),
+                    _dump(proc.context),
+                    _dump([d.model_dump() for d in proc.decisions]),
+                    time.time(),
+                    current.id,
+                ),
+            )
             self._insert_version(proc, sig, steps_json)
             self._index_fts(proc)
             self._bump()
@@ -332,8 +502,10 @@ class ProcedureDatabase:
         """(version, updated) of these procedures, by exact id, in one light query: what a cache of rows checks."""
         found: dict[str, tuple[int, float]] = {}
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            rows = self.conn.execute(f"SELECT id, version, updated FROM procedures WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
+            chunk = ids[start : start + 500]
+            rows = self.conn.execute(
+                f"SELECT id, version, updated FROM procedures WHERE id IN ({', '.join('?' * len(chunk))})", chunk
+            )
             found.update((pid, (int(version), float(updated))) for pid, version, updated in rows)
         return found
 
@@ -341,8 +513,10 @@ class ProcedureDatabase:
         """The current versions of these procedures, by exact id, in one query; ids the store lacks are left out."""
         found: dict[str, CapturedProcedure] = {}
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            rows = self.conn.execute(f"SELECT {_PROC_COLUMNS} FROM procedures WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
+            chunk = ids[start : start + 500]
+            rows = self.conn.execute(
+                f"SELECT {_PROC_COLUMNS} FROM procedures WHERE id IN ({', '.join('?' * len(chunk))})", chunk
+            )
             found.update((row[0], _procedure(row)) for row in rows)
         return found
 
@@ -353,27 +527,47 @@ class ProcedureDatabase:
             if len(near) == 1:
                 return self.get(near[0], version)
             if near:
-                raise StoreError(f"procedure id prefix '{procedure_id}' is ambiguous: {', '.join(near[:3])}{', …' if len(near) > 3 else ''}; "
-                                 "give more characters")
+                raise StoreError(
+                    f"procedure id prefix '{procedure_id}' is ambiguous: {', '.join(near[:3])}{', …' if len(near) > 3 else ''}; "
+                    "give more characters"
+                )
             raise StoreError(f"no procedure '{procedure_id}'; `sherpa-skills learn procedures` lists them")
         proc = _procedure(row)
         if version is None or version == proc.version:
             return proc
-        v = self.conn.execute("SELECT steps, preconditions, postconditions, context, source, planned_tokens, planned_llm_calls,"
-                              " success_count, failure_count, decisions FROM procedure_versions WHERE procedure_id = ? AND version = ?",
-                              (proc.id, version)).fetchone()
+        v = self.conn.execute(
+            "SELECT steps, preconditions, postconditions, context, source, planned_tokens, planned_llm_calls,"
+            " success_count, failure_count, decisions FROM procedure_versions WHERE procedure_id = ? AND version = ?",
+            (proc.id, version),
+        ).fetchone()
         if v is None:
             raise StoreError(f"procedure '{proc.id}' has no version {version} (versions 1..{proc.version})")
-        return proc.model_copy(update={
-            "version": version, "steps": [ProcedureStep(**x) for x in json.loads(v[0])], "preconditions": json.loads(v[1]),
-            "postconditions": json.loads(v[2]), "context": json.loads(v[3]), "source": v[4], "planned_tokens": v[5],
-            "planned_llm_calls": v[6], "success_count": v[7], "failure_count": v[8], "confidence": confidence(v[7], v[8]),
-            "decisions": [RecordedDecision(**d) for d in json.loads(v[9])]})
+        return proc.model_copy(
+            update={
+                "version": version,
+                "steps": [ProcedureStep(**x) for x in json.loads(v[0])],
+                "preconditions": json.loads(v[1]),
+                "postconditions": json.loads(v[2]),
+                "context": json.loads(v[3]),
+                "source": v[4],
+                "planned_tokens": v[5],
+                "planned_llm_calls": v[6],
+                "success_count": v[7],
+                "failure_count": v[8],
+                "confidence": confidence(v[7], v[8]),
+                "decisions": [RecordedDecision(**d) for d in json.loads(v[9])],
+            }
+        )
 
     def versions(self, procedure_id: str) -> list[dict[str, Any]]:
-        return [{"version": r[0], "source": r[1], "success_count": r[2], "failure_count": r[3], "created": r[4]}
-                for r in self.conn.execute("SELECT version, source, success_count, failure_count, created FROM procedure_versions"
-                                           " WHERE procedure_id = ? ORDER BY version", (procedure_id,))]
+        return [
+            {"version": r[0], "source": r[1], "success_count": r[2], "failure_count": r[3], "created": r[4]}
+            for r in self.conn.execute(
+                "SELECT version, source, success_count, failure_count, created FROM procedure_versions"
+                " WHERE procedure_id = ? ORDER BY version",
+                (procedure_id,),
+            )
+        ]
 
     def procedures(self, task_type: str | None = None, status: str | None = None) -> list[CapturedProcedure]:
         sql, args = f"SELECT {_PROC_COLUMNS} FROM procedures WHERE 1=1", []
@@ -386,7 +580,9 @@ class ProcedureDatabase:
     def iter_procedures(self, batch: int = 1000) -> Iterator[CapturedProcedure]:
         last = ""
         while True:
-            rows = self.conn.execute(f"SELECT {_PROC_COLUMNS} FROM procedures WHERE id > ? ORDER BY id LIMIT ?", (last, batch)).fetchall()
+            rows = self.conn.execute(
+                f"SELECT {_PROC_COLUMNS} FROM procedures WHERE id > ? ORDER BY id LIMIT ?", (last, batch)
+            ).fetchall()
             if not rows:
                 return
             for row in rows:
@@ -397,18 +593,29 @@ class ProcedureDatabase:
         """(id, task type, description, tags, commands, status) of every procedure not rejected (or of these), in
         insertion order: what the matching index is built from."""
         if ids is None:
-            rows = self.conn.execute("SELECT id, task_type, description, tags, steps, status FROM procedures"
-                                     " WHERE status != 'rejected' ORDER BY rowid")
+            rows = self.conn.execute(
+                "SELECT id, task_type, description, tags, steps, status FROM procedures"
+                " WHERE status != 'rejected' ORDER BY rowid"
+            )
         else:
-            rows = (row for start in range(0, len(ids), 500) for row in self.conn.execute(
-                "SELECT id, task_type, description, tags, steps, status FROM procedures WHERE status != 'rejected' AND id IN"
-                f" ({', '.join('?' * len(ids[start:start + 500]))}) ORDER BY rowid", ids[start:start + 500]))
+            rows = (
+                row
+                for start in range(0, len(ids), 500)
+                for row in self.conn.execute(
+                    "SELECT id, task_type, description, tags, steps, status FROM procedures WHERE status != 'rejected' AND id IN"
+                    f" ({', '.join('?' * len(ids[start : start + 500]))}) ORDER BY rowid",
+                    ids[start : start + 500],
+                )
+            )
         for pid, task_type, description, tags, steps, status in rows:
             yield pid, task_type, description, json.loads(tags), [step["command"] for step in json.loads(steps)], status
 
     def success_replays(self, procedure_id: str) -> int:
-        return int(self.conn.execute("SELECT COUNT(*) FROM executions WHERE procedure_id = ? AND outcome = 'success'",
-                                     (procedure_id,)).fetchone()[0])
+        return int(
+            self.conn.execute(
+                "SELECT COUNT(*) FROM executions WHERE procedure_id = ? AND outcome = 'success'", (procedure_id,)
+            ).fetchone()[0]
+        )
 
     def count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM procedures").fetchone()[0])
@@ -421,9 +628,14 @@ class ProcedureDatabase:
         return self.get(pid)
 
     def _credit(self, pid: str) -> None:
-        self.conn.execute("UPDATE procedures SET success_count = success_count + 1, updated = ? WHERE id = ?", (time.time(), pid))
-        self.conn.execute("UPDATE procedure_versions SET success_count = success_count + 1 WHERE procedure_id = ?"
-                          " AND version = (SELECT version FROM procedures WHERE id = ?)", (pid, pid))
+        self.conn.execute(
+            "UPDATE procedures SET success_count = success_count + 1, updated = ? WHERE id = ?", (time.time(), pid)
+        )
+        self.conn.execute(
+            "UPDATE procedure_versions SET success_count = success_count + 1 WHERE procedure_id = ?"
+            " AND version = (SELECT version FROM procedures WHERE id = ?)",
+            (pid, pid),
+        )
 
     def promote(self, procedure_id: str, by: str | None = None) -> CapturedProcedure:
         """A person (`by`, else the OS user) vouches for the procedure as it is now: it becomes active, the promotion
@@ -438,30 +650,63 @@ class ProcedureDatabase:
             health = self.health(pid)
             newest, closed = self.conn.execute(
                 "SELECT COALESCE(MAX(id), 0), COUNT(CASE WHEN version = ? AND id > ? AND outcome != 'dry-run' THEN 1 END)"
-                " FROM executions WHERE procedure_id = ?", (proc.version, after, pid)).fetchone()
+                " FROM executions WHERE procedure_id = ?",
+                (proc.version, after, pid),
+            ).fetchone()
             self.conn.execute(
                 "INSERT INTO promotions (procedure_id, version, promoted_at, promoted_by, after_execution, status_before, health_before,"
                 " success_before, failure_before, executions_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (pid, proc.version, now, by or current_user(), newest, proc.status, health.status, proc.success_count,
-                 proc.failure_count, closed))
-            self.conn.execute("UPDATE procedures SET status = 'active', success_count = MAX(success_count, 2), failure_count = 0,"
-                              " needs_relearning = 0, updated = ? WHERE id = ?", (now, pid))
-            self.conn.execute("UPDATE procedure_versions SET success_count = MAX(success_count, 2), failure_count = 0"
-                              " WHERE procedure_id = ? AND version = ?", (pid, proc.version))
+                (
+                    pid,
+                    proc.version,
+                    now,
+                    by or current_user(),
+                    newest,
+                    proc.status,
+                    health.status,
+                    proc.success_count,
+                    proc.failure_count,
+                    closed,
+                ),
+            )
+            self.conn.execute(
+                "UPDATE procedures SET status = 'active', success_count = MAX(success_count, 2), failure_count = 0,"
+                " needs_relearning = 0, updated = ? WHERE id = ?",
+                (now, pid),
+            )
+            self.conn.execute(
+                "UPDATE procedure_versions SET success_count = MAX(success_count, 2), failure_count = 0"
+                " WHERE procedure_id = ? AND version = ?",
+                (pid, proc.version),
+            )
             self._bump()
         return self.get(pid)
 
     def promotions(self, procedure_id: str) -> list[dict[str, Any]]:
         """Every promotion of the procedure, oldest first: who, when, and what it left behind."""
-        columns = ("version", "promoted_at", "promoted_by", "after_execution", "status_before", "health_before", "success_before",
-                   "failure_before", "executions_before")
-        rows = self.conn.execute(f"SELECT {', '.join(columns)} FROM promotions WHERE procedure_id = ? ORDER BY id", (procedure_id,))
+        columns = (
+            "version",
+            "promoted_at",
+            "promoted_by",
+            "after_execution",
+            "status_before",
+            "health_before",
+            "success_before",
+            "failure_before",
+            "executions_before",
+        )
+        rows = self.conn.execute(
+            f"SELECT {', '.join(columns)} FROM promotions WHERE procedure_id = ? ORDER BY id", (procedure_id,)
+        )
         return [dict(zip(columns, row)) for row in rows]
 
     def _evidence_start(self, procedure_id: str, version: int) -> tuple[int, float | None]:
         """(execution id after which executions count, when that window opened): the version's last promotion, else (0, None)."""
-        row = self.conn.execute("SELECT after_execution, promoted_at FROM promotions WHERE procedure_id = ? AND version = ?"
-                                " ORDER BY id DESC LIMIT 1", (procedure_id, version)).fetchone()
+        row = self.conn.execute(
+            "SELECT after_execution, promoted_at FROM promotions WHERE procedure_id = ? AND version = ?"
+            " ORDER BY id DESC LIMIT 1",
+            (procedure_id, version),
+        ).fetchone()
         return (int(row[0]), float(row[1])) if row else (0, None)
 
     def set_status(self, procedure_id: str, status: str) -> CapturedProcedure:
@@ -476,57 +721,100 @@ class ProcedureDatabase:
         with self._write():
             proc = self.get(procedure_id)
             merged = {**proc.context, **context}
-            self.conn.execute("UPDATE procedures SET context = ?, success_count = ?, updated = ? WHERE id = ?",
-                              (_dump(merged), success_count, time.time(), proc.id))
+            self.conn.execute(
+                "UPDATE procedures SET context = ?, success_count = ?, updated = ? WHERE id = ?",
+                (_dump(merged), success_count, time.time(), proc.id),
+            )
             self._bump()
         return self.get(proc.id)
 
     def mark_needs_relearning(self, procedure_id: str, flag: bool = True) -> None:
         with self._write():
-            self.conn.execute("UPDATE procedures SET needs_relearning = ?, updated = ? WHERE id = ?", (int(flag), time.time(), procedure_id))
+            self.conn.execute(
+                "UPDATE procedures SET needs_relearning = ?, updated = ? WHERE id = ?",
+                (int(flag), time.time(), procedure_id),
+            )
 
     # ------------------------------------------------------------------ executions
 
     def record_execution(self, execution: Execution) -> Execution:
         """The execution row and the count it changes, in one transaction; dry runs change no count."""
-        column = {"success": "success_count", "diverged": "failure_count", "error": "failure_count"}.get(execution.outcome)
+        column = {"success": "success_count", "diverged": "failure_count", "error": "failure_count"}.get(
+            execution.outcome
+        )
         with self._write():
             cursor = self.conn.execute(
                 "INSERT INTO executions (procedure_id, version, started, ended, outcome, diverged_step, reason, tokens, llm_calls, run_id)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (execution.procedure_id, execution.version, execution.started, execution.ended, execution.outcome,
-                 execution.diverged_step, execution.reason, execution.tokens, execution.llm_calls, execution.run_id))
+                (
+                    execution.procedure_id,
+                    execution.version,
+                    execution.started,
+                    execution.ended,
+                    execution.outcome,
+                    execution.diverged_step,
+                    execution.reason,
+                    execution.tokens,
+                    execution.llm_calls,
+                    execution.run_id,
+                ),
+            )
             if column:
-                self.conn.execute(f"UPDATE procedures SET {column} = {column} + 1, updated = ? WHERE id = ? AND version = ?",
-                                  (time.time(), execution.procedure_id, execution.version))
-                self.conn.execute(f"UPDATE procedure_versions SET {column} = {column} + 1 WHERE procedure_id = ? AND version = ?",
-                                  (execution.procedure_id, execution.version))
+                self.conn.execute(
+                    f"UPDATE procedures SET {column} = {column} + 1, updated = ? WHERE id = ? AND version = ?",
+                    (time.time(), execution.procedure_id, execution.version),
+                )
+                self.conn.execute(
+                    f"UPDATE procedure_versions SET {column} = {column} + 1 WHERE procedure_id = ? AND version = ?",
+                    (execution.procedure_id, execution.version),
+                )
         return execution.model_copy(update={"id": cursor.lastrowid})
 
-    def executions(self, procedure_id: str, version: int | None = None, limit: int | None = None,
-                   after: int = 0) -> list[Execution]:
+    def executions(
+        self, procedure_id: str, version: int | None = None, limit: int | None = None, after: int = 0
+    ) -> list[Execution]:
         """Newest first; `after` an execution id, only those recorded after it."""
-        sql = ("SELECT id, procedure_id, version, started, ended, outcome, diverged_step, reason, tokens, llm_calls, run_id"
-               " FROM executions WHERE procedure_id = ? AND id > ?")
+        sql = (
+            "SELECT id, procedure_id, version, started, ended, outcome, diverged_step, reason, tokens, llm_calls, run_id"
+            " FROM executions WHERE procedure_id = ? AND id > ?"
+        )
         args: list[Any] = [procedure_id, after]
         if version is not None:
             sql, args = sql + " AND version = ?", [*args, version]
         sql += " ORDER BY id DESC"
         if limit:
             sql, args = sql + " LIMIT ?", [*args, limit]
-        return [Execution(id=r[0], procedure_id=r[1], version=r[2], started=r[3], ended=r[4], outcome=r[5], diverged_step=r[6],
-                          reason=r[7], tokens=r[8], llm_calls=r[9], run_id=r[10]) for r in self.conn.execute(sql, args)]
+        return [
+            Execution(
+                id=r[0],
+                procedure_id=r[1],
+                version=r[2],
+                started=r[3],
+                ended=r[4],
+                outcome=r[5],
+                diverged_step=r[6],
+                reason=r[7],
+                tokens=r[8],
+                llm_calls=r[9],
+                run_id=r[10],
+            )
+            for r in self.conn.execute(sql, args)
+        ]
 
     def health(self, procedure_id: str, window: int = 10, version: int | None = None) -> ProcedureHealthReport:
         """Over the last `window` real executions of the current version (or of `version`) since its last promotion;
         `total_executions` and `last_failure` cover the version's whole history."""
         proc = self.get(procedure_id, version)
         after, since = self._evidence_start(proc.id, proc.version)
-        recent = [e for e in self.executions(proc.id, proc.version, limit=window * 3, after=after) if e.outcome != "dry-run"][:window]
+        recent = [
+            e for e in self.executions(proc.id, proc.version, limit=window * 3, after=after) if e.outcome != "dry-run"
+        ][:window]
         report = health_report(proc.id, recent, proc.needs_relearning, window, since)
         total, last_failure = self.conn.execute(
             "SELECT COUNT(*), MAX(CASE WHEN outcome IN ('diverged', 'error') THEN ended END) FROM executions"
-            " WHERE procedure_id = ? AND version = ? AND outcome != 'dry-run'", (proc.id, proc.version)).fetchone()
+            " WHERE procedure_id = ? AND version = ? AND outcome != 'dry-run'",
+            (proc.id, proc.version),
+        ).fetchone()
         return report.model_copy(update={"total_executions": total, "last_failure": last_failure})
 
     def delete_executions_before(self, cutoff: float, keep_per_procedure: int = 50) -> int:
@@ -534,7 +822,9 @@ class ProcedureDatabase:
         with self._write():
             cursor = self.conn.execute(
                 "DELETE FROM executions WHERE ended < ? AND id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER"
-                " (PARTITION BY procedure_id ORDER BY id DESC) AS n FROM executions) WHERE n <= ?)", (cutoff, keep_per_procedure))
+                " (PARTITION BY procedure_id ORDER BY id DESC) AS n FROM executions) WHERE n <= ?)",
+                (cutoff, keep_per_procedure),
+            )
         return cursor.rowcount
 
     # ------------------------------------------------------------------ learnings
@@ -548,10 +838,24 @@ class ProcedureDatabase:
                 "INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created, key, seen, last_seen, about)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET seen = seen + excluded.seen,"
                 " last_seen = MAX(last_seen, excluded.last_seen) RETURNING id, seen, last_seen, created, about",
-                (learning.task_type, learning.procedure_id, learning.command, learning.error, learning.exit_code, learning.source,
-                 now, key, max(1, learning.seen), learning.last_seen or now, learning.about)).fetchone()
+                (
+                    learning.task_type,
+                    learning.procedure_id,
+                    learning.command,
+                    learning.error,
+                    learning.exit_code,
+                    learning.source,
+                    now,
+                    key,
+                    max(1, learning.seen),
+                    learning.last_seen or now,
+                    learning.about,
+                ),
+            ).fetchone()
         # The same lesson keeps the context it was first learned with: that is the text its vector was made from.
-        return learning.model_copy(update={"id": row[0], "seen": row[1], "last_seen": row[2], "created": row[3], "about": row[4]})
+        return learning.model_copy(
+            update={"id": row[0], "seen": row[1], "last_seen": row[2], "created": row[3], "about": row[4]}
+        )
 
     def learnings(self, task_type: str | None = None, limit: int = 50) -> list[CapturedLearning]:
         sql, args = f"SELECT {_LEARNING_COLUMNS} FROM learnings", []
@@ -564,8 +868,10 @@ class ProcedureDatabase:
         """These learnings (ids the store does not hold are left out)."""
         found: dict[int, CapturedLearning] = {}
         for start in range(0, len(ids), 500):
-            chunk = [int(i) for i in ids[start:start + 500]]
-            rows = self.conn.execute(f"SELECT {_LEARNING_COLUMNS} FROM learnings WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            chunk = [int(i) for i in ids[start : start + 500]]
+            rows = self.conn.execute(
+                f"SELECT {_LEARNING_COLUMNS} FROM learnings WHERE id IN ({','.join('?' * len(chunk))})", chunk
+            )
             found.update({r[0]: _learning(r) for r in rows})
         return found
 
@@ -586,8 +892,11 @@ class ProcedureDatabase:
         if not terms:
             return []
         match = " OR ".join(f'"{t}"' for t in terms)
-        rows = self.conn.execute("SELECT procedure_id, bm25(procedures_fts, 0, 4.0, 2.0, 2.0, 1.0) AS rank FROM procedures_fts"
-                                 " WHERE procedures_fts MATCH ? ORDER BY rank LIMIT ?", (match, limit)).fetchall()
+        rows = self.conn.execute(
+            "SELECT procedure_id, bm25(procedures_fts, 0, 4.0, 2.0, 2.0, 1.0) AS rank FROM procedures_fts"
+            " WHERE procedures_fts MATCH ? ORDER BY rank LIMIT ?",
+            (match, limit),
+        ).fetchall()
         if not rows:
             return []
         best = -rows[0][1] or 1.0

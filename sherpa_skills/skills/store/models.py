@@ -17,6 +17,8 @@ ProcedureKind = Literal["shell", "trajectory"]
 
 #: Who decided, in a trajectory, for the decisions a replay counts as its own position (fast-forwards and the start are not decisions).
 POLICY_DECIDERS = ("rule", "llm", "replay", "policy")
+
+
 class ActionOutcome(BaseModel):
     """What one action call did in the recorded run: what a replay expects to see again."""
 
@@ -72,7 +74,9 @@ class ProcedureStep(BaseModel):
             try:
                 re.compile(value)
             except re.error as exc:  # pydantic turns only ValueError into a validation problem
-                raise ValueError(f"expected_output_pattern {value!r} is not a valid regular expression: {exc}") from None
+                raise ValueError(
+                    f"expected_output_pattern {value!r} is not a valid regular expression: {exc}"
+                ) from None
         return value
 
     @field_validator("env_vars")

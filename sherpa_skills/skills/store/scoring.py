@@ -66,8 +66,13 @@ def failure_pattern(reasons: Sequence[str]) -> str | None:
     return pattern if pattern and (count >= 2 or len(reasons) == 1) else None
 
 
-def health_report(procedure_id: str, executions: Sequence[Execution], needs_relearning: bool = False,
-                  window: int = HEALTH_WINDOW, evidence_since: float | None = None) -> ProcedureHealthReport:
+def health_report(
+    procedure_id: str,
+    executions: Sequence[Execution],
+    needs_relearning: bool = False,
+    window: int = HEALTH_WINDOW,
+    evidence_since: float | None = None,
+) -> ProcedureHealthReport:
     """From the executions in the procedure's evidence window (since capture or its last promotion), newest first;
     dry runs are excluded. The one place a status is computed: the CLI, the heartbeat and the browser view read it."""
     real = [e for e in executions if e.outcome != "dry-run"]
@@ -76,22 +81,34 @@ def health_report(procedure_id: str, executions: Sequence[Execution], needs_rele
     failures = [e for e in recent if e.outcome != "success"]
     last_failure = max((e.ended for e in real if e.outcome != "success"), default=None)
     return ProcedureHealthReport(
-        procedure_id=procedure_id, status=health_status(rate, needs_relearning, len(recent)),
-        rolling_success_rate=None if rate is None else round(rate, 4), total_executions=len(real),
-        counted_executions=len(recent), min_evidence=MIN_EVIDENCE, evidence_since=evidence_since,
-        last_failure=last_failure, failure_pattern=failure_pattern([e.reason or "" for e in failures]), window=window)
+        procedure_id=procedure_id,
+        status=health_status(rate, needs_relearning, len(recent)),
+        rolling_success_rate=None if rate is None else round(rate, 4),
+        total_executions=len(real),
+        counted_executions=len(recent),
+        min_evidence=MIN_EVIDENCE,
+        evidence_since=evidence_since,
+        last_failure=last_failure,
+        failure_pattern=failure_pattern([e.reason or "" for e in failures]),
+        window=window,
+    )
 
 
-def replay_refusal(proc: CapturedProcedure, health: ProcedureHealthReport | None,
-                   threshold: float = REPLAY_THRESHOLD) -> str | None:
+def replay_refusal(
+    proc: CapturedProcedure, health: ProcedureHealthReport | None, threshold: float = REPLAY_THRESHOLD
+) -> str | None:
     """Why `proc` may not be replayed now, or None when it may: the gate matching, replay and `learn promote` share,
     so none of them can say yes where another says no. `health` None skips the health check."""
     if proc.status == "rejected":
         return "rejected: a person said no, so it is never replayed (`learn promote` takes it back)"
     if health is not None and health.status in PULLED:
-        return (f"{health.status} (rolling success {health.rolling_success_rate} over {health.counted_executions} executions; "
-                "`learn promote` starts a fresh evidence window)")
+        return (
+            f"{health.status} (rolling success {health.rolling_success_rate} over {health.counted_executions} executions; "
+            "`learn promote` starts a fresh evidence window)"
+        )
     if proc.confidence < threshold:
-        return (f"confidence {proc.confidence:.2f} < {threshold:.2f}: not yet proven "
-                "(a second success or `learn promote` makes it replayable)")
+        return (
+            f"confidence {proc.confidence:.2f} < {threshold:.2f}: not yet proven "
+            "(a second success or `learn promote` makes it replayable)"
+        )
     return None

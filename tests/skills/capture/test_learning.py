@@ -28,7 +28,9 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
 
 
 def refund(capsys: pytest.CaptureFixture[str], home: Path, order: str, *extra: str) -> dict[str, Any]:
-    code, result = cli(capsys, "run", WORKFLOW, "--home", str(home), "-i", f"ticket={REFUND}", "-i", f"order={order}", *extra)
+    code, result = cli(
+        capsys, "run", WORKFLOW, "--home", str(home), "-i", f"ticket={REFUND}", "-i", f"order={order}", *extra
+    )
     assert code == 0, result
     return result
 
@@ -36,7 +38,11 @@ def refund(capsys: pytest.CaptureFixture[str], home: Path, order: str, *extra: s
 class TestYamlWorkflowThroughTheCli:
     def test_a_yaml_workflow_with_replay_learns_and_replays_with_no_llm_call(self, capsys, tmp_path):
         first, second = refund(capsys, tmp_path, "4417"), refund(capsys, tmp_path, "4418")
-        assert (first["llm_calls"], second["llm_calls"], first["tokens_saved"]) == (2, 2, 0)  # planned: one success is not proof
+        assert (first["llm_calls"], second["llm_calls"], first["tokens_saved"]) == (
+            2,
+            2,
+            0,
+        )  # planned: one success is not proof
         third = refund(capsys, tmp_path, "4419")
         assert (third["state"], third["llm_calls"], third["tokens"], third["replayed_decisions"]) == ("closed", 0, 0, 2)
         assert third["context"]["refunded"] == 4419  # this ticket's order (a number, as typed), not the recorded one
@@ -47,7 +53,10 @@ class TestYamlWorkflowThroughTheCli:
         refund(capsys, tmp_path, "4418")
         disputed = refund(capsys, tmp_path, "4420", "-i", "disputed=yes")
         assert (disputed["state"], disputed["replayed_decisions"], disputed["llm_calls"]) == ("disputed", 1, 1)
-        assert disputed["diverged_at"]["state"] == "checked" and "trigger 'close' available" in disputed["diverged_at"]["expected"]
+        assert (
+            disputed["diverged_at"]["state"] == "checked"
+            and "trigger 'close' available" in disputed["diverged_at"]["expected"]
+        )
         code, [proc] = cli(capsys, "learn", "procedures", "--all", "--home", str(tmp_path))
         code, shown = cli(capsys, "learn", "show", proc["id"], "--home", str(tmp_path))
         assert (shown["kind"], shown["version"]) == ("trajectory", 2)
@@ -59,7 +68,9 @@ class TestYamlWorkflowThroughTheCli:
         refund(capsys, tmp_path, "4418")
         steps = tmp_path / "steps.yaml"
         steps.write_text("- command: echo packed\n")
-        assert cli(capsys, "learn", "capture-success", "pack", "--steps-file", str(steps), "--home", str(tmp_path))[0] == 0
+        assert (
+            cli(capsys, "learn", "capture-success", "pack", "--steps-file", str(steps), "--home", str(tmp_path))[0] == 0
+        )
         code, listed = cli(capsys, "learn", "procedures", "--all", "--home", str(tmp_path))
         assert sorted((p["task_type"], p["steps"]) for p in listed) == [("pack", 1), ("ticket-learning", 0)]
         code, health = cli(capsys, "learn", "health", "--home", str(tmp_path))
@@ -77,8 +88,14 @@ class TestYamlWorkflowThroughTheCli:
         assert workflow["task_type"] == "ticket-learning" and (workflow["replays"], workflow["diverged"]) == (2, 1)
         assert workflow["tokens_saved"] == 2 * planned + disputed["tokens_saved"] and workflow["llm_calls_saved"] == 5
         by_run = {r["run_id"]: r for r in stats["per_run"]}
-        assert set(by_run) == {runs[2]["run_id"], runs[3]["run_id"], disputed["run_id"]}  # planned runs followed no procedure
-        assert by_run[disputed["run_id"]]["outcome"] == "diverged" and by_run[disputed["run_id"]]["llm_calls_saved"] == 1
+        assert set(by_run) == {
+            runs[2]["run_id"],
+            runs[3]["run_id"],
+            disputed["run_id"],
+        }  # planned runs followed no procedure
+        assert (
+            by_run[disputed["run_id"]]["outcome"] == "diverged" and by_run[disputed["run_id"]]["llm_calls_saved"] == 1
+        )
         assert [p["kind"] for p in stats["per_procedure"]] == ["trajectory"]
         assert main(["learn", "stats", "--runs", "2", "--home", str(tmp_path)]) == 0
         out = capsys.readouterr().out
@@ -94,7 +111,9 @@ class TestYamlWorkflowThroughTheCli:
         path.write_text((EXAMPLE / "workflow.yaml").read_text().replace("type: chain ", "type: rule  "))
         assert main(["validate", str(path)]) == 2
         out = capsys.readouterr().out
-        line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith("replay: true"))
+        line = next(
+            i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith("replay: true")
+        )
         assert f"rules_only.yaml:{line}: policy 'replay: true' needs an LLM to hand over to" in out
         assert main(["validate", WORKFLOW]) == 0
 
@@ -109,7 +128,10 @@ class TestPythonApi:
         workflow = load_workflow(WORKFLOW)
         runs = RunStore(home=tmp_path)
         try:
-            results = [workflow.agent(store=runs, learn=True).run({"ticket": REFUND, "order": str(n)}) for n in (1001, 1002, 1003)]
+            results = [
+                workflow.agent(store=runs, learn=True).run({"ticket": REFUND, "order": str(n)})
+                for n in (1001, 1002, 1003)
+            ]
         finally:
             runs.close()
         assert [r.llm_calls for r in results] == [2, 2, 0]
@@ -153,7 +175,9 @@ class TestExample:
         rows = stream.stream(tmp_path)
         assert len(rows) == 20 and all(r["status"] == "final" for r in rows)
         first_two = [r for r in rows if r["ticket"] < 6]
-        assert all(r["llm_calls"] == 2 and r["replayed_decisions"] == 0 for r in first_two)  # two successes prove a kind
+        assert all(
+            r["llm_calls"] == 2 and r["replayed_decisions"] == 0 for r in first_two
+        )  # two successes prove a kind
         replayed = [r for r in rows[6:15]]
         assert all((r["llm_calls"], r["replayed_decisions"], r["diverged_at"]) == (0, 2, None) for r in replayed)
         disputed = rows[stream.DISPUTED]
@@ -167,7 +191,9 @@ class TestExample:
         store = ProcedureDatabase(home=tmp_path)
         try:
             refunds = [p for p in store.procedures(status=None) if p.decisions[0].trigger == "refund"]
-            assert any(p.version == 2 and [d.trigger for d in p.decisions] == ["refund", "hand_to_disputes"] for p in refunds)
+            assert any(
+                p.version == 2 and [d.trigger for d in p.decisions] == ["refund", "hand_to_disputes"] for p in refunds
+            )
         finally:
             store.close()
 
@@ -195,8 +221,10 @@ transitions:
     after: [{increment: {key: hits}}, {emit: {name: ball, topic: back, payload: {n: "{{ args.n + 1 }}"}}}]
   - {trigger: ball, source: ready, dest: done, unless: {context_lt: {key: hits, value: 2}}}
 """)
-        (tmp_path / "team.yaml").write_text("name: solo\nagents:\n  p: {workflow: player.yaml, subscribe: [back]}\n"
-                                            "initial_event: {name: ball, topic: back, payload: {n: 0}}\nmax_events: 10\n")
+        (tmp_path / "team.yaml").write_text(
+            "name: solo\nagents:\n  p: {workflow: player.yaml, subscribe: [back]}\n"
+            "initial_event: {name: ball, topic: back, payload: {n: 0}}\nmax_events: 10\n"
+        )
         store = RunStore(home=tmp_path)
         try:
             result = TeamRunner(load_team(tmp_path / "team.yaml"), store=store).run()

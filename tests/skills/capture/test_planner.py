@@ -28,8 +28,22 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _run_planner(capsys: pytest.CaptureFixture[str], home: Path, *extra: str) -> tuple[int, dict, str]:
-    code = main(["run", "planner", "-i", "task=Package the notes folder", "-i", "task_type=package-notes",
-                 "--model", f"scripted/{SCRIPT}", "--home", str(home), "--json", *extra])
+    code = main(
+        [
+            "run",
+            "planner",
+            "-i",
+            "task=Package the notes folder",
+            "-i",
+            "task_type=package-notes",
+            "--model",
+            f"scripted/{SCRIPT}",
+            "--home",
+            str(home),
+            "--json",
+            *extra,
+        ]
+    )
     out, err = capsys.readouterr()
     return code, json.loads(out), err
 
@@ -83,7 +97,7 @@ class TestPromptRendering:
         """A declared input without a value is defined (None), so `{{ vars.note or ... }}` renders."""
         write_file("broken.system.j2", "Choose.")
         write_file("broken.user.j2", "Note: {{ vars.note or 'none' }}\nAvailable: {{ triggers | join(', ') }}")
-        write_file("script.yaml", "answers:\n  - {match: 'Note: none', respond: '{\"trigger\": \"y\", \"args\": {}}'}\n")
+        write_file("script.yaml", 'answers:\n  - {match: \'Note: none\', respond: \'{"trigger": "y", "args": {}}\'}\n')
         result = load_workflow_text(PROMPTED, name="prompted.yaml", base_dir=write_file("x", "").parent).agent().run()
         assert (result.status, result.state) == ("final", "b"), result.error
         assert result.context["note"] is None
@@ -98,7 +112,10 @@ class TestPromptRendering:
         out, err = capsys.readouterr()
         result = json.loads(out)
         assert code == 1 and result["status"] == "error" and result["llm_calls"] == 0
-        assert "prompt 'broken.user.j2' line 2 cannot be rendered" in result["error"] and "no_such_input" in result["error"]
+        assert (
+            "prompt 'broken.user.j2' line 2 cannot be rendered" in result["error"]
+            and "no_such_input" in result["error"]
+        )
         assert "Traceback" not in err
 
 
@@ -113,18 +130,37 @@ class TestPlanningBudget:
         script.write_text(
             "answers:\n"
             "  - match: 'No more commands'\n"
-            "    respond: '{\"trigger\": \"give_up\", \"args\": {}, \"reason\": \"out of commands\"}'\n"
+            '    respond: \'{"trigger": "give_up", "args": {}, "reason": "out of commands"}\'\n'
             "  - match: '.'\n"
-            f"    respond: '{{\"trigger\": \"run_command\", \"args\": {{\"command\": \"{command}\"}}, \"reason\": \"again\"}}'\n",
-            encoding="utf-8")
+            f'    respond: \'{{"trigger": "run_command", "args": {{"command": "{command}"}}, "reason": "again"}}\'\n',
+            encoding="utf-8",
+        )
         return script
 
     def _run(self, capsys, tmp_path: Path, script: Path, *extra: str) -> dict:
-        code = main(["run", "planner", "-i", "task=Loop forever", "-i", "task_type=loop", "-i", f"cwd={tmp_path}",
-                     "--model", f"scripted/{script}", "--home", str(tmp_path / "home"), "--json", *extra])
+        code = main(
+            [
+                "run",
+                "planner",
+                "-i",
+                "task=Loop forever",
+                "-i",
+                "task_type=loop",
+                "-i",
+                f"cwd={tmp_path}",
+                "--model",
+                f"scripted/{script}",
+                "--home",
+                str(tmp_path / "home"),
+                "--json",
+                *extra,
+            ]
+        )
         out, _ = capsys.readouterr()
         result = json.loads(out)
-        assert code == 0 and (result["status"], result["state"]) == ("final", "failed"), result  # a final state, as any give_up
+        assert code == 0 and (result["status"], result["state"]) == ("final", "failed"), (
+            result
+        )  # a final state, as any give_up
         return result
 
     def test_the_same_failing_command_three_times_stops_the_commands(self, tmp_path, capsys):
@@ -139,19 +175,33 @@ class TestPlanningBudget:
         assert len(result["context"]["commands_run"]) == 5 and "5 commands" in result["context"]["stop_reason"]
 
     def test_a_budget_that_is_not_a_positive_number_is_refused(self, tmp_path, capsys):
-        code = main(["run", "planner", "-i", "task=x", "-i", "task_type=x", "-i", "max_commands=0",
-                     "--model", f"scripted/{self._script(tmp_path, 'true')}", "--home", str(tmp_path / "home")])
+        code = main(
+            [
+                "run",
+                "planner",
+                "-i",
+                "task=x",
+                "-i",
+                "task_type=x",
+                "-i",
+                "max_commands=0",
+                "--model",
+                f"scripted/{self._script(tmp_path, 'true')}",
+                "--home",
+                str(tmp_path / "home"),
+            ]
+        )
         assert code == 2 and "max_commands" in capsys.readouterr().err
-
 
     def test_finish_is_not_offered_right_after_a_failed_command(self, tmp_path, capsys):
         script = tmp_path / "liar.yaml"
         script.write_text(
             "answers:\n"
             "  - match: 'No command run yet'\n"
-            "    respond: '{\"trigger\": \"run_command\", \"args\": {\"command\": \"false\"}, \"reason\": \"try\"}'\n"
+            '    respond: \'{"trigger": "run_command", "args": {"command": "false"}, "reason": "try"}\'\n'
             "  - match: 'Available: run_command, give_up'\n"
-            "    respond: '{\"trigger\": \"give_up\", \"args\": {}, \"reason\": \"it failed\"}'\n",
-            encoding="utf-8")
+            '    respond: \'{"trigger": "give_up", "args": {}, "reason": "it failed"}\'\n',
+            encoding="utf-8",
+        )
         result = self._run(capsys, tmp_path, script)
         assert [c["command"] for c in result["context"]["commands_run"]] == ["false"] and result["llm_calls"] == 2

@@ -13,9 +13,13 @@ from sherpa_skills.skills.store.database import ProcedureDatabase, m001_skills, 
 def test_the_same_lesson_is_counted_not_copied(tmp_path: Path) -> None:
     store = ProcedureDatabase(home=tmp_path)
     first = store.add_learning(CapturedLearning(task_type="build", command="npm test", error="2 failed", created=100.0))
-    again = store.add_learning(CapturedLearning(task_type="build", command="npm   test ", error="2 failed\n", created=200.0))
+    again = store.add_learning(
+        CapturedLearning(task_type="build", command="npm   test ", error="2 failed\n", created=200.0)
+    )
     other = store.add_learning(CapturedLearning(task_type="build", command="npm test", error="segfault", created=300.0))
-    elsewhere = store.add_learning(CapturedLearning(task_type="deploy", command="npm test", error="2 failed", created=400.0))
+    elsewhere = store.add_learning(
+        CapturedLearning(task_type="deploy", command="npm test", error="2 failed", created=400.0)
+    )
     assert again.id == first.id and (again.seen, again.last_seen, again.created) == (2, 200.0, 100.0)
     assert len({first.id, other.id, elsewhere.id}) == 3
     listed = {x.id: x for x in store.learnings("build")}
@@ -26,15 +30,22 @@ def test_the_same_lesson_is_counted_not_copied(tmp_path: Path) -> None:
 def test_an_older_home_is_folded_in_place(tmp_path: Path) -> None:
     """Learnings written by the previous schema, three copies of one lesson, become one row seen three times."""
     conn = sqlite3.connect(tmp_path / "store.db")
-    conn.execute("CREATE TABLE _migrations (component TEXT, name TEXT, applied REAL DEFAULT (strftime('%s','now')),"
-                 " PRIMARY KEY (component, name))")
+    conn.execute(
+        "CREATE TABLE _migrations (component TEXT, name TEXT, applied REAL DEFAULT (strftime('%s','now')),"
+        " PRIMARY KEY (component, name))"
+    )
     m001_skills(conn)
     m002_fts_by_rowid(conn)
-    conn.executemany("INSERT INTO _migrations (component, name) VALUES ('skills', ?)", [("m001_skills",), ("m002_fts_by_rowid",)])
+    conn.executemany(
+        "INSERT INTO _migrations (component, name) VALUES ('skills', ?)", [("m001_skills",), ("m002_fts_by_rowid",)]
+    )
     now = time.time()
     rows = [("make", "boom", now - 30), ("make", "boom", now - 20), ("make ", "boom", now - 10), ("make", "other", now)]
-    conn.executemany("INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created)"
-                     " VALUES ('t', NULL, ?, ?, 2, 'run', ?)", rows)
+    conn.executemany(
+        "INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created)"
+        " VALUES ('t', NULL, ?, ?, 2, 'run', ?)",
+        rows,
+    )
     conn.commit()
     conn.close()
     store = ProcedureDatabase(home=tmp_path)

@@ -23,8 +23,21 @@ _ids = iter(range(1, 100_000))
 def failed(command: str, output: str, description: str | None = None, cwd: str | None = None) -> Any:
     """A failed command as the session store hands it to mining (a Claude Code log: the agent says what it was for)."""
     n = next(_ids)
-    return SimpleNamespace(id=n, source="claude-code", source_file="f.jsonl", session_id="s1", seq=n, timestamp=1000.0 + n, cwd=cwd,
-                           command=command, outcome="failure", exit_code=1, output=output, agent=None, description=description)
+    return SimpleNamespace(
+        id=n,
+        source="claude-code",
+        source_file="f.jsonl",
+        session_id="s1",
+        seq=n,
+        timestamp=1000.0 + n,
+        cwd=cwd,
+        command=command,
+        outcome="failure",
+        exit_code=1,
+        output=output,
+        agent=None,
+        description=description,
+    )
 
 
 def mined_store(home: Path, *, tar: bool = False) -> ProcedureDatabase:
@@ -34,18 +47,42 @@ def mined_store(home: Path, *, tar: bool = False) -> ProcedureDatabase:
     build = "Type error: Property 'total' does not exist on type 'Cart'"
     commands = [
         failed("npm run build", build, "Build the frontend for production", "/home/ana/shop/frontend"),
-        failed("npm run build", build, "Build the frontend for production", "/home/ana/shop/frontend"),  # the same lesson again
-        failed("docker compose up -d db", "Bind for 0.0.0.0:5432 failed: port is already allocated",
-               "Start the postgres container", "/home/ana/shop"),
-        failed("git push origin main", "! [rejected] main -> main (non-fast-forward)", "Push the release commit", "/home/ana/shop"),
+        failed(
+            "npm run build", build, "Build the frontend for production", "/home/ana/shop/frontend"
+        ),  # the same lesson again
+        failed(
+            "docker compose up -d db",
+            "Bind for 0.0.0.0:5432 failed: port is already allocated",
+            "Start the postgres container",
+            "/home/ana/shop",
+        ),
+        failed(
+            "git push origin main",
+            "! [rejected] main -> main (non-fast-forward)",
+            "Push the release commit",
+            "/home/ana/shop",
+        ),
         failed("pytest -x tests/api", "2 failed, 40 passed", "Run the API tests", "/home/ana/shop/backend"),
     ]
     if tar:
-        commands.append(failed("tar -czf /mnt/backup/photos.tgz ~/Pictures", "tar: /mnt/backup: Cannot open: No such file or directory",
-                               "Archive the pictures folder to the backup disk", "/home/ana"))
+        commands.append(
+            failed(
+                "tar -czf /mnt/backup/photos.tgz ~/Pictures",
+                "tar: /mnt/backup: Cannot open: No such file or directory",
+                "Archive the pictures folder to the backup disk",
+                "/home/ana",
+            )
+        )
     assert mine(commands, store).learnings == len(commands)
-    store.add_learning(CapturedLearning(task_type="deploy-site", command="rsync -a public/ web:/var/www",
-                                        error="Permission denied (publickey)", about="Publish the site", source="run"))
+    store.add_learning(
+        CapturedLearning(
+            task_type="deploy-site",
+            command="rsync -a public/ web:/var/www",
+            error="Permission denied (publickey)",
+            about="Publish the site",
+            source="run",
+        )
+    )
     return store
 
 
@@ -59,7 +96,9 @@ def commands(found: Any) -> list[str]:
 
 
 class TestByMeaning:
-    def test_build_the_frontend_finds_the_npm_run_build_failures_mined_under_npm_run(self, store: ProcedureDatabase) -> None:
+    def test_build_the_frontend_finds_the_npm_run_build_failures_mined_under_npm_run(
+        self, store: ProcedureDatabase
+    ) -> None:
         """Another task type, no shared task-type word: found by what the task means, once, with its count."""
         found = FailureFinder(store).find("build the frontend", "build-frontend")
         assert found.mode == "semantic" and found.degraded is None
@@ -68,11 +107,15 @@ class TestByMeaning:
         assert x.learning.task_type == "npm-run" and x.learning.seen == 2
         assert x.relevance >= FLOOR and x.semantic is not None and f"floor {FLOOR:g}" in x.why
 
-    @pytest.mark.parametrize("task", ["compile the frontend for production", "create a production build of the frontend"])
+    @pytest.mark.parametrize(
+        "task", ["compile the frontend for production", "create a production build of the frontend"]
+    )
     def test_a_paraphrase_finds_them(self, store: ProcedureDatabase, task: str) -> None:
         assert commands(FailureFinder(store).find(task)) == ["npm run build"]
 
-    @pytest.mark.parametrize("task", ["back up the photos with tar", "write a haiku about autumn", "translate this letter into German"])
+    @pytest.mark.parametrize(
+        "task", ["back up the photos with tar", "write a haiku about autumn", "translate this letter into German"]
+    )
     def test_an_unrelated_task_gets_none(self, store: ProcedureDatabase, task: str) -> None:
         """Nothing shown is better than a wrong lesson: the floor refuses every stored learning."""
         found = FailureFinder(store).find(task, "photos-backup")
@@ -100,13 +143,21 @@ class TestIndex:
         """The finder keeps the companion current: a learning written after the first lookup is found by meaning."""
         finder = FailureFinder(store)
         assert finder.find("renew the TLS certificate").found == []
-        new = store.add_learning(CapturedLearning(task_type="certbot", command="certbot renew", error="too many requests",
-                                                  about="Renew the TLS certificates"))
+        new = store.add_learning(
+            CapturedLearning(
+                task_type="certbot",
+                command="certbot renew",
+                error="too many requests",
+                about="Renew the TLS certificates",
+            )
+        )
         assert commands(finder.find("renew the TLS certificate")) == ["certbot renew"]
         # Two views of it are indexed: what ran, and what it was for.
         assert {str(new.id), f"{new.id}.about"} <= finder.companion().ids(COLLECTION)
 
-    def test_the_index_is_rebuilt_after_the_companion_folder_is_deleted(self, store: ProcedureDatabase, capsys: Any) -> None:
+    def test_the_index_is_rebuilt_after_the_companion_folder_is_deleted(
+        self, store: ProcedureDatabase, capsys: Any
+    ) -> None:
         """SQLite is the truth: with the companion folder gone, `learn reindex` (or the next lookup) rebuilds the vectors."""
         home = store.path.parent
         assert commands(FailureFinder(store).find("build the frontend")) == ["npm run build"]
@@ -119,7 +170,9 @@ class TestIndex:
         found = FailureFinder(store).find("build the frontend")  # no reindex: the lookup heals the index itself
         assert commands(found) == ["npm run build"] and found.degraded is None
 
-    def test_without_meaning_key_terms_decide_and_say_so(self, store: ProcedureDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_without_meaning_key_terms_decide_and_say_so(
+        self, store: ProcedureDatabase, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """The hashing embedder matches words only: learnings are found by key terms, at the lexical floor, flagged."""
         monkeypatch.setenv("SHERPA_SKILLS_EMBEDDER", "hashing")
         finder = FailureFinder(store, companion_path=store.path.parent / "companion-hashing")
@@ -148,13 +201,31 @@ def test_the_planner_prompt_gets_them_with_relevance(tmp_path: Path) -> None:
     (shown,) = result.context["learnings"]
     assert shown["command"] == "npm run build" and shown["seen"] == 2 and shown["relevance"] >= FLOOR and shown["why"]
     belief = Belief(context={"task": "back up the photos with tar", "task_type": "photos-backup"})
-    assert plan_context(NoArgs(), ActionContext(view=belief.view(), state="plan", tick=1, home=home)).context["learnings"] == []
+    assert (
+        plan_context(NoArgs(), ActionContext(view=belief.view(), state="plan", tick=1, home=home)).context["learnings"]
+        == []
+    )
 
 
 class TestCli:
     def test_failures_for_a_task_say_relevance_and_why(self, store: ProcedureDatabase, capsys: Any) -> None:
         home = str(store.path.parent)
-        assert main(["learn", "failures", "--task", "build the frontend", "--task-type", "build-frontend", "--home", home, "--json"]) == 0
+        assert (
+            main(
+                [
+                    "learn",
+                    "failures",
+                    "--task",
+                    "build the frontend",
+                    "--task-type",
+                    "build-frontend",
+                    "--home",
+                    home,
+                    "--json",
+                ]
+            )
+            == 0
+        )
         out = json.loads(capsys.readouterr().out)
         assert out["mode"] == "semantic" and out["floor"] == FLOOR and out["query"] == "build the frontend"
         (x,) = out["learnings"]

@@ -24,10 +24,25 @@ PROCEDURES = [
 ]
 
 
-def add(store: ProcedureDatabase, matcher: Matcher | None, task_type: str, description: str, commands: list[str],
-        successes: int = 2, **extra: object) -> CapturedProcedure:
-    p = store.add_procedure(CapturedProcedure(id="", task_type=task_type, description=description, success_count=successes,
-                                              steps=[ProcedureStep(command=c) for c in commands], **extra))  # type: ignore[arg-type]
+def add(
+    store: ProcedureDatabase,
+    matcher: Matcher | None,
+    task_type: str,
+    description: str,
+    commands: list[str],
+    successes: int = 2,
+    **extra: object,
+) -> CapturedProcedure:
+    p = store.add_procedure(
+        CapturedProcedure(
+            id="",
+            task_type=task_type,
+            description=description,
+            success_count=successes,
+            steps=[ProcedureStep(command=c) for c in commands],
+            **extra,
+        )
+    )  # type: ignore[arg-type]
     if matcher is not None:
         assert matcher.index(p) is None
     return p
@@ -47,8 +62,15 @@ def _proc(description: str) -> CapturedProcedure:
 
 
 class TestDecision:
-    @pytest.mark.parametrize("task", ["what is the weather in Paris", "translate this letter into German",
-                                      "book a table for two tonight", "write a greeting card for my grandmother in French"])
+    @pytest.mark.parametrize(
+        "task",
+        [
+            "what is the weather in Paris",
+            "translate this letter into German",
+            "book a table for two tonight",
+            "write a greeting card for my grandmother in French",
+        ],
+    )
     def test_unrelated_tasks_match_nothing(self, store: ProcedureDatabase, task: str) -> None:
         """Off-topic tasks give no-match, with the best candidates listed and why each was not taken."""
         decision = Matcher(store).match(task)
@@ -59,26 +81,35 @@ class TestDecision:
         """The reason names the floor and the score, which mean the same in every query (no normalisation)."""
         decision = Matcher(store).match("restart nginx")
         best = decision.candidates[0]
-        assert best.task_type == "restart-web" and best.reason == f"below relevance floor {RELEVANCE_FLOOR:g} ({best.score:.2f})"
+        assert (
+            best.task_type == "restart-web"
+            and best.reason == f"below relevance floor {RELEVANCE_FLOOR:g} ({best.score:.2f})"
+        )
 
     def test_the_task_type_named_or_the_description_repeated_is_a_match(self, store: ProcedureDatabase) -> None:
         """Word for word, the task names the procedure: that is a decision, not a guess."""
         for task in ("db backup", "Dump the postgres database to a compressed file."):
             decision = Matcher(store).match(task)
-            assert decision.decision == "match" and decision.selected and decision.selected.task_type == "db-backup", task
+            assert decision.decision == "match" and decision.selected and decision.selected.task_type == "db-backup", (
+                task
+            )
 
     def test_the_description_with_specifics_added_is_a_match(self, store: ProcedureDatabase) -> None:
         """A task that repeats the description and adds only literals (a path, a file) names the procedure."""
         proc = _proc("Dump the postgres database to a compressed file")
-        for task in ("Dump the postgres database to a compressed file /srv/db.gz",
-                     'Dump the postgres database to a compressed file, labelled "monday"'):
+        for task in (
+            "Dump the postgres database to a compressed file /srv/db.gz",
+            'Dump the postgres database to a compressed file, labelled "monday"',
+        ):
             assert matcher_module.exact_reason(task, proc) == "contains the description", task
 
     def test_the_description_with_more_work_added_is_not_word_for_word(self, store: ProcedureDatabase) -> None:
-        """"…and run ps2pdf for each" asks for more than the procedure does: meaning decides, not the rule."""
+        """ "…and run ps2pdf for each" asks for more than the procedure does: meaning decides, not the rule."""
         proc = _proc("Find all *.ps files under $STARTDIR")
-        for task in ("Find all *.ps files under $STARTDIR and run ps2pdf for each file",
-                     "Find all *.ps files under $STARTDIR, case insensitive"):
+        for task in (
+            "Find all *.ps files under $STARTDIR and run ps2pdf for each file",
+            "Find all *.ps files under $STARTDIR, case insensitive",
+        ):
             assert matcher_module.exact_reason(task, proc) is None, task
 
     def test_a_near_miss_with_another_number_is_refused(self, store: ProcedureDatabase) -> None:
@@ -98,7 +129,13 @@ class TestDecision:
         """A value the procedure lacks but a parameter takes becomes that parameter's value."""
         store = ProcedureDatabase(tmp_path / "store.db")
         matcher = Matcher(store, floor=0.5)
-        add(store, matcher, "old-files", "find files older than some days in a folder", ["find {{ path }} -mtime +{{ days }}"])
+        add(
+            store,
+            matcher,
+            "old-files",
+            "find files older than some days in a folder",
+            ["find {{ path }} -mtime +{{ days }}"],
+        )
         decision = matcher.match("find files older than 7 days in /srv/data")
         assert decision.decision == "match" and decision.params == {"days": "7", "path": "/srv/data"}
         given = matcher.match("find files older than 7 days in /srv/data", params={"days": 7})
@@ -119,12 +156,23 @@ class TestDecision:
         """About the task but seen once: not replayed, and the reason says what would make it replayable."""
         store = ProcedureDatabase(tmp_path / "store.db")
         matcher = Matcher(store)
-        p = add(store, matcher, "db-backup", "Dump the postgres database", ["pg_dump app > app.sql", "gzip app.sql"], successes=1)
+        p = add(
+            store,
+            matcher,
+            "db-backup",
+            "Dump the postgres database",
+            ["pg_dump app > app.sql", "gzip app.sql"],
+            successes=1,
+        )
         decision = matcher.match("db backup")
         assert decision.decision == "no-match" and "learn promote" in (decision.reason or "")
         store.promote(p.id)
         again = matcher.match("db backup")  # the same matcher: its parsed rows are re-read once a row changed
-        assert again.procedure_id == p.id and again.selected and again.selected.confidence == store.get(p.id).confidence >= 0.8
+        assert (
+            again.procedure_id == p.id
+            and again.selected
+            and again.selected.confidence == store.get(p.id).confidence >= 0.8
+        )
 
     def test_an_empty_store_says_so(self, tmp_path: Path) -> None:
         decision = Matcher(ProcedureDatabase(tmp_path / "store.db")).match("anything at all")
@@ -135,10 +183,10 @@ class TestDecision:
 # when pinned, against a floor of 0.704): they must be refused with default settings. A floor lowered into the
 # verifier's band (halved, say) would replay them; if a refit moves one out of that band, replace it with another.
 GOLDEN_REFUSALS = [
-    ("db-backup", "compress the postgres dump"),                            # 0.45: compress an existing dump, not make one
-    ("db-backup", "dump the postgres database to a plain text file"),       # 0.38: not compressed
-    ("greet", "write a greeting card"),                                     # 0.48: a card, not a greeting line
-    ("old-logs", "find files in /var/log larger than 60 megabytes"),        # 0.67: by size, not by age
+    ("db-backup", "compress the postgres dump"),  # 0.45: compress an existing dump, not make one
+    ("db-backup", "dump the postgres database to a plain text file"),  # 0.38: not compressed
+    ("greet", "write a greeting card"),  # 0.48: a card, not a greeting line
+    ("old-logs", "find files in /var/log larger than 60 megabytes"),  # 0.67: by size, not by age
 ]
 
 
@@ -150,7 +198,9 @@ class TestGoldenRefusals:
         best = decision.candidates[0]
         assert best.task_type == task_type and (best.reason or "").startswith("below relevance floor"), best
         # Still inside the band it guards: were it far lower, a lowered floor would refuse it anyway.
-        assert 0.36 <= best.score < 0.70, f"{task!r} scores {best.score:.3f}: no longer guards the floor, pin another pair"
+        assert 0.36 <= best.score < 0.70, (
+            f"{task!r} scores {best.score:.3f}: no longer guards the floor, pin another pair"
+        )
 
 
 class TestScores:
@@ -161,11 +211,14 @@ class TestScores:
         decision = Matcher(store).match("reboot the http daemon")
         best = decision.candidates[0]
         embedder = default_embedder()
-        q, d = (np.asarray(v) for v in embedder.embed(["reboot the http daemon", describe(store.get(best.procedure_id))]))
+        q, d = (
+            np.asarray(v) for v in embedder.embed(["reboot the http daemon", describe(store.get(best.procedure_id))])
+        )
         assert best.semantic == pytest.approx(float(q @ d) / float(np.linalg.norm(q) * np.linalg.norm(d)), abs=2e-3)
 
-    def test_a_procedure_the_index_lacks_is_still_scored_and_indexed(self, store: ProcedureDatabase,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_a_procedure_the_index_lacks_is_still_scored_and_indexed(
+        self, store: ProcedureDatabase, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """Found by key terms but without a vector: embedded now (never scored 0), said so, and the index heals."""
         monkeypatch.setattr(matcher_module, "INLINE_EMBED", 0)  # nothing embedded ahead of the match
         matcher = Matcher(store)
@@ -177,7 +230,9 @@ class TestScores:
         saved = Snapshot.load(store.path.parent / "index" / FILE)
         assert saved is not None and saved.vector(p.id, matcher_module.digest(describe(p))) is not None
 
-    def test_a_stale_vector_is_recomputed_from_the_new_text(self, store: ProcedureDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_a_stale_vector_is_recomputed_from_the_new_text(
+        self, store: ProcedureDatabase, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """A new version changes what the procedure runs: its old vector is not scored, the new text is."""
         import numpy as np
 
@@ -189,7 +244,9 @@ class TestScores:
         store.promote(web.id)
         decision = matcher.match("gracefully restart apache")
         found = next(c for c in decision.candidates if c.procedure_id == web.id)
-        q, d = (np.asarray(v) for v in default_embedder().embed(["gracefully restart apache", describe(store.get(web.id))]))
+        q, d = (
+            np.asarray(v) for v in default_embedder().embed(["gracefully restart apache", describe(store.get(web.id))])
+        )
         assert found.semantic == pytest.approx(float(q @ d) / float(np.linalg.norm(q) * np.linalg.norm(d)), abs=2e-3)
 
     def test_key_terms_weigh_by_rarity(self, store: ProcedureDatabase) -> None:
@@ -204,7 +261,9 @@ class TestScores:
         (store.path.parent / "index" / FILE).write_bytes(b"this is not an index" * 100)
         decision = Matcher(store).match("db backup")
         assert decision.selected and decision.selected.task_type == "db-backup" and decision.degraded is None
-        assert [(c.procedure_id, c.score) for c in decision.candidates] == [(c.procedure_id, c.score) for c in before.candidates]
+        assert [(c.procedure_id, c.score) for c in decision.candidates] == [
+            (c.procedure_id, c.score) for c in before.candidates
+        ]
         assert Snapshot.load(store.path.parent / "index" / FILE) is not None
         assert store.count() == len(PROCEDURES)  # the truth lost nothing
 
@@ -227,7 +286,9 @@ class TestScores:
         matcher = Matcher(store)
         assert matcher.refresh() == len(PROCEDURES)
         saved = Snapshot.load(path)
-        assert saved is not None and all(saved.vector(p.id, matcher_module.digest(describe(p))) is not None for p in store.procedures())
+        assert saved is not None and all(
+            saved.vector(p.id, matcher_module.digest(describe(p))) is not None for p in store.procedures()
+        )
 
     def test_an_index_whose_shapes_do_not_fit_is_refused(self, store: ProcedureDatabase) -> None:
         """A file with this store's stamp but cut vectors and a posting past the end is not read; it is rebuilt."""
@@ -246,8 +307,9 @@ class TestScores:
         assert decision.selected and decision.selected.task_type == "db-backup" and decision.degraded is None
         assert Snapshot.load(path) is not None
 
-    def test_an_embedder_that_cannot_load_leaves_key_terms_and_the_saved_index(self, store: ProcedureDatabase,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_an_embedder_that_cannot_load_leaves_key_terms_and_the_saved_index(
+        self, store: ProcedureDatabase, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """A misconfigured embedder: the decision is lexical and says why; the saved vectors are not overwritten."""
         Matcher(store).match("db backup")
         path = store.path.parent / "index" / FILE
@@ -268,7 +330,9 @@ class TestScores:
         saved = Snapshot.load(store.path.parent / "index" / FILE)
         assert saved is not None and saved.coverage == (len(PROCEDURES), len(PROCEDURES))
         after = Matcher(store).match("reboot the http daemon")
-        assert [(c.procedure_id, c.semantic) for c in after.candidates] == [(c.procedure_id, c.semantic) for c in before.candidates]
+        assert [(c.procedure_id, c.semantic) for c in after.candidates] == [
+            (c.procedure_id, c.semantic) for c in before.candidates
+        ]
 
     def test_an_index_from_another_store_is_not_taken(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         """An index file copied from another home names another store: rebuilt, so this store's procedures are found."""
@@ -298,45 +362,58 @@ class TestScores:
     def test_candidates_are_not_matched_until_promoted(self, store: ProcedureDatabase) -> None:
         """A mined candidate is invisible to replay matching; promotion makes it visible."""
         matcher = Matcher(store)
-        p = add(store, matcher, "lint-code", "Run the linters", ["ruff check .", "mypy ."], successes=1, status="candidate")
+        p = add(
+            store, matcher, "lint-code", "Run the linters", ["ruff check .", "mypy ."], successes=1, status="candidate"
+        )
         assert all(c.procedure_id != p.id for c in matcher.match("lint code").candidates)
         store.promote(p.id)
         assert matcher.match("lint code").procedure_id == p.id
 
 
 class TestLiterals:
-    @pytest.mark.parametrize("task, command, ok", [
-        ("find files modified more than 60 minutes ago", "find . -mmin +60", True),
-        ("find files modified more than 7 days ago", "find . -mmin +60", False),
-        ("find files modified more than 60 days ago", "find . -mmin +60", False),
-        ("files larger than 100k", "find . -size +100k", True),
-        ("files of exactly 100k", "find . -size +100k", False),
-        ("delete *.svn folders", "find . -name '*.svn' -exec rm -rf {} +", True),
-        ("delete *.xyz folders", "find . -name '*.svn' -exec rm -rf {} +", False),
-        ('rename "fgh" files', "rename 's/^fgh/jkl/' fgh*", True),
-        ('rename "abc" files', "rename 's/^fgh/jkl/' fgh*", False),
-        ("copy to /srv/backup", "cp -r data /srv/backup", True),
-        # The same amount in another unit agrees; another amount does not.
-        ("files modified in the last 24 hours", "find ~ -mtime -1", True),
-        ("files modified in the last 48 hours", "find ~ -type f -mtime -2", True),
-        ("files modified in the last 48 hours", "find ~ -mtime -1", False),
-        ("files changed in the last 90 minutes", "find . -cmin -90", True),
-        ("files bigger than 20MB", "find / -type f -size +20000k", True),
-        ("files bigger than 30MB", "find / -type f -size +20000k", False),
-        # "not ... in the last 4 days" is older than 4 days.
-        ("remove core files which have not been changed in the last 4 days", "find . -name core -ctime +4 -delete", True),
-        ("remove core files which have been changed in the last 4 days", "find . -name core -ctime +4 -delete", False),
-        # An extension the procedure's glob covers agrees.
-        ("grep the .pl and .pm files", "find . -name '*.p[lm]' -exec grep -l x {} +", True),
-        ("grep the .py files", "find . -name '*.p[lm]' -exec grep -l x {} +", False),
-        ("grep files with '.pl' or '.pm' extension", "find . -name '*.p[lm]' -exec grep -l x {} +", True),
-        # "5*24 hours" is five days.
-        ("files modified in the last 5*24 hours", "find . -mtime -5", True),
-        ("files not accessed in the last 30*24 hours", "find . -atime +30", True),
-        ("files modified in the last 5*24 hours", "find . -mtime -4", False),
-        # Numbered-suffix placeholders name the prefix.
-        ('split t.txt into pieces named "t.NN"', "split --lines=30000000 -d t.txt t.", True),
-    ])
+    @pytest.mark.parametrize(
+        "task, command, ok",
+        [
+            ("find files modified more than 60 minutes ago", "find . -mmin +60", True),
+            ("find files modified more than 7 days ago", "find . -mmin +60", False),
+            ("find files modified more than 60 days ago", "find . -mmin +60", False),
+            ("files larger than 100k", "find . -size +100k", True),
+            ("files of exactly 100k", "find . -size +100k", False),
+            ("delete *.svn folders", "find . -name '*.svn' -exec rm -rf {} +", True),
+            ("delete *.xyz folders", "find . -name '*.svn' -exec rm -rf {} +", False),
+            ('rename "fgh" files', "rename 's/^fgh/jkl/' fgh*", True),
+            ('rename "abc" files', "rename 's/^fgh/jkl/' fgh*", False),
+            ("copy to /srv/backup", "cp -r data /srv/backup", True),
+            # The same amount in another unit agrees; another amount does not.
+            ("files modified in the last 24 hours", "find ~ -mtime -1", True),
+            ("files modified in the last 48 hours", "find ~ -type f -mtime -2", True),
+            ("files modified in the last 48 hours", "find ~ -mtime -1", False),
+            ("files changed in the last 90 minutes", "find . -cmin -90", True),
+            ("files bigger than 20MB", "find / -type f -size +20000k", True),
+            ("files bigger than 30MB", "find / -type f -size +20000k", False),
+            # "not ... in the last 4 days" is older than 4 days.
+            (
+                "remove core files which have not been changed in the last 4 days",
+                "find . -name core -ctime +4 -delete",
+                True,
+            ),
+            (
+                "remove core files which have been changed in the last 4 days",
+                "find . -name core -ctime +4 -delete",
+                False,
+            ),
+            # An extension the procedure's glob covers agrees.
+            ("grep the .pl and .pm files", "find . -name '*.p[lm]' -exec grep -l x {} +", True),
+            ("grep the .py files", "find . -name '*.p[lm]' -exec grep -l x {} +", False),
+            ("grep files with '.pl' or '.pm' extension", "find . -name '*.p[lm]' -exec grep -l x {} +", True),
+            # "5*24 hours" is five days.
+            ("files modified in the last 5*24 hours", "find . -mtime -5", True),
+            ("files not accessed in the last 30*24 hours", "find . -atime +30", True),
+            ("files modified in the last 5*24 hours", "find . -mtime -4", False),
+            # Numbered-suffix placeholders name the prefix.
+            ('split t.txt into pieces named "t.NN"', "split --lines=30000000 -d t.txt t.", True),
+        ],
+    )
     def test_stated_literals_must_agree(self, task: str, command: str, ok: bool) -> None:
         """Numbers with their unit and direction, patterns, quoted names and paths decide near misses."""
         assert agree(extract(task), procedure_text("", "t", [], [command])).ok is ok
@@ -349,12 +426,12 @@ class TestLiterals:
         assert text == "old logs. Find old logs. find var log name mmin xargs rm"
 
     def test_prose_is_not_a_literal(self) -> None:
-        """"files/directories" is a phrase, not a path; plain words are not names."""
+        """ "files/directories" is a phrase, not a path; plain words are not names."""
         assert extract("Find all files/directories under the current folder") == []
         assert extract("display all the normal/regular files, appending a null after each name/path") == []
 
     def test_one_is_a_number_only_before_a_unit(self) -> None:
-        """"each one" is prose; "one day" is an amount."""
+        """ "each one" is prose; "one day" is an amount."""
         assert [str(lit) for lit in extract("convert each one and delete the one left")] == []
         assert [str(lit) for lit in extract("files older than one day")] == ["> 1 day"]
 
@@ -376,12 +453,20 @@ class TestFreshProcess:
         saved = index.stat().st_mtime_ns
         for query in ("Dump the postgres database to a compressed file", "reboot the http daemon"):
             decided = warm.match(query)
-            done = subprocess.run([sys.executable, "-m", "sherpa_skills", "learn", "replay", query, "--json", "--home", str(home)],
-                                  capture_output=True, text=True, timeout=300)
+            done = subprocess.run(
+                [sys.executable, "-m", "sherpa_skills", "learn", "replay", query, "--json", "--home", str(home)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             payload = json.loads(done.stdout)
             assert payload["procedure_id"] == decided.procedure_id, query
-            assert [m["procedure_id"] for m in payload["matches"]] == [c.procedure_id for c in decided.candidates], query
-            assert [m["score"] for m in payload["matches"]] == pytest.approx([c.score for c in decided.candidates], abs=2e-4)
+            assert [m["procedure_id"] for m in payload["matches"]] == [c.procedure_id for c in decided.candidates], (
+                query
+            )
+            assert [m["score"] for m in payload["matches"]] == pytest.approx(
+                [c.score for c in decided.candidates], abs=2e-4
+            )
             assert [m["reason"] is None for m in payload["matches"]] == [c.reason is None for c in decided.candidates]
         assert decided.procedure_id is None and payload["status"] == "no-match"
         assert index.stat().st_mtime_ns == saved  # read, not rebuilt

@@ -13,18 +13,40 @@ from sherpa_skills.skills.store.database import ProcedureDatabase
 _ids = iter(range(1, 100_000))
 
 
-def cmd(command: str, outcome: str = "success", session: str = "s1", cwd: str | None = "/w", ts: float | None = None,
-        output: str = "", exit_code: int | None = 0) -> Any:
+def cmd(
+    command: str,
+    outcome: str = "success",
+    session: str = "s1",
+    cwd: str | None = "/w",
+    ts: float | None = None,
+    output: str = "",
+    exit_code: int | None = 0,
+) -> Any:
     """A session command as the session store hands it to mining (the fields mining reads)."""
     n = next(_ids)
-    return SimpleNamespace(id=n, source="claude-code", source_file="f.jsonl", session_id=session, seq=n, timestamp=ts or 1000.0 + n,
-                           cwd=cwd, command=command, outcome=outcome, exit_code=exit_code if outcome != "failure" else (exit_code or 2),
-                           output=output, agent=None)
+    return SimpleNamespace(
+        id=n,
+        source="claude-code",
+        source_file="f.jsonl",
+        session_id=session,
+        seq=n,
+        timestamp=ts or 1000.0 + n,
+        cwd=cwd,
+        command=command,
+        outcome=outcome,
+        exit_code=exit_code if outcome != "failure" else (exit_code or 2),
+        output=output,
+        agent=None,
+    )
 
 
 def build(session: str, version: str = "1.0") -> list[Any]:
-    return [cmd("ls", session=session), cmd("npm ci", session=session), cmd("npm run build", session=session),
-            cmd(f"npm version {version}", session=session)]
+    return [
+        cmd("ls", session=session),
+        cmd("npm ci", session=session),
+        cmd("npm run build", session=session),
+        cmd(f"npm version {version}", session=session),
+    ]
 
 
 class TestClassification:
@@ -48,7 +70,11 @@ class TestClassification:
 
     def test_nothing_found_is_not_a_failure(self) -> None:
         """grep/rg 1, diff 1, test 1 answer no; exit 2 is still an error."""
-        assert found_nothing("rg TODO src", 1) and found_nothing("git diff | grep -q x", 1) and found_nothing("test -f a", 1)
+        assert (
+            found_nothing("rg TODO src", 1)
+            and found_nothing("git diff | grep -q x", 1)
+            and found_nothing("test -f a", 1)
+        )
         assert not found_nothing("rg TODO src", 2) and not found_nothing("npm test", 1)
 
 
@@ -90,8 +116,14 @@ def test_a_rejected_candidate_is_never_proposed_again(tmp_path: Path) -> None:
 def test_a_known_procedure_inside_a_session_gains_a_success(tmp_path: Path) -> None:
     """Found by shape with one automaton pass, then checked against its templates: the parameter takes any value."""
     store = ProcedureDatabase(tmp_path / "store.db")
-    known = store.add_procedure(CapturedProcedure(id="", task_type="release", success_count=1, steps=[
-        ProcedureStep(command="python -m build"), ProcedureStep(command="twine upload {{ files }}")]))
+    known = store.add_procedure(
+        CapturedProcedure(
+            id="",
+            task_type="release",
+            success_count=1,
+            steps=[ProcedureStep(command="python -m build"), ProcedureStep(command="twine upload {{ files }}")],
+        )
+    )
     result = mine([cmd("git pull"), cmd("python  -m build"), cmd("twine upload dist/*"), cmd("git tag v1")], store)
     assert (result.known, result.new_candidates) == (1, 0)
     assert store.get(known.id).success_count == 2
@@ -100,8 +132,14 @@ def test_a_known_procedure_inside_a_session_gains_a_success(tmp_path: Path) -> N
 def test_a_known_procedure_needs_its_literal_words(tmp_path: Path) -> None:
     """Same shape, different fixed words: not the same procedure."""
     store = ProcedureDatabase(tmp_path / "store.db")
-    known = store.add_procedure(CapturedProcedure(id="", task_type="release", success_count=1, steps=[
-        ProcedureStep(command="make build"), ProcedureStep(command="make deploy ENV=prod")]))
+    known = store.add_procedure(
+        CapturedProcedure(
+            id="",
+            task_type="release",
+            success_count=1,
+            steps=[ProcedureStep(command="make build"), ProcedureStep(command="make deploy ENV=prod")],
+        )
+    )
     assert mine([cmd("make build"), cmd("make deploy ENV=staging")], store).known == 0
     assert store.get(known.id).success_count == 1
 
@@ -109,8 +147,14 @@ def test_a_known_procedure_needs_its_literal_words(tmp_path: Path) -> None:
 def test_failures_are_learned_with_secrets_redacted_but_nothing_found_is_not(tmp_path: Path) -> None:
     store = ProcedureDatabase(tmp_path / "store.db")
     token = "ghp_" + "Z" * 36
-    result = mine([cmd("ls"), cmd("rg TODO src", "failure", exit_code=1),
-                   cmd(f"GITHUB_TOKEN={token} gh release create v1", "failure", output=f"HTTP 401 token {token}")], store)
+    result = mine(
+        [
+            cmd("ls"),
+            cmd("rg TODO src", "failure", exit_code=1),
+            cmd(f"GITHUB_TOKEN={token} gh release create v1", "failure", output=f"HTTP 401 token {token}"),
+        ],
+        store,
+    )
     assert (result.learnings, result.not_failures) == (1, 1)
     (learning,) = store.learnings()
     assert token not in learning.command and token not in learning.error and "[REDACTED]" in learning.command
@@ -129,7 +173,12 @@ class TestReviewQueue:
         store = ProcedureDatabase(home=home)
         history = build("s1", "1.0") + build("s2", "1.1")
         mine(history, store, history=history)
-        history = [cmd("make lint", session="s3"), cmd("make test", session="s3"), cmd("make lint", session="s4"), cmd("make test", session="s4")]
+        history = [
+            cmd("make lint", session="s3"),
+            cmd("make test", session="s3"),
+            cmd("make lint", session="s4"),
+            cmd("make test", session="s4"),
+        ]
         mine(history, store, history=history)
         assert main(["learn", "candidates", "--json", "--home", str(home)]) == 0
         rows = json.loads(capsys.readouterr().out)
@@ -146,15 +195,24 @@ class TestReviewQueue:
         assert json.loads(capsys.readouterr().out) == []
         assert store.get(npm["id"]).status == "active"
 
-        assert main(["learn", "reject", rows[0]["id"], "--home", str(home)]) == 2  # already rejected: said, not a traceback
+        assert (
+            main(["learn", "reject", rows[0]["id"], "--home", str(home)]) == 2
+        )  # already rejected: said, not a traceback
         assert "already rejected" in capsys.readouterr().err
 
     def test_a_rejected_procedure_is_never_offered_for_replay(self, tmp_path: Path) -> None:
         from sherpa_skills.skills.match.matcher import Matcher
 
         store = ProcedureDatabase(tmp_path / "store.db")
-        proc = store.add_procedure(CapturedProcedure(id="", task_type="deploy-site", description="deploy the web site", success_count=5,
-                                                     steps=[ProcedureStep(command="make deploy")]))
+        proc = store.add_procedure(
+            CapturedProcedure(
+                id="",
+                task_type="deploy-site",
+                description="deploy the web site",
+                success_count=5,
+                steps=[ProcedureStep(command="make deploy")],
+            )
+        )
         store.set_status(proc.id, "rejected")
         decision = Matcher(store).match("deploy the web site")
         assert decision.decision == "no-match" and proc.id not in [c.procedure_id for c in decision.candidates]

@@ -34,25 +34,66 @@ def session(name: str, commands: list[str], start: float = 1_700_000_000.0, sour
 
 
 class TestClassify:
-    @pytest.mark.parametrize("command", [
-        "rg -n \"foo|bar\" src | sed -n '1,20p'", "nl -ba src/app.py | sed -n 40,80p", "strings bin/app | grep -i version",
-        "find . -name '*.py' | xargs wc -l | sort -n" if False else "find . -name '*.py' | sort", "git status", "git log --oneline -5",
-        "jq '.items[]' data.json", "cat README.md", "ls -la", "git diff HEAD~1", "docker ps -a", "kubectl get pods"])
+    @pytest.mark.parametrize(
+        "command",
+        [
+            "rg -n \"foo|bar\" src | sed -n '1,20p'",
+            "nl -ba src/app.py | sed -n 40,80p",
+            "strings bin/app | grep -i version",
+            "find . -name '*.py' | xargs wc -l | sort -n" if False else "find . -name '*.py' | sort",
+            "git status",
+            "git log --oneline -5",
+            "jq '.items[]' data.json",
+            "cat README.md",
+            "ls -la",
+            "git diff HEAD~1",
+            "docker ps -a",
+            "kubectl get pods",
+        ],
+    )
     def test_look_around(self, command: str) -> None:
         assert classify(command) == "look"
 
-    @pytest.mark.parametrize("command", [
-        "sed -i 's/a/b/' f.txt", "grep x a.txt > hits.txt", "cat a | tee b", "find . -name '*.pyc' -delete",
-        "git commit -am 'fix | pipe'", "npm run build", "make -C tests", "git push origin main", "echo x >> .gitignore"])
+    @pytest.mark.parametrize(
+        "command",
+        [
+            "sed -i 's/a/b/' f.txt",
+            "grep x a.txt > hits.txt",
+            "cat a | tee b",
+            "find . -name '*.pyc' -delete",
+            "git commit -am 'fix | pipe'",
+            "npm run build",
+            "make -C tests",
+            "git push origin main",
+            "echo x >> .gitignore",
+        ],
+    )
     def test_work(self, command: str) -> None:
         assert classify(command) == "work"
 
-    @pytest.mark.parametrize("command,kind", [
-        ("vim notes.txt", "interactive"), ("python3", "interactive"), ("python3 manage.py migrate", "work"), ("less log", "interactive"),
-        ("fg", "job"), ("\\fg", "job"), ("kill -9 9383", "job"), ("[A", "noise"), ("# a comment", "noise"), ("::::", "noise"),
-        ("echo 'unterminated", "noise"), ("pnpm dev", "long_running"), ("npm run dev -- --port 3001", "long_running"),
-        ("python -m http.server 8000", "long_running"), ("./server &", "long_running"), ("cd src", "cd"),
-        ("export PATH=$(pwd):$PATH", "env"), ("cat > f.txt <<'EOF'\nhello\nEOF", "work")])
+    @pytest.mark.parametrize(
+        "command,kind",
+        [
+            ("vim notes.txt", "interactive"),
+            ("python3", "interactive"),
+            ("python3 manage.py migrate", "work"),
+            ("less log", "interactive"),
+            ("fg", "job"),
+            ("\\fg", "job"),
+            ("kill -9 9383", "job"),
+            ("[A", "noise"),
+            ("# a comment", "noise"),
+            ("::::", "noise"),
+            ("echo 'unterminated", "noise"),
+            ("pnpm dev", "long_running"),
+            ("npm run dev -- --port 3001", "long_running"),
+            ("python -m http.server 8000", "long_running"),
+            ("./server &", "long_running"),
+            ("cd src", "cd"),
+            ("export PATH=$(pwd):$PATH", "env"),
+            ("cat > f.txt <<'EOF'\nhello\nEOF", "work"),
+        ],
+    )
     def test_other_kinds(self, command: str, kind: str) -> None:
         assert classify(command) == kind
 
@@ -74,7 +115,11 @@ class TestRecurring:
     def test_exploration_and_one_off_file_writes_give_nothing(self) -> None:
         """Read-only exploration repeated across sessions, and heredoc writes with their contents, are not routines."""
         looks = ["rg -n 'TODO' src | sed -n '1,20p'", "nl -ba src/a.py | sed -n 1,40p", "git status", "ls -la"]
-        writes = ["cat > a.ts <<'EOF'\nexport const a = 1\nEOF", "cat > b.ts <<'EOF'\nexport const b = 2\nEOF", "npx tsc"]
+        writes = [
+            "cat > a.ts <<'EOF'\nexport const a = 1\nEOF",
+            "cat > b.ts <<'EOF'\nexport const b = 2\nEOF",
+            "npx tsc",
+        ]
         commands = session("a", looks + writes) + session("b", looks, start=1_700_100_000.0)
         assert find(commands) == []
 
@@ -109,20 +154,29 @@ class TestRecurring:
         """`rm x; git add y` met twice among many of each: below the lift a routine needs."""
         noise = []
         for day in range(30):
-            noise += session(f"d{day}", [f"rm tmp{day}.log", f"touch f{day}", f"git add f{day}", "git commit -m wip"], start=1_700_000_000 + day * DAY)
-        pairs = session("x", ["rm old.log", "git add new.py"], start=1_690_000_000.0) + session("y", ["rm a.log", "git add b.py"], start=1_691_000_000.0)
+            noise += session(
+                f"d{day}",
+                [f"rm tmp{day}.log", f"touch f{day}", f"git add f{day}", "git commit -m wip"],
+                start=1_700_000_000 + day * DAY,
+            )
+        pairs = session("x", ["rm old.log", "git add new.py"], start=1_690_000_000.0) + session(
+            "y", ["rm a.log", "git add b.py"], start=1_691_000_000.0
+        )
         steps = [c.steps for c in find(noise + pairs)]
         assert ["rm {{ path }}", "git add {{ path2 }}"] not in steps
 
     def test_shell_history_days_are_units(self) -> None:
         """One history file is one session: its days are what a routine must recur across."""
-        history = (session("h", ["brew update", "brew upgrade"], source="zsh-history")
-                   + session("h", ["brew update", "brew upgrade"], start=1_700_000_000.0 + 2 * DAY, source="zsh-history"))
+        history = session("h", ["brew update", "brew upgrade"], source="zsh-history") + session(
+            "h", ["brew update", "brew upgrade"], start=1_700_000_000.0 + 2 * DAY, source="zsh-history"
+        )
         (candidate,) = find(history)
         assert candidate.steps == ["brew update", "brew upgrade"] and candidate.support == 2
 
     def test_the_same_day_twice_is_one_unit(self) -> None:
-        history = session("h", ["brew update", "brew upgrade", "ls", "brew update", "brew upgrade"], source="zsh-history")
+        history = session(
+            "h", ["brew update", "brew upgrade", "ls", "brew update", "brew upgrade"], source="zsh-history"
+        )
         assert find(history) == []
 
     def test_support_is_configurable(self) -> None:

@@ -88,13 +88,17 @@ def run(workflow, learner, home: Path, **inputs):
     return agent, agent.run(inputs)
 
 
-def test_a_run_planned_by_the_llm_is_captured_as_a_trajectory_with_its_inputs_as_parameters(workflow, learner, tmp_path):
+def test_a_run_planned_by_the_llm_is_captured_as_a_trajectory_with_its_inputs_as_parameters(
+    workflow, learner, tmp_path
+):
     _, result = run(workflow, learner, tmp_path, ticket=DAMAGED, order="4417")
     assert (result.status, result.state, result.llm_calls, result.replayed_decisions) == ("final", "closed", 2, 0)
     [proc] = learner.store.procedures(status=None)
     assert (proc.kind, proc.task_type, proc.steps) == ("trajectory", "refunds", [])
     assert [(d.state, d.trigger, d.args) for d in proc.decisions] == [
-        ("assess", "refund", {"order": "{{ order }}"}), ("checked", "close", {})]  # verify was the only way: a fast-forward
+        ("assess", "refund", {"order": "{{ order }}"}),
+        ("checked", "close", {}),
+    ]  # verify was the only way: a fast-forward
     assert [o.action for o in proc.decisions[1].outcomes_before] == ["set", "set"]
     assert proc.planned_llm_calls == 2 and proc.confidence < 0.8  # one success is not proof
 
@@ -108,7 +112,13 @@ def test_a_second_success_proves_it_and_the_next_run_of_the_kind_replays_with_no
     agent, third = run(workflow, learner, tmp_path, ticket=DAMAGED, order="7731")
     assert agent.match.decision == "match"
     assert (third.status, third.state, third.llm_calls, third.tokens, third.replayed_decisions, third.diverged_at) == (
-        "final", "closed", 0, 0, 2, None)
+        "final",
+        "closed",
+        0,
+        0,
+        2,
+        None,
+    )
     assert third.context["refunded"] == "7731"  # the parameter took this run's order, not the recorded one
     [execution] = learner.store.executions(proc.id)
     assert (execution.outcome, execution.llm_calls) == ("success", 0)
@@ -120,7 +130,9 @@ def test_a_guard_that_now_fails_hands_over_to_the_llm_in_the_same_run_and_relear
     agent, result = run(workflow, learner, tmp_path, ticket=DAMAGED, order="6001", plan="premium")
     assert (result.status, result.state, result.replayed_decisions, result.llm_calls) == ("final", "escalated", 1, 1)
     assert result.diverged_at["state"] == "checked" and result.diverged_at["step"] == 1
-    assert "trigger 'close' available" in result.diverged_at["expected"] and "escalate" in result.diverged_at["observed"]
+    assert (
+        "trigger 'close' available" in result.diverged_at["expected"] and "escalate" in result.diverged_at["observed"]
+    )
     # The LLM was told: the script answers `escalate` only to a prompt saying the replay diverged in this state.
     [asked] = [e for e in agent.agent.belief.log if e.action == "policy:llm"]
     assert asked.outputs["reason"] == "the replay diverged"
@@ -167,11 +179,14 @@ def test_fill_keeps_a_whole_parameters_type_and_leaves_unknown_names():
 
 # ---------------------------------------------------------------- what the replay's fast path must still refuse
 
-REPLACE = WORKFLOW.replace("  - {trigger: answer, source: assess, dest: answering}", """  - trigger: replace
+REPLACE = WORKFLOW.replace(
+    "  - {trigger: answer, source: assess, dest: answering}",
+    """  - trigger: replace
     source: assess
     dest: answering
     arguments: {item: {type: string, enum: [blender, kettle]}}
-  - {trigger: answer, source: assess, dest: answering}""")
+  - {trigger: answer, source: assess, dest: answering}""",
+)
 
 
 #: Closing after `checked`, whose on_enter `set` ran before (the replace path's only action).
@@ -217,8 +232,10 @@ def test_a_resumed_run_continues_the_replay_where_it_stopped(workflow, tmp_path)
     from sherpa_skills.engine.agent import Agent
     from sherpa_skills.engine.runstore import RunStore
 
-    decisions = [RecordedDecision(state="assess", trigger="refund", args={"order": "{{ order }}"}),
-                 RecordedDecision(state="checked", trigger="close", outcomes_before=[ActionOutcome(action="set")] * 2)]
+    decisions = [
+        RecordedDecision(state="assess", trigger="refund", args={"order": "{{ order }}"}),
+        RecordedDecision(state="checked", trigger="close", outcomes_before=[ActionOutcome(action="set")] * 2),
+    ]
     replay = ReplayPolicy(decisions, inputs={"order": "31"}, procedure_id="p")
     store = RunStore(tmp_path / "runs.db")
     first = Agent(workflow.machine, replay, store=store, max_steps=1).run({"ticket": DAMAGED, "order": "31"})
@@ -241,14 +258,23 @@ def test_an_action_that_now_fails_hands_over_to_the_llm_with_the_divergence_in_i
 
     @registry.action("issue_refund", side_effects=True)
     def issue_refund(args, ctx):
-        return ActionResult(outputs={"error": "gateway down"}, status="failed") if down else ActionResult(outputs={"ok": True})
+        return (
+            ActionResult(outputs={"error": "gateway down"}, status="failed")
+            if down
+            else ActionResult(outputs={"ok": True})
+        )
 
-    text = WORKFLOW.replace('after: {set: {refunded: "{{ args.order }}"}}',
-                            'after: [{set: {refunded: "{{ args.order }}"}}, {issue_refund: {}}]')
+    text = WORKFLOW.replace(
+        'after: {set: {refunded: "{{ args.order }}"}}',
+        'after: [{set: {refunded: "{{ args.order }}"}}, {issue_refund: {}}]',
+    )
     # The model echoes the prompt it was sent when it is told of a divergence: the test reads the prompt, not a flag.
-    (tmp_path / "refunds.script.yaml").write_text(SCRIPT.replace(
-        """respond: '{"trigger": "escalate", "args": {}, "reason": "the replay diverged"}'""",
-        """respond: '{"trigger": "escalate", "args": {}, "reason": {{ prompt | tojson }}}'"""))
+    (tmp_path / "refunds.script.yaml").write_text(
+        SCRIPT.replace(
+            """respond: '{"trigger": "escalate", "args": {}, "reason": "the replay diverged"}'""",
+            """respond: '{"trigger": "escalate", "args": {}, "reason": {{ prompt | tojson }}}'""",
+        )
+    )
     workflow = load_workflow_text(text, registry=registry, base_dir=tmp_path)
     for order in ("4417", "5120"):
         run(workflow, learner, tmp_path, ticket=DAMAGED, order=order)
@@ -258,8 +284,10 @@ def test_an_action_that_now_fails_hands_over_to_the_llm_with_the_divergence_in_i
     [asked] = [e for e in agent.agent.belief.log if e.action == "policy:llm"]
     prompt = asked.outputs["reason"]
     assert prompt.startswith("Current state: checked")
-    assert "was replayed for 1 decision(s) and diverged in state checked: expected action outcome issue_refund: ok, " \
-           "observed issue_refund: failed" in prompt
+    assert (
+        "was replayed for 1 decision(s) and diverged in state checked: expected action outcome issue_refund: ok, "
+        "observed issue_refund: failed" in prompt
+    )
 
 
 def test_the_replay_is_asked_after_the_rules_that_can_decide_and_before_the_llm(workflow, learner, tmp_path):
@@ -296,6 +324,7 @@ def test_a_numeric_input_is_a_parameter_too(workflow, learner, tmp_path):
 
 # ---------------------------------------------------------------- outcomes: the status counts, not just how many there were
 
+
 def _refund_workflow(tmp_path, gateway_up: bool):
     """WORKFLOW whose refund also calls a typed action that succeeds or fails with the gateway: the same actions either way."""
     from sherpa_skills.engine.registry import ActionResult, default_registry, load_builtins
@@ -306,17 +335,29 @@ def _refund_workflow(tmp_path, gateway_up: bool):
 
     @registry.action("issue_refund", side_effects=True)
     def issue_refund(args, ctx):
-        return ActionResult(outputs={"ok": True}) if gateway_up else ActionResult(outputs={"error": "gateway down"}, status="failed")
+        return (
+            ActionResult(outputs={"ok": True})
+            if gateway_up
+            else ActionResult(outputs={"error": "gateway down"}, status="failed")
+        )
 
-    text = WORKFLOW.replace('after: {set: {refunded: "{{ args.order }}"}}',
-                            'after: [{set: {refunded: "{{ args.order }}"}}, {issue_refund: {}}]')
+    text = WORKFLOW.replace(
+        'after: {set: {refunded: "{{ args.order }}"}}',
+        'after: [{set: {refunded: "{{ args.order }}"}}, {issue_refund: {}}]',
+    )
     return load_workflow_text(text, registry=registry, base_dir=tmp_path)
 
 
 def _recorded(refund_status: str) -> list[RecordedDecision]:
-    before_close = [ActionOutcome(action="set"), ActionOutcome(action="issue_refund", status=refund_status), ActionOutcome(action="set")]
-    return [RecordedDecision(state="assess", trigger="refund", args={"order": "{{ order }}"}),
-            RecordedDecision(state="checked", trigger="close", outcomes_before=before_close)]
+    before_close = [
+        ActionOutcome(action="set"),
+        ActionOutcome(action="issue_refund", status=refund_status),
+        ActionOutcome(action="set"),
+    ]
+    return [
+        RecordedDecision(state="assess", trigger="refund", args={"order": "{{ order }}"}),
+        RecordedDecision(state="checked", trigger="close", outcomes_before=before_close),
+    ]
 
 
 @pytest.mark.parametrize(("recorded", "now_up"), [("ok", True), ("failed", False)])

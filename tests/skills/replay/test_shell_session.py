@@ -69,12 +69,16 @@ class TestSession:
         result = session.run("exit 4", 10)
         assert (result.exit_code, result.ended) == (4, True) and not session.alive
 
-    def test_a_step_with_its_own_cwd_runs_there_without_moving_the_session(self, session: ShellSession, tmp_path: Path) -> None:
+    def test_a_step_with_its_own_cwd_runs_there_without_moving_the_session(
+        self, session: ShellSession, tmp_path: Path
+    ) -> None:
         (tmp_path / "sub").mkdir()
         assert session.run("pwd", 10, cwd=str(tmp_path / "sub")).stdout.strip() == str(tmp_path / "sub")
         assert session.run("pwd", 10).stdout.strip() == str(tmp_path)
 
-    def test_only_allowed_environment_variables_reach_the_shell(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_only_allowed_environment_variables_reach_the_shell(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         monkeypatch.setenv("SHERPA_TEST_SECRET", "hunter2")
         monkeypatch.setenv("SHERPA_TEST_NAMED", "visible")
         shell = ShellSession(str(tmp_path), ["SHERPA_TEST_NAMED"])
@@ -84,8 +88,9 @@ class TestSession:
             shell.close()
 
 
-def test_a_replayed_procedure_keeps_cd_and_export_between_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_replayed_procedure_keeps_cd_and_export_between_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Through `learn replay --execute --yes`: the step after `cd site` runs in site/, with the variable exported before."""
     work = tmp_path / "work"
     work.mkdir()
@@ -95,11 +100,36 @@ def test_a_replayed_procedure_keeps_cd_and_export_between_steps(tmp_path: Path, 
     from sherpa_skills.skills.store.database import ProcedureDatabase
 
     steps = ["mkdir -p site", "cd site", "export TITLE={{ title }}", 'echo "<h1>$TITLE</h1>" > index.html']
-    proc = ProcedureDatabase(home=home).add_procedure(CapturedProcedure(id="", task_type="build-site", success_count=3, steps=[
-        *[ProcedureStep(command=c) for c in steps], ProcedureStep(command="cat index.html", expected_output_pattern="<h1>Hello")]))
+    proc = ProcedureDatabase(home=home).add_procedure(
+        CapturedProcedure(
+            id="",
+            task_type="build-site",
+            success_count=3,
+            steps=[
+                *[ProcedureStep(command=c) for c in steps],
+                ProcedureStep(command="cat index.html", expected_output_pattern="<h1>Hello"),
+            ],
+        )
+    )
     pid = proc.id
-    code = main(["learn", "replay", "build the site", "--procedure", pid, "--param", "title=Hello", "--execute", "--yes",
-                 "--min-confidence", "0", "--home", home, "--json"])
+    code = main(
+        [
+            "learn",
+            "replay",
+            "build the site",
+            "--procedure",
+            pid,
+            "--param",
+            "title=Hello",
+            "--execute",
+            "--yes",
+            "--min-confidence",
+            "0",
+            "--home",
+            home,
+            "--json",
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 0, result
     assert (work / "site" / "index.html").read_text() == "<h1>Hello</h1>\n"

@@ -52,8 +52,19 @@ def captured(capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path) -> 
 
 def execute(capsys: pytest.CaptureFixture[str], home: Path, pid: str) -> dict[str, Any]:
     """Replay by id and run the steps; --min-confidence 0 so only health can refuse it."""
-    _, out = cli(capsys, home, "learn", "replay", "check the deployment is ready", "--procedure", pid, "--execute", "--yes",
-                 "--min-confidence", "0")
+    _, out = cli(
+        capsys,
+        home,
+        "learn",
+        "replay",
+        "check the deployment is ready",
+        "--procedure",
+        pid,
+        "--execute",
+        "--yes",
+        "--min-confidence",
+        "0",
+    )
     return out
 
 
@@ -63,8 +74,9 @@ def health_of(capsys: pytest.CaptureFixture[str], home: Path, pid: str) -> dict[
 
 
 class TestEvidenceThroughTheCli:
-    def test_a_procedure_that_never_ran_is_new_everywhere(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                                          home: Path) -> None:
+    def test_a_procedure_that_never_ran_is_new_everywhere(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path
+    ) -> None:
         """Captured, never replayed: `new` in `learn procedures`, `learn show` and `learn health`, not `healthy`."""
         pid = captured(capsys, tmp_path, home)
         assert health_of(capsys, home, pid)["status"] == "new"
@@ -77,23 +89,39 @@ class TestEvidenceThroughTheCli:
         _, degraded = cli(capsys, home, "learn", "health", "--degraded-only")
         assert degraded == []  # new is not a problem to list
 
-    def test_one_failure_is_not_enough_to_break_it(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path,
-                                                   work: Path) -> None:
+    def test_one_failure_is_not_enough_to_break_it(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path
+    ) -> None:
         """Promoted, fails once: not broken (too few executions); replay refuses it only for its confidence, and says so."""
         pid = captured(capsys, tmp_path, home)
         assert cli(capsys, home, "learn", "promote", pid)[0] == 0
         assert execute(capsys, home, pid)["status"] == "diverged"
         report = health_of(capsys, home, pid)
-        assert report["status"] == "healthy" and report["counted_executions"] == 1 and report["rolling_success_rate"] == 0.0
+        assert (
+            report["status"] == "healthy"
+            and report["counted_executions"] == 1
+            and report["rolling_success_rate"] == 0.0
+        )
         assert report["min_evidence"] == MIN_EVIDENCE > 1
         _, out = cli(capsys, home, "learn", "replay", "check the deployment is ready", "--procedure", pid)
         assert out["status"] == "no-match" and "confidence 0.59" in out["reason"] and "broken" not in out["reason"]
         # With the confidence bar lowered, health alone does not refuse it: it is replayable by the rule.
-        _, out = cli(capsys, home, "learn", "replay", "check the deployment is ready", "--procedure", pid, "--min-confidence", "0")
+        _, out = cli(
+            capsys,
+            home,
+            "learn",
+            "replay",
+            "check the deployment is ready",
+            "--procedure",
+            pid,
+            "--min-confidence",
+            "0",
+        )
         assert out["status"] == "dry-run"
 
     def test_enough_failures_break_it_and_a_promotion_starts_a_fresh_window(
-            self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path) -> None:
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path
+    ) -> None:
         """MIN_EVIDENCE failures: broken and refused. Promoted: `new`, replayable, and the message says both; earlier
         executions are kept but no longer count; who promoted it and when is stored and shown."""
         pid = captured(capsys, tmp_path, home)
@@ -118,7 +146,10 @@ class TestEvidenceThroughTheCli:
         promotion = shown["promotions"][-1]
         assert promotion["promoted_by"] == "alice" and promotion["promoted_at"] >= before
         assert (promotion["failure_before"], promotion["executions_before"]) == (MIN_EVIDENCE, MIN_EVIDENCE)
-        assert [e["outcome"] for e in shown["recent_executions"]] == ["dry-run", *["diverged"] * MIN_EVIDENCE]  # all kept
+        assert [e["outcome"] for e in shown["recent_executions"]] == [
+            "dry-run",
+            *["diverged"] * MIN_EVIDENCE,
+        ]  # all kept
         _, text = cli(capsys, home, "learn", "show", pid, json_out=False)
         assert "promoted by alice" in text
 
@@ -126,15 +157,17 @@ class TestEvidenceThroughTheCli:
         assert execute(capsys, home, pid)["status"] == "succeeded"
         assert health_of(capsys, home, pid)["status"] == "healthy"
 
-    def test_promotion_is_by_the_os_user_without_agent(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                                       home: Path) -> None:
+    def test_promotion_is_by_the_os_user_without_agent(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path
+    ) -> None:
         pid = captured(capsys, tmp_path, home)
         _, promoted = cli(capsys, home, "learn", "promote", pid)
         assert promoted["promotion"]["promoted_by"] == getpass.getuser()
         assert promoted["replayable"] is True and promoted["refusal"] is None and promoted["health"] == "new"
 
-    def test_promote_never_claims_what_replay_refuses(self, capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                                      home: Path) -> None:
+    def test_promote_never_claims_what_replay_refuses(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path
+    ) -> None:
         """Promote's message comes from the same gate replay uses: it names the refusal instead of promising a replay."""
         pid = captured(capsys, tmp_path, home)
         store = ProcedureDatabase(home=home)
@@ -166,16 +199,27 @@ class TestEvidenceThroughThePythonApi:
 
     def test_a_candidate_that_never_ran_is_new(self, tmp_path: Path) -> None:
         store = ProcedureDatabase(home=tmp_path / "home")
-        p = store.add_procedure(CapturedProcedure(id="", task_type="npm-build", status="candidate", success_count=2,
-                                                  steps=[ProcedureStep(command="npm ci"), ProcedureStep(command="npm run build")]))
+        p = store.add_procedure(
+            CapturedProcedure(
+                id="",
+                task_type="npm-build",
+                status="candidate",
+                success_count=2,
+                steps=[ProcedureStep(command="npm ci"), ProcedureStep(command="npm run build")],
+            )
+        )
         assert store.health(p.id).status == "new"
 
     def test_the_marked_needs_relearning_is_cleared_by_a_promotion(self, tmp_path: Path) -> None:
         """The heartbeat marks a broken procedure for re-learning; a person's promotion is the command that resets it."""
         store = ProcedureDatabase(home=tmp_path / "home")
-        p = store.add_procedure(CapturedProcedure(id="", task_type="deploy", success_count=1, steps=[ProcedureStep(command="make")]))
+        p = store.add_procedure(
+            CapturedProcedure(id="", task_type="deploy", success_count=1, steps=[ProcedureStep(command="make")])
+        )
         for _ in range(MIN_EVIDENCE):
-            store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="error"))
+            store.record_execution(
+                Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="error")
+            )
         store.mark_needs_relearning(p.id)
         assert store.health(p.id).status == "needs-relearning"
         store.promote(p.id)
@@ -183,22 +227,36 @@ class TestEvidenceThroughThePythonApi:
 
 
 class TestHeartbeatAndBrowser:
-    def test_heartbeat_counts_new_apart_from_healthy(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path) -> None:
+    def test_heartbeat_counts_new_apart_from_healthy(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path
+    ) -> None:
         store = ProcedureDatabase(home=home)
-        ran = store.add_procedure(CapturedProcedure(id="", task_type="build", success_count=2, steps=[ProcedureStep(command="make")]))
-        store.record_execution(Execution(procedure_id=ran.id, version=1, started=time.time(), ended=time.time(), outcome="success"))
+        ran = store.add_procedure(
+            CapturedProcedure(id="", task_type="build", success_count=2, steps=[ProcedureStep(command="make")])
+        )
+        store.record_execution(
+            Execution(procedure_id=ran.id, version=1, started=time.time(), ended=time.time(), outcome="success")
+        )
         for name in ("lint", "test"):
-            store.add_procedure(CapturedProcedure(id="", task_type=name, status="candidate", steps=[ProcedureStep(command=name)]))
+            store.add_procedure(
+                CapturedProcedure(id="", task_type=name, status="candidate", steps=[ProcedureStep(command=name)])
+            )
         _, report = cli(capsys, home, "heartbeat", "--once")
         stats = report["phases"]["health"]["stats"]
         assert (stats.get("new"), stats.get("healthy")) == (2, 1)
 
-    def test_heartbeat_rechecks_a_promoted_procedure(self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path) -> None:
+    def test_heartbeat_rechecks_a_promoted_procedure(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path
+    ) -> None:
         """Broken and pulled by one heartbeat, promoted, then the next heartbeat sees it `new` again."""
         store = ProcedureDatabase(home=home)
-        p = store.add_procedure(CapturedProcedure(id="", task_type="deploy", success_count=1, steps=[ProcedureStep(command="make")]))
+        p = store.add_procedure(
+            CapturedProcedure(id="", task_type="deploy", success_count=1, steps=[ProcedureStep(command="make")])
+        )
         for _ in range(MIN_EVIDENCE):
-            store.record_execution(Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="error"))
+            store.record_execution(
+                Execution(procedure_id=p.id, version=1, started=time.time(), ended=time.time(), outcome="error")
+            )
         _, report = cli(capsys, home, "heartbeat", "--once")
         assert report["phases"]["health"]["stats"].get("needs-relearning") == 1
         cli(capsys, home, "learn", "promote", p.id)
@@ -213,7 +271,9 @@ class TestHeartbeatAndBrowser:
         from sherpa_skills.ui import create_app
 
         store = ProcedureDatabase(home=home)
-        p = store.add_procedure(CapturedProcedure(id="", task_type="build", success_count=2, steps=[ProcedureStep(command="make")]))
+        p = store.add_procedure(
+            CapturedProcedure(id="", task_type="build", success_count=2, steps=[ProcedureStep(command="make")])
+        )
         store.close()
         with TestClient(create_app(home), base_url="http://127.0.0.1") as client:
             assert [h["status"] for h in client.get("/api/health").json()] == ["new"]

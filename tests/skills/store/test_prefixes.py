@@ -25,8 +25,18 @@ def add_run(home: Path, run_id: str) -> None:
 
 
 def add_procedure(home: Path) -> str:
-    return skill_store(home).add_procedure(CapturedProcedure(
-        id="", task_type="build", steps=[ProcedureStep(command="make"), ProcedureStep(command="make test")], source="manual")).id
+    return (
+        skill_store(home)
+        .add_procedure(
+            CapturedProcedure(
+                id="",
+                task_type="build",
+                steps=[ProcedureStep(command="make"), ProcedureStep(command="make test")],
+                source="manual",
+            )
+        )
+        .id
+    )
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -66,8 +76,12 @@ class TestRuns:
 
 
 class TestProcedures:
-    @pytest.mark.parametrize("argv", [["learn", "show", "%"], ["learn", "promote", "_%"], ["learn", "replay", "build", "--procedure", "%"]])
-    def test_wildcards_do_not_act_on_the_only_procedure(self, home: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    @pytest.mark.parametrize(
+        "argv", [["learn", "show", "%"], ["learn", "promote", "_%"], ["learn", "replay", "build", "--procedure", "%"]]
+    )
+    def test_wildcards_do_not_act_on_the_only_procedure(
+        self, home: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+    ) -> None:
         pid = add_procedure(home)
         code, err = cli(capsys, *argv, "--home", str(home))
         assert code != 0 and "no procedure" in err
@@ -80,7 +94,13 @@ class TestProcedures:
     def test_an_ambiguous_procedure_prefix_is_refused(self, home: Path) -> None:
         store = skill_store(home)
         first = add_procedure(home)
-        store.add_procedure(CapturedProcedure(id=first[:3] + "zzzzzz", task_type="other",
-                                              steps=[ProcedureStep(command="npm ci"), ProcedureStep(command="npm test")], source="manual"))
+        store.add_procedure(
+            CapturedProcedure(
+                id=first[:3] + "zzzzzz",
+                task_type="other",
+                steps=[ProcedureStep(command="npm ci"), ProcedureStep(command="npm test")],
+                source="manual",
+            )
+        )
         with pytest.raises(StoreError, match="ambiguous"):
             store.get(first[:3])

@@ -16,7 +16,9 @@ from sherpa_skills.skills.store.database import ProcedureDatabase, step_signatur
 
 def procedure(task_type: str = "build-lib", *commands: str) -> CapturedProcedure:
     steps = [ProcedureStep(command=c) for c in (commands or ("make", "make test"))]
-    return CapturedProcedure(id="", task_type=task_type, description=f"{task_type} procedure", steps=steps, success_count=1)
+    return CapturedProcedure(
+        id="", task_type=task_type, description=f"{task_type} procedure", steps=steps, success_count=1
+    )
 
 
 def execution(p: CapturedProcedure, outcome: str, reason: str | None = None) -> Execution:
@@ -39,8 +41,18 @@ class TestConfidence:
 
 
 class TestHealth:
-    @pytest.mark.parametrize("rate, status", [(None, "new"), (1.0, "healthy"), (0.81, "healthy"), (0.8, "degraded"),
-                                              (0.5, "degraded"), (0.49, "broken"), (0.0, "broken")])
+    @pytest.mark.parametrize(
+        "rate, status",
+        [
+            (None, "new"),
+            (1.0, "healthy"),
+            (0.81, "healthy"),
+            (0.8, "degraded"),
+            (0.5, "degraded"),
+            (0.49, "broken"),
+            (0.0, "broken"),
+        ],
+    )
     def test_status_thresholds(self, rate: float | None, status: str) -> None:
         """New before any execution; healthy above 0.8, degraded from 0.5 to 0.8, broken below 0.5."""
         assert health_status(rate) == status
@@ -65,7 +77,9 @@ class TestHealth:
 
     def test_failure_pattern_is_what_recent_failures_share(self, tmp_path: Path) -> None:
         """Numbers and temporary paths are folded so the same error compares equal."""
-        assert failure_pattern(["exit code 2 at /tmp/abc1", "exit code 3 at /tmp/xyz9", "timed out"]) == "exit code # at #"
+        assert (
+            failure_pattern(["exit code 2 at /tmp/abc1", "exit code 3 at /tmp/xyz9", "timed out"]) == "exit code # at #"
+        )
         store = ProcedureDatabase(tmp_path / "s.db")
         p = store.add_procedure(procedure())
         for code in (2, 3, 4):
@@ -148,9 +162,11 @@ class TestOneProcedurePerSignature:
 
     def test_six_concurrent_first_captures_make_one_procedure(self, tmp_path: Path) -> None:
         """Six processes capturing the same new steps at once: one procedure, six successes."""
-        code = ("import sys; from sherpa_skills.skills.store.database import ProcedureDatabase; from sherpa_skills.skills.store.models import *; "
-                "s = ProcedureDatabase(sys.argv[1]); s.add_procedure(CapturedProcedure(id='', task_type='ship', success_count=1, "
-                "steps=[ProcedureStep(command='make'), ProcedureStep(command='make ship')]))")
+        code = (
+            "import sys; from sherpa_skills.skills.store.database import ProcedureDatabase; from sherpa_skills.skills.store.models import *; "
+            "s = ProcedureDatabase(sys.argv[1]); s.add_procedure(CapturedProcedure(id='', task_type='ship', success_count=1, "
+            "steps=[ProcedureStep(command='make'), ProcedureStep(command='make ship')]))"
+        )
         db = tmp_path / "store.db"
         ProcedureDatabase(db).close()
         procs = [subprocess.Popen([sys.executable, "-c", code, str(db)]) for _ in range(6)]
