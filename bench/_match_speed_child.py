@@ -48,8 +48,8 @@ def procedures(size: int) -> list[tuple[int, str, str, str]]:
 
 
 def fill(home: Path, size: int) -> tuple[Any, list[tuple[Any, int]]]:
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
     from sherpa_skills.skills.store.database import ProcedureDatabase
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
     home.mkdir(parents=True, exist_ok=True)
     store = ProcedureDatabase(home / "store.db")

@@ -23,11 +23,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Callable
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -173,9 +174,9 @@ class Config:
 
 class SherpaBench:
     def __init__(self, tmp: Path):
+        from sherpa_skills.engine.workflow import load_workflow_text
         from sherpa_skills.policy.llm import LLMPolicy
         from sherpa_skills.testing import scripted_model
-        from sherpa_skills.engine.workflow import load_workflow_text
 
         self.tmp = tmp
         script = tmp / "script.yaml"

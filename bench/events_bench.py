@@ -30,7 +30,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import machine as shared_machine, write_section_text  # noqa: E402
+from _results import machine as shared_machine  # noqa: E402
+from _results import write_section_text
 
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Events"
@@ -138,9 +139,9 @@ def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 def serve(name: str, team_file: str, url: str, max_events: int, home: str | None) -> None:
     """One player as its own process (the bench's own entry point, so the store can be left out)."""
+    from sherpa_skills.agents.redis_bus import RedisBus
     from sherpa_skills.agents.service import AgentService
     from sherpa_skills.agents.team import load_team
-    from sherpa_skills.agents.redis_bus import RedisBus
     from sherpa_skills.engine.runstore import RunStore
 
     member = load_team(team_file).members[name]
@@ -157,8 +158,8 @@ def over_redis(limit: int, durable: bool, url: str, folder: Path) -> float:
 
     import redis
 
-    from sherpa_skills.engine.events import Event
     from sherpa_skills.agents.redis_bus import RedisBus
+    from sherpa_skills.engine.events import Event
 
     client = redis.Redis.from_url(url)
     client.flushdb()

@@ -274,8 +274,8 @@ def lexical_baseline(store: Any, task: str, task_type: str | None) -> int:
 
 def latency(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
     from sherpa_skills.skills.match.failures import FailureFinder
-    from sherpa_skills.skills.store.models import CapturedLearning
     from sherpa_skills.skills.store.database import ProcedureDatabase
+    from sherpa_skills.skills.store.models import CapturedLearning
 
     rows = []
     for n in sizes:

@@ -119,8 +119,8 @@ def embedder() -> CachingEmbedder:
 def build_store(home: Path, stored: list[tuple[str, str]]) -> tuple[Any, list[str], float]:
     """A real store and its matching index: one procedure per command, proven (two successes); returns ids and reindex rate."""
     from sherpa_skills.skills.match.matcher import Matcher
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
     from sherpa_skills.skills.store.database import ProcedureDatabase
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
     store = ProcedureDatabase(home / "store.db")
     ids = []

@@ -41,7 +41,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import machine as shared_machine, write_section_text  # noqa: E402
+from _results import machine as shared_machine  # noqa: E402
+from _results import write_section_text
 
 sys.path.insert(
     0, os.environ.get("SHERPA_BENCH_CODE") or str(HERE.parent)

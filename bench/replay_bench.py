@@ -27,8 +27,8 @@ from _results import machine, median, read_section, write_section  # noqa: E402
 
 from sherpa_skills.engine.registry import ActionResult, default_registry, load_builtins  # noqa: E402
 from sherpa_skills.engine.workflow import Workflow, load_workflow_text  # noqa: E402
-from sherpa_skills.skills.replay.policy import ReplayPolicy  # noqa: E402
 from sherpa_skills.skills.capture.learning import Learner, _with_replay  # noqa: E402
+from sherpa_skills.skills.replay.policy import ReplayPolicy  # noqa: E402
 from sherpa_skills.skills.store.database import ProcedureDatabase  # noqa: E402
 
 DESK = Path(__file__).resolve().parent / "replay_tickets"

@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT))
 from sherpa_skills.sessions import SessionStore, import_paths  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import machine as shared_machine, write_section_text  # noqa: E402
+from _results import machine as shared_machine  # noqa: E402
+from _results import write_section_text
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Session import"

@@ -39,10 +39,11 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Callable, Iterator
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -299,8 +300,8 @@ class ReplayBench:
 
     def run_steps(self, n: int) -> float:
         """The library's step runner alone (run_step → shell action → validation), no machine, no store."""
-        from sherpa_skills.skills.store.models import ProcedureStep
         from sherpa_skills.skills.replay.runtime import run_step
+        from sherpa_skills.skills.store.models import ProcedureStep
 
         t0 = perf_counter()
         for i, command in enumerate(steps(n), 1):
@@ -389,10 +390,10 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
     import subprocess as sp
 
     from sherpa_skills.actions import shell
-    from sherpa_skills.semantic.companion import Companion
-    from sherpa_skills.semantic.embeddings import MiniLMEmbedder
     from sherpa_skills.engine.registry import default_registry
     from sherpa_skills.engine.runstore import RunStore
+    from sherpa_skills.semantic.companion import Companion
+    from sherpa_skills.semantic.embeddings import MiniLMEmbedder
     from sherpa_skills.skills.match import matcher as matcher_mod
     from sherpa_skills.skills.replay import runtime
     from sherpa_skills.skills.store.database import ProcedureDatabase
@@ -462,7 +463,6 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
 
 def replay_growth(b: ReplayBench, quick: bool) -> dict[str, Any]:
     """skill_select lists every execution of the procedure: time a by-id replay after 10,000 more executions."""
-    from sherpa_skills.skills.store.models import Execution
     from sherpa_skills.skills.replay.runtime import skill_store
 
     store = skill_store(b.home)
@@ -997,7 +997,6 @@ def lexical_only(
     store: Any, tmp: Path, queries: list[tuple[str, str]], rounds: int, warm: int, n_phase: int
 ) -> dict[str, Any]:
     """The companion is unavailable (its collection is missing): FTS5 + the automaton, flagged in the result."""
-    from sherpa_skills.semantic.companion import Companion
     from sherpa_skills.semantic.embeddings import HashingEmbedder
     from sherpa_skills.skills.match.matcher import Matcher
 
@@ -1012,7 +1011,6 @@ def lexical_only(
 
 
 def bench_match(quick: bool) -> dict[str, Any]:
-    from sherpa_skills.semantic.companion import Companion
     from sherpa_skills.semantic.embeddings import HashingEmbedder, MiniLMEmbedder
     from sherpa_skills.skills.match.matcher import Matcher
 

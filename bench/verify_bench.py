@@ -28,8 +28,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import match_bench as mb  # noqa: E402
-from match_calibrate import dev_split, options  # noqa: E402
 from _results import machine, write_section  # noqa: E402
+from match_calibrate import dev_split, options  # noqa: E402
 
 SECTION = "Procedure matching: verifier (NL2Bash dev)"
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

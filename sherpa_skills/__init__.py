@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 # Importing the package changes no environment variable: litellm's offline settings are made where litellm is
 # imported (llm/_litellm.py), onnxruntime's where onnxruntime is (semantic/embeddings.py).
-
 from . import _moved  # noqa: E402  (old module paths keep importing for one release)
 
 _moved.install()
@@ -90,9 +89,27 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .agents.bus import InProcessBus
+    from .agents.redis_bus import RedisBus
+    from .agents.team import Team, TeamResult, TeamRunner, load_team
     from .engine.agent import Agent, RunResult
     from .engine.belief import Belief, BeliefView, LogEntry, TrajectoryEntry
     from .engine.compiler import CompiledMachine
+    from .engine.diagram import to_mermaid
+    from .engine.events import Event, EventError
+    from .engine.registry import (
+        ActionContext,
+        ActionResult,
+        Internal,
+        Registry,
+        action,
+        default_registry,
+        function,
+        guard,
+    )
+    from .engine.runstore import RunStore
+    from .engine.spec import WorkflowSpec
+    from .engine.workflow import Workflow, load_workflow, load_workflow_text
     from .errors import (
         ActionError,
         ModelError,
@@ -107,26 +124,8 @@ if TYPE_CHECKING:  # pragma: no cover
         UsageError,
         WorkflowError,
     )
-    from .agents.bus import InProcessBus
-    from .engine.events import Event, EventError
-    from .engine.diagram import to_mermaid
-    from .agents.team import Team, TeamResult, TeamRunner, load_team
-    from .agents.redis_bus import RedisBus
     from .policy.base import ChainPolicy, Decision, DecisionContext, NoPolicy, Policy
     from .policy.llm import LLMPolicy
     from .policy.rule import RulePolicy
-    from .engine.registry import (
-        ActionContext,
-        ActionResult,
-        Internal,
-        Registry,
-        action,
-        default_registry,
-        function,
-        guard,
-    )
-    from .engine.runstore import RunStore
-    from .engine.spec import WorkflowSpec
-    from .engine.workflow import Workflow, load_workflow, load_workflow_text
     from .skills.api import CaptureResult, SkillStore
     from .skills.match.matcher import MatchDecision

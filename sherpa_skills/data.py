@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from .errors import UsageError
@@ -10,7 +10,7 @@ from .errors import UsageError
 _PACKAGE = Path(__file__).resolve().parent
 
 
-@lru_cache(maxsize=None)
+@cache
 def data_dir(name: str) -> Path:
     """`statemachines` or `policies`: inside the wheel under `_data/`, else beside the package in a checkout."""
     for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
@@ -31,7 +31,7 @@ def data_file(folder: str, relative: str) -> Path:
     return path
 
 
-@lru_cache(maxsize=None)
+@cache
 def package_version() -> str:
     """The installed distribution's version (pyproject.toml is the one source); read on demand, it costs ~50 ms."""
     from importlib.metadata import PackageNotFoundError, version

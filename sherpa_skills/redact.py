@@ -185,7 +185,6 @@ _NON_SECRET_KEY_QUALIFIERS = frozenset(
         "PARAM",
         "PARAMETER",
         "ARG",
-        "LOOKUP",
         "JOIN",
         "MERGE",
         "GROUPING",

@@ -9,12 +9,12 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 import zipfile
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
 
 import pytest
+import tomllib
 
 import sherpa_skills
 from sherpa_skills.data import data_dir

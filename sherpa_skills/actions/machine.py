@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..errors import ActionError
 from ..engine.registry import ActionContext, ActionResult, default_registry
+from ..errors import ActionError
 
 
 class RunMachineArgs(BaseModel):

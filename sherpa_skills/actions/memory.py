@@ -11,12 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import UsageError
-from ..redact import redact
 from ..engine.registry import ActionContext, ActionResult, default_registry
+from ..errors import UsageError
 from ..memory._models import MAX_LIMIT
 from ..memory._search import shared_memory
 from ..memory._store import write_id
+from ..redact import redact
 
 
 def _agent(ctx: ActionContext, action: str) -> str:

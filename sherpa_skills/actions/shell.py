@@ -16,8 +16,8 @@ from typing import IO, Any
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..errors import ActionError
 from ..engine.registry import ActionContext, ActionResult, default_registry
+from ..errors import ActionError
 
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",

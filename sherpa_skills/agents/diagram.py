@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..engine.diagram import _id, _label, machine_lines
 from ..engine.spec import PATH_SEP, ActionCall, StateSpec

@@ -22,9 +22,9 @@ from typing import Any
 
 import structlog
 
-from .bus import Published
-from ..errors import UsageError
 from ..engine.events import Event, EventError, parse_event
+from ..errors import UsageError
+from .bus import Published
 
 __all__ = ["Message", "RedisBus"]
 

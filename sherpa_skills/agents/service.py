@@ -12,15 +12,16 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import structlog
 
-from .bus import Published
 from ..logs import ensure_configured
-from .team import AgentHost, Delivery
+from .bus import Published
 from .redis_bus import Message, RedisBus
+from .team import AgentHost, Delivery
 
 __all__ = ["AgentService", "ServiceResult"]
 

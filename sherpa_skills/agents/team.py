@@ -9,20 +9,21 @@ import hashlib
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Callable
+from typing import Any
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .bus import InProcessBus, Published
-from ..errors import Problem, RunError, UsageError, WorkflowError
 from ..engine.events import Event, EventError, parse_event
 from ..engine.inputs import check_inputs
 from ..engine.spec import NAME_RE, InputSpec
+from ..errors import Problem, RunError, UsageError, WorkflowError
 from ..yaml_source import Located, load_yaml_file
+from .bus import InProcessBus, Published
 
 __all__ = [
     "AgentHost",

@@ -6,7 +6,8 @@ import argparse
 import json
 import re
 import sys
-from typing import Any, Collection, Sequence
+from collections.abc import Collection, Sequence
+from typing import Any
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 MAX_COUNT = 10**9  # counts and limits beyond this are typos, and SQLite integers stop at 2**63

@@ -17,11 +17,11 @@ TICKETS = [
 def run_demo(home: str | None = None, as_json: bool = False) -> int:
     from rich.console import Console
 
-    from ..engine.agent import Agent
     from ..data import data_dir
-    from ..logs import configure
+    from ..engine.agent import Agent
     from ..engine.runstore import RunStore
     from ..engine.workflow import load_workflow
+    from ..logs import configure
 
     configure(level="error")
     console = Console(stderr=as_json, highlight=False)

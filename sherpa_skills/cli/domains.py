@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from .console import EXIT_OK, console as _console, parse_assignments, print_json as _print_json, when as _when
+from .console import EXIT_OK, parse_assignments
+from .console import console as _console
+from .console import print_json as _print_json
+from .console import when as _when
 
 
 def _domains(args: argparse.Namespace) -> Any:

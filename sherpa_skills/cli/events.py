@@ -6,18 +6,24 @@ import argparse
 import json
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .console import (
     EXIT_ERROR,
     EXIT_OK,
-    console as _console,
-    open_store as _open_store,
-    print_json as _print_json,
-    parse_assignments,
     parse_inputs,
     positive_int,
+)
+from .console import (
+    console as _console,
+)
+from .console import (
+    open_store as _open_store,
+)
+from .console import (
+    print_json as _print_json,
 )
 
 
@@ -112,9 +118,9 @@ def _bus(url: str | None, prefix: str) -> Any:
 
 def _member(file: str, name: str | None, subscribe: list[str] | None) -> tuple[str, Any, list[str]]:
     """The agent to serve: a member of a team file (by --name), or a plain workflow with --subscribe topics."""
-    from ..errors import UsageError
     from ..agents.team import is_team_file, load_team
     from ..engine.workflow import load_workflow
+    from ..errors import UsageError
 
     if is_team_file(file):
         team = load_team(file)
@@ -174,8 +180,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 def cmd_send(args: argparse.Namespace) -> int:
     """Publish one event (or a team file's initial event) on the Redis bus; an event nobody hears is reported (exit 1)."""
-    from ..errors import UsageError
     from ..engine.events import parse_event
+    from ..errors import UsageError
 
     bus = _bus(args.bus, args.prefix)
     bus.ping()

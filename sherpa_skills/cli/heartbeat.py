@@ -6,7 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from .console import EXIT_ERROR, EXIT_OK, console as _console, print_json as _print_json, positive_int
+from .console import EXIT_ERROR, EXIT_OK, positive_int
+from .console import console as _console
+from .console import print_json as _print_json
 
 
 def _show(console: Any, report: dict[str, Any]) -> None:

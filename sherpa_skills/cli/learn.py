@@ -5,25 +5,32 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .console import (
     EXIT_ERROR,
     EXIT_OK,
     Folded,
-    console as _console,
-    print_json as _print_json,
     parse_assignments,
     positive_int,
     print_table,
+)
+from .console import (
+    console as _console,
+)
+from .console import (
+    print_json as _print_json,
+)
+from .console import (
     when as _when,
 )
 
 
 def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
-    from ..home import resolve_home
     from ..engine.runstore import RunStore
+    from ..home import resolve_home
     from ..skills.store.database import ProcedureDatabase
 
     home = resolve_home(args.home)
@@ -717,8 +724,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from ..errors import UsageError
-    from ..skills.store.models import CapturedLearning, CapturedProcedure
     from ..skills.store.database import step_signature
+    from ..skills.store.models import CapturedLearning, CapturedProcedure
 
     store, _, home = _stores(args)
     _quiet_logs(args, home)  # indexing loads the embedder, whose log lines belong in the log file, never in --json

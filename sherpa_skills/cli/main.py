@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from .console import EXIT_ERROR, EXIT_USAGE, duration, positive_int
 from .runs import (

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
-from .console import EXIT_OK, console as _console, print_json as _print_json, parse_assignments, positive_int
+from .console import EXIT_OK, parse_assignments, positive_int
+from .console import console as _console
+from .console import print_json as _print_json
 
 
 def _memory(args: argparse.Namespace) -> Any:

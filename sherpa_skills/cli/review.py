@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from .console import EXIT_OK, console as _console, print_json as _print_json
+from .console import EXIT_OK
+from .console import console as _console
+from .console import print_json as _print_json
 
 
 def candidate_summary(p: Any) -> dict[str, Any]:

@@ -8,9 +8,10 @@ import shlex
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .console import (
     EXIT_ERROR,
@@ -18,11 +19,17 @@ from .console import (
     EXIT_USAGE,
     Folded,
     confirmed,
-    console as _console,
-    print_table,
-    open_store as _open_store,
     parse_assignments,
     parse_inputs,
+    print_table,
+)
+from .console import (
+    console as _console,
+)
+from .console import (
+    open_store as _open_store,
+)
+from .console import (
     print_json as _print_json,
 )
 
@@ -219,8 +226,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from ..engine.agent import Agent, spec_hash
-    from ..errors import UsageError
     from ..engine.workflow import load_workflow
+    from ..errors import UsageError
 
     store, home = _open_store(args)
     row = store.get_run(args.run_id)

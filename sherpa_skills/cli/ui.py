@@ -34,6 +34,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         )
     try:
         import uvicorn  # noqa: F401
+
         from ..ui.app import create_app
     except ImportError as exc:
         raise UsageError(

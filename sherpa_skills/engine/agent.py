@@ -11,18 +11,15 @@ import difflib
 import hashlib
 import time
 import uuid
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Callable, Generator
+from typing import Any
 
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from ..logs import ensure_configured
-from ..redact import redact_known
-from .belief import _FROZEN, Belief, BeliefView, LogEntry, freeze, log_entry, lookup, trajectory_entry
-from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
 from ..errors import (
     ActionError,
     NoTransitionError,
@@ -33,10 +30,14 @@ from ..errors import (
     StoreError,
     UsageError,
 )
-from .events import Event, parse_event
-from .inputs import check_inputs
+from ..logs import ensure_configured
 from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
+from ..redact import redact_known
+from .belief import _FROZEN, Belief, BeliefView, LogEntry, freeze, log_entry, lookup, trajectory_entry
+from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
+from .events import Event, parse_event
 from .hooks import run_hooks
+from .inputs import check_inputs
 from .registry import ActionContext, ActionResult, Registry, default_registry, observe_features
 from .runstore import InFlight, Interrupted, RunStore, TickRecord
 

@@ -14,11 +14,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..errors import Problem, ReadOnlyBeliefError, RunError, SherpaError
+from ..yaml_source import Located
 from .belief import freeze
 from .registry import ActionDef, GuardDef, Registry, unknown_args
 from .shell_template import ShellTemplate
 from .spec import PATH_SEP, ActionCall, ArgumentSpec, GuardCall, StateSpec, TransitionSpec, WorkflowSpec
-from ..yaml_source import Located
 
 _WHOLE_EXPR = re.compile(r"^\s*\{\{(?P<expr>[^{}]*)\}\}\s*$")
 _JSON_TYPES: dict[str, Any] = {

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..errors import SherpaError
 from ..engine.spec import NAME_RE
+from ..errors import SherpaError
 
 __all__ = ["MAX_PAYLOAD_BYTES", "Event", "EventError", "parse_event"]
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import difflib
 import json
 import math
-from typing import Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from ..errors import UsageError
 from .spec import InputSpec

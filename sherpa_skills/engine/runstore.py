@@ -6,15 +6,16 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .belief import Belief, LogEntry, TrajectoryEntry
 from ..errors import StoreError
 from ..home import store_path
 from ..redact import keeps_numbers_under, redact, redact_item, redact_value
 from ..sqlite_db import Checkpointer, connect, execute_script, migrate, prefix_matches
+from .belief import Belief, LogEntry, TrajectoryEntry
 
 
 def m001_runs(conn: sqlite3.Connection) -> None:

@@ -136,7 +136,7 @@ class InputSpec(_Strict):
     minimum: float | None = Field(default=None, description="the least value an integer or number input takes")
 
     @model_validator(mode="after")
-    def _minimum_is_for_numbers(self) -> "InputSpec":
+    def _minimum_is_for_numbers(self) -> InputSpec:
         if self.minimum is not None and self.type not in ("integer", "number"):
             raise ValueError("`minimum` applies to inputs of type integer or number")
         return self

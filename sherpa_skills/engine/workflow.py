@@ -10,16 +10,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .compiler import CompiledMachine, compile_machine
 from ..data import data_dir
 from ..errors import Problem, WorkflowError
 from ..llm.call import MODEL_ENV
 from ..policy.base import ChainPolicy, NoPolicy, Policy
+from ..yaml_source import Located, load_yaml_file, load_yaml_text
+from .compiler import CompiledMachine, compile_machine
 from .registry import Registry, default_registry, load_builtins
 from .spec import ContextRef, WorkflowSpec
 from .transitions_form import normalise
-from ..yaml_source import Located, load_yaml_file, load_yaml_text
-
 
 #: Where `workflow.agent(learn=...)` finds the learning runtime (skills, a layer above the engine).
 LEARNING_MODULE = "sherpa_skills.skills.capture.learning"

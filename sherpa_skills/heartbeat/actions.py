@@ -10,8 +10,8 @@ from typing import Any, Literal
 import structlog
 from pydantic import BaseModel
 
-from ..home import resolve_home
 from ..engine.registry import ActionContext, ActionResult, default_registry
+from ..home import resolve_home
 from . import phases
 from .config import load_config
 from .state import HeartbeatState

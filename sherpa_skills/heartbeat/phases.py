@@ -10,9 +10,10 @@ environment: nothing outside the program can change what a heartbeat does.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import structlog
 

@@ -12,16 +12,20 @@ import json
 import os
 import threading
 import time
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Generator
+from typing import Any
 
 import structlog
 
 from ..errors import ModelError
-from ._litellm import is_loaded as litellm_loaded, load_litellm, warm_up as start_warm_up
-from .retry import DEFAULT as DEFAULT_RETRY, Retry, exception_retry_after, transient
+from ._litellm import is_loaded as litellm_loaded
+from ._litellm import load_litellm
+from ._litellm import warm_up as start_warm_up
+from .retry import DEFAULT as DEFAULT_RETRY
+from .retry import Retry, exception_retry_after, transient
 
 __all__ = [
     "MODEL_ENV",

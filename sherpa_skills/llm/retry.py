@@ -7,8 +7,9 @@ from __future__ import annotations
 import email.utils
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["DEFAULT", "Retry", "exception_retry_after", "retry_after_seconds", "transient"]
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Generator
 from pathlib import Path
-from typing import Any, Generator
+from typing import Any
 
 import structlog
 from pydantic import BaseModel, Field, ValidationError
 
-from ..engine.compiler import Edge, check_arguments
 from ..data import data_dir
+from ..engine.compiler import Edge, check_arguments
 from ..errors import ModelError, PolicyError
 from .base import Decision, DecisionContext
 

@@ -11,9 +11,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from ..engine.compiler import BoundGuard
-from ..errors import Problem, WorkflowError
 from ..engine.registry import Registry, default_registry, unknown_args
 from ..engine.spec import RuleSpec
+from ..errors import Problem, WorkflowError
 from ..yaml_source import Located, load_yaml_file
 from .base import Decision, DecisionContext
 

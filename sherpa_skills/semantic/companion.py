@@ -18,8 +18,8 @@ from typing import Any
 
 import structlog
 
-from .embeddings import Embedder, default_embedder
 from ..errors import SherpaError, UsageError
+from .embeddings import Embedder, default_embedder
 
 log = structlog.get_logger(__name__)
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 

@@ -15,21 +15,22 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from stat import S_ISREG
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 import structlog
 
 from ..errors import UsageError
 from ..logs import ensure_configured
+from ._asciinema import AsciinemaParser
 from ._base import Parser, load_json_object
 from ._claude_code import ClaudeCodeParser
 from ._codex import CodexParser
 from ._detect import FORMATS, sniff_file, walk
 from ._models import FileResult, ImportSummary
 from ._records import CommandRecord
-from ._asciinema import AsciinemaParser
 from ._shell_history import BashHistoryParser, ZshHistoryParser
 from ._store import Added, Conflict, FileRow, SessionStore
 

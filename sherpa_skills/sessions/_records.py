@@ -57,7 +57,7 @@ class CommandRecord:
         return state
 
     @classmethod
-    def from_state(cls, data: dict[str, Any]) -> "CommandRecord":
+    def from_state(cls, data: dict[str, Any]) -> CommandRecord:
         return cls(**data)
 
 

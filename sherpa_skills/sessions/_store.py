@@ -167,7 +167,7 @@ class SessionStore:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> "SessionStore":
+    def __enter__(self) -> SessionStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

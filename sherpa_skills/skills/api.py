@@ -6,8 +6,9 @@ The same machines the CLI runs (statemachines/capture.yaml and replay.yaml), beh
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 

@@ -8,8 +8,8 @@ unless forced. What stays is reported with its reason.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from pydantic import BaseModel
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import secrets
 import threading
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import structlog

@@ -9,9 +9,10 @@ import asyncio
 import json
 import secrets
 import threading
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
@@ -27,7 +28,6 @@ from starlette.staticfiles import StaticFiles
 from ..errors import SherpaError, StoreError, UsageError
 from . import views
 from .format import FILTERS
-
 
 STATIC = Path(__file__).parent / "static"
 LOCAL_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]

@@ -5,10 +5,12 @@ The drawing itself is `engine.diagram.to_mermaid` (what `sherpa-skills graph` pr
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 # The id to_mermaid gives a state path; reused so the classes land on the nodes it drew.
-from ..engine.diagram import _id as mermaid_id, to_mermaid
+from ..engine.diagram import _id as mermaid_id
+from ..engine.diagram import to_mermaid
 
 CLASSES = (
     "    classDef visited fill:#dbeafe,stroke:#2563eb,color:#1e3a8a\n"

@@ -16,8 +16,8 @@ from structlog.testing import capture_logs
 
 from sherpa_skills.actions import shell
 from sherpa_skills.actions.shell import DEFAULT_ENV_ALLOWLIST, ShellArgs, arun_shell, run_shell
-from sherpa_skills.errors import ActionError
 from sherpa_skills.engine.registry import ActionContext, ActionResult, default_registry
+from sherpa_skills.errors import ActionError
 
 
 def ctx() -> ActionContext:

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills import RunStore, load_workflow_text
-from sherpa_skills.engine.agent import Agent
 from sherpa_skills.agents.bus import InProcessBus
-from sherpa_skills.cli import main
-from sherpa_skills.engine.events import MAX_PAYLOAD_BYTES, Event, EventError, parse_event
 from sherpa_skills.agents.team import TeamRunner, load_team, run_id_for
+from sherpa_skills.cli import main
+from sherpa_skills.engine.agent import Agent
+from sherpa_skills.engine.events import MAX_PAYLOAD_BYTES, Event, EventError, parse_event
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CRITIC_LOOP = EXAMPLES / "critic_loop" / "team.yaml"

@@ -10,8 +10,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -182,9 +182,9 @@ def test_the_critic_loop_as_three_processes_over_redis(procs: Processes, redis_u
         name: procs.agent(CRITIC_LOOP, name, "--max-events", str(n), "--idle-exit", "60") for name, n in counts.items()
     }
     _wait(lambda: registered(redis_url, *counts), 30, "the three agents to register")
-    from sherpa_skills.engine.events import Event
-    from sherpa_skills.agents.team import load_team
     from sherpa_skills.agents.redis_bus import RedisBus
+    from sherpa_skills.agents.team import load_team
+    from sherpa_skills.engine.events import Event
 
     bus = RedisBus(
         redis_url
@@ -325,9 +325,9 @@ def test_malformed_duplicate_and_unavailable_events_are_counted_acknowledged_and
     redis_url: str, tmp_path: Path
 ) -> None:
     """Bad entries never stop the agent: each is counted, dead-lettered with its reason, and acknowledged."""
+    from sherpa_skills.agents.redis_bus import RedisBus
     from sherpa_skills.agents.service import AgentService
     from sherpa_skills.engine.events import Event
-    from sherpa_skills.agents.redis_bus import RedisBus
 
     bus = RedisBus(redis_url)
     store = RunStore(home=tmp_path)
@@ -392,10 +392,10 @@ def test_events_committed_but_never_published_are_published_when_the_agent_start
     redis_url: str, tmp_path: Path
 ) -> None:
     """A process that died between committing a tick and publishing what it emitted: the next start publishes it."""
-    from sherpa_skills.agents.service import AgentService
-    from sherpa_skills.engine.events import Event
-    from sherpa_skills.agents.team import AgentHost, load_team
     from sherpa_skills.agents.redis_bus import RedisBus
+    from sherpa_skills.agents.service import AgentService
+    from sherpa_skills.agents.team import AgentHost, load_team
+    from sherpa_skills.engine.events import Event
 
     team = load_team(CRITIC_LOOP)
     store = RunStore(home=tmp_path)

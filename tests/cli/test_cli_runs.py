@@ -121,8 +121,8 @@ def rows_of(home: Path, run_id: str) -> int:
 class TestNarrowOutput:
     def test_learn_procedures_keeps_task_type_and_description_at_80_columns(self, tmp_path: Path) -> None:
         """Nine columns do not fit in 80: every cell's words are still there, and the id is whole on one line."""
-        from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
         from sherpa_skills.skills.store.database import ProcedureDatabase
+        from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
         store = ProcedureDatabase(home=tmp_path / "home")
         p = store.add_procedure(
@@ -152,8 +152,8 @@ class TestNarrowOutput:
 
     def test_a_heartbeat_alert_is_shown_whole(self, tmp_path: Path) -> None:
         """A broken procedure with a long id raises an alert longer than the terminal: it wraps, it is not cut."""
-        from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
         from sherpa_skills.skills.store.database import ProcedureDatabase
+        from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
 
         home = tmp_path / "home"
         store = ProcedureDatabase(home=home)
@@ -291,8 +291,8 @@ class TestRunsDelete:
         assert run_ids(home) == set()
 
     def test_a_run_a_procedure_execution_or_capture_refers_to_stays(self, home: dict[str, Any]) -> None:
-        from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
         from sherpa_skills.skills.store.database import ProcedureDatabase
+        from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
 
         replayed, captured = home["final"]
         store = ProcedureDatabase(home=home["home"])
@@ -322,8 +322,8 @@ class TestRunsDelete:
 
     def test_the_heartbeat_retention_keeps_what_is_referenced_too(self, home: dict[str, Any]) -> None:
         """The heartbeat's 30-day retention deletes old finished runs, but never one an execution records."""
-        from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
         from sherpa_skills.skills.store.database import ProcedureDatabase
+        from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
 
         h = home["home"]
         replayed, plain = home["final"]

@@ -9,11 +9,11 @@ from pydantic import ValidationError
 
 from sherpa_skills.engine.agent import Agent
 from sherpa_skills.engine.belief import Belief, LogEntry, TrajectoryEntry
-from sherpa_skills.errors import ReadOnlyBeliefError
-from sherpa_skills.policy.base import Decision, DecisionContext
 from sherpa_skills.engine.registry import default_registry
 from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.engine.workflow import load_workflow_text
+from sherpa_skills.errors import ReadOnlyBeliefError
+from sherpa_skills.policy.base import Decision, DecisionContext
 
 
 def _belief() -> Belief:

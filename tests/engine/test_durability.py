@@ -237,10 +237,10 @@ transitions:
 
 def test_a_process_dying_mid_tick_replays_completed_results_and_their_events(tmp_path: Path) -> None:
     """In-process stand-in for a kill: the outbox, save_as and counters of completed actions come back on resume."""
+    from sherpa_skills.engine.agent import Agent
     from sherpa_skills.engine.registry import default_registry, load_builtins
     from sherpa_skills.engine.runstore import RunStore
     from sherpa_skills.engine.workflow import load_workflow_text
-    from sherpa_skills.engine.agent import Agent
 
     load_builtins()
     registry = default_registry.child()

@@ -19,8 +19,8 @@ from sherpa_skills.cli import main
 from sherpa_skills.errors import UsageError
 from sherpa_skills.heartbeat.runner import parse_every, run_every, run_once
 from sherpa_skills.heartbeat.state import HeartbeatState
-from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
 from sherpa_skills.skills.store.database import ProcedureDatabase
+from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
 
 
 def claude_session(path: Path, commands: list[tuple[str, str, bool]], session: str = "s1", cwd: str = "/w") -> Path:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _llm_server import llama  # noqa: F401  (a fixture)
 
 from sherpa_skills.errors import ModelError
 from sherpa_skills.llm.call import (
@@ -24,8 +25,6 @@ from sherpa_skills.llm.call import (
     warm_up,
 )
 from sherpa_skills.testing import estimate_tokens, reset_scripts, scripted_model
-
-from _llm_server import llama  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -301,8 +300,8 @@ def test_schema_in_prompt_skips_the_json_schema_request(llama):
 def test_the_verifier_asks_a_refusing_server_in_the_form_it_took(llama):
     """The matcher's verifier against a llama.cpp-like server: the first question costs two requests (json_schema
     refused), every later one a single json_object request; all of them counted."""
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
     from sherpa_skills.skills.match.verifier import Verifier
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
     server = llama(answer='{"same_task": false, "params": {}}')
     verifier = Verifier("openai/smol")

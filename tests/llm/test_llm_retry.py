@@ -10,12 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from _llm_server import llama  # noqa: F401  (a fixture)
 
 from sherpa_skills.errors import ModelError
 from sherpa_skills.llm.call import acomplete, complete
 from sherpa_skills.llm.retry import Retry, retry_after_seconds
-
-from _llm_server import llama  # noqa: F401  (a fixture)
 
 FAST = Retry(attempts=3, max_wait=0.01)  # 503s without Retry-After back off at most 10 ms here
 BAD_MINUTE = [(429, {"Retry-After": "0"}), 503]  # then the server answers well
@@ -154,8 +153,8 @@ class TestWorkflow:
 
 
 def test_the_verifier_survives_a_bad_minute(llama):
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
     from sherpa_skills.skills.match.verifier import Verifier
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
     server = llama(refuse_json_schema=False, answer='{"same_task": false, "params": {}}', failures=list(BAD_MINUTE))
     proc = CapturedProcedure(
@@ -166,8 +165,8 @@ def test_the_verifier_survives_a_bad_minute(llama):
 
 
 def test_the_verifier_gives_up_counting_every_attempt(llama):
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
     from sherpa_skills.skills.match.verifier import Verifier
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
     server = llama(fail_status=429, fail_headers={"Retry-After": "0"})
     proc = CapturedProcedure(

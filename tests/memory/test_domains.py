@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.cli import main
-from sherpa_skills.errors import UsageError, WorkflowError
 from sherpa_skills.engine.workflow import load_workflow
+from sherpa_skills.errors import UsageError, WorkflowError
 from sherpa_skills.memory import SharedMemory
 from sherpa_skills.memory.domains import MAX_CHANGELOG, Domains
 

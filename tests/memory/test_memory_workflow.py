@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.cli import main
-from sherpa_skills.errors import WorkflowError
-from sherpa_skills.memory import SharedMemory
 from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.engine.workflow import load_workflow
+from sherpa_skills.errors import WorkflowError
+from sherpa_skills.memory import SharedMemory
 
 WRITER = """
 name: alice

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from sherpa_skills.engine.agent import Agent
+from sherpa_skills.engine.workflow import load_workflow, load_workflow_text
 from sherpa_skills.errors import WorkflowError
 from sherpa_skills.policy.base import Decision, DecisionContext
 from sherpa_skills.policy.llm import response_schema
-from sherpa_skills.engine.workflow import load_workflow, load_workflow_text
 
 pytestmark = pytest.mark.usefixtures("fresh_scripts")
 

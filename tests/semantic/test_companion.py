@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sherpa_skills.errors import SherpaError, UsageError
 from sherpa_skills.semantic.companion import Companion, CompanionUnavailable
 from sherpa_skills.semantic.embeddings import HashingEmbedder, MiniLMEmbedder
-from sherpa_skills.errors import SherpaError, UsageError
 
 DOCS = {
     "nginx": "Restart the nginx web server after changing its configuration",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from sherpa_skills.errors import UsageError
 from sherpa_skills.semantic.embeddings import (
     VOCAB_FILE,
     Embedder,
@@ -19,7 +20,6 @@ from sherpa_skills.semantic.embeddings import (
     default_embedder,
     minilm_unavailable_reason,
 )
-from sherpa_skills.errors import UsageError
 
 
 def cosine(a: list[float], b: list[float]) -> float:

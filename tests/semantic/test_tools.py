@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.cli import main
-from sherpa_skills.testing import reset_scripts, scripted_model
-from sherpa_skills.semantic.tool_index import ToolIndex, ToolSpec, load_tools
 from sherpa_skills.engine.workflow import load_workflow_text
+from sherpa_skills.semantic.tool_index import ToolIndex, ToolSpec, load_tools
+from sherpa_skills.testing import reset_scripts, scripted_model
 
 TOOLS = [
     ToolSpec(

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_sessions_claude_code import bash, result, write
 
 from sherpa_skills.sessions import COMMAND_LIMIT, SessionStore, import_paths, is_truncated
-from sherpa_skills.skills.mine.mining import KnownProcedures, mine
-from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+from sherpa_skills.skills.mine.mining import KnownProcedures
 from sherpa_skills.skills.replay.runtime import skill_store
-from test_sessions_claude_code import bash, result, write
+from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
 
 def session_file(folder: Path, tag: str, commands: list[str]) -> Path:

@@ -17,9 +17,9 @@ import pytest
 pytest.importorskip("starlette", reason="the ui extra (starlette) is not installed")
 pytest.importorskip("httpx", reason="starlette's TestClient needs httpx")
 
+from _ui_home import HOSTILE, SECRET, cli, shared_home  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
-from _ui_home import HOSTILE, SECRET, cli, shared_home  # noqa: E402
 from sherpa_skills.cli import main as cli_main  # noqa: E402
 from sherpa_skills.ui import create_app  # noqa: E402
 
@@ -240,8 +240,8 @@ class TestActions:
 
     def test_promotes_a_candidate_once(self, acting: Any, tmp_path: Path) -> None:
         """A mined candidate shows in the review list with a form; promoting makes it active; an active one is refused."""
-        from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
         from sherpa_skills.skills.store.database import ProcedureDatabase
+        from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
         c, _, csrf = acting
         store = ProcedureDatabase(home=tmp_path)
@@ -266,8 +266,8 @@ class TestActions:
 
     def test_rejects_a_candidate_for_good(self, acting: Any, tmp_path: Path) -> None:
         """Reject from the review list: never replayed, never proposed again; only a candidate can be rejected, with the token."""
-        from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
         from sherpa_skills.skills.store.database import ProcedureDatabase
+        from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
         c, _, csrf = acting
         store = ProcedureDatabase(home=tmp_path)

@@ -7,13 +7,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ...errors import UsageError
 from ...engine.registry import ActionContext, ActionResult, default_registry
 from ...engine.shell_template import check_shell_template
+from ...errors import UsageError
 from ..match.matcher import Matcher
-from ..store.models import CapturedLearning, CapturedProcedure, ProcedureStep
 from ..replay.runtime import as_template, failure_finder, skill_store
 from ..store.database import step_signature
+from ..store.models import CapturedLearning, CapturedProcedure, ProcedureStep
 
 # Commands that only look around: a procedure made of them alone is not worth replaying.
 NO_OP_PROGRAMS = frozenset(

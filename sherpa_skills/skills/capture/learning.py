@@ -13,14 +13,13 @@ from ...engine.workflow import Workflow
 from ...errors import UsageError
 from ...policy.base import ChainPolicy, Policy
 from ...policy.llm import LLMPolicy
-from ..store.models import POLICY_DECIDERS
-from ..replay.policy import ReplayPolicy
 from ...policy.rule import RulePolicy
-from ..match.matcher import Matcher, MatchDecision
-from ..store.models import CapturedProcedure, Execution
-from ..store.database import ProcedureDatabase, decision_signature
-from .trajectory import capture_decisions, described_task, one_word_inputs
+from ..match.matcher import MatchDecision, Matcher
+from ..replay.policy import ReplayPolicy
 from ..replay.runtime import skill_matcher, skill_store
+from ..store.database import ProcedureDatabase, decision_signature
+from ..store.models import POLICY_DECIDERS, CapturedProcedure, Execution
+from .trajectory import capture_decisions, described_task, one_word_inputs
 
 log = structlog.get_logger(__name__)
 

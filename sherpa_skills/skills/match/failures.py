@@ -31,9 +31,9 @@ from typing import Any, Literal
 import structlog
 from pydantic import BaseModel, Field
 
-from ..store.models import CapturedLearning
-from .similarity import TermIndex, coverage, cosine, semantic_query, stored_vectors, task_type_words, words
 from ..store.database import ProcedureDatabase
+from ..store.models import CapturedLearning
+from .similarity import TermIndex, cosine, coverage, semantic_query, stored_vectors, task_type_words, words
 
 log = structlog.get_logger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 _QUOTED = re.compile(r'"([^"\n]{1,120})"|(?<![A-Za-z])\'([^\'\n]{1,120})\'|`([^`\'\n]{1,120})[`\']')
 _GLOB = re.compile(r"\*\.([A-Za-z0-9_]{1,12})\b")

@@ -17,20 +17,21 @@ verifier, ask one short question about a best candidate in the band just under t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel, Field
 
 from ...errors import ModelFileError
-from . import literals as lit
+from ..store.database import ProcedureDatabase
 from ..store.models import CapturedProcedure
+from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
+from . import literals as lit
 from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest, index_text
 from .relevance import RelevanceModel, default_model, length_feature
 from .similarity import STOP_WORDS, TermIndex, cosines, coverage, words
-from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
-from ..store.database import ProcedureDatabase
 from .verifier import Verdict, Verifier
 
 log = structlog.get_logger(__name__)

@@ -24,8 +24,8 @@ from typing import Any
 import structlog
 
 from ...errors import StoreError
-from .similarity import TermIndex
 from ..store.database import ProcedureDatabase
+from .similarity import TermIndex
 
 log = structlog.get_logger(__name__)
 

@@ -12,15 +12,16 @@ Aho-Corasick pass over their step shapes, then checked step by step against thei
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ...redact import redact
+from ..store.database import ProcedureDatabase, step_signature
 from ..store.models import CapturedLearning, CapturedProcedure, ProcedureStep
-from .recurring import Routine, RecurringOptions, clean, find, shape
+from .recurring import RecurringOptions, Routine, clean, find, shape
 from .recurring import suggest_task_type as suggest_task_type  # re-exported: planners and capture name tasks with it
 from .shell_words import classify, stages
-from ..store.database import ProcedureDatabase, step_signature
 
 _SPACE = re.compile(r"\s+")
 #: Longest procedure key put in the automaton: pyahocorasick frees its trie recursively, and a huge key can

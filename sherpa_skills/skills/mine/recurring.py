@@ -16,11 +16,12 @@ import heapq
 import math
 import re
 import shlex
-from functools import lru_cache
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from difflib import SequenceMatcher
-from typing import Any, Iterable, Sequence
+from functools import lru_cache
+from typing import Any
 
 from ...sessions import is_truncated
 from .shell_words import _SUBCOMMAND_TOOLS, classify, program_words, words

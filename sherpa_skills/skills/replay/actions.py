@@ -8,15 +8,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ...errors import UsageError
 from ...engine.registry import ActionContext, ActionResult, default_registry
+from ...errors import UsageError
 from ..match.matcher import Matcher
-from ..match.verifier import MODEL_ENV as VERIFY_MODEL_ENV, Verifier
+from ..match.verifier import MODEL_ENV as VERIFY_MODEL_ENV
+from ..match.verifier import Verifier
 from ..store.models import CapturedLearning, Execution, ProcedureStep
+from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
 from .runtime import failure_finder, render_command, run_in_session, run_step, skill_matcher, skill_store
 from .shell_session import end_session, session_for
-from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
-
 
 STEP_RESULT = "step_result_"
 

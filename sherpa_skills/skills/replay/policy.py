@@ -7,8 +7,6 @@ import re
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ...engine.compiler import check_arguments
 from ...engine.registry import Registry, default_registry, observe_features
 from ...policy.base import Decision, DecisionContext

@@ -11,8 +11,8 @@ from typing import Any
 from ...engine.shell_template import render_shell
 from ...errors import UsageError
 from ...home import resolve_home, store_path
-from ..store.models import ProcedureStep
 from ..store.database import ProcedureDatabase
+from ..store.models import ProcedureStep
 
 _stores: dict[tuple[str, int], ProcedureDatabase] = {}
 _lock = threading.Lock()

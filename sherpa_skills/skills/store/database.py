@@ -13,14 +13,21 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ...errors import StoreError
 from ...home import store_path
 from ...sqlite_db import Transaction, connect, execute_script, migrate, prefix_matches
-from .models import RecordedDecision
-from .models import CapturedLearning, CapturedProcedure, Execution, ProcedureHealthReport, ProcedureStep
+from .models import (
+    CapturedLearning,
+    CapturedProcedure,
+    Execution,
+    ProcedureHealthReport,
+    ProcedureStep,
+    RecordedDecision,
+)
 from .scoring import confidence, health_report
 
 

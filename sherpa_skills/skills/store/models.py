@@ -6,7 +6,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-
 Source = Literal["session", "run", "manual"]
 Outcome = Literal["success", "diverged", "error", "dry-run"]
 #: new: not run since captured or promoted (no evidence yet); see skills/store/scoring.py for the rule.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from .models import CapturedProcedure, Execution, HealthStatus, ProcedureHealthReport
 

@@ -6,8 +6,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from sherpa_skills.skills.store.models import CapturedLearning
 from sherpa_skills.skills.store.database import ProcedureDatabase, m001_skills, m002_fts_by_rowid
+from sherpa_skills.skills.store.models import CapturedLearning
 
 
 def test_the_same_lesson_is_counted_not_copied(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ import pytest
 from sherpa_skills.cli import main
 from sherpa_skills.skills.match.failures import COLLECTION, FLOOR, FailureFinder
 from sherpa_skills.skills.mine.mining import mine
-from sherpa_skills.skills.store.models import CapturedLearning
 from sherpa_skills.skills.store.database import ProcedureDatabase
+from sherpa_skills.skills.store.models import CapturedLearning
 
 _ids = iter(range(1, 100_000))
 

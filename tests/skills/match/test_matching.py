@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.semantic.embeddings import default_embedder
-from sherpa_skills.skills.match.literals import agree, extract, procedure_text
 from sherpa_skills.skills.match import matcher as matcher_module
+from sherpa_skills.skills.match.literals import agree, extract, procedure_text
 from sherpa_skills.skills.match.matcher import RELEVANCE_FLOOR, Matcher, describe
 from sherpa_skills.skills.match.procedure_index import FILE, Snapshot
-from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 from sherpa_skills.skills.store.database import ProcedureDatabase
+from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
 PROCEDURES = [
     ("restart-web", "Restart the nginx web server after a config change", ["nginx -t", "systemctl reload nginx"]),

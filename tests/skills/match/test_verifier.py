@@ -11,9 +11,9 @@ import pytest
 from sherpa_skills.errors import ModelError
 from sherpa_skills.home import store_path
 from sherpa_skills.skills.match.matcher import MatchDecision, Matcher
-from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
-from sherpa_skills.skills.store.database import ProcedureDatabase
 from sherpa_skills.skills.match.verifier import MODEL_ENV, Verifier, response_format, verifier_from_env
+from sherpa_skills.skills.store.database import ProcedureDatabase
+from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
 PROCEDURES = [
     ("restart-web", "Restart the nginx web server after a config change", ["nginx -t", "systemctl reload nginx"]),

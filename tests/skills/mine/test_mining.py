@@ -7,8 +7,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from sherpa_skills.skills.mine.mining import found_nothing, is_interactive, is_read_only, mine, suggest_task_type
-from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 from sherpa_skills.skills.store.database import ProcedureDatabase
+from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
 _ids = iter(range(1, 100_000))
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.engine.workflow import load_workflow
-from sherpa_skills.skills.replay.policy import ActionOutcome, RecordedDecision, ReplayPolicy, fill
 from sherpa_skills.skills.capture.learning import Learner
+from sherpa_skills.skills.replay.policy import ActionOutcome, RecordedDecision, ReplayPolicy, fill
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
 WORKFLOW = """
@@ -292,9 +292,9 @@ def test_an_action_that_now_fails_hands_over_to_the_llm_with_the_divergence_in_i
 
 def test_the_replay_is_asked_after_the_rules_that_can_decide_and_before_the_llm(workflow, learner, tmp_path):
     """An empty rule table (`rules: []`) never decides, so a replayed run does not ask it; a real one is asked first."""
+    from sherpa_skills.engine.spec import RuleSpec
     from sherpa_skills.policy.llm import LLMPolicy
     from sherpa_skills.policy.rule import RulePolicy
-    from sherpa_skills.engine.spec import RuleSpec
 
     run(workflow, learner, tmp_path, ticket=DAMAGED, order="4417")
     run(workflow, learner, tmp_path, ticket=DAMAGED, order="5120")

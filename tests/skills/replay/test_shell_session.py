@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -96,8 +95,8 @@ def test_a_replayed_procedure_keeps_cd_and_export_between_steps(
     work.mkdir()
     monkeypatch.chdir(work)
     home = str(tmp_path / "home")
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
     from sherpa_skills.skills.store.database import ProcedureDatabase
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
     steps = ["mkdir -p site", "cd site", "export TITLE={{ title }}", 'echo "<h1>$TITLE</h1>" > index.html']
     proc = ProcedureDatabase(home=home).add_procedure(

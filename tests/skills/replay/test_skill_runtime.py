@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.errors import UsageError
-from sherpa_skills.skills.store.models import ProcedureStep
 from sherpa_skills.skills.replay.runtime import parameter_names, render_command
+from sherpa_skills.skills.store.models import ProcedureStep
 
 DATA = os.environ.get("SHERPA_SKILLS_MATCHING_DATA")
 

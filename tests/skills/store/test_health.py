@@ -13,9 +13,9 @@ import pytest
 
 import sherpa_skills as sk
 from sherpa_skills.cli import main
+from sherpa_skills.skills.store.database import ProcedureDatabase
 from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
 from sherpa_skills.skills.store.scoring import MIN_EVIDENCE, replay_refusal
-from sherpa_skills.skills.store.database import ProcedureDatabase
 
 # Fails until a file named `ready` exists in the folder it runs in: a procedure that breaks, then is fixed.
 NEEDS_READY = "description: Check the deployment is ready\nsteps:\n  - command: test -f ready\n"

@@ -9,8 +9,8 @@ import pytest
 from sherpa_skills.cli import main
 from sherpa_skills.engine.runstore import RunStore, TickRecord
 from sherpa_skills.errors import StoreError
-from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 from sherpa_skills.skills.replay.runtime import skill_store
+from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
 
 @pytest.fixture
