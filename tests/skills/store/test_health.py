@@ -22,11 +22,6 @@ NEEDS_READY = "description: Check the deployment is ready\nsteps:\n  - command: 
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "work"
     folder.mkdir()
