@@ -164,12 +164,11 @@ def test_failures_are_learned_with_secrets_redacted_but_nothing_found_is_not(tmp
 class TestReviewQueue:
     """`learn candidates` lists what mining proposes; `learn promote` and `learn reject` decide."""
 
-    def test_candidates_promote_and_reject_from_the_cli(self, tmp_path: Path, capsys: Any) -> None:
+    def test_candidates_promote_and_reject_from_the_cli(self, home: Path, capsys: Any) -> None:
         import json
 
         from sherpa_skills.cli import main
 
-        home = tmp_path / "home"
         store = ProcedureDatabase(home=home)
         history = build("s1", "1.0") + build("s2", "1.1")
         mine(history, store, history=history)
