@@ -87,8 +87,8 @@ def mined_store(home: Path, *, tar: bool = False) -> ProcedureDatabase:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> ProcedureDatabase:
-    return mined_store(tmp_path / "home")
+def store(home: Path) -> ProcedureDatabase:
+    return mined_store(home)
 
 
 def commands(found: Any) -> list[str]:
