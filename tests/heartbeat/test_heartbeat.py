@@ -185,10 +185,10 @@ class TestIsolation:
 
 class TestHealth:
     def test_a_broken_procedure_is_pulled_and_marked_for_relearning_with_an_alert(
-        self, home: Path, capsys: pytest.CaptureFixture[str]
+        self, home: Path, capsys: pytest.CaptureFixture[str], procedure_db: ProcedureDatabase
     ) -> None:
         """Failures push the rolling rate below 0.5: the heartbeat marks it needs-relearning and says so."""
-        store = ProcedureDatabase(home=home)
+        store = procedure_db
         p = store.add_procedure(
             CapturedProcedure(
                 id="",
