@@ -175,8 +175,8 @@ class TestEvidenceThroughTheCli:
 
 
 class TestEvidenceThroughThePythonApi:
-    def test_new_then_healthy_then_broken_then_new(self, tmp_path: Path, work: Path) -> None:
-        skills = sk.SkillStore(tmp_path / "home")
+    def test_new_then_healthy_then_broken_then_new(self, skill_store: sk.SkillStore, work: Path) -> None:
+        skills = skill_store
         proc = skills.capture("check-ready", ["test -f ready"], description="check the deployment is ready").procedure
         assert proc is not None
         assert skills.health(proc.id)[0].status == "new"
