@@ -6,6 +6,7 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import asyncio  # noqa: E402
 import ipaddress  # noqa: E402
 import sys  # noqa: E402
 from typing import Any  # noqa: E402
@@ -111,3 +112,72 @@ def chroma_executable() -> str:
     if found is None:  # not a skip: chromadb is installed with the project, so its script missing is a broken install
         pytest.fail(f"the `chroma` script of chromadb is neither on PATH nor in {Path(sys.executable).parent}")
     return found
+
+
+# ---------------------------------------------------------------- a home and its stores
+
+from pathlib import Path  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
+if TYPE_CHECKING:  # the library is imported inside the fixtures, as above, so collecting a test imports no more of it
+    from sherpa_skills.engine.agent import Agent, RunResult
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh home folder (tmp_path / "home"), also the SHERPA_SKILLS_HOME of the code under test."""
+    folder = tmp_path / "home"
+    folder.mkdir()
+    monkeypatch.setenv("SHERPA_SKILLS_HOME", str(folder))
+    return folder
+
+
+@pytest.fixture
+def run_store(home: Path):
+    """The runs of `home` (its store.db), closed at teardown."""
+    from sherpa_skills.engine.runstore import RunStore
+
+    store = RunStore(home=home)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def procedure_db(home: Path):
+    """The procedure database of `home` (the class the library's parts share), closed at teardown."""
+    from sherpa_skills.skills.store.database import ProcedureDatabase
+
+    store = ProcedureDatabase(home=home)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def skill_store(home: Path):
+    """The public `sherpa_skills.SkillStore` of `home`, closed at teardown."""
+    from sherpa_skills.skills.api import SkillStore
+
+    store = SkillStore(home)
+    yield store
+    store.close()
+
+
+# ---------------------------------------------------------------- one engine suite under run and arun
+
+
+class Runner:
+    """Brings an agent to rest through `run` or through `arun`, so one test checks both entry points agree."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    def __call__(self, agent: "Agent", inputs: dict[str, Any] | None = None, **how: Any) -> "RunResult":
+        if self.mode == "arun":
+            return asyncio.run(agent.arun(inputs, **how))
+        return agent.run(inputs, **how)
+
+
+@pytest.fixture(params=["run", "arun"])
+def runner(request: pytest.FixtureRequest) -> Runner:
+    """`runner(agent, inputs, trigger=..., args=...)`: the test runs once with `agent.run`, once with `agent.arun`."""
+    return Runner(request.param)

@@ -183,11 +183,10 @@ def mutate_log(lines: list[str], rng: random.Random) -> str:
 
 
 @pytest.mark.slow
-def test_mutated_session_logs_are_imported_or_skipped_and_counted(tmp_path: Path) -> None:
+def test_mutated_session_logs_are_imported_or_skipped_and_counted(tmp_path: Path, home: Path) -> None:
     """118 mutants of real session logs: broken lines are skipped and counted, the rest imported; nothing raises."""
     rng = random.Random(SEED + 1)
     logs = session_logs(tmp_path)
-    home = tmp_path / "home"
     for n in range(118):
         original = logs[n % len(logs)]
         lines = original.read_text(encoding="utf-8", errors="replace").splitlines()[:400]

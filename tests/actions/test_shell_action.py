@@ -353,7 +353,7 @@ TOKEN_VALUE = "plainvalue-7f3a9c"  # not token-shaped: only knowing the variable
 
 class TestPassedEnvironmentValuesAreNeverStored:
     def test_outputs_context_run_log_error_and_json_log_hold_no_value(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        self, tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
         """A shell step allowed `env: [MY_APP_TOKEN]` echoes it (stdout, stderr, a failing check's message); a `set`
         copies it and writes `password: ...` prose. The SQLite rows, the JSONL log and the result hold neither value."""
@@ -365,7 +365,6 @@ class TestPassedEnvironmentValuesAreNeverStored:
         monkeypatch.setenv("MY_APP_TOKEN", TOKEN_VALUE)
         flow = tmp_path / "secret_flow.yaml"
         flow.write_text(SECRET_FLOW)
-        home = tmp_path / "home"
         code = main(["run", str(flow), "--home", str(home), "--json"])
         out, err = capsys.readouterr()
         result = json.loads(out)

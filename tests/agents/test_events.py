@@ -223,9 +223,9 @@ class TestInProcessBus:
 
 
 class TestCriticLoopInOneProcess:
-    def test_the_critic_loop_runs_to_the_final_answer(self, tmp_path: Path, fresh_scripts: None) -> None:
+    def test_the_critic_loop_runs_to_the_final_answer(self, run_store: RunStore, fresh_scripts: None) -> None:
         """Task → draft → changes requested → revised draft → approved → accepted → final answer; each agent one durable run."""
-        store = RunStore(home=tmp_path)
+        store = run_store
         result = TeamRunner(load_team(CRITIC_LOOP), store=store).run()
         assert result.status == "done", result.error
         assert result.sequence() == EXPECTED_CRITIC_LOOP
@@ -239,7 +239,6 @@ class TestCriticLoopInOneProcess:
         critic = result.runs["critic"][task]
         assert (critic.state, critic.llm_decisions) == ("approved", 2)
         assert result.problems == []
-        store.close()
 
     async def test_the_async_runner_gives_the_same_conversation(self, fresh_scripts: None) -> None:
         result = await TeamRunner(load_team(CRITIC_LOOP)).arun()

@@ -258,9 +258,8 @@ class TestHome:
         _, runs = cli_json(capsys, "runs", "--json")
         assert [r["run_id"] for r in runs] == [result["run_id"]]
 
-    def test_each_run_writes_a_json_log_file_under_home_logs(self, flow, tmp_path, capsys):
+    def test_each_run_writes_a_json_log_file_under_home_logs(self, flow, home, capsys):
         """HOME/logs/RUN_ID.jsonl holds the run's structured log, one JSON object a line, bound to its run id."""
-        home = tmp_path / "home"
         _, result = cli_json(capsys, "run", str(flow), "--json", "--home", str(home))
         log_file = home / "logs" / f"{result['run_id']}.jsonl"
         assert log_file.is_file()

@@ -138,9 +138,9 @@ def invocations(seed: int, files: list[str]) -> list[list[str]]:
     return calls
 
 
+@pytest.mark.usefixtures("home")  # SHERPA_SKILLS_HOME: commands given no --home use it
 def test_every_command_with_malformed_input_ends_cleanly(tmp_path, monkeypatch, capsys):
     """0 tracebacks and 0 unexpected errors over every subcommand; each failure printed as a command line to rerun."""
-    monkeypatch.setenv("SHERPA_SKILLS_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
     files = malformed_files(tmp_path / "files")
     calls = invocations(SEED, files)

@@ -73,10 +73,8 @@ class TestHomeThatCannotBeUsed:
             ]
         assert stray.read_text() == "hello\n"
 
-    def test_a_store_db_that_is_not_sqlite_is_one_line_exit_2(self, tmp_path, capsys):
+    def test_a_store_db_that_is_not_sqlite_is_one_line_exit_2(self, home, capsys):
         """A `store.db` holding something else is refused by name, and left as it was."""
-        home = tmp_path / "home"
-        home.mkdir()
         (home / "store.db").write_text("not a database, just text " * 40)
         for argv in (["runs"], ["show", "abc"], ["learn", "stats"], ["sessions", "list"]):
             code, _, err = cli(capsys, *argv, "--home", str(home))
@@ -135,10 +133,9 @@ class TestMissingInput:
 
 
 class TestLogsStayInTheLogFile:
-    def test_a_failed_run_prints_its_error_once(self, write_file, tmp_path, capsys):
+    def test_a_failed_run_prints_its_error_once(self, write_file, home, capsys):
         """The summary reports the error; the `run_failed` log line goes to the run's JSON log, not the terminal."""
         path = write_file("loop.yaml", LOOP)
-        home = tmp_path / "home"
         code, _, err = cli(capsys, "run", str(path), "--max-steps", "2", "--home", str(home))
         assert code == 1
         assert err.count("step limit reached") == 1
@@ -147,10 +144,9 @@ class TestLogsStayInTheLogFile:
         events = [json.loads(line)["event"] for line in (home / "logs" / f"{run_id}.jsonl").read_text().splitlines()]
         assert "run_failed" in events and "run_started" in events
 
-    def test_a_failed_run_names_its_log_file(self, write_file, tmp_path, capsys):
+    def test_a_failed_run_names_its_log_file(self, write_file, home, capsys):
         """The error line ends with the path of the run's JSON log, a file that exists, not a Python object's repr."""
         path = write_file("loop.yaml", LOOP)
-        home = tmp_path / "home"
         code, _, err = cli(capsys, "run", str(path), "--max-steps", "2", "--home", str(home))
         assert code == 1
         run_id = re.search(r"run ([0-9a-f]{12})", err).group(1)

@@ -12,11 +12,6 @@ from sherpa_skills.cli import main
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Replayed commands run in the current directory: a fresh one per test."""
     folder = tmp_path / "work"

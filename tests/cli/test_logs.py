@@ -61,10 +61,8 @@ def _files_under(root: Path) -> set[Path]:
 
 class TestLogFile:
     @pytest.mark.parametrize("name", HOSTILE_NAMES, ids=range(len(HOSTILE_NAMES)))
-    def test_every_name_maps_to_one_writable_file_inside_home_logs(self, tmp_path: Path, name: str) -> None:
+    def test_every_name_maps_to_one_writable_file_inside_home_logs(self, tmp_path: Path, home: Path, name: str) -> None:
         """A name with slashes, dots, NUL, newlines, unicode or 300 characters is encoded, not used as a path."""
-        home = tmp_path / "home"
-        home.mkdir()
         path = log_file(home, name)
         assert path.parent == home / "logs"
         assert path.name.endswith(".jsonl") and not path.name.startswith(".")
@@ -103,14 +101,15 @@ states:
 
 class TestNamesThroughTheCli:
     @pytest.mark.parametrize("name", ["../../../outside", "/tmp/abs", "..", "a" * 300, "x\ty/../../z"])
-    def test_team_and_workflow_names_never_write_outside_home(self, tmp_path: Path, capsys, name: str) -> None:
+    def test_team_and_workflow_names_never_write_outside_home(
+        self, tmp_path: Path, home: Path, capsys, name: str
+    ) -> None:
         """`run TEAM.yaml` logs to HOME/logs/team-NAME.jsonl: a hostile team or workflow name is encoded, no traceback."""
         work = tmp_path / "work" / "deep" / "er"
         work.mkdir(parents=True)
         quoted = json.dumps(name)
         (work / "solo.yaml").write_text(SOLO.format(name=quoted))
         (work / "team.yaml").write_text(TEAM.format(name=quoted))
-        home = tmp_path / "home"
         before = _files_under(tmp_path)
         code = main(["run", str(work / "team.yaml"), "--home", str(home), "--json"])
         out, err = capsys.readouterr()

@@ -93,6 +93,14 @@ def workflow(tmp_path: Path, registry):
     return load_workflow_text(WORKFLOW, registry=registry, base_dir=tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def _learning_runs_have_no_arun(request: pytest.FixtureRequest) -> None:
+    """A known gap, kept visible: the design says a learning run learns the same way under `arun`."""
+    if "runner" in request.fixturenames and request.getfixturevalue("runner").mode == "arun":
+        reason = "bug: workflow.agent(learn=...) returns a LearningAgent, which has run() but no arun()"
+        request.applymarker(pytest.mark.xfail(strict=True, raises=AttributeError, reason=reason))
+
+
 @pytest.fixture
 def learner(tmp_path: Path):
     store = ProcedureDatabase(tmp_path / "skills.db")
@@ -100,30 +108,30 @@ def learner(tmp_path: Path):
     store.close()
 
 
-def run(workflow, learner, order: str):
+def run(runner, workflow, learner, order: str):
     agent = workflow.agent(learn=learner)
-    return agent, agent.run({"ticket": TICKET, "order": order})
+    return agent, runner(agent, {"ticket": TICKET, "order": order})
 
 
-def proven(workflow, learner) -> None:
+def proven(runner, workflow, learner) -> None:
     """Two planned successes: the procedure is trusted (one success is not proof)."""
-    run(workflow, learner, "4417")
-    run(workflow, learner, "5120")
+    run(runner, workflow, learner, "4417")
+    run(runner, workflow, learner, "5120")
 
 
 class TestRecording:
-    def test_a_run_logs_what_the_check_observed_before_the_action(self, workflow, learner):
+    def test_a_run_logs_what_the_check_observed_before_the_action(self, workflow, learner, runner):
         """The check runs before its action, and its features are in the run's log."""
-        agent, result = run(workflow, learner, "4417")
+        agent, result = run(runner, workflow, learner, "4417")
         actions = [e.action for e in agent.agent.belief.log if not e.action.startswith("policy:")]
         assert actions == ["check:price_order", "price_order"]
         assert agent.agent.belief.log[1].outputs == {"price_table": 1}
         assert result.actions == 1  # a check is not an action call
 
     def test_the_captured_procedure_keeps_the_features_with_the_decision_that_led_to_the_action(
-        self, workflow, learner
+        self, workflow, learner, runner
     ):
-        run(workflow, learner, "4417")
+        run(runner, workflow, learner, "4417")
         [proc] = learner.store.procedures(status=None)
         assert proc.decisions[0].checks == [RecordedCheck(action="price_order", features={"price_table": 1})]
         assert proc.decisions[1].checks == []
@@ -131,18 +139,18 @@ class TestRecording:
 
 
 class TestReplay:
-    def test_the_same_world_replays_with_no_llm_call(self, workflow, learner):
-        proven(workflow, learner)
-        _, result = run(workflow, learner, "7731")
+    def test_the_same_world_replays_with_no_llm_call(self, workflow, learner, runner):
+        proven(runner, workflow, learner)
+        _, result = run(runner, workflow, learner, "7731")
         assert (result.state, result.llm_calls, result.replayed_decisions, result.diverged_at) == ("sent", 0, 2, None)
         assert result.tokens_saved > 0 and result.llm_calls_saved == 2
 
     def test_a_changed_world_diverges_before_acting_and_the_llm_takes_over_in_the_same_run(
-        self, workflow, learner, world
+        self, workflow, learner, world, runner
     ):
-        proven(workflow, learner)
+        proven(runner, workflow, learner)
         world.version = 2
-        agent, result = run(workflow, learner, "7731")
+        agent, result = run(runner, workflow, learner, "7731")
         assert (result.status, result.state, result.replayed_decisions, result.llm_calls) == ("final", "sent", 0, 2)
         assert result.diverged_at["step"] == 0 and result.diverged_at["state"] == "assess"
         assert result.diverged_at["expected"] == "check 'price_order' observing {\"price_table\": 1}"
@@ -153,11 +161,11 @@ class TestReplay:
         [execution] = learner.store.executions(proc.id, version=1)
         assert execution.outcome == "diverged" and "check changed" in execution.reason
         # ... proven by one more planned success (a new version is seen succeeding once), then followed.
-        run(workflow, learner, "8000")
-        _, again = run(workflow, learner, "8001")
+        run(runner, workflow, learner, "8000")
+        _, again = run(runner, workflow, learner, "8001")
         assert (again.llm_calls, again.replayed_decisions, again.diverged_at) == (0, 2, None)
 
-    def test_the_divergence_is_in_the_llm_prompt(self, workflow, learner, world, tmp_path):
+    def test_the_divergence_is_in_the_llm_prompt(self, workflow, learner, world, tmp_path, runner):
         """The script answers `escalate` only to a prompt that says the check changed."""
         (tmp_path / "quotes.script.yaml").write_text(
             SCRIPT.replace(
@@ -168,15 +176,15 @@ class TestReplay:
                 1,
             )
         )
-        proven(workflow, learner)
+        proven(runner, workflow, learner)
         world.version = 2
-        _, result = run(workflow, learner, "7731")
+        _, result = run(runner, workflow, learner, "7731")
         assert result.state == "escalated" and result.diverged_at is not None
 
-    def test_a_check_that_raises_is_a_divergence_with_its_reason_never_a_crash(self, workflow, learner, world):
-        proven(workflow, learner)
+    def test_a_check_that_raises_is_a_divergence_with_its_reason_never_a_crash(self, workflow, learner, world, runner):
+        proven(runner, workflow, learner)
         world.broken = True
-        agent, result = run(workflow, learner, "7731")
+        agent, result = run(runner, workflow, learner, "7731")
         assert (result.status, result.state, result.llm_calls) == ("final", "sent", 2)
         assert (
             result.diverged_at["observed"] == "check 'price_order' failed: ConnectionError: price service unreachable"
@@ -184,17 +192,19 @@ class TestReplay:
         failed = [e for e in agent.agent.belief.log if e.action == "check:price_order"]
         assert [(e.status, e.error) for e in failed] == [("error", "ConnectionError: price service unreachable")]
 
-    def test_a_check_that_raised_when_recorded_records_nothing_and_the_replay_follows(self, workflow, learner, world):
+    def test_a_check_that_raised_when_recorded_records_nothing_and_the_replay_follows(
+        self, workflow, learner, world, runner
+    ):
         world.broken = True
-        proven(workflow, learner)
+        proven(runner, workflow, learner)
         [proc] = learner.store.procedures(status=None)
         assert proc.decisions[0].checks == []
         world.broken = False
-        _, result = run(workflow, learner, "7731")
+        _, result = run(runner, workflow, learner, "7731")
         assert (result.llm_calls, result.diverged_at) == (0, None)
 
     def test_a_check_declared_after_the_capture_has_no_recorded_features_and_the_replay_follows(
-        self, tmp_path, learner, world
+        self, tmp_path, learner, world, runner
     ):
         """A procedure captured before the action declared its check has nothing to compare: it is followed."""
         load_builtins()
@@ -206,10 +216,10 @@ class TestReplay:
 
         (tmp_path / "quotes.script.yaml").write_text(SCRIPT)
         workflow = load_workflow_text(WORKFLOW, registry=registry, base_dir=tmp_path)
-        proven(workflow, learner)
+        proven(runner, workflow, learner)
         registry.action("price_order", check=world.check, replace=True)(price_order)
         world.version = 99
-        _, result = run(workflow, learner, "7731")
+        _, result = run(runner, workflow, learner, "7731")
         assert (result.llm_calls, result.replayed_decisions, result.diverged_at) == (0, 2, None)
 
 
@@ -298,22 +308,24 @@ transitions:
 """
 
 
-def test_the_checks_of_a_rules_decision_are_compared_at_the_replays_next_decision(tmp_path, registry, learner, world):
+def test_the_checks_of_a_rules_decision_are_compared_at_the_replays_next_decision(
+    tmp_path, registry, learner, world, runner
+):
     """Rules are asked before the replay, so it never sees their decision: the checks it led to are compared at the next one."""
     (tmp_path / "lookups.script.yaml").write_text(
         'answers:\n  - match: "Current state: looked_up"\n    respond: \'{"trigger": "send", "args": {}}\'\n'
     )
     workflow = load_workflow_text(RULED, registry=registry, base_dir=tmp_path)
     for _ in range(2):
-        workflow.agent(learn=learner).run({"ticket": TICKET})
+        runner(workflow.agent(learn=learner), {"ticket": TICKET})
     [proc] = learner.store.procedures(status=None)
     assert [(d.decided_by, len(d.checks)) for d in proc.decisions] == [("rule", 1), ("llm", 0)]
-    replayed = workflow.agent(learn=learner).run({"ticket": TICKET})
+    replayed = runner(workflow.agent(learn=learner), {"ticket": TICKET})
     assert (replayed.llm_calls, replayed.replayed_decisions, replayed.diverged_at) == (0, 1, None)
     assert [e.outcome for e in learner.store.executions(proc.id)] == [
         "success"
     ]  # the rule's decision was the recorded one
     world.version = 2
-    result = workflow.agent(learn=learner).run({"ticket": TICKET})
+    result = runner(workflow.agent(learn=learner), {"ticket": TICKET})
     assert (result.state, result.llm_calls, result.diverged_at["step"]) == ("sent", 1, 1)
     assert result.diverged_at["observed"] == "check changed: 'price_order' observes {\"price_table\": 2}"

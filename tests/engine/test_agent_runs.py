@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sherpa_skills.engine.agent import Agent
+from sherpa_skills.engine.agent import Agent, RunResult
 from sherpa_skills.engine.registry import ActionResult, default_registry
 from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.engine.workflow import Workflow, load_workflow_text
@@ -48,7 +49,7 @@ states:
 
 
 class TestDurability:
-    def test_each_tick_is_committed_before_the_next_one_runs(self, tmp_path):
+    def test_each_tick_is_committed_before_the_next_one_runs(self, tmp_path, runner):
         """During tick N another connection already sees ticks 0..N-1: position, trajectory and log."""
         db = tmp_path / "store.db"
         seen: list[tuple[int, int, int, str, str]] = []
@@ -67,17 +68,17 @@ class TestDurability:
             return ActionResult(outputs={"committed_tick": row.tick})
 
         agent = load_workflow_text(DURABLE, name="durable.yaml", registry=registry).agent(store=RunStore(db))
-        result = agent.run()
+        result = runner(agent)
         assert result.status == "final"
         assert seen == [(1, 0, 1, "one", "running"), (2, 1, 2, "two", "running"), (3, 2, 3, "three", "running")]
 
-    def test_after_the_run_the_stored_rows_equal_the_belief(self, tmp_path):
+    def test_after_the_run_the_stored_rows_equal_the_belief(self, tmp_path, runner):
         """Trajectory, execution log, context and counters read back from SQLite equal the agent's own."""
         db = tmp_path / "store.db"
         registry = default_registry.child()
         registry.action("peek")(lambda args, ctx: {"ok": True})
         agent = load_workflow_text(DURABLE, name="durable.yaml", registry=registry).agent(store=RunStore(db))
-        agent.run()
+        runner(agent)
         _assert_store_matches(db, agent, "final")
         belief = RunStore(db).load_belief(agent.run_id)
         assert _trajectory(belief) == [
@@ -122,77 +123,79 @@ def approval() -> Workflow:
     return load_workflow_text(APPROVAL, name="approval.yaml")
 
 
-def _waiting_run(tmp_path: Path, workflow: Workflow) -> str:
+def _waiting_run(tmp_path: Path, workflow: Workflow, runner: Callable[..., RunResult]) -> str:
     store = RunStore(tmp_path / "store.db")
-    result = workflow.agent(store=store).run({"topic": "tests"})
+    result = runner(workflow.agent(store=store), {"topic": "tests"})
     assert (result.status, result.state, result.available) == ("waiting", "review", ["revise"])
     store.close()
     return result.run_id
 
 
 class TestWaitingAndResuming:
-    def test_a_waiting_state_stops_the_run_with_status_waiting(self, tmp_path, approval):
+    def test_a_waiting_state_stops_the_run_with_status_waiting(self, tmp_path, approval, runner):
         """The run stops in the waiting state, and the store says so."""
-        run_id = _waiting_run(tmp_path, approval)
+        run_id = _waiting_run(tmp_path, approval, runner)
         row = RunStore(tmp_path / "store.db").get_run(run_id)
         assert (row.status, row.state, row.inputs) == ("waiting", "review", {"topic": "tests"})
 
-    def test_resuming_with_input_moves_on(self, tmp_path, approval):
+    def test_resuming_with_input_moves_on(self, tmp_path, approval, runner):
         """Outside input makes the guarded transition available, and the resumed run finishes."""
-        run_id = _waiting_run(tmp_path, approval)
+        run_id = _waiting_run(tmp_path, approval, runner)
         store = RunStore(tmp_path / "store.db")
         agent = Agent.resume(store, run_id, approval.machine, approval.policy)
-        result = agent.run({"approved": True})
+        result = runner(agent, {"approved": True})
         assert (result.status, result.state) == ("final", "done")
         assert result.context["approved"] is True and result.context["topic"] == "tests"
         assert _trajectory(agent.belief)[-1] == ("done", "approve", "user")
         _assert_store_matches(tmp_path / "store.db", agent, "final")
 
-    def test_resuming_with_an_explicit_trigger_fires_it_with_its_arguments(self, tmp_path, approval):
+    def test_resuming_with_an_explicit_trigger_fires_it_with_its_arguments(self, tmp_path, approval, runner):
         """A human decision (trigger + args) goes back to draft, which runs again and waits once more."""
-        run_id = _waiting_run(tmp_path, approval)
+        run_id = _waiting_run(tmp_path, approval, runner)
         store = RunStore(tmp_path / "store.db")
         agent = Agent.resume(store, run_id, approval.machine, approval.policy)
-        result = agent.run(trigger="revise", args={"note": "shorter"})
+        result = runner(agent, trigger="revise", args={"note": "shorter"})
         assert (result.status, result.state) == ("waiting", "review")
         assert result.context["note"] == "shorter" and result.context["drafts"] == 2
         assert result.user_decisions == 1
         _assert_store_matches(tmp_path / "store.db", agent, "waiting")
 
-    def test_resuming_without_the_needed_input_keeps_waiting(self, tmp_path, approval):
+    def test_resuming_without_the_needed_input_keeps_waiting(self, tmp_path, approval, runner):
         """Input that enables nothing new leaves the run waiting where it was."""
-        run_id = _waiting_run(tmp_path, approval)
+        run_id = _waiting_run(tmp_path, approval, runner)
         agent = Agent.resume(RunStore(tmp_path / "store.db"), run_id, approval.machine, approval.policy)
-        result = agent.run({"approved": False})
+        result = runner(agent, {"approved": False})
         assert (result.status, result.state) == ("waiting", "review")
 
-    def test_an_unavailable_trigger_is_a_clear_error_and_the_run_can_still_resume(self, tmp_path, approval):
+    def test_an_unavailable_trigger_is_a_clear_error_and_the_run_can_still_resume(self, tmp_path, approval, runner):
         """Firing a trigger whose guard fails names the available ones; the run stays resumable."""
-        run_id = _waiting_run(tmp_path, approval)
+        run_id = _waiting_run(tmp_path, approval, runner)
         store = RunStore(tmp_path / "store.db")
-        result = Agent.resume(store, run_id, approval.machine, approval.policy).run(trigger="approve")
+        result = runner(Agent.resume(store, run_id, approval.machine, approval.policy), trigger="approve")
         assert result.status == "error"
         assert "trigger 'approve' is not available in state 'review'; available: revise" in result.error
         assert (store.get_run(run_id).status, store.get_run(run_id).error) == ("waiting", None), (
             "a refusal records nothing"
         )
-        again = Agent.resume(store, run_id, approval.machine, approval.policy).run({"approved": True})
+        again = runner(Agent.resume(store, run_id, approval.machine, approval.policy), {"approved": True})
         assert again.status == "final"
 
-    def test_resuming_a_finished_run_is_refused_and_leaves_it_finished(self, tmp_path, approval):
+    def test_resuming_a_finished_run_is_refused_and_leaves_it_finished(self, tmp_path, approval, runner):
         """A finished run cannot be resumed; the refusal does not rewrite its stored status."""
-        run_id = _waiting_run(tmp_path, approval)
+        run_id = _waiting_run(tmp_path, approval, runner)
         store = RunStore(tmp_path / "store.db")
-        assert Agent.resume(store, run_id, approval.machine, approval.policy).run({"approved": True}).status == "final"
-        result = Agent.resume(store, run_id, approval.machine, approval.policy).run()
+        assert (
+            runner(Agent.resume(store, run_id, approval.machine, approval.policy), {"approved": True}).status == "final"
+        )
+        result = runner(Agent.resume(store, run_id, approval.machine, approval.policy))
         assert result.status == "error" and "already finished" in result.error
         assert RunStore(tmp_path / "store.db").get_run(run_id).status == "final"
 
-    def test_a_missing_required_input_is_a_clear_error(self, tmp_path, approval):
+    def test_a_missing_required_input_is_a_clear_error(self, tmp_path, approval, runner):
         """The run ends with status error naming the input and how to pass it."""
         store = RunStore(tmp_path / "store.db")
         agent = approval.agent(store=store)
-        result = agent.run()
+        result = runner(agent)
         assert result.status == "error"
         assert "input 'topic' (what the draft is about)" in result.error
         assert "--input" in result.error
@@ -227,21 +230,21 @@ states:
 
 
 class TestFailures:
-    def test_the_step_limit_ends_the_run_with_an_error_naming_it(self, tmp_path):
+    def test_the_step_limit_ends_the_run_with_an_error_naming_it(self, tmp_path, runner):
         """A machine that never ends stops after max_steps with status error, the limit in the message."""
         agent = load_workflow_text(LOOP, name="loop.yaml").agent(store=RunStore(tmp_path / "store.db"))
-        result = agent.run()
+        result = runner(agent)
         assert result.status == "error"
         assert "step limit reached (5 steps)" in result.error and "max_steps" in result.error
         assert result.steps == 5
         _assert_store_matches(tmp_path / "store.db", agent, "error")
 
-    def test_the_agents_max_steps_overrides_the_workflows(self):
+    def test_the_agents_max_steps_overrides_the_workflows(self, runner):
         """max_steps given to the agent wins over the workflow's."""
-        result = load_workflow_text(LOOP, name="loop.yaml").agent(max_steps=3).run()
+        result = runner(load_workflow_text(LOOP, name="loop.yaml").agent(max_steps=3))
         assert "step limit reached (3 steps)" in result.error and result.steps == 3
 
-    def test_an_action_raising_ends_the_run_in_error_consistently_stored_and_resumable(self, tmp_path):
+    def test_an_action_raising_ends_the_run_in_error_consistently_stored_and_resumable(self, tmp_path, runner):
         """The error is logged on the action, the store equals the belief, and a resumed run retries and finishes."""
         broken = {"on": True}
         registry = default_registry.child()
@@ -256,7 +259,7 @@ class TestFailures:
         workflow = load_workflow_text(FLAKY, name="flaky.yaml", registry=registry)
         db = tmp_path / "store.db"
         agent = workflow.agent(store=RunStore(db))
-        result = agent.run()
+        result = runner(agent)
         assert (result.status, result.state) == ("error", "a")
         assert result.error == "action 'flaky': RuntimeError: disk full"
         last = agent.belief.log[-1]
@@ -266,7 +269,7 @@ class TestFailures:
 
         broken["on"] = False
         resumed = Agent.resume(RunStore(db), agent.run_id, workflow.machine, workflow.policy)
-        again = resumed.run()
+        again = runner(resumed)
         assert (again.status, again.state) == ("final", "b")
         assert [(e.action, e.status) for e in resumed.belief.log] == [
             ("set", "ok"),
@@ -277,7 +280,7 @@ class TestFailures:
         _assert_store_matches(db, resumed, "final")
 
     @pytest.mark.parametrize("template", ["hello {{ name }}", "{{ name }}", "{{ name.first }}"])
-    def test_a_template_reading_a_missing_context_key_names_the_argument(self, template: str):
+    def test_a_template_reading_a_missing_context_key_names_the_argument(self, template: str, runner):
         """Rendering an argument from an absent key is an ActionError naming the action, the argument and the key."""
         text = f"""
 name: greet
@@ -291,13 +294,13 @@ states:
   b:
     final: true
 """
-        result = load_workflow_text(text, name="greet.yaml").agent().run()
+        result = runner(load_workflow_text(text, name="greet.yaml").agent())
         assert result.status == "error"
         assert "action 'set'" in result.error and "argument 'greeting'" in result.error
         assert "'name' is undefined" in result.error
         assert "greeting" not in result.context
 
-    def test_a_template_with_the_key_present_renders(self):
+    def test_a_template_with_the_key_present_renders(self, runner):
         """The same template, with the key given as input, renders into the context."""
         text = """
 name: greet
@@ -311,7 +314,7 @@ states:
   b:
     final: true
 """
-        result = load_workflow_text(text, name="greet.yaml").agent().run({"name": "Ada", "count": 1})
+        result = runner(load_workflow_text(text, name="greet.yaml").agent(), {"name": "Ada", "count": 1})
         assert (result.context["greeting"], result.context["copy"], result.context["n"]) == ("hello Ada", "Ada", 2)
 
 
@@ -342,18 +345,18 @@ class TestShellQuoting:
         "value",
         ["x; touch pwned", "$(touch pwned)", "`touch pwned`", 'it\'s "quoted" && touch pwned', "a  b\ttab", "--flag"],
     )
-    def test_a_hostile_value_reaches_the_command_as_one_literal_argument(self, tmp_path, value: str):
+    def test_a_hostile_value_reaches_the_command_as_one_literal_argument(self, tmp_path, value: str, runner):
         """Template values in a shell command are shell-quoted: printed verbatim, nothing else runs."""
         agent = load_workflow_text(QUOTING, name="quoting.yaml").agent()
-        result = agent.run({"value": value, "workdir": str(tmp_path)})
+        result = runner(agent, {"value": value, "workdir": str(tmp_path)})
         assert result.status == "final", result.error
         assert result.context["out"]["exit_code"] == 0
         assert result.context["out"]["stdout"] == value + "\n"
         assert not (tmp_path / "pwned").exists()
 
-    def test_values_outside_shell_commands_are_not_quoted(self, tmp_path):
+    def test_values_outside_shell_commands_are_not_quoted(self, tmp_path, runner):
         """Only the shell command is quoted; other template arguments get the value as it is."""
-        result = (
-            load_workflow_text(QUOTING, name="quoting.yaml").agent().run({"value": "x; y", "workdir": str(tmp_path)})
+        result = runner(
+            load_workflow_text(QUOTING, name="quoting.yaml").agent(), {"value": "x; y", "workdir": str(tmp_path)}
         )
         assert result.context["said"] == "said x; y"

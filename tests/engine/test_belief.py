@@ -128,7 +128,7 @@ class TestReadOnlyView:
         view.log.since(0).clear()
         assert len(belief.log) == 2
 
-    def test_a_policy_sees_a_read_only_view(self):
+    def test_a_policy_sees_a_read_only_view(self, runner):
         """The view handed to a policy refuses writes, so a policy cannot change what it decides on."""
         seen: list[str] = []
 
@@ -144,7 +144,7 @@ class TestReadOnlyView:
                 return self.decide(ctx)
 
         workflow = load_workflow_text(TWO_WAYS, name="two_ways.yaml")
-        result = Agent(workflow.machine, WritingPolicy()).run()
+        result = runner(Agent(workflow.machine, WritingPolicy()))
         assert result.status == "final"
         assert seen == ["refused"]
         assert "sneaky" not in result.context
@@ -173,20 +173,20 @@ class TestJsonRoundTrip:
         assert again.context["ticket"]["meta"] == {"owner": None, "score": 0.75}
         assert again.log[0].outputs["lines"][2] == {"deep": [None, True, 1.5]}
 
-    def test_the_belief_of_a_real_run_round_trips(self, tmp_path):
+    def test_the_belief_of_a_real_run_round_trips(self, tmp_path, runner):
         """A belief the engine built (entries made without validation) survives JSON and the run store alike."""
         store = RunStore(tmp_path / "store.db")
         workflow = load_workflow_text(COUNTING, name="counting.yaml")
         agent = workflow.agent(store=store)
-        assert agent.run({"ticket": {"id": 7, "tags": ["x"]}}).status == "final"
+        assert runner(agent, {"ticket": {"id": 7, "tags": ["x"]}}).status == "final"
         assert Belief.from_json(agent.belief.to_json()) == agent.belief
         assert RunStore(tmp_path / "store.db").load_belief(agent.run_id).model_dump() == agent.belief.model_dump()
 
-    def test_entries_the_engine_makes_without_validation_are_what_validation_makes(self):
+    def test_entries_the_engine_makes_without_validation_are_what_validation_makes(self, runner):
         """The tick builds its entries directly (no per-field walk); they must be indistinguishable from validated ones."""
         workflow = load_workflow_text(COUNTING, name="counting.yaml")
         agent = workflow.agent()
-        assert agent.run().status == "final"
+        assert runner(agent).status == "final"
         entries = [*agent.belief.trajectory, *agent.belief.log]
         assert {type(e) for e in entries} == {TrajectoryEntry, LogEntry}
         for entry in entries:
@@ -244,12 +244,12 @@ class TestGuardsCannotWrite:
 
         return registry
 
-    def test_a_guard_that_writes_fails_the_run_with_a_clear_error(self, tmp_path):
+    def test_a_guard_that_writes_fails_the_run_with_a_clear_error(self, tmp_path, runner):
         """The run ends with status error and a message saying belief is read-only, not with a traceback."""
         store = RunStore(tmp_path / "store.db")
         workflow = load_workflow_text(WRITING_GUARD, name="writing_guard.yaml", registry=self._registry())
         agent = workflow.agent(store=store)
-        result = agent.run()
+        result = runner(agent)
         assert result.status == "error"
         assert result.state == "s"
         assert "read-only" in result.error and "guard 'sneaky'" in result.error
@@ -266,7 +266,7 @@ class TestGuardsCannotWrite:
         assert result.status == "error"
         assert "read-only" in result.error
 
-    def test_a_guard_that_crashes_fails_the_run_naming_the_guard(self):
+    def test_a_guard_that_crashes_fails_the_run_naming_the_guard(self, runner):
         """A guard raising an ordinary exception ends the run with status error, not an exception out of run()."""
         registry = default_registry.child()
 
@@ -275,7 +275,7 @@ class TestGuardsCannotWrite:
             """Reads a key that is not there."""
             return view.context["missing"]
 
-        result = load_workflow_text(WRITING_GUARD, name="writing_guard.yaml", registry=registry).agent().run()
+        result = runner(load_workflow_text(WRITING_GUARD, name="writing_guard.yaml", registry=registry).agent())
         assert result.status == "error"
         assert "guard 'sneaky'" in result.error and "KeyError" in result.error
 
@@ -329,7 +329,9 @@ class TestDeeplyReadOnly:
         assert view.context.to_dict()["ticket"]["meta"] == {"owner": None, "score": 0.75}
         view.context.to_dict()["ticket"]["tags"].append("ok: a plain copy")
 
-    def test_a_guard_that_mutates_a_nested_value_fails_the_run_and_the_resumed_run_sees_the_same_data(self, tmp_path):
+    def test_a_guard_that_mutates_a_nested_value_fails_the_run_and_the_resumed_run_sees_the_same_data(
+        self, tmp_path, runner
+    ):
         """A guard appending to a nested list fails the run cleanly; memory and the store still agree afterwards."""
         registry = default_registry.child()
 
@@ -342,12 +344,12 @@ class TestDeeplyReadOnly:
         store = RunStore(tmp_path / "store.db")
         workflow = load_workflow_text(NESTED_GUARD, name="nested_guard.yaml", registry=registry)
         agent = workflow.agent(store=store)
-        result = agent.run()
+        result = runner(agent)
         assert result.status == "error" and "read-only" in result.error and "nested_sneaky" in result.error
         assert agent.belief.context["note"] == {"nested": [1, {"two": 2}]}
         assert RunStore(tmp_path / "store.db").load_belief(agent.run_id).context == agent.belief.context
 
-    def test_a_policy_cannot_change_a_log_entry_it_decides_on(self):
+    def test_a_policy_cannot_change_a_log_entry_it_decides_on(self, runner):
         """view.log[-1].status = ... and view.log[-1].outputs[...] = ... are refused inside a policy."""
         refused: list[str] = []
 
@@ -368,11 +370,11 @@ class TestDeeplyReadOnly:
 
         workflow = load_workflow_text(TWO_WAYS_LOGGED, name="two_ways_logged.yaml")
         agent = Agent(workflow.machine, RewritingPolicy())
-        result = agent.run()
+        result = runner(agent)
         assert result.status == "final" and refused == ["refused", "refused"]
         assert agent.belief.log[0].status == "ok" and agent.belief.log[0].outputs == {"note": {"n": [1]}}
 
-    def test_an_action_keeping_a_reference_to_its_result_cannot_change_the_belief_later(self):
+    def test_an_action_keeping_a_reference_to_its_result_cannot_change_the_belief_later(self, runner):
         """What an action returned is copied into the belief: mutating the returned object afterwards changes nothing."""
         registry = default_registry.child()
         kept: list[dict[str, Any]] = []
@@ -392,7 +394,7 @@ class TestDeeplyReadOnly:
             registry=registry,
         )
         agent = Agent(workflow.machine)
-        assert agent.run().status == "final"
+        assert runner(agent).status == "final"
         kept[0]["items"].append(2)
         assert agent.belief.context["value"] == {"items": [1]} and agent.belief.log[0].outputs == {"items": [1]}
 

@@ -235,7 +235,7 @@ transitions:
 """
 
 
-def test_a_process_dying_mid_tick_replays_completed_results_and_their_events(tmp_path: Path) -> None:
+def test_a_process_dying_mid_tick_replays_completed_results_and_their_events(tmp_path: Path, runner) -> None:
     """In-process stand-in for a kill: the outbox, save_as and counters of completed actions come back on resume."""
     from sherpa_skills.engine.agent import Agent
     from sherpa_skills.engine.registry import default_registry, load_builtins
@@ -262,13 +262,13 @@ def test_a_process_dying_mid_tick_replays_completed_results_and_their_events(tmp
     store = RunStore(tmp_path / "store.db")
     agent = workflow.agent(store=store)
     with pytest.raises(KeyboardInterrupt):
-        agent.run()
+        runner(agent)
     assert store.get_run(agent.run_id).status == "interrupted", "Ctrl-C in the library too: not left `running`"
     store.close()
 
     store = RunStore(tmp_path / "store.db")
     resumed = Agent.resume(store, agent.run_id, workflow.machine, workflow.policy, registry=registry)
-    result = resumed.run()
+    result = runner(resumed)
     assert result.status == "final", result.error
     assert calls == {"counted": 1, "crash": 2}, "the completed call ran once; the interrupted action ran again"
     assert result.context["first"] == 1

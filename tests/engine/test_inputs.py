@@ -99,7 +99,7 @@ class TestNames:
         assert check_inputs(SPEC, {}, starting=False) == {}
 
 
-def test_the_agent_converts_inputs_at_start_and_at_resume():
+def test_the_agent_converts_inputs_at_start_and_at_resume(runner):
     """The library path does the same as the CLI: an embedder's `{"flag": "no"}` is False in the context."""
     workflow = load_workflow_text("""
 name: waits
@@ -114,17 +114,17 @@ transitions:
   - {trigger: go_no, source: wait, dest: kept, conditions: {context_equals: {key: flag, value: false}}}
 """)
     agent = workflow.agent()
-    first = agent.run({"n": "3"})
+    first = runner(agent, {"n": "3"})
     assert (first.status, first.context["n"]) == ("waiting", 3)
-    assert agent.run({"flag": "no"}).state == "kept"
-    refused = workflow.agent().run({"n": "three"})
+    assert runner(agent, {"flag": "no"}).state == "kept"
+    refused = runner(workflow.agent(), {"n": "three"})
     assert refused.status == "error" and "input 'n' must be an integer" in refused.error
 
 
-def test_the_library_takes_undeclared_names_as_context():
+def test_the_library_takes_undeclared_names_as_context(runner):
     """Embedders may hand any context key to a run; only the command line refuses names the workflow does not declare."""
     workflow = load_workflow_text("name: w\ninputs: {n: {type: integer}}\ninitial: a\nstates: {a: {waiting: true}}\n")
-    result = workflow.agent().run({"n": "2", "extra": "kept"})
+    result = runner(workflow.agent(), {"n": "2", "extra": "kept"})
     assert (result.context["n"], result.context["extra"]) == (2, "kept")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,16 +113,21 @@ class Step:
 
 
 class OurMachine:
-    """The sherpa-skills engine driven one trigger at a time (every leaf waits, so a trigger is one step)."""
+    """The sherpa-skills engine driven one trigger at a time (every leaf waits, so a trigger is one step).
 
-    def __init__(self, flags: dict[str, bool]):
+    `runner` (conftest.py) drives it through `Agent.run` or `Agent.arun`.
+    """
+
+    def __init__(self, flags: dict[str, bool], runner: Callable[..., Any]):
         self.agent = Agent(_workflow().machine)
-        result = self.agent.run(dict(flags))
+        self.runner = runner
+        result = runner(self.agent, dict(flags))
         assert result.status == "waiting", result.error
 
     def fire(self, trigger: str) -> Step:
         before = len(self.agent.belief.log)
-        self.agent.run(trigger=trigger)  # a refused trigger ends this stretch with status error; the machine stays put
+        # A refused trigger ends this stretch with status error; the machine stays put.
+        self.runner(self.agent, trigger=trigger)
         notes = [e.outputs for e in self.agent.belief.log[before:] if e.action == "note"]
         return Step(self.agent.state, notes)
 
@@ -313,13 +319,13 @@ def _walk(machine: Any, triggers: list[str]) -> list[Step]:
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 class TestEntryExitOrder:
-    def test_engine_moves_and_runs_exit_entry_actions_as_the_table_says(self, scenario: Scenario):
+    def test_engine_moves_and_runs_exit_entry_actions_as_the_table_says(self, scenario: Scenario, runner):
         """Each trigger lands in the expected leaf, running exit actions innermost-first, then entry outermost-first."""
-        assert _walk(OurMachine(scenario.flags), scenario.triggers) == scenario.expected
+        assert _walk(OurMachine(scenario.flags, runner), scenario.triggers) == scenario.expected
 
-    def test_transitions_hierarchical_machine_agrees_step_by_step(self, scenario: Scenario):
+    def test_transitions_hierarchical_machine_agrees_step_by_step(self, scenario: Scenario, runner):
         """transitions' HierarchicalMachine, fed the same triggers, reaches the same states with the same enter/exit order."""
-        ours = _walk(OurMachine(scenario.flags), scenario.triggers)
+        ours = _walk(OurMachine(scenario.flags, runner), scenario.triggers)
         theirs = _walk(TheirMachine(scenario.flags), scenario.triggers)
         assert ours == theirs
 
@@ -327,8 +333,8 @@ class TestEntryExitOrder:
 # ---------------------------------------------------------------- inheritance and shadowing, stated directly
 
 
-def _agent_at(triggers: list[str], flags: dict[str, bool] | None = None) -> Agent:
-    machine = OurMachine(flags or {})
+def _agent_at(runner: Callable[..., Any], triggers: list[str], flags: dict[str, bool] | None = None) -> Agent:
+    machine = OurMachine(flags or {}, runner)
     for t in triggers:
         machine.fire(t)
     return machine.agent
@@ -339,31 +345,31 @@ class TestInheritedTransitions:
         "path, leaf",
         [(["start", "jump"], "b/b1/q"), (["start", "jump", "up"], "b/b1/p"), (["start", "jump", "finish"], "b/b2")],
     )
-    def test_a_parent_declared_transition_is_available_in_every_descendant(self, path: list[str], leaf: str):
+    def test_a_parent_declared_transition_is_available_in_every_descendant(self, runner, path: list[str], leaf: str):
         """`reset` and `poke`, declared on `b`, are offered in each leaf under `b`."""
-        agent = _agent_at(path)
+        agent = _agent_at(runner, path)
         assert agent.state == leaf
         assert {"reset", "poke"} <= {e.trigger for e in agent.available_transitions()}
 
-    def test_a_parent_declared_transition_is_not_available_outside_the_parent(self):
+    def test_a_parent_declared_transition_is_not_available_outside_the_parent(self, runner):
         """`b`'s transitions are not offered in a leaf of the sibling branch `a`."""
-        agent = _agent_at(["start"])
+        agent = _agent_at(runner, ["start"])
         assert {e.trigger for e in agent.available_transitions()}.isdisjoint({"reset", "poke", "finish"})
 
-    def test_the_deepest_declaration_of_a_trigger_shadows_the_ancestors(self):
+    def test_the_deepest_declaration_of_a_trigger_shadows_the_ancestors(self, runner):
         """In `a/a1/x`, `next` is offered once, with the child's destination, not the parent's."""
-        agent = _agent_at(["start"])
+        agent = _agent_at(runner, ["start"])
         nexts = [e for e in agent.available_transitions() if e.trigger == "next"]
         assert [e.dest for e in nexts] == ["a/a1/y"]
 
-    def test_a_failing_child_guard_falls_back_to_the_ancestors_declaration(self):
+    def test_a_failing_child_guard_falls_back_to_the_ancestors_declaration(self, runner):
         """In `b/b1/p` with `ready` false, `finish` is offered with `b`'s destination."""
-        agent = _agent_at(["start", "jump", "up"])
+        agent = _agent_at(runner, ["start", "jump", "up"])
         assert [e.dest for e in agent.available_transitions() if e.trigger == "finish"] == ["b/b2"]
 
-    def test_a_passing_child_guard_keeps_the_childs_declaration(self):
+    def test_a_passing_child_guard_keeps_the_childs_declaration(self, runner):
         """In `b/b1/p` with `ready` true, `finish` is offered only with the child's destination."""
-        agent = _agent_at(["start", "jump", "up"], {"ready": True})
+        agent = _agent_at(runner, ["start", "jump", "up"], {"ready": True})
         assert [e.dest for e in agent.available_transitions() if e.trigger == "finish"] == ["done"]
 
 
@@ -398,23 +404,24 @@ transitions:
 
 
 class TestAvailableTransitions:
-    def _waiting_agent(self, **inputs: Any) -> Agent:
+    def _waiting_agent(self, runner: Callable[..., Any], **inputs: Any) -> Agent:
         agent = load_workflow_text(AVAILABLE, name="available.yaml").agent()
-        assert agent.run(inputs).status == "waiting"
+        assert runner(agent, inputs).status == "waiting"
         return agent
 
-    def test_exactly_the_transitions_whose_source_matches_and_whose_guards_pass(self):
+    def test_exactly_the_transitions_whose_source_matches_and_whose_guards_pass(self, runner):
         """Conditions must all pass, `unless` guards must all fail, and other states' transitions are absent."""
-        triggers = [e.trigger for e in self._waiting_agent().available_transitions()]
+        triggers = [e.trigger for e in self._waiting_agent(runner).available_transitions()]
         assert sorted(triggers) == ["cond_pass", "from_anywhere", "plain", "unless_pass"]
 
-    def test_guards_are_evaluated_against_the_current_belief(self):
+    def test_guards_are_evaluated_against_the_current_belief(self, runner):
         """Flipping the context flags flips which guarded transitions are offered."""
-        triggers = {e.trigger for e in self._waiting_agent(on_flag=False, off_flag=True).available_transitions()}
+        agent = self._waiting_agent(runner, on_flag=False, off_flag=True)
+        triggers = {e.trigger for e in agent.available_transitions()}
         assert triggers == {"plain", "cond_fail", "unless_fail", "from_anywhere"}
 
-    def test_the_run_result_of_a_waiting_run_lists_the_same_triggers(self):
+    def test_the_run_result_of_a_waiting_run_lists_the_same_triggers(self, runner):
         """RunResult.available names what the waiting state offers, so a caller knows what it may fire."""
         agent = load_workflow_text(AVAILABLE, name="available.yaml").agent()
-        result = agent.run()
+        result = runner(agent)
         assert sorted(result.available) == sorted(e.trigger for e in agent.available_transitions())

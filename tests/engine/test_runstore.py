@@ -11,9 +11,9 @@ SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"
 TOKEN = "ghp_" + "a1B2" * 9  # redacted by its shape, whatever key it is under
 
 
-def test_context_values_under_secret_names_are_redacted(tmp_path: Path) -> None:
+def test_context_values_under_secret_names_are_redacted(run_store: RunStore) -> None:
     """A context key named like a secret (api_key) is stored redacted, as the same value is in the run's inputs."""
-    store = RunStore(home=tmp_path)
+    store = run_store
     record = TickRecord(
         trajectory=[TrajectoryEntry(tick=0, state="a", at=0.0)], context=[("api_key", SECRET), ("name", "Ada")]
     )
@@ -21,7 +21,6 @@ def test_context_values_under_secret_names_are_redacted(tmp_path: Path) -> None:
     context = store.load_belief("r1").context
     assert context["api_key"] != SECRET and context["name"] == "Ada"
     assert store.get_run("r1").inputs["api_key"] != SECRET
-    store.close()
 
 
 def test_a_context_key_that_holds_a_secret_is_stored_redacted_not_a_crash(tmp_path: Path) -> None:
@@ -42,9 +41,9 @@ def test_a_context_key_that_holds_a_secret_is_stored_redacted_not_a_crash(tmp_pa
     store.close()
 
 
-def test_tail_of_a_long_belief(tmp_path: Path) -> None:
+def test_tail_of_a_long_belief(run_store: RunStore) -> None:
     """load_belief(tail=N) holds the last N trajectory and log entries in order and the whole context; the path and sizes stay whole."""
-    store = RunStore(home=tmp_path)
+    store = run_store
     store.create_run(
         "r", "w", None, None, {}, "s0", {}, TickRecord(trajectory=[TrajectoryEntry(tick=0, state="s0", at=0.0)])
     )
@@ -67,7 +66,6 @@ def test_tail_of_a_long_belief(tmp_path: Path) -> None:
     assert len(tail.context) == 29 and store.load_belief("r", tail=0).trajectory == []
     assert store.load_belief("r") == store.load_belief("r", tail=1000)
     assert store.visited_states("r") == [f"s{i}" for i in range(30)] and store.log_size("r") == 29
-    store.close()
 
 
 def test_a_store_finalised_while_another_store_opens_does_not_deadlock(tmp_path: Path) -> None:

@@ -171,14 +171,13 @@ def _procedure(tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]) -
 @pytest.mark.slow
 class TestThroughTheCli:
     def test_run_input_and_replay_param_never_run_a_value(
-        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+        self, tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Every hostile value through `run --input` (shell action) and `learn replay --param --execute --yes`
         creates nothing; each one is printed verbatim or the run stops with a one-line reason."""
         sandbox = tmp_path / "sandbox"
         sandbox.mkdir()
         monkeypatch.chdir(sandbox)
-        home = tmp_path / "home"
         workflow = _workflow(tmp_path, sandbox)
         procedure = _procedure(tmp_path, home, capsys)
         assert (

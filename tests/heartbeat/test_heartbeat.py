@@ -70,10 +70,8 @@ def claude_session(path: Path, commands: list[tuple[str, str, bool]], session: s
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    """A home whose config watches a sessions folder holding one session."""
-    home = tmp_path / "home"
-    home.mkdir()
+def home(home: Path, tmp_path: Path) -> Path:
+    """The shared home (conftest.py), its config watching a sessions folder holding one session."""
     sessions = tmp_path / "sessions"
     claude_session(
         sessions / "one.jsonl",
@@ -187,10 +185,10 @@ class TestIsolation:
 
 class TestHealth:
     def test_a_broken_procedure_is_pulled_and_marked_for_relearning_with_an_alert(
-        self, home: Path, capsys: pytest.CaptureFixture[str]
+        self, home: Path, capsys: pytest.CaptureFixture[str], procedure_db: ProcedureDatabase
     ) -> None:
         """Failures push the rolling rate below 0.5: the heartbeat marks it needs-relearning and says so."""
-        store = ProcedureDatabase(home=home)
+        store = procedure_db
         p = store.add_procedure(
             CapturedProcedure(
                 id="",
@@ -352,7 +350,7 @@ def test_sessions_import_mines_what_it_imported(tmp_path: Path, capsys: pytest.C
     session = claude_session(
         tmp_path / "s.jsonl", [("cargo build", "ok", False), ("cargo test", "ok", False)], session="s2"
     )
-    home = tmp_path / "home"
+    home = tmp_path / "home"  # not this file's `home`: that one already watches a session
     assert main(["sessions", "import", str(session), "--json", "--home", str(home)]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert (summary["commands"], summary["succeeded"], summary["new_procedures"]) == (4, 4, 1)

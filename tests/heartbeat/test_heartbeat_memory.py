@@ -22,10 +22,7 @@ def heartbeat(home: Path, capsys: pytest.CaptureFixture[str], code: int = 0) -> 
     return json.loads(capsys.readouterr().out)
 
 
-def test_memory_phase_applies_decay_and_raises_engram_alerts(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    home = tmp_path / "home"
+def test_memory_phase_applies_decay_and_raises_engram_alerts(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with SharedMemory(home) as m:
         m.write_many(
             [m.store.prepare("the old cache note", agent="ops", scope="shared", created=time.time() - 40 * DAY)],
@@ -77,8 +74,7 @@ def test_memory_phase_applies_decay_and_raises_engram_alerts(
     assert again["new_observations"] == 0 and again["moved"] == {}
 
 
-def test_a_broken_companion_does_not_stop_the_memory_phase(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    home = tmp_path / "home"
+def test_a_broken_companion_does_not_stop_the_memory_phase(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with SharedMemory(home) as m:
         m.store.write("a note written before the companion broke", agent="ops", scope="shared")
     (home / "companion").write_text("not a folder")
@@ -87,13 +83,11 @@ def test_a_broken_companion_does_not_stop_the_memory_phase(tmp_path: Path, capsy
 
 
 def test_a_failing_memory_phase_is_reported_and_the_others_still_run(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A foreign `domains` table in store.db breaks the memory phase only; the report says why."""
     import sqlite3
 
-    home = tmp_path / "home"
-    home.mkdir()
     conn = sqlite3.connect(home / "store.db")
     conn.execute("CREATE TABLE domains (something_else TEXT)")
     conn.commit()

@@ -157,13 +157,12 @@ class TestScopes:
         assert memory.search("rollback steps", agent="bob", author="alice").hits == []
         assert ids(memory.search("rollback steps", agent="alice", author="alice")) == [secret.id]
 
-    def test_visible_items_are_found_behind_hundreds_of_closer_invisible_ones(self, tmp_path: Path) -> None:
+    def test_visible_items_are_found_behind_hundreds_of_closer_invisible_ones(self, home: Path) -> None:
         """Both searches first rank without the visibility filter; when too few visible items survive they ask
         again with the filter inside FTS5 / chromadb, so a reader still gets its exact best matches."""
         from sherpa_skills.semantic.companion import Companion
         from sherpa_skills.semantic.embeddings import HashingEmbedder
 
-        home = tmp_path / "home"
         with SharedMemory(home, companion=Companion(home / "companion", embedder=HashingEmbedder())) as m:
             # Varied texts: chromadb (1.5.9) HNSW can lose an item among hundreds of near-identical vectors.
             words = (
@@ -230,12 +229,11 @@ class TestMeaning:
         assert hybrid({}, {}) == {}
 
 
-def test_searches_from_threads_at_once_rank_as_one_at_a_time(tmp_path: Path) -> None:
+def test_searches_from_threads_at_once_rank_as_one_at_a_time(home: Path) -> None:
     """The companion lookup runs in a worker while SQLite ranks the words: concurrent searches (each thread with its
     own SharedMemory, as `shared_memory` gives) return what a lone search does, and close() ends the worker."""
     import threading
 
-    home = tmp_path / "home"
     with SharedMemory(home) as m:
         fill(m)
     queries = ["reboot the http daemon once you edit its settings", "renew certificate website", "cake party"]
@@ -269,9 +267,8 @@ def corrupt(home: Path) -> None:
 class TestFallback:
     @pytest.mark.parametrize("damage", ["corrupt", "delete"])
     def test_a_broken_companion_degrades_to_lexical_and_reindex_restores_meaning(
-        self, tmp_path: Path, damage: str
+        self, tmp_path: Path, home: Path, damage: str
     ) -> None:
-        home = tmp_path / "home"
         with SharedMemory(home) as m:
             written = fill(m)
         if damage == "corrupt":
@@ -315,8 +312,7 @@ PLANTED = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
 
 
 class TestSafety:
-    def test_secrets_never_reach_any_file(self, tmp_path: Path) -> None:
-        home = tmp_path / "home"
+    def test_secrets_never_reach_any_file(self, home: Path) -> None:
         with SharedMemory(home) as m:
             a = m.write(
                 f"deploy with: export GITHUB_TOKEN={PLANTED} then push",

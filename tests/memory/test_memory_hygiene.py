@@ -59,8 +59,9 @@ class TestExactDuplicates:
             h.artifact.id for h in memory.search("check the disk", agent="bob", scope="private", mode="lexical").hits
         ] == [b.id]
 
-    def test_through_the_action_and_the_cli(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        home = tmp_path / "home"
+    def test_through_the_action_and_the_cli(
+        self, tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         wf = tmp_path / "w.yaml"
         wf.write_text(
             """
@@ -427,10 +428,8 @@ class TestStatsExportAndUpgrade:
         assert main(["memory", "delete", a.id, "--operator", "sam", "--home", home]) == 2
         assert "no artifact" in capsys.readouterr().err
 
-    def test_a_home_written_by_the_previous_schema_upgrades_in_place(self, tmp_path: Path) -> None:
+    def test_a_home_written_by_the_previous_schema_upgrades_in_place(self, home: Path) -> None:
         """The first version's tables and rows (with a duplicate pair) gain the new columns; nothing is lost."""
-        home = tmp_path / "home"
-        home.mkdir()
         conn = sqlite3.connect(home / "store.db")
         from sherpa_skills.memory._store import m001_memory
 

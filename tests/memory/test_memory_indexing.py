@@ -102,9 +102,8 @@ class TestHeldArtifacts:
             memory.write(FIRST, agent="ops", scope="shared")  # indexed now, the held one caught up with it
             assert memory.store.pending() == 0 and in_companion(memory) == 3 and not memory.indexer.held
 
-    def test_a_broken_companion_is_not_deferred_to(self, tmp_path: Path) -> None:
+    def test_a_broken_companion_is_not_deferred_to(self, home: Path) -> None:
         """When the near-duplicate query fails, the write tries the companion itself and says why it could not."""
-        home = tmp_path / "home"
         with SharedMemory(home) as m:
             m.write(FIRST, agent="ops", scope="shared")
         (home / "companion" / "chroma.sqlite3").write_bytes(b"this is not a database " * 4096)
@@ -137,8 +136,7 @@ def run_writer(home: Path, how: str) -> None:
 
 
 class TestClosing:
-    def test_close_while_writes_are_held_indexes_them_and_ends_the_thread(self, tmp_path: Path) -> None:
-        home = tmp_path / "home"
+    def test_close_while_writes_are_held_indexes_them_and_ends_the_thread(self, home: Path) -> None:
         m = SharedMemory(home)
         m.write(FIRST, agent="ops", scope="shared")
         m.write(CDN, agent="ops", scope="shared")  # held: the thread waits for writes to pause

@@ -80,8 +80,7 @@ def configure(home: Path, value: str) -> None:
 
 
 @pytest.mark.slow  # a real `chroma run`, started twice: about ten seconds
-def test_a_chroma_server_named_in_config_is_the_companion(tmp_path: Path, server: Server) -> None:
-    home = tmp_path / "home"
+def test_a_chroma_server_named_in_config_is_the_companion(home: Path, server: Server) -> None:
     configure(home, f"127.0.0.1:{server.port}")
     paraphrase = "reboot the http daemon once you edit its settings"
     with SharedMemory(home) as m:
@@ -113,9 +112,7 @@ def test_a_chroma_server_named_in_config_is_the_companion(tmp_path: Path, server
         assert m.search("flush the content delivery network", agent="dev").hits[0].artifact.id == late.id
 
 
-def test_config_values(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
+def test_config_values(home: Path) -> None:
     assert chroma_server(home) is None
     for value, expected in [
         ("127.0.0.1:8000", ChromaServer("127.0.0.1", 8000)),

@@ -483,7 +483,7 @@ class TestOnlyDeclaredArgumentsReachActions:
         assert result.status == "error" and result.state == "review/first"
         assert result.error == "state 'review/first': 'fast' takes no arguments; undeclared: cwd"
 
-    def test_a_user_trigger_with_undeclared_arguments_is_a_usage_error(self, write_file, tmp_path, capsys):
+    def test_a_user_trigger_with_undeclared_arguments_is_a_usage_error(self, write_file, home, capsys):
         """`resume --trigger T --arg cwd=/etc` on a transition without that argument: refused, nothing run, still resumable."""
         from sherpa_skills.cli import main
 
@@ -504,7 +504,6 @@ states:
   done: {final: true}
 """,
         )
-        home = tmp_path / "home"
         assert main(["run", str(waiting), "--home", str(home), "--quiet"]) == 0
         from sherpa_skills.engine.runstore import RunStore
 

@@ -38,11 +38,6 @@ def stored(home: Path) -> list[Any]:
         return store.commands_since(0)
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 class TestCommands:
     def test_typed_lines_become_commands_with_time_and_cwd(self, home: Path, tmp_path: Path) -> None:
         """Each Enter ends a command; the title's path is its cwd; the header's timestamp plus the event time is when."""

@@ -78,11 +78,6 @@ def commands(home: Path) -> list[Any]:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     return tmp_path / "claude" / "projects" / "-work-app"
 

@@ -31,11 +31,6 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
 def logs(tmp_path: Path) -> Path:
     folder = tmp_path / "logs"
     folder.mkdir()

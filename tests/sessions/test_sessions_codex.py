@@ -82,11 +82,6 @@ def stored(home: Path) -> dict[str, Any]:
         return {c.call_id: c for c in store.commands_since(0)}
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 class TestExitCodes:
     def test_exec_end_event_gives_the_exit_code(self, home: Path, tmp_path: Path) -> None:
         """Unified exec: the call's own output says the process is still running; the end event settles it."""

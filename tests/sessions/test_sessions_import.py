@@ -53,11 +53,6 @@ def zsh(n: int, command: str | None = None) -> bytes:
     return f": {1700000000 + n}:0;{command or f'echo {n}'}\n".encode()
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 def test_public_surface_resolves() -> None:
     """Every name in __all__ imports, so the documented surface cannot silently break."""
     for name in sessions.__all__:

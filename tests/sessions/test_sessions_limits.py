@@ -49,10 +49,9 @@ def test_a_long_command_is_stored_truncated_with_its_length_and_hash(tmp_path: P
     assert hashlib.sha256(big.encode()).hexdigest() in stored[2]
 
 
-def test_a_truncated_command_never_becomes_a_procedure_step(tmp_path: Path) -> None:
+def test_a_truncated_command_never_becomes_a_procedure_step(tmp_path: Path, home: Path) -> None:
     """A cut command cannot be replayed: mining breaks the sequence there instead of learning half of it."""
     big = "echo " + "x" * (COMMAND_LIMIT * 2)
-    home = tmp_path / "home"
     import_paths([session_file(tmp_path / "logs", "2", ["make build", big, "make test"])], home=home)
     store = skill_store(home)
     assert not [p for p in store.iter_procedures() if any(is_truncated(s.command) for s in p.steps)]
@@ -84,9 +83,8 @@ def test_known_procedures_skip_steps_too_long_to_index(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("size", [600_000, 12_000_000])
-def test_a_home_survives_the_largest_command_it_accepts(tmp_path: Path, size: int) -> None:
+def test_a_home_survives_the_largest_command_it_accepts(tmp_path: Path, home: Path, size: int) -> None:
     """Import a session holding one huge command, then import again and run a heartbeat: no SIGSEGV, no traceback."""
-    home = tmp_path / "home"
     big = "echo " + "A" * size
     first = cli(
         "sessions",

@@ -20,11 +20,6 @@ def stored(home: Path) -> list:
         return store.commands_since(0)
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 class TestBash:
     def test_epoch_lines_stamp_the_next_command(self, home: Path, tmp_path: Path) -> None:
         log = write_bytes(

@@ -19,20 +19,20 @@ def readme_example() -> str:
     return blocks[0]
 
 
+@pytest.mark.usefixtures("home")  # SHERPA_SKILLS_HOME is the example's home
 def test_the_readme_example_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Capture, promote, match (and no-match), replay as a dry run — exactly as the README shows."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("SHERPA_SKILLS_HOME", str(tmp_path / "home"))
     exec(compile(readme_example(), "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert "match rotate-logs-" in out and "no-match" in out and "dry-run" in out
     assert "mv app.log archive/app-monday.log" in out
 
 
-def test_capture_keeps_given_steps_and_refuses_an_empty_list(tmp_path: Path) -> None:
-    skills = sk.SkillStore(tmp_path / "home")
+def test_capture_keeps_given_steps_and_refuses_an_empty_list(skill_store: sk.SkillStore) -> None:
+    skills = skill_store
     one = skills.capture("say-done", ["echo done"], description="say done")
     assert one.outcome == "captured" and one.procedure and [s.command for s in one.procedure.steps] == ["echo done"]
     assert one.procedure.confidence < 0.8  # one success is not proof
@@ -40,9 +40,9 @@ def test_capture_keeps_given_steps_and_refuses_an_empty_list(tmp_path: Path) -> 
         skills.capture("nothing", [])
 
 
-def test_match_decision_is_clean_data(tmp_path: Path) -> None:
+def test_match_decision_is_clean_data(skill_store: sk.SkillStore) -> None:
     """Task text (+ task type) in, decision out: selected or None, candidates with scores and reasons, parameters."""
-    skills = sk.SkillStore(tmp_path / "home")
+    skills = skill_store
     p = skills.capture("clean-cache", ["rm -rf .cache/{{ what }}"], description="clear the cache").procedure
     assert p is not None
     skills.promote(p.id)

@@ -10,8 +10,8 @@ from sherpa_skills.skills.store.database import ProcedureDatabase, m001_skills, 
 from sherpa_skills.skills.store.models import CapturedLearning
 
 
-def test_the_same_lesson_is_counted_not_copied(tmp_path: Path) -> None:
-    store = ProcedureDatabase(home=tmp_path)
+def test_the_same_lesson_is_counted_not_copied(procedure_db: ProcedureDatabase) -> None:
+    store = procedure_db
     first = store.add_learning(CapturedLearning(task_type="build", command="npm test", error="2 failed", created=100.0))
     again = store.add_learning(
         CapturedLearning(task_type="build", command="npm   test ", error="2 failed\n", created=200.0)
@@ -24,7 +24,6 @@ def test_the_same_lesson_is_counted_not_copied(tmp_path: Path) -> None:
     assert len({first.id, other.id, elsewhere.id}) == 3
     listed = {x.id: x for x in store.learnings("build")}
     assert listed[first.id].seen == 2 and listed[other.id].seen == 1 and len(listed) == 2
-    store.close()
 
 
 def test_an_older_home_is_folded_in_place(tmp_path: Path) -> None:

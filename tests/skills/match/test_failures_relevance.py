@@ -87,8 +87,8 @@ def mined_store(home: Path, *, tar: bool = False) -> ProcedureDatabase:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> ProcedureDatabase:
-    return mined_store(tmp_path / "home")
+def store(home: Path) -> ProcedureDatabase:
+    return mined_store(home)
 
 
 def commands(found: Any) -> list[str]:
@@ -188,13 +188,12 @@ def test_mining_keeps_what_a_failed_command_was_for(tmp_path: Path) -> None:
     assert npm.about == "Build the frontend for production in shop/frontend"
 
 
-def test_the_planner_prompt_gets_them_with_relevance(tmp_path: Path) -> None:
+def test_the_planner_prompt_gets_them_with_relevance(home: Path) -> None:
     """plan_context puts the relevant learnings, with why each was taken, where the planning prompt shows them."""
     from sherpa_skills.engine.belief import Belief
     from sherpa_skills.engine.registry import ActionContext
     from sherpa_skills.skills.capture.planner import NoArgs, plan_context
 
-    home = tmp_path / "home"
     mined_store(home)
     belief = Belief(context={"task": "build the frontend", "task_type": "build-frontend"})
     result = plan_context(NoArgs(), ActionContext(view=belief.view(), state="plan", tick=1, home=home))

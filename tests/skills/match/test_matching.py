@@ -49,8 +49,8 @@ def add(
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> ProcedureDatabase:
-    store = ProcedureDatabase(tmp_path / "store.db")
+def store(procedure_db: ProcedureDatabase) -> ProcedureDatabase:
+    store = procedure_db
     matcher = Matcher(store)
     for task_type, description, commands in PROCEDURES:
         add(store, matcher, task_type, description, commands)
@@ -125,9 +125,9 @@ class TestDecision:
         assert decision.selected and decision.selected.task_type == "old-logs"
         assert {"/var/log", "> 60 minute"} <= set(decision.selected.literals_agreed)
 
-    def test_a_literal_fills_a_parameter(self, tmp_path: Path) -> None:
+    def test_a_literal_fills_a_parameter(self, procedure_db: ProcedureDatabase) -> None:
         """A value the procedure lacks but a parameter takes becomes that parameter's value."""
-        store = ProcedureDatabase(tmp_path / "store.db")
+        store = procedure_db
         matcher = Matcher(store, floor=0.5)
         add(
             store,
@@ -143,18 +143,18 @@ class TestDecision:
         other = matcher.match("find files older than 7 days in /srv/data", params={"days": 9, "path": "/srv/data"})
         assert other.decision == "no-match" and "literals disagree" in (other.candidates[0].reason or "")
 
-    def test_two_procedures_equally_about_the_task_is_no_match(self, tmp_path: Path) -> None:
+    def test_two_procedures_equally_about_the_task_is_no_match(self, procedure_db: ProcedureDatabase) -> None:
         """Ambiguity is not resolved by luck: when unsure, plan."""
-        store = ProcedureDatabase(tmp_path / "store.db")
+        store = procedure_db
         matcher = Matcher(store)
         add(store, matcher, "clean", "Remove the build folder", ["rm -rf build"])
         add(store, matcher, "clean", "Remove the build folder", ["rm -rf ./build", "mkdir build"])
         decision = matcher.match("Remove the build folder")
         assert decision.decision == "no-match" and "ambiguous" in (decision.reason or "")
 
-    def test_one_success_is_not_enough(self, tmp_path: Path) -> None:
+    def test_one_success_is_not_enough(self, procedure_db: ProcedureDatabase) -> None:
         """About the task but seen once: not replayed, and the reason says what would make it replayable."""
-        store = ProcedureDatabase(tmp_path / "store.db")
+        store = procedure_db
         matcher = Matcher(store)
         p = add(
             store,
@@ -174,8 +174,8 @@ class TestDecision:
             and again.selected.confidence == store.get(p.id).confidence >= 0.8
         )
 
-    def test_an_empty_store_says_so(self, tmp_path: Path) -> None:
-        decision = Matcher(ProcedureDatabase(tmp_path / "store.db")).match("anything at all")
+    def test_an_empty_store_says_so(self, procedure_db: ProcedureDatabase) -> None:
+        decision = Matcher(procedure_db).match("anything at all")
         assert decision.decision == "no-match" and "no procedures" in (decision.reason or "")
 
 

@@ -25,8 +25,8 @@ GREET = "say hello to Ada Lovelace"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> ProcedureDatabase:
-    store = ProcedureDatabase(tmp_path / "store.db")
+def store(procedure_db: ProcedureDatabase) -> ProcedureDatabase:
+    store = procedure_db
     matcher = Matcher(store)
     for task_type, description, commands in PROCEDURES:
         p = store.add_procedure(

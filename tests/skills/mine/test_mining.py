@@ -78,15 +78,17 @@ class TestClassification:
         assert not found_nothing("rg TODO src", 2) and not found_nothing("npm test", 1)
 
 
-def test_a_routine_seen_in_one_session_is_not_a_candidate(tmp_path: Path) -> None:
-    store = ProcedureDatabase(tmp_path / "store.db")
+def test_a_routine_seen_in_one_session_is_not_a_candidate(procedure_db: ProcedureDatabase) -> None:
+    store = procedure_db
     result = mine(build("s1"), store)
     assert result.new_candidates == 0 and store.procedures(status=None) == []
 
 
-def test_recurring_routines_become_candidates_and_recorded_successes_promote_them(tmp_path: Path) -> None:
+def test_recurring_routines_become_candidates_and_recorded_successes_promote_them(
+    procedure_db: ProcedureDatabase,
+) -> None:
     """Seen in two sessions: a parameterised candidate (not replayable); seen succeeding in three: promoted."""
-    store = ProcedureDatabase(tmp_path / "store.db")
+    store = procedure_db
     history = build("s1", "1.0") + build("s2", "1.1")
     result = mine(history[4:], store, history=history)
     assert (result.new_candidates, result.promoted) == (1, 0)
@@ -101,8 +103,8 @@ def test_recurring_routines_become_candidates_and_recorded_successes_promote_the
     assert store.get(proc.id).status == "active" and store.get(proc.id).success_count == 3
 
 
-def test_a_rejected_candidate_is_never_proposed_again(tmp_path: Path) -> None:
-    store = ProcedureDatabase(tmp_path / "store.db")
+def test_a_rejected_candidate_is_never_proposed_again(procedure_db: ProcedureDatabase) -> None:
+    store = procedure_db
     history = build("s1") + build("s2", "2.0")
     mine(history, store, history=history)
     (proc,) = store.procedures(status=None)
@@ -113,9 +115,9 @@ def test_a_rejected_candidate_is_never_proposed_again(tmp_path: Path) -> None:
     assert store.get(proc.id).status == "rejected"
 
 
-def test_a_known_procedure_inside_a_session_gains_a_success(tmp_path: Path) -> None:
+def test_a_known_procedure_inside_a_session_gains_a_success(procedure_db: ProcedureDatabase) -> None:
     """Found by shape with one automaton pass, then checked against its templates: the parameter takes any value."""
-    store = ProcedureDatabase(tmp_path / "store.db")
+    store = procedure_db
     known = store.add_procedure(
         CapturedProcedure(
             id="",
@@ -129,9 +131,9 @@ def test_a_known_procedure_inside_a_session_gains_a_success(tmp_path: Path) -> N
     assert store.get(known.id).success_count == 2
 
 
-def test_a_known_procedure_needs_its_literal_words(tmp_path: Path) -> None:
+def test_a_known_procedure_needs_its_literal_words(procedure_db: ProcedureDatabase) -> None:
     """Same shape, different fixed words: not the same procedure."""
-    store = ProcedureDatabase(tmp_path / "store.db")
+    store = procedure_db
     known = store.add_procedure(
         CapturedProcedure(
             id="",
@@ -144,8 +146,8 @@ def test_a_known_procedure_needs_its_literal_words(tmp_path: Path) -> None:
     assert store.get(known.id).success_count == 1
 
 
-def test_failures_are_learned_with_secrets_redacted_but_nothing_found_is_not(tmp_path: Path) -> None:
-    store = ProcedureDatabase(tmp_path / "store.db")
+def test_failures_are_learned_with_secrets_redacted_but_nothing_found_is_not(procedure_db: ProcedureDatabase) -> None:
+    store = procedure_db
     token = "ghp_" + "Z" * 36
     result = mine(
         [
@@ -164,12 +166,11 @@ def test_failures_are_learned_with_secrets_redacted_but_nothing_found_is_not(tmp
 class TestReviewQueue:
     """`learn candidates` lists what mining proposes; `learn promote` and `learn reject` decide."""
 
-    def test_candidates_promote_and_reject_from_the_cli(self, tmp_path: Path, capsys: Any) -> None:
+    def test_candidates_promote_and_reject_from_the_cli(self, home: Path, capsys: Any) -> None:
         import json
 
         from sherpa_skills.cli import main
 
-        home = tmp_path / "home"
         store = ProcedureDatabase(home=home)
         history = build("s1", "1.0") + build("s2", "1.1")
         mine(history, store, history=history)

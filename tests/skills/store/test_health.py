@@ -22,11 +22,6 @@ NEEDS_READY = "description: Check the deployment is ready\nsteps:\n  - command: 
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "work"
     folder.mkdir()
@@ -180,8 +175,8 @@ class TestEvidenceThroughTheCli:
 
 
 class TestEvidenceThroughThePythonApi:
-    def test_new_then_healthy_then_broken_then_new(self, tmp_path: Path, work: Path) -> None:
-        skills = sk.SkillStore(tmp_path / "home")
+    def test_new_then_healthy_then_broken_then_new(self, skill_store: sk.SkillStore, work: Path) -> None:
+        skills = skill_store
         proc = skills.capture("check-ready", ["test -f ready"], description="check the deployment is ready").procedure
         assert proc is not None
         assert skills.health(proc.id)[0].status == "new"
@@ -197,8 +192,8 @@ class TestEvidenceThroughThePythonApi:
         assert skills.replay(procedure_id=proc.id)["status"] == "dry-run"
         assert skills.store.promotions(proc.id)[-1]["promoted_by"] == "ci-bot"
 
-    def test_a_candidate_that_never_ran_is_new(self, tmp_path: Path) -> None:
-        store = ProcedureDatabase(home=tmp_path / "home")
+    def test_a_candidate_that_never_ran_is_new(self, procedure_db: ProcedureDatabase) -> None:
+        store = procedure_db
         p = store.add_procedure(
             CapturedProcedure(
                 id="",
@@ -210,9 +205,9 @@ class TestEvidenceThroughThePythonApi:
         )
         assert store.health(p.id).status == "new"
 
-    def test_the_marked_needs_relearning_is_cleared_by_a_promotion(self, tmp_path: Path) -> None:
+    def test_the_marked_needs_relearning_is_cleared_by_a_promotion(self, procedure_db: ProcedureDatabase) -> None:
         """The heartbeat marks a broken procedure for re-learning; a person's promotion is the command that resets it."""
-        store = ProcedureDatabase(home=tmp_path / "home")
+        store = procedure_db
         p = store.add_procedure(
             CapturedProcedure(id="", task_type="deploy", success_count=1, steps=[ProcedureStep(command="make")])
         )
@@ -228,9 +223,9 @@ class TestEvidenceThroughThePythonApi:
 
 class TestHeartbeatAndBrowser:
     def test_heartbeat_counts_new_apart_from_healthy(
-        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, procedure_db: ProcedureDatabase
     ) -> None:
-        store = ProcedureDatabase(home=home)
+        store = procedure_db
         ran = store.add_procedure(
             CapturedProcedure(id="", task_type="build", success_count=2, steps=[ProcedureStep(command="make")])
         )
@@ -246,10 +241,10 @@ class TestHeartbeatAndBrowser:
         assert (stats.get("new"), stats.get("healthy")) == (2, 1)
 
     def test_heartbeat_rechecks_a_promoted_procedure(
-        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, procedure_db: ProcedureDatabase
     ) -> None:
         """Broken and pulled by one heartbeat, promoted, then the next heartbeat sees it `new` again."""
-        store = ProcedureDatabase(home=home)
+        store = procedure_db
         p = store.add_procedure(
             CapturedProcedure(id="", task_type="deploy", success_count=1, steps=[ProcedureStep(command="make")])
         )

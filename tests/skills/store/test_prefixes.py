@@ -13,11 +13,6 @@ from sherpa_skills.skills.replay.runtime import skill_store
 from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 def add_run(home: Path, run_id: str) -> None:
     store = RunStore(home=home)
     store.create_run(run_id, "flow", None, None, {}, "start", {}, TickRecord())

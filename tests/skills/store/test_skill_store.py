@@ -145,17 +145,19 @@ def test_eight_processes_recording_at_once_lose_no_update(tmp_path: Path) -> Non
 
 
 class TestOneProcedurePerSignature:
-    def test_a_second_insert_of_the_same_steps_counts_a_success(self, tmp_path: Path) -> None:
+    def test_a_second_insert_of_the_same_steps_counts_a_success(self, procedure_db: ProcedureDatabase) -> None:
         """Two captures that both passed the duplicate check insert once: the second one counts a success."""
-        store = ProcedureDatabase(tmp_path / "store.db")
+        store = procedure_db
         first = store.add_procedure(procedure("deploy-app", "make", "make deploy"))
         second = store.add_procedure(procedure("deploy-app", "make", "make  deploy"))
         assert second.id == first.id and second.success_count == 2
         assert store.count() == 1
 
-    def test_the_same_steps_under_another_task_type_are_another_procedure(self, tmp_path: Path) -> None:
+    def test_the_same_steps_under_another_task_type_are_another_procedure(
+        self, procedure_db: ProcedureDatabase
+    ) -> None:
         """Uniqueness is per task type: the same commands may serve two kinds of task."""
-        store = ProcedureDatabase(tmp_path / "store.db")
+        store = procedure_db
         a = store.add_procedure(procedure("build-lib", "make"))
         b = store.add_procedure(procedure("build-docs", "make"))
         assert a.id != b.id and store.count() == 2
