@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,6 @@ LAYERS: dict[str, int] = {
     "redact": 0,
     "sqlite_db": 0,
     "yaml_source": 0,
-    "_moved": 0,
     "llm": 1,
     "semantic": 1,
     "engine": 2,
@@ -133,32 +131,17 @@ class TestLayers:
         assert proc.stdout.strip() == ""
 
 
-class TestMovedModules:
-    def test_old_paths_import_with_a_warning(self) -> None:
-        """Code written against the flat layout keeps working for one release, and is told where things went."""
-        from sherpa_skills._moved import MOVED
-
-        for old, new in MOVED.items():
+class TestNoCompatibilityShims:
+    def test_old_module_paths_are_gone(self) -> None:
+        """Nothing was released under the flat layout: its module paths do not import, and no finder answers for them."""
+        for old in ("sherpa_skills.agent", "sherpa_skills.cli_learn", "sherpa_skills.embeddings", "sherpa_skills._moved"):
             sys.modules.pop(old, None)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                module = __import__(old, fromlist=["_"])
-            assert module.__name__ == new
-            assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught), old
+            with pytest.raises(ModuleNotFoundError):
+                __import__(old)
 
-    def test_unknown_old_path_still_fails(self) -> None:
-        """The finder answers only for moved names; a typo is still a ModuleNotFoundError."""
-        with pytest.raises(ModuleNotFoundError):
-            __import__("sherpa_skills.no_such_module")
-
-    def test_former_modules_that_became_packages_keep_their_names(self) -> None:
-        """`sherpa_skills.llm` and `sherpa_skills.cli` became packages; what they offered as modules is still there."""
+    def test_llm_package_offers_no_call_names(self) -> None:
+        """The model call lives in `sherpa_skills.llm.call`; the package itself keeps no second name for it."""
         import sherpa_skills.llm as llm
-        from sherpa_skills.cli import main
-        from sherpa_skills.llm import call
 
         for name in ("complete", "acomplete", "resolve_model", "Completion", "MODEL_ENV", "SCRIPTED_PREFIX"):
-            assert getattr(llm, name) is getattr(call, name)
-        assert callable(main)
-        with pytest.raises(AttributeError):
-            llm.no_such_name  # noqa: B018
+            assert not hasattr(llm, name), name
