@@ -13,6 +13,7 @@ from ...errors import UsageError
 from ...home import resolve_home, store_path
 from ..store.database import ProcedureDatabase
 from ..store.models import ProcedureStep
+from ..store.params import PARAMETER
 
 _stores: dict[tuple[str, int], ProcedureDatabase] = {}
 _lock = threading.Lock()
@@ -61,7 +62,6 @@ def failure_finder(home: Path | None) -> Any:
     return finder
 
 
-PARAMETER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 _WHOLE_RAW = re.compile(r"\A\{% raw %\}(?:(?!\{% endraw %\}).)*\{% endraw %\}\Z", re.DOTALL)
 
 
