@@ -145,3 +145,35 @@ class TestNoCompatibilityShims:
 
         for name in ("complete", "acomplete", "resolve_model", "Completion", "MODEL_ENV", "SCRIPTED_PREFIX"):
             assert not hasattr(llm, name), name
+
+
+class TestOneCopyOfEachSeam:
+    def test_one_per_home_cache(self) -> None:
+        """Objects kept per home and thread (stores, matchers, memories, domains) all come from `home.per_home`."""
+        keyed_by_thread = sorted(
+            str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if "threading.get_ident()" in p.read_text()
+        )
+        assert keyed_by_thread == ["home.py"]
+
+    def test_per_home_gives_one_object_per_home_and_thread(self, tmp_path: Path) -> None:
+        import threading
+
+        from sherpa_skills.home import per_home
+        from sherpa_skills.skills.replay.runtime import failure_finder, skill_matcher, skill_store
+
+        made: list[Path] = []
+
+        def factory(home: Path) -> object:
+            made.append(home)
+            return object()
+
+        assert per_home(factory, tmp_path / "a") is per_home(factory, str(tmp_path / "a"))
+        assert per_home(factory, tmp_path / "a") is not per_home(factory, tmp_path / "b")
+        other: list[object] = []
+        thread = threading.Thread(target=lambda: other.append(per_home(factory, tmp_path / "a")))
+        thread.start()
+        thread.join()
+        assert other[0] is not per_home(factory, tmp_path / "a")
+        assert made == [tmp_path / "a", tmp_path / "b", tmp_path / "a"]
+        store = skill_store(tmp_path)
+        assert skill_matcher(tmp_path).store is store and failure_finder(tmp_path).store is store
