@@ -19,6 +19,7 @@ from ..replay.policy import ReplayPolicy
 from ..replay.runtime import skill_matcher, skill_store
 from ..store.database import ProcedureDatabase, decision_signature
 from ..store.models import POLICY_DECIDERS, CapturedProcedure, Execution
+from ..store.stats import saved_by
 from .trajectory import capture_decisions, described_task, one_word_inputs
 
 log = structlog.get_logger(__name__)
@@ -153,10 +154,7 @@ class LearningAgent:
         proc = self.procedure
         if proc is None or result.status != "final":
             return 0, 0
-        return (
-            max(0, proc.planned_tokens - result.counters["tokens"]),
-            max(0, proc.planned_llm_calls - result.counters["llm_calls"]),
-        )
+        return saved_by(proc, result.counters["tokens"], result.counters["llm_calls"])
 
     def _learn(self, result: RunResult) -> None:
         store, proc, replay = self.learner.store, self.procedure, self.replay
