@@ -169,9 +169,7 @@ class LearningAgent:
                     ended=time.time(),
                     outcome=outcome,
                     diverged_step=diverged["step"] if diverged else None,
-                    reason=f"expected {diverged['expected']}, observed {diverged['observed']}"
-                    if diverged
-                    else result.error,
+                    reason=diverged["reason"] if diverged else result.error,
                     tokens=result.counters["tokens"],
                     llm_calls=result.counters["llm_calls"],
                     run_id=self.agent.run_id,

@@ -12,6 +12,7 @@ from ...engine.registry import Registry, default_registry, observe_features
 from ...policy.base import Decision, DecisionContext
 from ..store.models import POLICY_DECIDERS, ActionOutcome, RecordedCheck, RecordedDecision
 from ..store.params import PARAMETER
+from .divergence import Divergence
 
 _DECIDERS = frozenset(POLICY_DECIDERS)
 #: Literal recorded arguments already validated against a transition's argument model, by model (a workflow loaded
@@ -116,15 +117,16 @@ class ReplayPolicy:
         self._observed: list[tuple[str, str, int | None]] = []
 
     def _diverge(self, position: int, state: str, expected: str, observed: str) -> None:
-        self.divergence = {
-            "procedure": self.procedure_id,
-            "version": self.version,
-            "step": position,
-            "state": state,
-            "replayed": position,
-            "expected": expected,
-            "observed": observed,
-        }
+        self.divergence = Divergence(
+            procedure=self.procedure_id,
+            version=self.version,
+            step=position,
+            state=state,
+            replayed=position,
+            expected=expected,
+            observed=observed,
+            reason=f"expected {expected}, observed {observed}",
+        ).record()
 
     def _read(self, view: Any) -> int:
         """The position (policy decisions taken so far), with the outcomes observed so far brought up to date."""
