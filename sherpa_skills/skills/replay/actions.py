@@ -13,7 +13,8 @@ from ...errors import UsageError
 from ..match.matcher import Matcher
 from ..match.verifier import MODEL_ENV as VERIFY_MODEL_ENV
 from ..match.verifier import Verifier
-from ..store.models import CapturedLearning, Execution, ProcedureStep
+from ..store.models import CapturedLearning, ProcedureStep
+from ..store.recording import record_execution
 from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
 from .divergence import Divergence
 from .runtime import failure_finder, render_command, run_in_session, run_step, skill_matcher, skill_store
@@ -272,19 +273,13 @@ def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
         end_session(ctx.run_id)
     proc = view.get("procedure")
     divergence = view.get("divergence") or {}
-    execution = store.record_execution(
-        Execution(
-            procedure_id=proc["id"],
-            version=proc["version"],
-            started=view.get("started_at") or time.time(),
-            ended=time.time(),
-            outcome=args.outcome,
-            diverged_step=view.get("diverged_step"),
-            reason=divergence.get("reason"),
-            tokens=0,
-            llm_calls=0,
-            run_id=ctx.run_id,
-        )
+    execution = record_execution(
+        store,
+        proc,
+        started=view.get("started_at") or time.time(),
+        outcome=args.outcome,
+        divergence=divergence,
+        run_id=ctx.run_id,
     )
     if args.outcome == "diverged" and divergence.get("command"):
         store.add_learning(
