@@ -38,6 +38,20 @@ LAYERS: dict[str, int] = {
 }
 
 
+#: Within skills/, the same rule: the store at the bottom, matching and mining on it, replay on matching, capture (which
+#: replays and learns) on replay, the public SkillStore on top.
+SKILL_LAYERS: dict[str, int] = {
+    "store": 0,
+    "match": 1,
+    "mine": 1,
+    "run_removal": 1,
+    "replay": 2,
+    "capture": 3,
+    "api": 4,
+    "__init__": 5,
+}
+
+
 def _modules() -> dict[str, Path]:
     found = {}
     for path in PACKAGE.rglob("*.py"):
@@ -76,6 +90,14 @@ def _layer(module: str) -> tuple[str, int]:
     return key, LAYERS[key]
 
 
+def _skill_layer(module: str) -> tuple[str, int]:
+    parts = module.split(".")
+    key = parts[2] if len(parts) > 2 else "__init__"
+    if key not in SKILL_LAYERS:
+        raise AssertionError(f"{module}: '{key}' has no layer in SKILL_LAYERS (tests/test_layout.py); place it")
+    return key, SKILL_LAYERS[key]
+
+
 @pytest.fixture(scope="module")
 def graph() -> dict[str, set[str]]:
     modules = _modules()
@@ -93,6 +115,24 @@ class TestLayers:
                 if target_level > level:
                     upward.append(f"{module} ({here}, layer {level}) imports {target} ({there}, layer {target_level})")
         assert not upward, "\n".join(sorted(upward))
+
+    def test_imports_point_down_within_skills(self, graph: dict[str, set[str]]) -> None:
+        """Inside skills/ too: the store never reaches for replay, replay never for capture, nothing for the public API."""
+        upward = []
+        for module, targets in graph.items():
+            if not module.startswith("sherpa_skills.skills"):
+                continue
+            here, level = _skill_layer(module)
+            for target in targets:
+                if target.startswith("sherpa_skills.skills"):
+                    there, target_level = _skill_layer(target)
+                    if target_level > level:
+                        upward.append(f"{module} ({here}, {level}) imports {target} ({there}, {target_level})")
+        assert not upward, "\n".join(sorted(upward))
+
+    def test_every_skills_part_has_a_layer(self) -> None:
+        parts = {p.stem if p.is_file() else p.name for p in (PACKAGE / "skills").iterdir() if p.suffix in (".py", "")}
+        assert parts - {"__pycache__"} == set(SKILL_LAYERS)
 
     def test_no_import_cycles(self, graph: dict[str, set[str]]) -> None:
         """No module imports itself through others, counting imports inside functions too."""

@@ -57,12 +57,10 @@ def learner_for(learn: Any, kwargs: dict[str, Any]) -> Learner:
         return learn
     if learn is not True:
         raise UsageError(f"learn must be True, False or a Learner, not {learn!r}")
-    from ..api import SkillStore as PublicSkillStore
-
     given = kwargs.get("store")
-    if isinstance(given, PublicSkillStore):
+    if callable(getattr(given, "learner", None)):  # the public SkillStore (skills/api.py, a layer above this one)
         kwargs.pop("store")
-        return Learner(given.store, given.matcher)
+        return given.learner()
     if isinstance(given, ProcedureDatabase):
         kwargs.pop("store")
         return Learner(given)
