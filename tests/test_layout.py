@@ -82,20 +82,27 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return {t for t in targets if t in modules and t != name}
 
 
-def _layer(module: str) -> tuple[str, int]:
+def _layer(module: str, layers: dict[str, int] = LAYERS, depth: int = 1) -> tuple[str, int]:
+    """The part of the package `module` is in (its name at `depth`) and that part's layer."""
     parts = module.split(".")
-    key = parts[1] if len(parts) > 1 else "__init__"
-    if key not in LAYERS:
+    key = parts[depth] if len(parts) > depth else "__init__"
+    if key not in layers:
         raise AssertionError(f"{module}: '{key}' has no layer in tests/test_layout.py; place it")
-    return key, LAYERS[key]
+    return key, layers[key]
 
 
-def _skill_layer(module: str) -> tuple[str, int]:
-    parts = module.split(".")
-    key = parts[2] if len(parts) > 2 else "__init__"
-    if key not in SKILL_LAYERS:
-        raise AssertionError(f"{module}: '{key}' has no layer in SKILL_LAYERS (tests/test_layout.py); place it")
-    return key, SKILL_LAYERS[key]
+def _upward(graph: dict[str, set[str]], prefix: str, layers: dict[str, int], depth: int) -> list[str]:
+    """Every import among the modules under `prefix` that points to a higher layer."""
+    upward = []
+    for module, targets in graph.items():
+        if not module.startswith(prefix):
+            continue
+        here, level = _layer(module, layers, depth)
+        for target in (t for t in targets if t.startswith(prefix)):
+            there, target_level = _layer(target, layers, depth)
+            if target_level > level:
+                upward.append(f"{module} ({here}, layer {level}) imports {target} ({there}, layer {target_level})")
+    return sorted(upward)
 
 
 @pytest.fixture(scope="module")
@@ -107,28 +114,13 @@ def graph() -> dict[str, set[str]]:
 class TestLayers:
     def test_imports_point_down(self, graph: dict[str, set[str]]) -> None:
         """A module imports only its own layer or lower ones: the engine never reaches for the skill store or the CLI."""
-        upward = []
-        for module, targets in graph.items():
-            here, level = _layer(module)
-            for target in targets:
-                there, target_level = _layer(target)
-                if target_level > level:
-                    upward.append(f"{module} ({here}, layer {level}) imports {target} ({there}, layer {target_level})")
-        assert not upward, "\n".join(sorted(upward))
+        upward = _upward(graph, "sherpa_skills", LAYERS, 1)
+        assert not upward, "\n".join(upward)
 
     def test_imports_point_down_within_skills(self, graph: dict[str, set[str]]) -> None:
         """Inside skills/ too: the store never reaches for replay, replay never for capture, nothing for the public API."""
-        upward = []
-        for module, targets in graph.items():
-            if not module.startswith("sherpa_skills.skills"):
-                continue
-            here, level = _skill_layer(module)
-            for target in targets:
-                if target.startswith("sherpa_skills.skills"):
-                    there, target_level = _skill_layer(target)
-                    if target_level > level:
-                        upward.append(f"{module} ({here}, {level}) imports {target} ({there}, {target_level})")
-        assert not upward, "\n".join(sorted(upward))
+        upward = _upward(graph, "sherpa_skills.skills", SKILL_LAYERS, 2)
+        assert not upward, "\n".join(upward)
 
     def test_every_skills_part_has_a_layer(self) -> None:
         parts = {p.stem if p.is_file() else p.name for p in (PACKAGE / "skills").iterdir() if p.suffix in (".py", "")}
