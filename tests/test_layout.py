@@ -166,7 +166,12 @@ class TestLayers:
 class TestNoCompatibilityShims:
     def test_old_module_paths_are_gone(self) -> None:
         """Nothing was released under the flat layout: its module paths do not import, and no finder answers for them."""
-        for old in ("sherpa_skills.agent", "sherpa_skills.cli_learn", "sherpa_skills.embeddings", "sherpa_skills._moved"):
+        for old in (
+            "sherpa_skills.agent",
+            "sherpa_skills.cli_learn",
+            "sherpa_skills.embeddings",
+            "sherpa_skills._moved",
+        ):
             sys.modules.pop(old, None)
             with pytest.raises(ModuleNotFoundError):
                 __import__(old)

@@ -21,6 +21,7 @@ from ..memory.domains import Domains, briefing
 #: The context key a run finds its domain under.
 CONTEXT_KEY = "domain"
 
+
 def domains(home: Path | None) -> Domains:
     """One Domains per home and thread."""
     return per_home(Domains, home)

@@ -14,6 +14,7 @@ from ..store.database import ProcedureDatabase
 from ..store.models import ProcedureStep
 from ..store.params import PARAMETER
 
+
 def _open_store(home: Path) -> ProcedureDatabase:
     return ProcedureDatabase(store_path(home))
 

@@ -46,8 +46,15 @@ def test_both_prompts_include_the_one_divergence_block() -> None:
 def test_the_planner_prompt_shows_a_shell_divergence() -> None:
     text = _render(
         "plan.user.j2",
-        vars={"task": "pack notes", "task_type": "pack", "replay_outcome": "diverged", "commands_run": [], "learnings": [],
-              "stop_reason": None, "divergence": SHELL.model_dump()},
+        vars={
+            "task": "pack notes",
+            "task_type": "pack",
+            "replay_outcome": "diverged",
+            "commands_run": [],
+            "learnings": [],
+            "stop_reason": None,
+            "divergence": SHELL.model_dump(),
+        },
         triggers=["run", "give_up"],
     )
     block = _render("_divergence.j2", divergence=SHELL.model_dump())
@@ -58,7 +65,16 @@ def test_the_planner_prompt_shows_a_shell_divergence() -> None:
 
 
 def test_the_transition_prompt_shows_a_trajectory_divergence() -> None:
-    values = {"state": "checked", "state_description": "", "trajectory": [], "actions": [], "options": [], "triggers": ["escalate"], "context": "{}", "vars": {}}
+    values = {
+        "state": "checked",
+        "state_description": "",
+        "trajectory": [],
+        "actions": [],
+        "options": [],
+        "triggers": ["escalate"],
+        "context": "{}",
+        "vars": {},
+    }
     text = _render("choose_transition.user.j2", replay=TRAJECTORY.model_dump(), **values)
     assert _render("_divergence.j2", divergence=TRAJECTORY.model_dump()).strip() in text
     assert "procedure ticket-1 v1" in text and "in state checked" in text
@@ -69,8 +85,15 @@ def test_the_transition_prompt_shows_a_trajectory_divergence() -> None:
 def test_a_planner_prompt_without_a_divergence_says_none() -> None:
     text = _render(
         "plan.user.j2",
-        vars={"task": "t", "task_type": "x", "replay_outcome": "not tried", "commands_run": [], "learnings": [], "stop_reason": None,
-              "divergence": None},
+        vars={
+            "task": "t",
+            "task_type": "x",
+            "replay_outcome": "not tried",
+            "commands_run": [],
+            "learnings": [],
+            "stop_reason": None,
+            "divergence": None,
+        },
         triggers=[],
     )
     assert "Divergence: none" in text

@@ -46,9 +46,15 @@ def test_the_same_steps_again_are_a_credit_not_a_duplicate(store: ProcedureDatab
 
 def test_relearning_makes_the_next_version_of_either_kind(store: ProcedureDatabase) -> None:
     proc, _ = credit_or_new_version(store, shell("make", "make test"))
-    v2, new = credit_or_new_version(store, shell("make", "make check").model_copy(update={"planned_tokens": 40}), proc.id)
+    v2, new = credit_or_new_version(
+        store, shell("make", "make check").model_copy(update={"planned_tokens": 40}), proc.id
+    )
     assert (new, v2.id, v2.version, v2.planned_tokens, [s.command for s in v2.steps]) == (
-        True, proc.id, 2, 40, ["make", "make check"]
+        True,
+        proc.id,
+        2,
+        40,
+        ["make", "make check"],
     )
     decisions = [RecordedDecision(state="assess", trigger="refund", decided_by="llm")]
     traj, _ = credit_or_new_version(
