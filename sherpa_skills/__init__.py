@@ -10,9 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 # Importing the package changes no environment variable: litellm's offline settings are made where litellm is
 # imported (llm/_litellm.py), onnxruntime's where onnxruntime is (semantic/embeddings.py).
-from . import _moved  # noqa: E402  (old module paths keep importing for one release)
-
-_moved.install()
 
 _EXPORTS: dict[str, str] = {
     "Agent": "engine.agent",

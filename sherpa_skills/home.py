@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from .errors import StoreFileError
+
+T = TypeVar("T")
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
@@ -23,3 +28,19 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
 
 def store_path(home: str | os.PathLike[str] | None = None) -> Path:
     return resolve_home(home) / "store.db"
+
+
+_per_home: dict[tuple[Any, str, int], Any] = {}
+_per_home_lock = threading.RLock()  # re-entrant: a matcher's factory asks for the store of the same home
+
+
+def per_home(factory: Callable[[Path], T], home: str | os.PathLike[str] | None = None) -> T:
+    """One `factory(home folder)` per factory, home and thread, made on first use and reused (SQLite connections stay in
+    the thread that opened them)."""
+    folder = resolve_home(home)
+    key = (factory, str(folder), threading.get_ident())
+    with _per_home_lock:
+        found = _per_home.get(key)
+        if found is None:
+            found = _per_home[key] = factory(folder)
+        return found

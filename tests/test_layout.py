@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,6 @@ LAYERS: dict[str, int] = {
     "redact": 0,
     "sqlite_db": 0,
     "yaml_source": 0,
-    "_moved": 0,
     "llm": 1,
     "semantic": 1,
     "engine": 2,
@@ -37,6 +35,20 @@ LAYERS: dict[str, int] = {
     "testing": 6,
     "__main__": 7,
     "__init__": 7,
+}
+
+
+#: Within skills/, the same rule: the store at the bottom, matching and mining on it, replay on matching, capture (which
+#: replays and learns) on replay, the public SkillStore on top.
+SKILL_LAYERS: dict[str, int] = {
+    "store": 0,
+    "match": 1,
+    "mine": 1,
+    "run_removal": 1,
+    "replay": 2,
+    "capture": 3,
+    "api": 4,
+    "__init__": 5,
 }
 
 
@@ -70,12 +82,27 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return {t for t in targets if t in modules and t != name}
 
 
-def _layer(module: str) -> tuple[str, int]:
+def _layer(module: str, layers: dict[str, int] = LAYERS, depth: int = 1) -> tuple[str, int]:
+    """The part of the package `module` is in (its name at `depth`) and that part's layer."""
     parts = module.split(".")
-    key = parts[1] if len(parts) > 1 else "__init__"
-    if key not in LAYERS:
+    key = parts[depth] if len(parts) > depth else "__init__"
+    if key not in layers:
         raise AssertionError(f"{module}: '{key}' has no layer in tests/test_layout.py; place it")
-    return key, LAYERS[key]
+    return key, layers[key]
+
+
+def _upward(graph: dict[str, set[str]], prefix: str, layers: dict[str, int], depth: int) -> list[str]:
+    """Every import among the modules under `prefix` that points to a higher layer."""
+    upward = []
+    for module, targets in graph.items():
+        if not module.startswith(prefix):
+            continue
+        here, level = _layer(module, layers, depth)
+        for target in (t for t in targets if t.startswith(prefix)):
+            there, target_level = _layer(target, layers, depth)
+            if target_level > level:
+                upward.append(f"{module} ({here}, layer {level}) imports {target} ({there}, layer {target_level})")
+    return sorted(upward)
 
 
 @pytest.fixture(scope="module")
@@ -87,14 +114,17 @@ def graph() -> dict[str, set[str]]:
 class TestLayers:
     def test_imports_point_down(self, graph: dict[str, set[str]]) -> None:
         """A module imports only its own layer or lower ones: the engine never reaches for the skill store or the CLI."""
-        upward = []
-        for module, targets in graph.items():
-            here, level = _layer(module)
-            for target in targets:
-                there, target_level = _layer(target)
-                if target_level > level:
-                    upward.append(f"{module} ({here}, layer {level}) imports {target} ({there}, layer {target_level})")
-        assert not upward, "\n".join(sorted(upward))
+        upward = _upward(graph, "sherpa_skills", LAYERS, 1)
+        assert not upward, "\n".join(upward)
+
+    def test_imports_point_down_within_skills(self, graph: dict[str, set[str]]) -> None:
+        """Inside skills/ too: the store never reaches for replay, replay never for capture, nothing for the public API."""
+        upward = _upward(graph, "sherpa_skills.skills", SKILL_LAYERS, 2)
+        assert not upward, "\n".join(upward)
+
+    def test_every_skills_part_has_a_layer(self) -> None:
+        parts = {p.stem if p.is_file() else p.name for p in (PACKAGE / "skills").iterdir() if p.suffix in (".py", "")}
+        assert parts - {"__pycache__"} == set(SKILL_LAYERS)
 
     def test_no_import_cycles(self, graph: dict[str, set[str]]) -> None:
         """No module imports itself through others, counting imports inside functions too."""
@@ -133,32 +163,54 @@ class TestLayers:
         assert proc.stdout.strip() == ""
 
 
-class TestMovedModules:
-    def test_old_paths_import_with_a_warning(self) -> None:
-        """Code written against the flat layout keeps working for one release, and is told where things went."""
-        from sherpa_skills._moved import MOVED
-
-        for old, new in MOVED.items():
+class TestNoCompatibilityShims:
+    def test_old_module_paths_are_gone(self) -> None:
+        """Nothing was released under the flat layout: its module paths do not import, and no finder answers for them."""
+        for old in (
+            "sherpa_skills.agent",
+            "sherpa_skills.cli_learn",
+            "sherpa_skills.embeddings",
+            "sherpa_skills._moved",
+        ):
             sys.modules.pop(old, None)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                module = __import__(old, fromlist=["_"])
-            assert module.__name__ == new
-            assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught), old
+            with pytest.raises(ModuleNotFoundError):
+                __import__(old)
 
-    def test_unknown_old_path_still_fails(self) -> None:
-        """The finder answers only for moved names; a typo is still a ModuleNotFoundError."""
-        with pytest.raises(ModuleNotFoundError):
-            __import__("sherpa_skills.no_such_module")
-
-    def test_former_modules_that_became_packages_keep_their_names(self) -> None:
-        """`sherpa_skills.llm` and `sherpa_skills.cli` became packages; what they offered as modules is still there."""
+    def test_llm_package_offers_no_call_names(self) -> None:
+        """The model call lives in `sherpa_skills.llm.call`; the package itself keeps no second name for it."""
         import sherpa_skills.llm as llm
-        from sherpa_skills.cli import main
-        from sherpa_skills.llm import call
 
         for name in ("complete", "acomplete", "resolve_model", "Completion", "MODEL_ENV", "SCRIPTED_PREFIX"):
-            assert getattr(llm, name) is getattr(call, name)
-        assert callable(main)
-        with pytest.raises(AttributeError):
-            llm.no_such_name  # noqa: B018
+            assert not hasattr(llm, name), name
+
+
+class TestOneCopyOfEachSeam:
+    def test_one_per_home_cache(self) -> None:
+        """Objects kept per home and thread (stores, matchers, memories, domains) all come from `home.per_home`."""
+        keyed_by_thread = sorted(
+            str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if "threading.get_ident()" in p.read_text()
+        )
+        assert keyed_by_thread == ["home.py"]
+
+    def test_per_home_gives_one_object_per_home_and_thread(self, tmp_path: Path) -> None:
+        import threading
+
+        from sherpa_skills.home import per_home
+        from sherpa_skills.skills.replay.runtime import failure_finder, skill_matcher, skill_store
+
+        made: list[Path] = []
+
+        def factory(home: Path) -> object:
+            made.append(home)
+            return object()
+
+        assert per_home(factory, tmp_path / "a") is per_home(factory, str(tmp_path / "a"))
+        assert per_home(factory, tmp_path / "a") is not per_home(factory, tmp_path / "b")
+        other: list[object] = []
+        thread = threading.Thread(target=lambda: other.append(per_home(factory, tmp_path / "a")))
+        thread.start()
+        thread.join()
+        assert other[0] is not per_home(factory, tmp_path / "a")
+        assert made == [tmp_path / "a", tmp_path / "b", tmp_path / "a"]
+        store = skill_store(tmp_path)
+        assert skill_matcher(tmp_path).store is store and failure_finder(tmp_path).store is store

@@ -259,6 +259,7 @@ def test_wheel_ships_data_and_runs_the_demo_from_it(tmp_path: Path) -> None:
     wheel = next((tmp_path / "dist").glob("sherpa_skills-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "sherpa_skills/_data/policies/prompts/choose_transition.user.j2" in names
+    assert "sherpa_skills/_data/policies/prompts/_divergence.j2" in names  # the block both prompts include
     assert "sherpa_skills/_data/examples/support_triage/workflow.yaml" in names
     assert "sherpa_skills/py.typed" in names  # PEP 561: type checkers read our hints
     assert {

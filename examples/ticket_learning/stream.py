@@ -1,4 +1,4 @@
-"""Twenty tickets of three kinds through a workflow that learns (`policy: {replay: true}`), with the scripted model.
+"""Twenty tickets of three kinds through a workflow that learns (`policy: {learn: true}`), with the scripted model.
 
 The first tickets of a kind are planned by the LLM and captured (a procedure is replayed once two successes prove it);
 later ones replay with no LLM call; a refund whose charge is disputed diverges where its guard now fails, the LLM
@@ -45,7 +45,7 @@ def stream(home: Path) -> list[dict[str, Any]]:
     rows = []
     try:
         for n, (kind, inputs) in enumerate(tickets()):
-            result = workflow.agent(store=runs).run(inputs)  # replay: true → learns in the home's skill store
+            result = workflow.agent(store=runs).run(inputs)  # learn: true → learns in the home's skill store
             rows.append(
                 {
                     "ticket": n,

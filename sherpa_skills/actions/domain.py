@@ -15,18 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..engine.hooks import register_run_hook
 from ..engine.registry import ActionContext, ActionResult, default_registry
 from ..errors import UsageError
-from ..memory._search import per_home
+from ..home import per_home
 from ..memory.domains import Domains, briefing
 
 #: The context key a run finds its domain under.
 CONTEXT_KEY = "domain"
 
-_open: dict[tuple[str, int], Domains] = {}
-
 
 def domains(home: Path | None) -> Domains:
     """One Domains per home and thread."""
-    return per_home(_open, home, Domains)
+    return per_home(Domains, home)
 
 
 def _declared(agent: Any) -> str | None:

@@ -378,7 +378,7 @@ class AgentHost:
                 name=self.name,
             )
         else:  # the member's name is its identity (shared memory, domains), whichever workflow it runs
-            # Learning (`replay: true`) matches a run by its inputs at start; a member's run starts from events: not yet.
+            # Learning (`learn: true`) matches a run by its inputs at start; a member's run starts from events: not yet.
             agent = wf.agent(store=self.store, run_id=run_id, model=self.model, name=self.name, learn=False)
         agent.sender, agent.correlation_id = self.name, correlation_id
         if self.observer is not None:

@@ -61,7 +61,7 @@ def _summary(console: Any, result: Any, log_file: Path) -> None:
         f"steps {d['steps']}  fast-forwards {d['fast_forwards']}  rule decisions {d['rule_decisions']}  "
         f"LLM calls {d['llm_calls']}  tokens {d['tokens']}"
     )
-    if d.get("tokens_saved") is not None:  # a learning run (`policy: {replay: true}`)
+    if d.get("tokens_saved") is not None:  # a learning run (`policy: {learn: true}`)
         diverged = d.get("diverged_at")
         console.print(
             f"replayed decisions {d['replayed_decisions']}  tokens saved {d['tokens_saved']}  LLM calls saved {d['llm_calls_saved']}"

@@ -399,7 +399,7 @@ class Agent:
             inputs, args = self._resolve(bound, targs)
             recorded = done.get(seq) if bound.definition.side_effects else None
             if recorded is not None:
-                self._replay_completed(bound, inputs, recorded)
+                self._recover_completed(bound, inputs, recorded)
                 continue
             actx = ActionContext(
                 view=self._view,
@@ -489,7 +489,7 @@ class Agent:
             )
         )
 
-    def _replay_completed(self, bound: BoundAction, inputs: dict[str, Any], recorded: dict[str, Any]) -> None:
+    def _recover_completed(self, bound: BoundAction, inputs: dict[str, Any], recorded: dict[str, Any]) -> None:
         """An action that completed before the crash: its recorded result (and events) stand in for running it again."""
         result = ActionResult(
             outputs=recorded["outputs"],

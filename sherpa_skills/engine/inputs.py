@@ -28,14 +28,6 @@ FALSE_WORDS = frozenset({"false", "no", "n", "off", "0"})
 _PY_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "array": list, "object": dict}
 
 
-def text_value(raw: str) -> Any:
-    """An untyped input from the command line: JSON when it parses as JSON (`3`, `true`, `{...}`), else the text."""
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
-
-
 def convert(name: str, spec: InputSpec, value: Any) -> Any:
     """`value` as the declared type, converting text; UsageError naming the input when it cannot be."""
     kind = spec.type

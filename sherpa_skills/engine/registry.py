@@ -276,12 +276,6 @@ class Registry:
             raise RegistryError(f"unknown action '{name}'; known actions: {', '.join(self.action_names())}")
         return found
 
-    def get_guard(self, name: str) -> GuardDef:
-        found = self.find_guard(name)
-        if found is None:
-            raise RegistryError(f"unknown guard '{name}'; known guards: {', '.join(self.guard_names())}")
-        return found
-
     def action_names(self) -> list[str]:
         names = set(self._actions) | (set(self.parent.action_names()) if self.parent else set())
         return sorted(names)

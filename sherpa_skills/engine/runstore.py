@@ -357,7 +357,7 @@ class RunStore:
             )
 
     def mark_done(self, run_id: str, tick: int, seq: int, result: dict[str, Any]) -> None:
-        """Committed as soon as a side-effecting action returns: on resume it is replayed from here, not run again."""
+        """Committed as soon as a side-effecting action returns: on resume its result is recovered from here, not run again."""
         with self._lock:
             self.conn.execute(
                 "UPDATE run_intents SET done = 1, result = ? WHERE run_id = ? AND tick = ? AND seq = ?",

@@ -169,9 +169,9 @@ class PolicySpec(_Strict):
         default=None, ge=1, description="show the LLM only this many transitions, the most relevant to the task"
     )
     task_key: str = Field(default="task", description="the context key holding the task text, for relevant_options")
-    replay: bool = Field(
+    learn: bool = Field(
         default=False,
-        description="learn: replay the procedure a run's task matches (the LLM takes over where it "
+        description="replay the procedure a run's task matches (the LLM takes over where it "
         "diverges) and capture runs that succeed, in the home's skill store",
     )
 

@@ -52,14 +52,14 @@ class Workflow:
     def agent(self, **kwargs: Any) -> Any:
         """An Agent for this workflow; any Agent keyword (policy, store, model, home…) overrides the workflow's.
 
-        With `learn=True` (the default when the workflow's policy says `replay: true`) or `learn=Learner(skill_store)`,
+        With `learn=True` (the default when the workflow's policy says `learn: true`) or `learn=Learner(skill_store)`,
         it replays the procedure the task matches and captures the run when it succeeds; `learn=False` never does.
         """
         from .agent import Agent
 
         learn = kwargs.pop("learn", None)
         if learn is None:
-            learn = self.spec.policy.replay
+            learn = self.spec.policy.learn
         if learn is not False:
             # By name, as the built-ins are loaded: the engine has no import edge up to the skill store it hands the run to.
             return importlib.import_module(LEARNING_MODULE).learning_agent(self, learn, **kwargs)
@@ -203,11 +203,11 @@ def build_policy(
             retries=llm.retries,
             retry_max_wait=llm.retry_max_wait,
         )
-    if pspec.replay and pspec.type not in ("llm", "chain"):
+    if pspec.learn and pspec.type not in ("llm", "chain"):
         problems.append(
             source.problem(
-                ("policy", "replay"),
-                f"policy 'replay: true' needs an LLM to hand over to when a replay "
+                ("policy", "learn"),
+                f"policy 'learn: true' needs an LLM to hand over to when a replay "
                 f"diverges; use type chain (or llm), not '{pspec.type}'",
             )
         )

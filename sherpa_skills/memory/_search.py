@@ -30,6 +30,7 @@ from typing import Any
 import structlog
 
 from ..errors import SherpaError, UsageError
+from ..home import per_home
 from ._hygiene import NEAR_DUPLICATE, TIER_WEIGHT, contradiction, tier
 from ._indexer import Indexer
 from ._models import (
@@ -600,23 +601,6 @@ class SharedMemory:
         return data
 
 
-_memories: dict[tuple[str, int], SharedMemory] = {}
-_memories_lock = threading.Lock()
-
-
-def per_home(cache: dict[tuple[str, int], Any], home: str | Path | None, factory: Any) -> Any:
-    """One object per home and thread from `cache`, made by `factory(home)` on first use (SQLite connections stay
-    in the thread that opened them)."""
-    from ..home import store_path
-
-    key = (str(store_path(home)), threading.get_ident())
-    with _memories_lock:
-        found = cache.get(key)
-        if found is None:
-            found = cache[key] = factory(home)
-        return found
-
-
 def shared_memory(home: str | Path | None = None) -> SharedMemory:
     """One SharedMemory per home and thread, reused across actions."""
-    return per_home(_memories, home, SharedMemory)
+    return per_home(SharedMemory, home)

@@ -599,15 +599,6 @@ class MemoryStore:
                     break
         return found
 
-    def add_tension(self, a: str, b: str, reason: str, *, scope: str, agent: str | None) -> str:
-        tid = hashlib.sha256(f"{a}\x1f{b}".encode()).hexdigest()[:12]
-        with self._tx():
-            self.conn.execute(
-                "INSERT OR IGNORE INTO memory_tensions (id, a, b, scope, agent, reason, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (tid, a, b, scope, agent if scope == "private" else None, reason, time.time()),
-            )
-        return tid
-
     def tensions(self, *, agent: str | None, status: str = "open", limit: int = 100) -> list[dict[str, Any]]:
         """Tensions `agent` may see (shared ones, and those between its own private notes), newest first, with both texts."""
         if status not in ("open", "resolved", "all"):

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from .match.matcher import MatchDecision, Matcher
 from .store.models import CapturedProcedure, ProcedureHealthReport, ProcedureStep
+
+if TYPE_CHECKING:
+    from .capture.learning import Learner
 
 REPLAY_STATUS = {
     "succeeded": "succeeded",
@@ -124,6 +127,12 @@ class SkillStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def learner(self) -> Learner:
+        """What `workflow.agent(learn=True, store=this)` learns with: this store and its matcher."""
+        from .capture.learning import Learner
+
+        return Learner(self.store, self.matcher)
 
     # ------------------------------------------------------------------ reading
 

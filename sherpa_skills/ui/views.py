@@ -12,9 +12,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..cli.learn import procedure_detail, procedure_summary, saved_something, savings, stats
 from ..cli.runs import run_detail, run_summary
 from ..errors import SherpaError, StoreError
+from ..skills.store.stats import procedure_detail, procedure_summary, saved_something, savings, stats
 
 PER_PAGE = 50
 TAIL = 200  # trajectory and log entries a run page shows unless asked for all

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from sherpa_skills.cli import main
+from sherpa_skills.skills.replay.divergence import Divergence
 
 
 @pytest.fixture
@@ -250,6 +251,9 @@ class TestReplay:
         assert code != 0
         assert out["status"] == "diverged" and out["diverged_step"] == 2
         assert out["divergence"]["expected_exit_code"] == 0 and out["divergence"]["observed_exit_code"] != 0
+        divergence = Divergence.model_validate(out["divergence"])  # the record trajectory replay keeps too
+        assert (divergence.step, divergence.replayed, divergence.expected) == (2, 1, "exit code 0")
+        assert divergence.procedure and divergence.command == "tar -czf build/n.tar.gz notes"
         assert "passed" not in out["steps"][2]  # step 3 never ran
         _, failures = cli(capsys, "learn", "failures", "--home", str(home))
         assert failures[0]["command"] == "tar -czf build/n.tar.gz notes"

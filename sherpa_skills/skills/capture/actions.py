@@ -14,6 +14,7 @@ from ..match.matcher import Matcher
 from ..replay.runtime import as_template, failure_finder, skill_store
 from ..store.database import step_signature
 from ..store.models import CapturedLearning, CapturedProcedure, ProcedureStep
+from ..store.recording import credit_or_new_version
 
 # Commands that only look around: a procedure made of them alone is not worth replaying.
 NO_OP_PROGRAMS = frozenset(
@@ -273,40 +274,34 @@ def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
         "planned_tokens": int(view.get("planned_tokens") or 0),
         "planned_llm_calls": int(view.get("planned_llm_calls") or 0),
     }
-    if view.get("procedure_id"):
-        proc = store.add_version(
-            view.get("procedure_id"),
-            steps,
-            source="run" if view.get("run_id") else "manual",
-            preconditions=view.get("preconditions") or None,
-            postconditions=view.get("postconditions") or None,
+    relearn = view.get("procedure_id")
+    task_type = view.get("task_type")
+    if not relearn and not task_type:
+        raise UsageError("capture needs a task type")
+    proc, new = credit_or_new_version(
+        store,
+        CapturedProcedure(
+            id="",
+            task_type=task_type or "",
+            description=view.get("description") or "",
+            steps=steps,
+            tags=list(view.get("tags") or []),
+            preconditions=list(view.get("preconditions") or []),
+            postconditions=list(view.get("postconditions") or []),
+            # a new version says only where it came from; a new procedure may say more (mined, imported)
+            source=(None if relearn else view.get("source")) or ("run" if view.get("run_id") else "manual"),
+            success_count=1,
+            status=view.get("status") or "active",
+            context={"captured_from_run": view.get("run_id")} if view.get("run_id") else {},
             **common,
+        ),
+        relearn,
+    )
+    if not new:  # another capture stored the same steps between our duplicate check and this insert
+        return ActionResult(
+            outputs={"duplicate_of": proc.id},
+            context={"duplicate_of": proc.id, "procedure": proc.model_dump(mode="json")},
         )
-    else:
-        task_type = view.get("task_type")
-        if not task_type:
-            raise UsageError("capture needs a task type")
-        proc, inserted = store.insert_or_credit(
-            CapturedProcedure(
-                id="",
-                task_type=task_type,
-                description=view.get("description") or "",
-                steps=steps,
-                tags=list(view.get("tags") or []),
-                preconditions=list(view.get("preconditions") or []),
-                postconditions=list(view.get("postconditions") or []),
-                source=view.get("source") or ("run" if view.get("run_id") else "manual"),
-                success_count=1,
-                status=view.get("status") or "active",
-                context={"captured_from_run": view.get("run_id")} if view.get("run_id") else {},
-                **common,
-            )
-        )
-        if not inserted:  # another capture stored the same steps between our duplicate check and this insert
-            return ActionResult(
-                outputs={"duplicate_of": proc.id},
-                context={"duplicate_of": proc.id, "procedure": proc.model_dump(mode="json")},
-            )
     return ActionResult(
         outputs={"procedure_id": proc.id, "version": proc.version}, context={"procedure": proc.model_dump(mode="json")}
     )

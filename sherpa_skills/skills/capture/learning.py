@@ -18,7 +18,9 @@ from ..match.matcher import MatchDecision, Matcher
 from ..replay.policy import ReplayPolicy
 from ..replay.runtime import skill_matcher, skill_store
 from ..store.database import ProcedureDatabase, decision_signature
-from ..store.models import POLICY_DECIDERS, CapturedProcedure, Execution
+from ..store.models import POLICY_DECIDERS, CapturedProcedure
+from ..store.recording import credit_or_new_version, record_execution
+from ..store.stats import saved_by
 from .trajectory import capture_decisions, described_task, one_word_inputs
 
 log = structlog.get_logger(__name__)
@@ -55,12 +57,10 @@ def learner_for(learn: Any, kwargs: dict[str, Any]) -> Learner:
         return learn
     if learn is not True:
         raise UsageError(f"learn must be True, False or a Learner, not {learn!r}")
-    from ..api import SkillStore as PublicSkillStore
-
     given = kwargs.get("store")
-    if isinstance(given, PublicSkillStore):
+    if callable(getattr(given, "learner", None)):  # the public SkillStore (skills/api.py, a layer above this one)
         kwargs.pop("store")
-        return Learner(given.store, given.matcher)
+        return given.learner()
     if isinstance(given, ProcedureDatabase):
         kwargs.pop("store")
         return Learner(given)
@@ -153,31 +153,23 @@ class LearningAgent:
         proc = self.procedure
         if proc is None or result.status != "final":
             return 0, 0
-        return (
-            max(0, proc.planned_tokens - result.counters["tokens"]),
-            max(0, proc.planned_llm_calls - result.counters["llm_calls"]),
-        )
+        return saved_by(proc, result.counters["tokens"], result.counters["llm_calls"])
 
     def _learn(self, result: RunResult) -> None:
         store, proc, replay = self.learner.store, self.procedure, self.replay
         if proc is not None and replay is not None:
             diverged = replay.divergence
             outcome = "error" if result.status == "error" else ("diverged" if diverged else "success")
-            store.record_execution(
-                Execution(
-                    procedure_id=proc.id,
-                    version=proc.version,
-                    started=self._started,
-                    ended=time.time(),
-                    outcome=outcome,
-                    diverged_step=diverged["step"] if diverged else None,
-                    reason=f"expected {diverged['expected']}, observed {diverged['observed']}"
-                    if diverged
-                    else result.error,
-                    tokens=result.counters["tokens"],
-                    llm_calls=result.counters["llm_calls"],
-                    run_id=self.agent.run_id,
-                )
+            record_execution(
+                store,
+                proc,
+                started=self._started,
+                outcome=outcome,
+                divergence=diverged,
+                error=result.error,
+                tokens=result.counters["tokens"],
+                llm_calls=result.counters["llm_calls"],
+                run_id=self.agent.run_id,
             )
         if result.status != "final":
             return
@@ -186,24 +178,20 @@ class LearningAgent:
             return  # nothing a policy decided: nothing to learn
         if proc is not None and replay is not None and replay.divergence is None:
             return  # followed as recorded: the execution above is its credit
-        if proc is not None and (
-            decision_signature(decisions) != decision_signature(proc.decisions)
-            or _checks(decisions) != _checks(proc.decisions)
-        ):
-            # Diverged and took another path, or the same one in a changed world (a check observes other features):
-            # the procedure's next version (its description stays the task's).
-            updated = store.add_version(
-                proc.id,
-                [],
-                source="run",
-                planned_tokens=result.counters["tokens"],
-                planned_llm_calls=result.counters["llm_calls"],
-                decisions=decisions,
+        # Diverged and took another path, or the same one in a changed world (a check observes other features): the
+        # procedure's next version (its description stays the task's). Otherwise a new procedure, or a credit to its twin.
+        relearn = (
+            proc.id
+            if proc is not None
+            and (
+                decision_signature(decisions) != decision_signature(proc.decisions)
+                or _checks(decisions) != _checks(proc.decisions)
             )
-            log.info("trajectory_relearned", procedure=updated.id, version=updated.version)
-            return
+            else None
+        )
         text = described_task(self.inputs)
-        captured, inserted = store.insert_or_credit(
+        captured, new = credit_or_new_version(
+            store,
             CapturedProcedure(
                 id="",
                 task_type=self.workflow.spec.name,
@@ -216,8 +204,12 @@ class LearningAgent:
                 planned_tokens=result.counters["tokens"],
                 planned_llm_calls=result.counters["llm_calls"],
                 context={"run_id": self.agent.run_id},
-            )
+            ),
+            relearn,
         )
-        if inserted:
+        if relearn:
+            log.info("trajectory_relearned", procedure=captured.id, version=captured.version)
+            return
+        if new:
             self.learner.matcher.index(captured)
-        log.info("trajectory_captured", procedure=captured.id, inserted=inserted)
+        log.info("trajectory_captured", procedure=captured.id, inserted=new)

@@ -11,11 +11,6 @@ from ..store.models import POLICY_DECIDERS, ActionOutcome, RecordedCheck, Record
 _MIN_PARAM_CHARS = 3
 
 
-def task_text(inputs: dict[str, Any]) -> str:
-    """The words a run's task is matched by: its text inputs, in the order given."""
-    return " ".join(str(v) for v in inputs.values() if isinstance(v, str) and v.strip())
-
-
 def _as_text(value: Any) -> str | None:
     """An input's value as the text a decision's argument may repeat: strings, and numbers (`--input order=4417` is one)."""
     if isinstance(value, str):

@@ -261,10 +261,3 @@ class FailureFinder:
 
 def _meta(row: _Row) -> dict[str, Any]:
     return {"task_type": row[0]}
-
-
-def relevant_learnings(
-    store: ProcedureDatabase, task: str, task_type: str | None = None, limit: int = 5
-) -> LearningsFound:
-    """The learnings this task is about, for a store without a finder of its own (one lookup)."""
-    return FailureFinder(store).find(task, task_type, limit)

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..store.params import PARAMETER
+
 _QUOTED = re.compile(r'"([^"\n]{1,120})"|(?<![A-Za-z])\'([^\'\n]{1,120})\'|`([^`\'\n]{1,120})[`\']')
 _GLOB = re.compile(r"\*\.([A-Za-z0-9_]{1,12})\b")
 _DOT_EXT = re.compile(r"(?<![\w.*/~$-])\.([A-Za-z][A-Za-z0-9]{0,5})\b(?![\w/.-])")  # ".pl files"
@@ -23,7 +25,6 @@ _FILE = re.compile(r"(?<![\w./-])[\w-]+\.(?:[A-Za-z][A-Za-z0-9]{0,5})\b(?![/\w])
 _FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 _NUMBER = re.compile(r"(?<![\w.])([<>+-]?)(\d+(?:\.\d+)?)\s*([A-Za-z]{1,8})?\b")
 _COMMAND_NUMBER = re.compile(r"(?<![\w.])([+-]?)(\d+(?:\.\d+)?)([A-Za-z]{0,2})\b")
-_PARAM = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 
 # Slashed phrases that are prose, not paths ("files/directories", "normal/regular"): two bare words.
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")
@@ -233,7 +234,7 @@ def procedure_text(description: str, task_type: str, tags: Iterable[str], comman
                 (lit.comparator or "", set(lit.unit.split("|")) if lit.unit else set())
             )
     for command in commands:
-        for m in _COMMAND_NUMBER.finditer(_PARAM.sub(" ", command)):
+        for m in _COMMAND_NUMBER.finditer(PARAMETER.sub(" ", command)):
             sign, number, suffix = m.groups()
             flag = re.search(r"-(\w+)\s*$", command[: m.start()])
             units = _unit_family(suffix) | (_unit_family(flag.group(1)) if flag else set())
@@ -241,7 +242,7 @@ def procedure_text(description: str, task_type: str, tags: Iterable[str], comman
                 sign, "exact" if flag and units & (_TIME_UNITS | _SIZE_UNITS) else ""
             )
             numbers.setdefault(_canonical(number), []).append((comparator, units))
-    params = list(dict.fromkeys(n for c in commands for n in _PARAM.findall(c)))
+    params = list(dict.fromkeys(n for c in commands for n in PARAMETER.findall(c)))
     globs = [g for g in dict.fromkeys(_PROC_GLOB.findall(body.lower())) if len(re.sub(r"[*?\[\]]", "", g)) >= 2]
     return ProcedureText(body.lower(), numbers, params, globs)
 

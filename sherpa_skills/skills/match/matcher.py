@@ -210,9 +210,6 @@ class Matcher:
     def _snapshot(self, semantic: bool) -> Snapshot:
         return self._index.snapshot(embed=INLINE_EMBED if semantic else 0)
 
-    def _term_index(self, include_candidates: bool) -> TermIndex:
-        return self._snapshot(False).term_index(include_candidates, words)
-
     def _semantic(
         self, query: str, pool: int, snap: Snapshot, include_candidates: bool, task_type: str | None
     ) -> tuple[Any, list[str], str | None]:

@@ -19,6 +19,7 @@ from typing import Any
 from ...redact import redact
 from ..store.database import ProcedureDatabase, step_signature
 from ..store.models import CapturedLearning, CapturedProcedure, ProcedureStep
+from ..store.params import PARAMETER
 from .recurring import RecurringOptions, Routine, clean, find, shape
 from .recurring import suggest_task_type as suggest_task_type  # re-exported: planners and capture name tasks with it
 from .shell_words import classify, stages
@@ -138,7 +139,7 @@ class KnownProcedures:
 
 
 def _template_regex(template: str) -> re.Pattern[str]:
-    parts = re.split(r"\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}", normalise(template))
+    parts = PARAMETER.sub("\0", normalise(template)).split("\0")  # the names are not parts
     return re.compile("(.+?)".join(re.escape(p) for p in parts))
 
 

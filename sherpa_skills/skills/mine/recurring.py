@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from ...sessions import is_truncated
+from ..store.params import PARAMETER
 from .shell_words import _SUBCOMMAND_TOOLS, classify, program_words, words
 
 SLOT = "◻"
@@ -325,9 +326,9 @@ def _specific(candidate: Routine, options: RecurringOptions) -> bool:
     """Enough of it is fixed to be a routine: not every argument a parameter (`rm {{ a }}; git add {{ b }}`)."""
     fixed = variable = 0
     for step in candidate.steps:
-        holes = len(re.findall(r"\{\{.*?\}\}", step))
+        holes = len(PARAMETER.findall(step))
         variable += holes
-        fixed += len(re.sub(r"\{\{.*?\}\}", " ", step).split()[1:])
+        fixed += len(PARAMETER.sub(" ", step).split()[1:])
     return variable == 0 or fixed / (fixed + variable) >= options.min_fixed_share
 
 

@@ -13,8 +13,10 @@ from ...errors import UsageError
 from ..match.matcher import Matcher
 from ..match.verifier import MODEL_ENV as VERIFY_MODEL_ENV
 from ..match.verifier import Verifier
-from ..store.models import CapturedLearning, Execution, ProcedureStep
+from ..store.models import CapturedLearning, ProcedureStep
+from ..store.recording import record_execution
 from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
+from .divergence import Divergence
 from .runtime import failure_finder, render_command, run_in_session, run_step, skill_matcher, skill_store
 from .shell_session import end_session, session_for
 
@@ -211,16 +213,22 @@ def skill_run_step(args: NoArgs, ctx: ActionContext) -> ActionResult:
         )
     if not outcome.passed:
         context["diverged_step"] = index + 1
-        context["divergence"] = {
-            "step": index + 1,
-            "command": outcome.command,
-            "expected_exit_code": step.expected_exit_code,
-            "expected_output_pattern": step.expected_output_pattern,
-            "observed_exit_code": outcome.exit_code,
-            "observed_output": (outcome.stdout + outcome.stderr)[-1500:],
-            "reason": outcome.reason,
-            "replayed": view.get("rendered")[:index],
-        }
+        pattern = step.expected_output_pattern
+        context["divergence"] = Divergence(
+            procedure=proc["id"],
+            version=proc["version"],
+            step=index + 1,
+            replayed=index,
+            expected=f"exit code {step.expected_exit_code}" + (f", output matching /{pattern}/" if pattern else ""),
+            observed=f"exit code {outcome.exit_code}, {outcome.reason}",
+            reason=outcome.reason or "",
+            command=outcome.command,
+            replayed_commands=view.get("rendered")[:index],
+            expected_exit_code=step.expected_exit_code,
+            expected_output_pattern=pattern,
+            observed_exit_code=outcome.exit_code,
+            observed_output=(outcome.stdout + outcome.stderr)[-1500:],
+        ).record()
     return ActionResult(outputs=outcome.to_dict(), context=context, status="ok" if outcome.passed else "failed")
 
 
@@ -237,12 +245,17 @@ def skill_postconditions(args: NoArgs, ctx: ActionContext) -> ActionResult:
             ctx.secrets,
         )
         if not outcome.passed:
-            divergence = {
-                "step": None,
-                "command": check,
-                "reason": f"postcondition failed: {outcome.reason}",
-                "observed_output": (outcome.stdout + outcome.stderr)[-1500:],
-            }
+            divergence = Divergence(
+                procedure=proc["id"],
+                version=proc["version"],
+                replayed=len(proc["steps"]),
+                expected=f"postcondition `{check}` passes",
+                observed=f"exit code {outcome.exit_code}, {outcome.reason}",
+                reason=f"postcondition failed: {outcome.reason}",
+                command=check,
+                observed_exit_code=outcome.exit_code,
+                observed_output=(outcome.stdout + outcome.stderr)[-1500:],
+            ).record()
             return ActionResult(outputs={"failed": check}, context={"post_ok": False, "divergence": divergence})
     return ActionResult(outputs={"failed": None}, context={"post_ok": True})
 
@@ -260,19 +273,13 @@ def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
         end_session(ctx.run_id)
     proc = view.get("procedure")
     divergence = view.get("divergence") or {}
-    execution = store.record_execution(
-        Execution(
-            procedure_id=proc["id"],
-            version=proc["version"],
-            started=view.get("started_at") or time.time(),
-            ended=time.time(),
-            outcome=args.outcome,
-            diverged_step=view.get("diverged_step"),
-            reason=divergence.get("reason"),
-            tokens=0,
-            llm_calls=0,
-            run_id=ctx.run_id,
-        )
+    execution = record_execution(
+        store,
+        proc,
+        started=view.get("started_at") or time.time(),
+        outcome=args.outcome,
+        divergence=divergence,
+        run_id=ctx.run_id,
     )
     if args.outcome == "diverged" and divergence.get("command"):
         store.add_learning(

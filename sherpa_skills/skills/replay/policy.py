@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -11,8 +10,9 @@ from ...engine.compiler import check_arguments
 from ...engine.registry import Registry, default_registry, observe_features
 from ...policy.base import Decision, DecisionContext
 from ..store.models import POLICY_DECIDERS, ActionOutcome, RecordedCheck, RecordedDecision
+from ..store.params import PARAMETER
+from .divergence import Divergence
 
-_PARAM = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 _DECIDERS = frozenset(POLICY_DECIDERS)
 #: Literal recorded arguments already validated against a transition's argument model, by model (a workflow loaded
 #: again, or edited, compiles new models, so they are checked again): later runs of the same procedure skip pydantic.
@@ -22,10 +22,10 @@ _VALIDATED: WeakKeyDictionary[type, dict[str, dict[str, Any]]] = WeakKeyDictiona
 def fill(value: Any, inputs: dict[str, Any]) -> Any:
     """A recorded argument with its {{ input }} parameters filled from this run's inputs; a whole-value parameter keeps its type."""
     if isinstance(value, str):
-        whole = _PARAM.fullmatch(value.strip())
+        whole = PARAMETER.fullmatch(value.strip())
         if whole and whole.group(1) in inputs:
             return inputs[whole.group(1)]
-        return _PARAM.sub(lambda m: str(inputs.get(m.group(1), m.group(0))), value)
+        return PARAMETER.sub(lambda m: str(inputs.get(m.group(1), m.group(0))), value)
     if isinstance(value, dict):
         return {k: fill(v, inputs) for k, v in value.items()}
     if isinstance(value, list):
@@ -46,7 +46,7 @@ def _collect(entries: Any, found: list[tuple[str, str, int | None]]) -> None:
 def _templated(value: Any) -> bool:
     """Whether a recorded argument holds a {{ parameter }}: filled per run, so validated per run."""
     if isinstance(value, str):
-        return _PARAM.search(value) is not None
+        return PARAMETER.search(value) is not None
     if isinstance(value, dict):
         return any(_templated(v) for v in value.values())
     if isinstance(value, list):
@@ -116,15 +116,16 @@ class ReplayPolicy:
         self._observed: list[tuple[str, str, int | None]] = []
 
     def _diverge(self, position: int, state: str, expected: str, observed: str) -> None:
-        self.divergence = {
-            "procedure": self.procedure_id,
-            "version": self.version,
-            "step": position,
-            "state": state,
-            "replayed": position,
-            "expected": expected,
-            "observed": observed,
-        }
+        self.divergence = Divergence(
+            procedure=self.procedure_id,
+            version=self.version,
+            step=position,
+            state=state,
+            replayed=position,
+            expected=expected,
+            observed=observed,
+            reason=f"expected {expected}, observed {observed}",
+        ).record()
 
     def _read(self, view: Any) -> int:
         """The position (policy decisions taken so far), with the outcomes observed so far brought up to date."""

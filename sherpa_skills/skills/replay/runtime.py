@@ -3,65 +3,49 @@
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...engine.shell_template import render_shell
 from ...errors import UsageError
-from ...home import resolve_home, store_path
+from ...home import per_home, store_path
 from ..store.database import ProcedureDatabase
 from ..store.models import ProcedureStep
+from ..store.params import PARAMETER
 
-_stores: dict[tuple[str, int], ProcedureDatabase] = {}
-_lock = threading.Lock()
+
+def _open_store(home: Path) -> ProcedureDatabase:
+    return ProcedureDatabase(store_path(home))
 
 
 def skill_store(home: Path | None) -> ProcedureDatabase:
     """One store connection per home and thread, reused across actions."""
-    path = store_path(home or resolve_home())
-    key = (str(path), threading.get_ident())
-    with _lock:
-        store = _stores.get(key)
-        if store is None:
-            store = _stores[key] = ProcedureDatabase(path)
-    return store
+    return per_home(_open_store, home)
 
 
-_matchers: dict[tuple[str, int], Any] = {}
+def _new_matcher(home: Path) -> Any:
+    from ..match.matcher import Matcher
+
+    return Matcher(skill_store(home))
 
 
 def skill_matcher(home: Path | None) -> Any:
     """One Matcher per store and thread, so its index (vectors, key terms) and embedder outlive a single replay."""
-    from ..match.matcher import Matcher
-
-    store = skill_store(home)
-    key = (str(store.path), threading.get_ident())
-    with _lock:
-        matcher = _matchers.get(key)
-        if matcher is None or matcher.store is not store:
-            matcher = _matchers[key] = Matcher(store)
-    return matcher
+    return per_home(_new_matcher, home)
 
 
-_finders: dict[tuple[str, int], Any] = {}
+def _new_finder(home: Path) -> Any:
+    from ..match.failures import FailureFinder
+
+    return FailureFinder(skill_store(home))
 
 
 def failure_finder(home: Path | None) -> Any:
     """One FailureFinder per store and thread (its companion opened once): planning asks on every plan."""
-    from ..match.failures import FailureFinder
-
-    matcher = skill_matcher(home)
-    key = (str(matcher.store.path), threading.get_ident())
-    with _lock:
-        finder = _finders.get(key)
-        if finder is None or finder.store is not matcher.store:
-            finder = _finders[key] = FailureFinder(matcher.store)
-    return finder
+    return per_home(_new_finder, home)
 
 
-PARAMETER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 _WHOLE_RAW = re.compile(r"\A\{% raw %\}(?:(?!\{% endraw %\}).)*\{% endraw %\}\Z", re.DOTALL)
 
 

@@ -28,6 +28,7 @@ from .models import (
     ProcedureStep,
     RecordedDecision,
 )
+from .params import PARAMETER
 from .scoring import confidence, health_report
 
 
@@ -194,12 +195,11 @@ def _fts_words(task_type: str) -> str:
 
 
 _SPACE = re.compile(r"\s+")
-_TEMPLATE = re.compile(r"\{\{.*?\}\}")
 
 
 def step_signature(steps: list[ProcedureStep]) -> str:
     """Steps compare equal when their commands do, ignoring spacing and parameter names."""
-    normal = "\n".join(_TEMPLATE.sub("{{}}", _SPACE.sub(" ", s.command.strip())) for s in steps)
+    normal = "\n".join(PARAMETER.sub("{{}}", _SPACE.sub(" ", s.command.strip())) for s in steps)
     return hashlib.sha256(normal.encode()).hexdigest()[:24]
 
 

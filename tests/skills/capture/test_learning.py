@@ -1,4 +1,4 @@
-"""Learning as part of the runtime: `policy: {replay: true}` through the CLI, `workflow.agent(learn=True)` from Python, on a real store."""
+"""Learning as part of the runtime: `policy: {learn: true}` through the CLI, `workflow.agent(learn=True)` from Python, on a real store."""
 
 from __future__ import annotations
 
@@ -106,20 +106,26 @@ class TestYamlWorkflowThroughTheCli:
             main(["learn", "stats", "--runs", "0", "--home", str(tmp_path)])
         assert exit_.value.code == 2 and "must be at least 1" in capsys.readouterr().err
 
-    def test_validate_refuses_replay_without_an_llm_to_hand_over_to(self, capsys, tmp_path):
+    def test_validate_refuses_learning_without_an_llm_to_hand_over_to(self, capsys, tmp_path):
         path = tmp_path / "rules_only.yaml"
         path.write_text((EXAMPLE / "workflow.yaml").read_text().replace("type: chain ", "type: rule  "))
         assert main(["validate", str(path)]) == 2
         out = capsys.readouterr().out
         line = next(
-            i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith("replay: true")
+            i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith("learn: true")
         )
-        assert f"rules_only.yaml:{line}: policy 'replay: true' needs an LLM to hand over to" in out
+        assert f"rules_only.yaml:{line}: policy 'learn: true' needs an LLM to hand over to" in out
         assert main(["validate", WORKFLOW]) == 0
 
-    def test_replay_must_be_a_boolean(self, tmp_path):
-        text = (EXAMPLE / "workflow.yaml").read_text().replace("replay: true ", "replay: often")
-        with pytest.raises(WorkflowError, match="policy.replay"):
+    def test_learn_must_be_a_boolean(self, tmp_path):
+        text = (EXAMPLE / "workflow.yaml").read_text().replace("learn: true ", "learn: often")
+        with pytest.raises(WorkflowError, match="policy.learn"):
+            load_workflow_text(text, base_dir=EXAMPLE)
+
+    def test_the_policy_key_is_learn_not_replay(self, tmp_path):
+        """`replay` names shell replay and the replay policy; the flag that turns learning on is `learn`."""
+        text = (EXAMPLE / "workflow.yaml").read_text().replace("learn: true ", "replay: true ")
+        with pytest.raises(WorkflowError, match=r":19: unknown key 'replay'"):
             load_workflow_text(text, base_dir=EXAMPLE)
 
 
@@ -207,7 +213,7 @@ class TestTeams:
 name: player
 context: {hits: 0}
 llm: {model: scripted/none.yaml}
-policy: {type: chain, rules: [], replay: true}
+policy: {type: chain, rules: [], learn: true}
 initial: ready
 states:
   ready: {waiting: true}

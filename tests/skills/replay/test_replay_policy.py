@@ -8,6 +8,7 @@ import pytest
 
 from sherpa_skills.engine.workflow import load_workflow
 from sherpa_skills.skills.capture.learning import Learner
+from sherpa_skills.skills.replay.divergence import Divergence
 from sherpa_skills.skills.replay.policy import ActionOutcome, RecordedDecision, ReplayPolicy, fill
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
@@ -59,7 +60,7 @@ answers:
     respond: '{"trigger": "answer", "args": {}, "reason": "a question"}'
   - match: "Current state: (refunding|answering)"
     respond: '{"trigger": "verify", "args": {}}'
-  - match: "diverged in state checked.*Current state: checked|Current state: checked.*diverged in state checked"
+  - match: "Current state: checked.*did not behave as recorded at decision \\d+ in state checked"
     respond: '{"trigger": "escalate", "args": {}, "reason": "the replay diverged"}'
   - match: "Current state: checked"
     respond: '{"trigger": "close", "args": {}}'
@@ -130,6 +131,7 @@ def test_a_guard_that_now_fails_hands_over_to_the_llm_in_the_same_run_and_relear
     agent, result = run(workflow, learner, tmp_path, ticket=DAMAGED, order="6001", plan="premium")
     assert (result.status, result.state, result.replayed_decisions, result.llm_calls) == ("final", "escalated", 1, 1)
     assert result.diverged_at["state"] == "checked" and result.diverged_at["step"] == 1
+    assert Divergence.model_validate(result.diverged_at).reason.startswith("expected trigger 'close' available")
     assert (
         "trigger 'close' available" in result.diverged_at["expected"] and "escalate" in result.diverged_at["observed"]
     )
@@ -285,8 +287,8 @@ def test_an_action_that_now_fails_hands_over_to_the_llm_with_the_divergence_in_i
     prompt = asked.outputs["reason"]
     assert prompt.startswith("Current state: checked")
     assert (
-        "was replayed for 1 decision(s) and diverged in state checked: expected action outcome issue_refund: ok, "
-        "observed issue_refund: failed" in prompt
+        "did not behave as recorded at decision 1 in state checked.\n  replayed before it: 1 step(s) as recorded\n"
+        "  expected: action outcome issue_refund: ok\n  observed: issue_refund: failed\n" in prompt
     )
 
 
