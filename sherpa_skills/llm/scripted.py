@@ -36,7 +36,7 @@ __all__ = [
     "Answer",
     "Script",
     "ScriptError",
-    "ScriptedModel",
+    "ScriptedModel",  # noqa: F822  (built on first access by the module __getattr__ below)
     "answer_with_usage",
     "estimate_tokens",
     "load_script",

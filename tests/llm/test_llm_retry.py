@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from _llm_server import llama  # noqa: F401  (a fixture)
 
 from sherpa_skills.errors import ModelError
 from sherpa_skills.llm.call import acomplete, complete
