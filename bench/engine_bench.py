@@ -769,7 +769,7 @@ def compare_trees(against: Path, rounds: int) -> list[str]:
     for key, label, _ in TICK_CONFIGS:
         for measure, k in (("wall", key), ("CPU", f"{key}_cpu")):
             before, after = statistics.median(runs["before"][k]), statistics.median(runs["after"][k])
-            per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(runs["after"][k], runs["before"][k]))
+            per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(runs["after"][k], runs["before"][k], strict=True))
             lines.append(f"| {label} | {measure} | {before:.1f} | {after:.1f} | {after / before:.3f}× | {per_round} |")
     return lines
 

@@ -31,7 +31,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import machine as shared_machine  # noqa: E402
-from _results import write_section_text
+from _results import write_section_text  # noqa: E402  (after the sys.path line above)
 
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Events"
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         ("in-process bus, durable (SQLite run store)", lambda: in_process(local_limit, True), deliveries(local_limit)),
     ]
     samples: dict[str, list[float]] = {name: [] for name, _, _ in configs}
-    for name, fn, _ in configs:
+    for _name, fn, _ in configs:
         fn()  # warm-up
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -105,12 +105,12 @@ def embed_all(texts: list[str], cache: Path) -> Any:
     known: dict[str, Any] = {}
     if cache.is_file():
         with np.load(cache, allow_pickle=False) as data:
-            known = dict(zip(data["texts"].tolist(), data["vectors"]))
+            known = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
     todo = [t for t in dict.fromkeys(texts) if t not in known]
     embedder = MiniLMEmbedder()
     for start in range(0, len(todo), 256):
         chunk = todo[start : start + 256]
-        known.update(zip(chunk, np.asarray(embedder.embed(chunk), dtype=np.float32)))
+        known.update(zip(chunk, np.asarray(embedder.embed(chunk), dtype=np.float32), strict=True))
     if todo:
         np.savez(cache, texts=np.asarray(list(known)), vectors=np.asarray(list(known.values()), dtype=np.float32))
     return np.asarray([known[t] for t in texts], dtype=np.float32)
@@ -269,7 +269,7 @@ def lexical_baseline(store: Any, task: str, task_type: str | None) -> int:
             df[w] = df.get(w, 0) + 1
     idf = {w: math.log(1 + len(pool) / (1 + df.get(w, 0))) for w in task_words}
     total = sum(idf.values()) or 1.0
-    return sum(1 for x, bag in zip(pool, bags) if sum(idf[w] for w in bag & task_words) / total >= 0.3)
+    return sum(1 for x, bag in zip(pool, bags, strict=True) if sum(idf[w] for w in bag & task_words) / total >= 0.3)
 
 
 def latency(sizes: list[int], rounds: int) -> list[dict[str, Any]]:

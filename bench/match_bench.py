@@ -102,7 +102,7 @@ class CachingEmbedder:
         todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
         for start in range(0, len(todo), 256):
             chunk = todo[start : start + 256]
-            self.cache.update(zip(chunk, self.inner.embed(chunk)))
+            self.cache.update(zip(chunk, self.inner.embed(chunk), strict=True))
         return [self.cache[t] for t in texts]
 
 
@@ -230,11 +230,11 @@ def _with_floor(
     top_pos: list[tuple[int, float]], golds: list[int], top_neg: list[tuple[int, float]], same: list[bool]
 ) -> tuple[float, dict[str, float]]:
     """The lowest floor that keeps false replays (distinct-text negatives) at or under BASELINE_FALSE."""
-    scores = sorted((s for (_, s), sm in zip(top_neg, same) if not sm), reverse=True)
+    scores = sorted((s for (_, s), sm in zip(top_neg, same, strict=True) if not sm), reverse=True)
     allowed = int(BASELINE_FALSE * len(scores))
     floor = scores[allowed] + 1e-9 if allowed < len(scores) else 0.0
-    pos = [(j if s > floor else None, g) for (j, s), g in zip(top_pos, golds)]
-    neg = [(j if s > floor else None, sm) for (j, s), sm in zip(top_neg, same)]
+    pos = [(j if s > floor else None, g) for (j, s), g in zip(top_pos, golds, strict=True)]
+    neg = [(j if s > floor else None, sm) for (j, s), sm in zip(top_neg, same, strict=True)]
     return floor, rates(pos, neg)  # type: ignore[arg-type]
 
 
@@ -279,7 +279,7 @@ def baseline_minilm(split: dict[str, Any]) -> tuple[float, dict[str, float]]:
 
     def tops(queries: list[str]) -> list[tuple[int, float]]:
         sims = np.asarray(embedder().embed(queries), dtype=np.float32) @ docs.T
-        return [(int(j), float(s)) for j, s in zip(sims.argmax(1), sims.max(1))]
+        return [(int(j), float(s)) for j, s in zip(sims.argmax(1), sims.max(1), strict=True)]
 
     return _with_floor(
         tops([q for q, _ in split["positives"]]),

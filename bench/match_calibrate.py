@@ -224,7 +224,7 @@ def main() -> int:
         *[
             f"| half {a} | half {b} (held out) | {h[0]:.3f} | {h[1]:g} | {pct(h[3]['hit'])} | {pct(h[3]['wrong'])} | "
             f"{pct(h[3]['false'])} | {pct(h[3]['false_all'])} |"
-            for (a, b), h in zip(((0, 1), (1, 0)), halves)
+            for (a, b), h in zip(((0, 1), (1, 0)), halves, strict=True)
         ],
         f"| all of dev (shipped) | all of dev (in sample) | {floor:.3f} | {margin:g} | {pct(on_all['hit'])} | {pct(on_all['wrong'])} | "
         f"{pct(on_all['false'])} | {pct(on_all['false_all'])} |",

@@ -42,7 +42,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import machine as shared_machine  # noqa: E402
-from _results import write_section_text
+from _results import write_section_text  # noqa: E402  (after the sys.path line above)
 
 sys.path.insert(
     0, os.environ.get("SHERPA_BENCH_CODE") or str(HERE.parent)
@@ -684,7 +684,7 @@ def timed_writes(
         duplicates += written.duplicate
     rows.append(("exact repeats of stored artifacts", repeats, f"{duplicates}/{len(repeats)} merged"))
     facts, tensions, near = [], 0, 0
-    for i in range(per_row):
+    for _ in range(per_row):
         service, component = rng.choice(SERVICES), rng.choice(COMPONENTS)
         text = f"The {service} {component} pool size is {rng.randint(2, 400)}"
         t0 = perf_counter()

@@ -102,11 +102,15 @@ def render(rows: list, zsh: list, seconds: list[float], runs: int) -> str:
         "| source | commands | candidates | per 1,000 commands | read-only | one-off | with a parameter | support (value × count) |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
+
+    def share(k: int, found: int) -> str:
+        return f"{100 * k / found:.0f}%" if found else "—"
+
     for source, n, found, per_k, looks, one_off, params, support in rows:
         dist = ", ".join(f"{k}×{v}" for k, v in sorted(support.items(), reverse=True)) or "—"
-        share = lambda k: f"{100 * k / found:.0f}%" if found else "—"
         out.append(
-            f"| {source} | {n:,} | {found} | {per_k:.1f} | {share(looks)} | {share(one_off)} | {share(params)} | {dist} |"
+            f"| {source} | {n:,} | {found} | {per_k:.1f} | {share(looks, found)} | {share(one_off, found)} | "
+            f"{share(params, found)} | {dist} |"
         )
     median = statistics.median(seconds) if seconds else float("nan")
     zsh_count = len(zsh)

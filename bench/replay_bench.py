@@ -140,7 +140,7 @@ class Timed:
 
 def _split(costs: dict[str, list[float]], name: str, timed: Timed) -> None:
     costs[name] += timed.us
-    for us, with_args in zip(timed.us, timed.with_args):
+    for us, with_args in zip(timed.us, timed.with_args, strict=True):
         costs[f"{name}_{'args' if with_args else 'plain'}"].append(us)
 
 
@@ -170,7 +170,7 @@ def decision_costs(workflow: Workflow, rules: Workflow, learner: Learner, runs: 
         costs["rule_step"].append((perf_counter() - t0) * 1e6 / result.steps)
         assert result.rule_decisions == len(proc.decisions) and result.llm_calls == 0, (kind, result.to_dict())
         _split(costs, "rule", timed)
-    for kind, text in KINDS:  # matching the task, once per run: the per-run cost the per-step figures leave out
+    for _kind, text in KINDS:  # matching the task, once per run: the per-run cost the per-step figures leave out
         for i in range(20):
             t0 = perf_counter()
             learner.match(workflow, {"ticket": text, "order": str(7000 + i)})
@@ -381,7 +381,7 @@ def main() -> None:
 
     per_kind: dict[str, Counter] = defaultdict(Counter)
     finals: dict[str, set[tuple[str, str]]] = defaultdict(set)
-    for (kind, _), a, b in zip(tickets, base, learned):
+    for (kind, _), a, b in zip(tickets, base, learned, strict=True):
         c = per_kind[kind]
         c.update(
             tickets=1,

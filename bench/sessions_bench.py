@@ -33,7 +33,7 @@ from sherpa_skills.sessions import SessionStore, import_paths  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import machine as shared_machine  # noqa: E402
-from _results import write_section_text
+from _results import write_section_text  # noqa: E402  (after the sys.path line above)
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Session import"

@@ -290,8 +290,7 @@ class ReplayBench:
                 ["/bin/sh", "-c", command],
                 cwd=self.work,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                capture_output=True,
                 start_new_session=True,
             )
             if proc.returncode != 0:
@@ -510,7 +509,7 @@ def replay_profile(b: ReplayBench, quick: bool) -> list[tuple[str, float, float,
     prof.disable()
     stats = pstats.Stats(prof)
     rows = []
-    for (file, line, name), (cc, nc, tt, ct, _) in stats.stats.items():  # type: ignore[attr-defined]
+    for (file, line, name), (_cc, nc, tt, ct, _) in stats.stats.items():  # type: ignore[attr-defined]
         short = f"{Path(file).name}:{line}({name})" if file != "~" else name
         rows.append((short, tt / reps * 1e3, ct / reps * 1e3, nc // reps))
     rows.sort(key=lambda r: -r[1])
@@ -781,7 +780,7 @@ def procedure_specs(n: int, seed: int = 7) -> Iterator[tuple[str, str, str, list
     """(task_type, description, env, tags, commands): realistic-looking, varied, reproducible."""
     rng = random.Random(seed)
     verbs, objects = list(VERBS), list(OBJECTS)
-    for i in range(n):
+    for _ in range(n):
         verb, obj = rng.choice(verbs), rng.choice(objects)
         domain = OBJECTS[obj][0]
         proj, env = rng.choice(PROJECTS), rng.choice(ENVS)
@@ -1474,7 +1473,6 @@ def section_match(m: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], l
 
 
 def write_results(state: dict[str, Any], notes: str) -> str:
-    meta = state.get("meta", {})
     parts, verdicts = [], []
     common = [
         SECTION,

@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from _results import machine, write_section
+from _results import machine, write_section  # noqa: E402  (after the sys.path line above)
 
 TITLE = "Tick cost (instructions per step)"
 TARGETS = {"memory": 160.0, "durable": 600.0}
@@ -151,9 +151,9 @@ def function_rows(variant: str, kinstr: dict[str, float], profiled: dict[str, di
     for (file, *names), label in FUNCTIONS:
         found = [[profiled[t][f"{file}|{n}"] for n in names if f"{file}|{n}" in profiled[t]] for t in labels]
         values = [sum(f) if f else None for f in found]
-        if all(v is None or v * kinstr[t] < 0.5 for v, t in zip(values, labels)):
+        if all(v is None or v * kinstr[t] < 0.5 for v, t in zip(values, labels, strict=True)):
             continue
-        cells = ["—" if v is None else f"{v * kinstr[t]:.1f}" for v, t in zip(values, labels)]
+        cells = ["—" if v is None else f"{v * kinstr[t]:.1f}" for v, t in zip(values, labels, strict=True)]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
 

@@ -150,9 +150,9 @@ def startup(home: Path, repeats: int) -> tuple[list[float], list[float], list[fl
                 try:
                     urllib.request.urlopen(f"http://127.0.0.1:{port}/api/runs?per_page=1", timeout=5).read()
                     break
-                except OSError:
+                except OSError as exc:
                     if proc.poll() is not None:
-                        raise SystemExit("sherpa-skills ui exited before answering")
+                        raise SystemExit("sherpa-skills ui exited before answering") from exc
                     time.sleep(0.01)
             ui.append(perf_counter() - t)
         finally:

@@ -207,7 +207,7 @@ def test_mutated_session_logs_are_imported_or_skipped_and_counted(tmp_path: Path
 
 BILLION_LAUGHS = (
     "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
-    + "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    + "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True))
     + "steps: *i\n"
 )
 

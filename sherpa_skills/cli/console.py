@@ -153,10 +153,10 @@ def print_table(console: Any, table: Any) -> None:
     if most > room and least <= room:
         # Rich would shrink columns below their longest word (cutting it); share out the room ourselves instead.
         spare, wants = room - least, [hi - lo for lo, hi in bounds]
-        widths = [lo + spare * want // max(1, sum(wants)) for (lo, _), want in zip(bounds, wants)]
+        widths = [lo + spare * want // max(1, sum(wants)) for (lo, _), want in zip(bounds, wants, strict=True)]
         for i in sorted(range(len(columns)), key=lambda i: -wants[i])[: room - sum(widths)]:
             widths[i] += 1
-        for column, width in zip(columns, widths):
+        for column, width in zip(columns, widths, strict=True):
             column.width = width
     if least <= room:
         console.print(table, soft_wrap=False)
@@ -164,7 +164,7 @@ def print_table(console: Any, table: Any) -> None:
     cells = [list(c.cells) for c in columns]
     for row in range(table.row_count):
         console.print(_plain(cells[0][row]), soft_wrap=True, markup=False)
-        for column, values in zip(columns[1:], cells[1:]):
+        for column, values in zip(columns[1:], cells[1:], strict=True):
             head = f"  {_plain(column.header)}: "
             body = fold_lines(_plain(values[row]), max(10, console.width - len(head)))
             console.print(head + body[0], soft_wrap=True, markup=False)

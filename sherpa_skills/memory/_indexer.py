@@ -98,7 +98,7 @@ class Indexer:
         sims = np.einsum(
             "ij,j->i", np.asarray([v for _, v in items], dtype=np.float32), np.asarray(vector, dtype=np.float32)
         )
-        return [(aid, max(0.0, min(1.0, float(s)))) for (aid, _), s in zip(items, sims)]
+        return [(aid, max(0.0, min(1.0, float(s)))) for (aid, _), s in zip(items, sims, strict=True)]
 
     # ------------------------------------------------------------------ draining
 

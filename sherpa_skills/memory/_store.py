@@ -353,7 +353,7 @@ class MemoryStore:
                 a.created,
                 a.created,
             )
-            for a, h in zip(items, hashes)
+            for a, h in zip(items, hashes, strict=True)
         ]
         out: list[tuple[Artifact, bool]] = []
         with self._tx():
@@ -380,7 +380,7 @@ class MemoryStore:
             fresh = []
             bumps: dict[str, int] = {}
             now = time.time()
-            for a, row, h in zip(items, rows, hashes):
+            for a, row, h in zip(items, rows, hashes, strict=True):
                 old = existing.get(a.id)
                 if old is not None:
                     if (old.text, old.agent, old.scope) != (a.text, a.agent, a.scope):

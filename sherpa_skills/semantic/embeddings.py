@@ -352,7 +352,7 @@ class HashingEmbedder:
     def _features(self, text: str) -> list[tuple[str, float]]:
         words = _WORDS.findall(text.lower())
         features: list[tuple[str, float]] = [("w:" + w, 1.0) for w in words]
-        features += [(f"b:{a} {b}", 0.7) for a, b in zip(words, words[1:])]
+        features += [(f"b:{a} {b}", 0.7) for a, b in zip(words, words[1:], strict=False)]
         for w in words:
             padded = f"#{w}#"
             features += [("c:" + padded[i : i + 3], 0.3) for i in range(len(padded) - 2)]

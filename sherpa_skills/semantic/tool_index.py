@@ -120,7 +120,7 @@ class ToolIndex:
             return []
         words = _words(task)
         # Word forms and joined neighbours too: "deploying" meets "deploy", "back up" meets "backup".
-        extra = [_stem(w) for w in words if _stem(w) != w] + [a + b for a, b in zip(words, words[1:])]
+        extra = [_stem(w) for w in words if _stem(w) != w] + [a + b for a, b in zip(words, words[1:], strict=False)]
         text = " " + " ".join(words + extra) + " "
         hits: dict[str, tuple[Any, Any]] = {}
         for _, (term, ids, weights) in self._automaton.iter(text):

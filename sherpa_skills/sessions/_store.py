@@ -395,7 +395,7 @@ class SessionStore:
                 added.counts[record.outcome] += 1
                 added.commands += 1
                 added.sessions.add((source, record.session_id))
-            for sid, (ref, next_seq, first, last, cwd, counts) in sessions.items():
+            for ref, next_seq, first, last, cwd, counts in sessions.values():
                 conn.execute(
                     "UPDATE imported_sessions SET next_seq = ?, first_ts = CASE WHEN first_ts IS NULL OR ? < first_ts THEN ? ELSE first_ts END, "
                     "last_ts = CASE WHEN last_ts IS NULL OR ? > last_ts THEN ? ELSE last_ts END, cwd = COALESCE(cwd, ?), "

@@ -307,7 +307,7 @@ def team_page(stores: Stores, task: str) -> dict[str, Any]:
         ins = stores.runs.run_events(r.run_id, "in")
         # What a delivery emitted: the run's events out from its tick up to the next delivery's.
         bounds = [c["tick"] for c in ins[1:]] + [None]
-        for consumed, until in zip(ins, bounds):
+        for consumed, until in zip(ins, bounds, strict=True):
             e = consumed["event"]
             sent = [
                 o["event"].get("name")

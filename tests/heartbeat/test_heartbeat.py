@@ -252,7 +252,7 @@ def test_two_heartbeats_at_once_exactly_one_runs(home: Path) -> None:
         for _ in range(2)
     ]
     results = [p.communicate(timeout=120) for p in procs]
-    for proc, (out, err) in zip(procs, results):
+    for proc, (_out, err) in zip(procs, results, strict=True):
         assert proc.returncode == 0, f"a heartbeat failed (exit {proc.returncode}):\n{err[-3000:]}"
     outs = [json.loads(out) for out, _ in results]
     assert sorted(o["status"] for o in outs) == ["ran", "skipped"], [err[-3000:] for _, err in results]

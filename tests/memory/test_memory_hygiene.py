@@ -119,7 +119,7 @@ class TestNearDuplicates:
         first = memory.write(self.FIRST, agent="ops", scope="shared")
         linked = memory.remember(self.SECOND, agent="ops", scope="shared", on_near="link")
         assert linked.linked == [first.id]
-        assert {(l["src"], l["dst"], l["relation"]) for l in memory.store.links(first.id)} == {
+        assert {(link["src"], link["dst"], link["relation"]) for link in memory.store.links(first.id)} == {
             (linked.artifact.id, first.id, "near_duplicate")
         }
         merged = memory.remember(

@@ -23,7 +23,7 @@ from sherpa_skills.semantic.embeddings import (
 
 
 def cosine(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b))
+    return sum(x * y for x, y in zip(a, b, strict=True))
 
 
 def norm(v: list[float]) -> float:
@@ -76,7 +76,7 @@ class TestMiniLM:
         """Dynamic padding and the attention mask keep batch neighbours from changing a text's vector."""
         texts = ["short", "a somewhat longer text about kubernetes pods", "x " * 40] * 4
         batched = MiniLMEmbedder(batch_size=5).embed(texts)  # several batches, each padded to its own longest
-        for text, vector in zip(texts[:3], batched[:3]):
+        for text, vector in zip(texts[:3], batched[:3], strict=True):
             (alone,) = minilm.embed([text])
             assert cosine(alone, vector) == pytest.approx(1.0, abs=1e-5)
 
@@ -104,7 +104,7 @@ class TestMiniLM:
         assert "light" in loaded and "full" not in loaded
         full = embedder.embed([text] + [f"filler text number {i}" for i in range(embeddings.LIGHT_TEXTS)])[0]
         assert "full" in loaded and "light" not in loaded  # a larger batch: the optimised graph, for good
-        assert max(abs(a - b) for a, b in zip(light, full)) < 1e-5
+        assert max(abs(a - b) for a, b in zip(light, full, strict=True)) < 1e-5
 
     def test_pool_threads_sleep_between_calls_and_vectors_do_not_depend_on_threads(
         self, monkeypatch: pytest.MonkeyPatch
@@ -118,7 +118,7 @@ class TestMiniLM:
         vectors = [
             MiniLMEmbedder(threads=threads).embed([text] * (embeddings.LIGHT_TEXTS + 1))[0] for threads in (1, 2)
         ]
-        assert max(abs(a - b) for a, b in zip(*vectors)) < 1e-6
+        assert max(abs(a - b) for a, b in zip(*vectors, strict=True)) < 1e-6
         for loaded in embeddings._loaded.values():
             options = loaded["full"].get_session_options()
             assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"

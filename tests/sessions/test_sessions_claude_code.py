@@ -68,7 +68,7 @@ def result(
 
 def write(path: Path, *lines: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(l + "\n" for l in lines), encoding="utf-8")
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 
 

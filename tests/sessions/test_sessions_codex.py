@@ -73,7 +73,7 @@ def end(
 def rollout(tmp_path: Path, *lines: str, name: str = f"rollout-2026-05-11T11-26-55-{SESSION}.jsonl") -> Path:
     path = tmp_path / "sessions" / "2026" / "05" / "11" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(l + "\n" for l in lines), encoding="utf-8")
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 
 

@@ -320,7 +320,7 @@ class TestStoreForMining:
             for _ in range(2)
         ]
         outputs = [p.communicate(timeout=60) for p in procs]
-        for proc, (out, err) in zip(procs, outputs):
+        for proc, (out, err) in zip(procs, outputs, strict=True):
             assert proc.returncode == 0 and out.strip(), f"an import failed:\n{err[-3000:]}"
         counts = [int(out.strip().splitlines()[-1]) for out, _ in outputs]
         assert sum(counts) == 300

@@ -143,7 +143,7 @@ def exact_reason(
             any(specific[j] and extra[j] in stated_words for j in range(i + 1, min(i + 3, len(extra))))
             for i in range(len(extra))
         ]
-        if all(a or b for a, b in zip(specific, introduces)):
+        if all(a or b for a, b in zip(specific, introduces, strict=True)):
             return "contains the description"
     return None
 
@@ -256,7 +256,7 @@ class Matcher:
             except Exception as exc:
                 log.warning("embed_failed", reason=str(exc))
                 return found
-            found.update({p.id: v for (p, _), v in zip(missing, vectors)})
+            found.update({p.id: v for (p, _), v in zip(missing, vectors, strict=True)})
             self._index.put([p.id for p, _ in missing], [text for _, text in missing], vectors)
         return found
 

@@ -131,7 +131,7 @@ def cosines(query: Any, vectors: dict[str, Any]) -> dict[str, float]:
     norms = np.linalg.norm(m, axis=1) * (float(np.linalg.norm(q)) or 1.0)
     # einsum, not `m @ q`: a BLAS product wakes OpenBLAS threads that then slow the next query embedding.
     sims = np.einsum("ij,j->i", m, q) / np.where(norms > 0, norms, 1.0)
-    return {key: max(0.0, min(1.0, float(x))) for key, x in zip(vectors, sims)}
+    return {key: max(0.0, min(1.0, float(x))) for key, x in zip(vectors, sims, strict=True)}
 
 
 def semantic_query(
@@ -185,7 +185,7 @@ def stored_vectors(
         except Exception as exc:
             log.warning("embed_failed", reason=str(exc))
             return found
-        found.update(dict(zip(missing, vectors)))
+        found.update(dict(zip(missing, vectors, strict=True)))
         try:
             companion.upsert(collection, missing, [text for text, _ in described], [meta for _, meta in described])
         except Exception as exc:  # the truth is unaffected; the next reindex catches up

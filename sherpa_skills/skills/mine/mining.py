@@ -132,7 +132,9 @@ class KnownProcedures:
         for end, (pid, length) in self.automaton.iter(text):
             first = text.count("\n", 0, end + 1) - length - 1  # the hit ends with the newline after its last step
             window = commands[first : first + length]
-            if len(window) == length and all(rx.fullmatch(normalise(c)) for rx, c in zip(self.templates[pid], window)):
+            if len(window) == length and all(
+                rx.fullmatch(normalise(c)) for rx, c in zip(self.templates[pid], window, strict=True)
+            ):
                 found.add(pid)
         return found
 

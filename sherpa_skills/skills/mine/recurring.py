@@ -316,7 +316,7 @@ def _lift(shaped: list[tuple[str, list[Any], list[tuple[str, ...] | None]]]) -> 
         return pairs.get((a, b), 0) * total / (single[a] * single[b])
 
     def weakest(key: tuple[tuple[str, ...], ...]) -> float:
-        return min(link(a, b) for a, b in zip(key, key[1:]))
+        return min(link(a, b) for a, b in zip(key, key[1:], strict=False))
 
     return weakest
 

@@ -161,7 +161,8 @@ class ReplayPolicy:
         observed = self._observed
         if observed != expected:
             first = next(
-                (i for i, (a, b) in enumerate(zip(expected, observed)) if a != b), min(len(expected), len(observed))
+                (i for i, (a, b) in enumerate(zip(expected, observed, strict=False)) if a != b),
+                min(len(expected), len(observed)),
             )
             self._diverge(
                 position,

@@ -705,7 +705,7 @@ class ProcedureDatabase:
         rows = self.conn.execute(
             f"SELECT {', '.join(columns)} FROM promotions WHERE procedure_id = ? ORDER BY id", (procedure_id,)
         )
-        return [dict(zip(columns, row)) for row in rows]
+        return [dict(zip(columns, row, strict=True)) for row in rows]
 
     def _evidence_start(self, procedure_id: str, version: int) -> tuple[int, float | None]:
         """(execution id after which executions count, when that window opened): the version's last promotion, else (0, None)."""
