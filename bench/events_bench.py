@@ -289,18 +289,26 @@ def main(argv: list[str] | None = None) -> int:
             f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
             f"- Machine: {shared_machine()}; load average (1/5/15 min) at start {load_start}, at end {load_average()}",
             f"- Code measured: git {code or '?'}{' with uncommitted changes in sherpa_skills/' if dirty else ''}",
-            f"- Command: `{command}` ({repeats} timed repeats per configuration after one warm-up of the in-process ones;"
-            f" configurations interleaved round-robin; whole run {wall:.0f} s)",
-            "- Workload: two agents play ping-pong with one durable run each (correlation id `rally`). Every delivery fires the"
-            " receiver's `ball` transition with the payload validated as its arguments and the event written to its context,"
-            " runs `increment` and `emit`, commits the tick (durable: the consumed event id, the emitted event and the tick in one"
-            " SQLite transaction, plus the emit's intent row and the outbox's published mark), and publishes the emitted event"
-            " to the other agent's topic.",
-            "- In-process: `TeamRunner.run()` wall time (team loading excluded) over the whole rally; one thread, FIFO delivery.",
-            "- Redis Streams: each agent is its own process (`AgentService`: XREADGROUP block, handle, commit, XADD, XACK) on a"
-            " redis-server on 127.0.0.1 started by the bench with no persistence; rate = (entries − 1) / (last − first XADD"
-            " time), from the stream entry ids (the server's millisecond clock), so process start-up is excluded and every"
-            " interval between two XADDs is one whole delivery, one agent at a time (ping-pong never overlaps the two).",
+            f"- Command: `{command}` ({repeats} timed repeats per configuration after one warm-up of "
+            f"the in-process ones; configurations interleaved round-robin; whole run {wall:.0f} s)",
+            "- Workload: two agents play ping-pong with one durable run each (correlation id `rally`). "
+            "Every delivery fires the"
+            " receiver's `ball` transition with the payload validated as its arguments and the event "
+            "written to its context,"
+            " runs `increment` and `emit`, commits the tick (durable: the consumed event id, "
+            "the emitted event and the tick in one"
+            " SQLite transaction, plus the emit's intent row and the outbox's published mark), "
+            "and publishes the emitted event to the other agent's topic.",
+            "- In-process: `TeamRunner.run()` wall time (team loading excluded) over the whole rally; "
+            "one thread, FIFO delivery.",
+            "- Redis Streams: each agent is its own process (`AgentService`: XREADGROUP block, handle, "
+            "commit, XADD, XACK) on a"
+            " redis-server on 127.0.0.1 started by the bench with no persistence; rate = (entries − 1) "
+            "/ (last − first XADD"
+            " time), from the stream entry ids (the server's millisecond clock), "
+            "so process start-up is excluded and every"
+            " interval between two XADDs is one whole delivery, "
+            "one agent at a time (ping-pong never overlaps the two).",
             "",
             "| configuration | events per rally | median events/s | µs per delivery | min–max events/s |",
             "|---|---:|---:|---:|---:|",

@@ -58,7 +58,8 @@ class ItemArgs(BaseModel):
 
 
 def _registry():
-    """The desk's typed Python actions, as a developer's agent registers them; a service that is down fails its action."""
+    """The desk's typed Python actions, as a developer's agent registers them;
+    a service that is down fails its action."""
     load_builtins()
     registry = default_registry.child()
 
@@ -223,7 +224,8 @@ CASES: dict[str, list[tuple[str, dict[str, str], dict[str, Any], str]]] = {
                 "",
             )
             .replace(
-                "  - {trigger: tell, source: tracking, dest: checked}\n  - {trigger: investigate, source: tracking, dest: checked}\n",
+                "  - {trigger: tell, source: tracking, dest: checked}\n  - {trigger: investigate, source: "
+                "tracking, dest: checked}\n",
                 "",
             ),
         ),
@@ -239,7 +241,8 @@ CASES: dict[str, list[tuple[str, dict[str, str], dict[str, Any], str]]] = {
 
 
 def injected(snapshot: Path, tmp: Path) -> dict[str, list[dict[str, Any]]]:
-    """Each injected case on a fresh copy of the learned store: did replay start, diverge, and hand over to the LLM in the
+    """Each injected case on a fresh copy of the learned store:
+    did replay start, diverge, and hand over to the LLM in the
     same run, with the divergence in the prompt the model was sent (echoed back by the script, recorded in the log)?"""
     found: dict[str, list[dict[str, Any]]] = {}
     for n, (case, runs) in enumerate(CASES.items()):
@@ -273,7 +276,8 @@ def injected(snapshot: Path, tmp: Path) -> dict[str, list[dict[str, Any]]]:
                     "llm_calls": result.llm_calls,
                     "status": result.status,
                     "state": result.state,
-                    "where": f"{diverged.get('state')}: expected {diverged.get('expected')}, observed {diverged.get('observed')}",
+                    "where": f"{diverged.get('state')}: expected {diverged.get('expected')}, "
+                    f"observed {diverged.get('observed')}",
                     # the first LLM prompt of the run reports the divergence: the model answered it in the same run
                     "in_prompt": bool(asked) and told in str(asked[0].outputs.get("reason", "")),
                     "relearned": proc is not None and proc.version == 2,
@@ -308,7 +312,8 @@ def divergence_part(found: dict[str, list[dict[str, Any]]]) -> str:
         )
         inject_rows.append(
             f"| {case} | {', '.join(r['kind'] for r in results)} | **{ok}/{len(results)}** "
-            f"| {sum(r['in_prompt'] for r in results)}/{len(results)} | {', '.join(str(r['replayed']) for r in results)} "
+            f"| {sum(r['in_prompt'] for r in results)}/{len(results)} | "
+            f"{', '.join(str(r['replayed']) for r in results)} "
             f"| {', '.join(r['state'] for r in results)} | {sum(r['relearned'] for r in results)}/{len(results)} |"
         )
     wheres = "\n".join(
@@ -396,8 +401,10 @@ def main() -> None:
         finals[kind].add((f"{a.status} {a.state}", f"{b.status} {b.state}"))
     total = sum(per_kind.values(), Counter())
     rows = "\n".join(
-        f"| {kind} | {c['tickets']} | {' / '.join(sorted(x for x, _ in finals[kind]))} | {' / '.join(sorted(y for _, y in finals[kind]))} "
-        f"| {c['same']}/{c['tickets']} | {c['planned']} | {c['replayed']} | {c['base_calls']} | {c['calls']} | {c['base_tokens']} | {c['tokens']} |"
+        f"| {kind} | {c['tickets']} | {' / '.join(sorted(x for x, _ in finals[kind]))} | "
+        f"{' / '.join(sorted(y for _, y in finals[kind]))} "
+        f"| {c['same']}/{c['tickets']} | {c['planned']} | {c['replayed']} | {c['base_calls']} | {c['calls']} | "
+        f"{c['base_tokens']} | {c['tokens']} |"
         for kind, c in per_kind.items()
     )
     after_first = sum(b.llm_calls for i, b in enumerate(learned) if i >= len(KINDS))

@@ -129,7 +129,8 @@ def template() -> tuple[list[str], str]:
         lines = [line for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
         return (
             lines,
-            f"line shapes of the {len(files)} real Claude Code samples in {folder}/claude-code ({sum(f.stat().st_size for f in files) / 1e6:.2f} MB)",
+            f"line shapes of the {len(files)} real Claude Code samples in {folder}/claude-code "
+            f"({sum(f.stat().st_size for f in files) / 1e6:.2f} MB)",
         )
     return [json.dumps(e) for e in _BUILTIN], "the built-in 5-line transcript (real samples not found)"
 
@@ -150,7 +151,8 @@ def write_transcript(path: Path, lines: list[str], target_bytes: int) -> tuple[i
 
 
 def many_files(work: Path, count: int = 10_000) -> tuple[float, float]:
-    """(first import, median of 3 re-imports) of `count` small session files, seconds: what a heartbeat pays with nothing new."""
+    """(first import, median of 3 re-imports) of `count` small session files, seconds:
+    what a heartbeat pays with nothing new."""
     root = work / "many" / "projects"
     for i in range(count):
         folder = root / f"-project-{i % 100}"

@@ -41,7 +41,8 @@ def log_file(home: Path, name: str) -> Path:
 
 
 def ensure_configured() -> None:
-    """If nobody configured structlog, send warnings and errors to stderr (structlog's default prints everything to stdout)."""
+    """If nobody configured structlog, send warnings and errors to stderr (structlog's default prints
+    everything to stdout)."""
     global _configured
     if _configured or structlog.is_configured():
         _configured = True
@@ -50,7 +51,8 @@ def ensure_configured() -> None:
 
 
 def configure(level: str = "warning", json_file: Path | None = None, stream: TextIO | None = None) -> None:
-    """Console lines on stderr at `level` (lower with -v); with `json_file`, every event at info and above as JSON lines too."""
+    """Console lines on stderr at `level` (lower with -v);
+    with `json_file`, every event at info and above as JSON lines too."""
     global _configured
     threshold = getattr(logging, level.upper(), logging.WARNING)
     if _verbosity:

@@ -241,7 +241,10 @@ def _malformed_steps() -> list[tuple[str, bytes]]:
         for name, text in STEPS_FILES.items()
     ]
     rng = random.Random(SEED + 2)
-    base = b"description: build it\ntags: [make]\nsteps:\n  - {command: make, expected_exit_code: 0}\n  - {command: make test, expected_output_pattern: 'passed'}\n"
+    base = (
+        b"description: build it\ntags: [make]\nsteps:\n  - {command: make, expected_exit_code: 0}\n  - {command: "
+        b"make test, expected_output_pattern: 'passed'}\n"
+    )
     cases += [(f"mutant {i}", mutate_bytes(base, rng)) for i in range(26)]
     return cases
 

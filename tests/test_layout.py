@@ -86,7 +86,8 @@ def graph() -> dict[str, set[str]]:
 
 class TestLayers:
     def test_imports_point_down(self, graph: dict[str, set[str]]) -> None:
-        """A module imports only its own layer or lower ones: the engine never reaches for the skill store or the CLI."""
+        """A module imports only its own layer or lower ones:
+        the engine never reaches for the skill store or the CLI."""
         upward = []
         for module, targets in graph.items():
             here, level = _layer(module)
@@ -117,7 +118,8 @@ class TestLayers:
         assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
 
     def test_every_module_imports_alone(self, graph: dict[str, set[str]]) -> None:
-        """Each module imports in a fresh interpreter on its own, in reverse order of names (a cycle would break one)."""
+        """Each module imports in a fresh interpreter on its own,
+        in reverse order of names (a cycle would break one)."""
         names = sorted((n for n in graph if not n.endswith("__main__")), reverse=True)
         code = (
             "import importlib, sys\nfailed = []\n"

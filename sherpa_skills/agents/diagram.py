@@ -1,4 +1,5 @@
-"""Draw a team file as one Mermaid `stateDiagram-v2`: each agent's machine as a block, topics, who hears and who emits what."""
+"""Draw a team file as one Mermaid `stateDiagram-v2`:
+each agent's machine as a block, topics, who hears and who emits what."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Multi-agent workflows: a YAML file declaring several agents and the first event, run in one process over the in-process bus.
+"""Multi-agent workflows: a YAML file declaring several agents and the first event,
+run in one process over the in-process bus.
 
 Each agent handles each task (correlation id) in its own durable run, so a later event for the same task resumes it.
 """
@@ -54,7 +55,8 @@ class _Strict(BaseModel):
 
 
 class AgentSpec(_Strict):
-    """One agent of a team: a workflow (a file beside the team file, or inline), the topics it hears, optional overrides."""
+    """One agent of a team: a workflow (a file beside the team file, or inline),
+    the topics it hears, optional overrides."""
 
     workflow: str | dict[str, Any]
     subscribe: list[str] = Field(
@@ -298,7 +300,8 @@ def _render(value: Any, values: dict[str, Any]) -> Any:
 
 
 def run_id_for(agent: str, correlation_id: str) -> str:
-    """The run that handles one task for one agent: readable when the correlation id is a plain word, hashed otherwise."""
+    """The run that handles one task for one agent:
+    readable when the correlation id is a plain word, hashed otherwise."""
     cid = (
         correlation_id if _PLAIN_ID.match(correlation_id) else hashlib.sha256(correlation_id.encode()).hexdigest()[:16]
     )
@@ -378,7 +381,8 @@ class AgentHost:
                 name=self.name,
             )
         else:  # the member's name is its identity (shared memory, domains), whichever workflow it runs
-            # Learning (`replay: true`) matches a run by its inputs at start; a member's run starts from events: not yet.
+            # Learning (`replay: true`) matches a run by its inputs at start; a member's run starts from events:
+            # not yet.
             agent = wf.agent(store=self.store, run_id=run_id, model=self.model, name=self.name, learn=False)
         agent.sender, agent.correlation_id = self.name, correlation_id
         if self.observer is not None:
@@ -458,7 +462,8 @@ class TeamResult:
 
 
 class TeamRunner:
-    """Runs every agent of a team in this process: deliver events in FIFO order until none is pending (or max_events)."""
+    """Runs every agent of a team in this process:
+    deliver events in FIFO order until none is pending (or max_events)."""
 
     def __init__(
         self,
@@ -505,7 +510,8 @@ class TeamRunner:
             return None
         if self.counters["delivered"] >= self.max_events:
             raise RunError(
-                f"team '{self.team.name}' stopped after {self.max_events} deliveries with {self.bus.pending()} event(s) still pending; "
+                f"team '{self.team.name}' stopped after {self.max_events} deliveries with {self.bus.pending()} "
+                "event(s) still pending; "
                 "the agents may be looping: raise max_events (team file or --max-events) or give the loop an end"
             )
         name, event = self.bus.next()  # type: ignore[misc]

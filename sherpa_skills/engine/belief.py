@@ -132,7 +132,8 @@ _LOG_FIELDS = frozenset(LogEntry.model_fields)
 def trajectory_entry(
     tick: int, state: str, trigger: str | None, source: str | None, decided_by: str, at: float
 ) -> TrajectoryEntry:
-    """An entry from values the engine made itself: what `model_construct` gives, without its per-field alias walk (per tick)."""
+    """An entry from values the engine made itself:
+    what `model_construct` gives, without its per-field alias walk (per tick)."""
     entry = object.__new__(TrajectoryEntry)
     _set(
         entry,

@@ -201,7 +201,8 @@ class _Compiler:
         self.problems.append(Problem(self.file, line, message))
 
     def args_loc(self, loc: tuple[Any, ...], name: str) -> tuple[Any, ...]:
-        """Where a call's arguments sit in the YAML: under `args:`, or under the name in the `{name: {...}}` shorthand."""
+        """Where a call's arguments sit in the YAML:
+        under `args:`, or under the name in the `{name: {...}}` shorthand."""
         if self.source is not None and (*loc, "args") not in self.source.lines and (*loc, name) in self.source.lines:
             return (*loc, name)
         return (*loc, "args")
@@ -229,7 +230,8 @@ class _Compiler:
                 elif state.initial not in state.states:
                     self.problem(
                         (*sloc, "initial"),
-                        f"initial '{state.initial}' of state '{path}' is not one of its substates: {', '.join(state.states)}",
+                        f"initial '{state.initial}' of state '{path}' is not one of its substates: "
+                        f"{', '.join(state.states)}",
                     )
                 self.collect(state.states, path, sloc)
             elif state.initial is not None:
@@ -273,7 +275,8 @@ class _Compiler:
         for key in unknown:
             self.problem(
                 (*self.args_loc(loc, call.name), key),
-                f"guard '{call.name}' has no argument '{key}'; it takes: {', '.join(definition.args_model.model_fields) or 'none'}",
+                f"guard '{call.name}' has no argument '{key}'; it takes: "
+                f"{', '.join(definition.args_model.model_fields) or 'none'}",
             )
         if unknown:
             return None
@@ -402,7 +405,8 @@ class _Compiler:
                 if dest_path is None:
                     self.problem(
                         (*loc, "dest"),
-                        f"transition '{t.trigger}': dest '{t.dest}' is not a state; states: {', '.join(sorted(self.states))}",
+                        f"transition '{t.trigger}': dest '{t.dest}' is not a state; states: "
+                        f"{', '.join(sorted(self.states))}",
                     )
                     continue
             arg_models[order] = _arguments_model(t)
@@ -543,7 +547,8 @@ def _chain(path: str) -> list[str]:
 
 
 def _arguments_model(t: TransitionSpec) -> tuple[type[BaseModel], bool]:
-    """The transition's own arguments, and nothing else: a model that forbids undeclared keys, even when none are declared."""
+    """The transition's own arguments, and nothing else:
+    a model that forbids undeclared keys, even when none are declared."""
     fields: dict[str, Any] = {}
     for name, a in t.arguments.items():
         typ: Any = _JSON_TYPES[a.type]

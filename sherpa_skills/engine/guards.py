@@ -20,7 +20,8 @@ class KeyValueArgs(BaseModel):
 
 
 class KeyNumberArgs(BaseModel):
-    """A comparison needs the number to compare with: a missing `value` is a load error, not a guard that never passes."""
+    """A comparison needs the number to compare with:
+    a missing `value` is a load error, not a guard that never passes."""
 
     key: str
     value: float

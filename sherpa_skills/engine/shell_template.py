@@ -1,4 +1,5 @@
-"""Templates in shell commands: every `{{ value }}` is escaped for the quoting it lands in, so no value can add a command.
+"""Templates in shell commands: every `{{ value }}` is escaped for the quoting it lands in,
+so no value can add a command.
 
 A template is rendered with each value fenced by NUL bytes (no command can hold one); the result is then read the way
 /bin/sh reads it (bare words, '…', "…", $(…), here-documents) and each value is escaped for where it landed:

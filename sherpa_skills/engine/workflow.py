@@ -61,7 +61,8 @@ class Workflow:
         if learn is None:
             learn = self.spec.policy.replay
         if learn is not False:
-            # By name, as the built-ins are loaded: the engine has no import edge up to the skill store it hands the run to.
+            # By name, as the built-ins are loaded: the engine has no import edge up to the skill
+            # store it hands the run to.
             return importlib.import_module(LEARNING_MODULE).learning_agent(self, learn, **kwargs)
 
         policy = kwargs.pop("policy", self.policy)
@@ -221,7 +222,8 @@ def build_policy(
 
 
 def _rules_path(name: str, base_dir: Path) -> Path | None:
-    """The rules file beside the workflow (or below its folder), else the shipped one; None when `name` points elsewhere."""
+    """The rules file beside the workflow (or below its folder), else the shipped one;
+    None when `name` points elsewhere."""
     for folder in (base_dir, data_dir("policies")):
         folder = folder.resolve()
         path = (folder / name).resolve()
@@ -242,7 +244,8 @@ def load_workflow_source(source: Located, *, registry: Registry | None = None, p
         spec = WorkflowSpec.model_validate(source.data)
     except ValidationError as exc:
         # Problems of the schema are reported and their keys set aside, so the graph and the calls are still checked in
-        # the same pass; when that is not possible (or not enough: a required key is wrong), the schema problems stand alone.
+        # the same pass; when that is not possible (or not enough: a required key is wrong),
+        # the schema problems stand alone.
         problems += _pydantic_problems(exc, source)
         stripped = _set_aside(source.data, exc)
         if stripped is None:

@@ -112,8 +112,8 @@ class HeartbeatState:
     # -- reports
     def save_report(self, report: dict[str, Any], markdown: str) -> int:
         cursor = self.conn.execute(
-            "INSERT INTO heartbeat_runs (run_id, started, ended, status, watermark_before, watermark_after, phases, alerts, markdown)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO heartbeat_runs (run_id, started, ended, status, watermark_before, watermark_after, "
+            "phases, alerts, markdown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 report.get("run_id"),
                 report["started"],

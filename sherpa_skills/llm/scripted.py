@@ -1,4 +1,5 @@
-"""A deterministic stand-in LLM for tests, the demo and examples: answered in-process, or through litellm like a real one.
+"""A deterministic stand-in LLM for tests, the demo and examples:
+answered in-process, or through litellm like a real one.
 
 A script is a YAML file; the model string ``scripted/PATH.yaml`` selects it::
 

@@ -83,7 +83,8 @@ def m001_memory(conn: sqlite3.Connection) -> None:
 
 
 def m002_hygiene(conn: sqlite3.Connection) -> None:
-    """Dedup, supersede, decay and tensions: new columns with defaults, so a home written by older code upgrades in place."""
+    """Dedup, supersede, decay and tensions:
+    new columns with defaults, so a home written by older code upgrades in place."""
     execute_script(
         conn,
         """
@@ -397,8 +398,10 @@ class MemoryStore:
                 existing[a.id] = by_hash[h] = a
                 out.append((a, False))
             self.conn.executemany(
-                "INSERT INTO memory_artifacts (id, agent, run_id, scope, kind, tags, metadata, text, created, content_hash,"
-                " confidence, abstraction, category, last_seen, last_access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO memory_artifacts (id, agent, run_id, scope, kind, tags, metadata, text, "
+                "created, content_hash,"
+                " confidence, abstraction, category, last_seen, last_access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?, ?, ?, ?, ?, ?)",
                 fresh,
             )
             self.conn.executemany(
@@ -566,8 +569,8 @@ class MemoryStore:
         args: list[Any] = [match, artifact.scope, artifact.id, *([artifact.agent] if owner else []), candidates]
         rows = self.conn.execute(
             f"SELECT a.id, a.text FROM memory_fts JOIN memory_artifacts a ON a.seq = memory_fts.rowid"
-            f" WHERE memory_fts MATCH ? AND a.scope = ? AND a.id != ? AND {CURRENT} AND a.abstraction != 'episode' {owner}"
-            f" ORDER BY bm25(memory_fts, 1.0, 0.5) LIMIT ?",
+            f" WHERE memory_fts MATCH ? AND a.scope = ? AND a.id != ? AND {CURRENT} AND a.abstraction "
+            f"!= 'episode' {owner} ORDER BY bm25(memory_fts, 1.0, 0.5) LIMIT ?",
             args,
         ).fetchall()
         found: list[dict[str, Any]] = []
@@ -603,13 +606,15 @@ class MemoryStore:
         tid = hashlib.sha256(f"{a}\x1f{b}".encode()).hexdigest()[:12]
         with self._tx():
             self.conn.execute(
-                "INSERT OR IGNORE INTO memory_tensions (id, a, b, scope, agent, reason, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO memory_tensions (id, a, b, scope, agent, reason, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (tid, a, b, scope, agent if scope == "private" else None, reason, time.time()),
             )
         return tid
 
     def tensions(self, *, agent: str | None, status: str = "open", limit: int = 100) -> list[dict[str, Any]]:
-        """Tensions `agent` may see (shared ones, and those between its own private notes), newest first, with both texts."""
+        """Tensions `agent` may see (shared ones, and those between its own private notes),
+        newest first, with both texts."""
         if status not in ("open", "resolved", "all"):
             raise UsageError(f"shared memory: tension status {status!r} is not one of: open, resolved, all")
         clauses = ["(t.scope = 'shared' OR t.agent = ?)" if agent else "t.scope = 'shared'"]
@@ -618,7 +623,8 @@ class MemoryStore:
             clauses.append("t.status = ?")
             args.append(status)
         rows = self.conn.execute(
-            f"SELECT t.id, t.a, t.b, t.scope, t.reason, t.status, t.kept, t.created, t.resolved, t.resolved_by, x.text, y.text"
+            "SELECT t.id, t.a, t.b, t.scope, t.reason, t.status, t.kept, t.created, t.resolved, "
+            "t.resolved_by, x.text, y.text"
             f" FROM memory_tensions t JOIN memory_artifacts x ON x.id = t.a JOIN memory_artifacts y ON y.id = t.b"
             f" WHERE {' AND '.join(clauses)} ORDER BY t.created DESC LIMIT ?",
             [*args, check_limit(limit)],
@@ -730,7 +736,8 @@ class MemoryStore:
         return _artifact(row)
 
     def _rows_among(self, columns: str, ids: list[str], where: str, args: list[Any]) -> Iterator[tuple[Any, ...]]:
-        """Rows whose id is among `ids` and that pass `where`, asked in chunks that stay under SQLite's variable limit."""
+        """Rows whose id is among `ids` and that pass `where`,
+        asked in chunks that stay under SQLite's variable limit."""
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
@@ -903,7 +910,8 @@ class MemoryStore:
         per_tier = dict.fromkeys(TIERS, 0)
         now = time.time()
         for last, conf, reads, abstraction in self.conn.execute(
-            f"SELECT COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction FROM memory_artifacts a WHERE {CURRENT}"
+            "SELECT COALESCE(a.last_access, a.created), a.confidence, a.reads, "
+            f"a.abstraction FROM memory_artifacts a WHERE {CURRENT}"
         ):
             per_tier[tier(last, confidence=conf, reads=reads, abstraction=abstraction, now=now)] += 1
         superseded, repeats = self.conn.execute(

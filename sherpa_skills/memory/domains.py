@@ -167,8 +167,8 @@ class Domains:
             if cursor.rowcount == 0:
                 return False
             gone = self.conn.execute(
-                "DELETE FROM domain_changelog WHERE domain = ? AND seq <= (SELECT seq FROM domain_changelog WHERE domain = ?"
-                " ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                "DELETE FROM domain_changelog WHERE domain = ? AND seq <= (SELECT seq FROM "
+                "domain_changelog WHERE domain = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
                 (name, name, MAX_CHANGELOG),
             ).rowcount
             if gone:
@@ -219,7 +219,8 @@ class Domains:
         with self._tx():
             if self.conn.execute("SELECT 1 FROM domains WHERE name = ?", (name,)).fetchone() is None:
                 raise UsageError(
-                    f"no domain {name!r}; it exists once an agent declaring it has run (`sherpa-skills domains` lists them)"
+                    f"no domain {name!r}; it exists once an agent declaring it has run (`sherpa-skills "
+                    "domains` lists them)"
                 )
             count = self.conn.execute(
                 "SELECT COUNT(*) FROM domain_decisions WHERE domain = ? AND key != ?", (name, key)
@@ -228,7 +229,8 @@ class Domains:
                 raise UsageError(f"domain {name!r} already has {MAX_DECISIONS} decisions; remove or merge some first")
             self.conn.execute(
                 "INSERT INTO domain_decisions (domain, key, value, set_by, at) VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT (domain, key) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, at = excluded.at",
+                " ON CONFLICT (domain, key) DO UPDATE SET value = excluded.value, "
+                "set_by = excluded.set_by, at = excluded.at",
                 (name, key, text, by.strip(), time.time()),
             )
             self.append(name, {"decision": key, "value": json.loads(text), "by": by.strip()}, kind="decision")
@@ -359,10 +361,12 @@ def briefing(home: Path | None, agent: str, limit: int = START_BRIEFING) -> list
 
     store = shared_memory(home).store
     rows = store.conn.execute(
-        "SELECT a.id, a.text, a.abstraction, COALESCE(a.last_access, a.created), a.confidence, a.reads FROM memory_artifacts a"
-        " WHERE a.agent = ? AND a.superseded_by IS NULL AND (a.abstraction = 'principle' OR COALESCE(a.last_access, a.created) > ?)"
-        " ORDER BY CASE a.abstraction WHEN 'principle' THEN 0 WHEN 'pattern' THEN 1 ELSE 2 END, COALESCE(a.last_access, a.created) DESC"
-        " LIMIT ?",
+        "SELECT a.id, a.text, a.abstraction, COALESCE(a.last_access, a.created), a.confidence, "
+        "a.reads FROM memory_artifacts a"
+        " WHERE a.agent = ? AND a.superseded_by IS NULL AND (a.abstraction = 'principle' OR "
+        "COALESCE(a.last_access, a.created) > ?)"
+        " ORDER BY CASE a.abstraction WHEN 'principle' THEN 0 WHEN 'pattern' THEN 1 ELSE 2 END, "
+        "COALESCE(a.last_access, a.created) DESC LIMIT ?",
         (agent, time.time() - 61 * 86400.0, limit * 4),
     ).fetchall()
     from ._hygiene import tier

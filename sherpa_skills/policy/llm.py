@@ -96,7 +96,8 @@ def _arguments_schema(edge: Edge) -> dict[str, Any]:
 
 
 def response_schema(options: list[Edge]) -> dict[str, Any]:
-    """One object schema per available trigger (a union discriminated by `trigger`), each with only its own arguments."""
+    """One object schema per available trigger (a union discriminated by `trigger`),
+    each with only its own arguments."""
     choices = [
         {
             "type": "object",
@@ -216,7 +217,8 @@ class LLMPolicy:
         ]
 
     def _render(self, name: str, values: dict[str, Any], ctx: DecisionContext) -> str:
-        """A prompt that cannot be rendered (missing file, undefined name, syntax) is a policy error naming it, never a traceback."""
+        """A prompt that cannot be rendered (missing file, undefined name, syntax)
+        is a policy error naming it, never a traceback."""
         from jinja2 import TemplateError
 
         try:
@@ -230,7 +232,8 @@ class LLMPolicy:
             ) from None
 
     def _model(self, ctx: DecisionContext) -> str:
-        """A model pinned on this policy, else the run's (`--model`, else the workflow's llm.model), else the environment's."""
+        """A model pinned on this policy, else the run's (`--model`, else the workflow's llm.model),
+        else the environment's."""
         from ..llm.call import resolve_model
 
         return resolve_model(self.model, ctx.model)

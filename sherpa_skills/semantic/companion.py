@@ -326,7 +326,8 @@ class Companion:
         vectors = [list(vector)] if vector is not None else self._embed([text])
 
         def run(col: Any) -> Any:
-            # chromadb 1.x returns fewer results when n exceeds the collection: no count needed (it costs ~11 ms at 100k).
+            # chromadb 1.x returns fewer results when n exceeds the collection:
+            # no count needed (it costs ~11 ms at 100k).
             with _chroma(f"query {collection!r}", self.where):
                 return col.query(query_embeddings=vectors, n_results=n, where=where or None, include=["distances"])
 

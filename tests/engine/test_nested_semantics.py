@@ -318,7 +318,8 @@ class TestEntryExitOrder:
         assert _walk(OurMachine(scenario.flags), scenario.triggers) == scenario.expected
 
     def test_transitions_hierarchical_machine_agrees_step_by_step(self, scenario: Scenario):
-        """transitions' HierarchicalMachine, fed the same triggers, reaches the same states with the same enter/exit order."""
+        """transitions' HierarchicalMachine, fed the same triggers,
+        reaches the same states with the same enter/exit order."""
         ours = _walk(OurMachine(scenario.flags), scenario.triggers)
         theirs = _walk(TheirMachine(scenario.flags), scenario.triggers)
         assert ours == theirs

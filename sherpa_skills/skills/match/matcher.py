@@ -3,7 +3,8 @@
 Candidates come from the procedure index (`procedure_index`: the nearest stored vectors by exact cosine) and
 from key terms weighted by how rare they are in the store (IDF). Each candidate then gets signals with an absolute
 meaning, never divided by the query's best: the exact cosine between the task and the procedure (stored vectors,
-or recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure covers and of the description's
+or recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure
+covers and of the description's
 the task covers, literal agreement (numbers, paths, quoted names, `*.ext`, flags: see `literals`), and how far
 its cosine stands above the best other candidate's. A small logistic model turns them into the relevance, in
 [0, 1] (`relevance`; coefficients fitted on the NL2Bash dev split by bench/match_calibrate.py); a task that names

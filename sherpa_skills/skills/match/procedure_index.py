@@ -50,7 +50,8 @@ def command_words(command: str) -> str:
 
 
 def index_text(task_type: str, description: str, tags: list[str], commands: list[str]) -> str:
-    """The text whose meaning a procedure's vector holds: task type, description, tags and the words of its first commands."""
+    """The text whose meaning a procedure's vector holds:
+    task type, description, tags and the words of its first commands."""
     parts = [task_type.replace("-", " ").replace("_", " "), description, " ".join(tags)]
     parts += [command_words(c) for c in commands[:8]]
     return ". ".join(x for x in parts if x)

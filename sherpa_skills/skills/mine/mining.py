@@ -258,5 +258,6 @@ def is_read_only(command: str) -> bool:
 
 
 def is_interactive(command: str) -> bool:
-    """An editor, pager, REPL or job-control command: bare (`vim x`, `python3`, `fg`), not a script run (`python3 x.py`)."""
+    """An editor, pager, REPL or job-control command:
+    bare (`vim x`, `python3`, `fg`), not a script run (`python3 x.py`)."""
     return classify(command) in ("interactive", "job")

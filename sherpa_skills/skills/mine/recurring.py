@@ -352,7 +352,8 @@ _NAMES = [
     (re.compile(r"^(git )?(checkout|switch|-b|-B|--branch|ps|push|pull|origin|upstream)$"), "branch"),
     (
         re.compile(
-            r"^(brew|npm|pnpm|yarn|pip|pip3|uv|poetry|cargo|apt|apt-get|gem|go|conda) (install|add|remove|uninstall|i|get)$"
+            r"^(brew|npm|pnpm|yarn|pip|pip3|uv|poetry|cargo|apt|apt-get|gem|go|conda) "
+            r"(install|add|remove|uninstall|i|get)$"
         ),
         "package",
     ),

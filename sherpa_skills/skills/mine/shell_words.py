@@ -1,4 +1,5 @@
-"""What a logged shell command is, read with a real shell tokenizer: look-around, interactive, noise, long-running, or work.
+"""What a logged shell command is, read with a real shell tokenizer:
+look-around, interactive, noise, long-running, or work.
 
 Mining keeps only *work*: commands that change something and can run unattended. Commands are split by a shell
 tokenizer (quotes and escapes respected, operators as their own tokens; one regex scan, cached, as `shlex` is ten
@@ -30,7 +31,8 @@ READ_ONLY = frozenset(
 READ_ONLY_SUB: dict[str, frozenset[str]] = {
     k: frozenset(v.split())
     for k, v in {
-        "git": "status log diff show branch remote rev-parse ls-files blame describe shortlog reflog grep config-l tag-l whatchanged",
+        "git": "status log diff show branch remote rev-parse ls-files blame describe shortlog reflog grep "
+        "config-l tag-l whatchanged",
         "docker": "ps images logs inspect version info stats top port history",
         "podman": "ps images logs inspect version info",
         "kubectl": "get describe logs top explain version api-resources config-view",

@@ -136,7 +136,8 @@ def skill_select(args: NoArgs, ctx: ActionContext) -> ActionResult:
 
 @default_registry.action("skill_preflight")
 def skill_preflight(args: NoArgs, ctx: ActionContext) -> ActionResult:
-    """Render every step with the parameters; check environment variable names; run preconditions only when executing."""
+    """Render every step with the parameters; check environment variable names;
+    run preconditions only when executing."""
     proc = ctx.view.get("procedure")
     params = dict(ctx.view.get("params") or {})
     problems: list[str] = []

@@ -88,7 +88,8 @@ def _raw(text: str) -> str:
 
 
 def render_command(command: str, params: dict[str, Any]) -> str:
-    """Render `{{ name }}` in a sandbox; each value is escaped for the quotes around it, so a parameter can never add a command."""
+    """Render `{{ name }}` in a sandbox; each value is escaped for the quotes around it,
+    so a parameter can never add a command."""
     if "{" not in command:
         return command  # nothing to render: skip compiling a template for every plain step
     from jinja2 import TemplateError, UndefinedError
