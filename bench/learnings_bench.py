@@ -1,11 +1,11 @@
 """Defensive learnings found by meaning: how the floor was calibrated, and what the lookup adds to every plan.
 Rewrites the `## Learnings for the planner` section of bench/RESULTS.md.
 
-    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/learnings_bench.py             #
-    a few minutes on 2 cores
+    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/learnings_bench.py             # a few minutes
     SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/learnings_bench.py --no-write  # print only
-    python bench/learnings_bench.py --sizes 100,1000 --no-write                                #
-    latency only (no dataset)
+    python bench/learnings_bench.py --sizes 100,1000 --no-write                                # latency only
+
+(A few minutes on 2 cores; latency only needs no dataset.)
 
 Needs the MiniLM embedder (its packages are dependencies); the calibration texts' vectors are cached in a temporary
 file (`--cache`), so a rerun only scores.

@@ -1,8 +1,8 @@
 """Procedure matching on real paraphrases: does `Matcher.match` pick the procedure a task is about, and nothing
 when none fits? Rewrites the `## Procedure matching (NL2Bash dev)` section of bench/RESULTS.md.
 
-    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_bench.py            # minutes on 2 quiet
-    cores (embeds ~7,400 texts)
+    # minutes on 2 quiet cores (embeds ~7,400 texts)
+    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_bench.py
     SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_bench.py --no-write # print only
     ... --scale 10000      # also: warm match latency with the store padded to 10,000 procedures
 

@@ -1,9 +1,8 @@
 """Fit the matcher's relevance model (sherpa_skills/skills/match/relevance.json) on the NL2Bash dev split, and say how
-well it does on data it was not fitted on. Rewrites the `## Procedure matching:
-calibration` section of bench/RESULTS.md.
+well it does on data it was not fitted on. Rewrites the `## Procedure matching: calibration` section of
+bench/RESULTS.md.
 
-    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_calibrate.py              # fits, reports,
-    writes the JSON
+    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_calibrate.py  # fits, reports, writes the JSON
     ... --no-write                      # report only: neither the JSON nor RESULTS.md is touched
     ... --embedding-cache /tmp/e.pkl    # keep MiniLM vectors between runs (embedding is most of the time)
 

@@ -11,8 +11,7 @@ Then, on the same store, times writes with every hygiene check (`SharedMemory.re
 query in the companion, tension rules over FTS5 candidates, indexing), for exact repeats, new facts with values
 and new notes; written to a second section, "Shared memory hygiene".
 
-    python bench/memory_bench.py            # 100k artifacts, 20-60 minutes on 2 busy cores;
-    rewrites two sections of bench/RESULTS.md
+    python bench/memory_bench.py            # 100k artifacts, 20-60 minutes on 2 busy cores; rewrites two sections
     python bench/memory_bench.py --quick    # 10k artifacts, fewer queries; prints, does not write RESULTS.md
     python bench/memory_bench.py --embedder hashing --store ~/.cache/sherpa-memory-100k --baseline main
                                             # keeps the built store for the next run; times main's code and this

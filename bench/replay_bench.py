@@ -102,7 +102,8 @@ RULES = WORKFLOW_TEXT.replace(
   type: chain
   rules:
     - {state: assess, when: {context_matches: {key: ticket, pattern: refund my}}, trigger: refund, args: {order: '1'}}
-    - {state: assess, when: {context_matches: {key: ticket, pattern: kettle}}, trigger: replace, args: {order: '1', item: kettle}}
+    - {state: assess, when: {context_matches: {key: ticket, pattern: kettle}}, trigger: replace,
+       args: {order: '1', item: kettle}}
     - {state: assess, when: {context_matches: {key: ticket, pattern: cancel my}}, trigger: cancel, args: {order: '1'}}
     - {state: assess, when: {context_matches: {key: ticket, pattern: parcel}}, trigger: track, args: {order: '1'}}
     - {state: assess, trigger: answer}
@@ -330,7 +331,7 @@ refund policy and stock feed they depend on; the check-change case bumps one ver
 {chr(10).join(inject_rows)}
 
 {wheres}
-"""
+"""  # noqa: E501  (a RESULTS.md section as it reads: a table row is one line)
 
 
 def only_divergences(n: int) -> None:
@@ -454,7 +455,7 @@ Arguments filled from the run's inputs are validated on every run; literal ones 
 Matching the task against the store, once per run before the first decision: median {median(costs["match"]):.2f} ms
 ({len(costs["match"])} matches).
 
-{divergence_part(found)}"""
+{divergence_part(found)}"""  # noqa: E501  (a RESULTS.md section as it reads: a table row is one line)
     print(body)
     write_section("Replay policy", body)
     fell = [r for results in found.values() for r in results]

@@ -12,8 +12,8 @@ latest figures of every part (kept in bench/skills_bench.json), leaving the othe
 
 The "Findings" text of the section comes from bench/skills_bench_notes.md (written by hand from the figures).
 
-1. example: `examples/skills_loop/loop.py --json` in a subprocess:
-  LLM calls and tokens of the planned run vs the replay.
+1. example: `examples/skills_loop/loop.py --json` in a subprocess: LLM calls and tokens of the planned run vs
+   the replay.
 2. replay: a 10-step procedure of cheap real commands, captured with `learn capture-success --steps-file`, replayed
    in-process through statemachines/replay.yaml (as `learn replay --execute --yes` does, without interpreter start-up),
    against `bash script.sh` running the same commands; per step, marginal per step, and where the time goes.
@@ -970,12 +970,14 @@ build = time.perf_counter() - t0
 gc.collect()
 after = rss_mib()
 if hasattr(a, "postings"):  # the IDF term index: a dict of numpy postings, no automaton
-    print(json.dumps({"build_s": build, "rss_delta_mib": after - before, "words": len(a.postings), "nodes": 0, "c_size_mib": 0.0,
+    print(json.dumps({"build_s": build, "rss_delta_mib": after - before, "words": len(a.postings), "nodes": 0,
+                      "c_size_mib": 0.0,
                       "postings": int(sum(len(v) for v in a.postings.values()))}))
 else:
     stats = a.automaton.get_stats()
     postings = sum(len(v[1]) for _, v in a.automaton.items())
-    print(json.dumps({"build_s": build, "rss_delta_mib": after - before, "words": stats["words_count"], "nodes": stats["nodes_count"],
+    print(json.dumps({"build_s": build, "rss_delta_mib": after - before, "words": stats["words_count"],
+                      "nodes": stats["nodes_count"],
                       "c_size_mib": stats["total_size"] / 2**20, "postings": postings}))
 """
 

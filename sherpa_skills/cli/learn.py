@@ -230,10 +230,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if p.description:
         console.print(p.description)
     for i, s in enumerate(p.steps, 1):
-        extra = (
-            "  [dim]exit "
-            f"{s.expected_exit_code}{', /' + s.expected_output_pattern + '/' if s.expected_output_pattern else ''}, timeout {s.timeout_secs:g}s[/]"
-        )
+        pattern = f", /{s.expected_output_pattern}/" if s.expected_output_pattern else ""
+        extra = f"  [dim]exit {s.expected_exit_code}{pattern}, timeout {s.timeout_secs:g}s[/]"
         console.print(f"  {i}. {s.command}{extra}")
     for i, d in enumerate(p.decisions, 1):
         args = f" {json.dumps(d.args)}" if d.args else ""

@@ -47,8 +47,8 @@ _TERM = re.compile(r"\w+", re.UNICODE)
 # Words that match nearly every artifact: dropped from the FTS5 query (unless they are all the query has),
 # because OR-ing them makes SQLite score most of the table for no change in ranking.
 _STOPWORDS = frozenset(
-    """a an and are as at be but by for from has have how i in into is it its of on or our so that the
-    their then there these this to was we were what when where which who why will with you your do does did not no""".split()
+    """a an and are as at be but by for from has have how i in into is it its of on or our so that the their then there
+    these this to was we were what when where which who why will with you your do does did not no""".split()
 )
 
 
@@ -100,8 +100,10 @@ def m002_hygiene(conn: sqlite3.Connection) -> None:
         ALTER TABLE memory_artifacts ADD COLUMN superseded_by TEXT;
         ALTER TABLE memory_artifacts ADD COLUMN tier TEXT NOT NULL DEFAULT 'hot';
         CREATE TABLE memory_tensions (
-            id TEXT PRIMARY KEY, a TEXT NOT NULL, b TEXT NOT NULL, scope TEXT NOT NULL, agent TEXT, reason TEXT NOT NULL,
-            status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'resolved')), kept TEXT, created REAL NOT NULL,
+            id TEXT PRIMARY KEY, a TEXT NOT NULL, b TEXT NOT NULL, scope TEXT NOT NULL, agent TEXT,
+            reason TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'resolved')), kept TEXT,
+            created REAL NOT NULL,
             resolved REAL, resolved_by TEXT, UNIQUE (a, b));
         CREATE INDEX memory_tensions_open ON memory_tensions (status, scope, agent);
         CREATE TABLE memory_links (src TEXT NOT NULL, dst TEXT NOT NULL, relation TEXT NOT NULL, score REAL,

@@ -51,7 +51,8 @@ def m001_domains(conn: sqlite3.Connection) -> None:
             domain TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, set_by TEXT NOT NULL, at REAL NOT NULL,
             PRIMARY KEY (domain, key));
         CREATE TABLE domain_changelog (
-            seq INTEGER PRIMARY KEY, domain TEXT NOT NULL, at REAL NOT NULL, run_id TEXT, kind TEXT NOT NULL, entry TEXT NOT NULL);
+            seq INTEGER PRIMARY KEY, domain TEXT NOT NULL, at REAL NOT NULL, run_id TEXT, kind TEXT NOT NULL,
+            entry TEXT NOT NULL);
         CREATE INDEX domain_changelog_domain ON domain_changelog (domain, seq);
         CREATE UNIQUE INDEX domain_changelog_run_end ON domain_changelog (domain, run_id) WHERE kind = 'run';
         CREATE TABLE domain_proposals (

@@ -20,8 +20,8 @@ from ..errors import Problem, WorkflowError
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#.]*")
 _STOP = frozenset(
-    """a an and are as at be by for from has have in into is it its of on or that the this to was were will with
-    you your can do does use uses using used via per all any some more most other such only own same so than too very just
+    """a an and are as at be by for from has have in into is it its of on or that the this to was were will with you
+    your can do does use uses using used via per all any some more most other such only own same so than too very just
     when which while who what where how get gets set sets make makes""".split()
 )
 WEIGHTS = {"name": 3.0, "keyword": 2.0, "word": 1.0}

@@ -32,7 +32,8 @@ def m001_sessions(conn: sqlite3.Connection) -> None:
             id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, format TEXT NOT NULL,
             size INTEGER NOT NULL DEFAULT 0, mtime REAL, offset INTEGER NOT NULL DEFAULT 0,
             lines_read INTEGER NOT NULL DEFAULT 0, lines_skipped INTEGER NOT NULL DEFAULT 0,
-            commands INTEGER NOT NULL DEFAULT 0, succeeded INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+            commands INTEGER NOT NULL DEFAULT 0, succeeded INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
             rejected INTEGER NOT NULL DEFAULT 0, unknown INTEGER NOT NULL DEFAULT 0,
             head_hash TEXT, tail_hash TEXT, content_hash TEXT, anchor TEXT NOT NULL DEFAULT '[]',
             state TEXT NOT NULL DEFAULT '{}', pending INTEGER NOT NULL DEFAULT 0, resets INTEGER NOT NULL DEFAULT 0,
@@ -41,7 +42,8 @@ def m001_sessions(conn: sqlite3.Connection) -> None:
         CREATE TABLE imported_sessions (
             id INTEGER PRIMARY KEY, source TEXT NOT NULL, session_key TEXT NOT NULL,
             first_ts REAL, last_ts REAL, cwd TEXT,
-            commands INTEGER NOT NULL DEFAULT 0, succeeded INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+            commands INTEGER NOT NULL DEFAULT 0, succeeded INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
             rejected INTEGER NOT NULL DEFAULT 0, unknown INTEGER NOT NULL DEFAULT 0,
             next_seq INTEGER NOT NULL DEFAULT 1, created REAL NOT NULL, updated REAL NOT NULL,
             UNIQUE (source, session_key));

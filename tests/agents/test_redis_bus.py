@@ -230,7 +230,9 @@ states:
   working:
     on_enter:
       # The first attempt records itself and sleeps (the test kills the agent then); a rerun passes straight through.
-      shell: {command: "if [ -e {{ marker }} ]; then echo again >> {{ marker }}; else echo first > {{ marker }}; echo $$ > {{ marker }}.pid; exec sleep 30; fi"}
+      shell:
+        command: "if [ -e {{ marker }} ]; then echo again >> {{ marker }}; else echo first > {{ marker }};
+          echo $$ > {{ marker }}.pid; exec sleep 30; fi"
   done:
     final: true
     on_enter: {emit: {name: finished, topic: results, payload: {job: "{{ job }}"}}}

@@ -168,7 +168,8 @@ states:
     on_enter:
       - shell: {command: "echo first >> {{ out }}"}
       - set: {between: 1}
-      - shell: {command: "echo second >> {{ out }}; test -f {{ out }}.again || (touch {{ out }}.again && sleep 30)", timeout_secs: 60}
+      - shell: {command: "echo second >> {{ out }}; test -f {{ out }}.again || (touch {{ out }}.again && sleep 30)",
+                timeout_secs: 60}
       - shell: {command: "echo third >> {{ out }}"}
   done: {final: true}
 transitions:

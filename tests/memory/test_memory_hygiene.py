@@ -513,7 +513,8 @@ initial: s
 states:
   s:
     on_enter:
-      - memory_write: {text: "backups run at 02:00", scope: shared, abstraction: pattern, confidence: 0.9, category: ops}
+      - memory_write: {text: "backups run at 02:00", scope: shared, abstraction: pattern, confidence: 0.9,
+                       category: ops}
         save_as: old
       - memory_write: {text: "backups run at 04:00", scope: shared, abstraction: pattern}
         save_as: clash

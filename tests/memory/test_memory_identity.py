@@ -27,7 +27,8 @@ states:
         save_as: seen
     final: true
 transitions:
-  - {trigger: note, source: idle, dest: noted, arguments: {text: {type: string}}, before: {set: {text: "{{ args.text }}"}}}
+  - {trigger: note, source: idle, dest: noted, arguments: {text: {type: string}},
+     before: {set: {text: "{{ args.text }}"}}}
 """
 
 TEAM = """

@@ -19,12 +19,12 @@ log = structlog.get_logger(__name__)
 _WORD = re.compile(r"[a-z0-9][a-z0-9_]*")
 # A real stop-word list: function words and the verbs every task description uses.
 STOP_WORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each every few for from further had has have having
-    he her here hers him his how i if in into is it its itself just me more most my myself no nor not now of off on once only
-    or other our ours out over own same she should so some such than that the their theirs them then there these they this
-    those through to too under until up very was we were what when where which while who whom whose why will with would you
-    your yours please want need like make sure get via per using use""".split()
+    """a about above after again against all also am an and any are as at be because been before being below between
+    both but by can could did do does doing done down during each every few for from further had has have having he her
+    here hers him his how i if in into is it its itself just me more most my myself no nor not now of off on once only
+    or other our ours out over own same she should so some such than that the their theirs them then there these they
+    this those through to too under until up very was we were what when where which while who whom whose why will with
+    would you your yours please want need like make sure get via per using use""".split()
 )
 
 

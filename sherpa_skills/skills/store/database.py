@@ -37,17 +37,20 @@ def m001_skills(conn: sqlite3.Connection) -> None:
         """
         CREATE TABLE procedures (
             id TEXT PRIMARY KEY, task_type TEXT NOT NULL, description TEXT NOT NULL, source TEXT NOT NULL,
-            tags TEXT NOT NULL, version INTEGER NOT NULL, status TEXT NOT NULL, needs_relearning INTEGER NOT NULL DEFAULT 0,
+            tags TEXT NOT NULL, version INTEGER NOT NULL, status TEXT NOT NULL,
+            needs_relearning INTEGER NOT NULL DEFAULT 0,
             success_count INTEGER NOT NULL DEFAULT 0, failure_count INTEGER NOT NULL DEFAULT 0,
             signature TEXT NOT NULL, steps TEXT NOT NULL, preconditions TEXT NOT NULL, postconditions TEXT NOT NULL,
-            context TEXT NOT NULL, planned_tokens INTEGER NOT NULL DEFAULT 0, planned_llm_calls INTEGER NOT NULL DEFAULT 0,
+            context TEXT NOT NULL, planned_tokens INTEGER NOT NULL DEFAULT 0,
+            planned_llm_calls INTEGER NOT NULL DEFAULT 0,
             created REAL NOT NULL, updated REAL NOT NULL);
         CREATE INDEX procedures_signature ON procedures (signature);
         CREATE INDEX procedures_task_type ON procedures (task_type);
         CREATE TABLE procedure_versions (
             procedure_id TEXT NOT NULL REFERENCES procedures (id) ON DELETE CASCADE, version INTEGER NOT NULL,
             signature TEXT NOT NULL, steps TEXT NOT NULL, preconditions TEXT NOT NULL, postconditions TEXT NOT NULL,
-            context TEXT NOT NULL, source TEXT NOT NULL, planned_tokens INTEGER NOT NULL, planned_llm_calls INTEGER NOT NULL,
+            context TEXT NOT NULL, source TEXT NOT NULL, planned_tokens INTEGER NOT NULL,
+            planned_llm_calls INTEGER NOT NULL,
             success_count INTEGER NOT NULL DEFAULT 0, failure_count INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL,
             PRIMARY KEY (procedure_id, version));
         CREATE TABLE executions (
@@ -162,7 +165,8 @@ def m007_promotions(conn: sqlite3.Connection) -> None:
         """
         CREATE TABLE promotions (
             id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, version INTEGER NOT NULL, promoted_at REAL NOT NULL,
-            promoted_by TEXT NOT NULL, after_execution INTEGER NOT NULL, status_before TEXT NOT NULL, health_before TEXT NOT NULL,
+            promoted_by TEXT NOT NULL, after_execution INTEGER NOT NULL, status_before TEXT NOT NULL,
+            health_before TEXT NOT NULL,
             success_before INTEGER NOT NULL, failure_before INTEGER NOT NULL, executions_before INTEGER NOT NULL);
         CREATE INDEX promotions_procedure ON promotions (procedure_id, version, id);
     """,
