@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +79,7 @@ def prefix_matches(conn: sqlite3.Connection, table: str, column: str, prefix: st
     ]
 
 
-def migrate(conn: sqlite3.Connection, component: str, migrations: list[Migration], *, timeout: float = 30.0) -> None:
+def migrate(conn: sqlite3.Connection, component: str, migrations: Sequence[Migration], *, timeout: float = 30.0) -> None:
     """Apply each named migration of a component once, in order, recording it in `_migrations`.
 
     Every write is inside BEGIN IMMEDIATE (the write lock taken up front, waited for by the busy timeout), so two

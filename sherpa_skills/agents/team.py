@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -25,6 +25,9 @@ from ..engine.spec import NAME_RE, InputSpec
 from ..errors import Problem, RunError, UsageError, WorkflowError
 from ..yaml_source import Located, load_yaml_file
 from .bus import InProcessBus, Published
+
+if TYPE_CHECKING:
+    from ..engine.agent import Agent
 
 __all__ = [
     "AgentHost",
@@ -357,9 +360,9 @@ class AgentHost:
         self.max_cached = max_cached
         self.observer = observer
         self.last: OrderedDict[str, Any] = OrderedDict()  # correlation id -> latest RunResult
-        self._agents: OrderedDict[str, Any] = OrderedDict()
+        self._agents: OrderedDict[str, Agent] = OrderedDict()
 
-    def agent(self, correlation_id: str) -> Any:
+    def agent(self, correlation_id: str) -> Agent:
         """The task's agent: in memory, else resumed from the store, else a new run."""
         from ..engine.agent import Agent
 

@@ -454,18 +454,18 @@ class _Compiler:
 
     def edge(
         self,
-        t,
-        order,
-        source,
-        leaf_path,
-        dest_path,
-        leaf_index,
-        bound_enter,
-        bound_exit,
-        guards,
-        before,
-        after,
-        arg_model,
+        t: TransitionSpec,
+        order: int,
+        source: str,
+        leaf_path: str,
+        dest_path: str | None,
+        leaf_index: dict[str, int],
+        bound_enter: dict[str, list[BoundAction]],
+        bound_exit: dict[str, list[BoundAction]],
+        guards: list[BoundGuard | None],
+        before: list[BoundAction],
+        after: list[BoundAction],
+        arg_model: tuple[type[BaseModel], bool],
     ) -> Edge:
         if dest_path is None:
             exited: list[str] = []

@@ -6,7 +6,7 @@ import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -19,6 +19,9 @@ from .compiler import CompiledMachine, compile_machine
 from .registry import Registry, default_registry, load_builtins
 from .spec import ContextRef, WorkflowSpec
 from .transitions_form import normalise
+
+if TYPE_CHECKING:
+    from .agent import Agent
 
 #: Where `workflow.agent(learn=...)` finds the learning runtime (skills, a layer above the engine).
 LEARNING_MODULE = "sherpa_skills.skills.capture.learning"
@@ -49,7 +52,7 @@ class Workflow:
 
         return self.uses_llm and warm_up(model or self.spec.llm.model or os.environ.get(MODEL_ENV))
 
-    def agent(self, **kwargs: Any) -> Any:
+    def agent(self, **kwargs: Any) -> Agent:
         """An Agent for this workflow; any Agent keyword (policy, store, model, home…) overrides the workflow's.
 
         With `learn=True` (the default when the workflow's policy says `replay: true`) or `learn=Learner(skill_store)`,
@@ -63,7 +66,8 @@ class Workflow:
         if learn is not False:
             # By name, as the built-ins are loaded: the engine has no import edge up to the skill
             # store it hands the run to.
-            return importlib.import_module(LEARNING_MODULE).learning_agent(self, learn, **kwargs)
+            agent: Agent = importlib.import_module(LEARNING_MODULE).learning_agent(self, learn, **kwargs)
+            return agent
 
         policy = kwargs.pop("policy", self.policy)
         kwargs.setdefault("base_dir", self.base_dir)

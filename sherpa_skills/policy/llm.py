@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import BaseModel, Field, ValidationError
@@ -14,6 +14,9 @@ from ..data import data_dir
 from ..engine.compiler import Edge, check_arguments
 from ..errors import ModelError, PolicyError
 from .base import Decision, DecisionContext
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 log = structlog.get_logger(__name__)
 
@@ -48,7 +51,7 @@ class PolicyFailure(PolicyError):
         self.rejected, self.tokens_estimated = rejected or [], tokens_estimated
 
 
-def _template_env(folder: Path) -> Any:
+def _template_env(folder: Path) -> Environment:
     from jinja2 import FileSystemLoader, StrictUndefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 

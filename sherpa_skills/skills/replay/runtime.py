@@ -6,13 +6,17 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...engine.shell_template import render_shell
 from ...errors import UsageError
 from ...home import resolve_home, store_path
 from ..store.database import ProcedureDatabase
 from ..store.models import ProcedureStep
+
+if TYPE_CHECKING:
+    from ..match.failures import FailureFinder
+    from ..match.matcher import Matcher
 
 _stores: dict[tuple[str, int], ProcedureDatabase] = {}
 _lock = threading.Lock()
@@ -29,10 +33,10 @@ def skill_store(home: Path | None) -> ProcedureDatabase:
     return store
 
 
-_matchers: dict[tuple[str, int], Any] = {}
+_matchers: dict[tuple[str, int], Matcher] = {}
 
 
-def skill_matcher(home: Path | None) -> Any:
+def skill_matcher(home: Path | None) -> Matcher:
     """One Matcher per store and thread, so its index (vectors, key terms) and embedder outlive a single replay."""
     from ..match.matcher import Matcher
 
@@ -45,10 +49,10 @@ def skill_matcher(home: Path | None) -> Any:
     return matcher
 
 
-_finders: dict[tuple[str, int], Any] = {}
+_finders: dict[tuple[str, int], FailureFinder] = {}
 
 
-def failure_finder(home: Path | None) -> Any:
+def failure_finder(home: Path | None) -> FailureFinder:
     """One FailureFinder per store and thread (its companion opened once): planning asks on every plan."""
     from ..match.failures import FailureFinder
 
