@@ -6,8 +6,9 @@ import hashlib
 import logging
 import re
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
 
@@ -62,9 +63,9 @@ def configure(level: str = "warning", json_file: Path | None = None, stream: Tex
     out = stream or sys.stderr
     handle = json_file.open("a", encoding="utf-8") if json_file else None
 
-    def emit(logger: Any, method: str, event: dict[str, Any]) -> str:
+    def emit(logger: Any, method: str, event: MutableMapping[str, Any]) -> str:
         if handle is not None:
-            handle.write(json_renderer(logger, method, dict(event)) + "\n")
+            handle.write(cast(str, json_renderer(logger, method, dict(event))) + "\n")  # json.dumps: text
             handle.flush()
         if logging.getLevelName(method.upper()) >= threshold:
             out.write(console(logger, method, dict(event)) + "\n")

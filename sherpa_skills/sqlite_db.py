@@ -79,7 +79,9 @@ def prefix_matches(conn: sqlite3.Connection, table: str, column: str, prefix: st
     ]
 
 
-def migrate(conn: sqlite3.Connection, component: str, migrations: Sequence[Migration], *, timeout: float = 30.0) -> None:
+def migrate(
+    conn: sqlite3.Connection, component: str, migrations: Sequence[Migration], *, timeout: float = 30.0
+) -> None:
     """Apply each named migration of a component once, in order, recording it in `_migrations`.
 
     Every write is inside BEGIN IMMEDIATE (the write lock taken up front, waited for by the busy timeout), so two

@@ -45,7 +45,7 @@ class _Progress:
         self.since = self.clock()
 
     def __call__(self, kind: str, payload: dict[str, Any]) -> None:
-        if self.status is None or kind != "transition":
+        if self.console is None or self.status is None or kind != "transition":
             return
         # The engine reports a state once its on_enter actions (the phase's work) have run.
         step = str(payload.get("state", "")).rsplit("/", 1)[-1]

@@ -234,9 +234,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         extra = f"  [dim]exit {s.expected_exit_code}{pattern}, timeout {s.timeout_secs:g}s[/]"
         console.print(f"  {i}. {s.command}{extra}")
     for i, d in enumerate(p.decisions, 1):
-        args = f" {json.dumps(d.args)}" if d.args else ""
+        arg_text = f" {json.dumps(d.args)}" if d.args else ""
         checks = "".join(f", check {c.action} {json.dumps(c.features)}" for c in d.checks if c.features is not None)
-        console.print(f"  {i}. in {d.state}: {d.trigger}{args}  [dim]({d.decided_by}{checks})[/]")
+        console.print(f"  {i}. in {d.state}: {d.trigger}{arg_text}  [dim]({d.decided_by}{checks})[/]")
     console.print(
         f"versions: {', '.join(str(v['version']) for v in data['versions'])}; "
         f"successes {p.success_count}, failures {p.failure_count}; source {p.source}"
@@ -701,7 +701,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     store, _, _ = _stores(args)
-    data = {
+    data: dict[str, Any] = {
         "format": "sherpa-skills/procedures",
         "version": 1,
         "procedures": [

@@ -450,12 +450,12 @@ class Agent:
                 result = ActionResult(outputs=result)
             if durable:
                 # Recorded now, not with the tick: a crash before the tick commits must not run this action again.
-                self.store.mark_done(
+                self.store.mark_done(  # type: ignore[union-attr]  # durable: there is a store
                     self.run_id,
                     self._tick,
                     seq,
                     self._scrub(
-                        {  # type: ignore[union-attr]
+                        {
                             "outputs": result.outputs,
                             "context": result.context,
                             "status": result.status,

@@ -44,7 +44,7 @@ class FrozenList(list):  # type: ignore[type-arg]
 
     __slots__ = ()
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
-    append = extend = insert = pop = remove = clear = sort = reverse = _refuse  # type: ignore[assignment]
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
     def __copy__(self) -> list[Any]:
         return list(self)
@@ -296,7 +296,8 @@ class ReadOnlyMapping:
 
     def to_dict(self) -> dict[str, Any]:
         """A deep copy, for prompts and templates that want plain, writable data."""
-        return thaw(self._data)
+        copied: dict[str, Any] = thaw(self._data)
+        return copied
 
     __setitem__ = __delitem__ = __setattr__ = _refuse
     update = pop = popitem = clear = setdefault = _refuse

@@ -555,9 +555,9 @@ def _arguments_model(t: TransitionSpec) -> tuple[type[BaseModel], bool]:
         if a.enum:
             from typing import Literal
 
-            typ = Literal[tuple(a.enum)]  # type: ignore[valid-type]
+            typ = Literal[tuple(a.enum)]
         fields[name] = (typ, ...) if a.required and a.default is None else (typ | None, a.default)
-    model = create_model(f"Args_{t.trigger}", __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload]
+    model = create_model(f"Args_{t.trigger}", __config__=ConfigDict(extra="forbid"), **fields)
     needs = any(a.required and a.default is None for a in t.arguments.values())
     return model, needs
 

@@ -198,7 +198,7 @@ class RunStore:
         # Ticks never pay for a WAL checkpoint: a background thread does them (see Checkpointer).
         self.conn.execute("PRAGMA wal_autocheckpoint=0")
         self.conn.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")  # a checkpointed WAL shrinks back
-        self._checkpointer = Checkpointer.acquire(self.path)
+        self._checkpointer: Checkpointer | None = Checkpointer.acquire(self.path)
         self._commits = 0
         self._lock = threading.Lock()
 
@@ -464,7 +464,8 @@ class RunStore:
         ]
 
     def log_size(self, run_id: str) -> int:
-        return self.conn.execute("SELECT COUNT(*) FROM run_log WHERE run_id = ?", (run_id,)).fetchone()[0]
+        count: int = self.conn.execute("SELECT COUNT(*) FROM run_log WHERE run_id = ?", (run_id,)).fetchone()[0]
+        return count
 
     def interrupted(self, run_id: str) -> list[Interrupted]:
         return [

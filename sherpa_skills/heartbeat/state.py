@@ -129,7 +129,8 @@ class HeartbeatState:
                 markdown,
             ),
         )
-        return int(cursor.lastrowid)
+        assert cursor.lastrowid is not None  # an INSERT sets it
+        return cursor.lastrowid
 
     def reports(self, last: int = 1) -> list[dict[str, Any]]:
         rows = self.conn.execute(

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -26,7 +26,9 @@ from ..redact import redact, redact_value
 from ..sqlite_db import Transaction, connect, execute_script, migrate
 from ._hygiene import TIERS, content_hash, contradiction, related, tier
 from ._models import (
+    Abstraction,
     Artifact,
+    Scope,
     check_abstraction,
     check_confidence,
     check_filters,
@@ -291,13 +293,13 @@ class MemoryStore:
             text=redact(text),
             agent=agent,
             run_id=run_id,
-            scope=scope,
+            scope=cast(Scope, scope),  # checked above
             kind=None if kind is None else redact(kind),
             tags=[redact(t) for t in clean_tags],
             metadata=redact_value(clean_meta),
             created=created if created is not None else time.time(),
             confidence=confidence,
-            abstraction=abstraction,
+            abstraction=cast(Abstraction, abstraction),  # checked above
             category=None if category is None else redact(category),
         )
 

@@ -10,6 +10,7 @@ declaring the same name is refused, so a domain is never a way into someone else
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 import sqlite3
@@ -339,7 +340,9 @@ class Domains:
         ).fetchall()
         return [self._row(r, now) for r in rows]
 
-    def start_context(self, name: str, agent: str, briefing: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def start_context(
+        self, name: str, agent: str, briefing: builtins.list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
         """What the agent is given at run start: bounded, and every value clipped, however large the domain grows."""
         info = self.get(name)
         return {

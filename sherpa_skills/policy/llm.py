@@ -167,7 +167,7 @@ class LLMPolicy:
         self.temperature, self.max_tokens, self.structured_output = temperature, max_tokens, structured_output
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self.relevant_options, self.task_key = relevant_options, task_key
-        self._env: Any = None
+        self._env: Environment | None = None
         self._indexes: dict[tuple[str, ...], Any] = {}
         self._format_refused: set[str] = set()  # models whose server refused response_format
         #: Set on a run's own copy by the learning runtime: the replay whose divergence the prompt reports.
@@ -224,6 +224,8 @@ class LLMPolicy:
         is a policy error naming it, never a traceback."""
         from jinja2 import TemplateError
 
+        if self._env is None:
+            self._env = _template_env(self.base_dir)
         try:
             return self._env.get_template(name).render(values)
         except TemplateError as exc:
@@ -325,7 +327,8 @@ class LLMPolicy:
             try:
                 request = dialogue.send(answer)
             except StopIteration as done:
-                return done.value
+                decision: Decision | None = done.value
+                return decision
 
     async def adecide(self, ctx: DecisionContext) -> Decision | None:
         from ..llm.call import acomplete
@@ -342,4 +345,5 @@ class LLMPolicy:
             try:
                 request = dialogue.send(answer)
             except StopIteration as done:
-                return done.value
+                decision: Decision | None = done.value
+                return decision

@@ -144,7 +144,8 @@ def load_tools(path: str | Path) -> list[ToolSpec]:
     from ..yaml_source import load_yaml_file
 
     located = load_yaml_file(path)
-    data, loc = located.data, ()
+    data = located.data
+    loc: tuple[str, ...] = ()
     if isinstance(data, dict) and "tools" in data:
         data, loc = data["tools"], ("tools",)
     try:

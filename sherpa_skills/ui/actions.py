@@ -58,6 +58,8 @@ def _resume(home: Any, run_id: str, inputs: dict[str, Any], trigger: str | None,
     store = RunStore(home=home)
     try:
         row = store.get_run(run_id)
+        if row.workflow_path is None:
+            raise UsageError(f"run {run_id} was not started from a workflow file: nothing to resume it with")
         workflow = load_workflow(row.workflow_path)
         agent = Agent.resume(store, run_id, workflow.machine, workflow.policy, base_dir=workflow.base_dir)
         result = agent.run(inputs, trigger=trigger, args=args)

@@ -223,7 +223,9 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
     """Every procedure with its health and recent outcomes, the candidates awaiting review,
     and the tokens replay saved."""
     store = stores.skills
-    items, candidates, saved_by_day = [], [], {}
+    items: list[dict[str, Any]] = []
+    candidates: list[dict[str, Any]] = []
+    saved_by_day: dict[str, dict[str, Any]] = {}
     for p in store.procedures(status=None):
         summary = procedure_summary(store, p)
         health = store.health(p.id)

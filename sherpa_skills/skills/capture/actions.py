@@ -269,7 +269,7 @@ def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
     view = ctx.view
     store = skill_store(ctx.home)
     steps = crystallise_steps(view.get("steps_filtered") or [])
-    common = {
+    common: dict[str, Any] = {
         "planned_tokens": int(view.get("planned_tokens") or 0),
         "planned_llm_calls": int(view.get("planned_llm_calls") or 0),
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -89,7 +89,7 @@ def _with_replay(policy: Policy, replay: ReplayPolicy) -> Policy:
     members = [p for p in members if not (isinstance(p, RulePolicy) and not p.triggers)]
     at = next((i for i, p in enumerate(members) if isinstance(p, LLMPolicy)), len(members))
     if at < len(members):
-        llm = copy.copy(members[at])
+        llm = copy.copy(cast(LLMPolicy, members[at]))  # found by isinstance above
         llm.replay = replay
         members[at] = llm
     return ChainPolicy(*members[:at], replay, *members[at:])

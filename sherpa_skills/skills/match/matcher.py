@@ -372,7 +372,7 @@ class Matcher:
                 )
             )
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
-        mode = "semantic" if vector is not None else "lexical"
+        mode: Literal["semantic", "lexical"] = "semantic" if vector is not None else "lexical"
         return self._decide(
             base,
             candidates[: max(limit, 1)],

@@ -105,7 +105,8 @@ class Snapshot:
         Returns it with the (id, text) of the rows still needing a vector."""
         import numpy as np
 
-        ids, task_types, active, digests, texts = [], [], [], [], []
+        ids: list[str] = []
+        task_types, active, digests, texts = [], [], [], []
         postings: dict[str, list[int]] = {}
         for pid, task_type, description, tags, commands, status in rows:
             index = len(ids)

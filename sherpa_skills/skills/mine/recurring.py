@@ -253,7 +253,7 @@ def find(commands: Sequence[Any], options: RecurringOptions | None = None) -> li
     def score(key: tuple[tuple[str, ...], ...], units: int) -> float:
         return units * (len(key) - 0.5)
 
-    heap = []
+    heap: list[tuple[float, int, tuple[tuple[str, ...], ...]]] = []
     for key, spots in where.items():
         units = len({shaped[ri][0] for ri, _ in spots})
         if units >= needed and lift(key) >= options.min_lift:
@@ -306,9 +306,10 @@ def _lift(shaped: list[tuple[str, list[Any], list[tuple[str, ...] | None]]]) -> 
                 continue
             total += 1
             single[current] = single.get(current, 0) + 1
-            if i and shapes[i - 1] is not None:
-                pair = (shapes[i - 1], current)
-                pairs[pair] = pairs.get(pair, 0) + 1  # type: ignore[index]
+            previous = shapes[i - 1] if i else None
+            if previous is not None:
+                pair = (previous, current)
+                pairs[pair] = pairs.get(pair, 0) + 1
 
     def link(a: tuple[str, ...], b: tuple[str, ...]) -> float:
         if min(single[a], single[b]) < _FREQUENT:

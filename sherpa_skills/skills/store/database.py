@@ -13,7 +13,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -587,7 +587,8 @@ class ProcedureDatabase:
         ]
 
     def procedures(self, task_type: str | None = None, status: str | None = None) -> list[CapturedProcedure]:
-        sql, args = f"SELECT {_PROC_COLUMNS} FROM procedures WHERE 1=1", []
+        sql = f"SELECT {_PROC_COLUMNS} FROM procedures WHERE 1=1"
+        args: list[Any] = []
         if task_type:
             sql, args = sql + " AND task_type = ?", [*args, task_type]
         if status:
@@ -609,6 +610,7 @@ class ProcedureDatabase:
     def index_rows(self, ids: list[str] | None = None) -> Iterator[tuple[str, str, str, list[str], list[str], str]]:
         """(id, task type, description, tags, commands, status) of every procedure not rejected (or of these), in
         insertion order: what the matching index is built from."""
+        rows: Iterable[Any]
         if ids is None:
             rows = self.conn.execute(
                 "SELECT id, task_type, description, tags, steps, status FROM procedures"
