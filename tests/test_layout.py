@@ -6,6 +6,7 @@ import ast
 import subprocess
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,11 +51,32 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+def _type_checking(node: ast.AST) -> bool:
+    """`if TYPE_CHECKING:` or `if typing.TYPE_CHECKING:`."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under `node`, leaving out the bodies of `if TYPE_CHECKING:` blocks (they never run)."""
+    for child in ast.iter_child_nodes(node):
+        yield child
+        if _type_checking(child):
+            assert isinstance(child, ast.If)
+            for other in child.orelse:
+                yield other
+                yield from _runtime_nodes(other)
+        else:
+            yield from _runtime_nodes(child)
+
+
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """Every sherpa_skills module this one imports, at module level or inside a function."""
+    """Every sherpa_skills module this one imports, at module level or in a function; not those for type checkers."""
     is_package = path.name == "__init__.py"
     targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _runtime_nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = name.split(".") if is_package else name.split(".")[:-1]
@@ -116,6 +138,24 @@ class TestLayers:
             if start not in state:
                 visit(start, [start])
         assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+    def test_imports_for_type_checkers_only_are_not_edges(self, tmp_path: Path) -> None:
+        """`if TYPE_CHECKING:` blocks never run, so a return type may name a class from a higher layer;
+        their `else:` and every other block still count."""
+        path = tmp_path / "sample.py"
+        path.write_text(
+            "from typing import TYPE_CHECKING\n"
+            "import typing\n"
+            "if TYPE_CHECKING:\n    from ..skills.api import SkillStore\n"
+            "if typing.TYPE_CHECKING:\n    import sherpa_skills.cli\n"
+            "else:\n    from ..agents import team\n"
+            "def f():\n    from ..errors import UsageError\n"
+        )
+        modules = _modules()
+        assert _imports("sherpa_skills.engine.sample", path, modules) == {
+            "sherpa_skills.agents.team",
+            "sherpa_skills.errors",
+        }
 
     def test_every_module_imports_alone(self, graph: dict[str, set[str]]) -> None:
         """Each module imports in a fresh interpreter on its own,
