@@ -330,8 +330,7 @@ def test_kill_process_group_is_reusable_on_its_own(tmp_path: Path) -> None:
     shell.kill_process_group(proc, grace=1.0)  # a second call on a dead group is harmless
 
 
-# ---------------------------------------------------------------- values of passed environment
-# variables are never stored
+# -------------------------------------------------------------- values of passed environment variables are never stored
 
 SECRET_FLOW = """
 name: secret_flow

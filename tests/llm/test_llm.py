@@ -252,8 +252,7 @@ class TestRoutes:
         assert not warm_up(None)  # nothing to warm for no model
 
 
-# ---------------------------------------------------------------- against a real HTTP server (OpenAI-compatible,
-# on loopback)
+# ---------------------------------------------------------- against a real HTTP server (OpenAI-compatible, on loopback)
 
 
 SCHEMA = {

@@ -326,8 +326,7 @@ def test_a_numeric_input_is_a_parameter_too(workflow, learner, tmp_path):
     assert third.context["refunded"] == "7731"
 
 
-# ---------------------------------------------------------------- outcomes: the status counts,
-# not just how many there were
+# ------------------------------------------------------------ outcomes: the status counts, not just how many there were
 
 
 def _refund_workflow(tmp_path, gateway_up: bool):
