@@ -92,7 +92,7 @@ class TableEmbedder:
         missing = [t for t in texts if t not in self.table]
         self.missed += len(missing)
         if missing:
-            self.table.update(zip(missing, self.inner.embed(missing)))
+            self.table.update(zip(missing, self.inner.embed(missing), strict=True))
         return [list(map(float, self.table[t])) for t in texts]
 
 

@@ -384,7 +384,8 @@ def bare_run(steps: int, *, flat: bool = False, direct: bool = False) -> Sample:
     elapsed = perf_counter() - t0
     if done != steps or model.state != "done" or model.i != loops:
         raise SystemExit(
-            f"bare transitions run did {done} steps, ended in {model.state} with i={model.i}; expected {steps}, done, {loops}"
+            f"bare transitions run did {done} steps, ended in {model.state} with i={model.i}; "
+            f"expected {steps}, done, {loops}"
         )
     return Sample(elapsed / steps * 1e6)
 
@@ -491,7 +492,10 @@ def machine_info() -> dict[str, str]:
     import litellm  # already imported by the LLM runs
     import transitions
 
-    versions = f"transitions {transitions.__version__}, litellm {getattr(litellm, 'version', None) or _dist_version('litellm')}"
+    versions = (
+        f"transitions {transitions.__version__}, litellm "
+        f"{getattr(litellm, 'version', None) or _dist_version('litellm')}"
+    )
     return {
         "uname": uname,
         "nproc": nproc,
@@ -559,28 +563,33 @@ def build_section(
         SECTION,
         "",
         f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- Machine: `{info['uname']}`, nproc {info['nproc']}, {info['cpu']}, Python {info['python']} ({info['versions']});"
+        f"- Machine: `{info['uname']}`, nproc {info['nproc']}, {info['cpu']}, "
+        f"Python {info['python']} ({info['versions']});"
         f" load average (1/5/15 min) at start {info['load_start']}, at end {info['load_end']}"
         " (other work on the machine shows up mostly in the durable figures, through fsync latency)",
         f"- Code measured: {info['code']}",
         f"- Command: `{command}` ({repeats} timed repeats per configuration and size, after one warm-up run of each;"
         f" configurations interleaved round-robin; whole run {wall:.0f} s)",
-        f"- Workload: one looping workflow, three levels deep (`work/phase/{{a,b,c}}`, `work/review/{{check,note}}`, `done`),"
+        "- Workload: one looping workflow, three levels deep (`work/phase/{a,b,c}`, "
+        "`work/review/{check,note}`, `done`),"
         f" {STEPS_PER_LOOP} steps a loop: 4 single-option states (fast-forward) and `work/review/note`, where `again`"
         f" (guard `context_lt`) and `finish` are both available and the policy decides; an `increment` action per loop;"
         f" an `abort` transition declared on `work` (guard never passes) is checked in every state.",
         f"  N = {small} steps ({small // STEPS_PER_LOOP} loops, {small // STEPS_PER_LOOP - 1} decisions) and"
         f" N = {large} steps ({large // STEPS_PER_LOOP} loops, {large // STEPS_PER_LOOP - 1} decisions).",
-        "- µs/step = wall time of `Agent.run()` (from a fresh agent to the final state, start and final commit included)"
+        "- µs/step = wall time of `Agent.run()` (from a fresh agent to the final state, "
+        "start and final commit included)"
         " divided by steps. Durable = `RunStore` (SQLite WAL, synchronous=NORMAL) in a temp dir; every tick is"
         " committed before the next starts. LLM policy = `LLMPolicy` through litellm with the scripted stand-in"
         ' model (answers matched on the prompt); its "engine overhead" = total minus the time spent inside the'
         " policy's `decide` (prompt rendering, litellm call, answer parsing), measured by a bench-only wrapper.",
-        "- Baseline, same process and run: `transitions` HierarchicalMachine (nested dicts, separator `_`) with the same"
+        "- Baseline, same process and run: `transitions` HierarchicalMachine (nested dicts, "
+        "separator `_`) with the same"
         " states, transitions, guards and increment callback, driven by a hand-written loop: `get_triggers(state)`,"
         " keep those whose `may_trigger` passes, take the only one or apply the same rule, fire.",
         "",
-        f"| configuration | N={small} µs/step | N={large} µs/step | {large}/{small} | vs bare HSM loop (N={small}) | vs bare HSM loop (N={large}) | target |",
+        f"| configuration | N={small} µs/step | N={large} µs/step | {large}/{small} | vs bare HSM loop "
+        f"(N={small}) | vs bare HSM loop (N={large}) | target |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     verdicts: list[str] = []
@@ -606,8 +615,8 @@ def build_section(
             target_text.append(f"growth ≤ {TARGET_GROWTH}×: {mark(ok)}")
             verdicts.append(f"{label}: {large}/{small} ≤ {TARGET_GROWTH}× — {'met' if ok else 'MISSED'} ({ratio:.3f}×)")
         lines.append(
-            f"| {label} | {fmt(a)} | {fmt(b)} | {ratio:.3f}× | {a / base_med[small]:.2f}× | {b / base_med[large]:.2f}× |"
-            f" {'; '.join(target_text) or '—'} |"
+            f"| {label} | {fmt(a)} | {fmt(b)} | {ratio:.3f}× | {a / base_med[small]:.2f}× | "
+            f"{b / base_med[large]:.2f}× | {'; '.join(target_text) or '—'} |"
         )
 
     row("sherpa, rule policy, in memory (pure engine)", by["rule_mem"].samples, target=TARGET_MEMORY_US)
@@ -637,8 +646,10 @@ def build_section(
     llm_mem, llm_dur = by["llm_mem"].samples, by["llm_durable"].samples
     lines += [
         "",
-        f"One LLM decision (inside `decide`: prompt render + litellm + scripted answer + parse), median of per-run means:"
-        f" in memory {med(llm_mem[small], 'decide_ms'):.2f} ms (N={small}) / {med(llm_mem[large], 'decide_ms'):.2f} ms (N={large});"
+        "One LLM decision (inside `decide`: prompt render + litellm + scripted answer + parse), "
+        "median of per-run means:"
+        f" in memory {med(llm_mem[small], 'decide_ms'):.2f} ms (N={small}) "
+        f"/ {med(llm_mem[large], 'decide_ms'):.2f} ms (N={large});"
         f" durable {med(llm_dur[small], 'decide_ms'):.2f} / {med(llm_dur[large], 'decide_ms'):.2f} ms.",
         "",
         "Spread (min–max µs/step over the repeats):",
@@ -653,10 +664,11 @@ def build_section(
         "",
         "Where durable time goes: one extra durable run per policy and size, every `commit_tick` timed by a bench-only"
         " RunStore subclass. A commit over 1 ms is a tick that paid for a WAL checkpoint (copying the WAL into the"
-        " database file, with fsyncs) or waited for the GIL. `close()` is outside the timed run; it checkpoints whatever"
-        " WAL is left, so a run that defers all its checkpoints shows them there.",
+        " database file, with fsyncs) or waited for the GIL. `close()` is outside the timed run; "
+        "it checkpoints whatever WAL is left, so a run that defers all its checkpoints shows them there.",
         "",
-        "| policy | N | µs/step | median commit µs | mean commit µs | commits' share of the run | commits > 1 ms | their total ms | `close()` ms (not in µs/step) |",
+        "| policy | N | µs/step | median commit µs | mean commit µs | commits' share of the run | commits > 1 "
+        "ms | their total ms | `close()` ms (not in µs/step) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         *[
             f"| {policy} | {n} | {p['us_per_step']:.1f} | {p['commit_median_us']:.1f} | {p['commit_mean_us']:.1f} |"
@@ -666,7 +678,8 @@ def build_section(
         ],
         "",
         "With the LLM policy, litellm leaves background threads (`litellm-logging_N`) working after each call; they"
-        " compete for the GIL (2 cores) while SQLite's commit has released it, which is why the mean commit (the median much less) and the"
+        " compete for the GIL (2 cores) while SQLite's commit has released it, "
+        "which is why the mean commit (the median much less) and the"
         ' durable "engine overhead" are higher with the LLM policy than with rules for the same writes (plus one'
         " `policy:llm` log row per decision). The pure-engine durable figure is the rule-policy row.",
         "",
@@ -674,7 +687,8 @@ def build_section(
         " this run): Burr 75 µs/step in memory, 760 with SQLite; LangGraph 306 in memory, 936 with its SQLite"
         " checkpointer; a bare `transitions` HierarchicalMachine with a hand-written loop 118; the earlier Sherpa 584.",
         "",
-        f"Startup (subprocesses, median of {start_runs(repeats)} runs after one dropped warm-up run, nothing subtracted):",
+        f"Startup (subprocesses, median of {start_runs(repeats)} runs after one dropped warm-up run, "
+        "nothing subtracted):",
         "",
         "| command | median ms | target |",
         "|---|---:|---|",
@@ -758,8 +772,10 @@ def compare_trees(against: Path, rounds: int) -> list[str]:
         print(f"before/after round {r + 1}/{rounds}", flush=True)
     lines = [
         "",
-        f"Before/after a change (`--against {against}`): the rule-policy runs at N={SIZES[-1]} of this tree and of that one,"
-        f" each in its own subprocess, alternating, {rounds} rounds × 3 timed repeats (after a warm-up run); the median of the"
+        f"Before/after a change (`--against {against}`): the rule-policy runs at N={SIZES[-1]} of this "
+        "tree and of that one,"
+        f" each in its own subprocess, alternating, {rounds} rounds × 3 timed repeats (after a warm-up "
+        "run); the median of the"
         " per-round medians. Wall time as above, and the CPU time of the benchmark process (what the engine itself"
         " spends; other work on the machine moves it much less than wall time):",
         "",
@@ -769,7 +785,7 @@ def compare_trees(against: Path, rounds: int) -> list[str]:
     for key, label, _ in TICK_CONFIGS:
         for measure, k in (("wall", key), ("CPU", f"{key}_cpu")):
             before, after = statistics.median(runs["before"][k]), statistics.median(runs["after"][k])
-            per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(runs["after"][k], runs["before"][k]))
+            per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(runs["after"][k], runs["before"][k], strict=True))
             lines.append(f"| {label} | {measure} | {before:.1f} | {after:.1f} | {after / before:.3f}× | {per_round} |")
     return lines
 

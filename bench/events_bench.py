@@ -31,7 +31,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import machine as shared_machine  # noqa: E402
-from _results import write_section_text
+from _results import write_section_text  # noqa: E402  (after the sys.path line above)
 
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Events"
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         ("in-process bus, durable (SQLite run store)", lambda: in_process(local_limit, True), deliveries(local_limit)),
     ]
     samples: dict[str, list[float]] = {name: [] for name, _, _ in configs}
-    for name, fn, _ in configs:
+    for _name, fn, _ in configs:
         fn()  # warm-up
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -289,18 +289,26 @@ def main(argv: list[str] | None = None) -> int:
             f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
             f"- Machine: {shared_machine()}; load average (1/5/15 min) at start {load_start}, at end {load_average()}",
             f"- Code measured: git {code or '?'}{' with uncommitted changes in sherpa_skills/' if dirty else ''}",
-            f"- Command: `{command}` ({repeats} timed repeats per configuration after one warm-up of the in-process ones;"
-            f" configurations interleaved round-robin; whole run {wall:.0f} s)",
-            "- Workload: two agents play ping-pong with one durable run each (correlation id `rally`). Every delivery fires the"
-            " receiver's `ball` transition with the payload validated as its arguments and the event written to its context,"
-            " runs `increment` and `emit`, commits the tick (durable: the consumed event id, the emitted event and the tick in one"
-            " SQLite transaction, plus the emit's intent row and the outbox's published mark), and publishes the emitted event"
-            " to the other agent's topic.",
-            "- In-process: `TeamRunner.run()` wall time (team loading excluded) over the whole rally; one thread, FIFO delivery.",
-            "- Redis Streams: each agent is its own process (`AgentService`: XREADGROUP block, handle, commit, XADD, XACK) on a"
-            " redis-server on 127.0.0.1 started by the bench with no persistence; rate = (entries − 1) / (last − first XADD"
-            " time), from the stream entry ids (the server's millisecond clock), so process start-up is excluded and every"
-            " interval between two XADDs is one whole delivery, one agent at a time (ping-pong never overlaps the two).",
+            f"- Command: `{command}` ({repeats} timed repeats per configuration after one warm-up of "
+            f"the in-process ones; configurations interleaved round-robin; whole run {wall:.0f} s)",
+            "- Workload: two agents play ping-pong with one durable run each (correlation id `rally`). "
+            "Every delivery fires the"
+            " receiver's `ball` transition with the payload validated as its arguments and the event "
+            "written to its context,"
+            " runs `increment` and `emit`, commits the tick (durable: the consumed event id, "
+            "the emitted event and the tick in one"
+            " SQLite transaction, plus the emit's intent row and the outbox's published mark), "
+            "and publishes the emitted event to the other agent's topic.",
+            "- In-process: `TeamRunner.run()` wall time (team loading excluded) over the whole rally; "
+            "one thread, FIFO delivery.",
+            "- Redis Streams: each agent is its own process (`AgentService`: XREADGROUP block, handle, "
+            "commit, XADD, XACK) on a"
+            " redis-server on 127.0.0.1 started by the bench with no persistence; rate = (entries − 1) "
+            "/ (last − first XADD"
+            " time), from the stream entry ids (the server's millisecond clock), "
+            "so process start-up is excluded and every"
+            " interval between two XADDs is one whole delivery, "
+            "one agent at a time (ping-pong never overlaps the two).",
             "",
             "| configuration | events per rally | median events/s | µs per delivery | min–max events/s |",
             "|---|---:|---:|---:|---:|",

@@ -1,9 +1,11 @@
 """Defensive learnings found by meaning: how the floor was calibrated, and what the lookup adds to every plan.
 Rewrites the `## Learnings for the planner` section of bench/RESULTS.md.
 
-    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/learnings_bench.py             # a few minutes on 2 cores
+    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/learnings_bench.py             # a few minutes
     SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/learnings_bench.py --no-write  # print only
-    python bench/learnings_bench.py --sizes 100,1000 --no-write                                # latency only (no dataset)
+    python bench/learnings_bench.py --sizes 100,1000 --no-write                                # latency only
+
+(A few minutes on 2 cores; latency only needs no dataset.)
 
 Needs the MiniLM embedder (its packages are dependencies); the calibration texts' vectors are cached in a temporary
 file (`--cache`), so a rerun only scores.
@@ -105,12 +107,12 @@ def embed_all(texts: list[str], cache: Path) -> Any:
     known: dict[str, Any] = {}
     if cache.is_file():
         with np.load(cache, allow_pickle=False) as data:
-            known = dict(zip(data["texts"].tolist(), data["vectors"]))
+            known = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
     todo = [t for t in dict.fromkeys(texts) if t not in known]
     embedder = MiniLMEmbedder()
     for start in range(0, len(todo), 256):
         chunk = todo[start : start + 256]
-        known.update(zip(chunk, np.asarray(embedder.embed(chunk), dtype=np.float32)))
+        known.update(zip(chunk, np.asarray(embedder.embed(chunk), dtype=np.float32), strict=True))
     if todo:
         np.savez(cache, texts=np.asarray(list(known)), vectors=np.asarray(list(known.values()), dtype=np.float32))
     return np.asarray([known[t] for t in texts], dtype=np.float32)
@@ -119,7 +121,8 @@ def embed_all(texts: list[str], cache: Path) -> Any:
 def sweep_of(
     learnings: list[tuple[str, str, str]], tasks: list[tuple[str, int | None, frozenset[str]]], cache: Path
 ) -> dict[Any, Any]:
-    """recall, false and noise for every (terms weight, floor), scoring every (task, learning) pair as the finder does."""
+    """recall, false and noise for every (terms weight, floor), scoring every (task, learning)
+    pair as the finder does."""
     import numpy as np
 
     from sherpa_skills.skills.match.failures import learning_texts, learning_words
@@ -269,7 +272,7 @@ def lexical_baseline(store: Any, task: str, task_type: str | None) -> int:
             df[w] = df.get(w, 0) + 1
     idf = {w: math.log(1 + len(pool) / (1 + df.get(w, 0))) for w in task_words}
     total = sum(idf.values()) or 1.0
-    return sum(1 for x, bag in zip(pool, bags) if sum(idf[w] for w in bag & task_words) / total >= 0.3)
+    return sum(1 for x, bag in zip(pool, bags, strict=True) if sum(idf[w] for w in bag & task_words) / total >= 0.3)
 
 
 def latency(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
@@ -328,16 +331,19 @@ def report(cal: dict[str, Any] | None, lat: list[dict[str, Any]], command: str) 
     else:
         about, bare = cal["about"], cal["bare"]
         lines += [
-            f"Calibration on NL2Bash dev ({cal['seconds']:.0f} s): {cal['learnings']} learnings, one per command, under the "
+            f"Calibration on NL2Bash dev ({cal['seconds']:.0f} s): {cal['learnings']} learnings, "
+            "one per command, under the "
             f"task type mining gives it; {cal['tasks']} tasks, {cal['positives']} of them paraphrases of a learning's "
-            f"command (another annotator's description), the rest describing commands that are not learnings. Two stores: "
+            "command (another annotator's description), the rest describing commands that are not "
+            "learnings. Two stores: "
             f"learnings *with about* (the command's first description, as a Claude Code log or a run records what a "
             f"command was for) and *command only* (a shell history). recall = the paraphrased command's learning among "
             f"the {SHOWN} shown; false = tasks shown at least one learning whose command runs none of the "
             f"programs of the task's own command (strict: NL2Bash is all file work, where another program is often "
             f"still related); noise = such learnings per task.",
             "",
-            "| terms weight | floor | recall (about) | false (about) | noise (about) | recall (command only) | false (command only) | noise (command only) |",
+            "| terms weight | floor | recall (about) | false (about) | noise (about) | recall (command only) "
+            "| false (command only) | noise (command only) |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for weight in WEIGHTS:
@@ -354,12 +360,14 @@ def report(cal: dict[str, Any] | None, lat: list[dict[str, Any]], command: str) 
                 lines.append(
                     f"{name} with noise <= {TARGET_NOISE:g} on both: weight {key[0]:g}, floor {key[1]:g}: recall "
                     f"{about[key]['recall']:.1%} with about, {bare[key]['recall']:.1%} command only; false "
-                    f"{about[key]['false']:.1%} / {bare[key]['false']:.1%}; noise {about[key]['noise']:.2f} / {bare[key]['noise']:.2f}."
+                    f"{about[key]['false']:.1%} / {bare[key]['false']:.1%}; "
+                    f"noise {about[key]['noise']:.2f} / {bare[key]['noise']:.2f}."
                 )
         shipped = (TERMS_WEIGHT, FLOOR)
         if shipped in about:
             lines.append(
-                f"Shipped (`skills/match/failures.py`): weight {TERMS_WEIGHT:g}, floor {FLOOR:g}: recall {about[shipped]['recall']:.1%} "
+                f"Shipped (`skills/match/failures.py`): weight {TERMS_WEIGHT:g}, floor {FLOOR:g}: "
+                f"recall {about[shipped]['recall']:.1%} "
                 f"/ {bare[shipped]['recall']:.1%}, false {about[shipped]['false']:.1%} / {bare[shipped]['false']:.1%}."
             )
         lines.append("")

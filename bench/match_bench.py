@@ -1,7 +1,8 @@
 """Procedure matching on real paraphrases: does `Matcher.match` pick the procedure a task is about, and nothing
 when none fits? Rewrites the `## Procedure matching (NL2Bash dev)` section of bench/RESULTS.md.
 
-    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_bench.py            # minutes on 2 quiet cores (embeds ~7,400 texts)
+    # minutes on 2 quiet cores (embeds ~7,400 texts)
+    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_bench.py
     SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_bench.py --no-write # print only
     ... --scale 10000      # also: warm match latency with the store padded to 10,000 procedures
 
@@ -102,7 +103,7 @@ class CachingEmbedder:
         todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
         for start in range(0, len(todo), 256):
             chunk = todo[start : start + 256]
-            self.cache.update(zip(chunk, self.inner.embed(chunk)))
+            self.cache.update(zip(chunk, self.inner.embed(chunk), strict=True))
         return [self.cache[t] for t in texts]
 
 
@@ -117,7 +118,8 @@ def embedder() -> CachingEmbedder:
 
 
 def build_store(home: Path, stored: list[tuple[str, str]]) -> tuple[Any, list[str], float]:
-    """A real store and its matching index: one procedure per command, proven (two successes); returns ids and reindex rate."""
+    """A real store and its matching index: one procedure per command, proven (two successes);
+    returns ids and reindex rate."""
     from sherpa_skills.skills.match.matcher import Matcher
     from sherpa_skills.skills.store.database import ProcedureDatabase
     from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
@@ -230,11 +232,11 @@ def _with_floor(
     top_pos: list[tuple[int, float]], golds: list[int], top_neg: list[tuple[int, float]], same: list[bool]
 ) -> tuple[float, dict[str, float]]:
     """The lowest floor that keeps false replays (distinct-text negatives) at or under BASELINE_FALSE."""
-    scores = sorted((s for (_, s), sm in zip(top_neg, same) if not sm), reverse=True)
+    scores = sorted((s for (_, s), sm in zip(top_neg, same, strict=True) if not sm), reverse=True)
     allowed = int(BASELINE_FALSE * len(scores))
     floor = scores[allowed] + 1e-9 if allowed < len(scores) else 0.0
-    pos = [(j if s > floor else None, g) for (j, s), g in zip(top_pos, golds)]
-    neg = [(j if s > floor else None, sm) for (j, s), sm in zip(top_neg, same)]
+    pos = [(j if s > floor else None, g) for (j, s), g in zip(top_pos, golds, strict=True)]
+    neg = [(j if s > floor else None, sm) for (j, s), sm in zip(top_neg, same, strict=True)]
     return floor, rates(pos, neg)  # type: ignore[arg-type]
 
 
@@ -279,7 +281,7 @@ def baseline_minilm(split: dict[str, Any]) -> tuple[float, dict[str, float]]:
 
     def tops(queries: list[str]) -> list[tuple[int, float]]:
         sims = np.asarray(embedder().embed(queries), dtype=np.float32) @ docs.T
-        return [(int(j), float(s)) for j, s in zip(sims.argmax(1), sims.max(1))]
+        return [(int(j), float(s)) for j, s in zip(sims.argmax(1), sims.max(1), strict=True)]
 
     return _with_floor(
         tops([q for q, _ in split["positives"]]),
@@ -358,7 +360,8 @@ def main() -> int:
         home = Path(tmp)
         matcher, ids, reindex_rate = build_store(home, split["stored"])
         print(
-            f"stored {len(ids)}, positives {len(split['positives'])}, negatives {len(split['negatives'])}; reindex {reindex_rate:.0f}/s",
+            f"stored {len(ids)}, positives {len(split['positives'])}, negatives {len(split['negatives'])}; "
+            f"reindex {reindex_rate:.0f}/s",
             flush=True,
         )
         bm25_floor, bm25 = baseline_bm25(split)
@@ -386,8 +389,8 @@ def main() -> int:
 
     def row(name: str, x: dict[str, float], note: str) -> str:
         return (
-            f"| {name} | {percent(x['hit'])} | {percent(x['wrong'])} | {percent(x['false'])} | {percent(x['false_all'])} "
-            f"| {percent(x['miss'])} | {note} |"
+            f"| {name} | {percent(x['hit'])} | {percent(x['wrong'])} | {percent(x['false'])} | "
+            f"{percent(x['false_all'])} | {percent(x['miss'])} | {note} |"
         )
 
     def verdict(ok: bool) -> str:
@@ -395,11 +398,14 @@ def main() -> int:
 
     lines = [
         f"Machine: {machine()}.",
-        f"Command: `SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_bench.py{' --scale ' + str(args.scale) if args.scale else ''}`.",
+        "Command: `SHERPA_SKILLS_MATCHING_DATA=../shared/matching python "
+        f"bench/match_bench.py{' --scale ' + str(args.scale) if args.scale else ''}`.",
         "",
-        f"Store: {len(ids)} procedures (one per command: {sum(1 for _ in {g for _, g in split['positives']})} with paraphrases, "
+        f"Store: {len(ids)} procedures (one per command: "
+        f"{sum(1 for _ in {g for _, g in split['positives']})} with paraphrases, "
         f"the rest distractors); {len(split['positives'])} positive queries (another annotator's description); "
-        f"{len(split['negatives'])} negative queries (commands not stored), of which {same} are word for word the description "
+        f"{len(split['negatives'])} negative queries (commands not stored), "
+        f"of which {same} are word for word the description "
         f'of a different stored command ("same text": excluded from *false replay*, included in *false, all*).',
         "",
         "| matcher | hit@1 | wrong | false replay | false, all | miss | settings |",
@@ -408,24 +414,28 @@ def main() -> int:
         row("BM25 over descriptions", bm25, f"floor {bm25_floor:.2f} (false replay ≤ 5 %)"),
         row("MiniLM cosine alone", mini, f"floor {mini_floor:.3f} (false replay ≤ 5 %)"),
         "",
-        "Calibration: the same candidates decided again at each floor (margin and literal checks unchanged); the default "
-        "floor and margin come from bench/match_calibrate.py (best hit@1 with wrong and false replays, distinct text, at or under 3 %).",
+        "Calibration: the same candidates decided again at each floor (margin and literal checks "
+        "unchanged); the default "
+        "floor and margin come from bench/match_calibrate.py (best hit@1 with wrong and false replays, "
+        "distinct text, at or under 3 %).",
         "",
         "| floor | hit@1 | wrong | false replay | false, all |",
         "|---|---|---|---|---|",
         *[
-            f"| {f:g} | {percent(x['hit'])} | {percent(x['wrong'])} | {percent(x['false'])} | {percent(x['false_all'])} |"
+            f"| {f:g} | {percent(x['hit'])} | {percent(x['wrong'])} | {percent(x['false'])} | "
+            f"{percent(x['false_all'])} |"
             for f, x in ours["sweep"].items()
         ],
         "",
         f"Latency: warm `match` p50 {ours['p50']:.1f} ms, p95 {ours['p95']:.1f} ms at {len(ids)} procedures"
         + (f"; at {scaled[0]} procedures p50 {scaled[1]:.1f} ms, p95 {scaled[2]:.1f} ms" if scaled else "")
-        + f". Fresh process `sherpa-skills learn replay QUERY --json`: first {fresh[0]:.2f} s, median {sorted(fresh)[len(fresh) // 2]:.2f} s. "
-        f"Reindex: {reindex_rate:.0f} procedures/s.",
+        + f". Fresh process `sherpa-skills learn replay QUERY --json`: first {fresh[0]:.2f} s, "
+        f"median {sorted(fresh)[len(fresh) // 2]:.2f} s. Reindex: {reindex_rate:.0f} procedures/s.",
         "",
         "Targets: "
         f"wrong ≤ 3 %: {verdict(r['wrong'] <= TARGET_WRONG)} ({percent(r['wrong'])}); "
-        f"false replay ≤ 3 %: {verdict(r['false'] <= TARGET_FALSE)} ({percent(r['false'])}; all negatives {percent(r['false_all'])}); "
+        f"false replay ≤ 3 %: {verdict(r['false'] <= TARGET_FALSE)} ({percent(r['false'])}; "
+        f"all negatives {percent(r['false_all'])}); "
         f"hit@1 ≥ 35 %: {verdict(r['hit'] >= TARGET_HIT)} ({percent(r['hit'])}); "
         + (
             f"warm p50 ≤ 20 ms at 10k: {verdict(scaled[1] <= TARGET_P50_MS)} ({scaled[1]:.1f} ms); "

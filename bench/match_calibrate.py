@@ -1,7 +1,8 @@
 """Fit the matcher's relevance model (sherpa_skills/skills/match/relevance.json) on the NL2Bash dev split, and say how
-well it does on data it was not fitted on. Rewrites the `## Procedure matching: calibration` section of bench/RESULTS.md.
+well it does on data it was not fitted on. Rewrites the `## Procedure matching: calibration` section of
+bench/RESULTS.md.
 
-    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_calibrate.py              # fits, reports, writes the JSON
+    SHERPA_SKILLS_MATCHING_DATA=../shared/matching python bench/match_calibrate.py  # fits, reports, writes the JSON
     ... --no-write                      # report only: neither the JSON nor RESULTS.md is touched
     ... --embedding-cache /tmp/e.pkl    # keep MiniLM vectors between runs (embedding is most of the time)
 
@@ -224,24 +225,27 @@ def main() -> int:
         *[
             f"| half {a} | half {b} (held out) | {h[0]:.3f} | {h[1]:g} | {pct(h[3]['hit'])} | {pct(h[3]['wrong'])} | "
             f"{pct(h[3]['false'])} | {pct(h[3]['false_all'])} |"
-            for (a, b), h in zip(((0, 1), (1, 0)), halves)
+            for (a, b), h in zip(((0, 1), (1, 0)), halves, strict=True)
         ],
-        f"| all of dev (shipped) | all of dev (in sample) | {floor:.3f} | {margin:g} | {pct(on_all['hit'])} | {pct(on_all['wrong'])} | "
-        f"{pct(on_all['false'])} | {pct(on_all['false_all'])} |",
+        f"| all of dev (shipped) | all of dev (in sample) | {floor:.3f} | {margin:g} | {pct(on_all['hit'])} | "
+        f"{pct(on_all['wrong'])} | {pct(on_all['false'])} | {pct(on_all['false_all'])} |",
         "",
-        "Verifier band (queries decided no-match whose best agreeing candidate lies in [lower, floor) with no rival within "
+        "Verifier band (queries decided no-match whose best agreeing candidate lies in [lower, floor) "
+        "with no rival within "
         "the margin: the verifier is asked once about each; *right* = its candidate is the gold one, what a perfect "
         "verifier adds to hit@1; *wrong* and *negative* are what it must refuse):",
         "",
-        "| lower edge | asked | share of queries | right (hit@1 gain if all confirmed) | wrong candidate | negative query |",
+        "| lower edge | asked | share of queries | right (hit@1 gain if all confirmed) "
+        "| wrong candidate | negative query |",
         "|---|---|---|---|---|---|",
         *[
-            f"| {b['lower']:g} | {b['asked']} | {pct(b['asked'] / n)} | {b['right']} (+{pct(b['right'] / max(1, len(split['positives'])))}) "
-            f"| {b['wrong']} | {b['negative']} |"
+            f"| {b['lower']:g} | {b['asked']} | {pct(b['asked'] / n)} | {b['right']} "
+            f"(+{pct(b['right'] / max(1, len(split['positives'])))}) | {b['wrong']} | {b['negative']} |"
             for b in bands
         ],
         "",
-        f"Shipped: floor {floor:.3f}, margin {margin:g}, verifier band from {lower:g} (at most {BAND_SHARE:.0%} of queries asked).",
+        f"Shipped: floor {floor:.3f}, margin {margin:g}, verifier band from {lower:g} (at most "
+        f"{BAND_SHARE:.0%} of queries asked).",
     ]
     body = "\n".join(lines)
     print(body)

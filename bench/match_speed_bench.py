@@ -230,8 +230,8 @@ def main() -> int:
         cb, ca = med([c for _, c, _ in fb]), med([c for _, c, _ in fa])
         target = f"≤ {TARGET_FRESH_S:g} s" if size == stored else "—"
         lines.append(
-            f"| fresh `learn replay QUERY --json`, {size:,} procedures: wall s (median of {len(fa)}) | {wb:.2f} | {wa:.2f} "
-            f"| {wb / wa:.1f}× | {target} |"
+            f"| fresh `learn replay QUERY --json`, {size:,} procedures: wall s (median of {len(fa)}) "
+            f"| {wb:.2f} | {wa:.2f} | {wb / wa:.1f}× | {target} |"
         )
         lines.append(f"| the same, CPU s | {cb:.2f} | {ca:.2f} | {cb / ca:.1f}× | — |")
         if size == stored:
@@ -247,7 +247,8 @@ def main() -> int:
             f"| {pb['p50'] / pa['p50']:.1f}× | {target} |"
         )
         lines.append(
-            f"| warm `match` p95 ms, {size:,} procedures | {pb['p95']:.1f} | {pa['p95']:.1f} | {pb['p95'] / pa['p95']:.1f}× | — |"
+            f"| warm `match` p95 ms, {size:,} procedures | {pb['p95']:.1f} | {pa['p95']:.1f} | "
+            f"{pb['p95'] / pa['p95']:.1f}× | — |"
         )
         lines.append(
             f"| first `match` in a process, {size:,} procedures (s) | {pb['first_s']:.2f} | {pa['first_s']:.2f} "
@@ -255,31 +256,35 @@ def main() -> int:
         )
         if size == args.size:
             verdicts.append(
-                f"warm p50 ≤ {TARGET_P50_MS:g} ms at {args.size:,}: {'met' if pa['p50'] <= TARGET_P50_MS else '**missed**'} "
-                f"({pa['p50']:.1f} ms)"
+                f"warm p50 ≤ {TARGET_P50_MS:g} ms at {args.size:,}: "
+                f"{'met' if pa['p50'] <= TARGET_P50_MS else '**missed**'} ({pa['p50']:.1f} ms)"
             )
     rb, ra = b.get("reindex"), a.get("reindex")
     if rb and ra:
         lines.append(
-            f"| `learn reindex` of {ra['n']} procedures, procedures/s (wall, process start included) | {rb['per_second']:.0f} "
+            f"| `learn reindex` of {ra['n']} procedures, procedures/s (wall, process start included) "
+            f"| {rb['per_second']:.0f} "
             f"| {ra['per_second']:.0f} | {ra['per_second'] / rb['per_second']:.1f}× | ≥ {TARGET_REINDEX:g}/s |"
         )
         lines.append(
-            f"| the same, as `learn reindex --json` reports it (embedding and writing) | {rb['inner']:.0f} | {ra['inner']:.0f} "
-            f"| {ra['inner'] / rb['inner']:.1f}× | — |"
+            "| the same, as `learn reindex --json` reports it (embedding and writing) "
+            f"| {rb['inner']:.0f} | {ra['inner']:.0f} | {ra['inner'] / rb['inner']:.1f}× | — |"
         )
         verdicts.append(
-            f"reindex ≥ {TARGET_REINDEX:g}/s: {'met' if ra['inner'] >= TARGET_REINDEX else '**missed**'} ({ra['inner']:.0f}/s)"
+            f"reindex ≥ {TARGET_REINDEX:g}/s: {'met' if ra['inner'] >= TARGET_REINDEX else '**missed**'} "
+            f"({ra['inner']:.0f}/s)"
         )
     if args.random_vectors:
         lines += [
             "",
-            "Stores' vectors were drawn at random (`--random-vectors`): timing only, the candidates are not meaningful.",
+            "Stores' vectors were drawn at random (`--random-vectors`): timing only, "
+            "the candidates are not meaningful.",
         ]
     else:
         lines += [
             "",
-            f"MiniLM alone, in-process, on the {stored} stored texts (batches of 32, sorted by length): {embed_rate:.0f} texts/s.",
+            f"MiniLM alone, in-process, on the {stored} stored texts (batches of 32, sorted by length): "
+            f"{embed_rate:.0f} texts/s.",
         ]
     lines += ["", "Targets (after): " + "; ".join(verdicts) + "."]
     load = float(load_start.split("load average ")[1].split()[0]) if "load average " in load_start else 0.0
@@ -287,7 +292,8 @@ def main() -> int:
         lines += [
             "",
             f"**Noisy run**: load average {load:.2f} on {os.cpu_count()} cores when timing started; wall times are "
-            "inflated by other work, the ratios (both versions alternating under the same load) and the CPU rows much less.",
+            "inflated by other work, the ratios (both versions alternating under the same load) "
+            "and the CPU rows much less.",
         ]
     body = "\n".join(lines) + "\n"
     print(body)

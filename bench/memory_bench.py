@@ -11,7 +11,7 @@ Then, on the same store, times writes with every hygiene check (`SharedMemory.re
 query in the companion, tension rules over FTS5 candidates, indexing), for exact repeats, new facts with values
 and new notes; written to a second section, "Shared memory hygiene".
 
-    python bench/memory_bench.py            # 100k artifacts, 20-60 minutes on 2 busy cores; rewrites two sections of bench/RESULTS.md
+    python bench/memory_bench.py            # 100k artifacts, 20-60 minutes on 2 busy cores; rewrites two sections
     python bench/memory_bench.py --quick    # 10k artifacts, fewer queries; prints, does not write RESULTS.md
     python bench/memory_bench.py --embedder hashing --store ~/.cache/sherpa-memory-100k --baseline main
                                             # keeps the built store for the next run; times main's code and this
@@ -42,7 +42,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import machine as shared_machine  # noqa: E402
-from _results import write_section_text
+from _results import write_section_text  # noqa: E402  (after the sys.path line above)
 
 sys.path.insert(
     0, os.environ.get("SHERPA_BENCH_CODE") or str(HERE.parent)
@@ -191,7 +191,8 @@ def timed_searches(
 
 
 def build(home: Path, n: int, embedder_name: str) -> dict[str, Any]:
-    """Fill `home` with the synthetic memory (truth, then the companion by `reindex`); what it took, kept in bench.json."""
+    """Fill `home` with the synthetic memory (truth, then the companion by `reindex`);
+    what it took, kept in bench.json."""
     from sherpa_skills.memory import SharedMemory
     from sherpa_skills.semantic.companion import Companion
 
@@ -255,7 +256,8 @@ def make_embedder(name: str) -> Any:
 
 
 def measure(home: Path, per_set: int, limit: int, seed: int) -> dict[str, Any]:
-    """Time searches, then writes, on the store in `home` (a copy: the writes change it), with the code importable here."""
+    """Time searches, then writes, on the store in `home` (a copy:
+    the writes change it), with the code importable here."""
     import sherpa_skills
     from sherpa_skills.logs import configure
     from sherpa_skills.memory import SharedMemory
@@ -356,7 +358,8 @@ def export_code(ref: str, where: Path) -> str:
 
 
 def measure_in_child(store: Path, code: Path | None, args: argparse.Namespace, seed: int) -> dict[str, Any]:
-    """`measure` in a fresh interpreter on a fresh copy of the store, importing the package from `code` (default: here)."""
+    """`measure` in a fresh interpreter on a fresh copy of the store,
+    importing the package from `code` (default: here)."""
     with tempfile.TemporaryDirectory(prefix="sherpa-memory-bench-run-") as tmp:
         home = Path(tmp) / "home"
         shutil.copytree(store, home)
@@ -437,8 +440,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if info is not None and (info["n"], info["embedder"]) != (n, wanted):
             print(
-                f"sherpa-skills bench: {store} holds {info['n']:,} artifacts indexed with {info['embedder']}, not {n:,} with "
-                f"{wanted}; give another --store",
+                f"sherpa-skills bench: {store} holds {info['n']:,} artifacts indexed with "
+                f"{info['embedder']}, not {n:,} with {wanted}; give another --store",
                 file=sys.stderr,
             )
             return 2
@@ -537,48 +540,61 @@ def report(
         "",
         f"- Date: {stamp}",
         f"- Machine: {shared_machine()}",
-        f"- Command: `{command}` (whole run {wall / 60:.1f} min); load average (1/5/15 min) {fmt(load_start)} at the start, "
-        f"{fmt(load_end)} at the end "
+        f"- Command: `{command}` (whole run {wall / 60:.1f} min); load average (1/5/15 min) "
+        f"{fmt(load_start)} at the start, {fmt(load_end)} at the end "
         + (
             f"(other work shared the {os.cpu_count()} cores: the figures are upper bounds for a quiet machine)"
             if max(load_start[0], load_end[0], load_end[1]) > 1.0
             else ""
         ),
-        f"- Data: {n:,} synthetic artifacts (one-sentence incident notes, plans and reviews over 16 services × 16 components, "
-        f"~100 characters each) by 20 agents, 60 % shared and 40 % private, 5 kinds, metadata {{service, component, severity}}.",
-        f"- Truth: checked and redacted in {info['prepare_s']:.1f} s, bulk-inserted with one `executemany` (FTS5 filled by its "
-        f"triggers) in {info['insert_s']:.1f} s; store.db {db_mb:.0f} MB; {n - stored:,} generated texts that repeated an earlier "
+        f"- Data: {n:,} synthetic artifacts (one-sentence incident notes, "
+        "plans and reviews over 16 services × 16 components, "
+        "~100 characters each) by 20 agents, 60 % shared and 40 % private, 5 kinds, metadata {service, "
+        "component, severity}.",
+        f"- Truth: checked and redacted in {info['prepare_s']:.1f} s, "
+        "bulk-inserted with one `executemany` (FTS5 filled by its "
+        f"triggers) in {info['insert_s']:.1f} s; store.db {db_mb:.0f} MB; "
+        f"{n - stored:,} generated texts that repeated an earlier "
         f"one were merged as exact duplicates, {stored:,} artifacts stored"
         + (
-            f" (built {info['built']} at load {fmt(info['load'])}, kept with `--store` and reused: each timing ran on a fresh copy)."
+            f" (built {info['built']} at load {fmt(info['load'])}, kept with `--store` and reused: "
+            "each timing ran on a fresh copy)."
             if reused
             else "."
         ),
         (
-            f"- Companion: every artifact embedded with MiniLM (`{info['embedder']}`, onnxruntime) and written to an embedded "
-            f"chromadb by `SharedMemory.reindex()`: {info['index_s']:.0f} s "
+            f"- Companion: every artifact embedded with MiniLM (`{info['embedder']}`, onnxruntime) "
+            f"and written to an embedded chromadb by `SharedMemory.reindex()`: {info['index_s']:.0f} s "
             if minilm
-            else f"- Companion: every artifact embedded with the hashing embedder at MiniLM's 384 dimensions (`--embedder hashing`: "
+            else "- Companion: every artifact embedded with the hashing embedder at MiniLM's 384 dimensions "
+            "(`--embedder hashing`: "
             f"the HNSW index has MiniLM's size and shape, but every embedding costs microseconds instead of MiniLM's "
             f"{p50(minilm_ms):.1f} ms p50 measured in this run — add that once per search and once per new write) and "
             f"written to an embedded chromadb by `SharedMemory.reindex()`: {info['index_s']:.0f} s "
         )
-        + f"({stored / info['index_s']:,.0f} artifacts/s, embedding included), {companion_mb:.0f} MB. Nothing was embedded any other way.",
-        f"- Timed: `SharedMemory.search(query, agent=<random agent>, limit={limit})` end to end, {per_set} searches per row after "
+        + f"({stored / info['index_s']:,.0f} artifacts/s, embedding included), {companion_mb:.0f} MB. "
+        "Nothing was embedded any other way.",
+        f"- Timed: `SharedMemory.search(query, agent=<random agent>, limit={limit})` end to end, "
+        f"{per_set} searches per row after "
         f"warm-up. A hybrid search ranks the {4 * max(4 * limit, 50)} best FTS5 matches and the "
         f"{4 * max(4 * limit, 50)} nearest vectors without the visibility filter, keeps what the agent may see "
-        f"({max(4 * limit, 50)} lexical candidates at most) and re-asks with the filter inside FTS5 / chromadb only when "
-        f"too few survive (each agent sees about 62 % of the artifacts; in the {4 * per_set} timed searches FTS5 was re-asked "
-        f"{reasked['fts5']} times, chromadb {reasked['chromadb']} times). Word queries share words with many artifacts (e.g. "
+        f"({max(4 * limit, 50)} lexical candidates at most) "
+        "and re-asks with the filter inside FTS5 / chromadb only when "
+        "too few survive (each agent sees about 62 % of the artifacts; "
+        f"in the {4 * per_set} timed searches FTS5 was re-asked "
+        f"{reasked['fts5']} times, chromadb {reasked['chromadb']} times). "
+        "Word queries share words with many artifacts (e.g. "
         f'"payments database times"); paraphrases share few (e.g. "{PARAPHRASES[0]}").',
         "",
         "| search | p50 ms | p95 ms | max ms | mean hits |",
         "|---|---:|---:|---:|---:|",
-        f"| **hybrid, all queries** | **{p50(hybrid_all):.1f}** | **{percentile(hybrid_all, 0.95):.1f}** | {max(hybrid_all):.1f} | — |",
+        f"| **hybrid, all queries** | **{p50(hybrid_all):.1f}** | **{percentile(hybrid_all, 0.95):.1f}** | "
+        f"{max(hybrid_all):.1f} | — |",
     ]
     for label, times, sizes in rows:
         lines.append(
-            f"| {label} | {p50(times):.1f} | {percentile(times, 0.95):.1f} | {max(times):.1f} | {statistics.mean(sizes):.1f} |"
+            f"| {label} | {p50(times):.1f} | {percentile(times, 0.95):.1f} | {max(times):.1f} | "
+            f"{statistics.mean(sizes):.1f} |"
         )
     lines += [
         f"| **lexical only, all queries** | **{p50(lexical_all):.1f}** | **{percentile(lexical_all, 0.95):.1f}** | "
@@ -602,20 +618,29 @@ def report(
             if minilm
             else "machine, command, load and this run's search figures at the end of this section ("
         )
-        + f"the same {n:,}-artifact store; ages spread over {SPREAD_DAYS} days, every fifth artifact a `pattern`, the rest episodes).",
-        f"- Tiers before the writes: {tiers['hot']:,} hot, {tiers['warm']:,} warm, {tiers['cold']:,} cold — so the search timings "
-        f"include the decay weighting (one extra SQLite lookup of the candidates' last access) and the `touch` of the hits (one UPDATE).",
-        f"- Timed: `SharedMemory.remember(text, agent=..., scope=..., abstraction=...)` end to end, {per_set} writes per row, back "
-        f"to back: checks and redaction, exact dedup (an indexed hash lookup), the near-duplicate query (embedding + chromadb "
-        f"10 nearest + visibility in SQLite), the INSERT (FTS5 trigger, committed before the call returns), the tension rules "
-        f"over the 20 best FTS5 candidates of the same scope, and handing the artifact to the companion: since this change a "
-        f"thread indexes it once writes pause (at most {MAX_LAG_S:.0f} s later, a burst in one chromadb upsert); before, the "
+        + f"the same {n:,}-artifact store; ages spread over {SPREAD_DAYS} days, "
+        "every fifth artifact a `pattern`, the rest episodes).",
+        f"- Tiers before the writes: {tiers['hot']:,} hot, {tiers['warm']:,} warm, {tiers['cold']:,} cold — "
+        "so the search timings "
+        "include the decay weighting (one extra SQLite lookup of the candidates' last access) "
+        "and the `touch` of the hits (one UPDATE).",
+        "- Timed: `SharedMemory.remember(text, agent=..., scope=..., abstraction=...)` end to end, "
+        f"{per_set} writes per row, back "
+        "to back: checks and redaction, exact dedup (an indexed hash lookup), "
+        "the near-duplicate query (embedding + chromadb "
+        "10 nearest + visibility in SQLite), the INSERT (FTS5 trigger, "
+        "committed before the call returns), the tension rules "
+        "over the 20 best FTS5 candidates of the same scope, and handing the artifact to the companion: "
+        "since this change a "
+        f"thread indexes it once writes pause (at most {MAX_LAG_S:.0f} s later, "
+        "a burst in one chromadb upsert); before, the "
         f"write upserted it itself. After the writes the memory is closed (what is still held is indexed then: "
         f"{result['close_ms']:.0f} ms) and reopened: {after['pending']} pending, companion and truth agree.",
         "",
         "| write | p50 ms | p95 ms | max ms | outcome |",
         "|---|---:|---:|---:|---|",
-        f"| **all writes** | **{p50(all_writes):.1f}** | **{percentile(all_writes, 0.95):.1f}** | {max(all_writes):.1f} | — |",
+        f"| **all writes** | **{p50(all_writes):.1f}** | **{percentile(all_writes, 0.95):.1f}** | "
+        f"{max(all_writes):.1f} | — |",
     ]
     for label, times, outcome in write_rows:
         hygiene.append(f"| {label} | {p50(times):.1f} | {percentile(times, 0.95):.1f} | {max(times):.1f} | {outcome} |")
@@ -684,7 +709,7 @@ def timed_writes(
         duplicates += written.duplicate
     rows.append(("exact repeats of stored artifacts", repeats, f"{duplicates}/{len(repeats)} merged"))
     facts, tensions, near = [], 0, 0
-    for i in range(per_row):
+    for _ in range(per_row):
         service, component = rng.choice(SERVICES), rng.choice(COMPONENTS)
         text = f"The {service} {component} pool size is {rng.randint(2, 400)}"
         t0 = perf_counter()

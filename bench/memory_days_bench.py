@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     scale = max(r[2] for r in rows) or 1
     curve = [
         "```",
-        f"tokens at run start, morning of day N (█ naive: every note; ▒ curated: domain + briefing); full bar = {scale:,}",
+        "tokens at run start, morning of day N (█ naive: every note; ▒ curated: domain + briefing); "
+        f"full bar = {scale:,}",
     ]
     for day, cur, nai, *_ in rows:
         if day == 1 or day % 3 == 0 or day == rows[-1][0]:
@@ -169,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     for day, cur, nai, written, live, tiers in rows:
         if day in (1, 2, 4, 8, 11, 15, 22, 29) or day == rows[-1][0]:
             table.append(
-                f"| {day} | {cur:,} | {nai:,} | {written} | {live} | {tiers['hot']} / {tiers['warm']} / {tiers['cold']} |"
+                f"| {day} | {cur:,} | {nai:,} | {written} | {live} | {tiers['hot']} / "
+                f"{tiers['warm']} / {tiers['cold']} |"
             )
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = "\n".join(
@@ -178,14 +180,18 @@ def main(argv: list[str] | None = None) -> int:
             f"- Machine: {machine()}",
             f"- Command: `{command}` ({wall:.0f} s)",
             f"- Simulated: {args.days} days × {args.per_day} writes by one agent through `SharedMemory.remember` "
-            f"({counts['repeats']} repeats, of which {counts['merged']} merged as exact duplicates; {counts['corrections']} corrections "
-            f"with `supersedes`; {counts['new']} new subjects; {counts['episodes']} episodes), a run end on its domain each day, and "
-            "each night every timestamp aged by one day. Companion: the hashing embedder (the near-duplicate check runs; the "
-            "figures here are sizes, not times).",
-            "- Measured each morning: the JSON the domain hook puts in the run's context (`domain`: 2 decisions, the status, "
-            "the 5 latest changelog entries, the open proposals count and the briefing — at most 12 current notes, principles "
-            "and patterns before episodes, hot before warm, cold and superseded ones left out) against the naive context, "
-            "every note written so far. Tokens = characters / 4.",
+            f"({counts['repeats']} repeats, of which {counts['merged']} merged as exact duplicates; "
+            f"{counts['corrections']} corrections "
+            f"with `supersedes`; {counts['new']} new subjects; {counts['episodes']} episodes), "
+            "a run end on its domain each day, and "
+            "each night every timestamp aged by one day. Companion: "
+            "the hashing embedder (the near-duplicate check runs; the figures here are sizes, not times).",
+            "- Measured each morning: the JSON the domain hook puts in the run's context (`domain`: "
+            "2 decisions, the status, "
+            "the 5 latest changelog entries, the open proposals count and the briefing — "
+            "at most 12 current notes, principles "
+            "and patterns before episodes, hot before warm, cold and superseded ones left out) "
+            "against the naive context, every note written so far. Tokens = characters / 4.",
             "",
             f"**Result:** the curated start context on the morning after day {args.days} is {last[1]:,} tokens, "
             f"{ratio:.2f} × its size after day 7 ({day7[1]:,}; the largest after day 7 was {peak:,}, "

@@ -99,21 +99,28 @@ def render(rows: list, zsh: list, seconds: list[float], runs: int) -> str:
     out = [
         f"Machine: {machine()}. Command: `{COMMAND}` (logs read in place from shared/acceptance-sessions).",
         "",
-        "| source | commands | candidates | per 1,000 commands | read-only | one-off | with a parameter | support (value × count) |",
+        "| source | commands | candidates | per 1,000 commands | read-only | one-off | with a parameter | "
+        "support (value × count) |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
+
+    def share(k: int, found: int) -> str:
+        return f"{100 * k / found:.0f}%" if found else "—"
+
     for source, n, found, per_k, looks, one_off, params, support in rows:
         dist = ", ".join(f"{k}×{v}" for k, v in sorted(support.items(), reverse=True)) or "—"
-        share = lambda k: f"{100 * k / found:.0f}%" if found else "—"
         out.append(
-            f"| {source} | {n:,} | {found} | {per_k:.1f} | {share(looks)} | {share(one_off)} | {share(params)} | {dist} |"
+            f"| {source} | {n:,} | {found} | {per_k:.1f} | {share(looks, found)} | {share(one_off, found)} | "
+            f"{share(params, found)} | {dist} |"
         )
     median = statistics.median(seconds) if seconds else float("nan")
     zsh_count = len(zsh)
     out += [
         "",
-        f"Mining the zsh history ({next((r[1] for r in rows if r[0] == 'zsh-history'), 0):,} commands) into a fresh store: "
-        f"median {median:.2f} s over {runs} runs (target ≤ {TARGET_SECONDS:.0f} s: {'met' if median <= TARGET_SECONDS else 'MISSED'}). "
+        f"Mining the zsh history ({next((r[1] for r in rows if r[0] == 'zsh-history'), 0):,} commands) "
+        "into a fresh store: "
+        f"median {median:.2f} s over {runs} runs (target ≤ {TARGET_SECONDS:.0f} s: "
+        f"{'met' if median <= TARGET_SECONDS else 'MISSED'}). "
         f"Candidates: {zsh_count} (target ≤ {TARGET_ZSH}: {'met' if zsh_count <= TARGET_ZSH else 'MISSED'}). "
         "Before this miner, the same logs gave 927 candidates (882 from the zsh history: 12-line chunks).",
         "",

@@ -58,7 +58,8 @@ class ItemArgs(BaseModel):
 
 
 def _registry():
-    """The desk's typed Python actions, as a developer's agent registers them; a service that is down fails its action."""
+    """The desk's typed Python actions, as a developer's agent registers them;
+    a service that is down fails its action."""
     load_builtins()
     registry = default_registry.child()
 
@@ -101,7 +102,8 @@ RULES = WORKFLOW_TEXT.replace(
   type: chain
   rules:
     - {state: assess, when: {context_matches: {key: ticket, pattern: refund my}}, trigger: refund, args: {order: '1'}}
-    - {state: assess, when: {context_matches: {key: ticket, pattern: kettle}}, trigger: replace, args: {order: '1', item: kettle}}
+    - {state: assess, when: {context_matches: {key: ticket, pattern: kettle}}, trigger: replace,
+       args: {order: '1', item: kettle}}
     - {state: assess, when: {context_matches: {key: ticket, pattern: cancel my}}, trigger: cancel, args: {order: '1'}}
     - {state: assess, when: {context_matches: {key: ticket, pattern: parcel}}, trigger: track, args: {order: '1'}}
     - {state: assess, trigger: answer}
@@ -140,7 +142,7 @@ class Timed:
 
 def _split(costs: dict[str, list[float]], name: str, timed: Timed) -> None:
     costs[name] += timed.us
-    for us, with_args in zip(timed.us, timed.with_args):
+    for us, with_args in zip(timed.us, timed.with_args, strict=True):
         costs[f"{name}_{'args' if with_args else 'plain'}"].append(us)
 
 
@@ -170,7 +172,7 @@ def decision_costs(workflow: Workflow, rules: Workflow, learner: Learner, runs: 
         costs["rule_step"].append((perf_counter() - t0) * 1e6 / result.steps)
         assert result.rule_decisions == len(proc.decisions) and result.llm_calls == 0, (kind, result.to_dict())
         _split(costs, "rule", timed)
-    for kind, text in KINDS:  # matching the task, once per run: the per-run cost the per-step figures leave out
+    for _kind, text in KINDS:  # matching the task, once per run: the per-run cost the per-step figures leave out
         for i in range(20):
             t0 = perf_counter()
             learner.match(workflow, {"ticket": text, "order": str(7000 + i)})
@@ -223,7 +225,8 @@ CASES: dict[str, list[tuple[str, dict[str, str], dict[str, Any], str]]] = {
                 "",
             )
             .replace(
-                "  - {trigger: tell, source: tracking, dest: checked}\n  - {trigger: investigate, source: tracking, dest: checked}\n",
+                "  - {trigger: tell, source: tracking, dest: checked}\n  - {trigger: investigate, source: "
+                "tracking, dest: checked}\n",
                 "",
             ),
         ),
@@ -239,7 +242,8 @@ CASES: dict[str, list[tuple[str, dict[str, str], dict[str, Any], str]]] = {
 
 
 def injected(snapshot: Path, tmp: Path) -> dict[str, list[dict[str, Any]]]:
-    """Each injected case on a fresh copy of the learned store: did replay start, diverge, and hand over to the LLM in the
+    """Each injected case on a fresh copy of the learned store:
+    did replay start, diverge, and hand over to the LLM in the
     same run, with the divergence in the prompt the model was sent (echoed back by the script, recorded in the log)?"""
     found: dict[str, list[dict[str, Any]]] = {}
     for n, (case, runs) in enumerate(CASES.items()):
@@ -273,7 +277,8 @@ def injected(snapshot: Path, tmp: Path) -> dict[str, list[dict[str, Any]]]:
                     "llm_calls": result.llm_calls,
                     "status": result.status,
                     "state": result.state,
-                    "where": f"{diverged.get('state')}: expected {diverged.get('expected')}, observed {diverged.get('observed')}",
+                    "where": f"{diverged.get('state')}: expected {diverged.get('expected')}, "
+                    f"observed {diverged.get('observed')}",
                     # the first LLM prompt of the run reports the divergence: the model answered it in the same run
                     "in_prompt": bool(asked) and told in str(asked[0].outputs.get("reason", "")),
                     "relearned": proc is not None and proc.version == 2,
@@ -308,7 +313,8 @@ def divergence_part(found: dict[str, list[dict[str, Any]]]) -> str:
         )
         inject_rows.append(
             f"| {case} | {', '.join(r['kind'] for r in results)} | **{ok}/{len(results)}** "
-            f"| {sum(r['in_prompt'] for r in results)}/{len(results)} | {', '.join(str(r['replayed']) for r in results)} "
+            f"| {sum(r['in_prompt'] for r in results)}/{len(results)} | "
+            f"{', '.join(str(r['replayed']) for r in results)} "
             f"| {', '.join(r['state'] for r in results)} | {sum(r['relearned'] for r in results)}/{len(results)} |"
         )
     wheres = "\n".join(
@@ -325,7 +331,7 @@ refund policy and stock feed they depend on; the check-change case bumps one ver
 {chr(10).join(inject_rows)}
 
 {wheres}
-"""
+"""  # noqa: E501  (a RESULTS.md section as it reads: a table row is one line)
 
 
 def only_divergences(n: int) -> None:
@@ -381,7 +387,7 @@ def main() -> None:
 
     per_kind: dict[str, Counter] = defaultdict(Counter)
     finals: dict[str, set[tuple[str, str]]] = defaultdict(set)
-    for (kind, _), a, b in zip(tickets, base, learned):
+    for (kind, _), a, b in zip(tickets, base, learned, strict=True):
         c = per_kind[kind]
         c.update(
             tickets=1,
@@ -396,8 +402,10 @@ def main() -> None:
         finals[kind].add((f"{a.status} {a.state}", f"{b.status} {b.state}"))
     total = sum(per_kind.values(), Counter())
     rows = "\n".join(
-        f"| {kind} | {c['tickets']} | {' / '.join(sorted(x for x, _ in finals[kind]))} | {' / '.join(sorted(y for _, y in finals[kind]))} "
-        f"| {c['same']}/{c['tickets']} | {c['planned']} | {c['replayed']} | {c['base_calls']} | {c['calls']} | {c['base_tokens']} | {c['tokens']} |"
+        f"| {kind} | {c['tickets']} | {' / '.join(sorted(x for x, _ in finals[kind]))} | "
+        f"{' / '.join(sorted(y for _, y in finals[kind]))} "
+        f"| {c['same']}/{c['tickets']} | {c['planned']} | {c['replayed']} | {c['base_calls']} | {c['calls']} | "
+        f"{c['base_tokens']} | {c['tokens']} |"
         for kind, c in per_kind.items()
     )
     after_first = sum(b.llm_calls for i, b in enumerate(learned) if i >= len(KINDS))
@@ -447,7 +455,7 @@ Arguments filled from the run's inputs are validated on every run; literal ones 
 Matching the task against the store, once per run before the first decision: median {median(costs["match"]):.2f} ms
 ({len(costs["match"])} matches).
 
-{divergence_part(found)}"""
+{divergence_part(found)}"""  # noqa: E501  (a RESULTS.md section as it reads: a table row is one line)
     print(body)
     write_section("Replay policy", body)
     fell = [r for results in found.values() for r in results]

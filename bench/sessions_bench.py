@@ -33,7 +33,7 @@ from sherpa_skills.sessions import SessionStore, import_paths  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import machine as shared_machine  # noqa: E402
-from _results import write_section_text
+from _results import write_section_text  # noqa: E402  (after the sys.path line above)
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Session import"
@@ -129,7 +129,8 @@ def template() -> tuple[list[str], str]:
         lines = [line for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
         return (
             lines,
-            f"line shapes of the {len(files)} real Claude Code samples in {folder}/claude-code ({sum(f.stat().st_size for f in files) / 1e6:.2f} MB)",
+            f"line shapes of the {len(files)} real Claude Code samples in {folder}/claude-code "
+            f"({sum(f.stat().st_size for f in files) / 1e6:.2f} MB)",
         )
     return [json.dumps(e) for e in _BUILTIN], "the built-in 5-line transcript (real samples not found)"
 
@@ -150,7 +151,8 @@ def write_transcript(path: Path, lines: list[str], target_bytes: int) -> tuple[i
 
 
 def many_files(work: Path, count: int = 10_000) -> tuple[float, float]:
-    """(first import, median of 3 re-imports) of `count` small session files, seconds: what a heartbeat pays with nothing new."""
+    """(first import, median of 3 re-imports) of `count` small session files, seconds:
+    what a heartbeat pays with nothing new."""
     root = work / "many" / "projects"
     for i in range(count):
         folder = root / f"-project-{i % 100}"
@@ -270,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
 | import after {len(extra.encode()) / 1e6:.1f} MB were appended | {grown_s * 1000:.0f} ms, {grown.commands} new commands ({len(extra.encode()) / 1e6 / grown_s:.1f} MB/s); {stored:,} stored in all |
 | 10,000 one-call session files: first import | {many_first:.2f} s ({10_000 / many_first:,.0f} files/s) |
 | the same 10,000 files again, nothing new (median of 3) | {many_again * 1000:.0f} ms (size and mtime unchanged: not opened) |
-"""
+"""  # noqa: E501  (a RESULTS.md section as it reads: a table row is one line)
     print(section)
     if not args.no_write:
         write_section_text(section)

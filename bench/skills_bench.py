@@ -1,4 +1,5 @@
-"""Skill store speed: tokens saved by replay, replay overhead per shell step, and `Matcher.match` at 10k/100k procedures.
+"""Skill store speed: tokens saved by replay, replay overhead per shell step,
+and `Matcher.match` at 10k/100k procedures.
 
 Three parts, each runnable alone; every run rewrites the `## Skill store` section of bench/RESULTS.md from the
 latest figures of every part (kept in bench/skills_bench.json), leaving the other sections untouched.
@@ -11,7 +12,8 @@ latest figures of every part (kept in bench/skills_bench.json), leaving the othe
 
 The "Findings" text of the section comes from bench/skills_bench_notes.md (written by hand from the figures).
 
-1. example: `examples/skills_loop/loop.py --json` in a subprocess: LLM calls and tokens of the planned run vs the replay.
+1. example: `examples/skills_loop/loop.py --json` in a subprocess: LLM calls and tokens of the planned run vs
+   the replay.
 2. replay: a 10-step procedure of cheap real commands, captured with `learn capture-success --steps-file`, replayed
    in-process through statemachines/replay.yaml (as `learn replay --execute --yes` does, without interpreter start-up),
    against `bash script.sh` running the same commands; per step, marginal per step, and where the time goes.
@@ -290,8 +292,7 @@ class ReplayBench:
                 ["/bin/sh", "-c", command],
                 cwd=self.work,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                capture_output=True,
                 start_new_session=True,
             )
             if proc.returncode != 0:
@@ -475,8 +476,8 @@ def replay_growth(b: ReplayBench, quick: bool) -> dict[str, Any]:
     store.conn.execute("BEGIN IMMEDIATE")
     now = time.time()
     store.conn.executemany(
-        "INSERT INTO executions (procedure_id, version, started, ended, outcome, diverged_step, reason, tokens, llm_calls, run_id)"
-        " VALUES (?, 1, ?, ?, 'success', NULL, NULL, 0, 0, NULL)",
+        "INSERT INTO executions (procedure_id, version, started, ended, outcome, diverged_step, reason, "
+        "tokens, llm_calls, run_id) VALUES (?, 1, ?, ?, 'success', NULL, NULL, 0, 0, NULL)",
         [(pid, now, now)] * extra,
     )
     store.conn.execute("COMMIT")
@@ -510,7 +511,7 @@ def replay_profile(b: ReplayBench, quick: bool) -> list[tuple[str, float, float,
     prof.disable()
     stats = pstats.Stats(prof)
     rows = []
-    for (file, line, name), (cc, nc, tt, ct, _) in stats.stats.items():  # type: ignore[attr-defined]
+    for (file, line, name), (_cc, nc, tt, ct, _) in stats.stats.items():  # type: ignore[attr-defined]
         short = f"{Path(file).name}:{line}({name})" if file != "~" else name
         rows.append((short, tt / reps * 1e3, ct / reps * 1e3, nc // reps))
     rows.sort(key=lambda r: -r[1])
@@ -781,7 +782,7 @@ def procedure_specs(n: int, seed: int = 7) -> Iterator[tuple[str, str, str, list
     """(task_type, description, env, tags, commands): realistic-looking, varied, reproducible."""
     rng = random.Random(seed)
     verbs, objects = list(VERBS), list(OBJECTS)
-    for i in range(n):
+    for _ in range(n):
         verb, obj = rng.choice(verbs), rng.choice(objects)
         domain = OBJECTS[obj][0]
         proj, env = rng.choice(PROJECTS), rng.choice(ENVS)
@@ -807,7 +808,8 @@ def procedure_specs(n: int, seed: int = 7) -> Iterator[tuple[str, str, str, list
 def make_queries(
     specs: list[tuple[str, str, str, list[str], list[str]]], count: int, seed: int = 11
 ) -> list[tuple[str, str]]:
-    """(query, expected task type): paraphrases of stored procedures (synonyms for verb and object) and short keyword asks."""
+    """(query, expected task type): paraphrases of stored procedures (synonyms for verb and object)
+    and short keyword asks."""
     rng = random.Random(seed)
     queries = []
     for i in range(count):
@@ -873,7 +875,8 @@ def _procedure(spec: tuple[str, str, str, list[str], list[str]]) -> Any:
 def fill_store(
     path: Path, specs: list[tuple[str, str, str, list[str], list[str]]], batch: int = 1000
 ) -> tuple[Any, float]:
-    """Bulk set-up through the public `ProcedureDatabase.add_procedure`, `batch` calls per transaction (its re-entrant `_write`)."""
+    """Bulk set-up through the public `ProcedureDatabase.add_procedure`,
+    `batch` calls per transaction (its re-entrant `_write`)."""
     from sherpa_skills.skills.store.database import ProcedureDatabase
 
     store = ProcedureDatabase(path)
@@ -886,7 +889,8 @@ def fill_store(
 
 
 def add_cost(store: Any, specs: list[tuple[str, str, str, list[str], list[str]]], k: int = 20) -> float:
-    """ms per public `add_procedure` (its own transaction, as capture does) on a store of this size; adds k procedures."""
+    """ms per public `add_procedure` (its own transaction, as capture does)
+    on a store of this size; adds k procedures."""
     times = []
     for spec in specs[:k]:
         t0 = perf_counter()
@@ -966,18 +970,21 @@ build = time.perf_counter() - t0
 gc.collect()
 after = rss_mib()
 if hasattr(a, "postings"):  # the IDF term index: a dict of numpy postings, no automaton
-    print(json.dumps({"build_s": build, "rss_delta_mib": after - before, "words": len(a.postings), "nodes": 0, "c_size_mib": 0.0,
+    print(json.dumps({"build_s": build, "rss_delta_mib": after - before, "words": len(a.postings), "nodes": 0,
+                      "c_size_mib": 0.0,
                       "postings": int(sum(len(v) for v in a.postings.values()))}))
 else:
     stats = a.automaton.get_stats()
     postings = sum(len(v[1]) for _, v in a.automaton.items())
-    print(json.dumps({"build_s": build, "rss_delta_mib": after - before, "words": stats["words_count"], "nodes": stats["nodes_count"],
+    print(json.dumps({"build_s": build, "rss_delta_mib": after - before, "words": stats["words_count"],
+                      "nodes": stats["nodes_count"],
                       "c_size_mib": stats["total_size"] / 2**20, "postings": postings}))
 """
 
 
 def automaton_build(store: Any, repeats: int) -> dict[str, Any]:
-    """Build time and memory of the automaton, each build in a fresh interpreter (RSS growth is then the automaton's)."""
+    """Build time and memory of the automaton, each build in a fresh interpreter (RSS growth is
+    then the automaton's)."""
     runs = []
     for _ in range(repeats):
         proc = subprocess.run(
@@ -1187,19 +1194,23 @@ def section_example(e: dict[str, Any], meta: dict[str, Any]) -> list[str]:
     return [
         "### 1. The example task: planned run vs replayed run",
         "",
-        f"Measured {meta['date']} on {meta['machine']}; command `{e['command']}` ({e['runs']} run(s), wall {', '.join(map(str, e['wall_s']))} s each;"
-        f" figures identical across runs: {'yes' if e['deterministic'] else 'NO'}). The LLM is the scripted stand-in (litellm custom provider);"
-        " its token counts are the ones it reports.",
+        f"Measured {meta['date']} on {meta['machine']}; command `{e['command']}` ({e['runs']} run(s), "
+        f"wall {', '.join(map(str, e['wall_s']))} s each;"
+        f" figures identical across runs: {'yes' if e['deterministic'] else 'NO'}). "
+        "The LLM is the scripted stand-in (litellm custom provider); its token counts are the ones it reports.",
         "",
         "| run | final state | LLM calls | tokens |",
         "|---|---|---:|---:|",
         f"| planned (nothing stored yet; plan → capture) | {p['state']} | {p['llm_calls']} | {p['tokens']} |",
-        f"| replayed (same task, procedure matched and replayed) | {r['state']} (replay {r['replay']}) | {r['llm_calls']} | {r['tokens']} |",
-        f"| environment changed: replay diverges at step {e['replanned']['diverged_step']}, re-planned | {e['replanned']['state']} |"
-        f" {e['replanned']['llm_calls']} | {e['replanned']['tokens']} |",
-        f"| replayed version 2 | {e['replayed_v2']['state']} (replay {e['replayed_v2']['replay']}) | {e['replayed_v2']['llm_calls']} | — |",
+        f"| replayed (same task, procedure matched and replayed) | {r['state']} (replay {r['replay']}) "
+        f"| {r['llm_calls']} | {r['tokens']} |",
+        f"| environment changed: replay diverges at step {e['replanned']['diverged_step']}, "
+        f"re-planned | {e['replanned']['state']} | {e['replanned']['llm_calls']} | {e['replanned']['tokens']} |",
+        f"| replayed version 2 | {e['replayed_v2']['state']} (replay {e['replayed_v2']['replay']}) "
+        f"| {e['replayed_v2']['llm_calls']} | — |",
         "",
-        f"Token saving on replay: **{e['token_saving']:.1%}**; `learn stats` afterwards: {e['stats']['replays']} replays,"
+        f"Token saving on replay: **{e['token_saving']:.1%}**; `learn stats` afterwards: "
+        f"{e['stats']['replays']} replays,"
         f" {e['stats']['tokens_saved']} tokens and {e['stats']['llm_calls_saved']} LLM calls saved.",
         "",
     ]
@@ -1226,18 +1237,26 @@ def section_replay(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], 
     lines = [
         "### 2. Replay overhead per shell step vs a bare shell script",
         "",
-        f"Measured {meta['date']} on {meta['machine']}; command `{meta['command']}`; {r['reps']} timed repeats per configuration after one"
+        f"Measured {meta['date']} on {meta['machine']}; command `{meta['command']}`; "
+        f"{r['reps']} timed repeats per configuration after one"
         " warm-up each, configurations interleaved round-robin (rotated each repeat); medians.",
-        f"Procedure: 10 cheap real steps run in a temp work folder ({'; '.join('`' + s + '`' for s in r['steps'])}), captured with"
-        " `learn capture-success bench-scratch-10 --steps-file steps10.json`; a 2-step procedure (the first two steps) is captured"
-        " the same way for marginal figures. Replays run in-process as `cli_learn.cmd_replay` does (`load_workflow(statemachines/replay.yaml)`"
-        " once, then per replay `workflow.agent(store=RunStore(home), home=home).run({... execute: true, assume_yes: true, cwd})`, with"
-        " the CLI's logging set-up: console at error + the home's JSON log file); timed from agent creation to the final state."
-        f" Bare script = `{r['bash']} script.sh` (`set -e` + the same commands) via `subprocess.run`; the replay's shell is /bin/sh → {r['sh']}."
-        ' "Marginal per step" = (10-step − 2-step) / 8, so fixed costs (interpreter start, matching, run creation, recording) cancel.',
+        "Procedure: 10 cheap real steps run in a temp work folder "
+        f"({'; '.join('`' + s + '`' for s in r['steps'])}), captured with"
+        " `learn capture-success bench-scratch-10 --steps-file steps10.json`; "
+        "a 2-step procedure (the first two steps) is captured"
+        " the same way for marginal figures. Replays run in-process as `cli_learn.cmd_replay` does "
+        "(`load_workflow(statemachines/replay.yaml)`"
+        " once, then per replay `workflow.agent(store=RunStore(home), home=home).run({... execute: true, "
+        "assume_yes: true, cwd})`, with"
+        " the CLI's logging set-up: console at error + the home's JSON log file); "
+        "timed from agent creation to the final state."
+        f" Bare script = `{r['bash']} script.sh` (`set -e` + the same commands) via `subprocess.run`; "
+        f"the replay's shell is /bin/sh → {r['sh']}."
+        ' "Marginal per step" = (10-step − 2-step) / 8, so fixed costs (interpreter start, matching, '
+        "run creation, recording) cancel.",
         "",
-        "| configuration | 10 steps ms | per step ms (10-step ÷ 10) | marginal per step ms | × bash per step | × bash marginal |"
-        " × `sh -c` floor marginal |",
+        "| configuration | 10 steps ms | per step ms (10-step ÷ 10) "
+        "| marginal per step ms | × bash per step | × bash marginal | × `sh -c` floor marginal |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     sh_marg = marginal("sh10", "sh2")
@@ -1247,7 +1266,8 @@ def section_replay(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], 
         ratio_m = f"{m / bash_marg:.1f}×" if k2 else "—"
         ratio_sh = f"{m / sh_marg:.2f}×" if k2 else "—"
         lines.append(
-            f"| {label} | {ms[k10]:.1f} | {per[k10]:.2f} | {m_text} | {per[k10] / per['bash10']:.1f}× | {ratio_m} | {ratio_sh} |"
+            f"| {label} | {ms[k10]:.1f} | {per[k10]:.2f} | {m_text} | {per[k10] / per['bash10']:.1f}× | "
+            f"{ratio_m} | {ratio_sh} |"
         )
     lines += [
         f"| (`bash` with an empty script: interpreter start alone) | {ms['bash0']:.1f} | — | — | — | — | — |",
@@ -1261,11 +1281,14 @@ def section_replay(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], 
         long_b = (ms[f"bash{LONG}"] - ms["bash10"]) / (LONG - 10)
         lines += [
             f"Length: a {LONG}-step procedure (the ten steps five times) by id took {ms[f'replay_id{LONG}']:.1f} ms"
-            f" ({per[f'replay_id{LONG}']:.2f} ms/step; bash {per[f'bash{LONG}']:.2f} ms/step, {per[f'replay_id{LONG}'] / per[f'bash{LONG}']:.1f}×);"
-            f" marginal per step between 10 and {LONG} steps: replay {long_r:.2f} ms vs 2→10 steps {marginal('replay_id10', 'replay_id2'):.2f} ms"
-            f" (bash {long_b:.2f} vs {bash_marg:.2f} ms): a marginal that grows with length would mean each step costs more than"
-            " the one before (as when every step re-wrote the whole growing `step_results` list into the run store, before"
-            " commit b573a43).",
+            f" ({per[f'replay_id{LONG}']:.2f} ms/step; bash {per[f'bash{LONG}']:.2f} ms/step, "
+            f"{per[f'replay_id{LONG}'] / per[f'bash{LONG}']:.1f}×);"
+            f" marginal per step between 10 and {LONG} steps: "
+            f"replay {long_r:.2f} ms vs 2→10 steps {marginal('replay_id10', 'replay_id2'):.2f} ms"
+            f" (bash {long_b:.2f} vs {bash_marg:.2f} ms): a marginal that grows with length would mean each "
+            "step costs more than"
+            " the one before (as when every step re-wrote the whole growing `step_results` list into "
+            "the run store, before commit b573a43).",
             "",
         ]
     # where the time goes
@@ -1273,8 +1296,8 @@ def section_replay(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], 
         ph = r["phases"][key]
         total = ph["total_ms"]
         lines += [
-            f"Where a 10-step replay's time goes ({title}; separate pass with perf_counter wrappers, mean of repeats, total"
-            f" {total:.1f} ms; nested rows indented by their prefix, calls = per replay):",
+            f"Where a 10-step replay's time goes ({title}; separate pass with perf_counter wrappers, "
+            f"mean of repeats, total {total:.1f} ms; nested rows indented by their prefix, calls = per replay):",
             "",
             "| phase | ms per replay | share | calls |",
             "|---|---:|---:|---:|",
@@ -1294,16 +1317,19 @@ def section_replay(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], 
         )
         covered = sum(ph["phases"].get(k, {"ms": 0.0})["ms"] for k in top)
         lines += [
-            f"| engine and the rest (total − actions − run-store writes) | {total - covered:.2f} | {(total - covered) / total:.0%} | — |",
+            "| engine and the rest (total − actions − run-store writes) "
+            f"| {total - covered:.2f} | {(total - covered) / total:.0%} | — |",
             "",
         ]
     g = r["growth"]
     lines += [
-        f"History: with {g['executions_before']} executions of the procedure a by-id 10-step replay took {g['replay_ms_before']:.1f} ms;"
+        f"History: with {g['executions_before']} executions of the procedure a by-id 10-step replay took "
+        f"{g['replay_ms_before']:.1f} ms;"
         f" after {g['extra']:,} more executions were recorded it took {g['replay_ms_after']:.1f} ms"
-        f" ({g['replay_ms_after'] / g['replay_ms_before']:.2f}×). For scale: `store.executions(id)` listing all {g['executions_after']:,}"
-        f" takes {g['executions_list_ms']:.1f} ms (`skill_select` did that on every replay to count past successes before commit"
-        f" b573a43; it now runs a COUNT), `health()` {g['health_ms']:.1f} ms.",
+        f" ({g['replay_ms_after'] / g['replay_ms_before']:.2f}×). For scale: "
+        f"`store.executions(id)` listing all {g['executions_after']:,}"
+        f" takes {g['executions_list_ms']:.1f} ms (`skill_select` did that on every replay to count past "
+        f"successes before commit b573a43; it now runs a COUNT), `health()` {g['health_ms']:.1f} ms.",
         "",
         "cProfile, by-id 10-step replay (own time per replay, profiler-inflated; top 15):",
         "",
@@ -1317,9 +1343,12 @@ def section_replay(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], 
     ratio_marg = marginal("replay_id10", "replay_id2") / bash_marg
     ratio_q = per["replay_query10"] / per["bash10"]
     verdicts = [
-        f"Replay overhead ≤ {TARGET_REPLAY_RATIO}× a bare shell script per step — {'met' if ratio_total <= TARGET_REPLAY_RATIO else 'MISSED'}:"
-        f" {ratio_q:.1f}× with matching, {ratio_total:.1f}× by id (bash's start-up included: {per['bash10']:.2f} ms/step for bash vs"
-        f" {per['replay_id10']:.2f} by id); marginal per step {ratio_marg:.1f}× ({marginal('replay_id10', 'replay_id2'):.2f} vs {bash_marg:.2f} ms)."
+        f"Replay overhead ≤ {TARGET_REPLAY_RATIO}× a bare shell script per step — "
+        f"{'met' if ratio_total <= TARGET_REPLAY_RATIO else 'MISSED'}:"
+        f" {ratio_q:.1f}× with matching, {ratio_total:.1f}× by id (bash's start-up included: "
+        f"{per['bash10']:.2f} ms/step for bash vs"
+        f" {per['replay_id10']:.2f} by id); marginal per step {ratio_marg:.1f}× "
+        f"({marginal('replay_id10', 'replay_id2'):.2f} vs {bash_marg:.2f} ms)."
     ]
     return lines, verdicts
 
@@ -1336,40 +1365,57 @@ def section_match(m: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], l
         f"### 3. `Matcher.match` over {small:,} and {large:,} stored procedures",
         "",
         f"Measured {meta['date']} on {meta['machine']}; command `{meta['command']}`.",
-        f"Procedures: generated, reproducible (seed 7): task type = verb-object from {len(VERBS)} verbs × {len(OBJECTS)} objects"
-        f" ({m['task_types']} distinct task types), description from 6 templates with one of {len(PROJECTS)} projects and {len(ENVS)}"
-        f" environments, tags [domain, env, project], 2-6 commands (mean {m['avg_steps']:.1f}) drawn in order from realistic per-domain"
-        f" pools (kubectl/helm/docker, pip/pytest/ruff, npm, cargo, go, pg_dump/psql/redis-cli, tar/rsync, terraform/aws, nginx/certbot,"
-        f" dvc, git). Example: `{json.dumps(m['sample_procedure'])}`. The {small:,} store is the first {small:,} of the {large:,}.",
-        f"Stored through the public `ProcedureDatabase.add_procedure` (SQLite + FTS5), 1,000 calls per transaction ({small:,}:"
-        f" {m[f'fill_{small}_s']:.0f} s, {large:,}: {m[f'fill_{large}_s']:.0f} s). Companion filled by `Matcher.reindex()` (the"
-        " `learn reindex` path).",
+        f"Procedures: generated, reproducible (seed 7): task type = verb-object from {len(VERBS)} verbs × "
+        f"{len(OBJECTS)} objects"
+        f" ({m['task_types']} distinct task types), description from 6 templates with one of {len(PROJECTS)} "
+        f"projects and {len(ENVS)}"
+        f" environments, tags [domain, env, project], 2-6 commands (mean {m['avg_steps']:.1f}) "
+        "drawn in order from realistic per-domain"
+        " pools (kubectl/helm/docker, pip/pytest/ruff, npm, cargo, go, pg_dump/psql/redis-cli, tar/rsync, "
+        "terraform/aws, nginx/certbot,"
+        f" dvc, git). Example: `{json.dumps(m['sample_procedure'])}`. "
+        f"The {small:,} store is the first {small:,} of the {large:,}.",
+        "Stored through the public `ProcedureDatabase.add_procedure` (SQLite + FTS5), "
+        f"1,000 calls per transaction ({small:,}:"
+        f" {m[f'fill_{small}_s']:.0f} s, {large:,}: {m[f'fill_{large}_s']:.0f} s). "
+        "Companion filled by `Matcher.reindex()` (the `learn reindex` path).",
         f"Queries: {m['queries']} varied asks built from stored procedures with synonyms for verb and object (e.g."
-        f" {'; '.join('`' + q + '`' for q in m['sample_queries'][:4])}); warm-up calls first (20 at {small:,}, 10 at {large:,}), then"
-        f" {m['rounds']} round(s) of all queries at {small:,} and 1 round at {large:,} (a match there takes seconds), on a warm Matcher"
-        " (automaton built, chromadb open, model loaded). top-5 = the expected task type is among the 5 returned (a sanity check of"
-        " ranking, not a quality benchmark).",
-        f"Embedding with MiniLM: {small:,} procedure texts took {minilm['index_s'] if minilm else float('nan'):.0f} s here, so {large:,}"
-        f" would take about {extrapolated:.0f} min, over the ~10 min budget. MiniLM is therefore measured end to end at {small:,}; at"
-        f" {large:,} the documents are embedded with the hashing embedder (384-d, MiniLM's dimension), queried once with hashing"
-        " queries (a consistent, complete pipeline: `hashing`) and once with MiniLM query vectors against those documents (`split`, a"
-        " bench-only embedder: the true query-time cost of the default embedder over an HNSW index of that size; its rankings are"
-        " meaningless).",
+        f" {'; '.join('`' + q + '`' for q in m['sample_queries'][:4])}); warm-up calls first (20 at {small:,}, "
+        f"10 at {large:,}), then"
+        f" {m['rounds']} round(s) of all queries at {small:,} and 1 round at {large:,} (a match there takes "
+        "seconds), on a warm Matcher"
+        " (automaton built, chromadb open, model loaded). top-5 = the expected task type is among the 5 "
+        "returned (a sanity check of ranking, not a quality benchmark).",
+        f"Embedding with MiniLM: {small:,} procedure texts took "
+        f"{minilm['index_s'] if minilm else float('nan'):.0f} s here, so {large:,}"
+        f" would take about {extrapolated:.0f} min, over the ~10 min budget. "
+        f"MiniLM is therefore measured end to end at {small:,}; at"
+        f" {large:,} the documents are embedded with the hashing embedder (384-d, MiniLM's dimension), "
+        "queried once with hashing"
+        " queries (a consistent, complete pipeline: `hashing`) "
+        "and once with MiniLM query vectors against those documents (`split`, a"
+        " bench-only embedder: the true query-time cost of the default embedder over an HNSW index of that "
+        "size; its rankings are meaningless).",
         "",
-        "| procedures | embedder | index (reindex) s | first match s (automaton build) | p50 ms | p95 ms | mean ms | round p50s | top-5 | cold match ms (new Matcher, as each replay does) |",
+        "| procedures | embedder | index (reindex) s | first match s (automaton build) "
+        "| p50 ms | p95 ms | mean ms | round p50s | top-5 | cold match ms (new Matcher, as each replay does) |",
         "|---:|---|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for c in m["configs"]:
         top5 = "—" if c["kind"] == "split" else f"{c['top5']:.0%}"
         lines.append(
-            f"| {c['n']:,} | {c['label']} | {c['index_s']:.0f} | {'—' if c['first_match_s'] is None else format(c['first_match_s'], '.2f')} | **{c['p50']:.1f}** | {c['p95']:.1f} |"
+            f"| {c['n']:,} | {c['label']} | {c['index_s']:.0f} | "
+            f"{'—' if c['first_match_s'] is None else format(c['first_match_s'], '.2f')} | "
+            f"**{c['p50']:.1f}** | {c['p95']:.1f} |"
             f" {c['mean']:.1f} | {', '.join(f'{x:.1f}' for x in c['round_p50'])} | {top5} | {c['cold_match_ms']:,.0f} |"
         )
     for n in (small, large):
         lx = _by_size(m["lexical"], n)
         lines.append(
-            f"| {n:,} | none: companion unavailable → lexical (FTS5 + automaton), flagged | — | — | **{lx['p50']:.1f}** |"
-            f" {lx['p95']:.1f} | {lx['mean']:.1f} | {', '.join(f'{x:.1f}' for x in lx['round_p50'])} | {lx['top5']:.0%} | — |"
+            f"| {n:,} | none: companion unavailable → lexical (FTS5 + automaton), flagged | — | — "
+            f"| **{lx['p50']:.1f}** |"
+            f" {lx['p95']:.1f} | {lx['mean']:.1f} | {', '.join(f'{x:.1f}' for x in lx['round_p50'])} | "
+            f"{lx['top5']:.0%} | — |"
         )
     lines += [
         "",
@@ -1377,29 +1423,31 @@ def section_match(m: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], l
         "",
     ]
     lines += [
-        "Automaton (a one-time cost per store generation: `Matcher._lexical` rebuilds it on the first match after a change; each"
-        " build here in a fresh interpreter, so RSS growth is the automaton and its postings):",
+        "Automaton (a one-time cost per store generation: `Matcher._lexical` rebuilds it on the first match "
+        "after a change; each build here in a fresh interpreter, so RSS growth is the automaton and its postings):",
         "",
-        "| procedures | build s (median) | builds s | key terms | (term, procedure) postings | trie nodes | pyahocorasick C size MiB | RSS growth MiB |",
+        "| procedures | build s (median) | builds s | key terms | (term, procedure) "
+        "postings | trie nodes | pyahocorasick C size MiB | RSS growth MiB |",
         "|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     for n in (small, large):
         a = _by_size(m["automaton"], n)
         lines.append(
-            f"| {n:,} | {a['build_s']:.2f} | {', '.join(map(str, a['builds']))} | {a['words']:,} | {a['postings']:,} | {a['nodes']:,} |"
-            f" {a['c_size_mib']:.1f} | {a['rss_delta_mib']:.0f} |"
+            f"| {n:,} | {a['build_s']:.2f} | {', '.join(map(str, a['builds']))} | {a['words']:,} | "
+            f"{a['postings']:,} | {a['nodes']:,} | {a['c_size_mib']:.1f} | {a['rss_delta_mib']:.0f} |"
         )
     if "add_procedure_ms" in m:
         ap = m["add_procedure_ms"]
         grows = _by_size(ap, large) > 3 * max(_by_size(ap, 0), 0.05)
         lines += [
             "",
-            f"Capture at scale: one public `ProcedureDatabase.add_procedure` in its own transaction (what each capture pays; median of"
-            f" 20) takes {_by_size(ap, 0):.2f} ms on an empty store, {_by_size(ap, small):.2f} ms at {small:,} procedures and"
-            f" {_by_size(ap, large):.2f} ms at {large:,}"
+            "Capture at scale: one public `ProcedureDatabase.add_procedure` in its own transaction (what each "
+            "capture pays; median of"
+            f" 20) takes {_by_size(ap, 0):.2f} ms on an empty store, "
+            f"{_by_size(ap, small):.2f} ms at {small:,} procedures and {_by_size(ap, large):.2f} ms at {large:,}"
             + (
-                ": it grows with the store (before commit b573a43 `_index_fts` deleted the old FTS row by an UNINDEXED column,"
-                " a full scan of the FTS table per capture)."
+                ": it grows with the store (before commit b573a43 `_index_fts` deleted the old FTS row by "
+                "an UNINDEXED column, a full scan of the FTS table per capture)."
                 if grows
                 else " — flat in the store's size."
             ),
@@ -1474,12 +1522,12 @@ def section_match(m: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], l
 
 
 def write_results(state: dict[str, Any], notes: str) -> str:
-    meta = state.get("meta", {})
     parts, verdicts = [], []
     common = [
         SECTION,
         "",
-        "Written by `python bench/skills_bench.py` (each part can be re-run alone with `--only example|replay|match`; the latest"
+        "Written by `python bench/skills_bench.py` (each part can be re-run alone with `--only "
+        "example|replay|match`; the latest"
         " figures of every part are kept in `bench/skills_bench.json` and this section is rebuilt from them).",
         "",
     ]
@@ -1492,7 +1540,8 @@ def write_results(state: dict[str, Any], notes: str) -> str:
         seen = set()
         for key, m in machines.items():
             line = (
-                f"- {key}: {m['date']}, `{m['uname']}`, nproc {m['nproc']}, {m['cpu']}, Python {m['python']} ({m['versions']});"
+                f"- {key}: {m['date']}, `{m['uname']}`, nproc {m['nproc']}, {m['cpu']}, "
+                f"Python {m['python']} ({m['versions']});"
                 f" {m['code']}; load average at start {m['load']}; command `{m['command']}`"
             )
             if line not in seen:
@@ -1508,7 +1557,8 @@ def write_results(state: dict[str, Any], notes: str) -> str:
             e = state[key]["data"]
             parts += section_example(e, m)
             verdicts.append(
-                f"Example task: 0 LLM calls on replay — {'met' if e['met_calls'] else 'MISSED'} ({e['replayed']['llm_calls']});"
+                f"Example task: 0 LLM calls on replay — {'met' if e['met_calls'] else 'MISSED'} "
+                f"({e['replayed']['llm_calls']});"
                 f" ≥ {TARGET_TOKEN_SAVING:.0%} fewer tokens — {'met' if e['met_tokens'] else 'MISSED'}"
                 f" ({e['token_saving']:.1%}: {e['replayed']['tokens']} vs {e['planned']['tokens']})"
             )
@@ -1542,7 +1592,10 @@ def write_section(section: str) -> None:
     if RESULTS.exists():
         text = RESULTS.read_text(encoding="utf-8")
     else:
-        text = "# Benchmark results\n\nMeasured figures from the scripts in `bench/`; each section is rewritten by its script.\n"
+        text = (
+            "# Benchmark results\n\nMeasured figures from the scripts in `bench/`; "
+            "each section is rewritten by its script.\n"
+        )
     lines = text.splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
     if start is None:

@@ -126,7 +126,8 @@ def install_size() -> list[str]:
                 sizes.append((size, entry.name))
         top = ", ".join(f"{n} {s} MB" for s, n in sorted(sizes, reverse=True)[:10])
         return [
-            f"Fresh install (`python -m venv` + `pip install -c constraints.txt .`, {seconds:.0f} s with a warm pip cache):"
+            "Fresh install (`python -m venv` + `pip install -c constraints.txt .`, "
+            f"{seconds:.0f} s with a warm pip cache):"
             f" {total} MB, {len(names)} distributions (pip and setuptools included). Largest: {top}."
         ]
 
@@ -209,9 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     demo_d, demo_l = statistics.median(demo_direct.wall), statistics.median(demo_litellm.wall)
     lines = [
         f"- Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; at start: {load_start}; at end: {machine()}",
-        f"- Command: `{command}`; each figure is the median of {args.runs} fresh subprocesses after one dropped warm-up run.",
-        "- Wall = spawn to exit (or to the first step); CPU = the child's user + system seconds. With other work on the 2 cores,"
-        " wall time is inflated by the load; CPU much less so.",
+        f"- Command: `{command}`; each figure is the median of {args.runs} fresh subprocesses after one "
+        "dropped warm-up run.",
+        "- Wall = spawn to exit (or to the first step); CPU = the child's user + system seconds. "
+        "With other work on the 2 cores, wall time is inflated by the load; CPU much less so.",
         "",
         "| command | wall ms | CPU ms | target |",
         "|---|---:|---:|---|",
@@ -219,15 +221,19 @@ def main(argv: list[str] | None = None) -> int:
     for label, t, target in rows:
         lines.append(f"| {label} | {ms(t.wall)} | {ms(t.cpu)} | {target} |")
     lines += [
-        f"| `sherpa-skills run examples/support_triage/workflow.yaml`: to the first step | {ms(run_direct.first_step)} | — |"
-        f" ≤ {TARGET_FIRST_STEP_S * 1e3:.0f} ms |",
-        f"| the same run, to its end (waiting for approval; 2 LLM calls) | {ms(run_direct.wall)} | {ms(run_direct.cpu)} | — |",
-        f"| `sherpa-skills demo` (3 runs, one resumed) | {ms(demo_direct.wall)} | {ms(demo_direct.cpu)} | ≤ {TARGET_DEMO_S * 1e3:.0f} ms |",
-        f"| baseline: the run through litellm (`SHERPA_SKILLS_SCRIPTED_VIA=litellm`), to the first step | {ms(run_litellm.first_step)} | — | — |",
+        "| `sherpa-skills run examples/support_triage/workflow.yaml`: "
+        f"to the first step | {ms(run_direct.first_step)} | — | ≤ {TARGET_FIRST_STEP_S * 1e3:.0f} ms |",
+        "| the same run, to its end (waiting for approval; 2 LLM calls) "
+        f"| {ms(run_direct.wall)} | {ms(run_direct.cpu)} | — |",
+        f"| `sherpa-skills demo` (3 runs, one resumed) | {ms(demo_direct.wall)} | {ms(demo_direct.cpu)} | ≤ "
+        f"{TARGET_DEMO_S * 1e3:.0f} ms |",
+        "| baseline: the run through litellm (`SHERPA_SKILLS_SCRIPTED_VIA=litellm`), "
+        f"to the first step | {ms(run_litellm.first_step)} | — | — |",
         f"| baseline: the same, to its end | {ms(run_litellm.wall)} | {ms(run_litellm.cpu)} | — |",
         f"| baseline: `sherpa-skills demo` through litellm | {ms(demo_litellm.wall)} | {ms(demo_litellm.cpu)} | — |",
         "",
-        f"Ratios: first step {first_litellm / first_direct:.1f}× sooner, the demo {demo_l / demo_d:.1f}× faster (wall) than through litellm.",
+        f"Ratios: first step {first_litellm / first_direct:.1f}× sooner, "
+        f"the demo {demo_l / demo_d:.1f}× faster (wall) than through litellm.",
         "",
         'Each dependency imported alone (`python -c "import X"`, interpreter start included; compare the'
         " `python -c pass` row above):",
@@ -244,8 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", *size]
     run_cpu, demo_cpu = statistics.median(run_direct.cpu), statistics.median(demo_direct.cpu)
     verdicts = [
-        f"time to the first step ≤ {TARGET_FIRST_STEP_S} s, wall: {'met' if first_direct <= TARGET_FIRST_STEP_S else 'MISSED'} ({first_direct:.2f} s)",
-        f"the same in CPU, bounded by the whole run's CPU: {'met' if run_cpu <= TARGET_FIRST_STEP_S else 'MISSED'} (≤ {run_cpu:.2f} s)",
+        f"time to the first step ≤ {TARGET_FIRST_STEP_S} s, wall: "
+        f"{'met' if first_direct <= TARGET_FIRST_STEP_S else 'MISSED'} ({first_direct:.2f} s)",
+        "the same in CPU, bounded by the whole run's CPU: "
+        f"{'met' if run_cpu <= TARGET_FIRST_STEP_S else 'MISSED'} (≤ {run_cpu:.2f} s)",
         f"whole demo ≤ {TARGET_DEMO_S} s, wall: {'met' if demo_d <= TARGET_DEMO_S else 'MISSED'} ({demo_d:.2f} s)",
         f"whole demo ≤ {TARGET_DEMO_S} s, CPU: {'met' if demo_cpu <= TARGET_DEMO_S else 'MISSED'} ({demo_cpu:.2f} s)",
     ]

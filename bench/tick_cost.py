@@ -28,12 +28,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from _results import machine, write_section
+from _results import machine, write_section  # noqa: E402  (after the sys.path line above)
 
 TITLE = "Tick cost (instructions per step)"
 TARGETS = {"memory": 160.0, "durable": 600.0}
 PEERS = {"memory": "Burr 0.43: 460", "durable": "Burr 0.43 + SQLite persister: 929"}
-# (file name, function, more functions of that file) -> the label shown; inclusive costs, so rows nest and do not add up.
+# (file name, function, more functions of that file) -> the label shown; inclusive costs,
+# so rows nest and do not add up.
 FUNCTIONS = [
     (("agent.py", "_tick_flow"), "Agent._tick_flow (one step, commit excluded)"),
     (("compiler.py", "available"), "CompiledMachine.available (guards)"),
@@ -151,9 +152,9 @@ def function_rows(variant: str, kinstr: dict[str, float], profiled: dict[str, di
     for (file, *names), label in FUNCTIONS:
         found = [[profiled[t][f"{file}|{n}"] for n in names if f"{file}|{n}" in profiled[t]] for t in labels]
         values = [sum(f) if f else None for f in found]
-        if all(v is None or v * kinstr[t] < 0.5 for v, t in zip(values, labels)):
+        if all(v is None or v * kinstr[t] < 0.5 for v, t in zip(values, labels, strict=True)):
             continue
-        cells = ["—" if v is None else f"{v * kinstr[t]:.1f}" for v, t in zip(values, labels)]
+        cells = ["—" if v is None else f"{v * kinstr[t]:.1f}" for v, t in zip(values, labels, strict=True)]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
 
@@ -195,14 +196,16 @@ def main(argv: list[str] | None = None) -> int:
         f"- Date: {started.strftime('%Y-%m-%d %H:%M UTC')}",
         f"- Machine: {machine()}",
         (
-            f"- Command: `{command}` (runs `{bench_dir}/tick_cost.sh {' '.join(args.variants)}` on each tree: callgrind,"
-            " 3 episodes x 120 steps, only `Agent.run()` counted)"
+            f"- Command: `{command}` (runs `{bench_dir}/tick_cost.sh {' '.join(args.variants)}` on "
+            "each tree: callgrind, 3 episodes x 120 steps, only `Agent.run()` counted)"
         ),
         (
-            "- Workload: the peers' 6-step plan/act/check cycle in a 3-level hierarchy, a rule decision per cycle, an `increment`"
-            " action per step (see the shared `bench_sherpa_skills.py`). Durable = `RunStore` (SQLite WAL, synchronous=NORMAL),"
-            " each tick committed before the next; its figure moves by a few percent from run to run with the background WAL"
-            " checkpoints, which callgrind counts too."
+            "- Workload: the peers' 6-step plan/act/check cycle in a 3-level hierarchy, "
+            "a rule decision per cycle, an `increment`"
+            " action per step (see the shared `bench_sherpa_skills.py`). Durable = `RunStore` (SQLite WAL, "
+            "synchronous=NORMAL),"
+            " each tick committed before the next; its figure moves by a few percent from run to run "
+            "with the background WAL checkpoints, which callgrind counts too."
         ),
         "",
         "| variant | " + " | ".join(f"{t}, kinstr/step" for t in labels) + " | target | peer, same counter |",
@@ -224,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             "",
             (
                 "Function rows are estimates: the function's inclusive share of the same run part under cProfile"
-                " (30 episodes), times the callgrind count of its tree. Rows nest (a caller includes its callees); — = the"
-                " function does not exist in that tree."
+                " (30 episodes), times the callgrind count of its tree. "
+                "Rows nest (a caller includes its callees); — = the function does not exist in that tree."
             ),
         ]
     body = "\n".join(lines) + "\n"

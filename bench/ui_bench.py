@@ -134,7 +134,8 @@ def timed(fn: Callable[[], Any], repeats: int) -> list[float]:
 
 
 def startup(home: Path, repeats: int) -> tuple[list[float], list[float], list[float]]:
-    """Seconds from spawning `sherpa-skills ui` to its first /api/runs answer; `--help` and `runs --json --limit 1` to exit."""
+    """Seconds from spawning `sherpa-skills ui` to its first /api/runs answer;
+    `--help` and `runs --json --limit 1` to exit."""
     ui, helps, lists = [], [], []
     for _ in range(repeats):
         with socket.socket() as s:
@@ -150,9 +151,9 @@ def startup(home: Path, repeats: int) -> tuple[list[float], list[float], list[fl
                 try:
                     urllib.request.urlopen(f"http://127.0.0.1:{port}/api/runs?per_page=1", timeout=5).read()
                     break
-                except OSError:
+                except OSError as exc:
                     if proc.poll() is not None:
-                        raise SystemExit("sherpa-skills ui exited before answering")
+                        raise SystemExit("sherpa-skills ui exited before answering") from exc
                     time.sleep(0.01)
             ui.append(perf_counter() - t)
         finally:
@@ -245,18 +246,24 @@ def main() -> int:
         [
             f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
             f"- Machine: {machine()}; load average at start {load_before}, at end {load_after}",
-            f"- Command: `python bench/ui_bench.py` ({repeats} timed requests each after one warm-up; start-up {start_repeats} times; "
+            f"- Command: `python bench/ui_bench.py` ({repeats} timed requests each after one warm-up; "
+            f"start-up {start_repeats} times; "
             f"whole run {perf_counter() - began:.0f} s, of which {fill_s:.0f} s filling the store)",
-            f"- Store: {RUNS:,} runs (three workflows, three statuses) and one run of {STEPS:,} steps (a trajectory entry, a shell log entry "
-            "and a context write per step), written through `RunStore` into a temporary home. Requests go through Starlette's TestClient "
-            "in-process, so the figures are server time: routing, store reads, jinja2 rendering (the browser's drawing is not included).",
+            f"- Store: {RUNS:,} runs (three workflows, three statuses) "
+            f"and one run of {STEPS:,} steps (a trajectory entry, a shell log entry "
+            "and a context write per step), written through `RunStore` into a temporary home. "
+            "Requests go through Starlette's TestClient "
+            "in-process, so the figures are server time: routing, store reads, "
+            "jinja2 rendering (the browser's drawing is not included).",
             "",
             *rows,
             "",
-            f"`sherpa-skills ui` start-up, spawn to first `/api/runs` answer: median {ui_med:.2f} s (min {min(ui_s):.2f}, max {max(ui_s):.2f}); "
+            "`sherpa-skills ui` start-up, spawn to first `/api/runs` answer: "
+            f"median {ui_med:.2f} s (min {min(ui_s):.2f}, max {max(ui_s):.2f}); "
             f"target ≤ {TARGET_START_S} s: {'met' if ui_med <= TARGET_START_S else 'NOT met'}. "
             f"Baselines, same run: `sherpa-skills --help` to exit, median {help_med:.2f} s ({ui_med / help_med:.1f}×); "
-            f"`sherpa-skills runs --json --limit 1` (the same store imports, one query) to exit, median {list_med:.2f} s ({ui_med / list_med:.1f}×).",
+            "`sherpa-skills runs --json --limit 1` (the same store imports, one query) to exit, "
+            f"median {list_med:.2f} s ({ui_med / list_med:.1f}×).",
         ]
     )
     print(body)

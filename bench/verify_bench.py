@@ -99,8 +99,8 @@ def main() -> int:
     base = results["off (default)"]
     rows = [
         f"| {name} | {pct(r['hit'])} ({100 * (r['hit'] - base['hit']):+.1f}) | {pct(r['wrong'])} | {pct(r['false'])} | "
-        f"{r['asked']} ({pct(r['asked'] / n)}) | {r['calls']} | {r['tokens']} | {r['tokens'] / max(r['calls'], 1):.0f} | "
-        f"{r['seconds']:.0f} s |"
+        f"{r['asked']} ({pct(r['asked'] / n)}) | {r['calls']} | {r['tokens']} | "
+        f"{r['tokens'] / max(r['calls'], 1):.0f} | {r['seconds']:.0f} s |"
         for name, r in results.items()
     ]
     body = "\n".join(
@@ -110,14 +110,18 @@ def main() -> int:
             + "".join(f" --model {m}" for m in args.model)
             + "`.",
             "",
-            f"{n} queries ({len(split['positives'])} positive); the verifier is asked about a best candidate whose relevance lies in "
-            f"[{VERIFY_FLOOR:g}, floor). Same store and queries as the matching section; the first row is the same run without it.",
+            f"{n} queries ({len(split['positives'])} positive); "
+            "the verifier is asked about a best candidate whose relevance lies in "
+            f"[{VERIFY_FLOOR:g}, floor). Same store and queries as the matching section; "
+            "the first row is the same run without it.",
             "",
-            "| verifier | hit@1 (points vs off) | wrong | false replay | queries asked | calls | tokens | tokens per call | wall |",
+            "| verifier | hit@1 (points vs off) | wrong | false replay | queries asked | calls | tokens | "
+            "tokens per call | wall |",
             "|---|---|---|---|---|---|---|---|---|",
             *rows,
             "",
-            "The oracle row is the ceiling a perfect verifier reaches; the always-yes row is what a verifier that cannot say no "
+            "The oracle row is the ceiling a perfect verifier reaches; "
+            "the always-yes row is what a verifier that cannot say no "
             "costs in wrong and false replays. A real model lands between them; its row, when present, is measured.",
         ]
     )

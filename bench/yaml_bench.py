@@ -67,7 +67,8 @@ def main() -> int:
         f"Machine: {machine()}",
         "",
         f"Command: `python bench/yaml_bench.py` — {WORKFLOW.relative_to(HERE.parent)} "
-        f"({len(text.splitlines())} lines), median of {REPEATS} loads. ruamel.yaml is not a dependency: for its row it was "
+        f"({len(text.splitlines())} lines), median of {REPEATS} loads. "
+        "ruamel.yaml is not a dependency: for its row it was "
         "installed apart (`pip install --target DIR ruamel.yaml`) and put on PYTHONPATH.",
         "",
         "| loader | median ms | ratio to ours |",

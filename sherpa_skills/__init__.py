@@ -85,44 +85,56 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *__all__])
 
 
+# For type checkers and IDEs; `X as X` marks a re-export (the names load through __getattr__ at run time).
 if TYPE_CHECKING:  # pragma: no cover
-    from .agents.bus import InProcessBus
-    from .agents.redis_bus import RedisBus
-    from .agents.team import Team, TeamResult, TeamRunner, load_team
-    from .engine.agent import Agent, RunResult
-    from .engine.belief import Belief, BeliefView, LogEntry, TrajectoryEntry
-    from .engine.compiler import CompiledMachine
-    from .engine.diagram import to_mermaid
-    from .engine.events import Event, EventError
-    from .engine.registry import (
-        ActionContext,
-        ActionResult,
-        Internal,
-        Registry,
-        action,
-        default_registry,
-        function,
-        guard,
-    )
-    from .engine.runstore import RunStore
-    from .engine.spec import WorkflowSpec
-    from .engine.workflow import Workflow, load_workflow, load_workflow_text
-    from .errors import (
-        ActionError,
-        ModelError,
-        NoTransitionError,
-        PolicyError,
-        Problem,
-        ReadOnlyBeliefError,
-        RegistryError,
-        RunError,
-        SherpaError,
-        StoreError,
-        UsageError,
-        WorkflowError,
-    )
-    from .policy.base import ChainPolicy, Decision, DecisionContext, NoPolicy, Policy
-    from .policy.llm import LLMPolicy
-    from .policy.rule import RulePolicy
-    from .skills.api import CaptureResult, SkillStore
-    from .skills.match.matcher import MatchDecision
+    from .agents.bus import InProcessBus as InProcessBus
+    from .agents.redis_bus import RedisBus as RedisBus
+    from .agents.team import Team as Team
+    from .agents.team import TeamResult as TeamResult
+    from .agents.team import TeamRunner as TeamRunner
+    from .agents.team import load_team as load_team
+    from .engine.agent import Agent as Agent
+    from .engine.agent import RunResult as RunResult
+    from .engine.belief import Belief as Belief
+    from .engine.belief import BeliefView as BeliefView
+    from .engine.belief import LogEntry as LogEntry
+    from .engine.belief import TrajectoryEntry as TrajectoryEntry
+    from .engine.compiler import CompiledMachine as CompiledMachine
+    from .engine.diagram import to_mermaid as to_mermaid
+    from .engine.events import Event as Event
+    from .engine.events import EventError as EventError
+    from .engine.registry import ActionContext as ActionContext
+    from .engine.registry import ActionResult as ActionResult
+    from .engine.registry import Internal as Internal
+    from .engine.registry import Registry as Registry
+    from .engine.registry import action as action
+    from .engine.registry import default_registry as default_registry
+    from .engine.registry import function as function
+    from .engine.registry import guard as guard
+    from .engine.runstore import RunStore as RunStore
+    from .engine.spec import WorkflowSpec as WorkflowSpec
+    from .engine.workflow import Workflow as Workflow
+    from .engine.workflow import load_workflow as load_workflow
+    from .engine.workflow import load_workflow_text as load_workflow_text
+    from .errors import ActionError as ActionError
+    from .errors import ModelError as ModelError
+    from .errors import NoTransitionError as NoTransitionError
+    from .errors import PolicyError as PolicyError
+    from .errors import Problem as Problem
+    from .errors import ReadOnlyBeliefError as ReadOnlyBeliefError
+    from .errors import RegistryError as RegistryError
+    from .errors import RunError as RunError
+    from .errors import SherpaError as SherpaError
+    from .errors import StoreError as StoreError
+    from .errors import UsageError as UsageError
+    from .errors import WorkflowError as WorkflowError
+    from .policy.base import ChainPolicy as ChainPolicy
+    from .policy.base import Decision as Decision
+    from .policy.base import DecisionContext as DecisionContext
+    from .policy.base import NoPolicy as NoPolicy
+    from .policy.base import Policy as Policy
+    from .policy.llm import LLMPolicy as LLMPolicy
+    from .policy.rule import RulePolicy as RulePolicy
+    from .skills.api import CaptureResult as CaptureResult
+    from .skills.api import SkillStore as SkillStore
+    from .skills.match.matcher import MatchDecision as MatchDecision

@@ -50,7 +50,8 @@ class UsageError(SherpaError):
 
 
 class RefusedError(UsageError):
-    """A resume asked for what the run cannot do now (a trigger not available, arguments it does not take): nothing is recorded."""
+    """A resume asked for what the run cannot do now (a trigger not available,
+    arguments it does not take): nothing is recorded."""
 
 
 class Interrupted(KeyboardInterrupt):
@@ -92,7 +93,8 @@ class StoreError(SherpaError):
 
 
 class StoreFileError(StoreError):
-    """The state folder or a database in it cannot be opened: the user pointed at the wrong place, so it is bad usage."""
+    """The state folder or a database in it cannot be opened:
+    the user pointed at the wrong place, so it is bad usage."""
 
 
 class ModelError(SherpaError):

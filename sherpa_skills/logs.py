@@ -6,8 +6,9 @@ import hashlib
 import logging
 import re
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
 
@@ -41,7 +42,8 @@ def log_file(home: Path, name: str) -> Path:
 
 
 def ensure_configured() -> None:
-    """If nobody configured structlog, send warnings and errors to stderr (structlog's default prints everything to stdout)."""
+    """If nobody configured structlog, send warnings and errors to stderr (structlog's default prints
+    everything to stdout)."""
     global _configured
     if _configured or structlog.is_configured():
         _configured = True
@@ -50,7 +52,8 @@ def ensure_configured() -> None:
 
 
 def configure(level: str = "warning", json_file: Path | None = None, stream: TextIO | None = None) -> None:
-    """Console lines on stderr at `level` (lower with -v); with `json_file`, every event at info and above as JSON lines too."""
+    """Console lines on stderr at `level` (lower with -v);
+    with `json_file`, every event at info and above as JSON lines too."""
     global _configured
     threshold = getattr(logging, level.upper(), logging.WARNING)
     if _verbosity:
@@ -60,9 +63,9 @@ def configure(level: str = "warning", json_file: Path | None = None, stream: Tex
     out = stream or sys.stderr
     handle = json_file.open("a", encoding="utf-8") if json_file else None
 
-    def emit(logger: Any, method: str, event: dict[str, Any]) -> str:
+    def emit(logger: Any, method: str, event: MutableMapping[str, Any]) -> str:
         if handle is not None:
-            handle.write(json_renderer(logger, method, dict(event)) + "\n")
+            handle.write(cast(str, json_renderer(logger, method, dict(event))) + "\n")  # json.dumps: text
             handle.flush()
         if logging.getLevelName(method.upper()) >= threshold:
             out.write(console(logger, method, dict(event)) + "\n")

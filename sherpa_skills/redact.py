@@ -862,7 +862,8 @@ def keeps_numbers_under(key: str) -> bool:
 
 
 def redact_item(key: Any, value: Any) -> Any:
-    """`value` as `redact_value` leaves it under `key` in a mapping (whole value replaced when the key names a secret)."""
+    """`value` as `redact_value` leaves it under `key` in a mapping (whole value replaced when
+    the key names a secret)."""
     try:
         return REDACTED if _secret_key_value(key, value) else _redact_value(value, 0, set())
     except Exception:

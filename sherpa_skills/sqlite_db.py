@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +17,13 @@ Migration = Callable[[sqlite3.Connection], None]
 def connect(path: str | Path, *, timeout: float = 30.0) -> sqlite3.Connection:
     """WAL with synchronous=NORMAL: a commit survives a killed process (not a power cut) without an fsync each.
 
-    A file that is not SQLite (a stray store.db, a wrong --home) is refused with StoreFileError, not a raw sqlite3 error.
+    A file that is not SQLite (a stray store.db, a wrong --home) is refused with StoreFileError,
+    not a raw sqlite3 error.
     """
     try:
         conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
-        # The busy timeout comes first: every later statement, the journal-mode switch included, waits for other openers.
+        # The busy timeout comes first: every later statement, the journal-mode switch included,
+        # waits for other openers.
         conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
         _switch_to_wal(conn, timeout)
     except sqlite3.DatabaseError as exc:
@@ -38,7 +40,8 @@ def _is_busy(exc: sqlite3.Error) -> bool:
 
 
 def _retry_busy(step: Callable[[], Any], timeout: float) -> Any:
-    """Run `step` again while SQLite says busy without having waited (a lock upgrade it refuses to wait for), up to `timeout`."""
+    """Run `step` again while SQLite says busy without having waited (a lock upgrade it refuses to wait for),
+    up to `timeout`."""
     deadline, pause = time.monotonic() + timeout, 0.005
     while True:
         try:
@@ -62,7 +65,8 @@ def _switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
 
 
 def prefix_matches(conn: sqlite3.Connection, table: str, column: str, prefix: str, limit: int = 4) -> list[str]:
-    """Ids starting with `prefix` taken literally: `%` and `_` are characters, not LIKE wildcards; no prefix matches nothing."""
+    """Ids starting with `prefix` taken literally: `%` and `_` are characters, not LIKE wildcards;
+    no prefix matches nothing."""
     if not prefix:
         return []
     pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -75,11 +79,14 @@ def prefix_matches(conn: sqlite3.Connection, table: str, column: str, prefix: st
     ]
 
 
-def migrate(conn: sqlite3.Connection, component: str, migrations: list[Migration], *, timeout: float = 30.0) -> None:
+def migrate(
+    conn: sqlite3.Connection, component: str, migrations: Sequence[Migration], *, timeout: float = 30.0
+) -> None:
     """Apply each named migration of a component once, in order, recording it in `_migrations`.
 
     Every write is inside BEGIN IMMEDIATE (the write lock taken up front, waited for by the busy timeout), so two
-    processes migrating a fresh file never meet halfway through a read-then-write upgrade that SQLite refuses to wait for.
+    processes migrating a fresh file never meet halfway through a read-then-write upgrade that
+    SQLite refuses to wait for.
     """
     _retry_busy(lambda: _create_migrations_table(conn), timeout)
     done = {row[0] for row in conn.execute("SELECT name FROM _migrations WHERE component = ?", (component,))}
@@ -106,8 +113,8 @@ def _create_migrations_table(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(
-            "CREATE TABLE IF NOT EXISTS _migrations (component TEXT, name TEXT, applied REAL DEFAULT (strftime('%s','now')), "
-            "PRIMARY KEY (component, name))"
+            "CREATE TABLE IF NOT EXISTS _migrations (component TEXT, name TEXT, "
+            "applied REAL DEFAULT (strftime('%s','now')), PRIMARY KEY (component, name))"
         )
         conn.execute("COMMIT")
     except BaseException:
@@ -164,7 +171,8 @@ class Checkpointer:
 
     def release(self, *, wait: bool = True) -> None:
         """One user fewer; the last stops the thread. A finaliser passes `wait=False`: when the guard is held, the
-        release is left for the next acquire rather than waited for (a wait that can never end on the holding thread)."""
+        release is left for the next acquire rather than waited for (a wait that can never end
+        on the holding thread)."""
         if not self._guard.acquire(blocking=wait):
             self._deferred.append(self)
             return
@@ -210,7 +218,8 @@ class Checkpointer:
 
 
 class Transaction:
-    """`with Transaction(conn, lock):` — BEGIN IMMEDIATE … COMMIT (ROLLBACK on error), re-entrant within one connection."""
+    """`with Transaction(conn, lock):` — BEGIN IMMEDIATE … COMMIT (ROLLBACK on error),
+    re-entrant within one connection."""
 
     def __init__(self, conn: sqlite3.Connection, lock: threading.RLock):
         self.conn, self.lock = conn, lock

@@ -34,7 +34,7 @@ _DEPTH_CHECK_CHARS = 10_000
 _LIBYAML_DEPTH_LIMIT = "exceeded maximum nesting depth"
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Core12Loader(_Loader):  # type: ignore[misc, valid-type]
@@ -108,7 +108,8 @@ def _check_depth(text: str) -> None:
             if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise _TooBig(event.start_mark.line + 1, f"nested more than {MAX_DEPTH} levels deep")
+                    line = event.start_mark.line + 1 if event.start_mark else 0
+                    raise _TooBig(line, f"nested more than {MAX_DEPTH} levels deep")
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 depth -= 1
     finally:

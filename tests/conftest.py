@@ -101,7 +101,8 @@ def write_file(tmp_path):
 
 @pytest.fixture
 def chroma_executable() -> str:
-    """chromadb's `chroma` script (a required dependency): on PATH, else beside this interpreter, as in a venv not activated."""
+    """chromadb's `chroma` script (a required dependency):
+    on PATH, else beside this interpreter, as in a venv not activated."""
     import shutil
     import sysconfig
     from pathlib import Path

@@ -118,7 +118,8 @@ def test_demo_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 @pytest.mark.slow
 def test_skill_loop_plan_capture_replay_diverge_replan(tmp_path: Path) -> None:
-    """The whole loop through the CLI on real SQLite and the procedure index: replay costs no LLM call, divergence re-plans a
+    """The whole loop through the CLI on real SQLite and the procedure index:
+    replay costs no LLM call, divergence re-plans a
     version 2."""
     out = subprocess.run(
         [sys.executable, str(EXAMPLES / "skills_loop" / "loop.py"), "--json", "--home", str(tmp_path / "home")],

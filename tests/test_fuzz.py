@@ -206,7 +206,7 @@ def test_mutated_session_logs_are_imported_or_skipped_and_counted(tmp_path: Path
 
 BILLION_LAUGHS = (
     "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
-    + "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    + "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True))
     + "steps: *i\n"
 )
 
@@ -240,7 +240,10 @@ def _malformed_steps() -> list[tuple[str, bytes]]:
         for name, text in STEPS_FILES.items()
     ]
     rng = random.Random(SEED + 2)
-    base = b"description: build it\ntags: [make]\nsteps:\n  - {command: make, expected_exit_code: 0}\n  - {command: make test, expected_output_pattern: 'passed'}\n"
+    base = (
+        b"description: build it\ntags: [make]\nsteps:\n  - {command: make, expected_exit_code: 0}\n  - {command: "
+        b"make test, expected_output_pattern: 'passed'}\n"
+    )
     cases += [(f"mutant {i}", mutate_bytes(base, rng)) for i in range(26)]
     return cases
 

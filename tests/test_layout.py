@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,11 +63,32 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+def _type_checking(node: ast.AST) -> bool:
+    """`if TYPE_CHECKING:` or `if typing.TYPE_CHECKING:`."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under `node`, leaving out the bodies of `if TYPE_CHECKING:` blocks (they never run)."""
+    for child in ast.iter_child_nodes(node):
+        yield child
+        if _type_checking(child):
+            assert isinstance(child, ast.If)
+            for other in child.orelse:
+                yield other
+                yield from _runtime_nodes(other)
+        else:
+            yield from _runtime_nodes(child)
+
+
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """Every sherpa_skills module this one imports, at module level or inside a function."""
+    """Every sherpa_skills module this one imports, at module level or in a function; not those for type checkers."""
     is_package = path.name == "__init__.py"
     targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _runtime_nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = name.split(".") if is_package else name.split(".")[:-1]
@@ -113,12 +135,14 @@ def graph() -> dict[str, set[str]]:
 
 class TestLayers:
     def test_imports_point_down(self, graph: dict[str, set[str]]) -> None:
-        """A module imports only its own layer or lower ones: the engine never reaches for the skill store or the CLI."""
+        """A module imports only its own layer or lower ones: the engine never reaches for the skill store or the
+        CLI."""
         upward = _upward(graph, "sherpa_skills", LAYERS, 1)
         assert not upward, "\n".join(upward)
 
     def test_imports_point_down_within_skills(self, graph: dict[str, set[str]]) -> None:
-        """Inside skills/ too: the store never reaches for replay, replay never for capture, nothing for the public API."""
+        """Inside skills/ too: the store never reaches for replay, replay never for capture, nothing for the public
+        API."""
         upward = _upward(graph, "sherpa_skills.skills", SKILL_LAYERS, 2)
         assert not upward, "\n".join(upward)
 
@@ -146,8 +170,27 @@ class TestLayers:
                 visit(start, [start])
         assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
 
+    def test_imports_for_type_checkers_only_are_not_edges(self, tmp_path: Path) -> None:
+        """`if TYPE_CHECKING:` blocks never run, so a return type may name a class from a higher layer;
+        their `else:` and every other block still count."""
+        path = tmp_path / "sample.py"
+        path.write_text(
+            "from typing import TYPE_CHECKING\n"
+            "import typing\n"
+            "if TYPE_CHECKING:\n    from ..skills.api import SkillStore\n"
+            "if typing.TYPE_CHECKING:\n    import sherpa_skills.cli\n"
+            "else:\n    from ..agents import team\n"
+            "def f():\n    from ..errors import UsageError\n"
+        )
+        modules = _modules()
+        assert _imports("sherpa_skills.engine.sample", path, modules) == {
+            "sherpa_skills.agents.team",
+            "sherpa_skills.errors",
+        }
+
     def test_every_module_imports_alone(self, graph: dict[str, set[str]]) -> None:
-        """Each module imports in a fresh interpreter on its own, in reverse order of names (a cycle would break one)."""
+        """Each module imports in a fresh interpreter on its own,
+        in reverse order of names (a cycle would break one)."""
         names = sorted((n for n in graph if not n.endswith("__main__")), reverse=True)
         code = (
             "import importlib, sys\nfailed = []\n"
@@ -165,7 +208,8 @@ class TestLayers:
 
 class TestNoCompatibilityShims:
     def test_old_module_paths_are_gone(self) -> None:
-        """Nothing was released under the flat layout: its module paths do not import, and no finder answers for them."""
+        """Nothing was released under the flat layout: its module paths do not import, and no finder answers for
+        them."""
         for old in (
             "sherpa_skills.agent",
             "sherpa_skills.cli_learn",

@@ -49,7 +49,10 @@ class TestStartup:
 
     def test_import_does_not_pull_heavy_dependencies(self) -> None:
         """`import sherpa_skills` and loading a workflow stay free of litellm, chromadb and onnxruntime."""
-        code = "import sherpa_skills; sherpa_skills.load_workflow_text('name: x\\ninitial: a\\nstates: {a: {final: true}}')"
+        code = (
+            "import sherpa_skills; sherpa_skills.load_workflow_text('name: x\\ninitial: a\\nstates: "
+            "{a: {final: true}}')"
+        )
         assert _heavy_modules_after(code) == []
 
     def test_running_the_support_triage_example_imports_nothing_heavy(self, tmp_path: Path) -> None:
@@ -57,7 +60,8 @@ class TestStartup:
         code = (
             "from sherpa_skills import load_workflow, RunStore\n"
             "wf = load_workflow('examples/support_triage/workflow.yaml')\n"
-            f"r = wf.agent(store=RunStore(home={str(tmp_path)!r})).run({{'ticket': 'The app crashes with an error every time I open it.'}})\n"
+            f"r = wf.agent(store=RunStore(home={str(tmp_path)!r})).run({{'ticket': "
+            "'The app crashes with an error every time I open it.'})\n"
             "assert r.status == 'waiting' and r.llm_calls == 2, r.to_dict()"
         )
         env = {k: v for k, v in os.environ.items() if k != "SHERPA_SKILLS_SCRIPTED_VIA"}
@@ -77,13 +81,15 @@ class TestStartup:
         code = (
             "from sherpa_skills import load_workflow, RunStore\n"
             "wf = load_workflow('examples/support_triage/workflow.yaml')\n"
-            f"r = wf.agent(store=RunStore(home={str(tmp_path)!r})).run({{'ticket': 'The app crashes with an error every time I open it.'}})\n"
+            f"r = wf.agent(store=RunStore(home={str(tmp_path)!r})).run({{'ticket': "
+            "'The app crashes with an error every time I open it.'})\n"
             "assert r.status == 'waiting' and r.llm_calls == 2, r.to_dict()"
         )
         assert "litellm" in _heavy_modules_after(code, {**os.environ, "SHERPA_SKILLS_SCRIPTED_VIA": "litellm"})
 
     def test_a_real_model_starts_importing_litellm_in_the_background(self) -> None:
-        """warm_up() returns at once with litellm loading in a thread; the first call waits for it, not for a second import."""
+        """warm_up() returns at once with litellm loading in a thread;
+        the first call waits for it, not for a second import."""
         code = (
             "import sys, threading\n"
             "from sherpa_skills import load_workflow, load_workflow_text\n"
@@ -101,8 +107,8 @@ class TestStartup:
             "            seen.append(gate.wait(20))\n"
             "sys.addaudithook(hook)\n"
             "started = wf.warm_up('openai/gpt-4o-mini')\n"
-            "warming = [th for th in threading.enumerate() if th.name == 'sherpa-warm-litellm']  # alive: held at the gate\n"
-            "gate.set()\n"
+            "warming = [th for th in threading.enumerate() if th.name == 'sherpa-warm-litellm']  # "
+            "alive: held at the gate\ngate.set()\n"
             "assert started and len(warming) == 1, ('litellm was not left importing in a thread', seen)\n"
             "warming[0].join(100)\n"
             "assert seen == ['sherpa-warm-litellm', True], seen\n"
@@ -114,7 +120,8 @@ class TestStartup:
         assert "litellm" in _heavy_modules_after(code, env)
 
     def test_litellm_counts_tokens_offline_without_hf_hub_offline(self, tmp_path: Path) -> None:
-        """No process-wide HF_HUB_OFFLINE is needed: litellm as we load it never asks the Hugging Face hub for a tokenizer."""
+        """No process-wide HF_HUB_OFFLINE is needed:
+        litellm as we load it never asks the Hugging Face hub for a tokenizer."""
         code = (
             "import sys\n"
             "def tripwire(event, args):\n"
@@ -123,7 +130,8 @@ class TestStartup:
             "sys.addaudithook(tripwire)\n"
             "from sherpa_skills.llm._litellm import load_litellm\n"
             "litellm = load_litellm()\n"
-            "for model in ('meta-llama/Llama-2-7b-chat-hf', 'huggingface/meta-llama/Llama-3.1-8B-Instruct', 'cohere/command-r'):\n"
+            "for model in ('meta-llama/Llama-2-7b-chat-hf', 'huggingface/meta-llama/Llama-3.1-8B-Instruct', "
+            "'cohere/command-r'):\n"
             "    assert litellm.token_counter(model=model, messages=[{'role': 'user', 'content': 'hello there'}]) > 0\n"
             "assert 'huggingface_hub' not in sys.modules"
         )
@@ -134,7 +142,8 @@ class TestStartup:
         """No HF_HUB_OFFLINE, LITELLM_* or ORT_* set for the whole process just by importing the package."""
         code = (
             "import os; before = dict(os.environ); import sherpa_skills, sherpa_skills.cli.main;"
-            "sherpa_skills.load_workflow('examples/support_triage/workflow.yaml'); print('SAME', dict(os.environ) == before)"
+            "sherpa_skills.load_workflow('examples/support_triage/workflow.yaml'); print('SAME', "
+            "dict(os.environ) == before)"
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_HUB", "LITELLM_", "ORT_"))}
         out = subprocess.run(

@@ -27,7 +27,8 @@ SKIPPED = {
     "--execute": "asks y/n/edit on a terminal before running anything (without one it refuses, by design)",
     "sherpa-skills ui": "serves until stopped (tests/test_ui_*.py start it on a free port and drive it)",
 }
-# Folders the README's commands create in the checkout, removed around each block so every run starts as a reader's would.
+# Folders the README's commands create in the checkout, removed around each block so every run
+# starts as a reader's would.
 CREATED = ("demo-home", "build")
 # A synopsis line lists subcommands with `|`: each is run on its own.
 SYNOPSIS = re.compile(r"^sherpa-skills (\w+) (.+\|.+)$")
@@ -108,7 +109,8 @@ def env(tmp_path):
 
 
 def _fill(command: str, env: dict[str, str], scratch: Path) -> str:
-    """RUN_ID → the newest run in the home; ID → the newest procedure; FILE → a fresh `learn export`; python → this interpreter."""
+    """RUN_ID → the newest run in the home; ID → the newest procedure; FILE → a fresh `learn export`;
+    python → this interpreter."""
     if "RUN_ID" in command:
         runs = json.loads(_sh("sherpa-skills runs --json", env).stdout)
         assert runs, f"no run to fill RUN_ID in: {command}"

@@ -3,7 +3,8 @@
 Each block runs in its own subprocess with this interpreter, in a fresh working folder holding a copy of examples/ (so a
 path like `examples/ticket_learning/workflow.yaml` means what it means at the repository root), with a temporary
 SHERPA_SKILLS_HOME and no network. A block that raises fails with its README.md line: the block is padded so that its
-traceback's line numbers are the README's. A block that cannot run is marked `<!-- not run: REASON -->` on the line before
+traceback's line numbers are the README's. A block that cannot run is marked `<!-- not run:
+REASON -->` on the line before
 its fence; the reason is printed, and such blocks stay few.
 """
 
@@ -49,7 +50,8 @@ class Block:
 
 
 def python_blocks(text: str) -> list[Block]:
-    """Each ```python block: the README line of its first code line, its code, and the reason it is not run (or None)."""
+    """Each ```python block: the README line of its first code line, its code,
+    and the reason it is not run (or None)."""
     blocks: list[Block] = []
     lines = text.splitlines()
     i = 0
@@ -90,7 +92,8 @@ BLOCKS = python_blocks(README.read_text(encoding="utf-8"))
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """A fresh working folder with a copy of examples/, and an environment with a temporary home and no model but the stand-in."""
+    """A fresh working folder with a copy of examples/, and an environment with a temporary home and no
+    model but the stand-in."""
     workdir = tmp_path / "work"
     shutil.copytree(ROOT / "examples", workdir / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("SHERPA_SKILLS_", "OPENAI_", "ANTHROPIC_"))}

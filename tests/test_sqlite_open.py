@@ -34,7 +34,8 @@ KINDS = ["runs", "skills", "sessions", "memory", "domains", "heartbeat"]
 
 
 def open_at_once(home: Path, processes: int, delay: float) -> list[subprocess.CompletedProcess[str]]:
-    """`processes` children open every store of a fresh `home`, each starting with a different one, all at one instant."""
+    """`processes` children open every store of a fresh `home`,
+    each starting with a different one, all at one instant."""
     start = time.time() + delay
     children = [
         subprocess.Popen(

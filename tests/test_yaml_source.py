@@ -44,7 +44,7 @@ class TestRefusals:
     def test_a_billion_laughs_file_stops_early(self) -> None:
         """Aliases that expand exponentially are counted and refused before memory runs out."""
         levels = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
-        levels += [f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")]
+        levels += [f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi", strict=True)]
         assert "YAML bomb" in refused("\n".join(levels) + "\n")
 
     def test_deep_nesting_is_refused(self) -> None:

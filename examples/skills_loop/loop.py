@@ -129,24 +129,28 @@ def main() -> int:
     else:
         p = report
         print(
-            f"1. planned:   {p['planned']['llm_calls']} LLM calls, {p['planned']['tokens']} tokens → captured {p['planned']['procedures']}"
+            f"1. planned:   {p['planned']['llm_calls']} LLM calls, "
+            f"{p['planned']['tokens']} tokens → captured {p['planned']['procedures']}"
         )
         print(
-            f"2. replayed:  {p['replayed']['llm_calls']} LLM calls, {p['replayed']['tokens']} tokens ({saved:.0%} fewer)"
+            f"2. replayed:  {p['replayed']['llm_calls']} LLM calls, "
+            f"{p['replayed']['tokens']} tokens ({saved:.0%} fewer)"
         )
         print(
             f"3. notes/ renamed to docs/: replay {p['replanned']['replay']} at step {p['replanned']['diverged_step']} "
             f"({p['replanned']['reason']}); re-planned with {p['replanned']['llm_calls']} LLM calls"
         )
         print(
-            f"   version 1 is now {p['version_1']['health']} (rolling success {p['version_1']['rolling_success_rate']} over "
+            f"   version 1 is now {p['version_1']['health']} (rolling success "
+            f"{p['version_1']['rolling_success_rate']} over "
             f"{p['version_1']['counted_executions']} executions; health judges from 3)"
         )
         print(f"4. replayed version 2: {p['replayed_v2']['replay']}, {p['replayed_v2']['llm_calls']} LLM calls")
         for proc in p["procedures"]:
             print(f"   {proc['id']} v{proc['version']}: confidence {proc['confidence']}, health {proc['health']}")
         print(
-            f"   saved so far: {p['stats']['tokens_saved']} tokens, {p['stats']['llm_calls_saved']} LLM calls (home: {home})"
+            f"   saved so far: {p['stats']['tokens_saved']} tokens, "
+            f"{p['stats']['llm_calls_saved']} LLM calls (home: {home})"
         )
     ok = (
         report["replayed"]["llm_calls"] == 0

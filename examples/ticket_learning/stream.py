@@ -75,8 +75,8 @@ def main() -> None:
             f"  diverged at step {r['diverged_at']['step']} in {r['diverged_at']['state']}" if r["diverged_at"] else ""
         )
         print(
-            f"{r['ticket']:>2} {r['kind']:<8} {r['state']:<10} LLM calls {r['llm_calls']}  replayed {r['replayed_decisions']}"
-            f"  tokens saved {r['tokens_saved']}{diverged}"
+            f"{r['ticket']:>2} {r['kind']:<8} {r['state']:<10} LLM calls {r['llm_calls']}  replayed "
+            f"{r['replayed_decisions']}  tokens saved {r['tokens_saved']}{diverged}"
         )
     print(
         f"{len(rows)} tickets, {sum(r['llm_calls'] for r in rows)} LLM calls, "

@@ -107,7 +107,8 @@ class ProposeArgs(BaseModel):
 
 @default_registry.action("domain_propose", side_effects=True)
 def domain_propose(args: ProposeArgs, ctx: ActionContext) -> ActionResult:
-    """Ask for a decision to change; a person accepts it (`sherpa-skills domains accept ID`), the heartbeat surfaces it."""
+    """Ask for a decision to change; a person accepts it (`sherpa-skills domains accept ID`),
+    the heartbeat surfaces it."""
     store, name, agent = _domain(ctx, "domain_propose")
     pid = store.propose(name, agent, args.key, args.value, args.reason, ctx.run_id)
     return ActionResult(outputs={"domain": name, "proposal": pid, "key": args.key})

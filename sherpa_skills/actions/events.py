@@ -38,7 +38,7 @@ def emit_event(args: EmitArgs, ctx: ActionContext) -> ActionResult:
     return ActionResult(outputs=event)
 
 
-class CallArgs(BaseModel):
+class CallArgs(BaseModel):  # type: ignore[no-redef]  # pydantic's mypy plugin: field `kwargs` meets __init__(**kwargs)
     function: str
     kwargs: dict[str, Any] = Field(default_factory=dict)
 

@@ -10,6 +10,7 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -132,8 +133,8 @@ child_env = _child_env
 
 def passed_secrets(names: list[str], env: dict[str, str] | None = None) -> set[str]:
     """The values of the variables named to pass on (beyond the default allowlist): secrets to everything recorded."""
-    env = os.environ if env is None else env
-    return {v for n in names if n not in DEFAULT_ENV_ALLOWLIST and len(v := env.get(n, "")) >= MIN_SECRET_CHARS}
+    values: Mapping[str, str] = os.environ if env is None else env
+    return {v for n in names if n not in DEFAULT_ENV_ALLOWLIST and len(v := values.get(n, "")) >= MIN_SECRET_CHARS}
 
 
 def _resolve_cwd(cwd: str | None) -> str | None:

@@ -1,4 +1,5 @@
-"""The event bus: who receives an event. In-process (the default) routes into one FIFO queue, so a team run is deterministic."""
+"""The event bus: who receives an event. In-process (the default) routes into one FIFO queue,
+so a team run is deterministic."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Draw a team file as one Mermaid `stateDiagram-v2`: each agent's machine as a block, topics, who hears and who emits what."""
+"""Draw a team file as one Mermaid `stateDiagram-v2`:
+each agent's machine as a block, topics, who hears and who emits what."""
 
 from __future__ import annotations
 
@@ -35,9 +36,9 @@ def team_to_mermaid(team: Team) -> str:
     for name, member in team.members.items():
         for topic in member.subscribe:
             lines.append(f"    {_topic(topic)} --> {_id(name)} : heard by")
-        for kind, target, event in emitted(member.workflow.spec):
+        for kind, target, event_name in emitted(member.workflow.spec):
             dest = _topic(target) if kind == "topic" else _id(target)
-            lines.append(f"    {_id(name)} --> {dest} : emits {_label(event)}")
+            lines.append(f"    {_id(name)} --> {dest} : emits {_label(event_name)}")
     return "\n".join(lines) + "\n"
 
 

@@ -100,7 +100,8 @@ class RedisBus:
             raise UsageError(f"cannot reach Redis at {self.url}: {exc}") from None
 
     def register(self, agent: str, topics: list[str]) -> list[str]:
-        """Create the agent's consumer groups (idempotent), then announce it and its topics; returns the streams it reads."""
+        """Create the agent's consumer groups (idempotent), then announce it and its topics;
+        returns the streams it reads."""
         self.ping()
         streams = [self.topic_stream(t) for t in topics] + [self.agent_stream(agent)]
         for stream in streams:
@@ -140,7 +141,8 @@ class RedisBus:
         return self.topic_stream(event.topic or ""), receivers, problem
 
     def publish(self, event: Event | dict[str, Any]) -> Published:
-        """XADD the event to its stream. An event nobody hears yet is still kept (a later subscriber gets it) and reported."""
+        """XADD the event to its stream. An event nobody hears yet is still kept (a later subscriber gets it)
+        and reported."""
         self.counters["published"] += 1
         try:
             checked = parse_event(event)
@@ -195,7 +197,8 @@ class RedisBus:
     def claim(
         self, agent: str, consumer: str, streams: list[str], *, min_idle_ms: int, count: int = 16
     ) -> list[Message]:
-        """Take over entries another consumer of this agent was given but left unacknowledged longer than `min_idle_ms`."""
+        """Take over entries another consumer of this agent was given but left unacknowledged
+        longer than `min_idle_ms`."""
         messages: list[Message] = []
         for stream in streams:
             reply = self.client.xautoclaim(stream, agent, consumer, min_idle_ms, start_id="0-0", count=count)

@@ -99,7 +99,8 @@ class AgentService:
         self._log = log.bind(agent=name, consumer=self.consumer, host=socket.gethostname(), pid=os.getpid())
 
     def start(self) -> list[str]:
-        """Create the consumer groups, announce the agent, and publish what a previous process committed but never sent."""
+        """Create the consumer groups, announce the agent, and publish what a previous process
+        committed but never sent."""
         self.streams = self.bus.register(self.name, self.topics)
         for run_id, body in self.host.unpublished():
             self._publish(body)

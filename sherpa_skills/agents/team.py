@@ -1,4 +1,5 @@
-"""Multi-agent workflows: a YAML file declaring several agents and the first event, run in one process over the in-process bus.
+"""Multi-agent workflows: a YAML file declaring several agents and the first event,
+run in one process over the in-process bus.
 
 Each agent handles each task (correlation id) in its own durable run, so a later event for the same task resumes it.
 """
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -24,6 +25,9 @@ from ..engine.spec import NAME_RE, InputSpec
 from ..errors import Problem, RunError, UsageError, WorkflowError
 from ..yaml_source import Located, load_yaml_file
 from .bus import InProcessBus, Published
+
+if TYPE_CHECKING:
+    from ..engine.agent import Agent
 
 __all__ = [
     "AgentHost",
@@ -54,7 +58,8 @@ class _Strict(BaseModel):
 
 
 class AgentSpec(_Strict):
-    """One agent of a team: a workflow (a file beside the team file, or inline), the topics it hears, optional overrides."""
+    """One agent of a team: a workflow (a file beside the team file, or inline),
+    the topics it hears, optional overrides."""
 
     workflow: str | dict[str, Any]
     subscribe: list[str] = Field(
@@ -298,7 +303,8 @@ def _render(value: Any, values: dict[str, Any]) -> Any:
 
 
 def run_id_for(agent: str, correlation_id: str) -> str:
-    """The run that handles one task for one agent: readable when the correlation id is a plain word, hashed otherwise."""
+    """The run that handles one task for one agent:
+    readable when the correlation id is a plain word, hashed otherwise."""
     cid = (
         correlation_id if _PLAIN_ID.match(correlation_id) else hashlib.sha256(correlation_id.encode()).hexdigest()[:16]
     )
@@ -354,9 +360,9 @@ class AgentHost:
         self.max_cached = max_cached
         self.observer = observer
         self.last: OrderedDict[str, Any] = OrderedDict()  # correlation id -> latest RunResult
-        self._agents: OrderedDict[str, Any] = OrderedDict()
+        self._agents: OrderedDict[str, Agent] = OrderedDict()
 
-    def agent(self, correlation_id: str) -> Any:
+    def agent(self, correlation_id: str) -> Agent:
         """The task's agent: in memory, else resumed from the store, else a new run."""
         from ..engine.agent import Agent
 
@@ -458,7 +464,8 @@ class TeamResult:
 
 
 class TeamRunner:
-    """Runs every agent of a team in this process: deliver events in FIFO order until none is pending (or max_events)."""
+    """Runs every agent of a team in this process:
+    deliver events in FIFO order until none is pending (or max_events)."""
 
     def __init__(
         self,
@@ -505,7 +512,8 @@ class TeamRunner:
             return None
         if self.counters["delivered"] >= self.max_events:
             raise RunError(
-                f"team '{self.team.name}' stopped after {self.max_events} deliveries with {self.bus.pending()} event(s) still pending; "
+                f"team '{self.team.name}' stopped after {self.max_events} deliveries with {self.bus.pending()} "
+                "event(s) still pending; "
                 "the agents may be looping: raise max_events (team file or --max-events) or give the loop an end"
             )
         name, event = self.bus.next()  # type: ignore[misc]

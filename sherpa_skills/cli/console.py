@@ -18,7 +18,8 @@ def parse_assignments(
 ) -> dict[str, Any]:
     """`k=v` pairs; a value that parses as JSON (numbers, true, {...}) is taken as JSON, else as text.
 
-    Names in `keep_text` stay text: inputs declared with a type, which engine.inputs converts (so `zip=02134` stays a string).
+    Names in `keep_text` stay text: inputs declared with a type,
+    which engine.inputs converts (so `zip=02134` stays a string).
     """
     from ..errors import UsageError
 
@@ -38,7 +39,8 @@ def parse_assignments(
 
 
 def parse_inputs(spec: Any, pairs: Sequence[str] | None, *, starting: bool) -> dict[str, Any]:
-    """`--input` pairs for a workflow (or team) spec: converted to the declared types, unknown names refused (exit 2)."""
+    """`--input` pairs for a workflow (or team) spec:
+    converted to the declared types, unknown names refused (exit 2)."""
     from ..engine.inputs import check_inputs
 
     typed = {name for name, d in spec.inputs.items() if d.type is not None}
@@ -115,7 +117,8 @@ def fold_lines(text: str, width: int) -> list[str]:
 
 
 class Folded:
-    """A table cell whose text wraps between words (and after a name's - _ / . joints) instead of being cut or dropped."""
+    """A table cell whose text wraps between words (and after a name's - _ / .
+    joints) instead of being cut or dropped."""
 
     def __init__(self, text: Any) -> None:
         self.text = str(text)
@@ -153,10 +156,10 @@ def print_table(console: Any, table: Any) -> None:
     if most > room and least <= room:
         # Rich would shrink columns below their longest word (cutting it); share out the room ourselves instead.
         spare, wants = room - least, [hi - lo for lo, hi in bounds]
-        widths = [lo + spare * want // max(1, sum(wants)) for (lo, _), want in zip(bounds, wants)]
+        widths = [lo + spare * want // max(1, sum(wants)) for (lo, _), want in zip(bounds, wants, strict=True)]
         for i in sorted(range(len(columns)), key=lambda i: -wants[i])[: room - sum(widths)]:
             widths[i] += 1
-        for column, width in zip(columns, widths):
+        for column, width in zip(columns, widths, strict=True):
             column.width = width
     if least <= room:
         console.print(table, soft_wrap=False)
@@ -164,7 +167,7 @@ def print_table(console: Any, table: Any) -> None:
     cells = [list(c.cells) for c in columns]
     for row in range(table.row_count):
         console.print(_plain(cells[0][row]), soft_wrap=True, markup=False)
-        for column, values in zip(columns[1:], cells[1:]):
+        for column, values in zip(columns[1:], cells[1:], strict=True):
             head = f"  {_plain(column.header)}: "
             body = fold_lines(_plain(values[row]), max(10, console.width - len(head)))
             console.print(head + body[0], soft_wrap=True, markup=False)
@@ -213,7 +216,8 @@ def duration(text: str) -> float:
 
 
 def confirmed(action: str, yes: bool) -> None:
-    """Go on when `yes`, or when a person at a terminal answers y to "ACTION?"; without a terminal, refuse (exit 2) rather than guess."""
+    """Go on when `yes`, or when a person at a terminal answers y to "ACTION?";
+    without a terminal, refuse (exit 2) rather than guess."""
     from ..errors import UsageError
 
     if yes:

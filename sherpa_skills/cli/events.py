@@ -1,4 +1,5 @@
-"""CLI for multi-agent files and events: `run TEAM.yaml` (one process), `agent` (one agent on Redis), `send` (publish)."""
+"""CLI for multi-agent files and events: `run TEAM.yaml` (one process),
+`agent` (one agent on Redis), `send` (publish)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ def _delivery_printer(console: Any) -> Callable[[Any], None]:
 
         e = d.event
         via = escape(f"[{e.topic}]") if e.recipient is None else f"(to {e.recipient})"
-        line = f"[bold]{e.name}[/] {e.sender} → {d.agent} {via}  [{colours.get(d.outcome, 'white')}]{d.outcome}[/] → {d.state} ({d.status})"
+        line = (
+            f"[bold]{e.name}[/] {e.sender} → {d.agent} {via}  [{colours.get(d.outcome, 'white')}]{d.outcome}[/] → "
+            f"{d.state} ({d.status})"
+        )
         if d.emitted:
             line += f"  [dim]emits {', '.join(x['name'] for x in d.emitted)}[/]"
         console.print(line)
@@ -63,7 +67,8 @@ def _log_to(home: Path, name: str) -> None:
 
 
 def run_team(args: argparse.Namespace) -> int:
-    """`sherpa-skills run TEAM.yaml`: every agent in this process, events delivered in FIFO order until none is pending."""
+    """`sherpa-skills run TEAM.yaml`: every agent in this process,
+    events delivered in FIFO order until none is pending."""
     from ..agents.team import TeamRunner, load_team
 
     team = load_team(args.file)
@@ -89,8 +94,10 @@ def run_team(args: argparse.Namespace) -> int:
         c = result.counters
         colour = "green" if result.status == "done" else "red"
         console.print(
-            f"[bold {colour}]{result.status}[/]  team {team.name}  deliveries {c['delivered']}  handled {c['handled']}  "
-            f"refused {c['unavailable'] + c['invalid']}  duplicates {c['duplicate']}  malformed {c['malformed']}  unrouted {c['unrouted']}"
+            f"[bold {colour}]{result.status}[/]  team {team.name}  deliveries {c['delivered']}  "
+            f"handled {c['handled']}  "
+            f"refused {c['unavailable'] + c['invalid']}  duplicates {c['duplicate']}  malformed "
+            f"{c['malformed']}  unrouted {c['unrouted']}"
         )
         for agent, runs in result.runs.items():
             for r in runs.values():
@@ -179,7 +186,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    """Publish one event (or a team file's initial event) on the Redis bus; an event nobody hears is reported (exit 1)."""
+    """Publish one event (or a team file's initial event) on the Redis bus;
+    an event nobody hears is reported (exit 1)."""
     from ..engine.events import parse_event
     from ..errors import UsageError
 

@@ -15,7 +15,8 @@ def _show(console: Any, report: dict[str, Any]) -> None:
     if report.get("status") == "skipped":
         holder = (report.get("lock") or {}).get("holder") or {}
         console.print(
-            f"[yellow]skipped[/]: another heartbeat holds the lock (pid {holder.get('pid')}, {holder.get('age_secs')} s old)"
+            f"[yellow]skipped[/]: another heartbeat holds the lock (pid {holder.get('pid')}, "
+            f"{holder.get('age_secs')} s old)"
         )
         return
     from ..heartbeat.actions import render_markdown
@@ -29,7 +30,8 @@ def _show(console: Any, report: dict[str, Any]) -> None:
 
 
 class _Progress:
-    """On a terminal (never with --json): a line per finished step with its time, and a spinner while the next one works."""
+    """On a terminal (never with --json): a line per finished step with its time,
+    and a spinner while the next one works."""
 
     def __init__(self, console: Any | None):
         import time
@@ -43,7 +45,7 @@ class _Progress:
         self.since = self.clock()
 
     def __call__(self, kind: str, payload: dict[str, Any]) -> None:
-        if self.status is None or kind != "transition":
+        if self.console is None or self.status is None or kind != "transition":
             return
         # The engine reports a state once its on_enter actions (the phase's work) have run.
         step = str(payload.get("state", "")).rsplit("/", 1)[-1]
@@ -114,8 +116,8 @@ def add_heartbeat_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "heartbeat",
         parents=[common],
         help="mine sessions, recompute health, maintain the store (once or on a schedule)",
-        description="Run the heartbeat machine: lock → extract → crystallise → health → maintenance → report → release. "
-        "`heartbeat report` shows stored reports.",
+        description="Run the heartbeat machine: lock → extract → crystallise → health → maintenance "
+        "→ report → release. `heartbeat report` shows stored reports.",
     )
     p.set_defaults(fn=cmd_heartbeat)
     p.add_argument("what", nargs="?", choices=["run", "report"], default="run")

@@ -114,8 +114,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
         console = _console()
         if result.outcome == "captured":
             console.print(
-                f"[green]captured[/] {payload['id']} v{payload['version']} ({payload['task_type']}, {len(payload['steps'])} steps, "
-                f"confidence {payload['confidence']:.2f})"
+                f"[green]captured[/] {payload['id']} v{payload['version']} ({payload['task_type']}, "
+                f"{len(payload['steps'])} steps, confidence {payload['confidence']:.2f})"
             )
             if payload["confidence"] < 0.8:
                 console.print(
@@ -133,12 +133,13 @@ def cmd_capture(args: argparse.Namespace) -> int:
             console.print(f"  [dim]left out: {f['command']} ({f['reason']})[/]")
         if result.secrets_to_env:
             console.print(
-                f"  [yellow]a literal secret was replaced by an environment variable[/]: {', '.join(result.secrets_to_env)} "
-                "(set it before replaying; the value was not stored)"
+                "  [yellow]a literal secret was replaced by an environment variable[/]: "
+                f"{', '.join(result.secrets_to_env)} (set it before replaying; the value was not stored)"
             )
         if payload.get("index_warning"):
             console.print(
-                f"[yellow]procedure index not updated[/]: {payload['index_warning']} (run `sherpa-skills learn reindex`)"
+                f"[yellow]procedure index not updated[/]: {payload['index_warning']} (run "
+                "`sherpa-skills learn reindex`)"
             )
     return EXIT_OK if result.outcome in ("captured", "duplicate") else EXIT_ERROR
 
@@ -196,12 +197,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     if p.description:
         console.print(p.description)
     for i, s in enumerate(p.steps, 1):
-        extra = f"  [dim]exit {s.expected_exit_code}{', /' + s.expected_output_pattern + '/' if s.expected_output_pattern else ''}, timeout {s.timeout_secs:g}s[/]"
+        pattern = f", /{s.expected_output_pattern}/" if s.expected_output_pattern else ""
+        extra = f"  [dim]exit {s.expected_exit_code}{pattern}, timeout {s.timeout_secs:g}s[/]"
         console.print(f"  {i}. {s.command}{extra}")
     for i, d in enumerate(p.decisions, 1):
-        args = f" {json.dumps(d.args)}" if d.args else ""
+        arg_text = f" {json.dumps(d.args)}" if d.args else ""
         checks = "".join(f", check {c.action} {json.dumps(c.features)}" for c in d.checks if c.features is not None)
-        console.print(f"  {i}. in {d.state}: {d.trigger}{args}  [dim]({d.decided_by}{checks})[/]")
+        console.print(f"  {i}. in {d.state}: {d.trigger}{arg_text}  [dim]({d.decided_by}{checks})[/]")
     console.print(
         f"versions: {', '.join(str(v['version']) for v in data['versions'])}; "
         f"successes {p.success_count}, failures {p.failure_count}; source {p.source}"
@@ -229,7 +231,8 @@ def _confirm(console: Any, pending: dict[str, Any]) -> tuple[str, dict[str, Any]
         return "refuse", {}
     proc = pending["procedure"]
     console.print(
-        f"[bold]{proc['id']}[/] v{proc['version']} (confidence {proc['confidence']:.2f}, replayed {proc['replayed']} times) will run:"
+        f"[bold]{proc['id']}[/] v{proc['version']} (confidence {proc['confidence']:.2f}, "
+        f"replayed {proc['replayed']} times) will run:"
     )
     for step in pending["steps"]:
         console.print(f"  {step['index']}. {step['command']}")
@@ -278,7 +281,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _verify_model(flag: bool, named: str | None) -> str | None:
-    """--verify-model, else with --verify SHERPA_SKILLS_VERIFY_MODEL or SHERPA_SKILLS_MODEL; None leaves it to the env."""
+    """--verify-model, else with --verify SHERPA_SKILLS_VERIFY_MODEL or SHERPA_SKILLS_MODEL;
+    None leaves it to the env."""
     import os
 
     from ..errors import UsageError
@@ -311,7 +315,8 @@ def _show_replay(console: Any, p: dict[str, Any]) -> None:
                 console.print(f"  [dim]{m['procedure_id']}: {m['reason']}[/]")
         return
     head = (
-        f"[bold]{p['procedure_id']}[/] v{p['version']} (confidence {p['confidence']:.2f}, replayed {p['replayed_before']} times)"
+        f"[bold]{p['procedure_id']}[/] v{p['version']} (confidence {p['confidence']:.2f}, "
+        f"replayed {p['replayed_before']} times)"
         if p["procedure_id"]
         else ""
     )
@@ -409,7 +414,8 @@ def _failures_for_task(args: argparse.Namespace, store: Any, home: Path) -> int:
         )
     if not found.found:
         console.print(
-            f"no captured failure is about this task ({found.considered} considered, {found.mode} floor {found.floor:g})"
+            f"no captured failure is about this task ({found.considered} considered, "
+            f"{found.mode} floor {found.floor:g})"
         )
     return EXIT_OK
 
@@ -497,7 +503,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    """Embed every procedure and learning again, in batches, with a progress bar on the terminal (never silent on long work)."""
+    """Embed every procedure and learning again, in batches,
+    with a progress bar on the terminal (never silent on long work)."""
     import time
 
     from ..skills.match.failures import FailureFinder
@@ -570,7 +577,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
     console.print(f"{p.id} is active and promoted by {promotion['promoted_by']}: {verdict}")
     earlier = promotion["executions_before"]
     console.print(
-        f"health starts a fresh evidence window ({health.status}): its {earlier} earlier execution{'s' if earlier != 1 else ''} "
+        f"health starts a fresh evidence window ({health.status}): "
+        f"its {earlier} earlier execution{'s' if earlier != 1 else ''} "
         f"(was {promotion['health_before']}) no longer count, and are kept (`learn show`)"
         if earlier
         else f"health: {health.status} until it runs"
@@ -580,7 +588,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     store, _, _ = _stores(args)
-    data = {
+    data: dict[str, Any] = {
         "format": "sherpa-skills/procedures",
         "version": 1,
         "procedures": [

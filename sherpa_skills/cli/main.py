@@ -247,7 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..logs import configure, set_verbosity
 
     set_verbosity(args.verbose)
-    # structlog's default prints every level to stdout; until a command sets up its log file, only errors show, on stderr.
+    # structlog's default prints every level to stdout; until a command sets up its log file, only errors show,
+    # on stderr.
     configure(level="error")
     try:
         return args.fn(args)

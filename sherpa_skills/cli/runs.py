@@ -64,10 +64,11 @@ def _summary(console: Any, result: Any, log_file: Path) -> None:
     if d.get("tokens_saved") is not None:  # a learning run (`policy: {learn: true}`)
         diverged = d.get("diverged_at")
         console.print(
-            f"replayed decisions {d['replayed_decisions']}  tokens saved {d['tokens_saved']}  LLM calls saved {d['llm_calls_saved']}"
+            f"replayed decisions {d['replayed_decisions']}  tokens saved {d['tokens_saved']}  LLM calls saved "
+            f"{d['llm_calls_saved']}"
             + (
-                f"  [yellow]diverged at step {diverged['step']} in {diverged['state']}: expected {diverged['expected']}, "
-                f"observed {diverged['observed']}[/]"
+                f"  [yellow]diverged at step {diverged['step']} in {diverged['state']}: "
+                f"expected {diverged['expected']}, observed {diverged['observed']}[/]"
                 if diverged
                 else ""
             )
@@ -130,7 +131,8 @@ def resume_command(args: argparse.Namespace, run_id: str) -> str:
 
 
 def _interrupted(agent: Any, args: argparse.Namespace, exc: KeyboardInterrupt) -> int:
-    """Which run a signal stopped and how to resume it (stderr; under --json also an object on stdout); exit 128 + signal."""
+    """Which run a signal stopped and how to resume it (stderr;
+    under --json also an object on stdout); exit 128 + signal."""
     signum = getattr(exc, "signum", signal.SIGINT)
     name = signal.Signals(signum).name
     row = agent.store.get_run(agent.run_id) if agent.store is not None and agent.store.has_run(agent.run_id) else None
@@ -160,7 +162,8 @@ def _interrupted(agent: Any, args: argparse.Namespace, exc: KeyboardInterrupt) -
 
 
 def _log_run(home: Path, run_id: str) -> Path:
-    """Log lines go to the run's JSON file (-v shows them too): the progress lines and the summary report what happens."""
+    """Log lines go to the run's JSON file (-v shows them too):
+    the progress lines and the summary report what happens."""
     from ..logs import configure, log_file
 
     path = log_file(home, run_id)
@@ -186,7 +189,8 @@ def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[],
 
 
 def model_option(model: str | None) -> str | None:
-    """`--model scripted/PATH` typed on the command line means PATH from where the user stands, not from the workflow's folder."""
+    """`--model scripted/PATH` typed on the command line means PATH from where the user stands,
+    not from the workflow's folder."""
     if model and model.startswith("scripted/"):
         path = Path(model[len("scripted/") :])
         if not path.is_absolute() and path.is_file():
@@ -238,7 +242,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     workflow = load_workflow(args.file or row.workflow_path)
     if spec_hash(workflow.machine) != row.spec_hash and not args.allow_changed:
         raise UsageError(
-            f"workflow '{row.workflow_path}' changed since run {row.run_id} started; pass --allow-changed to resume with the new definition"
+            f"workflow '{row.workflow_path}' changed since run {row.run_id} started; "
+            "pass --allow-changed to resume with the new definition"
         )
     workflow.warm_up(args.model)
     _log_run(home, row.run_id)  # before Agent.resume, which warns there about actions it reruns
@@ -332,7 +337,8 @@ def _show_removal(removal: Any, as_json: bool) -> None:
     n = len(removal.deleted)
     if n:
         console.print(
-            f"{'would delete' if removal.dry_run else 'deleted'} {n} run{'s' if n != 1 else ''}: {', '.join(removal.deleted)}",
+            f"{'would delete' if removal.dry_run else 'deleted'} {n} run{'s' if n != 1 else ''}: "
+            f"{', '.join(removal.deleted)}",
             markup=False,
         )
     for k in removal.kept:
@@ -344,7 +350,8 @@ def _show_removal(removal: Any, as_json: bool) -> None:
 
 
 def _remove(args: argparse.Namespace, store: Any, home: Path, ids: list[str], what: str) -> int:
-    """Show the plan and ask (unless --yes or --dry-run), then delete in one transaction that checks references again."""
+    """Show the plan and ask (unless --yes or --dry-run), then delete in one transaction that
+    checks references again."""
     from ..skills.run_removal import remove_runs
 
     plan = remove_runs(store, home, ids, force=args.force, dry_run=True)
@@ -364,7 +371,8 @@ def _remove(args: argparse.Namespace, store: Any, home: Path, ids: list[str], wh
 
 
 def cmd_runs_delete(args: argparse.Namespace) -> int:
-    """Exact ids or unique prefixes; an unknown one, or a waiting/running run without --force, is bad usage and nothing goes."""
+    """Exact ids or unique prefixes; an unknown one, or a waiting/running run without --force,
+    is bad usage and nothing goes."""
     from ..errors import StoreError, UsageError
     from ..skills.run_removal import ACTIVE
 

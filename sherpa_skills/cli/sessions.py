@@ -96,7 +96,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     if mined is not None:
         out.print(
             f"mined: {mined['new_candidates']} new candidate procedures, {mined['known']} known procedures seen again, "
-            f"{mined['promoted']} promoted, {mined['learnings']} failures learned (`sherpa-skills learn procedures --all`)"
+            f"{mined['promoted']} promoted, {mined['learnings']} failures learned (`sherpa-skills "
+            "learn procedures --all`)"
         )
     elif summary.commands and not args.no_mine:
         out.print("a heartbeat is running; it will mine these commands")
@@ -164,7 +165,8 @@ def add_sessions_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object: files, sessions, commands, succeeded, failed, rejected, unknown, skipped_lines, new_procedures, ...",
+        help="print one JSON object: files, sessions, commands, succeeded, failed, rejected, unknown, "
+        "skipped_lines, new_procedures, ...",
     )
     p.add_argument("--no-mine", action="store_true", help="only import; leave mining to the next heartbeat")
     p.set_defaults(fn=cmd_import)

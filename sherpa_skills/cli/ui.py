@@ -30,7 +30,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
     local = is_loopback(args.host)
     if not local and not args.allow_remote:
         raise UsageError(
-            f"--host {args.host} serves your runs to other machines; pass --allow-remote as well if that is what you want"
+            f"--host {args.host} serves your runs to other machines; "
+            "pass --allow-remote as well if that is what you want"
         )
     try:
         import uvicorn  # noqa: F401
@@ -43,8 +44,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
     home = resolve_home(args.home)
     if not local:
         sys.stderr.write(
-            f"sherpa-skills: warning: serving {home} on {args.host}:{args.port}; anyone who can reach it can read your runs"
-            f"{' and resume them' if args.allow_actions else ''}\n"
+            f"sherpa-skills: warning: serving {home} on {args.host}:{args.port}; "
+            f"anyone who can reach it can read your runs{' and resume them' if args.allow_actions else ''}\n"
         )
     app = create_app(home, allow_actions=args.allow_actions, allowed_hosts=None if local else ["*"])
     return serve(app, args.host, args.port, open_browser=args.open)
@@ -79,8 +80,8 @@ def add_ui_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "ui",
         parents=[common],
         help="browse runs, machines, procedures and the heartbeat in a local web page",
-        description="Serve a local, read-only web view of the home folder (runs, diagrams, procedures, heartbeat, teams). "
-        "Needs the ui extra: pip install 'sherpa-skills[ui]'.",
+        description="Serve a local, read-only web view of the home folder (runs, diagrams, "
+        "procedures, heartbeat, teams). Needs the ui extra: pip install 'sherpa-skills[ui]'.",
     )
     p.set_defaults(fn=cmd_ui)
     p.add_argument(

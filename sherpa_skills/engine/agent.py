@@ -80,7 +80,8 @@ class RunResult:
     diverged_at: dict[str, Any] | None = (
         None  # a replayed procedure's first divergence: step, state, expected, observed
     )
-    # A learning run's savings (None when the run does not learn): what planning the procedure it replayed cost, less what it spent.
+    # A learning run's savings (None when the run does not learn): what planning the procedure it replayed cost,
+    # less what it spent.
     tokens_saved: int | None = None
     llm_calls_saved: int | None = None
 
@@ -213,7 +214,8 @@ class Agent:
     # ------------------------------------------------------------------ the tick, written once
 
     def _start_flow(self, inputs: dict[str, Any]) -> Generator[Any, Any, None]:
-        # A declared input that was not given is still a name templates can use: None, unless the workflow says otherwise.
+        # A declared input that was not given is still a name templates can use: None,
+        # unless the workflow says otherwise.
         unset = dict.fromkeys(n for n, d in self.machine.spec.inputs.items() if d.default is None)
         values = {**unset, **self.machine.spec.context, **self._input_defaults(), **inputs}
         self._write_context(values)
@@ -234,7 +236,8 @@ class Agent:
             edge = next((e for e in options if e.trigger == recorded["trigger"]), None)
             if edge is None:
                 raise RunError(
-                    f"run {self.run_id} was killed during transition '{recorded['trigger']}' from state '{self.state}', "
+                    f"run {self.run_id} was killed during transition '{recorded['trigger']}' from "
+                    f"state '{self.state}', "
                     f"which is no longer available; available: {', '.join(e.trigger for e in options) or 'none'}"
                 )
             if recorded.get("event") is not None:
@@ -247,12 +250,14 @@ class Agent:
             edge = next((e for e in options if e.trigger == trigger), None)
             if edge is None:
                 raise UsageError(
-                    f"trigger '{trigger}' is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options) or 'none'}"
+                    f"trigger '{trigger}' is not available in state '{self.state}'; available: "
+                    f"{', '.join(e.trigger for e in options) or 'none'}"
                 )
             decision = Decision(trigger, dict(args or {}), decided_by=decided_by)
         elif not options:
             raise NoTransitionError(
-                f"no transition is available in state '{self.state}' (its guards all fail) and it is neither final nor waiting"
+                f"no transition is available in state '{self.state}' (its guards all fail) "
+                "and it is neither final nor waiting"
             )
         elif len(options) == 1 and not options[0].needs_args:
             edge = options[0]
@@ -273,7 +278,8 @@ class Agent:
             edge = next((e for e in options if e.trigger == decision.trigger), None)
             if edge is None:
                 raise PolicyError(
-                    f"policy chose '{decision.trigger}', which is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options)}"
+                    f"policy chose '{decision.trigger}', which is not available in state '{self.state}'; "
+                    f"available: {', '.join(e.trigger for e in options)}"
                 )
         targs: dict[str, Any] = {}
         if decision is not None:
@@ -323,7 +329,8 @@ class Agent:
         self.counters["steps"] += 1
 
     def _consume_again(self, body: dict[str, Any]) -> None:
-        """The event a cut-short tick was handling: consumed with the tick that finishes it, so its redelivery is a duplicate."""
+        """The event a cut-short tick was handling:
+        consumed with the tick that finishes it, so its redelivery is a duplicate."""
         if self.store is not None and self.store.consumed(self.run_id, body["id"]) is not None:
             return
         self._consumed.add(body["id"])
@@ -443,12 +450,12 @@ class Agent:
                 result = ActionResult(outputs=result)
             if durable:
                 # Recorded now, not with the tick: a crash before the tick commits must not run this action again.
-                self.store.mark_done(
+                self.store.mark_done(  # type: ignore[union-attr]  # durable: there is a store
                     self.run_id,
                     self._tick,
                     seq,
                     self._scrub(
-                        {  # type: ignore[union-attr]
+                        {
                             "outputs": result.outputs,
                             "context": result.context,
                             "status": result.status,
@@ -565,7 +572,8 @@ class Agent:
             first = exc.errors()[0]
             raise ActionError(
                 bound.name,
-                f"invalid arguments ({bound.where}, state '{self.state}'): {'.'.join(map(str, first['loc']))}: {first['msg']}",
+                f"invalid arguments ({bound.where}, state '{self.state}'): "
+                f"{'.'.join(map(str, first['loc']))}: {first['msg']}",
             ) from None
 
     def _log_action(
@@ -623,7 +631,8 @@ class Agent:
         return redact_known(value, self._known)
 
     def _recorded(self, value: Any) -> Any:
-        """What goes into the belief: secrets replaced, and a read-only copy no reader can change, nor the action that made it."""
+        """What goes into the belief: secrets replaced, and a read-only copy no reader can change,
+        nor the action that made it."""
         if self._secrets:
             value = self._scrub(value)
         return (
@@ -811,9 +820,11 @@ class Agent:
         return await self.arun(event=parse_event(event))
 
     def _accept_event(self, event: Event) -> dict[str, Any] | None:
-        """The transition arguments for an event that fires now, or None for one refused (duplicate, unavailable, invalid).
+        """The transition arguments for an event that fires now,
+        or None for one refused (duplicate, unavailable, invalid).
 
-        Consuming is recorded with the tick that consumes it (or alone, for a refusal), so a redelivered event is skipped.
+        Consuming is recorded with the tick that consumes it (or alone, for a refusal),
+        so a redelivered event is skipped.
         """
         body = event.body()
         report = self._event_report = {"id": event.id, "name": event.name, "outcome": "handled", "reason": None}
@@ -839,7 +850,10 @@ class Agent:
             outcome, reason = "handled", None
             if edge is None:
                 outcome = "unavailable"
-                reason = f"'{event.name}' is not available in state '{self.state}'; available: {', '.join(e.trigger for e in options) or 'none'}"
+                reason = (
+                    f"'{event.name}' is not available in state '{self.state}'; available: "
+                    f"{', '.join(e.trigger for e in options) or 'none'}"
+                )
             else:
                 # The payload is data for the receiver (it stays readable as `event.payload`); only the keys the
                 # transition declares become its arguments.
@@ -909,7 +923,8 @@ class Agent:
         while self._status() == "running":
             if self.counters["steps"] >= self.max_steps:
                 raise RunError(
-                    f"step limit reached ({self.max_steps} steps) in state '{self.state}'; raise max_steps or add a way to a final state"
+                    f"step limit reached ({self.max_steps} steps) in state '{self.state}'; "
+                    "raise max_steps or add a way to a final state"
                 )
             yield self._tick_flow(None, None, "policy")
             self._commit(self._status())
@@ -918,7 +933,8 @@ class Agent:
         return {n: d.default for n, d in self.machine.spec.inputs.items() if d.default is not None}
 
     def _prepare_start(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The inputs to start with, when the run has not entered its initial state yet (new, or killed while entering it).
+        """The inputs to start with, when the run has not entered its initial state yet (new,
+        or killed while entering it).
 
         The run row is created before the initial state's actions run, so a crash there still leaves a resumable run.
         """

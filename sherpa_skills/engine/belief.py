@@ -25,8 +25,9 @@ class FrozenDict(dict):  # type: ignore[type-arg]
     """
 
     __slots__ = ()
-    __setitem__ = __delitem__ = __ior__ = _refuse
-    update = pop = popitem = clear = setdefault = _refuse
+    # Every mutating method refuses, whatever its signature.
+    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
+    update = pop = popitem = clear = setdefault = _refuse  # type: ignore[assignment]
 
     def __copy__(self) -> dict[Any, Any]:
         return dict(self)
@@ -42,7 +43,7 @@ class FrozenList(list):  # type: ignore[type-arg]
     """A list that refuses writes (see FrozenDict); `x + [...]` and `list(x)` give plain lists."""
 
     __slots__ = ()
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
     def __copy__(self) -> list[Any]:
@@ -122,7 +123,7 @@ class LogEntry(BaseModel):
     __setattr__ = __delattr__ = _refuse  # entries are facts: the engine makes them, nobody edits them
 
 
-TrajectoryEntry.__setattr__ = TrajectoryEntry.__delattr__ = _refuse  # type: ignore[assignment, method-assign]
+TrajectoryEntry.__setattr__ = TrajectoryEntry.__delattr__ = _refuse  # type: ignore[method-assign]
 
 _set = object.__setattr__
 _TRAJECTORY_FIELDS = frozenset(TrajectoryEntry.model_fields)
@@ -132,7 +133,8 @@ _LOG_FIELDS = frozenset(LogEntry.model_fields)
 def trajectory_entry(
     tick: int, state: str, trigger: str | None, source: str | None, decided_by: str, at: float
 ) -> TrajectoryEntry:
-    """An entry from values the engine made itself: what `model_construct` gives, without its per-field alias walk (per tick)."""
+    """An entry from values the engine made itself:
+    what `model_construct` gives, without its per-field alias walk (per tick)."""
     entry = object.__new__(TrajectoryEntry)
     _set(
         entry,
@@ -236,6 +238,7 @@ class ReadOnlySequence:
     """A window onto a growing list that costs nothing to make and cannot be written."""
 
     __slots__ = ("_items",)
+    _items: list[Any]
 
     def __init__(self, items: list[Any]):
         object.__setattr__(self, "_items", items)
@@ -262,6 +265,7 @@ class ReadOnlySequence:
 
 class ReadOnlyMapping:
     __slots__ = ("_data",)
+    _data: dict[str, Any]
 
     def __init__(self, data: dict[str, Any]):
         object.__setattr__(self, "_data", data)
@@ -292,7 +296,8 @@ class ReadOnlyMapping:
 
     def to_dict(self) -> dict[str, Any]:
         """A deep copy, for prompts and templates that want plain, writable data."""
-        return thaw(self._data)
+        copied: dict[str, Any] = thaw(self._data)
+        return copied
 
     __setitem__ = __delitem__ = __setattr__ = _refuse
     update = pop = popitem = clear = setdefault = _refuse
@@ -302,6 +307,9 @@ class BeliefView:
     """What policies and guards see: belief through read-only windows, made once per belief."""
 
     __slots__ = ("trajectory", "log", "context")
+    trajectory: ReadOnlySequence
+    log: ReadOnlySequence
+    context: ReadOnlyMapping
 
     def __init__(self, belief: Belief):
         object.__setattr__(self, "trajectory", ReadOnlySequence(belief.trajectory))

@@ -201,7 +201,8 @@ class _Compiler:
         self.problems.append(Problem(self.file, line, message))
 
     def args_loc(self, loc: tuple[Any, ...], name: str) -> tuple[Any, ...]:
-        """Where a call's arguments sit in the YAML: under `args:`, or under the name in the `{name: {...}}` shorthand."""
+        """Where a call's arguments sit in the YAML:
+        under `args:`, or under the name in the `{name: {...}}` shorthand."""
         if self.source is not None and (*loc, "args") not in self.source.lines and (*loc, name) in self.source.lines:
             return (*loc, name)
         return (*loc, "args")
@@ -229,7 +230,8 @@ class _Compiler:
                 elif state.initial not in state.states:
                     self.problem(
                         (*sloc, "initial"),
-                        f"initial '{state.initial}' of state '{path}' is not one of its substates: {', '.join(state.states)}",
+                        f"initial '{state.initial}' of state '{path}' is not one of its substates: "
+                        f"{', '.join(state.states)}",
                     )
                 self.collect(state.states, path, sloc)
             elif state.initial is not None:
@@ -273,7 +275,8 @@ class _Compiler:
         for key in unknown:
             self.problem(
                 (*self.args_loc(loc, call.name), key),
-                f"guard '{call.name}' has no argument '{key}'; it takes: {', '.join(definition.args_model.model_fields) or 'none'}",
+                f"guard '{call.name}' has no argument '{key}'; it takes: "
+                f"{', '.join(definition.args_model.model_fields) or 'none'}",
             )
         if unknown:
             return None
@@ -402,7 +405,8 @@ class _Compiler:
                 if dest_path is None:
                     self.problem(
                         (*loc, "dest"),
-                        f"transition '{t.trigger}': dest '{t.dest}' is not a state; states: {', '.join(sorted(self.states))}",
+                        f"transition '{t.trigger}': dest '{t.dest}' is not a state; states: "
+                        f"{', '.join(sorted(self.states))}",
                     )
                     continue
             arg_models[order] = _arguments_model(t)
@@ -450,18 +454,18 @@ class _Compiler:
 
     def edge(
         self,
-        t,
-        order,
-        source,
-        leaf_path,
-        dest_path,
-        leaf_index,
-        bound_enter,
-        bound_exit,
-        guards,
-        before,
-        after,
-        arg_model,
+        t: TransitionSpec,
+        order: int,
+        source: str,
+        leaf_path: str,
+        dest_path: str | None,
+        leaf_index: dict[str, int],
+        bound_enter: dict[str, list[BoundAction]],
+        bound_exit: dict[str, list[BoundAction]],
+        guards: list[BoundGuard | None],
+        before: list[BoundAction],
+        after: list[BoundAction],
+        arg_model: tuple[type[BaseModel], bool],
     ) -> Edge:
         if dest_path is None:
             exited: list[str] = []
@@ -543,16 +547,17 @@ def _chain(path: str) -> list[str]:
 
 
 def _arguments_model(t: TransitionSpec) -> tuple[type[BaseModel], bool]:
-    """The transition's own arguments, and nothing else: a model that forbids undeclared keys, even when none are declared."""
+    """The transition's own arguments, and nothing else:
+    a model that forbids undeclared keys, even when none are declared."""
     fields: dict[str, Any] = {}
     for name, a in t.arguments.items():
         typ: Any = _JSON_TYPES[a.type]
         if a.enum:
             from typing import Literal
 
-            typ = Literal[tuple(a.enum)]  # type: ignore[valid-type]
+            typ = Literal[tuple(a.enum)]
         fields[name] = (typ, ...) if a.required and a.default is None else (typ | None, a.default)
-    model = create_model(f"Args_{t.trigger}", __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload]
+    model = create_model(f"Args_{t.trigger}", __config__=ConfigDict(extra="forbid"), **fields)
     needs = any(a.required and a.default is None for a in t.arguments.values())
     return model, needs
 

@@ -24,7 +24,8 @@ def to_mermaid(machine: CompiledMachine) -> str:
 
 
 def machine_lines(machine: CompiledMachine, prefix: str = "", indent: str = "    ") -> list[str]:
-    """The states and transitions of one machine; `prefix` keeps ids apart when several machines share a diagram (a team).
+    """The states and transitions of one machine;
+    `prefix` keeps ids apart when several machines share a diagram (a team).
 
     A final state ends the run, so no transition is drawn out of it (a `source: "*"` one included).
     """

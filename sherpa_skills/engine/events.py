@@ -1,4 +1,5 @@
-"""Typed events between agents: one pydantic model at the boundary, so a malformed event is refused, never half-handled."""
+"""Typed events between agents: one pydantic model at the boundary,
+so a malformed event is refused, never half-handled."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ class Event(BaseModel):
             raise ValueError(f"payload is not JSON-serialisable: {exc}") from None
         if size > MAX_PAYLOAD_BYTES:
             raise ValueError(
-                f"payload is {size} bytes serialised; the limit is {MAX_PAYLOAD_BYTES} bytes (put large data in shared memory and send a reference)"
+                f"payload is {size} bytes serialised; the limit is {MAX_PAYLOAD_BYTES} bytes (put large data "
+                "in shared memory and send a reference)"
             )
         return value
 

@@ -20,7 +20,8 @@ class KeyValueArgs(BaseModel):
 
 
 class KeyNumberArgs(BaseModel):
-    """A comparison needs the number to compare with: a missing `value` is a load error, not a guard that never passes."""
+    """A comparison needs the number to compare with:
+    a missing `value` is a load error, not a guard that never passes."""
 
     key: str
     value: float
@@ -66,7 +67,8 @@ def context_exists(view: Any, args: KeyArgs) -> bool:
 @default_registry.guard("context_equals")
 def context_equals(view: Any, args: KeyValueArgs) -> bool:
     """The context value at `key` equals `value`."""
-    return view.context.get(args.key) == args.value
+    equal: bool = view.context.get(args.key) == args.value
+    return equal
 
 
 @default_registry.guard("context_in")

@@ -53,7 +53,8 @@ class ActionDef:
     description: str
     shell_fields: tuple[str, ...] = ()
     #: `check(view) -> JSON-able features` of the environment the action depends on (a price table's version, a
-    #: schema's hash): recorded when the action runs, compared by a replay before it follows, so it refuses a changed world.
+    #: schema's hash): recorded when the action runs, compared by a replay before it follows,
+    # so it refuses a changed world.
     check: Callable[[Any], Any] | None = None
 
 
@@ -103,8 +104,10 @@ def _plain_copy(value: Any) -> Any:
 
 
 def observe_features(definition: ActionDef, view: Any) -> Any:
-    """What the action's check observes now, as plain JSON, so recorded and observed features compare alike; raises what the check raises.
-    Features that are plain JSON already (the usual versions and flags) are copied without the JSON round trip: it checks every replayed call."""
+    """What the action's check observes now, as plain JSON, so recorded and observed features compare alike;
+    raises what the check raises.
+    Features that are plain JSON already (the usual versions and flags) are copied without the JSON round trip: it
+    checks every replayed call."""
     assert definition.check is not None
     features = definition.check(view)
     plain = _plain_copy(features)

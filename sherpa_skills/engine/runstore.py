@@ -60,7 +60,8 @@ def m002_run_events(conn: sqlite3.Connection) -> None:
 
 
 def m003_intent_results(conn: sqlite3.Connection) -> None:
-    """An action's result is recorded the moment it completes, so a crash later in the same tick does not run it again."""
+    """An action's result is recorded the moment it completes,
+    so a crash later in the same tick does not run it again."""
     execute_script(
         conn,
         """
@@ -117,7 +118,8 @@ class RunRow:
 
 @dataclass
 class InFlight:
-    """The tick a crash cut short, as far as it got: the transition it took and the results of the actions that completed."""
+    """The tick a crash cut short, as far as it got:
+    the transition it took and the results of the actions that completed."""
 
     tick: int
     decision: dict[str, Any] | None
@@ -169,7 +171,8 @@ _NUMBERS = frozenset({int, float, bool})
 def _dump(value: Any, what: str, key: str | None = None) -> str:
     """JSON for a row, secrets redacted: nothing that looks like a token or password reaches the store.
 
-    A value stored under a `key` is redacted as it would be under that key (api_key: ... is a secret whatever it looks like).
+    A value stored under a `key` is redacted as it would be under that key (api_key: ...
+    is a secret whatever it looks like).
     """
     try:
         return _encode(redact_value(value) if key is None else redact_item(key, value))
@@ -178,7 +181,8 @@ def _dump(value: Any, what: str, key: str | None = None) -> str:
 
 
 def _dump_counters(counters: dict[str, Any]) -> str:
-    """The run's counters, written every tick: numbers under names redaction keeps skip its walk; anything else takes it."""
+    """The run's counters, written every tick: numbers under names redaction keeps skip its walk;
+    anything else takes it."""
     if all(type(v) in _NUMBERS and type(k) is str and keeps_numbers_under(k) for k, v in counters.items()):
         return _encode(counters)
     return _dump(counters, "counters")
@@ -194,7 +198,7 @@ class RunStore:
         # Ticks never pay for a WAL checkpoint: a background thread does them (see Checkpointer).
         self.conn.execute("PRAGMA wal_autocheckpoint=0")
         self.conn.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")  # a checkpointed WAL shrinks back
-        self._checkpointer = Checkpointer.acquire(self.path)
+        self._checkpointer: Checkpointer | None = Checkpointer.acquire(self.path)
         self._commits = 0
         self._lock = threading.Lock()
 
@@ -229,8 +233,8 @@ class RunStore:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 self.conn.execute(
-                    "INSERT INTO runs (run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated)"
-                    " VALUES (?, ?, ?, ?, 'running', ?, 0, ?, NULL, ?, ?, ?)",
+                    "INSERT INTO runs (run_id, workflow, workflow_path, spec_hash, status, state, tick, "
+                    "counters, error, inputs, created, updated) VALUES (?, ?, ?, ?, 'running', ?, 0, ?, NULL, ?, ?, ?)",
                     (
                         run_id,
                         workflow,
@@ -254,13 +258,14 @@ class RunStore:
         conn = self.conn
         if record.trajectory:
             conn.executemany(
-                "INSERT INTO run_trajectory (run_id, tick, state, trigger, source, decided_by, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO run_trajectory (run_id, tick, state, trigger, source, decided_by, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(run_id, t.tick, t.state, t.trigger, t.source, t.decided_by, t.at) for t in record.trajectory],
             )
         if record.log:
             conn.executemany(
-                "INSERT INTO run_log (run_id, tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error, repeated)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO run_log (run_id, tick, action, inputs, outputs, status, started, duration_ms, "
+                "tokens, cost, error, repeated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         run_id,
@@ -289,7 +294,8 @@ class RunStore:
             tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else at_tick)
             try:
                 conn.executemany(
-                    "INSERT INTO run_events (run_id, direction, event_id, tick, name, outcome, body, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO run_events (run_id, direction, event_id, tick, name, outcome, body, at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (run_id, d, e["id"], tick, e["name"], outcome, _dump(e, f"event '{e['name']}'"), time.time())
                         for d, outcome, e in record.events
@@ -320,7 +326,8 @@ class RunStore:
             try:
                 self._append(run_id, record, tick)
                 conn.execute(
-                    "UPDATE runs SET status = ?, state = ?, tick = ?, counters = ?, error = ?, updated = ? WHERE run_id = ?",
+                    "UPDATE runs SET status = ?, state = ?, tick = ?, counters = ?, error = ?, "
+                    "updated = ? WHERE run_id = ?",
                     (status, state, tick, _dump_counters(counters), error, time.time(), run_id),
                 )
                 if clear_intents:
@@ -337,7 +344,8 @@ class RunStore:
                 raise
 
     def mark_interrupted(self, run_id: str) -> bool:
-        """A run a signal stopped (Ctrl-C, SIGTERM): shown as `interrupted`, resumed as a crashed one is. False if not recorded."""
+        """A run a signal stopped (Ctrl-C, SIGTERM): shown as `interrupted`, resumed as a crashed one is.
+        False if not recorded."""
         with self._lock:
             cur = self.conn.execute(
                 "UPDATE runs SET status = 'interrupted', updated = ? WHERE run_id = ? AND status != 'final'",
@@ -348,7 +356,8 @@ class RunStore:
     def mark_started(
         self, run_id: str, tick: int, seq: int, action: str, decision: dict[str, Any] | None = None
     ) -> None:
-        """Committed before a side-effecting action runs, so a crash leaves a trace of it (and of the transition it serves)."""
+        """Committed before a side-effecting action runs, so a crash leaves a trace of it (and of the
+        transition it serves)."""
         with self._lock:
             self.conn.execute(
                 "INSERT OR REPLACE INTO run_intents (run_id, tick, seq, action, started, done, result, decision)"
@@ -357,7 +366,8 @@ class RunStore:
             )
 
     def mark_done(self, run_id: str, tick: int, seq: int, result: dict[str, Any]) -> None:
-        """Committed as soon as a side-effecting action returns: on resume its result is recovered from here, not run again."""
+        """Committed as soon as a side-effecting action returns: on resume its result is recovered from here, not run
+        again."""
         with self._lock:
             self.conn.execute(
                 "UPDATE run_intents SET done = 1, result = ? WHERE run_id = ? AND tick = ? AND seq = ?",
@@ -378,8 +388,8 @@ class RunStore:
 
     def get_run(self, run_id: str) -> RunRow:
         row = self.conn.execute(
-            "SELECT run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated"
-            " FROM runs WHERE run_id = ?",
+            "SELECT run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, "
+            "inputs, created, updated FROM runs WHERE run_id = ?",
             (run_id,),
         ).fetchone()
         if row is None:
@@ -388,8 +398,8 @@ class RunStore:
                 return self.get_run(matches[0])
             if matches:
                 raise StoreError(
-                    f"run id prefix '{run_id}' is ambiguous: {', '.join(matches[:3])}{', …' if len(matches) > 3 else ''}; "
-                    "give more characters"
+                    f"run id prefix '{run_id}' is ambiguous: "
+                    f"{', '.join(matches[:3])}{', …' if len(matches) > 3 else ''}; give more characters"
                 )
             raise StoreError(f"no run '{run_id}' in {self.path}; `sherpa-skills runs` lists them")
         return RunRow(
@@ -408,7 +418,8 @@ class RunStore:
         )
 
     def load_belief(self, run_id: str, tail: int | None = None) -> Belief:
-        """The run's belief; with `tail`, only the last `tail` trajectory and log entries (the context is always whole)."""
+        """The run's belief; with `tail`, only the last `tail` trajectory and log entries (the
+        context is always whole)."""
         conn = self.conn
         limit = "" if tail is None else f" DESC LIMIT {max(0, int(tail))}"
         trajectory = [
@@ -434,8 +445,8 @@ class RunStore:
                 repeated=bool(r[10]),
             )
             for r in conn.execute(
-                "SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error, repeated FROM run_log WHERE run_id = ? ORDER BY id"
-                + limit,
+                "SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error, "
+                "repeated FROM run_log WHERE run_id = ? ORDER BY id" + limit,
                 (run_id,),
             )
         ]
@@ -454,7 +465,8 @@ class RunStore:
         ]
 
     def log_size(self, run_id: str) -> int:
-        return self.conn.execute("SELECT COUNT(*) FROM run_log WHERE run_id = ?", (run_id,)).fetchone()[0]
+        count: int = self.conn.execute("SELECT COUNT(*) FROM run_log WHERE run_id = ?", (run_id,)).fetchone()[0]
+        return count
 
     def interrupted(self, run_id: str) -> list[Interrupted]:
         return [
@@ -468,7 +480,8 @@ class RunStore:
     def delete_finished_before(
         self, cutoff: float, keep: Callable[[sqlite3.Connection, list[str]], dict[str, str]] | None = None
     ) -> int:
-        """Retention: runs that ended (final or error) before `cutoff` go, with everything they recorded (interrupted ones wait to be resumed)."""
+        """Retention: runs that ended (final or error) before `cutoff` go,
+        with everything they recorded (interrupted ones wait to be resumed)."""
         return len(
             self.delete_runs(
                 lambda conn: [
@@ -486,7 +499,8 @@ class RunStore:
         choose: Callable[[sqlite3.Connection], list[str]],
         keep: Callable[[sqlite3.Connection, list[str]], dict[str, str]] | None = None,
     ) -> tuple[list[str], dict[str, str]]:
-        """Delete the runs `choose` names, except those `keep` says must stay (run id → why), with every row they recorded,
+        """Delete the runs `choose` names, except those `keep` says must stay (run id → why),
+        with every row they recorded,
         in one transaction: what is chosen and what refers to it cannot change in between. Returns (deleted, kept)."""
         with self._lock:
             conn = self.conn
@@ -531,7 +545,8 @@ class RunStore:
         return [
             (r[0], json.loads(r[1]))
             for r in self.conn.execute(
-                "SELECT run_id, body FROM run_events WHERE direction = 'out' AND published = 0 AND run_id LIKE ? ESCAPE '\\' ORDER BY rowid",
+                "SELECT run_id, body FROM run_events WHERE direction = 'out' AND published = 0 AND run_id LIKE "
+                "? ESCAPE '\\' ORDER BY rowid",
                 (pattern,),
             )
         ]
@@ -570,7 +585,8 @@ class RunStore:
             params.append(f"%{_like(id_contains)}%")
         if text:
             where.append(
-                "(run_id LIKE ? ESCAPE '\\' OR workflow LIKE ? ESCAPE '\\' OR state LIKE ? ESCAPE '\\' OR error LIKE ? ESCAPE '\\')"
+                "(run_id LIKE ? ESCAPE '\\' OR workflow LIKE ? ESCAPE '\\' OR state LIKE ? ESCAPE '\\' OR "
+                "error LIKE ? ESCAPE '\\')"
             )
             params.extend([f"%{_like(text)}%"] * 4)
         clause = f" WHERE {' AND '.join(where)}" if where else ""

@@ -1,4 +1,5 @@
-"""Templates in shell commands: every `{{ value }}` is escaped for the quoting it lands in, so no value can add a command.
+"""Templates in shell commands: every `{{ value }}` is escaped for the quoting it lands in,
+so no value can add a command.
 
 A template is rendered with each value fenced by NUL bytes (no command can hold one); the result is then read the way
 /bin/sh reads it (bare words, '…', "…", $(…), here-documents) and each value is escaped for where it landed:
@@ -12,9 +13,12 @@ from __future__ import annotations
 import re
 import shlex
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 __all__ = ["ShellTemplate", "check_shell_template", "render_shell"]
 
@@ -267,7 +271,7 @@ def _fence(value: Any) -> str:
 
 
 @lru_cache(maxsize=1)
-def _environment() -> Any:
+def _environment() -> Environment:
     from jinja2 import StrictUndefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 

@@ -108,7 +108,7 @@ class _Rewriter:
                 )
                 return None
             out = {}
-            for name, value, i in zip(LIST_FIELDS, item, range(len(item))):
+            for name, value, i in zip(LIST_FIELDS, item, range(len(item)), strict=False):
                 out[name] = self.value(value, (*old, i), (*new, name))
             self.moved(old, new)
             return out

@@ -6,7 +6,7 @@ import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -19,6 +19,9 @@ from .compiler import CompiledMachine, compile_machine
 from .registry import Registry, default_registry, load_builtins
 from .spec import ContextRef, WorkflowSpec
 from .transitions_form import normalise
+
+if TYPE_CHECKING:
+    from .agent import Agent
 
 #: Where `workflow.agent(learn=...)` finds the learning runtime (skills, a layer above the engine).
 LEARNING_MODULE = "sherpa_skills.skills.capture.learning"
@@ -49,7 +52,7 @@ class Workflow:
 
         return self.uses_llm and warm_up(model or self.spec.llm.model or os.environ.get(MODEL_ENV))
 
-    def agent(self, **kwargs: Any) -> Any:
+    def agent(self, **kwargs: Any) -> Agent:
         """An Agent for this workflow; any Agent keyword (policy, store, model, home…) overrides the workflow's.
 
         With `learn=True` (the default when the workflow's policy says `learn: true`) or `learn=Learner(skill_store)`,
@@ -61,8 +64,10 @@ class Workflow:
         if learn is None:
             learn = self.spec.policy.learn
         if learn is not False:
-            # By name, as the built-ins are loaded: the engine has no import edge up to the skill store it hands the run to.
-            return importlib.import_module(LEARNING_MODULE).learning_agent(self, learn, **kwargs)
+            # By name, as the built-ins are loaded: the engine has no import edge up to the skill
+            # store it hands the run to.
+            agent: Agent = importlib.import_module(LEARNING_MODULE).learning_agent(self, learn, **kwargs)
+            return agent
 
         policy = kwargs.pop("policy", self.policy)
         kwargs.setdefault("base_dir", self.base_dir)
@@ -221,7 +226,8 @@ def build_policy(
 
 
 def _rules_path(name: str, base_dir: Path) -> Path | None:
-    """The rules file beside the workflow (or below its folder), else the shipped one; None when `name` points elsewhere."""
+    """The rules file beside the workflow (or below its folder), else the shipped one;
+    None when `name` points elsewhere."""
     for folder in (base_dir, data_dir("policies")):
         folder = folder.resolve()
         path = (folder / name).resolve()
@@ -242,7 +248,8 @@ def load_workflow_source(source: Located, *, registry: Registry | None = None, p
         spec = WorkflowSpec.model_validate(source.data)
     except ValidationError as exc:
         # Problems of the schema are reported and their keys set aside, so the graph and the calls are still checked in
-        # the same pass; when that is not possible (or not enough: a required key is wrong), the schema problems stand alone.
+        # the same pass; when that is not possible (or not enough: a required key is wrong),
+        # the schema problems stand alone.
         problems += _pydantic_problems(exc, source)
         stripped = _set_aside(source.data, exc)
         if stripped is None:

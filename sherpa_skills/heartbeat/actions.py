@@ -104,7 +104,8 @@ def heartbeat_report(args: NoArgs, ctx: ActionContext) -> ActionResult:
         alerts = [a for phase in done.values() for a in phase.get("alerts", [])]
         if failed:
             alerts.append(
-                f"phase(s) failed: {', '.join(failed)}; the watermark stays at {after}, so what they did not finish is read again"
+                f"phase(s) failed: {', '.join(failed)}; the watermark stays at {after}, "
+                "so what they did not finish is read again"
             )
         status = "partial" if failed else "ran"
         report = {

@@ -91,7 +91,8 @@ def extract(home: Path, config: HomeConfig, state: HeartbeatState, extra_paths: 
 
 
 def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> PhaseResult:
-    """Mine the commands between the watermark and what extract saw: candidates, known procedures' successes, learnings."""
+    """Mine the commands between the watermark and what extract saw:
+    candidates, known procedures' successes, learnings."""
     _start("crystallise")
     start, end = int(extracted["watermark"]), int(extracted["new_watermark"])
     if end <= start:
@@ -176,7 +177,8 @@ def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
             store.mark_needs_relearning(pid, True)
             status = "needs-relearning"
             alerts.append(
-                f"{pid} is broken (rolling success {report.rolling_success_rate}); pulled from replay and marked for re-learning"
+                f"{pid} is broken (rolling success {report.rolling_success_rate}); "
+                "pulled from replay and marked for re-learning"
                 + (f": {report.failure_pattern}" if report.failure_pattern else "")
             )
         previous = state.previous_health(pid)
@@ -239,7 +241,8 @@ def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseR
 
 def memory(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
     """Apply decay to shared memory, count what hygiene merged and what waits (tensions, new observations), and surface
-    domains' open proposals and domains whose agent has stopped running. SQLite only: a broken companion does not stop it."""
+    domains' open proposals and domains whose agent has stopped running. SQLite only:
+    a broken companion does not stop it."""
     from ..memory import MemoryStore
     from ..memory.domains import STALE_DAYS, Domains
 

@@ -82,7 +82,8 @@ _CRON_HINT = "a duration like 30m, 90s, 2h or 1h30m, or a cron expression like '
 
 
 def parse_every(text: str) -> Schedule:
-    """`30m`, `90s`, `2h`, `1h30m` → a period; five cron fields (local time) or `@hourly`/`@daily`… → a cron schedule."""
+    """`30m`, `90s`, `2h`, `1h30m` → a period;
+    five cron fields (local time) or `@hourly`/`@daily`… → a cron schedule."""
     spec = text.strip()
     if spec.startswith("@") or len(spec.split()) >= 5:
         from croniter import croniter
@@ -109,7 +110,8 @@ def run_every(
     clock: Callable[[], float] = time.time,
     observe: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> int:
-    """A foreground scheduler: heartbeats on `schedule` (a Schedule, or a period in seconds), until Ctrl-C (or `max_runs`)."""
+    """A foreground scheduler: heartbeats on `schedule` (a Schedule, or a period in seconds),
+    until Ctrl-C (or `max_runs`)."""
     if not isinstance(schedule, Schedule):
         schedule = Schedule(text=f"{schedule}s", seconds=float(schedule))
     runs = 0

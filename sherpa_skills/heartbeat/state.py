@@ -19,12 +19,15 @@ def m001_heartbeat(conn: sqlite3.Connection) -> None:
     execute_script(
         conn,
         """
-        CREATE TABLE heartbeat_lock (name TEXT PRIMARY KEY, run_id TEXT, pid INTEGER NOT NULL, host TEXT NOT NULL, acquired REAL NOT NULL);
+        CREATE TABLE heartbeat_lock (name TEXT PRIMARY KEY, run_id TEXT, pid INTEGER NOT NULL, host TEXT NOT NULL,
+            acquired REAL NOT NULL);
         CREATE TABLE heartbeat_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE heartbeat_runs (
             id INTEGER PRIMARY KEY, run_id TEXT, started REAL NOT NULL, ended REAL NOT NULL, status TEXT NOT NULL,
-            watermark_before INTEGER, watermark_after INTEGER, phases TEXT NOT NULL, alerts TEXT NOT NULL, markdown TEXT NOT NULL);
-        CREATE TABLE procedure_health (procedure_id TEXT PRIMARY KEY, status TEXT NOT NULL, rate REAL, updated REAL NOT NULL);
+            watermark_before INTEGER, watermark_after INTEGER, phases TEXT NOT NULL, alerts TEXT NOT NULL,
+            markdown TEXT NOT NULL);
+        CREATE TABLE procedure_health (procedure_id TEXT PRIMARY KEY, status TEXT NOT NULL, rate REAL,
+            updated REAL NOT NULL);
     """,
     )
 
@@ -112,8 +115,8 @@ class HeartbeatState:
     # -- reports
     def save_report(self, report: dict[str, Any], markdown: str) -> int:
         cursor = self.conn.execute(
-            "INSERT INTO heartbeat_runs (run_id, started, ended, status, watermark_before, watermark_after, phases, alerts, markdown)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO heartbeat_runs (run_id, started, ended, status, watermark_before, watermark_after, "
+            "phases, alerts, markdown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 report.get("run_id"),
                 report["started"],
@@ -126,7 +129,8 @@ class HeartbeatState:
                 markdown,
             ),
         )
-        return int(cursor.lastrowid)
+        assert cursor.lastrowid is not None  # an INSERT sets it
+        return cursor.lastrowid
 
     def reports(self, last: int = 1) -> list[dict[str, Any]]:
         rows = self.conn.execute(

@@ -110,7 +110,7 @@ def complete(
         if wait:
             time.sleep(wait)
         try:
-            outcome = (litellm.completion(**request), None)
+            outcome: tuple[Any, Exception | None] = (litellm.completion(**request), None)
         except Exception as exc:
             outcome = (None, exc)
         try:
@@ -144,7 +144,7 @@ async def acomplete(
         if wait:
             await asyncio.sleep(wait)
         try:
-            outcome = (await litellm.acompletion(**request), None)
+            outcome: tuple[Any, Exception | None] = (await litellm.acompletion(**request), None)
         except Exception as exc:
             outcome = (None, exc)
         try:
@@ -363,9 +363,10 @@ def _ensure_scripted_provider(litellm: ModuleType) -> None:
         if _scripted_handler is None:
             _scripted_handler = make_scripted_model()
         # Checked on every scripted call: code that reassigns custom_provider_map would otherwise lose us.
-        if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
-            litellm.custom_provider_map = [
-                *litellm.custom_provider_map,
+        providers = litellm.custom_provider_map
+        if not any(item.get("provider") == PROVIDER for item in providers):
+            litellm.custom_provider_map = [  # type: ignore[attr-defined]  # untyped in litellm/__init__.py
+                *providers,
                 {"provider": PROVIDER, "custom_handler": _scripted_handler},
             ]
 

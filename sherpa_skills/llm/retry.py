@@ -65,7 +65,8 @@ def transient(exc: BaseException) -> bool:
 
 
 def retry_after_seconds(headers: Mapping[str, Any] | None) -> float | None:
-    """The wait a server asked for: `retry-after-ms`, or `Retry-After` in seconds or as an HTTP date; None without one."""
+    """The wait a server asked for: `retry-after-ms`, or `Retry-After` in seconds or as an HTTP date;
+    None without one."""
     if not headers:
         return None
     lowered = {str(k).lower(): str(v).strip() for k, v in headers.items()}

@@ -1,4 +1,5 @@
-"""A deterministic stand-in LLM for tests, the demo and examples: answered in-process, or through litellm like a real one.
+"""A deterministic stand-in LLM for tests, the demo and examples:
+answered in-process, or through litellm like a real one.
 
 A script is a YAML file; the model string ``scripted/PATH.yaml`` selects it::
 
@@ -36,7 +37,7 @@ __all__ = [
     "Answer",
     "Script",
     "ScriptError",
-    "ScriptedModel",
+    "ScriptedModel",  # noqa: F822  (built on first access by the module __getattr__ below)
     "answer_with_usage",
     "estimate_tokens",
     "load_script",

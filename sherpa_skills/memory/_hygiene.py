@@ -11,7 +11,8 @@ Decay tiers come from the days since an artifact was last written, seen again or
     search score   = relevance × TIER_WEIGHT[tier]     (1.0, 0.7, 0.4): cold is still found, just ranked lower
 
 Tensions are found by rules, between two facts of the same scope that talk about the same subject (Jaccard ≥ 0.6
-over their subject words: the words left once values, negations and filler are set aside): a changed value (`ci-7` → `ci-9`, `3 retries` → `5 retries`), or one of them
+over their subject words: the words left once values, negations and filler are set aside): a changed value (`ci-7` →
+`ci-9`, `3 retries` → `5 retries`), or one of them
 negating what the other affirms (`not`, `never`, `no longer`, `any more`).
 """
 
@@ -130,7 +131,10 @@ def contradiction(new: str, old: str) -> str | None:
     subject = " ".join(sorted(s_new & s_old))
     if v_new and v_old and v_new != v_old:
         if not v_new >= v_old or n_new != n_old:  # a new value, or the old one named and negated ("ci-9, not ci-7")
-            return f"changed value for '{subject}': {', '.join(sorted(v_old))} → {', '.join(sorted(v_new - v_old) or sorted(v_new))}"
+            return (
+                f"changed value for '{subject}': {', '.join(sorted(v_old))} → "
+                f"{', '.join(sorted(v_new - v_old) or sorted(v_new))}"
+            )
     if n_new != n_old and v_new == v_old:
         return f"{'negates' if n_new else 'affirms'} what the other says about '{subject}'"
     return None

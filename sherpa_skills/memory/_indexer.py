@@ -2,7 +2,8 @@
 
 A chromadb upsert commits its own SQLite file with several fsyncs (tens of milliseconds, hundreds on a busy disk),
 so a write returns once the truth has committed and this thread indexes what was written when writes pause (a burst
-in one upsert: an upsert locks the collection, and a write's near-duplicate query would wait for it). Nothing is lost on the way: an artifact stays `indexed = 0` in the truth until the companion holds it, so a
+in one upsert: an upsert locks the collection, and a write's near-duplicate query would wait for it). Nothing is lost on
+the way: an artifact stays `indexed = 0` in the truth until the companion holds it, so a
 crash leaves it to the catch-up (here, on the next write of any process) or to `memory reindex`. Until then its
 vector stays in `held`, so searches and near-duplicate checks in this process still find it by meaning.
 """
@@ -98,13 +99,14 @@ class Indexer:
         sims = np.einsum(
             "ij,j->i", np.asarray([v for _, v in items], dtype=np.float32), np.asarray(vector, dtype=np.float32)
         )
-        return [(aid, max(0.0, min(1.0, float(s)))) for (aid, _), s in zip(items, sims)]
+        return [(aid, max(0.0, min(1.0, float(s)))) for (aid, _), s in zip(items, sims, strict=True)]
 
     # ------------------------------------------------------------------ draining
 
     def drain(self) -> int:
         """Index one batch of held artifacts (and a few pending from elsewhere); how many went in. Raises
-        CompanionUnavailable (or another SherpaError) when the companion cannot take them: they stay held and pending."""
+        CompanionUnavailable (or another SherpaError) when the companion cannot take them:
+        they stay held and pending."""
         from ._store import MemoryStore
 
         with self._drain_lock:

@@ -179,7 +179,8 @@ def check_metadata(metadata: Any) -> dict[str, Any]:
         ) from None
     if len(encoded.encode()) > MAX_METADATA_BYTES:
         raise UsageError(
-            f"shared memory: metadata is {len(encoded.encode()):,} bytes as JSON, over the {MAX_METADATA_BYTES:,}-byte limit"
+            f"shared memory: metadata is {len(encoded.encode()):,} bytes as JSON, "
+            f"over the {MAX_METADATA_BYTES:,}-byte limit"
         )
     return dict(metadata)
 

@@ -228,7 +228,8 @@ class SharedMemory:
         """Write with hygiene: an exact duplicate bumps the stored one's `seen`; a near-duplicate (cosine ≥
         `near_threshold`, same scope, owner and kind) is flagged, linked (`on_near="link"`) or merged into the stored
         one (`"merge"`); `supersedes` marks an older artifact replaced; contradicting facts become open tensions
-        (by rules, and, with `tension_model`, by asking that model through litellm about related facts no rule flagged)."""
+        (by rules, and, with `tension_model`, by asking that model through litellm about related
+        facts no rule flagged)."""
         on_near = check_near(on_near)
         prepared = self.store.prepare(
             text,
@@ -341,7 +342,8 @@ class SharedMemory:
                 if self.store.any_indexed():
                     # Raises when unreachable, or when the collection is gone although artifacts were indexed (deleted,
                     # replaced): a new collection holding only the newest items would make meaning search silently
-                    # incomplete. Before the first indexed write there is nothing to lose: upsert creates the collection.
+                    # incomplete. Before the first indexed write there is nothing to lose:
+                    # upsert creates the collection.
                     companion.count(self.collection)
                 todo = {a.id: a for a in artifacts}
                 if catch_up:
@@ -392,7 +394,8 @@ class SharedMemory:
         history: bool = False,
         touch: bool = True,
     ) -> SearchResult:
-        """What `agent` may see (shared artifacts and its own private notes), best first; see the module for the score."""
+        """What `agent` may see (shared artifacts and its own private notes), best first;
+        see the module for the score."""
         if not isinstance(query, str) or not query.strip():
             raise UsageError("shared memory: the search query is empty; say what to look for")
         if len(query) > MAX_QUERY_CHARS:

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -26,7 +26,9 @@ from ..redact import redact, redact_value
 from ..sqlite_db import Transaction, connect, execute_script, migrate
 from ._hygiene import TIERS, content_hash, contradiction, related, tier
 from ._models import (
+    Abstraction,
     Artifact,
+    Scope,
     check_abstraction,
     check_confidence,
     check_filters,
@@ -47,8 +49,8 @@ _TERM = re.compile(r"\w+", re.UNICODE)
 # Words that match nearly every artifact: dropped from the FTS5 query (unless they are all the query has),
 # because OR-ing them makes SQLite score most of the table for no change in ranking.
 _STOPWORDS = frozenset(
-    """a an and are as at be but by for from has have how i in into is it its of on or our so that the
-    their then there these this to was we were what when where which who why will with you your do does did not no""".split()
+    """a an and are as at be but by for from has have how i in into is it its of on or our so that the their then there
+    these this to was we were what when where which who why will with you your do does did not no""".split()
 )
 
 
@@ -83,7 +85,8 @@ def m001_memory(conn: sqlite3.Connection) -> None:
 
 
 def m002_hygiene(conn: sqlite3.Connection) -> None:
-    """Dedup, supersede, decay and tensions: new columns with defaults, so a home written by older code upgrades in place."""
+    """Dedup, supersede, decay and tensions:
+    new columns with defaults, so a home written by older code upgrades in place."""
     execute_script(
         conn,
         """
@@ -99,8 +102,10 @@ def m002_hygiene(conn: sqlite3.Connection) -> None:
         ALTER TABLE memory_artifacts ADD COLUMN superseded_by TEXT;
         ALTER TABLE memory_artifacts ADD COLUMN tier TEXT NOT NULL DEFAULT 'hot';
         CREATE TABLE memory_tensions (
-            id TEXT PRIMARY KEY, a TEXT NOT NULL, b TEXT NOT NULL, scope TEXT NOT NULL, agent TEXT, reason TEXT NOT NULL,
-            status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'resolved')), kept TEXT, created REAL NOT NULL,
+            id TEXT PRIMARY KEY, a TEXT NOT NULL, b TEXT NOT NULL, scope TEXT NOT NULL, agent TEXT,
+            reason TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'resolved')), kept TEXT,
+            created REAL NOT NULL,
             resolved REAL, resolved_by TEXT, UNIQUE (a, b));
         CREATE INDEX memory_tensions_open ON memory_tensions (status, scope, agent);
         CREATE TABLE memory_links (src TEXT NOT NULL, dst TEXT NOT NULL, relation TEXT NOT NULL, score REAL,
@@ -288,13 +293,13 @@ class MemoryStore:
             text=redact(text),
             agent=agent,
             run_id=run_id,
-            scope=scope,
+            scope=cast(Scope, scope),  # checked above
             kind=None if kind is None else redact(kind),
             tags=[redact(t) for t in clean_tags],
             metadata=redact_value(clean_meta),
             created=created if created is not None else time.time(),
             confidence=confidence,
-            abstraction=abstraction,
+            abstraction=cast(Abstraction, abstraction),  # checked above
             category=None if category is None else redact(category),
         )
 
@@ -353,7 +358,7 @@ class MemoryStore:
                 a.created,
                 a.created,
             )
-            for a, h in zip(items, hashes)
+            for a, h in zip(items, hashes, strict=True)
         ]
         out: list[tuple[Artifact, bool]] = []
         with self._tx():
@@ -380,7 +385,7 @@ class MemoryStore:
             fresh = []
             bumps: dict[str, int] = {}
             now = time.time()
-            for a, row, h in zip(items, rows, hashes):
+            for a, row, h in zip(items, rows, hashes, strict=True):
                 old = existing.get(a.id)
                 if old is not None:
                     if (old.text, old.agent, old.scope) != (a.text, a.agent, a.scope):
@@ -397,8 +402,10 @@ class MemoryStore:
                 existing[a.id] = by_hash[h] = a
                 out.append((a, False))
             self.conn.executemany(
-                "INSERT INTO memory_artifacts (id, agent, run_id, scope, kind, tags, metadata, text, created, content_hash,"
-                " confidence, abstraction, category, last_seen, last_access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO memory_artifacts (id, agent, run_id, scope, kind, tags, metadata, text, "
+                "created, content_hash,"
+                " confidence, abstraction, category, last_seen, last_access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?, ?, ?, ?, ?, ?)",
                 fresh,
             )
             self.conn.executemany(
@@ -566,8 +573,8 @@ class MemoryStore:
         args: list[Any] = [match, artifact.scope, artifact.id, *([artifact.agent] if owner else []), candidates]
         rows = self.conn.execute(
             f"SELECT a.id, a.text FROM memory_fts JOIN memory_artifacts a ON a.seq = memory_fts.rowid"
-            f" WHERE memory_fts MATCH ? AND a.scope = ? AND a.id != ? AND {CURRENT} AND a.abstraction != 'episode' {owner}"
-            f" ORDER BY bm25(memory_fts, 1.0, 0.5) LIMIT ?",
+            f" WHERE memory_fts MATCH ? AND a.scope = ? AND a.id != ? AND {CURRENT} AND a.abstraction "
+            f"!= 'episode' {owner} ORDER BY bm25(memory_fts, 1.0, 0.5) LIMIT ?",
             args,
         ).fetchall()
         found: list[dict[str, Any]] = []
@@ -600,7 +607,8 @@ class MemoryStore:
         return found
 
     def tensions(self, *, agent: str | None, status: str = "open", limit: int = 100) -> list[dict[str, Any]]:
-        """Tensions `agent` may see (shared ones, and those between its own private notes), newest first, with both texts."""
+        """Tensions `agent` may see (shared ones, and those between its own private notes),
+        newest first, with both texts."""
         if status not in ("open", "resolved", "all"):
             raise UsageError(f"shared memory: tension status {status!r} is not one of: open, resolved, all")
         clauses = ["(t.scope = 'shared' OR t.agent = ?)" if agent else "t.scope = 'shared'"]
@@ -609,7 +617,8 @@ class MemoryStore:
             clauses.append("t.status = ?")
             args.append(status)
         rows = self.conn.execute(
-            f"SELECT t.id, t.a, t.b, t.scope, t.reason, t.status, t.kept, t.created, t.resolved, t.resolved_by, x.text, y.text"
+            "SELECT t.id, t.a, t.b, t.scope, t.reason, t.status, t.kept, t.created, t.resolved, "
+            "t.resolved_by, x.text, y.text"
             f" FROM memory_tensions t JOIN memory_artifacts x ON x.id = t.a JOIN memory_artifacts y ON y.id = t.b"
             f" WHERE {' AND '.join(clauses)} ORDER BY t.created DESC LIMIT ?",
             [*args, check_limit(limit)],
@@ -721,7 +730,8 @@ class MemoryStore:
         return _artifact(row)
 
     def _rows_among(self, columns: str, ids: list[str], where: str, args: list[Any]) -> Iterator[tuple[Any, ...]]:
-        """Rows whose id is among `ids` and that pass `where`, asked in chunks that stay under SQLite's variable limit."""
+        """Rows whose id is among `ids` and that pass `where`,
+        asked in chunks that stay under SQLite's variable limit."""
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
@@ -894,7 +904,8 @@ class MemoryStore:
         per_tier = dict.fromkeys(TIERS, 0)
         now = time.time()
         for last, conf, reads, abstraction in self.conn.execute(
-            f"SELECT COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction FROM memory_artifacts a WHERE {CURRENT}"
+            "SELECT COALESCE(a.last_access, a.created), a.confidence, a.reads, "
+            f"a.abstraction FROM memory_artifacts a WHERE {CURRENT}"
         ):
             per_tier[tier(last, confidence=conf, reads=reads, abstraction=abstraction, now=now)] += 1
         superseded, repeats = self.conn.execute(

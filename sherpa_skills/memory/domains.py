@@ -10,6 +10,7 @@ declaring the same name is refused, so a domain is never a way into someone else
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 import sqlite3
@@ -51,7 +52,8 @@ def m001_domains(conn: sqlite3.Connection) -> None:
             domain TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, set_by TEXT NOT NULL, at REAL NOT NULL,
             PRIMARY KEY (domain, key));
         CREATE TABLE domain_changelog (
-            seq INTEGER PRIMARY KEY, domain TEXT NOT NULL, at REAL NOT NULL, run_id TEXT, kind TEXT NOT NULL, entry TEXT NOT NULL);
+            seq INTEGER PRIMARY KEY, domain TEXT NOT NULL, at REAL NOT NULL, run_id TEXT, kind TEXT NOT NULL,
+            entry TEXT NOT NULL);
         CREATE INDEX domain_changelog_domain ON domain_changelog (domain, seq);
         CREATE UNIQUE INDEX domain_changelog_run_end ON domain_changelog (domain, run_id) WHERE kind = 'run';
         CREATE TABLE domain_proposals (
@@ -167,8 +169,8 @@ class Domains:
             if cursor.rowcount == 0:
                 return False
             gone = self.conn.execute(
-                "DELETE FROM domain_changelog WHERE domain = ? AND seq <= (SELECT seq FROM domain_changelog WHERE domain = ?"
-                " ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                "DELETE FROM domain_changelog WHERE domain = ? AND seq <= (SELECT seq FROM "
+                "domain_changelog WHERE domain = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
                 (name, name, MAX_CHANGELOG),
             ).rowcount
             if gone:
@@ -219,7 +221,8 @@ class Domains:
         with self._tx():
             if self.conn.execute("SELECT 1 FROM domains WHERE name = ?", (name,)).fetchone() is None:
                 raise UsageError(
-                    f"no domain {name!r}; it exists once an agent declaring it has run (`sherpa-skills domains` lists them)"
+                    f"no domain {name!r}; it exists once an agent declaring it has run (`sherpa-skills "
+                    "domains` lists them)"
                 )
             count = self.conn.execute(
                 "SELECT COUNT(*) FROM domain_decisions WHERE domain = ? AND key != ?", (name, key)
@@ -228,7 +231,8 @@ class Domains:
                 raise UsageError(f"domain {name!r} already has {MAX_DECISIONS} decisions; remove or merge some first")
             self.conn.execute(
                 "INSERT INTO domain_decisions (domain, key, value, set_by, at) VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT (domain, key) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, at = excluded.at",
+                " ON CONFLICT (domain, key) DO UPDATE SET value = excluded.value, "
+                "set_by = excluded.set_by, at = excluded.at",
                 (name, key, text, by.strip(), time.time()),
             )
             self.append(name, {"decision": key, "value": json.loads(text), "by": by.strip()}, kind="decision")
@@ -336,7 +340,9 @@ class Domains:
         ).fetchall()
         return [self._row(r, now) for r in rows]
 
-    def start_context(self, name: str, agent: str, briefing: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def start_context(
+        self, name: str, agent: str, briefing: builtins.list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
         """What the agent is given at run start: bounded, and every value clipped, however large the domain grows."""
         info = self.get(name)
         return {
@@ -359,10 +365,12 @@ def briefing(home: Path | None, agent: str, limit: int = START_BRIEFING) -> list
 
     store = shared_memory(home).store
     rows = store.conn.execute(
-        "SELECT a.id, a.text, a.abstraction, COALESCE(a.last_access, a.created), a.confidence, a.reads FROM memory_artifacts a"
-        " WHERE a.agent = ? AND a.superseded_by IS NULL AND (a.abstraction = 'principle' OR COALESCE(a.last_access, a.created) > ?)"
-        " ORDER BY CASE a.abstraction WHEN 'principle' THEN 0 WHEN 'pattern' THEN 1 ELSE 2 END, COALESCE(a.last_access, a.created) DESC"
-        " LIMIT ?",
+        "SELECT a.id, a.text, a.abstraction, COALESCE(a.last_access, a.created), a.confidence, "
+        "a.reads FROM memory_artifacts a"
+        " WHERE a.agent = ? AND a.superseded_by IS NULL AND (a.abstraction = 'principle' OR "
+        "COALESCE(a.last_access, a.created) > ?)"
+        " ORDER BY CASE a.abstraction WHEN 'principle' THEN 0 WHEN 'pattern' THEN 1 ELSE 2 END, "
+        "COALESCE(a.last_access, a.created) DESC LIMIT ?",
         (agent, time.time() - 61 * 86400.0, limit * 4),
     ).fetchall()
     from ._hygiene import tier

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import BaseModel, Field, ValidationError
@@ -14,6 +14,9 @@ from ..data import data_dir
 from ..engine.compiler import Edge, check_arguments
 from ..errors import ModelError, PolicyError
 from .base import Decision, DecisionContext
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 log = structlog.get_logger(__name__)
 
@@ -48,7 +51,7 @@ class PolicyFailure(PolicyError):
         self.rejected, self.tokens_estimated = rejected or [], tokens_estimated
 
 
-def _template_env(folder: Path) -> Any:
+def _template_env(folder: Path) -> Environment:
     from jinja2 import FileSystemLoader, StrictUndefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -96,7 +99,8 @@ def _arguments_schema(edge: Edge) -> dict[str, Any]:
 
 
 def response_schema(options: list[Edge]) -> dict[str, Any]:
-    """One object schema per available trigger (a union discriminated by `trigger`), each with only its own arguments."""
+    """One object schema per available trigger (a union discriminated by `trigger`),
+    each with only its own arguments."""
     choices = [
         {
             "type": "object",
@@ -163,7 +167,7 @@ class LLMPolicy:
         self.temperature, self.max_tokens, self.structured_output = temperature, max_tokens, structured_output
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self.relevant_options, self.task_key = relevant_options, task_key
-        self._env: Any = None
+        self._env: Environment | None = None
         self._indexes: dict[tuple[str, ...], Any] = {}
         self._format_refused: set[str] = set()  # models whose server refused response_format
         #: Set on a run's own copy by the learning runtime: the replay whose divergence the prompt reports.
@@ -216,9 +220,12 @@ class LLMPolicy:
         ]
 
     def _render(self, name: str, values: dict[str, Any], ctx: DecisionContext) -> str:
-        """A prompt that cannot be rendered (missing file, undefined name, syntax) is a policy error naming it, never a traceback."""
+        """A prompt that cannot be rendered (missing file, undefined name, syntax)
+        is a policy error naming it, never a traceback."""
         from jinja2 import TemplateError
 
+        if self._env is None:
+            self._env = _template_env(self.base_dir)
         try:
             return self._env.get_template(name).render(values)
         except TemplateError as exc:
@@ -230,7 +237,8 @@ class LLMPolicy:
             ) from None
 
     def _model(self, ctx: DecisionContext) -> str:
-        """A model pinned on this policy, else the run's (`--model`, else the workflow's llm.model), else the environment's."""
+        """A model pinned on this policy, else the run's (`--model`, else the workflow's llm.model),
+        else the environment's."""
         from ..llm.call import resolve_model
 
         return resolve_model(self.model, ctx.model)
@@ -319,7 +327,8 @@ class LLMPolicy:
             try:
                 request = dialogue.send(answer)
             except StopIteration as done:
-                return done.value
+                decision: Decision | None = done.value
+                return decision
 
     async def adecide(self, ctx: DecisionContext) -> Decision | None:
         from ..llm.call import acomplete
@@ -336,4 +345,5 @@ class LLMPolicy:
             try:
                 request = dialogue.send(answer)
             except StopIteration as done:
-                return done.value
+                decision: Decision | None = done.value
+                return decision

@@ -52,7 +52,8 @@ class RulePolicy:
                             _problem(
                                 source,
                                 where,
-                                f"rule {i + 1}: unknown guard '{call.name}'; known guards: {', '.join(registry.guard_names())}",
+                                f"rule {i + 1}: unknown guard '{call.name}'; known guards: "
+                                f"{', '.join(registry.guard_names())}",
                             )
                         )
                         continue
@@ -75,7 +76,8 @@ class RulePolicy:
                             _problem(
                                 source,
                                 where,
-                                f"rule {i + 1}: guard '{call.name}': {'.'.join(map(str, first['loc']))}: {first['msg']}",
+                                f"rule {i + 1}: guard '{call.name}': "
+                                f"{'.'.join(map(str, first['loc']))}: {first['msg']}",
                             )
                         )
                         continue

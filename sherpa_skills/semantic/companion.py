@@ -326,14 +326,15 @@ class Companion:
         vectors = [list(vector)] if vector is not None else self._embed([text])
 
         def run(col: Any) -> Any:
-            # chromadb 1.x returns fewer results when n exceeds the collection: no count needed (it costs ~11 ms at 100k).
+            # chromadb 1.x returns fewer results when n exceeds the collection:
+            # no count needed (it costs ~11 ms at 100k).
             with _chroma(f"query {collection!r}", self.where):
                 return col.query(query_embeddings=vectors, n_results=n, where=where or None, include=["distances"])
 
         result = self._with_collection(collection, run)
         ids = (result.get("ids") or [[]])[0]
         distances = (result.get("distances") or [[]])[0]
-        return [(str(i), max(0.0, min(1.0, 1.0 - float(d)))) for i, d in zip(ids, distances)]
+        return [(str(i), max(0.0, min(1.0, 1.0 - float(d)))) for i, d in zip(ids, distances, strict=True)]
 
     def _with_collection(self, collection: str, run: Callable[[Any], Any]) -> Any:
         """Run against the (cached) collection; a handle gone stale under a rebuild elsewhere is fetched again once."""
@@ -363,7 +364,7 @@ class Companion:
         embeddings = got.get("embeddings")
         if embeddings is None:
             return {}
-        return {str(i): list(map(float, v)) for i, v in zip(got.get("ids") or [], embeddings)}
+        return {str(i): list(map(float, v)) for i, v in zip(got.get("ids") or [], embeddings, strict=True)}
 
     def ids(self, collection: str) -> set[str]:
         """Every item id in the collection: what a sync with the truth compares (a missing one is unavailable)."""

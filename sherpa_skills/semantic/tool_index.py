@@ -20,8 +20,8 @@ from ..errors import Problem, WorkflowError
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#.]*")
 _STOP = frozenset(
-    """a an and are as at be by for from has have in into is it its of on or that the this to was were will with
-    you your can do does use uses using used via per all any some more most other such only own same so than too very just
+    """a an and are as at be by for from has have in into is it its of on or that the this to was were will with you
+    your can do does use uses using used via per all any some more most other such only own same so than too very just
     when which while who what where how get gets set sets make makes""".split()
 )
 WEIGHTS = {"name": 3.0, "keyword": 2.0, "word": 1.0}
@@ -120,7 +120,7 @@ class ToolIndex:
             return []
         words = _words(task)
         # Word forms and joined neighbours too: "deploying" meets "deploy", "back up" meets "backup".
-        extra = [_stem(w) for w in words if _stem(w) != w] + [a + b for a, b in zip(words, words[1:])]
+        extra = [_stem(w) for w in words if _stem(w) != w] + [a + b for a, b in zip(words, words[1:], strict=False)]
         text = " " + " ".join(words + extra) + " "
         hits: dict[str, tuple[Any, Any]] = {}
         for _, (term, ids, weights) in self._automaton.iter(text):
@@ -144,7 +144,8 @@ def load_tools(path: str | Path) -> list[ToolSpec]:
     from ..yaml_source import load_yaml_file
 
     located = load_yaml_file(path)
-    data, loc = located.data, ()
+    data = located.data
+    loc: tuple[str, ...] = ()
     if isinstance(data, dict) and "tools" in data:
         data, loc = data["tools"], ("tools",)
     try:

@@ -42,9 +42,16 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *__all__])
 
 
+# For type checkers and IDEs; `X as X` marks a re-export (the names load through __getattr__ at run time).
 if TYPE_CHECKING:  # pragma: no cover
-    from ._detect import FORMATS, sniff
-    from ._importer import SETTLE_SECONDS, import_paths
-    from ._models import FileResult, ImportedFile, ImportSummary, SessionCommand
-    from ._records import COMMAND_LIMIT, is_truncated
-    from ._store import SessionStore
+    from ._detect import FORMATS as FORMATS
+    from ._detect import sniff as sniff
+    from ._importer import SETTLE_SECONDS as SETTLE_SECONDS
+    from ._importer import import_paths as import_paths
+    from ._models import FileResult as FileResult
+    from ._models import ImportedFile as ImportedFile
+    from ._models import ImportSummary as ImportSummary
+    from ._models import SessionCommand as SessionCommand
+    from ._records import COMMAND_LIMIT as COMMAND_LIMIT
+    from ._records import is_truncated as is_truncated
+    from ._store import SessionStore as SessionStore

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._base import LineParser, load_json_object
-from ._records import CommandRecord, as_int, clean_command, clean_info, clean_text, excerpt, iso_to_epoch
+from ._records import CommandRecord, as_dict, as_int, clean_command, clean_info, clean_text, excerpt, iso_to_epoch
 
 FORMAT = "claude-code"
 SHELL_TOOLS = frozenset({"Bash"})
@@ -114,11 +114,11 @@ class ClaudeCodeParser(LineParser):
 
     def _tool_use(self, entry: dict[str, Any], item: dict[str, Any], lineno: int, sidechain: bool) -> None:
         call_id = item.get("id")
-        tool_input = item.get("input") if isinstance(item.get("input"), dict) else {}
+        tool_input = as_dict(item.get("input"))
         command = tool_input.get("command")
         if not isinstance(call_id, str) or not isinstance(command, str) or not command.strip():
             return
-        session = entry.get("sessionId") if isinstance(entry.get("sessionId"), str) else self.default_session
+        session = entry["sessionId"] if isinstance(entry.get("sessionId"), str) else self.default_session
         info: dict[str, Any] = {}
         if tool_input.get("run_in_background") is True:
             info["background"] = True

@@ -18,6 +18,7 @@ from typing import Any
 from ._base import LineParser, load_json_object
 from ._records import (
     CommandRecord,
+    as_dict,
     as_int,
     clean_command,
     clean_info,
@@ -94,7 +95,7 @@ def parse_output(raw: Any) -> dict[str, Any]:
         except (ValueError, RecursionError):
             data = None
         if isinstance(data, dict) and "output" in data:
-            metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+            metadata = as_dict(data.get("metadata"))
             result["text"] = str(data.get("output") or "")
             result["exit_code"] = as_int(metadata.get("exit_code"))
             seconds = metadata.get("duration_seconds")
@@ -159,7 +160,8 @@ class CodexParser(LineParser):
         if kind == "session_meta" or (
             kind is None and ptype is None and "id" in payload and ("instructions" in payload or "timestamp" in payload)
         ):
-            self._meta(payload.get("meta") if isinstance(payload.get("meta"), dict) else payload)
+            meta = payload.get("meta")
+            self._meta(meta if isinstance(meta, dict) else payload)
         elif kind == "turn_context":
             if isinstance(payload.get("cwd"), str):
                 self.cwd = payload["cwd"]
@@ -185,7 +187,7 @@ class CodexParser(LineParser):
         name = payload.get("name")
         args: dict[str, Any] = {}
         if ptype == "local_shell_call":
-            action = payload.get("action") if isinstance(payload.get("action"), dict) else {}
+            action = as_dict(payload.get("action"))
             args = {"command": action.get("command"), "workdir": action.get("working_directory")}
             name = "local_shell"
         elif ptype == "custom_tool_call":
@@ -260,7 +262,7 @@ class CodexParser(LineParser):
     def _poll_output(self, process: str, raw: Any) -> None:
         call_id = self.processes.get(process)
         state = self.pending.get(call_id) if call_id else None
-        if state is None:
+        if call_id is None or state is None:
             return
         parsed = parse_output(raw)
         state["_acc"] = (state["_acc"] + parsed["text"])[:_ACCUMULATED_LIMIT]

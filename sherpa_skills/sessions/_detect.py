@@ -118,7 +118,8 @@ def sniff_file(path: Path) -> str | None:
 
 
 def is_candidate(name: str) -> bool:
-    """Files worth sniffing inside a directory (by name): JSONL logs, asciinema casts and files named like shell histories."""
+    """Files worth sniffing inside a directory (by name):
+    JSONL logs, asciinema casts and files named like shell histories."""
     return name.endswith((".jsonl", ".cast")) or bool(_ZSH_NAMES.search(name) or _BASH_NAMES.search(name))
 
 

@@ -127,6 +127,11 @@ def iso_to_epoch(value: Any) -> float | None:
     return moment.timestamp()
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """A JSON object field as a dict; anything else (absent, null, a list) reads as empty."""
+    return value if isinstance(value, dict) else {}
+
+
 def as_int(value: Any) -> int | None:
     """An exit code from an int or a numeric string; None for anything else."""
     if isinstance(value, bool) or value is None:

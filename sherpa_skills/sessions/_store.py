@@ -32,7 +32,8 @@ def m001_sessions(conn: sqlite3.Connection) -> None:
             id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, format TEXT NOT NULL,
             size INTEGER NOT NULL DEFAULT 0, mtime REAL, offset INTEGER NOT NULL DEFAULT 0,
             lines_read INTEGER NOT NULL DEFAULT 0, lines_skipped INTEGER NOT NULL DEFAULT 0,
-            commands INTEGER NOT NULL DEFAULT 0, succeeded INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+            commands INTEGER NOT NULL DEFAULT 0, succeeded INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
             rejected INTEGER NOT NULL DEFAULT 0, unknown INTEGER NOT NULL DEFAULT 0,
             head_hash TEXT, tail_hash TEXT, content_hash TEXT, anchor TEXT NOT NULL DEFAULT '[]',
             state TEXT NOT NULL DEFAULT '{}', pending INTEGER NOT NULL DEFAULT 0, resets INTEGER NOT NULL DEFAULT 0,
@@ -41,7 +42,8 @@ def m001_sessions(conn: sqlite3.Connection) -> None:
         CREATE TABLE imported_sessions (
             id INTEGER PRIMARY KEY, source TEXT NOT NULL, session_key TEXT NOT NULL,
             first_ts REAL, last_ts REAL, cwd TEXT,
-            commands INTEGER NOT NULL DEFAULT 0, succeeded INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+            commands INTEGER NOT NULL DEFAULT 0, succeeded INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
             rejected INTEGER NOT NULL DEFAULT 0, unknown INTEGER NOT NULL DEFAULT 0,
             next_seq INTEGER NOT NULL DEFAULT 1, created REAL NOT NULL, updated REAL NOT NULL,
             UNIQUE (source, session_key));
@@ -217,7 +219,8 @@ class SessionStore:
             ).fetchall()
         )
         rows = self.conn.execute(
-            "SELECT id, path, format, size, mtime, offset, lines_read, lines_skipped, commands, succeeded, failed, rejected, "
+            "SELECT id, path, format, size, mtime, offset, lines_read, lines_skipped, commands, "
+            "succeeded, failed, rejected, "
             "unknown, content_hash, first_imported, last_imported, pending, last_error FROM session_files ORDER BY path"
         ).fetchall()
         out = []
@@ -268,7 +271,8 @@ class SessionStore:
     # ------------------------------------------------------------------ writing, for the importer
 
     def quick_rows(self) -> dict[str, tuple[str, int, float | None, int, int]]:
-        """path -> (format, size, mtime, offset, pending calls) of every file, to skip unchanged ones without reading them."""
+        """path -> (format, size, mtime, offset, pending calls) of every file,
+        to skip unchanged ones without reading them."""
         return {
             row[0]: row[1:]
             for row in self.conn.execute("SELECT path, format, size, mtime, offset, pending FROM session_files")
@@ -339,7 +343,8 @@ class SessionStore:
                 session = sessions.get(record.session_id)
                 if session is None:
                     conn.execute(
-                        "INSERT OR IGNORE INTO imported_sessions (source, session_key, created, updated) VALUES (?, ?, ?, ?)",
+                        "INSERT OR IGNORE INTO imported_sessions (source, session_key, created, "
+                        "updated) VALUES (?, ?, ?, ?)",
                         (source, record.session_id, now, now),
                     )
                     found = conn.execute(
@@ -356,9 +361,10 @@ class SessionStore:
                         dict.fromkeys(OUTCOMES, 0),
                     ]
                 cursor = conn.execute(
-                    "INSERT OR IGNORE INTO session_commands (session_ref, file_id, source, session_id, seq, call_key, line, ts, "
-                    "duration, cwd, command, outcome, exit_code, output, tool, agent, sidechain, description, info, imported) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR IGNORE INTO session_commands (session_ref, file_id, source, session_id, seq, "
+                    "call_key, line, ts, "
+                    "duration, cwd, command, outcome, exit_code, output, tool, agent, sidechain, "
+                    "description, info, imported) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         session[0],
                         row.id,
@@ -395,10 +401,12 @@ class SessionStore:
                 added.counts[record.outcome] += 1
                 added.commands += 1
                 added.sessions.add((source, record.session_id))
-            for sid, (ref, next_seq, first, last, cwd, counts) in sessions.items():
+            for ref, next_seq, first, last, cwd, counts in sessions.values():
                 conn.execute(
-                    "UPDATE imported_sessions SET next_seq = ?, first_ts = CASE WHEN first_ts IS NULL OR ? < first_ts THEN ? ELSE first_ts END, "
-                    "last_ts = CASE WHEN last_ts IS NULL OR ? > last_ts THEN ? ELSE last_ts END, cwd = COALESCE(cwd, ?), "
+                    "UPDATE imported_sessions SET next_seq = ?, first_ts = CASE WHEN first_ts IS NULL OR ? < "
+                    "first_ts THEN ? ELSE first_ts END, "
+                    "last_ts = CASE WHEN last_ts IS NULL OR ? > last_ts THEN ? ELSE last_ts END, "
+                    "cwd = COALESCE(cwd, ?), "
                     "commands = commands + ?, succeeded = succeeded + ?, failed = failed + ?, rejected = rejected + ?, "
                     "unknown = unknown + ?, updated = ? WHERE id = ?",
                     (
@@ -418,10 +426,12 @@ class SessionStore:
                     ),
                 )
             conn.execute(
-                "UPDATE session_files SET format = ?, size = ?, mtime = ?, offset = ?, lines_read = ?, lines_skipped = ?, "
-                "commands = commands + ?, succeeded = succeeded + ?, failed = failed + ?, rejected = rejected + ?, unknown = unknown + ?, "
-                "head_hash = ?, tail_hash = ?, content_hash = ?, anchor = ?, state = ?, pending = ?, resets = ?, version = version + 1, "
-                "last_imported = ?, last_error = ? WHERE id = ?",
+                "UPDATE session_files SET format = ?, size = ?, mtime = ?, offset = ?, "
+                "lines_read = ?, lines_skipped = ?, "
+                "commands = commands + ?, succeeded = succeeded + ?, failed = failed + ?, "
+                "rejected = rejected + ?, unknown = unknown + ?, "
+                "head_hash = ?, tail_hash = ?, content_hash = ?, anchor = ?, state = ?, pending = ?, "
+                "resets = ?, version = version + 1, last_imported = ?, last_error = ? WHERE id = ?",
                 (
                     row.format,
                     row.size,

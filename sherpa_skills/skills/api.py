@@ -16,6 +16,8 @@ from .match.matcher import MatchDecision, Matcher
 from .store.models import CapturedProcedure, ProcedureHealthReport, ProcedureStep
 
 if TYPE_CHECKING:
+    from ..engine.runstore import RunStore
+    from ..engine.workflow import Workflow
     from .capture.learning import Learner
 
 REPLAY_STATUS = {
@@ -39,7 +41,7 @@ class CaptureResult(BaseModel):
     run_id: str | None = None
 
 
-def _machine(name: str) -> Any:
+def _machine(name: str) -> Workflow:
     from ..data import data_file
     from ..engine.workflow import load_workflow
 
@@ -107,9 +109,9 @@ class SkillStore:
         self.home = resolve_home(str(home) if home is not None else None)
         self.store = skill_store(self.home)  # the connection and matcher the replay and capture machines use too
         self.matcher: Matcher = skill_matcher(self.home)
-        self._runs: Any = None
+        self._runs: RunStore | None = None
 
-    def _run_store(self) -> Any:
+    def _run_store(self) -> RunStore:
         if self._runs is None:
             from ..engine.runstore import RunStore
 

@@ -53,7 +53,8 @@ def must_stay(conn: sqlite3.Connection, ids: list[str], force: bool = False) -> 
     for part in _chunks(ids):
         if not force:
             for run_id, status in conn.execute(
-                f"SELECT run_id, status FROM runs WHERE run_id IN ({_in(part)}) AND status IN ('waiting', 'running', 'interrupted')",
+                f"SELECT run_id, status FROM runs WHERE run_id IN ({_in(part)}) AND status IN ('waiting', "
+                "'running', 'interrupted')",
                 part,
             ):
                 kept.setdefault(run_id, f"{status}: pass --force to delete it")
@@ -69,7 +70,8 @@ def must_stay(conn: sqlite3.Connection, ids: list[str], force: bool = False) -> 
             if not _has_table(conn, table):
                 continue
             for pid, v, source in conn.execute(
-                f"SELECT {pid_column}, {version}, COALESCE(json_extract(context, '$.captured_from_run'), json_extract(context, '$.run_id'))"
+                f"SELECT {pid_column}, {version}, COALESCE(json_extract(context, '$.captured_from_run'), "
+                "json_extract(context, '$.run_id'))"
                 f" FROM {table} WHERE json_extract(context, '$.captured_from_run') IN ({_in(part)})"
                 f" OR json_extract(context, '$.run_id') IN ({_in(part)})",
                 part + part,
@@ -93,7 +95,8 @@ def must_stay(conn: sqlite3.Connection, ids: list[str], force: bool = False) -> 
 
 
 def remove_runs(store: RunStore, home: Path, ids: list[str], *, force: bool = False, dry_run: bool = False) -> Removal:
-    """Delete these runs (exact ids) with all their rows in one transaction, and their log files; keep what must stay."""
+    """Delete these runs (exact ids) with all their rows in one transaction,
+    and their log files; keep what must stay."""
     from ..logs import log_file
 
     if dry_run:

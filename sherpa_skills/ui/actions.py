@@ -58,6 +58,8 @@ def _resume(home: Any, run_id: str, inputs: dict[str, Any], trigger: str | None,
     store = RunStore(home=home)
     try:
         row = store.get_run(run_id)
+        if row.workflow_path is None:
+            raise UsageError(f"run {run_id} was not started from a workflow file: nothing to resume it with")
         workflow = load_workflow(row.workflow_path)
         agent = Agent.resume(store, run_id, workflow.machine, workflow.policy, base_dir=workflow.base_dir)
         result = agent.run(inputs, trigger=trigger, args=args)
@@ -87,7 +89,8 @@ def action_routes(ui: Any) -> list[Route]:
                 raise UsageError(f"run {row.run_id} cannot be resumed here: its workflow file does not load")
             if spec_hash(machine) != row.spec_hash:
                 raise UsageError(
-                    f"workflow '{row.workflow_path}' changed since run {row.run_id} started; resume it from the CLI with --allow-changed"
+                    f"workflow '{row.workflow_path}' changed since run {row.run_id} started; "
+                    "resume it from the CLI with --allow-changed"
                 )
             trigger = (form.get("trigger") or [""])[0] or None
             offered = [
@@ -96,7 +99,8 @@ def action_routes(ui: Any) -> list[Route]:
             ]
             if trigger and trigger not in offered:
                 raise UsageError(
-                    f"trigger '{trigger}' is not a transition out of state {row.state}; these are: {', '.join(offered) or 'none'}"
+                    f"trigger '{trigger}' is not a transition out of state {row.state}; these are: "
+                    f"{', '.join(offered) or 'none'}"
                 )
             inputs = parse_assignments(_lines(form, "inputs"), "input")
             args = parse_assignments(_lines(form, "args"), "argument")

@@ -1,6 +1,7 @@
 """The browser view as a Starlette app: server-rendered pages over the home's stores, each with a JSON twin under /api.
 
-Read-only unless built with `allow_actions`; then a form can resume a waiting run or promote a candidate, with a CSRF token.
+Read-only unless built with `allow_actions`; then a form can resume a waiting run or promote a candidate,
+with a CSRF token.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ POLL_SECS = 0.5
 
 
 class UI:
-    """One server's state: the stores (used under one lock: a SQLite connection serves one request at a time), templates, token."""
+    """One server's state: the stores (used under one lock:
+    a SQLite connection serves one request at a time), templates, token."""
 
     def __init__(self, home: Path, *, allow_actions: bool = False):
         self.home = home
@@ -90,7 +92,8 @@ def _error(request: Request, ui: UI, exc: Exception) -> Response:
 
 
 def _page(ui: UI, template: str, build: Callable[[Request], Any], api: bool = False) -> Callable[[Request], Any]:
-    """A route that builds its data under the store lock, then answers HTML or JSON; store and usage errors become 404/400."""
+    """A route that builds its data under the store lock, then answers HTML or JSON;
+    store and usage errors become 404/400."""
 
     async def endpoint(request: Request) -> Response:
         try:

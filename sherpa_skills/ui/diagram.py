@@ -1,4 +1,5 @@
-"""A run's machine as Mermaid, with the states it visited and the one it is in marked: the browser draws it with mermaid.js.
+"""A run's machine as Mermaid, with the states it visited and the one it is in marked:
+the browser draws it with mermaid.js.
 
 The drawing itself is `engine.diagram.to_mermaid` (what `sherpa-skills graph` prints); this only adds Mermaid classes.
 """

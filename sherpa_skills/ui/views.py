@@ -1,6 +1,7 @@
 """What each page shows, as plain dicts built from the stores: the HTML templates and the /api twins read the same data.
 
-Where the CLI has a `--json` shape for the same thing, the dict comes from the CLI's own builder, so both stay one shape.
+Where the CLI has a `--json` shape for the same thing, the dict comes from the CLI's own builder,
+so both stay one shape.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def runs_page(
 
 
 def _replays(stores: Stores, run_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """For the replay runs on a page: the procedure execution each one recorded (how many steps it replayed, or where it diverged)."""
+    """For the replay runs on a page: the procedure execution each one recorded (how many steps it replayed,
+    or where it diverged)."""
     if not run_ids:
         return {}
     marks = ",".join("?" * len(run_ids))
@@ -110,12 +112,14 @@ def run_detail_json(stores: Stores, run_id: str) -> dict[str, Any]:
 
 
 def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:
-    """One run for the page: its row, the last `tail` trajectory and log entries (None: all), its machine with the path marked."""
+    """One run for the page: its row, the last `tail` trajectory and log entries (None:
+    all), its machine with the path marked."""
     row = stores.runs.get_run(run_id)
     belief = stores.runs.load_belief(row.run_id, tail)
     machine = machine_of(row.workflow_path)
     visited = stores.runs.visited_states(row.run_id)
-    # Actions started but not yet committed: what a running run is doing now (or, once it stopped, what a crash cut off).
+    # Actions started but not yet committed: what a running run is doing now (or, once it stopped,
+    # what a crash cut off).
     in_flight = [
         {"action": i.action, "tick": i.tick, "started": i.started} for i in stores.runs.interrupted(row.run_id)
     ]
@@ -155,7 +159,8 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
 
 
 def waiting_options(machine: Any, state: str, belief: Any) -> dict[str, Any]:
-    """What a waiting run can take: the transitions out of its state (those whose guards pass now marked ready) and its inputs."""
+    """What a waiting run can take: the transitions out of its state (those whose guards pass now marked ready)
+    and its inputs."""
     leaf = machine.leaf_index.get(state)
     triggers: list[dict[str, Any]] = []
     if leaf is not None:
@@ -215,9 +220,12 @@ def run_state(stores: Stores, run_id: str) -> dict[str, Any]:
 
 
 def procedures_page(stores: Stores) -> dict[str, Any]:
-    """Every procedure with its health and recent outcomes, the candidates awaiting review, and the tokens replay saved."""
+    """Every procedure with its health and recent outcomes, the candidates awaiting review,
+    and the tokens replay saved."""
     store = stores.skills
-    items, candidates, saved_by_day = [], [], {}
+    items: list[dict[str, Any]] = []
+    candidates: list[dict[str, Any]] = []
+    saved_by_day: dict[str, dict[str, Any]] = {}
     for p in store.procedures(status=None):
         summary = procedure_summary(store, p)
         health = store.health(p.id)
@@ -244,7 +252,8 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
 
 
 def procedure_page(stores: Stores, procedure_id: str, version: int | None = None) -> dict[str, Any]:
-    """One procedure: the `learn show --json` data, every version's steps and what changed between them, its executions."""
+    """One procedure: the `learn show --json` data, every version's steps and what changed between them,
+    its executions."""
     store = stores.skills
     p = store.get(procedure_id, version)
     detail = procedure_detail(store, p)
@@ -295,7 +304,8 @@ def teams_page(stores: Stores, limit: int = 500) -> dict[str, Any]:
 
 
 def team_page(stores: Stores, task: str) -> dict[str, Any]:
-    """One task across agents: every delivery in order (who sent what to whom, and what came of it) and each agent's run."""
+    """One task across agents: every delivery in order (who sent what to whom, and what came of it)
+    and each agent's run."""
     rows, _ = stores.runs.search_runs(id_contains=f".{task}", limit=1000)
     rows = [r for r in rows if r.run_id.partition(".")[2] == task]
     if not rows:
@@ -307,7 +317,7 @@ def team_page(stores: Stores, task: str) -> dict[str, Any]:
         ins = stores.runs.run_events(r.run_id, "in")
         # What a delivery emitted: the run's events out from its tick up to the next delivery's.
         bounds = [c["tick"] for c in ins[1:]] + [None]
-        for consumed, until in zip(ins, bounds):
+        for consumed, until in zip(ins, bounds, strict=True):
             e = consumed["event"]
             sent = [
                 o["event"].get("name")

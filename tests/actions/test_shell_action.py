@@ -220,7 +220,8 @@ def test_background_process_holding_output_counts_as_timeout(tmp_path: Path) -> 
 
 
 def test_background_process_with_redirected_output_does_not_block(tmp_path: Path) -> None:
-    """The action returns once the shell exits, while the job it left behind still runs (waiting for it would time out)."""
+    """The action returns once the shell exits, while the job it left behind still runs (waiting
+    for it would time out)."""
     pidfile = tmp_path / "pid"
     result = sh(f"sleep 30 >/dev/null 2>&1 & echo $! > {pidfile}; echo done", timeout_secs=5)
     pid = int(pidfile.read_text())
@@ -329,7 +330,7 @@ def test_kill_process_group_is_reusable_on_its_own(tmp_path: Path) -> None:
     shell.kill_process_group(proc, grace=1.0)  # a second call on a dead group is harmless
 
 
-# ---------------------------------------------------------------- values of passed environment variables are never stored
+# -------------------------------------------------------------- values of passed environment variables are never stored
 
 SECRET_FLOW = """
 name: secret_flow

@@ -1,4 +1,5 @@
-"""Events: the typed model, an event as a trigger of an agent's machine, durable dedupe, the in-process bus, and teams."""
+"""Events: the typed model, an event as a trigger of an agent's machine, durable dedupe,
+the in-process bus, and teams."""
 
 from __future__ import annotations
 
@@ -102,7 +103,8 @@ class TestEventModel:
 
 class TestAgentHandle:
     def test_an_event_fires_its_trigger_with_the_payload_as_arguments(self) -> None:
-        """Payload keys the transition declares become its arguments (extra keys ignored); the event is in the context."""
+        """Payload keys the transition declares become its arguments (extra keys ignored);
+        the event is in the context."""
         agent = load_workflow_text(REVIEWER).agent()
         agent.run()
         result = agent.handle(submit(text="hello", pages=3, unrelated="ignored"))
@@ -224,7 +226,8 @@ class TestInProcessBus:
 
 class TestCriticLoopInOneProcess:
     def test_the_critic_loop_runs_to_the_final_answer(self, run_store: RunStore, fresh_scripts: None) -> None:
-        """Task → draft → changes requested → revised draft → approved → accepted → final answer; each agent one durable run."""
+        """Task → draft → changes requested → revised draft → approved → accepted → final answer; each agent one
+        durable run."""
         store = run_store
         result = TeamRunner(load_team(CRITIC_LOOP), store=store).run()
         assert result.status == "done", result.error

@@ -50,7 +50,8 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip(
-            "redis-server is not installed (apt-get install -y redis-server); the Redis Streams bus tests need a real one"
+            "redis-server is not installed (apt-get install -y redis-server); "
+            "the Redis Streams bus tests need a real one"
         )
     port = _free_port()
     data = tmp_path / "redis"
@@ -229,7 +230,9 @@ states:
   working:
     on_enter:
       # The first attempt records itself and sleeps (the test kills the agent then); a rerun passes straight through.
-      shell: {command: "if [ -e {{ marker }} ]; then echo again >> {{ marker }}; else echo first > {{ marker }}; echo $$ > {{ marker }}.pid; exec sleep 30; fi"}
+      shell:
+        command: "if [ -e {{ marker }} ]; then echo again >> {{ marker }}; else echo first > {{ marker }};
+          echo $$ > {{ marker }}.pid; exec sleep 30; fi"
   done:
     final: true
     on_enter: {emit: {name: finished, topic: results, payload: {job: "{{ job }}"}}}
@@ -486,7 +489,8 @@ def relay_file(tmp_path: Path, name: str, hold: str, topic: str) -> tuple[Path, 
 
 
 def handled_per_item(store: RunStore, run_id: str) -> dict[int, list[bool]]:
-    """The agent's own record: for each number, whether each logged run of its first action was marked possibly repeated."""
+    """The agent's own record: for each number, whether each logged run of its first action was
+    marked possibly repeated."""
     found: dict[int, list[bool]] = {}
     for entry in store.load_belief(run_id).log:
         command = entry.inputs.get("command", "") if entry.action == "shell" else ""
@@ -499,7 +503,8 @@ def handled_per_item(store: RunStore, run_id: str) -> dict[int, list[bool]]:
 def test_an_event_whose_tick_was_cut_short_after_an_action_completed_is_handled_once(
     procs: Processes, redis_url: str, tmp_path: Path
 ) -> None:
-    """The first action completed (its result recorded), the process died in the second, before the tick committed and the
+    """The first action completed (its result recorded), the process died in the second,
+    before the tick committed and the
     entry was acknowledged: the restarted agent finishes that tick and records the event as consumed with it, so the
     redelivered entry is recognised by its id and not handled again; the action that was in flight ran twice and `show`
     says it may have."""
@@ -582,7 +587,10 @@ def test_240_events_through_two_agents_killed_at_random_moments_are_each_handled
         step = rng.randint(3, 12)
         # Mid-stream: the agent is working (its side-effect file grows), then a random moment within a tick or two.
         _wait(
-            lambda: len(lines(out)) >= seen + step or running[name].poll() is not None,
+            lambda: (
+                len(lines(out)) >= seen + step  # noqa: B023  (_wait calls it within this iteration)
+                or running[name].poll() is not None  # noqa: B023  (likewise)
+            ),
             deadline - time.monotonic(),
             f"{name} to make progress",
         )

@@ -1,4 +1,5 @@
-"""The `sherpa-skills` command: run/resume/runs/show with --json, graph, the home folder, per-run logs, and clean errors."""
+"""The `sherpa-skills` command: run/resume/runs/show with --json, graph, the home folder,
+per-run logs, and clean errors."""
 
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ RESULT_KEYS = {"run_id", "status", "state", "llm_calls", "fast_forwards", "rule_
 
 @pytest.fixture(autouse=True)
 def _env_home(tmp_path, monkeypatch):
-    """No test touches the real ~/.sherpa-skills: the environment points at a temporary home unless a test says otherwise."""
+    """No test touches the real ~/.sherpa-skills:
+    the environment points at a temporary home unless a test says otherwise."""
     monkeypatch.setenv("SHERPA_SKILLS_HOME", str(tmp_path / "env-home"))
 
 
@@ -108,7 +110,8 @@ def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
 
 class TestRun:
     def test_run_json_prints_one_object_with_the_result_and_counters(self, flow, tmp_path, capsys):
-        """`run --json` prints a single JSON object: id, status, state and the decision/token counters; waiting exits 0."""
+        """`run --json` prints a single JSON object:
+        id, status, state and the decision/token counters; waiting exits 0."""
         code, result = cli_json(capsys, "run", str(flow), "--json", "--home", str(tmp_path / "home"))
         assert code == 0
         assert RESULT_KEYS <= set(result)

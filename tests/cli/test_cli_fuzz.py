@@ -1,4 +1,5 @@
-"""No traceback reaches a user: every subcommand, fed malformed files, values and ids, ends with a message and 0, 1 or 2.
+"""No traceback reaches a user: every subcommand, fed malformed files, values and ids,
+ends with a message and 0, 1 or 2.
 
 The commands are read from the parser itself, so a new one is fuzzed without being listed here. Seeded: a failure
 names the exact command line to reproduce it.
@@ -77,7 +78,8 @@ def malformed_files(root: Path) -> list[str]:
         "deep.yaml": b"a: " + b"[" * 2000 + b"]" * 2000 + b"\n",
         "anchors.yaml": b"a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\nd: [*c, *c, *c]\n",
         "workflow-ish.yaml": b"name: w\ninitial: nowhere\nstates: {a: {final: 3}}\ntransitions: [{trigger: 1}]\n",
-        "team-ish.yaml": b"name: t\nagents: {a: {workflow: missing.yaml, subscribe: 7}}\ninitial_event: {name: 'x y'}\n",
+        "team-ish.yaml": b"name: t\nagents: {a: {workflow: missing.yaml, subscribe: "
+        b"7}}\ninitial_event: {name: 'x y'}\n",
         "steps.json": b'{"steps": [{"command": ""}, {"cmd": "ls"}], "tags": "x"}',
         "export.json": b'{"procedures": [{"id": 1}], "learnings": "x"}',
         "session.jsonl": b'{"type": "user"}\nnot json\n{"message": {"content": [null]}}\n',
@@ -160,7 +162,8 @@ def test_every_command_with_malformed_input_ends_cleanly(tmp_path, monkeypatch, 
 
 
 def test_a_bad_home_or_store_is_refused_by_every_command(tmp_path, capsys):
-    """`--home` pointing at a file, or at a folder whose store.db is not SQLite: one line, exit 2, from each command that opens it."""
+    """`--home` pointing at a file, or at a folder whose store.db is not SQLite:
+    one line, exit 2, from each command that opens it."""
     stray = tmp_path / "file"
     stray.write_text("x")
     broken = tmp_path / "broken"

@@ -129,7 +129,8 @@ def _cli(*argv: str) -> Any:
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """A small real home: a waiting and a failed run, a procedure, an imported session, a memory tension, a domain proposal,
+    """A small real home: a waiting and a failed run, a procedure, an imported session,
+    a memory tension, a domain proposal,
     and a `learn export` file from another home (so `learn import` adds a procedure and loads the embedder)."""
     tmp = tmp_path_factory.mktemp("json-home")
     files = {
@@ -220,7 +221,8 @@ def test_stdout_holds_only_json(command: str, seeded: dict[str, str], tmp_path: 
 
 
 def test_a_refused_command_under_json_leaves_stdout_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A refusal is one line on stderr and exit 2; stdout stays empty, so a script's json.loads fails loudly, not on a log line."""
+    """A refusal is one line on stderr and exit 2;
+    stdout stays empty, so a script's json.loads fails loudly, not on a log line."""
     code = main(
         ["domains", "decide", "nope", "threshold=50", "--operator", "sam", "--json", "--home", str(tmp_path / "home")]
     )

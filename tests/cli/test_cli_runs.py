@@ -1,5 +1,6 @@
 """The CLI's small promises about runs: narrow output that folds instead of dropping, `runs` filters, and removing runs
-(`runs delete`, `runs prune`) without leaving anything that refers to a run pointing at nothing. Through the real CLI in a
+(`runs delete`, `runs prune`) without leaving anything that refers to a run pointing at nothing.
+Through the real CLI in a
 subprocess (a pipe, not a terminal) on a real home."""
 
 from __future__ import annotations
@@ -272,7 +273,8 @@ class TestRunsDelete:
         assert proc.returncode == 2 and "running" in proc.stderr and "--force" in proc.stderr
 
     def test_a_child_run_stays_while_its_parent_does(self, tmp_path: Path, write_file: Any) -> None:
-        """A run_machine child is in its parent's log: deleting the child alone would leave the parent pointing at nothing."""
+        """A run_machine child is in its parent's log:
+        deleting the child alone would leave the parent pointing at nothing."""
         home = tmp_path / "home"
         write_file("child.yaml", CHILD)
         parent = run_flow(home, write_file("parent.yaml", PARENT))["run_id"]

@@ -1,4 +1,5 @@
-"""What a new user meets first on the command line: a bad home, option order, limits, missing inputs, quiet logs, tables."""
+"""What a new user meets first on the command line:
+a bad home, option order, limits, missing inputs, quiet logs, tables."""
 
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ class TestHomeThatCannotBeUsed:
             code, out, err = cli(capsys, *argv, "--home", str(stray))
             assert code == 2, argv
             assert err.strip().splitlines() == [
-                f"sherpa-skills: home '{stray}' is a file, not a folder; pass --home a folder (it is created if missing)"
+                f"sherpa-skills: home '{stray}' is a file, not a folder; "
+                "pass --home a folder (it is created if missing)"
             ]
         assert stray.read_text() == "hello\n"
 
@@ -120,7 +122,8 @@ class TestMissingInput:
         assert code == 2 and out == ""
         lines = err.strip().splitlines()
         assert lines == [
-            "sherpa-skills: workflow 'waits-for-approval' needs input 'ticket' (the customer's message); pass it with --input NAME=VALUE"
+            "sherpa-skills: workflow 'waits-for-approval' needs input 'ticket' (the customer's message); "
+            "pass it with --input NAME=VALUE"
         ]
         _, runs, _ = cli(capsys, "runs", "--json", "--home", str(tmp_path / "home"))
         assert json.loads(runs) == []
@@ -252,7 +255,8 @@ class TestNoLogLinesOnTheTerminalInARealProcess:
 
     @pytest.mark.slow
     def test_a_team_run_whose_member_fails(self, write_file, tmp_path):
-        """The member's error is shown once, by the team's own lines; its `run_failed` line stays in the team's log file."""
+        """The member's error is shown once, by the team's own lines;
+        its `run_failed` line stays in the team's log file."""
         write_file("member.yaml", MEMBER_LOOP)
         team, home = str(write_file("team.yaml", TEAM)), tmp_path / "home"
         done = run_process("run", team, "--home", str(home))
@@ -342,7 +346,8 @@ class TestTypedInputs:
         assert (json.loads(out)["state"], json.loads(out)["context"]["approved"]) == ("sent", True)
 
     def test_a_value_that_is_not_a_boolean_is_refused_and_the_run_still_waits(self, tmp_path, capsys):
-        """`approved=maybe` names the input and what it accepts, exit 2; the run is untouched and can still be answered."""
+        """`approved=maybe` names the input and what it accepts, exit 2;
+        the run is untouched and can still be answered."""
         home = str(tmp_path / "home")
         run_id = _waiting_triage(capsys, home)
         code, out, err = cli(capsys, "resume", run_id, "--input", "approved=maybe", "--home", home)
@@ -454,7 +459,8 @@ def _stored(home: str, run_id: str) -> tuple:
 
 class TestRefusedResume:
     def test_a_mistyped_trigger_is_a_usage_error_that_changes_nothing(self, tmp_path, capsys):
-        """`resume RUN --trigger aprove`: exit 2 naming the triggers of the current state; the run stays waiting, untouched."""
+        """`resume RUN --trigger aprove`: exit 2 naming the triggers of the current state;
+        the run stays waiting, untouched."""
         home = str(tmp_path / "home")
         run_id = _waiting_triage(capsys, home)
         before = _stored(home, run_id)
@@ -467,7 +473,8 @@ class TestRefusedResume:
         assert (code, json.loads(out)["state"]) == (0, "sent")
 
     def test_a_trigger_its_guards_refuse_is_a_usage_error_judged_with_the_given_input(self, tmp_path, capsys):
-        """`--input approved=no --trigger approve`: with that input only reject is open; refused, nothing stored (not even the input)."""
+        """`--input approved=no --trigger approve`: with that input only reject is open;
+        refused, nothing stored (not even the input)."""
         home = str(tmp_path / "home")
         run_id = _waiting_triage(capsys, home)
         before = _stored(home, run_id)
@@ -495,7 +502,8 @@ class TestRefusedResume:
 
 class TestValidateJson:
     def test_validate_json_reports_each_file_with_its_problems(self, write_file, capsys):
-        """`validate --json` prints one object: ok, and per file its kind and problems (file, line, message); exit 2 if any."""
+        """`validate --json` prints one object:
+        ok, and per file its kind and problems (file, line, message); exit 2 if any."""
         good = str(Path(__file__).resolve().parents[2] / "examples" / "critic_loop" / "team.yaml")
         bad = write_file("bad.yaml", "name: bad\ninitial: a\nstates:\n  a:\n    on_enter: [launch]\n    final: true\n")
         code, out, err = cli(capsys, "validate", "--json", good, str(bad), "planner")
@@ -519,7 +527,8 @@ class TestValidateJson:
 
 class TestHeartbeatProgress:
     def test_on_a_terminal_the_heartbeat_shows_its_phases_on_stderr(self, tmp_path):
-        """A long heartbeat is not silent: on a terminal each phase is ticked off and a spinner shows it is still working."""
+        """A long heartbeat is not silent:
+        on a terminal each phase is ticked off and a spinner shows it is still working."""
         import os
         import pty
         import subprocess
@@ -585,7 +594,8 @@ class TestModelOption:
         write_file(
             "flows/pick.yaml",
             "name: pick\npolicy: {type: llm}\ninitial: a\nstates:\n  a:\n"
-            "    transitions: [{trigger: left, dest: l}, {trigger: right, dest: r}]\n  l: {final: true}\n  r: {final: true}\n",
+            "    transitions: [{trigger: left, dest: l}, {trigger: right, dest: r}]\n  l: {final: "
+            "true}\n  r: {final: true}\n",
         )
         write_file(
             "scripts/pick.yaml",

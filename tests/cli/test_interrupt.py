@@ -1,4 +1,5 @@
-"""Ctrl-C and SIGTERM (docker stop, systemd) during `run` / `resume`: the run is recorded `interrupted`, the user is told how
+"""Ctrl-C and SIGTERM (docker stop, systemd) during `run` / `resume`:
+the run is recorded `interrupted`, the user is told how
 to resume it, the exit code is 128 + the signal, and resuming re-runs only the action that was in flight."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`sherpa-skills learn`: capture, replay (dry run, confirmation, execution, divergence), health and stats through the CLI."""
+"""`sherpa-skills learn`: capture, replay (dry run, confirmation, execution, divergence),
+health and stats through the CLI."""
 
 from __future__ import annotations
 
@@ -145,7 +146,8 @@ transitions:
     def test_from_a_finished_run(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path
     ) -> None:
-        """The shell steps of a run become the procedure, exit codes as observed, a success line as the output pattern."""
+        """The shell steps of a run become the procedure, exit codes as observed,
+        a success line as the output pattern."""
         workflow = tmp_path / "wf.yaml"
         workflow.write_text("""
 name: pack
@@ -177,7 +179,8 @@ transitions:
     def test_secrets_never_reach_the_store_file(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path
     ) -> None:
-        """A literal secret in a given step becomes an env var reference, required at replay; the database never holds it."""
+        """A literal secret in a given step becomes an env var reference, required at replay;
+        the database never holds it."""
         secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
         content = f"- command: export GITHUB_TOKEN={secret} && gh release list\n- command: curl -u admin:hunter2pass https://example.invalid/x\n"
         proc = capture(capsys, tmp_path, home, content, "release", proven=False)
@@ -294,7 +297,8 @@ class TestReplay:
         work: Path,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        """A step needing DEPLOY_KEY is refused while it is unset; its value is passed through when set, never stored."""
+        """A step needing DEPLOY_KEY is refused while it is unset;
+        its value is passed through when set, never stored."""
         capture(
             capsys,
             tmp_path,
@@ -319,7 +323,8 @@ class TestReplay:
     def test_a_broken_procedure_is_not_offered(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path
     ) -> None:
-        """Divergences with no success in the window make it broken once there are enough of them (scoring.MIN_EVIDENCE),
+        """Divergences with no success in the window make it broken once there are enough of
+        them (scoring.MIN_EVIDENCE),
         and replay says why it will not use it."""
         capture(capsys, tmp_path, home, "- {command: mkdir -p x}\n- {command: test -f missing-file}\n", "flaky")
         for _ in range(3):
@@ -517,7 +522,8 @@ class TestMatchingThroughTheCli:
     def test_unrelated_tasks_replay_nothing(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path
     ) -> None:
-        """Several proven procedures, off-topic tasks: no-match every time, nothing executed, and the reason says why."""
+        """Several proven procedures, off-topic tasks:
+        no-match every time, nothing executed, and the reason says why."""
         capture(capsys, tmp_path, home)
         capture(
             capsys,

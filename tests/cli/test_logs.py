@@ -104,7 +104,8 @@ class TestNamesThroughTheCli:
     def test_team_and_workflow_names_never_write_outside_home(
         self, tmp_path: Path, home: Path, capsys, name: str
     ) -> None:
-        """`run TEAM.yaml` logs to HOME/logs/team-NAME.jsonl: a hostile team or workflow name is encoded, no traceback."""
+        """`run TEAM.yaml` logs to HOME/logs/team-NAME.jsonl: a hostile team or workflow name is encoded, no
+        traceback."""
         work = tmp_path / "work" / "deep" / "er"
         work.mkdir(parents=True)
         quoted = json.dumps(name)

@@ -1,4 +1,5 @@
-"""An action's `check`: the features of the world it depends on, recorded with each call and compared before a replay follows."""
+"""An action's `check`: the features of the world it depends on,
+recorded with each call and compared before a replay follows."""
 
 from __future__ import annotations
 
@@ -237,7 +238,8 @@ class TestDeclaring:
 
 
 class TestFeatures:
-    """Features are compared as the JSON they are stored as: what the check returns is read as that JSON would be read back."""
+    """Features are compared as the JSON they are stored as:
+    what the check returns is read as that JSON would be read back."""
 
     @staticmethod
     def observed(value: Any) -> Any:
@@ -311,7 +313,8 @@ transitions:
 def test_the_checks_of_a_rules_decision_are_compared_at_the_replays_next_decision(
     tmp_path, registry, learner, world, runner
 ):
-    """Rules are asked before the replay, so it never sees their decision: the checks it led to are compared at the next one."""
+    """Rules are asked before the replay, so it never sees their decision: the checks it led to are compared at the
+    next one."""
     (tmp_path / "lookups.script.yaml").write_text(
         'answers:\n  - match: "Current state: looked_up"\n    respond: \'{"trigger": "send", "args": {}}\'\n'
     )

@@ -1,4 +1,5 @@
-"""Durable runs through the public API, on real SQLite: commits per tick, waiting and resuming, and every way a run fails."""
+"""Durable runs through the public API, on real SQLite:
+commits per tick, waiting and resuming, and every way a run fails."""
 
 from __future__ import annotations
 

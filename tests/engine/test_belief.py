@@ -1,4 +1,5 @@
-"""Belief: read-only to policies and guards, JSON round-trips without loss, and a writing guard fails the run cleanly."""
+"""Belief: read-only to policies and guards, JSON round-trips without loss,
+and a writing guard fails the run cleanly."""
 
 from __future__ import annotations
 
@@ -183,7 +184,8 @@ class TestJsonRoundTrip:
         assert RunStore(tmp_path / "store.db").load_belief(agent.run_id).model_dump() == agent.belief.model_dump()
 
     def test_entries_the_engine_makes_without_validation_are_what_validation_makes(self, runner):
-        """The tick builds its entries directly (no per-field walk); they must be indistinguishable from validated ones."""
+        """The tick builds its entries directly (no per-field walk); they must be indistinguishable from validated
+        ones."""
         workflow = load_workflow_text(COUNTING, name="counting.yaml")
         agent = workflow.agent()
         assert runner(agent).status == "final"
@@ -375,7 +377,8 @@ class TestDeeplyReadOnly:
         assert agent.belief.log[0].status == "ok" and agent.belief.log[0].outputs == {"note": {"n": [1]}}
 
     def test_an_action_keeping_a_reference_to_its_result_cannot_change_the_belief_later(self, runner):
-        """What an action returned is copied into the belief: mutating the returned object afterwards changes nothing."""
+        """What an action returned is copied into the belief: mutating the returned object afterwards changes
+        nothing."""
         registry = default_registry.child()
         kept: list[dict[str, Any]] = []
 

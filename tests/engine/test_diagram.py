@@ -61,7 +61,8 @@ class TestBuiltins:
 
 class TestTeams:
     def test_a_team_file_draws_agents_topics_and_machines(self, capsys):
-        """`graph team.yaml` (which `validate` accepts) draws each agent's machine, who hears which topic and who emits what."""
+        """`graph team.yaml` (which `validate` accepts) draws each agent's machine,
+        who hears which topic and who emits what."""
         code, out, err = graph(capsys, str(ROOT / "examples" / "critic_loop" / "team.yaml"))
         assert (code, err) == (0, "")
         drawn = edges(out)

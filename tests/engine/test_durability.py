@@ -1,4 +1,5 @@
-"""A run killed with SIGKILL at any point resumes from its last committed tick, losing and repeating nothing it recorded."""
+"""A run killed with SIGKILL at any point resumes from its last committed tick,
+losing and repeating nothing it recorded."""
 
 from __future__ import annotations
 
@@ -75,7 +76,8 @@ def committed_ticks(db: Path) -> int:
 def test_kill_9_then_resume_loses_nothing_and_repeats_only_the_interrupted_action(
     tmp_path: Path, kill_after_ticks: int
 ) -> None:
-    """SIGKILL mid-run, resume from the CLI: every step is logged once, and only an action the crash interrupted ran twice."""
+    """SIGKILL mid-run, resume from the CLI:
+    every step is logged once, and only an action the crash interrupted ran twice."""
     home, out = tmp_path / "home", tmp_path / "out.txt"
     workflow = tmp_path / "counter.yaml"
     workflow.write_text(WORKFLOW)
@@ -138,7 +140,8 @@ transitions:
 
 @pytest.mark.slow
 def test_an_action_killed_mid_flight_is_reported_and_rerun_only_when_allowed(tmp_path: Path) -> None:
-    """An action started but never recorded is named on resume; --no-rerun-interrupted stops, a plain resume runs it again."""
+    """An action started but never recorded is named on resume;
+    --no-rerun-interrupted stops, a plain resume runs it again."""
     home, out = tmp_path / "home", tmp_path / "marker"
     run_id = kill_once_marked(tmp_path / "slow.yaml", SLOW_STEP, home, out, out)
 
@@ -165,7 +168,8 @@ states:
     on_enter:
       - shell: {command: "echo first >> {{ out }}"}
       - set: {between: 1}
-      - shell: {command: "echo second >> {{ out }}; test -f {{ out }}.again || (touch {{ out }}.again && sleep 30)", timeout_secs: 60}
+      - shell: {command: "echo second >> {{ out }}; test -f {{ out }}.again || (touch {{ out }}.again && sleep 30)",
+                timeout_secs: 60}
       - shell: {command: "echo third >> {{ out }}"}
   done: {final: true}
 transitions:
@@ -175,7 +179,8 @@ transitions:
 
 @pytest.mark.slow
 def test_a_completed_action_never_runs_again_after_a_crash_in_the_same_tick(tmp_path: Path) -> None:
-    """Killed during the second shell action of a state: on resume the first is not re-run, only the second is interrupted."""
+    """Killed during the second shell action of a state:
+    on resume the first is not re-run, only the second is interrupted."""
     home, out = tmp_path / "home", tmp_path / "out.txt"
     run_id = kill_once_marked(tmp_path / "two.yaml", TWO_ACTIONS, home, out, Path(f"{out}.again"))
 

@@ -122,7 +122,8 @@ transitions:
 
 
 def test_the_library_takes_undeclared_names_as_context(runner):
-    """Embedders may hand any context key to a run; only the command line refuses names the workflow does not declare."""
+    """Embedders may hand any context key to a run; only the command line refuses names the workflow does not
+    declare."""
     workflow = load_workflow_text("name: w\ninputs: {n: {type: integer}}\ninitial: a\nstates: {a: {waiting: true}}\n")
     result = runner(workflow.agent(), {"n": "2", "extra": "kept"})
     assert (result.context["n"], result.context["extra"]) == (2, "kept")

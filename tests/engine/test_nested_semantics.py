@@ -324,7 +324,8 @@ class TestEntryExitOrder:
         assert _walk(OurMachine(scenario.flags, runner), scenario.triggers) == scenario.expected
 
     def test_transitions_hierarchical_machine_agrees_step_by_step(self, scenario: Scenario, runner):
-        """transitions' HierarchicalMachine, fed the same triggers, reaches the same states with the same enter/exit order."""
+        """transitions' HierarchicalMachine, fed the same triggers, reaches the same states with the same enter/exit
+        order."""
         ours = _walk(OurMachine(scenario.flags, runner), scenario.triggers)
         theirs = _walk(TheirMachine(scenario.flags), scenario.triggers)
         assert ours == theirs

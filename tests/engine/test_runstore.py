@@ -42,7 +42,8 @@ def test_a_context_key_that_holds_a_secret_is_stored_redacted_not_a_crash(tmp_pa
 
 
 def test_tail_of_a_long_belief(run_store: RunStore) -> None:
-    """load_belief(tail=N) holds the last N trajectory and log entries in order and the whole context; the path and sizes stay whole."""
+    """load_belief(tail=N) holds the last N trajectory and log entries in order and the whole context; the path and
+    sizes stay whole."""
     store = run_store
     store.create_run(
         "r", "w", None, None, {}, "s0", {}, TickRecord(trajectory=[TrajectoryEntry(tick=0, state="s0", at=0.0)])

@@ -1,4 +1,5 @@
-"""Values in shell command templates: whatever quotes the author wrote around `{{ x }}`, a value is data, never a command."""
+"""Values in shell command templates: whatever quotes the author wrote around `{{ x }}`,
+a value is data, never a command."""
 
 from __future__ import annotations
 

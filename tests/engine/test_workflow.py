@@ -113,8 +113,8 @@ transitions:
         )
         code, lines = validate(capsys, path)
         assert code == 2
-        assert any(":2: max_steps" in l for l in lines) and any(
-            ":5: unknown action 'launch_rockets'" in l for l in lines
+        assert any(":2: max_steps" in line for line in lines) and any(
+            ":5: unknown action 'launch_rockets'" in line for line in lines
         ), lines
 
     def test_a_wrong_required_value_reports_the_schema_problems_alone(self, tmp_path: Path, capsys) -> None:
@@ -127,7 +127,8 @@ transitions:
         )
 
     def test_guard_arguments_are_checked_like_action_arguments(self, tmp_path: Path, capsys) -> None:
-        """`context_gt: {key: n}` without `value` fails validation on its line, as an action's missing argument would."""
+        """`context_gt: {key: n}` without `value` fails validation on its line,
+        as an action's missing argument would."""
         path = tmp_path / "w.yaml"
         path.write_text("""name: guards
 initial: a
@@ -143,7 +144,9 @@ transitions:
 """)
         code, lines = validate(capsys, path)
         assert code == 2
-        assert any(l.startswith(f"{path.resolve()}:11:") and "context_gt" in l and "value" in l for l in lines), lines
+        assert any(
+            line.startswith(f"{path.resolve()}:11:") and "context_gt" in line and "value" in line for line in lines
+        ), lines
 
     def test_guard_arguments_the_guard_does_not_take_are_refused(self, tmp_path: Path, capsys) -> None:
         path = tmp_path / "w.yaml"
@@ -152,7 +155,7 @@ transitions:
             "  - {trigger: go, source: a, dest: b, conditions: {context_true: {key: ok, colour: red}}}\n"
         )
         code, lines = validate(capsys, path)
-        assert code == 2 and any(":7:" in l and "colour" in l for l in lines), lines
+        assert code == 2 and any(":7:" in line and "colour" in line for line in lines), lines
 
     def test_rule_guards_are_checked_the_same_way(self, tmp_path: Path, capsys) -> None:
         path = tmp_path / "w.yaml"
@@ -163,8 +166,8 @@ transitions:
         )
         code, lines = validate(capsys, path)
         assert code == 2
-        assert any(":6:" in l and "context_lt" in l and "value" in l for l in lines), lines
-        assert any(":7:" in l and "no argument 'colour'" in l for l in lines), lines
+        assert any(":6:" in line and "context_lt" in line and "value" in line for line in lines), lines
+        assert any(":7:" in line and "no argument 'colour'" in line for line in lines), lines
 
 
 TRANSITIONS_STYLE = """
@@ -188,7 +191,8 @@ transitions:
 
 class TestTransitionsLibraryStyle:
     def test_states_as_a_list_and_transitions_as_lists_and_dicts_are_accepted(self, tmp_path: Path) -> None:
-        """What users of `transitions` write first: `states: [a, {name: b, children: [...]}]`, `[trigger, source, dest]`."""
+        """What users of `transitions` write first: `states: [a, {name: b, children:
+        [...]}]`, `[trigger, source, dest]`."""
         path = tmp_path / "lights.yaml"
         path.write_text(TRANSITIONS_STYLE)
         machine = load_workflow(path).machine
@@ -222,10 +226,10 @@ class TestTransitionsLibraryStyle:
             "name: w\ninitial: a\nstates: [a, {name: b, final: true}]\ntransitions:\n  - [ok, a, b]\n" + bad
         )
         code, lines = validate(capsys, path)
-        assert code == 2 and any(":6:" in l and words in l for l in lines), lines
+        assert code == 2 and any(":6:" in line and words in line for line in lines), lines
 
     def test_a_state_list_entry_without_a_name_is_refused(self, tmp_path: Path, capsys) -> None:
         path = tmp_path / "w.yaml"
         path.write_text("name: w\ninitial: a\nstates:\n  - a\n  - {final: true}\n")
         code, lines = validate(capsys, path)
-        assert code == 2 and any(":5:" in l and "name" in l for l in lines), lines
+        assert code == 2 and any(":5:" in line and "name" in line for line in lines), lines

@@ -100,7 +100,8 @@ class TestOnce:
     def test_runs_every_phase_and_reports_structured_results(
         self, home: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """status ran, four phases each with status/summary/stats/alerts, and the watermark moved past the new commands."""
+        """status ran, four phases each with status/summary/stats/alerts,
+        and the watermark moved past the new commands."""
         report = heartbeat(home, capsys)
         assert report["status"] == "ran"
         assert list(report["phases"]) == ["extract", "crystallise", "health", "maintenance", "memory"]
@@ -250,7 +251,7 @@ def test_two_heartbeats_at_once_exactly_one_runs(home: Path) -> None:
         for _ in range(2)
     ]
     results = [p.communicate(timeout=120) for p in procs]
-    for proc, (out, err) in zip(procs, results):
+    for proc, (_out, err) in zip(procs, results, strict=True):
         assert proc.returncode == 0, f"a heartbeat failed (exit {proc.returncode}):\n{err[-3000:]}"
     outs = [json.loads(out) for out, _ in results]
     assert sorted(o["status"] for o in outs) == ["ran", "skipped"], [err[-3000:] for _, err in results]
@@ -260,7 +261,8 @@ def test_two_heartbeats_at_once_exactly_one_runs(home: Path) -> None:
 def test_killed_mid_phase_leaves_a_stale_lock_that_the_next_one_resets(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """kill -9 during crystallise: the lock stays, the watermark does not move; the next heartbeat resets the lock and mines it all."""
+    """kill -9 during crystallise: the lock stays, the watermark does not move;
+    the next heartbeat resets the lock and mines it all."""
     proc = subprocess.Popen(
         [*held_heartbeat("crystallise", 60), "--home", str(home)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

@@ -1,4 +1,5 @@
-"""sherpa_skills.llm.call offline, with the scripted stand-in: through real litellm as a custom provider, and in-process.
+"""sherpa_skills.llm.call offline, with the scripted stand-in:
+through real litellm as a custom provider, and in-process.
 
 Every test runs on both routes (`SHERPA_SKILLS_SCRIPTED_VIA=litellm` and the default `direct`), so the shortcut that
 spares offline runs the litellm import cannot drift from the path a real model takes.
@@ -11,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from _llm_server import llama  # noqa: F401  (a fixture)
 
 from sherpa_skills.errors import ModelError
 from sherpa_skills.llm.call import (
@@ -252,7 +252,7 @@ class TestRoutes:
         assert not warm_up(None)  # nothing to warm for no model
 
 
-# ---------------------------------------------------------------- against a real HTTP server (OpenAI-compatible, on loopback)
+# ---------------------------------------------------------- against a real HTTP server (OpenAI-compatible, on loopback)
 
 
 SCHEMA = {
@@ -411,7 +411,8 @@ class TestPolicyAgainstAServer:
         assert entry.outputs["rejected"] == [{"answer": echo["content"], "error": "the answer is not a JSON object"}]
 
     def test_a_failed_decision_is_a_log_entry_with_what_was_rejected(self, llama, tmp_path):
-        """Every answer rambles: the run errors, and the log holds the failed decision, its requests and rejected answers."""
+        """Every answer rambles: the run errors, and the log holds the failed decision,
+        its requests and rejected answers."""
         server = llama(refuse_json_schema=False, answer=RAMBLE)
         agent = _two(tmp_path).agent()
         result = agent.run()

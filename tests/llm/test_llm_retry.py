@@ -1,7 +1,8 @@
 """LLM calls that survive a bad minute: rate limits, server errors and timeouts are retried with a bounded, jittered
 backoff that honours Retry-After; every attempt is counted; a give-up names the provider's message and the attempts.
 
-All against a real OpenAI-compatible server on loopback (tests/llm/_llm_server.py); waits are Retry-After 0 or capped tiny.
+All against a real OpenAI-compatible server on loopback (tests/llm/_llm_server.py);
+waits are Retry-After 0 or capped tiny.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from _llm_server import llama  # noqa: F401  (a fixture)
 
 from sherpa_skills.errors import ModelError
 from sherpa_skills.llm.call import acomplete, complete

@@ -120,7 +120,7 @@ class TestNearDuplicates:
         first = memory.write(self.FIRST, agent="ops", scope="shared")
         linked = memory.remember(self.SECOND, agent="ops", scope="shared", on_near="link")
         assert linked.linked == [first.id]
-        assert {(l["src"], l["dst"], l["relation"]) for l in memory.store.links(first.id)} == {
+        assert {(link["src"], link["dst"], link["relation"]) for link in memory.store.links(first.id)} == {
             (linked.artifact.id, first.id, "near_duplicate")
         }
         merged = memory.remember(
@@ -337,7 +337,8 @@ class TestTensions:
     def test_write_and_tensions_print_plain_text_without_markup(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """Off a terminal the lines are plain words: no `[yellow]…[/]` tags, and brackets in the facts themselves survive."""
+        """Off a terminal the lines are plain words:
+        no `[yellow]…[/]` tags, and brackets in the facts themselves survive."""
         home = str(tmp_path / "home")
         assert (
             main(
@@ -511,7 +512,8 @@ initial: s
 states:
   s:
     on_enter:
-      - memory_write: {text: "backups run at 02:00", scope: shared, abstraction: pattern, confidence: 0.9, category: ops}
+      - memory_write: {text: "backups run at 02:00", scope: shared, abstraction: pattern, confidence: 0.9,
+                       category: ops}
         save_as: old
       - memory_write: {text: "backups run at 04:00", scope: shared, abstraction: pattern}
         save_as: clash

@@ -27,7 +27,8 @@ states:
         save_as: seen
     final: true
 transitions:
-  - {trigger: note, source: idle, dest: noted, arguments: {text: {type: string}}, before: {set: {text: "{{ args.text }}"}}}
+  - {trigger: note, source: idle, dest: noted, arguments: {text: {type: string}},
+     before: {set: {text: "{{ args.text }}"}}}
 """
 
 TEAM = """
@@ -96,7 +97,8 @@ class TestWorkflowNames:
     def test_declaring_another_workflows_name_reads_nothing_of_it(
         self, tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """A second file that calls itself `alice` is not alice: its search, the CLI and the API show it none of her notes."""
+        """A second file that calls itself `alice` is not alice: its search, the CLI and the API show it none of her
+        notes."""
         (tmp_path / "alice").mkdir()
         (tmp_path / "mallory").mkdir()
         (tmp_path / "alice" / "alice.yaml").write_text(ALICE, encoding="utf-8")

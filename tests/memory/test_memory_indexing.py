@@ -114,19 +114,18 @@ class TestHeldArtifacts:
 
 
 WRITER = textwrap.dedent(
-    """
+    f"""
     import os, sys
     from sherpa_skills.memory import SharedMemory
     m = SharedMemory(sys.argv[1])
     m.write("Restart the nginx web server after changing its configuration file", agent="ops", scope="shared")
     if sys.argv[2] == "crash":
         m.indexer._drain_lock.acquire()  # the indexing thread never gets to it
-    m.write(%r, agent="ops", scope="shared")
+    m.write({CDN!r}, agent="ops", scope="shared")
     if sys.argv[2] == "crash":
         os._exit(0)  # no close, no atexit: as if killed
     # "exit": the process ends without closing its memory
 """
-    % CDN
 )
 
 

@@ -30,7 +30,8 @@ states:
           tags: [ci]
           metadata: {severity: high}
         save_as: finding
-      - memory_write: {text: "CI deploy key is AWS_SECRET_ACCESS_KEY=abcdEFGHijklMNOPqrstUVWXyz0123456789ABCD", scope: shared}
+      - memory_write: {text: "CI deploy key is AWS_SECRET_ACCESS_KEY=abcdEFGHijklMNOPqrstUVWXyz0123456789ABCD",
+                       scope: shared}
     transitions: [{trigger: next, dest: recall}]
   recall:
     on_enter:

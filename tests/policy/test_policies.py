@@ -1,4 +1,5 @@
-"""Policies: rules, fast-forward, the rules-then-LLM chain, and the LLM policy through real litellm and the scripted model."""
+"""Policies: rules, fast-forward, the rules-then-LLM chain, and the LLM policy through real litellm
+and the scripted model."""
 
 from __future__ import annotations
 
@@ -470,7 +471,8 @@ class TestOnlyDeclaredArgumentsReachActions:
         assert result.llm_calls == 2
 
     def test_a_rule_giving_undeclared_arguments_is_refused_at_load(self):
-        """Rules are checked when the workflow loads: `fast` declares nothing, so a rule giving it `cwd` is a FILE:LINE problem."""
+        """Rules are checked when the workflow loads:
+        `fast` declares nothing, so a rule giving it `cwd` is a FILE:LINE problem."""
         with pytest.raises(WorkflowError) as caught:
             _rules_agent("    - {state: 'review/*', trigger: fast, args: {cwd: /etc}}")
         assert "rules.yaml:7: rule 1 gives 'fast' undeclared argument(s) cwd; it declares: none" in str(caught.value)
@@ -484,7 +486,8 @@ class TestOnlyDeclaredArgumentsReachActions:
         assert result.error == "state 'review/first': 'fast' takes no arguments; undeclared: cwd"
 
     def test_a_user_trigger_with_undeclared_arguments_is_a_usage_error(self, write_file, home, capsys):
-        """`resume --trigger T --arg cwd=/etc` on a transition without that argument: refused, nothing run, still resumable."""
+        """`resume --trigger T --arg cwd=/etc` on a transition without that argument: refused, nothing run, still
+        resumable."""
         from sherpa_skills.cli import main
 
         write_file("script.yaml", "answers: []\n")
@@ -575,7 +578,8 @@ class TestModelPrecedence:
         return workflow, other
 
     def test_the_runs_model_overrides_the_workflows_for_the_policy(self, write_file):
-        """`workflow.agent(model=...)` (what `--model` does) is the model the policy asks, not the workflow's llm.model."""
+        """`workflow.agent(model=...)` (what `--model` does) is the model the policy asks,
+        not the workflow's llm.model."""
         from sherpa_skills.testing import scripted_model
 
         workflow, other = self._two_scripts(write_file)

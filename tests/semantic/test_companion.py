@@ -233,7 +233,8 @@ class TestServer:
     def test_the_same_operations_through_a_chroma_server(
         self, chroma_server: tuple[str, int, subprocess.Popen[bytes]], minilm: MiniLMEmbedder
     ) -> None:
-        """Shared across machines: the companion talks to `chroma run`, and a server that goes away is a reason, not a hang."""
+        """Shared across machines: the companion talks to `chroma run`,
+        and a server that goes away is a reason, not a hang."""
         host, port, server = chroma_server
         c = Companion(host=host, port=port, embedder=minilm)
         fill(c)

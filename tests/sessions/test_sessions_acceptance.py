@@ -17,7 +17,8 @@ ENV = "SHERPA_SKILLS_ACCEPTANCE_SESSIONS"
 
 # file (relative to the folder) -> (commands, succeeded, failed, rejected, unknown), from reading each file.
 EXPECTED = {
-    # Claude Code 1.0.98, five sub-agents inline as sidechain lines: 9 is_error results, 3 commands sent to the background.
+    # Claude Code 1.0.98, five sub-agents inline as sidechain lines: 9 is_error results,
+    # 3 commands sent to the background.
     "claude-code/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": (61, 49, 9, 0, 3),
     # Claude Code 2.0.76: two `Exit code 1` results (zsh "no matches found").
     "claude-code/codemie-ai__codemie-code/session-196820da.jsonl": (39, 37, 2, 0, 0),
@@ -27,7 +28,8 @@ EXPECTED = {
     "claude-code/marot__spotter/short.jsonl": (1, 0, 0, 1, 0),
     # Claude Code 2.1.74: `git diff HEAD` output persisted to a tool-results file that was not committed.
     "claude-code/aaaAlexanderaaa__cchistory/b98095d7-b7ee-4d23-9d4c-beb9725d1dc5.jsonl": (5, 5, 0, 0, 0),
-    # codex-tui 0.125.0 unified exec: 43 exec_command calls settled by exec_command_end (exit 2 once, exit 1 three times).
+    # codex-tui 0.125.0 unified exec: 43 exec_command calls settled by exec_command_end (exit 2 once,
+    # exit 1 three times).
     "codex/codemie-ai__codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl": (
         43,
         39,

@@ -1,4 +1,5 @@
-"""asciinema recordings: typed command lines rebuilt from input events, and what cannot be known is dropped and counted."""
+"""asciinema recordings: typed command lines rebuilt from input events,
+and what cannot be known is dropped and counted."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def stored(home: Path) -> list[Any]:
 
 class TestCommands:
     def test_typed_lines_become_commands_with_time_and_cwd(self, home: Path, tmp_path: Path) -> None:
-        """Each Enter ends a command; the title's path is its cwd; the header's timestamp plus the event time is when."""
+        """Each Enter ends a command; the title's path is its cwd;
+        the header's timestamp plus the event time is when."""
         events = [
             [0.1, "o", PROMPT],
             *typed(1.0, "make test\r"),

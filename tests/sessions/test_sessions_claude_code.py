@@ -1,4 +1,5 @@
-"""Claude Code transcripts: Bash tool_use paired with tool_result, outcomes, sidechains, sub-agent files, persisted output."""
+"""Claude Code transcripts: Bash tool_use paired with tool_result, outcomes, sidechains,
+sub-agent files, persisted output."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def result(
 
 def write(path: Path, *lines: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(l + "\n" for l in lines), encoding="utf-8")
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 
 
@@ -146,8 +147,10 @@ class TestPairing:
         "content, tool_use_result",
         [
             (
-                "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the "
-                "new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.",
+                "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. "
+                "if it was a file edit, the "
+                "new_string was NOT written to the file). STOP what you are doing and wait for the user to "
+                "tell you how to proceed.",
                 "User rejected tool use",
             ),
             ("[Request interrupted by user for tool use]", None),
@@ -305,7 +308,8 @@ class TestResumedSessions:
 
 class TestGrowingTranscript:
     def test_result_written_after_the_first_import_is_paired(self, home: Path, project: Path) -> None:
-        """A live session: the tool_use is read now, its result lands in the next import; nothing is stored half-done."""
+        """A live session: the tool_use is read now, its result lands in the next import;
+        nothing is stored half-done."""
         log = write(project / f"{SESSION}.jsonl", bash("toolu_1", "pytest -q", uuid="u1"))
         first = import_paths([log], home=home)
         assert first.commands == 0

@@ -76,7 +76,7 @@ def logs(tmp_path: Path) -> Path:
             },
         },
     ]
-    (folder / f"{session}.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines) + "{broken\n")
+    (folder / f"{session}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines) + "{broken\n")
     return folder
 
 

@@ -73,7 +73,7 @@ def end(
 def rollout(tmp_path: Path, *lines: str, name: str = f"rollout-2026-05-11T11-26-55-{SESSION}.jsonl") -> Path:
     path = tmp_path / "sessions" / "2026" / "05" / "11" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(l + "\n" for l in lines), encoding="utf-8")
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 
 
@@ -92,7 +92,8 @@ class TestExitCodes:
             call("c1", "exec_command", {"cmd": "npm test", "workdir": "/repo"}),
             output(
                 "c1",
-                "Chunk ID: a1\nWall time: 1.0 seconds\nProcess running with session ID 4242\nOriginal token count: 0\nOutput:\n",
+                "Chunk ID: a1\nWall time: 1.0 seconds\nProcess running with session ID 4242\nOriginal "
+                "token count: 0\nOutput:\n",
             ),
             end("c1", ["/bin/zsh", "-lc", "npm test"], 1, status="failed", aggregated="1 test failed"),
         )
@@ -151,12 +152,14 @@ class TestExitCodes:
             call("c1", "exec_command", {"cmd": "cargo build"}),
             output(
                 "c1",
-                "Chunk ID: a\nWall time: 1.0 seconds\nProcess running with session ID 77\nOriginal token count: 0\nOutput:\nCompiling\n",
+                "Chunk ID: a\nWall time: 1.0 seconds\nProcess running with session ID 77\nOriginal token "
+                "count: 0\nOutput:\nCompiling\n",
             ),
             call("p1", "write_stdin", {"session_id": 77, "chars": ""}),
             output(
                 "p1",
-                "Chunk ID: b\nWall time: 3.0 seconds\nProcess exited with code 101\nOriginal token count: 9\nOutput:\nerror[E0425]\n",
+                "Chunk ID: b\nWall time: 3.0 seconds\nProcess exited with code 101\nOriginal token count: "
+                "9\nOutput:\nerror[E0425]\n",
             ),
         )
         summary = import_paths([log], home=home)
@@ -300,7 +303,8 @@ class TestGrowingRollout:
             call("c1", "exec_command", {"cmd": "npm ci"}),
             output(
                 "c1",
-                "Chunk ID: a\nWall time: 1.0 seconds\nProcess running with session ID 9\nOriginal token count: 0\nOutput:\n",
+                "Chunk ID: a\nWall time: 1.0 seconds\nProcess running with session ID 9\nOriginal "
+                "token count: 0\nOutput:\n",
             ),
         )
         assert import_paths([log], home=home).commands == 0
@@ -310,7 +314,8 @@ class TestGrowingRollout:
                 + "\n"
                 + output(
                     "p1",
-                    "Chunk ID: b\nWall time: 9.0 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\nadded 12 packages\n",
+                    "Chunk ID: b\nWall time: 9.0 seconds\nProcess exited with code 0\nOriginal token count: "
+                    "3\nOutput:\nadded 12 packages\n",
                 )
                 + "\n"
             )

@@ -1,4 +1,5 @@
-"""Importing: offsets (nothing twice, only new lines), rewritten files, bad files, redaction, the store's API for mining."""
+"""Importing: offsets (nothing twice, only new lines), rewritten files, bad files, redaction,
+the store's API for mining."""
 
 from __future__ import annotations
 
@@ -104,7 +105,8 @@ class TestOffsets:
             assert [c.command for c in store.commands_since(0)] == ["echo 1", "git commit -m wip"]
 
     def test_a_history_trimmed_at_the_top_imports_only_what_was_appended(self, home: Path, tmp_path: Path) -> None:
-        """Shells rewrite their history file to HISTSIZE: old lines go, new ones come; the last lines read anchor the resume."""
+        """Shells rewrite their history file to HISTSIZE: old lines go, new ones come;
+        the last lines read anchor the resume."""
         log = tmp_path / ".zsh_history"
         log.write_bytes(b"".join(zsh(n) for n in range(10)))
         assert import_paths([log], home=home).commands == 10
@@ -177,7 +179,8 @@ def _unprivileged() -> Iterator[Path]:
 
 @contextmanager
 def _effective_user(folder: Path) -> Iterator[None]:
-    """As root (CI runs as root, and root reads any file whatever its mode), act as `nobody` for the block; otherwise as is.
+    """As root (CI runs as root, and root reads any file whatever its mode),
+    act as `nobody` for the block; otherwise as is.
     The modules an import loads are loaded first, as root: the checkout may sit where `nobody` cannot read."""
     if os.geteuid() != 0:
         yield
@@ -315,7 +318,7 @@ class TestStoreForMining:
             for _ in range(2)
         ]
         outputs = [p.communicate(timeout=60) for p in procs]
-        for proc, (out, err) in zip(procs, outputs):
+        for proc, (out, err) in zip(procs, outputs, strict=True):
             assert proc.returncode == 0 and out.strip(), f"an import failed:\n{err[-3000:]}"
         counts = [int(out.strip().splitlines()[-1]) for out, _ in outputs]
         assert sum(counts) == 300

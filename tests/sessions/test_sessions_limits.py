@@ -1,4 +1,5 @@
-"""One enormous command (a heredoc, a long echo) is stored truncated with its length and hash, and never poisons the home."""
+"""One enormous command (a heredoc, a long echo) is stored truncated with its length and hash,
+and never poisons the home."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def test_a_truncated_command_never_becomes_a_procedure_step(tmp_path: Path, home
 
 
 def test_known_procedures_skip_steps_too_long_to_index(tmp_path: Path) -> None:
-    """A home that stored a huge step before the limit existed still mines: that procedure is left out of the automaton."""
+    """A home that stored a huge step before the limit existed still mines:
+    that procedure is left out of the automaton."""
     store = skill_store(tmp_path / "home")
     store.add_procedure(
         CapturedProcedure(

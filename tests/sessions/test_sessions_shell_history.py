@@ -1,4 +1,5 @@
-"""bash (`#epoch` stamps) and zsh (extended, multi-line, metafied or invalid UTF-8) histories: outcome always unknown."""
+"""bash (`#epoch` stamps) and zsh (extended, multi-line, metafied or invalid UTF-8) histories:
+outcome always unknown."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A home folder made by running the examples, shared by the browser view's tests: runs, procedures, a heartbeat, a team."""
+"""A home folder made by running the examples, shared by the browser view's tests:
+runs, procedures, a heartbeat, a team."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ TECHNICAL = "The app crashes with an error every time I open it."
 HOSTILE = "<script>document.title='owned'</script>"
 SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"
 
-# A machine (nested states) whose every state waits for a gate file the test creates: a page can watch it advance step by step.
+# A machine (nested states) whose every state waits for a gate file the test creates:
+# a page can watch it advance step by step.
 GATED = """
 name: gated-walk
 initial: first

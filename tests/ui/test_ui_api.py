@@ -1,4 +1,5 @@
-"""The browser view without a browser: every /api route answers with the CLI's --json shapes, and what must be refused is."""
+"""The browser view without a browser: every /api route answers with the CLI's --json shapes,
+and what must be refused is."""
 
 from __future__ import annotations
 
@@ -227,7 +228,8 @@ class TestActions:
         assert r.status_code == 400 and "not NAME=VALUE" in r.json()["error"]
 
     def test_resumes_a_waiting_run_once(self, acting: Any) -> None:
-        """The form resumes the run with an input (in the background); a second resume of the finished run is refused."""
+        """The form resumes the run with an input (in the background);
+        a second resume of the finished run is refused."""
         c, run_id, csrf = acting
         r = c.post(f"/runs/{run_id}/resume", data={"inputs": "approved=true", "csrf": csrf})
         assert r.status_code == 303 and r.headers["location"] == f"/runs/{run_id}"
@@ -239,7 +241,8 @@ class TestActions:
         assert c.post(f"/runs/{run_id}/resume", data={"inputs": "approved=true", "csrf": csrf}).status_code == 409
 
     def test_promotes_a_candidate_once(self, acting: Any, tmp_path: Path) -> None:
-        """A mined candidate shows in the review list with a form; promoting makes it active; an active one is refused."""
+        """A mined candidate shows in the review list with a form; promoting makes it active;
+        an active one is refused."""
         from sherpa_skills.skills.store.database import ProcedureDatabase
         from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
@@ -265,7 +268,8 @@ class TestActions:
         assert again.status_code == 400 and "already active" in again.json()["error"]
 
     def test_rejects_a_candidate_for_good(self, acting: Any, tmp_path: Path) -> None:
-        """Reject from the review list: never replayed, never proposed again; only a candidate can be rejected, with the token."""
+        """Reject from the review list: never replayed, never proposed again;
+        only a candidate can be rejected, with the token."""
         from sherpa_skills.skills.store.database import ProcedureDatabase
         from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
@@ -343,7 +347,8 @@ class TestCommand:
 
 
 def test_a_long_run_page_shows_its_tail_and_all_on_request(tmp_path: Path) -> None:
-    """A run of 250 steps opens on its last 200 trajectory and log entries; ?all=1 shows every one; the JSON twin has all."""
+    """A run of 250 steps opens on its last 200 trajectory and log entries; ?all=1 shows every one;
+    the JSON twin has all."""
     from sherpa_skills.engine.belief import LogEntry, TrajectoryEntry
     from sherpa_skills.engine.runstore import RunStore, TickRecord
 

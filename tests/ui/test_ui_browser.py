@@ -148,7 +148,8 @@ def test_runs_page_lists_the_runs(page: Any, server: Any, made: dict[str, Any], 
 def test_run_page_draws_the_machine_with_the_current_state(
     page: Any, server: Any, made: dict[str, Any], tmp_path: Path
 ) -> None:
-    """A waiting run: nested states as nested boxes, visited states and the current one marked, trajectory and log shown."""
+    """A waiting run: nested states as nested boxes, visited states and the current one marked,
+    trajectory and log shown."""
     run_id = made["waiting"]["run_id"]
     page.goto(f"{server.url}/runs/{run_id}")
     _diagram(page)
@@ -205,7 +206,8 @@ def test_heartbeat_and_teams_pages(page: Any, server: Any, made: dict[str, Any],
 
 
 def test_follows_a_run_live(page: Any, server: Any, made: dict[str, Any], tmp_path: Path) -> None:
-    """Opened while the run advances, the page moves the current state along without a reload, until the run is final."""
+    """Opened while the run advances, the page moves the current state along without a reload,
+    until the run is final."""
     from sherpa_skills.engine.runstore import RunStore
     from sherpa_skills.engine.workflow import load_workflow
 

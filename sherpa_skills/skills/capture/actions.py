@@ -270,7 +270,7 @@ def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
     view = ctx.view
     store = skill_store(ctx.home)
     steps = crystallise_steps(view.get("steps_filtered") or [])
-    common = {
+    common: dict[str, Any] = {
         "planned_tokens": int(view.get("planned_tokens") or 0),
         "planned_llm_calls": int(view.get("planned_llm_calls") or 0),
     }
@@ -309,7 +309,8 @@ def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
 
 @default_registry.action("capture_index")
 def capture_index(args: NoArgs, ctx: ActionContext) -> ActionResult:
-    """Embed the procedure into the matching index; if that fails the truth is unaffected and `learn reindex` catches up."""
+    """Embed the procedure into the matching index;
+    if that fails the truth is unaffected and `learn reindex` catches up."""
     store = skill_store(ctx.home)
     proc = store.get(ctx.view.get("procedure")["id"])
     warning = Matcher(store).index(proc)

@@ -1,10 +1,11 @@
-"""Learning for any workflow: match a run's task to a trajectory procedure, replay it, capture the run when it succeeds."""
+"""Learning for any workflow: match a run's task to a trajectory procedure, replay it,
+capture the run when it succeeds."""
 
 from __future__ import annotations
 
 import copy
 import time
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -18,7 +19,7 @@ from ..match.matcher import MatchDecision, Matcher
 from ..replay.policy import ReplayPolicy
 from ..replay.runtime import skill_matcher, skill_store
 from ..store.database import ProcedureDatabase, decision_signature
-from ..store.models import POLICY_DECIDERS, CapturedProcedure
+from ..store.models import POLICY_DECIDERS, CapturedProcedure, Outcome
 from ..store.recording import credit_or_new_version, record_execution
 from ..store.stats import saved_by
 from .trajectory import capture_decisions, described_task, one_word_inputs
@@ -37,7 +38,8 @@ class Learner:
         return LearningAgent(workflow, self, **kwargs)
 
     def match(self, workflow: Workflow, inputs: dict[str, Any]) -> tuple[MatchDecision, CapturedProcedure | None]:
-        """The relevance decision for this task among this workflow's procedures only; a shell procedure is never followed."""
+        """The relevance decision for this task among this workflow's procedures only;
+        a shell procedure is never followed."""
         given = one_word_inputs(inputs)
         # The task is described as procedures are (its one-word inputs as {{ name }}), so a new order number is a
         # parameter, not a literal that disagrees; the values themselves are given as the parameters.
@@ -51,16 +53,20 @@ class Learner:
 
 
 def learner_for(learn: Any, kwargs: dict[str, Any]) -> Learner:
-    """The Learner `workflow.agent(learn=...)` means: the one given, else (`learn=True`) the skill store given as `store=`,
-    else the skill store of the run's home (`home=`, the run store's folder, else the user's home, as the CLI resolves it)."""
+    """The Learner `workflow.agent(learn=...)` means:
+    the one given, else (`learn=True`) the skill store given as `store=`,
+    else the skill store of the run's home (`home=`, the run store's folder, else the user's home,
+    as the CLI resolves it)."""
     if isinstance(learn, Learner):
         return learn
     if learn is not True:
         raise UsageError(f"learn must be True, False or a Learner, not {learn!r}")
     given = kwargs.get("store")
-    if callable(getattr(given, "learner", None)):  # the public SkillStore (skills/api.py, a layer above this one)
+    make = getattr(given, "learner", None)
+    if callable(make):  # the public SkillStore (skills/api.py, a layer above this one)
         kwargs.pop("store")
-        return given.learner()
+        learner: Learner = make()
+        return learner
     if isinstance(given, ProcedureDatabase):
         kwargs.pop("store")
         return Learner(given)
@@ -78,20 +84,22 @@ def _checks(decisions: list[Any]) -> list[Any]:
 
 
 def _with_replay(policy: Policy, replay: ReplayPolicy) -> Policy:
-    """The workflow's policy with the replay asked after the rules and before the LLM, whose own copy reports the divergence."""
+    """The workflow's policy with the replay asked after the rules and before the LLM,
+    whose own copy reports the divergence."""
     members = list(policy.policies) if isinstance(policy, ChainPolicy) else [policy]
     # A rule table with no rules (`rules: []`) never decides: asking it on every replayed decision only costs time.
     members = [p for p in members if not (isinstance(p, RulePolicy) and not p.triggers)]
     at = next((i for i, p in enumerate(members) if isinstance(p, LLMPolicy)), len(members))
     if at < len(members):
-        llm = copy.copy(members[at])
+        llm = copy.copy(cast(LLMPolicy, members[at]))  # found by isinstance above
         llm.replay = replay
         members[at] = llm
     return ChainPolicy(*members[:at], replay, *members[at:])
 
 
 class LearningAgent:
-    """One run of a workflow that follows a proven procedure when the task matches one, and teaches the store when it succeeds.
+    """One run of a workflow that follows a proven procedure when the task matches one,
+    and teaches the store when it succeeds.
 
     `run` starts the run (and continues it, when it waited); the capture happens once the run reaches a final state.
     """
@@ -159,7 +167,7 @@ class LearningAgent:
         store, proc, replay = self.learner.store, self.procedure, self.replay
         if proc is not None and replay is not None:
             diverged = replay.divergence
-            outcome = "error" if result.status == "error" else ("diverged" if diverged else "success")
+            outcome: Outcome = "error" if result.status == "error" else ("diverged" if diverged else "success")
             record_execution(
                 store,
                 proc,
@@ -179,7 +187,8 @@ class LearningAgent:
         if proc is not None and replay is not None and replay.divergence is None:
             return  # followed as recorded: the execution above is its credit
         # Diverged and took another path, or the same one in a changed world (a check observes other features): the
-        # procedure's next version (its description stays the task's). Otherwise a new procedure, or a credit to its twin.
+        # procedure's next version (its description stays the task's). Otherwise a new procedure, or a credit to its
+        # twin.
         relearn = (
             proc.id
             if proc is not None

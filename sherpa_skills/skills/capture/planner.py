@@ -20,7 +20,8 @@ class NoArgs(BaseModel):
 
 @default_registry.action("plan_context")
 def plan_context(args: NoArgs, ctx: ActionContext) -> ActionResult:
-    """Put the divergence (what was replayed, what was expected, what happened) and past failures where the prompt shows them."""
+    """Put the divergence (what was replayed, what was expected, what happened)
+    and past failures where the prompt shows them."""
     view = ctx.view
     replay: dict[str, Any] = view.get("replay") or {}
     replay_context = replay.get("context") or {}

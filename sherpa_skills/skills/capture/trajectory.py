@@ -12,7 +12,8 @@ _MIN_PARAM_CHARS = 3
 
 
 def _as_text(value: Any) -> str | None:
-    """An input's value as the text a decision's argument may repeat: strings, and numbers (`--input order=4417` is one)."""
+    """An input's value as the text a decision's argument may repeat:
+    strings, and numbers (`--input order=4417` is one)."""
     if isinstance(value, str):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -27,7 +28,8 @@ def one_word_inputs(inputs: dict[str, Any]) -> dict[str, str]:
 
 
 def described_task(inputs: dict[str, Any]) -> str:
-    """The task text a trajectory is described by, its one-word inputs (an order number, an id) as {{ name }}: those vary
+    """The task text a trajectory is described by, its one-word inputs (an order number, an id)
+    as {{ name }}: those vary
     between runs of the same task, and the matcher takes them as parameters rather than as literals that disagree."""
     words = one_word_inputs(inputs)
     return " ".join(

@@ -64,7 +64,8 @@ def learning_items(learning_id: str, row: _Row) -> list[tuple[str, str]]:
 
 
 def learning_texts(rows: list[_Row]) -> list[list[str]]:
-    """Per view, the texts of these learnings (a learning without an about repeats its command text): for calibration."""
+    """Per view, the texts of these learnings (a learning without an about repeats its command text):
+    for calibration."""
     views = [learning_items("", row) for row in rows]
     return [[v[0][1] for v in views], [v[-1][1] for v in views]]
 
@@ -208,7 +209,8 @@ class FailureFinder:
         return vector, near, degraded
 
     def _closest(self, vector: Any, ids: list[str], rows: dict[str, _Row]) -> dict[str, float]:
-        """Each learning's exact cosine to the task: that of its closest view (stored vectors; missing ones embedded now)."""
+        """Each learning's exact cosine to the task: that of its closest view (stored vectors;
+        missing ones embedded now)."""
         texts = {item: (text, _meta(rows[i])) for i in ids for item, text in learning_items(i, rows[i])}
         vectors = stored_vectors(self.companion(), COLLECTION, list(texts), lambda item: texts[item])
         closest: dict[str, float] = {}
@@ -218,7 +220,8 @@ class FailureFinder:
         return closest
 
     def sync(self, *, force: bool = False) -> int:
-        """Embed the learnings the companion lacks (mined ones, another process's); returns how many. Cheap when current;
+        """Embed the learnings the companion lacks (mined ones, another process's);
+        returns how many. Cheap when current;
         `force` checks the companion even when this finder saw no new learning (its folder may have been deleted)."""
         version = self.store.learnings_version()
         if self._synced == version and not force:

@@ -3,7 +3,8 @@
 Candidates come from the procedure index (`procedure_index`: the nearest stored vectors by exact cosine) and
 from key terms weighted by how rare they are in the store (IDF). Each candidate then gets signals with an absolute
 meaning, never divided by the query's best: the exact cosine between the task and the procedure (stored vectors,
-or recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure covers and of the description's
+or recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure
+covers and of the description's
 the task covers, literal agreement (numbers, paths, quoted names, `*.ext`, flags: see `literals`), and how far
 its cosine stands above the best other candidate's. A small logistic model turns them into the relevance, in
 [0, 1] (`relevance`; coefficients fitted on the NL2Bash dev split by bench/match_calibrate.py); a task that names
@@ -143,7 +144,7 @@ def exact_reason(
             any(specific[j] and extra[j] in stated_words for j in range(i + 1, min(i + 3, len(extra))))
             for i in range(len(extra))
         ]
-        if all(a or b for a, b in zip(specific, introduces)):
+        if all(a or b for a, b in zip(specific, introduces, strict=True)):
             return "contains the description"
     return None
 
@@ -253,7 +254,7 @@ class Matcher:
             except Exception as exc:
                 log.warning("embed_failed", reason=str(exc))
                 return found
-            found.update({p.id: v for (p, _), v in zip(missing, vectors)})
+            found.update({p.id: v for (p, _), v in zip(missing, vectors, strict=True)})
             self._index.put([p.id for p, _ in missing], [text for _, text in missing], vectors)
         return found
 
@@ -368,7 +369,7 @@ class Matcher:
                 )
             )
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
-        mode = "semantic" if vector is not None else "lexical"
+        mode: Literal["semantic", "lexical"] = "semantic" if vector is not None else "lexical"
         return self._decide(
             base,
             candidates[: max(limit, 1)],

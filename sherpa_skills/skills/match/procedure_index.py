@@ -50,7 +50,8 @@ def command_words(command: str) -> str:
 
 
 def index_text(task_type: str, description: str, tags: list[str], commands: list[str]) -> str:
-    """The text whose meaning a procedure's vector holds: task type, description, tags and the words of its first commands."""
+    """The text whose meaning a procedure's vector holds:
+    task type, description, tags and the words of its first commands."""
     parts = [task_type.replace("-", " ").replace("_", " "), description, " ".join(tags)]
     parts += [command_words(c) for c in commands[:8]]
     return ". ".join(x for x in parts if x)
@@ -104,7 +105,8 @@ class Snapshot:
         Returns it with the (id, text) of the rows still needing a vector."""
         import numpy as np
 
-        ids, task_types, active, digests, texts = [], [], [], [], []
+        ids: list[str] = []
+        task_types, active, digests, texts = [], [], [], []
         postings: dict[str, list[int]] = {}
         for pid, task_type, description, tags, commands, status in rows:
             index = len(ids)
@@ -119,7 +121,7 @@ class Snapshot:
         vectors = np.zeros((len(ids), dim), dtype=np.float32)
         has = np.zeros(len(ids), dtype=bool)
         if previous is not None and previous.embedder == embedder and previous.vectors.shape[1:] == (dim,):
-            for i, (pid, d) in enumerate(zip(ids, digests)):
+            for i, (pid, d) in enumerate(zip(ids, digests, strict=True)):
                 j = previous.row_of.get(pid)
                 if j is not None and previous.has_vector[j] and previous.digests[j] == d:
                     vectors[i] = previous.vectors[j]
@@ -199,7 +201,7 @@ class Snapshot:
 
         vectors = np.asarray(vectors, dtype=np.float32)
         changed = 0
-        for pid, d, v in zip(ids, digests, vectors):
+        for pid, d, v in zip(ids, digests, vectors, strict=True):
             i = self.row_of.get(pid)
             if i is None:
                 continue
@@ -256,7 +258,7 @@ class Snapshot:
             rows = local[self.rows[keep]].astype(np.int32)
             counts = np.concatenate([[0], np.cumsum(keep)])
             offsets = counts[self.offsets]
-            ids = [pid for pid, a in zip(self.id_list, self.active.tolist()) if a]
+            ids = [pid for pid, a in zip(self.id_list, self.active.tolist(), strict=True) if a]
         postings = {t: rows[offsets[i] : offsets[i + 1]] for i, t in enumerate(names) if offsets[i + 1] > offsets[i]}
         found = self._term_indexes[include_candidates] = TermIndex.from_postings(ids, postings, words)
         return found

@@ -40,7 +40,7 @@ class RelevanceModel:
 
     def __call__(self, features: dict[str, float]) -> float:
         z = self.bias + sum(
-            w * (features[f] - m) / s for f, m, s, w in zip(FEATURES, self.mean, self.scale, self.weights)
+            w * (features[f] - m) / s for f, m, s, w in zip(FEATURES, self.mean, self.scale, self.weights, strict=True)
         )
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 

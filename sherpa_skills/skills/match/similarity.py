@@ -19,12 +19,12 @@ log = structlog.get_logger(__name__)
 _WORD = re.compile(r"[a-z0-9][a-z0-9_]*")
 # A real stop-word list: function words and the verbs every task description uses.
 STOP_WORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each every few for from further had has have having
-    he her here hers him his how i if in into is it its itself just me more most my myself no nor not now of off on once only
-    or other our ours out over own same she should so some such than that the their theirs them then there these they this
-    those through to too under until up very was we were what when where which while who whom whose why will with would you
-    your yours please want need like make sure get via per using use""".split()
+    """a about above after again against all also am an and any are as at be because been before being below between
+    both but by can could did do does doing done down during each every few for from further had has have having he her
+    here hers him his how i if in into is it its itself just me more most my myself no nor not now of off on once only
+    or other our ours out over own same she should so some such than that the their theirs them then there these they
+    this those through to too under until up very was we were what when where which while who whom whose why will with
+    would you your yours please want need like make sure get via per using use""".split()
 )
 
 
@@ -131,7 +131,7 @@ def cosines(query: Any, vectors: dict[str, Any]) -> dict[str, float]:
     norms = np.linalg.norm(m, axis=1) * (float(np.linalg.norm(q)) or 1.0)
     # einsum, not `m @ q`: a BLAS product wakes OpenBLAS threads that then slow the next query embedding.
     sims = np.einsum("ij,j->i", m, q) / np.where(norms > 0, norms, 1.0)
-    return {key: max(0.0, min(1.0, float(x))) for key, x in zip(vectors, sims)}
+    return {key: max(0.0, min(1.0, float(x))) for key, x in zip(vectors, sims, strict=True)}
 
 
 def semantic_query(
@@ -185,7 +185,7 @@ def stored_vectors(
         except Exception as exc:
             log.warning("embed_failed", reason=str(exc))
             return found
-        found.update(dict(zip(missing, vectors)))
+        found.update(dict(zip(missing, vectors, strict=True)))
         try:
             companion.upsert(collection, missing, [text for text, _ in described], [meta for _, meta in described])
         except Exception as exc:  # the truth is unaffected; the next reindex catches up

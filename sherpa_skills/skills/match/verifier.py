@@ -102,7 +102,8 @@ def _parse(text: str, declared: list[str], query: str) -> tuple[_Answer | None, 
     if undeclared:
         return (
             None,
-            f"the answer names undeclared parameters: {', '.join(undeclared)} (declared: {', '.join(declared) or 'none'})",
+            f"the answer names undeclared parameters: {', '.join(undeclared)} (declared: "
+            f"{', '.join(declared) or 'none'})",
         )
     lowered = query.lower()
     unstated = sorted(k for k, v in answer.params.items() if str(v).strip().lower() not in lowered)

@@ -133,7 +133,9 @@ class KnownProcedures:
         for end, (pid, length) in self.automaton.iter(text):
             first = text.count("\n", 0, end + 1) - length - 1  # the hit ends with the newline after its last step
             window = commands[first : first + length]
-            if len(window) == length and all(rx.fullmatch(normalise(c)) for rx, c in zip(self.templates[pid], window)):
+            if len(window) == length and all(
+                rx.fullmatch(normalise(c)) for rx, c in zip(self.templates[pid], window, strict=True)
+            ):
                 found.add(pid)
         return found
 
@@ -257,5 +259,6 @@ def is_read_only(command: str) -> bool:
 
 
 def is_interactive(command: str) -> bool:
-    """An editor, pager, REPL or job-control command: bare (`vim x`, `python3`, `fg`), not a script run (`python3 x.py`)."""
+    """An editor, pager, REPL or job-control command:
+    bare (`vim x`, `python3`, `fg`), not a script run (`python3 x.py`)."""
     return classify(command) in ("interactive", "job")

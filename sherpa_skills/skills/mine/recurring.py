@@ -254,7 +254,7 @@ def find(commands: Sequence[Any], options: RecurringOptions | None = None) -> li
     def score(key: tuple[tuple[str, ...], ...], units: int) -> float:
         return units * (len(key) - 0.5)
 
-    heap = []
+    heap: list[tuple[float, int, tuple[tuple[str, ...], ...]]] = []
     for key, spots in where.items():
         units = len({shaped[ri][0] for ri, _ in spots})
         if units >= needed and lift(key) >= options.min_lift:
@@ -307,9 +307,10 @@ def _lift(shaped: list[tuple[str, list[Any], list[tuple[str, ...] | None]]]) -> 
                 continue
             total += 1
             single[current] = single.get(current, 0) + 1
-            if i and shapes[i - 1] is not None:
-                pair = (shapes[i - 1], current)
-                pairs[pair] = pairs.get(pair, 0) + 1  # type: ignore[index]
+            previous = shapes[i - 1] if i else None
+            if previous is not None:
+                pair = (previous, current)
+                pairs[pair] = pairs.get(pair, 0) + 1
 
     def link(a: tuple[str, ...], b: tuple[str, ...]) -> float:
         if min(single[a], single[b]) < _FREQUENT:
@@ -317,7 +318,7 @@ def _lift(shaped: list[tuple[str, list[Any], list[tuple[str, ...] | None]]]) -> 
         return pairs.get((a, b), 0) * total / (single[a] * single[b])
 
     def weakest(key: tuple[tuple[str, ...], ...]) -> float:
-        return min(link(a, b) for a, b in zip(key, key[1:]))
+        return min(link(a, b) for a, b in zip(key, key[1:], strict=False))
 
     return weakest
 
@@ -353,7 +354,8 @@ _NAMES = [
     (re.compile(r"^(git )?(checkout|switch|-b|-B|--branch|ps|push|pull|origin|upstream)$"), "branch"),
     (
         re.compile(
-            r"^(brew|npm|pnpm|yarn|pip|pip3|uv|poetry|cargo|apt|apt-get|gem|go|conda) (install|add|remove|uninstall|i|get)$"
+            r"^(brew|npm|pnpm|yarn|pip|pip3|uv|poetry|cargo|apt|apt-get|gem|go|conda) "
+            r"(install|add|remove|uninstall|i|get)$"
         ),
         "package",
     ),

@@ -1,4 +1,5 @@
-"""What a logged shell command is, read with a real shell tokenizer: look-around, interactive, noise, long-running, or work.
+"""What a logged shell command is, read with a real shell tokenizer:
+look-around, interactive, noise, long-running, or work.
 
 Mining keeps only *work*: commands that change something and can run unattended. Commands are split by a shell
 tokenizer (quotes and escapes respected, operators as their own tokens; one regex scan, cached, as `shlex` is ten
@@ -19,18 +20,19 @@ _REDIRECT = re.compile(r"^(\d*>>?|&>>?|\d*>\|)$")
 
 # Programs that only look: a sequence of them changes nothing worth replaying.
 READ_ONLY = frozenset(
-    """ls ll la l lsd exa eza pwd cat bat less more head tail grep egrep fgrep rg ag ack find fd wc sort uniq
-    cut stat du df ps pgrep top tree file which whereis type whoami echo printf true false date cal env printenv man help
-    history clear diff cmp comm jq yq nl column realpath dirname basename readlink id uname hostname strings hexdump xxd
-    od tldr apropos locate lsof netstat ss ip ifconfig ping dig nslookup host curl-head awk tr fold fmt paste expand
-    sleep wait test [ [[ md5sum sha1sum sha256sum shasum cksum free uptime w who last groups tput stty tty lscpu lsblk
-    mount-l dmesg journalctl""".split()
+    """ls ll la l lsd exa eza pwd cat bat less more head tail grep egrep fgrep rg ag ack find fd wc sort uniq cut stat
+    du df ps pgrep top tree file which whereis type whoami echo printf true false date cal env printenv man help history
+    clear diff cmp comm jq yq nl column realpath dirname basename readlink id uname hostname strings hexdump xxd od tldr
+    apropos locate lsof netstat ss ip ifconfig ping dig nslookup host curl-head awk tr fold fmt paste expand sleep wait
+    test [ [[ md5sum sha1sum sha256sum shasum cksum free uptime w who last groups tput stty tty lscpu lsblk mount-l
+    dmesg journalctl""".split()
 )
 # A sub-command that only looks, per tool.
 READ_ONLY_SUB: dict[str, frozenset[str]] = {
     k: frozenset(v.split())
     for k, v in {
-        "git": "status log diff show branch remote rev-parse ls-files blame describe shortlog reflog grep config-l tag-l whatchanged",
+        "git": "status log diff show branch remote rev-parse ls-files blame describe shortlog reflog grep "
+        "config-l tag-l whatchanged",
         "docker": "ps images logs inspect version info stats top port history",
         "podman": "ps images logs inspect version info",
         "kubectl": "get describe logs top explain version api-resources config-view",
@@ -61,10 +63,9 @@ _SED_PRINTS = re.compile(r"^-[a-zA-Z]*n")
 
 # Programs a person works *inside* (editors, pagers, REPLs, multiplexers): what they did is not in the log.
 INTERACTIVE = frozenset(
-    """vim vi nvim vime emacs nano pico micro code subl less more man top htop btop glances tig lazygit fg bg jobs
-    tmux screen ta ts watch ipython bpython irb pry mongo mongosh mosh telnet ftp sftp
-    lldb gdb meld vimdiff kdiff3 gitk open xdg-open exit logout reset history source . exec ranger nnn mc vifm fzf
-    claude codex aider""".split()
+    """vim vi nvim vime emacs nano pico micro code subl less more man top htop btop glances tig lazygit fg bg jobs tmux
+    screen ta ts watch ipython bpython irb pry mongo mongosh mosh telnet ftp sftp lldb gdb meld vimdiff kdiff3 gitk open
+    xdg-open exit logout reset history source . exec ranger nnn mc vifm fzf claude codex aider""".split()
 )
 # Bare, these start a REPL or a shell; with arguments they run something.
 _REPL_WHEN_BARE = frozenset(
@@ -235,6 +236,6 @@ def program_words(command: str) -> tuple[str, ...]:
 
 
 _SUBCOMMAND_TOOLS = frozenset(
-    """git npm npx yarn pnpm pip pip3 uv poetry cargo go docker podman kubectl helm terraform gh make
-    systemctl apt apt-get brew mix bundle rails dotnet mvn gradle conda bun deno rustup nix""".split()
+    """git npm npx yarn pnpm pip pip3 uv poetry cargo go docker podman kubectl helm terraform gh make systemctl apt
+    apt-get brew mix bundle rails dotnet mvn gradle conda bun deno rustup nix""".split()
 )

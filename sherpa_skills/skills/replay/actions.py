@@ -13,7 +13,7 @@ from ...errors import UsageError
 from ..match.matcher import Matcher
 from ..match.verifier import MODEL_ENV as VERIFY_MODEL_ENV
 from ..match.verifier import Verifier
-from ..store.models import CapturedLearning, ProcedureStep
+from ..store.models import CapturedLearning, Outcome, ProcedureStep
 from ..store.recording import record_execution
 from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
 from .divergence import Divergence
@@ -138,7 +138,8 @@ def skill_select(args: NoArgs, ctx: ActionContext) -> ActionResult:
 
 @default_registry.action("skill_preflight")
 def skill_preflight(args: NoArgs, ctx: ActionContext) -> ActionResult:
-    """Render every step with the parameters; check environment variable names; run preconditions only when executing."""
+    """Render every step with the parameters; check environment variable names;
+    run preconditions only when executing."""
     proc = ctx.view.get("procedure")
     params = dict(ctx.view.get("params") or {})
     problems: list[str] = []
@@ -261,7 +262,7 @@ def skill_postconditions(args: NoArgs, ctx: ActionContext) -> ActionResult:
 
 
 class RecordArgs(BaseModel):
-    outcome: str
+    outcome: Outcome
 
 
 @default_registry.action("skill_record")

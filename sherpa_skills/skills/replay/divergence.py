@@ -9,7 +9,8 @@ from pydantic import BaseModel
 
 class Divergence(BaseModel):
     """The first point a replay left its recording, for the run's result, the execution record and the LLM's prompt
-    (policies/prompts/_divergence.j2). `expected` and `observed` are said in words, so one prompt block fits both kinds."""
+    (policies/prompts/_divergence.j2). `expected` and `observed` are said in words, so one prompt block fits both
+    kinds."""
 
     procedure: str = ""
     version: int = 0

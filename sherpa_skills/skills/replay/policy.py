@@ -20,7 +20,8 @@ _VALIDATED: WeakKeyDictionary[type, dict[str, dict[str, Any]]] = WeakKeyDictiona
 
 
 def fill(value: Any, inputs: dict[str, Any]) -> Any:
-    """A recorded argument with its {{ input }} parameters filled from this run's inputs; a whole-value parameter keeps its type."""
+    """A recorded argument with its {{ input }} parameters filled from this run's inputs;
+    a whole-value parameter keeps its type."""
     if isinstance(value, str):
         whole = PARAMETER.fullmatch(value.strip())
         if whole and whole.group(1) in inputs:
@@ -89,11 +90,13 @@ class ReplayPolicy:
     ):
         self.decisions, self.inputs = decisions, dict(inputs or {})
         self.registry = registry or default_registry  # where the actions' checks are found
-        # Checks not compared yet: a rule's decision is taken before the replay is asked, so its checks wait for the next one.
+        # Checks not compared yet: a rule's decision is taken before the replay is asked,
+        # so its checks wait for the next one.
         self._has_checks = any(d.checks for d in decisions)
         self._checked = 0
         # Everything a decision needs that does not depend on the world is worked out once, here: the expected outcomes,
-        # the arguments filled from this run's inputs, and for literal ones the key under which their validation is kept.
+        # the arguments filled from this run's inputs, and for literal ones the key under which
+        # their validation is kept.
         # A decision without arguments is the same whichever run takes it: made now, handed out when its turn comes.
         self._steps = [
             (
@@ -162,7 +165,8 @@ class ReplayPolicy:
         observed = self._observed
         if observed != expected:
             first = next(
-                (i for i, (a, b) in enumerate(zip(expected, observed)) if a != b), min(len(expected), len(observed))
+                (i for i, (a, b) in enumerate(zip(expected, observed, strict=False)) if a != b),
+                min(len(expected), len(observed)),
             )
             self._diverge(
                 position,
@@ -202,7 +206,8 @@ class ReplayPolicy:
         return Decision(trigger, dict(args), decided_by="replay", reason="replayed")
 
     def _checks_hold(self, position: int, ctx: DecisionContext, checks: list[RecordedCheck]) -> bool:
-        """Whether each recorded check still observes what it did; a check recorded without features, or an action that no
+        """Whether each recorded check still observes what it did;
+        a check recorded without features, or an action that no
         longer declares one, has nothing to compare and holds. A check that raises is a divergence, never a crash."""
         for recorded in checks:
             definition = self.registry.find_action(recorded.action)

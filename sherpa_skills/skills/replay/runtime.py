@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...engine.shell_template import render_shell
 from ...errors import UsageError
@@ -13,6 +13,10 @@ from ...home import per_home, store_path
 from ..store.database import ProcedureDatabase
 from ..store.models import ProcedureStep
 from ..store.params import PARAMETER
+
+if TYPE_CHECKING:
+    from ..match.failures import FailureFinder
+    from ..match.matcher import Matcher
 
 
 def _open_store(home: Path) -> ProcedureDatabase:
@@ -24,24 +28,24 @@ def skill_store(home: Path | None) -> ProcedureDatabase:
     return per_home(_open_store, home)
 
 
-def _new_matcher(home: Path) -> Any:
+def _new_matcher(home: Path) -> Matcher:
     from ..match.matcher import Matcher
 
     return Matcher(skill_store(home))
 
 
-def skill_matcher(home: Path | None) -> Any:
+def skill_matcher(home: Path | None) -> Matcher:
     """One Matcher per store and thread, so its index (vectors, key terms) and embedder outlive a single replay."""
     return per_home(_new_matcher, home)
 
 
-def _new_finder(home: Path) -> Any:
+def _new_finder(home: Path) -> FailureFinder:
     from ..match.failures import FailureFinder
 
     return FailureFinder(skill_store(home))
 
 
-def failure_finder(home: Path | None) -> Any:
+def failure_finder(home: Path | None) -> FailureFinder:
     """One FailureFinder per store and thread (its companion opened once): planning asks on every plan."""
     return per_home(_new_finder, home)
 
@@ -72,7 +76,8 @@ def _raw(text: str) -> str:
 
 
 def render_command(command: str, params: dict[str, Any]) -> str:
-    """Render `{{ name }}` in a sandbox; each value is escaped for the quotes around it, so a parameter can never add a command."""
+    """Render `{{ name }}` in a sandbox; each value is escaped for the quotes around it,
+    so a parameter can never add a command."""
     if "{" not in command:
         return command  # nothing to render: skip compiling a template for every plain step
     from jinja2 import TemplateError, UndefinedError

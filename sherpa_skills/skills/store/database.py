@@ -13,7 +13,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,17 +38,20 @@ def m001_skills(conn: sqlite3.Connection) -> None:
         """
         CREATE TABLE procedures (
             id TEXT PRIMARY KEY, task_type TEXT NOT NULL, description TEXT NOT NULL, source TEXT NOT NULL,
-            tags TEXT NOT NULL, version INTEGER NOT NULL, status TEXT NOT NULL, needs_relearning INTEGER NOT NULL DEFAULT 0,
+            tags TEXT NOT NULL, version INTEGER NOT NULL, status TEXT NOT NULL,
+            needs_relearning INTEGER NOT NULL DEFAULT 0,
             success_count INTEGER NOT NULL DEFAULT 0, failure_count INTEGER NOT NULL DEFAULT 0,
             signature TEXT NOT NULL, steps TEXT NOT NULL, preconditions TEXT NOT NULL, postconditions TEXT NOT NULL,
-            context TEXT NOT NULL, planned_tokens INTEGER NOT NULL DEFAULT 0, planned_llm_calls INTEGER NOT NULL DEFAULT 0,
+            context TEXT NOT NULL, planned_tokens INTEGER NOT NULL DEFAULT 0,
+            planned_llm_calls INTEGER NOT NULL DEFAULT 0,
             created REAL NOT NULL, updated REAL NOT NULL);
         CREATE INDEX procedures_signature ON procedures (signature);
         CREATE INDEX procedures_task_type ON procedures (task_type);
         CREATE TABLE procedure_versions (
             procedure_id TEXT NOT NULL REFERENCES procedures (id) ON DELETE CASCADE, version INTEGER NOT NULL,
             signature TEXT NOT NULL, steps TEXT NOT NULL, preconditions TEXT NOT NULL, postconditions TEXT NOT NULL,
-            context TEXT NOT NULL, source TEXT NOT NULL, planned_tokens INTEGER NOT NULL, planned_llm_calls INTEGER NOT NULL,
+            context TEXT NOT NULL, source TEXT NOT NULL, planned_tokens INTEGER NOT NULL,
+            planned_llm_calls INTEGER NOT NULL,
             success_count INTEGER NOT NULL DEFAULT 0, failure_count INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL,
             PRIMARY KEY (procedure_id, version));
         CREATE TABLE executions (
@@ -82,7 +85,8 @@ def m002_fts_by_rowid(conn: sqlite3.Connection) -> None:
         "SELECT rowid, id, task_type, description, tags, steps FROM procedures"
     ).fetchall():
         conn.execute(
-            "INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             (
                 rowid,
                 pid,
@@ -162,7 +166,8 @@ def m007_promotions(conn: sqlite3.Connection) -> None:
         """
         CREATE TABLE promotions (
             id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, version INTEGER NOT NULL, promoted_at REAL NOT NULL,
-            promoted_by TEXT NOT NULL, after_execution INTEGER NOT NULL, status_before TEXT NOT NULL, health_before TEXT NOT NULL,
+            promoted_by TEXT NOT NULL, after_execution INTEGER NOT NULL, status_before TEXT NOT NULL,
+            health_before TEXT NOT NULL,
             success_before INTEGER NOT NULL, failure_before INTEGER NOT NULL, executions_before INTEGER NOT NULL);
         CREATE INDEX promotions_procedure ON promotions (procedure_id, version, id);
     """,
@@ -205,7 +210,8 @@ def step_signature(steps: list[ProcedureStep]) -> str:
 
 def decision_signature(decisions: list[RecordedDecision], description: str = "") -> str:
     """Trajectories compare equal when their task text, states, triggers and (parametrised) arguments do: the same
-    decisions for a task described otherwise are another procedure, since the description is what a task is matched by."""
+    decisions for a task described otherwise are another procedure,
+    since the description is what a task is matched by."""
     normal = "\n".join(
         [_SPACE.sub(" ", description.strip().lower()), *(f"{d.state} {d.trigger} {_dump(d.args)}" for d in decisions)]
     )
@@ -226,7 +232,8 @@ def _dump(value: Any) -> str:
 
 _PROC_COLUMNS = (
     "id, task_type, description, source, tags, version, status, needs_relearning, success_count, failure_count, "
-    "steps, preconditions, postconditions, context, planned_tokens, planned_llm_calls, created, updated, kind, decisions"
+    "steps, preconditions, postconditions, context, planned_tokens, planned_llm_calls, created, "
+    "updated, kind, decisions"
 )
 
 
@@ -338,7 +345,8 @@ class ProcedureDatabase:
         rowid = self.conn.execute("SELECT rowid FROM procedures WHERE id = ?", (p.id,)).fetchone()[0]
         self.conn.execute("DELETE FROM procedures_fts WHERE rowid = ?", (rowid,))
         self.conn.execute(
-            "INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             (
                 rowid,
                 p.id,
@@ -370,8 +378,8 @@ class ProcedureDatabase:
             if self.conn.execute("SELECT 1 FROM procedures WHERE id = ?", (pid,)).fetchone():
                 raise StoreError(f"procedure '{pid}' already exists")
             cursor = self.conn.execute(
-                f"INSERT INTO procedures ({_PROC_COLUMNS}, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (task_type, signature) DO NOTHING",
+                f"INSERT INTO procedures ({_PROC_COLUMNS}, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_type, signature) DO NOTHING",
                 (
                     pid,
                     proc.task_type,
@@ -411,7 +419,8 @@ class ProcedureDatabase:
 
     def _insert_version(self, proc: CapturedProcedure, sig: str, steps: str) -> None:
         self.conn.execute(
-            "INSERT INTO procedure_versions (procedure_id, version, signature, steps, preconditions, postconditions, context, source,"
+            "INSERT INTO procedure_versions (procedure_id, version, signature, steps, preconditions, "
+            "postconditions, context, source,"
             " planned_tokens, planned_llm_calls, success_count, failure_count, created, decisions)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -474,9 +483,10 @@ class ProcedureDatabase:
             if twin:
                 raise StoreError(f"the new steps of '{current.id}' repeat procedure '{twin[0]}' of the same task type")
             self.conn.execute(
-                "UPDATE procedures SET version = ?, steps = ?, signature = ?, source = ?, success_count = 1, failure_count = 0,"
-                " planned_tokens = ?, planned_llm_calls = ?, needs_relearning = 0, preconditions = ?, postconditions = ?, context = ?,"
-                " decisions = ?, updated = ? WHERE id = ?",
+                "UPDATE procedures SET version = ?, steps = ?, signature = ?, source = ?, "
+                "success_count = 1, failure_count = 0,"
+                " planned_tokens = ?, planned_llm_calls = ?, needs_relearning = 0, preconditions = ?, "
+                "postconditions = ?, context = ?, decisions = ?, updated = ? WHERE id = ?",
                 (
                     proc.version,
                     steps_json,
@@ -535,8 +545,8 @@ class ProcedureDatabase:
                 return self.get(near[0], version)
             if near:
                 raise StoreError(
-                    f"procedure id prefix '{procedure_id}' is ambiguous: {', '.join(near[:3])}{', …' if len(near) > 3 else ''}; "
-                    "give more characters"
+                    f"procedure id prefix '{procedure_id}' is ambiguous: "
+                    f"{', '.join(near[:3])}{', …' if len(near) > 3 else ''}; give more characters"
                 )
             raise StoreError(f"no procedure '{procedure_id}'; `sherpa-skills learn procedures` lists them")
         proc = _procedure(row)
@@ -577,7 +587,8 @@ class ProcedureDatabase:
         ]
 
     def procedures(self, task_type: str | None = None, status: str | None = None) -> list[CapturedProcedure]:
-        sql, args = f"SELECT {_PROC_COLUMNS} FROM procedures WHERE 1=1", []
+        sql = f"SELECT {_PROC_COLUMNS} FROM procedures WHERE 1=1"
+        args: list[Any] = []
         if task_type:
             sql, args = sql + " AND task_type = ?", [*args, task_type]
         if status:
@@ -599,6 +610,7 @@ class ProcedureDatabase:
     def index_rows(self, ids: list[str] | None = None) -> Iterator[tuple[str, str, str, list[str], list[str], str]]:
         """(id, task type, description, tags, commands, status) of every procedure not rejected (or of these), in
         insertion order: what the matching index is built from."""
+        rows: Iterable[Any]
         if ids is None:
             rows = self.conn.execute(
                 "SELECT id, task_type, description, tags, steps, status FROM procedures"
@@ -609,7 +621,8 @@ class ProcedureDatabase:
                 row
                 for start in range(0, len(ids), 500)
                 for row in self.conn.execute(
-                    "SELECT id, task_type, description, tags, steps, status FROM procedures WHERE status != 'rejected' AND id IN"
+                    "SELECT id, task_type, description, tags, steps, "
+                    "status FROM procedures WHERE status != 'rejected' AND id IN"
                     f" ({', '.join('?' * len(ids[start : start + 500]))}) ORDER BY rowid",
                     ids[start : start + 500],
                 )
@@ -656,12 +669,13 @@ class ProcedureDatabase:
             after, _ = self._evidence_start(pid, proc.version)
             health = self.health(pid)
             newest, closed = self.conn.execute(
-                "SELECT COALESCE(MAX(id), 0), COUNT(CASE WHEN version = ? AND id > ? AND outcome != 'dry-run' THEN 1 END)"
-                " FROM executions WHERE procedure_id = ?",
+                "SELECT COALESCE(MAX(id), 0), COUNT(CASE WHEN version = ? AND id > ? AND outcome != "
+                "'dry-run' THEN 1 END) FROM executions WHERE procedure_id = ?",
                 (proc.version, after, pid),
             ).fetchone()
             self.conn.execute(
-                "INSERT INTO promotions (procedure_id, version, promoted_at, promoted_by, after_execution, status_before, health_before,"
+                "INSERT INTO promotions (procedure_id, version, promoted_at, promoted_by, after_execution, "
+                "status_before, health_before,"
                 " success_before, failure_before, executions_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     pid,
@@ -705,10 +719,11 @@ class ProcedureDatabase:
         rows = self.conn.execute(
             f"SELECT {', '.join(columns)} FROM promotions WHERE procedure_id = ? ORDER BY id", (procedure_id,)
         )
-        return [dict(zip(columns, row)) for row in rows]
+        return [dict(zip(columns, row, strict=True)) for row in rows]
 
     def _evidence_start(self, procedure_id: str, version: int) -> tuple[int, float | None]:
-        """(execution id after which executions count, when that window opened): the version's last promotion, else (0, None)."""
+        """(execution id after which executions count, when that window opened):
+        the version's last promotion, else (0, None)."""
         row = self.conn.execute(
             "SELECT after_execution, promoted_at FROM promotions WHERE procedure_id = ? AND version = ?"
             " ORDER BY id DESC LIMIT 1",
@@ -751,8 +766,8 @@ class ProcedureDatabase:
         )
         with self._write():
             cursor = self.conn.execute(
-                "INSERT INTO executions (procedure_id, version, started, ended, outcome, diverged_step, reason, tokens, llm_calls, run_id)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO executions (procedure_id, version, started, ended, outcome, diverged_step, "
+                "reason, tokens, llm_calls, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     execution.procedure_id,
                     execution.version,
@@ -782,8 +797,8 @@ class ProcedureDatabase:
     ) -> list[Execution]:
         """Newest first; `after` an execution id, only those recorded after it."""
         sql = (
-            "SELECT id, procedure_id, version, started, ended, outcome, diverged_step, reason, tokens, llm_calls, run_id"
-            " FROM executions WHERE procedure_id = ? AND id > ?"
+            "SELECT id, procedure_id, version, started, ended, outcome, diverged_step, reason, "
+            "tokens, llm_calls, run_id FROM executions WHERE procedure_id = ? AND id > ?"
         )
         args: list[Any] = [procedure_id, after]
         if version is not None:
@@ -837,12 +852,14 @@ class ProcedureDatabase:
     # ------------------------------------------------------------------ learnings
 
     def add_learning(self, learning: CapturedLearning) -> CapturedLearning:
-        """Store a learning; the same lesson again (task, command, error) raises the stored one's `seen` and `last_seen`."""
+        """Store a learning; the same lesson again (task, command, error)
+        raises the stored one's `seen` and `last_seen`."""
         now = learning.created or time.time()
         key = learning_key(learning.task_type, learning.command, learning.error)
         with self._write():
             row = self.conn.execute(
-                "INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created, key, seen, last_seen, about)"
+                "INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created, "
+                "key, seen, last_seen, about)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET seen = seen + excluded.seen,"
                 " last_seen = MAX(last_seen, excluded.last_seen) RETURNING id, seen, last_seen, created, about",
                 (
@@ -883,11 +900,13 @@ class ProcedureDatabase:
         return found
 
     def learning_rows(self) -> Iterator[tuple[int, str | None, str, str]]:
-        """(id, task type, about, command) of every learning, without building models: what finding learnings indexes."""
+        """(id, task type, about, command) of every learning, without building models:
+        what finding learnings indexes."""
         yield from self.conn.execute("SELECT id, task_type, about, command FROM learnings ORDER BY id")
 
     def learnings_version(self) -> tuple[int, int]:
-        """(count, newest id): changes whenever a learning is added (a lesson seen again changes no text); caches compare it."""
+        """(count, newest id): changes whenever a learning is added (a lesson seen again changes no text);
+        caches compare it."""
         count, newest = self.conn.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM learnings").fetchone()
         return int(count), int(newest)
 

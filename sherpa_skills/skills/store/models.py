@@ -14,7 +14,8 @@ HealthStatus = Literal["new", "healthy", "degraded", "broken", "needs-relearning
 ProcedureKind = Literal["shell", "trajectory"]
 
 
-#: Who decided, in a trajectory, for the decisions a replay counts as its own position (fast-forwards and the start are not decisions).
+#: Who decided, in a trajectory, for the decisions a replay counts as its own position (fast-forwards and the
+# start are not decisions).
 POLICY_DECIDERS = ("rule", "llm", "replay", "policy")
 
 
@@ -38,7 +39,8 @@ class RecordedCheck(BaseModel):
 
 
 class RecordedDecision(BaseModel):
-    """One decision of a successful run: where, which trigger, its arguments ({{ input }} where they came from the inputs),
+    """One decision of a successful run: where, which trigger,
+    its arguments ({{ input }} where they came from the inputs),
     who took it then, and the action outcomes observed before it (checked before it is replayed)."""
 
     model_config = ConfigDict(extra="forbid")

@@ -1,5 +1,6 @@
 """What a replay or a capture leaves in the store, whichever kind of procedure: the execution of a replay, and the
-procedure a successful run teaches (a new one, a success credited to its twin, or the next version of one that diverged)."""
+procedure a successful run teaches (a new one, a success credited to its twin, or the next version of one that
+diverged)."""
 
 from __future__ import annotations
 

@@ -103,8 +103,8 @@ def replay_refusal(
         return "rejected: a person said no, so it is never replayed (`learn promote` takes it back)"
     if health is not None and health.status in PULLED:
         return (
-            f"{health.status} (rolling success {health.rolling_success_rate} over {health.counted_executions} executions; "
-            "`learn promote` starts a fresh evidence window)"
+            f"{health.status} (rolling success {health.rolling_success_rate} over "
+            f"{health.counted_executions} executions; `learn promote` starts a fresh evidence window)"
         )
     if proc.confidence < threshold:
         return (

@@ -41,7 +41,8 @@ def procedure_detail(store: Any, p: Any) -> dict[str, Any]:
 
 
 def saved_by(planned: Any, tokens: int, llm_calls: int) -> tuple[int, int]:
-    """(tokens, LLM calls) a run that followed `planned` saved: what planning that version cost, less what the run spent."""
+    """(tokens, LLM calls) a run that followed `planned` saved: what planning that version cost, less what the run
+    spent."""
     return max(0, planned.planned_tokens - tokens), max(0, planned.planned_llm_calls - llm_calls)
 
 
@@ -53,7 +54,8 @@ def savings(store: Any, p: Any, e: Any) -> tuple[int, int]:
 
 def saved_something(p: Any, e: Any) -> bool:
     """Whether an execution counts in the savings: a successful replay, or a trajectory's run that diverged and still
-    finished (the LLM took over in the same run, after the replayed decisions; its execution holds the whole run's cost)."""
+    finished (the LLM took over in the same run, after the replayed decisions; its execution holds the whole run's
+    cost)."""
     return e.outcome == "success" or (p.kind == "trajectory" and e.outcome == "diverged")
 
 

@@ -1,4 +1,5 @@
-"""Learning as part of the runtime: `policy: {learn: true}` through the CLI, `workflow.agent(learn=True)` from Python, on a real store."""
+"""Learning as part of the runtime: `policy: {learn: true}` through the CLI, `workflow.agent(learn=True)` from
+Python, on a real store."""
 
 from __future__ import annotations
 
@@ -206,7 +207,8 @@ class TestExample:
 
 class TestTeams:
     def test_a_team_member_whose_workflow_learns_still_handles_its_events(self, tmp_path):
-        """A member's run starts from events, not from inputs a task is matched by: it runs without learning, never breaks."""
+        """A member's run starts from events, not from inputs a task is matched by:
+        it runs without learning, never breaks."""
         from sherpa_skills.agents.team import TeamRunner, load_team
 
         (tmp_path / "player.yaml").write_text("""

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.usefixtures("fresh_scripts")
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder laid out like the repository root (the example script at its relative path), as the current directory."""
+    """A folder laid out like the repository root (the example script at its relative path),
+    as the current directory."""
     work = tmp_path / "project"
     (work / SCRIPT).parent.mkdir(parents=True)
     shutil.copy(ROOT / SCRIPT, work / SCRIPT)
@@ -103,7 +104,8 @@ class TestPromptRendering:
         assert result.context["note"] is None
 
     def test_a_prompt_that_cannot_render_is_a_policy_error_naming_it(self, write_file, tmp_path, capsys):
-        """An undefined name in the prompt ends the run with an error naming the template and line; no LLM call, no traceback."""
+        """An undefined name in the prompt ends the run with an error naming the template and line;
+        no LLM call, no traceback."""
         write_file("broken.system.j2", "Choose.")
         write_file("broken.user.j2", "State: {{ state }}\nTask: {{ vars.no_such_input }}\n")
         write_file("script.yaml", "answers: []\n")
@@ -167,7 +169,8 @@ class TestPlanningBudget:
         result = self._run(capsys, tmp_path, self._script(tmp_path, "false"))
         assert [c["command"] for c in result["context"]["commands_run"]] == ["false"] * 3
         assert "failed 3 times in a row" in result["context"]["stop_reason"]
-        # Three commands; then give_up is the only way left (no command, and no finish after a failure): no one is asked.
+        # Three commands; then give_up is the only way left (no command, and no finish after a failure):
+        # no one is asked.
         assert result["llm_calls"] == 3 and result["fast_forwards"] >= 1
 
     def test_the_command_budget_holds(self, tmp_path, capsys):

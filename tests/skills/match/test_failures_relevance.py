@@ -1,4 +1,5 @@
-"""Defensive learnings reach planning by meaning — the procedures' scores, a floor calibrated for learnings — deduplicated,
+"""Defensive learnings reach planning by meaning — the procedures' scores,
+a floor calibrated for learnings — deduplicated,
 and never for a task they are not about. Real store, real chromadb companion, the real MiniLM embedder."""
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def failed(command: str, output: str, description: str | None = None, cwd: str |
 
 
 def mined_store(home: Path, *, tar: bool = False) -> ProcedureDatabase:
-    """Failures mined from sessions (`npm run build` under task type `npm-run`, twice the same lesson) and a few others."""
+    """Failures mined from sessions (`npm run build` under task type `npm-run`,
+    twice the same lesson) and a few others."""
     home.mkdir(parents=True, exist_ok=True)
     store = ProcedureDatabase(home / "store.db")
     build = "Type error: Property 'total' does not exist on type 'Cart'"
@@ -158,7 +160,8 @@ class TestIndex:
     def test_the_index_is_rebuilt_after_the_companion_folder_is_deleted(
         self, store: ProcedureDatabase, capsys: Any
     ) -> None:
-        """SQLite is the truth: with the companion folder gone, `learn reindex` (or the next lookup) rebuilds the vectors."""
+        """SQLite is the truth: with the companion folder gone, `learn reindex` (or the next lookup)
+        rebuilds the vectors."""
         home = store.path.parent
         assert commands(FailureFinder(store).find("build the frontend")) == ["npm run build"]
         shutil.rmtree(home / "companion")

@@ -1,4 +1,5 @@
-"""Matching is a decision: the procedure a task is about, with parameters read from its literals — or no-match, and why."""
+"""Matching is a decision: the procedure a task is about, with parameters read from its literals —
+or no-match, and why."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Mining imported session commands: recurring routines become candidates, known procedures gain successes, failures are learned."""
+"""Mining imported session commands: recurring routines become candidates, known procedures gain successes,
+failures are learned."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A workflow with an LLM policy learns from its successful runs: replayed with 0 LLM calls, handed back to the LLM on divergence."""
+"""A workflow with an LLM policy learns from its successful runs:
+replayed with 0 LLM calls, handed back to the LLM on divergence."""
 
 from __future__ import annotations
 
@@ -230,7 +231,8 @@ def test_a_templated_argument_is_validated_on_every_run(tmp_path):
 
 
 def test_a_resumed_run_continues_the_replay_where_it_stopped(workflow, tmp_path):
-    """The replay reads only what is new in the belief it follows; handed a resumed run's belief, it reads that one whole."""
+    """The replay reads only what is new in the belief it follows;
+    handed a resumed run's belief, it reads that one whole."""
     from sherpa_skills.engine.agent import Agent
     from sherpa_skills.engine.runstore import RunStore
 
@@ -308,13 +310,15 @@ def test_the_replay_is_asked_after_the_rules_that_can_decide_and_before_the_llm(
     agent = workflow.agent(learn=learner, home=tmp_path, policy=type(workflow.policy)(rules, llm))
     result = agent.run({"ticket": DAMAGED, "order": "8800"})
     assert [type(p) for p in agent.agent.policy.policies] == [RulePolicy, ReplayPolicy, LLMPolicy]
-    # the rule decided where the recording had the LLM close: the replay was not asked there, and the run left the recording
+    # the rule decided where the recording had the LLM close: the replay was not asked there,
+    # and the run left the recording
     assert (result.state, result.rule_decisions, result.replayed_decisions) == ("escalated", 1, 1)
     assert result.diverged_at["expected"] == "a decision in 'checked' (close)"
 
 
 def test_a_numeric_input_is_a_parameter_too(workflow, learner, tmp_path):
-    """`--input order=4417` arrives as a number: the LLM's "4417" is still the order, so the next ticket's order fills it."""
+    """`--input order=4417` arrives as a number:
+    the LLM's "4417" is still the order, so the next ticket's order fills it."""
     run(workflow, learner, tmp_path, ticket=DAMAGED, order=4417)
     run(workflow, learner, tmp_path, ticket=DAMAGED, order=5120)
     [proc] = learner.store.procedures(status=None)
@@ -324,11 +328,12 @@ def test_a_numeric_input_is_a_parameter_too(workflow, learner, tmp_path):
     assert third.context["refunded"] == "7731"
 
 
-# ---------------------------------------------------------------- outcomes: the status counts, not just how many there were
+# ------------------------------------------------------------ outcomes: the status counts, not just how many there were
 
 
 def _refund_workflow(tmp_path, gateway_up: bool):
-    """WORKFLOW whose refund also calls a typed action that succeeds or fails with the gateway: the same actions either way."""
+    """WORKFLOW whose refund also calls a typed action that succeeds or fails with the gateway:
+    the same actions either way."""
     from sherpa_skills.engine.registry import ActionResult, default_registry, load_builtins
     from sherpa_skills.engine.workflow import load_workflow_text
 
@@ -364,14 +369,16 @@ def _recorded(refund_status: str) -> list[RecordedDecision]:
 
 @pytest.mark.parametrize(("recorded", "now_up"), [("ok", True), ("failed", False)])
 def test_the_same_outcomes_replay_to_the_end(tmp_path, recorded: str, now_up: bool):
-    """The control for the two below: these recordings are what the workflow does, so an unchanged world replays whole."""
+    """The control for the two below: these recordings are what the workflow does,
+    so an unchanged world replays whole."""
     replay, result = _replayed(_refund_workflow(tmp_path, now_up), _recorded(recorded), ticket=DAMAGED, order="12")
     assert (result.status, result.state, replay.replayed, replay.divergence) == ("final", "closed", 2, None)
 
 
 @pytest.mark.parametrize(("recorded", "now_up", "observed"), [("ok", False, "failed"), ("failed", True, "ok")])
 def test_an_outcome_that_changed_status_is_a_divergence(tmp_path, recorded: str, now_up: bool, observed: str):
-    """ok → failed and failed → ok, with as many outcomes as recorded: the replay stops before `close` and says which."""
+    """ok → failed and failed → ok, with as many outcomes as recorded:
+    the replay stops before `close` and says which."""
     replay, result = _replayed(_refund_workflow(tmp_path, now_up), _recorded(recorded), ticket=DAMAGED, order="12")
     assert result.status == "error" and result.state == "checked" and replay.replayed == 1  # no LLM in this chain
     assert (replay.divergence["step"], replay.divergence["state"]) == (1, "checked")

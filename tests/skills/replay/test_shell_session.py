@@ -1,4 +1,5 @@
-"""Replay runs a procedure in one shell: `cd` and `export` hold for the steps after them, as where they were recorded."""
+"""Replay runs a procedure in one shell: `cd` and `export` hold for the steps after them,
+as where they were recorded."""
 
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ class TestSession:
 def test_a_replayed_procedure_keeps_cd_and_export_between_steps(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through `learn replay --execute --yes`: the step after `cd site` runs in site/, with the variable exported before."""
+    """Through `learn replay --execute --yes`:
+    the step after `cd site` runs in site/, with the variable exported before."""
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)

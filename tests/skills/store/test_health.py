@@ -1,4 +1,5 @@
-"""Health needs evidence: `new` until a procedure runs, no `broken` on one failure, and promote, replay, the heartbeat and
+"""Health needs evidence: `new` until a procedure runs, no `broken` on one failure, and promote,
+replay, the heartbeat and
 the browser view agree on what can be replayed — through the CLI and the Python API on a real store."""
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ class TestEvidenceThroughTheCli:
     def test_one_failure_is_not_enough_to_break_it(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path
     ) -> None:
-        """Promoted, fails once: not broken (too few executions); replay refuses it only for its confidence, and says so."""
+        """Promoted, fails once: not broken (too few executions);
+        replay refuses it only for its confidence, and says so."""
         pid = captured(capsys, tmp_path, home)
         assert cli(capsys, home, "learn", "promote", pid)[0] == 0
         assert execute(capsys, home, pid)["status"] == "diverged"
@@ -163,7 +165,8 @@ class TestEvidenceThroughTheCli:
     def test_promote_never_claims_what_replay_refuses(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path
     ) -> None:
-        """Promote's message comes from the same gate replay uses: it names the refusal instead of promising a replay."""
+        """Promote's message comes from the same gate replay uses:
+        it names the refusal instead of promising a replay."""
         pid = captured(capsys, tmp_path, home)
         store = ProcedureDatabase(home=home)
         proc = store.promote(pid)
@@ -206,7 +209,8 @@ class TestEvidenceThroughThePythonApi:
         assert store.health(p.id).status == "new"
 
     def test_the_marked_needs_relearning_is_cleared_by_a_promotion(self, procedure_db: ProcedureDatabase) -> None:
-        """The heartbeat marks a broken procedure for re-learning; a person's promotion is the command that resets it."""
+        """The heartbeat marks a broken procedure for re-learning; a person's promotion is the command that resets
+        it."""
         store = procedure_db
         p = store.add_procedure(
             CapturedProcedure(id="", task_type="deploy", success_count=1, steps=[ProcedureStep(command="make")])

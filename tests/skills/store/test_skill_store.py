@@ -28,7 +28,8 @@ def execution(p: CapturedProcedure, outcome: str, reason: str | None = None) -> 
 
 class TestConfidence:
     def test_one_success_is_not_proof(self) -> None:
-        """Seen once, a procedure stays below the replay threshold; a second success passes it; only evidence brings it near 1."""
+        """Seen once, a procedure stays below the replay threshold; a second success passes it;
+        only evidence brings it near 1."""
         assert confidence(1, 0) < REPLAY_THRESHOLD < confidence(2, 0)
         assert confidence(2, 0) > confidence(1, 0)
         assert confidence(100, 0) < 1.0
@@ -165,8 +166,10 @@ class TestOneProcedurePerSignature:
     def test_six_concurrent_first_captures_make_one_procedure(self, tmp_path: Path) -> None:
         """Six processes capturing the same new steps at once: one procedure, six successes."""
         code = (
-            "import sys; from sherpa_skills.skills.store.database import ProcedureDatabase; from sherpa_skills.skills.store.models import *; "
-            "s = ProcedureDatabase(sys.argv[1]); s.add_procedure(CapturedProcedure(id='', task_type='ship', success_count=1, "
+            "import sys; from sherpa_skills.skills.store.database import ProcedureDatabase; "
+            "from sherpa_skills.skills.store.models import *; "
+            "s = ProcedureDatabase(sys.argv[1]); s.add_procedure(CapturedProcedure(id='', "
+            "task_type='ship', success_count=1, "
             "steps=[ProcedureStep(command='make'), ProcedureStep(command='make ship')]))"
         )
         db = tmp_path / "store.db"

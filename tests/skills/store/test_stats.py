@@ -1,4 +1,5 @@
-"""What replay saved is computed once (skills/store/stats.py): a run's own figures, `learn stats` and the browser view agree."""
+"""What replay saved is computed once (skills/store/stats.py): a run's own figures, `learn stats` and the browser
+view agree."""
 
 from __future__ import annotations
 
