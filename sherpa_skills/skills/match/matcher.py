@@ -57,7 +57,7 @@ def procedure_words(task_type: str, description: str, tags: list[str], commands:
     return found
 
 
-class Candidate(BaseModel):
+class MatchCandidate(BaseModel):
     """One procedure considered for a task, with its scores and, unless it was taken, why not."""
 
     procedure_id: str
@@ -88,9 +88,9 @@ class MatchDecision(BaseModel):
     query: str
     task_type: str | None = None
     decision: Literal["match", "no-match"]
-    selected: Candidate | None = None
+    selected: MatchCandidate | None = None
     params: dict[str, str] = Field(default_factory=dict)
-    candidates: list[Candidate] = Field(default_factory=list, description="best first, the selected one included")
+    candidates: list[MatchCandidate] = Field(default_factory=list, description="best first, the selected one included")
     reason: str | None = None
     floor: float = RELEVANCE_FLOOR
     margin: float = MARGIN
@@ -351,7 +351,7 @@ class Matcher:
             }
             score = 1.0 if exact else (self.model(features) if semantic is not None else 0.0)
             candidates.append(
-                Candidate(
+                MatchCandidate(
                     procedure_id=proc.id,
                     task_type=proc.task_type,
                     version=proc.version,
@@ -436,7 +436,7 @@ class Matcher:
     def _decide(
         self,
         base: dict[str, Any],
-        candidates: list[Candidate],
+        candidates: list[MatchCandidate],
         given: dict[str, Any],
         threshold: float,
         check_health: bool,
