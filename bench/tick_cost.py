@@ -98,39 +98,27 @@ def shared_bench() -> Path:
     )
 
 
+def _child(argv: list[str], tree: Path, env: dict[str, str], what: str) -> str:
+    """Run a measuring child on `tree`'s code; its stdout, or exit naming what failed."""
+    done = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{what} failed on {tree}: {done.stderr.strip()[-2000:]}")
+    return done.stdout
+
+
 def count(tree: Path, bench_dir: Path, variants: list[str]) -> dict[str, float]:
     """kinstr per step for each variant, from the shared script run on `tree`'s code."""
     env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(tree)}
-    done = subprocess.run(
-        ["bash", str(bench_dir / "tick_cost.sh"), *variants],
-        cwd=tree,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"tick_cost.sh failed on {tree}: {done.stderr.strip()}")
-    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    out = _child(["bash", str(bench_dir / "tick_cost.sh"), *variants], tree, env, "tick_cost.sh")
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return {r["variant"]: r["kinstr_per_step"] for r in rows}
 
 
 def shares(tree: Path, bench_dir: Path, variant: str) -> dict[str, float]:
     """Each function's inclusive share of the profiled run part, by `file|function`."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run(
-        [sys.executable, "-c", _PROFILE_CHILD, str(bench_dir), variant],
-        cwd=tree,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"profiling {variant} failed on {tree}: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    out = _child([sys.executable, "-c", _PROFILE_CHILD, str(bench_dir), variant], tree, env, f"profiling {variant}")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def export(ref: str, into: Path) -> str:

@@ -402,20 +402,7 @@ class RunStore:
                     f"{', '.join(matches[:3])}{', …' if len(matches) > 3 else ''}; give more characters"
                 )
             raise StoreError(f"no run '{run_id}' in {self.path}; `sherpa-skills runs` lists them")
-        return RunRow(
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            row[4],
-            row[5],
-            row[6],
-            json.loads(row[7]),
-            row[8],
-            json.loads(row[9]),
-            row[10],
-            row[11],
-        )
+        return _run_row(row)
 
     def load_belief(self, run_id: str, tail: int | None = None) -> Belief:
         """The run's belief; with `tail`, only the last `tail` trajectory and log entries (the

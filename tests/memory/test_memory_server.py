@@ -116,7 +116,7 @@ def test_config_values(home: Path) -> None:
     assert chroma_server(home) is None
     for value, expected in [
         ("127.0.0.1:8000", ChromaServer("127.0.0.1", 8000)),
-        ("http://chroma.internal:9001", ChromaServer("chroma.internal", 9001)),
+        ("http://chroma.example.invalid:9001", ChromaServer("chroma.example.invalid", 9001)),
         ("'[::1]:8000'", ChromaServer("::1", 8000)),
     ]:
         configure(home, value)
