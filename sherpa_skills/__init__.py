@@ -19,8 +19,8 @@ _EXPORTS: dict[str, str] = {
     "LogEntry": "engine.belief",
     "TrajectoryEntry": "engine.belief",
     "Workflow": "engine.workflow",
-    "load_workflow": "engine.workflow",
-    "load_workflow_text": "engine.workflow",
+    "load_workflow": "runtime",
+    "load_workflow_text": "runtime",
     "WorkflowSpec": "engine.spec",
     "CompiledMachine": "engine.compiler",
     "RunStore": "engine.runstore",
@@ -114,8 +114,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .engine.runstore import RunStore as RunStore
     from .engine.spec import WorkflowSpec as WorkflowSpec
     from .engine.workflow import Workflow as Workflow
-    from .engine.workflow import load_workflow as load_workflow
-    from .engine.workflow import load_workflow_text as load_workflow_text
     from .errors import ActionError as ActionError
     from .errors import ModelError as ModelError
     from .errors import NoTransitionError as NoTransitionError
@@ -135,6 +133,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .policy.base import Policy as Policy
     from .policy.llm import LLMPolicy as LLMPolicy
     from .policy.rule import RulePolicy as RulePolicy
+    from .runtime import load_workflow as load_workflow
+    from .runtime import load_workflow_text as load_workflow_text
     from .skills.api import CaptureResult as CaptureResult
     from .skills.api import SkillStore as SkillStore
     from .skills.match.matcher import MatchDecision as MatchDecision

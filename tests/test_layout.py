@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "sessions": 3,
     "skills": 4,
     "agents": 4,
+    "runtime": 4,
     "heartbeat": 5,
     "cli": 6,
     "ui": 6,

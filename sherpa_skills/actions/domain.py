@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..engine.hooks import register_run_hook
+from ..engine.hooks import HookRequest, RunHook
 from ..engine.registry import ActionContext, ActionResult, default_registry
 from ..errors import UsageError
 from ..home import per_home
@@ -31,11 +31,11 @@ def _declared(agent: Any) -> str | None:
     return getattr(agent.machine.spec, "domain", None)
 
 
-class DomainHook:
+class DomainHook(RunHook):
     """Run start: claim the domain for this agent and hand it decisions, status, recent changes and a briefing.
     Run end (final or error): one changelog line with the outcome, and the domain's liveness."""
 
-    def start(self, agent: Any) -> dict[str, Any] | None:
+    def on_start(self, agent: Any, inputs: dict[str, Any], event: Any) -> dict[str, Any] | None:
         name = _declared(agent)
         if name is None:
             return None
@@ -43,9 +43,9 @@ class DomainHook:
         store.claim(name, agent.name)
         return {CONTEXT_KEY: store.start_context(name, agent.name, briefing(agent.home, agent.name))}
 
-    def end(self, agent: Any, result: Any) -> None:
+    def on_stop(self, agent: Any, result: Any) -> None:
         name = _declared(agent)
-        if name is None:
+        if name is None or result.status not in ("final", "error"):
             return
         entry = {
             "run_id": result.run_id,
@@ -58,7 +58,10 @@ class DomainHook:
         domains(agent.home).run_ended(name, agent.name, result.run_id, result.status, entry)
 
 
-register_run_hook("domain", DomainHook())
+def domain_hook(request: HookRequest) -> DomainHook | None:
+    """The hook maker `sherpa_skills.load_workflow` gives every workflow: a domain hook when the workflow (or its team
+    entry) declares a domain."""
+    return DomainHook() if request.workflow.spec.domain else None
 
 
 def _domain(ctx: ActionContext, action: str) -> tuple[Domains, str, str]:

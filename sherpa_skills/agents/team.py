@@ -169,6 +169,7 @@ def is_team_file(path: str | Path) -> bool:
 def load_team(path: str | Path) -> Team:
     """Load a team file and every agent's workflow; raises WorkflowError listing every problem as FILE:LINE."""
     from ..engine.workflow import _pydantic_problems, load_workflow_source
+    from ..runtime import SHIPPED_HOOKS
 
     path = Path(path).resolve()
     source = load_yaml_file(path)
@@ -192,7 +193,7 @@ def load_team(path: str | Path) -> Team:
         if located is None:
             continue
         try:
-            workflow = load_workflow_source(located, path=file_path)
+            workflow = load_workflow_source(located, path=file_path, hooks=SHIPPED_HOOKS)
         except WorkflowError as exc:
             problems.extend(exc.problems)
             continue
@@ -363,9 +364,8 @@ class AgentHost:
         self._agents: OrderedDict[str, Agent] = OrderedDict()
 
     def agent(self, correlation_id: str) -> Agent:
-        """The task's agent: in memory, else resumed from the store, else a new run."""
-        from ..engine.agent import Agent
-
+        """The task's agent: in memory, else resumed from the store, else a new run. A member whose workflow learns
+        matches its task (what the event that starts its run carries) and is captured, like any run."""
         found = self._agents.get(correlation_id)
         if found is not None:
             self._agents.move_to_end(correlation_id)
@@ -373,19 +373,9 @@ class AgentHost:
         run_id = run_id_for(self.name, correlation_id)
         wf = self.workflow
         if self.store is not None and self.store.has_run(run_id):
-            agent = Agent.resume(
-                self.store,
-                run_id,
-                wf.machine,
-                wf.policy,
-                base_dir=wf.base_dir,
-                model=self.model,
-                registry=wf.registry,
-                name=self.name,
-            )
+            agent = wf.resume(self.store, run_id, model=self.model, name=self.name)
         else:  # the member's name is its identity (shared memory, domains), whichever workflow it runs
-            # Learning (`learn: true`) matches a run by its inputs at start; a member's run starts from events: not yet.
-            agent = wf.agent(store=self.store, run_id=run_id, model=self.model, name=self.name, learn=False)
+            agent = wf.agent(store=self.store, run_id=run_id, model=self.model, name=self.name)
         agent.sender, agent.correlation_id = self.name, correlation_id
         if self.observer is not None:
             agent.observe(self.observer)

@@ -18,10 +18,9 @@ def run_demo(home: str | None = None, as_json: bool = False) -> int:
     from rich.console import Console
 
     from ..data import data_dir
-    from ..engine.agent import Agent
     from ..engine.runstore import RunStore
-    from ..engine.workflow import load_workflow
     from ..logs import configure
+    from ..runtime import load_workflow
 
     configure(level="error")
     console = Console(stderr=as_json, highlight=False)
@@ -56,9 +55,7 @@ def run_demo(home: str | None = None, as_json: bool = False) -> int:
         if result.status == "waiting":
             waiting_run = result.run_id
     if waiting_run:
-        resumed = Agent.resume(store, waiting_run, workflow.machine, workflow.policy, base_dir=workflow.base_dir).run(
-            {"approved": True}
-        )
+        resumed = workflow.resume(store, waiting_run).run({"approved": True})
         show(f"a human approves run {waiting_run} (resumed from the store)", resumed)
         console.print(f"\n  the reply that went out: {resumed.context['draft']['text']!r}")
     console.print(f"\nInspect the runs: sherpa-skills runs --home {home_dir}")

@@ -126,8 +126,8 @@ def _bus(url: str | None, prefix: str) -> Any:
 def _member(file: str, name: str | None, subscribe: list[str] | None) -> tuple[str, Any, list[str]]:
     """The agent to serve: a member of a team file (by --name), or a plain workflow with --subscribe topics."""
     from ..agents.team import is_team_file, load_team
-    from ..engine.workflow import load_workflow
     from ..errors import UsageError
+    from ..runtime import load_workflow
 
     if is_team_file(file):
         team = load_team(file)

@@ -214,7 +214,7 @@ def workflow_file(name: str) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ..agents.team import is_team_file
-    from ..engine.workflow import load_workflow
+    from ..runtime import load_workflow
 
     if is_team_file(workflow_file(args.file)):
         from .events import run_team
@@ -229,9 +229,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from ..engine.agent import Agent, spec_hash
-    from ..engine.workflow import load_workflow
+    from ..engine.agent import spec_hash
     from ..errors import UsageError
+    from ..runtime import load_workflow
 
     store, home = _open_store(args)
     row = store.get_run(args.run_id)
@@ -246,14 +246,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
             "pass --allow-changed to resume with the new definition"
         )
     workflow.warm_up(args.model)
-    _log_run(home, row.run_id)  # before Agent.resume, which warns there about actions it reruns
-    agent = Agent.resume(
+    _log_run(home, row.run_id)  # before the resume, which warns there about actions it reruns
+    # The workflow's hooks come back with it: a learning run replays from where it was and is captured.
+    agent = workflow.resume(
         store,
         row.run_id,
-        workflow.machine,
-        workflow.policy,
         rerun_interrupted=not args.no_rerun_interrupted,
-        base_dir=workflow.base_dir,
         model=model_option(args.model),
         name=args.agent,
     )

@@ -11,7 +11,7 @@ import difflib
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
@@ -36,7 +36,7 @@ from ..redact import redact_known
 from .belief import _FROZEN, Belief, BeliefView, LogEntry, freeze, log_entry, lookup, trajectory_entry
 from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
 from .events import Event, parse_event
-from .hooks import run_hooks
+from .hooks import RunHook
 from .inputs import check_inputs
 from .registry import ActionContext, ActionResult, Registry, default_registry, observe_features
 from .runstore import InFlight, Interrupted, RunStore, TickRecord
@@ -142,10 +142,19 @@ class Agent:
         registry: Registry | None = None,
         home: str | Path | None = None,
         name: str | None = None,
+        hooks: Sequence[RunHook] = (),
     ):
         ensure_configured()
         self.machine = machine
-        self.policy: Policy = policy or NoPolicy()
+        self._policy: Policy = policy or NoPolicy()
+        # Who the drivers ask: the policy with its hooks' advisors in place, composed once the run has started.
+        self._decider: Policy | None = None
+        self.hooks = tuple(hooks)
+        names = [h.name for h in self.hooks if h.name]
+        if len(set(names)) != len(names):
+            raise UsageError(f"two hooks of one agent keep state under the same name: {', '.join(sorted(names))}")
+        # The state each named hook last saved with the run: a commit writes it again only when a hook returns another.
+        self._hook_state: dict[str, Any] = {}
         self.belief = belief or Belief()
         self.store = store
         self.run_id = run_id or uuid.uuid4().hex[:12]
@@ -184,6 +193,38 @@ class Agent:
         self._log = structlog.get_logger("sherpa_skills.engine.agent", run_id=self.run_id, agent=machine.name)
 
     # ------------------------------------------------------------------ state
+
+    @property
+    def policy(self) -> Policy:
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: Policy) -> None:
+        self._policy, self._decider = policy, None
+
+    @property
+    def decider(self) -> Policy:
+        """The policy with its hooks' advisors (a replay) after its rules and before its LLM."""
+        if self._decider is None:
+            advisors = [a for h in self.hooks if (a := h.advisor()) is not None]
+            if advisors:
+                from ..policy.advised import with_advisors
+
+                self._decider = with_advisors(self._policy, advisors)
+            else:
+                self._decider = self._policy
+        return self._decider
+
+    def _saved_by_hooks(self) -> dict[str, Any] | None:
+        """What the named hooks keep with the run, when one of them saved something new since the last commit."""
+        changed = False
+        for hook in self.hooks:
+            if hook.name:
+                state = hook.saved()
+                if state is not self._hook_state.get(hook.name, _MISSING):
+                    self._hook_state[hook.name] = state
+                    changed = True
+        return dict(self._hook_state) if changed else None
 
     @property
     def state(self) -> str:
@@ -691,6 +732,7 @@ class Agent:
             counters=self.counters,
             error=error,
             clear_intents=self._clear_intents,
+            hooks=self._saved_by_hooks() if self.hooks else None,
         )
         self._clear_intents = False
 
@@ -713,12 +755,12 @@ class Agent:
             self.machine.describe(self._leaf) if status == "waiting" else "",
             self._event_report,
         )
-        if status in ("final", "error") and ended:  # a refused resume did not end the run: its hooks do not hear of it
-            for hook in run_hooks():
+        if ended:  # a refused resume did not stop the run: its hooks do not hear of it
+            for hook in self.hooks:
                 try:
-                    hook.end(self, result)
-                except SherpaError as exc:  # the run's outcome stands; the hook's failure is reported beside it
-                    self._log.warning("run_hook_failed", hook=type(hook).__name__, error=str(exc))
+                    hook.on_stop(self, result)
+                except Exception as exc:  # the run's outcome stands; the hook's failure is reported beside it
+                    self._log.warning("run_hook_failed", hook=type(hook).__name__, error=f"{type(exc).__name__}: {exc}")
         if self.observers:
             self._notify("status", **{k: v for k, v in result.to_dict().items() if k != "context"})
         self._log.info("run_stopped", status=status, state=self.state, steps=self.counters["steps"], error=error)
@@ -737,7 +779,7 @@ class Agent:
                     else:
                         answer = fn(request.args, request.ctx)
                 else:
-                    answer = self.policy.decide(request)
+                    answer = self.decider.decide(request)
             except BaseException as exc:  # handed back into the flow, which logs and re-raises
                 request = _throw(flow, exc)
                 continue
@@ -789,7 +831,7 @@ class Agent:
                     else:
                         answer = definition.fn(request.args, request.ctx)
                 else:
-                    answer = await self.policy.adecide(request)
+                    answer = await self.decider.adecide(request)
             except BaseException as exc:
                 request = _throw(flow, exc)
                 continue
@@ -881,7 +923,7 @@ class Agent:
         self._event_report = None
         resumed = False
         if event is None or not self.belief.trajectory:
-            start = self._prepare_start(inputs)
+            start = self._prepare_start(inputs, event)
             if start is not None:
                 yield self._start_flow(start)
                 self._commit(self._status())
@@ -932,7 +974,7 @@ class Agent:
     def _input_defaults(self) -> dict[str, Any]:
         return {n: d.default for n, d in self.machine.spec.inputs.items() if d.default is not None}
 
-    def _prepare_start(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _prepare_start(self, inputs: dict[str, Any] | None, event: Event | None = None) -> dict[str, Any] | None:
         """The inputs to start with, when the run has not entered its initial state yet (new,
         or killed while entering it).
 
@@ -942,8 +984,9 @@ class Agent:
             return None
         start = check_inputs(self.machine.spec, {**self._inputs, **(inputs or {})}, starting=True, allow_unknown=True)
         if not self._started:
-            for hook in run_hooks():  # e.g. a domain's decisions and status; the run's own inputs win a clash
-                start = {**(hook.start(self) or {}), **start}
+            for hook in self.hooks:  # a domain's decisions and status, a learning's match; the run's inputs win a clash
+                start = {**(hook.on_start(self, start, event) or {}), **start}
+            self._decider = None  # a hook may advise from now on
         if not self._started and self.store is not None:
             self._inputs = start
             self.store.create_run(
@@ -955,6 +998,7 @@ class Agent:
                 self.state,
                 self.counters,
                 TickRecord(),
+                hooks=self._saved_by_hooks(),
             )
             self._started = True
         self._log.info("run_started", state=self.state, workflow=self.machine.name)
@@ -1045,12 +1089,23 @@ class Agent:
         policy: Policy | None = None,
         *,
         rerun_interrupted: bool = True,
+        hooks: Sequence[RunHook] = (),
         **kwargs: Any,
     ) -> Agent:
         """Rebuild an agent from its last committed tick. Actions of the cut-short tick that completed are not run again
         (their recorded results stand in); the one in flight runs again (at-least-once), unless `rerun_interrupted`
-        is False, in which case resuming stops with an error."""
+        is False, in which case resuming stops with an error.
+
+        Each hook gets back what it saved with the run. A run that kept a hook's state (a learning run) is refused
+        unless that hook is given again: `workflow.resume(store, run_id)` gives the workflow's hooks."""
         row = store.get_run(run_id)
+        missing = sorted(set(row.hooks) - {h.name for h in hooks if h.name})
+        if missing:
+            what = "it learns" if "learning" in missing else f"it keeps state for hook(s) {', '.join(missing)}"
+            raise UsageError(
+                f"run {row.run_id} cannot be resumed without its hooks ({what}): resume it with "
+                "workflow.resume(store, run_id), the workflow loaded by sherpa_skills.load_workflow"
+            )
         if row.state not in machine.leaf_index:
             raise StoreError(
                 f"run {row.run_id} is in state '{row.state}', which workflow '{machine.name}' no longer has"
@@ -1062,8 +1117,10 @@ class Agent:
             store=store,
             run_id=row.run_id,
             workflow_path=row.workflow_path,
+            hooks=hooks,
             **kwargs,
         )
+        agent._hook_state = dict(row.hooks)
         agent._leaf = machine.leaf_index[row.state]
         agent._tick = row.tick
         agent._started = True
@@ -1081,6 +1138,8 @@ class Agent:
                 )
             agent._log.warning("rerunning_interrupted_actions", actions=names)
             agent._clear_intents = True
+        for hook in agent.hooks:
+            hook.on_resume(agent, row.hooks.get(hook.name) if hook.name else None)
         return agent
 
 

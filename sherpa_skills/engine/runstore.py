@@ -77,7 +77,13 @@ def m004_repeated_actions(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE run_log ADD COLUMN repeated INTEGER NOT NULL DEFAULT 0")
 
 
-MIGRATIONS = [m001_runs, m002_run_events, m003_intent_results, m004_repeated_actions]
+def m005_hook_state(conn: sqlite3.Connection) -> None:
+    """What a run's hooks keep with it (a learning run's match and where its replay stands), by hook name: whichever
+    process continues the run gives it back to them."""
+    conn.execute("ALTER TABLE runs ADD COLUMN hooks TEXT")
+
+
+MIGRATIONS = [m001_runs, m002_run_events, m003_intent_results, m004_repeated_actions, m005_hook_state]
 RUN_STATUSES = ("running", "waiting", "interrupted", "final", "error")
 RUN_TABLES = (
     "run_trajectory",
@@ -114,6 +120,8 @@ class RunRow:
     inputs: dict[str, Any]
     created: float
     updated: float
+    #: What the run's hooks saved, by hook name (see engine/hooks.py).
+    hooks: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -137,7 +145,7 @@ class Interrupted:
 
 
 _RUN_COLUMNS = (
-    "run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated"
+    "run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated, hooks"
 )
 
 
@@ -155,6 +163,7 @@ def _run_row(row: tuple[Any, ...]) -> RunRow:
         json.loads(row[9]),
         row[10],
         row[11],
+        json.loads(row[12]) if row[12] else {},
     )
 
 
@@ -227,6 +236,8 @@ class RunStore:
         state: str,
         counters: dict[str, Any],
         record: TickRecord,
+        *,
+        hooks: dict[str, Any] | None = None,
     ) -> None:
         now = time.time()
         with self._lock:
@@ -234,7 +245,8 @@ class RunStore:
             try:
                 self.conn.execute(
                     "INSERT INTO runs (run_id, workflow, workflow_path, spec_hash, status, state, tick, "
-                    "counters, error, inputs, created, updated) VALUES (?, ?, ?, ?, 'running', ?, 0, ?, NULL, ?, ?, ?)",
+                    "counters, error, inputs, created, updated, hooks) "
+                    "VALUES (?, ?, ?, ?, 'running', ?, 0, ?, NULL, ?, ?, ?, ?)",
                     (
                         run_id,
                         workflow,
@@ -245,6 +257,7 @@ class RunStore:
                         _dump(inputs, "inputs"),
                         now,
                         now,
+                        _dump(hooks, "hook state") if hooks else None,
                     ),
                 )
                 self._append(run_id, record)
@@ -318,8 +331,10 @@ class RunStore:
         counters: dict[str, Any],
         error: str | None = None,
         clear_intents: bool = False,
+        hooks: dict[str, Any] | None = None,
     ) -> None:
-        """Everything a tick changed, and the machine position, in one transaction."""
+        """Everything a tick changed, and the machine position, in one transaction; with `hooks`, what the run's hooks
+        keep with it now (None: unchanged)."""
         with self._lock:
             conn = self.conn
             conn.execute("BEGIN")
@@ -330,6 +345,8 @@ class RunStore:
                     "updated = ? WHERE run_id = ?",
                     (status, state, tick, _dump_counters(counters), error, time.time(), run_id),
                 )
+                if hooks is not None:
+                    conn.execute("UPDATE runs SET hooks = ? WHERE run_id = ?", (_dump(hooks, "hook state"), run_id))
                 if clear_intents:
                     conn.execute("DELETE FROM run_intents WHERE run_id = ?", (run_id,))
                 conn.execute("COMMIT")
@@ -388,8 +405,7 @@ class RunStore:
 
     def get_run(self, run_id: str) -> RunRow:
         row = self.conn.execute(
-            "SELECT run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, "
-            "inputs, created, updated FROM runs WHERE run_id = ?",
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?",
             (run_id,),
         ).fetchone()
         if row is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,20 +12,19 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..data import data_dir
-from ..errors import Problem, WorkflowError
+from ..errors import Problem, UsageError, WorkflowError
 from ..llm.call import MODEL_ENV
 from ..policy.base import ChainPolicy, NoPolicy, Policy
 from ..yaml_source import Located, load_yaml_file, load_yaml_text
 from .compiler import CompiledMachine, compile_machine
+from .hooks import HookMaker, HookRequest, RunHook
 from .registry import Registry, default_registry, load_builtins
 from .spec import ContextRef, WorkflowSpec
 from .transitions_form import normalise
 
 if TYPE_CHECKING:
     from .agent import Agent
-
-#: Where `workflow.agent(learn=...)` finds the learning runtime (skills, a layer above the engine).
-LEARNING_MODULE = "sherpa_skills.skills.capture.learning"
+    from .runstore import RunStore
 
 
 @dataclass
@@ -36,6 +36,8 @@ class Workflow:
     policy: Policy
     path: Path | None
     registry: Registry
+    #: What makes each agent's hooks (learning, domains): given by the loader that knows them.
+    hook_makers: tuple[HookMaker, ...] = ()
 
     @property
     def base_dir(self) -> Path:
@@ -52,28 +54,56 @@ class Workflow:
 
         return self.uses_llm and warm_up(model or self.spec.llm.model or os.environ.get(MODEL_ENV))
 
-    def agent(self, **kwargs: Any) -> Agent:
+    def agent(self, *, learn: Any = None, hooks: Sequence[RunHook] = (), **kwargs: Any) -> Agent:
         """An Agent for this workflow; any Agent keyword (policy, store, model, home…) overrides the workflow's.
 
-        With `learn=True` (the default when the workflow's policy says `learn: true`) or `learn=Learner(skill_store)`,
-        it replays the procedure the task matches and captures the run when it succeeds; `learn=False` never does.
+        Its hooks are `hooks` and those the workflow was loaded with (`sherpa_skills.load_workflow` gives the
+        library's: learning and domains). With `learn=True` (the default when the workflow's policy says
+        `learn: true`), or what to learn with (`SkillStore(home)`, a `Learner`), it replays the procedure the task
+        matches and captures the run when it succeeds; `learn=False` never does.
         """
         from .agent import Agent
 
-        learn = kwargs.pop("learn", None)
+        made = self._hooks(learn, kwargs)
+        return Agent(self.machine, kwargs.pop("policy", self.policy), hooks=[*made, *hooks], **self._defaults(kwargs))
+
+    def resume(
+        self, store: RunStore, run_id: str, *, learn: Any = None, hooks: Sequence[RunHook] = (), **kwargs: Any
+    ) -> Agent:
+        """The agent that continues run `run_id` of this workflow, with the workflow's hooks given back: a learning run
+        replays from where it was and is captured when it succeeds, whichever process started it. Keywords as `agent`,
+        plus `rerun_interrupted` (see `Agent.resume`)."""
+        from .agent import Agent
+
+        kwargs["store"] = store
+        made = self._hooks(learn, kwargs)
+        kwargs.pop("store")
+        policy = kwargs.pop("policy", self.policy)
+        kwargs = self._defaults(kwargs, path=False)  # the run keeps the workflow path it was started with
+        return Agent.resume(store, run_id, self.machine, policy, hooks=[*made, *hooks], **kwargs)
+
+    def _defaults(self, kwargs: dict[str, Any], *, path: bool = True) -> dict[str, Any]:
+        kwargs.setdefault("base_dir", self.base_dir)
+        if path:
+            kwargs.setdefault("workflow_path", str(self.path) if self.path else None)
+        kwargs.setdefault("registry", self.registry)
+        return kwargs
+
+    def _hooks(self, learn: Any, kwargs: dict[str, Any]) -> list[RunHook]:
+        """The hooks the workflow's makers give this agent; a learning asked for and not made is refused, not
+        silently dropped."""
         if learn is None:
             learn = self.spec.policy.learn
-        if learn is not False:
-            # By name, as the built-ins are loaded: the engine has no import edge up to the skill
-            # store it hands the run to.
-            agent: Agent = importlib.import_module(LEARNING_MODULE).learning_agent(self, learn, **kwargs)
-            return agent
-
-        policy = kwargs.pop("policy", self.policy)
-        kwargs.setdefault("base_dir", self.base_dir)
-        kwargs.setdefault("workflow_path", str(self.path) if self.path else None)
-        kwargs.setdefault("registry", self.registry)
-        return Agent(self.machine, policy, **kwargs)
+        store = kwargs.get("store")
+        home = kwargs.get("home") or (store.path.parent if store is not None and hasattr(store, "path") else None)
+        request = HookRequest(self, learn, store, Path(home) if home is not None else None)
+        made = [hook for make in self.hook_makers if (hook := make(request)) is not None]
+        if learn is not False and not any(h.learns for h in made):
+            raise UsageError(
+                f"workflow '{self.spec.name}' was asked to learn, but it was loaded without the learning hook: "
+                "load it with sherpa_skills.load_workflow (which gives it), or pass learn=False"
+            )
+        return made
 
 
 def _set_aside(data: Any, exc: ValidationError) -> Any | None:
@@ -238,7 +268,13 @@ def _rules_path(name: str, base_dir: Path) -> Path | None:
     return base_dir / name
 
 
-def load_workflow_source(source: Located, *, registry: Registry | None = None, path: Path | None = None) -> Workflow:
+def load_workflow_source(
+    source: Located,
+    *,
+    registry: Registry | None = None,
+    path: Path | None = None,
+    hooks: Sequence[HookMaker] = (),
+) -> Workflow:
     load_builtins()
     registry = registry or default_registry.child()
     if not isinstance(source.data, dict):
@@ -268,7 +304,7 @@ def load_workflow_source(source: Located, *, registry: Registry | None = None, p
     problems += policy_problems
     if problems:
         raise WorkflowError(_in_order(problems))
-    return Workflow(spec, machine, policy, path, registry)
+    return Workflow(spec, machine, policy, path, registry, tuple(hooks))
 
 
 def _in_order(problems: list[Problem]) -> list[Problem]:
@@ -276,15 +312,21 @@ def _in_order(problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: (p.file, p.line))
 
 
-def load_workflow(path: str | Path, *, registry: Registry | None = None) -> Workflow:
-    """Load and check a workflow file; raises WorkflowError listing every problem found."""
+def load_workflow(path: str | Path, *, registry: Registry | None = None, hooks: Sequence[HookMaker] = ()) -> Workflow:
+    """Load and check a workflow file; raises WorkflowError listing every problem found. The engine's loader gives
+    its agents only the hooks made by `hooks`; `sherpa_skills.load_workflow` gives the library's."""
     path = Path(path).resolve()
-    return load_workflow_source(load_yaml_file(path), registry=registry, path=path)
+    return load_workflow_source(load_yaml_file(path), registry=registry, path=path, hooks=hooks)
 
 
 def load_workflow_text(
-    text: str, *, name: str = "<workflow>", registry: Registry | None = None, base_dir: Path | None = None
+    text: str,
+    *,
+    name: str = "<workflow>",
+    registry: Registry | None = None,
+    base_dir: Path | None = None,
+    hooks: Sequence[HookMaker] = (),
 ) -> Workflow:
     """Load a workflow from YAML text (tests, embedding); relative files resolve against `base_dir`."""
     path = (base_dir / "<inline>.yaml") if base_dir else None
-    return load_workflow_source(load_yaml_text(text, name), registry=registry, path=path)
+    return load_workflow_source(load_yaml_text(text, name), registry=registry, path=path, hooks=hooks)

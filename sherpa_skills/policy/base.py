@@ -35,6 +35,9 @@ class DecisionContext:
     view: BeliefView
     base_dir: Any = None
     model: str | None = None
+    #: Set by a policy that stepped aside because a replay left its recording (see Divergence), for the policies
+    #: asked after it: the LLM's prompt says what was replayed and what diverged.
+    divergence: dict[str, Any] | None = None
 
     def option(self, trigger: str) -> Edge | None:
         for edge in self.options:

@@ -170,8 +170,6 @@ class LLMPolicy:
         self._env: Environment | None = None
         self._indexes: dict[tuple[str, ...], Any] = {}
         self._format_refused: set[str] = set()  # models whose server refused response_format
-        #: Set on a run's own copy by the learning runtime: the replay whose divergence the prompt reports.
-        self.replay: Any = None
 
     def shown_options(self, ctx: DecisionContext) -> list[Edge]:
         """All available transitions, or with `relevant_options`, the few the tool index ranks highest for the task."""
@@ -212,7 +210,7 @@ class LLMPolicy:
                 }
                 for e in view.log.recent(self.recent)
             ],
-            "replay": getattr(self.replay, "divergence", None),
+            "replay": ctx.divergence,
         }
         return [
             {"role": "system", "content": self._render(f"{self.prompt}.system.j2", values, ctx)},

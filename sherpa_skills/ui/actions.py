@@ -51,9 +51,8 @@ def _lines(form: dict[str, list[str]], name: str) -> list[str]:
 
 def _resume(home: Any, run_id: str, inputs: dict[str, Any], trigger: str | None, args: dict[str, Any]) -> None:
     """Runs in a thread with its own store, so the pages stay responsive and show it live."""
-    from ..engine.agent import Agent
     from ..engine.runstore import RunStore
-    from ..engine.workflow import load_workflow
+    from ..runtime import load_workflow
 
     store = RunStore(home=home)
     try:
@@ -61,7 +60,7 @@ def _resume(home: Any, run_id: str, inputs: dict[str, Any], trigger: str | None,
         if row.workflow_path is None:
             raise UsageError(f"run {run_id} was not started from a workflow file: nothing to resume it with")
         workflow = load_workflow(row.workflow_path)
-        agent = Agent.resume(store, run_id, workflow.machine, workflow.policy, base_dir=workflow.base_dir)
+        agent = workflow.resume(store, run_id)
         result = agent.run(inputs, trigger=trigger, args=args)
         log.info("ui.resumed", run_id=run_id, status=result.status, state=result.state)
     except Exception as exc:  # the run records its own errors; this only keeps the thread from dying silently

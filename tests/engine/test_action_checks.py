@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from sherpa_skills.engine.registry import ActionContext, ActionResult, default_registry, load_builtins, observe_features
-from sherpa_skills.engine.workflow import load_workflow_text
+from sherpa_skills.runtime import load_workflow_text
 from sherpa_skills.errors import RegistryError
 from sherpa_skills.skills.capture.learning import Learner
 from sherpa_skills.skills.replay.policy import RecordedCheck
@@ -94,14 +94,6 @@ def workflow(tmp_path: Path, registry):
     return load_workflow_text(WORKFLOW, registry=registry, base_dir=tmp_path)
 
 
-@pytest.fixture(autouse=True)
-def _learning_runs_have_no_arun(request: pytest.FixtureRequest) -> None:
-    """A known gap, kept visible: the design says a learning run learns the same way under `arun`."""
-    if "runner" in request.fixturenames and request.getfixturevalue("runner").mode == "arun":
-        reason = "bug: workflow.agent(learn=...) returns a LearningAgent, which has run() but no arun()"
-        request.applymarker(pytest.mark.xfail(strict=True, raises=AttributeError, reason=reason))
-
-
 @pytest.fixture
 def learner(tmp_path: Path):
     store = ProcedureDatabase(tmp_path / "skills.db")
@@ -124,9 +116,9 @@ class TestRecording:
     def test_a_run_logs_what_the_check_observed_before_the_action(self, workflow, learner, runner):
         """The check runs before its action, and its features are in the run's log."""
         agent, result = run(runner, workflow, learner, "4417")
-        actions = [e.action for e in agent.agent.belief.log if not e.action.startswith("policy:")]
+        actions = [e.action for e in agent.belief.log if not e.action.startswith("policy:")]
         assert actions == ["check:price_order", "price_order"]
-        assert agent.agent.belief.log[1].outputs == {"price_table": 1}
+        assert agent.belief.log[1].outputs == {"price_table": 1}
         assert result.actions == 1  # a check is not an action call
 
     def test_the_captured_procedure_keeps_the_features_with_the_decision_that_led_to_the_action(
@@ -190,7 +182,7 @@ class TestReplay:
         assert (
             result.diverged_at["observed"] == "check 'price_order' failed: ConnectionError: price service unreachable"
         )
-        failed = [e for e in agent.agent.belief.log if e.action == "check:price_order"]
+        failed = [e for e in agent.belief.log if e.action == "check:price_order"]
         assert [(e.status, e.error) for e in failed] == [("error", "ConnectionError: price service unreachable")]
 
     def test_a_check_that_raised_when_recorded_records_nothing_and_the_replay_follows(

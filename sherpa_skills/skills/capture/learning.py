@@ -1,159 +1,216 @@
-"""Learning for any workflow: match a run's task to a trajectory procedure, replay it,
-capture the run when it succeeds."""
+"""Learning for any workflow, as a run hook: match a run's task to a trajectory procedure, replay it, capture the run
+when it succeeds. What the run matched and where its replay stands are kept with the run, so whichever process
+continues it (a resume after a wait or a crash) replays from there and captures it."""
 
 from __future__ import annotations
 
-import copy
 import time
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from ...engine.agent import Agent, RunResult
-from ...engine.workflow import Workflow
-from ...errors import UsageError
-from ...policy.base import ChainPolicy, Policy
-from ...policy.llm import LLMPolicy
-from ...policy.rule import RulePolicy
+from ...engine.hooks import HookRequest, RunHook
+from ...errors import SherpaError, UsageError
 from ..match.matcher import MatchDecision, Matcher
+from ..replay.divergence import Divergence
 from ..replay.policy import ReplayPolicy
 from ..replay.runtime import skill_matcher, skill_store
 from ..store.database import ProcedureDatabase, decision_signature
 from ..store.models import POLICY_DECIDERS, CapturedProcedure, Outcome
 from ..store.recording import credit_or_new_version, record_execution
+from ..store.scoring import replay_refusal
 from ..store.stats import saved_by
 from .trajectory import capture_decisions, described_task, one_word_inputs
 
+if TYPE_CHECKING:
+    from ...engine.agent import Agent, RunResult
+    from ...engine.events import Event
+    from ...policy.base import Policy
+
 log = structlog.get_logger(__name__)
+
+#: The key a learning run's state is kept under with the run (RunRow.hooks).
+HOOK_NAME = "learning"
 
 
 class Learner:
-    """What `workflow.agent(learn=Learner(store))` needs: the skill store and its matcher, shared by every run."""
+    """The skill store and its matcher, shared by every run that learns in it; each run gets its own hook."""
 
     def __init__(self, store: ProcedureDatabase, matcher: Matcher | None = None):
         self.store = store
         self.matcher = matcher or Matcher(store)
 
-    def agent(self, workflow: Workflow, **kwargs: Any) -> LearningAgent:
-        return LearningAgent(workflow, self, **kwargs)
+    def hook(self) -> LearningHook:
+        return LearningHook(self)
 
-    def match(self, workflow: Workflow, inputs: dict[str, Any]) -> tuple[MatchDecision, CapturedProcedure | None]:
-        """The relevance decision for this task among this workflow's procedures only;
+    def match(self, workflow: str, task: dict[str, Any]) -> tuple[MatchDecision, CapturedProcedure | None]:
+        """The relevance decision for this task among workflow `workflow`'s procedures only;
         a shell procedure is never followed."""
-        given = one_word_inputs(inputs)
+        given = one_word_inputs(task)
         # The task is described as procedures are (its one-word inputs as {{ name }}), so a new order number is a
         # parameter, not a literal that disagrees; the values themselves are given as the parameters.
-        decision = self.matcher.match(described_task(inputs), task_type=workflow.spec.name, params=given)
+        decision = self.matcher.match(described_task(task), task_type=workflow, params=given)
         if decision.decision != "match" or decision.selected is None:
             return decision, None
         proc = self.store.get(decision.selected.procedure_id)
-        if proc.kind != "trajectory" or proc.task_type != workflow.spec.name:
+        if proc.kind != "trajectory" or proc.task_type != workflow:
             return decision, None
         return decision, proc
 
 
-def learner_for(learn: Any, kwargs: dict[str, Any]) -> Learner:
-    """The Learner `workflow.agent(learn=...)` means:
-    the one given, else (`learn=True`) the skill store given as `store=`,
-    else the skill store of the run's home (`home=`, the run store's folder, else the user's home,
-    as the CLI resolves it)."""
+def learner_for(request: HookRequest) -> Learner | None:
+    """The Learner `workflow.agent(learn=...)` means: None for False; the one given; the skill store given
+    (`SkillStore`, or its database); for True the skill store of the run's home (`home=`, else the run store's folder,
+    else the user's home, as the CLI resolves it)."""
+    learn = request.learn
+    if learn is False:
+        return None
     if isinstance(learn, Learner):
         return learn
-    if learn is not True:
-        raise UsageError(f"learn must be True, False or a Learner, not {learn!r}")
-    given = kwargs.get("store")
-    make = getattr(given, "learner", None)
-    if callable(make):  # the public SkillStore (skills/api.py, a layer above this one)
-        kwargs.pop("store")
+    if isinstance(learn, ProcedureDatabase):
+        return Learner(learn)
+    make = getattr(learn, "learner", None)  # the public SkillStore (skills/api.py, a layer above this one)
+    if callable(make) and learn is not True:
         learner: Learner = make()
         return learner
-    if isinstance(given, ProcedureDatabase):
-        kwargs.pop("store")
-        return Learner(given)
-    home = kwargs.get("home") or (given.path.parent if given is not None and hasattr(given, "path") else None)
-    return Learner(skill_store(home), skill_matcher(home))
+    if learn is not True:
+        raise UsageError(f"learn must be True, False, a SkillStore or a Learner, not {learn!r}")
+    return Learner(skill_store(request.home), skill_matcher(request.home))
 
 
-def learning_agent(workflow: Workflow, learn: Any, **kwargs: Any) -> LearningAgent:
-    """What `workflow.agent(learn=...)` returns (the engine imports this module by name, never by an import edge)."""
-    return learner_for(learn, kwargs).agent(workflow, **kwargs)
+def learning_hook(request: HookRequest) -> LearningHook | None:
+    """The hook maker `sherpa_skills.load_workflow` gives every workflow: a learning hook when the agent learns."""
+    learner = learner_for(request)
+    return learner.hook() if learner is not None else None
 
 
 def _checks(decisions: list[Any]) -> list[Any]:
     return [[(c.action, c.features) for c in d.checks] for d in decisions]
 
 
-def _with_replay(policy: Policy, replay: ReplayPolicy) -> Policy:
-    """The workflow's policy with the replay asked after the rules and before the LLM,
-    whose own copy reports the divergence."""
-    members = list(policy.policies) if isinstance(policy, ChainPolicy) else [policy]
-    # A rule table with no rules (`rules: []`) never decides: asking it on every replayed decision only costs time.
-    members = [p for p in members if not (isinstance(p, RulePolicy) and not p.triggers)]
-    at = next((i for i, p in enumerate(members) if isinstance(p, LLMPolicy)), len(members))
-    if at < len(members):
-        llm = copy.copy(cast(LLMPolicy, members[at]))  # found by isinstance above
-        llm.replay = replay
-        members[at] = llm
-    return ChainPolicy(*members[:at], replay, *members[at:])
+def _task(inputs: dict[str, Any], event: Event | None) -> dict[str, Any]:
+    """What a run is asked to do: its inputs, and for a run an event starts (a team member's) what the event carries."""
+    if event is None:
+        return dict(inputs)
+    carried = {k: v for k, v in event.payload.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+    return {**carried, **inputs}
 
 
-class LearningAgent:
-    """One run of a workflow that follows a proven procedure when the task matches one,
-    and teaches the store when it succeeds.
+class LearningHook(RunHook):
+    """One run's learning. At start the task is matched and the match kept with the run; the replay is the run's
+    advisor (after the rules, before the LLM); when the run stops final it is captured, and a replayed procedure's
+    execution recorded. On resume the kept state rebuilds the replay, which counts its position from the run's own
+    trajectory: a run killed mid-replay goes on replaying."""
 
-    `run` starts the run (and continues it, when it waited); the capture happens once the run reaches a final state.
-    """
+    name = HOOK_NAME
+    learns = True
 
-    def __init__(self, workflow: Workflow, learner: Learner, **kwargs: Any):
-        self.workflow, self.learner = workflow, learner
-        self._policy = kwargs.pop("policy", workflow.policy)
-        # Built now, so its run id and observers exist before the run (the CLI names the log after it); its policy is
-        # set when the run starts, once the task is matched.
-        self.agent: Agent = workflow.agent(policy=self._policy, learn=False, **kwargs)
-        self._begun = False
-        self.replay: ReplayPolicy | None = None
-        self.procedure: CapturedProcedure | None = None
+    def __init__(self, learner: Learner):
+        self.learner = learner
+        self.active = False  # False for a run that started without learning (resumed by a learning workflow)
+        self.task: dict[str, Any] = {}
         self.match: MatchDecision | None = None
-        self.inputs: dict[str, Any] = {}
-        self._started = 0.0
+        self.procedure: CapturedProcedure | None = None
+        self.replay: ReplayPolicy | None = None
+        self._state: dict[str, Any] | None = None
+        self._kept_divergence: dict[str, Any] | None = None
 
-    @property
-    def run_id(self) -> str:
-        return self.agent.run_id
+    # ------------------------------------------------------------------ the run's hooks
 
-    def observe(self, observer: Any) -> None:
-        self.agent.observe(observer)
+    def on_start(self, agent: Agent, inputs: dict[str, Any], event: Event | None) -> dict[str, Any] | None:
+        self.active, self.task = True, _task(inputs, event)
+        self.match, proc = self.learner.match(agent.machine.name, self.task)
+        params = dict(self.match.params) if proc is not None else {}
+        self._state = {
+            "task": self.task,
+            "procedure": proc.id if proc is not None else None,
+            "version": proc.version if proc is not None else None,
+            "params": params,
+            "score": round(self.match.selected.score, 4) if proc is not None and self.match.selected else None,
+            "started": time.time(),
+            "divergence": None,
+        }
+        if proc is not None:
+            self._follow(agent, proc, None)
+        return None
 
-    def run(self, inputs: dict[str, Any] | None = None, **kwargs: Any) -> RunResult:
-        if not self._begun:
-            self._begun = True
-            self.inputs, self._started = dict(inputs or {}), time.time()
-            self.match, self.procedure = self.learner.match(self.workflow, self.inputs)
-            if self.procedure is not None:
-                self.replay = ReplayPolicy(
-                    self.procedure.decisions,
-                    inputs=self.inputs | dict(self.match.params),
-                    procedure_id=self.procedure.id,
-                    version=self.procedure.version,
-                    registry=self.agent.registry,
-                )
-                self.agent.policy = _with_replay(self._policy, self.replay)
-        result = self.agent.run(inputs, **kwargs)
-        if self.replay is not None and result.status == "final":
-            self.replay.finish(
-                result.state,
-                [
-                    (t.source, t.trigger, t.decided_by)
-                    for t in self.agent.belief.trajectory
-                    if t.decided_by in POLICY_DECIDERS
-                ],
-            )
+    def on_resume(self, agent: Agent, saved: Any) -> None:
+        if not isinstance(saved, dict):
+            return  # started without learning: it stays so
+        self.active, self._state, self.task = True, saved, dict(saved.get("task") or {})
+        if not saved.get("procedure"):
+            return
+        # The version the run matched, as it is now: replaced or broken meanwhile, the replay stops here, told why.
+        procedure_id, version = saved["procedure"], saved.get("version")
+        try:
+            proc = self.learner.store.get(procedure_id)
+        except SherpaError:
+            proc = None
+        why = None
+        if proc is None:
+            why = "the procedure was deleted while the run waited"
+        elif proc.version != version:
+            why = f"version {version} was replaced by version {proc.version} while the run waited"
+        elif (refusal := replay_refusal(proc, self.learner.store.health(proc.id))) is not None:
+            why = f"it can no longer be replayed: {refusal}"
+        if why is not None and saved.get("divergence") is None:
+            self._kept_divergence = Divergence(
+                procedure=procedure_id,
+                version=version or 0,
+                state=agent.state,
+                replayed=agent.counters.get("replayed_decisions", 0),
+                expected=f"procedure {procedure_id} version {version}",
+                observed=why,
+                reason=f"procedure {procedure_id} version {version}: {why}",
+            ).record()
+        # A run that diverged before the wait keeps its divergence, and its execution is recorded at the end; one whose
+        # procedure changed under it records none (the new version did not fail).
+        self._follow(agent, proc if why is None else None, saved.get("divergence") or self._kept_divergence)
+
+    def advisor(self) -> Policy | None:
+        return self.replay
+
+    def saved(self) -> Any:
+        state = self._state
+        if state is None:
+            return None
+        divergence = self.replay.divergence if self.replay is not None else None
+        if divergence is not state.get("divergence") and divergence != state.get("divergence"):
+            state = self._state = {**state, "divergence": divergence}  # a new object: written with this tick
+        return state
+
+    def on_stop(self, agent: Agent, result: RunResult) -> None:
+        if not self.active:
+            return
         if self.replay is not None:
+            if result.status == "final":
+                self.replay.finish(
+                    result.state,
+                    [
+                        (t.source, t.trigger, t.decided_by)
+                        for t in agent.belief.trajectory
+                        if t.decided_by in POLICY_DECIDERS
+                    ],
+                )
             result.diverged_at = self.replay.divergence
         result.tokens_saved, result.llm_calls_saved = self._saved(result)
         if result.status in ("final", "error"):
-            self._learn(result)
-        return result
+            self._learn(agent, result)
+
+    # ------------------------------------------------------------------ inside
+
+    def _follow(self, agent: Agent, proc: CapturedProcedure | None, divergence: dict[str, Any] | None) -> None:
+        """The replay of `proc`; a stopped one, carrying `divergence`, once the run left it or cannot follow it."""
+        state = self._state or {}
+        self.procedure = proc
+        self.replay = ReplayPolicy(
+            proc.decisions if proc is not None and divergence is None else [],
+            inputs={**self.task, **(state.get("params") or {})},
+            procedure_id=state.get("procedure") or "",
+            version=state.get("version") or 0,
+            registry=agent.registry,
+            divergence=divergence,
+        )
 
     def _saved(self, result: RunResult) -> tuple[int, int]:
         """(tokens, LLM calls) the replay saved this run: what planning the procedure cost, less what the run spent.
@@ -163,47 +220,49 @@ class LearningAgent:
             return 0, 0
         return saved_by(proc, result.counters["tokens"], result.counters["llm_calls"])
 
-    def _learn(self, result: RunResult) -> None:
+    def _learn(self, agent: Agent, result: RunResult) -> None:
         store, proc, replay = self.learner.store, self.procedure, self.replay
+        started = float((self._state or {}).get("started") or time.time())
         if proc is not None and replay is not None:
             diverged = replay.divergence
             outcome: Outcome = "error" if result.status == "error" else ("diverged" if diverged else "success")
             record_execution(
                 store,
                 proc,
-                started=self._started,
+                started=started,
                 outcome=outcome,
                 divergence=diverged,
                 error=result.error,
                 tokens=result.counters["tokens"],
                 llm_calls=result.counters["llm_calls"],
-                run_id=self.agent.run_id,
+                run_id=agent.run_id,
             )
         if result.status != "final":
             return
-        decisions = capture_decisions(self.agent.belief, self.inputs, proc.decisions if proc else None)
+        decisions = capture_decisions(agent.belief, self.task, proc.decisions if proc else None)
         if not decisions:
             return  # nothing a policy decided: nothing to learn
         if proc is not None and replay is not None and replay.divergence is None:
             return  # followed as recorded: the execution above is its credit
         # Diverged and took another path, or the same one in a changed world (a check observes other features): the
         # procedure's next version (its description stays the task's). Otherwise a new procedure, or a credit to its
-        # twin.
+        # twin. A procedure replaced while the run waited is not relearned from a run that followed an older version.
         relearn = (
             proc.id
             if proc is not None
+            and self._kept_divergence is None
             and (
                 decision_signature(decisions) != decision_signature(proc.decisions)
                 or _checks(decisions) != _checks(proc.decisions)
             )
             else None
         )
-        text = described_task(self.inputs)
+        text = described_task(self.task)
         captured, new = credit_or_new_version(
             store,
             CapturedProcedure(
                 id="",
-                task_type=self.workflow.spec.name,
+                task_type=agent.machine.name,
                 description=text[:500],
                 steps=[],
                 kind="trajectory",
@@ -212,7 +271,7 @@ class LearningAgent:
                 success_count=1,
                 planned_tokens=result.counters["tokens"],
                 planned_llm_calls=result.counters["llm_calls"],
-                context={"run_id": self.agent.run_id},
+                context={"run_id": agent.run_id},
             ),
             relearn,
         )

@@ -87,6 +87,7 @@ class ReplayPolicy:
         procedure_id: str = "",
         version: int = 0,
         registry: Registry | None = None,
+        divergence: dict[str, Any] | None = None,
     ):
         self.decisions, self.inputs = decisions, dict(inputs or {})
         self.registry = registry or default_registry  # where the actions' checks are found
@@ -111,7 +112,8 @@ class ReplayPolicy:
             for d in decisions
         ]
         self.procedure_id, self.version = procedure_id, version
-        self.divergence: dict[str, Any] | None = None
+        #: Given when the run diverged before this policy was made (in the process that started it, or on resume).
+        self.divergence: dict[str, Any] | None = divergence
         self.replayed = 0
         # The belief read so far: trajectory and log only grow during a run, so each decision reads only what is new.
         self._view: Any = None
@@ -148,8 +150,12 @@ class ReplayPolicy:
         return self._position
 
     def decide(self, ctx: DecisionContext) -> Decision | None:
-        if self.divergence is not None:
-            return None
+        decision = self._decide(ctx) if self.divergence is None else None
+        if decision is None:
+            ctx.divergence = self.divergence  # for the LLM asked next: what was replayed, where and why it diverged
+        return decision
+
+    def _decide(self, ctx: DecisionContext) -> Decision | None:
         position = self._read(ctx.view)
         if position >= len(self._steps):
             self._diverge(position, ctx.state, "the recorded run had ended", f"a decision asked in '{ctx.state}'")

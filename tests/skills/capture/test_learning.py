@@ -12,9 +12,10 @@ import pytest
 
 from sherpa_skills.cli import main
 from sherpa_skills.engine.runstore import RunStore
-from sherpa_skills.engine.workflow import load_workflow, load_workflow_text
+from sherpa_skills.engine.agent import Agent
 from sherpa_skills.errors import UsageError, WorkflowError
-from sherpa_skills.skills.capture.learning import LearningAgent
+from sherpa_skills.runtime import load_workflow, load_workflow_text
+from sherpa_skills.skills.capture.learning import LearningHook
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ticket_learning"
@@ -149,12 +150,14 @@ class TestPythonApi:
         finally:
             store.close()
 
-    def test_a_skill_store_given_as_store_is_the_one_learned_in(self, tmp_path):
+    def test_a_skill_store_given_as_learn_is_the_one_learned_in(self, tmp_path):
         workflow = load_workflow(WORKFLOW)
         store = ProcedureDatabase(tmp_path / "elsewhere.db")
         try:
-            agent = workflow.agent(store=store, learn=True, home=tmp_path)
-            assert isinstance(agent, LearningAgent) and agent.learner.store is store
+            agent = workflow.agent(learn=store, home=tmp_path)
+            assert isinstance(agent, Agent)
+            [hook] = [h for h in agent.hooks if isinstance(h, LearningHook)]
+            assert hook.learner.store is store
             agent.run({"ticket": REFUND, "order": "1001"})
             assert len(store.procedures(status=None)) == 1
         finally:
@@ -163,13 +166,13 @@ class TestPythonApi:
     def test_learn_false_turns_off_what_the_workflow_asks_for(self, tmp_path):
         workflow = load_workflow(WORKFLOW)
         agent = workflow.agent(learn=False, home=tmp_path)
-        assert not isinstance(agent, LearningAgent)
+        assert not any(isinstance(h, LearningHook) for h in agent.hooks)
         result = agent.run({"ticket": REFUND, "order": "1001"})
         assert result.tokens_saved is None and "tokens_saved" not in result.to_dict()
         assert not (tmp_path / "skills.db").exists()
 
     def test_learn_refuses_what_is_not_true_false_or_a_learner(self, tmp_path):
-        with pytest.raises(UsageError, match="learn must be True, False or a Learner"):
+        with pytest.raises(UsageError, match="learn must be True, False, a SkillStore or a Learner"):
             load_workflow(WORKFLOW).agent(learn="yes", home=tmp_path)
 
 

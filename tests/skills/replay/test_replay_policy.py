@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sherpa_skills.engine.workflow import load_workflow
-from sherpa_skills.skills.capture.learning import Learner
+from sherpa_skills.runtime import load_workflow
+from sherpa_skills.skills.capture.learning import Learner, LearningHook
 from sherpa_skills.skills.replay.divergence import Divergence
 from sherpa_skills.skills.replay.policy import ActionOutcome, RecordedDecision, ReplayPolicy, fill
 from sherpa_skills.skills.store.database import ProcedureDatabase
@@ -70,6 +70,12 @@ answers:
 DAMAGED = "Please refund my damaged blender"
 
 
+def learning(agent) -> LearningHook:
+    """The learning hook a learning agent was given: what its run matched and replays."""
+    [hook] = [h for h in agent.hooks if isinstance(h, LearningHook)]
+    return hook
+
+
 @pytest.fixture
 def workflow(tmp_path: Path):
     (tmp_path / "refunds.script.yaml").write_text(SCRIPT)
@@ -112,7 +118,7 @@ def test_a_second_success_proves_it_and_the_next_run_of_the_kind_replays_with_no
     [proc] = learner.store.procedures(status=None)
     assert proc.success_count == 2 and proc.confidence >= 0.8
     agent, third = run(workflow, learner, tmp_path, ticket=DAMAGED, order="7731")
-    assert agent.match.decision == "match"
+    assert learning(agent).match.decision == "match"
     assert (third.status, third.state, third.llm_calls, third.tokens, third.replayed_decisions, third.diverged_at) == (
         "final",
         "closed",
@@ -137,7 +143,7 @@ def test_a_guard_that_now_fails_hands_over_to_the_llm_in_the_same_run_and_relear
         "trigger 'close' available" in result.diverged_at["expected"] and "escalate" in result.diverged_at["observed"]
     )
     # The LLM was told: the script answers `escalate` only to a prompt saying the replay diverged in this state.
-    [asked] = [e for e in agent.agent.belief.log if e.action == "policy:llm"]
+    [asked] = [e for e in agent.belief.log if e.action == "policy:llm"]
     assert asked.outputs["reason"] == "the replay diverged"
     [proc] = learner.store.procedures(status=None)
     assert proc.version == 2 and [d.trigger for d in proc.decisions] == ["refund", "escalate"]
@@ -149,7 +155,7 @@ def test_a_question_is_not_a_refund_and_is_planned_by_the_llm(workflow, learner,
     run(workflow, learner, tmp_path, ticket=DAMAGED, order="4417")
     run(workflow, learner, tmp_path, ticket=DAMAGED, order="5120")
     agent, result = run(workflow, learner, tmp_path, ticket="When do you open on Sundays?", order="0")
-    assert agent.match.decision == "no-match"
+    assert learning(agent).match.decision == "no-match"
     assert (result.state, result.replayed_decisions, result.llm_calls) == ("closed", 0, 2)
     kinds = sorted([d.trigger for d in p.decisions][0] for p in learner.store.procedures(status=None))
     assert kinds == ["answer", "refund"]  # its own trajectory, not a credit to the refund one
@@ -162,7 +168,7 @@ def test_another_workflows_procedure_is_never_followed(workflow, learner, tmp_pa
     other_path.write_text(WORKFLOW.replace("name: refunds", "name: refunds-eu"))
     other = load_workflow(other_path)
     agent, result = run(other, learner, tmp_path, ticket=DAMAGED, order="7731")
-    assert agent.procedure is None and result.replayed_decisions == 0 and result.llm_calls == 2
+    assert learning(agent).procedure is None and result.replayed_decisions == 0 and result.llm_calls == 2
 
 
 def test_replay_refuses_arguments_the_transition_does_not_accept(workflow):
@@ -205,7 +211,7 @@ def _replayed(workflow, decisions, **inputs):
 
 def test_a_literal_argument_is_validated_again_once_the_workflow_changed(tmp_path):
     """Validation of a recorded literal is kept per transition model: a workflow edited since no longer accepts it."""
-    from sherpa_skills.engine.workflow import load_workflow_text
+    from sherpa_skills.runtime import load_workflow_text
 
     kettle = [RecordedDecision(state="assess", trigger="replace", args={"item": "kettle"}), CLOSE_AFTER_CHECK]
     before = load_workflow_text(REPLACE, base_dir=tmp_path)
@@ -220,7 +226,7 @@ def test_a_literal_argument_is_validated_again_once_the_workflow_changed(tmp_pat
 
 def test_a_templated_argument_is_validated_on_every_run(tmp_path):
     """A {{ parameter }} is filled from each run's inputs: one run's valid value does not vouch for the next one's."""
-    from sherpa_skills.engine.workflow import load_workflow_text
+    from sherpa_skills.runtime import load_workflow_text
 
     workflow = load_workflow_text(REPLACE, base_dir=tmp_path)
     item = [RecordedDecision(state="assess", trigger="replace", args={"item": "{{ item }}"}), CLOSE_AFTER_CHECK]
@@ -255,7 +261,7 @@ def test_an_action_that_now_fails_hands_over_to_the_llm_with_the_divergence_in_i
     """A typed Python action whose outcome differs from the recording (its service is down) ends the replay before the
     next decision; the prompt the model is sent says where it diverged, what was expected and what was observed."""
     from sherpa_skills.engine.registry import ActionResult, default_registry, load_builtins
-    from sherpa_skills.engine.workflow import load_workflow_text
+    from sherpa_skills.runtime import load_workflow_text
 
     load_builtins()
     registry, down = default_registry.child(), set()
@@ -285,7 +291,7 @@ def test_an_action_that_now_fails_hands_over_to_the_llm_with_the_divergence_in_i
     down.add("gateway")
     agent, result = run(workflow, learner, tmp_path, ticket=DAMAGED, order="6001")
     assert (result.status, result.state, result.replayed_decisions, result.llm_calls) == ("final", "escalated", 1, 1)
-    [asked] = [e for e in agent.agent.belief.log if e.action == "policy:llm"]
+    [asked] = [e for e in agent.belief.log if e.action == "policy:llm"]
     prompt = asked.outputs["reason"]
     assert prompt.startswith("Current state: checked")
     assert (
@@ -304,12 +310,12 @@ def test_the_replay_is_asked_after_the_rules_that_can_decide_and_before_the_llm(
     run(workflow, learner, tmp_path, ticket=DAMAGED, order="5120")
     agent, result = run(workflow, learner, tmp_path, ticket=DAMAGED, order="7731")
     assert result.replayed_decisions == 2
-    assert [type(p) for p in agent.agent.policy.policies] == [ReplayPolicy, LLMPolicy]
+    assert [type(p) for p in agent.decider.policies] == [ReplayPolicy, LLMPolicy]
     rules = RulePolicy([RuleSpec(state="checked", trigger="escalate")])
     llm = next(p for p in workflow.policy.policies if isinstance(p, LLMPolicy))
     agent = workflow.agent(learn=learner, home=tmp_path, policy=type(workflow.policy)(rules, llm))
     result = agent.run({"ticket": DAMAGED, "order": "8800"})
-    assert [type(p) for p in agent.agent.policy.policies] == [RulePolicy, ReplayPolicy, LLMPolicy]
+    assert [type(p) for p in agent.decider.policies] == [RulePolicy, ReplayPolicy, LLMPolicy]
     # the rule decided where the recording had the LLM close: the replay was not asked there,
     # and the run left the recording
     assert (result.state, result.rule_decisions, result.replayed_decisions) == ("escalated", 1, 1)
@@ -335,7 +341,7 @@ def _refund_workflow(tmp_path, gateway_up: bool):
     """WORKFLOW whose refund also calls a typed action that succeeds or fails with the gateway:
     the same actions either way."""
     from sherpa_skills.engine.registry import ActionResult, default_registry, load_builtins
-    from sherpa_skills.engine.workflow import load_workflow_text
+    from sherpa_skills.runtime import load_workflow_text
 
     load_builtins()
     registry = default_registry.child()
