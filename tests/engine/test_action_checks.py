@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel
 
 from sherpa_skills.engine.registry import ActionContext, ActionResult, default_registry, load_builtins, observe_features
-from sherpa_skills.runtime import load_workflow_text
 from sherpa_skills.errors import RegistryError
+from sherpa_skills.runtime import load_workflow_text
 from sherpa_skills.skills.capture.learning import Learner
 from sherpa_skills.skills.replay.policy import RecordedCheck
 from sherpa_skills.skills.store.database import ProcedureDatabase

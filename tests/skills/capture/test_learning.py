@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from sherpa_skills.cli import main
-from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.engine.agent import Agent
+from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.errors import UsageError, WorkflowError
 from sherpa_skills.runtime import load_workflow, load_workflow_text
 from sherpa_skills.skills.capture.learning import LearningHook
