@@ -77,6 +77,10 @@ def capture_decisions(
     decisions: list[RecordedDecision] = []
     ticks: list[int] = []
     previous = None
+    # Each action's outcome made once, in log order (ticks only grow): a decision's are a prefix of them.
+    acted = [e for e in belief.log if not e.action.startswith(("policy:", "check:"))]
+    outcomes = [_outcome(e) for e in acted]
+    seen = 0
     for entry in belief.trajectory:
         if entry.decided_by in POLICY_DECIDERS and previous is not None:
             ticks.append(entry.tick)
@@ -86,11 +90,9 @@ def capture_decisions(
                 args, decided_by = replayed[position].args, replayed[position].decided_by
             else:
                 args = parametrise(chosen_args.get(entry.tick, {}), inputs)
-            before = [
-                _outcome(e)
-                for e in belief.log
-                if e.tick < entry.tick and not e.action.startswith(("policy:", "check:"))
-            ]
+            while seen < len(acted) and acted[seen].tick < entry.tick:
+                seen += 1
+            before = outcomes[:seen]
             decisions.append(
                 RecordedDecision(
                     state=entry.source or previous.state,

@@ -20,7 +20,7 @@ from sherpa_skills.engine.agent import Agent
 from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.errors import UsageError
 from sherpa_skills.runtime import load_workflow
-from sherpa_skills.skills.capture.learning import Learner, LearningHook
+from sherpa_skills.skills.capture.learning import Learner
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -146,7 +146,9 @@ class TestPython:
             for order in ("1001", "1002"):
                 workflow.agent(store=runs).run({"ticket": "Please refund my order, it arrived damaged", "order": order})
             runs.conn.set_trace_callback(lambda sql: writes.append(sql) if "SET hooks" in sql else None)
-            replayed = workflow.agent(store=runs).run({"ticket": "Please refund my order, it arrived damaged", "order": "7"})
+            replayed = workflow.agent(store=runs).run(
+                {"ticket": "Please refund my order, it arrived damaged", "order": "7"}
+            )
             assert (replayed.replayed_decisions, writes) == (2, [])
             diverged = workflow.agent(store=runs).run(
                 {"ticket": "Please refund my order, it arrived damaged", "order": "8", "disputed": True}
