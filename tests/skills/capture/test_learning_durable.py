@@ -191,7 +191,8 @@ transitions:
             self.TRIAGER.replace("  done: {final: true}\n", "  checked: {}\n  done: {final: true}\n")
         )
         (tmp_path / "team.yaml").write_text(
-            "name: desk\ninputs: {ticket: {}, order: {}}\nagents:\n  t: {workflow: triager.yaml, subscribe: [tickets]}\n"
+            "name: desk\ninputs: {ticket: {}, order: {}}\n"
+            "agents:\n  t: {workflow: triager.yaml, subscribe: [tickets]}\n"
             "initial_event: {name: ticket, topic: tickets, payload: {ticket: '{{ ticket }}', order: '{{ order }}'}}\n"
         )
         team = load_team(tmp_path / "team.yaml")
