@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "skills": 4,
     "agents": 4,
     "heartbeat": 5,
+    "bridge": 5,
     "cli": 6,
     "ui": 6,
     "testing": 6,
