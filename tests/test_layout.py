@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     "skills": 4,
     "agents": 4,
     "heartbeat": 5,
-    "bridge": 5,
+    "bridge": 6,
     "cli": 6,
     "ui": 6,
     "testing": 6,

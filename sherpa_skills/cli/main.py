@@ -226,6 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_hook_parser(sub, common)
 
+    from .mcp import add_mcp_parser
+
+    add_mcp_parser(sub, common)
+
     from .ui import add_ui_parser
 
     add_ui_parser(sub, common)
