@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "agents": 4,
     "runtime": 4,
     "heartbeat": 5,
+    "bridge": 6,
     "cli": 6,
     "ui": 6,
     "testing": 6,

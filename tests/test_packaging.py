@@ -187,7 +187,7 @@ class TestDependencies:
         return found
 
     def test_every_import_is_declared(self) -> None:
-        declared = self._declared() | self._declared("redis") | self._declared("ui")
+        declared = self._declared() | self._declared("redis") | self._declared("ui") | self._declared("mcp")
         undeclared = {d: sorted(m) for d, m in self._imported_distributions().items() if d not in declared}
         assert not undeclared, f"imported but not declared in pyproject.toml: {undeclared}"
 

@@ -588,6 +588,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     store, _, _ = _stores(args)
+    if args.skills:
+        return _export_skills(args, store)
     data: dict[str, Any] = {
         "format": "sherpa-skills/procedures",
         "version": 1,
@@ -616,6 +618,45 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _export_skills(args: argparse.Namespace, store: Any) -> int:
+    from ..bridge.skill_export import export_skills
+    from ..errors import UsageError
+
+    if args.file:
+        raise UsageError("learn export: give FILE or --skills DIR, not both")
+    result = export_skills(store, args.skills)
+    if args.json:
+        _print_json(result.to_dict())
+        return EXIT_OK
+    console = _console()
+    console.print(f"exported {len(result.exported)} procedures as Agent Skills in {result.directory}")
+    for done in result.exported:
+        console.print(f"  {done['skill']}  [dim]{done['procedure_id']}[/]")
+    for skipped in result.skipped:
+        console.print(f"  [dim]skipped {skipped['procedure_id']}: {skipped['reason']}[/]")
+    return EXIT_OK
+
+
+def _import_skills(args: argparse.Namespace, store: Any) -> int:
+    from ..bridge.skill_export import import_skills
+    from ..errors import UsageError
+
+    if args.file:
+        raise UsageError("learn import: give FILE or --skills DIR, not both")
+    result = import_skills(store, args.skills)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        console = _console()
+        console.print(
+            f"imported {len(result.procedures)} procedures and {len(result.candidates)} candidates for review "
+            f"(`learn candidates`); {len(result.known)} already known"
+        )
+        for problem in result.problems:
+            _console(stderr=True).print(f"  {problem}")
+    return EXIT_OK if not result.problems else EXIT_ERROR
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
@@ -625,6 +666,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     store, _, home = _stores(args)
     _quiet_logs(args, home)  # indexing loads the embedder, whose log lines belong in the log file, never in --json
+    if args.skills:
+        return _import_skills(args, store)
+    if not args.file:
+        raise UsageError("learn import needs FILE (a `learn export` file) or --skills DIR")
     try:
         data = json.loads(Path(args.file).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -789,12 +834,22 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", help="who vouches for it, recorded with the promotion (default: the OS user)")
     p.add_argument("--json", action="store_true")
 
-    p = add("export", cmd_export, "write every procedure and learning as JSON")
+    p = add("export", cmd_export, "write every procedure and learning as JSON, or procedures as Agent Skills")
     p.add_argument("file", nargs="?", help="output file (default: stdout)")
+    p.add_argument(
+        "--skills",
+        metavar="DIR",
+        help="write each healthy shell procedure as DIR/NAME/SKILL.md (agentskills.io) with scripts/replay.sh",
+    )
     p.add_argument("--json", action="store_true", help="with FILE: print a JSON summary")
 
-    p = add("import", cmd_import, "read procedures from a `learn export` file; known ones are skipped")
-    p.add_argument("file")
+    p = add("import", cmd_import, "read procedures from a `learn export` file, or Agent Skills; known ones are skipped")
+    p.add_argument("file", nargs="?")
+    p.add_argument(
+        "--skills",
+        metavar="DIR",
+        help="read SKILL.md folders: ours come back as procedures, hand-written ones as candidates for review",
+    )
     p.add_argument("--json", action="store_true")
 
     from .review import add_review_commands

@@ -222,6 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_domains_parser(sub, common)
 
+    from .hook import add_hook_parser
+
+    add_hook_parser(sub, common)
+
+    from .mcp import add_mcp_parser
+
+    add_mcp_parser(sub, common)
+
     from .ui import add_ui_parser
 
     add_ui_parser(sub, common)
@@ -234,6 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .hook import fast_hook
+
+    # An agent's hook is a fresh process per event: it skips building the whole parser.
+    hooked = fast_hook(sys.argv[1:] if argv is None else argv)
+    if hooked is not None:
+        return hooked
     parser = build_parser()
     if "_ARGCOMPLETE" in os.environ:  # set only by the shell's completion hook, so --help and every command pay nothing
         import argcomplete

@@ -14,12 +14,14 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..home import store_path
 from ..sqlite_db import connect, execute_script, migrate
-from ._models import ImportedFile, SessionCommand
 from ._records import OUTCOMES, CommandRecord
+
+if TYPE_CHECKING:
+    from ._models import ImportedFile, SessionCommand
 
 COMPONENT = "sessions"
 
@@ -63,7 +65,22 @@ def m001_sessions(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = [m001_sessions]
+def m002_live_sessions(conn: sqlite3.Connection) -> None:
+    """Sessions seen live through an agent's hooks: when they started, their last turn (Stop), and their end."""
+    execute_script(
+        conn,
+        """
+        CREATE TABLE live_sessions (
+            id INTEGER PRIMARY KEY, source TEXT NOT NULL, session_key TEXT NOT NULL,
+            transcript_path TEXT, cwd TEXT, started REAL NOT NULL, last_event REAL NOT NULL,
+            checkpoints INTEGER NOT NULL DEFAULT 0, events INTEGER NOT NULL DEFAULT 0,
+            ended REAL, end_reason TEXT,
+            UNIQUE (source, session_key));
+    """,
+    )
+
+
+MIGRATIONS = [m001_sessions, m002_live_sessions]
 
 _COUNT_COLUMN = {"success": "succeeded", "failure": "failed", "rejected": "rejected", "unknown": "unknown"}
 
@@ -112,6 +129,8 @@ _COMMAND_COLUMNS = (
 
 
 def _command(row: tuple[Any, ...]) -> SessionCommand:
+    from ._models import SessionCommand  # pydantic: the live hook's process never needs it
+
     (
         cid,
         source,
@@ -213,6 +232,8 @@ class SessionStore:
         return int(self.conn.execute("SELECT COUNT(*) FROM session_commands").fetchone()[0])
 
     def files(self) -> list[ImportedFile]:
+        from ._models import ImportedFile
+
         sessions = dict(
             self.conn.execute(
                 "SELECT file_id, COUNT(DISTINCT session_ref) FROM session_commands GROUP BY file_id"

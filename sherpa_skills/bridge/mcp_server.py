@@ -1,0 +1,162 @@
+"""`sherpa-skills mcp`: the skill store served over the Model Context Protocol with the official `mcp` SDK (2.x).
+
+stdio by default, as editors launch servers; `--http` serves streamable HTTP on 127.0.0.1 only, with the SDK's
+host and origin check (DNS rebinding). Input schemas come from the tools' typed signatures (pydantic); annotations say
+which tools only read and which change the store. The tools themselves are `mcp_tools.Bridge`'s methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field
+
+from .match_answer import FindAnswer
+from .mcp_tools import Bridge, ToolRefused
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+INSTRUCTIONS = (
+    "sherpa-skills remembers shell procedures that worked. Before planning a shell task, call find_procedure. "
+    "dry-run: replay_procedure it (a dry run first). needs-confirmation: judge the candidates yourself and answer "
+    "with confirm_procedure (null: none of these). no-match: plan, and capture_procedure what worked."
+)
+
+USE_PROCEDURES = """Before you plan a task that runs shell commands, call `find_procedure` with the task in a sentence.
+
+- `dry-run`: a stored procedure is this task. Call `replay_procedure` with its id and params (execute=false) and read
+  the rendered steps. If they are what the task needs, replay it with execute=true (when the server allows it) or run
+  them yourself, then `record_outcome`.
+- `needs-confirmation`: up to five candidates are plausible but not sure. You are the judge: read each description,
+  parameters and confidence. If one is the task, `confirm_procedure(task, procedure_id)` and replay it; if none is,
+  `confirm_procedure(task, null)` and plan the task yourself.
+- `no-match`: plan it yourself. If it worked, `capture_procedure` the commands: they wait for a person's review.
+
+A replay that answers `diverged` stopped at the step whose exit code or output differed from what was recorded: read
+`divergence` (expected and observed), take over from that step yourself, and `record_outcome(..., "failure", note)`.
+Before planning, `learnings_for(task)` lists past failures worth avoiding.
+"""
+
+Task = Annotated[str, Field(description="what has to be done, in one sentence", max_length=1_000_000)]
+Params = Annotated[dict[str, str] | None, Field(description="parameter values by name (the procedure's `{{ name }}`s)")]
+
+
+def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Refusals become the SDK's tool errors (their message reaches the agent as is)."""
+    import functools
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ToolRefused as exc:
+            raise ToolError(str(exc)) from None
+
+    return call
+
+
+def build_server(bridge: Bridge) -> MCPServer:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
+    server: MCPServer = MCPServer(name="sherpa-skills", instructions=INSTRUCTIONS)
+    reading = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+    recording = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+    def find_procedure(task: Task, params: Params = None) -> FindAnswer:
+        """Has this been done before? dry-run (sure), needs-confirmation (you judge the candidates) or no-match."""
+        return bridge.find_procedure(task, params)
+
+    def confirm_procedure(
+        task: Task,
+        procedure_id: Annotated[str | None, Field(description="the candidate that is the task; null: none of these")],
+    ) -> dict[str, Any]:
+        """Your answer to needs-confirmation: this procedure is the task, or (null) none of the candidates is."""
+        return bridge.confirm_procedure(task, procedure_id)
+
+    def replay_procedure(
+        procedure_id: str,
+        params: Params = None,
+        execute: Annotated[
+            bool, Field(description="run the steps (needs a server started with --allow-execute)")
+        ] = False,
+        task: Annotated[str | None, Field(description="the task, recorded as a confirmation of this procedure")] = None,
+    ) -> dict[str, Any]:
+        """The procedure's rendered steps (a dry run), or with execute=true each step's result and where it diverged."""
+        return bridge.replay_procedure(procedure_id, params, execute, task)
+
+    def record_outcome(
+        procedure_id: str,
+        outcome: Literal["success", "failure"],
+        note: Annotated[str | None, Field(description="what went wrong, for a failure")] = None,
+    ) -> dict[str, Any]:
+        """Tell the store how a procedure you ran yourself went: it keeps its health and confidence."""
+        return bridge.record_outcome(procedure_id, outcome, note)
+
+    def capture_procedure(
+        task: Task,
+        steps: Annotated[list[str], Field(description="the shell commands that worked, in order", min_length=1)],
+        description: str | None = None,
+    ) -> dict[str, Any]:
+        """Keep the commands that did a task: they arrive as a candidate in the review queue, not yet replayable."""
+        return bridge.capture_procedure(task, steps, description)
+
+    def relevant_tools(task: Task) -> list[dict[str, Any]]:
+        """The few registered actions relevant to the task (one Aho-Corasick pass over their keywords)."""
+        return bridge.relevant_tools(task)
+
+    def learnings_for(task: Task) -> dict[str, Any]:
+        """Past failures relevant to the task, by meaning: what to avoid when planning it."""
+        return bridge.learnings_for(task)
+
+    def search_memory(query: Task) -> dict[str, Any]:
+        """Search shared memory and this server's own private notes (never another agent's)."""
+        return bridge.search_memory(query)
+
+    def write_memory(
+        text: Annotated[str, Field(description="the note")],
+        scope: Annotated[Literal["private", "shared"], Field(description="private: this agent's own")] = "private",
+    ) -> dict[str, Any]:
+        """Write a note as this server's agent: private (its own) or shared with every agent."""
+        return bridge.write_memory(text, scope)
+
+    tools: list[tuple[Callable[..., Any], ToolAnnotations]] = [
+        (find_procedure, reading),
+        (confirm_procedure, recording),
+        (replay_procedure, ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True)),
+        (record_outcome, recording),
+        (capture_procedure, recording),
+        (relevant_tools, reading),
+        (learnings_for, reading),
+        (search_memory, reading),
+        (write_memory, recording),
+    ]
+    for fn, hints in tools:
+        server.add_tool(_guarded(fn), annotations=hints)
+
+    @server.prompt(name="use_procedures", description="when to call find_procedure and how to treat its answers")
+    def use_procedures() -> str:
+        return USE_PROCEDURES
+
+    return server
+
+
+def serve(bridge: Bridge, *, http: bool = False, port: int = 8765) -> None:
+    """Run until the client hangs up (stdio) or Ctrl-C (HTTP, on 127.0.0.1 only)."""
+    server = build_server(bridge)
+    if not http:
+        server.run("stdio")
+        return
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    local = [f"127.0.0.1:{port}", f"localhost:{port}"]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=local,
+        allowed_origins=[f"http://{h}" for h in local],
+    )
+    server.run("streamable-http", host="127.0.0.1", port=port, transport_security=security)

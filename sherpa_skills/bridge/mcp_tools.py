@@ -1,0 +1,197 @@
+"""What each MCP tool does, as plain functions over one home and one agent name (the server only registers them).
+
+Every refusal is a `ToolRefused` with a message for the calling agent: the server turns it into a tool error, never a
+crash. Each call opens what it needs in its own worker thread (SQLite connections stay in the thread that made them).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import SherpaError
+from ..skills.api import SkillStore
+from ..skills.store.params import PARAMETER
+from . import confirmations
+from .match_answer import FindAnswer, find_answer
+
+MAX_TASK_CHARS = 4000
+MAX_STEPS = 50
+#: Characters a parameter value may not hold over MCP: the value is data, and an agent sending these means a command.
+_METACHARACTERS = re.compile(r"[;&|`$<>\\\n\r\x00]")
+
+
+class ToolRefused(Exception):
+    """A tool call refused with a message the calling agent can act on."""
+
+
+def _task(task: str, field: str = "task") -> str:
+    if not isinstance(task, str) or not task.strip():
+        raise ToolRefused(f"{field} is empty: say what has to be done, in a sentence")
+    if len(task) > MAX_TASK_CHARS:
+        raise ToolRefused(f"{field} has {len(task):,} characters, over {MAX_TASK_CHARS:,}: say it in a sentence")
+    return task.strip()
+
+
+def _params(params: dict[str, str] | None) -> dict[str, str]:
+    for name, value in (params or {}).items():
+        bad = _METACHARACTERS.search(str(value))
+        if bad:
+            raise ToolRefused(
+                f"parameter '{name}' holds the shell metacharacter {bad.group(0)!r}: a value is plain data, "
+                "never a command; pass the value alone"
+            )
+    return {k: str(v) for k, v in (params or {}).items()}
+
+
+@dataclass
+class Bridge:
+    """The server's home, who it speaks as, and whether it may execute."""
+
+    home: Path
+    agent: str = "mcp"
+    allow_execute: bool = False
+
+    def _skills(self) -> SkillStore:
+        return SkillStore(self.home)
+
+    def _procedure(self, skills: SkillStore, procedure_id: str) -> Any:
+        try:
+            return skills.get(procedure_id)
+        except SherpaError:
+            raise ToolRefused(f"unknown procedure '{procedure_id}': find_procedure lists the ones that fit") from None
+
+    # ------------------------------------------------------------------ procedures
+
+    def find_procedure(self, task: str, params: dict[str, str] | None = None) -> FindAnswer:
+        task = _task(task)
+        skills = self._skills()
+        decision = skills.match(task, params=_params(params))
+        accepted, rejected = confirmations.answers(self.home, task)
+        return find_answer(decision, skills.store, accepted, frozenset(rejected))
+
+    def confirm_procedure(self, task: str, procedure_id: str | None) -> dict[str, Any]:
+        task = _task(task)
+        skills = self._skills()
+        if procedure_id is None:
+            shown = [c.procedure_id for c in self.find_procedure(task).candidates]
+            confirmations.record(self.home, task, shown, self.agent, accepted=False)
+            return {"recorded": "rejected", "task": task, "rejected": shown}
+        proc = self._procedure(skills, procedure_id)
+        confirmations.record(self.home, task, [proc.id], self.agent, accepted=True)
+        return {"recorded": "accepted", "task": task, "procedure_id": proc.id}
+
+    def replay_procedure(
+        self, procedure_id: str, params: dict[str, str] | None = None, execute: bool = False, task: str | None = None
+    ) -> dict[str, Any]:
+        if execute and not self.allow_execute:
+            raise ToolRefused(
+                "executing is off on this server: it was started without --allow-execute (executing asks; an "
+                "annotation is only a hint). Ask for a dry run (execute=false) and run the steps yourself, or have "
+                "the server started with --allow-execute."
+            )
+        skills = self._skills()
+        proc = self._procedure(skills, procedure_id)
+        given = _params(params)
+        declared = {n for s in proc.steps for n in PARAMETER.findall(s.command)}
+        undeclared = sorted(set(given) - declared)
+        if undeclared:
+            raise ToolRefused(
+                f"procedure '{proc.id}' declares no parameter {', '.join(undeclared)}; "
+                f"it declares: {', '.join(sorted(declared)) or 'none'}"
+            )
+        if task is not None:
+            task = _task(task)
+            confirmations.record(self.home, task, [proc.id], self.agent, accepted=True)
+        try:
+            return skills.replay(
+                task or proc.description or proc.task_type, procedure_id=proc.id, params=given, execute=execute
+            )
+        finally:
+            skills.close()
+
+    def record_outcome(
+        self, procedure_id: str, outcome: Literal["success", "failure"], note: str | None = None
+    ) -> dict[str, Any]:
+        from ..redact import redact
+        from ..skills.store.recording import record_execution
+
+        skills = self._skills()
+        proc = self._procedure(skills, procedure_id)
+        if note is not None and len(note) > MAX_TASK_CHARS:
+            raise ToolRefused(f"note has {len(note):,} characters, over {MAX_TASK_CHARS:,}")
+        started = time.time()
+        if outcome == "success":
+            execution = record_execution(skills.store, proc, started=started, outcome="success")
+        else:
+            reason = redact(note or f"reported as failed by agent {self.agent}")
+            execution = record_execution(skills.store, proc, started=started, outcome="error", error=reason)
+        after = skills.store.get(proc.id)
+        return {
+            "procedure_id": proc.id,
+            "recorded": execution.outcome,
+            "confidence": round(after.confidence, 3),
+            "health": skills.store.health(proc.id).status,
+        }
+
+    def capture_procedure(self, task: str, steps: list[str], description: str | None = None) -> dict[str, Any]:
+        task = _task(task)
+        if not steps or len(steps) > MAX_STEPS:
+            raise ToolRefused(f"steps: give 1 to {MAX_STEPS} shell commands, in the order they ran")
+        for i, step in enumerate(steps, 1):
+            _task(step, f"steps[{i}]")
+        skills = self._skills()
+        try:
+            result = skills.capture(
+                _task_type(task), list(steps), description=description or task, tags=[f"agent:{self.agent}"]
+            )
+        except SherpaError as exc:
+            raise ToolRefused(f"not captured: {exc}") from None
+        finally:
+            skills.close()
+        if result.outcome in ("rejected", "error") or result.procedure is None:
+            raise ToolRefused(f"not captured: {result.reason}")
+        proc = result.procedure
+        if result.outcome == "captured" and proc.version == 1 and proc.status == "active":
+            skills.store.set_status(proc.id, "candidate")  # what an agent captures waits for review
+        return {
+            "outcome": result.outcome,
+            "procedure_id": proc.id,
+            "status": skills.store.get(proc.id).status,
+            "secrets_to_env": result.secrets_to_env,
+            "review": "`sherpa-skills learn candidates` lists it; `learn promote ID` makes it replayable",
+        }
+
+    # ------------------------------------------------------------------ tools, learnings, memory
+
+    def relevant_tools(self, task: str) -> list[dict[str, Any]]:
+        from ..cli.tools import registered_tools
+        from ..semantic.tool_index import ToolIndex
+
+        return [r.to_dict() for r in ToolIndex(registered_tools()).relevant(_task(task), limit=5)]
+
+    def learnings_for(self, task: str) -> dict[str, Any]:
+        from ..skills.match.failures import FailureFinder
+
+        found = FailureFinder(self._skills().store).find(_task(task), limit=5)
+        return found.model_dump(mode="json")
+
+    def search_memory(self, query: str) -> dict[str, Any]:
+        from ..memory import shared_memory
+
+        result = shared_memory(self.home).search(_task(query, "query"), agent=self.agent, limit=10)
+        return result.to_dict()
+
+    def write_memory(self, text: str, scope: Literal["private", "shared"] = "private") -> dict[str, Any]:
+        from ..memory import shared_memory
+
+        written = shared_memory(self.home).write(_task(text, "text"), agent=self.agent, scope=scope)
+        return written.model_dump(mode="json")
+
+
+def _task_type(task: str) -> str:
+    words = re.findall(r"[a-z0-9]+", task.lower())[:6]
+    return "-".join(words) or "agent-task"

@@ -1,0 +1,266 @@
+"""`learn export --skills DIR` / `learn import --skills DIR`: procedures as Agent Skills folders, and back.
+
+Each healthy shell procedure becomes `DIR/NAME/SKILL.md` (what it does and when to use it, its steps, parameters and
+environment variables, how to replay it, a dry run first), `scripts/replay.sh` (which calls `sherpa-skills learn
+replay --procedure ID`, never the raw commands, so quoting, checks and the dry run still apply) and
+`assets/procedure.json` (the procedure itself, so importing it back loses nothing). Trajectory procedures belong to
+their workflow and are not exported. On import, our folders come back as procedures; hand-written skills, whose
+steps are their fenced shell blocks, arrive as candidates for review (`learn candidates`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..redact import redact
+from .skill_format import DESCRIPTION_MAX, read_skill, shell_blocks, skill_name
+
+if TYPE_CHECKING:
+    from ..skills.store.database import ProcedureDatabase
+    from ..skills.store.models import CapturedProcedure
+
+PROCEDURE_KEY = "sherpa-skills-procedure"
+EXPORTABLE_HEALTH = frozenset({"new", "healthy"})
+
+
+@dataclass
+class SkillsExport:
+    directory: str
+    exported: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"directory": self.directory, "exported": self.exported, "skipped": self.skipped}
+
+
+@dataclass
+class SkillsImport:
+    directory: str
+    procedures: list[str] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
+    known: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    index_warning: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "directory": self.directory,
+            "procedures": self.procedures,
+            "candidates": self.candidates,
+            "known": self.known,
+            "problems": self.problems,
+            "index_warning": self.index_warning,
+        }
+
+
+def _parameters(proc: CapturedProcedure) -> list[str]:
+    from ..skills.store.params import PARAMETER
+
+    seen: dict[str, None] = {}
+    for step in proc.steps:
+        for name in PARAMETER.findall(step.command):
+            seen.setdefault(name, None)
+    return list(seen)
+
+
+def _examples(proc: CapturedProcedure, name: str) -> list[str]:
+    mined = proc.context.get("mined") if isinstance(proc.context, dict) else None
+    params = mined.get("parameters") if isinstance(mined, dict) else None
+    found = params.get(name) if isinstance(params, dict) else None
+    values = found.get("examples") if isinstance(found, dict) else found
+    return [str(v) for v in values][:3] if isinstance(values, list) else []
+
+
+def describe(proc: CapturedProcedure) -> str:
+    """What it does and when to use it, within the format's 1,024 characters."""
+    what = (proc.description or proc.task_type).strip().rstrip(".")
+    when = (
+        f" Use when asked to {what[0].lower() + what[1:]} ({proc.task_type}); replay it through sherpa-skills, "
+        "a dry run first."
+    )
+    text = redact(what + "." + when)
+    return text if len(text) <= DESCRIPTION_MAX else text[: DESCRIPTION_MAX - 1].rstrip() + "…"
+
+
+def _fence(commands: list[str]) -> str:
+    longest = max((len(run) for c in commands for run in re.findall(r"`+", c)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}bash\n" + "\n".join(commands) + f"\n{ticks}"
+
+
+def render_skill(proc: CapturedProcedure, name: str) -> str:
+    """SKILL.md for one shell procedure."""
+    import yaml
+
+    params = _parameters(proc)
+    frontmatter = {
+        "name": name,
+        "description": describe(proc),
+        "compatibility": "Needs the sherpa-skills command and the home that holds this procedure "
+        "(SHERPA_SKILLS_HOME, else ~/.sherpa-skills).",
+        "metadata": {
+            PROCEDURE_KEY: proc.id,
+            "sherpa-skills-version": str(proc.version),
+            "sherpa-skills-task-type": proc.task_type,
+        },
+    }
+    task = proc.description or proc.task_type
+    flags = " ".join(f"--param {p}=VALUE" for p in params)
+    lines = [
+        "---",
+        yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True, width=1000).rstrip(),
+        "---",
+        "",
+        f"# {task}",
+        "",
+        f"A procedure sherpa-skills learned (`{proc.id}`, version {proc.version}, confidence {proc.confidence:.2f}).",
+        "Replay it through sherpa-skills rather than running the commands yourself: parameters are shell-quoted, "
+        "each step's exit code and output are checked, and the replay stops where the world differs.",
+        "",
+        "## Replay",
+        "",
+        "1. Dry run (shows the rendered steps, runs nothing):",
+        "",
+        _fence([f"scripts/replay.sh {flags}".rstrip()]),
+        "",
+        "2. If the steps are what the task needs, execute them:",
+        "",
+        _fence([f"scripts/replay.sh {flags} --execute --yes".replace("  ", " ")]),
+        "",
+        "If it reports `diverged`, the step, what was expected and what was observed are in its answer: "
+        "continue by hand from there.",
+        "",
+        "## Steps",
+        "",
+        _fence([s.command for s in proc.steps]),
+    ]
+    if params:
+        lines += ["", "## Parameters", ""]
+        for p in params:
+            examples = _examples(proc, p)
+            lines.append(f"- `{p}`" + (f" (seen: {', '.join(f'`{e}`' for e in examples)})" if examples else ""))
+    env = sorted({v for s in proc.steps for v in s.env_vars})
+    if env:
+        lines += ["", "## Environment variables", ""]
+        lines += [f"- `{v}` must be set when it runs (only its name is stored)" for v in env]
+    for title, checks in (("Preconditions", proc.preconditions), ("Postconditions", proc.postconditions)):
+        if checks:
+            lines += ["", f"## {title}", "", "Shell checks that must exit 0; the replay runs them itself.", ""]
+            lines += [f"- `{c}`" for c in checks]
+    return redact("\n".join(lines) + "\n")
+
+
+def render_replay_script(proc: CapturedProcedure) -> str:
+    task = proc.description or proc.task_type
+    return (
+        "#!/bin/sh\n"
+        f"# Replays sherpa-skills procedure {proc.id} ({proc.task_type}): a dry run unless --execute is given.\n"
+        "# sherpa-skills renders, quotes and checks every step; this script never runs the commands itself.\n"
+        f'exec sherpa-skills learn replay {shlex.quote(task)} --procedure {shlex.quote(proc.id)} "$@"\n'
+    )
+
+
+def export_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsExport:
+    """Write every healthy, replayable shell procedure as a skill folder under `directory`."""
+    from ..skills.store.scoring import replay_refusal
+
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    result = SkillsExport(str(root))
+    taken: set[str] = set()
+    for proc in store.procedures(status="active"):
+        if proc.kind != "shell":
+            result.skipped.append({"procedure_id": proc.id, "reason": "a trajectory belongs to its workflow"})
+            continue
+        health = store.health(proc.id)
+        refusal = replay_refusal(proc, health)
+        if health.status not in EXPORTABLE_HEALTH or refusal:
+            result.skipped.append({"procedure_id": proc.id, "reason": refusal or f"health {health.status}"})
+            continue
+        name = skill_name(proc.task_type)
+        if name in taken:
+            name = skill_name(proc.task_type, suffix=proc.id.rsplit("-", 1)[-1])
+        taken.add(name)
+        folder = root / name
+        (folder / "scripts").mkdir(parents=True, exist_ok=True)
+        (folder / "assets").mkdir(exist_ok=True)
+        (folder / "SKILL.md").write_text(render_skill(proc, name), encoding="utf-8")
+        script = folder / "scripts" / "replay.sh"
+        script.write_text(render_replay_script(proc), encoding="utf-8")
+        script.chmod(0o755)
+        data = proc.model_dump(mode="json", exclude={"decisions"})
+        (folder / "assets" / "procedure.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        result.exported.append({"procedure_id": proc.id, "skill": name, "folder": str(folder)})
+    return result
+
+
+def _skill_folders(root: Path) -> list[Path]:
+    if (root / "SKILL.md").is_file():
+        return [root]
+    return sorted(p.parent for p in root.glob("*/SKILL.md"))
+
+
+def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImport:
+    """Read skill folders (`directory` itself, or its sub-folders): ours as procedures, others as candidates."""
+    from pydantic import ValidationError
+
+    from ..errors import UsageError
+    from ..skills.match.matcher import Matcher
+    from ..skills.store.database import step_signature
+    from ..skills.store.models import CapturedProcedure, ProcedureStep
+
+    root = Path(directory)
+    if not root.is_dir():
+        raise UsageError(f"--skills {directory}: not a folder")
+    result = SkillsImport(str(root))
+    folders = _skill_folders(root)
+    if not folders:
+        raise UsageError(f"--skills {directory}: no SKILL.md in it or in its sub-folders")
+    fresh: list[CapturedProcedure] = []
+    for folder in folders:
+        skill = read_skill(folder)
+        if skill.problems:
+            result.problems += skill.problems
+            continue
+        asset = folder / "assets" / "procedure.json"
+        if PROCEDURE_KEY in skill.metadata and asset.is_file():
+            try:
+                proc = CapturedProcedure.model_validate(json.loads(asset.read_text(encoding="utf-8")))
+            except (ValueError, ValidationError) as exc:
+                result.problems.append(f"{asset}:1: not a procedure: {str(exc).splitlines()[0]}")
+                continue
+        else:
+            commands = shell_blocks(skill.body)
+            if not commands:
+                result.problems.append(f"{folder / 'SKILL.md'}:1: no fenced shell block (```bash) to take steps from")
+                continue
+            proc = CapturedProcedure(
+                id="",
+                task_type=skill.name,
+                description=skill.description,
+                steps=[ProcedureStep(command=redact(c)) for c in commands],
+                source="manual",
+                status="candidate",
+                tags=["agent-skill"],
+                context={"agent_skill": str(folder)},
+            )
+        known = store.find_by_signature(step_signature(proc.steps), proc.task_type)
+        if known is None and proc.id:
+            try:
+                known = store.get(proc.id)
+            except Exception:  # noqa: BLE001  any lookup failure means: not stored here
+                known = None
+        if known is not None:
+            result.known.append(known.id)
+            continue
+        stored = store.add_procedure(proc)
+        fresh.append(stored)
+        (result.procedures if stored.status == "active" else result.candidates).append(stored.id)
+    if fresh:
+        result.index_warning = Matcher(store).index_many(fresh)
+    return result

@@ -1,0 +1,176 @@
+"""`sherpa-skills mcp` talked to by the SDK's own client (ClientSession over stdio), the server in a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+from sherpa_skills import SkillStore  # noqa: E402
+
+TASK = "Move the app log into the archive folder"
+
+
+def learned(home: Path) -> str:
+    skills = SkillStore(home)
+    captured = skills.capture(
+        "rotate-logs",
+        ["mkdir -p archive", "touch app.log", "mv app.log archive/app-{{ label }}.log"],
+        description=TASK,
+    )
+    assert captured.procedure is not None
+    skills.promote(captured.procedure.id)
+    return captured.procedure.id
+
+
+async def _session(home: Path, cwd: Path, extra: list[str], script: Any) -> Any:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "sherpa_skills", "mcp", "--home", str(home), *extra],
+        env={
+            "PYTHONPATH": os.pathsep.join(sys.path),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "HF_HUB_OFFLINE": "1",
+            **{k: v for k, v in os.environ.items() if k.startswith("SHERPA_SKILLS_") and k != "SHERPA_SKILLS_HOME"},
+        },
+        cwd=str(cwd),
+    )
+    with open(os.devnull, "w") as quiet:
+        async with stdio_client(params, errlog=quiet) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await script(session)
+
+
+def talk(home: Path, cwd: Path, script: Any, *extra: str) -> Any:
+    return asyncio.run(asyncio.wait_for(_session(home, cwd, list(extra), script), timeout=240))
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> tuple[bool, Any]:
+    result = await session.call_tool(tool, arguments)
+    if result.is_error:
+        return True, result.content[0].text
+    if result.structured_content is not None:
+        content = result.structured_content
+        return False, content.get("result", content) if set(content) == {"result"} else content
+    return False, json.loads(result.content[0].text)
+
+
+def test_an_agent_finds_confirms_dry_runs_captures_and_is_refused_where_it_must_be(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    pid = learned(home)
+
+    async def script(session: ClientSession) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        tools = (await session.list_tools()).tools
+        seen["tools"] = {t.name: t for t in tools}
+        seen["prompts"] = [p.name for p in (await session.list_prompts()).prompts]
+        seen["prompt"] = (await session.get_prompt("use_procedures")).messages[0].content.text
+        seen["find"] = await call(session, "find_procedure", task=f'{TASK}, labelled "monday"')
+        seen["vague"] = await call(session, "find_procedure", task="archive the log")
+        seen["none"] = await call(session, "find_procedure", task="what is the weather in Paris")
+        seen["confirm"] = await call(session, "confirm_procedure", task="archive the log", procedure_id=pid)
+        seen["after_confirm"] = await call(session, "find_procedure", task="archive the log")
+        seen["reject"] = await call(session, "confirm_procedure", task="archive the log", procedure_id=None)
+        seen["after_reject"] = await call(session, "find_procedure", task="archive the log")
+        seen["dry"] = await call(session, "replay_procedure", procedure_id=pid, params={"label": "monday"})
+        seen["execute"] = await call(
+            session, "replay_procedure", procedure_id=pid, params={"label": "monday"}, execute=True
+        )
+        seen["unknown"] = await call(session, "replay_procedure", procedure_id="no-such-thing")
+        seen["undeclared"] = await call(session, "replay_procedure", procedure_id=pid, params={"colour": "red"})
+        seen["inject"] = await call(session, "replay_procedure", procedure_id=pid, params={"label": "x; rm -rf ~"})
+        seen["huge"] = await call(session, "find_procedure", task="x" * 1_000_000)
+        seen["wrong_type"] = await call(session, "find_procedure", task=["not", "text"])
+        seen["capture"] = await call(
+            session, "capture_procedure", task="build the docs site", steps=["make -C docs html", "make -C docs check"]
+        )
+        seen["outcome"] = await call(session, "record_outcome", procedure_id=pid, outcome="success")
+        seen["write"] = await call(session, "write_memory", text="deploys go to ci-7", scope="private")
+        seen["search"] = await call(session, "search_memory", query="where do deploys go")
+        seen["relevant"] = await call(session, "relevant_tools", task="run a shell command")
+        seen["learnings"] = await call(session, "learnings_for", task="build the frontend")
+        return seen
+
+    seen = talk(home, tmp_path, script)
+    tools = seen["tools"]
+    assert set(tools) == {
+        "find_procedure",
+        "confirm_procedure",
+        "replay_procedure",
+        "record_outcome",
+        "capture_procedure",
+        "relevant_tools",
+        "learnings_for",
+        "search_memory",
+        "write_memory",
+    }
+    assert tools["find_procedure"].annotations.read_only_hint is True
+    assert tools["replay_procedure"].annotations.destructive_hint is True
+    assert tools["find_procedure"].input_schema["required"] == ["task"]
+    assert seen["prompts"] == ["use_procedures"] and "needs-confirmation" in seen["prompt"]
+
+    error, found = seen["find"]
+    assert not error and found["decision"] == "dry-run" and found["procedure_id"] == pid
+    assert found["params"] == {"label": "monday"} and found["candidates"][0]["parameters"] == ["label"]
+    assert seen["vague"][1]["decision"] in ("needs-confirmation", "no-match")
+    assert seen["none"][1]["decision"] == "no-match"
+    assert seen["confirm"][1] == {"recorded": "accepted", "task": "archive the log", "procedure_id": pid}
+    if seen["vague"][1]["decision"] == "needs-confirmation":
+        assert seen["after_confirm"][1]["decision"] == "dry-run"
+    assert seen["reject"][1]["recorded"] == "rejected"
+    assert seen["after_reject"][1]["decision"] == "no-match"
+
+    error, dry = seen["dry"]
+    assert not error and dry["status"] == "dry-run"
+    assert [s["command"] for s in dry["steps"]][-1] == "mv app.log archive/app-monday.log"
+    error, refused = seen["execute"]
+    assert error and "--allow-execute" in refused
+    assert not (tmp_path / "archive").exists()
+    assert seen["unknown"][0] and "unknown procedure 'no-such-thing'" in seen["unknown"][1]
+    assert seen["undeclared"][0] and "declares no parameter colour" in seen["undeclared"][1]
+    assert seen["inject"][0] and "shell metacharacter ';'" in seen["inject"][1]
+    assert seen["huge"][0] and "over 4,000" in seen["huge"][1]
+    assert seen["wrong_type"][0] and "task" in seen["wrong_type"][1]
+
+    error, captured = seen["capture"]
+    assert not error and captured["status"] == "candidate"
+    assert SkillStore(home).get(captured["procedure_id"]).status == "candidate"
+    assert seen["outcome"][1]["recorded"] == "success"
+    error, hits = seen["search"]
+    assert not error and [h["text"] for h in hits["hits"]] == ["deploys go to ci-7"]
+    assert not seen["relevant"][0] and any(t["name"] == "shell" for t in seen["relevant"][1])
+    assert not seen["learnings"][0] and seen["learnings"][1]["found"] == []
+
+
+def test_execute_with_allow_execute_runs_the_steps_and_memory_stays_private(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    pid = learned(home)
+    work = tmp_path / "work"
+    work.mkdir()
+
+    async def as_ops(session: ClientSession) -> Any:
+        await call(session, "write_memory", text="the ops runbook lives in ops/", scope="private")
+        return await call(
+            session, "replay_procedure", procedure_id=pid, params={"label": "monday"}, execute=True, task=TASK
+        )
+
+    error, result = talk(home, work, as_ops, "--allow-execute", "--agent", "ops")
+    assert not error and result["status"] == "succeeded", result
+    assert (work / "archive" / "app-monday.log").exists()
+
+    async def as_someone_else(session: ClientSession) -> Any:
+        return await call(session, "search_memory", query="where is the ops runbook")
+
+    error, hits = talk(home, work, as_someone_else, "--agent", "dev")
+    assert not error and hits["hits"] == []  # another agent's private note is never returned
