@@ -957,6 +957,9 @@ class Agent:
                 TickRecord(),
             )
             self._started = True
+            from .run_record import keep_machine
+
+            keep_machine(self, 0)  # what the run executes, kept with it (the view draws this, not today's file)
         self._log.info("run_started", state=self.state, workflow=self.machine.name)
         return start
 
@@ -1072,6 +1075,11 @@ class Agent:
         agent._interrupted = store.interrupted(row.run_id)
         agent._in_flight = store.in_flight(row.run_id)
         agent._clear_intents = agent._in_flight is not None
+        from .run_record import keep_machine
+
+        keep_machine(
+            agent, row.tick + 1
+        )  # resumed under another machine (--allow-changed): its steps are drawn with it
         if agent._interrupted:
             names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in agent._interrupted)
             if not rerun_interrupted:

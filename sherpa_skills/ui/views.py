@@ -111,53 +111,6 @@ def run_detail_json(stores: Stores, run_id: str) -> dict[str, Any]:
     return run_detail(row, stores.runs.load_belief(row.run_id))
 
 
-def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:
-    """One run for the page: its row, the last `tail` trajectory and log entries (None:
-    all), its machine with the path marked."""
-    row = stores.runs.get_run(run_id)
-    belief = stores.runs.load_belief(row.run_id, tail)
-    machine = machine_of(row.workflow_path)
-    visited = stores.runs.visited_states(row.run_id)
-    # Actions started but not yet committed: what a running run is doing now (or, once it stopped,
-    # what a crash cut off).
-    in_flight = [
-        {"action": i.action, "tick": i.tick, "started": i.started} for i in stores.runs.interrupted(row.run_id)
-    ]
-    run = {**run_summary(row), "workflow_path": row.workflow_path, "inputs": row.inputs, **row.counters}
-    view: dict[str, Any] = {
-        "run": run,
-        "live": row.status in LIVE,
-        "updated": row.updated,
-        "tick": row.tick,
-        "in_flight": in_flight,
-        "trajectory": belief.trajectory,
-        "log": belief.log,
-        "context": belief.context,
-        "total_trajectory": len(visited),
-        "total_log": stores.runs.log_size(row.run_id),
-        "tail": tail,
-        "diagram": None,
-        "diagram_problem": None,
-        "waiting": None,
-    }
-    if machine is None:
-        view["diagram_problem"] = (
-            f"the workflow file {row.workflow_path} cannot be loaded any more"
-            if row.workflow_path
-            else "this run was not started from a workflow file"
-        )
-    else:
-        from .diagram import highlighted_mermaid
-
-        view["diagram"] = highlighted_mermaid(machine, visited, row.state)
-        if row.status == "waiting":
-            # Guards may read the whole trajectory: they are asked with the whole belief, not the page's tail.
-            view["waiting"] = waiting_options(
-                machine, row.state, belief if tail is None else stores.runs.load_belief(row.run_id)
-            )
-    return view
-
-
 def waiting_options(machine: Any, state: str, belief: Any) -> dict[str, Any]:
     """What a waiting run can take: the transitions out of its state (those whose guards pass now marked ready)
     and its inputs."""
