@@ -222,6 +222,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_domains_parser(sub, common)
 
+    from .fork import add_fork_parser
+
+    add_fork_parser(sub, common)
+
     from .ui import add_ui_parser
 
     add_ui_parser(sub, common)
