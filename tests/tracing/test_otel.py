@@ -19,21 +19,18 @@ pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed
 from sherpa_skills.engine.workflow import load_workflow_text  # noqa: E402
 
 SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"
-WORKFLOW = (
-    """
+WORKFLOW = """
 name: secret-walk
 inputs:
   token: {required: true}
 initial: fetch
 states:
   fetch:
-    on_enter: {shell: {command: "echo fetching with api_key=%s --password hunter2hunter2 {{ token }}"}}
+    on_enter: {shell: {command: "echo fetching with api_key=SECRET --password hunter2hunter2 {{ token }}"}}
   done: {final: true}
 transitions:
   - {trigger: go, source: fetch, dest: done}
-"""
-    % SECRET
-)
+""".replace("SECRET", SECRET)
 
 
 def _spans(tmp_path: Path, capture: bool) -> list[Any]:
