@@ -959,7 +959,8 @@ class Agent:
             self._started = True
             from .run_record import keep_machine
 
-            keep_machine(self, 0)  # what the run executes, kept with it (the view draws this, not today's file)
+            # What the run executes, kept with it: the view draws this, not the file as it is later.
+            keep_machine(self, 0, spec_hash(self.machine))
         self._log.info("run_started", state=self.state, workflow=self.machine.name)
         return start
 
@@ -1077,9 +1078,8 @@ class Agent:
         agent._clear_intents = agent._in_flight is not None
         from .run_record import keep_machine
 
-        keep_machine(
-            agent, row.tick + 1
-        )  # resumed under another machine (--allow-changed): its steps are drawn with it
+        # Resumed under another machine (--allow-changed): the steps from here on are drawn with it.
+        keep_machine(agent, row.tick + 1, spec_hash(machine))
         if agent._interrupted:
             names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in agent._interrupted)
             if not rerun_interrupted:

@@ -13,7 +13,6 @@ from typing import Any
 
 from ..data import data_dir
 from ..llm.call import SCRIPTED_PREFIX
-from .agent import spec_hash
 from .compiler import CompiledMachine
 from .diagram import to_mermaid
 
@@ -87,16 +86,14 @@ def machine_record(machine: CompiledMachine, workflow_path: str | None, model: s
     }
 
 
-def keep_machine(agent: Any, from_tick: int) -> None:
-    """Record with `agent`'s run that it executes its machine from `from_tick` on (nothing without a store)."""
+def keep_machine(agent: Any, from_tick: int, spec_hash: str) -> None:
+    """Record with `agent`'s run that it executes its machine (`spec_hash`) from `from_tick` on (nothing without a
+    store)."""
     store = getattr(agent, "store", None)
     if store is None:
         return
     store.keep_machine(
-        agent.run_id,
-        from_tick,
-        spec_hash(agent.machine),
-        lambda: machine_record(agent.machine, agent.workflow_path, agent.model),
+        agent.run_id, from_tick, spec_hash, lambda: machine_record(agent.machine, agent.workflow_path, agent.model)
     )
 
 
