@@ -705,11 +705,12 @@ class RunStore:
             where.append("run_id LIKE ? ESCAPE '\\'")
             params.append(f"%{_like(id_contains)}%")
         if text:
+            # The inputs too: a thousand runs of one workflow differ only by them.
             where.append(
                 "(run_id LIKE ? ESCAPE '\\' OR workflow LIKE ? ESCAPE '\\' OR state LIKE ? ESCAPE '\\' OR "
-                "error LIKE ? ESCAPE '\\')"
+                "error LIKE ? ESCAPE '\\' OR inputs LIKE ? ESCAPE '\\')"
             )
-            params.extend([f"%{_like(text)}%"] * 4)
+            params.extend([f"%{_like(text)}%"] * 5)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         total = self.conn.execute(f"SELECT COUNT(*) FROM runs{clause}", params).fetchone()[0]
         rows = self.conn.execute(

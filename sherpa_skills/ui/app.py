@@ -27,7 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import SherpaError, StoreError, UsageError
-from . import run_view, views
+from . import memory_view, run_view, views
 from .format import FILTERS
 
 STATIC = Path(__file__).parent / "static"
@@ -237,6 +237,18 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
     async def team(request: Request) -> dict[str, Any]:
         return await ui.read(views.team_page, request.path_params["task"])
 
+    async def memory(request: Request) -> dict[str, Any]:
+        return await ui.read(memory_view.memory_page, request.query_params.get("q"))
+
+    async def memory_item(request: Request) -> dict[str, Any]:
+        return await ui.read(memory_view.memory_item_page, request.path_params["artifact_id"])
+
+    async def domains(request: Request) -> dict[str, Any]:
+        return await ui.read(memory_view.domains_page)
+
+    async def domain(request: Request) -> dict[str, Any]:
+        return await ui.read(memory_view.domain_page, request.path_params["name"])
+
     async def api_index(request: Request) -> dict[str, Any]:
         return {
             "home": str(ui.home),
@@ -253,6 +265,8 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
                 "/api/heartbeat",
                 "/api/teams",
                 "/api/teams/{task}",
+                "/api/memory",
+                "/api/domains",
             ],
         }
 
@@ -273,7 +287,14 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
         Route("/heartbeat", page("heartbeat.html", heartbeat)),
         Route("/teams", page("teams.html", teams)),
         Route("/teams/{task}", page("team.html", team)),
+        Route("/memory", page("memory.html", memory)),
+        Route("/memory/{artifact_id}", page("memory_item.html", memory_item)),
+        Route("/domains", page("domains.html", domains)),
+        Route("/domains/{name}", page("domain.html", domain)),
         Route("/api", api(api_index)),
+        Route("/api/memory", api(memory)),
+        Route("/api/domains", api(domains)),
+        Route("/api/domains/{name}", api(domain)),
         Route("/api/runs", api(api_runs)),
         Route("/api/runs/{run_id}", api(api_run)),
         Route("/api/runs/{run_id}/state", api(run_state)),

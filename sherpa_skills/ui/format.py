@@ -41,4 +41,24 @@ def duration(seconds: float | None) -> str:
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
 
 
-FILTERS = {"when": when, "clock": clock, "pct": pct, "pretty": pretty, "short": short, "duration": duration}
+def linked_summary(text: str) -> Any:
+    """A heartbeat phase's summary with its counts of open tensions and proposals linked to the pages that list them."""
+    import re
+
+    from markupsafe import Markup, escape
+
+    html = str(escape(text))
+    html = re.sub(r"(\d+ open tensions)", r'<a href="/memory#tensions">\1</a>', html)
+    html = re.sub(r"(\d+ open proposals)", r'<a href="/domains#proposals">\1</a>', html)
+    return Markup(html)
+
+
+FILTERS = {
+    "when": when,
+    "clock": clock,
+    "pct": pct,
+    "pretty": pretty,
+    "short": short,
+    "duration": duration,
+    "linked_summary": linked_summary,
+}

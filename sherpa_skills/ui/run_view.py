@@ -9,7 +9,7 @@ from typing import Any
 
 from ..cli.runs import run_summary
 from ..errors import StoreError
-from .views import LIVE, TAIL, Stores, machine_of, waiting_options
+from .views import LIVE, TAIL, Stores, child_runs, machine_of, waiting_options
 
 MAX_DIFF_LINES = 400
 
@@ -91,27 +91,6 @@ def _provenance(stores: Stores, run_id: str) -> dict[str, Any]:
         "forks": [{"run_id": r, "tick": t} for r, t in stores.runs.forks(run_id)],
         "children": child_runs(stores, [run_id]).get(run_id, []),
     }
-
-
-def child_runs(stores: Stores, run_ids: list[str]) -> dict[str, list[str]]:
-    """The runs each of `run_ids` started with `run_machine` (replay, capture), from the results it logged."""
-    import json
-
-    if not run_ids:
-        return {}
-    marks = ",".join("?" * len(run_ids))
-    out: dict[str, list[str]] = {}
-    for run_id, outputs in stores.runs.conn.execute(
-        f"SELECT run_id, outputs FROM run_log WHERE action = 'run_machine' AND run_id IN ({marks}) ORDER BY id",
-        run_ids,
-    ):
-        try:
-            child = json.loads(outputs or "null")
-        except ValueError:
-            continue
-        if isinstance(child, dict) and isinstance(child.get("run_id"), str):
-            out.setdefault(run_id, []).append(child["run_id"])
-    return out
 
 
 def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:

@@ -62,11 +62,19 @@ def runs_page(
         status=status or None, workflow=workflow or None, text=q or None, offset=(page - 1) * per_page, limit=per_page
     )
     replays = _replays(stores, [r.run_id for r in rows])
+    children = child_runs(stores, [r.run_id for r in rows])
     now = time.time()
     items = []
     for r in rows:
         item = run_summary(r)
-        item.update(tokens=r.counters.get("tokens", 0), age=_age(now - r.created), replay=replays.get(r.run_id))
+        item.update(
+            tokens=r.counters.get("tokens", 0),
+            age=_age(now - r.created),
+            replay=replays.get(r.run_id),
+            duration_s=(now if r.status in LIVE else r.updated) - r.created,
+            inputs_text=", ".join(f"{k}={v}" for k, v in r.inputs.items() if v not in (None, "")),
+            children=children.get(r.run_id, []),
+        )
         items.append(item)
     return {
         "runs": items,
@@ -78,6 +86,27 @@ def runs_page(
         "workflows": stores.runs.workflows(),
         "statuses": ["running", "waiting", "interrupted", "final", "error"],
     }
+
+
+def child_runs(stores: Stores, run_ids: list[str]) -> dict[str, list[str]]:
+    """The runs each of `run_ids` started with `run_machine` (replay, capture), from the results it logged."""
+    import json
+
+    if not run_ids:
+        return {}
+    marks = ",".join("?" * len(run_ids))
+    out: dict[str, list[str]] = {}
+    for run_id, outputs in stores.runs.conn.execute(
+        f"SELECT run_id, outputs FROM run_log WHERE action = 'run_machine' AND run_id IN ({marks}) ORDER BY id",
+        run_ids,
+    ):
+        try:
+            child = json.loads(outputs or "null")
+        except ValueError:
+            continue
+        if isinstance(child, dict) and isinstance(child.get("run_id"), str):
+            out.setdefault(run_id, []).append(child["run_id"])
+    return out
 
 
 def _replays(stores: Stores, run_ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -304,3 +304,24 @@ def test_run_page_after_its_workflow_is_edited_then_deleted_steps_and_fork(page:
         page.wait_for_function("() => document.querySelector('#run').dataset.status === 'waiting'", timeout=30_000)
         assert f"{run_id} at step 2" in page.locator(".provenance").inner_text()
         page.screenshot(path=str(tmp_path / "fork.png"), full_page=True)
+
+
+def test_memory_and_domains_pages_and_the_styled_404(page: Any, server: Any, tmp_path: Path) -> None:
+    """The heartbeat's counts of open tensions and proposals lead to pages that list them; an unknown path is styled."""
+    page.goto(f"{server.url}/heartbeat")
+    assert "{'" not in page.locator(".report").first.inner_text()  # no Python dicts in the summaries
+    page.click("text=open tensions")
+    page.wait_for_url("**/memory#tensions")
+    assert page.locator("#tensions").count() == 1 and page.evaluate("typeof mermaid") == "undefined"
+    page.fill("input[name=q]", "triage")
+    page.click("form.filters button")
+    page.wait_for_url("**/memory?q=triage")
+    page.screenshot(path=str(tmp_path / "memory.png"), full_page=True)
+    page.goto(f"{server.url}/heartbeat")
+    page.click("text=open proposals")
+    page.wait_for_url("**/domains#proposals")
+    assert page.locator("table.domains").count() == 1
+    page.screenshot(path=str(tmp_path / "domains.png"), full_page=True)
+    answer = page.goto(f"{server.url}/no/such/page")
+    assert answer is not None and answer.status == 404
+    assert page.locator("header nav").count() == 1 and "no page at /no/such/page" in page.inner_text("main")

@@ -121,3 +121,26 @@ def test_pages_load_mermaid_only_where_a_diagram_is_drawn_and_unknown_paths_are_
         missing = client.get("/no/such/page")
         assert missing.status_code == 404 and "<header>" in missing.text and "no page at /no/such/page" in missing.text
         assert client.get("/api/no/such").json() == {"error": "no page at /api/no/such; the menu above lists them"}
+
+
+def test_memory_and_domains_pages_and_runs_searched_by_input(tmp_path: Path) -> None:
+    home, _, run_id = triage_home(tmp_path)
+    h = str(home)
+    assert (
+        main(["memory", "write", "The deploy key rotates every Monday", "--agent", "ops", "--shared", "--home", h]) == 0
+    )
+    assert main(["memory", "write", "a secret plan about Monday", "--agent", "ops", "--home", h]) == 0
+    with TestClient(create_app(home), base_url=LOCAL) as client:
+        page = client.get("/memory?q=Monday").text
+        assert "The deploy key rotates every Monday" in page and "secret plan" not in page  # the view is no agent
+        artifact = re.search(r'data-artifact="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+        assert "current" in client.get(f"/memory/{artifact}").text
+        assert client.get("/memory/nosuch").status_code == 404
+        assert "no open tensions" in client.get("/memory").text
+        assert "no domains yet" in client.get("/domains").text
+        assert client.get("/api/domains").json() == {"domains": [], "proposals": []}
+        missing = client.get("/api/domains/nosuch")
+        assert missing.status_code == 400 and "nosuch" in missing.json()["error"]  # the domain store's UsageError
+        runs = client.get("/runs?q=crashes").text  # the ticket text is an input
+        assert f'data-run="{run_id}"' in runs and "ticket=The app crashes" in runs
+        assert f'data-run="{run_id}"' not in client.get("/runs?q=refund").text
