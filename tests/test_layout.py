@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "policy": 2,
     "actions": 3,
     "memory": 3,
+    "tracing": 3,
     "sessions": 3,
     "skills": 4,
     "agents": 4,

@@ -230,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_mcp_parser(sub, common)
 
+    from .fork import add_fork_parser
+
+    add_fork_parser(sub, common)
+
     from .ui import add_ui_parser
 
     add_ui_parser(sub, common)

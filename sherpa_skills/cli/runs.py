@@ -176,11 +176,17 @@ def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[],
     if not (args.json or args.quiet):
         console = _console(stderr=True)
         agent.observe(_progress_printer(console))
+    from ..tracing import trace_from_environment
+
+    tracer = trace_from_environment(agent)  # OTEL_* variables set: the run as spans; else None, nothing imported
     try:
         with _signals_stop_the_run():
             result = run()
     except KeyboardInterrupt as exc:  # the agent marked the run interrupted; what was in flight reruns on resume
         return _interrupted(agent, args, exc)
+    finally:
+        if tracer is not None:
+            tracer.close()
     if args.json:
         _print_json({k: v for k, v in result.to_dict().items()})
     elif not args.quiet:

@@ -988,6 +988,8 @@ class Agent:
                 start = {**(hook.on_start(self, start, event) or {}), **start}
             self._decider = None  # a hook may advise from now on
         if not self._started and self.store is not None:
+            from .run_record import machine_record
+
             self._inputs = start
             self.store.create_run(
                 self.run_id,
@@ -999,6 +1001,8 @@ class Agent:
                 self.counters,
                 TickRecord(),
                 hooks=self._saved_by_hooks(),
+                # What the run executes, kept with it: the view draws this, not the file as it is later.
+                machine=lambda: machine_record(self.machine, self.workflow_path, self.model),
             )
             self._started = True
         self._log.info("run_started", state=self.state, workflow=self.machine.name)
@@ -1129,6 +1133,10 @@ class Agent:
         agent._interrupted = store.interrupted(row.run_id)
         agent._in_flight = store.in_flight(row.run_id)
         agent._clear_intents = agent._in_flight is not None
+        from .run_record import keep_machine
+
+        # Resumed under another machine (--allow-changed): the steps from here on are drawn with it.
+        keep_machine(agent, row.tick + 1, spec_hash(machine))
         if agent._interrupted:
             names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in agent._interrupted)
             if not rerun_interrupted:

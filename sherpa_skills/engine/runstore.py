@@ -83,7 +83,31 @@ def m005_hook_state(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE runs ADD COLUMN hooks TEXT")
 
 
-MIGRATIONS = [m001_runs, m002_run_events, m003_intent_results, m004_repeated_actions, m005_hook_state]
+def m006_run_machines(conn: sqlite3.Connection) -> None:
+    """What a run executed, kept with it: each machine (workflow text and the files it loaded) once per spec hash,
+    the ticks each run ran under it, and where a fork came from."""
+    execute_script(
+        conn,
+        """
+        CREATE TABLE run_specs (spec_hash TEXT PRIMARY KEY, body TEXT NOT NULL, created REAL NOT NULL);
+        CREATE TABLE run_machines (
+            run_id TEXT NOT NULL, from_tick INTEGER NOT NULL, spec_hash TEXT NOT NULL,
+            PRIMARY KEY (run_id, from_tick));
+        CREATE TABLE run_forks (
+            run_id TEXT PRIMARY KEY, parent_run_id TEXT NOT NULL, at_tick INTEGER NOT NULL, created REAL NOT NULL);
+        CREATE INDEX run_forks_parent ON run_forks (parent_run_id);
+    """,
+    )
+
+
+MIGRATIONS = [
+    m001_runs,
+    m002_run_events,
+    m003_intent_results,
+    m004_repeated_actions,
+    m005_hook_state,
+    m006_run_machines,
+]
 RUN_STATUSES = ("running", "waiting", "interrupted", "final", "error")
 RUN_TABLES = (
     "run_trajectory",
@@ -91,6 +115,8 @@ RUN_TABLES = (
     "run_context",
     "run_intents",
     "run_events",
+    "run_machines",
+    "run_forks",
 )  # a run's own rows, beside `runs`
 
 
@@ -210,6 +236,7 @@ class RunStore:
         self._checkpointer: Checkpointer | None = Checkpointer.acquire(self.path)
         self._commits = 0
         self._lock = threading.Lock()
+        self._kept_specs: set[str] = set()  # machine records known to be stored: a run start asks nothing more
 
     def close(self) -> None:
         checkpointer, self._checkpointer = self._checkpointer, None
@@ -238,11 +265,20 @@ class RunStore:
         record: TickRecord,
         *,
         hooks: dict[str, Any] | None = None,
+        machine: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
+        """A new run, in one transaction with what its hooks keep and, given `machine` (what builds the machine's
+        record), that it executes machine `spec_hash` from its start: the record itself is stored once per hash."""
         now = time.time()
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
+                if machine is not None and spec_hash is not None:
+                    self._keep_spec(spec_hash, machine)
+                    self.conn.execute(
+                        "INSERT OR REPLACE INTO run_machines (run_id, from_tick, spec_hash) VALUES (?, 0, ?)",
+                        (run_id, spec_hash),
+                    )
                 self.conn.execute(
                     "INSERT INTO runs (run_id, workflow, workflow_path, spec_hash, status, state, tick, "
                     "counters, error, inputs, created, updated, hooks) "
@@ -298,7 +334,7 @@ class RunStore:
                 ],
             )
         if record.context:
-            tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else -1)
+            tick = record.trajectory[-1].tick if record.trajectory else (record.log[-1].tick if record.log else at_tick)
             conn.executemany(
                 "INSERT INTO run_context (run_id, tick, key, value) VALUES (?, ?, ?, ?)",
                 [(run_id, tick, redact(k), _dump(v, f"context key '{k}'", key=k)) for k, v in record.context],
@@ -461,6 +497,126 @@ class RunStore:
             context[key] = json.loads(value)
         return Belief(trajectory=trajectory, log=log, context=context)
 
+    def belief_at(self, run_id: str, tick: int) -> Belief:
+        """The run's belief as it was once step `tick` was committed: what a step view shows and a fork starts from."""
+        conn = self.conn
+        trajectory = [
+            TrajectoryEntry(tick=r[0], state=r[1], trigger=r[2], source=r[3], decided_by=r[4], at=r[5])
+            for r in conn.execute(
+                "SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory "
+                "WHERE run_id = ? AND tick <= ? ORDER BY id",
+                (run_id, tick),
+            )
+        ]
+        log = [
+            LogEntry(
+                tick=r[0],
+                action=r[1],
+                inputs=json.loads(r[2]),
+                outputs=json.loads(r[3]) if r[3] is not None else None,
+                status=r[4],
+                started=r[5],
+                duration_ms=r[6],
+                tokens=r[7],
+                cost=r[8],
+                error=r[9],
+                repeated=bool(r[10]),
+            )
+            for r in conn.execute(
+                "SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error, "
+                "repeated FROM run_log WHERE run_id = ? AND tick <= ? ORDER BY id",
+                (run_id, tick),
+            )
+        ]
+        context: dict[str, Any] = {}
+        for key, value in conn.execute(
+            "SELECT key, value FROM run_context WHERE run_id = ? AND tick <= ? ORDER BY id", (run_id, tick)
+        ):
+            context[key] = json.loads(value)
+        return Belief(trajectory=trajectory, log=log, context=context)
+
+    def steps(self, run_id: str) -> list[tuple[int, str, str | None, str, float]]:
+        """Every step of the run as (tick, state entered, trigger, decided_by, at): the step timeline, one cheap
+        query even for long runs."""
+        return [
+            (r[0], r[1], r[2], r[3], r[4])
+            for r in self.conn.execute(
+                "SELECT tick, state, trigger, decided_by, at FROM run_trajectory WHERE run_id = ? ORDER BY id",
+                (run_id,),
+            )
+        ]
+
+    def _keep_spec(self, spec_hash: str, record: Callable[[], dict[str, Any]]) -> None:
+        """Inside a transaction: the machine's record, stored the first time its hash is seen (built only then)."""
+        if spec_hash in self._kept_specs:
+            return
+        if not self.conn.execute("SELECT 1 FROM run_specs WHERE spec_hash = ?", (spec_hash,)).fetchone():
+            self.conn.execute(
+                "INSERT OR IGNORE INTO run_specs (spec_hash, body, created) VALUES (?, ?, ?)",
+                (spec_hash, _dump(record(), f"the record of machine {spec_hash}"), time.time()),
+            )
+        self._kept_specs.add(spec_hash)
+
+    def keep_machine(self, run_id: str, from_tick: int, spec_hash: str, record: Callable[[], dict[str, Any]]) -> bool:
+        """Record that the run executes machine `spec_hash` from `from_tick` on; the machine's record (built by
+        `record` only when this hash was never kept) is stored once for every run of it. False when the run already
+        runs under it."""
+        with self._lock:
+            latest = self.conn.execute(
+                "SELECT spec_hash FROM run_machines WHERE run_id = ? ORDER BY from_tick DESC LIMIT 1", (run_id,)
+            ).fetchone()
+            if latest is not None and latest[0] == spec_hash:
+                return False
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._keep_spec(spec_hash, record)
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO run_machines (run_id, from_tick, spec_hash) VALUES (?, ?, ?)",
+                    (run_id, from_tick, spec_hash),
+                )
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+        return True
+
+    def machines(self, run_id: str) -> list[tuple[int, str]]:
+        """The machines the run ran under, as (first tick under it, spec hash), oldest first: more than one when it
+        was resumed with --allow-changed; none for runs recorded before machines were kept."""
+        return [
+            (r[0], r[1])
+            for r in self.conn.execute(
+                "SELECT from_tick, spec_hash FROM run_machines WHERE run_id = ? ORDER BY from_tick", (run_id,)
+            )
+        ]
+
+    def machine_record(self, spec_hash: str) -> dict[str, Any] | None:
+        """What a machine was when a run executed it (see engine.run_record), or None when it was never kept."""
+        row = self.conn.execute("SELECT body FROM run_specs WHERE spec_hash = ?", (spec_hash,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def record_fork(self, run_id: str, parent_run_id: str, at_tick: int) -> None:
+        with self._lock:
+            self.conn.execute(
+                "INSERT INTO run_forks (run_id, parent_run_id, at_tick, created) VALUES (?, ?, ?, ?)",
+                (run_id, parent_run_id, at_tick, time.time()),
+            )
+
+    def forked_from(self, run_id: str) -> tuple[str, int] | None:
+        """(parent run id, step) when this run is a fork."""
+        row = self.conn.execute("SELECT parent_run_id, at_tick FROM run_forks WHERE run_id = ?", (run_id,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def forks(self, run_id: str) -> list[tuple[str, int]]:
+        """The runs forked from this one, as (fork run id, step), oldest first."""
+        return [
+            (r[0], r[1])
+            for r in self.conn.execute(
+                "SELECT run_id, at_tick FROM run_forks WHERE parent_run_id = ? ORDER BY created", (run_id,)
+            )
+        ]
+
     def visited_states(self, run_id: str) -> list[str]:
         """Every state the run entered, in order (one column: cheap even for long runs, e.g. to draw its path)."""
         return [
@@ -587,11 +743,12 @@ class RunStore:
             where.append("run_id LIKE ? ESCAPE '\\'")
             params.append(f"%{_like(id_contains)}%")
         if text:
+            # The inputs too: a thousand runs of one workflow differ only by them.
             where.append(
                 "(run_id LIKE ? ESCAPE '\\' OR workflow LIKE ? ESCAPE '\\' OR state LIKE ? ESCAPE '\\' OR "
-                "error LIKE ? ESCAPE '\\')"
+                "error LIKE ? ESCAPE '\\' OR inputs LIKE ? ESCAPE '\\')"
             )
-            params.extend([f"%{_like(text)}%"] * 4)
+            params.extend([f"%{_like(text)}%"] * 5)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         total = self.conn.execute(f"SELECT COUNT(*) FROM runs{clause}", params).fetchone()[0]
         rows = self.conn.execute(

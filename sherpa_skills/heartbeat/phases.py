@@ -191,7 +191,8 @@ def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
     state.set("procedures_generation", store.generation())
     return PhaseResult(
         "ok",
-        f"rechecked {len(ids)} procedures" + (f": {counts}" if counts else ""),
+        f"rechecked {len(ids)} procedures"
+        + (f": {', '.join(f'{n} {status}' for status, n in sorted(counts.items()))}" if counts else ""),
         {"rechecked": len(ids), **counts},
         alerts,
     )

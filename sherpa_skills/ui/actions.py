@@ -1,5 +1,5 @@
-"""The only writes the browser view makes, and only when started with --allow-actions: resume a waiting run, promote or
-reject a candidate.
+"""The only writes the browser view makes, and only when started with --allow-actions: resume a waiting run, fork a
+run from a step, promote or reject a candidate.
 
 Each form carries the server's CSRF token; a request from another origin, or without the token, changes nothing.
 """
@@ -69,6 +69,24 @@ def _resume(home: Any, run_id: str, inputs: dict[str, Any], trigger: str | None,
         store.close()
 
 
+def _fork(home: Any, new_run_id: str, plan: Any, workflow_path: str) -> None:
+    """Runs the fork in a thread with its own store, as a resume does; its page follows it live."""
+    from ..engine.agent import Agent
+    from ..engine.runstore import RunStore
+    from ..engine.workflow import load_workflow
+
+    store = RunStore(home=home)
+    try:
+        workflow = load_workflow(workflow_path)
+        agent = Agent.resume(store, new_run_id, workflow.machine, workflow.policy, base_dir=workflow.base_dir)
+        result = agent.run(plan.inputs, trigger=plan.trigger)
+        log.info("ui.forked", run_id=new_run_id, parent=plan.parent_run_id, status=result.status)
+    except Exception as exc:  # the fork records its own errors; this only keeps the thread from dying silently
+        log.error("ui.fork_failed", run_id=new_run_id, error=str(exc))
+    finally:
+        store.close()
+
+
 def action_routes(ui: Any) -> list[Route]:
     from ..cli.console import parse_assignments
     from ..engine.agent import spec_hash
@@ -114,6 +132,37 @@ def action_routes(ui: Any) -> list[Route]:
         ).start()
         return RedirectResponse(f"/runs/{row.run_id}", status_code=303)
 
+    async def fork(request: Request) -> Response:
+        """Fork from a step: checked here (a refusal changes nothing), then run in a thread; answers with the fork's
+        page, which follows it live."""
+        from ..engine.fork import create_fork, plan_fork
+
+        form = await _checked_form(ui, request)
+        if isinstance(form, Response):
+            return form
+        run_id = request.path_params["run_id"]
+
+        def check(stores: views.Stores) -> tuple[Any, str, str]:
+            row = stores.runs.get_run(run_id)
+            raw = (form.get("at") or [""])[0]
+            if not raw.strip().isdigit():
+                raise UsageError(f"field 'at' must be a step number, not '{raw[:40]}'")
+            machine = views.machine_of(row.workflow_path)
+            if machine is None or row.workflow_path is None:
+                raise UsageError(f"run {row.run_id} cannot be forked here: its workflow file does not load")
+            inputs = parse_assignments(_lines(form, "inputs"), "input")
+            trigger = (form.get("trigger") or [""])[0].strip() or None
+            plan = plan_fork(stores.runs, row.run_id, int(raw), machine, inputs=inputs, trigger=trigger)
+            # Written before the answer, so the page it redirects to exists; the fork then runs in a thread.
+            return plan, row.workflow_path, create_fork(stores.runs, plan)
+
+        try:
+            plan, path, new_id = await ui.read(check)
+        except SherpaError as exc:
+            return _refuse(400, str(exc))
+        threading.Thread(target=_fork, args=(ui.home, new_id, plan, path), daemon=True, name=f"fork-{new_id}").start()
+        return RedirectResponse(f"/runs/{new_id}", status_code=303)
+
     def review(verdict: str) -> Callable[[Request], Awaitable[Response]]:
         """A candidate's review, as `learn promote` / `learn reject` do it: only a candidate, only with the token."""
 
@@ -142,6 +191,7 @@ def action_routes(ui: Any) -> list[Route]:
 
     return [
         Route("/runs/{run_id}/resume", resume, methods=["POST"]),
+        Route("/runs/{run_id}/fork", fork, methods=["POST"]),
         Route("/procedures/{procedure_id}/promote", review("promote"), methods=["POST"]),
         Route("/procedures/{procedure_id}/reject", review("reject"), methods=["POST"]),
     ]

@@ -27,10 +27,23 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import SherpaError, StoreError, UsageError
-from . import views
+from . import memory_view, run_view, views
 from .format import FILTERS
 
 STATIC = Path(__file__).parent / "static"
+VENDOR_CACHE = "public, max-age=604800"  # vendored libraries change only with a release of this package
+OWN_CACHE = "no-cache"  # our own CSS and JS: revalidated (ETag) on each load, so an upgrade shows at once
+
+
+class CachedStatic(StaticFiles):
+    """Static files with Cache-Control, so a browser keeps the 3.5 MB Mermaid bundle instead of asking each time."""
+
+    def file_response(self, full_path: Any, stat_result: Any, scope: Any, status_code: int = 200) -> Response:
+        response = super().file_response(full_path, stat_result, scope, status_code)
+        response.headers["Cache-Control"] = VENDOR_CACHE if "/vendor/" in str(full_path) else OWN_CACHE
+        return response
+
+
 LOCAL_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
 POLL_SECS = 0.5
 
@@ -148,7 +161,13 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
 
     async def run(request: Request) -> dict[str, Any]:
         tail = None if request.query_params.get("all") else _int(request, "tail", views.TAIL, 0, 1_000_000)
-        return await ui.read(views.run_page, request.path_params["run_id"], tail)
+        return await ui.read(run_view.run_page, request.path_params["run_id"], tail)
+
+    async def step(request: Request) -> dict[str, Any]:
+        tick = request.path_params["tick"]
+        if not tick.isdigit():
+            raise UsageError(f"step '{tick[:40]}' must be a whole number (the step's tick)")
+        return await ui.read(run_view.step_page, request.path_params["run_id"], int(tick))
 
     async def api_run(request: Request) -> dict[str, Any]:
         return await ui.read(views.run_detail_json, request.path_params["run_id"])
@@ -218,6 +237,18 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
     async def team(request: Request) -> dict[str, Any]:
         return await ui.read(views.team_page, request.path_params["task"])
 
+    async def memory(request: Request) -> dict[str, Any]:
+        return await ui.read(memory_view.memory_page, request.query_params.get("q"))
+
+    async def memory_item(request: Request) -> dict[str, Any]:
+        return await ui.read(memory_view.memory_item_page, request.path_params["artifact_id"])
+
+    async def domains(request: Request) -> dict[str, Any]:
+        return await ui.read(memory_view.domains_page)
+
+    async def domain(request: Request) -> dict[str, Any]:
+        return await ui.read(memory_view.domain_page, request.path_params["name"])
+
     async def api_index(request: Request) -> dict[str, Any]:
         return {
             "home": str(ui.home),
@@ -226,6 +257,7 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
                 "/api/runs",
                 "/api/runs/{run_id}",
                 "/api/runs/{run_id}/state",
+                "/api/runs/{run_id}/steps/{tick}",
                 "/api/procedures",
                 "/api/procedures/{id}",
                 "/api/stats",
@@ -233,6 +265,8 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
                 "/api/heartbeat",
                 "/api/teams",
                 "/api/teams/{task}",
+                "/api/memory",
+                "/api/domains",
             ],
         }
 
@@ -247,15 +281,24 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
         Route("/runs", page("runs.html", runs)),
         Route("/runs/{run_id}", page("run.html", run)),
         Route("/runs/{run_id}/live", run_live),
+        Route("/runs/{run_id}/steps/{tick}", page("step.html", step)),
         Route("/procedures", page("procedures.html", procedures)),
         Route("/procedures/{procedure_id}", page("procedure.html", procedure)),
         Route("/heartbeat", page("heartbeat.html", heartbeat)),
         Route("/teams", page("teams.html", teams)),
         Route("/teams/{task}", page("team.html", team)),
+        Route("/memory", page("memory.html", memory)),
+        Route("/memory/{artifact_id}", page("memory_item.html", memory_item)),
+        Route("/domains", page("domains.html", domains)),
+        Route("/domains/{name}", page("domain.html", domain)),
         Route("/api", api(api_index)),
+        Route("/api/memory", api(memory)),
+        Route("/api/domains", api(domains)),
+        Route("/api/domains/{name}", api(domain)),
         Route("/api/runs", api(api_runs)),
         Route("/api/runs/{run_id}", api(api_run)),
         Route("/api/runs/{run_id}/state", api(run_state)),
+        Route("/api/runs/{run_id}/steps/{tick}", api(step)),
         Route("/api/procedures", api(api_procedures)),
         Route("/api/procedures/{procedure_id}", api(api_procedure)),
         Route("/api/stats", api(api_stats)),
@@ -263,7 +306,7 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
         Route("/api/heartbeat", api(api_heartbeat)),
         Route("/api/teams", api(teams)),
         Route("/api/teams/{task}", api(team)),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Mount("/static", CachedStatic(directory=STATIC), name="static"),
     ]
     if allow_actions:
         from .actions import action_routes
@@ -281,6 +324,7 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
             Route(p, read_only, methods=["POST"])
             for p in (
                 "/runs/{run_id}/resume",
+                "/runs/{run_id}/fork",
                 "/procedures/{procedure_id}/promote",
                 "/procedures/{procedure_id}/reject",
             )
@@ -295,7 +339,11 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
         yield
         ui.stores.close()
 
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    async def not_found(request: Request, exc: Exception) -> Response:
+        """Unknown paths get the styled page (or JSON under /api), not a bare 'Not Found'."""
+        return _error(request, ui, StoreError(f"no page at {request.url.path[:200]}; the menu above lists them"))
+
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan, exception_handlers={404: not_found})
     app.state.ui = ui
     return app
 

@@ -28,4 +28,37 @@ def short(value: Any, size: int = 120) -> str:
     return text if len(text) <= size else text[: size - 1] + "…"
 
 
-FILTERS = {"when": when, "clock": clock, "pct": pct, "pretty": pretty, "short": short}
+def duration(seconds: float | None) -> str:
+    """A span of time as people say it: 850 ms, 12.3 s, 4 min 5 s, 2 h 10 min."""
+    if seconds is None:
+        return "-"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+
+
+def linked_summary(text: str) -> Any:
+    """A heartbeat phase's summary with its counts of open tensions and proposals linked to the pages that list them."""
+    import re
+
+    from markupsafe import Markup, escape
+
+    html = str(escape(text))
+    html = re.sub(r"(\d+ open tensions)", r'<a href="/memory#tensions">\1</a>', html)
+    html = re.sub(r"(\d+ open proposals)", r'<a href="/domains#proposals">\1</a>', html)
+    return Markup(html)
+
+
+FILTERS = {
+    "when": when,
+    "clock": clock,
+    "pct": pct,
+    "pretty": pretty,
+    "short": short,
+    "duration": duration,
+    "linked_summary": linked_summary,
+}

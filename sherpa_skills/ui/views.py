@@ -62,11 +62,19 @@ def runs_page(
         status=status or None, workflow=workflow or None, text=q or None, offset=(page - 1) * per_page, limit=per_page
     )
     replays = _replays(stores, [r.run_id for r in rows])
+    children = child_runs(stores, [r.run_id for r in rows])
     now = time.time()
     items = []
     for r in rows:
         item = run_summary(r)
-        item.update(tokens=r.counters.get("tokens", 0), age=_age(now - r.created), replay=replays.get(r.run_id))
+        item.update(
+            tokens=r.counters.get("tokens", 0),
+            age=_age(now - r.created),
+            replay=replays.get(r.run_id),
+            duration_s=(now if r.status in LIVE else r.updated) - r.created,
+            inputs_text=", ".join(f"{k}={v}" for k, v in r.inputs.items() if v not in (None, "")),
+            children=children.get(r.run_id, []),
+        )
         items.append(item)
     return {
         "runs": items,
@@ -78,6 +86,27 @@ def runs_page(
         "workflows": stores.runs.workflows(),
         "statuses": ["running", "waiting", "interrupted", "final", "error"],
     }
+
+
+def child_runs(stores: Stores, run_ids: list[str]) -> dict[str, list[str]]:
+    """The runs each of `run_ids` started with `run_machine` (replay, capture), from the results it logged."""
+    import json
+
+    if not run_ids:
+        return {}
+    marks = ",".join("?" * len(run_ids))
+    out: dict[str, list[str]] = {}
+    for run_id, outputs in stores.runs.conn.execute(
+        f"SELECT run_id, outputs FROM run_log WHERE action = 'run_machine' AND run_id IN ({marks}) ORDER BY id",
+        run_ids,
+    ):
+        try:
+            child = json.loads(outputs or "null")
+        except ValueError:
+            continue
+        if isinstance(child, dict) and isinstance(child.get("run_id"), str):
+            out.setdefault(run_id, []).append(child["run_id"])
+    return out
 
 
 def _replays(stores: Stores, run_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -109,53 +138,6 @@ def run_detail_json(stores: Stores, run_id: str) -> dict[str, Any]:
     """One run exactly as `show --json` prints it."""
     row = stores.runs.get_run(run_id)
     return run_detail(row, stores.runs.load_belief(row.run_id))
-
-
-def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:
-    """One run for the page: its row, the last `tail` trajectory and log entries (None:
-    all), its machine with the path marked."""
-    row = stores.runs.get_run(run_id)
-    belief = stores.runs.load_belief(row.run_id, tail)
-    machine = machine_of(row.workflow_path)
-    visited = stores.runs.visited_states(row.run_id)
-    # Actions started but not yet committed: what a running run is doing now (or, once it stopped,
-    # what a crash cut off).
-    in_flight = [
-        {"action": i.action, "tick": i.tick, "started": i.started} for i in stores.runs.interrupted(row.run_id)
-    ]
-    run = {**run_summary(row), "workflow_path": row.workflow_path, "inputs": row.inputs, **row.counters}
-    view: dict[str, Any] = {
-        "run": run,
-        "live": row.status in LIVE,
-        "updated": row.updated,
-        "tick": row.tick,
-        "in_flight": in_flight,
-        "trajectory": belief.trajectory,
-        "log": belief.log,
-        "context": belief.context,
-        "total_trajectory": len(visited),
-        "total_log": stores.runs.log_size(row.run_id),
-        "tail": tail,
-        "diagram": None,
-        "diagram_problem": None,
-        "waiting": None,
-    }
-    if machine is None:
-        view["diagram_problem"] = (
-            f"the workflow file {row.workflow_path} cannot be loaded any more"
-            if row.workflow_path
-            else "this run was not started from a workflow file"
-        )
-    else:
-        from .diagram import highlighted_mermaid
-
-        view["diagram"] = highlighted_mermaid(machine, visited, row.state)
-        if row.status == "waiting":
-            # Guards may read the whole trajectory: they are asked with the whole belief, not the page's tail.
-            view["waiting"] = waiting_options(
-                machine, row.state, belief if tail is None else stores.runs.load_belief(row.run_id)
-            )
-    return view
 
 
 def waiting_options(machine: Any, state: str, belief: Any) -> dict[str, Any]:

@@ -106,6 +106,7 @@ class TestApiMatchesCli:
             "{run_id}": made["waiting"]["run_id"],
             "{id}": made["loop"]["procedures"][0]["id"],
             "{task}": made["team"]["deliveries"][0]["correlation_id"],
+            "{tick}": "1",
         }
         routes = client.get("/api").json()["routes"]
         assert len(routes) >= 10

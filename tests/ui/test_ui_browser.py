@@ -52,7 +52,7 @@ def _free_port() -> int:
 class _Server:
     """uvicorn serving the app in a thread of this process, on a free loopback port."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, allow_actions: bool = False):
         import uvicorn
 
         from sherpa_skills.ui import create_app
@@ -61,7 +61,11 @@ class _Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(
             uvicorn.Config(
-                create_app(home), host="127.0.0.1", port=self.port, log_level="warning", timeout_graceful_shutdown=1
+                create_app(home, allow_actions=allow_actions),
+                host="127.0.0.1",
+                port=self.port,
+                log_level="warning",
+                timeout_graceful_shutdown=1,
             )
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -252,3 +256,72 @@ def test_follows_a_run_live(page: Any, server: Any, made: dict[str, Any], tmp_pa
         worker.join(timeout=60)
         store.close()
     assert result["r"].status == "final"
+
+
+def test_run_page_after_its_workflow_is_edited_then_deleted_steps_and_fork(page: Any, tmp_path: Path) -> None:
+    """Drawn from the run's own record whatever happened to the file; a step picked on the timeline shows the state
+    then; the fork button starts a run from that step, which records where it came from."""
+    import shutil
+
+    from sherpa_skills.cli import main
+
+    folder = tmp_path / "triage"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "support_triage", folder)
+    workflow, home = folder / "workflow.yaml", tmp_path / "home"
+    assert main(["run", str(workflow), "--home", str(home), "-i", "ticket=The app crashes with an error", "-q"]) == 0
+    with _Server(home, allow_actions=True) as s:
+        page.goto(f"{s.url}/runs")
+        run_id = page.locator("tr[data-run]").first.get_attribute("data-run")
+        assert page.evaluate("typeof mermaid") == "undefined"  # no diagram on the list: no 3.5 MB bundle
+        workflow.write_text(workflow.read_text().replace("approval", "signoff"))
+        page.goto(f"{s.url}/runs/{run_id}")
+        _diagram(page)
+        assert _current_node(page) == "approval (waiting)"
+        assert "has changed since" in page.locator(".file-note").inner_text()
+        page.screenshot(path=str(tmp_path / "edited.png"), full_page=True)
+        workflow.unlink()
+        page.reload()
+        _diagram(page)
+        assert _current_node(page) == "approval (waiting)"
+        assert "deleted" in page.locator(".file-note").inner_text()
+        page.click(".steps-bar a[data-tick='2']")
+        page.wait_for_url(f"**/runs/{run_id}/steps/2")
+        _diagram(page)
+        assert _current_node(page) == "technical" and page.locator(".step-state").inner_text() == "triage/technical"
+        assert '"team": "engineering"' in page.locator(".step-context").inner_text()
+        page.screenshot(path=str(tmp_path / "step.png"), full_page=True)
+        # The file is gone: the view refuses to fork (it has nothing to run the fork with), saying why.
+        page.fill(".fork-form textarea[name=inputs]", "customer=Ada")
+        with page.expect_response(f"**/runs/{run_id}/fork") as answer:
+            page.click(".fork-form button")
+        assert answer.value.status == 400 and "does not load" in answer.value.json()["error"]
+        shutil.copy(Path(__file__).resolve().parents[2] / "examples" / "support_triage" / "workflow.yaml", workflow)
+        page.goto(f"{s.url}/runs/{run_id}/steps/2")
+        page.fill(".fork-form textarea[name=inputs]", "customer=Ada")
+        page.click(".fork-form button")
+        page.wait_for_url("**/runs/*")
+        assert run_id not in page.url
+        page.wait_for_function("() => document.querySelector('#run').dataset.status === 'waiting'", timeout=30_000)
+        assert f"{run_id} at step 2" in page.locator(".provenance").inner_text()
+        page.screenshot(path=str(tmp_path / "fork.png"), full_page=True)
+
+
+def test_memory_and_domains_pages_and_the_styled_404(page: Any, server: Any, tmp_path: Path) -> None:
+    """The heartbeat's counts of open tensions and proposals lead to pages that list them; an unknown path is styled."""
+    page.goto(f"{server.url}/heartbeat")
+    assert "{'" not in page.locator(".report").first.inner_text()  # no Python dicts in the summaries
+    page.click("text=open tensions")
+    page.wait_for_url("**/memory#tensions")
+    assert page.locator("#tensions").count() == 1 and page.evaluate("typeof mermaid") == "undefined"
+    page.fill("input[name=q]", "triage")
+    page.click("form.filters button")
+    page.wait_for_url("**/memory?q=triage")
+    page.screenshot(path=str(tmp_path / "memory.png"), full_page=True)
+    page.goto(f"{server.url}/heartbeat")
+    page.click("text=open proposals")
+    page.wait_for_url("**/domains#proposals")
+    assert page.locator("table.domains").count() == 1
+    page.screenshot(path=str(tmp_path / "domains.png"), full_page=True)
+    answer = page.goto(f"{server.url}/no/such/page")
+    assert answer is not None and answer.status == 404
+    assert page.locator("header nav").count() == 1 and "no page at /no/such/page" in page.inner_text("main")

@@ -1,0 +1,53 @@
+"""The shared-memory and domains pages: search, a fact's history, open tensions; each domain's status and proposals.
+
+Read-only, as the CLI's `memory search/history/tensions` and `domains list/show` see them (shared artifacts only: the
+view is no agent, so private notes stay private). Search is lexical here: the view never loads an embedding model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .views import Stores
+
+SEARCH_LIMIT = 50
+
+
+def memory_page(stores: Stores, q: str | None = None) -> dict[str, Any]:
+    from ..memory import SharedMemory
+
+    with SharedMemory(stores.home) as memory:
+        hits = []
+        if q and q.strip():
+            result = memory.search(q, agent=None, limit=SEARCH_LIMIT, mode="lexical", touch=False)
+            hits = [{**h.artifact.model_dump(mode="json"), "score": h.score} for h in result.hits]
+        tensions = memory.store.tensions(agent=None, status="open")
+    return {"q": q or "", "hits": hits, "tensions": tensions}
+
+
+def memory_item_page(stores: Stores, artifact_id: str) -> dict[str, Any]:
+    """One fact and every version it went through, oldest first (what replaced what)."""
+    from ..memory import SharedMemory
+
+    with SharedMemory(stores.home) as memory:
+        chain = memory.store.chain(artifact_id, agent=None)
+    return {"id": artifact_id, "chain": [{**a.model_dump(mode="json"), "tier": a.tier()} for a in chain]}
+
+
+def domains_page(stores: Stores) -> dict[str, Any]:
+    from ..memory.domains import Domains
+
+    with Domains(stores.home) as store:
+        return {"domains": store.list(), "proposals": store.proposals()}
+
+
+def domain_page(stores: Stores, name: str) -> dict[str, Any]:
+    from ..memory.domains import Domains
+
+    with Domains(stores.home) as store:
+        return {
+            **store.get(name),
+            "decisions": store.decisions(name),
+            "changelog": store.changelog(name, 100),
+            "proposals": store.proposals(name, "all"),
+        }

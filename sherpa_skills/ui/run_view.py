@@ -1,0 +1,207 @@
+"""A run's page and its step view, from the run's own record: the machine it executed (kept with it, not the file as it
+is now), the state after any step on a timeline with each state's duration, and what changed in its files since."""
+
+from __future__ import annotations
+
+import difflib
+import time
+from typing import Any
+
+from ..cli.runs import run_summary
+from ..errors import StoreError
+from .views import LIVE, TAIL, Stores, child_runs, machine_of, waiting_options
+
+MAX_DIFF_LINES = 400
+
+
+def _machine_view(
+    stores: Stores, record: dict[str, Any] | None, visited: list[str], current: str, failed: bool
+) -> str | None:
+    from .diagram import highlight
+
+    if record is None:
+        return None
+    return highlight(record["mermaid"], record["leaves"], visited, current, failed=failed)
+
+
+def _file_notes(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each file the run loaded, with how it stands now and, when it changed, the diff from what ran to what is."""
+    from ..engine.run_record import file_changes
+
+    notes = []
+    for f in file_changes(record):
+        diff = None
+        if f["status"] == "changed" and f.get("text") is not None:
+            lines = difflib.unified_diff(
+                f["text"].splitlines(), f["now"].splitlines(), "as it ran", "as it is now", lineterm="", n=1
+            )
+            diff = "\n".join(list(lines)[:MAX_DIFF_LINES])
+        notes.append(
+            {"role": f["role"], "path": f["path"], "status": f["status"], "diff": diff, "problem": f.get("problem")}
+        )
+    return notes
+
+
+def segments(stores: Stores, run_id: str, last_tick: int) -> list[dict[str, Any]]:
+    """The machines the run ran under, each with the steps it covers."""
+    kept = stores.runs.machines(run_id)
+    out = []
+    for i, (from_tick, spec_hash) in enumerate(kept):
+        to_tick = kept[i + 1][0] - 1 if i + 1 < len(kept) else last_tick
+        out.append({"spec_hash": spec_hash, "from_tick": from_tick, "to_tick": to_tick})
+    return out
+
+
+def machine_for_step(segs: list[dict[str, Any]], tick: int) -> dict[str, Any] | None:
+    """The machine step `tick` ran under: the latest that started at or before it."""
+    chosen = None
+    for s in segs:
+        if s["from_tick"] <= tick or chosen is None:
+            chosen = s
+    return chosen
+
+
+def timeline(stores: Stores, run_id: str, row: Any) -> list[dict[str, Any]]:
+    """Every step: the state it entered and how long the run stayed there (until the next step, or until now /
+    the run's last update for the state it is in)."""
+    steps = stores.runs.steps(run_id)
+    end = time.time() if row.status in LIVE else row.updated
+    out = []
+    for i, (tick, state, trigger, decided_by, at) in enumerate(steps):
+        until = steps[i + 1][4] if i + 1 < len(steps) else end
+        out.append(
+            {
+                "tick": tick,
+                "state": state,
+                "trigger": trigger,
+                "decided_by": decided_by,
+                "at": at,
+                "duration_s": max(0.0, until - at),
+            }
+        )
+    return out
+
+
+def _provenance(stores: Stores, run_id: str) -> dict[str, Any]:
+    parent = stores.runs.forked_from(run_id)
+    return {
+        "forked_from": {"run_id": parent[0], "tick": parent[1], "exists": stores.runs.has_run(parent[0])}
+        if parent
+        else None,
+        "forks": [{"run_id": r, "tick": t} for r, t in stores.runs.forks(run_id)],
+        "children": child_runs(stores, [run_id]).get(run_id, []),
+    }
+
+
+def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:
+    """One run for the page: its row, the last `tail` trajectory and log entries (None: all), the machine it executed
+    with its path marked, each step on a timeline, and what changed in its files since."""
+    from ..engine.agent import spec_hash
+
+    row = stores.runs.get_run(run_id)
+    belief = stores.runs.load_belief(row.run_id, tail)
+    visited = stores.runs.visited_states(row.run_id)
+    in_flight = [
+        {"action": i.action, "tick": i.tick, "started": i.started} for i in stores.runs.interrupted(row.run_id)
+    ]
+    run = {**run_summary(row), "workflow_path": row.workflow_path, "inputs": row.inputs, **row.counters}
+    segs = segments(stores, row.run_id, row.tick)
+    latest = segs[-1] if segs else None
+    record = stores.runs.machine_record(latest["spec_hash"]) if latest else None
+    failed = row.status == "error"
+    view: dict[str, Any] = {
+        "run": run,
+        "live": row.status in LIVE,
+        "updated": row.updated,
+        "tick": row.tick,
+        "in_flight": in_flight,
+        "trajectory": belief.trajectory,
+        "log": belief.log,
+        "context": belief.context,
+        "total_trajectory": len(visited),
+        "total_log": stores.runs.log_size(row.run_id),
+        "tail": tail,
+        "diagram": None,
+        "diagram_problem": None,
+        "diagram_source": "record" if record else None,
+        "files": _file_notes(record) if record else [],
+        "machines": segs,
+        "timeline": timeline(stores, row.run_id, row),
+        "waiting": None,
+        **_provenance(stores, row.run_id),
+    }
+    current = machine_of(row.workflow_path)
+    if record is not None:
+        view["diagram"] = _machine_view(stores, record, visited, row.state, failed)
+    elif current is not None:
+        # Recorded before runs kept their machine: the file as it is now is all there is, and the page says so.
+        from .diagram import highlighted_mermaid
+
+        view["diagram"] = highlighted_mermaid(current, visited, row.state, failed=failed)
+        view["diagram_source"] = "file"
+    else:
+        view["diagram_problem"] = (
+            f"the workflow file {row.workflow_path} cannot be loaded any more"
+            if row.workflow_path
+            else "this run was not started from a workflow file"
+        )
+    if row.status == "waiting":
+        unchanged = current is not None and (latest is None or spec_hash(current) == latest["spec_hash"])
+        if unchanged:
+            # Guards may read the whole trajectory: they are asked with the whole belief, not the page's tail.
+            view["waiting"] = waiting_options(
+                current, row.state, belief if tail is None else stores.runs.load_belief(row.run_id)
+            )
+        elif record is not None:
+            view["waiting"] = {
+                "triggers": [{**t, "ready": None, "arguments": {}} for t in record["transitions"].get(row.state, [])],
+                "inputs": {},
+                "changed": True,
+            }
+    return view
+
+
+def step_page(stores: Stores, run_id: str, tick: int) -> dict[str, Any]:
+    """The run as it was once step `tick` was committed: its state and context, the actions of that step with what
+    each saw and returned, drawn with the machine that step ran under."""
+    row = stores.runs.get_run(run_id)
+    steps = timeline(stores, row.run_id, row)
+    ticks = [s["tick"] for s in steps]
+    if tick not in ticks:
+        raise StoreError(
+            f"run {row.run_id} has no step {tick}; its steps are 0 to {ticks[-1] if ticks else 0}"
+            if ticks
+            else f"run {row.run_id} has no steps yet"
+        )
+    belief = stores.runs.belief_at(row.run_id, tick)
+    step = steps[ticks.index(tick)]
+    segs = segments(stores, row.run_id, row.tick)
+    seg = machine_for_step(segs, tick)
+    record = stores.runs.machine_record(seg["spec_hash"]) if seg else None
+    last = tick == ticks[-1]
+    failed = last and row.status == "error"
+    diagram = _machine_view(stores, record, [t.state for t in belief.trajectory], step["state"], failed)
+    diagram_source = "record" if record else None
+    if diagram is None:
+        current = machine_of(row.workflow_path)
+        if current is not None:
+            from .diagram import highlighted_mermaid
+
+            diagram = highlighted_mermaid(current, [t.state for t in belief.trajectory], step["state"], failed=failed)
+            diagram_source = "file"
+    index = ticks.index(tick)
+    return {
+        "run": {**run_summary(row), "workflow_path": row.workflow_path},
+        "step": step,
+        "previous": ticks[index - 1] if index > 0 else None,
+        "next": ticks[index + 1] if index + 1 < len(ticks) else None,
+        "timeline": steps,
+        "context": belief.context,
+        "actions": [e.model_dump(mode="json") for e in belief.log if e.tick == tick],
+        "trajectory": [t.model_dump(mode="json") for t in belief.trajectory[-20:]],
+        "diagram": diagram,
+        "diagram_source": diagram_source,
+        "machine": seg,
+        "machines": segs,
+        "last": last,
+    }

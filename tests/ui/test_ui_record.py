@@ -1,0 +1,146 @@
+"""The run page from the run's own record, the step view and fork, over HTTP (no browser): edits and deletes of the
+workflow after the run, what is refused, and what the pages load."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="the ui extra (starlette) is not installed")
+pytest.importorskip("httpx", reason="starlette's TestClient needs httpx")
+
+from starlette.testclient import TestClient  # noqa: E402
+
+from sherpa_skills.cli import main  # noqa: E402
+from sherpa_skills.ui import create_app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCAL = "http://127.0.0.1"
+
+
+def triage_home(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A home with one run of a copy of the support-triage example left waiting in respond/approval."""
+    folder = tmp_path / "triage"
+    shutil.copytree(ROOT / "examples" / "support_triage", folder)
+    home = tmp_path / "home"
+    workflow = folder / "workflow.yaml"
+    assert main(["run", str(workflow), "--home", str(home), "-i", "ticket=The app crashes with an error", "-q"]) == 0
+    client = TestClient(create_app(home), base_url=LOCAL)
+    run_id = client.get("/api/runs").json()[0]["run_id"]
+    return home, workflow, run_id
+
+
+def _current(html: str) -> str | None:
+    found = re.search(r"class (\w+) current", html)
+    return found.group(1) if found else None
+
+
+def test_the_run_page_draws_what_ran_after_the_workflow_is_edited_or_deleted(tmp_path: Path) -> None:
+    home, workflow, run_id = triage_home(tmp_path)
+    with TestClient(create_app(home), base_url=LOCAL) as client:
+        page = client.get(f"/runs/{run_id}").text
+        assert "as this run executed it" in page and _current(page) == "respond__approval"
+        assert "has changed since" not in page
+        # Rename two states: the page still draws the machine the run executed, and says the file changed.
+        workflow.write_text(workflow.read_text().replace("approval", "signoff").replace("check:", "review_step:"))
+        page = client.get(f"/runs/{run_id}").text
+        assert _current(page) == "respond__approval" and "The workflow file" in page and "has changed since" in page
+        assert "-        description: A human approves" in page or "signoff" in page  # the diff is shown
+        assert "approve" in page  # the waiting transitions come from the record
+        workflow.unlink()
+        page = client.get(f"/runs/{run_id}").text
+        assert _current(page) == "respond__approval" and "has been deleted since" in page
+
+
+def test_an_errored_run_is_painted_as_failed(tmp_path: Path) -> None:
+    folder = tmp_path / "w"
+    folder.mkdir()
+    (folder / "w.yaml").write_text(
+        "name: fails\ninitial: a\nstates:\n  a: {}\n  b: {final: true}\n"
+        "transitions:\n  - {trigger: go, source: a, dest: b}\n  - {trigger: stay, source: a, dest: a}\n"
+    )
+    home = tmp_path / "home"
+    assert main(["run", str(folder / "w.yaml"), "--home", str(home), "-q"]) == 1
+    with TestClient(create_app(home), base_url=LOCAL) as client:
+        run_id = client.get("/api/runs").json()[0]["run_id"]
+        page = client.get(f"/runs/{run_id}").text
+        assert "class a failed" in page and "class a current" not in page
+
+
+def test_the_step_view_shows_the_state_after_any_step(tmp_path: Path) -> None:
+    home, _, run_id = triage_home(tmp_path)
+    with TestClient(create_app(home), base_url=LOCAL) as client:
+        step = client.get(f"/api/runs/{run_id}/steps/2").json()
+        assert step["step"]["state"] == "triage/technical" and step["step"]["duration_s"] >= 0
+        assert step["context"]["team"] == "engineering" and "draft" not in step["context"]
+        assert [t["tick"] for t in step["timeline"]] == list(range(6))
+        draft = client.get(f"/api/runs/{run_id}/steps/3").json()
+        assert [a["action"] for a in draft["actions"]] == ["llm"] and "draft" in draft["context"]
+        html = client.get(f"/runs/{run_id}/steps/3").text
+        assert "respond__draft current" in html and 'class="here"' in html
+        assert client.get(f"/runs/{run_id}/steps/42").status_code == 404
+        assert client.get(f"/runs/{run_id}/steps/x").status_code == 400
+
+
+def test_fork_from_the_view_needs_allow_actions_and_the_token(tmp_path: Path) -> None:
+    home, _, run_id = triage_home(tmp_path)
+    with TestClient(create_app(home), base_url=LOCAL) as client:
+        assert client.post(f"/runs/{run_id}/fork", data={"at": "2"}).status_code == 403
+        assert "sherpa-skills fork" in client.get(f"/runs/{run_id}/steps/2").text
+    app = create_app(home, allow_actions=True)
+    with TestClient(app, base_url=LOCAL) as client:
+        csrf = app.state.ui.csrf
+        assert client.post(f"/runs/{run_id}/fork", data={"at": "2"}).status_code == 403  # no token
+        bad = client.post(f"/runs/{run_id}/fork", data={"at": "9", "csrf": csrf})
+        assert bad.status_code == 400 and "steps 0 to 5" in bad.json()["error"]
+        made = client.post(
+            f"/runs/{run_id}/fork", data={"at": "2", "csrf": csrf, "inputs": "customer=Ada"}, follow_redirects=False
+        )
+        assert made.status_code == 303
+        fork_id = made.headers["location"].rsplit("/", 1)[1]
+        deadline = time.monotonic() + 30
+        while client.get(f"/api/runs/{fork_id}/state").json()["status"] == "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert client.get(f"/api/runs/{fork_id}").json()["belief"]["context"]["customer"] == "Ada"
+        assert f'forked from <a href="/runs/{run_id}/steps/2">' in client.get(f"/runs/{fork_id}").text
+        assert fork_id in client.get(f"/runs/{run_id}").text
+
+
+def test_pages_load_mermaid_only_where_a_diagram_is_drawn_and_unknown_paths_are_styled(tmp_path: Path) -> None:
+    home, _, run_id = triage_home(tmp_path)
+    with TestClient(create_app(home), base_url=LOCAL) as client:
+        assert "mermaid.min.js" not in client.get("/runs").text
+        assert "mermaid.min.js" in client.get(f"/runs/{run_id}").text
+        assert "max-age" in client.get("/static/vendor/mermaid.min.js").headers["cache-control"]
+        assert client.get("/static/style.css").headers["cache-control"] == "no-cache"
+        missing = client.get("/no/such/page")
+        assert missing.status_code == 404 and "<header>" in missing.text and "no page at /no/such/page" in missing.text
+        assert client.get("/api/no/such").json() == {"error": "no page at /api/no/such; the menu above lists them"}
+
+
+def test_memory_and_domains_pages_and_runs_searched_by_input(tmp_path: Path) -> None:
+    home, _, run_id = triage_home(tmp_path)
+    h = str(home)
+    assert (
+        main(["memory", "write", "The deploy key rotates every Monday", "--agent", "ops", "--shared", "--home", h]) == 0
+    )
+    assert main(["memory", "write", "a secret plan about Monday", "--agent", "ops", "--home", h]) == 0
+    with TestClient(create_app(home), base_url=LOCAL) as client:
+        page = client.get("/memory?q=Monday").text
+        assert "The deploy key rotates every Monday" in page and "secret plan" not in page  # the view is no agent
+        artifact = re.search(r'data-artifact="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+        assert "current" in client.get(f"/memory/{artifact}").text
+        assert client.get("/memory/nosuch").status_code == 404
+        assert "no open tensions" in client.get("/memory").text
+        assert "no domains yet" in client.get("/domains").text
+        assert client.get("/api/domains").json() == {"domains": [], "proposals": []}
+        missing = client.get("/api/domains/nosuch")
+        assert missing.status_code == 400 and "nosuch" in missing.json()["error"]  # the domain store's UsageError
+        runs = client.get("/runs?q=crashes").text  # the ticket text is an input
+        assert f'data-run="{run_id}"' in runs and "ticket=The app crashes" in runs
+        assert f'data-run="{run_id}"' not in client.get("/runs?q=refund").text
