@@ -73,8 +73,8 @@ def _ask(yes: bool) -> None:
 
 def cmd_fork(args: argparse.Namespace) -> int:
     from ..engine.fork import plan_fork, start_fork
-    from ..engine.workflow import load_workflow
     from ..errors import UsageError
+    from ..runtime import load_workflow
     from .console import open_store, parse_assignments
     from .runs import _execute, model_option
 
@@ -104,15 +104,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
         console(stderr=True).print(_describe(plan), markup=False, highlight=False)
     _ask(args.yes)
     workflow.warm_up(args.model)
-    agent = start_fork(
-        store,
-        plan,
-        workflow.machine,
-        workflow.policy,
-        base_dir=workflow.base_dir,
-        model=model_option(args.model),
-        name=args.agent,
-    )
+    agent = start_fork(store, plan, workflow, model=model_option(args.model), name=args.agent)
     if plan.trigger is not None:
         agent.check_trigger(plan.trigger, targs, plan.inputs)
     return _execute(agent, args, home, lambda: agent.run(plan.inputs, trigger=plan.trigger, args=targs))

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from .belief import Belief
 from .compiler import CompiledMachine
 from .runstore import RunStore, TickRecord
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .workflow import Workflow
 
 
 @dataclass
@@ -155,8 +159,17 @@ def create_fork(store: RunStore, plan: ForkPlan, *, run_id: str | None = None) -
         raise UsageError(f"a run '{new_id}' exists already; choose another id for the fork")
     record = TickRecord(trajectory=list(belief.trajectory), log=list(belief.log), context=list(belief.context.items()))
     counters = _counters(belief)
+    # What the parent's hooks kept goes with it: a fork of a learning run learns like any run of its workflow.
     store.create_run(
-        new_id, parent.workflow, parent.workflow_path, plan.machine_now, parent.inputs, plan.state, counters, record
+        new_id,
+        parent.workflow,
+        parent.workflow_path,
+        plan.machine_now,
+        parent.inputs,
+        plan.state,
+        counters,
+        record,
+        hooks=parent.hooks or None,
     )
     store.commit_tick(new_id, TickRecord(), status="running", state=plan.state, tick=plan.at, counters=counters)
     for from_tick, spec_hash in store.machines(parent.run_id):
@@ -167,20 +180,12 @@ def create_fork(store: RunStore, plan: ForkPlan, *, run_id: str | None = None) -
 
 
 def start_fork(
-    store: RunStore,
-    plan: ForkPlan,
-    machine: CompiledMachine,
-    policy: Any = None,
-    *,
-    run_id: str | None = None,
-    **agent_kwargs: Any,
-) -> Any:
-    """Create the fork and hand back its Agent, resumed like any run: call `.run(plan.inputs, trigger=plan.trigger)`
-    (or let `fork_run` do it)."""
-    from .agent import Agent
-
+    store: RunStore, plan: ForkPlan, workflow: Workflow, *, run_id: str | None = None, **agent_kwargs: Any
+) -> Agent:
+    """Create the fork and hand back its Agent, resumed like any run with the workflow's hooks (`workflow.resume`):
+    call `.run(plan.inputs, trigger=plan.trigger)` (or let `fork_run` do it)."""
     new_id = create_fork(store, plan, run_id=run_id)
-    return Agent.resume(store, new_id, machine, policy, **agent_kwargs)
+    return workflow.resume(store, new_id, **agent_kwargs)
 
 
 def fork_run(
@@ -198,7 +203,5 @@ def fork_run(
 ) -> Any:
     """Fork run `run_id` at step `at` and run the fork under `workflow` (a loaded Workflow); returns its RunResult."""
     plan = plan_fork(store, run_id, at, workflow.machine, inputs=inputs, trigger=trigger, allow_changed=allow_changed)
-    agent = start_fork(
-        store, plan, workflow.machine, workflow.policy, run_id=new_run_id, base_dir=workflow.base_dir, **agent_kwargs
-    )
+    agent = start_fork(store, plan, workflow, run_id=new_run_id, **agent_kwargs)
     return agent.run(plan.inputs, trigger=plan.trigger, args=args)

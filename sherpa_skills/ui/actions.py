@@ -71,14 +71,13 @@ def _resume(home: Any, run_id: str, inputs: dict[str, Any], trigger: str | None,
 
 def _fork(home: Any, new_run_id: str, plan: Any, workflow_path: str) -> None:
     """Runs the fork in a thread with its own store, as a resume does; its page follows it live."""
-    from ..engine.agent import Agent
     from ..engine.runstore import RunStore
-    from ..engine.workflow import load_workflow
+    from ..runtime import load_workflow
 
     store = RunStore(home=home)
     try:
         workflow = load_workflow(workflow_path)
-        agent = Agent.resume(store, new_run_id, workflow.machine, workflow.policy, base_dir=workflow.base_dir)
+        agent = workflow.resume(store, new_run_id)
         result = agent.run(plan.inputs, trigger=plan.trigger)
         log.info("ui.forked", run_id=new_run_id, parent=plan.parent_run_id, status=result.status)
     except Exception as exc:  # the fork records its own errors; this only keeps the thread from dying silently

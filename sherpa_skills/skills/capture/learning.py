@@ -138,6 +138,11 @@ class LearningHook(RunHook):
         if not isinstance(saved, dict):
             return  # started without learning: it stays so
         self.active, self._state, self.task = True, saved, dict(saved.get("task") or {})
+        taken = sum(1 for t in agent.belief.trajectory if t.decided_by in POLICY_DECIDERS)
+        kept = saved.get("divergence")
+        if kept is not None and kept.get("step") is not None and kept["step"] >= taken:
+            # A fork from before its parent diverged: its own run has not left the recording (yet).
+            saved = self._state = {**saved, "divergence": None}
         if not saved.get("procedure"):
             return
         # The version the run matched, as it is now: replaced or broken meanwhile, the replay stops here, told why.

@@ -269,3 +269,24 @@ def test_a_run_killed_during_an_action_and_resumed_is_captured_and_a_killed_repl
     assert (done["llm_calls"], done["replayed_decisions"], done.get("diverged_at")) == (0, 2, None)
     [proc] = procedures(home)
     assert proc.success_count == 3
+
+
+def test_a_fork_of_a_learning_run_learns_like_any_run_of_its_workflow(tmp_path):
+    """The fork carries the parent's learning state: it replays from the fork point and is captured at its end."""
+    from sherpa_skills.engine.fork import fork_run
+
+    workflow = load_workflow(EXAMPLES / "ticket_learning" / "workflow.yaml")
+    ticket = "Please refund my order, it arrived damaged"
+    runs = RunStore(home=tmp_path)
+    try:
+        for order in ("1001", "1002"):
+            workflow.agent(store=runs).run({"ticket": ticket, "order": order})
+        replayed = workflow.agent(store=runs).run({"ticket": ticket, "order": "1003"})
+        assert (replayed.replayed_decisions, replayed.llm_calls) == (2, 0)
+        fork = fork_run(runs, replayed.run_id, 1, workflow)
+        assert (fork.state, fork.llm_calls, fork.replayed_decisions) == ("closed", 0, 2)
+        assert runs.get_run(fork.run_id).hooks["learning"]["procedure"] is not None
+    finally:
+        runs.close()
+    [proc] = procedures(tmp_path)
+    assert proc.success_count == 4  # two planned, the replay and its fork
