@@ -24,8 +24,31 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     (home / "logs").mkdir(exist_ok=True)
     # stdout is the protocol's channel: logs go to the file only.
     configure(level="critical", json_file=home / "logs" / "mcp.jsonl")
-    serve(Bridge(home, agent=args.agent, allow_execute=args.allow_execute), http=args.http, port=args.port)
+    try:
+        serve(Bridge(home, agent=args.agent, allow_execute=args.allow_execute), http=args.http, port=args.port)
+    except BaseExceptionGroup as group:  # the SDK's task group: a transport that cannot be read or written
+        if not args.http and _stdio_failed(group):
+            raise UsageError(
+                "sherpa-skills mcp speaks MCP over stdin/stdout, which cannot be read here; an editor or MCP client "
+                "launches it with pipes (or serve it with --http)"
+            ) from None
+        raise
     return EXIT_OK
+
+
+def _stdio_failed(group: BaseExceptionGroup) -> bool:
+    """Whether every error in the group is the standard streams failing (closed, captured, not readable)."""
+    leaves: list[BaseException] = []
+
+    def walk(error: BaseException) -> None:
+        if isinstance(error, BaseExceptionGroup):
+            for inner in error.exceptions:
+                walk(inner)
+        else:
+            leaves.append(error)
+
+    walk(group)
+    return all(isinstance(e, (OSError, ValueError, EOFError)) for e in leaves)
 
 
 def add_mcp_parser(sub: Any, common: argparse.ArgumentParser) -> None:
