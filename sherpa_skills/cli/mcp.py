@@ -26,8 +26,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     configure(level="critical", json_file=home / "logs" / "mcp.jsonl")
     try:
         serve(Bridge(home, agent=args.agent, allow_execute=args.allow_execute), http=args.http, port=args.port)
-    except BaseExceptionGroup as group:  # the SDK's task group: a transport that cannot be read or written
-        if not args.http and _stdio_failed(group):
+    except Exception as error:  # the SDK's task group (an exception group): a transport that cannot be read or written
+        if not args.http and _stdio_failed(error):
             raise UsageError(
                 "sherpa-skills mcp speaks MCP over stdin/stdout, which cannot be read here; an editor or MCP client "
                 "launches it with pipes (or serve it with --http)"
@@ -36,18 +36,23 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _stdio_failed(group: BaseExceptionGroup) -> bool:
-    """Whether every error in the group is the standard streams failing (closed, captured, not readable)."""
+def _stdio_failed(error: BaseException) -> bool:
+    """Whether `error` (an exception group, on 3.10 the backport's) holds only the standard streams failing: closed,
+    captured, not readable."""
+    inner = getattr(error, "exceptions", None)
+    if inner is None:
+        return False
     leaves: list[BaseException] = []
 
-    def walk(error: BaseException) -> None:
-        if isinstance(error, BaseExceptionGroup):
-            for inner in error.exceptions:
-                walk(inner)
+    def walk(found: BaseException) -> None:
+        nested = getattr(found, "exceptions", None)
+        if nested is None:
+            leaves.append(found)
         else:
-            leaves.append(error)
+            for each in nested:
+                walk(each)
 
-    walk(group)
+    walk(error)
     return all(isinstance(e, (OSError, ValueError, EOFError)) for e in leaves)
 
 
