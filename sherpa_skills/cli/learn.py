@@ -352,10 +352,12 @@ def cmd_aliases(args: argparse.Namespace) -> int:
     if not answers:
         _console().print("no aliases or rejections yet: they are recorded when a needs-confirmation is answered")
         return EXIT_OK
-    print_table(
-        ["id", "kind", "procedure", "wording", "scope", "by", "when"],
-        [[a.id, a.kind, a.procedure_id, a.text, a.scope or "-", a.by, _when(a.created)] for a in answers],
-    )
+    from rich.table import Table
+
+    table = Table("id", "kind", _id_column([a.procedure_id for a in answers], "procedure"), "wording", "scope", "by")
+    for a in answers:
+        table.add_row(a.id, a.kind, a.procedure_id, a.text, a.scope or "-", a.by)
+    print_table(_console(), table)
     return EXIT_OK
 
 

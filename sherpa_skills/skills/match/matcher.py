@@ -17,7 +17,7 @@ Between sure and nothing there is a third answer, `needs-confirmation`: when no 
 plausible (its relevance reaches the ask floor, or its cosine stands clear of the rest), or two sure ones are too close
 to tell apart, at most five candidates whose literals agree and that could be replayed are offered, best first, to the
 judge at hand (the person, the caller, or a model: `verifier`). A confirmed wording becomes an alias of the procedure
-(another description: the same wording is sure next time, a close one is scored against it too); a refused pair is
+(the same wording is sure next time; a close one brings the procedure among the candidates); a refused pair is
 remembered and never offered again (`store.answers`). Both hold only in the scope (task type) they were given in.
 """
 
@@ -367,9 +367,8 @@ class Matcher:
             procs.append(proc)
         vectors = self._vectors(procs, snap) if vector is not None else {}
         cosines_of = cosines(vector, vectors)
-        for pid, cos in alias_cos.items():  # an alias is another description: the closer of the two counts
-            if pid in cosines_of:
-                cosines_of[pid] = max(cosines_of[pid], cos)
+        # A close alias only brings its procedure among the candidates: its cosine does not make a replay sure (scored
+        # as the description's, it replayed a near miss in bench/match_ask_bench.py); its exact wording does.
         stated = lit.extract(query)
         plain = _plain(query)
         stamp = (*snap.stamp, include_candidates)
