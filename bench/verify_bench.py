@@ -35,20 +35,21 @@ SECTION = "Procedure matching: verifier (NL2Bash dev)"
 
 
 def oracle_script(path: Path, split: dict[str, Any]) -> None:
-    """Yes exactly for (query, the procedure its command is stored as); no otherwise."""
+    """Chooses exactly (query, the procedure its command is stored as), at whichever place it is offered; else none."""
     answers = [
         {
             "match": "^Task: "
             + re.escape(q.strip()[:500])
-            + r"\n\nProcedure: "
-            + re.escape(split["stored"][g][1][:300])
-            + r"\nSteps:\n1\. "
+            + rf"\n\n(?:[^\n]*\n){{{k - 1}}}{k}\. "
+            + re.escape(split["stored"][g][1][:200])
+            + " — steps: "
             + re.escape(split["stored"][g][0][:100]),  # descriptions repeat in NL2Bash: the command decides
-            "respond": {"same_task": True, "params": {}},
+            "respond": {"choice": k, "params": {}},
         }
         for q, g in split["positives"]
+        for k in range(1, 6)
     ]
-    path.write_text(json.dumps({"answers": answers, "default": '{"same_task": false, "params": {}}'}), encoding="utf-8")
+    path.write_text(json.dumps({"answers": answers, "default": '{"choice": 0, "params": {}}'}), encoding="utf-8")
 
 
 def run(matcher: Any, queries: list[tuple[str, str | None, bool]], verifier: Any) -> dict[str, Any]:
@@ -72,7 +73,7 @@ def main() -> int:
     split = dev_split(args.embedding_cache)
     if split is None:
         return 0
-    from sherpa_skills.skills.match.verifier import VERIFY_FLOOR, Verifier
+    from sherpa_skills.skills.match.verifier import Verifier
 
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
@@ -83,7 +84,7 @@ def main() -> int:
         ]
         oracle, yes = home / "oracle.json", home / "yes.yaml"
         oracle_script(oracle, split)
-        yes.write_text('answers:\n  - match: "."\n    respond: {same_task: true, params: {}}\n', encoding="utf-8")
+        yes.write_text('answers:\n  - match: "."\n    respond: {choice: 1, params: {}}\n', encoding="utf-8")
         results["off (default)"] = run(matcher, queries, None)
         print("off", results["off (default)"], flush=True)
         for name, model in [
@@ -111,8 +112,8 @@ def main() -> int:
             + "`.",
             "",
             f"{n} queries ({len(split['positives'])} positive); "
-            "the verifier is asked about a best candidate whose relevance lies in "
-            f"[{VERIFY_FLOOR:g}, floor). Same store and queries as the matching section; "
+            "the judge is asked whenever the match needs confirmation (at most five candidates; always-yes "
+            "chooses the first). Same store and queries as the matching section; "
             "the first row is the same run without it.",
             "",
             "| verifier | hit@1 (points vs off) | wrong | false replay | queries asked | calls | tokens | "

@@ -1,9 +1,8 @@
 """The one mapping from the skill store's match decision to what `find_procedure` answers over MCP.
 
-The contract (issue 22): `dry-run` (sure: replay it, a dry run first), `needs-confirmation` (plausible: at most five
-candidates, and the calling agent judges), `no-match` (plan). Until the store answers in those words itself, a
-`match` is `dry-run`; a `no-match` whose candidates include plausible ones (in the verifier's band or ambiguous, no
-literal disagreeing, replayable) is `needs-confirmation`; an earlier answer of the agent for the same task is honoured.
+The contract: `dry-run` (sure: replay it, a dry run first), `needs-confirmation` (plausible: at most five
+candidates, and the calling agent judges, through `confirm_procedure`), `no-match` (plan). The agent's answers are the
+store's aliases and rejections, as `learn replay QUERY --procedure ID` / `--reject` record them.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..skills.match.matcher import MatchCandidate, MatchDecision
-from ..skills.match.verifier import VERIFY_FLOOR
 from ..skills.store.database import ProcedureDatabase
 from ..skills.store.params import PARAMETER
 from ..skills.store.scoring import replay_refusal
@@ -59,16 +57,11 @@ def _candidate(store: ProcedureDatabase, found: MatchCandidate) -> tuple[Candida
     return shown, replay_refusal(proc, health)
 
 
-def find_answer(
-    decision: MatchDecision,
-    store: ProcedureDatabase,
-    accepted: str | None = None,
-    rejected: frozenset[str] = frozenset(),
-) -> FindAnswer:
-    """Map one match decision (plus the agent's earlier answers for this task) to dry-run / needs-confirmation /
-    no-match."""
+def find_answer(decision: MatchDecision, store: ProcedureDatabase) -> FindAnswer:
+    """Map the store's match decision to the tool's answer, word for word: `match` is `dry-run`, `needs-confirmation`
+    offers the store's candidates (literal vetoes and remembered rejections already applied), else `no-match`."""
     common: dict[str, Any] = {"degraded": decision.degraded}
-    if decision.decision == "match" and decision.procedure_id not in rejected and decision.selected is not None:
+    if decision.decision == "match" and decision.selected is not None:
         chosen, _ = _candidate(store, decision.selected)
         return FindAnswer(
             decision="dry-run",
@@ -78,29 +71,11 @@ def find_answer(
             reason="sure: replay it (a dry run first)",
             **common,
         )
-    plausible: list[Candidate] = []
-    for found in decision.candidates:
-        if found.procedure_id in rejected or found.literals_disagreed or found.semantic is None:
-            continue
-        if found.score < VERIFY_FLOOR and found.procedure_id != accepted:
-            continue
-        shown, refusal = _candidate(store, found)
-        if refusal is None:
-            plausible.append(shown)
-    if accepted is not None and any(c.procedure_id == accepted for c in plausible):
-        chosen = next(c for c in plausible if c.procedure_id == accepted)
-        return FindAnswer(
-            decision="dry-run",
-            procedure_id=accepted,
-            params=chosen.params,
-            candidates=[chosen],
-            reason="you confirmed this procedure for this task before",
-            **common,
-        )
-    if plausible:
+    if decision.decision == "needs-confirmation" and decision.offered:
+        offered = [_candidate(store, found)[0] for found in decision.offered[:MAX_CANDIDATES]]
         return FindAnswer(
             decision="needs-confirmation",
-            candidates=plausible[:MAX_CANDIDATES],
+            candidates=offered,
             reason="plausible but not sure: say which one is the task with confirm_procedure (null: none of these)",
             **common,
         )

@@ -15,7 +15,6 @@ from typing import Any, Literal
 from ..errors import SherpaError
 from ..skills.api import SkillStore
 from ..skills.store.params import PARAMETER
-from . import confirmations
 from .match_answer import FindAnswer, find_answer
 
 MAX_TASK_CHARS = 4000
@@ -70,19 +69,24 @@ class Bridge:
         task = _task(task)
         skills = self._skills()
         decision = skills.match(task, params=_params(params))
-        accepted, rejected = confirmations.answers(self.home, task)
-        return find_answer(decision, skills.store, accepted, frozenset(rejected))
+        return find_answer(decision, skills.store)
 
     def confirm_procedure(self, task: str, procedure_id: str | None) -> dict[str, Any]:
         task = _task(task)
         skills = self._skills()
+        by = f"agent:{self.agent}"
         if procedure_id is None:
             shown = [c.procedure_id for c in self.find_procedure(task).candidates]
-            confirmations.record(self.home, task, shown, self.agent, accepted=False)
-            return {"recorded": "rejected", "task": task, "rejected": shown}
+            if not shown:
+                raise ToolRefused("find_procedure offers nothing for this task: there is nothing to reject")
+            answers = skills.reject(task, shown, by=by)
+            return {"recorded": "rejected", "task": task, "rejected": shown, "ids": [a.id for a in answers]}
         proc = self._procedure(skills, procedure_id)
-        confirmations.record(self.home, task, [proc.id], self.agent, accepted=True)
-        return {"recorded": "accepted", "task": task, "procedure_id": proc.id}
+        try:
+            alias = skills.confirm(task, proc.id, by=by)
+        except SherpaError as exc:  # the task's literals disagree with the procedure
+            raise ToolRefused(str(exc)) from None
+        return {"recorded": "accepted", "task": task, "procedure_id": proc.id, "alias": alias.id}
 
     def replay_procedure(
         self, procedure_id: str, params: dict[str, str] | None = None, execute: bool = False, task: str | None = None
@@ -105,7 +109,10 @@ class Bridge:
             )
         if task is not None:
             task = _task(task)
-            confirmations.record(self.home, task, [proc.id], self.agent, accepted=True)
+            try:  # naming the procedure for a task is confirming it, as `learn replay QUERY --procedure ID` does
+                skills.confirm(task, proc.id, by=f"agent:{self.agent}")
+            except SherpaError as exc:
+                raise ToolRefused(str(exc)) from None
         try:
             return skills.replay(
                 task or proc.description or proc.task_type, procedure_id=proc.id, params=given, execute=execute

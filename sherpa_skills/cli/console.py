@@ -10,6 +10,8 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+# `learn replay`: plausible procedures, none sure; the caller answers with --procedure ID or --reject.
+EXIT_NEEDS_CONFIRMATION = 3
 MAX_COUNT = 10**9  # counts and limits beyond this are typos, and SQLite integers stop at 2**63
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from ..skills.store.stats import procedure_detail, procedure_summary, stats
 from .console import (
     EXIT_ERROR,
+    EXIT_NEEDS_CONFIRMATION,
     EXIT_OK,
     Folded,
     parse_assignments,
@@ -217,9 +218,17 @@ def cmd_show(args: argparse.Namespace) -> int:
                 else ")"
             )
         )
+    for a in data["aliases"]:
+        console.print(f"alias {a['id']}: {a['text']!r}  [dim](confirmed by {a['by']}{_scope(a)})[/]")
+    for a in data["rejections"]:
+        console.print(f"rejected {a['id']}: {a['text']!r}  [dim](by {a['by']}{_scope(a)})[/]")
     for e in executions:
         console.print(f"  [dim]{e.outcome:<9} v{e.version} step {e.diverged_step or '-'} {e.reason or ''}[/]")
     return EXIT_OK
+
+
+def _scope(answer: dict[str, Any]) -> str:
+    return f", only for task type {answer['scope']}" if answer.get("scope") else ""
 
 
 # ---------------------------------------------------------------- replay
@@ -254,30 +263,113 @@ def replay_payload(result: Any) -> dict[str, Any]:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from ..errors import UsageError
     from ..skills.api import SkillStore
 
     _, _, home = _stores(args)
     _quiet_logs(args, home)
     skills = SkillStore(home)
     console = _console(stderr=args.json)
-    payload = skills.replay(
-        args.query,
-        procedure_id=args.procedure,
-        task_type=args.task_type,
-        params=parse_assignments(args.param, "--param"),
-        execute=args.execute,
-        cwd=args.cwd,
-        min_confidence=args.min_confidence,
-        verify=_verify_model(args.verify, args.verify_model),
-        confirm=None if args.yes else (lambda pending: _confirm(console, pending)),
-    )
+    if args.reject:
+        if args.procedure or args.execute:
+            raise UsageError(
+                "--reject records that the task is none of the offered procedures: no --procedure or --execute"
+            )
+        return _reject(args, skills, console)
+
+    def replay(procedure_id: str | None) -> dict[str, Any]:
+        return skills.replay(
+            args.query,
+            procedure_id=procedure_id,
+            task_type=args.task_type,
+            params=parse_assignments(args.param, "--param"),
+            execute=args.execute,
+            cwd=args.cwd,
+            min_confidence=args.min_confidence,
+            verify=_verify_model(args.verify, args.verify_model),
+            confirm=None if args.yes else (lambda pending: _confirm(console, pending)),
+        )
+
+    payload = replay(args.procedure)
+    if payload["status"] == "needs-confirmation" and not args.json and sys.stdin.isatty():
+        chosen = _which_one(console, payload)  # the person at the terminal is the judge
+        if chosen is None:
+            rejected = skills.reject(args.query, [c["procedure_id"] for c in payload["candidates"]], args.task_type)
+            console.print(f"remembered: not asked about {len(rejected)} procedure(s) for this task again")
+            return EXIT_ERROR
+        payload = replay(chosen)
     if payload["status"] == "refused" and not sys.stdin.isatty() and args.execute and not args.yes:
         payload["reason"] = "not confirmed: executing needs confirmation; pass --yes to execute without asking"
     if args.json:
         _print_json(payload)
     else:
         _show_replay(console, payload)
+    if payload["status"] == "needs-confirmation":
+        return EXIT_NEEDS_CONFIRMATION
     return EXIT_OK if payload["status"] in ("dry-run", "succeeded") else EXIT_ERROR
+
+
+def _which_one(console: Any, payload: dict[str, Any]) -> str | None:
+    """ "which one? [1-k / n]" over the offered candidates; the chosen id, or None for none of them."""
+    candidates = payload["candidates"]
+    console.print("[yellow]not sure which procedure this task is[/]; plausible:")
+    for i, c in enumerate(candidates, 1):
+        params = "".join(f"; {k}={v}" for k, v in c["params"].items())
+        console.print(f"  {i}. {c['procedure_id']}: {c['description']}  [dim](score {c['score']:.2f}{params})[/]")
+    while True:
+        answer = input(f"which one? [1-{len(candidates)} / n]: ").strip().lower()
+        if answer in ("n", "no", "none", ""):
+            return None
+        if answer.isdigit() and 1 <= int(answer) <= len(candidates):
+            return str(candidates[int(answer) - 1]["procedure_id"])
+
+
+def _reject(args: argparse.Namespace, skills: Any, console: Any) -> int:
+    rejected = skills.reject(args.query, None, args.task_type)
+    payload = {
+        "status": "rejected" if rejected else "no-match",
+        "rejected": [a.model_dump(mode="json") for a in rejected],
+        "reason": None if rejected else "nothing was offered for this task: there is nothing to reject",
+    }
+    if args.json:
+        _print_json(payload)
+    elif rejected:
+        for a in rejected:
+            console.print(f"rejected {a.id}: {a.procedure_id} is not {a.text!r}; it will not be offered for it again")
+    else:
+        console.print(f"[yellow]{payload['reason']}[/]")
+    return EXIT_OK if rejected else EXIT_ERROR
+
+
+def cmd_aliases(args: argparse.Namespace) -> int:
+    from ..skills.api import SkillStore
+
+    skills = SkillStore(_stores(args)[2])
+    answers = skills.aliases(args.procedure)
+    if args.json:
+        _print_json([a.model_dump(mode="json") for a in answers])
+        return EXIT_OK
+    if not answers:
+        _console().print("no aliases or rejections yet: they are recorded when a needs-confirmation is answered")
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table("id", "kind", _id_column([a.procedure_id for a in answers], "procedure"), "wording", "scope", "by")
+    for a in answers:
+        table.add_row(a.id, a.kind, a.procedure_id, a.text, a.scope or "-", a.by)
+    print_table(_console(), table)
+    return EXIT_OK
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from ..skills.api import SkillStore
+
+    answer = SkillStore(_stores(args)[2]).forget(args.id)
+    if args.json:
+        _print_json({"forgotten": answer.model_dump(mode="json")})
+    else:
+        _console().print(f"forgot {answer.kind} {answer.id} of {answer.procedure_id}: {answer.text!r}")
+    return EXIT_OK
 
 
 def _verify_model(flag: bool, named: str | None) -> str | None:
@@ -306,8 +398,14 @@ def _show_replay(console: Any, p: dict[str, Any]) -> None:
         console.print(f"[yellow]{p['degraded']}[/]")
     v = p.get("verification")
     if v:
-        said = "confirmed" if v["same_task"] else "refused"
-        console.print(f"[dim]borderline match {said} by {v['model']} ({v['calls']} call(s), {v['tokens']} tokens)[/]")
+        said = f"chose {v['procedure_id']}" if v["procedure_id"] else "chose none"
+        console.print(f"[dim]the judge {v['model']} {said} ({v['calls']} call(s), {v['tokens']} tokens)[/]")
+    if p["status"] == "needs-confirmation":
+        console.print(f"[yellow]needs confirmation[/]: {p['reason']}")
+        for i, c in enumerate(p["candidates"], 1):
+            console.print(f"  {i}. {c['procedure_id']}: {c['description']}  [dim](score {c['score']:.2f})[/]")
+        console.print("choose: --procedure ID (remembered as an alias), or --reject for none of these")
+        return
     if p["status"] == "no-match":
         console.print(f"[yellow]no procedure to replay[/]: {p['reason'] or 'nothing matched'}")
         for m in (p.get("matches") or [])[:3]:
@@ -777,7 +875,15 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--param", "-p", action="append", metavar="NAME=VALUE")
     p.add_argument("--execute", action="store_true", help="run the steps (asks for confirmation unless --yes)")
     p.add_argument("--yes", "-y", action="store_true", help="execute without asking")
-    p.add_argument("--procedure", metavar="ID", help="replay this procedure instead of matching")
+    p.add_argument(
+        "--procedure",
+        metavar="ID",
+        help="replay this procedure instead of matching; with QUERY, the answer to a needs-confirmation, "
+        "remembered as an alias",
+    )
+    p.add_argument(
+        "--reject", action="store_true", help="the task is none of the offered procedures: remembered, not asked again"
+    )
     p.add_argument("--task-type")
     p.add_argument("--cwd", help="where the steps run (default: here)")
     p.add_argument(
@@ -786,10 +892,18 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--verify",
         action="store_true",
-        help="a borderline match is confirmed by one short LLM call (model: --verify-model, else "
+        help="a model judges a plausible match: one short multiple-choice LLM call (model: --verify-model, else "
         "SHERPA_SKILLS_VERIFY_MODEL, else SHERPA_SKILLS_MODEL); SHERPA_SKILLS_VERIFY_MODEL alone turns it on too",
     )
-    p.add_argument("--verify-model", metavar="MODEL", help="the verifier's model (implies --verify)")
+    p.add_argument("--verify-model", metavar="MODEL", help="the judge's model (implies --verify)")
+    p.add_argument("--json", action="store_true")
+
+    p = add("aliases", cmd_aliases, "confirmed wordings (aliases) and rejected ones, of every procedure or one")
+    p.add_argument("procedure", nargs="?", metavar="PROCEDURE")
+    p.add_argument("--json", action="store_true")
+
+    p = add("forget", cmd_forget, "remove one alias (a<N>) or rejection (r<N>)")
+    p.add_argument("id", metavar="ALIAS_ID")
     p.add_argument("--json", action="store_true")
 
     p = add("health", cmd_health, "rolling success rate and status of every procedure")

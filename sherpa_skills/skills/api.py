@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from .match.matcher import MatchDecision, Matcher
+from .store.answers import Answer
 from .store.models import CapturedProcedure, ProcedureHealthReport, ProcedureStep
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ REPLAY_STATUS = {
     "diverged": "diverged",
     "dry_run": "dry-run",
     "no_match": "no-match",
+    "needs_confirmation": "needs-confirmation",
     "refused": "refused",
 }
 
@@ -90,6 +92,8 @@ def replay_payload(result: Any) -> dict[str, Any]:
         "params": ctx.get("params") or {},
         "params_from_task": ctx.get("params_from_task") or {},
         "matches": ctx.get("matches"),
+        "candidates": ctx.get("offered") or [],
+        "judged_by": ctx.get("judged_by"),
         "verification": ctx.get("verification"),
         "run_id": result.run_id,
     }
@@ -158,8 +162,9 @@ class SkillStore:
         min_confidence: float | None = None,
         verify: str | None = None,
     ) -> MatchDecision:
-        """Which procedure the task is about, with parameters read from its literals; or `no-match` and why.
-        `verify` names a model that confirms a borderline candidate (see skills/match/verifier.py)."""
+        """Which procedure the task is about, with parameters read from its literals (`match`); the plausible ones
+        for you to choose from (`needs-confirmation`: `offered`, then `confirm` or `reject`); or `no-match` and why.
+        `verify` names a model that judges a plausible match instead (see skills/match/verifier.py)."""
         from .match.verifier import Verifier
 
         return self.matcher.match(
@@ -169,6 +174,41 @@ class SkillStore:
             min_confidence=min_confidence,
             verify=Verifier(verify) if verify else None,
         )
+
+    # ------------------------------------------------------------------ answers to needs-confirmation
+
+    def confirm(self, query: str, procedure_id: str, task_type: str | None = None, *, by: str | None = None) -> Answer:
+        """The task is this procedure: its wording becomes an alias (in `task_type`'s scope), so it replays next time.
+        Refused (UsageError) when the task's literals disagree with the procedure."""
+        return self.matcher.confirm(query, procedure_id, task_type=task_type, by=by)
+
+    def reject(
+        self,
+        query: str,
+        procedure_ids: list[str] | None = None,
+        task_type: str | None = None,
+        *,
+        by: str | None = None,
+    ) -> list[Answer]:
+        """The task is none of these procedures (default: the ones `match` offers or selects now): remembered, never
+        offered for this wording again."""
+        if procedure_ids is None:
+            decision = self.match(query, task_type)
+            procedure_ids = [c.procedure_id for c in decision.offered] or (
+                [decision.procedure_id] if decision.procedure_id else []
+            )
+        else:
+            procedure_ids = [self.store.get(pid).id for pid in procedure_ids]
+        return self.matcher.reject(query, procedure_ids, task_type=task_type, by=by)
+
+    def aliases(self, procedure_id: str | None = None) -> list[Answer]:
+        """Aliases, then rejections (of one procedure, when given)."""
+        pid = self.store.get(procedure_id).id if procedure_id else None
+        return self.matcher.answers.entries(pid)
+
+    def forget(self, answer_id: str) -> Answer:
+        """Remove one alias (`a<N>`) or rejection (`r<N>`)."""
+        return self.matcher.answers.forget(answer_id)
 
     # ------------------------------------------------------------------ acting
 
@@ -235,7 +275,9 @@ class SkillStore:
         confirm: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]] | None = None,
     ) -> dict[str, Any]:
         """Match and replay: a dry run unless `execute`. With `confirm`, executing first asks it
-        (`("approve"|"refuse"|"edit", args)` from the pending payload); without, `execute=True` runs at once."""
+        (`("approve"|"refuse"|"edit", args)` from the pending payload); without, `execute=True` runs at once.
+        `status` is `needs-confirmation` (with `candidates`) when the task is plausibly one of them: choose by calling
+        again with `procedure_id` — with the query, that records the confirmation (an alias, `alias` in the payload)."""
         from ..errors import UsageError
 
         if not procedure_id and not (query or "").strip():  # a usage error, refused before a run is recorded for it
@@ -248,8 +290,11 @@ class SkillStore:
         }
         if min_confidence is not None:
             inputs["min_confidence"] = min_confidence
+        alias = None
         if procedure_id:
             inputs["procedure_id"] = self.store.get(procedure_id).id
+            if (query or "").strip():  # the caller answered a needs-confirmation: remembered as an alias
+                alias = self.confirm(query or "", inputs["procedure_id"], task_type)
         if task_type:
             inputs["task_type"] = task_type
         if cwd:
@@ -262,7 +307,9 @@ class SkillStore:
             pending = {**replay_payload(result), "status": "confirm", "procedure": result.context.get("procedure")}
             trigger, targs = confirm(pending)
             result = agent.run(trigger=trigger, args=targs)
-        return replay_payload(result)
+        payload = replay_payload(result)
+        payload["alias"] = alias.model_dump(mode="json") if alias is not None else None
+        return payload
 
     def promote(self, procedure_id: str, by: str | None = None) -> CapturedProcedure:
         """A person (`by`, else the OS user) vouches for it: active, the promotion counts as its second success, and its

@@ -1,4 +1,5 @@
-"""The one mapping from a match decision to find_procedure's answer: dry-run / needs-confirmation / no-match."""
+"""The one mapping from the store's match decision to find_procedure's answer: dry-run / needs-confirmation /
+no-match, word for word."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def candidate(pid: str, score: float, **extra: object) -> MatchCandidate:
     )
 
 
-def test_plausible_candidates_need_confirmation_and_the_agents_answers_are_honoured(tmp_path: Path) -> None:
+def test_the_three_answers_are_the_stores_own(tmp_path: Path) -> None:
     skills = SkillStore(tmp_path)
     ids = []
     for name, steps in (("pack-logs", ["tar czf logs.tgz logs"]), ("ship-logs", ["scp logs.tgz backup:"])):
@@ -23,27 +24,18 @@ def test_plausible_candidates_need_confirmation_and_the_agents_answers_are_honou
         assert captured.procedure is not None
         skills.promote(captured.procedure.id)
         ids.append(captured.procedure.id)
-    unproven = skills.capture("drop-logs", ["rm -rf logs"], description="drop logs").procedure
-    assert unproven is not None
-    decision = MatchDecision(
-        query="deal with the logs",
-        decision="no-match",
-        candidates=[
-            candidate(ids[0], 0.6, reason="ambiguous"),
-            candidate(ids[1], 0.58, reason="ambiguous"),
-            candidate(unproven.id, 0.59, reason="ambiguous"),  # not yet proven: never offered
-            candidate(ids[1], 0.9, literals_disagreed=["7 day vs 60"]),  # a literal disagrees: never offered
-            candidate(ids[0], 0.1),  # far below the band
-        ],
+    offered = [candidate(ids[0], 0.6), candidate(ids[1], 0.58)]
+    asked = MatchDecision(
+        query="deal with the logs", decision="needs-confirmation", offered=offered, candidates=offered
     )
-    answer = find_answer(decision, skills.store)
-    assert answer.decision == "needs-confirmation"
-    assert [c.procedure_id for c in answer.candidates] == ids
+    answer = find_answer(asked, skills.store)
+    assert answer.decision == "needs-confirmation" and [c.procedure_id for c in answer.candidates] == ids
     assert answer.candidates[0].health == "new" and answer.candidates[0].confidence == 0.833
-    assert find_answer(decision, skills.store, accepted=ids[1]).procedure_id == ids[1]
-    assert find_answer(decision, skills.store, accepted=ids[1]).decision == "dry-run"
-    assert find_answer(decision, skills.store, rejected=frozenset(ids)).decision == "no-match"
 
     sure = MatchDecision(query="pack logs", decision="match", selected=candidate(ids[0], 0.95), params={"a": "b"})
-    assert find_answer(sure, skills.store).decision == "dry-run"
-    assert find_answer(sure, skills.store, rejected=frozenset({ids[0]})).decision == "no-match"
+    assert (find_answer(sure, skills.store).decision, find_answer(sure, skills.store).params) == ("dry-run", {"a": "b"})
+    nothing = MatchDecision(query="water the plants", decision="no-match", reason="nothing is about it")
+    assert find_answer(nothing, skills.store).model_dump(include={"decision", "reason"}) == {
+        "decision": "no-match",
+        "reason": "nothing is about it",
+    }

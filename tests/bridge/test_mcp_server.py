@@ -125,9 +125,8 @@ def test_an_agent_finds_confirms_dry_runs_captures_and_is_refused_where_it_must_
     assert found["params"] == {"label": "monday"} and found["candidates"][0]["parameters"] == ["label"]
     assert seen["vague"][1]["decision"] in ("needs-confirmation", "no-match")
     assert seen["none"][1]["decision"] == "no-match"
-    assert seen["confirm"][1] == {"recorded": "accepted", "task": "archive the log", "procedure_id": pid}
-    if seen["vague"][1]["decision"] == "needs-confirmation":
-        assert seen["after_confirm"][1]["decision"] == "dry-run"
+    assert seen["confirm"][1] == {"recorded": "accepted", "task": "archive the log", "procedure_id": pid, "alias": "a1"}
+    assert seen["after_confirm"][1]["decision"] == "dry-run"  # the confirmed wording is an alias now
     assert seen["reject"][1]["recorded"] == "rejected"
     assert seen["after_reject"][1]["decision"] == "no-match"
 

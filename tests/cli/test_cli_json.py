@@ -76,6 +76,8 @@ ARGS: dict[str, list[list[str]]] = {
     "heartbeat": [["run"], ["report"]],
     "learn capture-success": [["tidy", "--steps-file", "{other_steps}"]],
     "learn show": [["{procedure}"]],
+    "learn aliases": [[], ["{procedure}"]],
+    "learn forget": [["{alias}"]],
     "learn replay": [
         ["build the project"],
         ["build the project", "--procedure", "{procedure}", "--min-confidence", "0"],
@@ -152,6 +154,9 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     made["run_id"] = _cli("run", made["waiting_file"], "-i", "ticket=hi", "--home", home)["run_id"]
     _cli("run", made["loop_file"], "--max-steps", "2", "--home", home)
     made["procedure"] = _cli("learn", "capture-success", "build", "--steps-file", made["steps"], "--home", home)["id"]
+    made["alias"] = _cli(
+        "learn", "replay", "make the project", "--procedure", made["procedure"], "--min-confidence", "0", "--home", home
+    )["alias"]["id"]
     _cli("sessions", "import", made["history"], "--home", home)
     old = _cli(
         "memory",

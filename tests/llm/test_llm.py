@@ -303,13 +303,17 @@ def test_the_verifier_asks_a_refusing_server_in_the_form_it_took(llama):
     from sherpa_skills.skills.match.verifier import Verifier
     from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
-    server = llama(answer='{"same_task": false, "params": {}}')
+    server = llama(answer='{"choice": 0, "params": {}}')
     verifier = Verifier("openai/smol")
     proc = CapturedProcedure(
         id="p-1", task_type="logs", description="Rotate the app logs", steps=[ProcedureStep(command="logrotate x")]
     )
     first, second = (verifier.verify("rotate the logs", proc, []) for _ in range(2))
-    assert (first.calls, second.calls) == (2, 1) and not first.same_task and "says it is not this task" in second.reason
+    assert (
+        (first.calls, second.calls) == (2, 1)
+        and first.procedure_id is None
+        and "none of the candidates" in second.reason
+    )
     assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object", "json_object"]
 
 

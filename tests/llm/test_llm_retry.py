@@ -156,12 +156,12 @@ def test_the_verifier_survives_a_bad_minute(llama):
     from sherpa_skills.skills.match.verifier import Verifier
     from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
-    server = llama(refuse_json_schema=False, answer='{"same_task": false, "params": {}}', failures=list(BAD_MINUTE))
+    server = llama(refuse_json_schema=False, answer='{"choice": 0, "params": {}}', failures=list(BAD_MINUTE))
     proc = CapturedProcedure(
         id="p-1", task_type="logs", description="Rotate the app logs", steps=[ProcedureStep(command="logrotate x")]
     )
     verdict = Verifier("openai/smol", retry=FAST).verify("rotate the logs", proc, [])
-    assert verdict.calls == len(server.requests) == 3 and "says it is not this task" in verdict.reason
+    assert verdict.calls == len(server.requests) == 3 and "none of the candidates" in verdict.reason
 
 
 def test_the_verifier_gives_up_counting_every_attempt(llama):

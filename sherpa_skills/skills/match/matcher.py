@@ -11,14 +11,21 @@ its cosine stands above the best other candidate's. A small logistic model turns
 the task type, or repeats or contains the description word for word, has relevance 1.0. A candidate is taken
 only when no literal disagrees, its relevance reaches RELEVANCE_FLOOR, no other candidate comes within MARGIN
 of it, and it is confident and healthy enough to replay; floor and margin are calibrated so that wrong and
-false replays stay at or under 3 % (bench/match_bench.py, bench/RESULTS.md). When unsure, plan — or, with a
-verifier, ask one short question about a best candidate in the band just under the floor (`verifier`).
+false replays stay at or under 3 % (bench/match_bench.py, bench/RESULTS.md).
+
+Between sure and nothing there is a third answer, `needs-confirmation`: when no candidate is sure but the best is
+plausible (its relevance reaches the ask floor, or its cosine stands clear of the rest), or two sure ones are too close
+to tell apart, at most five candidates whose literals agree and that could be replayed are offered, best first, to the
+judge at hand (the person, the caller, or a model: `verifier`). A confirmed wording becomes an alias of the procedure
+(the same wording is sure next time; a close one brings the procedure among the candidates); a refused pair is
+remembered and never offered again (`store.answers`). Both hold only in the scope (task type) they were given in.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +33,7 @@ import structlog
 from pydantic import BaseModel, Field
 
 from ...errors import ModelFileError
+from ..store.answers import AliasRow, Answer, Answers
 from ..store.database import ProcedureDatabase
 from ..store.models import CapturedProcedure
 from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
@@ -34,12 +42,15 @@ from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest, ind
 from .relevance import RelevanceModel, default_model, length_feature
 from .similarity import STOP_WORDS, TermIndex, cosines, coverage, words
 from .verifier import Verdict, Verifier
+from .wording import key_words, same_wording, wording_key
 
 log = structlog.get_logger(__name__)
 
 RELEVANCE_FLOOR = default_model().floor
 MARGIN = default_model().margin
 POOL = 20
+MAX_OFFERED = 5
+Decision = Literal["match", "needs-confirmation", "no-match"]
 
 
 def _program(command: str) -> str:
@@ -83,14 +94,23 @@ class MatchCandidate(BaseModel):
 
 
 class MatchDecision(BaseModel):
-    """What `match(task)` decided: the procedure to replay (with filled parameters), or `no-match` and why."""
+    """What `match(task)` decided: `match` (the procedure to replay, with filled parameters), `needs-confirmation`
+    (plausible procedures in `offered`, for the judge at hand), or `no-match`; and why."""
 
     query: str
     task_type: str | None = None
-    decision: Literal["match", "no-match"]
+    decision: Decision
     selected: MatchCandidate | None = None
     params: dict[str, str] = Field(default_factory=dict)
     candidates: list[MatchCandidate] = Field(default_factory=list, description="best first, the selected one included")
+    offered: list[MatchCandidate] = Field(
+        default_factory=list,
+        description="with needs-confirmation: at most five candidates to choose from, best first, literal vetoes and "
+        "remembered rejections applied, each replayable",
+    )
+    judged_by: str | None = Field(
+        default=None, description="who confirmed a plausible candidate: 'model:NAME' when a model judge chose it"
+    )
     reason: str | None = None
     floor: float = RELEVANCE_FLOOR
     margin: float = MARGIN
@@ -99,8 +119,8 @@ class MatchDecision(BaseModel):
     degraded: str | None = None
     verification: Verdict | None = Field(
         default=None,
-        description="the verifier's answer about a borderline candidate, with "
-        "its calls and tokens; None when it was off or not asked",
+        description="the model judge's answer about the offered candidates, with its calls and tokens; None when "
+        "it was off or not asked",
     )
 
     @property
@@ -149,6 +169,38 @@ def exact_reason(
     return None
 
 
+@dataclass
+class _Row:
+    """One candidate's signals while a match is scored."""
+
+    proc: CapturedProcedure
+    share: float
+    matched: list[str]
+    agreement: lit.Agreement
+    semantic: float | None
+    exact: str | None
+    reverse: float
+
+
+def astuple_shallow(row: _Row) -> tuple[Any, ...]:
+    return (row.proc, row.share, row.matched, row.agreement, row.semantic, row.exact, row.reverse)
+
+
+def _vector_bytes(vector: Any) -> bytes:
+    import numpy as np
+
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _vector_of(row: AliasRow, embedder: str | None) -> Any:
+    """The alias's stored vector, when it was made by this embedder."""
+    if row.vector is None or embedder is None or row.embedder != embedder:
+        return None
+    import numpy as np
+
+    return np.frombuffer(row.vector, dtype=np.float32)
+
+
 def describe(p: CapturedProcedure) -> str:
     """The text whose meaning the procedure index holds."""
     return index_text(p.task_type, p.description, p.tags, [s.command for s in p.steps[:8]])
@@ -180,6 +232,7 @@ class Matcher:
         self._texts: dict[tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[str], str]] = {}
         self._procs: dict[str, CapturedProcedure] = {}  # parsed rows, reused while (version, updated) holds
         self._reverse: dict[tuple[Any, ...], tuple[float, dict[str, float]]] = {}  # description words' IDF per index
+        self._aliases: tuple[tuple[int, str], list[tuple[AliasRow, frozenset[str], Any]]] | None = None
 
     @property
     def embedder(self) -> Any:
@@ -292,7 +345,13 @@ class Matcher:
         weights = terms.weights(query)
         pool = POOL if not task_type else POOL * 10
         vector, near, degraded = self._semantic(query, pool, snap, include_candidates, task_type)
-        ids = list(dict.fromkeys([*near, *terms.search(weights, pool)]))
+        said = key_words(query)
+        aliases = self._alias_views(task_type)
+        alias_exact = {a.procedure_id: a.id for a, keys, _ in aliases if same_wording(said, keys)}
+        alias_cos = self._alias_cosines(vector, aliases)
+        rejected = self.answers.rejected(wording_key(query), task_type)
+        close_aliases = sorted(alias_cos, key=lambda pid: -alias_cos[pid])[:MAX_OFFERED]
+        ids = list(dict.fromkeys([*alias_exact, *close_aliases, *near, *terms.search(weights, pool)]))
         procs: list[CapturedProcedure] = []
         stored = self._current(ids)
         for pid in ids:
@@ -308,6 +367,8 @@ class Matcher:
             procs.append(proc)
         vectors = self._vectors(procs, snap) if vector is not None else {}
         cosines_of = cosines(vector, vectors)
+        # A close alias only brings its procedure among the candidates: its cosine does not make a replay sure (scored
+        # as the description's, it replayed a near miss in bench/match_ask_bench.py); its exact wording does.
         stated = lit.extract(query)
         plain = _plain(query)
         stamp = (*snap.stamp, include_candidates)
@@ -319,10 +380,10 @@ class Matcher:
             agreement = lit.agree(stated, text, given)
             semantic = cosines_of.get(proc.id)
             exact = exact_reason(query, proc, plain, stated)
-            if exact:
-                semantic, matched = 1.0, [*matched, exact]
+            if not exact and proc.id in alias_exact:
+                exact = f"repeats a confirmed wording ({alias_exact[proc.id]})"
             rows.append(
-                (
+                _Row(
                     proc,
                     share,
                     matched,
@@ -332,11 +393,15 @@ class Matcher:
                     self._reverse_coverage(proc, described, weights, terms, stamp),
                 )
             )
+        self._same_wording(rows, said)
+        for row in rows:
+            if row.exact:
+                row.semantic, row.matched = 1.0, [*row.matched, row.exact]
         # The gap to the best other cosine, among candidates whose literals agree (the ones that could be taken).
-        ranked = sorted(((r[4] or 0.0) for r in rows if not r[3].disagreed), reverse=True)
+        ranked = sorted(((r.semantic or 0.0) for r in rows if not r.agreement.disagreed), reverse=True)
         length = length_feature(len(weights))
         candidates = []
-        for proc, share, matched, agreement, semantic, exact, reverse in rows:
+        for proc, share, matched, agreement, semantic, exact, reverse in (astuple_shallow(r) for r in rows):
             if not agreement.disagreed and (semantic or 0.0) >= ranked[0]:
                 others = ranked[1] if len(ranked) > 1 else 0.0
             else:
@@ -379,7 +444,110 @@ class Matcher:
             mode,
             degraded,
             verify=verify or self.verify,
+            rejected=rejected,
         )
+
+    def _same_wording(self, rows: list[_Row], said: frozenset[str]) -> None:
+        """A task that says what a description says, folded (`wording`), is as sure as one repeating it — unless
+        another candidate lies within `wording_gap` of its cosine: procedures described alike are asked about."""
+        for row in rows:
+            if (
+                row.exact
+                or row.agreement.disagreed
+                or row.semantic is None
+                or not same_wording(said, key_words(row.proc.description))
+            ):
+                continue
+            rivals = [r.semantic or 0.0 for r in rows if r is not row and not r.agreement.disagreed]
+            if not rivals or max(rivals) <= row.semantic - self.model.wording_gap:
+                row.exact = "says what the description says"
+
+    # ------------------------------------------------------------------ answers (aliases, rejections)
+
+    @property
+    def answers(self) -> Answers:
+        return Answers(self.store)
+
+    def _alias_views(self, scope: str | None) -> list[tuple[AliasRow, frozenset[str], Any]]:
+        """The aliases a match in this scope may use, each with its key words and vector (embedded now when missing,
+        and kept); re-read only when an answer changes."""
+        version = self.answers.version()
+        key = (version, scope or "")
+        if self._aliases is not None and self._aliases[0] == key:
+            return self._aliases[1]
+        rows = self.answers.alias_rows(scope)
+        embedder, _ = self._semantic_embedder() if rows else (None, None)
+        name = getattr(embedder, "name", None)
+        missing = [r for r in rows if r.vector is None or r.embedder != name] if embedder is not None else []
+        if missing and embedder is not None:
+            try:
+                fresh = embedder.embed([r.text for r in missing])
+                for row, vec in zip(missing, fresh, strict=True):
+                    row.vector, row.embedder = _vector_bytes(vec), name
+                    self.answers.set_vector(row.id, row.vector, str(name))
+            except Exception as exc:  # found by their exact wording still; the reason is logged
+                log.warning("alias_embed_failed", aliases=len(missing), reason=str(exc))
+        views = [
+            (r, frozenset(r.key.split()) if not r.key.startswith("=") else frozenset(), _vector_of(r, name))
+            for r in rows
+        ]
+        self._aliases = (key, views)
+        return views
+
+    def _alias_cosines(self, vector: Any, aliases: list[tuple[AliasRow, frozenset[str], Any]]) -> dict[str, float]:
+        """Per procedure, the best cosine between the task and one of its aliases."""
+        with_vectors = {a.id: (a.procedure_id, v) for a, _, v in aliases if v is not None}
+        best: dict[str, float] = {}
+        for alias_id, cos in cosines(vector, {k: v for k, (_, v) in with_vectors.items()}).items():
+            pid = with_vectors[alias_id][0]
+            best[pid] = max(best.get(pid, 0.0), cos)
+        return best
+
+    def params_for(self, query: str, proc: CapturedProcedure) -> dict[str, str]:
+        """The parameter values a task's literals give this procedure (none where they disagree)."""
+        agreement = lit.agree(lit.extract(query), self._text(proc)[1])
+        return {} if agreement.disagreed else dict(agreement.params)
+
+    def confirm(self, query: str, procedure_id: str, *, task_type: str | None = None, by: str | None = None) -> Answer:
+        """A judge said the task is this procedure: its wording (redacted, literals as the procedure's parameters)
+        becomes an alias in this scope. Refused when the task's literals disagree with the procedure."""
+        from ...errors import UsageError
+        from ...redact import redact
+
+        proc = self.store.get(procedure_id)
+        if task_type and proc.task_type != task_type:
+            raise UsageError(f"{proc.id} is a {proc.task_type!r} procedure, not {task_type!r}: an alias never crosses")
+        agreement = lit.agree(lit.extract(query), self._text(proc)[1])
+        if agreement.disagreed:
+            raise UsageError(
+                f"not recorded: the task's literals disagree with {proc.id}: {'; '.join(agreement.disagreed)}"
+            )
+        spoken = redact(query.strip())
+        text = spoken
+        for name, value in agreement.params.items():
+            text = re.sub(re.escape(value), "{{ " + name + " }}", text, count=1, flags=re.IGNORECASE)
+        vector, name_of = None, None
+        embedder, _ = self._semantic_embedder()
+        if embedder is not None:
+            try:
+                vector, name_of = _vector_bytes(embedder.embed([text])[0]), str(embedder.name)
+            except Exception as exc:
+                log.warning("alias_embed_failed", aliases=1, reason=str(exc))
+        return self.answers.add_alias(
+            proc.id, text, wording_key(text), scope=task_type, by=by, vector=vector, embedder=name_of
+        )
+
+    def reject(
+        self, query: str, procedure_ids: list[str], *, task_type: str | None = None, by: str | None = None
+    ) -> list[Answer]:
+        """A judge said the task is none of these procedures: each pair is remembered and not offered again."""
+        from ...redact import redact
+
+        text = redact(query.strip())
+        return [
+            self.answers.add_rejection(pid, text, wording_key(text), scope=task_type, by=by)
+            for pid in dict.fromkeys(procedure_ids)
+        ]
 
     def _current(self, ids: list[str]) -> dict[str, CapturedProcedure]:
         """The current versions of these procedures: a light query says which changed; only those are read whole."""
@@ -444,27 +612,46 @@ class Matcher:
         degraded: str | None,
         *,
         verify: Verifier | None = None,
+        rejected: set[str] | None = None,
     ) -> MatchDecision:
         floor = base["floor"]
-        lower = min(verify.lower, floor) if verify is not None else floor
+        refused = rejected or set()
         for c in candidates:
-            if c.literals_disagreed:
+            if c.procedure_id in refused:
+                c.reason = "a judge said this wording is not about it (`learn aliases` lists the rejection)"
+            elif c.literals_disagreed:
                 c.reason = f"literals disagree: {'; '.join(c.literals_disagreed)}"
             elif c.semantic is None:
                 c.reason = "no semantic score (meaning unavailable): not replayed on key terms alone"
             elif c.score < floor:
                 c.reason = f"below relevance floor {floor:g} ({c.score:.2f})"
+        plausible = [
+            c
+            for c in candidates
+            if c.procedure_id not in refused and not c.literals_disagreed and c.semantic is not None
+        ]
         contenders = [c for c in candidates if c.reason is None]
-        # The borderline band: sure enough to ask the verifier, not sure enough to replay without it.
-        band = (
-            []
-            if contenders
-            else [c for c in candidates if not c.literals_disagreed and c.semantic is not None and c.score >= lower]
-        )
         decision = MatchDecision(**base, decision="no-match", candidates=candidates, mode=mode, degraded=degraded)
-        if not contenders and not band:
+        if contenders:
+            best = contenders[0]
+            close = [c for c in contenders[1:] if best.score - c.score < self.margin]
+            if not close:
+                for c in contenders[1:]:
+                    c.reason = f"less relevant than {best.procedure_id} ({c.score:.2f} < {best.score:.2f})"
+                best.reason = self._refusal(best, threshold, check_health)
+                if best.reason is None:
+                    return self._select(decision, best, given)
+                decision.reason = f"{best.procedure_id} is about the task but not replayable: {best.reason}"
+                plausible = [c for c in plausible if c is not best]
+            else:  # two sure ones too close to tell apart: the judge at hand tells
+                names = ", ".join(c.procedure_id for c in [best, *close])
+                for c in [best, *close]:
+                    c.reason = f"ambiguous: {names} score within {self.margin:g} of each other"
+                decision.reason = f"ambiguous between {names}"
+                plausible = [best, *close]
+        elif not self._worth_asking(plausible):
             if candidates:
-                decision.reason = "no stored procedure is about this task"
+                decision.reason = decision.reason or "no stored procedure is about this task"
             elif not self.store.count():
                 decision.reason = (
                     "the store holds no procedures yet: capture one with `sherpa-skills learn capture-success`"
@@ -472,41 +659,80 @@ class Matcher:
             else:
                 decision.reason = "no stored procedure shares a key term or meaning with this task"
             return decision
-        pool = contenders or band
-        best = pool[0]
-        close = [c for c in pool[1:] if best.score - c.score < self.margin]
-        if close:
-            names = ", ".join(c.procedure_id for c in [best, *close])
-            for c in [best, *close]:
-                c.reason = f"ambiguous: {names} score within {self.margin:g} of each other"
-            decision.reason = f"ambiguous between {names}: when unsure, plan"
+        offered: list[MatchCandidate] = []
+        reach = max((c.semantic or 0.0) for c in plausible) - self.model.ask_gap if plausible else 0.0
+        for c in plausible:
+            if c.score < self.model.ask_floor and (c.semantic or 0.0) < reach:
+                continue  # far from the plausible ones: offering it would only make the question longer
+            refusal = self._refusal(c, threshold, check_health)
+            if refusal is not None:
+                c.reason = f"not offered: {refusal}"
+            elif len(offered) < MAX_OFFERED:
+                offered.append(c)
+        if not offered:
+            decision.reason = decision.reason or "the procedures that might fit cannot be replayed"
             return decision
-        for c in pool[1:]:
-            c.reason = f"less relevant than {best.procedure_id} ({c.score:.2f} < {best.score:.2f})"
-        best.reason = None  # a borderline best is judged below, by the verifier
-        proc = self.store.get(best.procedure_id)
+        if verify is not None:
+            return self._judge(decision, offered, verify, given)
+        for c in offered:
+            c.reason = (
+                c.reason
+                if c.reason and c.reason.startswith("ambiguous")
+                else f"needs confirmation: below relevance floor {self.floor:g} ({c.score:.2f}) but plausible"
+            )
+        decision.decision, decision.offered = "needs-confirmation", offered
+        decision.reason = (
+            f"{'; '.join(filter(None, [decision.reason]))}{'; ' if decision.reason else ''}"
+            f"plausible: {', '.join(c.procedure_id for c in offered)}; which one, if any?"
+        )
+        return decision
+
+    def _worth_asking(self, plausible: list[MatchCandidate]) -> bool:
+        """The best is plausible: its relevance reaches the ask floor, or a cosine stands clear of the others'."""
+        if not plausible:
+            return False
+        if plausible[0].score >= self.model.ask_floor:
+            return True
+        by_meaning = sorted(plausible, key=lambda c: -(c.semantic or 0.0))
+        top = by_meaning[0].semantic or 0.0
+        second = (by_meaning[1].semantic or 0.0) if len(by_meaning) > 1 else 0.0
+        return top >= self.model.ask_semantic and top - second >= self.model.ask_gap
+
+    def _refusal(self, c: MatchCandidate, threshold: float, check_health: bool) -> str | None:
+        """Why this candidate cannot be replayed (confidence, health, status), or None."""
+        proc = self._procs.get(c.procedure_id) or self.store.get(c.procedure_id)
         health = self.store.health(proc.id) if check_health else None
-        best.health = health.status if health is not None else None
-        best.reason = replay_refusal(proc, health, threshold)
-        if best.reason is not None:
-            decision.reason = f"{best.procedure_id} is about the task but not replayable: {best.reason}"
-            return decision
-        verified: dict[str, str] = {}
-        if (
-            not contenders and verify is not None
-        ):  # borderline: one short question decides, a no or any doubt is no-match
-            declared = self._text(proc)[1].params
-            verdict = verify.verify(base["query"], proc, declared)
-            decision.verification = verdict
-            if not verdict.same_task:
-                best.reason = f"borderline ({best.score:.2f}, band {lower:g}–{floor:g}): {verdict.reason}"
-                decision.reason = f"{best.procedure_id} was not confirmed: {verdict.reason}"
-                return decision
-            verified = verdict.params
+        c.health = health.status if health is not None else None
+        return replay_refusal(proc, health, threshold)
+
+    def _select(
+        self, decision: MatchDecision, best: MatchCandidate, given: dict[str, Any], extra: dict[str, str] | None = None
+    ) -> MatchDecision:
+        best.reason = None
         decision.decision = "match"
         decision.selected = best
-        decision.params = {**verified, **best.params, **{k: str(v) for k, v in given.items()}}
+        decision.offered = []
+        decision.params = {**(extra or {}), **best.params, **{k: str(v) for k, v in given.items()}}
         return decision
+
+    def _judge(
+        self, decision: MatchDecision, offered: list[MatchCandidate], verify: Verifier, given: dict[str, Any]
+    ) -> MatchDecision:
+        """The model at hand chooses among the offered candidates; anything but a clean choice is no-match."""
+        procs = [self._procs.get(c.procedure_id) or self.store.get(c.procedure_id) for c in offered]
+        verdict = verify.choose(decision.query, [(p, self._text(p)[1].params) for p in procs])
+        decision.verification = verdict
+        chosen = next((c for c in offered if c.procedure_id == verdict.procedure_id), None)
+        if chosen is None:
+            for c in offered:
+                c.reason = f"offered to the judge: {verdict.reason}"
+            decision.reason = f"not confirmed: {verdict.reason}"
+            return decision
+        for c in offered:
+            if c is not chosen:
+                c.reason = f"the judge ({verify.model}) chose {chosen.procedure_id}"
+        decision.judged_by = f"model:{verify.model}"
+        return self._select(decision, chosen, given, verdict.params)
 
     # ------------------------------------------------------------------ the index
 

@@ -9,9 +9,10 @@ The signals (each with an absolute meaning, never normalised by the query's best
 - `gap`: cosine minus the best cosine among the other candidates (a task close to two procedures is less sure);
 - `length`: log(1 + key terms in the task).
 
-relevance = 1 / (1 + exp(-(bias + Σ weight·(x - mean) / scale))), in [0, 1]. The coefficients, the floor and the
-margin are data (`relevance.json` beside this module), fitted on the NL2Bash dev split by
-`bench/match_calibrate.py`, which also reports them cross-validated on halves of the split.
+relevance = 1 / (1 + exp(-(bias + Σ weight·(x - mean) / scale))), in [0, 1]. The coefficients, the floor, the
+margin and the ask band's settings are data (`relevance.json` beside this module), fitted on the NL2Bash dev split
+by `bench/match_calibrate.py`, which also reports them cross-validated on halves of the split; the ask band is
+calibrated by `bench/match_ask_bench.py`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ class RelevanceModel:
     bias: float
     floor: float
     margin: float
-    verify_floor: float
+    ask_floor: float = 0.1  # the best candidate's relevance from which the judge at hand is asked
+    ask_semantic: float = 0.35  # ... or a candidate's cosine, when it stands clear of the rest by ask_gap
+    ask_gap: float = 0.1
+    wording_gap: float = 0.15  # a task saying what a description says is sure only this far above the rest
 
     def __call__(self, features: dict[str, float]) -> float:
         z = self.bias + sum(
@@ -56,7 +60,7 @@ def from_dict(data: dict) -> RelevanceModel:
         float(data["bias"]),
         float(data["floor"]),
         float(data["margin"]),
-        float(data["verify_floor"]),
+        **{k: float(data[k]) for k in ("ask_floor", "ask_semantic", "ask_gap", "wording_gap") if k in data},
     )
 
 

@@ -1,12 +1,12 @@
-"""The optional second opinion on a borderline match: one short structured LLM call, never the planning prompt.
+"""The judge at hand when a match needs confirmation and no person or caller answers: the model's multiple choice.
 
-Off unless a model is named (`Matcher(verify=Verifier(model))`, `learn replay --verify [MODEL]`, or
-SHERPA_SKILLS_VERIFY_MODEL). It is asked only about the best candidate whose relevance lies in the band
-[VERIFY_FLOOR, match floor): above the band the matcher is sure enough alone, below it a model's yes is not
-worth the risk. The question is the procedure's description, a summary of its steps and its declared parameters
-against the task; the answer is `{same_task, params}`. Anything but a clean yes is a no-match: a no, an answer
-that is not that JSON or names an undeclared parameter or a value the task does not state (asked once more, then
-refused), a failed call. Every call and token is counted in the decision.
+One short structured question, never the planning prompt: the task, then at most five numbered candidates (each one's
+description, first steps and declared parameters); the answer is `{choice, params}`, `choice` being the number of
+the procedure that is the task or 0 for none of them. It is the same mechanism wherever a model judges: `learn replay
+--verify [MODEL]` (or SHERPA_SKILLS_VERIFY_MODEL), `SkillStore.match(task, verify=MODEL)`, and the workflow's own
+model in a learning run (`judge`). Anything but a clean choice is a no: 0, a number or id that was not offered, an
+answer that is not that JSON or names an undeclared parameter or a value the task does not state (asked once more,
+then refused), a failed call. Every call and token is counted in the verdict.
 """
 
 from __future__ import annotations
@@ -22,47 +22,45 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ...errors import ModelError
 from ...llm.retry import Retry
 from ..store.models import CapturedProcedure
-from .relevance import default_model
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["MODEL_ENV", "VERIFY_FLOOR", "Verdict", "Verifier", "verifier_from_env"]
+__all__ = ["MODEL_ENV", "Verdict", "Verifier", "judge", "verifier_from_env"]
 
 MODEL_ENV = "SHERPA_SKILLS_VERIFY_MODEL"
-#: Lower edge of the band the verifier is asked about (relevance, as the match floor); calibrated with the model.
-VERIFY_FLOOR = default_model().verify_floor
-MAX_STEPS = 5
-MAX_STEP_CHARS = 160
+MAX_STEPS = 3
+MAX_STEP_CHARS = 120
 MAX_TOKENS = 120
+MAX_OFFERED = 5
 
 SYSTEM = (
-    "You check whether a stored shell procedure does exactly what a task asks, not merely something similar. "
+    "You check which stored shell procedure does exactly what a task asks, not merely something similar. "
     "Answer with JSON only."
 )
 QUESTION = """Task: {query}
 
-Procedure: {description}
-Steps:
-{steps}
-Parameters: {params}
+{options}
 
-Is this procedure the task (same_task)? If it is, which values does the task give for the parameters (params; only
-the names listed, values as written in the task)? Answer: {{"same_task": true or false, "params": {{...}}}}"""
+Which procedure is exactly this task (choice: its number, or 0 if none is)? If one is, which values does the task give
+for its parameters (params; only the names it lists, values as written in the task)?
+Answer: {{"choice": number, "params": {{...}}}}"""
 
 
 class _Answer(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    same_task: bool
+    choice: int | str
     params: dict[str, str | int | float] = Field(default_factory=dict)
 
 
 class Verdict(BaseModel):
-    """What the verifier said about one candidate, and what asking cost."""
+    """What the judge chose among the offered candidates, and what asking cost."""
 
-    same_task: bool = False
+    procedure_id: str | None = Field(default=None, description="the chosen procedure; None for none of them")
+    same_task: bool = Field(default=False, description="a procedure was chosen")
     params: dict[str, str] = Field(default_factory=dict)
-    reason: str | None = Field(default=None, description="why the candidate is refused; None when the answer is yes")
+    reason: str | None = Field(default=None, description="why nothing was chosen; None when one was")
+    offered: list[str] = Field(default_factory=list, description="the procedure ids asked about, in order")
     calls: int = 0
     tokens: int = 0
     model: str = ""
@@ -74,30 +72,55 @@ def _steps(proc: CapturedProcedure) -> str:
         for s in proc.steps[:MAX_STEPS]
     ]
     more = len(proc.steps) - len(shown)
-    lines = [f"{i}. {c}" for i, c in enumerate(shown, 1)] or ["(a recorded workflow run: no shell steps)"]
-    return "\n".join(lines + ([f"… and {more} more"] if more > 0 else []))
+    text = "; ".join(shown) or "(a recorded workflow run: no shell steps)"
+    return text + (f"; … and {more} more" if more > 0 else "")
 
 
 def response_format(declared: list[str]) -> dict[str, Any]:
-    """json_schema naming the declared parameters only, so a server that enforces schemas cannot invent one."""
+    """json_schema naming the offered procedures' parameters only, so a server that enforces schemas cannot invent
+    one."""
     params = {"type": "object", "properties": {n: {"type": "string"} for n in declared}, "additionalProperties": False}
     schema = {
         "type": "object",
-        "properties": {"same_task": {"type": "boolean"}, "params": params},
-        "required": ["same_task", "params"],
+        "properties": {"choice": {"type": "integer"}, "params": params},
+        "required": ["choice", "params"],
         "additionalProperties": False,
     }
-    return {"type": "json_schema", "json_schema": {"name": "procedure_check", "schema": schema}}
+    return {"type": "json_schema", "json_schema": {"name": "procedure_choice", "schema": schema}}
 
 
-def _parse(text: str, declared: list[str], query: str) -> tuple[_Answer | None, str | None]:
-    """The answer, or why it cannot be used (not the JSON asked for, an undeclared name, a value not in the task)."""
+Offer = tuple[CapturedProcedure, list[str]]  # a candidate and its declared parameters
+
+
+def _chosen(choice: int | str, offered: list[Offer]) -> tuple[int | None, str | None]:
+    """The 1-based index chosen (0: none), or why the choice names nothing that was offered."""
+    if isinstance(choice, str):
+        text = choice.strip()
+        ids = [p.id for p, _ in offered]
+        if text in ids:
+            return ids.index(text) + 1, None
+        if not text.isdigit():
+            return None, f"the answer names {text[:60]!r}, which was not offered"
+        choice = int(text)
+    if 0 <= choice <= len(offered):
+        return choice, None
+    return None, f"the answer chooses {choice}, but only 1 to {len(offered)} (or 0 for none) were offered"
+
+
+def _parse(text: str, offered: list[Offer], query: str) -> tuple[tuple[int, dict[str, str]] | None, str | None]:
+    """(the choice, its parameter values), or why the answer cannot be used."""
     raw = text.strip()
     fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", raw, re.DOTALL)  # small models wrap JSON in a fence
     try:
         answer = _Answer.model_validate(json.loads(fenced.group(1) if fenced else raw))
     except (ValueError, ValidationError) as exc:
-        return None, f"the answer is not {{same_task, params}} JSON ({str(exc).splitlines()[0][:120]})"
+        return None, f"the answer is not {{choice, params}} JSON ({str(exc).splitlines()[0][:120]})"
+    index, problem = _chosen(answer.choice, offered)
+    if index is None:
+        return None, problem
+    if index == 0:
+        return (0, {}), None
+    declared = offered[index - 1][1]
     undeclared = sorted(set(answer.params) - set(declared))
     if undeclared:
         return (
@@ -107,50 +130,52 @@ def _parse(text: str, declared: list[str], query: str) -> tuple[_Answer | None, 
         )
     lowered = query.lower()
     unstated = sorted(k for k, v in answer.params.items() if str(v).strip().lower() not in lowered)
-    if answer.same_task and unstated:
+    if unstated:
         return None, f"the answer gives values the task does not state for: {', '.join(unstated)}"
-    return answer, None
+    return (index, {k: str(v) for k, v in answer.params.items()}), None
 
 
 class Verifier:
-    """Asks `model` whether a procedure is the task; `lower` is the band's lower edge (see VERIFY_FLOOR)."""
+    """The model judge: asks `model` which offered procedure, if any, is the task (see the module's docstring)."""
 
     def __init__(
         self,
         model: str,
         *,
-        lower: float | None = None,
         max_tokens: int = MAX_TOKENS,
         base_dir: str | None = None,
         retry: Retry | None = None,
     ):
         if not model or not model.strip():
             raise ModelError(
-                f"the verifier needs a model name (a litellm model string, or scripted/PATH.yaml; {MODEL_ENV})"
+                f"the judge needs a model name (a litellm model string, or scripted/PATH.yaml; {MODEL_ENV})"
             )
         self.model = model.strip()
-        self.lower = float(VERIFY_FLOOR if lower is None else lower)
         self.max_tokens = max_tokens
         self.base_dir = base_dir
         self.retry = retry  # None: the default (3 attempts for a rate limit, server error or timeout)
         self._schema_refused = False  # the server refused json_schema once: ask in the form it took from then on
 
-    def messages(self, query: str, proc: CapturedProcedure, declared: list[str]) -> list[dict[str, str]]:
-        prompt = QUESTION.format(
-            query=query.strip()[:500],
-            description=(proc.description or proc.task_type)[:300],
-            steps=_steps(proc),
-            params=", ".join(declared) or "none",
+    def messages(self, query: str, offered: list[Offer]) -> list[dict[str, str]]:
+        options = "\n".join(
+            f"{i}. {(p.description or p.task_type)[:200]} — steps: {_steps(p)} — parameters: "
+            f"{', '.join(declared) or 'none'}"
+            for i, (p, declared) in enumerate(offered, 1)
         )
+        prompt = QUESTION.format(query=query.strip()[:500], options=options)
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
 
-    def verify(self, query: str, proc: CapturedProcedure, declared: list[str]) -> Verdict:
+    def choose(self, query: str, offered: list[Offer]) -> Verdict:
         """One call (two when the first answer is unusable); a failed call is a refusal with the reason."""
         from ...llm.call import complete
 
-        verdict = Verdict(model=self.model)
-        messages = self.messages(query, proc, declared)
-        fmt = response_format(declared)
+        offered = offered[:MAX_OFFERED]
+        verdict = Verdict(model=self.model, offered=[p.id for p, _ in offered])
+        if not offered:
+            verdict.reason = "nothing was offered to choose from"
+            return verdict
+        messages = self.messages(query, offered)
+        fmt = response_format(sorted({n for _, declared in offered for n in declared}))
         for attempt in (1, 2):
             try:
                 answer = complete(
@@ -164,19 +189,21 @@ class Verifier:
                 )
             except ModelError as exc:
                 verdict.calls += max(1, getattr(exc, "requests", 1) or 0)  # an attempt counts even if nothing left
-                verdict.reason = f"the verifier failed: {exc}"
-                log.warning("verifier_failed", procedure=proc.id, reason=str(exc))
+                verdict.reason = f"the judge failed: {exc}"
+                log.warning("judge_failed", offered=verdict.offered, reason=str(exc))
                 return verdict
             verdict.calls += answer.requests
             verdict.tokens += answer.tokens
             self._schema_refused = self._schema_refused or answer.format_refused
-            parsed, problem = _parse(answer.text, declared, query)
+            parsed, problem = _parse(answer.text, offered, query)
             if parsed is not None:
-                verdict.same_task = parsed.same_task
-                verdict.params = {k: str(v) for k, v in parsed.params.items()} if parsed.same_task else {}
-                verdict.reason = None if parsed.same_task else f"the verifier ({self.model}) says it is not this task"
+                index, params = parsed
+                if index == 0:
+                    verdict.reason = f"the judge ({self.model}) says none of the candidates is this task"
+                    return verdict
+                verdict.procedure_id, verdict.same_task, verdict.params = offered[index - 1][0].id, True, params
                 return verdict
-            verdict.reason = f"the verifier's answer was unusable twice: {problem}" if attempt == 2 else problem
+            verdict.reason = f"the judge's answer was unusable twice: {problem}" if attempt == 2 else problem
             messages = [
                 *messages,
                 {"role": "assistant", "content": answer.text[:400]},
@@ -184,8 +211,27 @@ class Verifier:
             ]
         return verdict
 
+    def verify(self, query: str, proc: CapturedProcedure, declared: list[str]) -> Verdict:
+        """The one-candidate question: is this procedure the task?"""
+        return self.choose(query, [(proc, declared)])
+
+
+def judge(
+    query: str,
+    offered: list[CapturedProcedure],
+    model: str,
+    *,
+    declared: dict[str, list[str]] | None = None,
+    base_dir: str | None = None,
+) -> Verdict:
+    """The workflow's own model as the judge of a `needs-confirmation`: `verdict.procedure_id` is its choice among
+    `offered` (None for none, garbage or a procedure not offered), with the calls and tokens it cost. `declared`
+    gives each procedure's parameter names (by id)."""
+    names = declared or {}
+    return Verifier(model, base_dir=base_dir).choose(query, [(p, names.get(p.id, [])) for p in offered])
+
 
 def verifier_from_env() -> Verifier | None:
-    """The verifier SHERPA_SKILLS_VERIFY_MODEL names, or None (off) when it is unset."""
+    """The judge SHERPA_SKILLS_VERIFY_MODEL names, or None (off) when it is unset."""
     model = os.environ.get(MODEL_ENV, "").strip()
     return Verifier(model) if model else None

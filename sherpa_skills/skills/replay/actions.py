@@ -51,6 +51,8 @@ def skill_match(args: NoArgs, ctx: ActionContext) -> ActionResult:
     given = dict(view.get("params") or {})
     if view.get("procedure_id"):
         proc = store.get(view.get("procedure_id"))
+        query = (view.get("query") or "").strip()
+        from_task = _matcher(ctx).params_for(query, proc) if query else {}  # a confirmed task's literals fill it
         matches = [
             {
                 "procedure_id": proc.id,
@@ -61,10 +63,11 @@ def skill_match(args: NoArgs, ctx: ActionContext) -> ActionResult:
                 "reason": None,
             }
         ]
-        return ActionResult(
-            outputs=matches,
-            context={"matches": matches, "match_mode": "by-id", "degraded": None, "match_decision": "by-id"},
-        )
+        by_id: dict[str, Any] = {"matches": matches, "match_mode": "by-id", "degraded": None, "match_decision": "by-id"}
+        if from_task:
+            by_id["params"] = {**from_task, **given}
+            by_id["params_from_task"] = {k: v for k, v in from_task.items() if k not in given}
+        return ActionResult(outputs=matches, context=by_id)
     query = view.get("query") or ""
     if not query.strip():
         raise UsageError("replay needs a query (what to do) or a procedure id")
@@ -85,8 +88,14 @@ def skill_match(args: NoArgs, ctx: ActionContext) -> ActionResult:
         "match_reason": decision.reason,
         "verification": decision.verification.model_dump(mode="json") if decision.verification else None,
     }
+    if decision.offered:
+        context["offered"] = [
+            {"procedure_id": c.procedure_id, "description": c.description, "score": c.score, "params": c.params}
+            for c in decision.offered
+        ]
     if decision.selected is not None:
         context["matched_id"] = decision.selected.procedure_id
+        context["judged_by"] = decision.judged_by
         context["params"] = {**decision.params, **given}
         context["params_from_task"] = {k: v for k, v in decision.params.items() if k not in given}
     return ActionResult(

@@ -174,6 +174,27 @@ def m007_promotions(conn: sqlite3.Connection) -> None:
     )
 
 
+def m008_aliases(conn: sqlite3.Connection) -> None:
+    """Answers a judge gave to `needs-confirmation`: a confirmed wording becomes an alias of the procedure (its
+    redacted, parametrised text, folded key words, and vector: derived, re-embedded when missing), a refused pair is
+    remembered. `scope` is the task type the match was limited to ('' for none): an answer holds only there."""
+    execute_script(
+        conn,
+        """
+        CREATE TABLE aliases (
+            id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, task_type TEXT NOT NULL, scope TEXT NOT NULL,
+            text TEXT NOT NULL, key TEXT NOT NULL, confirmed_by TEXT NOT NULL, created REAL NOT NULL,
+            vector BLOB, embedder TEXT);
+        CREATE UNIQUE INDEX aliases_unique ON aliases (procedure_id, scope, key);
+        CREATE TABLE rejections (
+            id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, scope TEXT NOT NULL, text TEXT NOT NULL,
+            key TEXT NOT NULL, rejected_by TEXT NOT NULL, created REAL NOT NULL);
+        CREATE UNIQUE INDEX rejections_unique ON rejections (key, scope, procedure_id);
+        INSERT OR IGNORE INTO skill_meta VALUES ('answers', 0);
+    """,
+    )
+
+
 MIGRATIONS = [
     m001_skills,
     m002_fts_by_rowid,
@@ -182,6 +203,7 @@ MIGRATIONS = [
     m005_trajectory_procedures,
     m006_learning_about,
     m007_promotions,
+    m008_aliases,
 ]
 
 

@@ -29,13 +29,18 @@ def procedure_summary(store: Any, p: Any) -> dict[str, Any]:
 
 def procedure_detail(store: Any, p: Any) -> dict[str, Any]:
     """One procedure version as `learn show --json` prints it (and the browser view's /api/procedures/ID)."""
+    from .answers import Answers
+
     health = store.health(p.id, version=p.version)
     executions = store.executions(p.id, limit=10)
+    answers = [a.model_dump(mode="json") for a in Answers(store).entries(p.id)]
     return {
         **p.model_dump(mode="json"),
         "health": health.model_dump(mode="json"),
         "versions": store.versions(p.id),
         "promotions": store.promotions(p.id),
+        "aliases": [a for a in answers if a["kind"] == "alias"],
+        "rejections": [a for a in answers if a["kind"] == "rejection"],
         "recent_executions": [e.model_dump(mode="json") for e in executions],
     }
 

@@ -69,7 +69,6 @@ class TestDecision:
             "what is the weather in Paris",
             "translate this letter into German",
             "book a table for two tonight",
-            "write a greeting card for my grandmother in French",
         ],
     )
     def test_unrelated_tasks_match_nothing(self, store: ProcedureDatabase, task: str) -> None:
@@ -82,10 +81,11 @@ class TestDecision:
         """The reason names the floor and the score, which mean the same in every query (no normalisation)."""
         decision = Matcher(store).match("restart nginx")
         best = decision.candidates[0]
-        assert (
-            best.task_type == "restart-web"
-            and best.reason == f"below relevance floor {RELEVANCE_FLOOR:g} ({best.score:.2f})"
+        assert best.task_type == "restart-web" and (
+            best.reason == f"needs confirmation: below relevance floor {RELEVANCE_FLOOR:g} ({best.score:.2f}) but "
+            "plausible"
         )
+        assert decision.decision == "needs-confirmation" and decision.offered[0] is best and decision.selected is None
 
     def test_the_task_type_named_or_the_description_repeated_is_a_match(self, store: ProcedureDatabase) -> None:
         """Word for word, the task names the procedure: that is a decision, not a guess."""
@@ -144,14 +144,15 @@ class TestDecision:
         other = matcher.match("find files older than 7 days in /srv/data", params={"days": 9, "path": "/srv/data"})
         assert other.decision == "no-match" and "literals disagree" in (other.candidates[0].reason or "")
 
-    def test_two_procedures_equally_about_the_task_is_no_match(self, procedure_db: ProcedureDatabase) -> None:
-        """Ambiguity is not resolved by luck: when unsure, plan."""
+    def test_two_procedures_equally_about_the_task_are_offered(self, procedure_db: ProcedureDatabase) -> None:
+        """Ambiguity is not resolved by luck: the judge at hand is asked which one, and nothing is selected."""
         store = procedure_db
         matcher = Matcher(store)
         add(store, matcher, "clean", "Remove the build folder", ["rm -rf build"])
         add(store, matcher, "clean", "Remove the build folder", ["rm -rf ./build", "mkdir build"])
         decision = matcher.match("Remove the build folder")
-        assert decision.decision == "no-match" and "ambiguous" in (decision.reason or "")
+        assert decision.decision == "needs-confirmation" and "ambiguous" in (decision.reason or "")
+        assert len(decision.offered) == 2 and decision.selected is None
 
     def test_one_success_is_not_enough(self, procedure_db: ProcedureDatabase) -> None:
         """About the task but seen once: not replayed, and the reason says what would make it replayable."""
@@ -181,8 +182,9 @@ class TestDecision:
 
 
 # Different jobs whose relevance to a stored procedure lies between half the shipped floor and the floor (0.38–0.67
-# when pinned, against a floor of 0.704): they must be refused with default settings. A floor lowered into the
-# verifier's band (halved, say) would replay them; if a refit moves one out of that band, replace it with another.
+# when pinned, against a floor of 0.704): they must never be replayed with default settings (plausible, they may be
+# asked about). A floor lowered into the ask band (halved, say) would replay them; if a refit moves one out of that
+# band, replace it with another.
 GOLDEN_REFUSALS = [
     ("db-backup", "compress the postgres dump"),  # 0.45: compress an existing dump, not make one
     ("db-backup", "dump the postgres database to a plain text file"),  # 0.38: not compressed
@@ -195,9 +197,9 @@ class TestGoldenRefusals:
     @pytest.mark.parametrize(("task_type", "task"), GOLDEN_REFUSALS)
     def test_a_near_task_below_the_floor_is_refused(self, store: ProcedureDatabase, task_type: str, task: str) -> None:
         decision = Matcher(store).match(task)
-        assert decision.decision == "no-match" and decision.selected is None, (task, decision.reason)
+        assert decision.decision != "match" and decision.selected is None, (task, decision.reason)
         best = decision.candidates[0]
-        assert best.task_type == task_type and (best.reason or "").startswith("below relevance floor"), best
+        assert best.task_type == task_type and "below relevance floor" in (best.reason or ""), best
         # Still inside the band it guards: were it far lower, a lowered floor would refuse it anyway.
         assert 0.36 <= best.score < 0.70, (
             f"{task!r} scores {best.score:.3f}: no longer guards the floor, pin another pair"
@@ -469,5 +471,6 @@ class TestFreshProcess:
                 [c.score for c in decided.candidates], abs=2e-4
             )
             assert [m["reason"] is None for m in payload["matches"]] == [c.reason is None for c in decided.candidates]
-        assert decided.procedure_id is None and payload["status"] == "no-match"
+        assert decided.procedure_id is None and payload["status"] == decided.decision == "needs-confirmation"
+        assert [c["procedure_id"] for c in payload["candidates"]] == [c.procedure_id for c in decided.offered]
         assert index.stat().st_mtime_ns == saved  # read, not rebuilt

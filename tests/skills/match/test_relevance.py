@@ -8,15 +8,15 @@ import pytest
 
 from sherpa_skills.skills.match.matcher import MARGIN, RELEVANCE_FLOOR
 from sherpa_skills.skills.match.relevance import FEATURES, MODEL_FILE, default_model, from_dict
-from sherpa_skills.skills.match.verifier import VERIFY_FLOOR
 
 TYPICAL = {"semantic": 0.8, "terms": 0.6, "reverse": 0.6, "agreed": 0.0, "gap": 0.2, "length": 2.0}
 
 
-def test_the_shipped_model_sets_floor_margin_and_band() -> None:
+def test_the_shipped_model_sets_floor_margin_and_the_ask_band() -> None:
     model = default_model()
-    assert (RELEVANCE_FLOOR, MARGIN, VERIFY_FLOOR) == (model.floor, model.margin, model.verify_floor)
-    assert 0 < VERIFY_FLOOR < RELEVANCE_FLOOR < 1 and 0 < MARGIN < 0.2
+    assert (RELEVANCE_FLOOR, MARGIN) == (model.floor, model.margin)
+    assert 0 < model.ask_floor < RELEVANCE_FLOOR < 1 and 0 < MARGIN < 0.2
+    assert 0 < model.ask_semantic < 1 and 0 < model.ask_gap < 1 and 0 < model.wording_gap < 1
 
 
 def test_relevance_is_a_probability_that_grows_with_the_cosine_and_the_gap() -> None:

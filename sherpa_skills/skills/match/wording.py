@@ -1,0 +1,114 @@
+"""What a wording says, with how it is said folded away: the key words two tellings of one task share.
+
+"run the db migrations on staging" and "run the database migrations on staging" ask the same thing; so do "rebase the
+feature branch onto latest main and force-push it" and "rebase my feature branch on the latest main and force push".
+The fold is general, never fitted to sentences: function words (the matcher's stop words and the rest of a standard
+English list: sklearn's, e.g. "onto", "already", "upon"), standard abbreviations spelled out (db, docs, config, dir,
+repo, env…), plural and possessive endings, and numbers (written or spelled) left to the literal check, which compares
+them with their units. Words that change what is asked stay: negations ("not", "without", "except") and directions
+("before", "after", "more", "less", "up", "down").
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..store.params import PARAMETER
+from .similarity import STOP_WORDS
+
+# Standard function words the matcher's stop-word list leaves out (all in sklearn's ENGLISH_STOP_WORDS).
+_MORE_FUNCTION_WORDS = frozenset(
+    """onto upon already yet across along among amongst toward towards whereas besides else thereby therefore thus
+    hence afterwards meanwhile moreover nevertheless otherwise somehow sometime sometimes somewhere anyway anywhere
+    everywhere whenever wherever whether though although throughout via etc us let lets it's i'm""".split()
+)
+# Words that change what is asked, kept even where a stop-word list drops them.
+_MEANINGFUL = frozenset(
+    """no not nor never none neither without except only before after above below over under more most less fewer
+    few up down off out""".split()
+)
+_IGNORED = (STOP_WORDS | _MORE_FUNCTION_WORDS) - _MEANINGFUL
+# Abbreviations everyone writes for the same word (one spelling each; never a domain's own jargon).
+ABBREVIATIONS = {
+    "db": "database",
+    "dbs": "database",
+    "doc": "documentation",
+    "docs": "documentation",
+    "config": "configuration",
+    "conf": "configuration",
+    "cfg": "configuration",
+    "configs": "configuration",
+    "dir": "directory",
+    "dirs": "directory",
+    "folder": "directory",
+    "repo": "repository",
+    "repos": "repository",
+    "env": "environment",
+    "envs": "environment",
+    "pkg": "package",
+    "pkgs": "package",
+    "img": "image",
+    "msg": "message",
+    "msgs": "message",
+    "info": "information",
+    "prod": "production",
+    "auth": "authentication",
+    "creds": "credentials",
+    "deps": "dependencies",
+    "tmp": "temporary",
+    "temp": "temporary",
+    "app": "application",
+    "apps": "application",
+    "k8s": "kubernetes",
+    "pw": "password",
+    "pwd": "password",
+    "passwd": "password",
+    "num": "number",
+    "vm": "virtual machine",
+    "vms": "virtual machine",
+    "cert": "certificate",
+    "certs": "certificate",
+    "stats": "statistics",
+    "admin": "administrator",
+    "dev": "development",
+    "ci": "continuous integration",
+}
+_NUMBER_WORDS = frozenset(
+    """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen
+    eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million""".split()
+)
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9_']*")
+
+
+def _stem(word: str) -> str:
+    """Plural and possessive endings only: "imports" is "import", "month's" is "month"; never a root's own s."""
+    word = word.removesuffix("'s").rstrip("'")
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def key_words(text: str) -> frozenset[str]:
+    """The words that say what is asked, folded (see the module's docstring); `{{ params }}` and numbers left out."""
+    found: set[str] = set()
+    for token in _TOKEN.findall(PARAMETER.sub(" ", text.lower())):
+        if token in _IGNORED or token in _NUMBER_WORDS or token[0].isdigit():
+            continue
+        for word in ABBREVIATIONS.get(token, token).split():
+            word = _stem(ABBREVIATIONS.get(word, word))
+            if word and word not in _IGNORED:
+                found.add(word)
+    return frozenset(found)
+
+
+def same_wording(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Two folded wordings ask the same thing: the same key words, and enough of them to mean something."""
+    return len(a) >= 2 and a == b
+
+
+def wording_key(text: str) -> str:
+    """The form answers (aliases, rejections) are keyed by: the sorted key words, else the plain lower-cased text."""
+    folded = key_words(text)
+    return " ".join(sorted(folded)) if folded else "=" + " ".join(text.lower().split())

@@ -1,0 +1,196 @@
+"""What judges answered when a match needed confirmation: aliases (confirmed wordings) and rejections (refused pairs).
+
+An alias is a procedure's other description: the task's wording, redacted, its literals turned into the procedure's
+parameters, keyed by its folded key words (`match.wording.wording_key`, given by the caller) for the exact lookup
+and embedded for the close one. A rejection
+says a wording is not about a procedure, so it is never asked about (or replayed for) it again. Both hold only in the
+scope they were given in: the task type the match was limited to, or '' for an unscoped match (the CLI, Python).
+Ids are `a<N>` for aliases and `r<N>` for rejections, so `learn forget ID` takes either.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ...errors import StoreError
+from ...redact import redact
+from .database import ProcedureDatabase, current_user
+
+
+class Answer(BaseModel):
+    """One remembered answer: an alias of a procedure, or a rejection of it for a wording."""
+
+    id: str
+    kind: Literal["alias", "rejection"]
+    procedure_id: str
+    scope: str = ""
+    text: str
+    by: str
+    created: float
+    task_type: str | None = None
+
+
+class AliasRow(BaseModel):
+    """An alias as matching reads it."""
+
+    id: str
+    procedure_id: str
+    task_type: str
+    key: str
+    text: str
+    vector: bytes | None = None
+    embedder: str | None = None
+
+
+class Answers:
+    """Aliases and rejections of one store; `version()` changes whenever either does, for caches to compare."""
+
+    def __init__(self, store: ProcedureDatabase):
+        self.store = store
+        self.conn = store.conn
+
+    def version(self) -> int:
+        row = self.conn.execute("SELECT value FROM skill_meta WHERE key = 'answers'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _bump(self) -> None:
+        self.conn.execute("UPDATE skill_meta SET value = value + 1 WHERE key = 'answers'")
+
+    def add_alias(
+        self,
+        procedure_id: str,
+        text: str,
+        key: str,
+        *,
+        scope: str | None = None,
+        by: str | None = None,
+        vector: bytes | None = None,
+        embedder: str | None = None,
+    ) -> Answer:
+        """Remember `text` (already parametrised by the caller) as a wording of the procedure; the same wording twice
+        is one alias. A rejection of the same pair is withdrawn: the newer answer wins."""
+        proc = self.store.get(procedure_id)
+        text = redact(text.strip())
+        with self.store._write():
+            self.conn.execute(
+                "INSERT OR IGNORE INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created,"
+                " vector, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (proc.id, proc.task_type, scope or "", text, key, by or current_user(), time.time(), vector, embedder),
+            )
+            self.conn.execute(
+                "DELETE FROM rejections WHERE key = ? AND scope = ? AND procedure_id = ?", (key, scope or "", proc.id)
+            )
+            self._bump()
+        row = self.conn.execute(
+            "SELECT id FROM aliases WHERE procedure_id = ? AND scope = ? AND key = ?", (proc.id, scope or "", key)
+        ).fetchone()
+        return self.get(f"a{row[0]}")
+
+    def add_rejection(
+        self, procedure_id: str, text: str, key: str, *, scope: str | None = None, by: str | None = None
+    ) -> Answer:
+        """Remember that `text` is not about the procedure; an alias of the same pair is withdrawn."""
+        proc = self.store.get(procedure_id)
+        text = redact(text.strip())
+        with self.store._write():
+            self.conn.execute(
+                "INSERT OR IGNORE INTO rejections (procedure_id, scope, text, key, rejected_by, created)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (proc.id, scope or "", text, key, by or current_user(), time.time()),
+            )
+            self.conn.execute(
+                "DELETE FROM aliases WHERE key = ? AND scope = ? AND procedure_id = ?", (key, scope or "", proc.id)
+            )
+            self._bump()
+        row = self.conn.execute(
+            "SELECT id FROM rejections WHERE procedure_id = ? AND scope = ? AND key = ?", (proc.id, scope or "", key)
+        ).fetchone()
+        return self.get(f"r{row[0]}")
+
+    def set_vector(self, alias_id: str, vector: bytes, embedder: str) -> None:
+        """Keep an alias's vector (derived: embedded again whenever missing or from another embedder)."""
+        with self.store._write():
+            self.conn.execute(
+                "UPDATE aliases SET vector = ?, embedder = ? WHERE id = ?", (vector, embedder, int(alias_id[1:]))
+            )
+
+    def get(self, answer_id: str) -> Answer:
+        kind, number = _parse_id(answer_id)
+        if kind == "alias":
+            row = self.conn.execute(
+                "SELECT id, procedure_id, scope, text, confirmed_by, created, task_type FROM aliases WHERE id = ?",
+                (number,),
+            ).fetchone()
+        else:
+            row = self.conn.execute(
+                "SELECT id, procedure_id, scope, text, rejected_by, created, NULL FROM rejections WHERE id = ?",
+                (number,),
+            ).fetchone()
+        if row is None:
+            raise StoreError(f"no {kind} '{answer_id}'; `sherpa-skills learn aliases` lists them")
+        return _answer(kind, row)
+
+    def entries(self, procedure_id: str | None = None) -> list[Answer]:
+        """Every alias, then every rejection (of one procedure, when given), oldest first."""
+        where, params = ("WHERE procedure_id = ?", (procedure_id,)) if procedure_id else ("", ())
+        aliases = self.conn.execute(
+            f"SELECT id, procedure_id, scope, text, confirmed_by, created, task_type FROM aliases {where} ORDER BY id",
+            params,
+        )
+        found = [_answer("alias", r) for r in aliases]
+        rejections = self.conn.execute(
+            f"SELECT id, procedure_id, scope, text, rejected_by, created, NULL FROM rejections {where} ORDER BY id",
+            params,
+        )
+        return found + [_answer("rejection", r) for r in rejections]
+
+    def forget(self, answer_id: str) -> Answer:
+        """Remove one alias or rejection; the matcher stops using it at its next match."""
+        answer = self.get(answer_id)
+        table = "aliases" if answer.kind == "alias" else "rejections"
+        with self.store._write():
+            self.conn.execute(f"DELETE FROM {table} WHERE id = ?", (int(answer.id[1:]),))
+            self._bump()
+        return answer
+
+    def rejected(self, key: str, scope: str | None) -> set[str]:
+        """The procedures the wording with this key was refused for, in this scope."""
+        rows = self.conn.execute("SELECT procedure_id FROM rejections WHERE key = ? AND scope = ?", (key, scope or ""))
+        return {r[0] for r in rows}
+
+    def alias_rows(self, scope: str | None) -> list[AliasRow]:
+        """The aliases a match in this scope may use."""
+        rows = self.conn.execute(
+            "SELECT id, procedure_id, task_type, key, text, vector, embedder FROM aliases WHERE scope = ? ORDER BY id",
+            (scope or "",),
+        )
+        return [
+            AliasRow(id=f"a{r[0]}", procedure_id=r[1], task_type=r[2], key=r[3], text=r[4], vector=r[5], embedder=r[6])
+            for r in rows
+        ]
+
+
+def _parse_id(answer_id: str) -> tuple[Literal["alias", "rejection"], int]:
+    text = str(answer_id).strip().lower()
+    if len(text) > 1 and text[0] in "ar" and text[1:].isdigit():
+        return ("alias" if text[0] == "a" else "rejection"), int(text[1:])
+    raise StoreError(
+        f"'{answer_id}' is not an alias or rejection id (a<N> or r<N>); `sherpa-skills learn aliases` lists them"
+    )
+
+
+def _answer(kind: Literal["alias", "rejection"], row: tuple[Any, ...]) -> Answer:
+    prefix = "a" if kind == "alias" else "r"
+    return Answer(
+        id=f"{prefix}{row[0]}",
+        kind=kind,
+        procedure_id=row[1],
+        scope=row[2],
+        text=row[3],
+        by=row[4],
+        created=row[5],
+        task_type=row[6],
+    )

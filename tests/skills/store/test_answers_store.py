@@ -1,0 +1,32 @@
+"""m008_aliases: the tables judges' answers live in, and the store-level rules (one row per pair, newer answer wins)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sherpa_skills.errors import StoreError
+from sherpa_skills.skills.store.answers import Answers
+from sherpa_skills.skills.store.database import MIGRATIONS, ProcedureDatabase
+from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+
+
+def test_m008_comes_after_the_promotions() -> None:
+    names = [m.__name__ for m in MIGRATIONS]
+    assert names[-2:] == ["m007_promotions", "m008_aliases"]
+
+
+def test_one_answer_per_pair_and_the_newer_wins(procedure_db: ProcedureDatabase) -> None:
+    p = procedure_db.add_procedure(
+        CapturedProcedure(id="", task_type="t", description="d", steps=[ProcedureStep(command="true")])
+    )
+    answers = Answers(procedure_db)
+    v0 = answers.version()
+    first = answers.add_alias(p.id, "do the thing", "do thing")
+    assert answers.add_alias(p.id, "Do the thing!", "do thing").id == first.id  # the same key is one alias
+    assert answers.add_alias(p.id, "do the thing", "do thing", scope="other").id != first.id  # another scope
+    answers.add_rejection(p.id, "do the thing", "do thing")
+    assert [a.kind for a in answers.entries(p.id)] == ["alias", "rejection"]  # the unscoped alias was withdrawn
+    assert answers.rejected("do thing", None) == {p.id} and answers.rejected("do thing", "other") == set()
+    assert answers.version() > v0
+    with pytest.raises(StoreError, match="no procedure"):
+        answers.add_alias("nope", "x", "x")
