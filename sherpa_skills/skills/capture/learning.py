@@ -121,6 +121,10 @@ class LearningHook(RunHook):
         self.active, self.task = True, _task(inputs, event)
         self.match, proc = self.learner.match(agent.machine.name, self.task)
         params = dict(self.match.params) if proc is not None else {}
+        confirmation = None
+        if proc is None and self.match.decision == "needs-confirmation":
+            proc, confirmation = self._judge(agent)
+            params = one_word_inputs(self.task) if proc is not None else {}
         self._state = {
             "task": self.task,
             "procedure": proc.id if proc is not None else None,
@@ -129,10 +133,48 @@ class LearningHook(RunHook):
             "score": round(self.match.selected.score, 4) if proc is not None and self.match.selected else None,
             "started": time.time(),
             "divergence": None,
+            "confirmation": confirmation,
         }
         if proc is not None:
             self._follow(agent, proc, None)
         return None
+
+    def _judge(self, agent: Agent) -> tuple[CapturedProcedure | None, dict[str, Any] | None]:
+        """A plausible match is put to the workflow's own model: one multiple-choice question, counted in the run's
+        calls and tokens. Its choice becomes an alias (the next such wording replays directly), its "none of these" a
+        remembered rejection; garbage, a procedure not offered or a failed call is a no, and remembers nothing."""
+        assert self.match is not None
+        workflow, store = agent.machine.name, self.learner.store
+        offered = [store.get(c.procedure_id) for c in self.match.offered]
+        offered = [p for p in offered if p.kind == "trajectory" and p.task_type == workflow]
+        if not offered or not agent.model:
+            return None, None
+        from ..match.verifier import judge
+
+        text = described_task(self.task)
+        verdict = judge(text, offered, agent.model, base_dir=str(agent.base_dir))
+        agent.counters["llm_calls"] += verdict.calls
+        agent.counters["tokens"] += verdict.tokens
+        by = f"model:{agent.model}"
+        chosen = next((p for p in offered if p.id == verdict.procedure_id), None)
+        try:
+            if chosen is not None:
+                self.learner.matcher.confirm(text, chosen.id, task_type=workflow, by=by)
+            elif verdict.answered:
+                self.learner.matcher.reject(text, [p.id for p in offered], task_type=workflow, by=by)
+        except SherpaError as exc:  # the task's literals disagree with the choice: a no
+            log.info("judge_answer_refused", procedure=verdict.procedure_id, reason=str(exc))
+            chosen = None
+        log.info("match_judged", offered=verdict.offered, chosen=chosen.id if chosen else None, reason=verdict.reason)
+        confirmation = {
+            "by": by,
+            "offered": verdict.offered,
+            "procedure": chosen.id if chosen is not None else None,
+            "reason": verdict.reason,
+            "calls": verdict.calls,
+            "tokens": verdict.tokens,
+        }
+        return chosen, confirmation
 
     def on_resume(self, agent: Agent, saved: Any) -> None:
         if not isinstance(saved, dict):

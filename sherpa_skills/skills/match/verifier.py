@@ -61,6 +61,7 @@ class Verdict(BaseModel):
     params: dict[str, str] = Field(default_factory=dict)
     reason: str | None = Field(default=None, description="why nothing was chosen; None when one was")
     offered: list[str] = Field(default_factory=list, description="the procedure ids asked about, in order")
+    answered: bool = Field(default=False, description="the judge gave a usable answer (a choice, or none)")
     calls: int = 0
     tokens: int = 0
     model: str = ""
@@ -198,6 +199,7 @@ class Verifier:
             parsed, problem = _parse(answer.text, offered, query)
             if parsed is not None:
                 index, params = parsed
+                verdict.answered = True
                 if index == 0:
                     verdict.reason = f"the judge ({self.model}) says none of the candidates is this task"
                     return verdict

@@ -20,7 +20,7 @@ from sherpa_skills.engine.agent import Agent
 from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.errors import UsageError
 from sherpa_skills.runtime import load_workflow
-from sherpa_skills.skills.capture.learning import Learner
+from sherpa_skills.skills.capture.learning import Learner, LearningHook
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -290,3 +290,59 @@ def test_a_fork_of_a_learning_run_learns_like_any_run_of_its_workflow(tmp_path):
         runs.close()
     [proc] = procedures(tmp_path)
     assert proc.success_count == 4  # two planned, the replay and its fork
+
+
+class TestTheWorkflowsModelJudges:
+    """A plausible match is asked of the workflow's own model: its choice replays and becomes an alias, its "none" is
+    remembered, its garbage is a no that remembers nothing."""
+
+    DAMAGED = "Please refund my order, it arrived damaged"
+    CRUSHED = "I want my money back for my order, the box was crushed"
+
+    def workflow(self, tmp_path: Path, answer: str) -> Any:
+        folder = tmp_path / "wf"
+        shutil.copytree(EXAMPLES / "ticket_learning", folder)
+        script = folder / "tickets.script.yaml"
+        # The judge's question on top of the example's stand-in model (which routes tickets by their words).
+        script.write_text(
+            script.read_text().replace("answers:\n", f"answers:\n  - match: 'Task: '\n    respond: '{answer}'\n", 1)
+        )
+        return load_workflow(folder / "workflow.yaml")
+
+    def run(self, workflow: Any, runs: RunStore, ticket: str, order: str) -> Any:
+        agent = workflow.agent(store=runs)
+        result = agent.run({"ticket": ticket, "order": order})
+        [hook] = [h for h in agent.hooks if isinstance(h, LearningHook)]
+        return result, hook
+
+    def test_the_models_choice_replays_and_the_wording_replays_directly_next_time(self, tmp_path):
+        workflow = self.workflow(tmp_path, '{"choice": 1, "params": {}}')
+        runs = RunStore(home=tmp_path)
+        try:
+            for order in ("1001", "1002"):
+                self.run(workflow, runs, self.DAMAGED, order)
+            judged, hook = self.run(workflow, runs, self.CRUSHED, "1003")
+            assert hook.match.decision == "needs-confirmation"
+            assert (judged.state, judged.replayed_decisions, judged.llm_calls) == ("closed", 2, 1)  # one question
+            saved = runs.get_run(judged.run_id).hooks["learning"]
+            assert saved["confirmation"]["procedure"] == saved["procedure"] and saved["confirmation"]["calls"] == 1
+            again, hook = self.run(workflow, runs, self.CRUSHED, "1004")
+            assert (hook.match.decision, again.replayed_decisions, again.llm_calls) == ("match", 2, 0)
+        finally:
+            runs.close()
+
+    def test_none_of_these_is_remembered_and_garbage_is_a_no_that_remembers_nothing(self, tmp_path):
+        for answer, remembered in (('{"choice": 0, "params": {}}', True), ("I think the first one, maybe", False)):
+            home = tmp_path / ("none" if remembered else "garbage")
+            workflow = self.workflow(home, answer)
+            runs = RunStore(home=home)
+            try:
+                for order in ("1001", "1002"):
+                    self.run(workflow, runs, self.DAMAGED, order)
+                asked, hook = self.run(workflow, runs, self.CRUSHED, "1003")
+                assert hook.match.decision == "needs-confirmation" and asked.replayed_decisions == 0
+                assert asked.state == "closed" and asked.llm_calls == 2 + (1 if remembered else 2)  # garbage: re-asked
+                _, hook = self.run(workflow, runs, self.CRUSHED, "1004")
+                assert (hook.match.decision == "needs-confirmation") is not remembered
+            finally:
+                runs.close()
