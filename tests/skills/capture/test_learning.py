@@ -185,9 +185,9 @@ class TestExample:
         rows = stream.stream(tmp_path)
         assert len(rows) == 20 and all(r["status"] == "final" for r in rows)
         first_two = [r for r in rows if r["ticket"] < 6]
-        assert all(
-            r["llm_calls"] == 2 and r["replayed_decisions"] == 0 for r in first_two
-        )  # two successes prove a kind
+        # Two successes prove a kind; a second crash and question are first asked whether a proven refund is theirs.
+        assert [r["llm_calls"] for r in first_two] == [2, 2, 2, 2, 3, 3]
+        assert all(r["replayed_decisions"] == 0 for r in first_two)
         replayed = [r for r in rows[6:15]]
         assert all((r["llm_calls"], r["replayed_decisions"], r["diverged_at"]) == (0, 2, None) for r in replayed)
         disputed = rows[stream.DISPUTED]
@@ -197,7 +197,8 @@ class TestExample:
         workflow = load_workflow(WORKFLOW)
         planned = [workflow.agent(learn=False).run(inputs) for _, inputs in stream.tickets()]
         assert [p.state for p in planned] == [r["state"] for r in rows]
-        assert (sum(p.llm_calls for p in planned), sum(r["llm_calls"] for r in rows)) == (40, 15)
+        # With it, 18: three of them a plausible match put to the workflow's model, which said "none of these".
+        assert (sum(p.llm_calls for p in planned), sum(r["llm_calls"] for r in rows)) == (40, 18)
         store = ProcedureDatabase(home=tmp_path)
         try:
             refunds = [p for p in store.procedures(status=None) if p.decisions[0].trigger == "refund"]
