@@ -140,7 +140,10 @@ def test_memory_and_domains_pages_and_runs_searched_by_input(tmp_path: Path) -> 
         assert "no domains yet" in client.get("/domains").text
         assert client.get("/api/domains").json() == {"domains": [], "proposals": []}
         missing = client.get("/api/domains/nosuch")
-        assert missing.status_code == 400 and "nosuch" in missing.json()["error"]  # the domain store's UsageError
+        assert missing.status_code == 404 and "no domain 'nosuch'" in missing.json()["error"]
+        page_missing = client.get("/domains/nosuch")
+        assert page_missing.status_code == 404 and "<header>" in page_missing.text and "nosuch" in page_missing.text
+        assert client.get("/api/domains/no%20such").status_code == 400  # not a domain name at all: a usage error
         runs = client.get("/runs?q=crashes").text  # the ticket text is an input
         assert f'data-run="{run_id}"' in runs and "ticket=The app crashes" in runs
         assert f'data-run="{run_id}"' not in client.get("/runs?q=refund").text
