@@ -109,6 +109,17 @@ def child_runs(stores: Stores, run_ids: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def parent_run(stores: Stores, run_id: str) -> tuple[str, int] | None:
+    """(run, step) whose `run_machine` action started `run_id`, or None for a run started from outside."""
+    # No index on the child id inside the logged result: a scan of run_machine rows, once per run page.
+    row = stores.runs.conn.execute(
+        "SELECT run_id, tick FROM run_log WHERE action = 'run_machine' AND json_valid(outputs) "
+        "AND json_extract(outputs, '$.run_id') = ? ORDER BY id LIMIT 1",
+        (run_id,),
+    ).fetchone()
+    return (row[0], row[1]) if row else None
+
+
 def _replays(stores: Stores, run_ids: list[str]) -> dict[str, dict[str, Any]]:
     """For the replay runs on a page: the procedure execution each one recorded (how many steps it replayed,
     or where it diverged)."""

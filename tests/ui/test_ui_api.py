@@ -145,6 +145,32 @@ class TestPages:
         assert client.get("/api/runs?page=9999").json() == []
         assert client.get("/api/runs?q=%25").json() == []  # a LIKE wildcard is searched for literally
 
+    def test_a_child_run_links_back_to_its_parent(self, client: Any, made: dict[str, Any]) -> None:
+        """A run started by `run_machine` (replay, capture) names the run and the step that started it; the parent
+        lists it among the runs it started."""
+        import re
+
+        runs = client.get("/runs?per_page=500").text
+        parents = re.findall(r'data-run="([^"]+)"', runs)
+        pairs = [
+            (parent, child)
+            for parent in parents
+            for child in re.findall(
+                r'<p class="children">runs it started: (.*?)</p>', client.get(f"/runs/{parent}").text
+            )
+        ]
+        assert pairs, "the skills loop starts child runs (capture): the home should hold one"
+        parent, links = pairs[0]
+        child = re.findall(r'href="/runs/([^"]+)"', links)[0]
+        page = client.get(f"/runs/{child}").text
+        found = re.search(r'<p class="parent">started by <a href="/runs/([^"/]+)/steps/(\d+)">', page)
+        assert found and found.group(1) == parent, page[:2000]
+        api = client.get(f"/api/runs/{child}/provenance").json()
+        assert api["started_by"] == {"run_id": parent, "tick": int(found.group(2))}
+        top = client.get(f"/api/runs/{parent}/provenance").json()
+        assert top["started_by"] is None and child in top["children"]  # a top-level run was started by nobody
+        assert client.get("/api/runs/no-such-run/provenance").status_code == 404
+
     def test_waiting_run_shows_what_it_can_take(self, client: Any, made: dict[str, Any]) -> None:
         html = client.get(f"/runs/{made['waiting']['run_id']}").text
         assert "Waiting for input" in html and "approve" in html and "reject" in html
