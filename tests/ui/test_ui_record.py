@@ -147,3 +147,41 @@ def test_memory_and_domains_pages_and_runs_searched_by_input(tmp_path: Path) -> 
         runs = client.get("/runs?q=crashes").text  # the ticket text is an input
         assert f'data-run="{run_id}"' in runs and "ticket=The app crashes" in runs
         assert f'data-run="{run_id}"' not in client.get("/runs?q=refund").text
+
+
+def test_the_procedure_page_shows_its_aliases_and_rejections(tmp_path: Path) -> None:
+    """Issue 22's answers on the procedure page: each alias and rejection with its id, wording, who answered and when
+    (escaped like every stored text); a procedure without any says so."""
+    from sherpa_skills.skills.store.answers import Answers
+    from sherpa_skills.skills.store.database import ProcedureDatabase
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+
+    store = ProcedureDatabase(home=tmp_path)
+    pid = store.add_procedure(
+        CapturedProcedure(
+            id="", task_type="deploy", source="session", status="active", steps=[ProcedureStep(command="make deploy")]
+        )
+    ).id
+    other = store.add_procedure(
+        CapturedProcedure(
+            id="", task_type="backup", source="session", status="active", steps=[ProcedureStep(command="make backup")]
+        )
+    ).id
+    answers = Answers(store)
+    alias = answers.add_alias(pid, "ship the proxy config <b>now</b>", "ship proxy config now", by="ada")
+    rejection = answers.add_rejection(pid, "restore the database from the dump", "restore database dump", by="judge")
+    store.close()
+    with TestClient(create_app(tmp_path), base_url=LOCAL) as client:
+        page = client.get(f"/procedures/{pid}").text
+        section = page[page.index('<table class="answers">') :]
+        assert f'<tr data-answer="{alias.id}" class="alias">' in section
+        assert f'<tr data-answer="{rejection.id}" class="rejection">' in section
+        assert "ship the proxy config &lt;b&gt;now&lt;/b&gt;" in section and "<b>now</b>" not in section
+        assert "restore the database from the dump" in section and ">ada<" in section and ">judge<" in section
+        assert section.count("<time") >= 2  # when each was answered
+        assert f"sherpa-skills learn forget {alias.id}" in section  # how to undo one: the view itself is read-only
+        api = client.get(f"/api/procedures/{pid}").json()
+        assert [a["id"] for a in api["aliases"]] == [alias.id] and [r["id"] for r in api["rejections"]] == [
+            rejection.id
+        ]
+        assert "no aliases or rejections yet" in client.get(f"/procedures/{other}").text
