@@ -16,6 +16,7 @@ from typing import Any
 from ..cli.runs import run_detail, run_summary
 from ..errors import SherpaError, StoreError
 from ..skills.store.stats import procedure_detail, procedure_summary, saved_something, savings, stats
+from .review import candidate_groups
 
 PER_PAGE = 50
 TAIL = 200  # trajectory and log entries a run page shows unless asked for all
@@ -218,6 +219,7 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
     store = stores.skills
     items: list[dict[str, Any]] = []
     candidates: list[dict[str, Any]] = []
+    to_review: list[tuple[Any, dict[str, Any]]] = []
     saved_by_day: dict[str, dict[str, Any]] = {}
     for p in store.procedures(status=None):
         summary = procedure_summary(store, p)
@@ -229,6 +231,8 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
             recent=[e.outcome for e in reversed(executions)],
         )
         (candidates if p.status == "candidate" else items).append(summary)
+        if p.status == "candidate":
+            to_review.append((p, summary))
         for e in store.executions(p.id):
             if saved_something(p, e):
                 tokens, calls = savings(store, p, e)
@@ -238,7 +242,8 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
                 bucket["llm_calls_saved"] += calls
     return {
         "procedures": items,
-        "candidates": candidates,
+        "candidates": candidates,  # as `learn procedures --all` lists them (the API's order)
+        "review": candidate_groups(to_review),  # the queue a person works through: grouped, most supported first
         "stats": stats(store),
         "saved_by_day": [saved_by_day[d] for d in sorted(saved_by_day)],
     }

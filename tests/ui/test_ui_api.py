@@ -319,6 +319,51 @@ class TestActions:
         again = c.post(f"/procedures/{pid}/reject", data={"csrf": csrf})
         assert again.status_code == 400 and "already rejected" in again.json()["error"]
 
+    def test_review_queue_groups_near_identical_candidates_most_supported_first(
+        self, acting: Any, tmp_path: Path
+    ) -> None:
+        """Five `./run.sh` candidates that differ only in their values are one row with a count, acting on its
+        best-supported member; rows go most-supported first. A POST without the token changes nothing."""
+        import re
+
+        from sherpa_skills.skills.store.database import ProcedureDatabase
+        from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+
+        c, _, csrf = acting
+        store = ProcedureDatabase(home=tmp_path)
+
+        def candidate(commands: list[str], support: int) -> str:
+            return store.add_procedure(
+                CapturedProcedure(
+                    id="",
+                    task_type="run-script",
+                    source="session",
+                    status="candidate",
+                    steps=[ProcedureStep(command=x) for x in commands],
+                    context={"mined": {"support": support}},
+                )
+            ).id
+
+        rare = candidate(["make lint"], 1)
+        scripts = [candidate(["cd /srv/app", f"./run.sh --env {env}"], n) for n, env in enumerate("abcde", start=2)]
+        common = candidate(["ls logs", "tail -n 50 logs/app.log"], 9)
+        store.close()
+        page = c.get("/procedures").text
+        rows = re.findall(r'<tr data-candidate="([^"]+)" data-group-size="(\d+)" data-support="(\d+)"', page)
+        assert rows == [(scripts[-1], "5", "20"), (common, "1", "9"), (rare, "1", "1")]  # total support, most first
+        group = page[page.index(f'data-candidate="{scripts[-1]}"') :].split("</tr>")[0]
+        assert "5 near-identical" in group and all(f'href="/procedures/{pid}"' in group for pid in scripts)
+        assert (
+            f'action="/procedures/{scripts[-1]}/promote"' in group and f'action="/procedures/{scripts[0]}/' not in group
+        )
+
+        refused = c.post(f"/procedures/{scripts[-1]}/promote")  # the grouped row's form, without its token
+        assert refused.status_code == 403 and c.get(f"/api/procedures/{scripts[-1]}").json()["status"] == "candidate"
+        assert c.post(f"/procedures/{scripts[-1]}/promote", data={"csrf": csrf}).status_code == 303
+        assert c.get(f"/api/procedures/{scripts[-1]}").json()["status"] == "active"
+        rows = re.findall(r'<tr data-candidate="([^"]+)" data-group-size="(\d+)"', c.get("/procedures").text)
+        assert rows == [(scripts[-2], "4"), (common, "1"), (rare, "1")]  # the rest of the group, under its next best
+
     def test_page_form_carries_the_token(self, acting: Any) -> None:
         c, run_id, csrf = acting
         html = c.get(f"/runs/{run_id}").text
