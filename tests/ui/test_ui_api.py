@@ -100,6 +100,24 @@ class TestApiMatchesCli:
         ]
         assert sorted(data["runs"]) == sorted(team["runs"])
 
+    def test_team_task_has_its_name_question_answer_and_drawing(self, client: Any, made: dict[str, Any]) -> None:
+        """A team's task is shown by the team's name, the event it was asked and the team's `output`, not only by its
+        correlation id; its page draws the team as it ran (and so loads Mermaid)."""
+        team = made["team"]
+        task = team["deliveries"][0]["correlation_id"]
+        listed = next(t for t in client.get("/api/teams").json()["teams"] if t["task"] == task)
+        assert listed["team"] == "critic-loop" and listed["asked"]["event"] == "task"
+        assert listed["asked"]["payload"] == {"task": "Explain what a state machine is, in one sentence."}
+        assert listed["answer"]["value"] == team["output"] and listed["answer"]["from"] == "aggregator.answer"
+        data = client.get(f"/api/teams/{task}").json()
+        assert data["team"] == "critic-loop" and data["answer"] == listed["answer"]
+        assert data["diagram"].startswith("stateDiagram-v2") and "topic tasks" in data["diagram"]
+        html = client.get("/teams").text
+        row = html[html.index(f'data-task="{task}"') :].split("</tr>")[0]
+        assert "critic-loop" in row and "Explain what a state machine is" in row and str(team["output"])[:40] in row
+        page = client.get(f"/teams/{task}").text
+        assert "team critic-loop" in page and '<pre class="mermaid" id="diagram">' in page and "mermaid.min.js" in page
+
     def test_every_route_listed_answers(self, client: Any, made: dict[str, Any]) -> None:
         """Each route /api lists answers 200 once its placeholders are filled."""
         fill = {

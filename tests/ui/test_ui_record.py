@@ -185,3 +185,22 @@ def test_the_procedure_page_shows_its_aliases_and_rejections(tmp_path: Path) -> 
             rejection.id
         ]
         assert "no aliases or rejections yet" in client.get(f"/procedures/{other}").text
+
+
+def test_a_team_task_recorded_before_teams_were_kept_still_reads(tmp_path: Path) -> None:
+    """A task whose team was not kept (run before this record existed) is shown as such: its question is the first
+    event an agent received, its answer the last value its latest run wrote, and no drawing is invented."""
+    import sqlite3
+
+    home = tmp_path / "home"
+    assert main(["run", str(ROOT / "examples" / "critic_loop" / "team.yaml"), "--home", str(home), "-q"]) == 0
+    with sqlite3.connect(home / "store.db") as conn:
+        assert conn.execute("SELECT team FROM team_tasks").fetchall() == [("critic-loop",)]
+        conn.execute("DELETE FROM team_tasks")
+    with TestClient(create_app(home), base_url=LOCAL) as client:
+        (listed,) = client.get("/api/teams").json()["teams"]
+        assert listed["team"] is None and listed["asked"]["event"] == "task"
+        assert listed["asked"]["payload"] == {"task": "Explain what a state machine is, in one sentence."}
+        assert listed["answer"]["value"] is not None and listed["answer"]["run_id"].startswith("aggregator.")
+        page = client.get(f"/teams/{listed['task']}").text
+        assert "team not recorded" in page and "mermaid.min.js" not in page and "No drawing" in page
