@@ -4,11 +4,13 @@ each agent's machine as a block, topics, who hears and who emits what."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.diagram import _id, _label, machine_lines
 from ..engine.spec import PATH_SEP, ActionCall, StateSpec
-from .team import Team
+
+if TYPE_CHECKING:  # a team keeps its own drawing when it runs: team imports this module
+    from .team import Team
 
 
 def team_to_mermaid(team: Team) -> str:

@@ -494,8 +494,31 @@ class TeamRunner:
             for run_id, body in host.unpublished():
                 self.send(body)
                 host.mark_published(run_id, [body["id"]])
-        for event in self.team.initial_events(inputs) if events is None else events:
+        first = self.team.initial_events(inputs) if events is None else events
+        self._keep_tasks(first, inputs)
+        for event in first:
             self.send(event)
+
+    def _keep_tasks(self, events: list[Event], inputs: dict[str, Any] | None) -> None:
+        """Record each new task's team, inputs, first events and drawing, so the run store (and the browser view) can
+        tell a team's task by name, question and answer, not only by the agents' runs."""
+        if self.store is None:
+            return
+        from .diagram import team_to_mermaid
+
+        spec = self.team.spec
+        record = {
+            "name": spec.name,
+            "description": spec.description,
+            "path": str(self.team.path) if self.team.path else None,
+            "agents": {name: m.workflow.spec.name for name, m in self.team.members.items()},
+            "inputs": dict(inputs or {}),
+            "output": spec.output,
+            "mermaid": team_to_mermaid(self.team),
+        }
+        for cid in dict.fromkeys(e.correlation_id or e.id for e in events):
+            body = [e.body() for e in events if (e.correlation_id or e.id) == cid]
+            self.store.record_team_task(cid, spec.name, {**record, "events": body})
 
     def _next(self) -> tuple[AgentHost, Event] | None:
         if not self.bus.pending():

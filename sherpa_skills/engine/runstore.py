@@ -100,6 +100,18 @@ def m006_run_machines(conn: sqlite3.Connection) -> None:
     )
 
 
+def m007_team_tasks(conn: sqlite3.Connection) -> None:
+    """Which team a task (correlation id) belongs to, with what the team was asked and its drawing, as it ran: the
+    agents' runs alone name neither."""
+    execute_script(
+        conn,
+        """
+        CREATE TABLE team_tasks (
+            correlation_id TEXT PRIMARY KEY, team TEXT NOT NULL, record TEXT NOT NULL, created REAL NOT NULL);
+    """,
+    )
+
+
 MIGRATIONS = [
     m001_runs,
     m002_run_events,
@@ -107,6 +119,7 @@ MIGRATIONS = [
     m004_repeated_actions,
     m005_hook_state,
     m006_run_machines,
+    m007_team_tasks,
 ]
 RUN_STATUSES = ("running", "waiting", "interrupted", "final", "error")
 RUN_TABLES = (
@@ -602,6 +615,27 @@ class RunStore:
                 "INSERT INTO run_forks (run_id, parent_run_id, at_tick, created) VALUES (?, ?, ?, ?)",
                 (run_id, parent_run_id, at_tick, time.time()),
             )
+
+    def record_team_task(self, correlation_id: str, team: str, record: dict[str, Any]) -> None:
+        """Keep which team handles this task and what it was asked (redacted as every row is); the first record of a
+        task stays (a team run again on the same task resumes it)."""
+        with self._lock:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO team_tasks (correlation_id, team, record, created) VALUES (?, ?, ?, ?)",
+                (correlation_id, team, _dump(record, f"team task {correlation_id}"), time.time()),
+            )
+
+    def team_tasks(self, correlation_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The kept record of each of these tasks that has one (tasks run before teams were kept have none)."""
+        out: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(correlation_ids), 500):  # SQLite's bound-parameter limit
+            chunk = correlation_ids[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for cid, record in self.conn.execute(
+                f"SELECT correlation_id, record FROM team_tasks WHERE correlation_id IN ({marks})", chunk
+            ):
+                out[cid] = json.loads(record)
+        return out
 
     def forked_from(self, run_id: str) -> tuple[str, int] | None:
         """(parent run id, step) when this run is a fork."""

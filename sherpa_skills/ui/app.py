@@ -172,6 +172,12 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
     async def api_run(request: Request) -> dict[str, Any]:
         return await ui.read(views.run_detail_json, request.path_params["run_id"])
 
+    async def api_provenance(request: Request) -> dict[str, Any]:
+        def build(stores: views.Stores, run_id: str) -> dict[str, Any]:
+            return run_view.provenance(stores, stores.runs.get_run(run_id).run_id)
+
+        return await ui.read(build, request.path_params["run_id"])
+
     async def run_state(request: Request) -> dict[str, Any]:
         return await ui.read(views.run_state, request.path_params["run_id"])
 
@@ -257,6 +263,7 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
                 "/api/runs",
                 "/api/runs/{run_id}",
                 "/api/runs/{run_id}/state",
+                "/api/runs/{run_id}/provenance",
                 "/api/runs/{run_id}/steps/{tick}",
                 "/api/procedures",
                 "/api/procedures/{id}",
@@ -298,6 +305,7 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
         Route("/api/runs", api(api_runs)),
         Route("/api/runs/{run_id}", api(api_run)),
         Route("/api/runs/{run_id}/state", api(run_state)),
+        Route("/api/runs/{run_id}/provenance", api(api_provenance)),
         Route("/api/runs/{run_id}/steps/{tick}", api(step)),
         Route("/api/procedures", api(api_procedures)),
         Route("/api/procedures/{procedure_id}", api(api_procedure)),

@@ -11,6 +11,11 @@ def when(ts: float | None) -> str:
     return "-" if not ts else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
+def iso(ts: float | None) -> str:
+    """For a <time datetime=...> attribute: machines read that one, people the text."""
+    return "" if not ts else time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ts))
+
+
 def clock(ts: float | None) -> str:
     return "-" if not ts else time.strftime("%H:%M:%S", time.localtime(ts)) + f".{int((ts % 1) * 1000):03d}"
 
@@ -55,6 +60,7 @@ def linked_summary(text: str) -> Any:
 
 FILTERS = {
     "when": when,
+    "iso": iso,
     "clock": clock,
     "pct": pct,
     "pretty": pretty,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import StoreError, UsageError
 from .views import Stores
 
 SEARCH_LIMIT = 50
@@ -42,11 +43,17 @@ def domains_page(stores: Stores) -> dict[str, Any]:
 
 
 def domain_page(stores: Stores, name: str) -> dict[str, Any]:
-    from ..memory.domains import Domains
+    """One domain; a malformed name is a usage error (400), a well-formed one nobody made is not found (404)."""
+    from ..memory.domains import Domains, check_domain
 
+    check_domain(name)
     with Domains(stores.home) as store:
+        try:
+            found = store.get(name)
+        except UsageError as exc:
+            raise StoreError(str(exc)) from None
         return {
-            **store.get(name),
+            **found,
             "decisions": store.decisions(name),
             "changelog": store.changelog(name, 100),
             "proposals": store.proposals(name, "all"),

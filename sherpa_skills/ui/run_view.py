@@ -9,7 +9,7 @@ from typing import Any
 
 from ..cli.runs import run_summary
 from ..errors import StoreError
-from .views import LIVE, TAIL, Stores, child_runs, machine_of, waiting_options
+from .views import LIVE, TAIL, Stores, child_runs, machine_of, parent_run, waiting_options
 
 MAX_DIFF_LINES = 400
 
@@ -82,9 +82,14 @@ def timeline(stores: Stores, run_id: str, row: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _provenance(stores: Stores, run_id: str) -> dict[str, Any]:
+def provenance(stores: Stores, run_id: str) -> dict[str, Any]:
+    """Where a run came from and what came of it: the run it was forked from, the run (and step) whose `run_machine`
+    started it, its forks and the runs it started."""
     parent = stores.runs.forked_from(run_id)
+    starter = parent_run(stores, run_id)
     return {
+        # Found in the parent's own log, so it exists while the link does.
+        "started_by": {"run_id": starter[0], "tick": starter[1]} if starter else None,
         "forked_from": {"run_id": parent[0], "tick": parent[1], "exists": stores.runs.has_run(parent[0])}
         if parent
         else None,
@@ -128,7 +133,7 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
         "machines": segs,
         "timeline": timeline(stores, row.run_id, row),
         "waiting": None,
-        **_provenance(stores, row.run_id),
+        **provenance(stores, row.run_id),
     }
     current = machine_of(row.workflow_path)
     if record is not None:

@@ -16,6 +16,7 @@ from typing import Any
 from ..cli.runs import run_detail, run_summary
 from ..errors import SherpaError, StoreError
 from ..skills.store.stats import procedure_detail, procedure_summary, saved_something, savings, stats
+from .review import candidate_groups
 
 PER_PAGE = 50
 TAIL = 200  # trajectory and log entries a run page shows unless asked for all
@@ -107,6 +108,17 @@ def child_runs(stores: Stores, run_ids: list[str]) -> dict[str, list[str]]:
         if isinstance(child, dict) and isinstance(child.get("run_id"), str):
             out.setdefault(run_id, []).append(child["run_id"])
     return out
+
+
+def parent_run(stores: Stores, run_id: str) -> tuple[str, int] | None:
+    """(run, step) whose `run_machine` action started `run_id`, or None for a run started from outside."""
+    # No index on the child id inside the logged result: a scan of run_machine rows, once per run page.
+    row = stores.runs.conn.execute(
+        "SELECT run_id, tick FROM run_log WHERE action = 'run_machine' AND json_valid(outputs) "
+        "AND json_extract(outputs, '$.run_id') = ? ORDER BY id LIMIT 1",
+        (run_id,),
+    ).fetchone()
+    return (row[0], row[1]) if row else None
 
 
 def _replays(stores: Stores, run_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -207,6 +219,7 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
     store = stores.skills
     items: list[dict[str, Any]] = []
     candidates: list[dict[str, Any]] = []
+    to_review: list[tuple[Any, dict[str, Any]]] = []
     saved_by_day: dict[str, dict[str, Any]] = {}
     for p in store.procedures(status=None):
         summary = procedure_summary(store, p)
@@ -218,6 +231,8 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
             recent=[e.outcome for e in reversed(executions)],
         )
         (candidates if p.status == "candidate" else items).append(summary)
+        if p.status == "candidate":
+            to_review.append((p, summary))
         for e in store.executions(p.id):
             if saved_something(p, e):
                 tokens, calls = savings(store, p, e)
@@ -227,7 +242,8 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
                 bucket["llm_calls_saved"] += calls
     return {
         "procedures": items,
-        "candidates": candidates,
+        "candidates": candidates,  # as `learn procedures --all` lists them (the API's order)
+        "review": candidate_groups(to_review),  # the queue a person works through: grouped, most supported first
         "stats": stats(store),
         "saved_by_day": [saved_by_day[d] for d in sorted(saved_by_day)],
     }
@@ -273,21 +289,76 @@ def heartbeat_page(stores: Stores, last: int = 20) -> dict[str, Any]:
 
 
 def teams_page(stores: Stores, limit: int = 500) -> dict[str, Any]:
-    """Multi-agent tasks: the runs named AGENT.TASK (one per agent and task), grouped by task."""
+    """Multi-agent tasks: the runs named AGENT.TASK (one per agent and task), grouped by task, each with its team's
+    name, what it was asked and its answer."""
     rows, _ = stores.runs.search_runs(id_contains=".", limit=limit)
     tasks: dict[str, dict[str, Any]] = {}
+    by_task: dict[str, list[Any]] = {}
     for r in rows:
         agent, _, task = r.run_id.partition(".")
         t = tasks.setdefault(task, {"task": task, "agents": [], "statuses": [], "updated": r.updated})
         t["agents"].append(agent)
         t["statuses"].append(r.status)
         t["updated"] = max(t["updated"], r.updated)
+        by_task.setdefault(task, []).append(r)
+    kept = stores.runs.team_tasks(list(tasks))
+    for task, t in tasks.items():
+        about = _team_task(stores, kept.get(task), by_task[task])
+        t.update(team=about["team"], asked=about["asked"], answer=about["answer"])
     return {"teams": sorted(tasks.values(), key=lambda t: -t["updated"])}
 
 
+def _team_task(stores: Stores, record: dict[str, Any] | None, rows: list[Any]) -> dict[str, Any]:
+    """A task's team name, what it was asked (the first event's name and payload, and the team's inputs) and its
+    answer: the team file's `output` (AGENT.KEY) read from that agent's run, else the last value the task's latest run
+    wrote. Without a kept record (a task run before teams were kept), the earliest event any agent consumed is the
+    question."""
+    from ..agents.team import run_id_for
+    from ..engine.belief import lookup
+
+    answer: dict[str, Any] = {"value": None, "from": None, "run_id": None}
+    task = rows[0].run_id.partition(".")[2]
+    first: dict[str, Any]
+    if record is not None:
+        first = (record.get("events") or [{}])[0]
+        asked = {"event": first.get("name"), "payload": first.get("payload", {}), "inputs": record.get("inputs", {})}
+        output = record.get("output")
+        if output:
+            agent, _, key = output.partition(".")
+            run_id = run_id_for(agent, task)
+            if stores.runs.has_run(run_id):
+                value = lookup(stores.runs.load_belief(run_id, 0).context, key, None)
+                answer = {"value": value, "from": output, "run_id": run_id}
+    else:
+        consumed = [e["event"] for r in rows for e in stores.runs.run_events(r.run_id, "in")[:1]]
+        first = min(consumed, key=lambda e: e.get("timestamp", 0.0), default={})
+        asked = {"event": first.get("name"), "payload": first.get("payload", {}), "inputs": {}}
+    if answer["value"] is None:
+        latest = max(rows, key=lambda r: r.updated)
+        found = stores.runs.conn.execute(
+            "SELECT key, value FROM run_context WHERE run_id = ? ORDER BY id DESC LIMIT 1", (latest.run_id,)
+        ).fetchone()
+        if found is not None:
+            answer = {
+                "value": _loads(found[1]),
+                "from": f"{latest.run_id.partition('.')[0]}.{found[0]}",
+                "run_id": latest.run_id,
+            }
+    return {"team": record.get("name") if record else None, "record": record, "asked": asked, "answer": answer}
+
+
+def _loads(text: str | None) -> Any:
+    import json
+
+    try:
+        return json.loads(text) if text is not None else None
+    except ValueError:
+        return text
+
+
 def team_page(stores: Stores, task: str) -> dict[str, Any]:
-    """One task across agents: every delivery in order (who sent what to whom, and what came of it)
-    and each agent's run."""
+    """One task across agents: its team, question and answer, the team drawn as it ran, every delivery in order (who
+    sent what to whom, and what came of it) and each agent's run."""
     rows, _ = stores.runs.search_runs(id_contains=f".{task}", limit=1000)
     rows = [r for r in rows if r.run_id.partition(".")[2] == task]
     if not rows:
@@ -324,7 +395,19 @@ def team_page(stores: Stores, task: str) -> dict[str, Any]:
             )
     deliveries.sort(key=lambda d: (d["timestamp"], d["tick"]))
     runs = {r.run_id.partition(".")[0]: run_summary(r) for r in rows}
-    return {"task": task, "deliveries": deliveries, "runs": runs}
+    about = _team_task(stores, stores.runs.team_tasks([task]).get(task), rows)
+    record = about["record"] or {}
+    return {
+        "task": task,
+        "team": about["team"],
+        "description": record.get("description", ""),
+        "team_file": record.get("path"),
+        "asked": about["asked"],
+        "answer": about["answer"],
+        "diagram": record.get("mermaid"),
+        "deliveries": deliveries,
+        "runs": runs,
+    }
 
 
 def _age(seconds: float) -> str:

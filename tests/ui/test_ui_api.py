@@ -100,6 +100,24 @@ class TestApiMatchesCli:
         ]
         assert sorted(data["runs"]) == sorted(team["runs"])
 
+    def test_team_task_has_its_name_question_answer_and_drawing(self, client: Any, made: dict[str, Any]) -> None:
+        """A team's task is shown by the team's name, the event it was asked and the team's `output`, not only by its
+        correlation id; its page draws the team as it ran (and so loads Mermaid)."""
+        team = made["team"]
+        task = team["deliveries"][0]["correlation_id"]
+        listed = next(t for t in client.get("/api/teams").json()["teams"] if t["task"] == task)
+        assert listed["team"] == "critic-loop" and listed["asked"]["event"] == "task"
+        assert listed["asked"]["payload"] == {"task": "Explain what a state machine is, in one sentence."}
+        assert listed["answer"]["value"] == team["output"] and listed["answer"]["from"] == "aggregator.answer"
+        data = client.get(f"/api/teams/{task}").json()
+        assert data["team"] == "critic-loop" and data["answer"] == listed["answer"]
+        assert data["diagram"].startswith("stateDiagram-v2") and "topic tasks" in data["diagram"]
+        html = client.get("/teams").text
+        row = html[html.index(f'data-task="{task}"') :].split("</tr>")[0]
+        assert "critic-loop" in row and "Explain what a state machine is" in row and str(team["output"])[:40] in row
+        page = client.get(f"/teams/{task}").text
+        assert "team critic-loop" in page and '<pre class="mermaid" id="diagram">' in page and "mermaid.min.js" in page
+
     def test_every_route_listed_answers(self, client: Any, made: dict[str, Any]) -> None:
         """Each route /api lists answers 200 once its placeholders are filled."""
         fill = {
@@ -144,6 +162,32 @@ class TestPages:
         assert len(one.json()) == 1 and one.headers["x-page"] == "2"
         assert client.get("/api/runs?page=9999").json() == []
         assert client.get("/api/runs?q=%25").json() == []  # a LIKE wildcard is searched for literally
+
+    def test_a_child_run_links_back_to_its_parent(self, client: Any, made: dict[str, Any]) -> None:
+        """A run started by `run_machine` (replay, capture) names the run and the step that started it; the parent
+        lists it among the runs it started."""
+        import re
+
+        runs = client.get("/runs?per_page=500").text
+        parents = re.findall(r'data-run="([^"]+)"', runs)
+        pairs = [
+            (parent, child)
+            for parent in parents
+            for child in re.findall(
+                r'<p class="children">runs it started: (.*?)</p>', client.get(f"/runs/{parent}").text
+            )
+        ]
+        assert pairs, "the skills loop starts child runs (capture): the home should hold one"
+        parent, links = pairs[0]
+        child = re.findall(r'href="/runs/([^"]+)"', links)[0]
+        page = client.get(f"/runs/{child}").text
+        found = re.search(r'<p class="parent">started by <a href="/runs/([^"/]+)/steps/(\d+)">', page)
+        assert found and found.group(1) == parent, page[:2000]
+        api = client.get(f"/api/runs/{child}/provenance").json()
+        assert api["started_by"] == {"run_id": parent, "tick": int(found.group(2))}
+        top = client.get(f"/api/runs/{parent}/provenance").json()
+        assert top["started_by"] is None and child in top["children"]  # a top-level run was started by nobody
+        assert client.get("/api/runs/no-such-run/provenance").status_code == 404
 
     def test_waiting_run_shows_what_it_can_take(self, client: Any, made: dict[str, Any]) -> None:
         html = client.get(f"/runs/{made['waiting']['run_id']}").text
@@ -292,6 +336,51 @@ class TestActions:
         assert r.status_code == 303 and c.get(f"/api/procedures/{pid}").json()["status"] == "rejected"
         again = c.post(f"/procedures/{pid}/reject", data={"csrf": csrf})
         assert again.status_code == 400 and "already rejected" in again.json()["error"]
+
+    def test_review_queue_groups_near_identical_candidates_most_supported_first(
+        self, acting: Any, tmp_path: Path
+    ) -> None:
+        """Five `./run.sh` candidates that differ only in their values are one row with a count, acting on its
+        best-supported member; rows go most-supported first. A POST without the token changes nothing."""
+        import re
+
+        from sherpa_skills.skills.store.database import ProcedureDatabase
+        from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+
+        c, _, csrf = acting
+        store = ProcedureDatabase(home=tmp_path)
+
+        def candidate(commands: list[str], support: int) -> str:
+            return store.add_procedure(
+                CapturedProcedure(
+                    id="",
+                    task_type="run-script",
+                    source="session",
+                    status="candidate",
+                    steps=[ProcedureStep(command=x) for x in commands],
+                    context={"mined": {"support": support}},
+                )
+            ).id
+
+        rare = candidate(["make lint"], 1)
+        scripts = [candidate(["cd /srv/app", f"./run.sh --env {env}"], n) for n, env in enumerate("abcde", start=2)]
+        common = candidate(["ls logs", "tail -n 50 logs/app.log"], 9)
+        store.close()
+        page = c.get("/procedures").text
+        rows = re.findall(r'<tr data-candidate="([^"]+)" data-group-size="(\d+)" data-support="(\d+)"', page)
+        assert rows == [(scripts[-1], "5", "20"), (common, "1", "9"), (rare, "1", "1")]  # total support, most first
+        group = page[page.index(f'data-candidate="{scripts[-1]}"') :].split("</tr>")[0]
+        assert "5 near-identical" in group and all(f'href="/procedures/{pid}"' in group for pid in scripts)
+        assert (
+            f'action="/procedures/{scripts[-1]}/promote"' in group and f'action="/procedures/{scripts[0]}/' not in group
+        )
+
+        refused = c.post(f"/procedures/{scripts[-1]}/promote")  # the grouped row's form, without its token
+        assert refused.status_code == 403 and c.get(f"/api/procedures/{scripts[-1]}").json()["status"] == "candidate"
+        assert c.post(f"/procedures/{scripts[-1]}/promote", data={"csrf": csrf}).status_code == 303
+        assert c.get(f"/api/procedures/{scripts[-1]}").json()["status"] == "active"
+        rows = re.findall(r'<tr data-candidate="([^"]+)" data-group-size="(\d+)"', c.get("/procedures").text)
+        assert rows == [(scripts[-2], "4"), (common, "1"), (rare, "1")]  # the rest of the group, under its next best
 
     def test_page_form_carries_the_token(self, acting: Any) -> None:
         c, run_id, csrf = acting

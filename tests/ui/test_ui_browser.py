@@ -201,7 +201,13 @@ def test_heartbeat_and_teams_pages(page: Any, server: Any, made: dict[str, Any],
 
     task = made["team"]["deliveries"][0]["correlation_id"]
     page.goto(f"{server.url}/teams")
-    page.click(f"tr[data-task='{task}'] a")
+    row = page.locator(f"tr[data-task='{task}']")
+    assert "critic-loop" in row.inner_text() and "Explain what a state machine is" in row.inner_text()
+    row.locator("a").first.click()
+    _diagram(page)  # the team, drawn as it ran: one block per agent
+    drawn = page.eval_on_selector("#diagram svg", "svg => svg.textContent")
+    assert all(agent in drawn for agent in ("worker", "critic", "aggregator")) and "topic tasks" in drawn
+    assert str(made["team"]["output"])[:30] in page.locator("dd.answer").inner_text()
     rows = page.locator("table.deliveries tbody tr")
     assert rows.count() == len(made["team"]["deliveries"])
     first = rows.first.locator("td").all_inner_texts()

@@ -140,7 +140,67 @@ def test_memory_and_domains_pages_and_runs_searched_by_input(tmp_path: Path) -> 
         assert "no domains yet" in client.get("/domains").text
         assert client.get("/api/domains").json() == {"domains": [], "proposals": []}
         missing = client.get("/api/domains/nosuch")
-        assert missing.status_code == 400 and "nosuch" in missing.json()["error"]  # the domain store's UsageError
+        assert missing.status_code == 404 and "no domain 'nosuch'" in missing.json()["error"]
+        page_missing = client.get("/domains/nosuch")
+        assert page_missing.status_code == 404 and "<header>" in page_missing.text and "nosuch" in page_missing.text
+        assert client.get("/api/domains/no%20such").status_code == 400  # not a domain name at all: a usage error
         runs = client.get("/runs?q=crashes").text  # the ticket text is an input
         assert f'data-run="{run_id}"' in runs and "ticket=The app crashes" in runs
         assert f'data-run="{run_id}"' not in client.get("/runs?q=refund").text
+
+
+def test_the_procedure_page_shows_its_aliases_and_rejections(tmp_path: Path) -> None:
+    """Issue 22's answers on the procedure page: each alias and rejection with its id, wording, who answered and when
+    (escaped like every stored text); a procedure without any says so."""
+    from sherpa_skills.skills.store.answers import Answers
+    from sherpa_skills.skills.store.database import ProcedureDatabase
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+
+    store = ProcedureDatabase(home=tmp_path)
+    pid = store.add_procedure(
+        CapturedProcedure(
+            id="", task_type="deploy", source="session", status="active", steps=[ProcedureStep(command="make deploy")]
+        )
+    ).id
+    other = store.add_procedure(
+        CapturedProcedure(
+            id="", task_type="backup", source="session", status="active", steps=[ProcedureStep(command="make backup")]
+        )
+    ).id
+    answers = Answers(store)
+    alias = answers.add_alias(pid, "ship the proxy config <b>now</b>", "ship proxy config now", by="ada")
+    rejection = answers.add_rejection(pid, "restore the database from the dump", "restore database dump", by="judge")
+    store.close()
+    with TestClient(create_app(tmp_path), base_url=LOCAL) as client:
+        page = client.get(f"/procedures/{pid}").text
+        section = page[page.index('<table class="answers">') :]
+        assert f'<tr data-answer="{alias.id}" class="alias">' in section
+        assert f'<tr data-answer="{rejection.id}" class="rejection">' in section
+        assert "ship the proxy config &lt;b&gt;now&lt;/b&gt;" in section and "<b>now</b>" not in section
+        assert "restore the database from the dump" in section and ">ada<" in section and ">judge<" in section
+        assert section.count("<time") >= 2  # when each was answered
+        assert f"sherpa-skills learn forget {alias.id}" in section  # how to undo one: the view itself is read-only
+        api = client.get(f"/api/procedures/{pid}").json()
+        assert [a["id"] for a in api["aliases"]] == [alias.id] and [r["id"] for r in api["rejections"]] == [
+            rejection.id
+        ]
+        assert "no aliases or rejections yet" in client.get(f"/procedures/{other}").text
+
+
+def test_a_team_task_recorded_before_teams_were_kept_still_reads(tmp_path: Path) -> None:
+    """A task whose team was not kept (run before this record existed) is shown as such: its question is the first
+    event an agent received, its answer the last value its latest run wrote, and no drawing is invented."""
+    import sqlite3
+
+    home = tmp_path / "home"
+    assert main(["run", str(ROOT / "examples" / "critic_loop" / "team.yaml"), "--home", str(home), "-q"]) == 0
+    with sqlite3.connect(home / "store.db") as conn:
+        assert conn.execute("SELECT team FROM team_tasks").fetchall() == [("critic-loop",)]
+        conn.execute("DELETE FROM team_tasks")
+    with TestClient(create_app(home), base_url=LOCAL) as client:
+        (listed,) = client.get("/api/teams").json()["teams"]
+        assert listed["team"] is None and listed["asked"]["event"] == "task"
+        assert listed["asked"]["payload"] == {"task": "Explain what a state machine is, in one sentence."}
+        assert listed["answer"]["value"] is not None and listed["answer"]["run_id"].startswith("aggregator.")
+        page = client.get(f"/teams/{listed['task']}").text
+        assert "team not recorded" in page and "mermaid.min.js" not in page and "No drawing" in page

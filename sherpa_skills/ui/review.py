@@ -1,0 +1,47 @@
+"""The candidate review queue: near-identical candidates (the same steps once values are set aside) as one row with a
+count, rows ordered by how often what they do was seen, most first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..skills.mine.recurring import shape
+from ..skills.store.params import PARAMETER
+
+
+def support(p: Any) -> int:
+    """How often a candidate was seen: mining's count of separate sessions or days, else its successes."""
+    mined = (p.context or {}).get("mined") or {}
+    value = mined.get("support")
+    return int(value) if isinstance(value, int) and value > 0 else int(p.success_count)
+
+
+def group_key(p: Any) -> tuple[Any, ...]:
+    """Steps compared by program, sub-command, flags and operators; paths, values and parameters are slots. A
+    trajectory (decisions, no steps) or a step the shell parser cannot read is its own group."""
+    if not p.steps:
+        return ("id", p.id)
+    shapes = []
+    for step in p.steps:
+        found = shape(PARAMETER.sub("P", step.command))
+        if found is None:
+            return ("id", p.id)
+        shapes.append(found)
+    return ("steps", p.kind, tuple(shapes))
+
+
+def candidate_groups(candidates: list[tuple[Any, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """(procedure, its summary row) pairs → one row per group: its representative (the best-supported member, the
+    newest on a tie) is the one a review acts on; the others are listed with it."""
+    groups: dict[tuple[Any, ...], list[tuple[Any, dict[str, Any]]]] = {}
+    for p, row in candidates:
+        groups.setdefault(group_key(p), []).append((p, {**row, "support": support(p)}))
+    out = []
+    for members in groups.values():
+        members.sort(key=lambda m: (-m[1]["support"], -m[0].updated))
+        rows = [row for _, row in members]
+        out.append(
+            {**rows[0], "group_size": len(rows), "group_support": sum(r["support"] for r in rows), "others": rows[1:]}
+        )
+    out.sort(key=lambda g: (-g["group_support"], -g["support"], g["id"]))
+    return out
