@@ -472,14 +472,25 @@ class RunStore:
     def load_belief(self, run_id: str, tail: int | None = None) -> Belief:
         """The run's belief; with `tail`, only the last `tail` trajectory and log entries (the
         context is always whole)."""
+        return self._belief(run_id, tail=tail)
+
+    def belief_at(self, run_id: str, tick: int) -> Belief:
+        """The run's belief as it was once step `tick` was committed: what a step view shows and a fork starts from."""
+        return self._belief(run_id, up_to=tick)
+
+    def _belief(self, run_id: str, *, tail: int | None = None, up_to: int | None = None) -> Belief:
+        """The run's rows as a belief: all of them, the last `tail` trajectory and log entries, or those up to tick
+        `up_to`."""
         conn = self.conn
+        where, params = (
+            ("WHERE run_id = ?", (run_id,)) if up_to is None else ("WHERE run_id = ? AND tick <= ?", (run_id, up_to))
+        )
         limit = "" if tail is None else f" DESC LIMIT {max(0, int(tail))}"
         trajectory = [
             TrajectoryEntry(tick=r[0], state=r[1], trigger=r[2], source=r[3], decided_by=r[4], at=r[5])
             for r in conn.execute(
-                "SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory WHERE run_id = ? ORDER BY id"
-                + limit,
-                (run_id,),
+                f"SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory {where} ORDER BY id" + limit,
+                params,
             )
         ]
         log = [
@@ -498,53 +509,15 @@ class RunStore:
             )
             for r in conn.execute(
                 "SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error, "
-                "repeated FROM run_log WHERE run_id = ? ORDER BY id" + limit,
-                (run_id,),
+                f"repeated FROM run_log {where} ORDER BY id" + limit,
+                params,
             )
         ]
         if tail is not None:
             trajectory.reverse()
             log.reverse()
         context: dict[str, Any] = {}
-        for key, value in conn.execute("SELECT key, value FROM run_context WHERE run_id = ? ORDER BY id", (run_id,)):
-            context[key] = json.loads(value)
-        return Belief(trajectory=trajectory, log=log, context=context)
-
-    def belief_at(self, run_id: str, tick: int) -> Belief:
-        """The run's belief as it was once step `tick` was committed: what a step view shows and a fork starts from."""
-        conn = self.conn
-        trajectory = [
-            TrajectoryEntry(tick=r[0], state=r[1], trigger=r[2], source=r[3], decided_by=r[4], at=r[5])
-            for r in conn.execute(
-                "SELECT tick, state, trigger, source, decided_by, at FROM run_trajectory "
-                "WHERE run_id = ? AND tick <= ? ORDER BY id",
-                (run_id, tick),
-            )
-        ]
-        log = [
-            LogEntry(
-                tick=r[0],
-                action=r[1],
-                inputs=json.loads(r[2]),
-                outputs=json.loads(r[3]) if r[3] is not None else None,
-                status=r[4],
-                started=r[5],
-                duration_ms=r[6],
-                tokens=r[7],
-                cost=r[8],
-                error=r[9],
-                repeated=bool(r[10]),
-            )
-            for r in conn.execute(
-                "SELECT tick, action, inputs, outputs, status, started, duration_ms, tokens, cost, error, "
-                "repeated FROM run_log WHERE run_id = ? AND tick <= ? ORDER BY id",
-                (run_id, tick),
-            )
-        ]
-        context: dict[str, Any] = {}
-        for key, value in conn.execute(
-            "SELECT key, value FROM run_context WHERE run_id = ? AND tick <= ? ORDER BY id", (run_id, tick)
-        ):
+        for key, value in conn.execute(f"SELECT key, value FROM run_context {where} ORDER BY id", params):
             context[key] = json.loads(value)
         return Belief(trajectory=trajectory, log=log, context=context)
 

@@ -113,7 +113,11 @@ def test_duplicate_delivery_and_a_later_transcript_import_store_the_command_once
 
 def test_a_secret_in_a_command_is_redacted_before_it_is_stored(tmp_path: Path) -> None:
     secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-    run_hook(tmp_path, "claude-code", post_tool(f"curl -H 'Authorization: token {secret}' https://api", "toolu_s"))
+    run_hook(
+        tmp_path,
+        "claude-code",
+        post_tool(f"curl -H 'Authorization: token {secret}' https://api.example.invalid", "toolu_s"),
+    )
     (stored,) = commands(tmp_path)
     assert secret not in stored.command and "[REDACTED]" in stored.command
     assert secret not in (tmp_path / "store.db").read_bytes().decode("latin-1")

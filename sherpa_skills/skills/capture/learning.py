@@ -70,7 +70,7 @@ def learner_for(request: HookRequest) -> Learner | None:
     if isinstance(learn, ProcedureDatabase):
         return Learner(learn)
     make = getattr(learn, "learner", None)  # the public SkillStore (skills/api.py, a layer above this one)
-    if callable(make) and learn is not True:
+    if callable(make):
         learner: Learner = make()
         return learner
     if learn is not True:
