@@ -50,6 +50,7 @@ SKILL_LAYERS: dict[str, int] = {
     "mine": 1,
     "run_removal": 1,
     "replay": 2,
+    "decide": 3,  # the decision memory: beside capture, which feeds it (capture.learning imports it)
     "capture": 3,
     "api": 4,
     "__init__": 5,

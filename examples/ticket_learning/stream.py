@@ -1,9 +1,9 @@
 """Twenty tickets of three kinds through a workflow that learns (`policy: {learn: true}`), with the scripted model.
 
 The first tickets of a kind are planned by the LLM and captured (a procedure is replayed once two successes prove it);
-later ones replay with no LLM call; a refund whose charge is disputed diverges where its guard now fails, the LLM
-takes over in the same run, and that success becomes the procedure's next version (seen succeeding once, so the refund
-after it is planned again).
+meanwhile the workflow's decision memory takes the decisions its past ones agree on; later tickets replay with no LLM
+call. A refund whose charge is disputed diverges where its guard now fails, the LLM takes over in the same run, and
+that success becomes the refund procedure's branch: the routine refund after it replays again.
 Run it with `python examples/ticket_learning/stream.py [--home DIR]` (default: a fresh temporary folder).
 """
 
@@ -57,6 +57,7 @@ def stream(home: Path) -> list[dict[str, Any]]:
                     "tokens_saved": result.tokens_saved,
                     "diverged_at": result.diverged_at,
                     "run_id": result.run_id,
+                    "context": result.context,
                 }
             )
     finally:

@@ -222,6 +222,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"alias {a['id']}: {a['text']!r}  [dim](confirmed by {a['by']}{_scope(a)})[/]")
     for a in data["rejections"]:
         console.print(f"rejected {a['id']}: {a['text']!r}  [dim](by {a['by']}{_scope(a)})[/]")
+    for b in data["branches"]:
+        path = " → ".join(f"{d['state']}: {d['trigger']}" for d in b["decisions"])
+        console.print(f"branch taken by {b['runs']} run(s), leaving at decision {b['step']} in {b['state']}: {path}")
+        console.print(f"  [dim]{b['reason']}[/]")
     for e in executions:
         console.print(f"  [dim]{e.outcome:<9} v{e.version} step {e.diverged_step or '-'} {e.reason or ''}[/]")
     return EXIT_OK

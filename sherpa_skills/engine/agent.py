@@ -84,6 +84,9 @@ class RunResult:
     # less what it spent.
     tokens_saved: int | None = None
     llm_calls_saved: int | None = None
+    #: What a learning run's learning did: the procedure it followed, the decisions its memory answered and where it
+    #: abstained, the examples and branch it saved (None when the run does not learn).
+    learning: dict[str, Any] | None = None
 
     def __getattr__(self, name: str) -> Any:
         counters = self.__dict__.get("counters", {})
@@ -112,6 +115,7 @@ class RunResult:
                 if self.tokens_saved is not None
                 else {}
             )
+            | ({"learning": self.learning} if self.learning is not None else {})
         )
 
 

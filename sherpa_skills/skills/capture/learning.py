@@ -11,10 +11,16 @@ import structlog
 
 from ...engine.hooks import HookRequest, RunHook
 from ...errors import SherpaError, UsageError
+from ...policy.base import Decision, DecisionContext
+from ..decide.examples import add_examples
+from ..decide.features import meaning_text
+from ..decide.memory import DecisionMemory
+from ..decide.recall import Recall
 from ..match.matcher import MatchDecision, Matcher
 from ..replay.divergence import Divergence
 from ..replay.policy import ReplayPolicy
 from ..replay.runtime import skill_matcher, skill_store
+from ..store.branches import add_branch, described_procedure
 from ..store.database import ProcedureDatabase, decision_signature
 from ..store.models import POLICY_DECIDERS, CapturedProcedure, Outcome
 from ..store.recording import credit_or_new_version, record_execution
@@ -24,6 +30,7 @@ from .trajectory import capture_decisions, described_task, one_word_inputs
 
 if TYPE_CHECKING:
     from ...engine.agent import Agent, RunResult
+    from ...engine.compiler import CompiledMachine
     from ...engine.events import Event
     from ...policy.base import Policy
 
@@ -39,6 +46,18 @@ class Learner:
     def __init__(self, store: ProcedureDatabase, matcher: Matcher | None = None):
         self.store = store
         self.matcher = matcher or Matcher(store)
+        self.memory = DecisionMemory(store)
+        self._vectors: dict[str, Any] = {}
+
+    def vector(self, text: str) -> tuple[Any, str | None]:
+        """The task wording's embedding (made once per wording in this process) and the embedder's name."""
+        embedder = self.matcher.embedder
+        name = getattr(embedder, "name", None)
+        if text not in self._vectors:
+            if len(self._vectors) > 1024:
+                self._vectors.clear()
+            self._vectors[text] = embedder.embed([text])[0]
+        return self._vectors[text], name
 
     def hook(self) -> LearningHook:
         return LearningHook(self)
@@ -96,11 +115,43 @@ def _task(inputs: dict[str, Any], event: Event | None) -> dict[str, Any]:
     return {**carried, **inputs}
 
 
+def _valid_decisions(machine: CompiledMachine) -> set[tuple[str, str]]:
+    """The (state, trigger) pairs the workflow has now: a decision example recorded on another is unusable."""
+    return {(leaf, edge.trigger) for i, leaf in enumerate(machine.leaves) for edge in machine.edges[i]}
+
+
+class LearningAdvisor:
+    """A learning run's advice, asked after the rules and before the LLM: the replay of the procedure its task matched;
+    where there is none or it diverged, the workflow's decision memory; where that abstains on the run's first decision
+    and the match needed confirmation, the judge's question (its choice is then replayed)."""
+
+    def __init__(self, hook: LearningHook):
+        self.hook = hook
+
+    def decide(self, ctx: DecisionContext) -> Decision | None:
+        hook = self.hook
+        if hook.replay is not None:
+            decision = hook.replay.decide(ctx)
+            if decision is not None:
+                return decision
+        if hook.recall is not None:
+            decision = hook.recall.decide(ctx)
+            if decision is not None:
+                return decision
+        if hook.judge_due() and hook.judge() and hook.replay is not None:
+            return hook.replay.decide(ctx)
+        return None
+
+    async def adecide(self, ctx: DecisionContext) -> Decision | None:
+        return self.decide(ctx)
+
+
 class LearningHook(RunHook):
-    """One run's learning. At start the task is matched and the match kept with the run; the replay is the run's
-    advisor (after the rules, before the LLM); when the run stops final it is captured, and a replayed procedure's
-    execution recorded. On resume the kept state rebuilds the replay, which counts its position from the run's own
-    trajectory: a run killed mid-replay goes on replaying."""
+    """One run's learning. At start the task is matched and the match kept with the run; the advice (the replay, the
+    decision memory, the judge) is the run's advisor; when the run stops final it is captured, its LLM decisions
+    become examples of the decision memory, and a replayed procedure's execution is recorded (a run that left it for
+    another path and succeeded is the procedure's branch). On resume the kept state rebuilds the advice, which counts
+    its position from the run's own trajectory: a run killed mid-replay goes on replaying."""
 
     name = HOOK_NAME
     learns = True
@@ -112,19 +163,20 @@ class LearningHook(RunHook):
         self.match: MatchDecision | None = None
         self.procedure: CapturedProcedure | None = None
         self.replay: ReplayPolicy | None = None
+        self.recall: Recall | None = None
+        self._agent: Agent | None = None
+        self._advisor = LearningAdvisor(self)
         self._state: dict[str, Any] | None = None
+        self._recall_saved = 0
         self._kept_divergence: dict[str, Any] | None = None
+        self._unusable: dict[str, int] = {}
 
     # ------------------------------------------------------------------ the run's hooks
 
     def on_start(self, agent: Agent, inputs: dict[str, Any], event: Event | None) -> dict[str, Any] | None:
-        self.active, self.task = True, _task(inputs, event)
+        self.active, self.task, self._agent = True, _task(inputs, event), agent
         self.match, proc = self.learner.match(agent.machine.name, self.task)
         params = dict(self.match.params) if proc is not None else {}
-        confirmation = None
-        if proc is None and self.match.decision == "needs-confirmation":
-            proc, confirmation = self._judge(agent)
-            params = one_word_inputs(self.task) if proc is not None else {}
         self._state = {
             "task": self.task,
             "procedure": proc.id if proc is not None else None,
@@ -133,16 +185,47 @@ class LearningHook(RunHook):
             "score": round(self.match.selected.score, 4) if proc is not None and self.match.selected else None,
             "started": time.time(),
             "divergence": None,
-            "confirmation": confirmation,
+            "confirmation": None,
+            # Asked lazily: only where the decision memory cannot take the run's first decision itself.
+            "judge": "due" if proc is None and self.match.decision == "needs-confirmation" else None,
+            "asked": {},
         }
         if proc is not None:
             self._follow(agent, proc, None)
+        self._remember(agent, {}, {})
         return None
 
+    def judge_due(self) -> bool:
+        state = self._state
+        return (
+            state is not None
+            and state.get("judge") == "due"
+            and self._agent is not None
+            and self.recall is not None
+            and self.recall.reader.decisions == 0
+        )
+
+    def judge(self) -> bool:
+        """A plausible match put to the workflow's own model: one multiple-choice question, counted in the run's calls
+        and tokens. Its choice becomes an alias (the next such wording replays directly) and is replayed from here,
+        its "none of these" a remembered rejection; garbage, a procedure not offered or a failed call is a no, and
+        remembers nothing. True when a procedure was chosen."""
+        agent, state = self._agent, self._state
+        assert agent is not None and state is not None and self.match is not None
+        proc, confirmation = self._judge(agent)
+        self._state = state = {**state, "judge": "asked", "confirmation": confirmation}
+        if proc is None:
+            return False
+        self._state = {
+            **state,
+            "procedure": proc.id,
+            "version": proc.version,
+            "params": one_word_inputs(self.task),
+        }
+        self._follow(agent, proc, None)
+        return True
+
     def _judge(self, agent: Agent) -> tuple[CapturedProcedure | None, dict[str, Any] | None]:
-        """A plausible match is put to the workflow's own model: one multiple-choice question, counted in the run's
-        calls and tokens. Its choice becomes an alias (the next such wording replays directly), its "none of these" a
-        remembered rejection; garbage, a procedure not offered or a failed call is a no, and remembers nothing."""
         assert self.match is not None
         workflow, store = agent.machine.name, self.learner.store
         offered = [store.get(c.procedure_id) for c in self.match.offered]
@@ -179,7 +262,8 @@ class LearningHook(RunHook):
     def on_resume(self, agent: Agent, saved: Any) -> None:
         if not isinstance(saved, dict):
             return  # started without learning: it stays so
-        self.active, self._state, self.task = True, saved, dict(saved.get("task") or {})
+        self.active, self._state, self.task, self._agent = True, saved, dict(saved.get("task") or {}), agent
+        self._remember(agent, saved.get("asked") or {}, saved.get("taken") or {})
         taken = sum(1 for t in agent.belief.trajectory if t.decided_by in POLICY_DECIDERS)
         kept = saved.get("divergence")
         if kept is not None and kept.get("step") is not None and kept["step"] >= taken:
@@ -215,7 +299,7 @@ class LearningHook(RunHook):
         self._follow(agent, proc if why is None else None, saved.get("divergence") or self._kept_divergence)
 
     def advisor(self) -> Policy | None:
-        return self.replay
+        return self._advisor if self.active else None
 
     def saved(self) -> Any:
         state = self._state
@@ -224,6 +308,15 @@ class LearningHook(RunHook):
         divergence = self.replay.divergence if self.replay is not None else None
         if divergence is not state.get("divergence") and divergence != state.get("divergence"):
             state = self._state = {**state, "divergence": divergence}  # a new object: written with this tick
+        recall = self.recall
+        if recall is not None and len(recall.asked) + len(recall.taken) != self._recall_saved:
+            # What the memory was asked and took is kept with the run: a resumed run learns from all of it.
+            self._recall_saved = len(recall.asked) + len(recall.taken)
+            state = self._state = {
+                **state,
+                "asked": {str(k): v for k, v in recall.asked.items()},
+                "taken": {str(k): v for k, v in recall.taken.items()},
+            }
         return state
 
     def on_stop(self, agent: Agent, result: RunResult) -> None:
@@ -241,10 +334,46 @@ class LearningHook(RunHook):
                 )
             result.diverged_at = self.replay.divergence
         result.tokens_saved, result.llm_calls_saved = self._saved(result)
+        report: dict[str, Any] = {}
         if result.status in ("final", "error"):
-            self._learn(agent, result)
+            report = self._learn(agent, result) or {}
+        result.learning = self._report(report)
 
     # ------------------------------------------------------------------ inside
+
+    def _remember(self, agent: Agent, asked: dict[str, Any], taken: dict[str, Any]) -> None:
+        """The run's questions to its workflow's decision memory, brought up to date with the store."""
+        learner, workflow = self.learner, agent.machine.name
+        self._unusable = dict(learner.memory.refresh(workflow, _valid_decisions(agent.machine)))
+        if self._unusable:
+            log.warning("decision_examples_unusable", workflow=workflow, unusable=self._unusable)
+        text = meaning_text(self.task)
+
+        def vector() -> tuple[Any, str | None]:
+            try:
+                return learner.vector(text)
+            except Exception as exc:  # no embedder: the memory goes by values alone
+                log.warning("decision_memory_no_embedding", error=str(exc))
+                return None, None
+
+        self.recall = Recall(learner.memory, workflow, self.task, one_word_inputs(self.task), vector)
+        self.recall.asked = {int(k): v for k, v in asked.items()}
+        self.recall.taken = {int(k): v for k, v in taken.items()}
+        self._recall_saved = len(asked) + len(taken)
+
+    def _report(self, learned: dict[str, Any]) -> dict[str, Any]:
+        """What this run's learning did, for its result and its page."""
+        state, recall = self._state or {}, self.recall
+        return {
+            "procedure": state.get("procedure"),
+            "version": state.get("version"),
+            "judged": state.get("confirmation"),
+            "memory_answered": recall.answered if recall else 0,
+            "memory_abstained": recall.abstained[-10:] if recall else [],
+            "memory_ms": [round(ms, 3) for ms in recall.answer_ms] if recall else [],
+            "unusable_examples": self._unusable,
+            **learned,
+        }
 
     def _follow(self, agent: Agent, proc: CapturedProcedure | None, divergence: dict[str, Any] | None) -> None:
         """The replay of `proc`; a stopped one, carrying `divergence`, once the run left it or cannot follow it."""
@@ -267,12 +396,26 @@ class LearningHook(RunHook):
             return 0, 0
         return saved_by(proc, result.counters["tokens"], result.counters["llm_calls"])
 
-    def _learn(self, agent: Agent, result: RunResult) -> None:
+    def _learn(self, agent: Agent, result: RunResult) -> dict[str, Any]:
         store, proc, replay = self.learner.store, self.procedure, self.replay
         started = float((self._state or {}).get("started") or time.time())
+        decisions = (
+            capture_decisions(agent.belief, self.task, proc.decisions if proc else None)
+            if result.status == "final"
+            else []
+        )
+        if self.recall is not None:
+            self.recall.restore_arguments(decisions)
         if proc is not None and replay is not None:
             diverged = replay.divergence
             outcome: Outcome = "error" if result.status == "error" else ("diverged" if diverged else "success")
+            if (
+                outcome == "diverged"
+                and decisions
+                and self._kept_divergence is None
+                and decision_signature(decisions) != decision_signature(proc.decisions)
+            ):
+                outcome = "branch"  # left the routine where an exception made it, and succeeded: not its failure
             record_execution(
                 store,
                 proc,
@@ -284,27 +427,48 @@ class LearningHook(RunHook):
                 llm_calls=result.counters["llm_calls"],
                 run_id=agent.run_id,
             )
-        if result.status != "final":
-            return
-        decisions = capture_decisions(agent.belief, self.task, proc.decisions if proc else None)
-        if not decisions:
-            return  # nothing a policy decided: nothing to learn
+        if result.status != "final" or not decisions:
+            return {}  # failed, or nothing a policy decided: nothing to learn
+        learned: dict[str, Any] = {}
+        if self.recall is not None:
+            examples = self.recall.examples(decisions, meaning_text(self.task), agent.run_id)
+            add_examples(store, examples)
+            learned["examples_saved"] = len(examples)
         if proc is not None and replay is not None and replay.divergence is None:
-            return  # followed as recorded: the execution above is its credit
-        # Diverged and took another path, or the same one in a changed world (a check observes other features): the
-        # procedure's next version (its description stays the task's). Otherwise a new procedure, or a credit to its
-        # twin. A procedure replaced while the run waited is not relearned from a run that followed an older version.
+            return learned  # followed as recorded: the execution above is its credit
+        text = described_task(self.task)
+        if proc is None:
+            # One description, one procedure: a run of a described task that went another way is its branch.
+            proc = described_procedure(store, agent.machine.name, text[:500])
+        if proc is not None and self._kept_divergence is None:
+            if decision_signature(decisions) != decision_signature(proc.decisions):
+                # An exception: the run left the routine and succeeded another way. That way is the procedure's
+                # branch; the routine stays the procedure, and the decision memory learned what separated them.
+                divergence = (replay.divergence if replay is not None else None) or {}
+                runs = add_branch(
+                    store,
+                    proc.id,
+                    decision_signature(decisions),
+                    step=divergence.get("step"),
+                    state=divergence.get("state"),
+                    reason=str(divergence.get("reason") or "another path"),
+                    decisions=[d.model_dump(mode="json", exclude={"outcomes_before"}) for d in decisions],
+                    run_id=agent.run_id,
+                )
+                log.info("trajectory_branch", procedure=proc.id, runs=runs)
+                learned["branch"] = {"procedure": proc.id, "runs": runs}
+                return learned
+        # The same path in a changed world (a check observes other features): the procedure's next version (its
+        # description stays the task's). Otherwise a new procedure, or a credit to its twin. A procedure replaced
+        # while the run waited is not relearned from a run that followed an older version.
         relearn = (
             proc.id
             if proc is not None
+            and self.procedure is not None
             and self._kept_divergence is None
-            and (
-                decision_signature(decisions) != decision_signature(proc.decisions)
-                or _checks(decisions) != _checks(proc.decisions)
-            )
+            and _checks(decisions) != _checks(proc.decisions)
             else None
         )
-        text = described_task(self.task)
         captured, new = credit_or_new_version(
             store,
             CapturedProcedure(
@@ -324,7 +488,10 @@ class LearningHook(RunHook):
         )
         if relearn:
             log.info("trajectory_relearned", procedure=captured.id, version=captured.version)
-            return
+            learned["relearned"] = {"procedure": captured.id, "version": captured.version}
+            return learned
         if new:
             self.learner.matcher.index(captured)
         log.info("trajectory_captured", procedure=captured.id, inserted=new)
+        learned["captured"] = {"procedure": captured.id, "new": new}
+        return learned

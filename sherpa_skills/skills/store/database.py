@@ -195,6 +195,27 @@ def m008_aliases(conn: sqlite3.Connection) -> None:
     )
 
 
+def m009_decision_examples(conn: sqlite3.Connection) -> None:
+    """The decision memory (skills/decide/): every decision a workflow's LLM took, as a labelled example of its
+    (workflow, state) — what the decision saw (features, the path of decisions before it, the task's wording and
+    vector) and what it chose (trigger, parametrised arguments) — and the branches a procedure's runs took when an
+    exception made them leave it (a branch is not a new version: the routine stays the procedure)."""
+    execute_script(
+        conn,
+        """
+        CREATE TABLE decision_examples (
+            id INTEGER PRIMARY KEY, workflow TEXT NOT NULL, state TEXT NOT NULL, trigger TEXT NOT NULL,
+            args TEXT NOT NULL, features TEXT NOT NULL, path TEXT NOT NULL, task TEXT NOT NULL,
+            vector BLOB, embedder TEXT, run_id TEXT, created REAL NOT NULL);
+        CREATE INDEX decision_examples_at ON decision_examples (workflow, id);
+        CREATE TABLE procedure_branches (
+            procedure_id TEXT NOT NULL, signature TEXT NOT NULL, step INTEGER, state TEXT, reason TEXT NOT NULL,
+            decisions TEXT NOT NULL, runs INTEGER NOT NULL, first_run TEXT, last_run TEXT, first_seen REAL NOT NULL,
+            last_seen REAL NOT NULL, PRIMARY KEY (procedure_id, signature));
+    """,
+    )
+
+
 MIGRATIONS = [
     m001_skills,
     m002_fts_by_rowid,
@@ -204,6 +225,7 @@ MIGRATIONS = [
     m006_learning_about,
     m007_promotions,
     m008_aliases,
+    m009_decision_examples,
 ]
 
 

@@ -7,7 +7,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Source = Literal["session", "run", "manual"]
-Outcome = Literal["success", "diverged", "error", "dry-run"]
+#: branch: the run left the routine where an exception made it (a guard, a check) and succeeded another way — an
+#: exception handled, kept as the procedure's branch, neither a success nor a failure of the routine.
+Outcome = Literal["success", "diverged", "error", "dry-run", "branch"]
 #: new: not run since captured or promoted (no evidence yet); see skills/store/scoring.py for the rule.
 HealthStatus = Literal["new", "healthy", "degraded", "broken", "needs-relearning"]
 #: shell: commands replayed by the replay machine; trajectory: a workflow's decisions, replayed by the replay policy.

@@ -74,8 +74,9 @@ def health_report(
     evidence_since: float | None = None,
 ) -> ProcedureHealthReport:
     """From the executions in the procedure's evidence window (since capture or its last promotion), newest first;
-    dry runs are excluded. The one place a status is computed: the CLI, the heartbeat and the browser view read it."""
-    real = [e for e in executions if e.outcome != "dry-run"]
+    dry runs and branches (an exception handled another way) are excluded. The one place a status is computed: the
+    CLI, the heartbeat and the browser view read it."""
+    real = [e for e in executions if e.outcome not in ("dry-run", "branch")]
     recent = real[:window]
     rate = sum(e.outcome == "success" for e in recent) / len(recent) if recent else None
     failures = [e for e in recent if e.outcome != "success"]

@@ -30,6 +30,7 @@ def procedure_summary(store: Any, p: Any) -> dict[str, Any]:
 def procedure_detail(store: Any, p: Any) -> dict[str, Any]:
     """One procedure version as `learn show --json` prints it (and the browser view's /api/procedures/ID)."""
     from .answers import Answers
+    from .branches import branches
 
     health = store.health(p.id, version=p.version)
     executions = store.executions(p.id, limit=10)
@@ -41,6 +42,7 @@ def procedure_detail(store: Any, p: Any) -> dict[str, Any]:
         "promotions": store.promotions(p.id),
         "aliases": [a for a in answers if a["kind"] == "alias"],
         "rejections": [a for a in answers if a["kind"] == "rejection"],
+        "branches": branches(store, p.id) if p.kind == "trajectory" else [],
         "recent_executions": [e.model_dump(mode="json") for e in executions],
     }
 
@@ -61,7 +63,7 @@ def saved_something(p: Any, e: Any) -> bool:
     """Whether an execution counts in the savings: a successful replay, or a trajectory's run that diverged and still
     finished (the LLM took over in the same run, after the replayed decisions; its execution holds the whole run's
     cost)."""
-    return e.outcome == "success" or (p.kind == "trajectory" and e.outcome == "diverged")
+    return e.outcome == "success" or (p.kind == "trajectory" and e.outcome in ("diverged", "branch"))
 
 
 def stats(store: Any) -> dict[str, Any]:
@@ -79,7 +81,7 @@ def stats(store: Any) -> dict[str, Any]:
                 "task_type": p.task_type,
                 "kind": p.kind,
                 "replays": len(replays),
-                "diverged": sum(e.outcome == "diverged" for e in executions),
+                "diverged": sum(e.outcome in ("diverged", "branch") for e in executions),  # left the recording
                 "dry_runs": sum(e.outcome == "dry-run" for e in executions),
                 "planned_tokens": p.planned_tokens,
                 "tokens_saved": sum(t for t, _ in saved),

@@ -16,11 +16,17 @@ from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.errors import UsageError, WorkflowError
 from sherpa_skills.runtime import load_workflow, load_workflow_text
 from sherpa_skills.skills.capture.learning import LearningHook
+from sherpa_skills.skills.store.branches import branches
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ticket_learning"
 WORKFLOW = str(EXAMPLE / "workflow.yaml")
 REFUND = "Please refund my order, it arrived damaged"
+
+
+def cli_text(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(list(args))
+    return code, capsys.readouterr().out
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
@@ -50,7 +56,7 @@ class TestYamlWorkflowThroughTheCli:
         assert third["context"]["refunded"] == 4419  # this ticket's order (a number, as typed), not the recorded one
         assert third["tokens_saved"] == first["tokens"] and third["llm_calls_saved"] == 2
 
-    def test_a_guard_that_now_fails_hands_over_to_the_llm_in_the_same_run_and_relearns(self, capsys, tmp_path):
+    def test_a_guard_that_now_fails_hands_over_to_the_llm_in_the_same_run_and_is_a_branch(self, capsys, tmp_path):
         refund(capsys, tmp_path, "4417")
         refund(capsys, tmp_path, "4418")
         disputed = refund(capsys, tmp_path, "4420", "-i", "disputed=yes")
@@ -61,9 +67,19 @@ class TestYamlWorkflowThroughTheCli:
         )
         code, [proc] = cli(capsys, "learn", "procedures", "--all", "--home", str(tmp_path))
         code, shown = cli(capsys, "learn", "show", proc["id"], "--home", str(tmp_path))
-        assert (shown["kind"], shown["version"]) == ("trajectory", 2)
-        assert [d["trigger"] for d in shown["decisions"]] == ["refund", "hand_to_disputes"]
-        assert [e["outcome"] for e in shown["recent_executions"]] == ["diverged"]
+        # An exception is a branch of the routine, not its replacement: the routine replays again at once.
+        assert (shown["kind"], shown["version"]) == ("trajectory", 1)
+        assert [d["trigger"] for d in shown["decisions"]] == ["refund", "close"]
+        [branch] = shown["branches"]
+        assert [d["trigger"] for d in branch["decisions"]] == ["refund", "hand_to_disputes"] and branch["runs"] == 1
+        assert [e["outcome"] for e in shown["recent_executions"]] == ["branch"]  # an exception, not a failure
+        routine = refund(capsys, tmp_path, "4421")
+        assert (routine["state"], routine["llm_calls"], routine["replayed_decisions"]) == ("closed", 0, 2)
+        code, text = cli_text(capsys, "learn", "show", proc["id"], "--home", str(tmp_path))
+        assert (
+            "branch taken by 1 run(s), leaving at decision 1 in checked: assess: refund → checked: hand_to_disputes"
+            in text
+        )
 
     def test_learn_lists_trajectory_procedures_beside_shell_ones(self, capsys, tmp_path):
         refund(capsys, tmp_path, "4417")
@@ -96,7 +112,7 @@ class TestYamlWorkflowThroughTheCli:
             disputed["run_id"],
         }  # planned runs followed no procedure
         assert (
-            by_run[disputed["run_id"]]["outcome"] == "diverged" and by_run[disputed["run_id"]]["llm_calls_saved"] == 1
+            by_run[disputed["run_id"]]["outcome"] == "branch" and by_run[disputed["run_id"]]["llm_calls_saved"] == 1
         )
         assert [p["kind"] for p in stats["per_procedure"]] == ["trajectory"]
         assert main(["learn", "stats", "--runs", "2", "--home", str(tmp_path)]) == 0
@@ -185,26 +201,30 @@ class TestExample:
         rows = stream.stream(tmp_path)
         assert len(rows) == 20 and all(r["status"] == "final" for r in rows)
         first_two = [r for r in rows if r["ticket"] < 6]
-        # Two successes prove a kind; a second crash and question are first asked whether a proven refund is theirs.
-        assert [r["llm_calls"] for r in first_two] == [2, 2, 2, 2, 3, 3]
-        assert all(r["replayed_decisions"] == 0 for r in first_two)
+        # The first of each kind is planned; from the second on, the decision memory takes what its examples agree
+        # on (the `checked` state closes whatever the kind), and where it cannot take a ticket's first decision and
+        # a procedure of another kind plausibly matches, the workflow's model is asked once ("none of these").
+        assert [r["llm_calls"] for r in first_two] == [2, 2, 2, 1, 2, 2]
+        assert [r["replayed_decisions"] for r in first_two] == [0, 0, 0, 1, 1, 1]
         replayed = [r for r in rows[6:15]]
         assert all((r["llm_calls"], r["replayed_decisions"], r["diverged_at"]) == (0, 2, None) for r in replayed)
         disputed = rows[stream.DISPUTED]
         assert (disputed["state"], disputed["replayed_decisions"], disputed["llm_calls"]) == ("disputed", 1, 1)
         assert disputed["diverged_at"]["step"] == 1
+        # The exception is a branch: the routine refunds after it replay with no LLM call.
+        assert [(r["llm_calls"], r["state"]) for r in rows[16:]] == [(0, "closed")] * 4
         # Without replay every ticket asks the LLM twice, and ends in the same state.
         workflow = load_workflow(WORKFLOW)
         planned = [workflow.agent(learn=False).run(inputs) for _, inputs in stream.tickets()]
         assert [p.state for p in planned] == [r["state"] for r in rows]
-        # With it, 18: three of them a plausible match put to the workflow's model, which said "none of these".
-        assert (sum(p.llm_calls for p in planned), sum(r["llm_calls"] for r in rows)) == (40, 18)
+        assert [p.context for p in planned] == [r["context"] for r in rows]
+        assert (sum(p.llm_calls for p in planned), sum(r["llm_calls"] for r in rows)) == (40, 12)
         store = ProcedureDatabase(home=tmp_path)
         try:
-            refunds = [p for p in store.procedures(status=None) if p.decisions[0].trigger == "refund"]
-            assert any(
-                p.version == 2 and [d.trigger for d in p.decisions] == ["refund", "hand_to_disputes"] for p in refunds
-            )
+            [routine] = [p for p in store.procedures(status=None) if p.decisions[0].trigger == "refund"]
+            assert routine.version == 1 and [d.trigger for d in routine.decisions] == ["refund", "close"]
+            [branch] = branches(store, routine.id)
+            assert [d["trigger"] for d in branch["decisions"]] == ["refund", "hand_to_disputes"]
         finally:
             store.close()
 

@@ -293,11 +293,23 @@ def test_a_fork_of_a_learning_run_learns_like_any_run_of_its_workflow(tmp_path):
 
 
 class TestTheWorkflowsModelJudges:
-    """A plausible match is asked of the workflow's own model: its choice replays and becomes an alias, its "none" is
-    remembered, its garbage is a no that remembers nothing."""
+    """A plausible match is asked of the workflow's own model where the decision memory cannot take the run's first
+    decision itself: its choice replays and becomes an alias, its "none" is remembered, its garbage is a no that
+    remembers nothing."""
 
     DAMAGED = "Please refund my order, it arrived damaged"
     CRUSHED = "I want my money back for my order, the box was crushed"
+    # A question about an order among the memory's examples: the crushed box's nearest decisions disagree, so the
+    # memory abstains at the first decision and the judge is asked.
+    QUESTION = "Can I change the delivery address of my order?"
+
+    def seed(self, workflow: Any, runs: RunStore) -> None:
+        # Seeded with the example's own stand-in, whose judge answers by the ticket's words, as a real model would.
+        seeding = load_workflow(EXAMPLES / "ticket_learning" / "workflow.yaml")
+        for order in ("1001", "1002"):
+            self.run(seeding, runs, self.DAMAGED, order)
+        question, _ = self.run(seeding, runs, self.QUESTION, "1000")
+        assert question.state == "closed" and question.context.get("answered") is True
 
     def workflow(self, tmp_path: Path, answer: str) -> Any:
         folder = tmp_path / "wf"
@@ -319,10 +331,10 @@ class TestTheWorkflowsModelJudges:
         workflow = self.workflow(tmp_path, '{"choice": 1, "params": {}}')
         runs = RunStore(home=tmp_path)
         try:
-            for order in ("1001", "1002"):
-                self.run(workflow, runs, self.DAMAGED, order)
+            self.seed(workflow, runs)
             judged, hook = self.run(workflow, runs, self.CRUSHED, "1003")
             assert hook.match.decision == "needs-confirmation"
+            assert judged.learning["memory_abstained"][0].startswith("assess: the 3 nearest decisions")
             assert (judged.state, judged.replayed_decisions, judged.llm_calls) == ("closed", 2, 1)  # one question
             saved = runs.get_run(judged.run_id).hooks["learning"]
             assert saved["confirmation"]["procedure"] == saved["procedure"] and saved["confirmation"]["calls"] == 1
@@ -337,11 +349,11 @@ class TestTheWorkflowsModelJudges:
             workflow = self.workflow(home, answer)
             runs = RunStore(home=home)
             try:
-                for order in ("1001", "1002"):
-                    self.run(workflow, runs, self.DAMAGED, order)
+                self.seed(workflow, runs)
                 asked, hook = self.run(workflow, runs, self.CRUSHED, "1003")
-                assert hook.match.decision == "needs-confirmation" and asked.replayed_decisions == 0
-                assert asked.state == "closed" and asked.llm_calls == 2 + (1 if remembered else 2)  # garbage: re-asked
+                # Judged no: the LLM takes the first decision, the memory the second (every kind closes there).
+                assert hook.match.decision == "needs-confirmation" and asked.replayed_decisions == 1
+                assert asked.state == "closed" and asked.llm_calls == 1 + (1 if remembered else 2)  # garbage: re-asked
                 _, hook = self.run(workflow, runs, self.CRUSHED, "1004")
                 assert (hook.match.decision == "needs-confirmation") is not remembered
             finally:

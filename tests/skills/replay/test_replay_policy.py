@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.runtime import load_workflow
-from sherpa_skills.skills.capture.learning import Learner, LearningHook
+from sherpa_skills.skills.capture.learning import Learner, LearningAdvisor, LearningHook
 from sherpa_skills.skills.replay.divergence import Divergence
 from sherpa_skills.skills.replay.policy import ActionOutcome, RecordedDecision, ReplayPolicy, fill
+from sherpa_skills.skills.store.branches import branches
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
 WORKFLOW = """
@@ -132,7 +133,9 @@ def test_a_second_success_proves_it_and_the_next_run_of_the_kind_replays_with_no
     assert (execution.outcome, execution.llm_calls) == ("success", 0)
 
 
-def test_a_guard_that_now_fails_hands_over_to_the_llm_in_the_same_run_and_relearns(workflow, learner, tmp_path):
+def test_a_guard_that_now_fails_hands_over_to_the_llm_in_the_same_run_and_is_a_branch(workflow, learner, tmp_path):
+    """An exception, not a replacement: the run that left the routine and succeeded is the procedure's branch; the
+    routine stays version 1 and the next routine ticket replays it again."""
     run(workflow, learner, tmp_path, ticket=DAMAGED, order="4417")
     run(workflow, learner, tmp_path, ticket=DAMAGED, order="5120")
     agent, result = run(workflow, learner, tmp_path, ticket=DAMAGED, order="6001", plan="premium")
@@ -146,9 +149,16 @@ def test_a_guard_that_now_fails_hands_over_to_the_llm_in_the_same_run_and_relear
     [asked] = [e for e in agent.belief.log if e.action == "policy:llm"]
     assert asked.outputs["reason"] == "the replay diverged"
     [proc] = learner.store.procedures(status=None)
-    assert proc.version == 2 and [d.trigger for d in proc.decisions] == ["refund", "escalate"]
-    assert proc.decisions[0].args == {"order": "{{ order }}"}  # the replayed part keeps its parameters
-    assert [e.outcome for e in learner.store.executions(proc.id, version=1)] == ["diverged"]
+    assert proc.version == 1 and [d.trigger for d in proc.decisions] == ["refund", "close"]
+    [branch] = branches(learner.store, proc.id)
+    assert [d["trigger"] for d in branch["decisions"]] == ["refund", "escalate"] and branch["runs"] == 1
+    assert branch["decisions"][0]["args"] == {"order": "{{ order }}"}  # the replayed part keeps its parameters
+    assert branch["state"] == "checked" and "close" in branch["reason"]
+    assert result.learning["branch"] == {"procedure": proc.id, "runs": 1}
+    assert [e.outcome for e in learner.store.executions(proc.id, version=1)] == ["branch"]  # not a failure
+    assert learner.store.health(proc.id).counted_executions == 0
+    _, routine = run(workflow, learner, tmp_path, ticket=DAMAGED, order="6002")
+    assert (routine.state, routine.llm_calls, routine.replayed_decisions) == ("closed", 0, 2)
 
 
 def test_a_question_is_not_a_refund_and_is_planned_by_the_llm(workflow, learner, tmp_path):
@@ -310,12 +320,12 @@ def test_the_replay_is_asked_after_the_rules_that_can_decide_and_before_the_llm(
     run(workflow, learner, tmp_path, ticket=DAMAGED, order="5120")
     agent, result = run(workflow, learner, tmp_path, ticket=DAMAGED, order="7731")
     assert result.replayed_decisions == 2
-    assert [type(p) for p in agent.decider.policies] == [ReplayPolicy, LLMPolicy]
+    assert [type(p) for p in agent.decider.policies] == [LearningAdvisor, LLMPolicy]
     rules = RulePolicy([RuleSpec(state="checked", trigger="escalate")])
     llm = next(p for p in workflow.policy.policies if isinstance(p, LLMPolicy))
     agent = workflow.agent(learn=learner, home=tmp_path, policy=type(workflow.policy)(rules, llm))
     result = agent.run({"ticket": DAMAGED, "order": "8800"})
-    assert [type(p) for p in agent.decider.policies] == [RulePolicy, ReplayPolicy, LLMPolicy]
+    assert [type(p) for p in agent.decider.policies] == [RulePolicy, LearningAdvisor, LLMPolicy]
     # the rule decided where the recording had the LLM close: the replay was not asked there,
     # and the run left the recording
     assert (result.state, result.rule_decisions, result.replayed_decisions) == ("escalated", 1, 1)

@@ -1,0 +1,103 @@
+"""Where the decision memory's examples and a procedure's branches are kept: the skill store's tables
+(`m009_decision_examples`). Plain rows in and out; what they mean is `memory.py`'s business."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...redact import redact, redact_value
+from ..store.database import ProcedureDatabase
+
+
+@dataclass(slots=True)
+class Example:
+    """One decision a workflow's LLM took at a state: what it saw and what it chose (arguments parametrised)."""
+
+    workflow: str
+    state: str
+    trigger: str
+    args: dict[str, Any]
+    features: dict[str, Any]
+    path: str
+    task: str
+    vector: bytes | None = None
+    embedder: str | None = None
+    run_id: str | None = None
+    id: int = 0
+    created: float = field(default_factory=time.time)
+
+    @property
+    def label(self) -> str:
+        """What was decided, as one comparable value: the trigger and its (parametrised) arguments."""
+        return self.trigger + " " + json.dumps(self.args, sort_keys=True, default=str)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def add_examples(store: ProcedureDatabase, examples: list[Example]) -> None:
+    """Keep `examples` (one run's), redacted like everything stored, in one transaction."""
+    if not examples:
+        return
+    with store._write():
+        store.conn.executemany(
+            "INSERT INTO decision_examples (workflow, state, trigger, args, features, path, task, vector, embedder,"
+            " run_id, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    e.workflow,
+                    e.state,
+                    e.trigger,
+                    _dump(redact_value(e.args)),
+                    _dump(redact_value(e.features)),
+                    e.path,
+                    redact(e.task)[:2000],
+                    e.vector,
+                    e.embedder,
+                    e.run_id,
+                    e.created,
+                )
+                for e in examples
+            ],
+        )
+
+
+def examples_after(store: ProcedureDatabase, workflow: str, after: int = 0) -> list[Example]:
+    """`workflow`'s examples newer than id `after`, oldest first: a memory reads only what it has not seen."""
+    rows = store.conn.execute(
+        "SELECT id, workflow, state, trigger, args, features, path, task, vector, embedder, run_id, created"
+        " FROM decision_examples WHERE workflow = ? AND id > ? ORDER BY id",
+        (workflow, after),
+    ).fetchall()
+    return [
+        Example(
+            id=r[0],
+            workflow=r[1],
+            state=r[2],
+            trigger=r[3],
+            args=json.loads(r[4]),
+            features=json.loads(r[5]),
+            path=r[6],
+            task=r[7],
+            vector=r[8],
+            embedder=r[9],
+            run_id=r[10],
+            created=r[11],
+        )
+        for r in rows
+    ]
+
+
+def example_counts(store: ProcedureDatabase, workflow: str | None = None) -> list[dict[str, Any]]:
+    """How many examples each (workflow, state, trigger) has: what `learn decisions` lists."""
+    where, params = ("WHERE workflow = ?", (workflow,)) if workflow else ("", ())
+    rows = store.conn.execute(
+        f"SELECT workflow, state, trigger, COUNT(*), MAX(created) FROM decision_examples {where}"
+        " GROUP BY workflow, state, trigger ORDER BY workflow, state, trigger",
+        params,
+    ).fetchall()
+    return [{"workflow": r[0], "state": r[1], "trigger": r[2], "examples": r[3], "last": r[4]} for r in rows]

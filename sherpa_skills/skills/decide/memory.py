@@ -1,0 +1,312 @@
+"""A workflow's decision memory: its past decisions at each state, answering the next one where they agree.
+
+At a state, the examples that count are those that agree with the decision asked now on every value that separated
+past examples: two examples took different decisions on the same path of decisions, and a short context value, an
+action's outcome or check, or the options the guards left differed between them. Among those:
+
+- the state decided the same for every kind of task: all of them agree, there are enough, and they came by different
+  paths (earlier decisions differed, so the task's kind did not matter here) → that decision;
+- else meaning decides: the nearest examples by the task's embedding agree, are close enough, and the nearest one
+  that decided otherwise is clearly farther → that decision;
+- else it abstains, and says why: the LLM decides, and its decision becomes an example.
+
+An example is tied to the state and trigger it was recorded on: one the workflow no longer has is unusable (counted,
+never answered from). How sure is sure is in settings.json, with how it was fitted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..store.database import ProcedureDatabase
+from .examples import Example, examples_after
+
+#: Vectors' width when none is stored (an example kept without an embedding): MiniLM's.
+_DIM = 384
+
+
+@cache
+def settings() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((Path(__file__).with_name("settings.json")).read_text())
+    return loaded
+
+
+@dataclass(slots=True)
+class Answer:
+    """What the memory says for one decision: `example` is the decision to take (None: it abstains, `why`)."""
+
+    example: Example | None
+    why: str
+    confidence: float = 0.0
+    rule: str = ""
+    examples: int = 0
+
+
+@dataclass
+class StateMemory:
+    """One (workflow, state)'s examples, newest kept per decision, their vectors stacked for one product per ask."""
+
+    examples: list[Example] = field(default_factory=list)
+    separating: tuple[str, ...] = ()
+    #: The values each repeating key took among the examples: one never seen here is a case the memory cannot know.
+    seen: dict[str, set[str]] = field(default_factory=dict)
+    _matrix: Any = None
+    _labels: Any = None
+    _varied: set[str] = field(default_factory=set)
+    _groups: dict[tuple[Any, ...], Group] | None = None
+
+    def add(self, example: Example) -> None:
+        self.examples.append(example)
+        self._matrix = self._groups = self._labels = None
+
+    def bound(self, kept: int) -> None:
+        """Keep the newest `kept` examples of each decision: the memory's cost stays flat as examples pile up, and
+        what the workflow does now outweighs what it did long ago."""
+        counts: dict[str, int] = {}
+        keep = []
+        for e in reversed(self.examples):
+            n = counts.get(e.label, 0)
+            if n < kept:
+                keep.append(e)
+                counts[e.label] = n + 1
+        if len(keep) != len(self.examples):
+            self.examples = keep[::-1]
+            self._matrix = self._groups = self._labels = None
+
+    def matrix(self, dim: int) -> Any:
+        import numpy as np
+
+        if self._matrix is None:
+            # The newest example's width wins: examples embedded by another embedder have no meaning here (zeros).
+            width = next((len(e.vector) // 4 for e in reversed(self.examples) if e.vector), dim)
+            rows = [
+                np.frombuffer(e.vector, dtype=np.float32)
+                if e.vector and len(e.vector) == width * 4
+                else np.zeros(width, np.float32)
+                for e in self.examples
+            ]
+            m = np.vstack(rows) if rows else np.zeros((0, width), np.float32)
+            norms = np.linalg.norm(m, axis=1, keepdims=True)
+            self._matrix = m / np.where(norms == 0, 1, norms)
+        return self._matrix
+
+    def find_separating(self, most_values: int, close: float) -> None:
+        """The values that separated past examples: those that differ between two examples of different decisions on
+        the same path whose tasks are alike in meaning (similarity at least `close`: tasks far apart in meaning are
+        told apart by meaning), among values that repeat (at most `most_values` distinct ones: an id or a clock never
+        separates)."""
+        import numpy as np
+
+        distinct: dict[str, set[str]] = {}
+        for e in self.examples:
+            for k, v in e.features.items():
+                distinct.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
+        keys = sorted(distinct)
+        usable = [k for k in keys if len(distinct[k] | {"null"}) <= most_values]
+        self.seen = {
+            k: distinct[k] | ({"null"} if any(k not in e.features for e in self.examples) else set()) for k in usable
+        }
+        # Examples by path, then by (decision, values): each such set is compared once with every other decision's.
+        by_path: dict[str, dict[tuple[str, str], list[int]]] = {}
+        for i, e in enumerate(self.examples):
+            values = json.dumps([e.features.get(k) for k in usable], sort_keys=True, default=str)
+            by_path.setdefault(e.path, {}).setdefault((e.label, values), []).append(i)
+        matrix = self.matrix(_DIM)
+        known = np.linalg.norm(matrix, axis=1) > 0
+        found: set[str] = set()
+        for sets in by_path.values():
+            items = list(sets.items())
+            for n, ((label_a, values_a), rows_a) in enumerate(items):
+                for (label_b, values_b), rows_b in items[n + 1 :]:
+                    if label_a == label_b or values_a == values_b:
+                        continue
+                    # No meaning to compare (an example kept without a vector) counts as alike: the cautious side.
+                    alike = not known[rows_a].all() or not known[rows_b].all()
+                    if not alike:
+                        alike = float((matrix[rows_a] @ matrix[rows_b].T).max()) >= close
+                    if alike:
+                        va, vb = json.loads(values_a), json.loads(values_b)
+                        found.update(k for k, x, y in zip(usable, va, vb, strict=True) if x != y)
+        self.separating = tuple(sorted(found))
+        self._varied = set(keys) - set(usable)
+        self._groups = None
+
+    def labels(self) -> Any:
+        """Every example's decision, as an array aligned with `matrix`."""
+        import numpy as np
+
+        if self._labels is None:
+            self._labels = np.asarray([e.label for e in self.examples], dtype=object)
+        return self._labels
+
+    def novel(self, features: dict[str, Any]) -> str | None:
+        """A value of `features` no example here had ('key=value'), or None. Keys that never repeat (an id, a clock)
+        are not asked."""
+        for key, value in features.items():
+            values = self.seen.get(key)
+            shown = json.dumps(value, sort_keys=True)
+            if values is None:
+                if key not in self._varied and value is not None:
+                    return f"{key}={shown}"
+                continue
+            if shown not in values:
+                return f"{key}={shown}"
+        for key, values in self.seen.items():
+            if key not in features and "null" not in values:
+                return f"{key} unset"
+        return None
+
+    def group(self, features: dict[str, Any], dim: int) -> Group | None:
+        """The examples that agree with `features` on every separating value, ready to be asked (None: none do)."""
+        if self._groups is None:
+            import numpy as np
+
+            members: dict[tuple[Any, ...], list[int]] = {}
+            for i, e in enumerate(self.examples):
+                members.setdefault(_key(e.features, self.separating), []).append(i)
+            matrix, codes = self.matrix(dim), dict[str, int]()
+            groups: dict[tuple[Any, ...], Group] = {}
+            for key, rows in members.items():
+                labels = [self.examples[i].label for i in rows]
+                index = np.asarray(rows)
+                groups[key] = Group(
+                    rows=rows,
+                    matrix=np.ascontiguousarray(matrix[index]),
+                    codes=np.asarray([codes.setdefault(label, len(codes)) for label in labels]),
+                    labels=set(labels),
+                    paths={self.examples[i].path for i in rows},
+                )
+            self._groups = groups
+        return self._groups.get(_key(features, self.separating))
+
+
+def _key(features: dict[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
+    return tuple(json.dumps(features.get(k), sort_keys=True) for k in keys)
+
+
+@dataclass(slots=True)
+class Group:
+    """Examples that agree on every separating value: their rows, vectors and decisions (as codes), made once."""
+
+    rows: list[int]
+    matrix: Any
+    codes: Any
+    labels: set[str]
+    paths: set[str]
+
+
+class DecisionMemory:
+    """The decision memories of one skill store's workflows, read from it as they grow (only new rows each time)."""
+
+    def __init__(self, store: ProcedureDatabase):
+        self.store = store
+        self._read: dict[str, int] = {}
+        self._states: dict[str, dict[str, StateMemory]] = {}
+        self._unusable: dict[str, dict[str, int]] = {}
+
+    def refresh(self, workflow: str, valid: set[tuple[str, str]] | None = None) -> dict[str, int]:
+        """Read `workflow`'s new examples; `valid` is the (state, trigger) pairs the workflow has now. Returns the
+        unusable examples by why (a state or trigger the workflow no longer has)."""
+        new = examples_after(self.store, workflow, self._read.get(workflow, 0))
+        if not new and workflow in self._states:
+            return self._unusable.get(workflow, {})
+        states = self._states.setdefault(workflow, {})
+        unusable = self._unusable.setdefault(workflow, {})
+        touched: set[str] = set()
+        for e in new:
+            self._read[workflow] = e.id
+            if valid is not None and (e.state, e.trigger) not in valid:
+                why = (
+                    f"state '{e.state}' is gone"
+                    if not any(s == e.state for s, _ in valid)
+                    else f"trigger '{e.trigger}' is gone from '{e.state}'"
+                )
+                unusable[why] = unusable.get(why, 0) + 1
+                continue
+            states.setdefault(e.state, StateMemory()).add(e)
+            touched.add(e.state)
+        conf = settings()
+        for state in touched:
+            memory = states[state]
+            memory.bound(int(conf["kept_per_decision"]))
+            memory.find_separating(int(conf["separating_values"]), float(conf["conflict_floor"]))
+        return unusable
+
+    def answer(
+        self, workflow: str, state: str, meaning: Callable[[], Any], features: dict[str, Any], path: str
+    ) -> Answer:
+        """The decision the memory would take at `state` now, or why it abstains; `meaning()` gives the task's
+        embedding, asked for only when meaning must decide."""
+        import numpy as np
+
+        memory = self._states.get(workflow, {}).get(state)
+        if memory is None or not memory.examples:
+            return Answer(None, f"no decision in '{state}' seen yet")
+        conf = settings()
+        novel = memory.novel(features)
+        if novel is not None:
+            return Answer(None, f"'{state}' was never decided with {novel}", examples=len(memory.examples))
+        group = memory.group(features, _DIM)
+        if group is None:
+            shown = ", ".join(f"{k}={features.get(k)!r}" for k in memory.separating)
+            return Answer(None, f"no decision in '{state}' seen with {shown}", examples=len(memory.examples))
+        size = len(group.rows)
+        if (
+            len(group.labels) == 1
+            and size >= int(conf["any_kind_examples"])
+            and len(group.paths) >= int(conf["any_kind_paths"])
+        ):
+            return Answer(
+                memory.examples[group.rows[-1]],
+                f"{size} decisions in '{state}' agree, whatever came before",
+                confidence=1 - 1 / (size + 1),
+                rule="same for every kind",
+                examples=size,
+            )
+        k = min(int(conf["neighbours"]), size)
+        if k < int(conf["least_neighbours"]):
+            return Answer(None, f"only {size} decision in '{state}' to go by", examples=size)
+        vector = meaning()
+        if vector is None:
+            return Answer(None, "the task has no embedding", examples=size)
+        q = np.asarray(vector, dtype=np.float32)
+        q = q / (np.linalg.norm(q) or 1)
+        if group.matrix.shape[1] != q.shape[0]:
+            return Answer(None, "the examples were embedded otherwise", examples=size)
+        sims = group.matrix @ q
+        top = np.argpartition(-sims, k - 1)[:k] if size > k else np.arange(size)
+        top = top[np.argsort(-sims[top])]
+        code = group.codes[top[0]]
+        if (group.codes[top] != code).any():
+            return Answer(None, f"the {k} nearest decisions in '{state}' disagree", examples=size)
+        least = float(sims[top].min())
+        if least < float(conf["meaning_floor"]):
+            return Answer(
+                None, f"the nearest decisions in '{state}' are not close in meaning ({least:.2f})", examples=size
+            )
+        others = sims[group.codes != code]
+        if not others.size and len(set(memory.labels())) == 1 and least < float(conf["alone_floor"]):
+            # Only one decision was ever taken here: nothing shows where its kind ends, so only a close paraphrase.
+            return Answer(
+                None,
+                f"only '{memory.examples[group.rows[int(top[0])]].trigger}' was ever decided in '{state}', and "
+                f"this task is not close to those ({least:.2f})",
+                examples=size,
+            )
+        nearest_other = float(others.max()) if others.size else -1.0
+        if nearest_other > least - float(conf["margin"]):
+            return Answer(
+                None, f"a decision in '{state}' that went otherwise is as close ({nearest_other:.2f})", examples=size
+            )
+        return Answer(
+            memory.examples[group.rows[int(top[0])]],
+            f"the {k} nearest decisions in '{state}' agree (similarity {least:.2f}, next other {nearest_other:.2f})",
+            confidence=round(least - max(nearest_other, 0.0), 3),
+            rule="nearest in meaning",
+            examples=size,
+        )
