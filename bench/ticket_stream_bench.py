@@ -57,9 +57,15 @@ def data_dir() -> Path:
     return Path(found)
 
 
-def stream(tickets: dict[str, list[str]], seed: int = 23) -> list[tuple[str, dict[str, Any]]]:
-    """Kinds in turn, each in its customers' words; random four-digit orders; every tenth refund disputed."""
+def stream(
+    tickets: dict[str, list[str]], seed: int = 23, shuffle: int | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """Kinds in turn, each in its customers' words; random four-digit orders; every tenth refund disputed. `shuffle`
+    reorders each kind's tickets (another arrival order of the same customers)."""
     rng = random.Random(seed)
+    if shuffle is not None:
+        order = random.Random(shuffle)
+        tickets = {k: order.sample(tickets[k], len(tickets[k])) for k in KINDS}
     out: list[tuple[str, dict[str, Any]]] = []
     refunds = 0
     for n in range(min(len(tickets[k]) for k in KINDS) * len(KINDS)):
@@ -163,6 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--tickets", help="a tickets file of the same shape (default: the dev set)")
     parser.add_argument("--no-write", action="store_true", help="print the section, do not rewrite RESULTS.md")
+    parser.add_argument("--orders", type=int, default=3, help="other arrival orders of the same tickets to run too")
     args = parser.parse_args()
     from sherpa_skills.logs import configure
 
@@ -194,6 +201,23 @@ def main() -> None:
         )
         for k in KINDS
     }
+    orders = []
+    for shuffle in range(1, args.orders + 1):
+        other = stream(tickets, shuffle=shuffle)
+        with tempfile.TemporaryDirectory(prefix="sherpa-ticket-stream-") as tmp:
+            script = script_with_judge(data / "tickets.script.yaml", Path(tmp))
+            a = run_stream(Path(tmp) / "learning", script, other, True)
+            b = run_stream(Path(tmp) / "plain", script, other, False)
+        orders.append(
+            (
+                sum(r["llm_calls"] for r in a[third:]),
+                sum(r["llm_calls"] for r in b[third:]),
+                sum(
+                    (x["state"], x["context"], x["triggers"]) != (y["state"], y["context"], y["triggers"])
+                    for x, y in zip(a, b, strict=True)
+                ),
+            )
+        )
     timing = memory_timing()
     ratio = timing[10_000] / timing[100]
     command = "python bench/ticket_stream_bench.py" + (
@@ -214,6 +238,14 @@ def main() -> None:
         f"{percentile(answered_ms, 95):.3f} ms over {len(answered_ms)} | ≤ 3 ms |",
         f"| `answer()` at 100 / 10,000 examples (median µs) | {timing[100]:.0f} / {timing[10_000]:.0f} = "
         f"{ratio:.2f}× | ≤ 2× |",
+        "",
+        "Other arrival orders of the same tickets (each kind shuffled, seeds 1.."
+        + str(len(orders))
+        + "): last third "
+        + ", ".join(f"{a}/{b} = {100 * a / max(b, 1):.0f} %" for a, b, _ in orders)
+        + "; differing outcomes "
+        + ", ".join(str(d) for _, _, d in orders)
+        + ".",
         "",
         "Last third by kind (learning / unreplayed LLM calls): "
         + ", ".join(f"{k} {a}/{b}" for k, (a, b) in by_kind.items())

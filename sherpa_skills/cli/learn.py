@@ -345,6 +345,28 @@ def _reject(args: argparse.Namespace, skills: Any, console: Any) -> int:
     return EXIT_OK if rejected else EXIT_ERROR
 
 
+def cmd_decisions(args: argparse.Namespace) -> int:
+    from ..skills.decide.examples import example_counts
+
+    store = _stores(args)[0]
+    rows = example_counts(store, args.workflow)
+    if args.json:
+        _print_json(rows)
+        return EXIT_OK
+    if not rows:
+        _console().print(
+            "no decisions learned yet: a workflow that learns (`policy: {learn: true}`) keeps its LLM's decisions"
+        )
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table("workflow", "state", "trigger", "examples", "last")
+    for r in rows:
+        table.add_row(r["workflow"], r["state"], r["trigger"], str(r["examples"]), _when(r["last"]))
+    print_table(_console(), table)
+    return EXIT_OK
+
+
 def cmd_aliases(args: argparse.Namespace) -> int:
     from ..skills.api import SkillStore
 
@@ -900,6 +922,10 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "SHERPA_SKILLS_VERIFY_MODEL, else SHERPA_SKILLS_MODEL); SHERPA_SKILLS_VERIFY_MODEL alone turns it on too",
     )
     p.add_argument("--verify-model", metavar="MODEL", help="the judge's model (implies --verify)")
+    p.add_argument("--json", action="store_true")
+
+    p = add("decisions", cmd_decisions, "the decision memory: how many decisions each workflow's LLM took, by state")
+    p.add_argument("workflow", nargs="?", metavar="WORKFLOW")
     p.add_argument("--json", action="store_true")
 
     p = add("aliases", cmd_aliases, "confirmed wordings (aliases) and rejected ones, of every procedure or one")

@@ -98,6 +98,28 @@ def provenance(stores: Stores, run_id: str) -> dict[str, Any]:
     }
 
 
+def learning_view(row: Any) -> dict[str, Any] | None:
+    """What a learning run's learning did, from the state it keeps with the run: the procedure it followed, the
+    judge's answer, where the decision memory took a decision and where it asked the LLM (each such decision is an
+    example once the run succeeds), and where a replay diverged."""
+    saved = (row.hooks or {}).get("learning")
+    if not isinstance(saved, dict):
+        return None
+    asked = saved.get("asked") or {}
+    return {
+        "procedure": saved.get("procedure"),
+        "version": saved.get("version"),
+        "confirmation": saved.get("confirmation"),
+        "divergence": saved.get("divergence"),
+        "replayed": row.counters.get("replayed_decisions", 0),
+        "memory_took": sorted(int(k) for k in (saved.get("taken") or {})),
+        "asked": [
+            {"decision": int(k), "state": v.get("state")} for k, v in sorted(asked.items(), key=lambda i: int(i[0]))
+        ],
+        "saved": len(asked) if row.status == "final" else 0,
+    }
+
+
 def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:
     """One run for the page: its row, the last `tail` trajectory and log entries (None: all), the machine it executed
     with its path marked, each step on a timeline, and what changed in its files since."""
@@ -132,6 +154,7 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
         "files": _file_notes(record) if record else [],
         "machines": segs,
         "timeline": timeline(stores, row.run_id, row),
+        "learning": learning_view(row),
         "waiting": None,
         **provenance(stores, row.run_id),
     }

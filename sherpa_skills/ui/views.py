@@ -7,6 +7,7 @@ so both stay one shape.
 from __future__ import annotations
 
 import difflib
+import json
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -258,7 +259,12 @@ def procedure_page(stores: Stores, procedure_id: str, version: int | None = None
     versions = []
     previous: list[str] | None = None
     for v in store.versions(p.id):
-        steps = [s.command for s in store.get(p.id, v["version"]).steps]
+        recorded = store.get(p.id, v["version"])
+        # A trajectory's steps are its decisions: where, what, with which (parametrised) arguments.
+        steps = [s.command for s in recorded.steps] or [
+            f"in {d.state}: {d.trigger}" + (f" {json.dumps(d.args, sort_keys=True)}" if d.args else "")
+            for d in recorded.decisions
+        ]
         change = (
             None
             if previous is None

@@ -134,6 +134,9 @@ class LearningAdvisor:
             decision = hook.replay.decide(ctx)
             if decision is not None:
                 return decision
+            diverged = hook.replay.divergence
+            if diverged is not None and hook.recall is not None and diverged.get("step") == hook.recall.position(ctx):
+                return None  # the decision the replay found no longer fits goes to the LLM, told why
         if hook.recall is not None:
             decision = hook.recall.decide(ctx)
             if decision is not None:

@@ -125,8 +125,12 @@ class StateMemory:
                 for (label_b, values_b), rows_b in items[n + 1 :]:
                     if label_a == label_b or values_a == values_b:
                         continue
-                    # No meaning to compare (an example kept without a vector) counts as alike: the cautious side.
-                    alike = not known[rows_a].all() or not known[rows_b].all()
+                    # Different options (the guards told the cases apart), or no meaning to compare (an example
+                    # kept without a vector), count as alike: the cautious side.
+                    options = usable.index("options") if "options" in usable else None
+                    alike = (
+                        options is not None and json.loads(values_a)[options] != json.loads(values_b)[options]
+                    ) or (not known[rows_a].all() or not known[rows_b].all())
                     if not alike:
                         alike = float((matrix[rows_a] @ matrix[rows_b].T).max()) >= close
                     if alike:

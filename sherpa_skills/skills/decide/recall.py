@@ -85,6 +85,11 @@ class Recall:
         log.debug("decision_memory_abstained", state=ctx.state, why=why)
         return None
 
+    def position(self, ctx: DecisionContext) -> int:
+        """The position of the decision asked now (policy decisions the run has taken)."""
+        self.reader.read(ctx.view, [])
+        return self.reader.decisions
+
     def meaning(self) -> Any:
         """The task's embedding, made the first time meaning must decide (never, for a run the memory answers by
         values alone)."""

@@ -111,9 +111,7 @@ class TestYamlWorkflowThroughTheCli:
             runs[3]["run_id"],
             disputed["run_id"],
         }  # planned runs followed no procedure
-        assert (
-            by_run[disputed["run_id"]]["outcome"] == "branch" and by_run[disputed["run_id"]]["llm_calls_saved"] == 1
-        )
+        assert by_run[disputed["run_id"]]["outcome"] == "branch" and by_run[disputed["run_id"]]["llm_calls_saved"] == 1
         assert [p["kind"] for p in stats["per_procedure"]] == ["trajectory"]
         assert main(["learn", "stats", "--runs", "2", "--home", str(tmp_path)]) == 0
         out = capsys.readouterr().out
