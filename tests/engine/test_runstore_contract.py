@@ -310,3 +310,39 @@ def test_a_writer_killed_mid_run_loses_no_committed_step_and_resumes(engine: Eng
     assert ticks_seen == list(range(len(ticks_seen)))
     lines = [int(x) for x in out.read_text().split()]
     assert sorted(set(lines)) == list(range(STEPS)) and len(lines) - len(set(lines)) <= 1
+
+
+WAITING = """
+name: wait
+initial: ask
+states:
+  ask: {waiting: true}
+  done: {final: true}
+transitions:
+  - {trigger: answer, source: ask, dest: done}
+"""
+
+
+def test_resume_of_a_run_another_process_holds_is_refused_and_writes_nothing(engine: Engine, tmp_path: Path) -> None:
+    workflow = tmp_path / "wait.yaml"
+    workflow.write_text(WAITING)
+    cli = [sys.executable, "-m", "sherpa_skills", "--home", str(engine.home)]
+    started = subprocess.run([*cli, "run", str(workflow), "--json"], capture_output=True, text=True, env=engine.env())
+    run_id = json.loads(started.stdout)["run_id"]
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(engine.home), run_id], stdout=subprocess.PIPE, text=True, env=engine.env()
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        refused = subprocess.run(
+            [*cli, "resume", run_id, "--trigger", "answer"], capture_output=True, text=True, env=engine.env()
+        )
+        assert refused.returncode == 1 and "being continued by another process" in refused.stderr
+        assert engine.open().get_run(run_id).status == "waiting"
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    resumed = subprocess.run(
+        [*cli, "resume", run_id, "--trigger", "answer", "--json"], capture_output=True, text=True, env=engine.env()
+    )
+    assert resumed.returncode == 0 and json.loads(resumed.stdout)["status"] == "final", resumed.stderr
