@@ -64,7 +64,7 @@ def _switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
     _retry_busy(switch, timeout)
 
 
-def prefix_matches(conn: sqlite3.Connection, table: str, column: str, prefix: str, limit: int = 4) -> list[str]:
+def prefix_matches(conn: Any, table: str, column: str, prefix: str, limit: int = 4) -> list[str]:
     """Ids starting with `prefix` taken literally: `%` and `_` are characters, not LIKE wildcards;
     no prefix matches nothing."""
     if not prefix:
@@ -90,6 +90,7 @@ def migrate(
     """
     _retry_busy(lambda: _create_migrations_table(conn), timeout)
     done = {row[0] for row in conn.execute("SELECT name FROM _migrations WHERE component = ?", (component,))}
+    refuse_newer(component, done, migrations, _file_of(conn))
     for migration in migrations:
         if migration.__name__ in done:
             continue
@@ -107,6 +108,22 @@ def migrate(
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+
+def refuse_newer(component: str, applied: set[str], migrations: Sequence[Migration], where: str) -> None:
+    """A schema that a newer sherpa-skills migrated (a migration name this code does not know) is not opened: this code
+    would write rows that version no longer reads as it expects."""
+    unknown = sorted(applied - {m.__name__ for m in migrations})
+    if unknown:
+        raise StoreFileError(
+            f"{where}: its '{component}' tables were migrated by a newer sherpa-skills ({', '.join(unknown[:3])} "
+            "unknown to this version); upgrade sherpa-skills to open it"
+        )
+
+
+def _file_of(conn: sqlite3.Connection) -> str:
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return f"'{row[2]}'" if row and row[2] else "the database"
 
 
 def _create_migrations_table(conn: sqlite3.Connection) -> None:

@@ -9,6 +9,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import asyncio  # noqa: E402
 import ipaddress  # noqa: E402
 import sys  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
 from typing import Any  # noqa: E402
 
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
@@ -182,3 +183,35 @@ class Runner:
 def runner(request: pytest.FixtureRequest) -> Runner:
     """`runner(agent, inputs, trigger=..., args=...)`: the test runs once with `agent.run`, once with `agent.arun`."""
     return Runner(request.param)
+
+
+# ---------------------------------------------------------------- a real PostgreSQL server (tests/_postgres.py)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """One cluster for the session, started on first use and stopped at the end; skipped, saying why, where none can
+    be started (no server binaries, no psycopg)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install -e '.[postgres]'); the PostgreSQL tests need it")
+    from _postgres import NoServer, start_cluster
+
+    try:
+        cluster = start_cluster()
+    except NoServer as exc:
+        pytest.skip(f"no PostgreSQL server can be started here: {exc}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster) -> Iterator[str]:
+    """A URL (with its password) to a new empty database of the session's cluster, dropped after the test."""
+    name = postgres_cluster.create_database()
+    yield postgres_cluster.url(name)
+    from sherpa_skills.db.postgres import close_pools
+
+    close_pools()  # the library's pooled connections to it go first, or the drop waits on them
+    postgres_cluster.drop_database(name)

@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "logs": 0,
     "redact": 0,
     "sqlite_db": 0,
+    "db": 0,
     "yaml_source": 0,
     "llm": 1,
     "semantic": 1,

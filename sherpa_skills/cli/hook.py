@@ -65,8 +65,16 @@ def fast_hook(argv: Sequence[str]) -> int | None:
         return None
     parser = argparse.ArgumentParser(prog=f"sherpa-skills hook {argv[1]}", add_help=False)
     parser.add_argument("--home")
+    parser.add_argument("--database")
     parser.add_argument("--verbose", "-v", action="count", default=0)
     known, _ = parser.parse_known_args(list(argv[2:]))
+    from ..db.url import choose
+
+    try:
+        choose(known.database)
+    except Exception as exc:  # noqa: BLE001  a hook never fails the agent's tool call: logged, exit 0
+        _log_problem(known.home, argv[1], str(exc))
+        return 0
     return run_hook(argv[1], known.home)
 
 

@@ -59,6 +59,10 @@ RUN_STATUSES = (
     "error",
 )  # engine.runstore's, not imported from there so --help stays fast
 HOME_HELP = "state folder (default: $SHERPA_SKILLS_HOME or ~/.sherpa-skills)"
+DATABASE_HELP = (
+    "a postgresql://user@host/db URL: runs are kept there, shared by every machine that names it (default: "
+    "$SHERPA_SKILLS_DATABASE, else SQLite in the home); no password in it: ?passfile=FILE, PGPASSFILE or ~/.pgpass"
+)
 VERBOSE_HELP = "show log lines on stderr: -v info, -vv debug (they always go to HOME/logs/*.jsonl)"
 
 
@@ -69,9 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction)
     # Accepted before and after the command; SUPPRESS keeps a subcommand from resetting a value given before it.
     parser.add_argument("--home", help=HOME_HELP)
+    parser.add_argument("--database", metavar="URL", help=DATABASE_HELP)
     parser.add_argument("--verbose", "-v", action="count", default=0, help=VERBOSE_HELP)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
+    common.add_argument("--database", metavar="URL", default=argparse.SUPPRESS, help=DATABASE_HELP)
     common.add_argument("--verbose", "-v", action="count", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -268,7 +274,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # structlog's default prints every level to stdout; until a command sets up its log file, only errors show,
     # on stderr.
     configure(level="error")
+    from ..db.url import choose
+
     try:
+        choose(args.database)  # every store the command opens keeps its truth there
         return args.fn(args)
     except WorkflowError as exc:
         for problem in exc.problems:
@@ -297,6 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     finally:
         set_verbosity(0)
+        choose(None)
 
 
 if __name__ == "__main__":

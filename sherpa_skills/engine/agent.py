@@ -802,6 +802,7 @@ class Agent:
         With `event` (see `handle`), a new run is started and brought to rest first; then the event fires its trigger.
         """
         t0 = perf_counter()
+        held = self._hold_run()
         try:
             for flow in self._run_flow(inputs, trigger, args, event):
                 self._drive(flow)
@@ -811,6 +812,9 @@ class Agent:
         except KeyboardInterrupt:
             self._interrupted_by_signal()
             raise
+        finally:
+            if held:
+                self._let_go_of_run()
 
     def handle(self, event: Event | dict[str, Any]) -> RunResult:
         """Deliver one event: its name fires the matching available transition with the payload as arguments.
@@ -851,6 +855,7 @@ class Agent:
     ) -> RunResult:
         """The async twin of `run`: the same run flow and tick flows, with awaited policies and actions."""
         t0 = perf_counter()
+        held = self._hold_run()
         try:
             for flow in self._run_flow(inputs, trigger, args, event):
                 await self._adrive(flow)
@@ -860,6 +865,9 @@ class Agent:
         except KeyboardInterrupt:
             self._interrupted_by_signal()
             raise
+        finally:
+            if held:
+                self._let_go_of_run()
 
     async def ahandle(self, event: Event | dict[str, Any]) -> RunResult:
         """The async twin of `handle`."""
@@ -1056,6 +1064,20 @@ class Agent:
         except ValueError as exc:
             raise RefusedError(f"state '{self.state}': {exc}") from None
 
+    def _hold_run(self) -> bool:
+        """A stored run is continued by one process at a time: claimed before anything is written (a refusal raises,
+        recording nothing), let go when this call comes to rest. A new run's id is known to no one else yet."""
+        if self.store is None or not self._started:
+            return False
+        self.store.claims.claim(self.run_id)
+        return True
+
+    def _let_go_of_run(self) -> None:
+        try:
+            self.store.claims.release(self.run_id)  # type: ignore[union-attr]  # held: there is a store
+        except Exception as exc:  # a dropped connection let go with it
+            self._log.warning("run_claim_not_released", error=str(exc))
+
     def _check_resumable(self) -> None:
         if self.is_final():
             raise UsageError(f"run {self.run_id} already finished in state '{self.state}'")
@@ -1128,30 +1150,35 @@ class Agent:
             hooks=hooks,
             **kwargs,
         )
-        agent._hook_state = dict(row.hooks)
-        agent._leaf = machine.leaf_index[row.state]
-        agent._tick = row.tick
-        agent._started = True
-        agent.counters.update(row.counters)
-        agent._inputs = dict(row.inputs)
-        agent._interrupted = store.interrupted(row.run_id)
-        agent._in_flight = store.in_flight(row.run_id)
-        agent._clear_intents = agent._in_flight is not None
-        from .run_record import keep_machine
+        store.claims.claim(row.run_id)  # before anything is written for it (keep_machine below)
+        try:
+            agent._hook_state = dict(row.hooks)
+            agent._leaf = machine.leaf_index[row.state]
+            agent._tick = row.tick
+            agent._started = True
+            agent.counters.update(row.counters)
+            agent._inputs = dict(row.inputs)
+            agent._interrupted = store.interrupted(row.run_id)
+            agent._in_flight = store.in_flight(row.run_id)
+            agent._clear_intents = agent._in_flight is not None
+            from .run_record import keep_machine
 
-        # Resumed under another machine (--allow-changed): the steps from here on are drawn with it.
-        keep_machine(agent, row.tick + 1, spec_hash(machine))
-        if agent._interrupted:
-            names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in agent._interrupted)
-            if not rerun_interrupted:
-                raise RunError(
-                    f"run {row.run_id} was killed while {names} ran; its result was never recorded. "
-                    "Resume with rerun allowed to run it again, or inspect the side effects first"
-                )
-            agent._log.warning("rerunning_interrupted_actions", actions=names)
-            agent._clear_intents = True
-        for hook in agent.hooks:
-            hook.on_resume(agent, row.hooks.get(hook.name) if hook.name else None)
+            # Resumed under another machine (--allow-changed): the steps from here on are drawn with it.
+            keep_machine(agent, row.tick + 1, spec_hash(machine))
+            if agent._interrupted:
+                names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in agent._interrupted)
+                if not rerun_interrupted:
+                    raise RunError(
+                        f"run {row.run_id} was killed while {names} ran; its result was never recorded. "
+                        "Resume with rerun allowed to run it again, or inspect the side effects first"
+                    )
+                agent._log.warning("rerunning_interrupted_actions", actions=names)
+                agent._clear_intents = True
+            for hook in agent.hooks:
+                hook.on_resume(agent, row.hooks.get(hook.name) if hook.name else None)
+        except BaseException:
+            store.claims.release(row.run_id)
+            raise
         return agent
 
 

@@ -1,4 +1,5 @@
-"""Durable runs: every tick appends what it changed in one SQLite transaction; a run resumes from its last tick."""
+"""Durable runs: every tick appends what it changed in one transaction (SQLite, or PostgreSQL when several machines
+share the store); a run resumes from its last tick, in one process at a time."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..db.connection import Connection, dialect_of
+from ..db.url import database_url, describe
 from ..errors import StoreError
 from ..home import store_path
 from ..redact import keeps_numbers_under, redact, redact_item, redact_value
 from ..sqlite_db import Checkpointer, connect, execute_script, migrate, prefix_matches
 from .belief import Belief, LogEntry, TrajectoryEntry
+from .run_claims import RunClaims
 
 
 def m001_runs(conn: sqlite3.Connection) -> None:
@@ -237,22 +241,48 @@ def _dump_counters(counters: dict[str, Any]) -> str:
 
 
 class RunStore:
-    """The run half of the truth store (store.db in the home folder)."""
+    """The run half of the truth store: store.db in the home folder, or the PostgreSQL database `database` (else
+    SHERPA_SKILLS_DATABASE) names. The home folder keeps what is local either way (logs)."""
 
-    def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None, database: str | None = None):
+        url = None if path else database_url(database)
+        # On PostgreSQL too: the home is where this machine's logs are, and an agent finds it as path's folder.
         self.path = Path(path) if path else store_path(home)
-        self.conn = connect(self.path)
-        migrate(self.conn, "runs", MIGRATIONS)
-        # Ticks never pay for a WAL checkpoint: a background thread does them (see Checkpointer).
-        self.conn.execute("PRAGMA wal_autocheckpoint=0")
-        self.conn.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")  # a checkpointed WAL shrinks back
-        self._checkpointer: Checkpointer | None = Checkpointer.acquire(self.path)
+        self._checkpointer: Checkpointer | None = None
+        self.conn: Connection
+        if url is not None:
+            from ..db.migrations import migrate_postgres
+            from ..db.postgres import connect as connect_postgres
+
+            self.where = describe(url)
+            pg = connect_postgres(url)
+            try:
+                migrate_postgres(pg, "runs", MIGRATIONS, self.where)
+            except BaseException:
+                pg.close()
+                raise
+            self.conn = pg
+            self._integrity_error: type[Exception] = pg.IntegrityError
+        else:
+            self.where = str(self.path)
+            lite = connect(self.path)
+            migrate(lite, "runs", MIGRATIONS)
+            # Ticks never pay for a WAL checkpoint: a background thread does them (see Checkpointer).
+            lite.execute("PRAGMA wal_autocheckpoint=0")
+            lite.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")  # a checkpointed WAL shrinks back
+            self._checkpointer = Checkpointer.acquire(self.path)
+            self.conn = lite
+            self._integrity_error = sqlite3.IntegrityError
+        self.dialect = dialect_of(self.conn)
+        self._like = "ILIKE" if self.dialect == "postgresql" else "LIKE"  # SQLite's LIKE ignores ASCII case already
+        self.claims = RunClaims(self.conn, self.path)
         self._commits = 0
         self._lock = threading.Lock()
         self._kept_specs: set[str] = set()  # machine records known to be stored: a run start asks nothing more
 
     def close(self) -> None:
         checkpointer, self._checkpointer = self._checkpointer, None
+        self.claims.release_all()
         self.conn.close()
         if checkpointer is not None:
             checkpointer.release()
@@ -289,7 +319,8 @@ class RunStore:
                 if machine is not None and spec_hash is not None:
                     self._keep_spec(spec_hash, machine)
                     self.conn.execute(
-                        "INSERT OR REPLACE INTO run_machines (run_id, from_tick, spec_hash) VALUES (?, 0, ?)",
+                        "INSERT INTO run_machines (run_id, from_tick, spec_hash) VALUES (?, 0, ?) "
+                        "ON CONFLICT (run_id, from_tick) DO UPDATE SET spec_hash = excluded.spec_hash",
                         (run_id, spec_hash),
                     )
                 self.conn.execute(
@@ -363,7 +394,7 @@ class RunStore:
                         for d, outcome, e in record.events
                     ],
                 )
-            except sqlite3.IntegrityError:
+            except self._integrity_error:
                 raise StoreError(
                     f"run {run_id} already consumed or emitted one of events {[e['id'] for _, _, e in record.events]}; "
                     "the tick is not recorded twice"
@@ -417,7 +448,7 @@ class RunStore:
                 "UPDATE runs SET status = 'interrupted', updated = ? WHERE run_id = ? AND status != 'final'",
                 (time.time(), run_id),
             )
-        return cur.rowcount > 0
+        return bool(cur.rowcount > 0)
 
     def mark_started(
         self, run_id: str, tick: int, seq: int, action: str, decision: dict[str, Any] | None = None
@@ -426,8 +457,10 @@ class RunStore:
         transition it serves)."""
         with self._lock:
             self.conn.execute(
-                "INSERT OR REPLACE INTO run_intents (run_id, tick, seq, action, started, done, result, decision)"
-                " VALUES (?, ?, ?, ?, ?, 0, NULL, ?)",
+                "INSERT INTO run_intents (run_id, tick, seq, action, started, done, result, decision)"
+                " VALUES (?, ?, ?, ?, ?, 0, NULL, ?) ON CONFLICT (run_id, tick, seq) DO UPDATE SET "
+                "action = excluded.action, started = excluded.started, done = 0, result = NULL, "
+                "decision = excluded.decision",
                 (run_id, tick, seq, action, time.time(), _dump(decision, "decision") if decision is not None else None),
             )
 
@@ -466,7 +499,7 @@ class RunStore:
                     f"run id prefix '{run_id}' is ambiguous: "
                     f"{', '.join(matches[:3])}{', …' if len(matches) > 3 else ''}; give more characters"
                 )
-            raise StoreError(f"no run '{run_id}' in {self.path}; `sherpa-skills runs` lists them")
+            raise StoreError(f"no run '{run_id}' in {self.where}; `sherpa-skills runs` lists them")
         return _run_row(row)
 
     def load_belief(self, run_id: str, tail: int | None = None) -> Belief:
@@ -538,7 +571,7 @@ class RunStore:
             return
         if not self.conn.execute("SELECT 1 FROM run_specs WHERE spec_hash = ?", (spec_hash,)).fetchone():
             self.conn.execute(
-                "INSERT OR IGNORE INTO run_specs (spec_hash, body, created) VALUES (?, ?, ?)",
+                "INSERT INTO run_specs (spec_hash, body, created) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 (spec_hash, _dump(record(), f"the record of machine {spec_hash}"), time.time()),
             )
         self._kept_specs.add(spec_hash)
@@ -557,7 +590,8 @@ class RunStore:
             try:
                 self._keep_spec(spec_hash, record)
                 self.conn.execute(
-                    "INSERT OR REPLACE INTO run_machines (run_id, from_tick, spec_hash) VALUES (?, ?, ?)",
+                    "INSERT INTO run_machines (run_id, from_tick, spec_hash) VALUES (?, ?, ?) "
+                    "ON CONFLICT (run_id, from_tick) DO UPDATE SET spec_hash = excluded.spec_hash",
                     (run_id, from_tick, spec_hash),
                 )
                 self.conn.execute("COMMIT")
@@ -594,7 +628,8 @@ class RunStore:
         task stays (a team run again on the same task resumes it)."""
         with self._lock:
             self.conn.execute(
-                "INSERT OR IGNORE INTO team_tasks (correlation_id, team, record, created) VALUES (?, ?, ?, ?)",
+                "INSERT INTO team_tasks (correlation_id, team, record, created) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
                 (correlation_id, team, _dump(record, f"team task {correlation_id}"), time.time()),
             )
 
@@ -644,7 +679,7 @@ class RunStore:
         ]
 
     def delete_finished_before(
-        self, cutoff: float, keep: Callable[[sqlite3.Connection, list[str]], dict[str, str]] | None = None
+        self, cutoff: float, keep: Callable[[Any, list[str]], dict[str, str]] | None = None
     ) -> int:
         """Retention: runs that ended (final or error) before `cutoff` go,
         with everything they recorded (interrupted ones wait to be resumed)."""
@@ -662,8 +697,8 @@ class RunStore:
 
     def delete_runs(
         self,
-        choose: Callable[[sqlite3.Connection], list[str]],
-        keep: Callable[[sqlite3.Connection, list[str]], dict[str, str]] | None = None,
+        choose: Callable[[Connection], list[str]],
+        keep: Callable[[Any, list[str]], dict[str, str]] | None = None,
     ) -> tuple[list[str], dict[str, str]]:
         """Delete the runs `choose` names, except those `keep` says must stay (run id → why),
         with every row they recorded,
@@ -747,13 +782,16 @@ class RunStore:
             where.append("workflow = ?")
             params.append(workflow)
         if id_contains:
-            where.append("run_id LIKE ? ESCAPE '\\'")
+            where.append(f"run_id {self._like} ? ESCAPE '\\'")
             params.append(f"%{_like(id_contains)}%")
         if text:
             # The inputs too: a thousand runs of one workflow differ only by them.
             where.append(
-                "(run_id LIKE ? ESCAPE '\\' OR workflow LIKE ? ESCAPE '\\' OR state LIKE ? ESCAPE '\\' OR "
-                "error LIKE ? ESCAPE '\\' OR inputs LIKE ? ESCAPE '\\')"
+                "("
+                + " OR ".join(
+                    f"{c} {self._like} ? ESCAPE '\\'" for c in ("run_id", "workflow", "state", "error", "inputs")
+                )
+                + ")"
             )
             params.extend([f"%{_like(text)}%"] * 5)
         clause = f" WHERE {' AND '.join(where)}" if where else ""

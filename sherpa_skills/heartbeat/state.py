@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..db.connection import Connection
+from ..db.url import database_url, describe
 from ..home import store_path
 from ..sqlite_db import connect, execute_script, migrate
 
@@ -59,9 +61,26 @@ def _alive(pid: int) -> bool:
 
 
 class HeartbeatState:
-    def __init__(self, home: Path):
-        self.conn = connect(store_path(home))
-        migrate(self.conn, "heartbeat", MIGRATIONS)
+    """In the home's store.db, or in the PostgreSQL database in force (one heartbeat for every machine sharing it)."""
+
+    def __init__(self, home: Path, database: str | None = None):
+        self.url = database_url(database)
+        self.conn: Connection
+        if self.url is not None:
+            from ..db.migrations import migrate_postgres
+            from ..db.postgres import connect as connect_postgres
+
+            pg = connect_postgres(self.url)
+            try:
+                migrate_postgres(pg, "heartbeat", MIGRATIONS, describe(self.url))
+            except BaseException:
+                pg.close()
+                raise
+            self.conn = pg
+        else:
+            lite = connect(store_path(home))
+            migrate(lite, "heartbeat", MIGRATIONS)
+            self.conn = lite
 
     def close(self) -> None:
         self.conn.close()
@@ -69,6 +88,8 @@ class HeartbeatState:
     # -- lock
     def acquire(self, run_id: str, stale_secs: float) -> LockOutcome:
         """Free → take; held by a live process → skip; older than `stale_secs` or its process gone → reset and take."""
+        if self.url is not None:
+            return self._acquire_postgres(run_id)
         now, host, pid = time.time(), socket.gethostname(), os.getpid()
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
@@ -90,19 +111,54 @@ class HeartbeatState:
                     conn.execute("COMMIT")
                     return LockOutcome(False, "held", holder)
                 how = "reset"
-            conn.execute(
-                "INSERT OR REPLACE INTO heartbeat_lock (name, run_id, pid, host, acquired) VALUES (?, ?, ?, ?, ?)",
-                (LOCK, run_id, pid, host, now),
-            )
+            self._record_holder(run_id, pid, host, now)
             conn.execute("COMMIT")
             return LockOutcome(True, how, None if row is None else holder)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
 
+    def _record_holder(self, run_id: str, pid: int, host: str, now: float) -> None:
+        self.conn.execute(
+            "INSERT INTO heartbeat_lock (name, run_id, pid, host, acquired) VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) "
+            "DO UPDATE SET run_id = excluded.run_id, pid = excluded.pid, host = excluded.host, "
+            "acquired = excluded.acquired",
+            (LOCK, run_id, pid, host, now),
+        )
+
+    def _holder(self) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT run_id, pid, host, acquired FROM heartbeat_lock WHERE name = ?", (LOCK,)
+        ).fetchone()
+        if row is None:
+            return None
+        return {
+            "run_id": row[0],
+            "pid": row[1],
+            "host": row[2],
+            "acquired": row[3],
+            "age_secs": round(time.time() - row[3], 1),
+        }
+
+    def _acquire_postgres(self, run_id: str) -> LockOutcome:
+        """The advisory lock decides; the row only says who holds it (machine, pid, since when). A row left while the
+        lock is free was a holder that died: the server already let go of its lock, so it is reset."""
+        from .lock_postgres import try_hold
+
+        assert self.url is not None
+        if not try_hold(self.url, run_id):
+            return LockOutcome(False, "held", self._holder())
+        previous = self._holder()
+        self._record_holder(run_id, os.getpid(), socket.gethostname(), time.time())
+        return LockOutcome(True, "taken" if previous is None else "reset", previous)
+
     def release(self, run_id: str) -> bool:
         cursor = self.conn.execute("DELETE FROM heartbeat_lock WHERE name = ? AND run_id = ?", (LOCK, run_id))
-        return cursor.rowcount > 0
+        if self.url is not None:
+            from .lock_postgres import let_go
+
+            return let_go(self.url, run_id) or cursor.rowcount > 0
+        return bool(cursor.rowcount > 0)
 
     # -- key/value
     def get(self, key: str, default: Any = None) -> Any:
@@ -110,13 +166,17 @@ class HeartbeatState:
         return json.loads(row[0]) if row else default
 
     def set(self, key: str, value: Any) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO heartbeat_state (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+        self.conn.execute(
+            "INSERT INTO heartbeat_state (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value)),
+        )
 
     # -- reports
     def save_report(self, report: dict[str, Any], markdown: str) -> int:
         cursor = self.conn.execute(
             "INSERT INTO heartbeat_runs (run_id, started, ended, status, watermark_before, watermark_after, "
-            "phases, alerts, markdown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "phases, alerts, markdown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 report.get("run_id"),
                 report["started"],
@@ -129,8 +189,7 @@ class HeartbeatState:
                 markdown,
             ),
         )
-        assert cursor.lastrowid is not None  # an INSERT sets it
-        return cursor.lastrowid
+        return int(cursor.fetchone()[0])
 
     def reports(self, last: int = 1) -> list[dict[str, Any]]:
         rows = self.conn.execute(
@@ -163,6 +222,8 @@ class HeartbeatState:
 
     def remember_health(self, procedure_id: str, status: str, rate: float | None) -> None:
         self.conn.execute(
-            "INSERT OR REPLACE INTO procedure_health (procedure_id, status, rate, updated) VALUES (?, ?, ?, ?)",
+            "INSERT INTO procedure_health (procedure_id, status, rate, updated) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (procedure_id) DO UPDATE SET status = excluded.status, rate = excluded.rate, "
+            "updated = excluded.updated",
             (procedure_id, status, rate, time.time()),
         )

@@ -7,12 +7,12 @@ unless forced. What stays is reported with its reason.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from ..db.connection import Connection, dialect_of
 from ..engine.runstore import RunStore
 
 ACTIVE = ("waiting", "running", "interrupted")  # resumable: deleting one loses work in progress
@@ -38,8 +38,10 @@ def _chunks(ids: list[str]) -> Iterator[list[str]]:
         yield ids[start : start + _CHUNK]
 
 
-def _has_table(conn: sqlite3.Connection, name: str) -> bool:
-    """The skill store's tables exist only once it was opened in this home."""
+def _has_table(conn: Connection, name: str) -> bool:
+    """The skill store's tables exist only once it was opened in this home (or database)."""
+    if dialect_of(conn) == "postgresql":
+        return conn.execute("SELECT to_regclass(?)", (name,)).fetchone()[0] is not None
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
@@ -47,7 +49,7 @@ def _in(ids: list[str]) -> str:
     return ", ".join("?" * len(ids))
 
 
-def must_stay(conn: sqlite3.Connection, ids: list[str], force: bool = False) -> dict[str, str]:
+def must_stay(conn: Connection, ids: list[str], force: bool = False) -> dict[str, str]:
     """Of these runs, those that must not be deleted, each with why (the first reason found)."""
     kept: dict[str, str] = {}
     for part in _chunks(ids):

@@ -1,0 +1,5 @@
+"""Where the truth is kept: SQLite in the home folder (the default), or PostgreSQL when several machines share it.
+
+`url` chooses the engine, `postgres` connects (pooled, sqlite3-shaped), `sql` translates the statements the two engines
+spell differently, `migrations` versions both schemas.
+"""

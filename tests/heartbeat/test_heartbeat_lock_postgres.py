@@ -1,0 +1,84 @@
+"""The heartbeat lock on PostgreSQL: machines starting a heartbeat at once, exactly one runs; the holder (machine,
+pid, since when) is recorded; a holder that dies loses the lock through the server itself, not a clock."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sherpa_skills.heartbeat.state import HeartbeatState
+
+pytestmark = pytest.mark.postgres
+
+_TRY = """
+import json, os, sys, time
+from pathlib import Path
+from sherpa_skills.heartbeat.state import HeartbeatState
+while not Path(sys.argv[1]).exists(): time.sleep(0.002)
+state = HeartbeatState(Path(sys.argv[2]))
+outcome = state.acquire(sys.argv[3], 600)
+print(json.dumps({"pid": os.getpid(), **outcome.to_dict()}), flush=True)
+time.sleep(float(sys.argv[4]))  # a heartbeat's phases run while it holds the lock
+if outcome.acquired:
+    state.release(sys.argv[3])
+"""
+
+
+def _start(tmp_path: Path, url: str, name: str, hold: float) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _TRY, str(tmp_path / "go"), str(tmp_path / name), name, str(hold)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "SHERPA_SKILLS_DATABASE": url},
+    )
+
+
+def test_heartbeats_started_on_two_machines_at_once_exactly_one_runs(postgres_url: str, tmp_path: Path) -> None:
+    import json
+
+    procs = [_start(tmp_path, postgres_url, f"machine{i}-hb{j}", 1.0) for i in (1, 2) for j in (1, 2)]
+    (tmp_path / "go").touch()
+    outcomes = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        outcomes.append(json.loads(out))
+    winners = [o for o in outcomes if o["acquired"]]
+    assert len(winners) == 1, outcomes
+    for loser in (o for o in outcomes if not o["acquired"]):
+        assert loser["how"] == "held" and loser["holder"]["pid"] == winners[0]["pid"]
+        assert loser["holder"]["host"] and loser["holder"]["acquired"] > 0
+
+
+def test_a_killed_holder_s_lock_is_released_by_the_server_and_reset(postgres_url: str, tmp_path: Path) -> None:
+    import json
+
+    holder = _start(tmp_path, postgres_url, "machine1", 60)
+    (tmp_path / "go").touch()
+    assert holder.stdout is not None
+    first = json.loads(holder.stdout.readline())
+    assert first["acquired"] and first["how"] == "taken"
+    state = HeartbeatState(tmp_path / "machine2", database=postgres_url)
+    try:
+        held = state.acquire("second", stale_secs=0)  # older than "stale" but alive: a clock decides nothing
+        assert not held.acquired and held.holder is not None and held.holder["pid"] == holder.pid
+        holder.kill()
+        holder.wait(timeout=30)
+        import time
+
+        deadline = time.monotonic() + 10
+        outcome = state.acquire("second", 600)
+        while not outcome.acquired and time.monotonic() < deadline:  # the server notices the dropped connection
+            time.sleep(0.05)
+            outcome = state.acquire("second", 600)
+        assert outcome.acquired and outcome.how == "reset" and outcome.holder["pid"] == holder.pid  # type: ignore[index]
+        assert state.release("second")
+        assert state.acquire("third", 600).how == "taken"
+        state.release("third")
+    finally:
+        state.close()
