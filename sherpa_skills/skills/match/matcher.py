@@ -17,7 +17,8 @@ Between sure and nothing there is a third answer, `needs-confirmation`: when no 
 plausible (its relevance reaches the ask floor, or its cosine stands clear of the rest), or two sure ones are too close
 to tell apart, at most five candidates whose literals agree and that could be replayed are offered, best first, to the
 judge at hand (the person, the caller, or a model: `verifier`). A confirmed wording becomes an alias of the procedure
-(the same wording is sure next time; a close one brings the procedure among the candidates); a refused pair is
+(the same wording is sure next time; a close one brings the procedure among the candidates, and one said in words of
+its own that means what both the description and the alias mean is vouched for: `vouch`); a refused pair is
 remembered and never offered again (`store.answers`). Both hold only in the scope (task type) they were given in.
 """
 
