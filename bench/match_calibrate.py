@@ -208,11 +208,11 @@ def main() -> int:
         **{k: [round(x, 6) for x in v] if isinstance(v, list) else round(v, 6) for k, v in model.items()},
         "floor": floor,
         "margin": margin,
-        # The ask band is calibrated by bench/match_ask_bench.py: kept as shipped.
+        # The ask band and the alias rule are calibrated by bench/match_ask_bench.py: kept as shipped.
         **{
             k: v
             for k, v in json.loads(MODEL_FILE.read_text(encoding="utf-8")).items()
-            if k.startswith(("ask_", "wording_"))
+            if k.startswith(("ask_", "wording_", "alias_"))
         },
         "calibration": "bench/match_calibrate.py on the NL2Bash dev split (shared/matching); the ask band: "
         "bench/match_ask_bench.py",

@@ -32,6 +32,13 @@ from _results import machine, write_section  # noqa: E402
 from match_calibrate import dev_split, options  # noqa: E402
 
 SECTION = "Procedure matching: verifier (NL2Bash dev)"
+NO_MODEL = (
+    "No real model in this run. Measured earlier, on the one-candidate verifier this judge replaced (asked about a "
+    "best candidate in [0.25, floor) only): SmolLM2-135M-Instruct (Q4_1, llama-cpp-python, the only model offline "
+    "here) answered exactly as the always-yes stand-in, confirming every candidate, wrong ones included; a model that "
+    "cannot say no is no judge, so the model judge stays off unless asked for (`--verify`, a learning workflow's own "
+    "model)."
+)
 
 
 def oracle_script(path: Path, split: dict[str, Any]) -> None:
@@ -126,6 +133,8 @@ def main() -> int:
             "costs in wrong and false replays. A real model lands between them; its row, when present, is measured.",
         ]
     )
+    if not args.model:
+        body += "\n\n" + NO_MODEL
     print(body)
     if not args.no_write:
         write_section(SECTION, body)

@@ -17,7 +17,8 @@ Between sure and nothing there is a third answer, `needs-confirmation`: when no 
 plausible (its relevance reaches the ask floor, or its cosine stands clear of the rest), or two sure ones are too close
 to tell apart, at most five candidates whose literals agree and that could be replayed are offered, best first, to the
 judge at hand (the person, the caller, or a model: `verifier`). A confirmed wording becomes an alias of the procedure
-(the same wording is sure next time; a close one brings the procedure among the candidates); a refused pair is
+(the same wording is sure next time; a close one brings the procedure among the candidates, and one said in words of
+its own that means what both the description and the alias mean is vouched for: `vouch`); a refused pair is
 remembered and never offered again (`store.answers`). Both hold only in the scope (task type) they were given in.
 """
 
@@ -42,6 +43,7 @@ from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest, ind
 from .relevance import RelevanceModel, default_model, length_feature
 from .similarity import STOP_WORDS, TermIndex, cosines, coverage, words
 from .verifier import Verdict, Verifier
+from .vouch import Evidence, repeated, vouched
 from .wording import key_words, same_wording, wording_key
 
 log = structlog.get_logger(__name__)
@@ -89,6 +91,10 @@ class MatchCandidate(BaseModel):
     literals_agreed: list[str] = Field(default_factory=list)
     literals_disagreed: list[str] = Field(default_factory=list)
     params: dict[str, str] = Field(default_factory=dict, description="parameter values taken from the task's literals")
+    alias: float | None = Field(
+        default=None, description="cosine between the task and the closest wording confirmed for it; None without any"
+    )
+    alias_id: str | None = Field(default=None, description="that confirmed wording (`learn aliases` lists it)")
     health: str | None = None
     reason: str | None = Field(default=None, description="why it was not taken; None for the selected one")
 
@@ -229,7 +235,9 @@ class Matcher:
         self.margin = margin
         self.verify = verify
         self.model = model or default_model()
-        self._texts: dict[tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[str], str]] = {}
+        self._texts: dict[
+            tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[str], str, frozenset[str]]
+        ] = {}
         self._procs: dict[str, CapturedProcedure] = {}  # parsed rows, reused while (version, updated) holds
         self._reverse: dict[tuple[Any, ...], tuple[float, dict[str, float]]] = {}  # description words' IDF per index
         self._aliases: tuple[tuple[int, str], list[tuple[AliasRow, frozenset[str], Any]]] | None = None
@@ -350,7 +358,7 @@ class Matcher:
         alias_exact = {a.procedure_id: a.id for a, keys, _ in aliases if same_wording(said, keys)}
         alias_cos = self._alias_cosines(vector, aliases)
         rejected = self.answers.rejected(wording_key(query), task_type)
-        close_aliases = sorted(alias_cos, key=lambda pid: -alias_cos[pid])[:MAX_OFFERED]
+        close_aliases = sorted(alias_cos, key=lambda pid: -alias_cos[pid][0])[:MAX_OFFERED]
         ids = list(dict.fromkeys([*alias_exact, *close_aliases, *near, *terms.search(weights, pool)]))
         procs: list[CapturedProcedure] = []
         stored = self._current(ids)
@@ -367,15 +375,15 @@ class Matcher:
             procs.append(proc)
         vectors = self._vectors(procs, snap) if vector is not None else {}
         cosines_of = cosines(vector, vectors)
-        # A close alias only brings its procedure among the candidates: its cosine does not make a replay sure (scored
-        # as the description's, it replayed a near miss in bench/match_ask_bench.py); its exact wording does.
+        # A close alias is not scored as a description (that replayed a near miss in bench/match_ask_bench.py): it
+        # brings its procedure among the candidates, and vouches for it only by the stricter rule of `vouch`.
         stated = lit.extract(query)
         plain = _plain(query)
         stamp = (*snap.stamp, include_candidates)
         given = params or {}
         rows = []
         for proc in procs:
-            own_words, text, described, _ = self._text(proc)
+            own_words, text, described, _, _ = self._text(proc)
             share, matched = coverage(weights, own_words)
             agreement = lit.agree(stated, text, given)
             semantic = cosines_of.get(proc.id)
@@ -431,13 +439,19 @@ class Matcher:
                     literals_agreed=agreement.agreed,
                     literals_disagreed=agreement.disagreed,
                     params=agreement.params,
+                    alias=round(alias_cos[proc.id][0], 4) if proc.id in alias_cos else None,
+                    alias_id=alias_cos[proc.id][1] if proc.id in alias_cos else None,
                 )
             )
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
         mode: Literal["semantic", "lexical"] = "semantic" if vector is not None else "lexical"
+        vouch = self._vouched(candidates, said, aliases, rejected)
+        shown = candidates[: max(limit, 1)]
+        if vouch is not None and vouch not in shown:
+            shown.append(vouch)
         return self._decide(
             base,
-            candidates[: max(limit, 1)],
+            shown,
             given,
             threshold,
             check_health,
@@ -445,7 +459,37 @@ class Matcher:
             degraded,
             verify=verify or self.verify,
             rejected=rejected,
+            vouch=vouch,
         )
+
+    def _vouched(
+        self,
+        candidates: list[MatchCandidate],
+        said: frozenset[str],
+        aliases: list[tuple[AliasRow, frozenset[str], Any]],
+        rejected: set[str],
+    ) -> MatchCandidate | None:
+        """The candidate a confirmed wording vouches for (`vouch`), among those whose literals agree; or None."""
+        agreeing = [c for c in candidates if not c.literals_disagreed and c.semantic is not None]
+        if not any(c.alias is not None for c in agreeing):
+            return None
+        keys: dict[str, list[frozenset[str]]] = {}
+        for row, words_of, _ in aliases:
+            keys.setdefault(row.procedure_id, []).append(words_of)
+        by_id = {c.procedure_id: c for c in agreeing}
+        evidence = [
+            Evidence(
+                c.procedure_id,
+                c.semantic or 0.0,
+                None if c.procedure_id in rejected else c.alias,
+                repeated(said, [self._text(self._procs[c.procedure_id])[4], *keys.get(c.procedure_id, [])])
+                if c.alias is not None
+                else 0.0,
+            )
+            for c in agreeing
+        ]
+        found = vouched(evidence, self.model.alias_floor, self.model.alias_gap, self.model.alias_words)
+        return by_id[found.procedure_id] if found is not None else None
 
     def _same_wording(self, rows: list[_Row], said: frozenset[str]) -> None:
         """A task that says what a description says, folded (`wording`), is as sure as one repeating it — unless
@@ -494,13 +538,16 @@ class Matcher:
         self._aliases = (key, views)
         return views
 
-    def _alias_cosines(self, vector: Any, aliases: list[tuple[AliasRow, frozenset[str], Any]]) -> dict[str, float]:
-        """Per procedure, the best cosine between the task and one of its aliases."""
+    def _alias_cosines(
+        self, vector: Any, aliases: list[tuple[AliasRow, frozenset[str], Any]]
+    ) -> dict[str, tuple[float, str]]:
+        """Per procedure, the best cosine between the task and one of its aliases, and that alias's id."""
         with_vectors = {a.id: (a.procedure_id, v) for a, _, v in aliases if v is not None}
-        best: dict[str, float] = {}
+        best: dict[str, tuple[float, str]] = {}
         for alias_id, cos in cosines(vector, {k: v for k, (_, v) in with_vectors.items()}).items():
             pid = with_vectors[alias_id][0]
-            best[pid] = max(best.get(pid, 0.0), cos)
+            if pid not in best or cos > best[pid][0]:
+                best[pid] = (cos, alias_id)
         return best
 
     def params_for(self, query: str, proc: CapturedProcedure) -> dict[str, str]:
@@ -583,7 +630,7 @@ class Matcher:
         total, idf = found
         return sum(v for w, v in idf.items() if w in weights) / total if total > 0 else 0.0
 
-    def _text(self, proc: CapturedProcedure) -> tuple[set[str], lit.ProcedureText, list[str], str]:
+    def _text(self, proc: CapturedProcedure) -> tuple[set[str], lit.ProcedureText, list[str], str, frozenset[str]]:
         """A procedure's key terms, literals and description words, prepared once per version."""
         key = (proc.id, proc.version, proc.updated)
         found = self._texts.get(key)
@@ -597,6 +644,7 @@ class Matcher:
                 lit.procedure_text(proc.description, proc.task_type, proc.tags, commands),
                 list(dict.fromkeys(words(proc.description))),
                 describe(proc),
+                key_words(proc.description),
             )
             self._texts[key] = found
         return found
@@ -613,6 +661,7 @@ class Matcher:
         *,
         verify: Verifier | None = None,
         rejected: set[str] | None = None,
+        vouch: MatchCandidate | None = None,
     ) -> MatchDecision:
         floor = base["floor"]
         refused = rejected or set()
@@ -649,6 +698,15 @@ class Matcher:
                     c.reason = f"ambiguous: {names} score within {self.margin:g} of each other"
                 decision.reason = f"ambiguous between {names}"
                 plausible = [best, *close]
+        elif vouch is not None and self._refusal(vouch, threshold, check_health) is None:
+            for c in candidates:
+                if c is not vouch:
+                    c.reason = c.reason or f"less relevant than {vouch.procedure_id}"
+            decision.reason = (
+                f"a confirmed wording ({vouch.alias_id}) vouches for {vouch.procedure_id}: close in meaning to it "
+                "and to the description, said in other words, and to nothing else"
+            )
+            return self._select(decision, vouch, given)
         elif not self._worth_asking(plausible):
             if candidates:
                 decision.reason = decision.reason or "no stored procedure is about this task"

@@ -11,8 +11,8 @@ The signals (each with an absolute meaning, never normalised by the query's best
 
 relevance = 1 / (1 + exp(-(bias + Σ weight·(x - mean) / scale))), in [0, 1]. The coefficients, the floor, the
 margin and the ask band's settings are data (`relevance.json` beside this module), fitted on the NL2Bash dev split
-by `bench/match_calibrate.py`, which also reports them cross-validated on halves of the split; the ask band is
-calibrated by `bench/match_ask_bench.py`.
+by `bench/match_calibrate.py`, which also reports them cross-validated on halves of the split; the ask band's and
+the alias rule's (`vouch`) by `bench/match_ask_bench.py`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 
 MODEL_FILE = Path(__file__).with_name("relevance.json")
 FEATURES = ("semantic", "terms", "reverse", "agreed", "gap", "length")
+SETTINGS = ("ask_floor", "ask_semantic", "ask_gap", "wording_gap", "alias_floor", "alias_gap", "alias_words")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class RelevanceModel:
     ask_semantic: float = 0.35  # ... or a candidate's cosine, when it stands clear of the rest by ask_gap
     ask_gap: float = 0.1
     wording_gap: float = 0.15  # a task saying what a description says is sure only this far above the rest
+    alias_floor: float = 0.35  # what a confirmed wording vouches for (`vouch`): both cosines reach this,
+    alias_gap: float = 0.05  # ... this far above every other candidate,
+    alias_words: float = 0.34  # ... repeating at most this share of the description's or an alias's key words
 
     def __call__(self, features: dict[str, float]) -> float:
         z = self.bias + sum(
@@ -60,7 +64,7 @@ def from_dict(data: dict) -> RelevanceModel:
         float(data["bias"]),
         float(data["floor"]),
         float(data["margin"]),
-        **{k: float(data[k]) for k in ("ask_floor", "ask_semantic", "ask_gap", "wording_gap") if k in data},
+        **{k: float(data[k]) for k in SETTINGS if k in data},
     )
 
 

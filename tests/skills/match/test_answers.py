@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import sherpa_skills as sk
+from sherpa_skills.skills.match.vouch import Evidence, repeated, vouched
 from sherpa_skills.skills.match.wording import key_words, same_wording
 
 DEPLOY = "deploy the proxy configuration and restart the service"
@@ -108,6 +109,76 @@ class TestAliases:
             skills.forget(alias.id)
         with pytest.raises(sk.StoreError, match="not an alias or rejection id"):
             skills.forget("nonsense")
+
+
+class TestAliasesVouch:
+    """A confirmed wording vouches for other wordings said in words of their own (`match.vouch`); a wording that
+    repeats the procedure's words but changes them, or one from another scope, is not vouched for."""
+
+    def test_another_wording_in_other_words_replays_directly(self, skills: sk.SkillStore) -> None:
+        load = _id(skills, "load-test")
+        task = "see if staging survives lots of traffic"
+        assert skills.match(task).decision != "match"
+        alias = skills.confirm("hammer staging with 500 simulated users", load)
+        decision = skills.match(task)
+        assert decision.decision == "match" and decision.procedure_id == load
+        assert decision.selected is not None and decision.selected.alias_id == alias.id
+        assert f"a confirmed wording ({alias.id}) vouches for {load}" in (decision.reason or "")
+
+    def test_a_wording_that_changes_the_descriptions_words_is_not_vouched_for(self, skills: sk.SkillStore) -> None:
+        """ "roll back the proxy configuration" is close in meaning to the confirmed "push out the new proxy settings",
+        but repeats the description's words and changes what is done: a near miss, asked about at most."""
+        skills.confirm(ASKED, _id(skills, "deploy-proxy"))
+        decision = skills.match("roll back the proxy configuration")
+        assert decision.decision != "match" and decision.selected is None
+
+    def test_a_wording_that_changes_the_aliass_words_is_not_vouched_for(self, skills: sk.SkillStore) -> None:
+        backup = _id(skills, "db-backup")
+        skills.confirm("back up the app data", backup)
+        assert skills.match("make a backup of our data").procedure_id == backup
+        assert skills.match("restore the app data").decision != "match"
+
+    def test_unrelated_is_not_vouched_for(self, skills: sk.SkillStore) -> None:
+        skills.confirm("hammer staging with 500 simulated users", _id(skills, "load-test"))
+        assert skills.match("what's the capital of australia").decision == "no-match"
+
+    def test_an_alias_vouches_only_in_its_scope(self, skills: sk.SkillStore) -> None:
+        load = _id(skills, "load-test")
+        skills.confirm("hammer staging with 500 simulated users", load, task_type="load-test")
+        task = "see if staging survives lots of traffic"
+        assert skills.match(task, task_type="load-test").procedure_id == load
+        assert skills.match(task).decision != "match"
+
+
+class TestVouchRule:
+    """The rule itself, as a plain function over each candidate's evidence."""
+
+    @staticmethod
+    def _vouched(*evidence: Evidence, floor: float = 0.35, gap: float = 0.05, words: float = 0.34) -> str | None:
+        found = vouched(list(evidence), floor, gap, words)
+        return found.procedure_id if found else None
+
+    def test_both_tellings_close_and_clear_of_the_rest(self) -> None:
+        assert self._vouched(Evidence("a", 0.5, 0.6, 0.2), Evidence("b", 0.4, None, 0.0)) == "a"
+
+    def test_without_an_alias_nothing_is_vouched_for(self) -> None:
+        assert self._vouched(Evidence("a", 0.9, None, 0.0)) is None
+
+    def test_one_telling_alone_is_not_enough(self) -> None:
+        assert self._vouched(Evidence("a", 0.3, 0.9, 0.0)) is None
+        assert self._vouched(Evidence("a", 0.9, 0.3, 0.0)) is None
+
+    def test_a_close_rival_is_asked_about(self) -> None:
+        assert self._vouched(Evidence("a", 0.5, 0.6, 0.0), Evidence("b", 0.58, None, 0.0)) is None
+        assert self._vouched(Evidence("a", 0.5, 0.6, 0.0), Evidence("b", 0.2, 0.57, 0.0)) is None
+
+    def test_repeating_the_procedures_words_is_a_near_miss(self) -> None:
+        assert self._vouched(Evidence("a", 0.7, 0.8, 0.5)) is None
+
+    def test_repeated_is_the_largest_share_of_one_wording(self) -> None:
+        said = key_words("restore my home folder from the external drive")
+        assert repeated(said, [key_words("archive my home folder to the external drive"), frozenset()]) == 0.8
+        assert repeated(said, []) == 0.0
 
 
 class TestRejections:

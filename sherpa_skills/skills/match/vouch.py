@@ -1,0 +1,49 @@
+"""What a confirmed wording vouches for: a task said in words of its own that means what a procedure and a wording a
+judge confirmed for it both mean — and nothing else stored — replays that procedure directly.
+
+An alias is evidence that a person took a wording unlike the description to mean the procedure. It widens what the
+procedure is known to mean, so a task close by meaning to both the description and an alias is about it, when:
+
+- its cosine to the description and to the closest alias both reach `alias_floor` (two independent tellings agree);
+- the closer of the two stands at least `alias_gap` above every other candidate's closest (description or alias):
+  the procedure stands out, so the task is not about a neighbour;
+- it repeats at most `alias_words` of the description's key words, and of each alias's. A task that repeats much
+  of a procedure's wording and still was not sure by the relevance model changes something on purpose ("restore my
+  home folder from the external drive" for "archive my home folder to the external drive"): that is what a near
+  miss looks like, and only a judge can tell it from a paraphrase, so it is asked about, never vouched for.
+
+The settings are data (`relevance.json`: alias_floor, alias_gap, alias_words), fitted by bench/match_ask_bench.py on
+one half of the dev routines and reported on the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One candidate's signals for the alias rule."""
+
+    procedure_id: str
+    semantic: float  # cosine between the task and the procedure
+    alias: float | None  # the best cosine between the task and one of its confirmed wordings; None without any
+    repeats: float  # the largest share of the description's, or of one alias's, key words the task says
+
+
+def repeated(said: frozenset[str], wordings: list[frozenset[str]]) -> float:
+    """The largest share of one wording's key words that the task says."""
+    return max((len(said & w) / len(w) for w in wordings if w), default=0.0)
+
+
+def vouched(evidence: list[Evidence], floor: float, gap: float, words: float) -> Evidence | None:
+    """The candidate a confirmed wording vouches for (see the module's docstring), or None."""
+    with_alias = [e for e in evidence if e.alias is not None]
+    if not with_alias:
+        return None
+    best = max(with_alias, key=lambda e: min(e.semantic, e.alias or 0.0))
+    agreed, closest = min(best.semantic, best.alias or 0.0), max(best.semantic, best.alias or 0.0)
+    rival = max((max(e.semantic, e.alias or 0.0) for e in evidence if e is not best), default=0.0)
+    if agreed >= floor and closest - rival >= gap and best.repeats <= words:
+        return best
+    return None
