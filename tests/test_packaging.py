@@ -187,7 +187,7 @@ class TestDependencies:
         return found
 
     def test_every_import_is_declared(self) -> None:
-        extras = ("redis", "ui", "mcp", "otel")
+        extras = ("redis", "ui", "mcp", "otel", "postgres")
         declared = self._declared().union(*(self._declared(e) for e in extras))
         # A namespace package (opentelemetry) is installed by several distributions: one declared brings the rest.
         shared = {d for dists in packages_distributions().values() if len(dists) > 1 for d in dists}

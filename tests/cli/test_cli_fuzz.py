@@ -32,6 +32,8 @@ EXCLUDED_OPTIONS = {
 EXCLUDED_COMMANDS = {
     ("demo",): "takes no file or value to malform; tests/test_examples.py runs it",
     ("ui",): "serves until stopped when its values happen to be valid; tests/test_ui_*.py start it on a free port",
+    ("mcp",): "serves on standard input until it closes when its values happen to be valid; tests/bridge start it with"
+    " a real MCP client and feed it bad values",
 }
 
 VALUES = [
