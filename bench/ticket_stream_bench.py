@@ -165,6 +165,28 @@ def memory_timing(sizes: tuple[int, ...] = (100, 10_000), reps: int = 2000) -> d
     return {size: median(values) for size, values in times.items()}
 
 
+def readme_routine() -> list[int]:
+    """The README's scenario: the example stream (its disputed refund included), then the routine refund three times as
+    `sherpa-skills run ... -i order=4500` gives it (a number): the LLM calls of each."""
+    import importlib.util
+
+    import sherpa_skills as sk
+
+    spec = importlib.util.spec_from_file_location("stream", ROOT / "examples" / "ticket_learning" / "stream.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    with tempfile.TemporaryDirectory(prefix="sherpa-readme-") as tmp:
+        example.stream(Path(tmp))
+        workflow = sk.load_workflow(WORKFLOW)
+        runs = sk.RunStore(home=Path(tmp))
+        try:
+            inputs = {"ticket": "Please refund my order, it arrived damaged", "order": 4500}
+            return [workflow.agent(store=runs).run(inputs).counters["llm_calls"] for _ in range(3)]
+        finally:
+            runs.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--tickets", help="a tickets file of the same shape (default: the dev set)")
@@ -219,6 +241,7 @@ def main() -> None:
             )
         )
     timing = memory_timing()
+    routine = readme_routine()
     ratio = timing[10_000] / timing[100]
     command = "python bench/ticket_stream_bench.py" + (
         f" --tickets {shlex.quote(str(tickets_file))}" if args.tickets else ""
@@ -238,6 +261,8 @@ def main() -> None:
         f"{percentile(answered_ms, 95):.3f} ms over {len(answered_ms)} | ≤ 3 ms |",
         f"| `answer()` at 100 / 10,000 examples (median µs) | {timing[100]:.0f} / {timing[10_000]:.0f} = "
         f"{ratio:.2f}× | ≤ 2× |",
+        f"| the README's routine refund after the example stream (its disputed refund included): LLM calls of runs "
+        f"1, 2, 3 | {', '.join(map(str, routine))} | 0 by the third |",
         "",
         "Other arrival orders of the same tickets (each kind shuffled, seeds 1.."
         + str(len(orders))
