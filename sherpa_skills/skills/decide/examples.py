@@ -36,6 +36,7 @@ class Example:
 
 
 def _dump(value: Any) -> str:
+    # Canonical (sorted keys): one decision's arguments are one text, which `examples_after` partitions by.
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
@@ -66,12 +67,14 @@ def add_examples(store: ProcedureDatabase, examples: list[Example]) -> None:
         )
 
 
-def examples_after(store: ProcedureDatabase, workflow: str, after: int = 0) -> list[Example]:
-    """`workflow`'s examples newer than id `after`, oldest first: a memory reads only what it has not seen."""
+def examples_after(store: ProcedureDatabase, workflow: str, after: int = 0, newest: int = 1 << 30) -> list[Example]:
+    """`workflow`'s examples newer than id `after`, oldest first, at most the `newest` of each decision at each state
+    (what a memory keeps): a memory reads only what it has not seen, and a new process no more than it keeps."""
     rows = store.conn.execute(
-        "SELECT id, workflow, state, trigger, args, features, path, task, vector, embedder, run_id, created"
-        " FROM decision_examples WHERE workflow = ? AND id > ? ORDER BY id",
-        (workflow, after),
+        "SELECT id, workflow, state, trigger, args, features, path, task, vector, embedder, run_id, created FROM ("
+        " SELECT *, ROW_NUMBER() OVER (PARTITION BY state, trigger, args ORDER BY id DESC) AS nth"
+        " FROM decision_examples WHERE workflow = ? AND id > ?) WHERE nth <= ? ORDER BY id",
+        (workflow, after, newest),
     ).fetchall()
     return [
         Example(

@@ -48,7 +48,8 @@ class FeatureReader:
         #: Policy decisions taken so far: the position of the one asked now.
         self.decisions = 0
 
-    def _catch_up(self, view: Any) -> None:
+    def catch_up(self, view: Any) -> None:
+        """Read what the run added since the last call (all of it, for another belief)."""
         if view is not self._view:  # a resumed run's belief: read from its start
             self._view, self._log_read, self._trajectory_read = view, 0, 0
             self._outcomes, self._path, self.decisions = {}, [], 0
@@ -73,7 +74,7 @@ class FeatureReader:
 
     def read(self, view: Any, triggers: list[str]) -> tuple[dict[str, Any], str]:
         """(features, path) for the decision asked now, `triggers` the options its guards left."""
-        self._catch_up(view)
+        self.catch_up(view)
         features: dict[str, Any] = {}
         for key, value in view.context.items():
             if key == "event" or key.startswith("_"):

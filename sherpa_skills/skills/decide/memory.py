@@ -216,7 +216,8 @@ class DecisionMemory:
     def refresh(self, workflow: str, valid: set[tuple[str, str]] | None = None) -> dict[str, int]:
         """Read `workflow`'s new examples; `valid` is the (state, trigger) pairs the workflow has now. Returns the
         unusable examples by why (a state or trigger the workflow no longer has)."""
-        new = examples_after(self.store, workflow, self._read.get(workflow, 0))
+        conf = settings()
+        new = examples_after(self.store, workflow, self._read.get(workflow, 0), int(conf["kept_per_decision"]))
         if not new and workflow in self._states:
             return self._unusable.get(workflow, {})
         states = self._states.setdefault(workflow, {})
@@ -234,7 +235,6 @@ class DecisionMemory:
                 continue
             states.setdefault(e.state, StateMemory()).add(e)
             touched.add(e.state)
-        conf = settings()
         for state in touched:
             memory = states[state]
             memory.bound(int(conf["kept_per_decision"]))

@@ -87,7 +87,7 @@ class Recall:
 
     def position(self, ctx: DecisionContext) -> int:
         """The position of the decision asked now (policy decisions the run has taken)."""
-        self.reader.read(ctx.view, [])
+        self.reader.catch_up(ctx.view)
         return self.reader.decisions
 
     def meaning(self) -> Any:

@@ -9,12 +9,8 @@ import time
 from typing import Any
 
 from ...redact import redact
-from .database import ProcedureDatabase
+from .database import ProcedureDatabase, _dump
 from .models import CapturedProcedure
-
-
-def _dump(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def add_branch(
