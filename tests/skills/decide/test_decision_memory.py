@@ -177,3 +177,15 @@ def test_learn_decisions_lists_the_memory(tmp_path, runs, capsys):
     }
     assert main(["learn", "decisions", "nothing-here", "--home", str(tmp_path)]) == 0
     assert "no decisions learned yet" in capsys.readouterr().out
+
+
+def test_a_secret_in_the_ticket_is_never_stored_with_its_decision(tmp_path, runs):
+    secret = "AKIAIOSFODNN7EXAMPLE"
+    wf = workflow(tmp_path / "wf")
+    ticket(wf, runs, f"please refund me, the box was crushed; my aws key is {secret}", order="4100")
+    store = ProcedureDatabase(home=tmp_path)
+    try:
+        stored = store.conn.execute("SELECT task, args, features FROM decision_examples").fetchall()
+    finally:
+        store.close()
+    assert stored and not any(secret in " ".join(row) for row in stored)
