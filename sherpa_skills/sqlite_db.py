@@ -7,9 +7,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import StoreFileError
+
+if TYPE_CHECKING:
+    from .db.connection import Connection
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -238,11 +241,11 @@ class Transaction:
     """`with Transaction(conn, lock):` — BEGIN IMMEDIATE … COMMIT (ROLLBACK on error),
     re-entrant within one connection."""
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock):
+    def __init__(self, conn: Connection, lock: threading.RLock):
         self.conn, self.lock = conn, lock
         self.outer = False
 
-    def __enter__(self) -> sqlite3.Connection:
+    def __enter__(self) -> Connection:
         self.lock.acquire()
         self.outer = not self.conn.in_transaction
         if self.outer:

@@ -113,7 +113,7 @@ class Indexer:
             with self.lock:
                 batch = list(self.held.values())[:BATCH]
             if self._store is None:
-                self._store = MemoryStore(self._open_store())  # its own connection: the writer's may be mid-transaction
+                self._store = self._open_store()  # its own connection: the writer's may be mid-transaction
             store: MemoryStore = self._store
             mine = {a.id for a, _ in batch}
             others = [a for a in store.pending_artifacts(CATCH_UP + len(mine)) if a.id not in mine][:CATCH_UP]
@@ -138,7 +138,7 @@ class Indexer:
                     [self._metadata(a) for a in others],
                 )
             ids = [*mine, *(a.id for a in others)]
-            stored = {row[0] for row in store._rows_among("a.id", ids, "1", [])}
+            stored = {row[0] for row in store._rows_among("a.id", ids, "TRUE", [])}
             gone = [aid for aid in ids if aid not in stored]
             if gone:  # deleted by an operator while being indexed: the truth wins
                 companion.delete(self.collection, gone)

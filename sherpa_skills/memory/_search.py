@@ -44,6 +44,7 @@ from ._models import (
     check_near,
     check_scope,
 )
+from ._position import CompanionPosition, position_file
 from ._store import MAX_QUERY_CHARS, MemoryStore
 
 log = structlog.get_logger(__name__)
@@ -132,9 +133,10 @@ class SharedMemory:
         self._lock = threading.RLock()
         #: Why the last companion call failed (None when it worked): writes still succeed, only indexing waits.
         self.companion_problem: str | None = None
-        self.indexer = Indexer(
-            lambda: self.store.path, self.companion, self.collection, companion_metadata, self._indexed
-        )
+        if self.store.dialect == "postgresql":  # this home's companion follows a truth other homes write too
+            file, inside = position_file(self.home, self.companion(), self.collection)
+            self.store.position = CompanionPosition(file, inside_companion=inside)
+        self.indexer = Indexer(self.store.reopen, self.companion, self.collection, companion_metadata, self._indexed)
         self._lookup: Any = None  # one worker thread: the companion lookup runs while SQLite ranks the words
 
     def _nearest(self, query: str, wide: int) -> tuple[list[float], list[tuple[str, float]], list[tuple[str, float]]]:
@@ -349,6 +351,8 @@ class SharedMemory:
                 if catch_up:
                     todo.update({a.id: a for a in self.store.pending_artifacts(catch_up)})
                 items = list(todo.values())
+                if not items:
+                    return
                 companion.upsert(
                     self.collection,
                     [a.id for a in items],
@@ -363,6 +367,20 @@ class SharedMemory:
             with self.indexer.lock:
                 self.store.mark_indexed([a.id for a in items])
                 self.indexer.forget([a.id for a in items])
+
+    def catch_up(self, batch: int = 256) -> int:
+        """On PostgreSQL: index what other homes wrote since this home's companion last caught up, in the database's
+        write order (everything, when the companion's folder was deleted); how many went in. Nothing on SQLite,
+        where this home's writes are all there is."""
+        if self.store.position is None:
+            return 0
+        done = 0
+        while (behind := self.store.pending()) > 0:
+            self._index([], catch_up=batch)
+            if self.companion_problem is not None or self.store.pending() >= behind:
+                break  # the companion refused (searches say so), or nothing moved
+            done += behind - self.store.pending()
+        return done
 
     def delete(self, artifact_id: str, *, operator: str, reason: str | None = None) -> bool:
         """Remove an artifact from the truth and the companion: an operator's act, logged (agents supersede instead)."""
@@ -408,6 +426,8 @@ class SharedMemory:
         filters = check_filters(metadata)
         limit = check_limit(limit)
         n = candidates(limit)
+        if mode == "hybrid":
+            self.catch_up()
         lookup = self._start_lookup(query, 4 * n) if mode == "hybrid" else None
         lexical = self.store.lexical(
             query, agent=agent, scope=scope, author=author, kind=kind, metadata=filters, limit=n, history=history
@@ -510,7 +530,8 @@ class SharedMemory:
             reason = getattr(exc, "reason", str(exc))
             log.warning("memory_search_degraded", reason=reason)
             return None, (
-                f"semantic search unavailable ({reason}); these results are lexical only (SQLite FTS5); "
+                f"semantic search unavailable ({reason}); these results are lexical only (the store's full-text "
+                f"search); "
                 f"`sherpa-skills memory reindex` rebuilds the index from the store"
             )
         order.update(visible)
@@ -558,9 +579,7 @@ class SharedMemory:
                     break
         self.companion_problem = None
         with self.indexer.lock:  # held artifacts the rebuild read from the truth are in the companion now
-            self.indexer.forget(
-                [row[0] for row in self.store._rows_among("a.id", list(self.indexer.held), "a.indexed = 1", [])]
-            )
+            self.indexer.forget(self.store.indexed_among(list(self.indexer.held)))
         result = {
             "artifacts": size,
             "collection": self.collection,

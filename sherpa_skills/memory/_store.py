@@ -20,10 +20,12 @@ from typing import Any, cast
 
 import structlog
 
+from ..db.connection import Connection, dialect_of
+from ..db.locks import serialise_writes
+from ..db.opening import open_truth
 from ..errors import StoreError, UsageError
-from ..home import store_path
 from ..redact import redact, redact_value
-from ..sqlite_db import Transaction, connect, execute_script, migrate
+from ..sqlite_db import Transaction, execute_script
 from ._hygiene import TIERS, content_hash, contradiction, related, tier
 from ._models import (
     Abstraction,
@@ -39,6 +41,7 @@ from ._models import (
     check_tags,
     check_text,
 )
+from ._position import CompanionPosition
 
 log = structlog.get_logger(__name__)
 
@@ -52,6 +55,10 @@ _STOPWORDS = frozenset(
     """a an and are as at be but by for from has have how i in into is it its of on or our so that the their then there
     these this to was we were what when where which who why will with you your do does did not no""".split()
 )
+# pg_advisory_xact_lock's key for "an artifact is being written": seqs then commit in the order they are drawn.
+WRITE_LOCK = 0x5348_4552_5041_0026  # "SHERPA" 26
+# ts_rank's weights for D, C, B, A: the text (A) weighs 1.0, the tags (B) 0.5, as bm25(memory_fts, 1.0, 0.5) does.
+_TS_WEIGHTS = "'{0, 0, 0.5, 1.0}'"
 
 
 def m001_memory(conn: sqlite3.Connection) -> None:
@@ -65,6 +72,16 @@ def m001_memory(conn: sqlite3.Connection) -> None:
         CREATE INDEX memory_artifacts_reader ON memory_artifacts (scope, agent);
         CREATE INDEX memory_artifacts_kind ON memory_artifacts (kind) WHERE kind IS NOT NULL;
         CREATE INDEX memory_artifacts_pending ON memory_artifacts (seq) WHERE indexed = 0;
+        CREATE TABLE memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
+    )
+    execute_script(conn, POSTGRES_FULL_TEXT if dialect_of(conn) == "postgresql" else SQLITE_FULL_TEXT)
+    # Names this store's companion collection, so several homes can share one chroma server without clashing.
+    conn.execute("INSERT INTO memory_meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex[:12],))
+
+
+# FTS5 over text and tags, kept in step with the rows by triggers.
+SQLITE_FULL_TEXT = """
         CREATE VIRTUAL TABLE memory_fts USING fts5(text, tags, content = 'memory_artifacts', content_rowid = 'seq',
             tokenize = 'unicode61 remove_diacritics 2');
         CREATE TRIGGER memory_fts_insert AFTER INSERT ON memory_artifacts BEGIN
@@ -77,11 +94,14 @@ def m001_memory(conn: sqlite3.Connection) -> None:
             INSERT INTO memory_fts (memory_fts, rowid, text, tags) VALUES ('delete', old.seq, old.text, old.tags);
             INSERT INTO memory_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
         END;
-        CREATE TABLE memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    """,
-    )
-    # Names this store's companion collection, so several homes can share one chroma server without clashing.
-    conn.execute("INSERT INTO memory_meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex[:12],))
+"""
+# PostgreSQL's own full-text search: a stored tsvector of the text (weight A) and tags (weight B), GIN-indexed;
+# 'simple' lower-cases without stemming, as FTS5's unicode61 does (it does not fold diacritics, unicode61 does).
+POSTGRES_FULL_TEXT = """
+        ALTER TABLE memory_artifacts ADD COLUMN fts tsvector GENERATED ALWAYS AS (
+            setweight(to_tsvector('simple', text), 'A') || setweight(to_tsvector('simple', tags), 'B')) STORED;
+        CREATE INDEX memory_artifacts_fts ON memory_artifacts USING GIN (fts);
+"""
 
 
 def m002_hygiene(conn: sqlite3.Connection) -> None:
@@ -185,13 +205,22 @@ def _dump(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def query_terms(query: str) -> list[str]:
+    """The words a free-text query is searched by: stop words dropped unless they are all it has."""
+    words = list(dict.fromkeys(t.lower() for t in _TERM.findall(query) if len(t) > 1 or t.isdigit()))
+    return ([w for w in words if w not in _STOPWORDS] or words)[:_MAX_TERMS]
+
+
 def fts_query(query: str) -> str | None:
     """The FTS5 MATCH expression for a free-text query: its words, quoted, OR-ed; None when it has none."""
-    words = list(dict.fromkeys(t.lower() for t in _TERM.findall(query) if len(t) > 1 or t.isdigit()))
-    kept = [w for w in words if w not in _STOPWORDS] or words
-    if not kept:
-        return None
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in kept[:_MAX_TERMS])
+    kept = query_terms(query)
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in kept) if kept else None
+
+
+def ts_query(query: str) -> str | None:
+    """The same words as a PostgreSQL tsquery (`to_tsquery('simple', …)`), OR-ed: words of \\w carry no operator."""
+    kept = query_terms(query)
+    return " | ".join(kept) if kept else None
 
 
 def reader_filter(
@@ -202,6 +231,7 @@ def reader_filter(
     kind: str | None = None,
     metadata: dict[str, Any] | None = None,
     history: bool = False,
+    dialect: str = "sqlite",
 ) -> tuple[str, list[Any]]:
     """SQL over `memory_artifacts a` for what `agent` may see: shared artifacts and its own private notes
     (the newest of each supersede chain only, unless `history`)."""
@@ -227,7 +257,14 @@ def reader_filter(
         clauses.append("a.kind = ?")
         args.append(kind)
     for key, value in (metadata or {}).items():
-        if value is None:
+        if dialect == "postgresql":  # metadata is JSON text: read as jsonb, compared as JSON values
+            if value is None:
+                clauses.append("COALESCE(a.metadata::jsonb -> ?, 'null'::jsonb) = 'null'::jsonb")
+                args.append(key)
+            else:
+                clauses.append("a.metadata::jsonb -> ? = ?::jsonb")
+                args.extend([key, json.dumps(value)])
+        elif value is None:
             clauses.append("json_extract(a.metadata, ?) IS NULL")
             args.append(f"$.{key}")
         else:
@@ -237,17 +274,31 @@ def reader_filter(
 
 
 class MemoryStore:
-    """The SQLite truth of shared memory; safe to open from many processes and threads at once."""
+    """The truth of shared memory (the home's SQLite store.db, or the PostgreSQL database in force); safe to open
+    from many processes, threads and machines at once."""
 
-    def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None):
-        self.path = Path(path) if path else store_path(home)
-        self.conn = connect(self.path)
-        migrate(self.conn, COMPONENT, MIGRATIONS)
+    def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None, database: str | None = None):
+        self.conn: Connection
+        self.conn, self.path, self.where = open_truth(COMPONENT, MIGRATIONS, home=home, path=path, database=database)
+        self._explicit_path = path is not None
+        self._database = database
+        self.dialect = dialect_of(self.conn)
+        #: On PostgreSQL, how far this home's companion has caught up (set by SharedMemory); see _position.
+        self.position: CompanionPosition | None = None
         self._lock = threading.RLock()
         self.store_id = str(self.conn.execute("SELECT value FROM memory_meta WHERE key = 'store_id'").fetchone()[0])
 
     def close(self) -> None:
         self.conn.close()
+
+    def reopen(self) -> MemoryStore:
+        """Another connection to the same truth, following the same companion position."""
+        if self._explicit_path:
+            other = MemoryStore(self.path)
+        else:
+            other = MemoryStore(home=self.path.parent, database=self._database)
+        other.position = self.position
+        return other
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -362,6 +413,7 @@ class MemoryStore:
         ]
         out: list[tuple[Artifact, bool]] = []
         with self._tx():
+            serialise_writes(self.conn, WRITE_LOCK)  # before any seq is drawn: see _position
             existing: dict[str, Artifact] = {}
             ids = [a.id for a in items]
             for start in range(0, len(ids), 500):
@@ -504,7 +556,7 @@ class MemoryStore:
     def chain(self, artifact_id: str, *, agent: str | None) -> list[Artifact]:
         """The supersede chain through `artifact_id`, newest first, as far as `agent` may see it."""
         start = self.get(artifact_id, agent=agent, history=True)
-        where, args = reader_filter(agent, history=True)
+        where, args = reader_filter(agent, history=True, dialect=self.dialect)
 
         def walk(link: str) -> list[Artifact]:
             found: list[Artifact] = []
@@ -526,7 +578,8 @@ class MemoryStore:
     def link(self, src: str, dst: str, relation: str, score: float | None = None) -> None:
         with self._tx():
             self.conn.execute(
-                "INSERT OR IGNORE INTO memory_links (src, dst, relation, score, created) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO memory_links (src, dst, relation, score, created) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
                 (src, dst, relation, score, time.time()),
             )
 
@@ -566,17 +619,24 @@ class MemoryStore:
         optional LLM check) is asked about at most `ask` candidates on a related subject that no rule flagged."""
         if artifact.abstraction == "episode":
             return []
-        match = fts_query(artifact.text)
+        postgres = self.dialect == "postgresql"
+        match = ts_query(artifact.text) if postgres else fts_query(artifact.text)
         if match is None:
             return []
         owner = "AND a.agent = ?" if artifact.scope == "private" else ""
         args: list[Any] = [match, artifact.scope, artifact.id, *([artifact.agent] if owner else []), candidates]
-        rows = self.conn.execute(
-            f"SELECT a.id, a.text FROM memory_fts JOIN memory_artifacts a ON a.seq = memory_fts.rowid"
-            f" WHERE memory_fts MATCH ? AND a.scope = ? AND a.id != ? AND {CURRENT} AND a.abstraction "
-            f"!= 'episode' {owner} ORDER BY bm25(memory_fts, 1.0, 0.5) LIMIT ?",
-            args,
-        ).fetchall()
+        same = f"a.scope = ? AND a.id != ? AND {CURRENT} AND a.abstraction != 'episode' {owner}"
+        if postgres:
+            sql = (
+                f"SELECT a.id, a.text FROM memory_artifacts a, to_tsquery('simple', ?) q WHERE a.fts @@ q AND {same}"
+                f" ORDER BY ts_rank({_TS_WEIGHTS}, a.fts, q) DESC LIMIT ?"
+            )
+        else:
+            sql = (
+                f"SELECT a.id, a.text FROM memory_fts JOIN memory_artifacts a ON a.seq = memory_fts.rowid"
+                f" WHERE memory_fts MATCH ? AND {same} ORDER BY bm25(memory_fts, 1.0, 0.5) LIMIT ?"
+            )
+        rows = self.conn.execute(sql, args).fetchall()
         found: list[dict[str, Any]] = []
         now = time.time()
         with self._tx():
@@ -589,8 +649,8 @@ class MemoryStore:
                     continue
                 tid = hashlib.sha256(f"{other_id}\x1f{artifact.id}".encode()).hexdigest()[:12]
                 self.conn.execute(
-                    "INSERT OR IGNORE INTO memory_tensions (id, a, b, scope, agent, reason, created)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO memory_tensions (id, a, b, scope, agent, reason, created)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (
                         tid,
                         other_id,
@@ -691,7 +751,7 @@ class MemoryStore:
         """id → (last access, confidence, reads, abstraction): what `tier` needs, for ranking candidates."""
         out: dict[str, tuple[float, float, int, str]] = {}
         for row in self._rows_among(
-            "a.id, COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction", ids, "1", []
+            "a.id, COALESCE(a.last_access, a.created), a.confidence, a.reads, a.abstraction", ids, "TRUE", []
         ):
             out[row[0]] = row[1:]
         return out
@@ -718,7 +778,7 @@ class MemoryStore:
     # ------------------------------------------------------------------ reading (always as some agent)
 
     def get(self, artifact_id: str, *, agent: str | None, history: bool = True) -> Artifact:
-        where, args = reader_filter(agent, history=history)
+        where, args = reader_filter(agent, history=history, dialect=self.dialect)
         row = self.conn.execute(
             f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id = ? AND {where}", [artifact_id, *args]
         ).fetchone()
@@ -753,7 +813,9 @@ class MemoryStore:
         """The artifacts among `ids` that `agent` may see and that pass the filters, by id."""
         if not ids:
             return {}
-        where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=metadata, history=history)
+        where, args = reader_filter(
+            agent, scope, author=author, kind=kind, metadata=metadata, history=history, dialect=self.dialect
+        )
         return {row[0]: _artifact(row) for row in self._rows_among(_COLUMNS, ids, where, args)}
 
     def visible_ids(
@@ -770,7 +832,9 @@ class MemoryStore:
         """Which of `ids` `agent` may see and pass the filters, with their write order (seq); reads no text."""
         if not ids:
             return {}
-        where, args = reader_filter(agent, scope, author=author, kind=kind, metadata=metadata, history=history)
+        where, args = reader_filter(
+            agent, scope, author=author, kind=kind, metadata=metadata, history=history, dialect=self.dialect
+        )
         return dict(self._rows_among("a.id, a.seq", ids, where, args))
 
     def lexical(
@@ -794,8 +858,16 @@ class MemoryStore:
         """
         check_limit(limit)
         where, args = reader_filter(
-            agent, scope, author=author, kind=kind, metadata=check_filters(metadata), history=history
+            agent,
+            scope,
+            author=author,
+            kind=kind,
+            metadata=check_filters(metadata),
+            history=history,
+            dialect=self.dialect,
         )
+        if self.dialect == "postgresql":
+            return self._lexical_postgres(query, where, args, limit)
         match = fts_query(query)
         if match is None:
             return []
@@ -823,6 +895,19 @@ class MemoryStore:
             return found
         return self._lexical_joined(match, where, args, limit)
 
+    def _lexical_postgres(self, query: str, where: str, args: list[Any], limit: int) -> list[tuple[str, int, float]]:
+        """PostgreSQL's full text: ts_rank over the GIN-indexed tsvector, the visibility filter in the same query."""
+        terms = ts_query(query)
+        if terms is None:
+            return []
+        rows = self.conn.execute(
+            f"SELECT a.id, a.seq, ts_rank({_TS_WEIGHTS}, a.fts, q) AS relevance"
+            f" FROM memory_artifacts a, to_tsquery('simple', ?) q WHERE a.fts @@ q AND {where}"
+            f" ORDER BY relevance DESC, a.seq DESC LIMIT ?",
+            [terms, *args, limit],
+        ).fetchall()
+        return [(aid, seq, float(relevance)) for aid, seq, relevance in rows]
+
     def _lexical_joined(self, match: str, where: str, args: list[Any], limit: int) -> list[tuple[str, int, float]]:
         rows = self.conn.execute(
             f"SELECT a.id, a.seq, bm25(memory_fts, 1.0, 0.5) AS rank FROM memory_fts"
@@ -834,20 +919,40 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ companion bookkeeping
 
+    # On SQLite each row's `indexed` flag says whether the home's companion holds it; on PostgreSQL, where every
+    # home keeps its own companion of the same rows, `position` says it (a watermark on seq, see _position).
+
     def pending(self) -> int:
-        """Artifacts not (yet) in the companion: written while it was unavailable."""
+        """Artifacts not (yet) in the companion: written while it was unavailable (or, on PostgreSQL, elsewhere)."""
+        if self.position is not None:
+            return self.position.count_pending(self.conn)
         return int(self.conn.execute("SELECT COUNT(*) FROM memory_artifacts WHERE indexed = 0").fetchone()[0])
 
     def any_indexed(self) -> bool:
+        if self.position is not None:
+            return self.position.upto() > 0 or bool(self.position.above)
         return self.conn.execute("SELECT 1 FROM memory_artifacts WHERE indexed = 1 LIMIT 1").fetchone() is not None
 
     def pending_artifacts(self, limit: int) -> list[Artifact]:
+        if self.position is not None:
+            ids = [aid for _, aid in self.position.pending(self.conn, limit)]
+            found = {row[0]: _artifact(row) for row in self._rows_among(_COLUMNS, ids, "TRUE", [])}
+            return [found[aid] for aid in ids if aid in found]
         rows = self.conn.execute(
             f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.indexed = 0 ORDER BY a.seq LIMIT ?", (limit,)
         )
         return [_artifact(r) for r in rows]
 
+    def indexed_among(self, ids: list[str]) -> list[str]:
+        """Which of `ids` the companion holds already, as far as the truth knows."""
+        if self.position is not None:
+            return [row[0] for row in self._rows_among("a.id", ids, "a.seq <= ?", [self.position.upto()])]
+        return [row[0] for row in self._rows_among("a.id", ids, "a.indexed = 1", [])]
+
     def mark_indexed(self, ids: list[str], flag: bool = True) -> None:
+        if self.position is not None and flag:
+            self.position.mark(self.conn, ids)
+            return
         with self._tx():
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
@@ -877,6 +982,9 @@ class MemoryStore:
 
     def set_indexed_upto(self, upto_seq: int) -> None:
         """After a rebuild: what it read is in the companion; anything written since must be indexed again."""
+        if self.position is not None:
+            self.position.reset(upto_seq)
+            return
         with self._tx():
             self.conn.execute(
                 "UPDATE memory_artifacts SET indexed = CASE WHEN seq <= ? THEN 1 ELSE 0 END"
@@ -927,7 +1035,7 @@ class MemoryStore:
 
     def export(self, *, agent: str | None, scope: str = "all", history: bool = False) -> Iterator[Artifact]:
         """Every artifact `agent` may see, in write order: a scoped dump (another agent's private notes never leave)."""
-        where, args = reader_filter(agent, scope, history=history)
+        where, args = reader_filter(agent, scope, history=history, dialect=self.dialect)
         last = 0
         while True:
             rows = self.conn.execute(

@@ -14,6 +14,7 @@ import builtins
 import json
 import re
 import sqlite3
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -21,10 +22,11 @@ from typing import Any
 
 import structlog
 
+from ..db.connection import Connection
+from ..db.opening import open_truth
 from ..errors import UsageError
-from ..home import store_path
 from ..redact import redact, redact_value
-from ..sqlite_db import Transaction, connect, execute_script, migrate
+from ..sqlite_db import Transaction, execute_script
 
 log = structlog.get_logger(__name__)
 
@@ -102,14 +104,11 @@ def _clip(value: Any, chars: int) -> Any:
 
 
 class Domains:
-    """The domains of one home (tables in its store.db)."""
+    """The domains of one home (tables in its store.db), or of every home sharing the PostgreSQL database in force."""
 
-    def __init__(self, home: str | Path | None = None, *, path: str | Path | None = None):
-        self.path = Path(path) if path else store_path(home)
-        self.conn = connect(self.path)
-        migrate(self.conn, COMPONENT, MIGRATIONS)
-        import threading
-
+    def __init__(self, home: str | Path | None = None, *, path: str | Path | None = None, database: str | None = None):
+        self.conn: Connection
+        self.conn, self.path, self.where = open_truth(COMPONENT, MIGRATIONS, home=home, path=path, database=database)
         self._lock = threading.RLock()
 
     def close(self) -> None:
@@ -131,7 +130,8 @@ class Domains:
         name = check_domain(name)
         with self._tx():
             self.conn.execute(
-                "INSERT OR IGNORE INTO domains (name, agent, created) VALUES (?, ?, ?)", (name, agent, time.time())
+                "INSERT INTO domains (name, agent, created) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (name, agent, time.time()),
             )
             owner = self.conn.execute("SELECT agent FROM domains WHERE name = ?", (name,)).fetchone()[0]
         if owner != agent:
@@ -163,7 +163,8 @@ class Domains:
         text = _dump(entry, f"domain {name!r} changelog entry")
         with self._tx():
             cursor = self.conn.execute(
-                "INSERT OR IGNORE INTO domain_changelog (domain, at, run_id, kind, entry) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO domain_changelog (domain, at, run_id, kind, entry) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
                 (name, time.time(), run_id, kind, text),
             )
             if cursor.rowcount == 0:
@@ -282,7 +283,7 @@ class Domains:
         ]
 
     def proposals(self, name: str | None = None, status: str = "open") -> list[dict[str, Any]]:
-        where, args = ("status = ?", [status]) if status != "all" else ("1", [])
+        where, args = ("status = ?", [status]) if status != "all" else ("TRUE", [])
         if name is not None:
             where += " AND domain = ?"
             args.append(name)

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..home import store_path
-from ..sqlite_db import connect, execute_script, migrate
+from ..db.connection import Connection
+from ..db.locks import for_update
+from ..db.opening import open_truth
+from ..sqlite_db import execute_script
 from ._records import OUTCOMES, CommandRecord
 
 if TYPE_CHECKING:
@@ -32,7 +34,7 @@ def m001_sessions(conn: sqlite3.Connection) -> None:
         """
         CREATE TABLE session_files (
             id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, format TEXT NOT NULL,
-            size INTEGER NOT NULL DEFAULT 0, mtime REAL, offset INTEGER NOT NULL DEFAULT 0,
+            size INTEGER NOT NULL DEFAULT 0, mtime REAL, "offset" INTEGER NOT NULL DEFAULT 0,
             lines_read INTEGER NOT NULL DEFAULT 0, lines_skipped INTEGER NOT NULL DEFAULT 0,
             commands INTEGER NOT NULL DEFAULT 0, succeeded INTEGER NOT NULL DEFAULT 0,
             failed INTEGER NOT NULL DEFAULT 0,
@@ -118,8 +120,9 @@ class Added:
     sessions: set[tuple[str, str]] = field(default_factory=set)
 
 
+# "offset" quoted: a reserved word in PostgreSQL (SQLite takes it either way).
 _FILE_COLUMNS = (
-    "id, path, format, size, mtime, offset, lines_read, lines_skipped, head_hash, tail_hash, content_hash, "
+    'id, path, format, size, mtime, "offset", lines_read, lines_skipped, head_hash, tail_hash, content_hash, '
     "anchor, state, resets, version, last_error"
 )
 _COMMAND_COLUMNS = (
@@ -180,10 +183,9 @@ def _command(row: tuple[Any, ...]) -> SessionCommand:
 class SessionStore:
     """The imported sessions of one home (its store.db, shared with the other components)."""
 
-    def __init__(self, home: str | Path | None = None, *, path: str | Path | None = None):
-        self.path = Path(path) if path is not None else store_path(home)
-        self.conn = connect(self.path)
-        migrate(self.conn, COMPONENT, MIGRATIONS)
+    def __init__(self, home: str | Path | None = None, *, path: str | Path | None = None, database: str | None = None):
+        self.conn: Connection
+        self.conn, self.path, self.where = open_truth(COMPONENT, MIGRATIONS, home=home, path=path, database=database)
 
     def close(self) -> None:
         self.conn.close()
@@ -240,7 +242,7 @@ class SessionStore:
             ).fetchall()
         )
         rows = self.conn.execute(
-            "SELECT id, path, format, size, mtime, offset, lines_read, lines_skipped, commands, "
+            'SELECT id, path, format, size, mtime, "offset", lines_read, lines_skipped, commands, '
             "succeeded, failed, rejected, "
             "unknown, content_hash, first_imported, last_imported, pending, last_error FROM session_files ORDER BY path"
         ).fetchall()
@@ -296,7 +298,7 @@ class SessionStore:
         to skip unchanged ones without reading them."""
         return {
             row[0]: row[1:]
-            for row in self.conn.execute("SELECT path, format, size, mtime, offset, pending FROM session_files")
+            for row in self.conn.execute('SELECT path, format, size, mtime, "offset", pending FROM session_files')
         }
 
     def file_row(self, path: str) -> FileRow | None:
@@ -350,26 +352,33 @@ class SessionStore:
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            current = conn.execute("SELECT id, version FROM session_files WHERE path = ?", (row.path,)).fetchone()
+            current = conn.execute(
+                "SELECT id, version FROM session_files WHERE path = ?" + for_update(conn), (row.path,)
+            ).fetchone()
             if (current is None) != (row.id is None) or (current is not None and current[1] != row.version):
                 raise Conflict(row.path)
             if row.id is None:
-                row.id = conn.execute(
-                    "INSERT INTO session_files (path, format, first_imported) VALUES (?, ?, ?)",
+                inserted = conn.execute(
+                    "INSERT INTO session_files (path, format, first_imported) VALUES (?, ?, ?)"
+                    " ON CONFLICT (path) DO NOTHING RETURNING id",
                     (row.path, row.format, now),
-                ).lastrowid
+                ).fetchone()
+                if inserted is None:  # another machine's import created it since the SELECT above
+                    raise Conflict(row.path)
+                row.id = inserted[0]
             sessions: dict[str, list[Any]] = {}
             file_counts = dict.fromkeys(OUTCOMES, 0)
             for record in sorted(records, key=lambda r: r.line or 0):
                 session = sessions.get(record.session_id)
                 if session is None:
                     conn.execute(
-                        "INSERT OR IGNORE INTO imported_sessions (source, session_key, created, "
-                        "updated) VALUES (?, ?, ?, ?)",
+                        "INSERT INTO imported_sessions (source, session_key, created, "
+                        "updated) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                         (source, record.session_id, now, now),
                     )
                     found = conn.execute(
-                        "SELECT id, next_seq FROM imported_sessions WHERE source = ? AND session_key = ?",
+                        "SELECT id, next_seq FROM imported_sessions WHERE source = ? AND session_key = ?"
+                        + for_update(conn),
                         (source, record.session_id),
                     ).fetchone()
                     # [id, next seq, first ts, last ts, first cwd, counts]
@@ -382,10 +391,11 @@ class SessionStore:
                         dict.fromkeys(OUTCOMES, 0),
                     ]
                 cursor = conn.execute(
-                    "INSERT OR IGNORE INTO session_commands (session_ref, file_id, source, session_id, seq, "
+                    "INSERT INTO session_commands (session_ref, file_id, source, session_id, seq, "
                     "call_key, line, ts, "
                     "duration, cwd, command, outcome, exit_code, output, tool, agent, sidechain, "
-                    "description, info, imported) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "description, info, imported) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT DO NOTHING",
                     (
                         session[0],
                         row.id,
@@ -447,7 +457,7 @@ class SessionStore:
                     ),
                 )
             conn.execute(
-                "UPDATE session_files SET format = ?, size = ?, mtime = ?, offset = ?, "
+                'UPDATE session_files SET format = ?, size = ?, mtime = ?, "offset" = ?, '
                 "lines_read = ?, lines_skipped = ?, "
                 "commands = commands + ?, succeeded = succeeded + ?, failed = failed + ?, "
                 "rejected = rejected + ?, unknown = unknown + ?, "
