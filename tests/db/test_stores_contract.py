@@ -246,3 +246,117 @@ def test_a_file_row_changed_by_another_import_is_a_conflict(engine: Engine) -> N
         second.commit(stale, _records(3), source="codex")
     with pytest.raises(Conflict):  # a new file another import created meanwhile
         second.commit(FileRow(id=None, path="/logs/x.jsonl", format="codex"), [], source="codex")
+
+
+# ---------------------------------------------------------------- several homes on one PostgreSQL database
+
+
+@pytest.mark.postgres
+def test_home_b_finds_by_meaning_what_home_a_wrote_and_refills_a_deleted_companion(pg: Engine) -> None:
+    a, b = pg.memory("a"), pg.memory("b")
+    first = a.write(NGINX, agent="ops", scope="shared")
+    assert a.flush() is None
+    hits = b.search("reload the web server after editing its config", agent="x").hits  # caught up, not rebuilt
+    assert [h.artifact.id for h in hits][:1] == [first.id] and hits[0].semantic is not None
+    assert b.store.pending() == 0 and b.companion().count(b.collection) == 1
+    a.write(DEPLOY, agent="ops", scope="shared")
+    assert a.flush() is None
+    assert b.store.pending() == 1  # home B's companion lacks it, whatever home A's holds
+    b.search("apply schema changes before shipping", agent="x")
+    assert b.store.pending() == 0 and b.companion().count(b.collection) == 2
+    b.close()
+    pg.opened.remove(b)
+    import shutil
+
+    shutil.rmtree(pg.home("b") / "companion")
+    again = pg.memory("b")
+    assert again.store.pending() == 2  # its folder (and watermark) gone: everything is behind
+    assert again.search("apply schema changes before shipping", agent="x").degraded is None
+    assert again.store.pending() == 0 and again.companion().count(again.collection) == 2
+
+
+@pytest.mark.postgres
+def test_a_seq_committed_late_is_not_skipped_by_the_catch_up(pg: Engine) -> None:
+    """Writers serialise on a transaction lock before drawing a seq: a second writer waits for the first, so no seq
+    is visible before a smaller one and a catch-up by `seq > watermark` never passes over a row still to commit."""
+    import threading
+
+    from sherpa_skills.db.locks import serialise_writes
+    from sherpa_skills.memory._position import CompanionPosition
+    from sherpa_skills.memory._store import WRITE_LOCK
+
+    slow, fast, watcher = pg.memory_store(), pg.memory_store(), pg.memory_store()
+    position = CompanionPosition(pg.root / "watermark.seq", inside_companion=False)
+    slow.conn.execute("BEGIN")
+    serialise_writes(slow.conn, WRITE_LOCK)
+    slow.conn.execute(
+        "INSERT INTO memory_artifacts (id, agent, scope, tags, metadata, text, created) "
+        "VALUES ('late', 'ops', 'shared', '[]', '{}', 'written first, committed last', 0)"
+    )
+    done = threading.Event()
+    threading.Thread(target=lambda: (fast.write(NGINX, agent="ops", scope="shared"), done.set()), daemon=True).start()
+    while not watcher.conn.execute(
+        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    ).fetchone():  # the second writer waits for the lock, its seq not drawn yet
+        assert not done.is_set()
+    seen = [aid for _, aid in position.pending(watcher.conn, 10)]
+    position.mark(watcher.conn, seen)
+    assert seen == [] and position.upto() == 0
+    slow.conn.execute("COMMIT")
+    assert done.wait(30)
+    seen = [aid for _, aid in position.pending(watcher.conn, 10)]
+    assert seen[0] == "late" and len(seen) == 2  # in commit order, both
+    position.mark(watcher.conn, seen)
+    assert position.upto() == watcher.last_seq() and position.count_pending(watcher.conn) == 0
+
+
+@pytest.mark.postgres
+def test_two_writer_processes_and_a_catch_up_running_meanwhile_miss_nothing(pg: Engine) -> None:
+    from sherpa_skills.memory._position import CompanionPosition
+
+    script = textwrap.dedent(
+        """
+        import sys
+        from sherpa_skills.memory import MemoryStore
+        with MemoryStore(home=sys.argv[1]) as store:
+            for n in range(40):
+                store.write(f"note {sys.argv[2]} number {n}", agent="ops", scope="shared")
+        """
+    )
+    writers = [
+        subprocess.Popen([sys.executable, "-c", script, str(pg.home(name)), name], env=pg.env()) for name in "xy"
+    ]
+    watcher = pg.memory_store()
+    position = CompanionPosition(pg.root / "watermark.seq", inside_companion=False)
+    caught: list[str] = []
+    while True:
+        running = any(w.poll() is None for w in writers)
+        batch = [aid for _, aid in position.pending(watcher.conn, 7)]
+        caught += batch
+        position.mark(watcher.conn, batch)
+        if not running and not batch:
+            break
+    assert all(w.returncode == 0 for w in writers)
+    assert len(caught) == len(set(caught)) == 80 == watcher.count()
+
+
+@pytest.mark.postgres
+def test_two_homes_share_memory_and_domains_through_the_cli(pg: Engine) -> None:
+    def cli(home: str, *argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sherpa_skills", *argv, "--home", str(pg.home(home))],
+            capture_output=True, text=True, env=pg.env(), timeout=300,
+        )  # fmt: skip
+
+    import json
+
+    wrote = cli("a", "memory", "write", NGINX, "--agent", "ops", "--shared", "--json")
+    assert wrote.returncode == 0, wrote.stderr
+    secret = cli("a", "memory", "write", "alice private nginx note", "--agent", "alice", "--json")
+    assert secret.returncode == 0, secret.stderr
+    found = cli("b", "memory", "search", "nginx", "--agent", "bob", "--json")
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)["hits"]
+    assert [h["id"] for h in hits] == [json.loads(wrote.stdout)["id"]]
+    own = cli("b", "memory", "search", "nginx", "--agent", "alice", "--json", "--lexical")
+    assert len(json.loads(own.stdout)["hits"]) == 2
