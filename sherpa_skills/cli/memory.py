@@ -270,7 +270,9 @@ def add_memory_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=positive_int, default=10)
     p.add_argument("--scope", choices=("all", "private", "shared"), default="all")
     p.add_argument("--author", help="only artifacts this agent wrote")
-    p.add_argument("--lexical", action="store_true", help="words only (SQLite FTS5), without the companion")
+    p.add_argument(
+        "--lexical", action="store_true", help="words only (the store's full-text search), without the companion"
+    )
     p.add_argument("--history", action="store_true", help="also superseded artifacts (each names its successor)")
     p.add_argument("--json", action="store_true")
     filters(p)
