@@ -150,7 +150,8 @@ def _prepare(component: Component, source: Endpoint, target: Endpoint, skipped: 
 def _is_schema_error(exc: Exception) -> bool:
     import psycopg
 
-    return isinstance(exc, psycopg.ProgrammingError)
+    # The statements were refused (syntax, types), not the connection: a component not yet made for PostgreSQL.
+    return isinstance(exc, psycopg.DatabaseError) and not isinstance(exc, psycopg.OperationalError)
 
 
 def _plan_tables(fresh: sqlite3.Connection, source: Endpoint, target: Endpoint) -> tuple[list[_Plan], list[Skipped]]:

@@ -78,4 +78,4 @@ def open_endpoint(spec: str, *, option: str, create: bool) -> Endpoint:
         if not (folder / "store.db").is_file():
             raise StoreFileError(f"{option}: '{folder}' holds no store.db: nothing to copy")
     path = store_path(folder)  # a target home is created when missing
-    return Endpoint(connect_sqlite(path), f"'{path}'", "sqlite:" + str(path.resolve()))
+    return Endpoint(connect_sqlite(path), f"'{path.resolve()}'", "sqlite:" + str(path.resolve()))
