@@ -93,10 +93,9 @@ def _copy(source: Endpoint, target: Endpoint, batch: int, progress: Progress | N
     plans: list[_Plan] = []
     external_fts: list[str] = []
     for component in components():
-        ready = _prepare(component, source, target, skipped)
-        if ready is None:
+        fresh = _prepare(component, source, target, skipped)
+        if fresh is None:
             continue
-        fresh = ready
         try:
             component_plans, component_skipped = _plan_tables(fresh, source, target)
             plans += component_plans
@@ -122,7 +121,9 @@ def _copy(source: Endpoint, target: Endpoint, batch: int, progress: Progress | N
     return report
 
 
-def _prepare(component: Component, source: Endpoint, target: Endpoint, skipped: list[Skipped]) -> Any:
+def _prepare(
+    component: Component, source: Endpoint, target: Endpoint, skipped: list[Skipped]
+) -> sqlite3.Connection | None:
     """Both ends at this version's schema for the component; its fresh schema (an in-memory SQLite database), or
     None when there is nothing of it to copy."""
     applied = source.applied(component.name)
