@@ -244,6 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_ui_parser(sub, common)
 
+    from .db import add_db_parser
+
+    add_db_parser(sub, common)
+
     p = add(
         "demo", cmd_demo, "run the bundled support-triage demo offline (scripted model, temporary home unless --home)"
     )

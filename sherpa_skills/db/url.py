@@ -22,13 +22,18 @@ def choose(url: str | None) -> None:
     """The CLI's --database: checked now (a password in it is refused), used by every store the command opens."""
     global _chosen
     if url is not None:
-        check(url, source="--database")
-        if parse(url, source="--database").get("password"):
-            raise UsageError(
-                "--database: the URL carries a password, which anyone on this machine can read in the process list; "
-                "give it through a password file (?passfile=FILE), PGPASSFILE, ~/.pgpass or PGPASSWORD instead"
-            )
+        check_command_line(url, option="--database")
     _chosen = url
+
+
+def check_command_line(url: str, *, option: str) -> None:
+    """A URL given as a command-line option: a postgresql:// one, without a password (the process list shows it)."""
+    check(url, source=option)
+    if parse(url, source=option).get("password"):
+        raise UsageError(
+            f"{option}: the URL carries a password, which anyone on this machine can read in the process list; "
+            "give it through a password file (?passfile=FILE), PGPASSFILE, ~/.pgpass or PGPASSWORD instead"
+        )
 
 
 def database_url(explicit: str | None = None) -> str | None:

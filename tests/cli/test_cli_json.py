@@ -98,6 +98,7 @@ ARGS: dict[str, list[list[str]]] = {
     "domains decide": [["triage", "threshold=50", "--operator", "sam"]],
     "domains accept": [["{proposal}", "--operator", "sam"]],
     "domains reject": [["{proposal}", "--operator", "sam"]],
+    "db copy": [["--from", "{home}", "--to", "{tmp}/copied-home"]],
 }
 
 #: Commands not run here, and why.
