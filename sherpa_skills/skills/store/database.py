@@ -3,6 +3,7 @@ PostgreSQL database several machines share (`--database`, SHERPA_SKILLS_DATABASE
 
 Counts change only inside write transactions with `count = count + 1`, and a write that reads a procedure before it
 changes it locks the row first (`_locked`), so any number of processes recording outcomes at once never lose an update.
+A write returns the procedure as it left it (read inside its transaction, before another machine's next write).
 """
 
 from __future__ import annotations
@@ -363,17 +364,10 @@ class ProcedureDatabase:
         self.path = Path(path) if path else store_path(home)
         self.conn: Connection
         if url is not None:
-            from ...db.migrations import migrate_postgres
-            from ...db.postgres import connect as connect_postgres
+            from ...db.migrations import connect_migrated
 
             self.where = describe(url)
-            pg = connect_postgres(url)
-            try:
-                migrate_postgres(pg, "skills", MIGRATIONS, self.where)
-            except BaseException:
-                pg.close()
-                raise
-            self.conn = pg
+            self.conn = connect_migrated(url, "skills", MIGRATIONS)
         else:
             self.where = str(self.path)
             lite = connect(self.path)
@@ -499,7 +493,7 @@ class ProcedureDatabase:
                 self._index_fts(proc)
                 self._bump()
                 inserted = True
-        return self.get(pid), inserted
+            return self.get(pid), inserted
 
     def _insert_version(self, proc: CapturedProcedure, sig: str, steps: str) -> None:
         self.conn.execute(
@@ -589,7 +583,7 @@ class ProcedureDatabase:
             self._insert_version(proc, sig, steps_json)
             self._index_fts(proc)
             self._bump()
-        return self.get(procedure_id)
+            return self.get(procedure_id)
 
     def find_by_signature(self, signature: str, task_type: str | None = None) -> CapturedProcedure | None:
         """The procedure with these steps (of this task type, when given)."""
@@ -729,7 +723,7 @@ class ProcedureDatabase:
         with self._write():
             pid = self.get(procedure_id).id
             self._credit(pid)
-        return self.get(pid)
+            return self.get(pid)
 
     def _credit(self, pid: str) -> None:
         self.conn.execute(
@@ -786,7 +780,7 @@ class ProcedureDatabase:
                 (pid, proc.version),
             )
             self._bump()
-        return self.get(pid)
+            return self.get(pid)
 
     def promotions(self, procedure_id: str) -> list[dict[str, Any]]:
         """Every promotion of the procedure, oldest first: who, when, and what it left behind."""
@@ -821,7 +815,7 @@ class ProcedureDatabase:
             pid = self.get(procedure_id).id
             self.conn.execute("UPDATE procedures SET status = ?, updated = ? WHERE id = ?", (status, time.time(), pid))
             self._bump()
-        return self.get(pid)
+            return self.get(pid)
 
     def update_mined(self, procedure_id: str, context: dict[str, Any], success_count: int) -> CapturedProcedure:
         """A mined candidate seen again: its support, parameter examples and successes as mining now counts them."""
@@ -833,7 +827,7 @@ class ProcedureDatabase:
                 (_dump(merged), success_count, time.time(), proc.id),
             )
             self._bump()
-        return self.get(proc.id)
+            return self.get(proc.id)
 
     def mark_needs_relearning(self, procedure_id: str, flag: bool = True) -> None:
         with self._write():
