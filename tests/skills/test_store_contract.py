@@ -216,6 +216,19 @@ def test_a_store_migrated_by_a_newer_version_is_refused(engine: Engine, store: P
     store.conn.execute("INSERT INTO _migrations (component, name) VALUES ('skills', 'm999_from_the_future')")
     with pytest.raises(StoreFileError, match=r"'skills' tables were migrated by a newer sherpa-skills \(m999"):
         engine.open()
+    env = {k: v for k, v in os.environ.items() if k != "SHERPA_SKILLS_DATABASE"}
+    env.update({"SHERPA_SKILLS_DATABASE": engine.url} if engine.url else {})
+    done = subprocess.run(
+        [sys.executable, "-m", "sherpa_skills", "learn", "procedures", "--json", "--home", str(engine.home)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 2 and "upgrade sherpa-skills" in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout.strip() == "" or json.loads(done.stdout)  # under --json, stdout is JSON or nothing
+    if engine.url:  # the database is named, never its password
+        assert "on 127.0.0.1" in done.stderr and engine.url.split("@")[0].rsplit(":", 1)[1] not in done.stderr
 
 
 # ---------------------------------------------------------------- several machines on one PostgreSQL database
