@@ -215,3 +215,11 @@ def postgres_url(postgres_cluster) -> Iterator[str]:
 
     close_pools()  # the library's pooled connections to it go first, or the drop waits on them
     postgres_cluster.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def engine_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """A store contract test runs twice: None (SQLite in the home, no SHERPA_SKILLS_DATABASE from the environment),
+    then the URL of a fresh PostgreSQL database."""
+    monkeypatch.delenv("SHERPA_SKILLS_DATABASE", raising=False)
+    return request.getfixturevalue("postgres_url") if request.param == "postgresql" else None

@@ -69,3 +69,18 @@ def _applied(conn: PgConnection, component: str) -> set[str]:
     if conn.execute("SELECT to_regclass('_migrations')").fetchone()[0] is None:  # type: ignore[index]
         return set()
     return {r[0] for r in conn.execute("SELECT name FROM _migrations WHERE component = ?", (component,))}
+
+
+def connect_migrated(url: str, component: str, migrations: Sequence[Migration]) -> PgConnection:
+    """A pooled connection to `url`'s database with the component's schema migrated: how every store opens PostgreSQL
+    (the connection goes back to its pool when the schema is refused)."""
+    from .postgres import connect
+    from .url import describe
+
+    conn = connect(url)
+    try:
+        migrate_postgres(conn, component, migrations, describe(url))
+    except BaseException:
+        conn.close()
+        raise
+    return conn

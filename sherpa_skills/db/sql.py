@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from .connection import Dialect
+
 
 @lru_cache(maxsize=1024)
 def to_postgres(sql: str, with_params: bool) -> str:
@@ -65,3 +67,16 @@ def postgres_ddl(sql: str) -> str:
     if match and not rowid_alias:
         sql = sql[: match.end()] + "rowid BIGINT GENERATED ALWAYS AS IDENTITY, " + sql[match.end() :]
     return sql
+
+
+def greatest(dialect: Dialect) -> str:
+    """The larger of two values: SQLite's scalar MAX(a, b) is PostgreSQL's GREATEST(a, b) (its MAX is only an
+    aggregate)."""
+    return "GREATEST" if dialect == "postgresql" else "MAX"
+
+
+def json_text(dialect: Dialect, column: str, key: str) -> str:
+    """The expression for `column`'s JSON object's `key` (a plain name) as text, NULL where it has none."""
+    if dialect == "postgresql":
+        return f"({column}::jsonb ->> '{key}')"
+    return f"json_extract({column}, '$.{key}')"

@@ -251,16 +251,10 @@ class RunStore:
         self._checkpointer: Checkpointer | None = None
         self.conn: Connection
         if url is not None:
-            from ..db.migrations import migrate_postgres
-            from ..db.postgres import connect as connect_postgres
+            from ..db.migrations import connect_migrated
 
             self.where = describe(url)
-            pg = connect_postgres(url)
-            try:
-                migrate_postgres(pg, "runs", MIGRATIONS, self.where)
-            except BaseException:
-                pg.close()
-                raise
+            pg = connect_migrated(url, "runs", MIGRATIONS)
             self.conn = pg
             self._integrity_error: type[Exception] = pg.IntegrityError
         else:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..db.connection import Connection
-from ..db.url import database_url, describe
+from ..db.url import database_url
 from ..home import store_path
 from ..sqlite_db import connect, execute_script, migrate
 
@@ -67,16 +67,9 @@ class HeartbeatState:
         self.url = database_url(database)
         self.conn: Connection
         if self.url is not None:
-            from ..db.migrations import migrate_postgres
-            from ..db.postgres import connect as connect_postgres
+            from ..db.migrations import connect_migrated
 
-            pg = connect_postgres(self.url)
-            try:
-                migrate_postgres(pg, "heartbeat", MIGRATIONS, describe(self.url))
-            except BaseException:
-                pg.close()
-                raise
-            self.conn = pg
+            self.conn = connect_migrated(self.url, "heartbeat", MIGRATIONS)
         else:
             lite = connect(store_path(home))
             migrate(lite, "heartbeat", MIGRATIONS)

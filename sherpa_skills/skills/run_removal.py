@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..db.connection import Connection, dialect_of
+from ..db.sql import json_text
 from ..engine.runstore import RunStore
 
 ACTIVE = ("waiting", "running", "interrupted")  # resumable: deleting one loses work in progress
@@ -52,6 +53,7 @@ def _in(ids: list[str]) -> str:
 def must_stay(conn: Connection, ids: list[str], force: bool = False) -> dict[str, str]:
     """Of these runs, those that must not be deleted, each with why (the first reason found)."""
     kept: dict[str, str] = {}
+    dialect = dialect_of(conn)
     for part in _chunks(ids):
         if not force:
             for run_id, status in conn.execute(
@@ -65,6 +67,10 @@ def must_stay(conn: Connection, ids: list[str], force: bool = False) -> dict[str
                 f"SELECT run_id, procedure_id, version FROM executions WHERE run_id IN ({_in(part)}) ORDER BY id", part
             ):
                 kept.setdefault(run_id, f"an execution of procedure {pid} v{version} records it")
+        captured_from, run_id = (
+            json_text(dialect, "context", "captured_from_run"),
+            json_text(dialect, "context", "run_id"),
+        )
         for table, pid_column, version in (
             ("procedures", "id", "version"),
             ("procedure_versions", "procedure_id", "version"),
@@ -72,21 +78,20 @@ def must_stay(conn: Connection, ids: list[str], force: bool = False) -> dict[str
             if not _has_table(conn, table):
                 continue
             for pid, v, source in conn.execute(
-                f"SELECT {pid_column}, {version}, COALESCE(json_extract(context, '$.captured_from_run'), "
-                "json_extract(context, '$.run_id'))"
-                f" FROM {table} WHERE json_extract(context, '$.captured_from_run') IN ({_in(part)})"
-                f" OR json_extract(context, '$.run_id') IN ({_in(part)})",
+                f"SELECT {pid_column}, {version}, COALESCE({captured_from}, {run_id})"
+                f" FROM {table} WHERE {captured_from} IN ({_in(part)}) OR {run_id} IN ({_in(part)})",
                 part + part,
             ):
                 kept.setdefault(source, f"procedure {pid} v{v} was captured from it")
     # A child stays while its parent does; a parent kept for its own reasons keeps its children in turn.
+    child_of = json_text(dialect, "outputs", "run_id")
     while True:
         going = [i for i in ids if i not in kept]
         added = False
         for part in _chunks(going):
             for parent, child in conn.execute(
-                "SELECT run_id, json_extract(outputs, '$.run_id') FROM run_log WHERE action = 'run_machine'"
-                f" AND json_extract(outputs, '$.run_id') IN ({_in(part)}) ORDER BY id",
+                f"SELECT run_id, {child_of} FROM run_log WHERE action = 'run_machine'"
+                f" AND {child_of} IN ({_in(part)}) ORDER BY id",
                 part,
             ):
                 if parent not in going and child not in kept:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cli.runs import run_detail, run_summary
+from ..db.sql import json_text
 from ..errors import SherpaError, StoreError
 from ..skills.store.stats import procedure_detail, procedure_summary, saved_something, savings, stats
 from .review import candidate_groups
@@ -114,9 +115,13 @@ def child_runs(stores: Stores, run_ids: list[str]) -> dict[str, list[str]]:
 def parent_run(stores: Stores, run_id: str) -> tuple[str, int] | None:
     """(run, step) whose `run_machine` action started `run_id`, or None for a run started from outside."""
     # No index on the child id inside the logged result: a scan of run_machine rows, once per run page.
+    dialect = stores.runs.dialect
+    valid = (
+        "json_valid(outputs) AND " if dialect == "sqlite" else ""
+    )  # PostgreSQL 15 has none; results are written as JSON
     row = stores.runs.conn.execute(
-        "SELECT run_id, tick FROM run_log WHERE action = 'run_machine' AND json_valid(outputs) "
-        "AND json_extract(outputs, '$.run_id') = ? ORDER BY id LIMIT 1",
+        f"SELECT run_id, tick FROM run_log WHERE action = 'run_machine' AND {valid}"
+        f"{json_text(dialect, 'outputs', 'run_id')} = ? ORDER BY id LIMIT 1",
         (run_id,),
     ).fetchone()
     return (row[0], row[1]) if row else None

@@ -43,11 +43,9 @@ class Engine:
         return env
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def engine(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
-    monkeypatch.delenv("SHERPA_SKILLS_DATABASE", raising=False)
-    url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
-    found = Engine(request.param, tmp_path / "home", url)
+@pytest.fixture
+def engine(engine_url: str | None, tmp_path: Path) -> Iterator[Engine]:
+    found = Engine("postgresql" if engine_url else "sqlite", tmp_path / "home", engine_url)
     yield found
     for store in found.opened:
         store.close()

@@ -73,7 +73,7 @@ def examples_after(store: ProcedureDatabase, workflow: str, after: int = 0, newe
     rows = store.conn.execute(
         "SELECT id, workflow, state, trigger, args, features, path, task, vector, embedder, run_id, created FROM ("
         " SELECT *, ROW_NUMBER() OVER (PARTITION BY state, trigger, args ORDER BY id DESC) AS nth"
-        " FROM decision_examples WHERE workflow = ? AND id > ?) WHERE nth <= ? ORDER BY id",
+        " FROM decision_examples WHERE workflow = ? AND id > ?) AS ranked WHERE nth <= ? ORDER BY id",
         (workflow, after, newest),
     ).fetchall()
     return [

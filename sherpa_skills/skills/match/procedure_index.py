@@ -2,7 +2,7 @@
 
 Exact search needs no approximate index at this size: the cosine against every stored vector is one numpy
 matrix-vector product (10k × 384 float32, 15 MB), so procedures are not kept in chromadb, and a fresh process does
-not import it (about a second) to match. SQLite stays the truth: the
+not import it (about a second) to match. The store (SQLite or PostgreSQL) stays the truth: the
 file (`index/procedures.npz` in the home) records the store generation it reflects and, per procedure, a digest of
 the text its vector was embedded from; a changed generation re-reads the rows (the key-term postings with them, so a
 fresh process need not rebuild them), and a vector whose text changed, or that is missing, is embedded again —

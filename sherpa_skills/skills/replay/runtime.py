@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...engine.shell_template import render_shell
 from ...errors import UsageError
-from ...home import per_home, store_path
+from ...home import per_home
 from ..store.database import ProcedureDatabase
 from ..store.models import ProcedureStep
 from ..store.params import PARAMETER
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def _open_store(home: Path) -> ProcedureDatabase:
-    return ProcedureDatabase(store_path(home))
+    return ProcedureDatabase(home=home)  # or the PostgreSQL database in force
 
 
 def skill_store(home: Path | None) -> ProcedureDatabase:

@@ -72,12 +72,12 @@ class Answers:
     ) -> Answer:
         """Remember `text` (already parametrised by the caller) as a wording of the procedure; the same wording twice
         is one alias. A rejection of the same pair is withdrawn: the newer answer wins."""
-        proc = self.store.get(procedure_id)
         text = redact(text.strip())
         with self.store._write():
+            proc = self.store._locked(procedure_id)  # an alias and a rejection of one pair at once: one wins
             self.conn.execute(
-                "INSERT OR IGNORE INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created,"
-                " vector, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created,"
+                " vector, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (proc.id, proc.task_type, scope or "", text, key, by or current_user(), time.time(), vector, embedder),
             )
             self.conn.execute(
@@ -93,12 +93,12 @@ class Answers:
         self, procedure_id: str, text: str, key: str, *, scope: str | None = None, by: str | None = None
     ) -> Answer:
         """Remember that `text` is not about the procedure; an alias of the same pair is withdrawn."""
-        proc = self.store.get(procedure_id)
         text = redact(text.strip())
         with self.store._write():
+            proc = self.store._locked(procedure_id)
             self.conn.execute(
-                "INSERT OR IGNORE INTO rejections (procedure_id, scope, text, key, rejected_by, created)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO rejections (procedure_id, scope, text, key, rejected_by, created)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (proc.id, scope or "", text, key, by or current_user(), time.time()),
             )
             self.conn.execute(

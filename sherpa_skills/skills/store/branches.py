@@ -31,8 +31,8 @@ def add_branch(
         store.conn.execute(
             "INSERT INTO procedure_branches (procedure_id, signature, step, state, reason, decisions, runs, first_run,"
             " last_run, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)"
-            " ON CONFLICT (procedure_id, signature) DO UPDATE SET runs = runs + 1, last_run = excluded.last_run,"
-            " last_seen = excluded.last_seen, reason = excluded.reason",
+            " ON CONFLICT (procedure_id, signature) DO UPDATE SET runs = procedure_branches.runs + 1,"
+            " last_run = excluded.last_run, last_seen = excluded.last_seen, reason = excluded.reason",
             (procedure_id, signature, step, state, redact(reason), _dump(decisions), run_id, run_id, now, now),
         )
         row = store.conn.execute(

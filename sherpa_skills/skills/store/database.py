@@ -1,13 +1,16 @@
-"""The skill store's truth: procedures and their versions, executions, learnings — in the home's store.db.
+"""The skill store's truth: procedures and their versions, executions, learnings — in the home's store.db, or in the
+PostgreSQL database several machines share (`--database`, SHERPA_SKILLS_DATABASE).
 
-Counts change only inside `BEGIN IMMEDIATE` transactions with `count = count + 1`, so any number of
-processes recording outcomes at once never lose an update.
+Counts change only inside write transactions with `count = count + 1`, and a write that reads a procedure before it
+changes it locks the row first (`_locked`), so any number of processes recording outcomes at once never lose an update.
+A write returns the procedure as it left it (read inside its transaction, before another machine's next write).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 import sqlite3
 import threading
@@ -17,6 +20,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ...db.connection import Connection, dialect_of
+from ...db.sql import greatest
+from ...db.url import database_url, describe
 from ...errors import StoreError
 from ...home import store_path
 from ...sqlite_db import Transaction, connect, execute_script, migrate, prefix_matches
@@ -64,23 +70,23 @@ def m001_skills(conn: sqlite3.Connection) -> None:
             exit_code INTEGER, source TEXT NOT NULL, created REAL NOT NULL);
         CREATE INDEX learnings_task ON learnings (task_type, id);
         CREATE TABLE skill_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-        INSERT INTO skill_meta VALUES ('generation', 0);
-        CREATE VIRTUAL TABLE procedures_fts USING fts5(procedure_id UNINDEXED, task_type, description, tags, commands,
-            tokenize = 'unicode61 remove_diacritics 2');
+        INSERT INTO skill_meta (key, value) VALUES ('generation', 0);
     """,
     )
+    if dialect_of(conn) == "sqlite":  # PostgreSQL searches the procedures' own columns (see `fts_search`)
+        conn.execute(_FTS_TABLE)
+
+
+_FTS_TABLE = """CREATE VIRTUAL TABLE procedures_fts USING fts5(procedure_id UNINDEXED, task_type, description, tags,
+    commands, tokenize = 'unicode61 remove_diacritics 2')"""
 
 
 def m002_fts_by_rowid(conn: sqlite3.Connection) -> None:
     """FTS rows keyed by the procedure's rowid: deleting one by an UNINDEXED column scanned the whole table."""
-    execute_script(
-        conn,
-        """
-        DROP TABLE procedures_fts;
-        CREATE VIRTUAL TABLE procedures_fts USING fts5(procedure_id UNINDEXED, task_type, description, tags, commands,
-            tokenize = 'unicode61 remove_diacritics 2');
-    """,
-    )
+    if dialect_of(conn) == "postgresql":  # no FTS table there
+        return
+    conn.execute("DROP TABLE procedures_fts")
+    conn.execute(_FTS_TABLE)
     for rowid, pid, task_type, description, tags, steps in conn.execute(
         "SELECT rowid, id, task_type, description, tags, steps FROM procedures"
     ).fetchall():
@@ -190,7 +196,7 @@ def m008_aliases(conn: sqlite3.Connection) -> None:
             id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, scope TEXT NOT NULL, text TEXT NOT NULL,
             key TEXT NOT NULL, rejected_by TEXT NOT NULL, created REAL NOT NULL);
         CREATE UNIQUE INDEX rejections_unique ON rejections (key, scope, procedure_id);
-        INSERT OR IGNORE INTO skill_meta VALUES ('answers', 0);
+        INSERT INTO skill_meta (key, value) VALUES ('answers', 0) ON CONFLICT DO NOTHING;
     """,
     )
 
@@ -349,12 +355,25 @@ def _learning(r: tuple[Any, ...]) -> CapturedLearning:
 
 
 class ProcedureDatabase:
-    """Procedures, executions and learnings; safe to open from many processes at once."""
+    """Procedures, executions and learnings; safe to open from many processes (and machines) at once. store.db in the
+    home folder, or the PostgreSQL database `database` (else SHERPA_SKILLS_DATABASE) names; the home keeps what is
+    local either way (the matching index)."""
 
-    def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None, database: str | None = None):
+        url = None if path else database_url(database)
         self.path = Path(path) if path else store_path(home)
-        self.conn = connect(self.path)
-        migrate(self.conn, "skills", MIGRATIONS)
+        self.conn: Connection
+        if url is not None:
+            from ...db.migrations import connect_migrated
+
+            self.where = describe(url)
+            self.conn = connect_migrated(url, "skills", MIGRATIONS)
+        else:
+            self.where = str(self.path)
+            lite = connect(self.path)
+            migrate(lite, "skills", MIGRATIONS)
+            self.conn = lite
+        self.dialect = dialect_of(self.conn)
         self._lock = threading.RLock()
         self._identity: int | None = None
 
@@ -364,7 +383,17 @@ class ProcedureDatabase:
     # ------------------------------------------------------------------ transactions
 
     def _write(self) -> Transaction:
-        return Transaction(self.conn, self._lock)
+        return Transaction(self.conn, self._lock)  # type: ignore[arg-type]  # a PgConnection speaks as sqlite3's
+
+    def _locked(self, procedure_id: str) -> CapturedProcedure:
+        """The procedure as it is now, its row locked until the write transaction ends: what a write that reads before
+        it changes takes first. SQLite's BEGIN IMMEDIATE already holds the whole store; PostgreSQL's BEGIN locks rows
+        only as they are written, so two machines would both read the old counts."""
+        proc = self.get(procedure_id)
+        if self.dialect == "postgresql":
+            self.conn.execute("SELECT 1 FROM procedures WHERE id = ? FOR UPDATE", (proc.id,))
+            proc = self.get(proc.id)  # as the transaction that held the lock left it
+        return proc
 
     def generation(self) -> int:
         """Bumped whenever what matching looks at changes; caches compare it."""
@@ -377,7 +406,10 @@ class ProcedureDatabase:
             row = self.conn.execute("SELECT value FROM skill_meta WHERE key = 'identity'").fetchone()
             if row is None:
                 with self._write():
-                    self.conn.execute("INSERT OR IGNORE INTO skill_meta VALUES ('identity', random())")
+                    self.conn.execute(
+                        "INSERT INTO skill_meta (key, value) VALUES ('identity', ?) ON CONFLICT DO NOTHING",
+                        (random.getrandbits(62),),
+                    )
                 row = self.conn.execute("SELECT value FROM skill_meta WHERE key = 'identity'").fetchone()
             self._identity = int(row[0])
         return self._identity
@@ -386,6 +418,8 @@ class ProcedureDatabase:
         self.conn.execute("UPDATE skill_meta SET value = value + 1 WHERE key = 'generation'")
 
     def _index_fts(self, p: CapturedProcedure) -> None:
+        if self.dialect == "postgresql":  # searched in the procedures' own columns
+            return
         rowid = self.conn.execute("SELECT rowid FROM procedures WHERE id = ?", (p.id,)).fetchone()[0]
         self.conn.execute("DELETE FROM procedures_fts WHERE rowid = ?", (rowid,))
         self.conn.execute(
@@ -459,7 +493,7 @@ class ProcedureDatabase:
                 self._index_fts(proc)
                 self._bump()
                 inserted = True
-        return self.get(pid), inserted
+            return self.get(pid), inserted
 
     def _insert_version(self, proc: CapturedProcedure, sig: str, steps: str) -> None:
         self.conn.execute(
@@ -501,7 +535,7 @@ class ProcedureDatabase:
         """A re-learned procedure: the next version, seen succeeding once; older versions keep their history.
         A trajectory procedure's new version brings its `decisions` (its steps stay empty)."""
         with self._write():
-            current = self.get(procedure_id)
+            current = self._locked(procedure_id)
             proc = current.model_copy(
                 update={
                     "version": current.version + 1,
@@ -549,7 +583,7 @@ class ProcedureDatabase:
             self._insert_version(proc, sig, steps_json)
             self._index_fts(proc)
             self._bump()
-        return self.get(procedure_id)
+            return self.get(procedure_id)
 
     def find_by_signature(self, signature: str, task_type: str | None = None) -> CapturedProcedure | None:
         """The procedure with these steps (of this task type, when given)."""
@@ -689,7 +723,7 @@ class ProcedureDatabase:
         with self._write():
             pid = self.get(procedure_id).id
             self._credit(pid)
-        return self.get(pid)
+            return self.get(pid)
 
     def _credit(self, pid: str) -> None:
         self.conn.execute(
@@ -708,7 +742,7 @@ class ProcedureDatabase:
         kept: the executions, and the counts and health in the promotion's row (`promotions`)."""
         now = time.time()
         with self._write():
-            proc = self.get(procedure_id)
+            proc = self._locked(procedure_id)
             pid = proc.id
             after, _ = self._evidence_start(pid, proc.version)
             health = self.health(pid)
@@ -735,17 +769,18 @@ class ProcedureDatabase:
                 ),
             )
             self.conn.execute(
-                "UPDATE procedures SET status = 'active', success_count = MAX(success_count, 2), failure_count = 0,"
+                f"UPDATE procedures SET status = 'active', success_count = {greatest(self.dialect)}(success_count, 2),"
+                " failure_count = 0,"
                 " needs_relearning = 0, updated = ? WHERE id = ?",
                 (now, pid),
             )
             self.conn.execute(
-                "UPDATE procedure_versions SET success_count = MAX(success_count, 2), failure_count = 0"
-                " WHERE procedure_id = ? AND version = ?",
+                f"UPDATE procedure_versions SET success_count = {greatest(self.dialect)}(success_count, 2),"
+                " failure_count = 0 WHERE procedure_id = ? AND version = ?",
                 (pid, proc.version),
             )
             self._bump()
-        return self.get(pid)
+            return self.get(pid)
 
     def promotions(self, procedure_id: str) -> list[dict[str, Any]]:
         """Every promotion of the procedure, oldest first: who, when, and what it left behind."""
@@ -780,19 +815,19 @@ class ProcedureDatabase:
             pid = self.get(procedure_id).id
             self.conn.execute("UPDATE procedures SET status = ?, updated = ? WHERE id = ?", (status, time.time(), pid))
             self._bump()
-        return self.get(pid)
+            return self.get(pid)
 
     def update_mined(self, procedure_id: str, context: dict[str, Any], success_count: int) -> CapturedProcedure:
         """A mined candidate seen again: its support, parameter examples and successes as mining now counts them."""
         with self._write():
-            proc = self.get(procedure_id)
+            proc = self._locked(procedure_id)
             merged = {**proc.context, **context}
             self.conn.execute(
                 "UPDATE procedures SET context = ?, success_count = ?, updated = ? WHERE id = ?",
                 (_dump(merged), success_count, time.time(), proc.id),
             )
             self._bump()
-        return self.get(proc.id)
+            return self.get(proc.id)
 
     def mark_needs_relearning(self, procedure_id: str, flag: bool = True) -> None:
         with self._write():
@@ -809,9 +844,9 @@ class ProcedureDatabase:
             execution.outcome
         )
         with self._write():
-            cursor = self.conn.execute(
+            row = self.conn.execute(
                 "INSERT INTO executions (procedure_id, version, started, ended, outcome, diverged_step, "
-                "reason, tokens, llm_calls, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "reason, tokens, llm_calls, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     execution.procedure_id,
                     execution.version,
@@ -824,7 +859,7 @@ class ProcedureDatabase:
                     execution.llm_calls,
                     execution.run_id,
                 ),
-            )
+            ).fetchone()
             if column:
                 self.conn.execute(
                     f"UPDATE procedures SET {column} = {column} + 1, updated = ? WHERE id = ? AND version = ?",
@@ -834,7 +869,7 @@ class ProcedureDatabase:
                     f"UPDATE procedure_versions SET {column} = {column} + 1 WHERE procedure_id = ? AND version = ?",
                     (execution.procedure_id, execution.version),
                 )
-        return execution.model_copy(update={"id": cursor.lastrowid})
+        return execution.model_copy(update={"id": row[0]})
 
     def executions(
         self, procedure_id: str, version: int | None = None, limit: int | None = None, after: int = 0
@@ -888,7 +923,7 @@ class ProcedureDatabase:
         with self._write():
             cursor = self.conn.execute(
                 "DELETE FROM executions WHERE ended < ? AND id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER"
-                " (PARTITION BY procedure_id ORDER BY id DESC) AS n FROM executions) WHERE n <= ?)",
+                " (PARTITION BY procedure_id ORDER BY id DESC) AS n FROM executions) AS ranked WHERE n <= ?)",
                 (cutoff, keep_per_procedure),
             )
         return cursor.rowcount
@@ -904,8 +939,10 @@ class ProcedureDatabase:
             row = self.conn.execute(
                 "INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created, "
                 "key, seen, last_seen, about)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET seen = seen + excluded.seen,"
-                " last_seen = MAX(last_seen, excluded.last_seen) RETURNING id, seen, last_seen, created, about",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET"
+                " seen = learnings.seen + excluded.seen,"
+                f" last_seen = {greatest(self.dialect)}(learnings.last_seen, excluded.last_seen)"
+                " RETURNING id, seen, last_seen, created, about",
                 (
                     learning.task_type,
                     learning.procedure_id,
@@ -957,17 +994,44 @@ class ProcedureDatabase:
     # ------------------------------------------------------------------ lexical search
 
     def fts_search(self, query: str, limit: int = 10) -> list[tuple[str, float]]:
-        """SQLite FTS5 over task type, description, tags and commands; scores in (0, 1], best first."""
+        """Full-text search over task type, description, tags and commands (SQLite's FTS5, PostgreSQL's own text
+        search); scores in (0, 1], best first."""
         terms = [t for t in re.findall(r"\w+", query.lower()) if len(t) > 1]
         if not terms:
             return []
+        if self.dialect == "postgresql":
+            return _scaled(self.conn.execute(_pg_text_search(len(terms)), (*terms, limit)).fetchall())
         match = " OR ".join(f'"{t}"' for t in terms)
         rows = self.conn.execute(
             "SELECT procedure_id, bm25(procedures_fts, 0, 4.0, 2.0, 2.0, 1.0) AS rank FROM procedures_fts"
             " WHERE procedures_fts MATCH ? ORDER BY rank LIMIT ?",
             (match, limit),
         ).fetchall()
-        if not rows:
-            return []
-        best = -rows[0][1] or 1.0
-        return [(pid, round(max(0.0, -rank) / best, 4) if best > 0 else 0.0) for pid, rank in rows]
+        return _scaled([(pid, -rank) for pid, rank in rows])  # bm25: the lower, the better
+
+
+def _scaled(rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """(id, relevance) best first, as scores in (0, 1]: each relative to the best."""
+    if not rows:
+        return []
+    best = rows[0][1] or 1.0
+    return [(pid, round(max(0.0, rank) / best, 4) if best > 0 else 0.0) for pid, rank in rows]
+
+
+# PostgreSQL's text search, weighted as the FTS5 ranking is (task type 4, description and tags 2, commands 1), over
+# the rows themselves: fts_search is a benchmark's fallback, not worth a second copy of every procedure's text.
+_PG_DOCUMENT = (
+    "setweight(to_tsvector('simple', translate(task_type, '-_', '  ')), 'A')"
+    " || setweight(to_tsvector('simple', description || ' ' || tags), 'B')"
+    " || setweight(to_tsvector('simple', COALESCE((SELECT string_agg(s ->> 'command', ' ')"
+    " FROM jsonb_array_elements(steps::jsonb) AS s), '')), 'C')"
+)
+
+
+def _pg_text_search(terms: int) -> str:
+    query = " || ".join(["plainto_tsquery('simple', ?)"] * terms)  # any of the words
+    return (
+        f"SELECT id, ts_rank('{{0, 0.25, 0.5, 1}}', document, query) AS rank FROM"
+        f" (SELECT id, {_PG_DOCUMENT} AS document FROM procedures) AS docs, (SELECT {query}) AS q (query)"
+        " WHERE document @@ query ORDER BY rank DESC, id LIMIT ?"
+    )

@@ -1,0 +1,387 @@
+"""The skill store's contract, held by both engines: every test runs on SQLite (the home's store.db) and on PostgreSQL
+(a fresh database of the tests' own cluster); then what only several machines on one PostgreSQL database can show:
+concurrent captures and outcomes lose nothing, and a procedure captured from one home is matched from another."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sherpa_skills.engine.runstore import RunStore
+from sherpa_skills.errors import StoreError, StoreFileError
+from sherpa_skills.skills.decide.examples import Example, add_examples, example_counts, examples_after
+from sherpa_skills.skills.run_removal import must_stay
+from sherpa_skills.skills.store.answers import Answers
+from sherpa_skills.skills.store.branches import add_branch, branches
+from sherpa_skills.skills.store.database import ProcedureDatabase
+from sherpa_skills.skills.store.models import CapturedLearning, CapturedProcedure, Execution, ProcedureStep
+
+
+class Engine:
+    """Opens skill stores on one backing store: every `open()` is a new connection, as another process's would be."""
+
+    def __init__(self, name: str, home: Path, url: str | None):
+        self.name, self.home, self.url = name, home, url
+        self.opened: list[ProcedureDatabase | RunStore] = []
+
+    def open(self) -> ProcedureDatabase:
+        store = ProcedureDatabase(home=self.home, database=self.url)
+        self.opened.append(store)
+        return store
+
+    def runs(self) -> RunStore:
+        store = RunStore(home=self.home, database=self.url)
+        self.opened.append(store)
+        return store
+
+
+@pytest.fixture
+def engine(engine_url: str | None, tmp_path: Path) -> Iterator[Engine]:
+    found = Engine("postgresql" if engine_url else "sqlite", tmp_path / "home", engine_url)
+    yield found
+    for store in found.opened:
+        store.close()
+
+
+@pytest.fixture
+def store(engine: Engine) -> ProcedureDatabase:
+    return engine.open()
+
+
+def procedure(task_type: str = "build-lib", *commands: str, description: str = "") -> CapturedProcedure:
+    steps = [ProcedureStep(command=c) for c in (commands or ("make", "make test"))]
+    return CapturedProcedure(
+        id="", task_type=task_type, description=description or f"{task_type} procedure", steps=steps, success_count=1
+    )
+
+
+def execution(p: CapturedProcedure, outcome: str, run_id: str | None = None) -> Execution:
+    now = time.time()
+    return Execution(procedure_id=p.id, version=p.version, started=now, ended=now, outcome=outcome, run_id=run_id)  # type: ignore[arg-type]
+
+
+def test_the_engine_is_the_one_asked_for(engine: Engine, store: ProcedureDatabase) -> None:
+    assert store.dialect == engine.name
+    assert not (engine.home / "store.db").exists() if engine.url else (engine.home / "store.db").is_file()
+
+
+def test_the_same_steps_are_one_procedure_credited_again(store: ProcedureDatabase) -> None:
+    first, new = store.insert_or_credit(procedure())
+    again, new_again = store.insert_or_credit(procedure(description="said otherwise"))
+    assert new and not new_again and again.id == first.id and again.success_count == 2
+    assert store.count() == 1 and store.versions(first.id)[0]["success_count"] == 2
+    assert store.record_success(first.id[:6]).success_count == 3  # an id prefix names it
+    other, _ = store.insert_or_credit(procedure("other-task"))  # the same steps, another task type: another one
+    assert other.id != first.id and store.count() == 2
+    with pytest.raises(StoreError, match="already exists"):
+        store.insert_or_credit(procedure("third").model_copy(update={"id": first.id}))
+
+
+def test_a_new_version_keeps_the_old_ones(store: ProcedureDatabase) -> None:
+    p = store.add_procedure(procedure())
+    v2 = store.add_version(p.id, [ProcedureStep(command="make check")], planned_tokens=40)
+    assert v2.version == 2 and v2.success_count == 1 and [s.command for s in v2.steps] == ["make check"]
+    assert [v["version"] for v in store.versions(p.id)] == [1, 2]
+    assert [s.command for s in store.get(p.id, version=1).steps] == ["make", "make test"]
+    twin = store.add_procedure(procedure("build-lib", "cmake ."))
+    with pytest.raises(StoreError, match="repeat procedure"):
+        store.add_version(twin.id, [ProcedureStep(command="make check")])
+    with pytest.raises(StoreError, match="no version 7"):
+        store.get(p.id, version=7)
+
+
+def test_executions_change_counts_and_health(store: ProcedureDatabase) -> None:
+    p = store.add_procedure(procedure())
+    ids = [store.record_execution(execution(p, o)).id for o in ("success", "success", "diverged", "dry-run")]
+    assert ids == sorted(ids) and len(set(ids)) == 4
+    now = store.get(p.id)
+    assert (now.success_count, now.failure_count) == (3, 1)  # the capture's success, two replays, one divergence
+    health = store.health(p.id)
+    assert health.total_executions == 3 and health.last_failure is not None
+    assert [e.outcome for e in store.executions(p.id, limit=2)] == ["dry-run", "diverged"]
+    assert store.success_replays(p.id) == 2
+    assert store.delete_executions_before(time.time() + 60, keep_per_procedure=1) == 3
+    assert [e.id for e in store.executions(p.id)] == [ids[-1]]
+
+
+def test_the_same_lesson_is_counted_not_copied(store: ProcedureDatabase) -> None:
+    lesson = CapturedLearning(task_type="deploy", command="kubectl apply", error="forbidden", source="run")
+    first = store.add_learning(lesson.model_copy(update={"created": 100.0}))
+    again = store.add_learning(lesson.model_copy(update={"command": " kubectl   apply", "created": 200.0}))
+    older = store.add_learning(lesson.model_copy(update={"created": 50.0}))  # an old copy never moves last_seen back
+    assert first.id == again.id == older.id and older.seen == 3 and older.last_seen == 200.0
+    assert [x.id for x in store.learnings("deploy")] == [first.id]
+    assert store.learnings_version() == (1, first.id)
+
+
+def test_aliases_and_rejections_withdraw_each_other(store: ProcedureDatabase) -> None:
+    p = store.add_procedure(procedure())
+    answers = Answers(store)
+    before = answers.version()
+    alias = answers.add_alias(p.id, "build the library", "build library", vector=b"\x00\x01", embedder="e")
+    assert answers.add_alias(p.id, "build the library", "build library").id == alias.id  # the same wording: one
+    assert [r.key for r in answers.alias_rows(None)] == ["build library"] and answers.alias_rows(None)[0].vector
+    rejection = answers.add_rejection(p.id, "build the library", "build library")
+    assert answers.alias_rows(None) == [] and answers.rejected("build library", None) == {p.id}
+    assert answers.forget(rejection.id).kind == "rejection" and answers.rejected("build library", None) == set()
+    assert answers.version() == before + 4
+    with pytest.raises(StoreError, match="no alias 'a999'"):
+        answers.get("a999")
+
+
+def test_branches_count_the_runs_that_took_them(store: ProcedureDatabase) -> None:
+    p = store.add_procedure(procedure())
+    for run in ("r1", "r2"):
+        runs = add_branch(store, p.id, "sig", step=2, state="s", reason="exception", decisions=[{"a": 1}], run_id=run)
+    assert runs == 2
+    (branch,) = branches(store, p.id)
+    assert (branch["runs"], branch["first_run"], branch["last_run"], branch["decisions"]) == (2, "r1", "r2", [{"a": 1}])
+
+
+def test_decision_examples_keep_the_newest_of_each_decision(store: ProcedureDatabase) -> None:
+    made = [
+        Example(workflow="w", state="s", trigger="refund", args={"n": i % 2}, features={}, path="", task=f"t{i}")
+        for i in range(6)
+    ]
+    add_examples(store, made)
+    kept = examples_after(store, "w", newest=2)
+    assert [e.task for e in kept] == ["t2", "t3", "t4", "t5"]
+    assert [e.task for e in examples_after(store, "w", after=kept[-2].id)] == ["t5"]
+    assert example_counts(store) == [
+        {"workflow": "w", "state": "s", "trigger": "refund", "examples": 6, "last": made[-1].created}
+    ]
+
+
+def test_a_promotion_opens_a_fresh_window_and_is_kept(store: ProcedureDatabase) -> None:
+    p = store.add_procedure(procedure())
+    store.record_execution(execution(p, "error"))
+    promoted = store.promote(p.id, by="ana")
+    assert (promoted.status, promoted.success_count, promoted.failure_count) == ("active", 2, 0)
+    assert store.versions(p.id)[0]["success_count"] == 2 and store.health(p.id).status == "new"
+    (row,) = store.promotions(p.id)
+    assert (row["promoted_by"], row["failure_before"], row["executions_before"]) == ("ana", 1, 1)
+
+
+def test_the_generation_moves_with_what_matching_reads(store: ProcedureDatabase) -> None:
+    start = store.generation()
+    p = store.add_procedure(procedure())
+    assert store.generation() == start + 1
+    store.record_success(p.id)
+    store.record_execution(execution(p, "success"))
+    assert store.generation() == start + 1  # counts are not what the index holds
+    store.set_status(p.id, "candidate")
+    store.update_mined(p.id, {"support": 3}, 4)
+    assert store.generation() == start + 3 and store.get(p.id).context == {"support": 3}
+
+
+def test_the_identity_is_fixed_for_the_store(engine: Engine, store: ProcedureDatabase) -> None:
+    assert store.identity() == engine.open().identity() != 0
+
+
+def test_text_search_scores_best_first_within_one(store: ProcedureDatabase) -> None:
+    store.add_procedure(procedure("rotate-logs", "mv app.log archive/", description="rotate the logs"))
+    store.add_procedure(procedure("build-lib", "make", description="build the library and its logs"))
+    found = store.fts_search("rotate logs")
+    assert [pid.split("-")[0] for pid, _ in found] == ["rotate", "build"]
+    assert found[0][1] == 1.0 and 0 < found[1][1] < 1.0
+    assert store.fts_search("?") == [] and store.fts_search("zzz") == []
+
+
+def test_runs_a_procedure_was_captured_from_stay(engine: Engine, store: ProcedureDatabase) -> None:
+    runs = engine.runs()
+    store.add_procedure(procedure().model_copy(update={"context": {"captured_from_run": "run-a"}}))
+    p = store.add_procedure(procedure("other", "ls"))
+    store.record_execution(execution(p, "success", run_id="run-b"))
+    now = time.time()
+    runs.conn.execute(
+        "INSERT INTO run_log (run_id, tick, action, inputs, outputs, status, started, duration_ms, tokens, cost)"
+        " VALUES (?, 1, 'run_machine', '{}', ?, 'ok', ?, 0, 0, 0)",
+        ("run-parent", json.dumps({"run_id": "run-child"}), now),
+    )
+    kept = must_stay(runs.conn, ["run-a", "run-b", "run-child", "run-free"], force=True)
+    assert set(kept) == {"run-a", "run-b", "run-child"}  # the child stays while the run that started it does
+    assert "captured from it" in kept["run-a"] and "execution of procedure" in kept["run-b"]
+    assert "run-parent started it" in kept["run-child"]
+    assert must_stay(runs.conn, ["run-parent", "run-child"], force=True) == {}  # going together
+    from sherpa_skills.ui.views import Stores, parent_run
+
+    assert parent_run(Stores(engine.home, runs, store, None), "run-child") == ("run-parent", 1)  # the run page's link
+
+
+def test_a_store_migrated_by_a_newer_version_is_refused(engine: Engine, store: ProcedureDatabase) -> None:
+    store.conn.execute("INSERT INTO _migrations (component, name) VALUES ('skills', 'm999_from_the_future')")
+    with pytest.raises(StoreFileError, match=r"'skills' tables were migrated by a newer sherpa-skills \(m999"):
+        engine.open()
+    env = {k: v for k, v in os.environ.items() if k != "SHERPA_SKILLS_DATABASE"}
+    env.update({"SHERPA_SKILLS_DATABASE": engine.url} if engine.url else {})
+    done = subprocess.run(
+        [sys.executable, "-m", "sherpa_skills", "learn", "procedures", "--json", "--home", str(engine.home)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 2 and "upgrade sherpa-skills" in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout.strip() == "" or json.loads(done.stdout)  # under --json, stdout is JSON or nothing
+    if engine.url:  # the database is named, never its password
+        assert "on 127.0.0.1" in done.stderr and engine.url.split("@")[0].rsplit(":", 1)[1] not in done.stderr
+
+
+# ---------------------------------------------------------------- several machines on one PostgreSQL database
+
+_MACHINE = """
+import json, sys, time
+from pathlib import Path
+from sherpa_skills.skills.store.answers import Answers
+from sherpa_skills.skills.store.database import ProcedureDatabase
+from sherpa_skills.skills.store.models import CapturedLearning, CapturedProcedure, Execution, ProcedureStep
+barrier, home, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+store = ProcedureDatabase(home=home)  # SHERPA_SKILLS_DATABASE names the shared database
+while not barrier.exists():
+    time.sleep(0.005)
+"""
+
+
+def _machines(url: str, tmp_path: Path, body: str, count: int) -> list[dict[str, object]]:
+    """`count` processes over two home folders, released at once by a barrier file; what each printed (JSON)."""
+    barrier = tmp_path / "go"
+    env = {**os.environ, "SHERPA_SKILLS_DATABASE": url}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _MACHINE + body, str(barrier), str(tmp_path / f"home{i % 2}"), str(i)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i in range(count)
+    ]
+    time.sleep(1.0)  # every process has opened its store (and migrated) and waits on the barrier
+    barrier.touch()
+    outputs = [p.communicate(timeout=180) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outputs]
+    return [json.loads(out) for out, _ in outputs]
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_machines_capturing_the_same_procedure_at_once_make_one_and_lose_no_count(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Six processes (two homes) capture the same new procedure at once, then each records 7 successes and 3
+    failures, the same lesson and an alias of its own: one procedure, one version, every count."""
+    body = """
+p, new = store.insert_or_credit(CapturedProcedure(
+    id="", task_type="deploy", description="deploy the app", steps=[ProcedureStep(command="make deploy")],
+    success_count=1))
+for i in range(10):
+    now = time.time()
+    store.record_execution(Execution(
+        procedure_id=p.id, version=1, started=now, ended=now, outcome="success" if i < 7 else "error"))
+store.add_learning(CapturedLearning(task_type="deploy", command="make deploy", error="denied", source="run"))
+Answers(store).add_alias(p.id, f"deploy it {n}", f"deploy {n}")
+print(json.dumps({"id": p.id, "new": new}))
+"""
+    results = _machines(postgres_url, tmp_path, body, 6)
+    assert len({r["id"] for r in results}) == 1 and sum(bool(r["new"]) for r in results) == 1
+    store = ProcedureDatabase(home=tmp_path / "home0", database=postgres_url)
+    try:
+        (p,) = store.procedures(status=None)
+        assert (p.success_count, p.failure_count) == (6 + 6 * 7, 6 * 3)
+        assert store.versions(p.id) == [
+            {"version": 1, "source": "run", "success_count": 48, "failure_count": 18, "created": ANY_FLOAT}
+        ]
+        assert len(store.executions(p.id)) == 60
+        (lesson,) = store.learnings("deploy")
+        assert lesson.seen == 6
+        assert len(Answers(store).alias_rows(None)) == 6 and Answers(store).version() == 6
+        assert store.generation() == 1  # one capture; credits and outcomes change nothing matching reads
+    finally:
+        store.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_machines_relearning_and_promoting_one_procedure_at_once_queue_up(postgres_url: str, tmp_path: Path) -> None:
+    """Four processes each add five versions of one procedure and promote each, at once: each reads the version the
+    one before it wrote (the row lock), so versions 2..21 all exist and twenty promotions are kept."""
+    seed = ProcedureDatabase(home=tmp_path / "home0", database=postgres_url)
+    try:
+        p = seed.add_procedure(procedure("deploy", "make deploy"))
+        body = f"""
+made = []
+for round in range(5):
+    made.append(store.add_version({p.id!r}, [ProcedureStep(command=f"make deploy-{{n}}-{{round}}")]).version)
+    store.promote({p.id!r}, by=f"machine-{{n}}")
+print(json.dumps({{"versions": made}}))
+"""
+        results = _machines(postgres_url, tmp_path, body, 4)
+        made = sorted(v for r in results for v in r["versions"])  # type: ignore[attr-defined]
+        assert made == list(range(2, 22))
+        assert [v["version"] for v in seed.versions(p.id)] == list(range(1, 22))
+        assert seed.get(p.id).version == 21 and len(seed.promotions(p.id)) == 20
+    finally:
+        seed.close()
+
+
+class _AnyFloat:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, float)
+
+
+ANY_FLOAT = _AnyFloat()
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_a_procedure_captured_in_one_home_is_matched_from_another(
+    postgres_cluster: object, postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Home A captures and promotes; home B (its own matching index) matches it through the Python API and through
+    `learn replay --database`; A's next capture reaches B's index, which keeps the vectors it had."""
+    from sherpa_skills.skills.api import SkillStore
+    from sherpa_skills.skills.match.matcher import procedure_words
+    from sherpa_skills.skills.match.procedure_index import ProcedureIndex
+
+    monkeypatch.setenv("SHERPA_SKILLS_DATABASE", postgres_url)
+    home_a, home_b = tmp_path / "a", tmp_path / "b"
+    a, b = SkillStore(home_a), SkillStore(home_b)
+    try:
+        rotate = a.capture("rotate-logs", ["mv app.log archive/app.log"], description="rotate the app logs").procedure
+        assert rotate is not None
+        a.promote(rotate.id)
+        found = b.match("rotate the app logs")
+        assert found.decision == "match" and found.procedure_id == rotate.id
+        assert (home_b / "index").is_dir() and not (home_b / "store.db").exists()
+
+        clean = a.capture("clean-cache", ["rm -rf .cache"], description="clear the build cache").procedure
+        assert clean is not None
+        index = ProcedureIndex(b.store, b.matcher.index_path, lambda: b.matcher.embedder, procedure_words)
+        snap = index.snapshot(embed=0)  # B's saved index, re-read at the new generation, nothing embedded
+        assert snap.has_vector[snap.row_of[rotate.id]] and not snap.has_vector[snap.row_of[clean.id]]
+    finally:
+        a.close()
+        b.close()
+
+    cluster = postgres_cluster
+    bare = cluster.url(postgres_url.rsplit("/", 1)[1], password=False)  # type: ignore[attr-defined]
+    env = {k: v for k, v in os.environ.items() if k != "SHERPA_SKILLS_DATABASE"}
+    env["PGPASSWORD"] = cluster.password  # type: ignore[attr-defined]
+    done = subprocess.run(
+        [sys.executable, "-m", "sherpa_skills", "learn", "replay", "rotate the app logs", "--json"]
+        + ["--home", str(home_b), "--database", bare],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    payload = json.loads(done.stdout)
+    assert payload["status"] == "dry-run" and payload["procedure_id"] == rotate.id
