@@ -28,14 +28,6 @@ def open_truth(
         lite = connect(file)
         migrate(lite, component, migrations)
         return lite, file, str(file)
-    from .migrations import migrate_postgres
-    from .postgres import connect as connect_postgres
+    from .migrations import connect_migrated
 
-    where = describe(url)
-    pg = connect_postgres(url)
-    try:
-        migrate_postgres(pg, component, migrations, where)
-    except BaseException:
-        pg.close()
-        raise
-    return pg, file, where
+    return connect_migrated(url, component, migrations), file, describe(url)
