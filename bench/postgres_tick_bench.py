@@ -34,6 +34,7 @@ from _results import machine, median, write_section  # noqa: E402  (after the sy
 TITLE = "PostgreSQL: durable tick"
 CHILD = HERE / "_postgres_tick_child.py"
 SERVER_SETTINGS = {"fsync": "on", "shared_preload_libraries": "pg_stat_statements"}
+NO_FLUSH_WAIT = "synchronous_commit=off"  # orientation rows: what a tick costs without waiting for the WAL flush
 LANGGRAPH_PACKAGES = ("langgraph", "langgraph-checkpoint-postgres", "psycopg")
 _VERSIONS = "import json, importlib.metadata as m; print(json.dumps({p: m.version(p) for p in %r}))"
 
@@ -128,12 +129,41 @@ def section(figures: dict[str, Any], meta: dict[str, Any]) -> str:
     keys = ("wall_us_per_step", "client_cpu_us_per_step", "server_cpu_us_per_step")
     if peer and "skipped" not in peer:
         lines.append("| ours-PG / LangGraph-PG | " + " | ".join(ratio(ours[k], peer[k]) for k in keys) + " |")
+        ours_quick, peer_quick = (
+            rows.get(f"{n}, {NO_FLUSH_WAIT}") for n in ("ours, PostgreSQL", "LangGraph, PostgreSQL")
+        )
+        if ours_quick and peer_quick:
+            cells = " | ".join(ratio(ours_quick[k], peer_quick[k]) for k in keys)
+            lines.append(f"| ours-PG / LangGraph-PG, both {NO_FLUSH_WAIT} | {cells} |")
     lines.append("| ours-PG / ours-SQLite | " + " | ".join(ratio(ours[k], lite.get(k, 0.0)) for k in keys) + " |")
+    for name, row in rows.items():
+        if ", before (" in name:
+            now = rows["ours, PostgreSQL" + name.split(")", 1)[1]]  # the same settings, this tree
+            lines.append(f"| this tree / {name} | " + " | ".join(ratio(now[k], row[k]) for k in keys) + " |")
+    lines += ["", *where_time_goes(rows)]
     for name, row in rows.items():
         if row.get("statements"):
             lines += ["", f"Statements per step, {name}:", ""]
             lines += [f"- {calls:g} × `{query}`" for query, calls in row["statements"]]
     return "\n".join(lines) + "\n"
+
+
+def where_time_goes(rows: dict[str, Any]) -> list[str]:
+    """Each durable PostgreSQL row split into the wait for the WAL flush (its wall less the same client's wall at
+    synchronous_commit=off) and the rest (CPU on both sides, round trips)."""
+    lines = []
+    for name, row in rows.items():
+        quick = rows.get(f"{name}, {NO_FLUSH_WAIT}")
+        if not quick or "skipped" in row:
+            continue
+        flush = row["wall_us_per_step"] - quick["wall_us_per_step"]
+        cpu = quick["client_cpu_us_per_step"] + quick["server_cpu_us_per_step"]
+        lines.append(
+            f"- {name}: {row['wall_us_per_step']:g} µs/step ≈ {flush:.0f} waiting for "
+            f"{row['write_xacts_per_step']:g} WAL flush(es) per step + {quick['wall_us_per_step']:g} without that "
+            f"wait ({NO_FLUSH_WAIT}), of which {cpu:.0f} µs CPU (client + server), the rest round trips and waits."
+        )
+    return lines
 
 
 def _cell(value: Any) -> str:
@@ -147,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cycles", type=int, default=20, help="6-step cycles per episode (default 20: 120 steps)")
     parser.add_argument("--langgraph-python", default=sys.executable, help="a Python with LangGraph's packages")
     parser.add_argument("--before", metavar="REF", help="also our PostgreSQL path at this commit, in the same run")
+    parser.add_argument(
+        "--no-orientation", action="store_true", help=f"skip the PostgreSQL rows at {NO_FLUSH_WAIT} (not durable)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON (only JSON on stdout)")
     parser.add_argument("--no-write", action="store_true", help="do not touch bench/RESULTS.md")
     args = parser.parse_args(argv)
@@ -183,15 +216,15 @@ def main(argv: list[str] | None = None) -> int:
                 plan[f"ours, PostgreSQL, before ({rev})"] = (sys.executable, Path(tmp) / "before", "postgres")
             if lg_versions is not None:
                 plan["LangGraph, PostgreSQL"] = (args.langgraph_python, ROOT, "langgraph")
-            where = {
-                name: {
-                    "url": cluster.url(cluster.create_database()),
-                    "probe_url": cluster.url(),
-                    "postmaster": postmaster,
-                    "home": tmp,
-                }
-                for name in plan
-            }
+            if not args.no_orientation:
+                for name in [n for n in plan if ", PostgreSQL" in n]:
+                    plan[f"{name}, {NO_FLUSH_WAIT}"] = plan[name]
+            where = {name: {"url": cluster.url(cluster.create_database()), "probe_url": cluster.url(),
+                            "postmaster": postmaster, "home": tmp} for name in plan}  # fmt: skip
+            with psycopg.connect(cluster.url(), autocommit=True) as conn:
+                for name in [n for n in plan if n.endswith(NO_FLUSH_WAIT)]:
+                    database = where[name]["url"].rsplit("/", 1)[1]
+                    conn.execute(f'ALTER DATABASE "{database}" SET synchronous_commit = off')
             names = list(plan)
             for repeat in range(args.repeats):
                 for name in names[repeat % len(names) :] + names[: repeat % len(names)]:
