@@ -109,8 +109,13 @@ def _run(cluster_or_user: Cluster | str | None, argv: list[str], timeout: float 
         raise NoServer(f"{Path(argv[0]).name} {argv[1]} failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
 
 
-def start_cluster() -> Cluster:
-    """initdb, then pg_ctl start on a free port; the caller stops it (Cluster.stop)."""
+# The tests' server trades durability for speed; a benchmark of commits passes fsync=on back.
+TEST_SETTINGS = {"fsync": "off", "max_connections": "200"}
+
+
+def start_cluster(settings: dict[str, str] | None = None) -> Cluster:
+    """initdb, then pg_ctl start on a free port with `settings` over TEST_SETTINGS (server -c options); the caller
+    stops it (Cluster.stop)."""
     bindir = find_bindir()
     run_as = _server_user()
     folder = Path(tempfile.mkdtemp(prefix="sherpa-pg-"))
@@ -142,7 +147,8 @@ def start_cluster() -> Cluster:
         )
         port = _free_port()
         cluster = Cluster(bindir, folder, port, "postgres", password, run_as)
-        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        chosen = {**TEST_SETTINGS, **(settings or {}), "listen_addresses": "127.0.0.1"}
+        options = f"-p {port} -k {folder} " + " ".join(f"-c {name}={value}" for name, value in chosen.items())
         _run(
             cluster,
             [

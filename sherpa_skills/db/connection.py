@@ -3,6 +3,7 @@ both are one."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal, Protocol
 
 Dialect = Literal["sqlite", "postgresql"]
@@ -21,3 +22,10 @@ class Connection(Protocol):
 
 def dialect_of(conn: Connection) -> Dialect:
     return "postgresql" if getattr(conn, "dialect", None) == "postgresql" else "sqlite"
+
+
+def batched(conn: Connection) -> AbstractContextManager[Any]:
+    """A block whose statements PostgreSQL receives in one round trip (psycopg's pipeline mode); on SQLite, in-process,
+    a plain block. Errors surface at the block's end there, not at the statement."""
+    pipeline = getattr(conn, "pipeline", None)
+    return pipeline() if pipeline is not None else nullcontext()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreFileError
@@ -47,6 +48,11 @@ class PgConnection:
         cursor = self.raw.cursor()
         cursor.executemany(to_postgres(sql, True), rows)  # type: ignore[arg-type]
         return cursor
+
+    def pipeline(self) -> AbstractContextManager[Any]:
+        """Statements sent without waiting for each one's answer, all answered at the block's end: one round trip
+        (an error surfaces there, and the statements after it in the block do not run)."""
+        return self.raw.pipeline()
 
     @property
     def in_transaction(self) -> bool:

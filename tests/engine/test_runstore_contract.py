@@ -93,6 +93,27 @@ def test_what_a_run_committed_is_read_back_whole_from_another_connection(engine:
     assert other.visited_states("r1") == [f"s{i}" for i in range(6)] and other.log_size("r1") == 5
 
 
+def test_a_tick_refused_part_way_records_none_of_it_and_the_store_goes_on(store: RunStore) -> None:
+    """On PostgreSQL a tick's statements go in one round trip (pipeline): the error of one of them, answered only at
+    the end, must still undo the rows sent before it."""
+    _start(store)
+    _tick(store, "r1", 1)
+    good = LogEntry(tick=2, action="shell", inputs={}, outputs={}, started=2.0)
+    broken = TickRecord(
+        trajectory=[TrajectoryEntry(tick=2, state="s2", trigger="go", decided_by="rule", at=2.0)],
+        log=[good, good.model_copy(update={"action": None})],  # NOT NULL: the second log row is refused
+        context=[("n", 2)],
+    )
+    with pytest.raises(store.conn.IntegrityError):
+        _tick(store, "r1", 2, record=broken)
+    assert store.get_run("r1").tick == 1 and store.log_size("r1") == 1
+    assert [t.tick for t in store.load_belief("r1").trajectory] == [0, 1] and store.load_belief("r1").context == {
+        "n": 1
+    }
+    _tick(store, "r1", 2)  # the connection is usable after the refusal
+    assert store.get_run("r1").tick == 2 and store.log_size("r1") == 2
+
+
 def test_a_secret_never_reaches_the_rows(store: RunStore) -> None:
     _start(store, api_key=SECRET)
     _tick(store, "r1", 1, record=TickRecord(context=[("token", SECRET)]))
