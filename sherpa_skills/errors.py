@@ -12,8 +12,9 @@ SherpaError
 │   └── ReadOnlyBeliefError  a policy or guard tried to write belief
 ├── StoreError             the run store cannot do what was asked (unknown run id, ...)
 │   ├── StoreFileError     the home or its store.db cannot be used (a file, not SQLite, not writable)
-│   └── ConnectionLost     the database connection dropped mid-statement (reconnected; what was sent may or may not
-│                          have landed: the store decides whether to write again)
+│   ├── ConnectionLost     the database connection dropped mid-statement (reconnected; what was sent may or may not
+│   │                      have landed: the store decides whether to write again)
+│   └── ClaimLost          the run was claimed by another process while the connection was down: it stops here
 ├── ModelError             the LLM call itself failed (provider, network, scripted model without answer)
 └── ModelFileError         a bundled model file is not the one pinned (tampered, truncated, replaced): not run
 """
@@ -103,6 +104,10 @@ class ConnectionLost(StoreError):
     """The connection to the database server dropped while a statement ran; a fresh one already replaces it. Whether
     the statement (a COMMIT above all) landed is unknown: the store checks by the write's own key before writing
     again."""
+
+
+class ClaimLost(StoreError):
+    """Another process claimed a run while this one's connection was down: this one stops, recording nothing more."""
 
 
 class ModelError(SherpaError):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..db.connection import Connection, dialect_of
-from ..errors import StoreError
+from ..errors import ClaimLost, StoreError
 
 _RUN_LOCK_CLASS = 0x5348  # the first key of pg_try_advisory_lock(int, int): the second is hashtext(run_id)
 
@@ -68,7 +68,7 @@ class RunClaims:
         lost = sorted(run_id for run_id in self.mine if not self._lock_postgres(run_id))
         if lost:
             self.mine.difference_update(lost)
-            raise StoreError(
+            raise ClaimLost(
                 f"run {', '.join(lost)} was claimed by another process while the connection to the database was down; "
                 "it stops here, its committed steps kept, and resumes where it is claimed"
             )
