@@ -568,7 +568,13 @@ class RunStore:
                     f"{', '.join(matches[:3])}{', …' if len(matches) > 3 else ''}; give more characters"
                 )
             raise StoreError(f"no run '{run_id}' in {self.where}; `sherpa-skills runs` lists them")
-        return _run_row(row)
+        return self._row(row)
+
+    def _row(self, values: tuple[Any, ...]) -> RunRow:
+        row = _run_row(values)
+        if row.home is None and self._url is None:  # recorded before origins were kept: SQLite is one machine's
+            row.home = str(self.path.parent)
+        return row
 
     def load_belief(self, run_id: str, tail: int | None = None) -> Belief:
         """The run's belief; with `tail`, only the last `tail` trajectory and log entries (the
@@ -933,7 +939,7 @@ class RunStore:
             f"SELECT {_RUN_COLUMNS} FROM runs{clause} ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
             [*params, max(0, limit), max(0, offset)],
         ).fetchall()
-        return [_run_row(r) for r in rows], int(total)
+        return [self._row(r) for r in rows], int(total)
 
     def workflows(self) -> list[str]:
         """The workflow names that have runs, for filters."""

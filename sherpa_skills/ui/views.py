@@ -113,13 +113,21 @@ def child_runs(stores: Stores, run_ids: list[str]) -> dict[str, list[str]]:
 
 def parent_run(stores: Stores, run_id: str) -> tuple[str, int] | None:
     """(run, step) whose `run_machine` action started `run_id`, or None for a run started from outside."""
-    # No index on the child id inside the logged result: a scan of run_machine rows, once per run page.
-    row = stores.runs.conn.execute(
-        "SELECT run_id, tick FROM run_log WHERE action = 'run_machine' AND json_valid(outputs) "
-        "AND json_extract(outputs, '$.run_id') = ? ORDER BY id LIMIT 1",
-        (run_id,),
-    ).fetchone()
-    return (row[0], row[1]) if row else None
+    import json
+
+    # No index on the child id inside the logged result: a scan of run_machine rows, once per run page. The LIKE only
+    # narrows (a wildcard in the id widens it); the JSON decides, in Python: SQLite's and PostgreSQL's JSON differ.
+    for parent, tick, outputs in stores.runs.conn.execute(
+        "SELECT run_id, tick, outputs FROM run_log WHERE action = 'run_machine' AND outputs LIKE ? ORDER BY id",
+        (f"%{run_id}%",),
+    ):
+        try:
+            child = json.loads(outputs or "null")
+        except ValueError:
+            continue
+        if isinstance(child, dict) and child.get("run_id") == run_id:
+            return parent, tick
+    return None
 
 
 def _replays(stores: Stores, run_ids: list[str]) -> dict[str, dict[str, Any]]:
