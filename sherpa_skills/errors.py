@@ -11,7 +11,10 @@ SherpaError
 │   ├── NoTransitionError  nothing can leave a state that is neither final nor waiting
 │   └── ReadOnlyBeliefError  a policy or guard tried to write belief
 ├── StoreError             the run store cannot do what was asked (unknown run id, ...)
-│   └── StoreFileError     the home or its store.db cannot be used (a file, not SQLite, not writable)
+│   ├── StoreFileError     the home or its store.db cannot be used (a file, not SQLite, not writable)
+│   ├── ConnectionLost     the database connection dropped mid-statement (reconnected; what was sent may or may not
+│   │                      have landed: the store decides whether to write again)
+│   └── ClaimLost          the run was claimed by another process while the connection was down: it stops here
 ├── ModelError             the LLM call itself failed (provider, network, scripted model without answer)
 └── ModelFileError         a bundled model file is not the one pinned (tampered, truncated, replaced): not run
 """
@@ -95,6 +98,16 @@ class StoreError(SherpaError):
 class StoreFileError(StoreError):
     """The state folder or a database in it cannot be opened:
     the user pointed at the wrong place, so it is bad usage."""
+
+
+class ConnectionLost(StoreError):
+    """The connection to the database server dropped while a statement ran; a fresh one already replaces it. Whether
+    the statement (a COMMIT above all) landed is unknown: the store checks by the write's own key before writing
+    again."""
+
+
+class ClaimLost(StoreError):
+    """Another process claimed a run while this one's connection was down: this one stops, recording nothing more."""
 
 
 class ModelError(SherpaError):

@@ -32,13 +32,18 @@ def log_file(home: Path, name: str) -> Path:
     Plain names (letters, digits, '.', '_', '-', not starting with '.') are kept; anything else is replaced by '_'
     and a hash of the whole name is appended, so different names never share a file and no name leaves the folder.
     """
+    path = log_path(home, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def log_path(home: Path, name: str) -> Path:
+    """Where log_file puts NAME's log, creating nothing: a run's log may be in another machine's home."""
     stem = _UNSAFE.sub("_", name)[:_MAX_STEM]
     if stem != name or not stem or stem.startswith("."):
         digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         stem = f"{stem.lstrip('.')}~{digest}" if stem.lstrip(".") else f"~{digest}"
-    folder = Path(home) / "logs"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{stem}.jsonl"
+    return Path(home) / "logs" / f"{stem}.jsonl"
 
 
 def ensure_configured() -> None:

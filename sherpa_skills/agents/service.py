@@ -102,10 +102,7 @@ class AgentService:
         """Create the consumer groups, announce the agent, and publish what a previous process
         committed but never sent."""
         self.streams = self.bus.register(self.name, self.topics)
-        for run_id, body in self.host.unpublished():
-            self._publish(body)
-            self.host.mark_published(run_id, [body["id"]])
-            self.counters["republished"] += 1
+        self.counters["republished"] += self.host.relay(self._publish)
         return self.streams
 
     def serve(
@@ -183,9 +180,7 @@ class AgentService:
             return None
         delivery = self.host.deliver(message.event)
         self.counters[delivery.outcome] += 1
-        for body in delivery.emitted:
-            self._publish(body)
-        self.host.mark_published(delivery.run_id, [b["id"] for b in delivery.emitted])
+        self.host.relay(self._publish, delivery)  # another machine's relay may have published some already
         if delivery.outcome not in ("handled", "duplicate"):
             self._report(
                 {

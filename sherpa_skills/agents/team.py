@@ -409,13 +409,19 @@ class AgentHost:
             self.last.popitem(last=False)
         return Delivery(event, self.name, agent.run_id, outcome, reason, result.status, result.state, emitted)
 
-    def unpublished(self) -> list[tuple[str, dict[str, Any]]]:
-        """Events this agent's runs emitted and committed, but never handed to the bus (a crash in between)."""
-        return self.store.unpublished(f"{self.name}.") if self.store is not None else []
-
-    def mark_published(self, run_id: str, event_ids: list[str]) -> None:
-        if self.store is not None and event_ids:
-            self.store.mark_published(run_id, event_ids)
+    def relay(self, publish: Callable[[dict[str, Any]], object], delivery: Delivery | None = None) -> int:
+        """Hand what this agent's runs emitted and committed to `publish`, each event once even with relays on other
+        machines (see RunStore.relay): the outbox of `delivery`'s run, or, without one, of all its runs (what a
+        process that died before publishing left). Returns how many were published here."""
+        if delivery is not None and not delivery.emitted:
+            return 0
+        if self.store is None:  # no store, no outbox to share: what the delivery emitted goes straight out
+            for body in delivery.emitted if delivery is not None else []:
+                publish(body)
+            return len(delivery.emitted) if delivery is not None else 0
+        if delivery is None:
+            return self.store.relay(publish, f"{self.name}.")
+        return self.store.relay(publish, run_id=delivery.run_id, live={b["id"]: b for b in delivery.emitted})
 
 
 # ---------------------------------------------------------------- a whole team in one process
@@ -491,9 +497,7 @@ class TeamRunner:
 
     def _start(self, inputs: dict[str, Any] | None, events: list[Event] | None) -> None:
         for host in self.hosts.values():  # a previous process committed these but died before publishing them
-            for run_id, body in host.unpublished():
-                self.send(body)
-                host.mark_published(run_id, [body["id"]])
+            host.relay(self.send)
         first = self.team.initial_events(inputs) if events is None else events
         self._keep_tasks(first, inputs)
         for event in first:
@@ -538,11 +542,12 @@ class TeamRunner:
         self.deliveries.append(delivery)
         if self.on_delivery is not None:
             self.on_delivery(delivery)
-        for body in delivery.emitted:
-            published = self.bus.publish(body)
-            if not published.ok and self.on_problem is not None:
-                self.on_problem(published)
-        host.mark_published(delivery.run_id, [b["id"] for b in delivery.emitted])
+        host.relay(self._publish_emitted, delivery)
+
+    def _publish_emitted(self, body: dict[str, Any]) -> None:
+        published = self.bus.publish(body)
+        if not published.ok and self.on_problem is not None:
+            self.on_problem(published)
 
     def run(self, inputs: dict[str, Any] | None = None, *, events: list[Event] | None = None) -> TeamResult:
         """Send the initial event(s) (or `events`), then deliver until nothing is pending."""

@@ -15,7 +15,7 @@ def _show(console: Any, report: dict[str, Any]) -> None:
     if report.get("status") == "skipped":
         holder = (report.get("lock") or {}).get("holder") or {}
         console.print(
-            f"[yellow]skipped[/]: another heartbeat holds the lock (pid {holder.get('pid')}, "
+            f"[yellow]skipped[/]: another heartbeat holds the lock (on {holder.get('host')}, pid {holder.get('pid')}, "
             f"{holder.get('age_secs')} s old)"
         )
         return

@@ -270,6 +270,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def run_summary(r: Any) -> dict[str, Any]:
     """One run as `runs --json` lists it (and the browser view's /api/runs)."""
+    from ..engine.run_origin import log_place
+
     return {
         "run_id": r.run_id,
         "workflow": r.workflow,
@@ -280,11 +282,14 @@ def run_summary(r: Any) -> dict[str, Any]:
         "created": r.created,
         "updated": r.updated,
         "error": r.error,
+        "log": log_place(r.host, r.home, r.run_id),
     }
 
 
 def run_detail(row: Any, belief: Any) -> dict[str, Any]:
     """One run as `show --json` prints it (and the browser view's /api/runs/ID)."""
+    from ..engine.run_origin import log_place
+
     return {
         "run_id": row.run_id,
         "workflow": row.workflow,
@@ -293,6 +298,7 @@ def run_detail(row: Any, belief: Any) -> dict[str, Any]:
         "state": row.state,
         "error": row.error,
         "inputs": row.inputs,
+        "log": log_place(row.host, row.home, row.run_id),
         **row.counters,
         "belief": belief.model_dump(mode="json"),
     }
@@ -316,7 +322,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
     table.add_column("steps", justify="right", overflow="fold")
     table.add_column("LLM calls", justify="right", overflow="fold")
     table.add_column("updated", overflow="fold")
-    for r in rows:
+    from ..engine.run_origin import log_place
+
+    places = [log_place(r.host, r.home, r.run_id) for r in rows]
+    elsewhere = any(p is not None and not p["here"] for p in places)
+    if elsewhere:  # runs shared by machines: say which ran where (its log is there); `show` gives the path
+        table.add_column("log", overflow="fold")
+    for r, place in zip(rows, places, strict=True):
+        where = (
+            [] if not elsewhere else ["here" if place and place["here"] else f"on {place['host']}" if place else "?"]
+        )
         table.add_row(
             r.run_id,
             Folded(r.workflow),
@@ -325,6 +340,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             str(r.counters.get("steps", 0)),
             str(r.counters.get("llm_calls", 0)),
             datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M:%S"),
+            *where,
         )  # breaks at the space only
     if rows:
         print_table(_console(), table)
@@ -431,6 +447,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print(f"[bold]run {row.run_id}[/] — {row.workflow} — [bold]{row.status}[/] in {row.state}")
     if row.error:
         console.print(f"[red]error:[/] {row.error}")
+    from rich.markup import escape
+
+    from ..engine.run_origin import log_place
+
+    place = log_place(row.host, row.home, row.run_id)
+    console.print(f"log: {escape(place['text']) if place else 'not recorded (the run predates it)'}")
     console.print("[bold]trajectory[/]")
     for t in belief.trajectory:
         via = f" via {t.trigger} ({t.decided_by})" if t.trigger else ""

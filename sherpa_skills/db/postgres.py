@@ -3,16 +3,22 @@
 Connections come from one psycopg pool per URL and process, in autocommit mode: a store opens its transactions
 itself with BEGIN … COMMIT, as it does on SQLite. A server that cannot be reached, or refuses the credentials, is a
 StoreFileError naming the host and the database, never the password.
+
+A connection the server dropped (restarted, or the backend terminated) is swapped for a fresh one from the pool the
+moment a statement finds it broken: a read outside a transaction is simply asked again; anything else raises
+ConnectionLost, and the store that wrote it decides (see engine/runstore.py). Session state (advisory locks) died with
+the old connection: whoever holds such state takes it again through `on_reconnect`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StoreFileError
+from ..errors import ConnectionLost, StoreFileError
 from .sql import to_postgres
 from .url import describe, parse, scrub
 
@@ -24,6 +30,7 @@ _pools: dict[str, ConnectionPool[Any]] = {}
 _pools_lock = threading.Lock()
 CONNECT_TIMEOUT = 10  # seconds; libpq's own default waits forever for a host that drops packets
 POOL_SIZE = 16
+RECONNECT_WINDOW = 30  # seconds a dropped connection is tried again for: a server restart takes a few
 
 
 class PgConnection:
@@ -35,24 +42,102 @@ class PgConnection:
         import psycopg
 
         self.raw, self._pool, self.url = raw, pool, url
+        self.on_reconnect: list[Callable[[], None]] = []  # what takes session state (locks) again on a new connection
+        self._reconnecting = False
         self.IntegrityError = (
             psycopg.IntegrityError
         )  # as sqlite3.Connection.IntegrityError: `except conn.IntegrityError`
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> psycopg.Cursor[Any]:
-        cursor = self.raw.cursor()
-        cursor.execute(to_postgres(sql, bool(params)), params or None)  # type: ignore[arg-type]
-        return cursor
+        query = to_postgres(sql, bool(params))
+        return self._run(sql, lambda cursor: cursor.execute(query, params or None))  # type: ignore[arg-type]
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> psycopg.Cursor[Any]:
-        cursor = self.raw.cursor()
-        cursor.executemany(to_postgres(sql, True), rows)  # type: ignore[arg-type]
-        return cursor
+        query = to_postgres(sql, True)
+        rows = list(rows)  # sent again after a reconnect
+        return self._run(sql, lambda cursor: cursor.executemany(query, rows))  # type: ignore[arg-type]
 
-    def pipeline(self) -> AbstractContextManager[Any]:
+    def _run(self, sql: str, send: Callable[[psycopg.Cursor[Any]], object]) -> psycopg.Cursor[Any]:
+        import psycopg
+
+        outside = not self.in_transaction
+        cursor = self.raw.cursor()
+        try:
+            send(cursor)
+            return cursor
+        except psycopg.OperationalError:
+            if not (self.raw.broken or self.raw.closed) or self._reconnecting:
+                raise
+        self.reconnect()
+        if outside and sql.lstrip()[:6].upper() == "SELECT":  # a read on its own: nothing was written, ask again
+            cursor = self.raw.cursor()
+            send(cursor)
+            return cursor
+        raise ConnectionLost(
+            f"the connection to {describe(self.url)} was lost during a statement; reconnected, the statement's outcome "
+            "is unknown"
+        )
+
+    def reconnect(self) -> None:
+        """Swap the dropped raw connection for a live one (the pool's idle ones may have died with it: each is tried),
+        for up to RECONNECT_WINDOW seconds; then `on_reconnect`. StoreFileError when the server stays away."""
+        import psycopg
+
+        deadline = time.monotonic() + RECONNECT_WINDOW
+        while True:
+            try:
+                fresh = self._pool.getconn(timeout=CONNECT_TIMEOUT) if self._pool else _direct(self.url)
+            except Exception as exc:  # the pool's timeout, or libpq's refusal while the server restarts
+                fresh, reason = None, exc
+            if fresh is not None:
+                try:
+                    fresh.execute("SELECT 1")
+                    break
+                except psycopg.Error as exc:
+                    reason = exc
+                    self._give_back(fresh)
+            if time.monotonic() > deadline:
+                why = f"lost the connection to {describe(self.url)}, and it answers no more"
+                raise StoreFileError(f"{why}: {_reason(reason, self.url)}") from None
+            time.sleep(0.2)
+        self._give_back(self.raw)
+        self.raw = fresh
+        self._reconnecting = True
+        try:
+            for again in self.on_reconnect:
+                again()
+        finally:
+            self._reconnecting = False
+
+    def _give_back(self, raw: psycopg.Connection[Any]) -> None:
+        """A dropped connection back to the pool, which discards it (or closed, without one)."""
+        try:
+            if self._pool is not None:
+                self._pool.putconn(raw)
+            else:
+                raw.close()
+        except Exception:  # already gone either way
+            pass
+
+    @contextmanager
+    def pipeline(self) -> Iterator[None]:
         """Statements sent without waiting for each one's answer, all answered at the block's end: one round trip
-        (an error surfaces there, and the statements after it in the block do not run)."""
-        return self.raw.pipeline()
+        (an error surfaces there, and the statements after it in the block do not run). A connection found dropped
+        only there is swapped as a statement's would be, and its outcome is as unknown (ConnectionLost)."""
+        import psycopg
+
+        raw = self.raw
+        try:
+            with raw.pipeline():
+                yield
+        except psycopg.OperationalError:
+            if self.raw is not raw or not (raw.broken or raw.closed) or self._reconnecting:
+                raise
+            self.reconnect()
+            raise ConnectionLost(
+                f"the connection to {describe(self.url)} was lost while a batch was answered; reconnected, its outcome "
+                "is unknown"
+            ) from None
 
     @property
     def in_transaction(self) -> bool:
@@ -93,6 +178,12 @@ def connect(url: str) -> PgConnection:
     return PgConnection(raw, pool, url)
 
 
+def _direct(url: str) -> psycopg.Connection[Any]:
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+
+
 def _open_pool(url: str) -> ConnectionPool[Any]:
     try:
         from psycopg_pool import ConnectionPool
@@ -118,7 +209,7 @@ def _probe(url: str) -> None:
     import psycopg
 
     try:
-        psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT).close()
+        _direct(url).close()
     except psycopg.Error as exc:
         raise StoreFileError(f"cannot open {describe(url)}: {_reason(exc, url)}") from None
 

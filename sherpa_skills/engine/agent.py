@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import (
     ActionError,
+    ClaimLost,
     NoTransitionError,
     PolicyError,
     RefusedError,
@@ -1090,7 +1091,8 @@ class Agent:
                 self.counters[attr] += extra
         self._log.error("run_failed", state=self.state, error=message, kind=type(exc).__name__)
         # A refused resume changes nothing stored: a finished run stays finished, a waiting one waits as it was.
-        refused = isinstance(exc, RefusedError) or (self.is_final() and isinstance(exc, UsageError))
+        # A run another process claimed meanwhile is that process's to record (see run_claims).
+        refused = isinstance(exc, (RefusedError, ClaimLost)) or (self.is_final() and isinstance(exc, UsageError))
         try:
             if not refused:
                 self._commit("error", message)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..db.connection import Connection, dialect_of
-from ..errors import StoreError
+from ..errors import ClaimLost, StoreError
 
 _RUN_LOCK_CLASS = 0x5348  # the first key of pg_try_advisory_lock(int, int): the second is hashtext(run_id)
 
@@ -32,6 +32,8 @@ class RunClaims:
         self.postgres = dialect_of(conn) == "postgresql"
         self.file = str(store_path) + ".claims"
         self.mine: set[str] = set()
+        if self.postgres:  # the claims died with a dropped connection: take them again on the new one
+            conn.on_reconnect.append(self._take_again)  # type: ignore[attr-defined]
 
     def claim(self, run_id: str) -> None:
         """Hold `run_id` for this store until `release`; StoreError when another process holds it."""
@@ -59,6 +61,17 @@ class RunClaims:
                 self.release(run_id)
             except Exception:  # a dropped connection released its locks with it
                 self.mine.discard(run_id)
+
+    def _take_again(self) -> None:
+        """On a fresh connection: every run this store held, unless another process claimed it in between (then the
+        run stops here; what was committed stays, and it resumes wherever it is claimed)."""
+        lost = sorted(run_id for run_id in self.mine if not self._lock_postgres(run_id))
+        if lost:
+            self.mine.difference_update(lost)
+            raise ClaimLost(
+                f"run {', '.join(lost)} was claimed by another process while the connection to the database was down; "
+                "it stops here, its committed steps kept, and resumes where it is claimed"
+            )
 
     def _lock_postgres(self, run_id: str) -> bool:
         row = self.conn.execute("SELECT pg_try_advisory_lock(?, hashtext(?))", (_RUN_LOCK_CLASS, run_id)).fetchone()

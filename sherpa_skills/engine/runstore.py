@@ -4,6 +4,7 @@ share the store); a run resumes from its last tick, in one process at a time."""
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import threading
 import time
@@ -13,14 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from ..db.connection import Connection, batched, dialect_of
 from ..db.url import database_url, describe
-from ..errors import StoreError
+from ..errors import ConnectionLost, StoreError
 from ..home import store_path
 from ..redact import keeps_numbers_under, redact, redact_item, redact_value
 from ..sqlite_db import Checkpointer, connect, execute_script, migrate, prefix_matches
 from .belief import Belief, LogEntry, TrajectoryEntry
 from .run_claims import RunClaims
+
+log = structlog.get_logger("sherpa_skills.engine.runstore")
 
 
 def m001_runs(conn: sqlite3.Connection) -> None:
@@ -117,6 +122,18 @@ def m007_team_tasks(conn: sqlite3.Connection) -> None:
     )
 
 
+def m008_run_origin(conn: sqlite3.Connection) -> None:
+    """The machine and home folder a run was started in: its log file is there, and another machine sharing the
+    database says so rather than naming a path it does not have."""
+    execute_script(
+        conn,
+        """
+        ALTER TABLE runs ADD COLUMN host TEXT;
+        ALTER TABLE runs ADD COLUMN home TEXT;
+    """,
+    )
+
+
 MIGRATIONS = [
     m001_runs,
     m002_run_events,
@@ -125,7 +142,9 @@ MIGRATIONS = [
     m005_hook_state,
     m006_run_machines,
     m007_team_tasks,
+    m008_run_origin,
 ]
+RELAY_BATCH = 100  # outbox events one relay claims at a time on PostgreSQL
 RUN_STATUSES = ("running", "waiting", "interrupted", "final", "error")
 RUN_TABLES = (
     "run_trajectory",
@@ -166,6 +185,9 @@ class RunRow:
     updated: float
     #: What the run's hooks saved, by hook name (see engine/hooks.py).
     hooks: dict[str, Any] = field(default_factory=dict)
+    #: Where the run was started (its log is in HOME/logs there); None for runs recorded before it was kept.
+    host: str | None = None
+    home: str | None = None
 
 
 @dataclass
@@ -189,7 +211,8 @@ class Interrupted:
 
 
 _RUN_COLUMNS = (
-    "run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated, hooks"
+    "run_id, workflow, workflow_path, spec_hash, status, state, tick, counters, error, inputs, created, updated, "
+    "hooks, host, home"
 )
 
 
@@ -208,6 +231,8 @@ def _run_row(row: tuple[Any, ...]) -> RunRow:
         row[10],
         row[11],
         json.loads(row[12]) if row[12] else {},
+        row[13],
+        row[14],
     )
 
 
@@ -246,7 +271,7 @@ class RunStore:
     SHERPA_SKILLS_DATABASE) names. The home folder keeps what is local either way (logs)."""
 
     def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None, database: str | None = None):
-        url = None if path else database_url(database)
+        url = self._url = None if path else database_url(database)
         # On PostgreSQL too: the home is where this machine's logs are, and an agent finds it as path's folder.
         self.path = Path(path) if path else store_path(home)
         self._checkpointer: Checkpointer | None = None
@@ -308,39 +333,86 @@ class RunStore:
         """A new run, in one transaction with what its hooks keep and, given `machine` (what builds the machine's
         record), that it executes machine `spec_hash` from its start: the record itself is stored once per hash."""
         now = time.time()
-        with self._lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                if machine is not None and spec_hash is not None:
-                    self._keep_spec(spec_hash, machine)
-                    self.conn.execute(
-                        "INSERT INTO run_machines (run_id, from_tick, spec_hash) VALUES (?, 0, ?) "
-                        "ON CONFLICT (run_id, from_tick) DO UPDATE SET spec_hash = excluded.spec_hash",
-                        (run_id, spec_hash),
-                    )
+
+        def write() -> None:
+            if machine is not None and spec_hash is not None:
+                self._keep_spec(spec_hash, machine)
                 self.conn.execute(
-                    "INSERT INTO runs (run_id, workflow, workflow_path, spec_hash, status, state, tick, "
-                    "counters, error, inputs, created, updated, hooks) "
-                    "VALUES (?, ?, ?, ?, 'running', ?, 0, ?, NULL, ?, ?, ?, ?)",
-                    (
-                        run_id,
-                        workflow,
-                        workflow_path,
-                        spec_hash,
-                        state,
-                        _dump(counters, "counters"),
-                        _dump(inputs, "inputs"),
-                        now,
-                        now,
-                        _dump(hooks, "hook state") if hooks else None,
-                    ),
+                    "INSERT INTO run_machines (run_id, from_tick, spec_hash) VALUES (?, 0, ?) "
+                    "ON CONFLICT (run_id, from_tick) DO UPDATE SET spec_hash = excluded.spec_hash",
+                    (run_id, spec_hash),
                 )
-                self._append(run_id, record)
-                self.conn.execute("COMMIT")
+            self.conn.execute(
+                "INSERT INTO runs (run_id, workflow, workflow_path, spec_hash, status, state, tick, "
+                "counters, error, inputs, created, updated, hooks, host, home) "
+                "VALUES (?, ?, ?, ?, 'running', ?, 0, ?, NULL, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    workflow,
+                    workflow_path,
+                    spec_hash,
+                    state,
+                    _dump(counters, "counters"),
+                    _dump(inputs, "inputs"),
+                    now,
+                    now,
+                    _dump(hooks, "hook state") if hooks else None,
+                    socket.gethostname(),
+                    str(self.path.parent),
+                ),
+            )
+            self._append(run_id, record)
+
+        with self._lock:
+            self._transact(write, lambda: self._stamped(run_id, "created", now), f"the start of run {run_id}")
+
+    def _transact(
+        self,
+        write: Callable[[], None],
+        landed: Callable[[], bool],
+        what: str,
+        begin: str = "BEGIN IMMEDIATE",
+        *,
+        batch: bool = False,
+    ) -> None:
+        """`write` in one transaction (with `batch`, sent in one round trip on PostgreSQL). On PostgreSQL a dropped
+        connection gets one more try on the fresh one, unless `landed` finds the lost COMMIT went through (its answer
+        was what got lost): nothing is written twice."""
+        for attempt in (1, 2):
+            conn = self.conn
+            try:
+                with batched(conn) if batch else nullcontext():
+                    conn.execute(begin)
+                    write()
+                    conn.execute("COMMIT")
+                return
+            except ConnectionLost:
+                if landed():
+                    return
+                if attempt == 2:
+                    raise ConnectionLost(
+                        f"the connection to {self.where} dropped twice while writing {what}; nothing of it was "
+                        "committed, and the run resumes from its last committed step"
+                    ) from None
+                log.warning("connection lost; writing again", what=what, where=self.where)
             except BaseException:
-                if self.conn.in_transaction:  # see commit_tick
-                    self.conn.execute("ROLLBACK")
+                if conn.in_transaction:  # a Ctrl-C landing just after COMMIT has nothing to undo, and must stay one
+                    conn.execute("ROLLBACK")
                 raise
+
+    def _stamped(self, run_id: str, column: str, stamp: float) -> bool:
+        """Whether the run's row carries this write's own time stamp: the key of a tick (or a run's start) whose
+        COMMIT's answer was lost."""
+        row = self.conn.execute(f"SELECT {column} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return row is not None and row[0] == stamp
+
+    def _once_more(self, write: Callable[[], Any]) -> Any:
+        """A single statement that is the same written twice (an upsert, a flag set): on a dropped connection, sent
+        again on the fresh one."""
+        try:
+            return write()
+        except ConnectionLost:
+            return write()
 
     def _append(self, run_id: str, record: TickRecord, at_tick: int = -1) -> None:
         conn = self.conn
@@ -410,41 +482,43 @@ class RunStore:
     ) -> None:
         """Everything a tick changed, and the machine position, in one transaction; with `hooks`, what the run's hooks
         keep with it now (None: unchanged)."""
+        now = time.time()
+
+        def write() -> None:
+            self._append(run_id, record, tick)
+            self.conn.execute(
+                "UPDATE runs SET status = ?, state = ?, tick = ?, counters = ?, error = ?, updated = ? "
+                "WHERE run_id = ?",
+                (status, state, tick, _dump_counters(counters), error, now, run_id),
+            )
+            if hooks is not None:
+                self.conn.execute("UPDATE runs SET hooks = ? WHERE run_id = ?", (_dump(hooks, "hook state"), run_id))
+            if clear_intents:
+                self.conn.execute("DELETE FROM run_intents WHERE run_id = ?", (run_id,))
+
         with self._lock:
-            conn = self.conn
-            try:
-                # One round trip per tick on PostgreSQL; a tick with events waits per statement, so that a duplicate
-                # event is told apart (see _append) from any other failure.
-                with nullcontext() if record.events else batched(conn):
-                    conn.execute("BEGIN")
-                    self._append(run_id, record, tick)
-                    conn.execute(
-                        "UPDATE runs SET status = ?, state = ?, tick = ?, counters = ?, error = ?, "
-                        "updated = ? WHERE run_id = ?",
-                        (status, state, tick, _dump_counters(counters), error, time.time(), run_id),
-                    )
-                    if hooks is not None:
-                        conn.execute("UPDATE runs SET hooks = ? WHERE run_id = ?", (_dump(hooks, "hook state"), run_id))
-                    if clear_intents:
-                        conn.execute("DELETE FROM run_intents WHERE run_id = ?", (run_id,))
-                    conn.execute("COMMIT")
-                self._commits += 1
-                if self._commits % 500 == 0 and self._checkpointer is not None:
-                    self._checkpointer.nudge()  # ~8 MB of WAL: checkpoint it off the tick path now
-            except BaseException:
-                if (
-                    conn.in_transaction
-                ):  # a Ctrl-C landing just after COMMIT has nothing to undo, and must stay a Ctrl-C
-                    conn.execute("ROLLBACK")
-                raise
+            # One round trip per tick on PostgreSQL; a tick with events waits per statement, so that a duplicate
+            # event is told apart (see _append) from any other failure.
+            self._transact(
+                write,
+                lambda: self._stamped(run_id, "updated", now),
+                f"step {tick} of run {run_id}",
+                "BEGIN",
+                batch=not record.events,
+            )
+            self._commits += 1
+            if self._commits % 500 == 0 and self._checkpointer is not None:
+                self._checkpointer.nudge()  # ~8 MB of WAL: checkpoint it off the tick path now
 
     def mark_interrupted(self, run_id: str) -> bool:
         """A run a signal stopped (Ctrl-C, SIGTERM): shown as `interrupted`, resumed as a crashed one is.
         False if not recorded."""
         with self._lock:
-            cur = self.conn.execute(
-                "UPDATE runs SET status = 'interrupted', updated = ? WHERE run_id = ? AND status != 'final'",
-                (time.time(), run_id),
+            cur = self._once_more(
+                lambda: self.conn.execute(
+                    "UPDATE runs SET status = 'interrupted', updated = ? WHERE run_id = ? AND status != 'final'",
+                    (time.time(), run_id),
+                )
             )
         return bool(cur.rowcount > 0)
 
@@ -453,22 +527,27 @@ class RunStore:
     ) -> None:
         """Committed before a side-effecting action runs, so a crash leaves a trace of it (and of the
         transition it serves)."""
+        row = (run_id, tick, seq, action, time.time(), _dump(decision, "decision") if decision is not None else None)
         with self._lock:
-            self.conn.execute(
-                "INSERT INTO run_intents (run_id, tick, seq, action, started, done, result, decision)"
-                " VALUES (?, ?, ?, ?, ?, 0, NULL, ?) ON CONFLICT (run_id, tick, seq) DO UPDATE SET "
-                "action = excluded.action, started = excluded.started, done = 0, result = NULL, "
-                "decision = excluded.decision",
-                (run_id, tick, seq, action, time.time(), _dump(decision, "decision") if decision is not None else None),
+            self._once_more(
+                lambda: self.conn.execute(
+                    "INSERT INTO run_intents (run_id, tick, seq, action, started, done, result, decision)"
+                    " VALUES (?, ?, ?, ?, ?, 0, NULL, ?) ON CONFLICT (run_id, tick, seq) DO UPDATE SET "
+                    "action = excluded.action, started = excluded.started, done = 0, result = NULL, "
+                    "decision = excluded.decision",
+                    row,
+                )
             )
 
     def mark_done(self, run_id: str, tick: int, seq: int, result: dict[str, Any]) -> None:
         """Committed as soon as a side-effecting action returns: on resume its result is recovered from here, not run
         again."""
+        row = (_dump(result, "action result"), run_id, tick, seq)
         with self._lock:
-            self.conn.execute(
-                "UPDATE run_intents SET done = 1, result = ? WHERE run_id = ? AND tick = ? AND seq = ?",
-                (_dump(result, "action result"), run_id, tick, seq),
+            self._once_more(
+                lambda: self.conn.execute(
+                    "UPDATE run_intents SET done = 1, result = ? WHERE run_id = ? AND tick = ? AND seq = ?", row
+                )
             )
 
     def in_flight(self, run_id: str) -> InFlight | None:
@@ -498,7 +577,13 @@ class RunStore:
                     f"{', '.join(matches[:3])}{', …' if len(matches) > 3 else ''}; give more characters"
                 )
             raise StoreError(f"no run '{run_id}' in {self.where}; `sherpa-skills runs` lists them")
-        return _run_row(row)
+        return self._row(row)
+
+    def _row(self, values: tuple[Any, ...]) -> RunRow:
+        row = _run_row(values)
+        if row.home is None and self._url is None:  # recorded before origins were kept: SQLite is one machine's
+            row.home = str(self.path.parent)
+        return row
 
     def load_belief(self, run_id: str, tail: int | None = None) -> Belief:
         """The run's belief; with `tail`, only the last `tail` trajectory and log entries (the
@@ -750,6 +835,71 @@ class RunStore:
             )
         ]
 
+    def relay(
+        self,
+        publish: Callable[[dict[str, Any]], object],
+        run_prefix: str = "",
+        *,
+        run_id: str | None = None,
+        live: dict[str, dict[str, Any]] | None = None,
+    ) -> int:
+        """Hand the outbox (of the runs under `run_prefix`, or of run `run_id` alone) to `publish`, each event once,
+        and mark it published; returns how many. On PostgreSQL, relays on several machines share it: each claims a
+        batch with SELECT … FOR UPDATE SKIP LOCKED in a transaction of its own connection, publishes, marks, commits;
+        one that dies mid-batch leaves its batch to the next (its row locks die with its connection). On SQLite, one
+        machine: read, publish, mark. `live` holds, by event id, the bodies as the run emitted them (the store keeps
+        them redacted): those go out rather than the stored copy."""
+        live = live or {}
+        if self._url is None:
+            done = 0
+            for rid, body in self.unpublished(run_prefix) if run_id is None else self._outbox_of(run_id):
+                publish(live.get(body["id"], body))
+                self.mark_published(rid, [body["id"]])
+                done += 1
+            return done
+        from ..db.postgres import connect as connect_postgres
+
+        where, param = (
+            ("run_id = ?", run_id) if run_id is not None else ("run_id LIKE ? ESCAPE '\\'", _like(run_prefix) + "%")
+        )
+        conn = connect_postgres(self._url)
+        done = 0
+        try:
+            while True:
+                conn.execute("BEGIN")
+                published: list[tuple[str, str]] = []
+                try:
+                    rows = conn.execute(
+                        f"SELECT run_id, event_id, body FROM run_events WHERE direction = 'out' AND published = 0 AND "
+                        f"{where} ORDER BY rowid LIMIT {RELAY_BATCH} FOR UPDATE SKIP LOCKED",
+                        (param,),
+                    ).fetchall()
+                    for rid, event_id, body in rows:
+                        publish(live[event_id] if event_id in live else json.loads(body))
+                        published.append((rid, event_id))
+                finally:  # what was handed over is marked, even when a later publish failed
+                    if conn.in_transaction:
+                        conn.executemany(
+                            "UPDATE run_events SET published = 1 "
+                            "WHERE run_id = ? AND direction = 'out' AND event_id = ?",
+                            published,
+                        )
+                        conn.execute("COMMIT")
+                done += len(published)
+                if len(rows) < RELAY_BATCH:
+                    return done
+        finally:
+            conn.close()
+
+    def _outbox_of(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
+        return [
+            (run_id, json.loads(r[0]))
+            for r in self.conn.execute(
+                "SELECT body FROM run_events WHERE run_id = ? AND direction = 'out' AND published = 0 ORDER BY rowid",
+                (run_id,),
+            )
+        ]
+
     def mark_published(self, run_id: str, event_ids: list[str]) -> None:
         with self._lock:
             self.conn.executemany(
@@ -798,7 +948,7 @@ class RunStore:
             f"SELECT {_RUN_COLUMNS} FROM runs{clause} ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
             [*params, max(0, limit), max(0, offset)],
         ).fetchall()
-        return [_run_row(r) for r in rows], int(total)
+        return [self._row(r) for r in rows], int(total)
 
     def workflows(self) -> list[str]:
         """The workflow names that have runs, for filters."""

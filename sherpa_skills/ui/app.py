@@ -152,6 +152,7 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
                         "created",
                         "updated",
                         "error",
+                        "log",
                     )
                 }
                 for r in data["runs"]

@@ -17,13 +17,13 @@ def test_the_test_cluster_answers_over_tcp_on_loopback_with_its_password(postgre
 
 
 def test_a_run_store_on_postgresql_migrates_and_keeps_the_home_for_logs(postgres_url: str, tmp_path: Path) -> None:
-    from sherpa_skills.engine.runstore import RunStore
+    from sherpa_skills.engine.runstore import MIGRATIONS, RunStore
 
     store = RunStore(home=tmp_path, database=postgres_url)
     try:
         assert store.dialect == "postgresql" and store.path.parent == tmp_path
         assert not (tmp_path / "store.db").exists()  # the truth is in the server
         names = [r[0] for r in store.conn.execute("SELECT name FROM _migrations WHERE component = 'runs' ORDER BY 1")]
-        assert names[0] == "m001_runs" and len(names) == 7
+        assert names[0] == "m001_runs" and len(names) == len(MIGRATIONS)
     finally:
         store.close()

@@ -1,5 +1,6 @@
 """A run killed with SIGKILL at any point resumes from its last committed tick,
-losing and repeating nothing it recorded."""
+losing and repeating nothing it recorded: on SQLite, and on PostgreSQL (the store a killed writer shares with other
+machines)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,50 +43,75 @@ transitions:
 """
 
 
-def cli(*args: str, home: Path) -> subprocess.Popen[str]:
+class Store:
+    """The run store the killed process wrote, read as another process would: the home's store.db, or the
+    PostgreSQL database the CLI is given by SHERPA_SKILLS_DATABASE."""
+
+    def __init__(self, home: Path, url: str | None) -> None:
+        self.home, self.url = home, url
+
+    def env(self) -> dict[str, str]:
+        """A CLI process's environment: the URL (it carries the test server's password) never on a command line."""
+        return {**os.environ, **({"SHERPA_SKILLS_DATABASE": self.url} if self.url else {})}
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self.url is None:
+            with sqlite3.connect(self.home / "store.db") as conn:
+                return conn.execute(sql, params).fetchall()
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            return conn.execute(sql.replace("?", "%s"), params).fetchall()  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    monkeypatch.delenv("SHERPA_SKILLS_DATABASE", raising=False)
+    yield Store(tmp_path / "home", request.getfixturevalue("postgres_url") if request.param == "postgresql" else None)
+
+
+def cli(*args: str, store: Store) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "sherpa_skills.cli", *args, "--home", str(home)],
+        [sys.executable, "-m", "sherpa_skills.cli", *args, "--home", str(store.home)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=store.env(),
     )
 
 
-def kill_once_marked(workflow: Path, text: str, home: Path, out: Path, marker: Path) -> str:
+def kill_once_marked(workflow: Path, text: str, store: Store, out: Path, marker: Path) -> str:
     """Run the workflow, SIGKILL it as soon as `marker` exists (an action is mid-flight), and return its run id."""
     workflow.write_text(text)
-    proc = cli("run", str(workflow), "--input", f"out={out}", home=home)
+    proc = cli("run", str(workflow), "--input", f"out={out}", store=store)
     deadline = time.time() + 30
     while not marker.exists() and time.time() < deadline:
         time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    with sqlite3.connect(home / "store.db") as conn:
-        return conn.execute("SELECT run_id FROM runs").fetchone()[0]
+    return str(store.query("SELECT run_id FROM runs")[0][0])
 
 
-def committed_ticks(db: Path) -> int:
+def committed_ticks(store: Store) -> int:
     try:
-        with sqlite3.connect(db) as conn:
-            row = conn.execute("SELECT MAX(tick) FROM run_trajectory").fetchone()
-        return row[0] or 0
-    except sqlite3.Error:
+        return store.query("SELECT MAX(tick) FROM run_trajectory")[0][0] or 0
+    except Exception:  # not created yet: the run's process is still starting
         return 0
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_after_ticks", [1, 6, 13, 20])
 def test_kill_9_then_resume_loses_nothing_and_repeats_only_the_interrupted_action(
-    tmp_path: Path, kill_after_ticks: int
+    tmp_path: Path, store: Store, kill_after_ticks: int
 ) -> None:
     """SIGKILL mid-run, resume from the CLI:
     every step is logged once, and only an action the crash interrupted ran twice."""
-    home, out = tmp_path / "home", tmp_path / "out.txt"
+    out = tmp_path / "out.txt"
     workflow = tmp_path / "counter.yaml"
     workflow.write_text(WORKFLOW)
-    proc = cli("run", str(workflow), "--input", f"out={out}", "--json", home=home)
+    proc = cli("run", str(workflow), "--input", f"out={out}", "--json", store=store)
     deadline = time.time() + 30
-    while committed_ticks(home / "store.db") < kill_after_ticks and proc.poll() is None and time.time() < deadline:
+    while committed_ticks(store) < kill_after_ticks and proc.poll() is None and time.time() < deadline:
         time.sleep(0.005)
     if proc.poll() is not None:
         pytest.fail(
@@ -92,27 +120,25 @@ def test_kill_9_then_resume_loses_nothing_and_repeats_only_the_interrupted_actio
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
 
-    with sqlite3.connect(home / "store.db") as conn:
-        run_id, status = conn.execute("SELECT run_id, status FROM runs").fetchone()
+    ((run_id, status),) = store.query("SELECT run_id, status FROM runs")
     assert status == "running"
 
-    resumed = cli("resume", run_id, "--json", home=home)
+    resumed = cli("resume", run_id, "--json", store=store)
     stdout, stderr = resumed.communicate(timeout=60)
     assert resumed.returncode == 0, stderr
     result = json.loads(stdout)
     assert result["status"] == "final"
     assert result["context"]["n"] == STEPS
 
-    with sqlite3.connect(home / "store.db") as conn:
-        ticks = [r[0] for r in conn.execute("SELECT tick FROM run_trajectory WHERE run_id = ? ORDER BY id", (run_id,))]
-        shells = [
-            json.loads(r[0])
-            for r in conn.execute(
-                "SELECT outputs FROM run_log WHERE run_id = ? AND action = 'shell' AND status = 'ok' ORDER BY id",
-                (run_id,),
-            )
-        ]
-        intents = conn.execute("SELECT COUNT(*) FROM run_intents").fetchone()[0]
+    ticks = [r[0] for r in store.query("SELECT tick FROM run_trajectory WHERE run_id = ? ORDER BY id", (run_id,))]
+    shells = [
+        json.loads(r[0])
+        for r in store.query(
+            "SELECT outputs FROM run_log WHERE run_id = ? AND action = 'shell' AND status = 'ok' ORDER BY id",
+            (run_id,),
+        )
+    ]
+    intents = store.query("SELECT COUNT(*) FROM run_intents")[0][0]
     assert ticks == list(range(len(ticks))), "every tick is recorded exactly once, in order"
     assert len(shells) == STEPS, "each step's shell action is logged exactly once"
     assert intents == 0
@@ -139,18 +165,18 @@ transitions:
 
 
 @pytest.mark.slow
-def test_an_action_killed_mid_flight_is_reported_and_rerun_only_when_allowed(tmp_path: Path) -> None:
+def test_an_action_killed_mid_flight_is_reported_and_rerun_only_when_allowed(tmp_path: Path, store: Store) -> None:
     """An action started but never recorded is named on resume;
     --no-rerun-interrupted stops, a plain resume runs it again."""
-    home, out = tmp_path / "home", tmp_path / "marker"
-    run_id = kill_once_marked(tmp_path / "slow.yaml", SLOW_STEP, home, out, out)
+    out = tmp_path / "marker"
+    run_id = kill_once_marked(tmp_path / "slow.yaml", SLOW_STEP, store, out, out)
 
-    refused = cli("resume", run_id, "--no-rerun-interrupted", home=home)
+    refused = cli("resume", run_id, "--no-rerun-interrupted", store=store)
     _, stderr = refused.communicate(timeout=60)
     assert refused.returncode != 0
     assert "'shell'" in stderr and "never recorded" in stderr and "Traceback" not in stderr
 
-    rerun = cli("resume", run_id, "--json", home=home)
+    rerun = cli("resume", run_id, "--json", store=store)
     stdout, stderr = rerun.communicate(timeout=60)
     assert rerun.returncode == 0, stderr
     result = json.loads(stdout)
@@ -178,13 +204,13 @@ transitions:
 
 
 @pytest.mark.slow
-def test_a_completed_action_never_runs_again_after_a_crash_in_the_same_tick(tmp_path: Path) -> None:
+def test_a_completed_action_never_runs_again_after_a_crash_in_the_same_tick(tmp_path: Path, store: Store) -> None:
     """Killed during the second shell action of a state:
     on resume the first is not re-run, only the second is interrupted."""
-    home, out = tmp_path / "home", tmp_path / "out.txt"
-    run_id = kill_once_marked(tmp_path / "two.yaml", TWO_ACTIONS, home, out, Path(f"{out}.again"))
+    out = tmp_path / "out.txt"
+    run_id = kill_once_marked(tmp_path / "two.yaml", TWO_ACTIONS, store, out, Path(f"{out}.again"))
 
-    resumed = cli("resume", run_id, "--json", home=home)
+    resumed = cli("resume", run_id, "--json", store=store)
     stdout, stderr = resumed.communicate(timeout=60)
     assert resumed.returncode == 0, stderr
     result = json.loads(stdout)
@@ -194,28 +220,25 @@ def test_a_completed_action_never_runs_again_after_a_crash_in_the_same_tick(tmp_
     assert out.read_text().split() == ["first", "second", "second", "third"], (
         "the first action ran once, the second at least once"
     )
-    with sqlite3.connect(home / "store.db") as conn:
-        logged = [
-            json.loads(r[0])["command"]
-            for r in conn.execute(
-                "SELECT inputs FROM run_log WHERE run_id = ? AND action = 'shell' ORDER BY id", (run_id,)
-            )
-        ]
+    logged = [
+        json.loads(r[0])["command"]
+        for r in store.query("SELECT inputs FROM run_log WHERE run_id = ? AND action = 'shell' ORDER BY id", (run_id,))
+    ]
     assert [c.split()[1] for c in logged] == ["first", "second", "third"], "each action is logged once"
 
 
 @pytest.mark.slow
-def test_a_completed_action_is_not_rerun_after_a_crash_in_a_decided_tick(tmp_path: Path) -> None:
+def test_a_completed_action_is_not_rerun_after_a_crash_in_a_decided_tick(tmp_path: Path, store: Store) -> None:
     """The same for a transition's actions: the resumed tick follows the recorded trigger and skips what completed."""
-    home, out = tmp_path / "home", tmp_path / "out.txt"
+    out = tmp_path / "out.txt"
     on_exit = (
         TWO_ACTIONS.replace("    on_enter:\n", "    on_exit:\n")
         .replace("  busy:\n", "  start:\n    {}\n  busy:\n")
         .replace("initial: busy", "initial: start")
         .replace("transitions:\n", "transitions:\n  - {trigger: go, source: start, dest: busy}\n")
     )
-    run_id = kill_once_marked(tmp_path / "tick.yaml", on_exit, home, out, Path(f"{out}.again"))
-    resumed = cli("resume", run_id, "--json", home=home)
+    run_id = kill_once_marked(tmp_path / "tick.yaml", on_exit, store, out, Path(f"{out}.again"))
+    resumed = cli("resume", run_id, "--json", store=store)
     stdout, stderr = resumed.communicate(timeout=60)
     assert resumed.returncode == 0, stderr
     result = json.loads(stdout)

@@ -365,3 +365,16 @@ def test_resume_of_a_run_another_process_holds_is_refused_and_writes_nothing(eng
         [*cli, "resume", run_id, "--trigger", "answer", "--json"], capture_output=True, text=True, env=engine.env()
     )
     assert resumed.returncode == 0 and json.loads(resumed.stdout)["status"] == "final", resumed.stderr
+
+
+def test_the_outbox_is_relayed_once_and_a_run_s_own_as_it_was_emitted(engine: Engine, store: RunStore) -> None:
+    for i in (1, 2):
+        _start(store, f"r{i}")
+        events = [("out", "emitted", {"id": f"o{i}-{j}", "name": "x", "token": SECRET}) for j in range(3)]
+        _tick(store, f"r{i}", 1, record=TickRecord(events=events))
+    live = {"o1-0": {"id": "o1-0", "name": "x", "token": SECRET}}
+    sent: list[dict[str, Any]] = []
+    assert store.relay(sent.append, run_id="r1", live=live) == 3
+    assert sent[0] == live["o1-0"] and SECRET not in json.dumps(sent[1:]), "stored copies stay redacted"
+    assert engine.open().relay(sent.append, "r") == 3 and store.relay(sent.append) == 0
+    assert [e["id"] for e in sent] == ["o1-0", "o1-1", "o1-2", "o2-0", "o2-1", "o2-2"] and store.unpublished() == []

@@ -82,3 +82,26 @@ def test_a_killed_holder_s_lock_is_released_by_the_server_and_reset(postgres_url
         state.release("third")
     finally:
         state.close()
+
+
+def test_heartbeat_run_names_the_holder_machine_and_pid(postgres_url: str, tmp_path: Path) -> None:
+    import json
+    import socket
+
+    holder = _start(tmp_path, postgres_url, "machine1", 60)
+    (tmp_path / "go").touch()
+    try:
+        assert holder.stdout is not None and json.loads(holder.stdout.readline())["acquired"]
+        env = {**os.environ, "SHERPA_SKILLS_DATABASE": postgres_url}
+        command = [sys.executable, "-m", "sherpa_skills.cli", "heartbeat", "run", "--home", str(tmp_path / "machine2")]
+        as_json = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=120, env=env)
+        report = json.loads(as_json.stdout)
+        assert report["status"] == "skipped", as_json.stderr
+        assert report["lock"]["holder"]["pid"] == holder.pid
+        assert report["lock"]["holder"]["host"] == socket.gethostname()
+        text = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+        said = " ".join((text.stdout + text.stderr).split())
+        assert f"on {socket.gethostname()}, pid {holder.pid}" in said, said
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
