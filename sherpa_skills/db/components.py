@@ -6,31 +6,39 @@ A component's tables are whatever its migrations create; its schema on any datab
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import import_module
 
 from ..sqlite_db import Migration
-
-# (component, module holding its MIGRATIONS): imported only when a copy asks, so `--help` stays fast.
-COMPONENTS: tuple[tuple[str, str], ...] = (
-    ("runs", "sherpa_skills.engine.runstore"),
-    ("heartbeat", "sherpa_skills.heartbeat.state"),
-    ("skills", "sherpa_skills.skills.store.database"),
-    ("sessions", "sherpa_skills.sessions._store"),
-    ("memory", "sherpa_skills.memory._store"),
-    ("domains", "sherpa_skills.memory.domains"),
-)
+from .connection import Connection
 
 
 @dataclass(frozen=True)
 class Component:
     name: str
     migrations: Sequence[Migration]
+    #: Derived SQLite rows the copy makes again when the source kept none (PostgreSQL has no FTS5 table for them).
+    refill: Callable[[Connection], None] | None = None
 
 
 def components() -> list[Component]:
-    return [Component(name, import_module(module).MIGRATIONS) for name, module in COMPONENTS]
+    """Every component, its migrations imported only when a copy asks (so `--help` stays fast)."""
+    from ..engine.runstore import MIGRATIONS as runs
+    from ..heartbeat.state import MIGRATIONS as heartbeat
+    from ..memory._store import MIGRATIONS as memory
+    from ..memory.domains import MIGRATIONS as domains
+    from ..sessions._store import MIGRATIONS as sessions
+    from ..skills.store.database import MIGRATIONS as skills
+    from ..skills.store.database import fill_fts
+
+    return [
+        Component("runs", runs),
+        Component("heartbeat", heartbeat),
+        Component("skills", skills, refill=fill_fts),
+        Component("sessions", sessions),
+        Component("memory", memory),
+        Component("domains", domains),
+    ]
 
 
 def fresh_schema(component: Component) -> sqlite3.Connection:

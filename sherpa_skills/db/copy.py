@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from ..errors import StoreError, UsageError
 from ..sqlite_db import refuse_newer
 from .components import Component, components, fresh_schema
+from .connection import Connection
 from .endpoints import Endpoint, open_endpoint
 from .tables import (
     Column,
@@ -92,6 +93,7 @@ def _copy(source: Endpoint, target: Endpoint, batch: int, progress: Progress | N
     skipped: list[Skipped] = []
     plans: list[_Plan] = []
     external_fts: list[str] = []
+    refills: list[tuple[str, Callable[[Connection], None]]] = []
     for component in components():
         fresh = _prepare(component, source, target, skipped)
         if fresh is None:
@@ -102,19 +104,21 @@ def _copy(source: Endpoint, target: Endpoint, batch: int, progress: Progress | N
             skipped += component_skipped
             fresh_fts = {f.name for f in full_text_tables(fresh) if f.external}
             external_fts += [f.name for f in full_text_tables(target.conn) if f.external and f.name in fresh_fts]
+            if component.refill is not None and source.dialect == "postgresql" and target.dialect == "sqlite":
+                refills += [(f.name, component.refill) for f in full_text_tables(fresh) if not f.external]
         finally:
             fresh.close()
     refs = {p.name: references(target.conn, p.name) for p in plans}
     by_name = {p.name: p for p in plans}
     plans = [by_name[name] for name in dependency_order([p.name for p in plans], refs)]
     _refuse_rows(target, plans)
-    counts = _transfer(source, target, plans, external_fts, batch, progress)
+    counts = _transfer(source, target, plans, external_fts, refills, batch, progress)
     report = CopyReport(
         source=source.label,
         target=target.label,
         tables=counts,
         skipped=skipped,
-        rebuilt=external_fts,
+        rebuilt=external_fts + [name for name, _ in refills],
         ok=all(c.source == c.target for c in counts),
     )
     log.info("db_copied", source=source.label, target=target.label, tables=len(counts), ok=report.ok)
@@ -132,27 +136,8 @@ def _prepare(
         return None
     refuse_newer(component.name, applied, component.migrations, source.label)
     source.migrate(component.name, component.migrations)  # as any command opening it would
-    try:
-        target.migrate(component.name, component.migrations)
-    except Exception as exc:
-        if target.dialect != "postgresql" or not _is_schema_error(exc):
-            raise
-        reason = str(exc).splitlines()[0][:200]
-        skipped.append(
-            Skipped(
-                name=component.name,
-                reason=f"its tables cannot be made on PostgreSQL by this version ({reason}); it stays where it is",
-            )
-        )
-        return None
+    target.migrate(component.name, component.migrations)
     return fresh_schema(component)
-
-
-def _is_schema_error(exc: Exception) -> bool:
-    import psycopg
-
-    # The statements were refused (syntax, types), not the connection: a component not yet made for PostgreSQL.
-    return isinstance(exc, psycopg.DatabaseError) and not isinstance(exc, psycopg.OperationalError)
 
 
 def _plan_tables(fresh: sqlite3.Connection, source: Endpoint, target: Endpoint) -> tuple[list[_Plan], list[Skipped]]:
@@ -196,6 +181,7 @@ def _transfer(
     target: Endpoint,
     plans: Sequence[_Plan],
     external_fts: Sequence[str],
+    refills: Sequence[tuple[str, Callable[[Connection], None]]],
     batch: int,
     progress: Progress | None,
 ) -> list[TableCount]:
@@ -212,6 +198,8 @@ def _transfer(
                 _copy_table(source, target, plan, total, batch, progress)
             for name in external_fts:
                 target.conn.execute(f"INSERT INTO {quote(name)} ({quote(name)}) VALUES ('rebuild')")
+            for _, refill in refills:
+                refill(target.conn)
             if target.dialect == "postgresql":
                 for plan in plans:
                     _move_identities(target, plan)

@@ -197,3 +197,40 @@ def test_a_home_copied_to_another_home_keeps_every_component_and_its_full_text_i
         and "procedures_fts" in text.stdout
         and "rebuilt from the copied rows: memory_fts" in (text.stdout)
     )
+
+
+@pytest.mark.postgres
+def test_every_component_moves_to_postgresql_and_back_and_is_found_there(
+    postgres_cluster: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    home, back = tmp_path / "home", tmp_path / "back"
+    make_home(home, tmp_path / "greet.yaml")
+    steps = tmp_path / "steps.json"
+    steps.write_text(json.dumps([{"command": "echo build"}, {"command": "echo test"}]))
+    ok(sh("--home", str(home), "learn", "capture-success", "build-it", "--steps-file", str(steps), "--json"))
+    ok(sh("--home", str(home), "memory", "write", "the build server is b1", "--agent", "ops", "--shared", "--json"))
+    ok(sh("--home", str(home), "memory", "write", "a private note", "--agent", "ops", "--json"))
+    url, env = without_password(postgres_cluster, postgres_url)
+
+    report = ok(sh("db", "copy", "--from", str(home), "--to", url, "--json", env=env))
+    copied = counts(report)
+    assert report["ok"] and all(s == t for s, t in copied.values())
+    assert copied["procedures"] == (1, 1) and copied["memory_artifacts"] == (2, 2)
+    # never used in this home, and the FTS5 table PostgreSQL searches without
+    assert {s["name"] for s in report["skipped"]} <= {"sessions", "domains", "procedures_fts"}
+    on_pg = ["--home", str(tmp_path / "other-machine"), "--database", url]
+    assert ok(sh(*on_pg, "learn", "procedures", "--json", env=env)) == ok(
+        sh("--home", str(home), "learn", "procedures", "--json")
+    )
+    found = ok(sh(*on_pg, "memory", "search", "build server", "--agent", "ops", "--json", env=env))
+    assert [h["text"] for h in found["hits"]][:1] == ["the build server is b1"]
+    other = ok(sh(*on_pg, "memory", "search", "private note", "--agent", "someone-else", "--json", env=env))
+    assert "a private note" not in [h["text"] for h in other["hits"]]
+
+    report = ok(sh("db", "copy", "--from", url, "--to", str(back), "--json", env=env))
+    assert report["ok"] and counts(report)["procedures"] == (1, 1) and "procedures_fts" in report["rebuilt"]
+    with sqlite3.connect(back / "store.db") as conn:  # the FTS5 rows PostgreSQL does not keep, made again
+        assert conn.execute("SELECT count(*) FROM procedures_fts WHERE procedures_fts MATCH 'build'").fetchone() == (1,)
+    assert ok(sh("--home", str(back), "learn", "procedures", "--json")) == ok(
+        sh("--home", str(home), "learn", "procedures", "--json")
+    )

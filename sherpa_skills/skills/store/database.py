@@ -87,6 +87,12 @@ def m002_fts_by_rowid(conn: sqlite3.Connection) -> None:
         return
     conn.execute("DROP TABLE procedures_fts")
     conn.execute(_FTS_TABLE)
+    fill_fts(conn)
+
+
+def fill_fts(conn: Connection) -> None:
+    """SQLite's full-text rows made again from the procedures (a store copied from PostgreSQL has none)."""
+    conn.execute("DELETE FROM procedures_fts")
     for rowid, pid, task_type, description, tags, steps in conn.execute(
         "SELECT rowid, id, task_type, description, tags, steps FROM procedures"
     ).fetchall():
