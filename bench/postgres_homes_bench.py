@@ -267,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         "operations": sum(t["ops"] for t in tallies),
         "captures": sum(sum(t["captures"]) for t in tallies),
         "replays": sum(sum(v for v in r.values()) for t in tallies for r in t["replayed"]),
+        "replays_refused": sum(r["other"] for t in tallies for r in t["replayed"]),
         "workflow_runs": len(all_runs),
         "duplicate_procedures": counts["duplicate_signatures"]
         + sum(max(0, r["procedures"] - 1) for r in counts["routines"]),
@@ -303,7 +304,9 @@ def _markdown(f: dict[str, Any], a: argparse.Namespace) -> str:
         f'{f["processes"]} processes in 2 homes (two "machines": each its own home folder, logs and procedure '
         "index) on one PostgreSQL database (a throwaway local cluster, PostgreSQL's defaults), for "
         f"{f['seconds']:g} s each; every process captures the same {ROUTINES} routines, replays them by their "
-        "description with execute (half succeed, half fail) and runs a two-step durable workflow, in turn.",
+        "description with execute (half succeed, half fail) and runs a two-step durable workflow, in turn. "
+        f"{f['replays_refused']} replays changed no count: a routine whose replays failed stops being replayed once "
+        "its health says so (refused, as it should be), and a process's first replays may find nothing yet.",
         "",
         "| operations | captures | replays | workflow runs | duplicate procedures | lost updates | runs missing "
         "from `runs` (home A, home B) | errors |",
