@@ -55,7 +55,15 @@ def heartbeat_phase(args: PhaseArgs, ctx: ActionContext) -> ActionResult:
     state = HeartbeatState(home)
     try:
         config = load_config(home)
-        if args.phase == "extract":
+        if not state.still_holds(ctx.run_id or ""):  # another heartbeat may be running now: touch nothing
+            result = phases.PhaseResult(
+                "failed",
+                "the heartbeat lock was lost (the database connection holding it dropped and another heartbeat "
+                "took it); phase not run",
+                {},
+                ["heartbeat lock lost"],
+            )
+        elif args.phase == "extract":
             result = phases.extract(home, config, state, list(ctx.view.get("watch") or []))
         elif args.phase == "crystallise":
             extracted = done.get("extract") or {}

@@ -31,6 +31,27 @@ def try_hold(url: str, run_id: str) -> bool:
         return False
 
 
+def still_holds(url: str, run_id: str) -> bool:
+    """Whether `run_id` still holds the lock: a dropped connection lost it with its session (the pool's reconnect
+    gives a session that holds nothing), so it is taken again when nobody took it meanwhile, and False when another
+    heartbeat did."""
+    with _guard:
+        conn = _held.get((url, run_id))
+        if conn is None:
+            return False
+        try:
+            held = conn.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid() "
+                "AND ((classid::bigint << 32) | objid::bigint) = ?",
+                (HEARTBEAT_LOCK,),
+            ).fetchone()[0]  # type: ignore[index]
+            return bool(held) or bool(
+                conn.execute("SELECT pg_try_advisory_lock(?)", (HEARTBEAT_LOCK,)).fetchone()[0]  # type: ignore[index]
+            )
+        except Exception:  # the server is away: whoever holds the lock, it is not certainly this heartbeat
+            return False
+
+
 def let_go(url: str, run_id: str) -> bool:
     with _guard:
         conn = _held.pop((url, run_id), None)

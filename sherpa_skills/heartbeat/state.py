@@ -145,6 +145,14 @@ class HeartbeatState:
         self._record_holder(run_id, os.getpid(), socket.gethostname(), time.time())
         return LockOutcome(True, "taken" if previous is None else "reset", previous)
 
+    def still_holds(self, run_id: str) -> bool:
+        """Before each phase: on PostgreSQL the lock lives in a connection, which can drop (SQLite's row cannot)."""
+        if self.url is None:
+            return True
+        from .lock_postgres import still_holds
+
+        return still_holds(self.url, run_id)
+
     def release(self, run_id: str) -> bool:
         cursor = self.conn.execute("DELETE FROM heartbeat_lock WHERE name = ? AND run_id = ?", (LOCK, run_id))
         if self.url is not None:

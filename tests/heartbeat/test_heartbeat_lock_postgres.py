@@ -105,3 +105,47 @@ def test_heartbeat_run_names_the_holder_machine_and_pid(postgres_url: str, tmp_p
     finally:
         holder.kill()
         holder.wait(timeout=30)
+
+
+def _drop_lock_connection(url: str) -> None:
+    """What a network cut does to the holder: the server ends the session that holds the heartbeat lock."""
+    import psycopg
+
+    from sherpa_skills.heartbeat.lock_postgres import HEARTBEAT_LOCK
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        pids = conn.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND ((classid::bigint << 32) | objid::bigint) = %s",
+            (HEARTBEAT_LOCK,),
+        ).fetchall()
+        assert pids
+        for (pid,) in pids:
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def test_a_heartbeat_whose_lock_connection_dropped_stops_when_another_took_the_lock(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    first = HeartbeatState(tmp_path / "machine1", database=postgres_url)
+    second = HeartbeatState(tmp_path / "machine2", database=postgres_url)
+    try:
+        assert first.acquire("first", 600).acquired and first.still_holds("first")
+        _drop_lock_connection(postgres_url)
+        # Nobody took it meanwhile: the holder takes it again on a fresh session and goes on.
+        assert first.still_holds("first") and not second.acquire("second", 600).acquired
+        _drop_lock_connection(postgres_url)
+        import time
+
+        deadline = time.monotonic() + 10
+        taken = second.acquire("second", 600)
+        while not taken.acquired and time.monotonic() < deadline:
+            time.sleep(0.05)
+            taken = second.acquire("second", 600)
+        assert taken.acquired
+        assert not first.still_holds("first")  # another heartbeat runs now: the first must touch nothing more
+        assert second.still_holds("second")
+    finally:
+        second.release("second")
+        first.release("first")
+        first.close()
+        second.close()
