@@ -146,6 +146,11 @@ def _plain(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+def _described_alike(a: MatchCandidate, b: MatchCandidate) -> bool:
+    """Two candidates whose descriptions are the same words (case and punctuation aside)."""
+    return bool(a.description.strip()) and _plain(a.description) == _plain(b.description)
+
+
 def exact_reason(
     query: str, proc: CapturedProcedure, plain: str | None = None, stated: list[lit.Literal] | None = None
 ) -> str | None:
@@ -684,7 +689,9 @@ class Matcher:
         if contenders:
             best = contenders[0]
             close = [c for c in contenders[1:] if best.score - c.score < self.margin]
-            if not close:
+            # Procedures described alike: which one the task means is a coin flip, whatever their scores say.
+            alike = [c for c in plausible if c is not best and c not in close and _described_alike(best, c)]
+            if not close and not alike:
                 for c in contenders[1:]:
                     c.reason = f"less relevant than {best.procedure_id} ({c.score:.2f} < {best.score:.2f})"
                 best.reason = self._refusal(best, threshold, check_health)
@@ -692,12 +699,14 @@ class Matcher:
                     return self._select(decision, best, given)
                 decision.reason = f"{best.procedure_id} is about the task but not replayable: {best.reason}"
                 plausible = [c for c in plausible if c is not best]
-            else:  # two sure ones too close to tell apart: the judge at hand tells
-                names = ", ".join(c.procedure_id for c in [best, *close])
-                for c in [best, *close]:
-                    c.reason = f"ambiguous: {names} score within {self.margin:g} of each other"
+            else:  # two sure ones too close to tell apart, or described alike: the judge at hand tells
+                tied = [best, *close, *alike]
+                names = ", ".join(c.procedure_id for c in tied)
+                why = "are described alike" if alike else f"score within {self.margin:g} of each other"
+                for c in tied:
+                    c.reason = f"ambiguous: {names} {why}"
                 decision.reason = f"ambiguous between {names}"
-                plausible = [best, *close]
+                plausible = tied
         elif vouch is not None and self._refusal(vouch, threshold, check_health) is None:
             for c in candidates:
                 if c is not vouch:

@@ -154,6 +154,23 @@ class TestDecision:
         assert decision.decision == "needs-confirmation" and "ambiguous" in (decision.reason or "")
         assert len(decision.offered) == 2 and decision.selected is None
 
+    def test_procedures_described_alike_are_offered_never_replayed(self, procedure_db: ProcedureDatabase) -> None:
+        """Two commands stored under one description: the task cannot tell them apart, so however far apart their
+        scores fall (here the best clears a floor lowered to 0.2 and the other does not), both are offered."""
+        store = procedure_db
+        matcher = Matcher(store, floor=0.2)
+        task = "zip up old nginx log files"
+        described = "Compress the old log files of the web server"
+        tar = add(store, matcher, "archive-logs", described, ["tar czf logs.tgz /var/log/nginx"])
+        alone = matcher.match(task)
+        assert alone.decision == "match" and alone.procedure_id == tar.id  # one of them alone is replayed
+        gz = add(store, matcher, "archive-logs", described.lower() + ".", ["gzip -9 /var/log/nginx/*.log.1"])
+        decision = matcher.match(task)
+        assert decision.decision == "needs-confirmation" and decision.selected is None
+        assert {c.procedure_id for c in decision.offered} == {tar.id, gz.id}
+        assert "described alike" in (decision.offered[0].reason or "")
+        assert decision.offered[0].score >= 0.2 > decision.offered[1].score  # scores alone would have replayed one
+
     def test_one_success_is_not_enough(self, procedure_db: ProcedureDatabase) -> None:
         """About the task but seen once: not replayed, and the reason says what would make it replayable."""
         store = procedure_db
