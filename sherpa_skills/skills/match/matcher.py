@@ -5,8 +5,8 @@ from key terms weighted by how rare they are in the store (IDF). Each candidate 
 meaning, never divided by the query's best: the exact cosine between the task and the procedure (stored vectors,
 or recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure
 covers and of the description's
-the task covers, literal agreement (numbers, paths, quoted names, `*.ext`, flags: see `literals`), and how far
-its cosine stands above the best other candidate's. A small logistic model turns them into the relevance, in
+the task covers, literal agreement (numbers, paths, quoted names, `*.ext`, flags: see `literals`), the literals its
+description states that the task does not, and how far its cosine stands above the best other candidate's. A small logistic model turns them into the relevance, in
 [0, 1] (`relevance`; coefficients fitted on the NL2Bash dev split by bench/match_calibrate.py); a task that names
 the task type, or repeats or contains the description word for word, has relevance 1.0. A candidate is taken
 only when no literal disagrees, its relevance reaches RELEVANCE_FLOOR, no other candidate comes within MARGIN
@@ -387,8 +387,10 @@ class Matcher:
         stamp = (*snap.stamp, include_candidates)
         given = params or {}
         rows = []
+        text_of: dict[str, lit.ProcedureText] = {}
         for proc in procs:
             own_words, text, described, _, _ = self._text(proc)
+            text_of[proc.id] = text
             share, matched = coverage(weights, own_words)
             agreement = lit.agree(stated, text, given)
             semantic = cosines_of.get(proc.id)
@@ -426,6 +428,7 @@ class Matcher:
                 "agreed": min(len(agreement.agreed), 3) / 3,
                 "gap": (semantic or 0.0) - others,
                 "length": length,
+                "unstated": min(lit.unstated(stated, text_of[proc.id], query), 3) / 3,
             }
             score = 1.0 if exact else (self.model(features) if semantic is not None else 0.0)
             candidates.append(

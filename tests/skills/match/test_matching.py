@@ -10,7 +10,7 @@ import pytest
 
 from sherpa_skills.semantic.embeddings import default_embedder
 from sherpa_skills.skills.match import matcher as matcher_module
-from sherpa_skills.skills.match.literals import agree, extract, procedure_text
+from sherpa_skills.skills.match.literals import agree, extract, procedure_text, unstated
 from sherpa_skills.skills.match.matcher import RELEVANCE_FLOOR, Matcher, describe
 from sherpa_skills.skills.match.procedure_index import FILE, Snapshot
 from sherpa_skills.skills.store.database import ProcedureDatabase
@@ -444,6 +444,21 @@ class TestLiterals:
 
         text = index_text("old-logs", "Find old logs", [], ["find /var/log -name '*.log' -mmin +60 | xargs rm -f"])
         assert text == "old logs. Find old logs. find var log name mmin xargs rm"
+
+    @pytest.mark.parametrize(
+        ("task", "unsaid"),
+        [
+            ("Find all *.gz files under /var/log older than 7 days", 0),  # says all the description does
+            ("find every .GZ file in /var/log more than 7 days old", 0),  # in other words, any case
+            ("Find all *.gz files under /tmp older than 7 days", 1),  # the directory changed
+            ("Find all files under /var/log older than 7 days", 1),  # the pattern dropped
+            ("Find all *.txt files under /srv", 3),  # all three changed
+        ],
+    )
+    def test_literals_of_the_description_the_task_leaves_unsaid(self, task: str, unsaid: int) -> None:
+        """A near twin of a description keeps its meaning close and changes or drops one of its literals."""
+        proc = procedure_text("Find all *.gz files under /var/log older than 7 days", "find", [], ["find /var/log"])
+        assert unstated(extract(task), proc, task) == unsaid
 
     def test_prose_is_not_a_literal(self) -> None:
         """ "files/directories" is a phrase, not a path; plain words are not names."""
