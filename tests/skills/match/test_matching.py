@@ -198,15 +198,15 @@ class TestDecision:
         assert decision.decision == "no-match" and "no procedures" in (decision.reason or "")
 
 
-# Different jobs whose relevance to a stored procedure lies between half the shipped floor and the floor (0.38–0.67
-# when pinned, against a floor of 0.704): they must never be replayed with default settings (plausible, they may be
+# Different jobs whose relevance to a stored procedure lies between half the shipped floor and the floor (0.38–0.48
+# when pinned, against a floor of 0.729): they must never be replayed with default settings (plausible, they may be
 # asked about). A floor lowered into the ask band (halved, say) would replay them; if a refit moves one out of that
 # band, replace it with another.
 GOLDEN_REFUSALS = [
-    ("db-backup", "compress the postgres dump"),  # 0.45: compress an existing dump, not make one
+    ("db-backup", "compress the postgres dump"),  # 0.48: compress an existing dump, not make one
     ("db-backup", "dump the postgres database to a plain text file"),  # 0.38: not compressed
-    ("greet", "write a greeting card"),  # 0.48: a card, not a greeting line
-    ("old-logs", "find files in /var/log larger than 60 megabytes"),  # 0.67: by size, not by age
+    ("greet", "write a greeting card"),  # 0.43: a card, not a greeting line
+    ("old-logs", "find the biggest files in /var/log that changed recently"),  # 0.41: by size, not by age
 ]
 
 
@@ -411,6 +411,7 @@ class TestLiterals:
             ("files changed in the last 90 minutes", "find . -cmin -90", True),
             ("files bigger than 20MB", "find / -type f -size +20000k", True),
             ("files bigger than 30MB", "find / -type f -size +20000k", False),
+            ("files larger than 60 megabytes", "find /var/log -mmin +60", False),  # a unit of nine letters
             # "not ... in the last 4 days" is older than 4 days.
             (
                 "remove core files which have not been changed in the last 4 days",
@@ -453,6 +454,7 @@ class TestLiterals:
             ("Find all *.gz files under /tmp older than 7 days", 1),  # the directory changed
             ("Find all files under /var/log older than 7 days", 1),  # the pattern dropped
             ("Find all *.txt files under /srv", 3),  # all three changed
+            ("Find all *.gz files under /var/log larger than 7 megabytes", 1),  # 7 of another unit
         ],
     )
     def test_literals_of_the_description_the_task_leaves_unsaid(self, task: str, unsaid: int) -> None:
