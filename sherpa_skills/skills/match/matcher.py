@@ -1,25 +1,26 @@
 """Which stored procedure a task is about — or that none is. A match is a decision, not a ranking.
 
-Candidates come from the procedure index (`procedure_index`: the nearest stored vectors by exact cosine) and
-from key terms weighted by how rare they are in the store (IDF). Each candidate then gets signals with an absolute
-meaning, never divided by the query's best: the exact cosine between the task and the procedure (stored vectors,
-or recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure
-covers and of the description's
-the task covers, literal agreement (numbers, paths, quoted names, `*.ext`, flags: see `literals`), the literals its
-description states that the task does not, and how far its cosine stands above the best other candidate's. A small logistic model turns them into the relevance, in
-[0, 1] (`relevance`; coefficients fitted on the NL2Bash dev split by bench/match_calibrate.py); a task that names
-the task type, or repeats or contains the description word for word, has relevance 1.0. A candidate is taken
-only when no literal disagrees, its relevance reaches RELEVANCE_FLOOR, no other candidate comes within MARGIN
-of it, and it is confident and healthy enough to replay; floor and margin are calibrated so that wrong and
-false replays stay at or under 3 % (bench/match_bench.py, bench/RESULTS.md).
+Candidates come from the procedure index (`procedure_index`: the nearest stored vectors by exact cosine) and from
+key terms weighted by how rare they are in the store (IDF). Each candidate then gets signals with an absolute
+meaning, never divided by the query's best: the exact cosine between the task and the procedure (stored vectors, or
+recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure
+covers and of the description's the task covers, literal agreement (numbers, paths, quoted names, `*.ext`, flags:
+see `literals`), the literals its description states that the task does not, and how far its cosine stands above the
+best other candidate's. A small logistic model turns them into the relevance, in [0, 1] (`relevance`; coefficients
+fitted on the NL2Bash dev split by bench/match_calibrate.py); a task that names the task type, or repeats or
+contains the description word for word, has relevance 1.0. A candidate is taken only when no literal disagrees, its
+relevance reaches RELEVANCE_FLOOR, no other candidate comes within MARGIN of it, and it is confident and healthy
+enough to replay; floor and margin are calibrated so that wrong and false replays stay at or under 3 %
+(bench/match_bench.py, bench/RESULTS.md).
 
 Between sure and nothing there is a third answer, `needs-confirmation`: when no candidate is sure but the best is
-plausible (its relevance reaches the ask floor, or its cosine stands clear of the rest), or two sure ones are too close
-to tell apart, at most five candidates whose literals agree and that could be replayed are offered, best first, to the
-judge at hand (the person, the caller, or a model: `verifier`). A confirmed wording becomes an alias of the procedure
-(the same wording is sure next time; a close one brings the procedure among the candidates, and one said in words of
-its own that means what both the description and the alias mean is vouched for: `vouch`); a refused pair is
-remembered and never offered again (`store.answers`). Both hold only in the scope (task type) they were given in.
+plausible (its relevance reaches the ask floor, or its cosine stands clear of the rest), or two sure ones are too
+close to tell apart (or the sure one shares its description with another: a coin flip), at most five candidates
+whose literals agree and that could be replayed are offered, best first, to the judge at hand (the person, the
+caller, or a model: `verifier`). A confirmed wording becomes an alias of the procedure (the same wording is sure
+next time; a close one brings the procedure among the candidates, and one said in words of its own that means what
+both the description and the alias mean is vouched for: `vouch`); a refused pair is remembered and never offered
+again (`store.answers`). Both hold only in the scope (task type) they were given in.
 """
 
 from __future__ import annotations
