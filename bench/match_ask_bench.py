@@ -344,6 +344,9 @@ def main() -> int:
 
     w = worst(held)
 
+    def short(by: float, unit: str) -> str:
+        return f"; {by:.3g}{unit} short" if by > 0 else ""
+
     def met(ok: bool) -> str:
         return "met" if ok else "**missed**"
 
@@ -407,14 +410,15 @@ def main() -> int:
             f"{met(unrelated_asked <= 1)} ({unrelated_asked});",
             f"- after one confirmed wording, another replays directly ≥ 6 of 15 (held out, both halves): "
             f"{met(medium_then_far >= 6 and heldout_unsafe == 0)} ({medium_then_far} medium confirmed then far asked;"
-            f" {far_then_medium} far confirmed then medium asked; {heldout_unsafe} wrong or near misses replayed);",
+            f" {far_then_medium} far confirmed then medium asked; {heldout_unsafe} wrong or near misses replayed"
+            f"{short(6 - medium_then_far, ' of 15')});",
             f"- NL2Bash direct hit@1 ≥ 25 % with wrong ≤ 1 % and false replay ≤ 3 % (worst held-out half): "
             f"{met(w['hit'] >= 0.25 and w['wrong_distinct'] <= 0.01 and w['false'] <= 0.03)} (hit@1 "
             f"{pct(w['hit'])}; wrong {pct(w['wrong'])}, {pct(w['wrong_distinct'])} leaving out positives word for "
-            f"word another stored description; false {pct(w['false'])});",
+            f"word another stored description; false {pct(w['false'])}{short(100 * (0.25 - w['hit']), ' points')});",
             f"- NL2Bash coverage ≥ 70 % asking ≤ 25 % of negatives (worst held-out half): "
             f"{met(w['coverage'] >= 0.70 and w['asked'] <= 0.25)} (coverage {pct(w['coverage'])}, "
-            f"asked {pct(w['asked'])});",
+            f"asked {pct(w['asked'])}{short(100 * (0.70 - w['coverage']), ' points')});",
             f"- warm match ≤ 1.5× today's: {met(after / before <= 1.5)} ({after / before:.2f}×).",
         ]
     )
