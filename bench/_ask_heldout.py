@@ -17,7 +17,12 @@ from typing import Any
 
 import match_calibrate as mc
 
-ASK_GRID = {"ask_floor": (0.05, 0.1, 0.2, 0.3), "ask_semantic": (0.35, 0.45, 1.01), "ask_gap": (0.1, 0.15)}
+# The ask floor finely below 0.1: the negatives asked grow fast there, and 25 % of them is the budget.
+ASK_GRID = {
+    "ask_floor": (0.05, 0.06, 0.07, 0.08, 0.1, 0.2, 0.3),
+    "ask_semantic": (0.35, 0.45, 1.01),
+    "ask_gap": (0.1, 0.15),
+}
 ALIAS_GRID = {
     "alias_floor": (0.3, 0.35, 0.4, 0.45, 0.5),
     "alias_gap": (0.05, 0.1, 0.15),

@@ -23,7 +23,7 @@ _PLACEHOLDER = re.compile(r"^(.+?)(?:N{2,}|X{1,3})$")  # "tempNNN": a prefix and
 _PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.~*+@:-]+(?:/[\w.~*+@:-]*)*|(?<![\w/])[\w.-]+/[\w.-]+(?:/[\w.-]*)*")
 _FILE = re.compile(r"(?<![\w./-])[\w-]+\.(?:[A-Za-z][A-Za-z0-9]{0,5})\b(?![/\w])")
 _FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
-_NUMBER = re.compile(r"(?<![\w.])([<>+-]?)(\d+(?:\.\d+)?)\s*([A-Za-z]{1,8})?\b")
+_NUMBER = re.compile(r"(?<![\w.])([<>+-]?)(\d+(?:\.\d+)?)\s*([A-Za-z]{1,10})?\b")  # "megabytes" is 9 letters
 _COMMAND_NUMBER = re.compile(r"(?<![\w.])([+-]?)(\d+(?:\.\d+)?)([A-Za-z]{0,2})\b")
 
 # Slashed phrases that are prose, not paths ("files/directories", "normal/regular"): two bare words.
@@ -222,13 +222,15 @@ class ProcedureText:
     numbers: dict[str, list[tuple[str, set[str]]]]  # number → [(sign or comparator, unit families)]
     params: list[str]
     globs: list[str] = field(default_factory=list)  # patterns in the text (`*.p[lm]`) an extension may fall under
+    described: list[Literal] = field(default_factory=list)  # what the description itself states
 
 
 def procedure_text(description: str, task_type: str, tags: Iterable[str], commands: Iterable[str]) -> ProcedureText:
     commands = list(commands)
     body = "\n".join([task_type, description, " ".join(tags), *commands])
     numbers: dict[str, list[tuple[str, set[str]]]] = {}
-    for lit in extract(description):
+    described = extract(description)
+    for lit in described:
         if lit.kind == "number":
             numbers.setdefault(lit.value, []).append(
                 (lit.comparator or "", set(lit.unit.split("|")) if lit.unit else set())
@@ -244,7 +246,31 @@ def procedure_text(description: str, task_type: str, tags: Iterable[str], comman
             numbers.setdefault(_canonical(number), []).append((comparator, units))
     params = list(dict.fromkeys(n for c in commands for n in PARAMETER.findall(c)))
     globs = [g for g in dict.fromkeys(_PROC_GLOB.findall(body.lower())) if len(re.sub(r"[*?\[\]]", "", g)) >= 2]
-    return ProcedureText(body.lower(), numbers, params, globs)
+    return ProcedureText(body.lower(), numbers, params, globs, described)
+
+
+def unstated(literals: list[Literal], proc: ProcedureText, task: str) -> int:
+    """How many literals the procedure's description states that the task does not: a near twin of a description
+    ("under /tmp" for "under /var", "*.log" dropped) keeps the meaning close and changes or leaves out one of these."""
+    said = {(x.kind, x.value.lower()) for x in literals if x.kind != "number"}
+    text = task.lower()
+    return sum(
+        not _said_number(x, literals)
+        if x.kind == "number"
+        else (x.kind, x.value.lower()) not in said and x.value.lower() not in text
+        for x in proc.described
+    )
+
+
+def _said_number(described: Literal, literals: list[Literal]) -> bool:
+    """The task states this amount: the same number in a compatible unit ("60 megabytes" is not "60 minutes")."""
+    units = set(described.unit.split("|")) if described.unit else set()
+    return any(
+        x.kind == "number"
+        and x.value == described.value
+        and (not units or not x.unit or units & set(x.unit.split("|")))
+        for x in literals
+    )
 
 
 def _number_agrees(lit: Literal, proc: ProcedureText) -> bool:

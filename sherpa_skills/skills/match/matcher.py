@@ -1,25 +1,26 @@
 """Which stored procedure a task is about — or that none is. A match is a decision, not a ranking.
 
-Candidates come from the procedure index (`procedure_index`: the nearest stored vectors by exact cosine) and
-from key terms weighted by how rare they are in the store (IDF). Each candidate then gets signals with an absolute
-meaning, never divided by the query's best: the exact cosine between the task and the procedure (stored vectors,
-or recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure
-covers and of the description's
-the task covers, literal agreement (numbers, paths, quoted names, `*.ext`, flags: see `literals`), and how far
-its cosine stands above the best other candidate's. A small logistic model turns them into the relevance, in
-[0, 1] (`relevance`; coefficients fitted on the NL2Bash dev split by bench/match_calibrate.py); a task that names
-the task type, or repeats or contains the description word for word, has relevance 1.0. A candidate is taken
-only when no literal disagrees, its relevance reaches RELEVANCE_FLOOR, no other candidate comes within MARGIN
-of it, and it is confident and healthy enough to replay; floor and margin are calibrated so that wrong and
-false replays stay at or under 3 % (bench/match_bench.py, bench/RESULTS.md).
+Candidates come from the procedure index (`procedure_index`: the nearest stored vectors by exact cosine) and from
+key terms weighted by how rare they are in the store (IDF). Each candidate then gets signals with an absolute
+meaning, never divided by the query's best: the exact cosine between the task and the procedure (stored vectors, or
+recomputed when the index lacks them or their text changed), the share of the task's key-term weight the procedure
+covers and of the description's the task covers, literal agreement (numbers, paths, quoted names, `*.ext`, flags:
+see `literals`), the literals its description states that the task does not, and how far its cosine stands above the
+best other candidate's. A small logistic model turns them into the relevance, in [0, 1] (`relevance`; coefficients
+fitted on the NL2Bash dev split by bench/match_calibrate.py); a task that names the task type, or repeats or
+contains the description word for word, has relevance 1.0. A candidate is taken only when no literal disagrees, its
+relevance reaches RELEVANCE_FLOOR, no other candidate comes within MARGIN of it, and it is confident and healthy
+enough to replay; floor and margin are calibrated so that wrong and false replays stay at or under 3 %
+(bench/match_bench.py, bench/RESULTS.md).
 
 Between sure and nothing there is a third answer, `needs-confirmation`: when no candidate is sure but the best is
-plausible (its relevance reaches the ask floor, or its cosine stands clear of the rest), or two sure ones are too close
-to tell apart, at most five candidates whose literals agree and that could be replayed are offered, best first, to the
-judge at hand (the person, the caller, or a model: `verifier`). A confirmed wording becomes an alias of the procedure
-(the same wording is sure next time; a close one brings the procedure among the candidates, and one said in words of
-its own that means what both the description and the alias mean is vouched for: `vouch`); a refused pair is
-remembered and never offered again (`store.answers`). Both hold only in the scope (task type) they were given in.
+plausible (its relevance reaches the ask floor, or its cosine stands clear of the rest), or two sure ones are too
+close to tell apart (or the sure one shares its description with another: a coin flip), at most five candidates
+whose literals agree and that could be replayed are offered, best first, to the judge at hand (the person, the
+caller, or a model: `verifier`). A confirmed wording becomes an alias of the procedure (the same wording is sure
+next time; a close one brings the procedure among the candidates, and one said in words of its own that means what
+both the description and the alias mean is vouched for: `vouch`); a refused pair is remembered and never offered
+again (`store.answers`). Both hold only in the scope (task type) they were given in.
 """
 
 from __future__ import annotations
@@ -144,6 +145,11 @@ class MatchDecision(BaseModel):
 
 def _plain(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _described_alike(a: MatchCandidate, b: MatchCandidate) -> bool:
+    """Two candidates whose descriptions are the same words (case and punctuation aside)."""
+    return bool(a.description.strip()) and _plain(a.description) == _plain(b.description)
 
 
 def exact_reason(
@@ -382,8 +388,10 @@ class Matcher:
         stamp = (*snap.stamp, include_candidates)
         given = params or {}
         rows = []
+        text_of: dict[str, lit.ProcedureText] = {}
         for proc in procs:
             own_words, text, described, _, _ = self._text(proc)
+            text_of[proc.id] = text
             share, matched = coverage(weights, own_words)
             agreement = lit.agree(stated, text, given)
             semantic = cosines_of.get(proc.id)
@@ -421,6 +429,7 @@ class Matcher:
                 "agreed": min(len(agreement.agreed), 3) / 3,
                 "gap": (semantic or 0.0) - others,
                 "length": length,
+                "unstated": min(lit.unstated(stated, text_of[proc.id], query), 3) / 3,
             }
             score = 1.0 if exact else (self.model(features) if semantic is not None else 0.0)
             candidates.append(
@@ -684,7 +693,9 @@ class Matcher:
         if contenders:
             best = contenders[0]
             close = [c for c in contenders[1:] if best.score - c.score < self.margin]
-            if not close:
+            # Procedures described alike: which one the task means is a coin flip, whatever their scores say.
+            alike = [c for c in plausible if c is not best and c not in close and _described_alike(best, c)]
+            if not close and not alike:
                 for c in contenders[1:]:
                     c.reason = f"less relevant than {best.procedure_id} ({c.score:.2f} < {best.score:.2f})"
                 best.reason = self._refusal(best, threshold, check_health)
@@ -692,12 +703,14 @@ class Matcher:
                     return self._select(decision, best, given)
                 decision.reason = f"{best.procedure_id} is about the task but not replayable: {best.reason}"
                 plausible = [c for c in plausible if c is not best]
-            else:  # two sure ones too close to tell apart: the judge at hand tells
-                names = ", ".join(c.procedure_id for c in [best, *close])
-                for c in [best, *close]:
-                    c.reason = f"ambiguous: {names} score within {self.margin:g} of each other"
+            else:  # two sure ones too close to tell apart, or described alike: the judge at hand tells
+                tied = [best, *close, *alike]
+                names = ", ".join(c.procedure_id for c in tied)
+                why = "are described alike" if alike else f"score within {self.margin:g} of each other"
+                for c in tied:
+                    c.reason = f"ambiguous: {names} {why}"
                 decision.reason = f"ambiguous between {names}"
-                plausible = [best, *close]
+                plausible = tied
         elif vouch is not None and self._refusal(vouch, threshold, check_health) is None:
             for c in candidates:
                 if c is not vouch:

@@ -7,7 +7,9 @@ The signals (each with an absolute meaning, never normalised by the query's best
 - `reverse`: share of the procedure description's key-term weight the task covers;
 - `agreed`: literals the task states that the procedure has or takes as parameters, min(n, 3) / 3;
 - `gap`: cosine minus the best cosine among the other candidates (a task close to two procedures is less sure);
-- `length`: log(1 + key terms in the task).
+- `length`: log(1 + key terms in the task);
+- `unstated`: literals the description states that the task does not (`literals.unstated`), min(n, 3) / 3 — a near
+  twin changes or drops one ("under /tmp" for "under /var") while its meaning stays close.
 
 relevance = 1 / (1 + exp(-(bias + Σ weight·(x - mean) / scale))), in [0, 1]. The coefficients, the floor, the
 margin and the ask band's settings are data (`relevance.json` beside this module), fitted on the NL2Bash dev split
@@ -24,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 MODEL_FILE = Path(__file__).with_name("relevance.json")
-FEATURES = ("semantic", "terms", "reverse", "agreed", "gap", "length")
+FEATURES = ("semantic", "terms", "reverse", "agreed", "gap", "length", "unstated")
 SETTINGS = ("ask_floor", "ask_semantic", "ask_gap", "wording_gap", "alias_floor", "alias_gap", "alias_words")
 
 

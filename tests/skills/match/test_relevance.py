@@ -9,7 +9,7 @@ import pytest
 from sherpa_skills.skills.match.matcher import MARGIN, RELEVANCE_FLOOR
 from sherpa_skills.skills.match.relevance import FEATURES, MODEL_FILE, default_model, from_dict
 
-TYPICAL = {"semantic": 0.8, "terms": 0.6, "reverse": 0.6, "agreed": 0.0, "gap": 0.2, "length": 2.0}
+TYPICAL = {"semantic": 0.8, "terms": 0.6, "reverse": 0.6, "agreed": 0.0, "gap": 0.2, "length": 2.0, "unstated": 0.0}
 
 
 def test_the_shipped_model_sets_floor_margin_and_the_ask_band() -> None:
@@ -24,6 +24,11 @@ def test_relevance_is_a_probability_that_grows_with_the_cosine_and_the_gap() -> 
     low, high = model({**TYPICAL, "semantic": 0.6}), model({**TYPICAL, "semantic": 0.95})
     assert 0 <= low < high <= 1
     assert model({**TYPICAL, "gap": 0.0}) < model({**TYPICAL, "gap": 0.3})
+
+
+def test_a_description_literal_the_task_leaves_unsaid_lowers_relevance() -> None:
+    model = default_model()
+    assert model({**TYPICAL, "unstated": 1 / 3}) < model(TYPICAL)
 
 
 def test_a_model_for_other_features_is_refused() -> None:
