@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .console import EXIT_ERROR, EXIT_OK, console, print_json
+
+if TYPE_CHECKING:
+    from ..db.components import Component
 
 PROGRESS_ROWS = 10_000  # a table this big says how far it got, on stderr
 
@@ -42,7 +45,7 @@ def cmd_db_copy(args: argparse.Namespace) -> int:
         if is_url(spec):
             check_command_line(spec, option=option)
     show_progress = _Progress()
-    report = copy_store(args.source, args.target, progress=show_progress)
+    report = copy_store(args.source, args.target, store_components(), progress=show_progress)
     if args.json:
         print_json(report.model_dump())
     else:
@@ -76,3 +79,24 @@ class _Progress:
         if done - self.shown.get(table, 0) >= PROGRESS_ROWS or done == total:
             self.shown[table] = done
             sys.stderr.write(f"  {table}: {done}/{total} rows\n")
+
+
+def store_components() -> list[Component]:
+    """Every part of the truth store and its migrations, imported only when a copy asks (so `--help` stays fast)."""
+    from ..db.components import Component
+    from ..engine.runstore import MIGRATIONS as runs
+    from ..heartbeat.state import MIGRATIONS as heartbeat
+    from ..memory._store import MIGRATIONS as memory
+    from ..memory.domains import MIGRATIONS as domains
+    from ..sessions._store import MIGRATIONS as sessions
+    from ..skills.store.database import MIGRATIONS as skills
+    from ..skills.store.database import fill_fts
+
+    return [
+        Component("runs", runs),
+        Component("heartbeat", heartbeat),
+        Component("skills", skills, refill=fill_fts),
+        Component("sessions", sessions),
+        Component("memory", memory),
+        Component("domains", domains),
+    ]

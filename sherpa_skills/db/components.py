@@ -1,4 +1,4 @@
-"""Every part of the truth store and where its migrations are: what `db copy` walks, one component at a time.
+"""A part of the truth store as `db copy` walks it, one at a time (the command lists them: they sit in higher layers).
 
 A component's tables are whatever its migrations create; its schema on any database comes from those migrations alone.
 """
@@ -19,26 +19,6 @@ class Component:
     migrations: Sequence[Migration]
     #: Derived SQLite rows the copy makes again when the source kept none (PostgreSQL has no FTS5 table for them).
     refill: Callable[[Connection], None] | None = None
-
-
-def components() -> list[Component]:
-    """Every component, its migrations imported only when a copy asks (so `--help` stays fast)."""
-    from ..engine.runstore import MIGRATIONS as runs
-    from ..heartbeat.state import MIGRATIONS as heartbeat
-    from ..memory._store import MIGRATIONS as memory
-    from ..memory.domains import MIGRATIONS as domains
-    from ..sessions._store import MIGRATIONS as sessions
-    from ..skills.store.database import MIGRATIONS as skills
-    from ..skills.store.database import fill_fts
-
-    return [
-        Component("runs", runs),
-        Component("heartbeat", heartbeat),
-        Component("skills", skills, refill=fill_fts),
-        Component("sessions", sessions),
-        Component("memory", memory),
-        Component("domains", domains),
-    ]
 
 
 def fresh_schema(component: Component) -> sqlite3.Connection:

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from ..errors import StoreError, UsageError
 from ..sqlite_db import refuse_newer
-from .components import Component, components, fresh_schema
+from .components import Component, fresh_schema
 from .connection import Connection
 from .endpoints import Endpoint, open_endpoint
 from .tables import (
@@ -72,7 +72,12 @@ class _Plan:
 
 
 def copy_store(
-    source_spec: str, target_spec: str, *, batch: int = BATCH, progress: Progress | None = None
+    source_spec: str,
+    target_spec: str,
+    components: Sequence[Component],
+    *,
+    batch: int = BATCH,
+    progress: Progress | None = None,
 ) -> CopyReport:
     source = open_endpoint(source_spec, option="--from", create=False)
     try:
@@ -83,18 +88,20 @@ def copy_store(
     try:
         if source.identity == target.identity:
             raise UsageError(f"--from and --to are the same store ({source.label}): nothing to copy")
-        return _copy(source, target, batch, progress)
+        return _copy(source, target, components, batch, progress)
     finally:
         source.close()
         target.close()
 
 
-def _copy(source: Endpoint, target: Endpoint, batch: int, progress: Progress | None) -> CopyReport:
+def _copy(
+    source: Endpoint, target: Endpoint, components: Sequence[Component], batch: int, progress: Progress | None
+) -> CopyReport:
     skipped: list[Skipped] = []
     plans: list[_Plan] = []
     external_fts: list[str] = []
     refills: list[tuple[str, Callable[[Connection], None]]] = []
-    for component in components():
+    for component in components:
         fresh = _prepare(component, source, target, skipped)
         if fresh is None:
             continue

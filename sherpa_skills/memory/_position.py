@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ class CompanionPosition:
         if self.inside_companion and not self.file.parent.is_dir():
             return  # the companion folder is gone: its watermark goes with it
         self.file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.{threading.get_ident()}")
+        tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}")  # per writer
         tmp.write_text(str(upto), encoding="ascii")
         os.replace(tmp, self.file)
 
