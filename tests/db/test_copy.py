@@ -58,6 +58,14 @@ def make_home(home: Path, workflow: Path) -> list[str]:
     return ids
 
 
+def add_procedure_and_notes(home: Path, steps: Path) -> None:
+    """A captured procedure, a shared note and a private one: the skills and memory components in use."""
+    steps.write_text(json.dumps([{"command": "echo build"}, {"command": "echo test"}]))
+    ok(sh("--home", str(home), "learn", "capture-success", "build-it", "--steps-file", str(steps), "--json"))
+    ok(sh("--home", str(home), "memory", "write", "the build server is b1", "--agent", "ops", "--shared", "--json"))
+    ok(sh("--home", str(home), "memory", "write", "a private note", "--agent", "ops", "--json"))
+
+
 def without_password(postgres_cluster: Any, url: str) -> tuple[str, dict[str, str]]:
     """The URL as a user gives it on the command line, and the environment libpq reads the password from."""
     return url.replace(f":{postgres_cluster.password}@", "@"), {"PGPASSWORD": postgres_cluster.password}
@@ -173,11 +181,7 @@ def test_refusals_exit_2_with_a_clear_message_never_a_password(tmp_path: Path) -
 def test_a_home_copied_to_another_home_keeps_every_component_and_its_full_text_index(tmp_path: Path) -> None:
     home, copy = tmp_path / "home", tmp_path / "copy"
     make_home(home, tmp_path / "greet.yaml")
-    steps = tmp_path / "steps.json"
-    steps.write_text(json.dumps([{"command": "echo build"}, {"command": "echo test"}]))
-    ok(sh("--home", str(home), "learn", "capture-success", "build-it", "--steps-file", str(steps), "--json"))
-    ok(sh("--home", str(home), "memory", "write", "the build server is b1", "--agent", "ops", "--shared", "--json"))
-    ok(sh("--home", str(home), "memory", "write", "a private note", "--agent", "ops", "--json"))
+    add_procedure_and_notes(home, tmp_path / "steps.json")
 
     report = ok(sh("db", "copy", "--from", str(home), "--to", str(copy), "--json"))
     copied = counts(report)
@@ -205,11 +209,7 @@ def test_every_component_moves_to_postgresql_and_back_and_is_found_there(
 ) -> None:
     home, back = tmp_path / "home", tmp_path / "back"
     make_home(home, tmp_path / "greet.yaml")
-    steps = tmp_path / "steps.json"
-    steps.write_text(json.dumps([{"command": "echo build"}, {"command": "echo test"}]))
-    ok(sh("--home", str(home), "learn", "capture-success", "build-it", "--steps-file", str(steps), "--json"))
-    ok(sh("--home", str(home), "memory", "write", "the build server is b1", "--agent", "ops", "--shared", "--json"))
-    ok(sh("--home", str(home), "memory", "write", "a private note", "--agent", "ops", "--json"))
+    add_procedure_and_notes(home, tmp_path / "steps.json")
     url, env = without_password(postgres_cluster, postgres_url)
 
     report = ok(sh("db", "copy", "--from", str(home), "--to", url, "--json", env=env))
