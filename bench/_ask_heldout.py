@@ -25,6 +25,7 @@ ASK_GRID = {
 }
 ALIAS_GRID = {
     "alias_floor": (0.3, 0.35, 0.4, 0.45, 0.5),
+    "alias_described": (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5),  # only up to alias_floor (`alias_points`)
     "alias_gap": (0.05, 0.1, 0.15),
     "alias_words": (0.25, 0.34, 0.5),
 }
@@ -167,7 +168,7 @@ def nl2bash_heldout(matcher: Any, kept: list[tuple[Any, str | None, bool, int]])
 def alias_fit(results: dict[str, dict[str, list[tuple[int, str, str]]]], halves: set[int]) -> dict[str, Any]:
     """The alias settings with the most other wordings replayed directly (both directions) on `halves`, with no wrong
     procedure and no near miss or unrelated ask replayed; ties go to the strictest (higher floor and gap, fewer
-    repeated words). `results[point][direction]` is [(half, kind, answer)]."""
+    repeated words, a higher floor for the description). `results[point][direction]` is [(half, kind, answer)]."""
     best: tuple[tuple[float, ...], str] | None = None
     for point, by_direction in results.items():
         rows = [x for rows in by_direction.values() for x in rows if x[0] in halves]
@@ -175,8 +176,8 @@ def alias_fit(results: dict[str, dict[str, list[tuple[int, str, str]]]], halves:
         unsafe = sum(a == "wrong" or (k != "gold" and a == "replayed") for _, k, a in rows)
         if unsafe:
             continue
-        floor, gap, words = (float(x) for x in point.split("/"))
-        key = (replayed, floor, gap, -words)
+        p = point_of(point)
+        key = (replayed, p["alias_floor"], p["alias_gap"], -p["alias_words"], p["alias_described"])
         if best is None or key > best[0]:
             best = (key, point)
     if best is None:
@@ -184,8 +185,13 @@ def alias_fit(results: dict[str, dict[str, list[tuple[int, str, str]]]], halves:
     return {"point": best[1], "replayed": best[0][0]}
 
 
+def alias_points() -> list[dict[str, float]]:
+    """The alias grid: the description's floor is never above the alias's (the alias is the closer telling)."""
+    return [p for p in grid(ALIAS_GRID) if p["alias_described"] <= p["alias_floor"]]
+
+
 def point_name(point: dict[str, float]) -> str:
-    return f"{point['alias_floor']:g}/{point['alias_gap']:g}/{point['alias_words']:g}"
+    return "/".join(f"{point[k]:g}" for k in ALIAS_GRID)
 
 
 def point_of(name: str) -> dict[str, float]:

@@ -497,7 +497,8 @@ class Matcher:
             )
             for c in agreeing
         ]
-        found = vouched(evidence, self.model.alias_floor, self.model.alias_gap, self.model.alias_words)
+        m = self.model
+        found = vouched(evidence, m.alias_floor, m.alias_gap, m.alias_words, m.alias_described)
         return by_id[found.procedure_id] if found is not None else None
 
     def _same_wording(self, rows: list[_Row], said: frozenset[str]) -> None:

@@ -27,7 +27,16 @@ from pathlib import Path
 
 MODEL_FILE = Path(__file__).with_name("relevance.json")
 FEATURES = ("semantic", "terms", "reverse", "agreed", "gap", "length", "unstated")
-SETTINGS = ("ask_floor", "ask_semantic", "ask_gap", "wording_gap", "alias_floor", "alias_gap", "alias_words")
+SETTINGS = (
+    "ask_floor",
+    "ask_semantic",
+    "ask_gap",
+    "wording_gap",
+    "alias_floor",
+    "alias_described",
+    "alias_gap",
+    "alias_words",
+)
 
 
 @dataclass(frozen=True)
@@ -44,7 +53,8 @@ class RelevanceModel:
     ask_semantic: float = 0.35  # ... or a candidate's cosine, when it stands clear of the rest by ask_gap
     ask_gap: float = 0.1
     wording_gap: float = 0.15  # a task saying what a description says is sure only this far above the rest
-    alias_floor: float = 0.35  # what a confirmed wording vouches for (`vouch`): both cosines reach this,
+    alias_floor: float = 0.35  # what a confirmed wording vouches for (`vouch`): the alias's cosine reaches this,
+    alias_described: float = 0.35  # ... the description's this,
     alias_gap: float = 0.05  # ... this far above every other candidate,
     alias_words: float = 0.34  # ... repeating at most this share of the description's or an alias's key words
 

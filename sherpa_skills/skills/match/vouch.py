@@ -4,7 +4,9 @@ judge confirmed for it both mean — and nothing else stored — replays that pr
 An alias is evidence that a person took a wording unlike the description to mean the procedure. It widens what the
 procedure is known to mean, so a task close by meaning to both the description and an alias is about it, when:
 
-- its cosine to the description and to the closest alias both reach `alias_floor` (two independent tellings agree);
+- its cosine to the closest alias reaches `alias_floor`, and its cosine to the description reaches `alias_described`
+  (two independent tellings agree). The description need only be nearby: it is worded as the capture's author saw the
+  work, while the alias is how someone asked for it and a judge said it meant this;
 - the closer of the two stands at least `alias_gap` above every other candidate's closest (description or alias):
   the procedure stands out, so the task is not about a neighbour;
 - it repeats at most `alias_words` of the description's key words, and of each alias's. A task that repeats much
@@ -12,8 +14,8 @@ procedure is known to mean, so a task close by meaning to both the description a
   home folder from the external drive" for "archive my home folder to the external drive"): that is what a near
   miss looks like, and only a judge can tell it from a paraphrase, so it is asked about, never vouched for.
 
-The settings are data (`relevance.json`: alias_floor, alias_gap, alias_words), fitted by bench/match_ask_bench.py on
-one half of the dev routines and reported on the other.
+The settings are data (`relevance.json`: alias_floor, alias_described, alias_gap, alias_words), fitted by
+bench/match_ask_bench.py on one half of the dev routines and reported on the other.
 """
 
 from __future__ import annotations
@@ -36,14 +38,12 @@ def repeated(said: frozenset[str], wordings: list[frozenset[str]]) -> float:
     return max((len(said & w) / len(w) for w in wordings if w), default=0.0)
 
 
-def vouched(evidence: list[Evidence], floor: float, gap: float, words: float) -> Evidence | None:
+def vouched(evidence: list[Evidence], floor: float, gap: float, words: float, described: float) -> Evidence | None:
     """The candidate a confirmed wording vouches for (see the module's docstring), or None."""
-    with_alias = [e for e in evidence if e.alias is not None]
-    if not with_alias:
+    agreed = [e for e in evidence if e.alias is not None and e.alias >= floor and e.semantic >= described]
+    if not agreed:
         return None
-    best = max(with_alias, key=lambda e: min(e.semantic, e.alias or 0.0))
-    agreed, closest = min(best.semantic, best.alias or 0.0), max(best.semantic, best.alias or 0.0)
+    best = max(agreed, key=lambda e: min(e.semantic, e.alias or 0.0))
+    closest = max(best.semantic, best.alias or 0.0)
     rival = max((max(e.semantic, e.alias or 0.0) for e in evidence if e is not best), default=0.0)
-    if agreed >= floor and closest - rival >= gap and best.repeats <= words:
-        return best
-    return None
+    return best if closest - rival >= gap and best.repeats <= words else None

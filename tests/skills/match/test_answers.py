@@ -154,8 +154,10 @@ class TestVouchRule:
     """The rule itself, as a plain function over each candidate's evidence."""
 
     @staticmethod
-    def _vouched(*evidence: Evidence, floor: float = 0.35, gap: float = 0.05, words: float = 0.34) -> str | None:
-        found = vouched(list(evidence), floor, gap, words)
+    def _vouched(
+        *evidence: Evidence, floor: float = 0.35, gap: float = 0.05, words: float = 0.34, described: float = 0.35
+    ) -> str | None:
+        found = vouched(list(evidence), floor, gap, words, described)
         return found.procedure_id if found else None
 
     def test_both_tellings_close_and_clear_of_the_rest(self) -> None:
@@ -167,6 +169,13 @@ class TestVouchRule:
     def test_one_telling_alone_is_not_enough(self) -> None:
         assert self._vouched(Evidence("a", 0.3, 0.9, 0.0)) is None
         assert self._vouched(Evidence("a", 0.9, 0.3, 0.0)) is None
+
+    def test_a_close_alias_needs_the_description_only_nearby(self) -> None:
+        """The confirmed wording is how people ask; the description, often worded as the capture's author saw it, has
+        to be in the same neighbourhood (`described`), not as close — and below that it is not enough."""
+        assert self._vouched(Evidence("a", 0.27, 0.45, 0.0), described=0.25) == "a"
+        assert self._vouched(Evidence("a", 0.27, 0.45, 0.0), described=0.3) is None
+        assert self._vouched(Evidence("a", 0.2, 0.9, 0.0), described=0.25) is None
 
     def test_a_close_rival_is_asked_about(self) -> None:
         assert self._vouched(Evidence("a", 0.5, 0.6, 0.0), Evidence("b", 0.58, None, 0.0)) is None
