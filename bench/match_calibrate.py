@@ -9,8 +9,9 @@ bench/RESULTS.md.
 Same store and queries as bench/match_bench.py. Every candidate whose literals agree gives one row: the relevance
 features (`sherpa_skills.skills.match.relevance.FEATURES`, as `Matcher.match` computes them) and whether it is the
 procedure the query is about. A logistic regression (L2, Newton steps, numpy only) is fitted; the floor and margin
-are then the pair that maximises hit@1 while wrong and false replays (distinct-text negatives) both stay at or under
-3 %. Honest figures: the split is halved by a hash of the command (a command's paraphrases stay in one half), each
+are then the pair that maximises hit@1 while wrong replays stay at or under 3 % and false replays (distinct-text
+negatives) at or under 2 % (a margin under the issue's 3 %: what a floor lets through moves between halves). Honest
+figures: the split is halved by a hash of the command (a command's paraphrases stay in one half), each
 half is fitted and calibrated alone and scored on the other half. The shipped model is fitted on all of dev.
 The verifier band's lower edge is the lowest whose band holds at most 15 % of the queries.
 """
@@ -37,6 +38,9 @@ from _results import machine, write_section  # noqa: E402
 SECTION = "Procedure matching: calibration (NL2Bash dev)"
 MARGINS = (0.005, 0.01, 0.02, 0.05)
 TARGET = 0.03
+# False replays are fitted to 2 %, under the 3 % bound: a floor fitted to 3 % on one half let 3.9 % through on the
+# other.
+FALSE_FIT = 0.02
 BAND_SHARE = 0.15
 L2 = 1.0
 EXACT = ("names the task type", "repeats the description", "contains the description")  # matcher.exact_reason's words
@@ -118,16 +122,17 @@ def rates(sc: list[tuple[list[tuple[str, float]], dict[str, Any]]], floor: float
 
 
 def calibrate(sc: list[tuple[list[tuple[str, float]], dict[str, Any]]]) -> tuple[float, float, dict[str, float]]:
-    """The floor and margin with the best hit@1 whose wrong and false replays both stay at or under 3 %."""
+    """The floor and margin with the best hit@1 whose wrong replays stay at or under 3 % and false ones at or under
+    FALSE_FIT."""
     grid = sorted({round(p, 3) for probs, _ in sc for _, p in probs[:1] if p >= 0.05})
     best: tuple[float, float, dict[str, float]] | None = None
     for margin in MARGINS:
         for floor in grid:
             r = rates(sc, floor, margin)
-            if r["wrong"] <= TARGET and r["false"] <= TARGET and (best is None or r["hit"] > best[2]["hit"]):
+            if r["wrong"] <= TARGET and r["false"] <= FALSE_FIT and (best is None or r["hit"] > best[2]["hit"]):
                 best = (floor, margin, r)
     if best is None:
-        raise SystemExit("no floor keeps wrong and false replays at or under 3 %")
+        raise SystemExit("no floor keeps wrong replays at or under 3 % and false ones at or under 2 %")
     return best
 
 
@@ -224,7 +229,7 @@ def main() -> int:
         "",
         f"Relevance = logistic model over {', '.join(FEATURES)} (sherpa_skills/skills/match/relevance.py); fitted on "
         f"{sum(len(r['cands']) for r in rows)} candidate rows of {n} queries. Floor and margin: the best hit@1 with "
-        "wrong and false replays ≤ 3 % on the data the model was fitted on.",
+        "wrong replays ≤ 3 % and false replays ≤ 2 % on the data the model was fitted on.",
         "",
         "| fitted and calibrated on | scored on | floor | margin | hit@1 | wrong | false replay | false, all |",
         "|---|---|---|---|---|---|---|---|",

@@ -45,7 +45,7 @@ from .relevance import RelevanceModel, default_model, length_feature
 from .similarity import STOP_WORDS, TermIndex, cosines, coverage, words
 from .verifier import Verdict, Verifier
 from .vouch import Evidence, repeated, vouched
-from .wording import key_words, same_wording, wording_key
+from .wording import key_words, same_wording, spoken, verbatim, wording_key
 
 log = structlog.get_logger(__name__)
 
@@ -194,6 +194,10 @@ class _Row:
     reverse: float
 
 
+#: A procedure as the matcher reads it: key terms, literals, description words, index text, key words, words as said.
+_Prepared = tuple[set[str], lit.ProcedureText, list[str], str, frozenset[str], list[str]]
+
+
 def astuple_shallow(row: _Row) -> tuple[Any, ...]:
     return (row.proc, row.share, row.matched, row.agreement, row.semantic, row.exact, row.reverse)
 
@@ -241,9 +245,7 @@ class Matcher:
         self.margin = margin
         self.verify = verify
         self.model = model or default_model()
-        self._texts: dict[
-            tuple[str, int, float], tuple[set[str], lit.ProcedureText, list[str], str, frozenset[str]]
-        ] = {}
+        self._texts: dict[tuple[str, int, float], _Prepared] = {}
         self._procs: dict[str, CapturedProcedure] = {}  # parsed rows, reused while (version, updated) holds
         self._reverse: dict[tuple[Any, ...], tuple[float, dict[str, float]]] = {}  # description words' IDF per index
         self._aliases: tuple[tuple[int, str], list[tuple[AliasRow, frozenset[str], Any]]] | None = None
@@ -390,7 +392,7 @@ class Matcher:
         rows = []
         text_of: dict[str, lit.ProcedureText] = {}
         for proc in procs:
-            own_words, text, described, _, _ = self._text(proc)
+            own_words, text, described, *_ = self._text(proc)
             text_of[proc.id] = text
             share, matched = coverage(weights, own_words)
             agreement = lit.agree(stated, text, given)
@@ -416,12 +418,15 @@ class Matcher:
         # The gap to the best other cosine, among candidates whose literals agree (the ones that could be taken).
         ranked = sorted(((r.semantic or 0.0) for r in rows if not r.agreement.disagreed), reverse=True)
         length = length_feature(len(weights))
+        told = spoken(query)
         candidates = []
         for proc, share, matched, agreement, semantic, exact, reverse in (astuple_shallow(r) for r in rows):
             if not agreement.disagreed and (semantic or 0.0) >= ranked[0]:
                 others = ranked[1] if len(ranked) > 1 else 0.0
             else:
                 others = ranked[0] if ranked else 0.0
+            *_, described_words, described_said = self._text(proc)
+            alike = verbatim(told, described_said)
             features = {
                 "semantic": semantic or 0.0,
                 "terms": share,
@@ -430,6 +435,8 @@ class Matcher:
                 "gap": (semantic or 0.0) - others,
                 "length": length,
                 "unstated": min(lit.unstated(stated, text_of[proc.id], query), 3) / 3,
+                "verbatim": alike,
+                "twin": alike * min(len(said ^ described_words), 3) / 3,
             }
             score = 1.0 if exact else (self.model(features) if semantic is not None else 0.0)
             candidates.append(
@@ -640,7 +647,7 @@ class Matcher:
         total, idf = found
         return sum(v for w, v in idf.items() if w in weights) / total if total > 0 else 0.0
 
-    def _text(self, proc: CapturedProcedure) -> tuple[set[str], lit.ProcedureText, list[str], str, frozenset[str]]:
+    def _text(self, proc: CapturedProcedure) -> _Prepared:
         """A procedure's key terms, literals and description words, prepared once per version."""
         key = (proc.id, proc.version, proc.updated)
         found = self._texts.get(key)
@@ -655,6 +662,7 @@ class Matcher:
                 list(dict.fromkeys(words(proc.description))),
                 describe(proc),
                 key_words(proc.description),
+                spoken(proc.description),
             )
             self._texts[key] = found
         return found

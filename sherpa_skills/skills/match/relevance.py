@@ -10,6 +10,11 @@ The signals (each with an absolute meaning, never normalised by the query's best
 - `length`: log(1 + key terms in the task);
 - `unstated`: literals the description states that the task does not (`literals.unstated`), min(n, 3) / 3 — a near
   twin changes or drops one ("under /tmp" for "under /var") while its meaning stays close.
+- `verbatim`: the longest run of words the task and the description say alike, in order, as a share of the shorter
+  (`wording.verbatim`) — two descriptions written from the same words share a long run, two people describing the
+  same work seldom do;
+- `twin`: `verbatim` times the key words only one of them says, min(n, 3) / 3 — the same words around a changed one
+  ("not newer than" for "newer than", "accessed" for "modified") is what a near twin looks like.
 
 relevance = 1 / (1 + exp(-(bias + Σ weight·(x - mean) / scale))), in [0, 1]. The coefficients, the floor, the
 margin and the ask band's settings are data (`relevance.json` beside this module), fitted on the NL2Bash dev split
@@ -26,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 MODEL_FILE = Path(__file__).with_name("relevance.json")
-FEATURES = ("semantic", "terms", "reverse", "agreed", "gap", "length", "unstated")
+FEATURES = ("semantic", "terms", "reverse", "agreed", "gap", "length", "unstated", "verbatim", "twin")
 SETTINGS = (
     "ask_floor",
     "ask_semantic",

@@ -112,3 +112,24 @@ def wording_key(text: str) -> str:
     """The form answers (aliases, rejections) are keyed by: the sorted key words, else the plain lower-cased text."""
     folded = key_words(text)
     return " ".join(sorted(folded)) if folded else "=" + " ".join(text.lower().split())
+
+
+def spoken(text: str) -> list[str]:
+    """Every word as said, in order (no folding): what `verbatim` compares."""
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def verbatim(a: list[str], b: list[str]) -> float:
+    """The longest run of words two texts say alike, in order, as a share of the shorter text. Two descriptions
+    written from the same words share a long run; two people describing the same work seldom do."""
+    if not a or not b:
+        return 0.0
+    longest, previous = 0, [0] * (len(b) + 1)
+    for word in a:
+        current = [0] * (len(b) + 1)
+        for j, other in enumerate(b, 1):
+            if word == other:
+                current[j] = previous[j - 1] + 1
+                longest = max(longest, current[j])
+        previous = current
+    return longest / min(len(a), len(b))

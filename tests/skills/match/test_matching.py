@@ -198,15 +198,15 @@ class TestDecision:
         assert decision.decision == "no-match" and "no procedures" in (decision.reason or "")
 
 
-# Different jobs whose relevance to a stored procedure lies between half the shipped floor and the floor (0.38–0.48
-# when pinned, against a floor of 0.729): they must never be replayed with default settings (plausible, they may be
+# Different jobs whose relevance to a stored procedure lies between half the shipped floor and the floor (0.41–0.76
+# when pinned, against a floor of 0.785): they must never be replayed with default settings (plausible, they may be
 # asked about). A floor lowered into the ask band (halved, say) would replay them; if a refit moves one out of that
 # band, replace it with another.
 GOLDEN_REFUSALS = [
-    ("db-backup", "compress the postgres dump"),  # 0.48: compress an existing dump, not make one
-    ("db-backup", "dump the postgres database to a plain text file"),  # 0.38: not compressed
-    ("greet", "write a greeting card"),  # 0.43: a card, not a greeting line
-    ("old-logs", "find the biggest files in /var/log that changed recently"),  # 0.41: by size, not by age
+    ("db-backup", "dump the postgres schema to a compressed file"),  # 0.59: the schema only, not the data
+    ("db-backup", "encrypt the compressed postgres dump"),  # 0.47: encrypt an existing dump, not make one
+    ("greet", "write a greeting and sign it"),  # 0.41: a signed greeting
+    ("old-logs", "archive files in /var/log modified more than 60 minutes ago"),  # 0.76: archive them, not list them
 ]
 
 
@@ -218,7 +218,7 @@ class TestGoldenRefusals:
         best = decision.candidates[0]
         assert best.task_type == task_type and "below relevance floor" in (best.reason or ""), best
         # Still inside the band it guards: were it far lower, a lowered floor would refuse it anyway.
-        assert 0.36 <= best.score < 0.70, (
+        assert RELEVANCE_FLOOR / 2 <= best.score < RELEVANCE_FLOOR, (
             f"{task!r} scores {best.score:.3f}: no longer guards the floor, pin another pair"
         )
 
