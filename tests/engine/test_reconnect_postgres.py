@@ -214,7 +214,10 @@ def test_a_run_claimed_elsewhere_while_disconnected_stops_and_resumes_later(post
         row = store.get_run(agent.run_id)
         assert row.status == "running" and row.error is None, "the other process's run: nothing recorded over it"
         assert store.claims.mine == set()
-        holder.close()  # the other process stops
+        # The other process stops. Its lock is let go explicitly: a closed connection's backend releases it a moment
+        # after the client returns, which raced the resume below on a loaded machine.
+        holder.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (0x5348, agent.run_id))
+        holder.close()
         resumed = Agent.resume(store, agent.run_id, workflow.machine, workflow.policy, registry=workflow.registry)
         result = resumed.run()
         assert result.status == "final", result.error
