@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,15 @@ def _drop_lock_connection(url: str) -> None:
         assert pids
         for (pid,) in pids:
             conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        # pg_terminate_backend only signals: wait until the sessions are gone and their locks with them.
+        deadline = time.monotonic() + 10
+        while (
+            conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", ([pid for (pid,) in pids],)
+            ).fetchone()[0]
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.02)
 
 
 def test_a_heartbeat_whose_lock_connection_dropped_stops_when_another_took_the_lock(
@@ -134,8 +144,6 @@ def test_a_heartbeat_whose_lock_connection_dropped_stops_when_another_took_the_l
         # Nobody took it meanwhile: the holder takes it again on a fresh session and goes on.
         assert first.still_holds("first") and not second.acquire("second", 600).acquired
         _drop_lock_connection(postgres_url)
-        import time
-
         deadline = time.monotonic() + 10
         taken = second.acquire("second", 600)
         while not taken.acquired and time.monotonic() < deadline:
