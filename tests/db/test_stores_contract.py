@@ -4,7 +4,6 @@ between the engines (BM25 against ts_rank), so tests compare orders and sets, ne
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -12,52 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _engines import Engine
 
 from sherpa_skills.errors import StoreError, UsageError
-from sherpa_skills.memory import MemoryStore, SharedMemory
-from sherpa_skills.memory.domains import Domains
 from sherpa_skills.sessions._records import CommandRecord
-from sherpa_skills.sessions._store import FileRow, SessionStore
+from sherpa_skills.sessions._store import FileRow
 
 NGINX = "Restart the nginx web server after changing its configuration file"
 DEPLOY = "Run the database migrations before deploying the release"
-
-
-class Engine:
-    """Opens the stores on one backing database; with `home`, as another machine (its own home folder) would."""
-
-    def __init__(self, name: str, root: Path, url: str | None):
-        self.name, self.root, self.url = name, root, url
-        self.opened: list[object] = []
-
-    def home(self, name: str = "a") -> Path:
-        return self.root / name
-
-    def memory_store(self, home: str = "a") -> MemoryStore:
-        store = MemoryStore(home=self.home(home), database=self.url)
-        self.opened.append(store)
-        return store
-
-    def memory(self, home: str = "a") -> SharedMemory:
-        memory = SharedMemory(store=MemoryStore(home=self.home(home), database=self.url))
-        self.opened.append(memory)
-        return memory
-
-    def domains(self, home: str = "a") -> Domains:
-        found = Domains(self.home(home), database=self.url)
-        self.opened.append(found)
-        return found
-
-    def sessions(self, home: str = "a") -> SessionStore:
-        found = SessionStore(self.home(home), database=self.url)
-        self.opened.append(found)
-        return found
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k != "SHERPA_SKILLS_DATABASE"}
-        if self.url:
-            env["SHERPA_SKILLS_DATABASE"] = self.url
-        return env
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -66,8 +27,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.M
     url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
     found = Engine(request.param, tmp_path, url)
     yield found
-    for opened in reversed(found.opened):
-        opened.close()  # type: ignore[attr-defined]
+    found.close()
 
 
 @pytest.fixture
@@ -76,8 +36,7 @@ def pg(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.delenv("SHERPA_SKILLS_DATABASE", raising=False)
     found = Engine("postgresql", tmp_path, request.getfixturevalue("postgres_url"))
     yield found
-    for opened in reversed(found.opened):
-        opened.close()  # type: ignore[attr-defined]
+    found.close()
 
 
 # ---------------------------------------------------------------- shared memory's truth

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _engines import Engine
 
 from sherpa_skills.engine.belief import LogEntry, TrajectoryEntry
 from sherpa_skills.engine.runstore import RunStore, TickRecord
@@ -23,37 +24,16 @@ from sherpa_skills.errors import StoreError
 SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"
 
 
-class Engine:
-    """Opens run stores on one backing store: every `open()` is a new connection, as another process's would be."""
-
-    def __init__(self, name: str, home: Path, url: str | None):
-        self.name, self.home, self.url = name, home, url
-        self.opened: list[RunStore] = []
-
-    def open(self) -> RunStore:
-        store = RunStore(home=self.home, database=self.url)
-        self.opened.append(store)
-        return store
-
-    def env(self) -> dict[str, str]:
-        """The environment a CLI process needs to use the same store."""
-        env = {k: v for k, v in os.environ.items() if k != "SHERPA_SKILLS_DATABASE"}
-        if self.url:
-            env["SHERPA_SKILLS_DATABASE"] = self.url
-        return env
-
-
 @pytest.fixture
 def engine(engine_url: str | None, tmp_path: Path) -> Iterator[Engine]:
-    found = Engine("postgresql" if engine_url else "sqlite", tmp_path / "home", engine_url)
+    found = Engine("postgresql" if engine_url else "sqlite", tmp_path, engine_url)
     yield found
-    for store in found.opened:
-        store.close()
+    found.close()
 
 
 @pytest.fixture
 def store(engine: Engine) -> RunStore:
-    return engine.open()
+    return engine.runs()
 
 
 def _start(store: RunStore, run_id: str = "r1", **inputs: Any) -> None:
@@ -79,7 +59,7 @@ def test_what_a_run_committed_is_read_back_whole_from_another_connection(engine:
     _start(store, topic="billing")
     for tick in range(1, 6):
         _tick(store, "r1", tick)
-    other = engine.open()
+    other = engine.runs()
     row = other.get_run("r1")
     assert (row.status, row.state, row.tick, row.counters, row.inputs) == (
         "running", "s5", 5, {"steps": 5}, {"topic": "billing"},
@@ -159,7 +139,7 @@ def test_an_action_s_result_survives_a_crash_inside_its_tick(engine: Engine, sto
     store.mark_done("r1", 1, 0, {"exit": 0})
     store.mark_started("r1", 1, 1, "llm")
     store.mark_started("r1", 1, 1, "llm")  # marked again (a rerun): one intent, not two
-    other = engine.open()
+    other = engine.runs()
     flight = other.in_flight("r1")
     assert flight is not None and (flight.tick, flight.decision, flight.results) == (
         1,
@@ -207,7 +187,7 @@ def test_hook_state_and_interruption_are_kept_with_the_run(engine: Engine, store
     store.create_run("r1", "w", None, None, {}, "s0", {}, TickRecord(), hooks={"learning": {"match": 1}})
     _tick(store, "r1", 1, hooks={"learning": {"match": 2}})
     assert store.mark_interrupted("r1") is True
-    row = engine.open().get_run("r1")
+    row = engine.runs().get_run("r1")
     assert row.hooks == {"learning": {"match": 2}} and row.status == "interrupted"
     store.commit_tick("r1", TickRecord(), status="final", state="done", tick=2, counters={})
     assert store.mark_interrupted("r1") is False  # a finished run stays finished
@@ -242,7 +222,7 @@ def test_a_run_is_continued_by_one_process_at_a_time(engine: Engine, store: RunS
     """Another process holds the run: this one is refused; once that process is killed, the claim is free."""
     _start(store)
     holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, str(engine.home), "r1"], stdout=subprocess.PIPE, text=True, env=engine.env()
+        [sys.executable, "-c", _HOLD, str(engine.home()), "r1"], stdout=subprocess.PIPE, text=True, env=engine.env()
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
@@ -304,12 +284,12 @@ def test_a_writer_killed_mid_run_loses_no_committed_step_and_resumes(engine: Eng
     side effect lost; only the action the kill interrupted may have run twice."""
     out, workflow = tmp_path / "out.txt", tmp_path / "counter.yaml"
     workflow.write_text(WORKFLOW)
-    cli = [sys.executable, "-m", "sherpa_skills", "--home", str(engine.home)]
+    cli = [sys.executable, "-m", "sherpa_skills", "--home", str(engine.home())]
     proc = subprocess.Popen(
         [*cli, "run", str(workflow), "-i", f"out={out}", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=engine.env(),
     )  # fmt: skip
-    watcher = engine.open()
+    watcher = engine.runs()
 
     def ticks() -> int:
         rows = watcher.list_runs(limit=1)
@@ -345,11 +325,11 @@ transitions:
 def test_resume_of_a_run_another_process_holds_is_refused_and_writes_nothing(engine: Engine, tmp_path: Path) -> None:
     workflow = tmp_path / "wait.yaml"
     workflow.write_text(WAITING)
-    cli = [sys.executable, "-m", "sherpa_skills", "--home", str(engine.home)]
+    cli = [sys.executable, "-m", "sherpa_skills", "--home", str(engine.home())]
     started = subprocess.run([*cli, "run", str(workflow), "--json"], capture_output=True, text=True, env=engine.env())
     run_id = json.loads(started.stdout)["run_id"]
     holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, str(engine.home), run_id], stdout=subprocess.PIPE, text=True, env=engine.env()
+        [sys.executable, "-c", _HOLD, str(engine.home()), run_id], stdout=subprocess.PIPE, text=True, env=engine.env()
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
@@ -357,7 +337,7 @@ def test_resume_of_a_run_another_process_holds_is_refused_and_writes_nothing(eng
             [*cli, "resume", run_id, "--trigger", "answer"], capture_output=True, text=True, env=engine.env()
         )
         assert refused.returncode == 1 and "being continued by another process" in refused.stderr
-        assert engine.open().get_run(run_id).status == "waiting"
+        assert engine.runs().get_run(run_id).status == "waiting"
     finally:
         holder.kill()
         holder.wait(timeout=30)
@@ -376,5 +356,5 @@ def test_the_outbox_is_relayed_once_and_a_run_s_own_as_it_was_emitted(engine: En
     sent: list[dict[str, Any]] = []
     assert store.relay(sent.append, run_id="r1", live=live) == 3
     assert sent[0] == live["o1-0"] and SECRET not in json.dumps(sent[1:]), "stored copies stay redacted"
-    assert engine.open().relay(sent.append, "r") == 3 and store.relay(sent.append) == 0
+    assert engine.runs().relay(sent.append, "r") == 3 and store.relay(sent.append) == 0
     assert [e["id"] for e in sent] == ["o1-0", "o1-1", "o1-2", "o2-0", "o2-1", "o2-2"] and store.unpublished() == []

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _engines import Engine
 
-from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.errors import StoreError, StoreFileError
 from sherpa_skills.skills.decide.examples import Example, add_examples, example_counts, examples_after
 from sherpa_skills.skills.run_removal import must_stay
@@ -24,35 +24,16 @@ from sherpa_skills.skills.store.database import ProcedureDatabase
 from sherpa_skills.skills.store.models import CapturedLearning, CapturedProcedure, Execution, ProcedureStep
 
 
-class Engine:
-    """Opens skill stores on one backing store: every `open()` is a new connection, as another process's would be."""
-
-    def __init__(self, name: str, home: Path, url: str | None):
-        self.name, self.home, self.url = name, home, url
-        self.opened: list[ProcedureDatabase | RunStore] = []
-
-    def open(self) -> ProcedureDatabase:
-        store = ProcedureDatabase(home=self.home, database=self.url)
-        self.opened.append(store)
-        return store
-
-    def runs(self) -> RunStore:
-        store = RunStore(home=self.home, database=self.url)
-        self.opened.append(store)
-        return store
-
-
 @pytest.fixture
 def engine(engine_url: str | None, tmp_path: Path) -> Iterator[Engine]:
-    found = Engine("postgresql" if engine_url else "sqlite", tmp_path / "home", engine_url)
+    found = Engine("postgresql" if engine_url else "sqlite", tmp_path, engine_url)
     yield found
-    for store in found.opened:
-        store.close()
+    found.close()
 
 
 @pytest.fixture
 def store(engine: Engine) -> ProcedureDatabase:
-    return engine.open()
+    return engine.procedures()
 
 
 def procedure(task_type: str = "build-lib", *commands: str, description: str = "") -> CapturedProcedure:
@@ -69,7 +50,7 @@ def execution(p: CapturedProcedure, outcome: str, run_id: str | None = None) -> 
 
 def test_the_engine_is_the_one_asked_for(engine: Engine, store: ProcedureDatabase) -> None:
     assert store.dialect == engine.name
-    assert not (engine.home / "store.db").exists() if engine.url else (engine.home / "store.db").is_file()
+    assert not (engine.home() / "store.db").exists() if engine.url else (engine.home() / "store.db").is_file()
 
 
 def test_the_same_steps_are_one_procedure_credited_again(store: ProcedureDatabase) -> None:
@@ -182,7 +163,7 @@ def test_the_generation_moves_with_what_matching_reads(store: ProcedureDatabase)
 
 
 def test_the_identity_is_fixed_for_the_store(engine: Engine, store: ProcedureDatabase) -> None:
-    assert store.identity() == engine.open().identity() != 0
+    assert store.identity() == engine.procedures().identity() != 0
 
 
 def test_text_search_scores_best_first_within_one(store: ProcedureDatabase) -> None:
@@ -212,17 +193,17 @@ def test_runs_a_procedure_was_captured_from_stay(engine: Engine, store: Procedur
     assert must_stay(runs.conn, ["run-parent", "run-child"], force=True) == {}  # going together
     from sherpa_skills.ui.views import Stores, parent_run
 
-    assert parent_run(Stores(engine.home, runs, store, None), "run-child") == ("run-parent", 1)  # the run page's link
+    assert parent_run(Stores(engine.home(), runs, store, None), "run-child") == ("run-parent", 1)  # the run page's link
 
 
 def test_a_store_migrated_by_a_newer_version_is_refused(engine: Engine, store: ProcedureDatabase) -> None:
     store.conn.execute("INSERT INTO _migrations (component, name) VALUES ('skills', 'm999_from_the_future')")
     with pytest.raises(StoreFileError, match=r"'skills' tables were migrated by a newer sherpa-skills \(m999"):
-        engine.open()
+        engine.procedures()
     env = {k: v for k, v in os.environ.items() if k != "SHERPA_SKILLS_DATABASE"}
     env.update({"SHERPA_SKILLS_DATABASE": engine.url} if engine.url else {})
     done = subprocess.run(
-        [sys.executable, "-m", "sherpa_skills", "learn", "procedures", "--json", "--home", str(engine.home)],
+        [sys.executable, "-m", "sherpa_skills", "learn", "procedures", "--json", "--home", str(engine.home())],
         capture_output=True,
         text=True,
         timeout=60,
