@@ -7,7 +7,6 @@ crash. Each call opens what it needs in its own worker thread (SQLite connection
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -123,25 +122,33 @@ class Bridge:
     def record_outcome(
         self, procedure_id: str, outcome: Literal["success", "failure"], note: str | None = None
     ) -> dict[str, Any]:
+        """The agent's word on how a procedure went when it ran the steps itself: kept as a claim, shown beside the
+        counts, never counted — only replays this store executed and validated (replay_procedure with execute) count,
+        even once a person promoted the procedure, since nothing here saw what the agent ran."""
         from ..redact import redact
-        from ..skills.store.recording import record_execution
 
         skills = self._skills()
         proc = self._procedure(skills, procedure_id)
         if note is not None and len(note) > MAX_TASK_CHARS:
             raise ToolRefused(f"note has {len(note):,} characters, over {MAX_TASK_CHARS:,}")
-        started = time.time()
-        if outcome == "success":
-            execution = record_execution(skills.store, proc, started=started, outcome="success")
-        else:
-            reason = redact(note or f"reported as failed by agent {self.agent}")
-            execution = record_execution(skills.store, proc, started=started, outcome="error", error=reason)
-        after = skills.store.get(proc.id)
+        after = skills.store.add_claim(
+            proc.id,
+            "agent",
+            f"agent:{self.agent}",
+            successes=int(outcome == "success"),
+            failures=int(outcome != "success"),
+            note=redact(note) if note else None,
+        )
         return {
             "procedure_id": proc.id,
-            "recorded": execution.outcome,
+            "recorded": "claim",
+            "outcome": outcome,
+            "counted": False,
             "confidence": round(after.confidence, 3),
             "health": skills.store.health(proc.id).status,
+            "claimed": {"successes": after.claimed_successes, "failures": after.claimed_failures},
+            "why": "an agent's report is kept and shown, never counted: replay_procedure(execute=true) runs the steps "
+            "under this store's checks, and those runs count",
         }
 
     def capture_procedure(self, task: str, steps: list[str], description: str | None = None) -> dict[str, Any]:
@@ -151,9 +158,13 @@ class Bridge:
         for i, step in enumerate(steps, 1):
             _task(step, f"steps[{i}]")
         skills = self._skills()
-        try:
+        try:  # the agent's word that they worked is a claim: the steps wait for a person's review
             result = skills.capture(
-                _task_type(task), list(steps), description=description or task, tags=[f"agent:{self.agent}"]
+                _task_type(task),
+                list(steps),
+                description=description or task,
+                tags=[f"agent:{self.agent}"],
+                claimed_by=f"agent:{self.agent}",
             )
         except SherpaError as exc:
             raise ToolRefused(f"not captured: {exc}") from None
@@ -162,14 +173,14 @@ class Bridge:
         if result.outcome in ("rejected", "error") or result.procedure is None:
             raise ToolRefused(f"not captured: {result.reason}")
         proc = result.procedure
-        if result.outcome == "captured" and proc.version == 1 and proc.status == "active":
-            skills.store.set_status(proc.id, "candidate")  # what an agent captures waits for review
         return {
             "outcome": result.outcome,
             "procedure_id": proc.id,
-            "status": skills.store.get(proc.id).status,
+            "status": proc.status,
             "secrets_to_env": result.secrets_to_env,
-            "review": "`sherpa-skills learn candidates` lists it; `learn promote ID` makes it replayable",
+            "review": "`sherpa-skills learn candidates` lists it; `learn promote ID` makes it replayable"
+            if proc.status == "candidate"
+            else "the same steps are stored already: your capture is kept as a claim, not counted",
         }
 
     # ------------------------------------------------------------------ tools, learnings, memory

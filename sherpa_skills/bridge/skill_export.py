@@ -4,8 +4,14 @@ Each healthy shell procedure becomes `DIR/NAME/SKILL.md` (what it does and when 
 environment variables, how to replay it, a dry run first), `scripts/replay.sh` (which calls `sherpa-skills learn
 replay --procedure ID`, never the raw commands, so quoting, checks and the dry run still apply) and
 `assets/procedure.json` (the procedure itself, so importing it back loses nothing). Trajectory procedures belong to
-their workflow and are not exported. On import, our folders come back as procedures; hand-written skills, whose
-steps are their fenced shell blocks, arrive as candidates for review (`learn candidates`).
+their workflow and are not exported.
+
+An import brings steps this store never saw run, so every imported skill arrives as a candidate for review (`learn
+candidates`; `learn promote ID` makes it replayable): ours with the counts their procedure.json carries kept as claims
+(shown, never counted), hand-written ones with their fenced shell blocks as steps. An imported skill is what
+its SKILL.md shows: our procedure.json is taken only when its steps (and conditions) are the ones SKILL.md's blocks
+show, compared step by step after the redaction the export applies; a procedure.json that differs is refused, naming
+the file, the line and the step.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..redact import redact
-from .skill_format import DESCRIPTION_MAX, read_skill, shell_blocks, skill_name
+from .skill_format import DESCRIPTION_MAX, block_under, bullets_under, read_skill, shell_blocks, skill_name
 
 if TYPE_CHECKING:
     from ..skills.store.database import ProcedureDatabase
@@ -41,7 +47,6 @@ class SkillsExport:
 @dataclass
 class SkillsImport:
     directory: str
-    procedures: list[str] = field(default_factory=list)
     candidates: list[str] = field(default_factory=list)
     known: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -50,7 +55,6 @@ class SkillsImport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "directory": self.directory,
-            "procedures": self.procedures,
             "candidates": self.candidates,
             "known": self.known,
             "problems": self.problems,
@@ -205,8 +209,46 @@ def _skill_folders(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.glob("*/SKILL.md"))
 
 
+def _short(text: str, limit: int = 80) -> str:
+    one = " ⏎ ".join(text.splitlines()) or "nothing"
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def shown_differently(proc: CapturedProcedure, skill_md: Path, asset: Path) -> str | None:
+    """Why `asset`'s procedure is not the one its SKILL.md shows (a step, a condition), or None when it is: each step
+    against the `## Steps` block's lines, and the conditions against their bullets, after the export's redaction."""
+    text = skill_md.read_text(encoding="utf-8")
+    shown = block_under(text, "Steps")
+    if shown is None:
+        return f"{skill_md}:1: no `## Steps` block: only the steps a SKILL.md shows are imported"
+    lines, first = shown
+    at = 0
+    for number, step in enumerate(proc.steps, 1):
+        want = [redact(line) for line in step.command.split("\n")]
+        got = lines[at : at + len(want)]
+        if [redact(line) for line in got] != want:
+            return (
+                f"{skill_md}:{first + at}: step {number} of {asset} is `{_short(step.command)}` but SKILL.md shows "
+                f"`{_short(chr(10).join(got))}`: refused, a procedure.json must hold the steps its SKILL.md shows"
+            )
+        at += len(want)
+    if at < len(lines):
+        return (
+            f"{skill_md}:{first + at}: SKILL.md shows `{_short(lines[at])}` after the {len(proc.steps)} step(s) of "
+            f"{asset}: refused, a procedure.json must hold the steps its SKILL.md shows"
+        )
+    for title, checks in (("Preconditions", proc.preconditions), ("Postconditions", proc.postconditions)):
+        if [redact(c) for c in bullets_under(text, title)] != [redact(c) for c in checks]:
+            return (
+                f"{skill_md}:1: the {title.lower()} of {asset} ({_short('; '.join(checks))}) are not the ones "
+                f"SKILL.md shows: refused, they run as shell checks"
+            )
+    return None
+
+
 def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImport:
-    """Read skill folders (`directory` itself, or its sub-folders): ours as procedures, others as candidates."""
+    """Read skill folders (`directory` itself, or its sub-folders), every one as a candidate for review: ours with
+    their counts kept as claims, once their procedure.json is what SKILL.md shows; others from their shell blocks."""
     from pydantic import ValidationError
 
     from ..errors import UsageError
@@ -228,12 +270,21 @@ def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImpo
             result.problems += skill.problems
             continue
         asset = folder / "assets" / "procedure.json"
+        claimed = (0, 0)
         if PROCEDURE_KEY in skill.metadata and asset.is_file():
             try:
                 proc = CapturedProcedure.model_validate(json.loads(asset.read_text(encoding="utf-8")))
             except (ValueError, ValidationError) as exc:
                 result.problems.append(f"{asset}:1: not a procedure: {str(exc).splitlines()[0]}")
                 continue
+            forged = shown_differently(proc, folder / "SKILL.md", asset)
+            if forged:
+                result.problems.append(forged)
+                continue
+            claimed = (
+                proc.success_count + proc.claimed_successes,
+                proc.failure_count + proc.claimed_failures,
+            )
         else:
             commands = shell_blocks(skill.body)
             if not commands:
@@ -258,9 +309,16 @@ def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImpo
         if known is not None:
             result.known.append(known.id)
             continue
-        stored = store.add_procedure(proc)
+        stored, _ = store.add_candidate(
+            proc,
+            "import",
+            f"import:{folder}",
+            successes=claimed[0],
+            failures=claimed[1],
+            note=f"imported from {folder}",
+        )
         fresh.append(stored)
-        (result.procedures if stored.status == "active" else result.candidates).append(stored.id)
+        result.candidates.append(stored.id)
     if fresh:
         result.index_warning = Matcher(store).index_many(fresh)
     return result

@@ -150,6 +150,30 @@ def validate_skill(folder: str | Path) -> list[str]:
     return read_skill(folder).problems
 
 
+def block_under(text: str, heading: str) -> tuple[list[str], int] | None:
+    """The lines of the first fenced block under `## heading` in a SKILL.md's text, and the file line its first line
+    is on; None when the section or its block is missing."""
+    section = re.search(rf"^##[ \t]+{re.escape(heading)}[ \t]*$", text, re.M)
+    if section is None:
+        return None
+    nxt = re.search(r"^##[ \t]", text[section.end() :], re.M)
+    end = section.end() + nxt.start() if nxt else len(text)
+    fence = _FENCE.search(text, section.end(), end)
+    if fence is None:
+        return None
+    return fence.group(3).splitlines(), text.count("\n", 0, fence.start(3)) + 1
+
+
+def bullets_under(text: str, heading: str) -> list[str]:
+    """The inline-code bullets (`` - `check` ``) of the section `## heading`: how a skill shows its conditions."""
+    section = re.search(rf"^##[ \t]+{re.escape(heading)}[ \t]*$", text, re.M)
+    if section is None:
+        return []
+    nxt = re.search(r"^##[ \t]", text[section.end() :], re.M)
+    body = text[section.end() : section.end() + nxt.start() if nxt else len(text)]
+    return [m.group(1) for m in re.finditer(r"^- `(.*)`[ \t]*$", body, re.M)]
+
+
 def shell_blocks(body: str) -> list[str]:
     """The commands of the body's fenced shell blocks: one per line, `\\` continuations joined, a `$ ` prompt dropped,
     blank and comment lines skipped."""

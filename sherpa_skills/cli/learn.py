@@ -205,10 +205,22 @@ def cmd_show(args: argparse.Namespace) -> int:
         arg_text = f" {json.dumps(d.args)}" if d.args else ""
         checks = "".join(f", check {c.action} {json.dumps(c.features)}" for c in d.checks if c.features is not None)
         console.print(f"  {i}. in {d.state}: {d.trigger}{arg_text}  [dim]({d.decided_by}{checks})[/]")
+    legacy = (
+        f" ({p.legacy_successes} and {p.legacy_failures} from before counts kept their source)"
+        if p.legacy_successes or p.legacy_failures
+        else ""
+    )
     console.print(
         f"versions: {', '.join(str(v['version']) for v in data['versions'])}; "
-        f"successes {p.success_count}, failures {p.failure_count}; source {p.source}"
+        f"successes {p.success_count}, failures {p.failure_count}{legacy}; source {p.source}"
+        + (f"; status {p.status}" if p.status != "active" else "")
     )
+    from rich.markup import escape
+
+    for c in data["claims"]:  # an agent wrote these words: shown as text, never as markup
+        said = f"{c['successes']} success(es)" if c["successes"] else f"{c['failures']} failure(s)"
+        note = f": {escape(c['note'])}" if c["note"] else ""
+        console.print(f"claim by {escape(c['claimed_by'])} ({c['source']}): {said}, not counted{note}")
     for m in data["promotions"]:
         console.print(
             f"promoted by {m['promoted_by']} on {_when(m['promoted_at'])} (v{m['version']}, was {m['health_before']}"
@@ -773,8 +785,8 @@ def _import_skills(args: argparse.Namespace, store: Any) -> int:
     else:
         console = _console()
         console.print(
-            f"imported {len(result.procedures)} procedures and {len(result.candidates)} candidates for review "
-            f"(`learn candidates`); {len(result.known)} already known"
+            f"imported {len(result.candidates)} skills as candidates for review (`learn candidates`; `learn promote "
+            f"ID` makes one replayable); {len(result.known)} already known"
         )
         for problem in result.problems:
             _console(stderr=True).print(f"  {problem}")
@@ -820,7 +832,16 @@ def cmd_import(args: argparse.Namespace) -> int:
         if exists:
             skipped += 1
             continue
-        fresh.append(store.add_procedure(proc))
+        # A file's counts are its author's word: kept as a claim, never counted; the steps wait for review.
+        stored, _ = store.add_candidate(
+            proc,
+            "import",
+            f"import:{Path(args.file).name}",
+            successes=proc.success_count + proc.claimed_successes,
+            failures=proc.failure_count + proc.claimed_failures,
+            note=f"imported from {args.file}",
+        )
+        fresh.append(stored)
         added += 1
     for raw in data.get("learnings") or []:
         try:
@@ -837,6 +858,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     FailureFinder(store).sync()  # imported learnings are found by meaning on the next plan
     summary = {
         "added": added,
+        "candidates": [p.id for p in fresh if p.status == "candidate"],
         "skipped": skipped,
         "problems": problems,
         "indexed": 0 if warning else len(fresh),
@@ -846,8 +868,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         _print_json(summary)
     else:
         _console().print(
-            f"imported {added} procedures, skipped {skipped} already known"
-            + (f"; {len(problems)} invalid" if problems else "")
+            f"imported {added} procedures as candidates for review (`learn candidates`; `learn promote ID` makes one "
+            f"replayable), skipped {skipped} already known" + (f"; {len(problems)} invalid" if problems else "")
         )
         if warning:
             _console(stderr=True).print(f"procedure index not updated: {warning} (run `sherpa-skills learn reindex`)")
@@ -913,7 +935,11 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--task-type")
     p.add_argument("--cwd", help="where the steps run (default: here)")
     p.add_argument(
-        "--min-confidence", type=float, default=0.8, help="replay threshold on confidence (default 0.8; 0 accepts any)"
+        "--min-confidence",
+        type=float,
+        default=None,
+        help="a floor on confidence of your own (0 accepts any); unset, the replay rule decides: 0.8 until a person "
+        "promotes the procedure, then its health alone (`learn health --help`)",
     )
     p.add_argument(
         "--verify",
@@ -936,7 +962,11 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("id", metavar="ALIAS_ID")
     p.add_argument("--json", action="store_true")
 
+    from ..skills.store.scoring import RULE
+
     p = add("health", cmd_health, "rolling success rate and status of every procedure")
+    p.epilog = RULE
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--degraded-only", action="store_true")
     p.add_argument("--json", action="store_true")
 

@@ -1,4 +1,5 @@
-"""`learn candidates` and `learn reject`: the review queue of procedures mined from sessions."""
+"""`learn candidates` and `learn reject`: the review queue — procedures mined from sessions, captured by an agent,
+or imported — none of which runs until a person promotes it."""
 
 from __future__ import annotations
 
@@ -12,17 +13,25 @@ from .console import print_json as _print_json
 
 
 def candidate_summary(p: Any) -> dict[str, Any]:
-    """What a person needs to decide: the steps, what varies (with examples), how often and where it was seen."""
+    """What a person needs to decide: every command that would run (steps and conditions, where), what varies (with
+    examples), how often and where it was seen, and what others claim about it (shown, never counted)."""
     mined = p.context.get("mined") or {}
     return {
         "id": p.id,
         "task_type": p.task_type,
         "description": p.description,
+        "source": p.source,
+        "tags": p.tags,
         "steps": [s.command for s in p.steps],
+        "cwd": sorted({s.cwd for s in p.steps if s.cwd}),
+        "preconditions": p.preconditions,
+        "postconditions": p.postconditions,
         "parameters": mined.get("parameters", {}),
-        "support": mined.get("support", p.success_count),
+        "support": mined.get("support", 0),
         "sessions": len(mined.get("sessions", [])),
         "successes": p.success_count,
+        "claimed_successes": p.claimed_successes,
+        "claimed_failures": p.claimed_failures,
         "long_running_steps": mined.get("long_running_steps", []),
         "project_dir": mined.get("project_dir"),
         "updated": p.updated,
@@ -48,13 +57,22 @@ def cmd_candidates(args: argparse.Namespace) -> int:
         console.print("no candidates to review: mined routines appear here once they recur in two sessions or days")
         return EXIT_OK
     for r in rows:
-        console.print(
-            f"[bold]{r['id']}[/]  {r['task_type']}  [dim]seen {r['support']}× in {r['sessions']} session(s)"
-            f"{', ' + str(r['successes']) + ' recorded successes' if r['successes'] else ''}[/]"
-        )
+        seen = [f"seen {r['support']}× in {r['sessions']} session(s)"] if r["support"] else []
+        if r["successes"]:
+            seen.append(f"{r['successes']} success(es) captured here")
+        if r["claimed_successes"] or r["claimed_failures"]:
+            seen.append(f"claimed {r['claimed_successes']} ok / {r['claimed_failures']} failed, not counted")
+        who = ", ".join(t for t in r["tags"] if t.startswith("agent:")) or r["source"]
+        console.print(f"[bold]{r['id']}[/]  {r['task_type']}  [dim]from {who}; {'; '.join(seen) or 'no evidence'}[/]")
+        for check in r["preconditions"]:
+            console.print(f"    before: {escape(check)}")
         for i, step in enumerate(r["steps"]):
             mark = "  [yellow](long-running: not replayed blindly)[/]" if i in r["long_running_steps"] else ""
             console.print(f"    {i + 1}. {escape(step)}{mark}")
+        for check in r["postconditions"]:
+            console.print(f"    after: {escape(check)}")
+        for folder in r["cwd"]:
+            console.print(f"    runs in: {escape(folder)}")
         for name, examples in r["parameters"].items():
             console.print(f"    [cyan]{{{{ {name} }}}}[/] e.g. " + escape(", ".join(repr(e) for e in examples[:3])))
     console.print(
@@ -84,7 +102,11 @@ def cmd_reject(args: argparse.Namespace) -> int:
 def add_review_commands(
     add: Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser],
 ) -> None:
-    p = add("candidates", cmd_candidates, "mined routines waiting for review: steps, parameters with examples, support")
+    p = add(
+        "candidates",
+        cmd_candidates,
+        "procedures waiting for review (mined, an agent's, imported): every command, parameters, support, claims",
+    )
     p.add_argument("--task-type")
     p.add_argument("--json", action="store_true")
 

@@ -96,7 +96,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     if mined is not None:
         out.print(
             f"mined: {mined['new_candidates']} new candidate procedures, {mined['known']} known procedures seen again, "
-            f"{mined['promoted']} promoted, {mined['learnings']} failures learned (`sherpa-skills "
+            f"{mined['learnings']} failures learned (`sherpa-skills "
             "learn procedures --all`)"
         )
     elif summary.commands and not args.no_mine:

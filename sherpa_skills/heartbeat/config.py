@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import WorkflowError
 from ..yaml_source import load_yaml_file
@@ -27,11 +28,18 @@ class MiningConfig(_Strict):
     gap_secs: float = Field(default=900.0, description="a pause longer than this ends a run of commands")
     min_steps: int = Field(default=2, ge=1)
     max_steps: int = Field(default=8, ge=2)
-    promote_after: int = Field(
-        default=3, ge=1, description="recorded successes that promote a mined candidate to active"
-    )
     min_support: int = Field(default=2, ge=2, description="separate sessions or days a routine must recur in")
     history: int = Field(default=50_000, ge=1, description="how many recent commands routines are looked for in")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_auto_promotion(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "promote_after" in data:  # said plainly, not as "extra inputs not permitted"
+            raise ValueError(
+                "promote_after is gone: what session logs show is a claim, never evidence, so mined candidates wait "
+                "for a person's `learn promote ID`; remove the key"
+            )
+        return data
 
 
 class RetentionConfig(_Strict):

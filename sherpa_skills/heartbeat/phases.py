@@ -92,7 +92,7 @@ def extract(home: Path, config: HomeConfig, state: HeartbeatState, extra_paths: 
 
 def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> PhaseResult:
     """Mine the commands between the watermark and what extract saw:
-    candidates, known procedures' successes, learnings."""
+    candidates, known procedures' claimed successes, learnings."""
     _start("crystallise")
     start, end = int(extracted["watermark"]), int(extracted["new_watermark"])
     if end <= start:
@@ -104,8 +104,6 @@ def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> Ph
         alerts.append(
             f"{result.new_candidates} new candidate procedure(s) to review ({shown}): `sherpa-skills learn candidates`"
         )
-    if result.promoted:
-        alerts.append(f"{result.promoted} candidate(s) promoted after {config.mining.promote_after} successes")
     return PhaseResult(
         "ok",
         f"mined {result.commands} commands: {result.new_candidates} new candidates, "
@@ -132,7 +130,7 @@ def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> Any:
     return mine(
         new,
         skill_store(home),
-        MiningOptions(m.gap_secs, m.min_steps, m.max_steps, m.promote_after, m.min_support),
+        MiningOptions(m.gap_secs, m.min_steps, m.max_steps, m.min_support),
         history=history,
     )
 

@@ -222,8 +222,11 @@ class SkillStore:
         preconditions: list[str] | None = None,
         postconditions: list[str] | None = None,
         procedure_id: str | None = None,
+        claimed_by: str | None = None,
     ) -> CaptureResult:
-        """Keep steps that worked, as given (none dropped; one step is enough); a literal secret becomes an env var."""
+        """Keep steps that worked, as given (none dropped; one step is enough); a literal secret becomes an env var.
+        Your capture counts as one success of the procedure. `claimed_by` names someone else who says they worked
+        (an agent): the steps are kept as a candidate for review with that claim, and count for nothing."""
         from ..errors import UsageError
 
         if not steps:
@@ -239,6 +242,8 @@ class SkillStore:
         }
         if procedure_id:
             inputs["procedure_id"] = self.store.get(procedure_id).id
+        if claimed_by:
+            inputs["claimed_by"] = claimed_by
         return self._capture(inputs)
 
     def _capture(self, inputs: dict[str, Any]) -> CaptureResult:

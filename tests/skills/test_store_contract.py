@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _engines import Engine
@@ -220,6 +221,7 @@ def test_a_store_migrated_by_a_newer_version_is_refused(engine: Engine, store: P
 _MACHINE = """
 import json, sys, time
 from pathlib import Path
+from typing import Any
 from sherpa_skills.skills.store.answers import Answers
 from sherpa_skills.skills.store.database import ProcedureDatabase
 from sherpa_skills.skills.store.models import CapturedLearning, CapturedProcedure, Execution, ProcedureStep
@@ -366,3 +368,91 @@ def test_a_procedure_captured_in_one_home_is_matched_from_another(
     assert done.returncode == 0, done.stderr[-2000:]
     payload = json.loads(done.stdout)
     assert payload["status"] == "dry-run" and payload["procedure_id"] == rotate.id
+
+
+# ---------------------------------------------------------------- evidence has a source
+
+
+def test_a_candidates_claims_are_kept_and_never_counted(store: ProcedureDatabase) -> None:
+    """What an agent, a log or an import says arrives as a candidate: its numbers are claims, confidence stays 0, and
+    the same steps claimed again add a claim, never a success — to a candidate or to an active procedure."""
+    forged = procedure("deploy", "make deploy").model_copy(update={"success_count": 50, "status": "active"})
+    cand, inserted = store.add_candidate(forged, "import", "import:skills", successes=50, note="from a file")
+    assert inserted and cand.status == "candidate" and not cand.promoted
+    assert (cand.success_count, cand.failure_count, cand.confidence) == (0, 0, 0.0)
+    assert (cand.claimed_successes, cand.claimed_failures) == (50, 0)
+    again, inserted_again = store.add_candidate(procedure("deploy", "make deploy"), "agent", "agent:bot", successes=1)
+    assert not inserted_again and again.id == cand.id and again.success_count == 0 and again.claimed_successes == 51
+    claims = store.claims(cand.id)
+    assert [(c.source, c.claimed_by, c.successes) for c in claims] == [
+        ("agent", "agent:bot", 1),
+        ("import", "import:skills", 50),
+    ]
+    active, _ = store.insert_or_credit(procedure("build", "make"))
+    after = store.add_claim(active.id, "agent", "agent:bot", successes=3, note="it worked for me")
+    assert (after.success_count, after.claimed_successes, after.confidence) == (1, 3, active.confidence)
+
+
+def test_a_promotion_marks_the_version_and_a_new_version_is_not_promoted(store: ProcedureDatabase) -> None:
+    p, _ = store.insert_or_credit(procedure("build", "make"))
+    promoted = store.promote(p.id, by="alice")
+    assert promoted.promoted and promoted.success_count == 2
+    relearned = store.add_version(p.id, [ProcedureStep(command="make all")])
+    assert not relearned.promoted and relearned.version == 2 and relearned.claimed_successes == 0
+    assert store.get(p.id, 1).promoted is False  # an older version reads as history
+
+
+def test_an_upgraded_home_keeps_replaying_what_it_replayed_as_legacy_evidence(engine: Engine) -> None:
+    """A store made before counts kept their source: its active procedures keep their counts, marked legacy, and
+    replay as before; a candidate's counts become claims; a promoted version stays promoted."""
+    from sherpa_skills.skills.store.database import MIGRATIONS
+    from sherpa_skills.skills.store.scoring import replay_refusal
+
+    older = MIGRATIONS[: [m.__name__ for m in MIGRATIONS].index("m010_evidence_sources")]
+    if engine.url:
+        from sherpa_skills.db.migrations import connect_migrated
+
+        conn: Any = connect_migrated(engine.url, "skills", older)
+    else:
+        from sherpa_skills.sqlite_db import connect, migrate
+
+        engine.home().mkdir(parents=True, exist_ok=True)
+        conn = connect(engine.home() / "store.db")
+        migrate(conn, "skills", older)
+    now = time.time()
+    rows = [("old-active", "active", 6, 1), ("old-mined", "candidate", 4, 0), ("old-promoted", "active", 2, 0)]
+    for pid, status, s, f in rows:
+        steps = json.dumps([{"command": f"echo {pid}"}])
+        conn.execute(
+            "INSERT INTO procedures (id, task_type, description, source, tags, version, status, needs_relearning,"
+            " success_count, failure_count, signature, steps, preconditions, postconditions, context, planned_tokens,"
+            " planned_llm_calls, created, updated, kind, decisions) VALUES (?, ?, '', 'manual', '[]', 1, ?, 0, ?, ?,"
+            " ?, ?, '[]', '[]', '{}', 0, 0, ?, ?, 'shell', '[]')",
+            (pid, pid, status, s, f, pid, steps, now, now),
+        )
+        conn.execute(
+            "INSERT INTO procedure_versions (procedure_id, version, signature, steps, preconditions, postconditions,"
+            " context, source, planned_tokens, planned_llm_calls, success_count, failure_count, created, decisions)"
+            " VALUES (?, 1, ?, ?, '[]', '[]', '{}', 'manual', 0, 0, ?, ?, ?, '[]')",
+            (pid, pid, steps, s, f, now),
+        )
+    conn.execute(
+        "INSERT INTO promotions (procedure_id, version, promoted_at, promoted_by, after_execution, status_before,"
+        " health_before, success_before, failure_before, executions_before) VALUES"
+        " ('old-promoted', 1, ?, 'alice', 0, 'active', 'new', 1, 0, 0)",
+        (now,),
+    )
+    if not engine.url:
+        conn.commit()
+    conn.close()
+
+    store = engine.procedures()
+    active, mined, promoted = (store.get(pid) for pid, *_ in rows)
+    assert (active.success_count, active.failure_count, active.legacy_successes, active.legacy_failures) == (6, 1, 6, 1)
+    assert replay_refusal(active, store.health(active.id)) is None  # replayed before (6 / 7.4 = 0.81), replays now
+    assert (mined.status, mined.success_count, mined.claimed_successes, mined.confidence) == ("candidate", 0, 4, 0.0)
+    assert store.versions(mined.id)[0]["success_count"] == 0
+    assert "candidate" in (replay_refusal(mined, store.health(mined.id)) or "")
+    assert promoted.promoted and not active.promoted and replay_refusal(promoted, store.health(promoted.id)) is None
+    fresh, _ = store.insert_or_credit(procedure("build", "make"))
+    assert fresh.legacy_successes == 0  # what this store counts from now on is its own

@@ -257,7 +257,12 @@ def capture_dedupe(args: NoArgs, ctx: ActionContext) -> ActionResult:
     existing = store.find_by_signature(step_signature(steps), ctx.view.get("task_type"))
     if existing is None:
         return ActionResult(outputs={"duplicate_of": None}, context={"duplicate_of": None})
-    updated = store.record_success(existing.id)
+    claimed_by = ctx.view.get("claimed_by")
+    updated = (
+        store.add_claim(existing.id, "agent", claimed_by, successes=1)  # an agent's word, kept, not counted
+        if claimed_by
+        else store.record_success(existing.id)
+    )
     return ActionResult(
         outputs={"duplicate_of": existing.id},
         context={"duplicate_of": existing.id, "procedure": updated.model_dump(mode="json")},
@@ -278,24 +283,28 @@ def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
     task_type = view.get("task_type")
     if not relearn and not task_type:
         raise UsageError("capture needs a task type")
-    proc, new = credit_or_new_version(
-        store,
-        CapturedProcedure(
-            id="",
-            task_type=task_type or "",
-            description=view.get("description") or "",
-            steps=steps,
-            tags=list(view.get("tags") or []),
-            preconditions=list(view.get("preconditions") or []),
-            postconditions=list(view.get("postconditions") or []),
-            # a new version says only where it came from; a new procedure may say more (mined, imported)
-            source=(None if relearn else view.get("source")) or ("run" if view.get("run_id") else "manual"),
-            success_count=1,
-            status=view.get("status") or "active",
-            context={"captured_from_run": view.get("run_id")} if view.get("run_id") else {},
-            **common,
-        ),
-        relearn,
+    claimed_by = view.get("claimed_by")
+    if claimed_by and relearn:
+        raise UsageError("a claimed capture (an agent's) cannot re-learn a procedure: only this store's runs do")
+    captured = CapturedProcedure(
+        id="",
+        task_type=task_type or "",
+        description=view.get("description") or "",
+        steps=steps,
+        tags=list(view.get("tags") or []),
+        preconditions=list(view.get("preconditions") or []),
+        postconditions=list(view.get("postconditions") or []),
+        # a new version says only where it came from; a new procedure may say more (mined, imported)
+        source=(None if relearn else view.get("source")) or ("run" if view.get("run_id") else "manual"),
+        success_count=1,
+        status=view.get("status") or "active",
+        context={"captured_from_run": view.get("run_id")} if view.get("run_id") else {},
+        **common,
+    )
+    proc, new = (
+        store.add_candidate(captured, "agent", claimed_by, successes=1)
+        if claimed_by
+        else credit_or_new_version(store, captured, relearn)
     )
     if not new:  # another capture stored the same steps between our duplicate check and this insert
         return ActionResult(

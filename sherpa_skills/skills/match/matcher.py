@@ -38,7 +38,7 @@ from ...errors import ModelFileError
 from ..store.answers import AliasRow, Answer, Answers
 from ..store.database import ProcedureDatabase
 from ..store.models import CapturedProcedure
-from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
+from ..store.scoring import replay_refusal
 from . import literals as lit
 from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest, index_text
 from .relevance import RelevanceModel, default_model, length_feature
@@ -121,7 +121,7 @@ class MatchDecision(BaseModel):
     reason: str | None = None
     floor: float = RELEVANCE_FLOOR
     margin: float = MARGIN
-    min_confidence: float = REPLAY_THRESHOLD
+    min_confidence: float | None = None  # the caller's floor; None: the replay rule's own (skills/store/scoring.py)
     mode: Literal["semantic", "lexical"] = "semantic"
     degraded: str | None = None
     verification: Verdict | None = Field(
@@ -342,10 +342,11 @@ class Matcher:
         """Decide which procedure the task is about: `match` with the selected one and its parameters, or `no-match`.
 
         `params` are values the caller already gives (they win over values read from the task);
-        `min_confidence` defaults to the replay threshold; `limit` bounds the candidates listed;
+        `min_confidence` is the caller's floor on confidence (None: the replay rule's); `limit` bounds the candidates
+        listed;
         `verify` (else the matcher's own) is asked about a best candidate in the borderline band.
         """
-        threshold = REPLAY_THRESHOLD if min_confidence is None else float(min_confidence)
+        threshold = None if min_confidence is None else float(min_confidence)
         base = {
             "query": query,
             "task_type": task_type,
@@ -672,7 +673,7 @@ class Matcher:
         base: dict[str, Any],
         candidates: list[MatchCandidate],
         given: dict[str, Any],
-        threshold: float,
+        threshold: float | None,
         check_health: bool,
         mode: Literal["semantic", "lexical"],
         degraded: str | None,
@@ -778,7 +779,7 @@ class Matcher:
         second = (by_meaning[1].semantic or 0.0) if len(by_meaning) > 1 else 0.0
         return top >= self.model.ask_semantic and top - second >= self.model.ask_gap
 
-    def _refusal(self, c: MatchCandidate, threshold: float, check_health: bool) -> str | None:
+    def _refusal(self, c: MatchCandidate, threshold: float | None, check_health: bool) -> str | None:
         """Why this candidate cannot be replayed (confidence, health, status), or None."""
         proc = self._procs.get(c.procedure_id) or self.store.get(c.procedure_id)
         health = self.store.health(proc.id) if check_health else None

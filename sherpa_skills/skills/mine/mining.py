@@ -1,12 +1,12 @@
-"""Mining session logs: routines people repeat become candidate procedures, known procedures gain successes,
-failures become learnings.
+"""Mining session logs: routines people repeat become candidate procedures, known procedures seen again gain claimed
+successes (shown, not counted), failures become learnings.
 
 Candidates come from `recurring.find`: command sequences that recur in separate sessions or days, with what varies
 between the occurrences turned into `{{ parameters }}` (their observed values kept as examples). A candidate waits
 in the review queue (`learn candidates`) until a person promotes or rejects it (a rejected one is never proposed
-again), or until it has been seen succeeding `promote_after` times in sessions that record outcomes — a shell
-history records none, so its routines always wait for review. Known procedures are found in new commands with one
-Aho-Corasick pass over their step shapes, then checked step by step against their templates.
+again): what logs show is a claim, never this store's evidence, so no number of sightings makes it replayable.
+Known procedures are found in new commands with one Aho-Corasick pass over their step shapes, then checked step by
+step against their templates.
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ class MiningOptions:
     gap_secs: float = 900.0
     min_steps: int = 2
     max_steps: int = 8
-    promote_after: int = 3
     min_support: int = 2
 
 
@@ -66,7 +65,6 @@ class MiningResult:
     new_candidates: int = 0
     updated_candidates: int = 0
     rejected_again: int = 0
-    promoted: int = 0
     learnings: int = 0
     not_failures: int = 0
     procedure_ids: list[str] = field(default_factory=list)
@@ -153,16 +151,16 @@ def mine(
     history: Sequence[Any] | None = None,
 ) -> MiningResult:
     """`commands` are new since the last mining: their failures become learnings and the known procedures in them gain
-    successes. Routines are looked for in `history` (the recent commands, these included; default: these alone)."""
+    claimed successes (the logs' word, not this store's evidence). Routines are looked for in `history` (the recent
+    commands, these included; default: these alone)."""
     options = options or MiningOptions()
     result = MiningResult(commands=len(commands))
     _learn_failures(commands, store, result)
     known = known or KnownProcedures(store)
     for run in clean(commands, _recurring_options(options)):
         for pid in sorted(known.found_in([normalise(redact(c.command)) for c in run])):
-            proc = store.record_success(pid)
+            store.add_claim(pid, "session", f"session:{run[0].source}", successes=1)
             result.known += 1
-            _maybe_promote(store, proc, options, result)
     for candidate in find(history if history is not None else commands, _recurring_options(options)):
         _keep(candidate, store, options, result)
     return result
@@ -218,33 +216,25 @@ def _keep(candidate: Routine, store: ProcedureDatabase, options: MiningOptions, 
             result.rejected_again += 1
             return
         if same.status == "candidate":
-            proc = store.update_mined(same.id, context, max(same.success_count, successes))
+            store.update_mined(same.id, context, max(same.claimed_successes, successes))
             result.updated_candidates += 1
-            _maybe_promote(store, proc, options, result)
         return
-    proc = store.add_procedure(
+    proc, _ = store.add_candidate(
         CapturedProcedure(
             id="",
             task_type=candidate.task_type,
             steps=steps,
             source="session",
-            status="candidate",
-            success_count=successes,
             description=candidate.description,
             context=context,
-        )
+        ),
+        "session",
+        "mining",
+        successes=successes,
+        note=f"a routine seen in {candidate.support} sessions or days",
     )
     result.new_candidates += 1
     result.procedure_ids.append(proc.id)
-    _maybe_promote(store, proc, options, result)
-
-
-def _maybe_promote(
-    store: ProcedureDatabase, proc: CapturedProcedure, options: MiningOptions, result: MiningResult
-) -> None:
-    if proc.status == "candidate" and proc.success_count >= options.promote_after:
-        store.set_status(proc.id, "active")
-        result.promoted += 1
 
 
 def _unwrap(command: str) -> str:

@@ -15,7 +15,7 @@ from ..match.verifier import MODEL_ENV as VERIFY_MODEL_ENV
 from ..match.verifier import Verifier
 from ..store.models import CapturedLearning, Outcome, ProcedureStep
 from ..store.recording import record_execution
-from ..store.scoring import REPLAY_THRESHOLD, replay_refusal
+from ..store.scoring import replay_refusal
 from .divergence import Divergence
 from .runtime import failure_finder, render_command, run_in_session, run_step, skill_matcher, skill_store
 from .shell_session import end_session, session_for
@@ -37,10 +37,10 @@ def _matcher(ctx: ActionContext) -> Matcher:
     return skill_matcher(ctx.home)
 
 
-def _threshold(view: Any) -> float:
-    """The replay threshold asked for; 0 is a real value (it was once read as the default)."""
+def _threshold(view: Any) -> float | None:
+    """The caller's floor on confidence, or None for the replay rule's own; 0 is a real value (accepts any)."""
     value = view.get("min_confidence")
-    return REPLAY_THRESHOLD if value is None else float(value)
+    return None if value is None else float(value)
 
 
 @default_registry.action("skill_match")

@@ -29,6 +29,8 @@ from ...sqlite_db import Transaction, connect, execute_script, migrate, prefix_m
 from .models import (
     CapturedLearning,
     CapturedProcedure,
+    Claim,
+    ClaimSource,
     Execution,
     ProcedureHealthReport,
     ProcedureStep,
@@ -228,6 +230,36 @@ def m009_decision_examples(conn: sqlite3.Connection) -> None:
     )
 
 
+def m010_evidence_sources(conn: sqlite3.Connection) -> None:
+    """Counts remember their source (docs: "Evidence has a source"). What a home counted before is kept and marked
+    legacy — an upgraded home replays what it replayed — except a candidate's counts (mining support, an agent's
+    reports, an import's numbers), which become what they always were: claims. `claims` keeps each claim, who made it;
+    `promoted` marks a version a person vouched for (the promotions that exist are read once here)."""
+    execute_script(
+        conn,
+        """
+        ALTER TABLE procedures ADD COLUMN claimed_successes INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE procedures ADD COLUMN claimed_failures INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE procedures ADD COLUMN legacy_successes INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE procedures ADD COLUMN legacy_failures INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE procedures ADD COLUMN promoted INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE claims (
+            id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, version INTEGER NOT NULL, source TEXT NOT NULL,
+            claimed_by TEXT NOT NULL, successes INTEGER NOT NULL, failures INTEGER NOT NULL, note TEXT,
+            created REAL NOT NULL);
+        CREATE INDEX claims_procedure ON claims (procedure_id, id);
+        UPDATE procedures SET legacy_successes = success_count, legacy_failures = failure_count
+            WHERE status = 'active';
+        UPDATE procedures SET claimed_successes = success_count, claimed_failures = failure_count, success_count = 0,
+            failure_count = 0 WHERE status != 'active';
+        UPDATE procedure_versions SET success_count = 0, failure_count = 0
+            WHERE procedure_id IN (SELECT id FROM procedures WHERE status != 'active');
+        UPDATE procedures SET promoted = 1 WHERE EXISTS (SELECT 1 FROM promotions m
+            WHERE m.procedure_id = procedures.id AND m.version = procedures.version);
+    """,
+    )
+
+
 MIGRATIONS = [
     m001_skills,
     m002_fts_by_rowid,
@@ -238,6 +270,7 @@ MIGRATIONS = [
     m007_promotions,
     m008_aliases,
     m009_decision_examples,
+    m010_evidence_sources,
 ]
 
 
@@ -289,7 +322,7 @@ def _dump(value: Any) -> str:
 _PROC_COLUMNS = (
     "id, task_type, description, source, tags, version, status, needs_relearning, success_count, failure_count, "
     "steps, preconditions, postconditions, context, planned_tokens, planned_llm_calls, created, "
-    "updated, kind, decisions"
+    "updated, kind, decisions, claimed_successes, claimed_failures, legacy_successes, legacy_failures, promoted"
 )
 
 
@@ -315,6 +348,11 @@ def _procedure(row: tuple[Any, ...]) -> CapturedProcedure:
         updated,
         kind,
         decisions,
+        claimed_s,
+        claimed_f,
+        legacy_s,
+        legacy_f,
+        promoted,
     ) = row
     return CapturedProcedure(
         id=pid,
@@ -338,6 +376,11 @@ def _procedure(row: tuple[Any, ...]) -> CapturedProcedure:
         updated=updated,
         kind=kind,
         decisions=[RecordedDecision(**d) for d in json.loads(decisions)],
+        claimed_successes=claimed_s,
+        claimed_failures=claimed_f,
+        legacy_successes=legacy_s,
+        legacy_failures=legacy_f,
+        promoted=bool(promoted),
     )
 
 
@@ -449,7 +492,46 @@ class ProcedureDatabase:
         return self.insert_or_credit(proc)[0]
 
     def insert_or_credit(self, proc: CapturedProcedure) -> tuple[CapturedProcedure, bool]:
-        """(procedure, inserted): one statement decides, so concurrent first captures of the same steps make one row."""
+        """(procedure, inserted): one statement decides, so concurrent first captures of the same steps make one row.
+        The counts `proc` carries are counted evidence: only what this store observed comes here (`add_candidate`
+        takes the rest)."""
+        return self._insert(proc, None)
+
+    def add_candidate(
+        self,
+        proc: CapturedProcedure,
+        source: ClaimSource,
+        by: str,
+        *,
+        successes: int = 0,
+        failures: int = 0,
+        note: str | None = None,
+    ) -> tuple[CapturedProcedure, bool]:
+        """(procedure, inserted): steps this store did not see work — an agent's capture, a mined routine, an import —
+        stored as a candidate with no counted evidence, whatever `proc` says; what it claims (`successes`,
+        `failures`) is kept as a claim by `by`. The same steps already stored gain that claim, never a success."""
+        candidate = proc.model_copy(
+            update={
+                "status": "candidate",
+                "success_count": 0,
+                "failure_count": 0,
+                "promoted": False,
+            }
+        )
+        return self._insert(
+            candidate,
+            Claim(
+                procedure_id="",
+                version=0,
+                source=source,
+                claimed_by=by,
+                successes=successes,
+                failures=failures,
+                note=note,
+            ),
+        )
+
+    def _insert(self, proc: CapturedProcedure, claim: Claim | None) -> tuple[CapturedProcedure, bool]:
         now = time.time()
         pid = (
             proc.id
@@ -463,7 +545,7 @@ class ProcedureDatabase:
                 raise StoreError(f"procedure '{pid}' already exists")
             cursor = self.conn.execute(
                 f"INSERT INTO procedures ({_PROC_COLUMNS}, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_type, signature) DO NOTHING",
+                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_type, signature) DO NOTHING",
                 (
                     pid,
                     proc.task_type,
@@ -485,6 +567,11 @@ class ProcedureDatabase:
                     now,
                     proc.kind,
                     _dump([d.model_dump() for d in proc.decisions]),
+                    0,  # claims arrive through add_claim, which keeps who made them
+                    0,
+                    0,  # legacy counts exist only in homes upgraded to sources (m010)
+                    0,
+                    0,  # a promotion is `promote`'s, never an insert's
                     sig,
                 ),
             )
@@ -492,14 +579,88 @@ class ProcedureDatabase:
                 existing = self.conn.execute(
                     "SELECT id FROM procedures WHERE task_type = ? AND signature = ?", (proc.task_type, sig)
                 ).fetchone()[0]
-                self._credit(existing)
+                if claim is None:
+                    self._credit(existing)
                 pid, inserted = existing, False
             else:
                 self._insert_version(proc, sig, steps)
                 self._index_fts(proc)
                 self._bump()
                 inserted = True
+            if claim is not None and (claim.successes or claim.failures or claim.note):
+                self._claim(pid, claim)
             return self.get(pid), inserted
+
+    def add_claim(
+        self,
+        procedure_id: str,
+        source: ClaimSource,
+        by: str,
+        *,
+        successes: int = 0,
+        failures: int = 0,
+        note: str | None = None,
+    ) -> CapturedProcedure:
+        """Someone says the procedure worked (or failed) where this store did not see it: kept with who said it,
+        shown beside the counts, never counted (confidence, health and replay read only what this store observed)."""
+        with self._write():
+            pid = self.get(procedure_id).id
+            self._claim(
+                pid,
+                Claim(
+                    procedure_id=pid,
+                    version=0,
+                    source=source,
+                    claimed_by=by,
+                    successes=successes,
+                    failures=failures,
+                    note=note,
+                ),
+            )
+            return self.get(pid)
+
+    def _claim(self, pid: str, claim: Claim) -> None:
+        self.conn.execute(
+            "INSERT INTO claims (procedure_id, version, source, claimed_by, successes, failures, note, created)"
+            " VALUES (?, (SELECT version FROM procedures WHERE id = ?), ?, ?, ?, ?, ?, ?)",
+            (
+                pid,
+                pid,
+                claim.source,
+                claim.claimed_by,
+                max(0, claim.successes),
+                max(0, claim.failures),
+                claim.note,
+                time.time(),
+            ),
+        )
+        self.conn.execute(
+            "UPDATE procedures SET claimed_successes = claimed_successes + ?, claimed_failures = claimed_failures + ?,"
+            " updated = ? WHERE id = ?",
+            (max(0, claim.successes), max(0, claim.failures), time.time(), pid),
+        )
+
+    def claims(self, procedure_id: str, limit: int = 50) -> list[Claim]:
+        """The claims made about a procedure, newest first."""
+        rows = self.conn.execute(
+            "SELECT id, procedure_id, version, source, claimed_by, successes, failures, note, created FROM claims"
+            " WHERE procedure_id = ? ORDER BY id DESC LIMIT ?",
+            (procedure_id, limit),
+        )
+        return [
+            Claim(
+                id=r[0],
+                procedure_id=r[1],
+                version=r[2],
+                source=r[3],
+                claimed_by=r[4],
+                successes=r[5],
+                failures=r[6],
+                note=r[7],
+                created=r[8],
+            )
+            for r in rows
+        ]
 
     def _insert_version(self, proc: CapturedProcedure, sig: str, steps: str) -> None:
         self.conn.execute(
@@ -549,6 +710,7 @@ class ProcedureDatabase:
                     "source": source,
                     "success_count": 1,
                     "failure_count": 0,
+                    "promoted": False,
                     "decisions": current.decisions if decisions is None else decisions,
                     "planned_tokens": planned_tokens,
                     "planned_llm_calls": planned_llm_calls,
@@ -568,7 +730,8 @@ class ProcedureDatabase:
                 raise StoreError(f"the new steps of '{current.id}' repeat procedure '{twin[0]}' of the same task type")
             self.conn.execute(
                 "UPDATE procedures SET version = ?, steps = ?, signature = ?, source = ?, "
-                "success_count = 1, failure_count = 0,"
+                "success_count = 1, failure_count = 0, claimed_successes = 0, claimed_failures = 0,"
+                " legacy_successes = 0, legacy_failures = 0, promoted = 0,"
                 " planned_tokens = ?, planned_llm_calls = ?, needs_relearning = 0, preconditions = ?, "
                 "postconditions = ?, context = ?, decisions = ?, updated = ? WHERE id = ?",
                 (
@@ -656,6 +819,7 @@ class ProcedureDatabase:
                 "success_count": v[7],
                 "failure_count": v[8],
                 "confidence": confidence(v[7], v[8]),
+                "promoted": False,  # the flag is the current version's; an older one is read as history
                 "decisions": [RecordedDecision(**d) for d in json.loads(v[9])],
             }
         )
@@ -776,7 +940,7 @@ class ProcedureDatabase:
             )
             self.conn.execute(
                 f"UPDATE procedures SET status = 'active', success_count = {greatest(self.dialect)}(success_count, 2),"
-                " failure_count = 0,"
+                " failure_count = 0, promoted = 1,"
                 " needs_relearning = 0, updated = ? WHERE id = ?",
                 (now, pid),
             )
@@ -823,14 +987,15 @@ class ProcedureDatabase:
             self._bump()
             return self.get(pid)
 
-    def update_mined(self, procedure_id: str, context: dict[str, Any], success_count: int) -> CapturedProcedure:
-        """A mined candidate seen again: its support, parameter examples and successes as mining now counts them."""
+    def update_mined(self, procedure_id: str, context: dict[str, Any], claimed_successes: int) -> CapturedProcedure:
+        """A mined candidate seen again: its support, parameter examples and the successes the logs show, as mining
+        now counts them (claims: session logs are not this store's evidence)."""
         with self._write():
             proc = self._locked(procedure_id)
             merged = {**proc.context, **context}
             self.conn.execute(
-                "UPDATE procedures SET context = ?, success_count = ?, updated = ? WHERE id = ?",
-                (_dump(merged), success_count, time.time(), proc.id),
+                "UPDATE procedures SET context = ?, claimed_successes = ?, updated = ? WHERE id = ?",
+                (_dump(merged), claimed_successes, time.time(), proc.id),
             )
             self._bump()
             return self.get(proc.id)

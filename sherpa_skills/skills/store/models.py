@@ -12,6 +12,9 @@ Source = Literal["session", "run", "manual"]
 Outcome = Literal["success", "diverged", "error", "dry-run", "branch"]
 #: new: not run since captured or promoted (no evidence yet); see skills/store/scoring.py for the rule.
 HealthStatus = Literal["new", "healthy", "degraded", "broken", "needs-relearning"]
+#: Who claims a count this store did not observe (docs: "Evidence has a source"): an agent over MCP, a session log or
+#: live hook, an imported file or skill folder. Claims are stored and shown, never counted toward replay.
+ClaimSource = Literal["agent", "session", "import"]
 #: shell: commands replayed by the replay machine; trajectory: a workflow's decisions, replayed by the replay policy.
 ProcedureKind = Literal["shell", "trajectory"]
 
@@ -102,9 +105,19 @@ class CapturedProcedure(BaseModel):
     postconditions: list[str] = Field(default_factory=list, description="shell checks that must exit 0 after replay")
     source: Source = "run"
     context: dict[str, Any] = Field(default_factory=dict)
+    #: What this store counted (a person's capture, a replay it executed and validated, a learning run, a promotion):
+    #: the only counts confidence, health and replay read.
     success_count: int = 0
     failure_count: int = 0
     confidence: float = 0.0
+    #: Claimed, not counted: successes and failures reported by an agent, seen in session logs, or carried by an import.
+    claimed_successes: int = 0
+    claimed_failures: int = 0
+    #: Of the counted ones, those stored before counts kept their source (a home upgraded to sources: still counted).
+    legacy_successes: int = 0
+    legacy_failures: int = 0
+    #: A person promoted this version: it is proven, and its health alone decides whether it replays.
+    promoted: bool = False
     tags: list[str] = Field(default_factory=list)
     version: int = 1
     #: candidate: mined, waiting for review; rejected: a person said no (never proposed again, never replayed).
@@ -130,6 +143,20 @@ class Execution(BaseModel):
     run_id: str | None = None
 
 
+class Claim(BaseModel):
+    """Evidence this store did not observe: who said what about a procedure's version. Shown, never counted."""
+
+    id: int | None = None
+    procedure_id: str
+    version: int
+    source: ClaimSource
+    claimed_by: str
+    successes: int = 0
+    failures: int = 0
+    note: str | None = None
+    created: float = 0.0
+
+
 class ProcedureHealthReport(BaseModel):
     procedure_id: str
     status: HealthStatus
@@ -141,6 +168,7 @@ class ProcedureHealthReport(BaseModel):
     last_failure: float | None = None
     failure_pattern: str | None = None
     window: int = 10
+    failing_streak: int = 0  # counted executions that failed in a row, newest first (MIN_EVIDENCE of them: broken)
 
 
 class CapturedLearning(BaseModel):
