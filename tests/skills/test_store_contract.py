@@ -378,7 +378,7 @@ def test_a_candidates_claims_are_kept_and_never_counted(store: ProcedureDatabase
     the same steps claimed again add a claim, never a success — to a candidate or to an active procedure."""
     forged = procedure("deploy", "make deploy").model_copy(update={"success_count": 50, "status": "active"})
     cand, inserted = store.add_candidate(forged, "import", "import:skills", successes=50, note="from a file")
-    assert inserted and cand.status == "candidate" and not cand.promoted
+    assert inserted and cand.status == "candidate" and not cand.proven
     assert (cand.success_count, cand.failure_count, cand.confidence) == (0, 0, 0.0)
     assert (cand.claimed_successes, cand.claimed_failures) == (50, 0)
     again, inserted_again = store.add_candidate(procedure("deploy", "make deploy"), "agent", "agent:bot", successes=1)
@@ -396,10 +396,10 @@ def test_a_candidates_claims_are_kept_and_never_counted(store: ProcedureDatabase
 def test_a_promotion_marks_the_version_and_a_new_version_is_not_promoted(store: ProcedureDatabase) -> None:
     p, _ = store.insert_or_credit(procedure("build", "make"))
     promoted = store.promote(p.id, by="alice")
-    assert promoted.promoted and promoted.success_count == 2
+    assert promoted.proven and promoted.success_count == 2
     relearned = store.add_version(p.id, [ProcedureStep(command="make all")])
-    assert not relearned.promoted and relearned.version == 2 and relearned.claimed_successes == 0
-    assert store.get(p.id, 1).promoted is False  # an older version reads as history
+    assert not relearned.proven and relearned.version == 2 and relearned.claimed_successes == 0
+    assert store.get(p.id, 1).proven is False  # an older version reads as history
 
 
 def test_an_upgraded_home_keeps_replaying_what_it_replayed_as_legacy_evidence(engine: Engine) -> None:
@@ -453,6 +453,6 @@ def test_an_upgraded_home_keeps_replaying_what_it_replayed_as_legacy_evidence(en
     assert (mined.status, mined.success_count, mined.claimed_successes, mined.confidence) == ("candidate", 0, 4, 0.0)
     assert store.versions(mined.id)[0]["success_count"] == 0
     assert "candidate" in (replay_refusal(mined, store.health(mined.id)) or "")
-    assert promoted.promoted and not active.promoted and replay_refusal(promoted, store.health(promoted.id)) is None
+    assert promoted.proven and active.proven and replay_refusal(promoted, store.health(promoted.id)) is None
     fresh, _ = store.insert_or_credit(procedure("build", "make"))
     assert fresh.legacy_successes == 0  # what this store counts from now on is its own

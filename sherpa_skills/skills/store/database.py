@@ -37,7 +37,7 @@ from .models import (
     RecordedDecision,
 )
 from .params import PARAMETER
-from .scoring import confidence, health_report
+from .scoring import PROVEN_SQL, REPLAY_THRESHOLD, confidence, health_report
 
 
 def m001_skills(conn: sqlite3.Connection) -> None:
@@ -234,7 +234,8 @@ def m010_evidence_sources(conn: sqlite3.Connection) -> None:
     """Counts remember their source (docs: "Evidence has a source"). What a home counted before is kept and marked
     legacy — an upgraded home replays what it replayed — except a candidate's counts (mining support, an agent's
     reports, an import's numbers), which become what they always were: claims. `claims` keeps each claim, who made it;
-    `promoted` marks a version a person vouched for (the promotions that exist are read once here)."""
+    `proven` marks a version whose counted confidence reached the replay threshold or that a person promoted (from
+    then on its health alone decides)."""
     execute_script(
         conn,
         """
@@ -242,7 +243,7 @@ def m010_evidence_sources(conn: sqlite3.Connection) -> None:
         ALTER TABLE procedures ADD COLUMN claimed_failures INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE procedures ADD COLUMN legacy_successes INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE procedures ADD COLUMN legacy_failures INTEGER NOT NULL DEFAULT 0;
-        ALTER TABLE procedures ADD COLUMN promoted INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE procedures ADD COLUMN proven INTEGER NOT NULL DEFAULT 0;
         CREATE TABLE claims (
             id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, version INTEGER NOT NULL, source TEXT NOT NULL,
             claimed_by TEXT NOT NULL, successes INTEGER NOT NULL, failures INTEGER NOT NULL, note TEXT,
@@ -254,8 +255,9 @@ def m010_evidence_sources(conn: sqlite3.Connection) -> None:
             failure_count = 0 WHERE status != 'active';
         UPDATE procedure_versions SET success_count = 0, failure_count = 0
             WHERE procedure_id IN (SELECT id FROM procedures WHERE status != 'active');
-        UPDATE procedures SET promoted = 1 WHERE EXISTS (SELECT 1 FROM promotions m
-            WHERE m.procedure_id = procedures.id AND m.version = procedures.version);
+        UPDATE procedures SET proven = 1 WHERE status = 'active' AND (EXISTS (SELECT 1 FROM promotions m
+            WHERE m.procedure_id = procedures.id AND m.version = procedures.version)
+            OR success_count >= 4 * (failure_count + 0.4));
     """,
     )
 
@@ -322,7 +324,7 @@ def _dump(value: Any) -> str:
 _PROC_COLUMNS = (
     "id, task_type, description, source, tags, version, status, needs_relearning, success_count, failure_count, "
     "steps, preconditions, postconditions, context, planned_tokens, planned_llm_calls, created, "
-    "updated, kind, decisions, claimed_successes, claimed_failures, legacy_successes, legacy_failures, promoted"
+    "updated, kind, decisions, claimed_successes, claimed_failures, legacy_successes, legacy_failures, proven"
 )
 
 
@@ -352,7 +354,7 @@ def _procedure(row: tuple[Any, ...]) -> CapturedProcedure:
         claimed_f,
         legacy_s,
         legacy_f,
-        promoted,
+        proven,
     ) = row
     return CapturedProcedure(
         id=pid,
@@ -380,7 +382,7 @@ def _procedure(row: tuple[Any, ...]) -> CapturedProcedure:
         claimed_failures=claimed_f,
         legacy_successes=legacy_s,
         legacy_failures=legacy_f,
-        promoted=bool(promoted),
+        proven=bool(proven),
     )
 
 
@@ -515,7 +517,7 @@ class ProcedureDatabase:
                 "status": "candidate",
                 "success_count": 0,
                 "failure_count": 0,
-                "promoted": False,
+                "proven": False,
             }
         )
         return self._insert(
@@ -571,7 +573,7 @@ class ProcedureDatabase:
                     0,
                     0,  # legacy counts exist only in homes upgraded to sources (m010)
                     0,
-                    0,  # a promotion is `promote`'s, never an insert's
+                    int(confidence(proc.success_count, proc.failure_count) >= REPLAY_THRESHOLD),
                     sig,
                 ),
             )
@@ -710,7 +712,7 @@ class ProcedureDatabase:
                     "source": source,
                     "success_count": 1,
                     "failure_count": 0,
-                    "promoted": False,
+                    "proven": False,
                     "decisions": current.decisions if decisions is None else decisions,
                     "planned_tokens": planned_tokens,
                     "planned_llm_calls": planned_llm_calls,
@@ -731,7 +733,7 @@ class ProcedureDatabase:
             self.conn.execute(
                 "UPDATE procedures SET version = ?, steps = ?, signature = ?, source = ?, "
                 "success_count = 1, failure_count = 0, claimed_successes = 0, claimed_failures = 0,"
-                " legacy_successes = 0, legacy_failures = 0, promoted = 0,"
+                " legacy_successes = 0, legacy_failures = 0, proven = 0,"
                 " planned_tokens = ?, planned_llm_calls = ?, needs_relearning = 0, preconditions = ?, "
                 "postconditions = ?, context = ?, decisions = ?, updated = ? WHERE id = ?",
                 (
@@ -819,7 +821,7 @@ class ProcedureDatabase:
                 "success_count": v[7],
                 "failure_count": v[8],
                 "confidence": confidence(v[7], v[8]),
-                "promoted": False,  # the flag is the current version's; an older one is read as history
+                "proven": False,  # the flag is the current version's; an older one is read as history
                 "decisions": [RecordedDecision(**d) for d in json.loads(v[9])],
             }
         )
@@ -904,6 +906,7 @@ class ProcedureDatabase:
             " AND version = (SELECT version FROM procedures WHERE id = ?)",
             (pid, pid),
         )
+        self.conn.execute(f"UPDATE procedures SET proven = 1 WHERE id = ? AND proven = 0 AND {PROVEN_SQL}", (pid,))
 
     def promote(self, procedure_id: str, by: str | None = None) -> CapturedProcedure:
         """A person (`by`, else the OS user) vouches for the procedure as it is now: it becomes active, the promotion
@@ -940,7 +943,7 @@ class ProcedureDatabase:
             )
             self.conn.execute(
                 f"UPDATE procedures SET status = 'active', success_count = {greatest(self.dialect)}(success_count, 2),"
-                " failure_count = 0, promoted = 1,"
+                " failure_count = 0, proven = 1,"
                 " needs_relearning = 0, updated = ? WHERE id = ?",
                 (now, pid),
             )
@@ -1040,6 +1043,12 @@ class ProcedureDatabase:
                     f"UPDATE procedure_versions SET {column} = {column} + 1 WHERE procedure_id = ? AND version = ?",
                     (execution.procedure_id, execution.version),
                 )
+                if execution.outcome == "success":  # a validated replay may be the one that proves it
+                    self.conn.execute(
+                        "UPDATE procedures SET proven = 1 WHERE id = ? AND version = ? AND proven = 0"
+                        f" AND {PROVEN_SQL}",
+                        (execution.procedure_id, execution.version),
+                    )
         return execution.model_copy(update={"id": row[0]})
 
     def executions(

@@ -116,8 +116,9 @@ class CapturedProcedure(BaseModel):
     #: Of the counted ones, those stored before counts kept their source (a home upgraded to sources: still counted).
     legacy_successes: int = 0
     legacy_failures: int = 0
-    #: A person promoted this version: it is proven, and its health alone decides whether it replays.
-    promoted: bool = False
+    #: This version's counted confidence reached the replay threshold once, or a person promoted it: from then on its
+    #: health alone decides whether it replays (skills/store/scoring.py).
+    proven: bool = False
     tags: list[str] = Field(default_factory=list)
     version: int = 1
     #: candidate: mined, waiting for review; rejected: a person said no (never proposed again, never replayed).

@@ -12,11 +12,12 @@ show, and what an import carries are claims (`Claim`): stored and shown, never c
    marked by the heartbeat for re-capture. Broken and needs-relearning never replay; `learn promote` opens a fresh
    evidence window.
 3. It must be proven. Confidence is the counted success rate shrunk by 0.4 of an observation, `s / (s + f + 0.4)`:
-   one success scores 0.71, two 0.83, ten 0.96. Until a person promotes it, a procedure replays at confidence 0.8 and
-   above (REPLAY_THRESHOLD: a second success). A promoted version is proven: from then on its health alone decides, so
-   one failure (a missing folder) does not end replay — fix the cause and it replays again.
-   A caller may ask for its own floor (`--min-confidence`, `min_confidence`): then confidence must reach it, promoted
-   or not (0 accepts any procedure the other rules let through).
+   one success scores 0.71, two 0.83, ten 0.96. A version is proven once its confidence reaches 0.8 (REPLAY_THRESHOLD:
+   a second success, another capture or a validated replay) or a person promotes it; from then on its health alone
+   decides, so one failure (a missing folder) does not end replay — fix the cause and it replays again — while three
+   in a row pull it (rule 2). Confidence gates only the proof: it is shown, and ranks.
+   A caller may ask for a floor of its own (`--min-confidence`, `min_confidence`): then confidence must reach it,
+   proven or not (0 accepts any procedure the other rules let through).
 
 `replay_refusal` is that rule in code: matching, every replay door (CLI, Python, MCP, the view), promote and export ask
 it, and each refusal says the real reason and what lifts it.
@@ -38,6 +39,9 @@ BROKEN_BELOW = 0.5
 #: Three is the fewest executions in which a rate under 0.5 takes two failures: one flaky run (a network blip, a busy
 #: disk) neither pulls a procedure from replay nor marks it degraded; from three on, the window's rate decides.
 MIN_EVIDENCE = 3
+#: "Confidence has reached the threshold" in SQL over a row's counts (s / (s + f + SHRINK) >= REPLAY_THRESHOLD, the
+#: division multiplied out): what marks a version proven as its counts change.
+PROVEN_SQL = f"success_count >= {REPLAY_THRESHOLD / (1 - REPLAY_THRESHOLD):g} * (failure_count + {SHRINK})"
 #: Statuses that take a procedure out of replay.
 PULLED: tuple[HealthStatus, ...] = ("broken", "needs-relearning")
 
@@ -60,10 +64,11 @@ The replay rule (one rule decides health and replay):
              replay until `learn promote ID` opens a fresh evidence window
   needs-relearning
              broken and marked by the heartbeat for re-capture: pulled
-  proven     until promoted, a procedure replays at confidence {REPLAY_THRESHOLD} and
-             above (s / (s + f + {SHRINK}): a second success); a promoted version
-             is proven and its health alone decides, so one failure does not
-             end its replay; --min-confidence sets a floor of your own
+  proven     a version is proven once its confidence s / (s + f + {SHRINK})
+             reaches {REPLAY_THRESHOLD} (a second success) or a person promotes it;
+             unproven, it does not replay; proven, its health alone
+             decides: one failure does not end its replay, {MIN_EVIDENCE} in a row
+             do; --min-confidence sets a floor of your own
 """
 
 
@@ -137,7 +142,7 @@ def replay_refusal(
 ) -> str | None:
     """Why `proc` may not be replayed now, or None when it may: the module's rule, which matching, replay, `learn
     promote` and export share, so none of them can say yes where another says no. `threshold` None is the rule's own
-    (REPLAY_THRESHOLD until promoted); a number is the caller's floor. `health` None skips the health check."""
+    (REPLAY_THRESHOLD until proven); a number is the caller's floor. `health` None skips the health check."""
     if proc.status == "candidate":
         claimed = (
             f" (its {proc.claimed_successes} claimed success{'es' if proc.claimed_successes != 1 else ''} do not count)"
@@ -159,8 +164,8 @@ def replay_refusal(
             "then `learn promote ID` starts a fresh evidence window"
         )
     if threshold is None:
-        if proc.promoted:
-            return None  # a person vouched for this version: health alone decides
+        if proc.proven:
+            return None  # proven once (two successes, or a person's promotion): health alone decides
         threshold = REPLAY_THRESHOLD
     if proc.confidence < threshold:
         seen = f"{proc.success_count} success{'es' if proc.success_count != 1 else ''}"

@@ -178,7 +178,7 @@ class TestEvidenceThroughTheCli:
         assert replay_refusal(proc, store.health(pid)) is None
         pulled = store.health(pid).model_copy(update={"status": "broken", "rolling_success_rate": 0.0})
         assert "broken" in (replay_refusal(proc, pulled) or "")
-        weak = proc.model_copy(update={"confidence": 0.59, "promoted": False})
+        weak = proc.model_copy(update={"confidence": 0.59, "proven": False})
         assert "confidence" in (replay_refusal(weak, store.health(pid)) or "")
         assert replay_refusal(proc.model_copy(update={"confidence": 0.59}), store.health(pid)) is None  # promoted
         assert "candidate" in (replay_refusal(proc.model_copy(update={"status": "candidate"}), store.health(pid)) or "")
