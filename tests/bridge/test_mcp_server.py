@@ -145,7 +145,7 @@ def test_an_agent_finds_confirms_dry_runs_captures_and_is_refused_where_it_must_
     error, captured = seen["capture"]
     assert not error and captured["status"] == "candidate"
     assert SkillStore(home).get(captured["procedure_id"]).status == "candidate"
-    assert seen["outcome"][1]["recorded"] == "success"
+    assert seen["outcome"][1]["recorded"] == "claim" and seen["outcome"][1]["counted"] is False
     error, hits = seen["search"]
     assert not error and [h["text"] for h in hits["hits"]] == ["deploys go to ci-7"]
     assert not seen["relevant"][0] and any(t["name"] == "shell" for t in seen["relevant"][1])

@@ -176,5 +176,7 @@ def replay_refusal(
             if proc.failure_count == 0 and proc.success_count <= 1
             else "`learn promote ID` vouches for it (its health then decides), or ask for a lower --min-confidence"
         )
-        return f"confidence {proc.confidence:.2f} < {threshold:.2f} from {seen} this store counted: {lift}"
+        return (
+            f"not yet proven: confidence {proc.confidence:.2f} < {threshold:.2f} from {seen} this store counted: {lift}"
+        )
     return None

@@ -1,0 +1,245 @@
+"""The replay gate at every door: only this store's evidence makes a procedure replayable, a candidate never runs
+(CLI, Python, by id, at any floor), an imported skill is what its SKILL.md shows and its counts are claims, session
+logs never promote, and one rule decides health and replay — through the real CLI and API on a real store."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sherpa_skills as sk
+from sherpa_skills.cli import main
+from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
+from sherpa_skills.skills.store.scoring import MIN_EVIDENCE, RULE, health_report
+
+
+def cli(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> tuple[int, Any]:
+    code = main([*args, "--json", "--home", str(home)])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else None
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    return folder
+
+
+# ---------------------------------------------------------------- candidates never run
+
+
+def test_a_candidate_with_any_claims_never_executes_through_the_cli_or_python(
+    capsys: pytest.CaptureFixture[str], home: Path, work: Path
+) -> None:
+    """Mined with 40 sightings of success: a candidate; no door runs it, not by id, not with --min-confidence 0."""
+    skills = sk.SkillStore(home)
+    proc, _ = skills.store.add_candidate(
+        CapturedProcedure(
+            id="", task_type="clean-up", description="clean up the build", steps=[ProcedureStep(command="touch pwned")]
+        ),
+        "session",
+        "mining",
+        successes=40,
+    )
+    assert (proc.status, proc.success_count, proc.claimed_successes) == ("candidate", 0, 40)
+    for floor in ([], ["--min-confidence", "0"]):
+        code, out = cli(
+            capsys, home, "learn", "replay", "clean up the build", "--procedure", proc.id, "--execute", "--yes", *floor
+        )
+        assert out["status"] == "no-match" and "candidate awaiting review" in out["reason"], out
+    for floor_value in (None, 0.0):
+        out = skills.replay(procedure_id=proc.id, execute=True, min_confidence=floor_value)
+        assert out["status"] == "no-match" and "learn promote" in out["reason"]
+    assert skills.match("clean up the build").decision != "match"
+    assert not (work / "pwned").exists()
+
+
+# ---------------------------------------------------------------- imports bring claims, not evidence
+
+
+def _proven_home(home: Path) -> str:
+    skills = sk.SkillStore(home)
+    for _ in range(2):  # captured twice by a person: proven
+        proc = skills.capture("write-notes", ["touch notes.txt"], description="write the notes file").procedure
+    assert proc is not None and proc.proven
+    return proc.id
+
+
+def test_a_legitimate_skill_round_trip_arrives_as_a_candidate_with_its_counts_as_claims(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path
+) -> None:
+    pid = _proven_home(tmp_path / "a")
+    code, exported = cli(capsys, tmp_path / "a", "learn", "export", "--skills", str(tmp_path / "skills"))
+    assert code == 0 and [e["procedure_id"] for e in exported["exported"]] == [pid]
+    assert (tmp_path / "skills" / "write-notes" / "assets" / "procedure.json").is_file()  # the layout is kept
+    code, imported = cli(capsys, tmp_path / "b", "learn", "import", "--skills", str(tmp_path / "skills"))
+    assert code == 0 and imported["candidates"] == [pid] and imported["problems"] == []
+    other = sk.SkillStore(tmp_path / "b")
+    proc = other.get(pid)
+    assert (proc.status, proc.success_count, proc.confidence, proc.claimed_successes) == ("candidate", 0, 0.0, 2)
+    out = other.replay(procedure_id=pid, execute=True, min_confidence=0)
+    assert out["status"] == "no-match" and not (work / "notes.txt").exists()
+    other.promote(pid, by="bob")  # a person read it: now it runs
+    assert other.replay(procedure_id=pid, execute=True)["status"] == "succeeded" and (work / "notes.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("forge", "named"),
+    [
+        (lambda p: p["steps"][0].update(command="touch pwned"), "step 1"),
+        (lambda p: p["steps"].append({"command": "touch pwned"}), "shows `nothing`"),
+        (lambda p: p.update(preconditions=["touch pwned"]), "preconditions"),
+        (lambda p: p.update(postconditions=["touch pwned"]), "postconditions"),
+    ],
+    ids=["a step changed", "a step added", "a precondition added", "a postcondition added"],
+)
+def test_a_procedure_json_that_differs_from_its_skill_md_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path, forge: Any, named: str
+) -> None:
+    pid = _proven_home(tmp_path / "a")
+    cli(capsys, tmp_path / "a", "learn", "export", "--skills", str(tmp_path / "skills"))
+    asset = tmp_path / "skills" / "write-notes" / "assets" / "procedure.json"
+    data = json.loads(asset.read_text())
+    data["success_count"] = 50
+    forge(data)
+    asset.write_text(json.dumps(data))
+    code, imported = cli(capsys, tmp_path / "b", "learn", "import", "--skills", str(tmp_path / "skills"))
+    assert code == 1 and imported["candidates"] == []
+    (problem,) = imported["problems"]
+    assert str(tmp_path / "skills" / "write-notes" / "SKILL.md") in problem and str(asset) in problem
+    assert named in problem and "refused" in problem
+    assert sk.SkillStore(tmp_path / "b").store.count() == 0
+    with pytest.raises(Exception, match="no procedure"):
+        sk.SkillStore(tmp_path / "b").get(pid)
+
+
+def test_an_export_files_counts_are_claims_and_its_procedures_candidates(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path
+) -> None:
+    pid = _proven_home(tmp_path / "a")
+    exported = tmp_path / "procedures.json"
+    assert main(["learn", "export", str(exported), "--home", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    data = json.loads(exported.read_text())
+    data["procedures"][0]["success_count"] = 50
+    data["procedures"][0]["steps"][0]["command"] = "touch pwned"
+    exported.write_text(json.dumps(data))
+    code, summary = cli(capsys, tmp_path / "b", "learn", "import", str(exported))
+    assert code == 0 and summary["candidates"] == [pid]
+    proc = sk.SkillStore(tmp_path / "b").get(pid)
+    assert (proc.status, proc.success_count, proc.confidence, proc.claimed_successes) == ("candidate", 0, 0.0, 50)
+    code, out = cli(capsys, tmp_path / "b", "learn", "replay", "write the notes file", "--execute", "--yes")
+    assert out["status"] != "succeeded" and not (work / "pwned").exists()
+
+
+# ---------------------------------------------------------------- session logs never promote
+
+
+def test_a_routine_seen_in_many_logs_stays_a_candidate_and_known_procedures_gain_claims(home: Path) -> None:
+    from sherpa_skills.skills.mine.mining import mine
+
+    skills = sk.SkillStore(home)
+    known = skills.capture("ship", ["make dist", "make upload"], description="ship it").procedure
+    assert known is not None
+
+    from sherpa_skills.sessions._models import SessionCommand
+
+    ids, commands = itertools.count(1), []
+    for session in range(6):  # six sessions on six days, each running the same routine with recorded outcomes
+        for seq, command in enumerate(("git pull", "npm ci", "npm run build", "make dist", "make upload"), 1):
+            i = next(ids)
+            commands.append(
+                SessionCommand(
+                    id=i,
+                    source="claude-code",
+                    source_file=f"log-{session}.jsonl",
+                    session_id=f"s{session}",
+                    seq=seq,
+                    timestamp=1_700_000_000.0 + session * 86_400 + seq * 10,
+                    cwd="/w",
+                    command=command,
+                    outcome="success",
+                    exit_code=0,
+                    call_id=f"c{i}",
+                    imported=1_700_000_000.0,
+                )
+            )
+    result = mine(commands, skills.store)
+    assert result.new_candidates >= 1 and not hasattr(result, "promoted")
+    for pid in result.procedure_ids:
+        mined = skills.get(pid)
+        assert mined.status == "candidate" and mined.success_count == 0 and mined.claimed_successes >= 2
+    after = skills.get(known.id)
+    assert after.success_count == known.success_count and after.claimed_successes >= 1
+
+
+def test_a_config_that_still_auto_promotes_is_refused_saying_why(home: Path) -> None:
+    from sherpa_skills.errors import SherpaError
+    from sherpa_skills.heartbeat.config import load_config
+
+    (home / "config.yaml").write_text("mining: {promote_after: 3}\n")
+    with pytest.raises(SherpaError, match="promote_after is gone"):
+        load_config(home)
+
+
+# ---------------------------------------------------------------- one rule for health and replay
+
+
+def _executions(outcomes: tuple[str, ...]) -> list[Execution]:
+    now = time.time()
+    return [
+        Execution(procedure_id="p", version=1, started=now - i, ended=now - i, outcome=o)  # type: ignore[arg-type]
+        for i, o in enumerate(outcomes)  # newest first
+    ]
+
+
+def test_nothing_is_healthy_below_the_evidence_minimum() -> None:
+    for n in range(MIN_EVIDENCE):
+        for outcomes in itertools.product(("success", "diverged", "error"), repeat=n):
+            assert health_report("p", _executions(outcomes)).status == "new", outcomes
+
+
+def test_three_failures_in_a_row_break_even_a_long_healthy_record() -> None:
+    record = ("success",) * 10
+    assert health_report("p", _executions(record)).status == "healthy"
+    statuses = [health_report("p", _executions(("error",) * k + record)).status for k in range(1, 4)]
+    assert statuses == ["healthy", "degraded", "broken"]  # 9/10, 8/10, then three in a row
+
+
+def test_a_procedure_that_keeps_failing_is_refused_by_its_fourth_replay(
+    capsys: pytest.CaptureFixture[str], home: Path, work: Path
+) -> None:
+    """Proven by two captures, replayed fine, then the world changes: three diverged replays, the fourth is refused
+    as broken with the reason and what lifts it; `learn health` says broken."""
+    skills = sk.SkillStore(home)
+    for _ in range(2):
+        proc = skills.capture("check-ready", ["test -f ready"], description="check the deployment is ready").procedure
+    assert proc is not None
+    (work / "ready").write_text("")
+    for _ in range(5):
+        assert skills.replay("check the deployment is ready", execute=True)["status"] == "succeeded"
+    (work / "ready").unlink()
+    answers = [skills.replay("check the deployment is ready", execute=True) for _ in range(6)]
+    assert [a["status"] for a in answers[:3]] == ["diverged"] * 3
+    refused = answers[3]
+    assert refused["status"] == "no-match" and "broken" in refused["reason"] and "learn promote" in refused["reason"]
+    assert "the last 3 failed" in refused["reason"]
+    _, reports = cli(capsys, home, "learn", "health")
+    assert [r["status"] for r in reports if r["procedure_id"] == proc.id] == ["broken"]
+    assert {"procedure_id", "status", "rolling_success_rate"} <= set(reports[0])
+
+
+def test_the_rule_is_written_once_and_shown_by_learn_health_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["learn", "health", "--help"])
+    shown = capsys.readouterr().out
+    assert " ".join(RULE.split()) in " ".join(shown.split())
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    assert " ".join(RULE.split()) in " ".join(readme.split())
