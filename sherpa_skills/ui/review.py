@@ -10,10 +10,11 @@ from ..skills.store.params import PARAMETER
 
 
 def support(p: Any) -> int:
-    """How often a candidate was seen: mining's count of separate sessions or days, else its successes."""
+    """How often a candidate was seen: mining's count of separate sessions or days, else its successes, counted and
+    claimed (an order for the queue, never evidence)."""
     mined = (p.context or {}).get("mined") or {}
     value = mined.get("support")
-    return int(value) if isinstance(value, int) and value > 0 else int(p.success_count)
+    return int(value) if isinstance(value, int) and value > 0 else int(p.success_count + p.claimed_successes)
 
 
 def group_key(p: Any) -> tuple[Any, ...]:

@@ -132,10 +132,10 @@ class TestOnce:
         assert report["phases"]["extract"]["stats"]["commands"] == 2
         assert (report["watermark_before"], report["watermark"]) == (5, 7)
 
-    def test_a_candidate_promoted_by_a_third_success_is_reported(
+    def test_a_third_logged_success_promotes_nothing(
         self, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """The routine succeeds in a third session: mining promotes it, and the report says after how many successes."""
+        """The routine succeeds in a third session: it stays a candidate for a person, its logged successes claims."""
         heartbeat(home, capsys)
         claude_session(
             tmp_path / "sessions" / "two.jsonl",
@@ -144,8 +144,13 @@ class TestOnce:
         )
         report = heartbeat(home, capsys)
         crystallise = report["phases"]["crystallise"]
-        assert crystallise["status"] == "ok" and crystallise["stats"]["promoted"] == 1
-        assert "1 candidate(s) promoted after 3 successes" in crystallise["alerts"]
+        assert crystallise["status"] == "ok" and "promoted" not in crystallise["stats"]
+        assert not any("promoted" in alert for alert in crystallise["alerts"])
+        from sherpa_skills.skills.store.database import ProcedureDatabase
+
+        mined = ProcedureDatabase(home=home).procedures(status=None)
+        assert mined and {(p.status, p.success_count) for p in mined} == {("candidate", 0)}
+        assert max(p.claimed_successes for p in mined) >= 3
 
     def test_report_is_stored_as_markdown_and_json(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """`heartbeat report --last 2` shows stored reports, newest first in JSON."""

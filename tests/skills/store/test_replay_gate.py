@@ -243,3 +243,22 @@ def test_the_rule_is_written_once_and_shown_by_learn_health_help(capsys: pytest.
     assert " ".join(RULE.split()) in " ".join(shown.split())
     readme = (Path(__file__).parents[3] / "README.md").read_text()
     assert " ".join(RULE.split()) in " ".join(readme.split())
+
+
+def test_the_procedure_page_shows_claims_as_claims_and_an_agents_words_as_text(home: Path) -> None:
+    pytest.importorskip("httpx", reason="starlette's TestClient needs httpx")
+    from starlette.testclient import TestClient
+
+    from sherpa_skills.ui import create_app
+
+    skills = sk.SkillStore(home)
+    proc = skills.capture("sync-docs", ["true"], description="sync the docs").procedure
+    assert proc is not None
+    skills.store.add_claim(proc.id, "agent", "agent:mallory", successes=1, note="<script>alert(1)</script>")
+    with TestClient(create_app(home), base_url="http://127.0.0.1") as client:
+        page = client.get(f"/procedures/{proc.id}").text
+        api = client.get(f"/api/procedures/{proc.id}").json()
+    assert "claimed ok/failed, not counted" in page and "agent:mallory" in page
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
+    assert api["claimed_successes"] == 1 and api["success_count"] == 1
+    assert [c["claimed_by"] for c in api["claims"]] == ["agent:mallory"]
