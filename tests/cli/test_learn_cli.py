@@ -632,5 +632,8 @@ class TestMaintenanceCommands:
 
         saved = Snapshot.load(other / "index" / FILE)
         assert saved is not None and saved.coverage == (1, 1)
+        assert (
+            cli(capsys, "learn", "promote", summary["candidates"][0], "--home", str(other))[0] == 0
+        )  # imported: review
         _, out = cli(capsys, "learn", "replay", TASK, "-p", "name=n", "--home", str(other))
         assert out["status"] == "dry-run" and out["match_mode"] == "semantic" and out["degraded"] is None

@@ -98,9 +98,11 @@ def test_export_then_import_round_trips_a_procedure(tmp_path: Path, capsys: pyte
     other = tmp_path / "other"
     assert main(["learn", "import", "--skills", str(tmp_path / "skills"), "--home", str(other), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["procedures"] == [ids["rotate"]] and out["candidates"] == [] and out["problems"] == []
+    assert out["candidates"] == [ids["rotate"]] and out["problems"] == []
     original, copy = SkillStore(tmp_path / "home").get(ids["rotate"]), SkillStore(other).get(ids["rotate"])
-    assert copy.steps == original.steps and copy.description == original.description and copy.status == "active"
+    assert copy.steps == original.steps and copy.description == original.description and copy.status == "candidate"
+    assert (copy.success_count, copy.claimed_successes) == (0, original.success_count)  # the file's word: a claim
+    SkillStore(other).promote(ids["rotate"], by="bob")  # a person read it
     decision = SkillStore(other).match('Move the app log into the archive folder, labelled "monday"')
     assert decision.procedure_id == ids["rotate"]
     assert main(["learn", "import", "--skills", str(tmp_path / "skills"), "--home", str(other), "--json"]) == 0
