@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from ..cli.runs import run_summary
@@ -120,6 +121,13 @@ def learning_view(row: Any) -> dict[str, Any] | None:
     }
 
 
+def replay_divergence(context: Any) -> dict[str, Any] | None:
+    """Where and why a shell replay run diverged (skills/replay/divergence.py), kept in its context; its stderr tail
+    was redacted when the divergence was made, and the run store redacts what it keeps again."""
+    divergence = context.get("divergence") if hasattr(context, "get") else None
+    return dict(divergence) if isinstance(divergence, Mapping) and divergence.get("reason") else None
+
+
 def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:
     """One run for the page: its row, the last `tail` trajectory and log entries (None: all), the machine it executed
     with its path marked, each step on a timeline, and what changed in its files since."""
@@ -155,6 +163,7 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
         "machines": segs,
         "timeline": timeline(stores, row.run_id, row),
         "learning": learning_view(row),
+        "divergence": replay_divergence(belief.context),
         "waiting": None,
         **provenance(stores, row.run_id),
     }
