@@ -137,6 +137,30 @@ class TestTheTerminalSaysWhy:
         pattern = next(r for r in health if r["procedure_id"] == pid)["failure_pattern"]
         assert pattern and "bad credentials" in pattern and TOKEN not in pattern
 
+    def test_a_passed_variables_value_in_stderr_is_redacted_though_it_has_no_secret_shape(
+        self,
+        capsys: pytest.CaptureFixture[str],
+        tmp_path: Path,
+        home: Path,
+        work: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        steps = tmp_path / "steps.yaml"
+        steps.write_text(
+            "description: Log in\nsteps:\n"
+            "  - {command: 'echo \"login refused for $APP_KEYPHRASE\" >&2; exit 4', env_vars: [APP_KEYPHRASE]}\n"
+        )
+        pid = cli(capsys, home, "learn", "capture-success", "login", "--steps-file", str(steps))[1]["id"]
+        monkeypatch.setenv("APP_KEYPHRASE", "plainvalue-horse")
+        _, text = replay(capsys, home, pid, json_out=False)
+        _, out = replay(capsys, home, pid)
+        assert (
+            "login refused for [REDACTED]" in text
+            and out["divergence"]["stderr_tail"] == "login refused for [REDACTED]"
+        )
+        shown = [cli(capsys, home, *a, json_out=False)[1] for a in (("learn", "show", pid), ("learn", "failures"))]
+        assert "plainvalue-horse" not in text + json.dumps(out) + "".join(shown)
+
     def test_stderr_cannot_restyle_or_drive_the_terminal(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path, home: Path, work: Path
     ) -> None:
