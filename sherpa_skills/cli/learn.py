@@ -186,6 +186,8 @@ def cmd_procedures(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     store, _, _ = _stores(args)
     p = store.get(args.id, args.version)
     data = procedure_detail(store, p)
@@ -239,7 +241,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"branch taken by {b['runs']} run(s), leaving at decision {b['step']} in {b['state']}: {path}")
         console.print(f"  [dim]{b['reason']}[/]")
     for e in executions:
-        console.print(f"  [dim]{e.outcome:<9} v{e.version} step {e.diverged_step or '-'} {e.reason or ''}[/]")
+        # A reason quotes the command's stderr: its brackets are text, not rich markup.
+        console.print(f"  [dim]{e.outcome:<9} v{e.version} step {e.diverged_step or '-'} {escape(e.reason or '')}[/]")
     return EXIT_OK
 
 
@@ -432,6 +435,10 @@ def _verify_model(flag: bool, named: str | None) -> str | None:
 
 
 def _show_replay(console: Any, p: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    from ..skills.replay.divergence import why
+
     if p["degraded"]:
         console.print(f"[yellow]{p['degraded']}[/]")
     v = p.get("verification")
@@ -460,20 +467,41 @@ def _show_replay(console: Any, p: dict[str, Any]) -> None:
     console.print(f"[bold {colour}]{p['status']}[/] {head}")
     if p.get("params_from_task"):
         console.print("parameters from the task: " + ", ".join(f"{k}={v}" for k, v in p["params_from_task"].items()))
+    # Why a step diverged is what its stderr says: shown under that step (or, for a postcondition, the reason).
+    divergence = p.get("divergence") or {}
+    tail = divergence.get("stderr_tail")
+    at_step = divergence.get("step") if tail else None
     for s in p["steps"]:
         mark = "" if "passed" not in s else ("[green]✓[/] " if s["passed"] else "[red]✗[/] ")
-        console.print(f"  {mark}{s['index']}. {s['command']}" + (f"  [red]{s['reason']}[/]" if s.get("reason") else ""))
+        said = f"  [red]{escape(s['reason'])}[/]" if s.get("reason") else ""
+        console.print(f"  {mark}{s['index']}. {escape(s['command'])}{said}")
+        if at_step is not None and s["index"] == at_step:
+            _show_tail(console, tail)
     if p["status"] == "dry-run":
         console.print("dry run: nothing was executed; add --execute to run these steps")
-    elif p["reason"] and p["status"] != "succeeded":
-        console.print(f"reason: {p['reason']}")
+    elif p["reason"] and p["status"] != "succeeded" and at_step is None:
+        reason, quoted = str(p["reason"]), why("", tail)
+        if tail and reason.endswith(quoted):  # the tail's last line, said once: in the tail printed below
+            reason = reason[: -len(quoted)]
+        console.print(f"reason: {escape(reason)}")
+        _show_tail(console, tail)
     console.print(f"[dim]LLM calls {p['llm_calls']}, run {p['run_id']}[/]")
+
+
+def _show_tail(console: Any, tail: str | None) -> None:
+    """A diverged command's stderr tail (redacted, escapes removed), indented under what it explains."""
+    from rich.markup import escape
+
+    for line in (tail or "").splitlines():
+        console.print(f"       [dim]{escape(line)}[/]")
 
 
 # ---------------------------------------------------------------- health, failures, stats
 
 
 def cmd_health(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     store, _, _ = _stores(args)
     reports = [store.health(p.id) for p in store.procedures()]
     if args.degraded_only:
@@ -497,7 +525,7 @@ def cmd_health(args: argparse.Namespace) -> int:
             else f"{r.rolling_success_rate:.0%} of {r.counted_executions}"
             + (" (too few)" if r.counted_executions < r.min_evidence else "")
         )
-        table.add_row(r.procedure_id, r.status, rate, str(r.total_executions), r.failure_pattern or "")
+        table.add_row(r.procedure_id, r.status, rate, str(r.total_executions), escape(r.failure_pattern or ""))
     _console().print(table if reports else "nothing to report")
     return EXIT_OK
 
@@ -510,9 +538,14 @@ def cmd_failures(args: argparse.Namespace) -> int:
     if args.json:
         _print_json([r.model_dump(mode="json") for r in rows])
         return EXIT_OK
+    from rich.markup import escape
+
     console = _console()
     for r in rows:
-        console.print(f"[red]✗[/] {r.command}  [dim]({r.task_type or '-'}, exit {r.exit_code})[/]\n    {r.error[:200]}")
+        console.print(
+            f"[red]✗[/] {escape(r.command)}  [dim]({r.task_type or '-'}, exit {r.exit_code})[/]\n"
+            f"    {escape(r.error[:200])}"
+        )
     if not rows:
         console.print("no captured failures")
     return EXIT_OK
@@ -520,6 +553,8 @@ def cmd_failures(args: argparse.Namespace) -> int:
 
 def _failures_for_task(args: argparse.Namespace, store: Any, home: Path) -> int:
     """The learnings the planner would be shown for this task: found by meaning, each with its relevance and why."""
+    from rich.markup import escape
+
     from ..errors import UsageError
     from ..skills.match.failures import FailureFinder
 
@@ -545,7 +580,8 @@ def _failures_for_task(args: argparse.Namespace, store: Any, home: Path) -> int:
         r = x.learning
         seen = f", failed {r.seen} times" if r.seen > 1 else ""
         console.print(
-            f"[red]✗[/] {r.command}  [dim]({r.task_type or '-'}, exit {r.exit_code}{seen})[/]\n    {r.error[:200]}\n"
+            f"[red]✗[/] {escape(r.command)}  [dim]({r.task_type or '-'}, exit {r.exit_code}{seen})[/]\n"
+            f"    {escape(r.error[:200])}\n"
             f"    [dim]{x.why}[/]"
         )
     if not found.found:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from ..cli.runs import run_summary
@@ -120,6 +121,20 @@ def learning_view(row: Any) -> dict[str, Any] | None:
     }
 
 
+def replay_divergence(context: Any) -> dict[str, Any] | None:
+    """Where and why a shell replay run diverged (skills/replay/divergence.py), kept in its context; its stderr tail
+    was redacted when the divergence was made, and the run store redacts what it keeps again."""
+    from ..skills.replay.divergence import why
+
+    divergence = context.get("divergence") if hasattr(context, "get") else None
+    if not isinstance(divergence, Mapping) or not divergence.get("reason"):
+        return None
+    shown, reason, quoted = dict(divergence), str(divergence["reason"]), why("", divergence.get("stderr_tail"))
+    # The reason ends with the tail's last line: the page shows the tail under it, so the line is said once.
+    shown["said"] = reason[: -len(quoted)] if quoted and reason.endswith(quoted) else reason
+    return shown
+
+
 def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:
     """One run for the page: its row, the last `tail` trajectory and log entries (None: all), the machine it executed
     with its path marked, each step on a timeline, and what changed in its files since."""
@@ -155,6 +170,7 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
         "machines": segs,
         "timeline": timeline(stores, row.run_id, row),
         "learning": learning_view(row),
+        "divergence": replay_divergence(belief.context),
         "waiting": None,
         **provenance(stores, row.run_id),
     }

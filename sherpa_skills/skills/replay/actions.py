@@ -10,14 +10,23 @@ from pydantic import BaseModel
 
 from ...engine.registry import ActionContext, ActionResult, default_registry
 from ...errors import UsageError
+from ...redact import redact
 from ..match.matcher import Matcher
 from ..match.verifier import MODEL_ENV as VERIFY_MODEL_ENV
 from ..match.verifier import Verifier
 from ..store.models import CapturedLearning, Outcome, ProcedureStep
 from ..store.recording import record_execution
 from ..store.scoring import replay_refusal
-from .divergence import Divergence
-from .runtime import failure_finder, render_command, run_in_session, run_step, skill_matcher, skill_store
+from .divergence import Divergence, output_tail, why
+from .runtime import (
+    StepOutcome,
+    failure_finder,
+    render_command,
+    run_in_session,
+    run_step,
+    skill_matcher,
+    skill_store,
+)
 from .shell_session import end_session, session_for
 
 STEP_RESULT = "step_result_"
@@ -196,6 +205,16 @@ def skill_set_params(args: EditArgs, ctx: ActionContext) -> ActionResult:
     return ActionResult(outputs=params, context={"params": params})
 
 
+def observed(outcome: StepOutcome, step: ProcedureStep | None = None) -> str:
+    """What the command did, in the words `expected` uses, each thing said once (the why is in the reason)."""
+    if outcome.timed_out:
+        return outcome.reason or "timed out"
+    said = f"exit code {outcome.exit_code}"
+    if step is not None and step.expected_output_pattern and outcome.exit_code == step.expected_exit_code:
+        said += f", output not matching /{step.expected_output_pattern}/"
+    return said
+
+
 @default_registry.action("skill_run_step", side_effects=True)
 def skill_run_step(args: NoArgs, ctx: ActionContext) -> ActionResult:
     """Run the next step and compare it with what was recorded; a mismatch or a timeout is a divergence."""
@@ -224,20 +243,22 @@ def skill_run_step(args: NoArgs, ctx: ActionContext) -> ActionResult:
     if not outcome.passed:
         context["diverged_step"] = index + 1
         pattern = step.expected_output_pattern
+        tail = output_tail(outcome.stderr)
         context["divergence"] = Divergence(
             procedure=proc["id"],
             version=proc["version"],
             step=index + 1,
             replayed=index,
             expected=f"exit code {step.expected_exit_code}" + (f", output matching /{pattern}/" if pattern else ""),
-            observed=f"exit code {outcome.exit_code}, {outcome.reason}",
-            reason=outcome.reason or "",
+            observed=observed(outcome, step),
+            reason=why(outcome.reason or "", tail),
             command=outcome.command,
             replayed_commands=view.get("rendered")[:index],
             expected_exit_code=step.expected_exit_code,
             expected_output_pattern=pattern,
             observed_exit_code=outcome.exit_code,
-            observed_output=(outcome.stdout + outcome.stderr)[-1500:],
+            observed_output=redact((outcome.stdout + outcome.stderr)[-1500:]),
+            stderr_tail=tail,
         ).record()
     return ActionResult(outputs=outcome.to_dict(), context=context, status="ok" if outcome.passed else "failed")
 
@@ -255,16 +276,18 @@ def skill_postconditions(args: NoArgs, ctx: ActionContext) -> ActionResult:
             ctx.secrets,
         )
         if not outcome.passed:
+            tail = output_tail(outcome.stderr)
             divergence = Divergence(
                 procedure=proc["id"],
                 version=proc["version"],
                 replayed=len(proc["steps"]),
                 expected=f"postcondition `{check}` passes",
-                observed=f"exit code {outcome.exit_code}, {outcome.reason}",
-                reason=f"postcondition failed: {outcome.reason}",
+                observed=observed(outcome),
+                reason=why(f"postcondition failed: {outcome.reason}", tail),
                 command=check,
                 observed_exit_code=outcome.exit_code,
-                observed_output=(outcome.stdout + outcome.stderr)[-1500:],
+                observed_output=redact((outcome.stdout + outcome.stderr)[-1500:]),
+                stderr_tail=tail,
             ).record()
             return ActionResult(outputs={"failed": check}, context={"post_ok": False, "divergence": divergence})
     return ActionResult(outputs={"failed": None}, context={"post_ok": True})
@@ -298,10 +321,20 @@ def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
                 procedure_id=proc["id"],
                 command=divergence["command"],
                 about=str(proc.get("description") or "")[:300],
-                error=f"{divergence.get('reason')}: {divergence.get('observed_output', '')[-300:]}",
+                error=_learned_error(divergence),
                 exit_code=divergence.get("observed_exit_code"),
                 source="replay",
             )
         )
         failure_finder(ctx.home).sync()  # its vector, so the re-plan that follows finds it by meaning
     return ActionResult(outputs=execution.model_dump(), context={"execution_id": execution.id})
+
+
+def _learned_error(divergence: dict[str, Any]) -> str:
+    """The reason and the end of the output (redacted, escapes removed: `learn failures` prints it), without saying
+    twice the line the reason already quotes."""
+    reason = str(divergence.get("reason") or "")
+    lines = (output_tail(str(divergence.get("observed_output") or ""), chars=300) or "").splitlines()
+    if lines and reason.endswith(lines[-1].strip()):
+        lines.pop()
+    return f"{reason}: " + "\n".join(lines) if lines else reason
