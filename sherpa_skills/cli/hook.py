@@ -184,14 +184,17 @@ def cmd_hook_change(args: argparse.Namespace) -> int:
         return EXIT_OK
     console = _console()
     verb = "added to" if args.hook_command == "install" else "removed from"
+    # markup=False: rich would read a path's `[…]`, and the fragment's `[features]`, as its own markup and drop it.
     if change.changed:
-        console.print(f"{', '.join(change.changed)} hooks {verb} {change.file}")
+        console.print(f"{', '.join(change.changed)} hooks {verb} {change.file}", markup=False)
         if change.backup:
-            console.print(f"[dim]the previous file is kept as {change.backup}[/]")
+            console.print(f"the previous file is kept as {change.backup}", style="dim", markup=False)
     else:
-        console.print(f"nothing to change in {change.file}")
+        console.print(f"nothing to change in {change.file}", markup=False)
     if change.note and args.hook_command == "install":
-        console.print(f"[yellow]{change.note}[/]")
+        console.print(change.note, style="yellow", markup=False)
+    if change.config_toml and args.hook_command == "install":
+        console.print(f"\n{change.config_toml}", markup=False)
     return EXIT_OK
 
 
