@@ -81,6 +81,8 @@ def run_hook(agent: str, home: str | None) -> int:
         from ..sessions.live import MAX_PAYLOAD, SOURCES, HookPayloadError, capture, parse_payload
 
         try:
+            if sys.stdin is None:
+                raise HookPayloadError("stdin is closed: no event to read")
             raw = _read_stdin(MAX_PAYLOAD)  # read first, whatever the agent's name: the agent never blocks writing
             if agent not in SOURCES:
                 raise HookPayloadError(f"unknown agent '{agent}'; choose one of: {', '.join(SOURCES)}")

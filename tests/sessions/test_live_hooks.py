@@ -213,6 +213,10 @@ def test_the_heartbeat_mines_live_commands_like_imported_ones(tmp_path: Path) ->
     assert crystallise["stats"]["new_candidates"] == 1, crystallise
 
 
+def cli_env(home: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "SHERPA_SKILLS_HOME": str(home)}
+
+
 def run_cli(args: list[str], data: bytes | None, home: Path, **popen: Any) -> subprocess.CompletedProcess[bytes]:
     """`sherpa-skills ARGS` as an agent runs it: a real process, the event on stdin, the home from the environment."""
     return subprocess.run(
@@ -220,7 +224,7 @@ def run_cli(args: list[str], data: bytes | None, home: Path, **popen: Any) -> su
         input=data,
         capture_output=True,
         timeout=120,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "SHERPA_SKILLS_HOME": str(home)},
+        env=cli_env(home),
         **popen,
     )
 
@@ -267,6 +271,13 @@ def test_whatever_an_agent_runs_under_hook_exits_0_silently_and_logs_why(
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
     problems = [entry["problem"] for entry in logged(tmp_path)]
     assert any(expected in p for p in problems), problems
+
+
+def test_a_closed_stdin_exits_0_and_is_logged(tmp_path: Path) -> None:
+    shell = 'exec "$0" -m sherpa_skills hook claude-code <&-'
+    done = subprocess.run(["sh", "-c", shell, sys.executable], capture_output=True, timeout=60, env=cli_env(tmp_path))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert any("stdin is closed" in entry["problem"] for entry in logged(tmp_path))
 
 
 def test_unknown_flags_are_logged_and_the_event_is_still_stored(tmp_path: Path) -> None:
