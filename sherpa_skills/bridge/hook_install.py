@@ -1,16 +1,16 @@
 """`hook install` / `hook uninstall`: our live-capture entries merged into an agent's hook settings, and taken out.
 
 Claude Code reads `hooks` from `~/.claude/settings.json` (user) or `.claude/settings.json` (project); Codex from
-`~/.codex/hooks.json` or `.codex/hooks.json`, in the same event → matcher group → handlers shape. Only groups we add
-are ours, recognised by their command (`… sherpa-skills … hook AGENT`); everything else in the file is kept as it is.
-A file we change is copied to a timestamped backup first; installing twice changes nothing the second time.
+`~/.codex/hooks.json` or `.codex/hooks.json`, in the same event → matcher group → handlers shape. Only handlers we add
+are ours, recognised by their command read as shell words (`…/sherpa-skills hook AGENT [--home H]`); everything else
+in the file is kept as it is. A file we change is copied to a timestamped backup first; installing twice changes
+nothing the second time, and an older or duplicated entry of ours becomes the one current entry.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import sys
@@ -24,6 +24,11 @@ from ..errors import UsageError
 Scope = Literal["user", "project"]
 #: Seconds an agent waits for our hook; it answers in well under one, this only bounds a stuck disk.
 HOOK_TIMEOUT = 30
+#: What Codex needs in config.toml to run hooks at all: `hooks` since 0.130 (on by default in recent releases),
+#: `codex_hooks` before (later ones still read it as an alias). Either name unknown to a release is only a warning.
+CODEX_FEATURES = (
+    "[features]\nhooks = true        # Codex 0.130 and later\ncodex_hooks = true  # the name earlier releases read\n"
+)
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,9 @@ class AgentHooks:
     events: dict[str, str | None]
     user_file: str
     project_file: str
-    note: str | None = None
+    #: Events whose handler runs in the background (`"async": true`): the agent does not wait for it.
+    async_events: frozenset[str] = frozenset()
+    config_toml: str | None = None
 
 
 AGENTS: dict[str, AgentHooks] = {
@@ -43,14 +50,17 @@ AGENTS: dict[str, AgentHooks] = {
         {"PostToolUse": "Bash", "PostToolUseFailure": "Bash", "Stop": None, "SessionEnd": None},
         "~/.claude/settings.json",
         ".claude/settings.json",
+        # Each Bash call waits for a synchronous hook; Stop and SessionEnd stay synchronous because they are the
+        # last events of a `claude -p` run, whose teardown kills an async hook still running.
+        async_events=frozenset({"PostToolUse", "PostToolUseFailure"}),
     ),
     "codex": AgentHooks(
         "codex",
         {"PostToolUse": "Bash", "Stop": None},  # Codex's tool hooks see Bash only; it has no SessionEnd event
         "~/.codex/hooks.json",
         ".codex/hooks.json",
-        note="Codex runs hooks only with the feature switched on: put `[features]` / `codex_hooks = true` in "
-        "~/.codex/config.toml (releases that enable hooks by default need nothing). This command does not edit it.",
+        # No async: Codex releases up to at least 0.153 skip an async handler ("async hooks are not supported yet").
+        config_toml=CODEX_FEATURES,
     ),
 }
 
@@ -63,6 +73,9 @@ class HookChange:
     backup: str | None = None
     command: str | None = None
     note: str | None = None
+    #: Codex: the config.toml that must switch hooks on, and the fragment to put in it (valid TOML).
+    config_file: str | None = None
+    config_toml: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +85,8 @@ class HookChange:
             "backup": self.backup,
             "command": self.command,
             "note": self.note,
+            "config_file": self.config_file,
+            "config_toml": self.config_toml,
         }
 
 
@@ -108,12 +123,45 @@ def hook_command(agent: str, home: str | Path | None = None) -> str:
 
 
 def is_ours(handler: Any, agent: str) -> bool:
+    """A handler `hook_command` wrote, for any installation path or home: read as the shell reads it, so a quoted
+    path with a space is still ours and `echo sherpa-skills hook …` or `… && rm x` never is."""
     command = handler.get("command") if isinstance(handler, dict) else None
     if not isinstance(command, str):
         return False
-    return (
-        re.search(rf"(sherpa-skills|-m sherpa_skills)\b.* hook {re.escape(agent)}( --home \S+)?$", command) is not None
-    )
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if len(words) >= 2 and Path(words[0]).name == "sherpa-skills":
+        rest = words[1:]
+    elif len(words) >= 4 and words[1:3] == ["-m", "sherpa_skills"]:
+        rest = words[3:]
+    else:
+        return False
+    return rest == ["hook", agent] or (len(rest) == 4 and rest[:3] == ["hook", agent, "--home"])
+
+
+def _handler(spec: AgentHooks, event: str, command: str) -> dict[str, Any]:
+    handler: dict[str, Any] = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
+    if event in spec.async_events:
+        handler["async"] = True
+    return handler
+
+
+def _without_ours(groups: list[Any], agent: str) -> tuple[list[Any], bool]:
+    """The groups with our handlers taken out (a group left empty goes too), and whether there were any."""
+    kept: list[Any] = []
+    found = False
+    for group in groups:
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        if isinstance(handlers, list) and any(is_ours(h, agent) for h in handlers):
+            found = True
+            rest = [h for h in handlers if not is_ours(h, agent)]
+            if not rest:
+                continue
+            group = {**group, "hooks": rest}
+        kept.append(group)
+    return kept, found
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -153,20 +201,37 @@ def _write(path: Path, data: dict[str, Any]) -> str | None:
 def install(
     agent: str, scope: Scope = "user", directory: str | Path | None = None, home: str | Path | None = None
 ) -> HookChange:
-    """Add our handler to each event live capture needs, unless an entry of ours is already there."""
+    """Make our one handler per event the current one: added when missing, replaced when older or duplicated."""
     spec = _agent(agent)
     path = settings_file(agent, scope, directory)
     data = _load(path)
     command = hook_command(agent, home)
     hooks = data.setdefault("hooks", {})
-    change = HookChange(agent, str(path), command=command, note=spec.note)
+    change = HookChange(agent, str(path), command=command)
+    if spec.config_toml is not None:
+        change.config_file = str(path.with_name("config.toml"))
+        change.config_toml = spec.config_toml
+        change.note = (
+            f"Codex runs hooks only with its hooks feature on: put the lines below in {change.config_file} "
+            "(into its [features] table if it has one; this command does not edit that file). Recent releases also "
+            "run a new or changed hook only once you trust it in Codex's /hooks."
+        )
     for event, matcher in spec.events.items():
         groups = hooks.setdefault(event, [])
-        if any(is_ours(h, agent) for g in groups if isinstance(g, dict) for h in g.get("hooks") or []):
+        handler = _handler(spec, event, command)
+        current = [
+            (g.get("matcher"), h)
+            for g in groups
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for h in g["hooks"]
+            if is_ours(h, agent)
+        ]
+        if current == [(matcher, handler)]:
             continue
+        kept, _ = _without_ours(groups, agent)
         group: dict[str, Any] = {"matcher": matcher} if matcher else {}
-        group["hooks"] = [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT}]
-        groups.append(group)
+        group["hooks"] = [handler]
+        hooks[event] = [*kept, group]
         change.changed.append(event)
     if change.changed:
         change.backup = _write(path, data)
@@ -183,19 +248,12 @@ def uninstall(agent: str, scope: Scope = "user", directory: str | Path | None = 
     if not isinstance(hooks, dict):
         return change
     for event in list(hooks):
-        kept_groups = []
-        for group in hooks[event]:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(handlers, list) and any(is_ours(h, agent) for h in handlers):
-                rest = [h for h in handlers if not is_ours(h, agent)]
-                if event not in change.changed:
-                    change.changed.append(event)
-                if not rest:
-                    continue
-                group = {**group, "hooks": rest}
-            kept_groups.append(group)
-        if kept_groups or event not in change.changed:
-            hooks[event] = kept_groups
+        kept, found = _without_ours(hooks[event], agent)
+        if not found:
+            continue
+        change.changed.append(event)
+        if kept:
+            hooks[event] = kept
         else:
             del hooks[event]
     if not hooks and change.changed:

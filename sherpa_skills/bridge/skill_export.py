@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -159,14 +160,44 @@ def render_skill(proc: CapturedProcedure, name: str) -> str:
     return redact("\n".join(lines) + "\n")
 
 
-def render_replay_script(proc: CapturedProcedure) -> str:
+def render_replay_script(proc: CapturedProcedure, home: str | Path | None = None, python: str | None = None) -> str:
+    """scripts/replay.sh: `sherpa-skills learn replay` against `home` (SHERPA_SKILLS_HOME still wins when set), through
+    sherpa-skills on PATH, else `python -m sherpa_skills` with the Python that exported it (default: this one)."""
     task = proc.description or proc.task_type
-    return (
-        "#!/bin/sh\n"
-        f"# Replays sherpa-skills procedure {proc.id} ({proc.task_type}): a dry run unless --execute is given.\n"
-        "# sherpa-skills renders, quotes and checks every step; this script never runs the commands itself.\n"
-        f'exec sherpa-skills learn replay {shlex.quote(task)} --procedure {shlex.quote(proc.id)} "$@"\n'
-    )
+    python = sys.executable if python is None else python
+    replay = f'learn replay {shlex.quote(task)} --procedure {shlex.quote(proc.id)} "$@"'
+    lines = [
+        "#!/bin/sh",
+        # One line: a newline in a task type would end the comment and run what follows it.
+        f"# Replays sherpa-skills procedure {' '.join(f'{proc.id} ({proc.task_type})'.split())}: a dry run unless "
+        "--execute is given.",
+        "# sherpa-skills renders, quotes and checks every step; this script never runs the commands itself.",
+    ]
+    if home is not None:
+        lines += [
+            "# The home this skill was exported from holds the procedure; SHERPA_SKILLS_HOME, when set, names another.",
+            'if [ -z "${SHERPA_SKILLS_HOME:-}" ]; then',
+            f"  SHERPA_SKILLS_HOME={shlex.quote(str(Path(home).expanduser().resolve()))}",
+            "fi",
+            "export SHERPA_SKILLS_HOME",
+        ]
+    lines += [
+        "if command -v sherpa-skills >/dev/null 2>&1; then",
+        f"  exec sherpa-skills {replay}",
+        "fi",
+    ]
+    missing = "sherpa-skills is not on PATH"
+    if python:
+        lines += [
+            f"if [ -x {shlex.quote(python)} ]; then",
+            f"  exec {shlex.quote(python)} -m sherpa_skills {replay}",
+            "fi",
+        ]
+        missing += f", and {python} (the Python that exported this skill) is gone"
+    fix = f"replay.sh: {missing}: install sherpa-skills (pip install sherpa-skills) or put it on PATH"
+    # 127 is what sh itself answers for a command it cannot find.
+    lines += [f"echo {shlex.quote(fix)} >&2", "exit 127"]
+    return "\n".join(lines) + "\n"
 
 
 def export_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsExport:
@@ -195,7 +226,7 @@ def export_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsExpo
         (folder / "assets").mkdir(exist_ok=True)
         (folder / "SKILL.md").write_text(render_skill(proc, name), encoding="utf-8")
         script = folder / "scripts" / "replay.sh"
-        script.write_text(render_replay_script(proc), encoding="utf-8")
+        script.write_text(render_replay_script(proc, store.path.parent), encoding="utf-8")
         script.chmod(0o755)
         data = proc.model_dump(mode="json", exclude={"decisions"})
         (folder / "assets" / "procedure.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

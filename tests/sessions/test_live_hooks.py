@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sherpa_skills.sessions import SessionStore, import_paths
 from sherpa_skills.sessions.live import live_sessions
 
@@ -209,3 +211,102 @@ def test_the_heartbeat_mines_live_commands_like_imported_ones(tmp_path: Path) ->
     crystallise = report["phases"]["crystallise"]
     assert report["watermark"] == 4, report
     assert crystallise["stats"]["new_candidates"] == 1, crystallise
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "SHERPA_SKILLS_HOME": str(home)}
+
+
+def run_cli(args: list[str], data: bytes | None, home: Path, **popen: Any) -> subprocess.CompletedProcess[bytes]:
+    """`sherpa-skills ARGS` as an agent runs it: a real process, the event on stdin, the home from the environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "sherpa_skills", *args],
+        input=data,
+        capture_output=True,
+        timeout=120,
+        env=cli_env(home),
+        **popen,
+    )
+
+
+def logged(home: Path) -> list[dict[str, Any]]:
+    log = home / "logs" / "hooks.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+EVENT = json.dumps(post_tool("make build", "toolu_abuse")).encode()
+
+
+@pytest.mark.parametrize(
+    ("args", "data", "expected"),
+    [
+        (["hook", "cursor"], EVENT, "unknown agent 'cursor'"),
+        (["hook"], EVENT, "unknown agent ''"),
+        (["hook", "--json"], EVENT, "unknown agent ''"),
+        (["hook", "claude-code", "--home"], EVENT, "'--home' without a value"),
+        (["hook", "claude-code", "--verbose=yes", "--frobnicate", "extra"], EVENT, "ignored"),
+        (["hook", "codex", "--database", "mysql://nowhere/db"], EVENT, "postgresql"),
+        (["hook", "claude-code"], b"", "not JSON"),
+        (["hook", "claude-code"], b"\xff\xfe\x00garbage{", "not JSON"),
+        (["hook", "claude-code"], b"{" * 100_000, "not JSON"),
+        (["hook", "claude-code"], b" " * (33 * 1024 * 1024), "byte limit"),
+    ],
+    ids=[
+        "unknown-agent",
+        "no-agent",
+        "only-a-flag",
+        "home-without-value",
+        "unknown-flags",
+        "bad-database",
+        "empty-stdin",
+        "binary-stdin",
+        "deep-json",
+        "huge-stdin",
+    ],
+)
+def test_whatever_an_agent_runs_under_hook_exits_0_silently_and_logs_why(
+    tmp_path: Path, args: list[str], data: bytes, expected: str
+) -> None:
+    done = run_cli(args, data, tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    problems = [entry["problem"] for entry in logged(tmp_path)]
+    assert any(expected in p for p in problems), problems
+
+
+def test_a_closed_stdin_exits_0_and_is_logged(tmp_path: Path) -> None:
+    shell = 'exec "$0" -m sherpa_skills hook claude-code <&-'
+    done = subprocess.run(["sh", "-c", shell, sys.executable], capture_output=True, timeout=60, env=cli_env(tmp_path))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert any("stdin is closed" in entry["problem"] for entry in logged(tmp_path))
+
+
+def test_unknown_flags_are_logged_and_the_event_is_still_stored(tmp_path: Path) -> None:
+    home = tmp_path / "chosen"
+    done = run_cli(["--verbose", "hook", "claude-code", "--frobnicate", f"--home={home}", "-q"], EVENT, tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert [c.call_id for c in commands(home)] == ["toolu_abuse"]
+    (entry,) = logged(home)
+    assert "--frobnicate" in entry["problem"] and "-q" in entry["problem"] and entry["agent"] == "claude-code"
+
+
+def test_a_home_that_is_a_file_is_logged_in_the_default_home(tmp_path: Path) -> None:
+    bad = tmp_path / "a-file"
+    bad.write_text("not a folder")
+    fallback = tmp_path / "default"
+    done = run_cli(["hook", "claude-code", "--home", str(bad)], EVENT, fallback)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    (entry,) = logged(fallback)
+    assert str(bad) in entry["problem"] and "is a file" in entry["problem"]
+
+
+def test_a_person_at_a_terminal_still_gets_the_usage_error(tmp_path: Path) -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        done = run_cli(["hook", "cursor"], None, tmp_path, stdin=follower)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert done.returncode == 2 and b"invalid choice: 'cursor'" in done.stderr
+    assert run_cli(["hook", "claude-code", "--help"], b"", tmp_path).returncode == 0

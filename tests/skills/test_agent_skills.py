@@ -166,3 +166,69 @@ def test_skill_names_are_always_valid() -> None:
     assert skill_name("x" * 100, suffix="1a2b3c4d") == "x" * 55 + "-1a2b3c4d"
     assert skill_name("---") == "procedure"
     assert shell_blocks("```console\n$ ls\n```") == ["ls"]
+
+
+def bare_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """An environment with no sherpa-skills on PATH, no SHERPA_SKILLS_HOME and an empty ~: a shell an agent opens."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SHERPA_SKILLS_HOME", "VIRTUAL_ENV")}
+    env.update(PATH="/usr/bin:/bin", HOME=str(tmp_path / "empty-user"), PYTHONPATH=os.pathsep.join(sys.path))
+    env.update(AUTHORIZATION="set-by-the-user", **extra)
+    return env
+
+
+def test_replay_sh_finds_the_home_and_the_python_it_was_exported_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "my home" / "it's $(touch pwned) `touch pwned`"
+    learned_home(home)
+    export(home, tmp_path / "skills dir", capsys)
+    script = tmp_path / "skills dir" / "rotate-logs" / "scripts" / "replay.sh"
+    env = bare_env(tmp_path)
+    assert subprocess.run(["sh", "-c", "command -v sherpa-skills"], env=env).returncode != 0
+    done = subprocess.run(
+        ["sh", str(script), "--param", "label=monday", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["status"] == "dry-run"
+    assert "mv app.log archive/app-monday.log" in [s["command"] for s in answer["steps"]]
+    assert not list(tmp_path.rglob("pwned")) and not (tmp_path / "archive").exists()
+
+    # SHERPA_SKILLS_HOME, when set, still decides: this other home does not hold the procedure.
+    other = subprocess.run(
+        ["sh", str(script), "--json"],
+        capture_output=True,
+        text=True,
+        env=bare_env(tmp_path, SHERPA_SKILLS_HOME=str(tmp_path / "other")),
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert other.returncode != 0 and (tmp_path / "other").is_dir()
+
+
+def test_replay_sh_says_what_to_do_when_it_finds_no_sherpa_skills(tmp_path: Path) -> None:
+    from sherpa_skills.bridge.skill_export import render_replay_script
+
+    proc = CapturedProcedure(id="proc-1", task_type="rotate-logs", steps=[])
+    script = tmp_path / "replay.sh"
+    script.write_text(render_replay_script(proc, tmp_path / "h", python=str(tmp_path / "gone" / "python3")))
+    done = subprocess.run(["sh", str(script)], capture_output=True, text=True, env=bare_env(tmp_path), timeout=60)
+    assert done.returncode == 127 and done.stdout == ""
+    assert "sherpa-skills is not on PATH" in done.stderr and str(tmp_path / "gone" / "python3") in done.stderr
+
+
+def test_a_hostile_task_type_stays_inside_replay_sh_comments_and_quotes(tmp_path: Path) -> None:
+    from sherpa_skills.bridge.skill_export import render_replay_script
+
+    hostile = "x\ntouch pwned-1\n$(touch pwned-2) `touch pwned-3`'"
+    proc = CapturedProcedure(id="proc-1", task_type=hostile, description=hostile, steps=[])
+    script = tmp_path / "replay.sh"
+    script.write_text(render_replay_script(proc, tmp_path / "h", python=str(tmp_path / "gone" / "python3")))
+    done = subprocess.run(["sh", str(script)], capture_output=True, text=True, env=bare_env(tmp_path), cwd=tmp_path)
+    assert done.returncode == 127, done.stderr
+    assert not list(tmp_path.glob("pwned*"))
