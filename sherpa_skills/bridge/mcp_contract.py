@@ -59,7 +59,8 @@ def _problem(known: list[str], error: Any) -> str:
     if kind == "missing":
         return f"argument '{where}' is required"
     if kind == "string_too_long":
-        return f"'{where}' has {len(given):,} characters, over {ctx['max_length']:,}: say it in a sentence"
+        advice = ": say it in a sentence" if where in ("task", "query") else ""
+        return f"'{where}' has {len(given):,} characters, over {ctx['max_length']:,}{advice}"
     if kind == "too_long":
         return f"'{where}' has {len(given):,} items, over {ctx['max_length']:,}"
     if kind in ("string_too_short", "too_short"):

@@ -139,7 +139,7 @@ def test_an_agent_finds_confirms_dry_runs_captures_and_is_refused_where_it_must_
     assert seen["unknown"][0] and "unknown procedure 'no-such-thing'" in seen["unknown"][1]
     assert seen["undeclared"][0] and "declares no parameter colour" in seen["undeclared"][1]
     assert seen["inject"][0] and "shell metacharacter ';'" in seen["inject"][1]
-    assert seen["huge"][0] and "over 4,000" in seen["huge"][1]
+    assert seen["huge"][0] and "'task' has 1,000,000 characters, over 4,000: say it" in seen["huge"][1]
     assert seen["wrong_type"][0] and "task" in seen["wrong_type"][1]
 
     error, captured = seen["capture"]
@@ -265,23 +265,34 @@ def test_aliases_an_agent_writes_are_credited_to_the_agent(tmp_path: Path) -> No
 
 def test_a_line_that_is_not_a_json_rpc_message_gets_a_json_rpc_error(tmp_path: Path) -> None:
     import subprocess
+    import threading
 
     lines = [
         "{not json",
         json.dumps({"jsonrpc": "2.0", "id": 7, "method": 5}),
         json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}),
     ]
-    done = subprocess.run(
+    server = subprocess.Popen(
         [sys.executable, "-m", "sherpa_skills", "mcp", "--home", str(tmp_path / "home")],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
-        timeout=120,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "HF_HUB_OFFLINE": "1"},
         cwd=tmp_path,
     )
-    replies = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
-    assert [r.get("id") for r in replies] == [None, 7, 8], done.stdout
+    assert server.stdin is not None and server.stdout is not None
+    watchdog = threading.Timer(120, server.kill)  # an unanswered line must fail the test, not hang it
+    watchdog.start()
+    try:
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        replies = [json.loads(server.stdout.readline() or "null") for _ in lines]  # read before hanging up
+    finally:
+        watchdog.cancel()
+        server.stdin.close()
+        server.wait(timeout=60)
+    assert [r and r.get("id") for r in replies] == [None, 7, 8], replies
     assert replies[0]["error"]["code"] == -32700 and "not JSON" in replies[0]["error"]["message"]
     assert replies[1]["error"]["code"] == -32600
     assert replies[2]["result"] == {}  # the server keeps serving after both
