@@ -70,3 +70,19 @@ def test_a_step_stored_before_the_limit_still_reads_and_dry_runs_in_seconds(
     elapsed = time.monotonic() - started
     assert code == 0 and out["status"] == "dry-run", (out, err)
     assert elapsed < 30, elapsed  # was past 120 s: a glob pattern rescanned the long word from each letter
+
+
+def test_a_skill_whose_shell_block_is_5mb_is_a_problem_naming_the_step(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "skills" / "huge"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        f"---\nname: huge\ndescription: Print a lot.\n---\n\n```bash\ntrue\n```\n\n```bash\n{HUGE}\n```\n"
+    )
+    code, out, _ = cli(capsys, "learn", "import", "--skills", str(tmp_path / "skills"), "--home", str(tmp_path / "h"))
+    assert code != 0 and out["candidates"] == [] and out["procedures"] == []
+    assert out["problems"] == [
+        f"{folder / 'SKILL.md'}:1: step 2 command: 5,000,005 characters, over the 100,000"
+        " a step's command may hold: put the data in a file and have the step read it"
+    ]
