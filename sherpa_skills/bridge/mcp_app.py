@@ -13,7 +13,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, Resource
 from pydantic import ValidationError
 
-#: Where a procedure is read as a resource: its JSON, as `learn show --json` has it.
+#: Where a procedure is read as a resource: its JSON (description, steps, conditions, status, confidence).
 PROCEDURE_URI = "sherpa-skills://procedures/{procedure_id}"
 
 
