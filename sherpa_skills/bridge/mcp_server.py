@@ -1,8 +1,9 @@
 """`sherpa-skills mcp`: the skill store served over the Model Context Protocol with the official `mcp` SDK (2.x).
 
 stdio by default, as editors launch servers; `--http` serves streamable HTTP on 127.0.0.1 only, with the SDK's
-host and origin check (DNS rebinding). Input schemas come from the tools' typed signatures (pydantic); annotations say
-which tools only read and which change the store. The tools themselves are `mcp_tools.Bridge`'s methods.
+host and origin check (DNS rebinding). Input schemas come from the tools' typed signatures (pydantic) and are the
+contract: the limits `mcp_tools` enforces are in them, and they are closed (`mcp_contract`). Annotations say which
+tools only read and which change the store. The tools themselves are `mcp_tools.Bridge`'s methods.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from .match_answer import FindAnswer
-from .mcp_tools import Bridge, ToolRefused
+from .mcp_tools import MAX_STEPS, MAX_TASK_CHARS, Bridge, ToolRefused
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -39,8 +40,20 @@ A replay that answers `diverged` stopped at the step whose exit code or output d
 Before planning, `learnings_for(task)` lists past failures worth avoiding.
 """
 
-Task = Annotated[str, Field(description="what has to be done, in one sentence", max_length=1_000_000)]
-Params = Annotated[dict[str, str] | None, Field(description="parameter values by name (the procedure's `{{ name }}`s)")]
+#: An id as find_procedure gives it; longer is never one.
+MAX_ID_CHARS = 500
+Task = Annotated[
+    str, Field(description="what has to be done, in one sentence", min_length=1, max_length=MAX_TASK_CHARS)
+]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TASK_CHARS)]
+ProcedureId = Annotated[str, Field(description="a procedure's id, as find_procedure gives it", max_length=MAX_ID_CHARS)]
+Params = Annotated[
+    dict[str, Annotated[str, Field(max_length=MAX_TASK_CHARS)]] | None,
+    Field(description="parameter values by name (the procedure's `{{ name }}`s)"),
+]
+Steps = Annotated[
+    list[Text], Field(description="the shell commands that worked, in order", min_length=1, max_length=MAX_STEPS)
+]
 
 
 def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -60,10 +73,12 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def build_server(bridge: Bridge) -> MCPServer:
-    from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
-    server: MCPServer = MCPServer(name="sherpa-skills", instructions=INSTRUCTIONS)
+    from ..data import package_version
+    from .mcp_app import ProceduresServer
+    from .mcp_contract import contract_tool
+
     reading = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
     recording = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -73,34 +88,46 @@ def build_server(bridge: Bridge) -> MCPServer:
 
     def confirm_procedure(
         task: Task,
-        procedure_id: Annotated[str | None, Field(description="the candidate that is the task; null: none of these")],
+        procedure_id: Annotated[
+            str | None,
+            Field(description="the candidate that is the task; null: none of these", max_length=MAX_ID_CHARS),
+        ],
     ) -> dict[str, Any]:
         """Your answer to needs-confirmation: this procedure is the task, or (null) none of the candidates is."""
         return bridge.confirm_procedure(task, procedure_id)
 
     def replay_procedure(
-        procedure_id: str,
+        procedure_id: ProcedureId,
         params: Params = None,
         execute: Annotated[
-            bool, Field(description="run the steps (needs a server started with --allow-execute)")
+            StrictBool, Field(description="run the steps (needs a server started with --allow-execute)")
         ] = False,
-        task: Annotated[str | None, Field(description="the task, recorded as a confirmation of this procedure")] = None,
+        task: Annotated[
+            str | None,
+            Field(
+                description="the task, recorded as a confirmation of this procedure",
+                min_length=1,
+                max_length=MAX_TASK_CHARS,
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """The procedure's rendered steps (a dry run), or with execute=true each step's result and where it diverged."""
         return bridge.replay_procedure(procedure_id, params, execute, task)
 
     def record_outcome(
-        procedure_id: str,
+        procedure_id: ProcedureId,
         outcome: Literal["success", "failure"],
-        note: Annotated[str | None, Field(description="what went wrong, for a failure")] = None,
+        note: Annotated[
+            str | None, Field(description="what went wrong, for a failure", max_length=MAX_TASK_CHARS)
+        ] = None,
     ) -> dict[str, Any]:
         """Tell the store how a procedure you ran yourself went: it keeps its health and confidence."""
         return bridge.record_outcome(procedure_id, outcome, note)
 
     def capture_procedure(
         task: Task,
-        steps: Annotated[list[str], Field(description="the shell commands that worked, in order", min_length=1)],
-        description: str | None = None,
+        steps: Steps,
+        description: Annotated[str | None, Field(max_length=MAX_TASK_CHARS)] = None,
     ) -> dict[str, Any]:
         """Keep the commands that did a task: they arrive as a candidate in the review queue, not yet replayable."""
         return bridge.capture_procedure(task, steps, description)
@@ -118,7 +145,7 @@ def build_server(bridge: Bridge) -> MCPServer:
         return bridge.search_memory(query)
 
     def write_memory(
-        text: Annotated[str, Field(description="the note")],
+        text: Annotated[Text, Field(description="the note")],
         scope: Annotated[Literal["private", "shared"], Field(description="private: this agent's own")] = "private",
     ) -> dict[str, Any]:
         """Write a note as this server's agent: private (its own) or shared with every agent."""
@@ -135,8 +162,13 @@ def build_server(bridge: Bridge) -> MCPServer:
         (search_memory, reading),
         (write_memory, recording),
     ]
-    for fn, hints in tools:
-        server.add_tool(_guarded(fn), annotations=hints)
+    server = ProceduresServer(
+        bridge.home,
+        name="sherpa-skills",
+        version=package_version(),
+        instructions=INSTRUCTIONS,
+        tools=[contract_tool(_guarded(fn), hints) for fn, hints in tools],
+    )
 
     @server.prompt(name="use_procedures", description="when to call find_procedure and how to treat its answers")
     def use_procedures() -> str:

@@ -113,9 +113,8 @@ class Bridge:
             except SherpaError as exc:
                 raise ToolRefused(str(exc)) from None
         try:
-            return skills.replay(
-                task or proc.description or proc.task_type, procedure_id=proc.id, params=given, execute=execute
-            )
+            # Without a task nothing is confirmed: a dry run by id writes no alias (its description is no new wording).
+            return skills.replay(task, procedure_id=proc.id, params=given, execute=execute, by=f"agent:{self.agent}")
         finally:
             skills.close()
 

@@ -29,7 +29,7 @@ from .skill_format import DESCRIPTION_MAX, block_under, bullets_under, read_skil
 
 if TYPE_CHECKING:
     from ..skills.store.database import ProcedureDatabase
-    from ..skills.store.models import CapturedProcedure
+    from ..skills.store.models import CapturedProcedure, ProcedureStep
 
 PROCEDURE_KEY = "sherpa-skills-procedure"
 EXPORTABLE_HEALTH = frozenset({"new", "healthy"})
@@ -277,6 +277,21 @@ def shown_differently(proc: CapturedProcedure, skill_md: Path, asset: Path) -> s
     return None
 
 
+def _steps(commands: list[str]) -> list[ProcedureStep] | str:
+    """A skill's shell blocks as steps, redacted; or what is wrong with the first that cannot be one."""
+    from pydantic import ValidationError
+
+    from ..skills.store.models import ProcedureStep, step_problem
+
+    steps = []
+    for number, command in enumerate(commands, 1):
+        try:
+            steps.append(ProcedureStep(command=redact(command)))
+        except ValidationError as exc:
+            return step_problem(number, exc)
+    return steps
+
+
 def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImport:
     """Read skill folders (`directory` itself, or its sub-folders), every one as a candidate for review: ours with
     their counts kept as claims, once their procedure.json is what SKILL.md shows; others from their shell blocks."""
@@ -285,7 +300,7 @@ def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImpo
     from ..errors import UsageError
     from ..skills.match.matcher import Matcher
     from ..skills.store.database import step_signature
-    from ..skills.store.models import CapturedProcedure, ProcedureStep
+    from ..skills.store.models import CapturedProcedure
 
     root = Path(directory)
     if not root.is_dir():
@@ -305,7 +320,14 @@ def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImpo
         if PROCEDURE_KEY in skill.metadata and asset.is_file():
             try:
                 proc = CapturedProcedure.model_validate(json.loads(asset.read_text(encoding="utf-8")))
-            except (ValueError, ValidationError) as exc:
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                result.problems.append(
+                    f"{asset}:1: not a procedure: {where}: {first['msg'].removeprefix('Value error, ')}"
+                )
+                continue
+            except ValueError as exc:
                 result.problems.append(f"{asset}:1: not a procedure: {str(exc).splitlines()[0]}")
                 continue
             forged = shown_differently(proc, folder / "SKILL.md", asset)
@@ -321,11 +343,15 @@ def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImpo
             if not commands:
                 result.problems.append(f"{folder / 'SKILL.md'}:1: no fenced shell block (```bash) to take steps from")
                 continue
+            steps = _steps(commands)
+            if isinstance(steps, str):  # a block over the limit a step's command may hold
+                result.problems.append(f"{folder / 'SKILL.md'}:1: {steps}")
+                continue
             proc = CapturedProcedure(
                 id="",
                 task_type=skill.name,
                 description=skill.description,
-                steps=[ProcedureStep(command=redact(c)) for c in commands],
+                steps=steps,
                 source="manual",
                 status="candidate",
                 tags=["agent-skill"],

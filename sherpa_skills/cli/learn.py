@@ -72,7 +72,12 @@ def load_steps_file(path: str) -> dict[str, Any]:
         parsed = StepsFile.model_validate(located.data)
     except ValidationError as exc:
         raise WorkflowError(
-            [located.problem(tuple(e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg']}") for e in exc.errors()]
+            [
+                located.problem(
+                    tuple(e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+                )
+                for e in exc.errors()
+            ]
         ) from None
     return {**parsed.model_dump(exclude={"steps"}), "steps": [s.model_dump() for s in parsed.steps]}
 
@@ -217,7 +222,6 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"successes {p.success_count}, failures {p.failure_count}{legacy}; source {p.source}"
         + (f"; status {p.status}" if p.status != "active" else "")
     )
-    from rich.markup import escape
 
     for c in data["claims"]:  # an agent wrote these words: shown as text, never as markup
         said = f"{c['successes']} success(es)" if c["successes"] else f"{c['failures']} failure(s)"
@@ -855,7 +859,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         try:
             proc = CapturedProcedure.model_validate({k: v for k, v in raw.items() if k != "versions"})
         except ValidationError as exc:
-            problems.append(f"procedures[{i}]: {exc.errors()[0]['msg']}")
+            first = exc.errors()[0]
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+            problems.append(f"procedures[{i}]{where}: {first['msg'].removeprefix('Value error, ')}")
             continue
         known = store.find_by_signature(step_signature(proc.steps), proc.task_type)
         exists = known is not None

@@ -65,7 +65,11 @@ def add_mcp_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "shared memory, for the agent named --agent. Needs the mcp extra: pip install 'sherpa-skills[mcp]'.",
     )
     p.set_defaults(fn=cmd_mcp)
-    p.add_argument("--agent", default="mcp", help="who the server speaks as in shared memory (default: mcp)")
+    p.add_argument(
+        "--agent",
+        default="mcp",
+        help="who the server speaks as: in shared memory, and credited with the aliases it records (default: mcp)",
+    )
     p.add_argument(
         "--allow-execute",
         action="store_true",

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from .match.matcher import MatchDecision, Matcher
 from .store.answers import Answer
-from .store.models import CapturedProcedure, ProcedureHealthReport, ProcedureStep
+from .store.models import CapturedProcedure, ProcedureHealthReport, ProcedureStep, step_problem
 
 if TYPE_CHECKING:
     from ..engine.runstore import RunStore
@@ -226,12 +226,22 @@ class SkillStore:
     ) -> CaptureResult:
         """Keep steps that worked, as given (none dropped; one step is enough); a literal secret becomes an env var.
         Your capture counts as one success of the procedure. `claimed_by` names someone else who says they worked
-        (an agent): the steps are kept as a candidate for review with that claim, and count for nothing."""
+        (an agent): the steps are kept as a candidate for review with that claim, and count for nothing. A step that
+        is not valid (a command over `MAX_COMMAND_CHARS`) is refused, naming it (UsageError)."""
+        from pydantic import ValidationError
+
         from ..errors import UsageError
 
         if not steps:
             raise UsageError("capture needs at least one step")
-        given = [ProcedureStep(command=s) if isinstance(s, str) else ProcedureStep.model_validate(s) for s in steps]
+        given = []
+        for number, step in enumerate(steps, 1):
+            try:
+                given.append(
+                    ProcedureStep(command=step) if isinstance(step, str) else ProcedureStep.model_validate(step)
+                )
+            except ValidationError as exc:  # refused here, naming the step, before a run is recorded for it
+                raise UsageError(step_problem(number, exc)) from None
         inputs: dict[str, Any] = {
             "task_type": task_type,
             "steps": [s.model_dump() for s in given],
@@ -278,11 +288,13 @@ class SkillStore:
         min_confidence: float | None = None,
         verify: str | None = None,
         confirm: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]] | None = None,
+        by: str | None = None,
     ) -> dict[str, Any]:
         """Match and replay: a dry run unless `execute`. With `confirm`, executing first asks it
         (`("approve"|"refuse"|"edit", args)` from the pending payload); without, `execute=True` runs at once.
         `status` is `needs-confirmation` (with `candidates`) when the task is plausibly one of them: choose by calling
-        again with `procedure_id` — with the query, that records the confirmation (an alias, `alias` in the payload)."""
+        again with `procedure_id` — with the query, that records the confirmation (an alias, `alias` in the payload),
+        credited to `by` (an agent: `agent:NAME`; default the OS user)."""
         from ..errors import UsageError
 
         if not procedure_id and not (query or "").strip():  # a usage error, refused before a run is recorded for it
@@ -299,7 +311,7 @@ class SkillStore:
         if procedure_id:
             inputs["procedure_id"] = self.store.get(procedure_id).id
             if (query or "").strip():  # the caller answered a needs-confirmation: remembered as an alias
-                alias = self.confirm(query or "", inputs["procedure_id"], task_type)
+                alias = self.confirm(query or "", inputs["procedure_id"], task_type, by=by)
         if task_type:
             inputs["task_type"] = task_type
         if cwd:

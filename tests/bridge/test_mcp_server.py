@@ -139,7 +139,7 @@ def test_an_agent_finds_confirms_dry_runs_captures_and_is_refused_where_it_must_
     assert seen["unknown"][0] and "unknown procedure 'no-such-thing'" in seen["unknown"][1]
     assert seen["undeclared"][0] and "declares no parameter colour" in seen["undeclared"][1]
     assert seen["inject"][0] and "shell metacharacter ';'" in seen["inject"][1]
-    assert seen["huge"][0] and "over 4,000" in seen["huge"][1]
+    assert seen["huge"][0] and "'task' has 1,000,000 characters, over 4,000: say it" in seen["huge"][1]
     assert seen["wrong_type"][0] and "task" in seen["wrong_type"][1]
 
     error, captured = seen["capture"]
@@ -173,3 +173,126 @@ def test_execute_with_allow_execute_runs_the_steps_and_memory_stays_private(tmp_
 
     error, hits = talk(home, work, as_someone_else, "--agent", "dev")
     assert not error and hits["hits"] == []  # another agent's private note is never returned
+
+
+def test_the_schemas_are_the_contract_and_what_they_refuse_is_named(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    pid = learned(home)
+
+    async def script(session: ClientSession) -> dict[str, Any]:
+        seen: dict[str, Any] = {"init": await session.initialize()}
+        seen["tools"] = {t.name: t.input_schema for t in (await session.list_tools()).tools}
+        seen["bogus"] = await call(session, "find_procedure", task=TASK, bogus=1)
+        seen["empty_params"] = await call(session, "find_procedure", task=TASK, params={})
+        for given in ("yes", 1, "true"):
+            seen[f"execute {given!r}"] = await call(
+                session, "replay_procedure", procedure_id=pid, params={"label": "x"}, execute=given
+            )
+        seen["steps"] = await call(session, "capture_procedure", task="build it", steps=["make"] * 51)
+        seen["long_step"] = await call(session, "capture_procedure", task="build it", steps=["x" * 4001])
+        seen["long_id"] = await call(session, "replay_procedure", procedure_id="p" * 10_000)
+        seen["missing"] = await call(session, "find_procedure")
+        return seen
+
+    seen = talk(home, tmp_path, script, "--allow-execute")
+    tools = seen["tools"]
+    assert all(schema["additionalProperties"] is False for schema in tools.values())
+    assert tools["find_procedure"]["properties"]["task"]["maxLength"] == 4000
+    steps = tools["capture_procedure"]["properties"]["steps"]
+    assert (steps["maxItems"], steps["minItems"], steps["items"]["maxLength"]) == (50, 1, 4000)
+    assert tools["replay_procedure"]["properties"]["execute"]["type"] == "boolean"
+
+    error, refused = seen["bogus"]
+    assert error and "unknown argument 'bogus'" in refused and "task, params" in refused
+    assert not seen["empty_params"][0]
+    for given in ("yes", 1, "true"):
+        error, refused = seen[f"execute {given!r}"]
+        assert error and "'execute' must be true or false" in refused, refused
+    assert not (tmp_path / "archive").exists()  # none of them executed
+    assert seen["steps"][0] and "'steps' has 51 items, over 50" in seen["steps"][1]
+    assert seen["long_step"][0] and "'steps.0' has 4,001 characters, over 4,000" in seen["long_step"][1]
+    assert seen["long_id"][0] and "'procedure_id' has 10,000 characters, over 500" in seen["long_id"][1]
+    assert seen["missing"][0] and "argument 'task' is required" in seen["missing"][1]
+
+    from sherpa_skills.data import package_version
+
+    init = seen["init"]
+    assert init.server_info.version == package_version() and init.server_info.version
+    assert init.capabilities.resources is not None  # advertised, and served: see the next test
+
+
+def test_procedures_are_served_as_the_resources_the_server_advertises(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    pid = learned(home)
+
+    async def script(session: ClientSession) -> dict[str, Any]:
+        listed = (await session.list_resources()).resources
+        read = await session.read_resource(str(listed[0].uri))
+        try:
+            await session.read_resource("sherpa-skills://procedures/no-such-thing")
+            unknown = None
+        except Exception as exc:  # the SDK raises the JSON-RPC error
+            unknown = str(exc)
+        return {"listed": listed, "read": read, "unknown": unknown}
+
+    seen = talk(home, tmp_path, script)
+    assert [str(r.uri) for r in seen["listed"]] == [f"sherpa-skills://procedures/{pid}"]
+    assert seen["listed"][0].description == TASK
+    procedure = json.loads(seen["read"].contents[0].text)
+    assert procedure["id"] == pid and procedure["steps"][-1]["command"] == "mv app.log archive/app-{{ label }}.log"
+    assert seen["unknown"] and "unknown procedure 'no-such-thing'" in seen["unknown"]
+
+
+def test_aliases_an_agent_writes_are_credited_to_the_agent(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    pid = learned(home)
+
+    async def script(session: ClientSession) -> Any:
+        plain = await call(session, "replay_procedure", procedure_id=pid, params={"label": "x"})
+        with_task = await call(
+            session, "replay_procedure", procedure_id=pid, params={"label": "x"}, task="file away the app log"
+        )
+        confirmed = await call(session, "confirm_procedure", task="put the app log in the archive", procedure_id=pid)
+        return plain, with_task, confirmed
+
+    plain, with_task, confirmed = talk(home, tmp_path, script, "--agent", "ops")
+    assert not plain[0] and not with_task[0] and not confirmed[0]
+    aliases = SkillStore(home).aliases(pid)
+    assert sorted(a.text for a in aliases) == ["file away the app log", "put the app log in the archive"]
+    assert {a.by for a in aliases} == {"agent:ops"}  # never the OS user the server runs as
+    assert with_task[1]["alias"]["by"] == "agent:ops"
+
+
+def test_a_line_that_is_not_a_json_rpc_message_gets_a_json_rpc_error(tmp_path: Path) -> None:
+    import subprocess
+    import threading
+
+    lines = [
+        "{not json",
+        json.dumps({"jsonrpc": "2.0", "id": 7, "method": 5}),
+        json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}),
+    ]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "sherpa_skills", "mcp", "--home", str(tmp_path / "home")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "HF_HUB_OFFLINE": "1"},
+        cwd=tmp_path,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    watchdog = threading.Timer(120, server.kill)  # an unanswered line must fail the test, not hang it
+    watchdog.start()
+    try:
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        replies = [json.loads(server.stdout.readline() or "null") for _ in lines]  # read before hanging up
+    finally:
+        watchdog.cancel()
+        server.stdin.close()
+        server.wait(timeout=60)
+    assert [r and r.get("id") for r in replies] == [None, 7, 8], replies
+    assert replies[0]["error"]["code"] == -32700 and "not JSON" in replies[0]["error"]["message"]
+    assert replies[1]["error"]["code"] == -32600
+    assert replies[2]["result"] == {}  # the server keeps serving after both

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ...engine.registry import ActionContext, ActionResult, default_registry
 from ...engine.shell_template import check_shell_template
@@ -13,7 +13,7 @@ from ...errors import UsageError
 from ..match.matcher import Matcher
 from ..replay.runtime import as_template, failure_finder, skill_store
 from ..store.database import step_signature
-from ..store.models import CapturedLearning, CapturedProcedure, ProcedureStep
+from ..store.models import CapturedLearning, CapturedProcedure, ProcedureStep, step_problem
 from ..store.recording import credit_or_new_version
 
 # Commands that only look around: a procedure made of them alone is not worth replaying.
@@ -74,7 +74,10 @@ def capture_collect(args: NoArgs, ctx: ActionContext) -> ActionResult:
         planned_tokens = planned_tokens or sum(e.tokens for e in belief.log)
         planned_calls = planned_calls or int(row.counters.get("llm_calls", 0))
     for number, step in enumerate(view.get("steps") or [], 1):
-        given = ProcedureStep(**step)
+        try:
+            given = ProcedureStep(**step)
+        except ValidationError as exc:
+            raise UsageError(step_problem(number, exc)) from None
         try:  # a step replay could not render safely is refused now, not at its first replay
             check_shell_template(as_template(given.command))
         except UsageError as exc:

@@ -17,7 +17,8 @@ from ..store.params import PARAMETER
 _QUOTED = re.compile(r'"([^"\n]{1,120})"|(?<![A-Za-z])\'([^\'\n]{1,120})\'|`([^`\'\n]{1,120})[`\']')
 _GLOB = re.compile(r"\*\.([A-Za-z0-9_]{1,12})\b")
 _DOT_EXT = re.compile(r"(?<![\w.*/~$-])\.([A-Za-z][A-Za-z0-9]{0,5})\b(?![\w/.-])")  # ".pl files"
-_PROC_GLOB = re.compile(r"[\w.-]*(?:\*|\[[\w-]+\])[\w.*\[\]-]*")
+# Starts only where a word starts: unanchored, a long word is rescanned from each of its letters (quadratic).
+_PROC_GLOB = re.compile(r"(?<![\w.-])[\w.-]*(?:\*|\[[\w-]+\])[\w.*\[\]-]*")
 _PRODUCT = re.compile(r"(?<![\w.])(\d{1,6})\s*[*×]\s*(\d{1,6})(?![\w.])")
 _PLACEHOLDER = re.compile(r"^(.+?)(?:N{2,}|X{1,3})$")  # "tempNNN": a prefix and a numbered suffix
 _PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.~*+@:-]+(?:/[\w.~*+@:-]*)*|(?<![\w/])[\w.-]+/[\w.-]+(?:/[\w.-]*)*")

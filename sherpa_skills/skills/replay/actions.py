@@ -14,7 +14,7 @@ from ...redact import redact
 from ..match.matcher import Matcher
 from ..match.verifier import MODEL_ENV as VERIFY_MODEL_ENV
 from ..match.verifier import Verifier
-from ..store.models import CapturedLearning, Outcome, ProcedureStep
+from ..store.models import STORED, CapturedLearning, Outcome, ProcedureStep
 from ..store.recording import record_execution
 from ..store.scoring import replay_refusal
 from .divergence import Divergence, output_tail, why
@@ -220,7 +220,7 @@ def skill_run_step(args: NoArgs, ctx: ActionContext) -> ActionResult:
     """Run the next step and compare it with what was recorded; a mismatch or a timeout is a divergence."""
     view = ctx.view
     proc, index = view.get("procedure"), int(view.get("step_index") or 0)
-    step = ProcedureStep(**proc["steps"][index])
+    step = ProcedureStep.model_validate(proc["steps"][index], context=STORED)  # as stored, even before a limit
     # One shell for the whole replay: a step's `cd` and `export` hold for the steps after it.
     env_names = sorted({n for s in proc["steps"] for n in s.get("env_vars", [])})
     session, fresh = session_for(

@@ -27,6 +27,7 @@ from ...errors import StoreError
 from ...home import store_path
 from ...sqlite_db import Transaction, connect, execute_script, migrate, prefix_matches
 from .models import (
+    STORED,
     CapturedLearning,
     CapturedProcedure,
     Claim,
@@ -368,7 +369,7 @@ def _procedure(row: tuple[Any, ...]) -> CapturedProcedure:
         success_count=s,
         failure_count=f,
         confidence=confidence(s, f),
-        steps=[ProcedureStep(**x) for x in json.loads(steps)],
+        steps=[ProcedureStep.model_validate(x, context=STORED) for x in json.loads(steps)],
         preconditions=json.loads(pre),
         postconditions=json.loads(post),
         context=json.loads(ctx),
@@ -811,7 +812,7 @@ class ProcedureDatabase:
         return proc.model_copy(
             update={
                 "version": version,
-                "steps": [ProcedureStep(**x) for x in json.loads(v[0])],
+                "steps": [ProcedureStep.model_validate(x, context=STORED) for x in json.loads(v[0])],
                 "preconditions": json.loads(v[1]),
                 "postconditions": json.loads(v[2]),
                 "context": json.loads(v[3]),

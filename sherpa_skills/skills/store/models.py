@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 Source = Literal["session", "run", "manual"]
 #: branch: the run left the routine where an exception made it (a guard, a check) and succeeded another way — an
@@ -22,6 +22,11 @@ ProcedureKind = Literal["shell", "trajectory"]
 #: Who decided, in a trajectory, for the decisions a replay counts as its own position (fast-forwards and the
 # start are not decisions).
 POLICY_DECIDERS = ("rule", "llm", "replay", "policy")
+
+#: The most characters one step's command may hold (capture, import, MCP): a shell step is a command, not a payload.
+MAX_COMMAND_CHARS = 100_000
+#: The validation context of a row read back from the store: stored before the limit, it stays readable.
+STORED = {"stored": True}
 
 
 class ActionOutcome(BaseModel):
@@ -71,6 +76,16 @@ class ProcedureStep(BaseModel):
     env_vars: list[str] = Field(default_factory=list, description="names only; values are never stored")
     cwd: str | None = None
 
+    @field_validator("command")
+    @classmethod
+    def _bounded(cls, value: str, info: ValidationInfo) -> str:
+        if len(value) > MAX_COMMAND_CHARS and not (info.context or {}).get("stored"):
+            raise ValueError(
+                f"{len(value):,} characters, over the {MAX_COMMAND_CHARS:,} a step's command may hold: "
+                "put the data in a file and have the step read it"
+            )
+        return value
+
     @field_validator("expected_output_pattern")
     @classmethod
     def _regex(cls, value: str | None) -> str | None:
@@ -92,6 +107,13 @@ class ProcedureStep(BaseModel):
             if "=" in name or not name.replace("_", "").isalnum():
                 raise ValueError(f"env_vars holds variable names only, not '{name}'")
         return value
+
+
+def step_problem(number: int, exc: ValidationError) -> str:
+    """What is wrong with step `number` (1-based), in words: the field and why, without pydantic's boilerplate."""
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"])
+    return f"step {number}{f' {field}' if field else ''}: {first['msg'].removeprefix('Value error, ')}"
 
 
 class CapturedProcedure(BaseModel):
