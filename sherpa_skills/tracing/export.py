@@ -1,0 +1,251 @@
+"""Spans leave in the background and never hold a run up: a collector that is down or slow costs a run at most the
+exit flush (FLUSH_SECONDS), then what is left is dropped and the count logged.
+
+The SDK alone does not bound this (opentelemetry-sdk 1.45): BatchSpanProcessor ignores `export_timeout_millis`, its
+`shutdown()` joins the exporting thread for up to 30 s, and the gRPC exporter retries a refused connection with
+backoff inside one export, so a run with its collector down waited ~8 s at exit. Here the exporter is built off the
+run's path (importing gRPC costs ~0.15 s), each batch is tried once with a deadline, and the exit flush runs in a
+thread the run waits for at most a stated time, then cuts the exporter's channel.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.util import find_spec
+from typing import Any
+
+import structlog
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SpanExporter,
+    SpanExportResult,
+)
+
+from ..errors import UsageError
+
+log = structlog.get_logger(__name__)
+
+FLUSH_VARIABLE = "SHERPA_SKILLS_TRACES_FLUSH_SECONDS"
+FLUSH_SECONDS = 1.0  # the longest a run waits at exit for its last spans to leave
+ATTEMPT_SECONDS = 2.0  # one batch's export deadline unless OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT says otherwise
+SCHEDULE_MILLIS = 1000  # spans leave during the run once a second unless OTEL_BSP_SCHEDULE_DELAY says otherwise
+TIMEOUTS = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+
+
+def _seconds(env: Mapping[str, str], name: str, *, zero: bool = False) -> float | None:
+    """A positive (or, with `zero`, not negative) number of seconds from variable `name`, None when unset; anything
+    else is a UsageError naming the variable."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+        raise UsageError(f"{name}={raw!r}: expected a {'' if zero else 'positive '}number of seconds")
+    return value
+
+
+def flush_seconds(env: Mapping[str, str] | None = None) -> float:
+    """How long a run waits at exit for its spans: SHERPA_SKILLS_TRACES_FLUSH_SECONDS (0: not at all), else
+    FLUSH_SECONDS."""
+    env = os.environ if env is None else env
+    seconds = _seconds(env, FLUSH_VARIABLE, zero=True)
+    return FLUSH_SECONDS if seconds is None else seconds
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the OTEL_* variables ask of the exporter, checked on the run's path so a bad value is a clear error."""
+
+    kind: str  # otlp | console
+    protocol: str  # grpc | http/protobuf (otlp only)
+    attempt_seconds: float  # one batch's export deadline
+    user_timeout: bool  # the user set OTEL_EXPORTER_OTLP_*TIMEOUT: the exporter reads it as it always does
+
+    @classmethod
+    def read(cls, env: Mapping[str, str]) -> Setup:
+        kind = env.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() or "otlp"
+        if kind not in ("otlp", "console"):
+            raise UsageError(f"OTEL_TRACES_EXPORTER={kind}: sherpa-skills exports 'otlp' or 'console' (or 'none')")
+        protocol = (
+            env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "grpc"
+        ).strip()
+        if kind == "otlp":
+            module = {"grpc": "grpc", "http/protobuf": "http"}.get(protocol)
+            if module is None:
+                raise UsageError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol}: use grpc or http/protobuf")
+            # find_spec imports nothing heavy: the exporter itself is imported in the background
+            if find_spec(f"opentelemetry.exporter.otlp.proto.{module}") is None:
+                raise UsageError(
+                    f"traces over OTLP ({protocol}) need the exporter: pip install 'sherpa-skills[otel]' "
+                    f"(opentelemetry-exporter-otlp-proto-{module} missing)"
+                )
+        user_set = [seconds for seconds in (_seconds(env, name) for name in TIMEOUTS) if seconds is not None]
+        return cls(kind, protocol, user_set[0] if user_set else ATTEMPT_SECONDS, bool(user_set))
+
+    def build(self) -> SpanExporter:
+        """The exporter (slow: imports gRPC); endpoint, headers and TLS from the OTEL_EXPORTER_OTLP_* variables."""
+        if self.kind == "console":
+            return ConsoleSpanExporter(out=sys.stderr)  # stdout stays the command's (JSON under --json)
+        if self.protocol == "grpc":
+            from grpc import StatusCode  # type: ignore[import-untyped]
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+            # each batch is tried once: no status is retried, so no backoff can outlast the exit flush
+            return OTLPSpanExporter(timeout=self.timeout, retryable_error_codes=frozenset({StatusCode.OK}))
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[import-not-found]
+            OTLPSpanExporter as HTTPSpanExporter,
+        )
+
+        return HTTPSpanExporter(timeout=self.timeout)  # type: ignore[no-any-return]
+
+    @property
+    def timeout(self) -> float | None:
+        return None if self.user_timeout else self.attempt_seconds
+
+
+class BackgroundExporter(SpanExporter):
+    """Builds the real exporter in a thread of its own, sends each batch once, and counts what got through."""
+
+    def __init__(self, build: Callable[[], SpanExporter]) -> None:
+        self.exported = 0
+        self.failed = 0
+        self.error: str | None = None  # why the exporter could not be built
+        self._inner: SpanExporter | None = None
+        self._ready = threading.Event()
+        self._abandoned = False
+        threading.Thread(target=self._build, args=(build,), name="sherpa-otel-exporter", daemon=True).start()
+
+    def _build(self, build: Callable[[], SpanExporter]) -> None:
+        try:
+            self._inner = build()
+        except Exception as exc:  # a broken certificate or endpoint must not end the run: its spans are dropped
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.warning("traces_exporter_failed", error=self.error)
+        finally:
+            self._ready.set()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self._ready.wait()
+        inner = self._inner
+        result = SpanExportResult.FAILURE
+        if inner is not None and not self._abandoned:
+            result = inner.export(spans)
+        if result is SpanExportResult.SUCCESS:
+            self.exported += len(spans)  # one batch at a time: the processor holds its export lock
+        else:
+            self.failed += len(spans)
+        return result
+
+    def abandon(self) -> None:
+        """Stop now: later batches fail at once, and shutting the exporter cancels an export in flight."""
+        self._abandoned = True
+        self._ready.set()
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        inner, self._inner = self._inner, None
+        if inner is not None:
+            inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True  # nothing is held here: the processor holds the queue
+
+
+class CountingProcessor(BatchSpanProcessor):
+    """The SDK's batching, counting the spans handed to it so the exit can say how many never left."""
+
+    def __init__(self, exporter: SpanExporter, **kwargs: Any) -> None:
+        super().__init__(exporter, **kwargs)
+        self.ended = 0
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.context and span.context.trace_flags.sampled:
+            self.ended += 1
+        super().on_end(span)
+
+
+def within(seconds: float, work: Callable[[], object], name: str) -> bool:
+    """Run `work` in a daemon thread and wait for it at most `seconds`: True when it finished in time."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            work()
+        except Exception as exc:  # a failing flush loses spans, never the run
+            log.warning("traces_flush_failed", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return done.wait(seconds)
+
+
+class BoundedTracerProvider(TracerProvider):
+    """A TracerProvider whose shutdown (at `close`, or at interpreter exit) waits at most `flush_seconds`,
+    then drops what is left and logs how many spans never reached the collector."""
+
+    def __init__(
+        self,
+        exporter: BackgroundExporter,
+        *,
+        resource: Resource,
+        flush_seconds: float,
+        attempt_seconds: float,
+        schedule_millis: float | None = SCHEDULE_MILLIS,  # None: OTEL_BSP_SCHEDULE_DELAY, as the SDK reads it
+    ):
+        super().__init__(resource=resource, shutdown_on_exit=False)  # the SDK's exit hook would wait up to 30 s
+        self.exporter = exporter
+        self.flush_seconds = flush_seconds
+        self.processor = CountingProcessor(
+            exporter,
+            schedule_delay_millis=schedule_millis,
+            export_timeout_millis=attempt_seconds * 1000,  # unused by SDK 1.45, kept for the versions that use it
+        )
+        self.add_span_processor(self.processor)
+        self._closed = False
+        atexit.register(self.shutdown)
+
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self.shutdown)
+        in_time = within(self.flush_seconds, super().shutdown, "sherpa-otel-flush")
+        if not in_time:
+            self.exporter.abandon()
+        sent, ended = self.exporter.exported, self.processor.ended
+        if sent < ended:
+            reason = (
+                f"exporter unavailable ({self.exporter.error})"
+                if self.exporter.error
+                else "export failed (collector unreachable?)"
+                if in_time
+                else f"flush took longer than {self.flush_seconds:g}s"
+            )
+            log.warning("traces_dropped", spans=ended - sent, of=ended, reason=reason, flush_seconds=self.flush_seconds)
+
+
+def provider_from_environment(env: Mapping[str, str] | None = None) -> BoundedTracerProvider:
+    """A TracerProvider exporting as the OTEL_* variables say, in the background and bounded at exit."""
+    env = dict(os.environ if env is None else env)
+    setup, flush = Setup.read(env), flush_seconds(env)  # both checked before anything starts
+    attributes = {} if env.get("OTEL_SERVICE_NAME") else {"service.name": "sherpa-skills"}
+    return BoundedTracerProvider(
+        BackgroundExporter(setup.build),
+        resource=Resource.create(attributes),
+        flush_seconds=flush,
+        attempt_seconds=setup.attempt_seconds,
+        schedule_millis=None if env.get("OTEL_BSP_SCHEDULE_DELAY", "").strip() else SCHEDULE_MILLIS,
+    )
