@@ -86,7 +86,7 @@ def extract(ref: str, into: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=11)  # wall time on a shared machine is noisy: medians of 11
     parser.add_argument("--no-write", action="store_true", help="print the section, leave RESULTS.md alone")
     parser.add_argument("--before", metavar="REF", help="also time the collector-down run on the code at git REF")
     parser.add_argument("--before-runs", type=int, default=3)
