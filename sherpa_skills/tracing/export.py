@@ -4,8 +4,9 @@ exit flush (FLUSH_SECONDS), then what is left is dropped and the count logged.
 The SDK alone does not bound this (opentelemetry-sdk 1.45): BatchSpanProcessor ignores `export_timeout_millis`, its
 `shutdown()` joins the exporting thread for up to 30 s, and the gRPC exporter retries a refused connection with
 backoff inside one export, so a run with its collector down waited ~8 s at exit. Here the exporter is built off the
-run's path (importing gRPC costs ~0.15 s), each batch is tried once with a deadline, and the exit flush runs in a
-thread the run waits for at most a stated time, then cuts the exporter's channel.
+run's path (importing it costs ~0.17 s of CPU), and not at all while the collector refuses connections; each batch
+is tried once with a deadline; the exit flush runs in a thread the run waits for at most a stated time, then cuts the
+exporter's channel.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from opentelemetry.sdk.trace.export import (
 )
 
 from ..errors import UsageError
+from .probe import collector_address, refuses
 
 log = structlog.get_logger(__name__)
 
@@ -116,30 +118,49 @@ class Setup:
 
 
 class BackgroundExporter(SpanExporter):
-    """Builds the real exporter in a thread of its own, sends each batch once, and counts what got through."""
+    """Builds the real exporter in a thread of its own, sends each batch once, and counts what got through.
 
-    def __init__(self, build: Callable[[], SpanExporter]) -> None:
+    With an `address`, the exporter is not built while nothing listens there: each batch first checks (a TCP
+    connect) and is dropped at once while the collector refuses connections, so a run pays for gRPC only when a
+    collector is up."""
+
+    def __init__(self, build: Callable[[], SpanExporter], address: tuple[str, int] | None = None) -> None:
         self.exported = 0
         self.failed = 0
         self.error: str | None = None  # why the exporter could not be built
+        self.refused: str | None = None  # the collector's host:port, while it refuses connections
+        self._make = build
+        self._address = address
         self._inner: SpanExporter | None = None
         self._ready = threading.Event()
         self._abandoned = False
-        threading.Thread(target=self._build, args=(build,), name="sherpa-otel-exporter", daemon=True).start()
+        threading.Thread(target=self._first, name="sherpa-otel-exporter", daemon=True).start()
 
-    def _build(self, build: Callable[[], SpanExporter]) -> None:
+    def _first(self) -> None:
         try:
-            self._inner = build()
-        except Exception as exc:  # a broken certificate or endpoint must not end the run: its spans are dropped
-            self.error = f"{type(exc).__name__}: {exc}"
-            log.warning("traces_exporter_failed", error=self.error)
+            self._up()
         finally:
             self._ready.set()
 
+    def _up(self) -> SpanExporter | None:
+        """The exporter, built the first time the collector does not refuse a connection; None while it does."""
+        if self._inner is not None or self.error is not None:
+            return self._inner
+        if self._address is not None and refuses(self._address):
+            self.refused = "{}:{}".format(*self._address)
+            return None
+        self.refused = None
+        try:
+            self._inner = self._make()
+        except Exception as exc:  # a broken certificate or endpoint must not end the run: its spans are dropped
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.warning("traces_exporter_failed", error=self.error)
+        return self._inner
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         self._ready.wait()
-        inner = self._inner
         result = SpanExportResult.FAILURE
+        inner = None if self._abandoned else self._up()
         if inner is not None and not self._abandoned:
             result = inner.export(spans)
         if result is SpanExportResult.SUCCESS:
@@ -230,6 +251,8 @@ class BoundedTracerProvider(TracerProvider):
             reason = (
                 f"exporter unavailable ({self.exporter.error})"
                 if self.exporter.error
+                else f"collector refused connections at {self.exporter.refused}"
+                if self.exporter.refused
                 else "export failed (collector unreachable?)"
                 if in_time
                 else f"flush took longer than {self.flush_seconds:g}s"
@@ -243,7 +266,7 @@ def provider_from_environment(env: Mapping[str, str] | None = None) -> BoundedTr
     setup, flush = Setup.read(env), flush_seconds(env)  # both checked before anything starts
     attributes = {} if env.get("OTEL_SERVICE_NAME") else {"service.name": "sherpa-skills"}
     return BoundedTracerProvider(
-        BackgroundExporter(setup.build),
+        BackgroundExporter(setup.build, collector_address(env, setup.protocol) if setup.kind == "otlp" else None),
         resource=Resource.create(attributes),
         flush_seconds=flush,
         attempt_seconds=setup.attempt_seconds,

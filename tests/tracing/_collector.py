@@ -12,7 +12,7 @@ from typing import Any
 class Collector:
     """An OTLP/gRPC trace collector in this process, on a free loopback port: what a run sends arrives here."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         import grpc
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
@@ -28,7 +28,7 @@ class Collector:
 
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self.server)
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.port = self.server.add_insecure_port(f"127.0.0.1:{port}")
 
     def spans(self) -> list[Any]:
         return [s for r in self.requests for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]

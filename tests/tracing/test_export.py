@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed (pip install 'sherpa-skills[otel]')")
 
-from _collector import closed_port, silent_port  # noqa: E402
+from _collector import Collector, closed_port, silent_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "shell_build" / "workflow.yaml"
@@ -74,7 +74,52 @@ def test_a_collector_that_is_down_neither_slows_the_run_nor_hides_the_loss(tmp_p
     assert elapsed < off_s + SLACK_S, f"{elapsed:.1f}s with the collector down, {off_s:.1f}s with tracing off"
     dropped = _log(tmp_path, out)["traces_dropped"]
     assert dropped["spans"] == dropped["of"] >= 5  # the workflow and its four steps, none delivered
-    assert dropped["reason"].startswith("export failed")
+    assert dropped["reason"] == f"collector refused connections at 127.0.0.1:{port}"
+
+
+def test_a_collector_that_is_down_costs_no_grpc(tmp_path: Path) -> None:
+    """Nothing listens: the exporter (and gRPC, ~0.17 s to import) is never loaded, and stderr stays quiet."""
+    sock = closed_port()
+    (tmp_path / "w.yaml").write_text(QUICK)
+    code = (
+        "import sys; from sherpa_skills.cli import main; "
+        f"main(['run', {str(tmp_path / 'w.yaml')!r}, '-q', '--home', {str(tmp_path / 'h')!r}]); "
+        "print(sorted(m for m in ('grpc', 'opentelemetry.exporter.otlp.proto.grpc') if m in sys.modules))"
+    )
+    env = _env(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{sock.getsockname()[1]}")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    finally:
+        sock.close()
+    assert out.stdout.strip() == "[]" and out.stderr == "", out.stderr
+
+
+def test_spans_reach_a_collector_that_comes_up_after_the_run_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from sherpa_skills.tracing.export import BackgroundExporter, Setup
+
+    sock = closed_port()
+    port = sock.getsockname()[1]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+    exporter = BackgroundExporter(Setup.read(os.environ).build, ("127.0.0.1", port))
+    span = TracerProvider().get_tracer("t").start_span("early")
+    span.end()
+    assert exporter.export([span]) is SpanExportResult.FAILURE
+    assert exporter.refused == f"127.0.0.1:{port}" and exporter.failed == 1
+    sock.close()
+    collector = Collector(port)
+    collector.server.start()
+    try:
+        assert exporter.export([span]) is SpanExportResult.SUCCESS  # checked again, built now, sent
+        assert exporter.refused is None and exporter.exported == 1
+    finally:
+        exporter.shutdown()
+        collector.server.stop(0)
+    assert [s.name for s in collector.spans()] == ["early"]
 
 
 def test_a_collector_that_never_answers_costs_at_most_the_flush_time(tmp_path: Path, off_s: float) -> None:
@@ -97,12 +142,16 @@ def test_a_collector_that_never_answers_costs_at_most_the_flush_time(tmp_path: P
 
 
 def test_an_exporter_that_cannot_be_built_drops_the_spans_not_the_run(tmp_path: Path, off_s: float) -> None:
-    elapsed, out = _run(
-        tmp_path,
-        "broken",
-        OTEL_EXPORTER_OTLP_ENDPOINT="https://127.0.0.1:4317",  # TLS: credentials from the named provider
-        OTEL_PYTHON_EXPORTER_OTLP_GRPC_CREDENTIAL_PROVIDER="no-such-provider",
-    )
+    sock = silent_port()  # something listens, so the exporter is built (and fails)
+    try:
+        elapsed, out = _run(
+            tmp_path,
+            "broken",
+            OTEL_EXPORTER_OTLP_ENDPOINT=f"https://127.0.0.1:{sock.getsockname()[1]}",  # TLS: credentials from…
+            OTEL_PYTHON_EXPORTER_OTLP_GRPC_CREDENTIAL_PROVIDER="no-such-provider",  # …a provider that is not there
+        )
+    finally:
+        sock.close()
     log = _log(tmp_path, out)
     assert "no-such-provider" in log["traces_exporter_failed"]["error"]
     assert log["traces_dropped"]["reason"].startswith("exporter unavailable")
