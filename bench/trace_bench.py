@@ -151,11 +151,12 @@ Machine after: {machine()}
 {rows}
 
 Target: collector down ≤ {TARGET_RATIO}× tracing off — **{ratio_down:.2f}×, {"met" if met else "MISSED"}**
-(collector up: {ratio_up:.2f}×). What tracing still costs is CPU: importing the SDK and the gRPC exporter (~0.2 s, the
-exporter's part in a background thread), which a loaded machine turns into wall time.
+(collector up: {ratio_up:.2f}×). What tracing costs is CPU: importing the SDK on the run's path and, once a collector
+answers, the gRPC exporter in a background thread (~0.2 s together), which a loaded machine turns into wall time.
 
 {_before(args.before, before, med["off"])}Now each batch is tried once with a 2 s deadline, the exporter is built in the
-background, and the exit flush waits at most 1 s (`SHERPA_SKILLS_TRACES_FLUSH_SECONDS`).
+background and not at all while the collector refuses connections, and the exit flush waits at most 1 s
+(`SHERPA_SKILLS_TRACES_FLUSH_SECONDS`).
 """
     print(body)
     if not args.no_write:
