@@ -133,7 +133,7 @@ class BackgroundExporter(SpanExporter):
         self._address = address
         self._inner: SpanExporter | None = None
         self._ready = threading.Event()
-        self._abandoned = False
+        self._closed = False
         threading.Thread(target=self._first, name="sherpa-otel-exporter", daemon=True).start()
 
     def _first(self) -> None:
@@ -155,13 +155,15 @@ class BackgroundExporter(SpanExporter):
         except Exception as exc:  # a broken certificate or endpoint must not end the run: its spans are dropped
             self.error = f"{type(exc).__name__}: {exc}"
             log.warning("traces_exporter_failed", error=self.error)
+        if self._closed:  # shut while it was being built: it must not be left with an open channel
+            self.shutdown()
         return self._inner
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         self._ready.wait()
         result = SpanExportResult.FAILURE
-        inner = None if self._abandoned else self._up()
-        if inner is not None and not self._abandoned:
+        inner = None if self._closed else self._up()  # never built again once shut
+        if inner is not None and not self._closed:
             result = inner.export(spans)
         if result is SpanExportResult.SUCCESS:
             self.exported += len(spans)  # one batch at a time: the processor holds its export lock
@@ -171,11 +173,11 @@ class BackgroundExporter(SpanExporter):
 
     def abandon(self) -> None:
         """Stop now: later batches fail at once, and shutting the exporter cancels an export in flight."""
-        self._abandoned = True
         self._ready.set()
         self.shutdown()
 
     def shutdown(self) -> None:
+        self._closed = True
         inner, self._inner = self._inner, None
         if inner is not None:
             inner.shutdown()
