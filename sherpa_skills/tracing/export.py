@@ -1,5 +1,5 @@
 """Spans leave in the background and never hold a run up: a collector that is down or slow costs a run at most the
-exit flush (FLUSH_SECONDS), then what is left is dropped and the count logged.
+exit flush (settings.FLUSH_SECONDS), then what is left is dropped and the count logged.
 
 The SDK alone does not bound this (opentelemetry-sdk 1.45): BatchSpanProcessor ignores `export_timeout_millis`, its
 `shutdown()` joins the exporting thread for up to 30 s, and the gRPC exporter retries a refused connection with
@@ -12,109 +12,20 @@ exporter's channel.
 from __future__ import annotations
 
 import atexit
-import math
 import os
-import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from importlib.util import find_spec
 from typing import Any
 
 import structlog
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
-    ConsoleSpanExporter,
-    SpanExporter,
-    SpanExportResult,
-)
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from ..errors import UsageError
 from .probe import collector_address, refuses
+from .settings import SCHEDULE_MILLIS, Setup, flush_seconds
 
 log = structlog.get_logger(__name__)
-
-FLUSH_VARIABLE = "SHERPA_SKILLS_TRACES_FLUSH_SECONDS"
-FLUSH_SECONDS = 1.0  # the longest a run waits at exit for its last spans to leave
-ATTEMPT_SECONDS = 2.0  # one batch's export deadline unless OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT says otherwise
-SCHEDULE_MILLIS = 1000  # spans leave during the run once a second unless OTEL_BSP_SCHEDULE_DELAY says otherwise
-TIMEOUTS = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
-
-
-def _seconds(env: Mapping[str, str], name: str, *, zero: bool = False) -> float | None:
-    """A positive (or, with `zero`, not negative) number of seconds from variable `name`, None when unset; anything
-    else is a UsageError naming the variable."""
-    raw = env.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
-        raise UsageError(f"{name}={raw!r}: expected a {'' if zero else 'positive '}number of seconds")
-    return value
-
-
-def flush_seconds(env: Mapping[str, str] | None = None) -> float:
-    """How long a run waits at exit for its spans: SHERPA_SKILLS_TRACES_FLUSH_SECONDS (0: not at all), else
-    FLUSH_SECONDS."""
-    env = os.environ if env is None else env
-    seconds = _seconds(env, FLUSH_VARIABLE, zero=True)
-    return FLUSH_SECONDS if seconds is None else seconds
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What the OTEL_* variables ask of the exporter, checked on the run's path so a bad value is a clear error."""
-
-    kind: str  # otlp | console
-    protocol: str  # grpc | http/protobuf (otlp only)
-    attempt_seconds: float  # one batch's export deadline
-    user_timeout: bool  # the user set OTEL_EXPORTER_OTLP_*TIMEOUT: the exporter reads it as it always does
-
-    @classmethod
-    def read(cls, env: Mapping[str, str]) -> Setup:
-        kind = env.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() or "otlp"
-        if kind not in ("otlp", "console"):
-            raise UsageError(f"OTEL_TRACES_EXPORTER={kind}: sherpa-skills exports 'otlp' or 'console' (or 'none')")
-        protocol = (
-            env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "grpc"
-        ).strip()
-        if kind == "otlp":
-            module = {"grpc": "grpc", "http/protobuf": "http"}.get(protocol)
-            if module is None:
-                raise UsageError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol}: use grpc or http/protobuf")
-            # find_spec imports nothing heavy: the exporter itself is imported in the background
-            if find_spec(f"opentelemetry.exporter.otlp.proto.{module}") is None:
-                raise UsageError(
-                    f"traces over OTLP ({protocol}) need the exporter: pip install 'sherpa-skills[otel]' "
-                    f"(opentelemetry-exporter-otlp-proto-{module} missing)"
-                )
-        user_set = [seconds for seconds in (_seconds(env, name) for name in TIMEOUTS) if seconds is not None]
-        return cls(kind, protocol, user_set[0] if user_set else ATTEMPT_SECONDS, bool(user_set))
-
-    def build(self) -> SpanExporter:
-        """The exporter (slow: imports gRPC); endpoint, headers and TLS from the OTEL_EXPORTER_OTLP_* variables."""
-        if self.kind == "console":
-            return ConsoleSpanExporter(out=sys.stderr)  # stdout stays the command's (JSON under --json)
-        if self.protocol == "grpc":
-            from grpc import StatusCode  # type: ignore[import-untyped]
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-            # each batch is tried once: no status is retried, so no backoff can outlast the exit flush
-            return OTLPSpanExporter(timeout=self.timeout, retryable_error_codes=frozenset({StatusCode.OK}))
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[import-not-found]
-            OTLPSpanExporter as HTTPSpanExporter,
-        )
-
-        return HTTPSpanExporter(timeout=self.timeout)  # type: ignore[no-any-return]
-
-    @property
-    def timeout(self) -> float | None:
-        return None if self.user_timeout else self.attempt_seconds
 
 
 class BackgroundExporter(SpanExporter):

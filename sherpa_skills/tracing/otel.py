@@ -20,7 +20,8 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ..redact import redact_value
-from .export import FLUSH_SECONDS, provider_from_environment, within
+from .export import provider_from_environment, within
+from .settings import FLUSH_SECONDS
 
 log = structlog.get_logger(__name__)
 

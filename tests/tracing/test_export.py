@@ -100,7 +100,8 @@ def test_spans_reach_a_collector_that_comes_up_after_the_run_started(
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SpanExportResult
 
-    from sherpa_skills.tracing.export import BackgroundExporter, Setup
+    from sherpa_skills.tracing.export import BackgroundExporter
+    from sherpa_skills.tracing.settings import Setup
 
     sock = closed_port()
     port = sock.getsockname()[1]
