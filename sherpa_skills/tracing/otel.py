@@ -12,58 +12,24 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from typing import Any
 
+import structlog
 from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from ..errors import UsageError
 from ..redact import redact_value
+from .export import provider_from_environment, within
+from .settings import FLUSH_SECONDS
+
+log = structlog.get_logger(__name__)
 
 SEMCONV_VERSION = "1.41.0"
 SCHEMA_URL = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 MAX_ATTRIBUTE = 4096  # a long output is cut: a trace backend is not the run store
 LLM_ACTIONS = ("llm", "policy:llm")
-
-
-def _exporter(env: dict[str, str]) -> SpanExporter:
-    kind = env.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() or "otlp"
-    if kind == "console":
-        return ConsoleSpanExporter(out=sys.stderr)  # stdout stays the command's (JSON under --json)
-    if kind != "otlp":
-        raise UsageError(f"OTEL_TRACES_EXPORTER={kind}: sherpa-skills exports 'otlp' or 'console' (or 'none')")
-    protocol = (
-        env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "grpc"
-    ).strip()
-    try:
-        if protocol == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-        elif protocol == "http/protobuf":
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[import-not-found,no-redef]
-                OTLPSpanExporter,
-            )
-        else:
-            raise UsageError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol}: use grpc or http/protobuf")
-    except ImportError as exc:
-        raise UsageError(
-            f"traces over OTLP ({protocol}) need the exporter: pip install 'sherpa-skills[otel]' ({exc.name} missing)"
-        ) from None
-    return OTLPSpanExporter()  # endpoint, headers, TLS and timeout from the OTEL_EXPORTER_OTLP_* variables
-
-
-def provider_from_environment(env: dict[str, str] | None = None) -> TracerProvider:
-    """A TracerProvider exporting as the OTEL_* variables say, batching off the run's path."""
-    env = dict(os.environ if env is None else env)
-    attributes = {} if env.get("OTEL_SERVICE_NAME") else {"service.name": "sherpa-skills"}
-    provider = TracerProvider(resource=Resource.create(attributes))
-    provider.add_span_processor(BatchSpanProcessor(_exporter(env)))
-    return provider
 
 
 def _text(value: Any) -> str:
@@ -234,15 +200,18 @@ class RunTracer:
         root.end()
 
     def close(self) -> None:
-        """End a span a stopped run left open (Ctrl-C), and flush; shut the provider down when it is ours."""
+        """End a span a stopped run left open (Ctrl-C), and flush; shut the provider down when it is ours.
+
+        Ours waits at most its flush time; a provider passed in is flushed for at most FLUSH_SECONDS, then left to
+        finish in the background (its exporter is its owner's to bound)."""
         if self.root is not None:
             self.root.set_status(Status(StatusCode.ERROR, "interrupted"))
             self.root.end()
             self.root = None
         if self.owns_provider:
             self.provider.shutdown()
-        else:
-            self.provider.force_flush()
+        elif not within(FLUSH_SECONDS, self.provider.force_flush, "sherpa-otel-flush"):
+            log.warning("traces_flush_unfinished", flush_seconds=FLUSH_SECONDS)
 
 
 def trace_run(agent: Any, provider: Any | None = None, *, capture_content: bool | None = None) -> RunTracer:

@@ -7,14 +7,14 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from concurrent import futures
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed (pip install 'sherpa-skills[otel]')")
+
+from _collector import Collector  # noqa: E402
 
 from sherpa_skills.engine.workflow import load_workflow_text  # noqa: E402
 
@@ -76,33 +76,8 @@ def test_nothing_of_opentelemetry_is_imported_when_tracing_is_off(tmp_path: Path
     assert out.stdout.strip() == "[]", out.stderr
 
 
-class _Collector:
-    """An OTLP/gRPC trace collector in this process, on a free loopback port: what a run sends arrives here."""
-
-    def __init__(self) -> None:
-        import grpc
-        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
-
-        self.requests: list[Any] = []
-        self.got = threading.Event()
-        collector = self
-
-        class Service(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
-            def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 (the gRPC method's name)
-                collector.requests.append(request)
-                collector.got.set()
-                return trace_service_pb2.ExportTraceServiceResponse()
-
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self.server)
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
-
-    def spans(self) -> list[Any]:
-        return [s for r in self.requests for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]
-
-
 def test_the_cli_sends_spans_to_the_collector_the_otlp_variables_name(tmp_path: Path) -> None:
-    collector = _Collector()
+    collector = Collector()
     collector.server.start()
     try:
         (tmp_path / "w.yaml").write_text(WORKFLOW)
@@ -117,8 +92,11 @@ def test_the_cli_sends_spans_to_the_collector_the_otlp_variables_name(tmp_path: 
         cmd += ["-i", f"token=api_key={SECRET}", "--home", str(tmp_path / "h")]
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
-        assert json.loads(out.stdout)["status"] == "final"  # stdout is still only the JSON result
+        result = json.loads(out.stdout)  # stdout is still only the JSON result
+        assert result["status"] == "final"
         assert collector.got.wait(30)
+        log = (tmp_path / "h" / "logs" / f"{result['run_id']}.jsonl").read_text()
+        assert "traces_dropped" not in log  # all of them arrived before the exit flush let go
     finally:
         collector.server.stop(0)
     names = {s.name for s in collector.spans()}
