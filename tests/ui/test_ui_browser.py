@@ -115,13 +115,29 @@ def page(browser: Any) -> Any:
             else (outside.append(route.request.url), route.abort())
         ),
     )
+    # Every page runs under the view's Content-Security-Policy: a violation (an inline script, a style Mermaid
+    # injects, an eval) fails the test, as the browser reports it both as an event and in the console.
+    context.add_init_script(
+        "document.addEventListener('securitypolicyviolation', e => console.error("
+        "'CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile + ':' + e.lineNumber));"
+    )
     p = context.new_page()
     errors: list[str] = []
+    violations: list[str] = []
     p.on("pageerror", lambda exc: errors.append(str(exc)))
+    p.on(
+        "console",
+        lambda m: (
+            violations.append(m.text)
+            if m.type == "error" and ("CSP violation" in m.text or "Content Security Policy" in m.text)
+            else None
+        ),
+    )
     yield p
     context.close()
     assert not outside, f"the page asked for outside resources: {outside}"
     assert not errors, f"JavaScript errors: {errors}"
+    assert not violations, f"Content-Security-Policy violations: {violations}"
 
 
 def _diagram(page: Any) -> None:
