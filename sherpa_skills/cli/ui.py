@@ -92,12 +92,12 @@ def cmd_ui(args: argparse.Namespace) -> int:
             "(an SSH tunnel or a reverse proxy)\n"
         )
     app = create_app(home, allow_actions=args.allow_actions, allowed_hosts=hosts, token=token)
-    note = (
-        ""
-        if token is None
-        else "; open it once, the browser keeps a cookie; API clients send 'Authorization: Bearer TOKEN'"
-    )
-    return serve(app, args.host, args.port, open_browser=args.open, url=url, shown=f"{shown}{note}")
+    if token is not None:
+        sys.stderr.write(
+            "sherpa-skills ui: open the address below once in a browser (it then keeps a cookie); "
+            "API clients send 'Authorization: Bearer TOKEN'\n"
+        )
+    return serve(app, args.host, args.port, open_browser=args.open, url=url, shown=shown)
 
 
 def serve(

@@ -34,7 +34,7 @@ from ..db.url import database_url
 from ..errors import SherpaError, StoreError, UsageError
 from . import memory_view, run_view, views
 from .format import FILTERS
-from .security import LOOPBACK_NAMES, Guard
+from .security import LOOPBACK_NAMES, Guard, allowed_names
 
 STATIC = Path(__file__).parent / "static"
 VENDOR_CACHE = "public, max-age=604800"  # vendored libraries change only with a release of this package
@@ -163,7 +163,7 @@ class _GuardedApp(Starlette):
     """Starlette with the Guard outside its own error handler, so a 500 carries the security headers too."""
 
     def __init__(self, *args: Any, hosts: list[str], token: str | None, **kwargs: Any):
-        self.hosts, self.token = hosts, token
+        self.hosts, self.token = sorted(allowed_names(hosts)), token  # checked now: a bad name is refused at start
         super().__init__(*args, **kwargs)
 
     def build_middleware_stack(self) -> ASGIApp:

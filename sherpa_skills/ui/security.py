@@ -78,7 +78,9 @@ def read_token_file(path: str | os.PathLike[str]) -> str:
 def host_name(value: str) -> str | None:
     """The name in a Host header or an --allowed-host value, lower-cased, IPv6 without brackets; None if malformed."""
     try:
-        return ipaddress.ip_address(value).compressed  # a bare address (an IPv6 one has no brackets on the command line)
+        return ipaddress.ip_address(
+            value
+        ).compressed  # a bare address (an IPv6 one has no brackets on the command line)
     except ValueError:
         pass
     try:
