@@ -185,7 +185,12 @@ class Guard:
                 return 401, "refused: a token in the address signs in a page (GET) only; send it as a header", challenge
             if len(given) > 1 or not _same(given[0], self.token):
                 return 401, f"refused: wrong token in the address; {how}", challenge
-            return 303, "signed in", self._login(scope, query)
+            location, *rest = self._login(scope, query)
+            if headers.get("sec-fetch-site") in ("cross-site", "same-site"):
+                # A link followed from another site: the browser sends no SameSite=Strict cookie along a redirect that
+                # site started, so a page of ours moves on instead (its own navigation carries the cookie).
+                return 200, "signed in", [*rest, ("refresh", location[1])]
+            return 303, "signed in", [location, *rest]
         cookie = SimpleCookie()
         try:
             cookie.load(headers.get("cookie", ""))
@@ -214,8 +219,18 @@ class Guard:
 async def _answer(scope: Any, send: Any, status: int, message: str, headers: list[tuple[str, str]]) -> None:
     """A refusal (JSON for /api and non-browser clients, a short page for a browser) or the sign-in redirect."""
     accept = next((v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"accept"), "")
+    refresh = dict(headers).get("refresh")
     if status == 303:
         body, kind = b"", "text/plain; charset=utf-8"
+    elif refresh is not None:
+        target = html.escape(refresh, quote=True)
+        body = (
+            f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url='
+            f'{target}"><title>signed in · sherpa-skills</title></head><body><main><p>Signed in: '
+            f'<a href="{target}">continue</a>.</p></main></body></html>'
+        ).encode()
+        kind = "text/html; charset=utf-8"
+        headers = [h for h in headers if h[0] != "refresh"]
     elif scope["path"].startswith("/api") or "text/html" not in accept:
         body, kind = json.dumps({"error": message}).encode(), "application/json"
     else:

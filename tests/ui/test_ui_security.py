@@ -124,6 +124,15 @@ class TestToken:
             r = c.get("/api/runs")
             assert r.status_code == 401 and "sign-in is for another token" in r.json()["error"]
 
+    def test_a_sign_in_from_another_site_moves_on_by_a_page_of_ours(self, tmp_path: Path) -> None:
+        """Followed from another site's link (Sec-Fetch-Site: cross-site), the sign-in answers a page that refreshes
+        to the address without the token: a redirect would arrive without the SameSite=Strict cookie."""
+        with _remote(tmp_path) as c:
+            r = c.get(f"/runs?q=x&token={TOKEN}", headers={"Sec-Fetch-Site": "cross-site", **HTML})
+            assert r.status_code == 200 and "location" not in r.headers and "SameSite=Strict" in r.headers["set-cookie"]
+            assert 'http-equiv="refresh" content="0;url=/runs?q=x"' in r.text and TOKEN not in r.text
+            assert c.get(f"/runs?token={TOKEN}", headers={"Sec-Fetch-Site": "none"}).status_code == 303
+
     def test_a_cookie_from_another_token_is_refused(self, tmp_path: Path) -> None:
         """A browser signed in to another view (another token, maybe on another port of this host) is not signed in
         to this one."""
