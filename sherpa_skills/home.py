@@ -13,10 +13,15 @@ from .errors import StoreFileError
 T = TypeVar("T")
 
 
+def chosen_home(home: str | os.PathLike[str] | None = None) -> Path:
+    """The state folder named (`--home`, SHERPA_SKILLS_HOME, ~/.sherpa-skills), creating nothing: a reader that must
+    not write (the read-only browser view) looks before it opens."""
+    return Path(home or os.environ.get("SHERPA_SKILLS_HOME") or Path.home() / ".sherpa-skills").expanduser()
+
+
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     """The state folder, created when missing; a path that cannot be one is refused with the reason."""
-    chosen = home or os.environ.get("SHERPA_SKILLS_HOME") or Path.home() / ".sherpa-skills"
-    path = Path(chosen).expanduser()
+    path = chosen_home(home)
     if path.exists() and not path.is_dir():
         raise StoreFileError(f"home '{path}' is a file, not a folder; pass --home a folder (it is created if missing)")
     try:

@@ -1,7 +1,8 @@
 """The browser view as a Starlette app: server-rendered pages over the home's stores, each with a JSON twin under /api.
 
 Read-only unless built with `allow_actions`; then a form can resume a waiting run or promote a candidate,
-with a CSRF token.
+with a CSRF token. Read-only, it writes nothing: a home without a store.db is shown empty (from a scratch store
+outside it) until one appears. Every answer passes `security.Guard` (headers, Host names, the token if any).
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import shlex
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -20,15 +24,17 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
+from ..db.url import database_url
 from ..errors import SherpaError, StoreError, UsageError
 from . import memory_view, run_view, views
 from .format import FILTERS
+from .security import LOOPBACK_NAMES, Guard, allowed_names
 
 STATIC = Path(__file__).parent / "static"
 VENDOR_CACHE = "public, max-age=604800"  # vendored libraries change only with a release of this package
@@ -44,7 +50,7 @@ class CachedStatic(StaticFiles):
         return response
 
 
-LOCAL_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+LOCAL_HOSTS = list(LOOPBACK_NAMES)
 POLL_SECS = 0.5
 
 
@@ -54,14 +60,45 @@ class UI:
 
     def __init__(self, home: Path, *, allow_actions: bool = False):
         self.home = home
-        self.stores = views.Stores.open(home)
         self.lock = threading.Lock()
         self.allow_actions = allow_actions
+        self._stores: views.Stores | None = None
+        self._scratch: Path | None = None  # the empty stand-in for a home with no store yet (read-only only)
+        self.stores  # noqa: B018  # opened now, so a broken store.db is refused at start, not at the first page
         self.csrf = secrets.token_urlsafe(32)
         self.env = Environment(
             loader=PackageLoader("sherpa_skills.ui", "templates"), autoescape=select_autoescape(["html"])
         )
         self.env.filters.update(FILTERS)
+
+    @property
+    def empty(self) -> bool:
+        """The home has no store yet: the pages show an empty view that says how to start."""
+        return self._scratch is not None
+
+    def _has_truth(self) -> bool:
+        return database_url() is not None or (self.home / "store.db").exists()
+
+    @property
+    def stores(self) -> views.Stores:
+        """The home's stores; read-only over a home without a store.db, an empty scratch store outside it (opening the
+        home's would create the file), swapped for the home's as soon as it exists."""
+        if self._stores is not None and (self._scratch is None or not self._has_truth()):
+            return self._stores
+        self.close()
+        if self.allow_actions or self._has_truth():
+            self._stores = views.Stores.open(self.home)
+        else:
+            self._scratch = Path(tempfile.mkdtemp(prefix="sherpa-skills-ui-empty-"))
+            self._stores = views.Stores.open(self._scratch)
+        return self._stores
+
+    def close(self) -> None:
+        stores, scratch, self._stores, self._scratch = self._stores, self._scratch, None, None
+        if stores is not None:
+            stores.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         def locked() -> Any:
@@ -76,6 +113,8 @@ class UI:
             request=request,
             path=request.url.path,
             home=str(self.home),
+            home_arg=shlex.quote(str(self.home)),
+            empty_home=self.empty,
             allow_actions=self.allow_actions,
             csrf=self.csrf,
         )
@@ -120,8 +159,26 @@ def _page(ui: UI, template: str, build: Callable[[Request], Any], api: bool = Fa
     return endpoint
 
 
-def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: list[str] | None = None) -> Starlette:
-    """The app over one home folder; `allowed_hosts` guards against DNS rebinding (default: loopback names only)."""
+class _GuardedApp(Starlette):
+    """Starlette with the Guard outside its own error handler, so a 500 carries the security headers too."""
+
+    def __init__(self, *args: Any, hosts: list[str], token: str | None, **kwargs: Any):
+        self.hosts, self.token = sorted(allowed_names(hosts)), token  # checked now: a bad name is refused at start
+        super().__init__(*args, **kwargs)
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return Guard(super().build_middleware_stack(), allowed_hosts=self.hosts, token=self.token)
+
+
+def create_app(
+    home: str | Path,
+    *,
+    allow_actions: bool = False,
+    allowed_hosts: list[str] | None = None,
+    token: str | None = None,
+) -> Starlette:
+    """The app over one home folder. `allowed_hosts`: the Host names it answers (default: loopback names only, which
+    keeps pages on other sites out through DNS rebinding); `token`: what every client must present (None: nobody)."""
     ui = UI(Path(home), allow_actions=allow_actions)
 
     async def runs(request: Request) -> dict[str, Any]:
@@ -260,6 +317,7 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
         return {
             "home": str(ui.home),
             "allow_actions": ui.allow_actions,
+            "empty": ui.empty,
             "routes": [
                 "/api/runs",
                 "/api/runs/{run_id}",
@@ -338,21 +396,26 @@ def create_app(home: str | Path, *, allow_actions: bool = False, allowed_hosts: 
                 "/procedures/{procedure_id}/reject",
             )
         ]
-    middleware = [
-        Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOCAL_HOSTS),
-        Middleware(GZipMiddleware, minimum_size=1024),
-    ]
+    middleware = [Middleware(GZipMiddleware, minimum_size=1024)]
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> Any:
         yield
-        ui.stores.close()
+        with ui.lock:
+            ui.close()
 
     async def not_found(request: Request, exc: Exception) -> Response:
         """Unknown paths get the styled page (or JSON under /api), not a bare 'Not Found'."""
         return _error(request, ui, StoreError(f"no page at {request.url.path[:200]}; the menu above lists them"))
 
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan, exception_handlers={404: not_found})
+    app = _GuardedApp(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={404: not_found},
+        hosts=allowed_hosts or LOCAL_HOSTS,
+        token=token,
+    )
     app.state.ui = ui
     return app
 

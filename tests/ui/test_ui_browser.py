@@ -52,7 +52,7 @@ def _free_port() -> int:
 class _Server:
     """uvicorn serving the app in a thread of this process, on a free loopback port."""
 
-    def __init__(self, home: Path, allow_actions: bool = False):
+    def __init__(self, home: Path, allow_actions: bool = False, **guard: Any):
         import uvicorn
 
         from sherpa_skills.ui import create_app
@@ -61,7 +61,7 @@ class _Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(
             uvicorn.Config(
-                create_app(home, allow_actions=allow_actions),
+                create_app(home, allow_actions=allow_actions, **guard),
                 host="127.0.0.1",
                 port=self.port,
                 log_level="warning",
@@ -115,13 +115,29 @@ def page(browser: Any) -> Any:
             else (outside.append(route.request.url), route.abort())
         ),
     )
+    # Every page runs under the view's Content-Security-Policy: a violation (an inline script, a style Mermaid
+    # injects, an eval) fails the test, as the browser reports it both as an event and in the console.
+    context.add_init_script(
+        "document.addEventListener('securitypolicyviolation', e => console.error("
+        "'CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile + ':' + e.lineNumber));"
+    )
     p = context.new_page()
     errors: list[str] = []
+    violations: list[str] = []
     p.on("pageerror", lambda exc: errors.append(str(exc)))
+    p.on(
+        "console",
+        lambda m: (
+            violations.append(m.text)
+            if m.type == "error" and ("CSP violation" in m.text or "Content Security Policy" in m.text)
+            else None
+        ),
+    )
     yield p
     context.close()
     assert not outside, f"the page asked for outside resources: {outside}"
     assert not errors, f"JavaScript errors: {errors}"
+    assert not violations, f"Content-Security-Policy violations: {violations}"
 
 
 def _diagram(page: Any) -> None:
@@ -331,3 +347,105 @@ def test_memory_and_domains_pages_and_the_styled_404(page: Any, server: Any, tmp
     answer = page.goto(f"{server.url}/no/such/page")
     assert answer is not None and answer.status == 404
     assert page.locator("header nav").count() == 1 and "no page at /no/such/page" in page.inner_text("main")
+
+
+TOKEN = "t0ken-for-the-remote-view-0123456789"
+
+
+def _other_site(link: str) -> Any:
+    """A page on another origin (localhost is another site than 127.0.0.1) holding one link: where a token link is
+    followed from a chat or a mail."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = f'<a id="link" href="{link}">the view</a>'.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_remote_view_signs_in_once_from_the_address(
+    page: Any, browser: Any, made: dict[str, Any], tmp_path: Path
+) -> None:
+    """Beyond loopback: without the token a refusal page; the printed address signs the browser in and lands on the
+    same page without the token; the cookie (HttpOnly, SameSite=Strict, not the token) then serves every page, the
+    diagram and the live stream; another browser profile is still refused."""
+    run_id = made["waiting"]["run_id"]
+    with _Server(made["home"], allowed_hosts=["127.0.0.1"], token=TOKEN) as s:
+        refused = page.goto(f"{s.url}/runs/{run_id}")
+        assert refused is not None and refused.status == 401 and "needs its token" in page.inner_text("body")
+        landed = page.goto(f"{s.url}/runs/{run_id}?tail=50&token={TOKEN}")
+        assert landed is not None and landed.status == 200 and page.url == f"{s.url}/runs/{run_id}?tail=50"
+        _diagram(page)
+        assert _current_node(page) == "approval (waiting)"
+        assert page.evaluate("document.cookie") == ""  # HttpOnly: no script on the page can read it
+        (cookie,) = page.context.cookies()
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and TOKEN not in cookie["value"]
+        for path in ("/procedures", "/heartbeat", "/teams", "/memory", "/domains"):
+            answer = page.goto(f"{s.url}{path}")
+            assert answer is not None and answer.status == 200, path
+        page.goto(f"{s.url}/runs")
+        assert page.locator(f"tr[data-run='{run_id}']").count() == 1
+        stranger = browser.new_context()
+        try:
+            answer = stranger.new_page().goto(f"{s.url}/runs")
+            assert answer is not None and answer.status == 401
+        finally:
+            stranger.close()
+
+
+def test_a_token_link_followed_from_another_site_signs_in(browser: Any, made: dict[str, Any]) -> None:
+    """A browser sends no SameSite=Strict cookie along a redirect another site started: the sign-in still lands on the
+    page (the view moves on by a navigation of its own), without the token in the address."""
+    with _Server(made["home"], allowed_hosts=["127.0.0.1"], token=TOKEN) as s:
+        other = _other_site(f"{s.url}/procedures?token={TOKEN}")
+        context = browser.new_context()  # not the page fixture's: this test visits another (local) site on purpose
+        try:
+            page = context.new_page()
+            page.goto(f"http://localhost:{other.server_address[1]}/")
+            page.click("#link")
+            page.wait_for_url(f"{s.url}/procedures")
+            assert page.locator("h1").count() >= 1 and "needs its token" not in page.inner_text("body")
+        finally:
+            context.close()
+            other.shutdown()
+
+
+def test_the_csp_refuses_an_injected_inline_script(browser: Any, server: Any) -> None:
+    """Should markup ever slip through escaping, an inline script does not run: the policy allows only the view's own
+    script files, and the browser reports the refusal."""
+    context = browser.new_context()
+    try:
+        p = context.new_page()
+        reported: list[str] = []
+        p.on("console", lambda m: reported.append(m.text) if "Content Security Policy" in m.text else None)
+        p.goto(f"{server.url}/runs")
+        p.evaluate(
+            "() => { const s = document.createElement('script'); s.textContent = 'window.__owned = 1';"
+            " document.body.appendChild(s); }"
+        )
+        p.wait_for_timeout(200)
+        assert p.evaluate("typeof window.__owned") == "undefined" and reported, reported
+    finally:
+        context.close()
+
+
+def test_an_empty_home_shows_how_to_start_and_stays_empty(page: Any, tmp_path: Path) -> None:
+    home = tmp_path / "empty"
+    home.mkdir()
+    with _Server(home) as s:
+        for path in ("/runs", "/procedures", "/heartbeat", "/teams", "/memory", "/domains"):
+            page.goto(f"{s.url}{path}")
+            assert "Nothing here yet" in page.locator(".empty-home").inner_text(), path
+        assert f"sherpa-skills demo --home {home}" in page.locator(".empty-home pre").inner_text()
+        page.screenshot(path=str(tmp_path / "empty.png"), full_page=True)
+    assert list(home.iterdir()) == []
