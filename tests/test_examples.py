@@ -135,9 +135,9 @@ def test_skill_loop_plan_capture_replay_diverge_replan(tmp_path: Path) -> None:
     assert report["token_saving"] >= 0.95
     assert report["replanned"]["replay"] == "diverged" and report["replanned"]["diverged_step"] == 2
     assert report["replanned"]["state"] == "done"
-    # One success and one divergence: too few executions to call version 1 degraded (scoring.MIN_EVIDENCE).
+    # One success and one divergence: too few executions to judge version 1 (scoring.MIN_EVIDENCE), so it is new.
     assert report["version_1"] == {
-        "health": "healthy",
+        "health": "new",
         "rolling_success_rate": 0.5,
         "counted_executions": 2,
         "success_count": 3,
