@@ -32,7 +32,7 @@ from starlette.types import ASGIApp
 
 from ..db.url import database_url
 from ..errors import SherpaError, StoreError, UsageError
-from . import memory_view, run_view, views
+from . import memory_view, reading, run_view, views
 from .format import FILTERS
 from .security import LOOPBACK_NAMES, Guard, allowed_names
 
@@ -63,7 +63,9 @@ class UI:
         self.lock = threading.Lock()
         self.allow_actions = allow_actions
         self._stores: views.Stores | None = None
-        self._scratch: Path | None = None  # the empty stand-in for a home with no store yet (read-only only)
+        self._scratch: Path | None = None  # the empty stand-in for the parts the home lacks (read-only only)
+        self._ready: frozenset[str] = frozenset()
+        self._seen: tuple[int, int, int, int] | None = None
         self.stores  # noqa: B018  # opened now, so a broken store.db is refused at start, not at the first page
         self.csrf = secrets.token_urlsafe(32)
         self.env = Environment(
@@ -73,24 +75,30 @@ class UI:
 
     @property
     def empty(self) -> bool:
-        """The home has no store yet: the pages show an empty view that says how to start."""
-        return self._scratch is not None
+        """The home holds none of the parts yet: the pages show an empty view that says how to start."""
+        return self._stores is not None and not self._ready
 
-    def _has_truth(self) -> bool:
-        return database_url() is not None or (self.home / "store.db").exists()
+    def _readable(self) -> frozenset[str]:
+        """The parts opened in the home; read-only, only those it already holds (reading.py says why)."""
+        if self.allow_actions or database_url() is not None:
+            return frozenset(reading.PARTS)
+        return reading.held_parts(self.home)
 
     @property
     def stores(self) -> views.Stores:
-        """The home's stores; read-only over a home without a store.db, an empty scratch store outside it (opening the
-        home's would create the file), swapped for the home's as soon as it exists."""
-        if self._stores is not None and (self._scratch is None or not self._has_truth()):
+        """The home's stores; read-only, a part the home lacks is read from an empty scratch home outside it (opening
+        the home's would create or migrate it), and swapped for the home's as soon as another process writes it."""
+        if self._stores is not None and (self._scratch is None or reading.signature(self.home) == self._seen):
             return self._stores
-        self.close()
-        if self.allow_actions or self._has_truth():
-            self._stores = views.Stores.open(self.home)
-        else:
-            self._scratch = Path(tempfile.mkdtemp(prefix="sherpa-skills-ui-empty-"))
-            self._stores = views.Stores.open(self._scratch)
+        seen = reading.signature(self.home)  # before the look, so a write during it is looked at next time
+        ready = self._readable()
+        if self._stores is None or ready != self._ready:
+            self.close()
+            missing = [part for part in reading.PARTS if part not in ready]
+            self._scratch = Path(tempfile.mkdtemp(prefix="sherpa-skills-ui-empty-")) if missing else None
+            self._stores = views.Stores.open(self.home, dict.fromkeys(missing, self._scratch or self.home))
+            self._ready = ready
+        self._seen = seen
         return self._stores
 
     def close(self) -> None:

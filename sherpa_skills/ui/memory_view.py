@@ -17,7 +17,7 @@ SEARCH_LIMIT = 50
 def memory_page(stores: Stores, q: str | None = None) -> dict[str, Any]:
     from ..memory import SharedMemory
 
-    with SharedMemory(stores.home) as memory:
+    with SharedMemory(stores.memory_home) as memory:
         hits = []
         if q and q.strip():
             result = memory.search(q, agent=None, limit=SEARCH_LIMIT, mode="lexical", touch=False)
@@ -30,7 +30,7 @@ def memory_item_page(stores: Stores, artifact_id: str) -> dict[str, Any]:
     """One fact and every version it went through, oldest first (what replaced what)."""
     from ..memory import SharedMemory
 
-    with SharedMemory(stores.home) as memory:
+    with SharedMemory(stores.memory_home) as memory:
         chain = memory.store.chain(artifact_id, agent=None)
     return {"id": artifact_id, "chain": [{**a.model_dump(mode="json"), "tier": a.tier()} for a in chain]}
 
@@ -38,7 +38,7 @@ def memory_item_page(stores: Stores, artifact_id: str) -> dict[str, Any]:
 def domains_page(stores: Stores) -> dict[str, Any]:
     from ..memory.domains import Domains
 
-    with Domains(stores.home) as store:
+    with Domains(stores.domains_home) as store:
         return {"domains": store.list(), "proposals": store.proposals()}
 
 
@@ -47,7 +47,7 @@ def domain_page(stores: Stores, name: str) -> dict[str, Any]:
     from ..memory.domains import Domains, check_domain
 
     check_domain(name)
-    with Domains(stores.home) as store:
+    with Domains(stores.domains_home) as store:
         try:
             found = store.get(name)
         except UsageError as exc:

@@ -27,20 +27,32 @@ LIVE = ("running", "waiting")
 
 @dataclass
 class Stores:
-    """The home's stores, opened once per server: the run store, the skill store and the heartbeat's rows."""
+    """The home's stores, opened once per server: the run store, the skill store and the heartbeat's rows; and where
+    the memory pages open theirs."""
 
     home: Path
     runs: Any
     skills: Any
     heartbeat: Any
+    memory_home: Path
+    domains_home: Path
 
     @classmethod
-    def open(cls, home: Path) -> Stores:
+    def open(cls, home: Path, elsewhere: dict[str, Path] | None = None) -> Stores:
+        """Each part (runs, skills, heartbeat, memory, domains) from `home`, or from the folder `elsewhere` names."""
         from ..engine.runstore import RunStore
         from ..heartbeat.state import HeartbeatState
         from ..skills.store.database import ProcedureDatabase
 
-        return cls(home, RunStore(home=home), ProcedureDatabase(home=home), HeartbeatState(home))
+        where = {**dict.fromkeys(("runs", "skills", "heartbeat", "memory", "domains"), home), **(elsewhere or {})}
+        return cls(
+            home,
+            RunStore(home=where["runs"]),
+            ProcedureDatabase(home=where["skills"]),
+            HeartbeatState(where["heartbeat"]),
+            where["memory"],
+            where["domains"],
+        )
 
     def close(self) -> None:
         for store in (self.runs, self.skills, self.heartbeat):

@@ -348,6 +348,26 @@ class TestReadOnlyEmptyHome:
             assert "Nothing here yet" not in page and "support-triage" in page
             assert c.get("/api").json()["empty"] is False and len(c.get("/api/runs").json()) >= 1
 
+    def test_a_home_holding_only_runs_is_read_without_a_write(self, tmp_path: Path) -> None:
+        """Where only `demo` ran, the store holds no skills, memory, domains or heartbeat tables: the view reads those
+        parts from an empty scratch store instead of creating them in the home (store.db stays byte for byte)."""
+        import hashlib
+
+        home = tmp_path / "home"
+        # In a process of its own, so its store is closed (the WAL folded in) before the view starts.
+        demo = [sys.executable, "-m", "sherpa_skills.cli", "demo", "--home", str(home), "--json"]
+        assert subprocess.run(demo, capture_output=True, timeout=120).returncode == 0
+
+        def state() -> dict[str, Any]:
+            return {k: (v, hashlib.sha256((home / k).read_bytes()).hexdigest()) for k, v in _listing(home).items()}
+
+        before = state()
+        with TestClient(create_app(home), base_url="http://127.0.0.1") as c:
+            for path in [*PAGES, *APIS]:
+                assert c.get(path).status_code == 200, path
+            assert len(c.get("/api/runs").json()) >= 1 and "Nothing here yet" not in c.get("/runs").text
+        assert state() == before
+
     def test_acting_view_still_opens_the_home(self, tmp_path: Path) -> None:
         """--allow-actions writes by design: it opens (and makes) the home's store as before."""
         with TestClient(create_app(tmp_path, allow_actions=True), base_url="http://127.0.0.1") as c:
