@@ -8,10 +8,11 @@ covers and of the description's the task covers, literal agreement (numbers, pat
 see `literals`), the literals its description states that the task does not, and how far its cosine stands above the
 best other candidate's. A small logistic model turns them into the relevance, in [0, 1] (`relevance`; coefficients
 fitted on the NL2Bash dev split by bench/match_calibrate.py); a task that names the task type, or repeats or
-contains the description word for word, has relevance 1.0. A candidate is taken only when no literal disagrees, its
-relevance reaches RELEVANCE_FLOOR, no other candidate comes within MARGIN of it, and it is confident and healthy
-enough to replay; floor and margin are calibrated so that wrong and false replays stay at or under 3 %
-(bench/match_bench.py, bench/RESULTS.md).
+contains the description word for word, has relevance 1.0; so has one that says what the description says, or says
+it with fewer words (`wording.says_less`), key words folded, when nothing else stored is described as close. A
+candidate is taken only when no literal disagrees, its relevance reaches RELEVANCE_FLOOR, no other candidate comes
+within MARGIN of it, and it is confident and healthy enough to replay; floor and margin are calibrated so that
+wrong and false replays stay at or under 3 % (bench/match_bench.py, bench/RESULTS.md).
 
 Between sure and nothing there is a third answer, `needs-confirmation`: when no candidate is sure but the best is
 plausible (its relevance reaches the ask floor, or its cosine stands clear of the rest), or two sure ones are too
@@ -45,7 +46,7 @@ from .relevance import RelevanceModel, default_model, length_feature
 from .similarity import STOP_WORDS, TermIndex, cosines, coverage, words
 from .verifier import Verdict, Verifier
 from .vouch import Evidence, repeated, vouched
-from .wording import key_words, same_wording, spoken, verbatim, wording_key
+from .wording import key_words, same_wording, says_less, spoken, verbatim, wording_key
 
 log = structlog.get_logger(__name__)
 
@@ -412,7 +413,7 @@ class Matcher:
                     self._reverse_coverage(proc, described, weights, terms, stamp),
                 )
             )
-        self._same_wording(rows, said)
+        self._same_wording(rows, said, stated, query)
         for row in rows:
             if row.exact:
                 row.semantic, row.matched = 1.0, [*row.matched, row.exact]
@@ -509,20 +510,34 @@ class Matcher:
         found = vouched(evidence, m.alias_floor, m.alias_gap, m.alias_words, m.alias_described)
         return by_id[found.procedure_id] if found is not None else None
 
-    def _same_wording(self, rows: list[_Row], said: frozenset[str]) -> None:
-        """A task that says what a description says, folded (`wording`), is as sure as one repeating it — unless
-        another candidate lies within `wording_gap` of its cosine: procedures described alike are asked about."""
+    def _same_wording(self, rows: list[_Row], said: frozenset[str], stated: list[lit.Literal], query: str) -> None:
+        """A task that says what a description says, folded (`wording`), is as sure as one repeating it; so is one
+        that says it with fewer words (`says_less`) when it leaves none of the description's literals unsaid and no
+        other candidate's description holds all its key words too (which one it means is for the judge to say).
+        Either holds only when no other candidate lies within `wording_gap` of its cosine: procedures described
+        alike are asked about."""
+        agreeing = [r for r in rows if not r.agreement.disagreed]
         for row in rows:
-            if (
-                row.exact
-                or row.agreement.disagreed
-                or row.semantic is None
-                or not same_wording(said, key_words(row.proc.description))
-            ):
+            if row.exact or row.agreement.disagreed or row.semantic is None:
                 continue
-            rivals = [r.semantic or 0.0 for r in rows if r is not row and not r.agreement.disagreed]
+            described = self._text(row.proc)[4]
+            if same_wording(said, described):
+                why = "says what the description says"
+            elif (
+                # A trajectory is described by a request as someone wrote it: a clause left out may be why it was
+                # decided as it was ("it arrived damaged"), not a step of the work.
+                row.proc.kind == "shell"
+                and said < described
+                and says_less(said, row.proc.description)
+                and not lit.unstated(stated, self._text(row.proc)[1], query)
+                and not any(r is not row and said <= self._text(r.proc)[4] for r in agreeing)
+            ):
+                why = "says less than the description, nothing else"
+            else:
+                continue
+            rivals = [r.semantic or 0.0 for r in agreeing if r is not row]
             if not rivals or max(rivals) <= row.semantic - self.model.wording_gap:
-                row.exact = "says what the description says"
+                row.exact = why
 
     # ------------------------------------------------------------------ answers (aliases, rejections)
 

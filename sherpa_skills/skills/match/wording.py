@@ -7,11 +7,15 @@ English list: sklearn's, e.g. "onto", "already", "upon"), standard abbreviations
 repo, env…), plural and possessive endings, and numbers (written or spelled) left to the literal check, which compares
 them with their units. Words that change what is asked stay: negations ("not", "without", "except") and directions
 ("before", "after", "more", "less", "up", "down").
+
+A task may also say a description with fewer words — a pronoun for the object, the trailing clause left out
+(`says_less`): "deploy it and restart the service" for "deploy the proxy configuration and restart the service".
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from ..store.params import PARAMETER
 from .similarity import STOP_WORDS
@@ -28,6 +32,9 @@ _MEANINGFUL = frozenset(
     few up down off out""".split()
 )
 _IGNORED = (STOP_WORDS | _MORE_FUNCTION_WORDS) - _MEANINGFUL
+# Words that open a clause narrowing or widening what is acted on ("… excluding CVS", "… including the folder
+# itself"): left out, the task asks about other things, where a further step left out ("… and restart it") does not.
+_SCOPING = frozenset("excluding including ignoring unless except".split())
 # Abbreviations everyone writes for the same word (one spelling each; never a domain's own jargon).
 ABBREVIATIONS = {
     "db": "database",
@@ -90,22 +97,43 @@ def _stem(word: str) -> str:
     return word
 
 
-def key_words(text: str) -> frozenset[str]:
-    """The words that say what is asked, folded (see the module's docstring); `{{ params }}` and numbers left out."""
-    found: set[str] = set()
+def _folded(text: str) -> Iterator[str]:
+    """The key words of a text in the order said, folded (see the module's docstring)."""
     for token in _TOKEN.findall(PARAMETER.sub(" ", text.lower())):
         if token in _IGNORED or token in _NUMBER_WORDS or token[0].isdigit():
             continue
         for word in ABBREVIATIONS.get(token, token).split():
             word = _stem(ABBREVIATIONS.get(word, word))
             if word and word not in _IGNORED:
-                found.add(word)
-    return frozenset(found)
+                yield word
+
+
+def key_words(text: str) -> frozenset[str]:
+    """The words that say what is asked, folded (see the module's docstring); `{{ params }}` and numbers left out."""
+    return frozenset(_folded(text))
+
+
+def leading_word(text: str) -> str | None:
+    """The first key word of a text: in a description written as an instruction, what is done ("deploy")."""
+    return next(_folded(text), None)
 
 
 def same_wording(a: frozenset[str], b: frozenset[str]) -> bool:
     """Two folded wordings ask the same thing: the same key words, and enough of them to mean something."""
     return len(a) >= 2 and a == b
+
+
+def says_less(said: frozenset[str], description: str) -> bool:
+    """A task that says a description with fewer words ("deploy it and restart the service", "deploy the proxy
+    config" for "deploy the proxy configuration and restart the service"): every key word it says is the
+    description's, it keeps the description's lead (what is done) and at least half of its key words (fewer name
+    a step, not the task: "restart the service"), and what it leaves out changes nothing about what is asked — no
+    negation or direction ("list files owned by root" is not "list files not owned by root"), no clause that
+    narrows or widens what is acted on ("… excluding CVS")."""
+    described = key_words(description)
+    if len(said) < 2 or not said < described or 2 * len(said) < len(described):
+        return False
+    return leading_word(description) in said and not (described - said) & (_MEANINGFUL | _SCOPING)
 
 
 def wording_key(text: str) -> str:
