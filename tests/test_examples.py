@@ -145,6 +145,6 @@ def test_skill_loop_plan_capture_replay_diverge_replan(tmp_path: Path) -> None:
     }
     assert report["replayed_v2"] == {"state": "done", "llm_calls": 0, "replay": "succeeded"}
     (proc,) = report["procedures"]
-    assert proc["version"] == 2 and proc["health"] == "healthy"
+    assert proc["version"] == 2 and proc["health"] == "new"  # one replay of version 2: too few to judge
     assert report["stats"]["llm_calls_saved"] > 0
     assert (tmp_path / "home" / "index" / "procedures.npz").is_file()

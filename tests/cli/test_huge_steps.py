@@ -81,7 +81,7 @@ def test_a_skill_whose_shell_block_is_5mb_is_a_problem_naming_the_step(
         f"---\nname: huge\ndescription: Print a lot.\n---\n\n```bash\ntrue\n```\n\n```bash\n{HUGE}\n```\n"
     )
     code, out, _ = cli(capsys, "learn", "import", "--skills", str(tmp_path / "skills"), "--home", str(tmp_path / "h"))
-    assert code != 0 and out["candidates"] == [] and out["procedures"] == []
+    assert code != 0 and out["candidates"] == []
     assert out["problems"] == [
         f"{folder / 'SKILL.md'}:1: step 2 command: 5,000,005 characters, over the 100,000"
         " a step's command may hold: put the data in a file and have the step read it"

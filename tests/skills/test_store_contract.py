@@ -194,7 +194,10 @@ def test_runs_a_procedure_was_captured_from_stay(engine: Engine, store: Procedur
     assert must_stay(runs.conn, ["run-parent", "run-child"], force=True) == {}  # going together
     from sherpa_skills.ui.views import Stores, parent_run
 
-    assert parent_run(Stores(engine.home(), runs, store, None), "run-child") == ("run-parent", 1)  # the run page's link
+    assert parent_run(Stores(engine.home(), runs, store, None, engine.home(), engine.home()), "run-child") == (
+        "run-parent",
+        1,
+    )  # the run page's link
 
 
 def test_a_store_migrated_by_a_newer_version_is_refused(engine: Engine, store: ProcedureDatabase) -> None:
