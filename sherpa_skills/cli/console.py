@@ -12,6 +12,19 @@ from typing import Any
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 # `learn replay`: plausible procedures, none sure; the caller answers with --procedure ID or --reject.
 EXIT_NEEDS_CONFIRMATION = 3
+#: Every command's exit codes, as `--help` ends and the README's Command line section shows them (a test keeps them one).
+EXIT_CODES = (
+    (EXIT_OK, "ok (a run final or waiting for input)"),
+    (EXIT_ERROR, "error: the work failed (a run in error, a failed replay or heartbeat)"),
+    (EXIT_USAGE, "usage: bad option, file or run id, validate problems, mistyped trigger"),
+    (EXIT_NEEDS_CONFIRMATION, "needs confirmation: learn replay found procedures, none sure"),
+    (130, "interrupted by Ctrl-C (143 by SIGTERM)"),
+)
+EXIT_CODES_EPILOG = (
+    "exit codes:\n"
+    + "".join(f"  {code:<4} {meaning}\n" for code, meaning in EXIT_CODES)
+    + "`sherpa-skills hook AGENT` always exits 0 (coding agents run it)."
+)
 MAX_COUNT = 10**9  # counts and limits beyond this are typos, and SQLite integers stop at 2**63
 
 

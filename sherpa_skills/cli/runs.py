@@ -241,6 +241,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     store, home = _open_store(args)
     row = store.get_run(args.run_id)
+    if row.status == "final":
+        return _finished(args, store, row)
     if not row.workflow_path:
         raise UsageError(
             f"run {row.run_id} was not started from a workflow file, so the CLI cannot resume it; resume it from Python"
@@ -266,6 +268,29 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if args.trigger is not None:
         agent.check_trigger(args.trigger, targs, inputs)  # a mistyped trigger: exit 2 before anything is stored
     return _execute(agent, args, home, lambda: agent.run(inputs, trigger=args.trigger, args=targs))
+
+
+def _finished(args: argparse.Namespace, store: Any, row: Any) -> int:
+    """`resume` of a run that already ended: its stored result, as the run printed it when it finished (exit 0);
+    a trigger or input for it is refused, since nothing can happen to a final run."""
+    from ..engine.agent import RunResult
+    from ..errors import UsageError
+
+    if args.trigger is not None or args.input or args.arg:
+        raise UsageError(
+            f"run {row.run_id} has finished (final in state '{row.state}'): it takes no --trigger, --input or --arg; "
+            f"`sherpa-skills show {row.run_id}` shows it"
+        )
+    result = RunResult(
+        row.run_id, "final", row.state, dict(row.counters), None, dict(store.load_belief(row.run_id).context)
+    )
+    if args.json:
+        _print_json(result.to_dict())
+    elif not args.quiet:
+        from ..logs import log_file
+
+        _summary(_console(stderr=True), result, log_file(Path(row.home), row.run_id) if row.home else Path("-"))
+    return EXIT_OK
 
 
 def run_summary(r: Any) -> dict[str, Any]:
@@ -393,7 +418,7 @@ def _remove(args: argparse.Namespace, store: Any, home: Path, ids: list[str], wh
 def cmd_runs_delete(args: argparse.Namespace) -> int:
     """Exact ids or unique prefixes; an unknown one, or a waiting/running run without --force,
     is bad usage and nothing goes."""
-    from ..errors import StoreError, UsageError
+    from ..errors import NoSuchRun, UsageError
     from ..skills.run_removal import ACTIVE
 
     store, home = _open_store(args)
@@ -401,8 +426,8 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
     for given in args.run_ids:
         try:
             rows.append(store.get_run(given))
-        except StoreError as exc:
-            raise UsageError(f"{exc}; nothing was deleted") from None
+        except NoSuchRun as exc:
+            raise NoSuchRun(f"{exc}; nothing was deleted") from None
     active = [r for r in rows if r.status in ACTIVE]
     if active and not args.force:
         raise UsageError(
