@@ -12,7 +12,7 @@ from typing import Any
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 # `learn replay`: plausible procedures, none sure; the caller answers with --procedure ID or --reject.
 EXIT_NEEDS_CONFIRMATION = 3
-#: Every command's exit codes, as `--help` ends and the README's Command line section shows them (a test keeps them one).
+#: Every command's exit codes, as `--help` ends and the README's Command line section show them (a test keeps them one).
 EXIT_CODES = (
     (EXIT_OK, "ok (a run final or waiting for input)"),
     (EXIT_ERROR, "error: the work failed (a run in error, a failed replay or heartbeat)"),
@@ -86,6 +86,52 @@ def when(at: float | None) -> str:
     from datetime import datetime
 
     return "never" if at is None else f"{datetime.fromtimestamp(at):%Y-%m-%d %H:%M}"
+
+
+class Bar:
+    """A progress bar on stderr for work that may take more than a few seconds: drawn only on a terminal, never under
+    --json or into a pipe (a log or a script reads the result, not the bar); it disappears when the work ends."""
+
+    def __init__(self, label: str, *, as_json: bool, size: bool = False) -> None:
+        self.progress: Any = None
+        self.task: Any = None
+        if as_json or not sys.stderr.isatty():
+            return
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn(label),
+            BarColumn(bar_width=20),
+            DownloadColumn() if size else MofNCompleteColumn(),  # bytes of a log, or rows and items
+            TimeRemainingColumn(),
+            TextColumn("{task.description}"),
+            console=console(stderr=True),
+            transient=True,
+        )
+
+    def __enter__(self) -> Bar:
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def __call__(self, done: int, total: int | None = None, note: str = "") -> None:
+        """`done` of `total` so far (total may change as the work finds more); `note` names what is being done."""
+        if self.progress is None:
+            return
+        if self.task is None:
+            self.task = self.progress.add_task("", total=total)
+        self.progress.update(self.task, completed=done, total=total, description=note[-30:])
 
 
 def print_json(data: Any) -> None:

@@ -14,6 +14,7 @@ from .console import (
     EXIT_ERROR,
     EXIT_NEEDS_CONFIRMATION,
     EXIT_OK,
+    Bar,
     Folded,
     parse_assignments,
     positive_int,
@@ -28,6 +29,7 @@ from .console import (
 from .console import (
     when as _when,
 )
+from .steps_file import load_steps_file  # noqa: F401  (cmd_capture's; kept importable from here)
 
 
 def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
@@ -54,32 +56,6 @@ def _id_column(ids: Any, header: str = "id") -> Any:
 
 
 # ---------------------------------------------------------------- capture
-
-
-def load_steps_file(path: str) -> dict[str, Any]:
-    """A YAML or JSON list of steps, or an object with description, tags, pre/postconditions and steps."""
-    from pydantic import TypeAdapter, ValidationError
-
-    from ..errors import WorkflowError
-    from ..skills.store.models import ProcedureStep, StepsFile
-    from ..yaml_source import load_yaml_file
-
-    located = load_yaml_file(path)
-    try:
-        if isinstance(located.data, list):
-            steps = TypeAdapter(list[ProcedureStep]).validate_python(located.data)
-            return {"steps": [s.model_dump() for s in steps]}
-        parsed = StepsFile.model_validate(located.data)
-    except ValidationError as exc:
-        raise WorkflowError(
-            [
-                located.problem(
-                    tuple(e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
-                )
-                for e in exc.errors()
-            ]
-        ) from None
-    return {**parsed.model_dump(exclude={"steps"}), "steps": [s.model_dump() for s in parsed.steps]}
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
@@ -690,23 +666,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     _quiet_logs(args, home)  # the embedder's and the index's log lines go to the log file, never into --json
     total = store.count()
     started = time.perf_counter()
-    console = _console(stderr=True)
-    if args.json or total < 50:
-        count = Matcher(store).reindex()
-    elif not console.is_terminal:  # a log, not a bar: one line per batch
-        count = Matcher(store).reindex(progress=lambda done: console.print(f"embedded {done}/{total} procedures"))
-    else:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        with Progress(
-            TextColumn("embedding procedures"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console,
-        ) as progress:
-            task = progress.add_task("reindex", total=total)
-            count = Matcher(store).reindex(progress=lambda done: progress.update(task, completed=done))
+    with Bar("embedding", as_json=args.json) as bar:
+        bar(0, total, "procedures")
+        count = Matcher(store).reindex(progress=lambda done: bar(done, total, "procedures"))
     learnings = FailureFinder(store).reindex()
     seconds = time.perf_counter() - started
     if args.json:
@@ -855,36 +817,39 @@ def cmd_import(args: argparse.Namespace) -> int:
     added = skipped = 0
     problems = []
     fresh: list[Any] = []
-    for i, raw in enumerate(data.get("procedures") or []):
-        try:
-            proc = CapturedProcedure.model_validate({k: v for k, v in raw.items() if k != "versions"})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
-            problems.append(f"procedures[{i}]{where}: {first['msg'].removeprefix('Value error, ')}")
-            continue
-        known = store.find_by_signature(step_signature(proc.steps), proc.task_type)
-        exists = known is not None
-        if not exists:
+    listed = data.get("procedures") or []
+    with Bar("importing", as_json=args.json) as bar:
+        for i, raw in enumerate(listed):
+            bar(i, len(listed), "procedures")
             try:
-                store.get(proc.id)
-                exists = True
-            except Exception:
-                exists = False
-        if exists:
-            skipped += 1
-            continue
-        # A file's counts are its author's word: kept as a claim, never counted; the steps wait for review.
-        stored, _ = store.add_candidate(
-            proc,
-            "import",
-            f"import:{Path(args.file).name}",
-            successes=proc.success_count + proc.claimed_successes,
-            failures=proc.failure_count + proc.claimed_failures,
-            note=f"imported from {args.file}",
-        )
-        fresh.append(stored)
-        added += 1
+                proc = CapturedProcedure.model_validate({k: v for k, v in raw.items() if k != "versions"})
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+                problems.append(f"procedures[{i}]{where}: {first['msg'].removeprefix('Value error, ')}")
+                continue
+            known = store.find_by_signature(step_signature(proc.steps), proc.task_type)
+            exists = known is not None
+            if not exists:
+                try:
+                    store.get(proc.id)
+                    exists = True
+                except Exception:
+                    exists = False
+            if exists:
+                skipped += 1
+                continue
+            # A file's counts are its author's word: kept as a claim, never counted; the steps wait for review.
+            stored, _ = store.add_candidate(
+                proc,
+                "import",
+                f"import:{Path(args.file).name}",
+                successes=proc.success_count + proc.claimed_successes,
+                failures=proc.failure_count + proc.claimed_failures,
+                note=f"imported from {args.file}",
+            )
+            fresh.append(stored)
+            added += 1
     for raw in data.get("learnings") or []:
         try:
             store.add_learning(CapturedLearning.model_validate({**raw, "id": None}))
@@ -894,7 +859,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     # The index embeds the new procedures now, in batches: matching never silently falls back to words alone.
     matcher = Matcher(store)
-    warning = next((w for w in (matcher.index_many(fresh[i : i + 256]) for i in range(0, len(fresh), 256)) if w), None)
+    warnings = []
+    with Bar("indexing", as_json=args.json) as bar:
+        for i in range(0, len(fresh), 256):
+            bar(i, len(fresh), "imported procedures")
+            warnings.append(matcher.index_many(fresh[i : i + 256]))
+    warning = next((w for w in warnings if w), None)
     from ..skills.match.failures import FailureFinder
 
     FailureFinder(store).sync()  # imported learnings are found by meaning on the next plan

@@ -128,3 +128,71 @@ class TestOneTableOfExitCodes:
         run_id = json.loads(out)["run_id"]
         code, _, err = cli(capsys, "resume", run_id, "--trigger", "gogo", "--home", home)
         assert code == 2 and "available: go" in err
+
+
+class TestStepsFiles:
+    def _capture(self, capsys, tmp_path, text: str) -> tuple[int, str, str]:
+        path = tmp_path / "steps.yaml"
+        path.write_text(text)
+        return cli(
+            capsys, "learn", "capture-success", "build", "--steps-file", str(path), "--home", str(tmp_path / "h")
+        )
+
+    def test_plain_command_strings_are_steps(self, capsys, tmp_path):
+        """They were refused with "Input should be a valid dictionary or instance of ProcedureStep"."""
+        code, out, _ = self._capture(capsys, tmp_path, "- make build\n- {command: make test, timeout_secs: 600}\n")
+        assert code == 0 and "2 steps" in out
+        code, out, _ = self._capture(capsys, tmp_path, "description: ship it\nsteps: [make dist]\n")
+        assert code == 0 and "captured" in out
+
+    def test_one_step_is_enough(self, capsys, tmp_path):
+        code, out, _ = self._capture(capsys, tmp_path, "- make dist\n")
+        assert code == 0 and "captured" in out
+
+    @pytest.mark.parametrize(
+        "text, said",
+        [
+            (
+                "[]\n",
+                "steps.yaml:1: no steps: write a list of commands, one per line, like `- make test`; one step is "
+                "enough",
+            ),
+            ("", "steps.yaml:1: the file is empty: write a list of commands"),
+            ("steps:\n", "steps.yaml:1: no steps: write a list of commands"),
+            ("steps: []\n", "steps.yaml:1: no steps: write a list of commands"),
+        ],
+    )
+    def test_an_empty_file_says_so(self, capsys, tmp_path, text, said):
+        """It said "a procedure needs at least 2" though one step is accepted."""
+        code, out, err = self._capture(capsys, tmp_path, text)
+        assert code == 2 and out == "" and said in err and "at least 2" not in err
+
+    @pytest.mark.parametrize(
+        "text, said",
+        [
+            ("- make\n- {comand: make test}\n", "steps.yaml:2: step 2: unknown key `comand` (did you mean `command`?)"),
+            ("- make\n- {timeout_secs: 3}\n", "steps.yaml:2: step 2: give its `command:`"),
+            ("- 42\n", "steps.yaml:1: step 1: write the command as text (`- make test`) or a mapping with `command:`"),
+            ("- {command: make, timeout_secs: abc}\n", "step 1: `timeout_secs` should be a number"),
+            ("- {command: make, expected_exit_code: x}\n", "step 1: `expected_exit_code` should be a whole number"),
+            ("- {command: ''}\n", "step 1: `command` should not be empty"),
+            ("descripton: x\nsteps: [make]\n", "steps.yaml:1: unknown key `descripton` (did you mean `description`?)"),
+            ("42\n", "steps.yaml:1: write a list of commands, one per line, like `- make test`, or a mapping"),
+        ],
+    )
+    def test_mistakes_say_what_to_write_without_library_words(self, capsys, tmp_path, text, said):
+        code, out, err = self._capture(capsys, tmp_path, text)
+        assert code == 2 and out == "" and said in err, err
+        for jargon in (
+            "Input should be",
+            "instance of",
+            "ProcedureStep",
+            "Field required",
+            "Extra inputs",
+            "dictionary",
+        ):
+            assert jargon not in err
+
+    def test_the_command_length_limit_stays(self, capsys, tmp_path):
+        code, _, err = self._capture(capsys, tmp_path, "- " + "x" * 100_001 + "\n")
+        assert code == 2 and "step 1: `command`: 100,001 characters, over the 100,000" in err
