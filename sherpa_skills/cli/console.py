@@ -134,6 +134,46 @@ class Bar:
         self.progress.update(self.task, completed=done, total=total, description=note[-30:])
 
 
+def print_items(console: Any, items: Sequence[str], indent: str = "") -> None:
+    """Markup items (`steps 3`, `LLM calls 0`) two spaces apart, a line broken only between items, never inside one,
+    so at 80 columns no figure is parted from its name."""
+    from rich.text import Text
+
+    parts: list[str] = []
+    used = len(indent)
+    for item in items:
+        size = Text.from_markup(item).cell_len
+        if parts and used + 2 + size > console.width:
+            console.print(indent + "  ".join(parts), soft_wrap=False)
+            parts, used = [], len(indent)
+        used += (2 if parts else 0) + size
+        parts.append(item)
+    if parts:
+        console.print(indent + "  ".join(parts), soft_wrap=False)
+
+
+def command_lines(words: Sequence[str], width: int, indent: str = "  ") -> list[str]:
+    """A command to paste, on its own lines: when it is wider than the terminal, broken between words with a
+    trailing backslash, so the lines pasted together are still one command."""
+    import shlex
+
+    lines, line = [], indent
+    for word in (shlex.quote(w) for w in words):
+        if line.strip() and len(line) + 1 + len(word) + 2 > width:
+            lines.append(line + " \\")
+            line = indent + "  "
+        line += ("" if not line.strip() else " ") + word
+    return [*lines, line]
+
+
+def hint(args: argparse.Namespace, *words: str) -> str:
+    """`sherpa-skills WORDS...` as a person pastes it: with the --home they gave, quoted for a shell."""
+    import shlex
+
+    home = getattr(args, "home", None)
+    return shlex.join(["sherpa-skills", *words, *(["--home", str(home)] if home else [])])
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, sort_keys=False) + "\n")
 
@@ -207,11 +247,13 @@ def print_table(console: Any, table: Any) -> None:
     columns = list(table.columns)
     bounds = [_column_bounds(console, table, c) for c in columns]
     _, right, _, left = table.padding
+    gap = max(left, right) if table.collapse_padding else left + right  # the padding between two columns
     room = (
         console.width
         - (2 if table.box and table.show_edge else 0)
         - (len(columns) - 1 if table.box else 0)
-        - len(columns) * (left + right)
+        - (len(columns) - 1) * gap
+        - (left + right if table.pad_edge else 0)
     )
     least, most = sum(b[0] for b in bounds), sum(b[1] for b in bounds)
     if most > room and least <= room:
@@ -226,6 +268,8 @@ def print_table(console: Any, table: Any) -> None:
         console.print(table, soft_wrap=False)
         return
     cells = [list(c.cells) for c in columns]
+    if table.title:
+        console.print(_plain(table.title), soft_wrap=True, markup=False)
     for row in range(table.row_count):
         console.print(_plain(cells[0][row]), soft_wrap=True, markup=False)
         for column, values in zip(columns[1:], cells[1:], strict=True):
@@ -234,6 +278,24 @@ def print_table(console: Any, table: Any) -> None:
             console.print(head + body[0], soft_wrap=True, markup=False)
             for more in body[1:]:
                 console.print(" " * len(head) + more, soft_wrap=True, markup=False)
+
+
+def compact_table(*columns: Any, title: str | None = None) -> Any:
+    """A table for 80 columns: a rule under the headers and two spaces between columns, no frame (a frame costs
+    three cells a column); print it with `print_table`."""
+    from rich import box
+    from rich.table import Table
+
+    return Table(
+        *columns,
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+    )
 
 
 def _column_bounds(console: Any, table: Any, column: Any) -> tuple[int, int]:

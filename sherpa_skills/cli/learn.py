@@ -16,6 +16,7 @@ from .console import (
     EXIT_OK,
     Bar,
     Folded,
+    compact_table,
     parse_assignments,
     positive_int,
     print_table,
@@ -135,34 +136,30 @@ def cmd_procedures(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(rows)
         return EXIT_OK
-    from rich.table import Column, Table
+    from rich.table import Column
 
-    # The description gives way first (it wraps): unwrapped, its text took the width of every column but the id's.
-    table = Table(
+    # Headers short on purpose (80 columns hold the id and every figure); the task gives way: it wraps.
+    table = compact_table(
         _id_column(r["id"] for r in rows),
-        Column("task type", max_width=20, overflow="fold"),
-        *(Column(h, no_wrap=True, min_width=len(h)) for h in ("v", "confidence", "ok", "failed", "health", "steps")),
-        Column("description", overflow="fold", ratio=1, min_width=10),
+        *(Column(h, no_wrap=True, min_width=len(h)) for h in ("v", "conf", "ok/fail")),
+        "health",
+        Column("task (steps)", overflow="fold", ratio=1, min_width=10),
     )
     for r in rows:
-        size = (
-            f"{r['decisions']} decisions" if r["kind"] == "trajectory" else f"{r['steps']} shell"
-        )  # the kind, by what it holds
+        # The kind, by what it holds: shell steps, or a workflow's decisions.
+        size = f"{r['decisions']} decisions" if r["kind"] == "trajectory" else f"{r['steps']} shell steps"
         table.add_row(
             r["id"],
-            Folded(r["task_type"]),
             str(r["version"]),
             f"{r['confidence']:.2f}",
-            str(r["success_count"]),
-            str(r["failure_count"]),
+            f"{r['success_count']}/{r['failure_count']}",
             Folded(r["health"]),
-            Folded(size),
-            Folded(r["description"]),
+            Folded(f"{r['task_type']} ({size})" + (f": {r['description']}" if r["description"] else "")),
         )
     if rows:
         print_table(_console(), table)
     else:
-        _console().print("no procedures yet: capture one with `sherpa-skills learn capture-success`")
+        _console().print("no procedures yet: capture one (`sherpa-skills learn capture-success --help` says how)")
     return EXIT_OK
 
 
@@ -480,8 +477,6 @@ def _show_tail(console: Any, tail: str | None) -> None:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    from rich.markup import escape
-
     store, _, _ = _stores(args)
     reports = [store.health(p.id) for p in store.procedures()]
     if args.degraded_only:
@@ -489,14 +484,9 @@ def cmd_health(args: argparse.Namespace) -> int:
     if args.json:
         _print_json([r.model_dump(mode="json") for r in reports])
         return EXIT_OK
-    from rich.table import Column, Table
-
-    table = Table(
-        _id_column((r.procedure_id for r in reports), "procedure"),
-        "status",
-        "rolling success",
-        "executions",
-        Column("failure pattern", overflow="ellipsis", ratio=1),
+    # "success" is the rolling rate over the counted executions; "runs" every execution; the pattern wraps.
+    table = compact_table(
+        _id_column((r.procedure_id for r in reports), "procedure"), "status", "success", "runs", "failure pattern"
     )
     for r in reports:
         rate = (
@@ -505,8 +495,13 @@ def cmd_health(args: argparse.Namespace) -> int:
             else f"{r.rolling_success_rate:.0%} of {r.counted_executions}"
             + (" (too few)" if r.counted_executions < r.min_evidence else "")
         )
-        table.add_row(r.procedure_id, r.status, rate, str(r.total_executions), escape(r.failure_pattern or ""))
-    _console().print(table if reports else "nothing to report")
+        table.add_row(
+            r.procedure_id, Folded(r.status), Folded(rate), str(r.total_executions), Folded(r.failure_pattern or "")
+        )
+    if reports:
+        print_table(_console(), table)
+    else:
+        _console().print("nothing to report")
     return EXIT_OK
 
 
@@ -578,22 +573,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(data)
         return EXIT_OK
-    from rich.table import Table
-
-    table = Table(
+    # Headers short on purpose, so 80 columns hold a table: "div." diverged replays, "tokens"/"calls" saved.
+    table = compact_table(
         _id_column((r["procedure_id"] for r in data["per_procedure"]), "procedure"),
-        "task type",
         "kind",
         "replays",
-        "diverged",
-        "tokens saved",
-        "LLM calls saved",
+        "div.",
+        "tokens",
+        "calls",
         title="per procedure",
     )
     for r in data["per_procedure"]:
         table.add_row(
             r["procedure_id"],
-            r["task_type"],
             r["kind"],
             str(r["replays"]),
             str(r["diverged"]),
@@ -601,37 +593,32 @@ def cmd_stats(args: argparse.Namespace) -> int:
             str(r["llm_calls_saved"]),
         )
     console = _console()
-    console.print(table)
+    if data["per_procedure"]:
+        print_table(console, table)
     if data["per_workflow"]:
-        table = Table(
-            "workflow / task type",
-            "procedures",
-            "replays",
-            "diverged",
-            "tokens saved",
-            "LLM calls saved",
-            title="per workflow",
+        table = compact_table(
+            "workflow / task type", "procs", "replays", "div.", "tokens", "calls", title="per workflow"
         )
         for r in data["per_workflow"]:
             table.add_row(
-                r["task_type"],
+                Folded(r["task_type"]),
                 str(r["procedures"]),
                 str(r["replays"]),
                 str(r["diverged"]),
                 str(r["tokens_saved"]),
                 str(r["llm_calls_saved"]),
             )
-        console.print(table)
+        print_table(console, table)
     recent = data["per_run"][-args.runs :]
     if recent:
-        table = Table(
+        table = compact_table(
             _id_column((r["run_id"] for r in recent), "run"),
-            "procedure",
+            _id_column((r["procedure_id"] for r in recent), "procedure"),
             "v",
             "outcome",
-            "LLM calls",
-            "tokens saved",
-            "LLM calls saved",
+            "LLM",
+            "tokens",
+            "calls",
             title=f"last {len(recent)} of {len(data['per_run'])} runs (--json lists all)",
         )
         for r in recent:
@@ -639,12 +626,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
                 r["run_id"],
                 r["procedure_id"],
                 str(r["version"]),
-                r["outcome"],
+                Folded(r["outcome"]),
                 str(r["llm_calls"]),
                 str(r["tokens_saved"]),
                 str(r["llm_calls_saved"]),
             )
-        console.print(table)
+        print_table(console, table)
+    console.print(
+        "div.: replays that diverged; tokens, calls: tokens and LLM calls saved; LLM: calls made", soft_wrap=False
+    )
     console.print(
         f"total: {data['replays']} replays, {data['tokens_saved']} tokens and {data['llm_calls_saved']} LLM calls saved"
     )

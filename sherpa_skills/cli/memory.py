@@ -4,12 +4,13 @@ resolve, export, delete)."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from .console import EXIT_OK, parse_assignments, positive_int
+from .console import EXIT_OK, hint, parse_assignments, positive_int
 from .console import console as _console
 from .console import print_json as _print_json
 
@@ -205,7 +206,13 @@ def cmd_tensions(args: argparse.Namespace) -> int:
             "no open tensions" + ("" if args.agent else " (without --agent only shared artifacts are checked)")
         )
     else:
-        console.print("resolve one with: sherpa-skills memory resolve TENSION --keep ID --agent NAME")
+        first = found[0]  # a command that runs as pasted: the first tension, keeping its first artifact
+        agent = shlex.quote(args.agent) if args.agent else '"$USER"'
+        console.print(
+            f"resolve one with: {hint(args, 'memory', 'resolve', first['id'], '--keep', first['a']['id'])} "
+            f"--agent {agent}",
+            markup=False,
+        )
     return EXIT_OK
 
 

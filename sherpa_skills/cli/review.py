@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from .console import EXIT_OK
+from .console import EXIT_OK, hint
 from .console import console as _console
 from .console import print_json as _print_json
 
@@ -76,8 +76,9 @@ def cmd_candidates(args: argparse.Namespace) -> int:
         for name, examples in r["parameters"].items():
             console.print(f"    [cyan]{{{{ {name} }}}}[/] e.g. " + escape(", ".join(repr(e) for e in examples[:3])))
     console.print(
-        f"\n{len(rows)} candidate(s): `sherpa-skills learn promote ID` makes one replayable, "
-        "`sherpa-skills learn reject ID` drops it for good"
+        f"\n{len(rows)} candidate(s): `{hint(args, 'learn', 'promote', rows[0]['id'])}` makes one replayable, "
+        f"`{hint(args, 'learn', 'reject', rows[0]['id'])}` drops it for good",
+        soft_wrap=False,
     )
     return EXIT_OK
 

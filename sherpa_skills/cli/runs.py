@@ -18,9 +18,11 @@ from .console import (
     EXIT_OK,
     EXIT_USAGE,
     Folded,
+    command_lines,
     confirmed,
     parse_assignments,
     parse_inputs,
+    print_items,
     print_table,
 )
 from .console import (
@@ -53,38 +55,60 @@ def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
     return show
 
 
-def _summary(console: Any, result: Any, log_file: Path) -> None:
+def _summary(
+    console: Any, result: Any, log_file: Path, args: argparse.Namespace | None = None, inputs: Any = None
+) -> None:
+    """How the run ended, in lines that fit the terminal (a figure never parted from its name), and for a waiting
+    run the commands that continue it, each one pasteable as printed."""
+    from rich.markup import escape
+
     d = result.to_dict()
     colour = {"final": "green", "waiting": "yellow", "error": "red"}[d["status"]]
-    console.print(
-        f"[bold {colour}]{d['status']}[/] in [bold]{d['state']}[/]  run {d['run_id']}  "
-        f"steps {d['steps']}  fast-forwards {d['fast_forwards']}  rule decisions {d['rule_decisions']}  "
-        f"LLM calls {d['llm_calls']}  tokens {d['tokens']}"
+    print_items(
+        console,
+        [
+            f"[bold {colour}]{d['status']}[/] in [bold]{escape(d['state'])}[/]",
+            f"run {d['run_id']}",
+            f"steps {d['steps']}",
+            f"fast-forwards {d['fast_forwards']}",
+            f"rule decisions {d['rule_decisions']}",
+            f"LLM calls {d['llm_calls']}",
+            f"tokens {d['tokens']}",
+        ],
     )
     if d.get("tokens_saved") is not None:  # a learning run (`policy: {learn: true}`)
-        diverged = d.get("diverged_at")
-        console.print(
-            f"replayed decisions {d['replayed_decisions']}  tokens saved {d['tokens_saved']}  LLM calls saved "
-            f"{d['llm_calls_saved']}"
-            + (
-                f"  [yellow]diverged at step {diverged['step']} in {diverged['state']}: "
-                f"expected {diverged['expected']}, observed {diverged['observed']}[/]"
-                if diverged
-                else ""
-            )
+        print_items(
+            console,
+            [
+                f"replayed decisions {d['replayed_decisions']}",
+                f"tokens saved {d['tokens_saved']}",
+                f"LLM calls saved {d['llm_calls_saved']}",
+            ],
         )
+        diverged = d.get("diverged_at")
+        if diverged:
+            console.print(
+                f"[yellow]diverged at step {diverged['step']} in {escape(str(diverged['state']))}: "
+                f"expected {escape(str(diverged['expected']))}, observed {escape(str(diverged['observed']))}[/]",
+                soft_wrap=False,
+            )
     if d["error"]:
-        from rich.markup import escape
-
-        console.print(f"[red]error:[/] {escape(d['error'])}  [dim](log: {escape(str(log_file))})[/]")
+        console.print(f"[red]error:[/] {escape(d['error'])}  [dim](log: {escape(str(log_file))})[/]", soft_wrap=False)
     if d["status"] == "waiting":
         if d.get("waiting_for"):
-            console.print(f"waiting for: {d['waiting_for']}")
-        hint = f" --trigger {d['available_triggers'][0]}" if d["available_triggers"] else ""
-        console.print(
-            f"waiting for input; continue with: sherpa-skills resume {d['run_id']} --input NAME=VALUE{hint}"
-            + (f"  (triggers: {', '.join(d['available_triggers'])})" if d["available_triggers"] else "")
-        )
+            console.print(f"waiting for: {escape(d['waiting_for'])}", soft_wrap=False)
+        if inputs:
+            console.print(
+                "inputs it takes (give them with --input NAME=VALUE): "
+                + ", ".join(f"{n} ({i.type})" if i.type else n for n, i in inputs.items()),
+                soft_wrap=False,
+                markup=False,
+            )
+        base = shlex.split(resume_command(args, d["run_id"])) if args is not None else ["sherpa-skills", "resume"]
+        console.print("continue with:" if not d["available_triggers"] else "continue with one of:")
+        for words in [base + ["--trigger", t] for t in d["available_triggers"]] or [base]:
+            for line in command_lines(words, console.width):
+                console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 @contextmanager
@@ -190,7 +214,7 @@ def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[],
     if args.json:
         _print_json({k: v for k, v in result.to_dict().items()})
     elif not args.quiet:
-        _summary(_console(stderr=True), result, log)
+        _summary(_console(stderr=True), result, log, args, agent.machine.spec.inputs)
     return EXIT_OK if result.status in ("final", "waiting") else EXIT_ERROR
 
 
