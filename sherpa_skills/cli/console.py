@@ -154,24 +154,44 @@ def print_items(console: Any, items: Sequence[str], indent: str = "") -> None:
 
 def command_lines(words: Sequence[str], width: int, indent: str = "  ") -> list[str]:
     """A command to paste, on its own lines: when it is wider than the terminal, broken between words with a
-    trailing backslash, so the lines pasted together are still one command."""
+    trailing backslash, so the lines pasted together are still one command. A word wider than a line (a long
+    path) is cut into quoted pieces on lines of their own, at the left edge: the shell joins them back."""
     import shlex
 
-    lines, line = [], indent
-    for word in (shlex.quote(w) for w in words):
-        if line.strip() and len(line) + 1 + len(word) + 2 > width:
+    lines, line, room = [], indent, max(8, width - 2)
+    for word in words:
+        quoted = shlex.quote(word)
+        if len(indent) + 2 + len(quoted) + 2 > width and len(quoted) > room:
+            lines.append(line + " \\")
+            pieces = [word[i : i + room - 2] for i in range(0, len(word), room - 2)]
+            lines += [shlex.quote(piece) + "\\" for piece in pieces[:-1]]
+            line = shlex.quote(pieces[-1])  # no space before it: a space would part the pieces
+            continue
+        if line.strip() and len(line) + 1 + len(quoted) + 2 > width:
             lines.append(line + " \\")
             line = indent + "  "
-        line += ("" if not line.strip() else " ") + word
+        line += ("" if not line.strip() else " ") + quoted
     return [*lines, line]
 
 
+def hint_words(args: argparse.Namespace, *words: str) -> list[str]:
+    """`sherpa-skills WORDS...` as a person would paste it: with the --home they gave."""
+    home = getattr(args, "home", None)
+    return ["sherpa-skills", *words, *(["--home", str(home)] if home else [])]
+
+
 def hint(args: argparse.Namespace, *words: str) -> str:
-    """`sherpa-skills WORDS...` as a person pastes it: with the --home they gave, quoted for a shell."""
+    """The same, quoted for a shell, to print inside a line (`learn promote ID` in a sentence)."""
     import shlex
 
-    home = getattr(args, "home", None)
-    return shlex.join(["sherpa-skills", *words, *(["--home", str(home)] if home else [])])
+    return shlex.join(hint_words(args, *words))
+
+
+def print_commands(console: Any, *commands: Sequence[str]) -> None:
+    """Commands a person may paste, each on lines of its own that fit the terminal and run as printed."""
+    for words in commands:
+        for line in command_lines(words, console.width):
+            console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def print_json(data: Any) -> None:

@@ -17,8 +17,11 @@ from .console import (
     Bar,
     Folded,
     compact_table,
+    hint,
+    hint_words,
     parse_assignments,
     positive_int,
+    print_commands,
     print_table,
 )
 from .console import (
@@ -777,9 +780,11 @@ def _import_skills(args: argparse.Namespace, store: Any) -> int:
     else:
         console = _console()
         console.print(
-            f"imported {len(result.candidates)} skills as candidates for review (`learn candidates`; `learn promote "
-            f"ID` makes one replayable); {len(result.known)} already known"
+            f"imported {len(result.candidates)} skills as candidates for review, {len(result.known)} already known; "
+            "see them and how to promote one with:",
+            soft_wrap=False,
         )
+        print_commands(console, hint_words(args, "learn", "candidates"))
         for problem in result.problems:
             _console(stderr=True).print(f"  {problem}")
     return EXIT_OK if not result.problems else EXIT_ERROR
@@ -869,12 +874,18 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(summary)
     else:
-        _console().print(
-            f"imported {added} procedures as candidates for review (`learn candidates`; `learn promote ID` makes one "
-            f"replayable), skipped {skipped} already known" + (f"; {len(problems)} invalid" if problems else "")
+        console = _console()
+        console.print(
+            f"imported {added} procedures as candidates for review, skipped {skipped} already known"
+            + (f"; {len(problems)} invalid" if problems else "")
+            + "; see them and how to promote one with:",
+            soft_wrap=False,
         )
+        print_commands(console, hint_words(args, "learn", "candidates"))
         if warning:
-            _console(stderr=True).print(f"procedure index not updated: {warning} (run `sherpa-skills learn reindex`)")
+            _console(stderr=True).print(
+                f"procedure index not updated: {warning} (run `{hint(args, 'learn', 'reindex')}`)"
+            )
         for p in problems:
             _console(stderr=True).print(f"  {p}")
     return EXIT_OK if not problems else EXIT_ERROR

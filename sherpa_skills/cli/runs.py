@@ -18,10 +18,10 @@ from .console import (
     EXIT_OK,
     EXIT_USAGE,
     Folded,
-    command_lines,
     confirmed,
     parse_assignments,
     parse_inputs,
+    print_commands,
     print_items,
     print_table,
 )
@@ -106,9 +106,7 @@ def _summary(
             )
         base = shlex.split(resume_command(args, d["run_id"])) if args is not None else ["sherpa-skills", "resume"]
         console.print("continue with:" if not d["available_triggers"] else "continue with one of:")
-        for words in [base + ["--trigger", t] for t in d["available_triggers"]] or [base]:
-            for line in command_lines(words, console.width):
-                console.print(line, soft_wrap=True, markup=False, highlight=False)
+        print_commands(console, *([base + ["--trigger", t] for t in d["available_triggers"]] or [base]))
 
 
 @contextmanager
