@@ -46,7 +46,13 @@ class _Progress:
         self.since = self.clock()
 
     def __call__(self, kind: str, payload: dict[str, Any]) -> None:
-        if self.console is None or self.status is None or kind != "transition":
+        if self.console is None or self.status is None:
+            return
+        if kind == "status":  # the run ended (its final state does no work); with --every, the next one starts afresh
+            self.phase = None
+            self.status.update("heartbeat: waiting for the next one")
+            return
+        if kind != "transition":
             return
         # The engine reports a state as it enters it, before its on_enter actions (the phase's work) run:
         # entering one state is when the one before it has finished.

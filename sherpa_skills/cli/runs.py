@@ -309,9 +309,7 @@ def _finished(args: argparse.Namespace, store: Any, row: Any) -> int:
     if args.json:
         _print_json(result.to_dict())
     elif not args.quiet:
-        from ..logs import log_file
-
-        _summary(_console(stderr=True), result, log_file(Path(row.home), row.run_id) if row.home else Path("-"))
+        _summary(_console(stderr=True), result, Path(), args)  # a final run has no error, so no log to point at
     return EXIT_OK
 
 

@@ -67,6 +67,20 @@ class TestHeartbeatTicks:
         assert all(t >= round(d, 1) - 0.05 for t, d in zip(ticks, durations, strict=True))
 
 
+def test_with_every_the_next_heartbeat_ticks_its_own_phases(tmp_path):
+    """`--every` runs heartbeats one after another: the wait between them is no phase's time."""
+    recorder = _Recorder()
+    progress = _Progress(Console(file=recorder, force_terminal=True, width=80))  # type: ignore[arg-type]
+    try:
+        for _ in range(2):
+            assert run_once(tmp_path / "home", observe=progress)["status"] == "ran"
+    finally:
+        progress.stop()
+    ticked = [s.split()[1] for s in recorder.seen]
+    once = ["lock", "extract", "crystallise", "health", "maintenance", "memory", "report", "release"]
+    assert ticked == once + once
+
+
 def _on_a_terminal(argv: list[str], home: Path) -> str:
     """What a command writes to stderr when stderr is a terminal (a pseudo-terminal), escapes removed."""
     parent, child = pty.openpty()
