@@ -116,6 +116,11 @@ class Bar:
             transient=True,
         )
 
+    @property
+    def shown(self) -> bool:
+        """Whether the bar is drawn: work that only feeds it can be skipped when not."""
+        return self.progress is not None
+
     def __enter__(self) -> Bar:
         if self.progress is not None:
             self.progress.start()

@@ -45,7 +45,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             home=home,
             fmt=args.format,
             progress=progress,
-            read_progress=lambda done, total: bar(done, total, files[0]),
+            read_progress=(lambda done, total: bar(done, total, files[0])) if bar.shown else None,
         )
     code = EXIT_OK if summary.files else EXIT_ERROR
     mined = None
