@@ -192,6 +192,16 @@ def hint(args: argparse.Namespace, *words: str) -> str:
     return shlex.join(hint_words(args, *words))
 
 
+def person() -> str:
+    """Who is at this terminal (their login name), for a suggested `--operator`: a hint names someone real."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name in the environment nor the password database
+        return "operator"
+
+
 def print_commands(console: Any, *commands: Sequence[str]) -> None:
     """Commands a person may paste, each on lines of its own that fit the terminal and run as printed."""
     for words in commands:

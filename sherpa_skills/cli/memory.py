@@ -4,13 +4,12 @@ resolve, export, delete)."""
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from .console import EXIT_OK, hint, parse_assignments, positive_int
+from .console import EXIT_OK, hint_words, parse_assignments, person, positive_int, print_commands
 from .console import console as _console
 from .console import print_json as _print_json
 
@@ -207,11 +206,12 @@ def cmd_tensions(args: argparse.Namespace) -> int:
         )
     else:
         first = found[0]  # a command that runs as pasted: the first tension, keeping its first artifact
-        agent = shlex.quote(args.agent) if args.agent else '"$USER"'
-        console.print(
-            f"resolve one with: {hint(args, 'memory', 'resolve', first['id'], '--keep', first['a']['id'])} "
-            f"--agent {agent}",
-            markup=False,
+        console.print("resolve one with:")
+        print_commands(
+            console,
+            hint_words(
+                args, "memory", "resolve", first["id"], "--keep", first["a"]["id"], "--agent", args.agent or person()
+            ),
         )
     return EXIT_OK
 

@@ -38,6 +38,17 @@ states:
   b: {final: true}
 """
 
+PROPOSES = """
+name: triage
+domain: triage
+initial: wake
+states:
+  wake:
+    on_enter:
+      - domain_propose: {key: threshold, value: 75, reason: "50 pages too often at night"}
+    final: true
+"""
+
 TASK = "archive the weekly meeting notes into the dated folder"
 
 
@@ -147,6 +158,17 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         replay = sherpa(home, "learn", "replay", TASK, "--procedure", procedure, "--execute", "--yes", cwd=where)
         assert replay.returncode == 0, replay.stderr
     return home, where
+
+
+def test_the_domains_hint_runs_when_pasted(tmp_path):
+    """It said `--operator NAME`: refused if pasted."""
+    home = tmp_path / "home"
+    (tmp_path / "triage.yaml").write_text(PROPOSES)
+    assert sherpa(home, "run", "triage.yaml", "--agent", "ops", cwd=tmp_path).returncode == 0
+    listed = sherpa(home, "domains", cwd=tmp_path)
+    (command,) = hints(listed.stdout)
+    done = pasted(command, home, tmp_path)
+    assert done.returncode == 0, (command, done.stderr)
 
 
 class TestEightyColumns:
