@@ -95,6 +95,10 @@ class StoreError(SherpaError):
     """The run store cannot do what was asked."""
 
 
+class NoSuchRun(StoreError):
+    """A run id (or prefix) names no run, or more than one: the user typed it, so it is bad usage (exit 2)."""
+
+
 class StoreFileError(StoreError):
     """The state folder or a database in it cannot be opened:
     the user pointed at the wrong place, so it is bad usage."""

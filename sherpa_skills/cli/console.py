@@ -12,6 +12,19 @@ from typing import Any
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 # `learn replay`: plausible procedures, none sure; the caller answers with --procedure ID or --reject.
 EXIT_NEEDS_CONFIRMATION = 3
+#: Every command's exit codes, as `--help` ends and the README's Command line section show them (a test keeps them one).
+EXIT_CODES = (
+    (EXIT_OK, "ok (a run final or waiting for input)"),
+    (EXIT_ERROR, "error: the work failed (a run in error, a failed replay or heartbeat)"),
+    (EXIT_USAGE, "usage: bad option, file or run id, validate problems, mistyped trigger"),
+    (EXIT_NEEDS_CONFIRMATION, "needs confirmation: learn replay found procedures, none sure"),
+    (130, "interrupted by Ctrl-C (143 by SIGTERM)"),
+)
+EXIT_CODES_EPILOG = (
+    "exit codes:\n"
+    + "".join(f"  {code:<4} {meaning}\n" for code, meaning in EXIT_CODES)
+    + "`sherpa-skills hook AGENT` always exits 0 (coding agents run it)."
+)
 MAX_COUNT = 10**9  # counts and limits beyond this are typos, and SQLite integers stop at 2**63
 
 
@@ -73,6 +86,127 @@ def when(at: float | None) -> str:
     from datetime import datetime
 
     return "never" if at is None else f"{datetime.fromtimestamp(at):%Y-%m-%d %H:%M}"
+
+
+class Bar:
+    """A progress bar on stderr for work that may take more than a few seconds: drawn only on a terminal, never under
+    --json or into a pipe (a log or a script reads the result, not the bar); it disappears when the work ends."""
+
+    def __init__(self, label: str, *, as_json: bool, size: bool = False) -> None:
+        self.progress: Any = None
+        self.task: Any = None
+        if as_json or not sys.stderr.isatty():
+            return
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn(label),
+            BarColumn(bar_width=20),
+            DownloadColumn() if size else MofNCompleteColumn(),  # bytes of a log, or rows and items
+            TimeRemainingColumn(),
+            TextColumn("{task.description}"),
+            console=console(stderr=True),
+            transient=True,
+        )
+
+    @property
+    def shown(self) -> bool:
+        """Whether the bar is drawn: work that only feeds it can be skipped when not."""
+        return self.progress is not None
+
+    def __enter__(self) -> Bar:
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def __call__(self, done: int, total: int | None = None, note: str = "") -> None:
+        """`done` of `total` so far (total may change as the work finds more); `note` names what is being done."""
+        if self.progress is None:
+            return
+        if self.task is None:
+            self.task = self.progress.add_task("", total=total)
+        self.progress.update(self.task, completed=done, total=total, description=note[-30:])
+
+
+def print_items(console: Any, items: Sequence[str], indent: str = "") -> None:
+    """Markup items (`steps 3`, `LLM calls 0`) two spaces apart, a line broken only between items, never inside one,
+    so at 80 columns no figure is parted from its name."""
+    from rich.text import Text
+
+    parts: list[str] = []
+    used = len(indent)
+    for item in items:
+        size = Text.from_markup(item).cell_len
+        if parts and used + 2 + size > console.width:
+            console.print(indent + "  ".join(parts), soft_wrap=False)
+            parts, used = [], len(indent)
+        used += (2 if parts else 0) + size
+        parts.append(item)
+    if parts:
+        console.print(indent + "  ".join(parts), soft_wrap=False)
+
+
+def command_lines(words: Sequence[str], width: int, indent: str = "  ") -> list[str]:
+    """A command to paste, on its own lines: when it is wider than the terminal, broken between words with a
+    trailing backslash, so the lines pasted together are still one command. A word wider than a line (a long
+    path) is cut into quoted pieces on lines of their own, at the left edge: the shell joins them back."""
+    import shlex
+
+    lines, line, room = [], indent, max(8, width - 2)
+    for word in words:
+        quoted = shlex.quote(word)
+        if len(indent) + 2 + len(quoted) + 2 > width and len(quoted) > room:
+            lines.append(line + " \\")
+            pieces = [word[i : i + room - 2] for i in range(0, len(word), room - 2)]
+            lines += [shlex.quote(piece) + "\\" for piece in pieces[:-1]]
+            line = shlex.quote(pieces[-1])  # no space before it: a space would part the pieces
+            continue
+        if line.strip() and len(line) + 1 + len(quoted) + 2 > width:
+            lines.append(line + " \\")
+            line = indent + "  "
+        line += ("" if not line.strip() else " ") + quoted
+    return [*lines, line]
+
+
+def hint_words(args: argparse.Namespace, *words: str) -> list[str]:
+    """`sherpa-skills WORDS...` as a person would paste it: with the --home they gave."""
+    home = getattr(args, "home", None)
+    return ["sherpa-skills", *words, *(["--home", str(home)] if home else [])]
+
+
+def hint(args: argparse.Namespace, *words: str) -> str:
+    """The same, quoted for a shell, to print inside a line (`learn promote ID` in a sentence)."""
+    import shlex
+
+    return shlex.join(hint_words(args, *words))
+
+
+def person() -> str:
+    """Who is at this terminal (their login name), for a suggested `--operator`: a hint names someone real."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name in the environment nor the password database
+        return "operator"
+
+
+def print_commands(console: Any, *commands: Sequence[str]) -> None:
+    """Commands a person may paste, each on lines of its own that fit the terminal and run as printed."""
+    for words in commands:
+        for line in command_lines(words, console.width):
+            console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def print_json(data: Any) -> None:
@@ -148,11 +282,13 @@ def print_table(console: Any, table: Any) -> None:
     columns = list(table.columns)
     bounds = [_column_bounds(console, table, c) for c in columns]
     _, right, _, left = table.padding
+    gap = max(left, right) if table.collapse_padding else left + right  # the padding between two columns
     room = (
         console.width
         - (2 if table.box and table.show_edge else 0)
         - (len(columns) - 1 if table.box else 0)
-        - len(columns) * (left + right)
+        - (len(columns) - 1) * gap
+        - (left + right if table.pad_edge else 0)
     )
     least, most = sum(b[0] for b in bounds), sum(b[1] for b in bounds)
     if most > room and least <= room:
@@ -167,6 +303,8 @@ def print_table(console: Any, table: Any) -> None:
         console.print(table, soft_wrap=False)
         return
     cells = [list(c.cells) for c in columns]
+    if table.title:
+        console.print(_plain(table.title), soft_wrap=True, markup=False)
     for row in range(table.row_count):
         console.print(_plain(cells[0][row]), soft_wrap=True, markup=False)
         for column, values in zip(columns[1:], cells[1:], strict=True):
@@ -175,6 +313,24 @@ def print_table(console: Any, table: Any) -> None:
             console.print(head + body[0], soft_wrap=True, markup=False)
             for more in body[1:]:
                 console.print(" " * len(head) + more, soft_wrap=True, markup=False)
+
+
+def compact_table(*columns: Any, title: str | None = None) -> Any:
+    """A table for 80 columns: a rule under the headers and two spaces between columns, no frame (a frame costs
+    three cells a column); print it with `print_table`."""
+    from rich import box
+    from rich.table import Table
+
+    return Table(
+        *columns,
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+    )
 
 
 def _column_bounds(console: Any, table: Any, column: Any) -> tuple[int, int]:

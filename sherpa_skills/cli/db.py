@@ -7,12 +7,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .console import EXIT_ERROR, EXIT_OK, console, print_json
+from .console import EXIT_ERROR, EXIT_OK, Bar, console, print_json
 
 if TYPE_CHECKING:
     from ..db.components import Component
-
-PROGRESS_ROWS = 10_000  # a table this big says how far it got, on stderr
 
 
 def add_db_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -44,8 +42,10 @@ def cmd_db_copy(args: argparse.Namespace) -> int:
     for spec, option in ((args.source, "--from"), (args.target, "--to")):
         if is_url(spec):
             check_command_line(spec, option=option)
-    show_progress = _Progress()
-    report = copy_store(args.source, args.target, store_components(), progress=show_progress)
+    with Bar("copying", as_json=args.json) as bar:
+        report = copy_store(
+            args.source, args.target, store_components(), progress=lambda table, done, total: bar(done, total, table)
+        )
     if args.json:
         print_json(report.model_dump())
     else:
@@ -65,20 +65,6 @@ def cmd_db_copy(args: argparse.Namespace) -> int:
         sys.stderr.write(f"sherpa-skills: the counts differ after the copy: {differing}\n")
         return EXIT_ERROR
     return EXIT_OK
-
-
-class _Progress:
-    """A line on stderr for every PROGRESS_ROWS rows of a big table; small tables are silent."""
-
-    def __init__(self) -> None:
-        self.shown: dict[str, int] = {}
-
-    def __call__(self, table: str, done: int, total: int) -> None:
-        if total < PROGRESS_ROWS:
-            return
-        if done - self.shown.get(table, 0) >= PROGRESS_ROWS or done == total:
-            self.shown[table] = done
-            sys.stderr.write(f"  {table}: {done}/{total} rows\n")
 
 
 def store_components() -> list[Component]:

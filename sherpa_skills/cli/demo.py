@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .console import EXIT_ERROR, EXIT_OK, print_commands
+
 TICKETS = [
     ("billing, decided by a rule", "I was charged twice for my subscription this month."),
     ("technical, decided by the LLM, needs a human", "The app crashes with an error every time I open it."),
@@ -58,7 +60,8 @@ def run_demo(home: str | None = None, as_json: bool = False) -> int:
         resumed = workflow.resume(store, waiting_run).run({"approved": True})
         show(f"a human approves run {waiting_run} (resumed from the store)", resumed)
         console.print(f"\n  the reply that went out: {resumed.context['draft']['text']!r}")
-    console.print(f"\nInspect the runs: sherpa-skills runs --home {home_dir}")
+    console.print("\nInspect the runs:")
+    print_commands(console, ["sherpa-skills", "runs", "--home", str(home_dir)])
     if as_json:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
-    return 0 if all(r["status"] in ("final", "waiting") for r in results) else 1
+    return EXIT_OK if all(r["status"] in ("final", "waiting") for r in results) else EXIT_ERROR

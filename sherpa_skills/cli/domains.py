@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from .console import EXIT_OK, parse_assignments
+from .console import EXIT_OK, hint_words, parse_assignments, person, print_commands
 from .console import console as _console
 from .console import print_json as _print_json
 from .console import when as _when
@@ -44,7 +44,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             markup=False,
         )
     if proposals:
-        console.print("accept one with: sherpa-skills domains accept ID --operator NAME")
+        # A command that runs as pasted: the first proposal's id, and the person at this terminal as the operator.
+        console.print("accept one with:")
+        print_commands(console, hint_words(args, "domains", "accept", proposals[0]["id"], "--operator", person()))
     return EXIT_OK
 
 

@@ -30,7 +30,7 @@ def _show(console: Any, report: dict[str, Any]) -> None:
 
 
 class _Progress:
-    """On a terminal (never with --json): a line per finished step with its time,
+    """On a terminal (never with --json): a line per finished phase with its own time,
     and a spinner while the next one works."""
 
     def __init__(self, console: Any | None):
@@ -39,20 +39,29 @@ class _Progress:
         self.clock = time.monotonic
         self.status = None
         self.console = console
+        self.phase: str | None = None  # the state whose work is running now
         if console is not None and console.is_terminal:
             self.status = console.status("heartbeat: taking the lock")
             self.status.start()
         self.since = self.clock()
 
     def __call__(self, kind: str, payload: dict[str, Any]) -> None:
-        if self.console is None or self.status is None or kind != "transition":
+        if self.console is None or self.status is None:
             return
-        # The engine reports a state once its on_enter actions (the phase's work) have run.
+        if kind == "status":  # the run ended (its final state does no work); with --every, the next one starts afresh
+            self.phase = None
+            self.status.update("heartbeat: waiting for the next one")
+            return
+        if kind != "transition":
+            return
+        # The engine reports a state as it enters it, before its on_enter actions (the phase's work) run:
+        # entering one state is when the one before it has finished.
         step = str(payload.get("state", "")).rsplit("/", 1)[-1]
         now = self.clock()
-        self.console.print(f"  [green]✓[/] {step} [dim]{now - self.since:.1f} s[/]")
-        self.since = now
-        self.status.update(f"heartbeat: working after {step}")
+        if self.phase is not None:
+            self.console.print(f"  [green]✓[/] {self.phase} [dim]{now - self.since:.1f} s[/]")
+        self.phase, self.since = step, now
+        self.status.update(f"heartbeat: {step}")
 
     def stop(self) -> None:
         if self.status is not None:

@@ -14,9 +14,14 @@ from .console import (
     EXIT_ERROR,
     EXIT_NEEDS_CONFIRMATION,
     EXIT_OK,
+    Bar,
     Folded,
+    compact_table,
+    hint,
+    hint_words,
     parse_assignments,
     positive_int,
+    print_commands,
     print_table,
 )
 from .console import (
@@ -28,6 +33,7 @@ from .console import (
 from .console import (
     when as _when,
 )
+from .steps_file import load_steps_file  # noqa: F401  (cmd_capture's; kept importable from here)
 
 
 def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
@@ -54,32 +60,6 @@ def _id_column(ids: Any, header: str = "id") -> Any:
 
 
 # ---------------------------------------------------------------- capture
-
-
-def load_steps_file(path: str) -> dict[str, Any]:
-    """A YAML or JSON list of steps, or an object with description, tags, pre/postconditions and steps."""
-    from pydantic import TypeAdapter, ValidationError
-
-    from ..errors import WorkflowError
-    from ..skills.store.models import ProcedureStep, StepsFile
-    from ..yaml_source import load_yaml_file
-
-    located = load_yaml_file(path)
-    try:
-        if isinstance(located.data, list):
-            steps = TypeAdapter(list[ProcedureStep]).validate_python(located.data)
-            return {"steps": [s.model_dump() for s in steps]}
-        parsed = StepsFile.model_validate(located.data)
-    except ValidationError as exc:
-        raise WorkflowError(
-            [
-                located.problem(
-                    tuple(e["loc"]), f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
-                )
-                for e in exc.errors()
-            ]
-        ) from None
-    return {**parsed.model_dump(exclude={"steps"}), "steps": [s.model_dump() for s in parsed.steps]}
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
@@ -159,34 +139,30 @@ def cmd_procedures(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(rows)
         return EXIT_OK
-    from rich.table import Column, Table
+    from rich.table import Column
 
-    # The description gives way first (it wraps): unwrapped, its text took the width of every column but the id's.
-    table = Table(
+    # Headers short on purpose (80 columns hold the id and every figure); the task gives way: it wraps.
+    table = compact_table(
         _id_column(r["id"] for r in rows),
-        Column("task type", max_width=20, overflow="fold"),
-        *(Column(h, no_wrap=True, min_width=len(h)) for h in ("v", "confidence", "ok", "failed", "health", "steps")),
-        Column("description", overflow="fold", ratio=1, min_width=10),
+        *(Column(h, no_wrap=True, min_width=len(h)) for h in ("v", "conf", "ok/fail")),
+        "health",
+        Column("task (steps)", overflow="fold", ratio=1, min_width=10),
     )
     for r in rows:
-        size = (
-            f"{r['decisions']} decisions" if r["kind"] == "trajectory" else f"{r['steps']} shell"
-        )  # the kind, by what it holds
+        # The kind, by what it holds: shell steps, or a workflow's decisions.
+        size = f"{r['decisions']} decisions" if r["kind"] == "trajectory" else f"{r['steps']} shell steps"
         table.add_row(
             r["id"],
-            Folded(r["task_type"]),
             str(r["version"]),
             f"{r['confidence']:.2f}",
-            str(r["success_count"]),
-            str(r["failure_count"]),
+            f"{r['success_count']}/{r['failure_count']}",
             Folded(r["health"]),
-            Folded(size),
-            Folded(r["description"]),
+            Folded(f"{r['task_type']} ({size})" + (f": {r['description']}" if r["description"] else "")),
         )
     if rows:
         print_table(_console(), table)
     else:
-        _console().print("no procedures yet: capture one with `sherpa-skills learn capture-success`")
+        _console().print("no procedures yet: capture one (`sherpa-skills learn capture-success --help` says how)")
     return EXIT_OK
 
 
@@ -504,8 +480,6 @@ def _show_tail(console: Any, tail: str | None) -> None:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    from rich.markup import escape
-
     store, _, _ = _stores(args)
     reports = [store.health(p.id) for p in store.procedures()]
     if args.degraded_only:
@@ -513,14 +487,9 @@ def cmd_health(args: argparse.Namespace) -> int:
     if args.json:
         _print_json([r.model_dump(mode="json") for r in reports])
         return EXIT_OK
-    from rich.table import Column, Table
-
-    table = Table(
-        _id_column((r.procedure_id for r in reports), "procedure"),
-        "status",
-        "rolling success",
-        "executions",
-        Column("failure pattern", overflow="ellipsis", ratio=1),
+    # "success" is the rolling rate over the counted executions; "runs" every execution; the pattern wraps.
+    table = compact_table(
+        _id_column((r.procedure_id for r in reports), "procedure"), "status", "success", "runs", "failure pattern"
     )
     for r in reports:
         rate = (
@@ -529,8 +498,13 @@ def cmd_health(args: argparse.Namespace) -> int:
             else f"{r.rolling_success_rate:.0%} of {r.counted_executions}"
             + (" (too few)" if r.counted_executions < r.min_evidence else "")
         )
-        table.add_row(r.procedure_id, r.status, rate, str(r.total_executions), escape(r.failure_pattern or ""))
-    _console().print(table if reports else "nothing to report")
+        table.add_row(
+            r.procedure_id, Folded(r.status), Folded(rate), str(r.total_executions), Folded(r.failure_pattern or "")
+        )
+    if reports:
+        print_table(_console(), table)
+    else:
+        _console().print("nothing to report")
     return EXIT_OK
 
 
@@ -602,22 +576,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(data)
         return EXIT_OK
-    from rich.table import Table
-
-    table = Table(
+    # Headers short on purpose, so 80 columns hold a table: "div." diverged replays, "tokens"/"calls" saved.
+    table = compact_table(
         _id_column((r["procedure_id"] for r in data["per_procedure"]), "procedure"),
-        "task type",
         "kind",
         "replays",
-        "diverged",
-        "tokens saved",
-        "LLM calls saved",
+        "div.",
+        "tokens",
+        "calls",
         title="per procedure",
     )
     for r in data["per_procedure"]:
         table.add_row(
             r["procedure_id"],
-            r["task_type"],
             r["kind"],
             str(r["replays"]),
             str(r["diverged"]),
@@ -625,37 +596,32 @@ def cmd_stats(args: argparse.Namespace) -> int:
             str(r["llm_calls_saved"]),
         )
     console = _console()
-    console.print(table)
+    if data["per_procedure"]:
+        print_table(console, table)
     if data["per_workflow"]:
-        table = Table(
-            "workflow / task type",
-            "procedures",
-            "replays",
-            "diverged",
-            "tokens saved",
-            "LLM calls saved",
-            title="per workflow",
+        table = compact_table(
+            "workflow / task type", "procs", "replays", "div.", "tokens", "calls", title="per workflow"
         )
         for r in data["per_workflow"]:
             table.add_row(
-                r["task_type"],
+                Folded(r["task_type"]),
                 str(r["procedures"]),
                 str(r["replays"]),
                 str(r["diverged"]),
                 str(r["tokens_saved"]),
                 str(r["llm_calls_saved"]),
             )
-        console.print(table)
+        print_table(console, table)
     recent = data["per_run"][-args.runs :]
     if recent:
-        table = Table(
+        table = compact_table(
             _id_column((r["run_id"] for r in recent), "run"),
-            "procedure",
+            _id_column((r["procedure_id"] for r in recent), "procedure"),
             "v",
             "outcome",
-            "LLM calls",
-            "tokens saved",
-            "LLM calls saved",
+            "LLM",
+            "tokens",
+            "calls",
             title=f"last {len(recent)} of {len(data['per_run'])} runs (--json lists all)",
         )
         for r in recent:
@@ -663,12 +629,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
                 r["run_id"],
                 r["procedure_id"],
                 str(r["version"]),
-                r["outcome"],
+                Folded(r["outcome"]),
                 str(r["llm_calls"]),
                 str(r["tokens_saved"]),
                 str(r["llm_calls_saved"]),
             )
-        console.print(table)
+        print_table(console, table)
+    console.print(
+        "div.: replays that diverged; tokens, calls: tokens and LLM calls saved; LLM: calls made", soft_wrap=False
+    )
     console.print(
         f"total: {data['replays']} replays, {data['tokens_saved']} tokens and {data['llm_calls_saved']} LLM calls saved"
     )
@@ -690,23 +659,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     _quiet_logs(args, home)  # the embedder's and the index's log lines go to the log file, never into --json
     total = store.count()
     started = time.perf_counter()
-    console = _console(stderr=True)
-    if args.json or total < 50:
-        count = Matcher(store).reindex()
-    elif not console.is_terminal:  # a log, not a bar: one line per batch
-        count = Matcher(store).reindex(progress=lambda done: console.print(f"embedded {done}/{total} procedures"))
-    else:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        with Progress(
-            TextColumn("embedding procedures"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console,
-        ) as progress:
-            task = progress.add_task("reindex", total=total)
-            count = Matcher(store).reindex(progress=lambda done: progress.update(task, completed=done))
+    with Bar("embedding", as_json=args.json) as bar:
+        bar(0, total, "procedures")
+        count = Matcher(store).reindex(progress=lambda done: bar(done, total, "procedures"))
     learnings = FailureFinder(store).reindex()
     seconds = time.perf_counter() - started
     if args.json:
@@ -825,9 +780,11 @@ def _import_skills(args: argparse.Namespace, store: Any) -> int:
     else:
         console = _console()
         console.print(
-            f"imported {len(result.candidates)} skills as candidates for review (`learn candidates`; `learn promote "
-            f"ID` makes one replayable); {len(result.known)} already known"
+            f"imported {len(result.candidates)} skills as candidates for review, {len(result.known)} already known; "
+            "see them and how to promote one with:",
+            soft_wrap=False,
         )
+        print_commands(console, hint_words(args, "learn", "candidates"))
         for problem in result.problems:
             _console(stderr=True).print(f"  {problem}")
     return EXIT_OK if not result.problems else EXIT_ERROR
@@ -855,36 +812,39 @@ def cmd_import(args: argparse.Namespace) -> int:
     added = skipped = 0
     problems = []
     fresh: list[Any] = []
-    for i, raw in enumerate(data.get("procedures") or []):
-        try:
-            proc = CapturedProcedure.model_validate({k: v for k, v in raw.items() if k != "versions"})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
-            problems.append(f"procedures[{i}]{where}: {first['msg'].removeprefix('Value error, ')}")
-            continue
-        known = store.find_by_signature(step_signature(proc.steps), proc.task_type)
-        exists = known is not None
-        if not exists:
+    listed = data.get("procedures") or []
+    with Bar("importing", as_json=args.json) as bar:
+        for i, raw in enumerate(listed):
+            bar(i, len(listed), "procedures")
             try:
-                store.get(proc.id)
-                exists = True
-            except Exception:
-                exists = False
-        if exists:
-            skipped += 1
-            continue
-        # A file's counts are its author's word: kept as a claim, never counted; the steps wait for review.
-        stored, _ = store.add_candidate(
-            proc,
-            "import",
-            f"import:{Path(args.file).name}",
-            successes=proc.success_count + proc.claimed_successes,
-            failures=proc.failure_count + proc.claimed_failures,
-            note=f"imported from {args.file}",
-        )
-        fresh.append(stored)
-        added += 1
+                proc = CapturedProcedure.model_validate({k: v for k, v in raw.items() if k != "versions"})
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+                problems.append(f"procedures[{i}]{where}: {first['msg'].removeprefix('Value error, ')}")
+                continue
+            known = store.find_by_signature(step_signature(proc.steps), proc.task_type)
+            exists = known is not None
+            if not exists:
+                try:
+                    store.get(proc.id)
+                    exists = True
+                except Exception:
+                    exists = False
+            if exists:
+                skipped += 1
+                continue
+            # A file's counts are its author's word: kept as a claim, never counted; the steps wait for review.
+            stored, _ = store.add_candidate(
+                proc,
+                "import",
+                f"import:{Path(args.file).name}",
+                successes=proc.success_count + proc.claimed_successes,
+                failures=proc.failure_count + proc.claimed_failures,
+                note=f"imported from {args.file}",
+            )
+            fresh.append(stored)
+            added += 1
     for raw in data.get("learnings") or []:
         try:
             store.add_learning(CapturedLearning.model_validate({**raw, "id": None}))
@@ -894,7 +854,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     # The index embeds the new procedures now, in batches: matching never silently falls back to words alone.
     matcher = Matcher(store)
-    warning = next((w for w in (matcher.index_many(fresh[i : i + 256]) for i in range(0, len(fresh), 256)) if w), None)
+    warnings = []
+    with Bar("indexing", as_json=args.json) as bar:
+        for i in range(0, len(fresh), 256):
+            bar(i, len(fresh), "imported procedures")
+            warnings.append(matcher.index_many(fresh[i : i + 256]))
+    warning = next((w for w in warnings if w), None)
     from ..skills.match.failures import FailureFinder
 
     FailureFinder(store).sync()  # imported learnings are found by meaning on the next plan
@@ -909,12 +874,18 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(summary)
     else:
-        _console().print(
-            f"imported {added} procedures as candidates for review (`learn candidates`; `learn promote ID` makes one "
-            f"replayable), skipped {skipped} already known" + (f"; {len(problems)} invalid" if problems else "")
+        console = _console()
+        console.print(
+            f"imported {added} procedures as candidates for review, skipped {skipped} already known"
+            + (f"; {len(problems)} invalid" if problems else "")
+            + "; see them and how to promote one with:",
+            soft_wrap=False,
         )
+        print_commands(console, hint_words(args, "learn", "candidates"))
         if warning:
-            _console(stderr=True).print(f"procedure index not updated: {warning} (run `sherpa-skills learn reindex`)")
+            _console(stderr=True).print(
+                f"procedure index not updated: {warning} (run `{hint(args, 'learn', 'reindex')}`)"
+            )
         for p in problems:
             _console(stderr=True).print(f"  {p}")
     return EXIT_OK if not problems else EXIT_ERROR

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from .console import EXIT_ERROR, EXIT_USAGE, duration, positive_int
+from .console import EXIT_CODES_EPILOG, EXIT_ERROR, EXIT_USAGE, duration, positive_int
 from .runs import (
     cmd_demo,
     cmd_graph,
@@ -68,7 +68,10 @@ VERBOSE_HELP = "show log lines on stderr: -v info, -vv debug (they always go to 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="sherpa-skills", description="A hierarchical state-machine agent runtime that learns procedures."
+        prog="sherpa-skills",
+        description="A hierarchical state-machine agent runtime that learns procedures.",
+        epilog=EXIT_CODES_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the exit-code table's lines
     )
     parser.add_argument("--version", action=_VersionAction)
     # Accepted before and after the command; SUPPRESS keeps a subcommand from resetting a value given before it.
@@ -271,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "fn", None):
         parser.print_help()
         return EXIT_USAGE
-    from ..errors import SherpaError, StoreFileError, UsageError, WorkflowError
+    from ..errors import NoSuchRun, SherpaError, StoreFileError, UsageError, WorkflowError
     from ..logs import configure, set_verbosity
 
     set_verbosity(args.verbose)
@@ -287,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in exc.problems:
             sys.stderr.write(f"{problem}\n")
         return EXIT_USAGE
-    except (UsageError, StoreFileError) as exc:
+    except (UsageError, StoreFileError, NoSuchRun) as exc:
         sys.stderr.write(f"sherpa-skills: {exc}\n")
         return EXIT_USAGE
     except SherpaError as exc:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from .console import EXIT_OK, parse_assignments, positive_int
+from .console import EXIT_OK, hint_words, parse_assignments, person, positive_int, print_commands
 from .console import console as _console
 from .console import print_json as _print_json
 
@@ -205,7 +205,14 @@ def cmd_tensions(args: argparse.Namespace) -> int:
             "no open tensions" + ("" if args.agent else " (without --agent only shared artifacts are checked)")
         )
     else:
-        console.print("resolve one with: sherpa-skills memory resolve TENSION --keep ID --agent NAME")
+        first = found[0]  # a command that runs as pasted: the first tension, keeping its first artifact
+        console.print("resolve one with:")
+        print_commands(
+            console,
+            hint_words(
+                args, "memory", "resolve", first["id"], "--keep", first["a"]["id"], "--agent", args.agent or person()
+            ),
+        )
     return EXIT_OK
 
 

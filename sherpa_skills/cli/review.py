@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from .console import EXIT_OK
+from .console import EXIT_OK, hint_words, print_commands
 from .console import console as _console
 from .console import print_json as _print_json
 
@@ -75,9 +75,11 @@ def cmd_candidates(args: argparse.Namespace) -> int:
             console.print(f"    runs in: {escape(folder)}")
         for name, examples in r["parameters"].items():
             console.print(f"    [cyan]{{{{ {name} }}}}[/] e.g. " + escape(", ".join(repr(e) for e in examples[:3])))
-    console.print(
-        f"\n{len(rows)} candidate(s): `sherpa-skills learn promote ID` makes one replayable, "
-        "`sherpa-skills learn reject ID` drops it for good"
+    console.print(f"\n{len(rows)} candidate(s): promote one to make it replayable, or reject it for good:")
+    print_commands(
+        console,
+        hint_words(args, "learn", "promote", rows[0]["id"]),
+        hint_words(args, "learn", "reject", rows[0]["id"]),
     )
     return EXIT_OK
 

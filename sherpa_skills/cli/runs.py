@@ -21,6 +21,8 @@ from .console import (
     confirmed,
     parse_assignments,
     parse_inputs,
+    print_commands,
+    print_items,
     print_table,
 )
 from .console import (
@@ -53,38 +55,58 @@ def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
     return show
 
 
-def _summary(console: Any, result: Any, log_file: Path) -> None:
+def _summary(
+    console: Any, result: Any, log_file: Path, args: argparse.Namespace | None = None, inputs: Any = None
+) -> None:
+    """How the run ended, in lines that fit the terminal (a figure never parted from its name), and for a waiting
+    run the commands that continue it, each one pasteable as printed."""
+    from rich.markup import escape
+
     d = result.to_dict()
     colour = {"final": "green", "waiting": "yellow", "error": "red"}[d["status"]]
-    console.print(
-        f"[bold {colour}]{d['status']}[/] in [bold]{d['state']}[/]  run {d['run_id']}  "
-        f"steps {d['steps']}  fast-forwards {d['fast_forwards']}  rule decisions {d['rule_decisions']}  "
-        f"LLM calls {d['llm_calls']}  tokens {d['tokens']}"
+    print_items(
+        console,
+        [
+            f"[bold {colour}]{d['status']}[/] in [bold]{escape(d['state'])}[/]",
+            f"run {d['run_id']}",
+            f"steps {d['steps']}",
+            f"fast-forwards {d['fast_forwards']}",
+            f"rule decisions {d['rule_decisions']}",
+            f"LLM calls {d['llm_calls']}",
+            f"tokens {d['tokens']}",
+        ],
     )
     if d.get("tokens_saved") is not None:  # a learning run (`policy: {learn: true}`)
-        diverged = d.get("diverged_at")
-        console.print(
-            f"replayed decisions {d['replayed_decisions']}  tokens saved {d['tokens_saved']}  LLM calls saved "
-            f"{d['llm_calls_saved']}"
-            + (
-                f"  [yellow]diverged at step {diverged['step']} in {diverged['state']}: "
-                f"expected {diverged['expected']}, observed {diverged['observed']}[/]"
-                if diverged
-                else ""
-            )
+        print_items(
+            console,
+            [
+                f"replayed decisions {d['replayed_decisions']}",
+                f"tokens saved {d['tokens_saved']}",
+                f"LLM calls saved {d['llm_calls_saved']}",
+            ],
         )
+        diverged = d.get("diverged_at")
+        if diverged:
+            console.print(
+                f"[yellow]diverged at step {diverged['step']} in {escape(str(diverged['state']))}: "
+                f"expected {escape(str(diverged['expected']))}, observed {escape(str(diverged['observed']))}[/]",
+                soft_wrap=False,
+            )
     if d["error"]:
-        from rich.markup import escape
-
-        console.print(f"[red]error:[/] {escape(d['error'])}  [dim](log: {escape(str(log_file))})[/]")
+        console.print(f"[red]error:[/] {escape(d['error'])}  [dim](log: {escape(str(log_file))})[/]", soft_wrap=False)
     if d["status"] == "waiting":
         if d.get("waiting_for"):
-            console.print(f"waiting for: {d['waiting_for']}")
-        hint = f" --trigger {d['available_triggers'][0]}" if d["available_triggers"] else ""
-        console.print(
-            f"waiting for input; continue with: sherpa-skills resume {d['run_id']} --input NAME=VALUE{hint}"
-            + (f"  (triggers: {', '.join(d['available_triggers'])})" if d["available_triggers"] else "")
-        )
+            console.print(f"waiting for: {escape(d['waiting_for'])}", soft_wrap=False)
+        if inputs:
+            console.print(
+                "inputs it takes (give them with --input NAME=VALUE): "
+                + ", ".join(f"{n} ({i.type})" if i.type else n for n, i in inputs.items()),
+                soft_wrap=False,
+                markup=False,
+            )
+        base = shlex.split(resume_command(args, d["run_id"])) if args is not None else ["sherpa-skills", "resume"]
+        console.print("continue with:" if not d["available_triggers"] else "continue with one of:")
+        print_commands(console, *([base + ["--trigger", t] for t in d["available_triggers"]] or [base]))
 
 
 @contextmanager
@@ -190,7 +212,7 @@ def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[],
     if args.json:
         _print_json({k: v for k, v in result.to_dict().items()})
     elif not args.quiet:
-        _summary(_console(stderr=True), result, log)
+        _summary(_console(stderr=True), result, log, args, agent.machine.spec.inputs)
     return EXIT_OK if result.status in ("final", "waiting") else EXIT_ERROR
 
 
@@ -241,6 +263,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     store, home = _open_store(args)
     row = store.get_run(args.run_id)
+    if row.status == "final":
+        return _finished(args, store, row)
     if not row.workflow_path:
         raise UsageError(
             f"run {row.run_id} was not started from a workflow file, so the CLI cannot resume it; resume it from Python"
@@ -266,6 +290,27 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if args.trigger is not None:
         agent.check_trigger(args.trigger, targs, inputs)  # a mistyped trigger: exit 2 before anything is stored
     return _execute(agent, args, home, lambda: agent.run(inputs, trigger=args.trigger, args=targs))
+
+
+def _finished(args: argparse.Namespace, store: Any, row: Any) -> int:
+    """`resume` of a run that already ended: its stored result, as the run printed it when it finished (exit 0);
+    a trigger or input for it is refused, since nothing can happen to a final run."""
+    from ..engine.agent import RunResult
+    from ..errors import UsageError
+
+    if args.trigger is not None or args.input or args.arg:
+        raise UsageError(
+            f"run {row.run_id} has finished (final in state '{row.state}'): it takes no --trigger, --input or --arg; "
+            f"`sherpa-skills show {row.run_id}` shows it"
+        )
+    result = RunResult(
+        row.run_id, "final", row.state, dict(row.counters), None, dict(store.load_belief(row.run_id).context)
+    )
+    if args.json:
+        _print_json(result.to_dict())
+    elif not args.quiet:
+        _summary(_console(stderr=True), result, Path(), args)  # a final run has no error, so no log to point at
+    return EXIT_OK
 
 
 def run_summary(r: Any) -> dict[str, Any]:
@@ -393,7 +438,7 @@ def _remove(args: argparse.Namespace, store: Any, home: Path, ids: list[str], wh
 def cmd_runs_delete(args: argparse.Namespace) -> int:
     """Exact ids or unique prefixes; an unknown one, or a waiting/running run without --force,
     is bad usage and nothing goes."""
-    from ..errors import StoreError, UsageError
+    from ..errors import NoSuchRun, UsageError
     from ..skills.run_removal import ACTIVE
 
     store, home = _open_store(args)
@@ -401,8 +446,8 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
     for given in args.run_ids:
         try:
             rows.append(store.get_run(given))
-        except StoreError as exc:
-            raise UsageError(f"{exc}; nothing was deleted") from None
+        except NoSuchRun as exc:
+            raise NoSuchRun(f"{exc}; nothing was deleted") from None
     active = [r for r in rows if r.status in ACTIVE]
     if active and not args.force:
         raise UsageError(

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..sessions._detect import FORMATS
-
-EXIT_OK, EXIT_ERROR = 0, 1
-#: Progress is shown (on stderr) from this many files on.
-PROGRESS_FROM = 10
+from .console import EXIT_ERROR, EXIT_OK, Bar
 
 
 def _home(args: argparse.Namespace) -> Path:
@@ -38,40 +34,27 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     home = _home(args)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    progress: Callable[..., None] | None = None
-    bar: Any = None
-    if not args.json:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        bar = Progress(
-            TextColumn("importing"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.description}"),
-            console=err,
-            transient=True,
-        )
-        task: list[Any] = []
+    with Bar("importing", as_json=args.json, size=True) as bar:
+        files: list[str] = [""]
 
         def progress(done: int, total: int, result: Any) -> None:
-            if total < PROGRESS_FROM:
-                return
-            if not task:
-                bar.start()
-                task.append(bar.add_task("", total=total))
-            bar.update(task[0], completed=done, description=Path(result.path).name[-40:])
+            files[0] = f"file {done}/{total}" if total > 1 else ""
 
-    try:
-        summary = import_paths([Path(p) for p in args.paths], home=home, fmt=args.format, progress=progress)
-    finally:
-        if bar is not None:
-            bar.stop()
+        summary = import_paths(
+            [Path(p) for p in args.paths],
+            home=home,
+            fmt=args.format,
+            progress=progress,
+            read_progress=(lambda done, total: bar(done, total, files[0])) if bar.shown else None,
+        )
     code = EXIT_OK if summary.files else EXIT_ERROR
     mined = None
     if summary.commands and not args.no_mine:
         from ..heartbeat.runner import mine_pending
 
-        mined = mine_pending(home)  # None: a heartbeat holds the lock and mines these itself
+        with Bar("mining", as_json=args.json) as bar:
+            bar(0, None, f"{summary.commands} new commands")
+            mined = mine_pending(home)  # None: a heartbeat holds the lock and mines these itself
         if mined is not None:
             summary.new_procedures = int(mined["new_candidates"])
     if args.json:

@@ -318,22 +318,38 @@ class _Compiler:
             else:
                 literal[key] = compiled
         static_args = None
-        if not dynamic:
-            # Missing fields may still come from the context or the transition at run time.
-            missing = [
-                n for n, f in fields.items() if f.is_required() and n not in literal and n not in definition.internal
-            ]
+        # Missing fields may still come from the context or the transition at run time.
+        missing = [
+            n for n, f in fields.items() if f.is_required() and n not in literal and n not in definition.internal
+        ]
+        if dynamic or missing:
+            self.check_literal_args(definition, literal, loc, call.name)
+        else:
             try:
-                if not missing:
-                    static_args = definition.args_model.model_validate(literal)
-                    if definition.internal:
-                        static_args = None
+                static_args = definition.args_model.model_validate(literal)
+                if definition.internal:
+                    static_args = None
             except ValidationError as exc:
                 self.problem(
                     (*self.args_loc(loc, call.name), *exc.errors()[0]["loc"]),
                     f"action '{call.name}': {_first_error(exc)}",
                 )
         return BoundAction(definition, freeze(literal), dynamic, call.save_as, static_args, where)
+
+    def check_literal_args(self, definition: Any, literal: dict[str, Any], loc: tuple[Any, ...], name: str) -> None:
+        """The written-out arguments of a call that also has templates: each one's type checked now, as if alone,
+        so `timeout_secs: "abc"` beside a template is a FILE:LINE problem, not a failed run."""
+        try:
+            definition.args_model.model_validate(literal)
+        except ValidationError as exc:
+            # Missing fields come from the templates at run time; whole-model checks need every field.
+            errors = [e for e in exc.errors() if e["type"] != "missing" and e["loc"] and e["loc"][0] in literal]
+            if errors:
+                first = errors[0]
+                self.problem(
+                    (*self.args_loc(loc, name), *first["loc"]),
+                    f"action '{name}': argument '{first['loc'][0]}': {first['msg'].removeprefix('Value error, ')}",
+                )
 
     def bind_actions(self, calls: list[ActionCall], loc: tuple[Any, ...], where: str) -> list[BoundAction]:
         bound = [self.bind_action(c, (*loc, i), where) for i, c in enumerate(calls)]

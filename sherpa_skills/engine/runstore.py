@@ -18,7 +18,7 @@ import structlog
 
 from ..db.connection import Connection, batched, dialect_of
 from ..db.url import database_url, describe
-from ..errors import ConnectionLost, StoreError
+from ..errors import ConnectionLost, NoSuchRun, StoreError
 from ..home import store_path
 from ..redact import keeps_numbers_under, redact, redact_item, redact_value
 from ..sqlite_db import Checkpointer, connect, execute_script, migrate, prefix_matches
@@ -572,11 +572,11 @@ class RunStore:
             if len(matches) == 1:
                 return self.get_run(matches[0])
             if matches:
-                raise StoreError(
+                raise NoSuchRun(
                     f"run id prefix '{run_id}' is ambiguous: "
                     f"{', '.join(matches[:3])}{', …' if len(matches) > 3 else ''}; give more characters"
                 )
-            raise StoreError(f"no run '{run_id}' in {self.where}; `sherpa-skills runs` lists them")
+            raise NoSuchRun(f"no run '{run_id}' in {self.where}; `sherpa-skills runs` lists them")
         return self._row(row)
 
     def _row(self, values: tuple[Any, ...]) -> RunRow:

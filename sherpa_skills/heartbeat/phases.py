@@ -276,7 +276,7 @@ def memory(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
     for p in proposals:
         alerts.append(
             f"domain {p['domain']}: proposal {p['id']} by {p['proposed_by']} to set {p['key']} = {p['value']!r}"
-            f"; `sherpa-skills domains accept {p['id']} --operator NAME`"
+            f'; `sherpa-skills domains accept {p["id"]} --operator "$USER"`'
         )
     for name in stale:
         alerts.append(f"domain {name}: its agent has not run for over {STALE_DAYS:g} days")

@@ -53,6 +53,7 @@ _HASH_SPAN = 4096
 _ANCHOR_LINES = 3
 
 Progress = Callable[[int, int, FileResult], None]
+ReadProgress = Callable[[int, int], None]
 
 
 def _digest(data: bytes) -> str:
@@ -152,6 +153,7 @@ def _import_file(
     *,
     explicit: bool,
     stat: os.stat_result | None,
+    on_read: Callable[[int], None] | None = None,
 ) -> tuple[FileResult, set[tuple[str, str]]]:
     result = FileResult(path=str(path))
     sessions: set[tuple[str, str]] = set()
@@ -162,7 +164,9 @@ def _import_file(
         for _attempt in range(5):
             row = store.file_row(key)
             try:
-                _read_file(store, path, key, row, stat, fmt, settle, now, result, sessions, explicit=explicit)
+                _read_file(
+                    store, path, key, row, stat, fmt, settle, now, result, sessions, explicit=explicit, on_read=on_read
+                )
                 break
             except Conflict:
                 stat = os.stat(key)  # another import moved this file on: read again from where it stopped
@@ -186,6 +190,7 @@ def _read_file(
     sessions: set[tuple[str, str]],
     *,
     explicit: bool,
+    on_read: Callable[[int], None] | None = None,
 ) -> None:
     settled = now - stat.st_mtime >= settle
     if row is None:
@@ -254,6 +259,8 @@ def _read_file(
                 hasher.update(line)
                 hasher.update(b"\n")
             since_commit += len(block) - len(leftover)
+            if on_read is not None:
+                on_read(len(data))
             if since_commit >= _COMMIT_BYTES and parser.resume_point() is None:
                 position = handle.tell()
                 commit(consumed, lineno, parser.take())
@@ -306,6 +313,17 @@ def _expand(paths: list[Path], errors: list[str]) -> list[tuple[str, str, bool]]
     return out
 
 
+def _sizes(files: list[tuple[str, str, bool]]) -> dict[str, int]:
+    """Each file's size now, for a progress bar in bytes (a file that cannot be read counts 0)."""
+    sizes = {}
+    for _, key, _ in files:
+        try:
+            sizes[key] = os.stat(key).st_size
+        except OSError:
+            sizes[key] = 0
+    return sizes
+
+
 _COUNTED = ("commands", "succeeded", "failed", "rejected", "unknown", "skipped_lines", "lines_read", "bytes_read")
 
 
@@ -317,12 +335,14 @@ def import_paths(
     progress: Progress | None = None,
     settle_seconds: float = SETTLE_SECONDS,
     store: SessionStore | None = None,
+    read_progress: ReadProgress | None = None,
 ) -> ImportSummary:
     """Import the session logs at `paths` (files, or folders walked recursively) into the home's store.
 
     Only what is new since the last import of each file is read and stored; a file unchanged since
     (same size and modification time) is not even opened, and is counted but not listed in
-    `file_results`. `progress(done, total, file_result)` is called after each file. Never raises for
+    `file_results`. `progress(done, total, file_result)` is called after each file, and `read_progress(bytes done,
+    bytes in all the files)` as a big file is read (a single log of 300,000 commands takes a minute). Never raises for
     bad input: unreadable or unrecognised files and malformed lines are counted and reported.
     """
     ensure_configured()
@@ -336,9 +356,20 @@ def import_paths(
     sessions: set[tuple[str, str]] = set()
     counts = dict.fromkeys(_COUNTED, 0)
     read = unchanged = unreadable = unrecognised = 0
+    on_read: Callable[[int], None] | None = None
+    size_of = _sizes(files) if read_progress is not None else {}
+    total_bytes, read_bytes = sum(size_of.values()), [0]
+    if read_progress is not None:
+        report = read_progress
+
+        def on_read(n: int) -> None:
+            read_bytes[0] += n
+            report(min(read_bytes[0], total_bytes), total_bytes)
+
     try:
         quick = store.quick_rows()
         for done, (path, key, explicit) in enumerate(files, start=1):
+            file_start = read_bytes[0]
             now = time.time()
             try:
                 stat: os.stat_result | None = os.stat(key)
@@ -351,11 +382,12 @@ def import_paths(
             ):
                 read += 1
                 unchanged += 1
+                read_bytes[0] += size_of.get(key, 0)
                 if progress is not None:
                     progress(done, len(files), FileResult(path=path, format=quick[key][0], status="unchanged"))
                 continue
             result, touched = _import_file(
-                store, Path(path), key, fmt, settle_seconds, now, explicit=explicit, stat=stat
+                store, Path(path), key, fmt, settle_seconds, now, explicit=explicit, stat=stat, on_read=on_read
             )
             sessions |= touched
             summary.file_results.append(result)
@@ -372,6 +404,9 @@ def import_paths(
                 counts[name] += getattr(result, name)
             if progress is not None:
                 progress(done, len(files), result)
+            if read_progress is not None:  # an unchanged or resumed file is done whole, however little was read
+                read_bytes[0] = file_start + size_of.get(key, 0)
+                read_progress(min(read_bytes[0], total_bytes), total_bytes)
     finally:
         if own:
             store.close()

@@ -291,10 +291,10 @@ class TestErrors:
         assert "Traceback" not in err and out == ""
 
     def test_an_unknown_run_id_is_one_message(self, tmp_path, capsys):
-        """`resume` and `show` of an unknown run name it and point at `runs`, exit 1."""
-        for command in ("resume", "show"):
-            code, out, err = cli(capsys, command, "nope", "--home", str(tmp_path / "home"))
-            assert code == 1
+        """`resume`, `show` and `runs delete` of an unknown run name it and point at `runs`, exit 2 (usage)."""
+        for command in (("resume",), ("show",), ("runs", "delete")):
+            code, out, err = cli(capsys, *command, "nope", "--home", str(tmp_path / "home"))
+            assert code == 2
             assert "no run 'nope'" in err and "sherpa-skills runs" in err
             assert "Traceback" not in err + out
 
@@ -325,5 +325,5 @@ class TestErrors:
             text=True,
             timeout=60,
         )
-        assert show.returncode == 1
+        assert show.returncode == 2
         assert "no run 'nope'" in show.stderr and "Traceback" not in show.stderr

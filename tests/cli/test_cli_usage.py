@@ -554,7 +554,7 @@ class TestHeartbeatProgress:
             seen += chunk
         assert proc.wait(timeout=120) == 0
         text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace"))
-        assert "✓ extract" in text and "✓ maintenance" in text and "heartbeat: working after" in text
+        assert "✓ extract" in text and "✓ maintenance" in text and "heartbeat: crystallise" in text
 
     def test_with_json_stderr_has_no_progress(self, capsys, tmp_path):
         code, out, err = cli(capsys, "heartbeat", "--once", "--json", "--home", str(tmp_path / "home"))

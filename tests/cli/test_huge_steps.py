@@ -34,7 +34,7 @@ def test_a_5mb_step_in_a_steps_file_is_refused_naming_the_step(
     assert time.monotonic() - started < 20
     assert code == 2, (out, err)
     said = json.dumps(out) + err
-    assert "steps.1.command" in said and "5,000,005 characters" in said and f"{MAX_COMMAND_CHARS:,}" in said
+    assert "step 2: `command`" in said and "5,000,005 characters" in said and f"{MAX_COMMAND_CHARS:,}" in said
     assert "Traceback" not in said
     assert SkillStore(tmp_path).procedures(include_candidates=True) == []
 
