@@ -159,13 +159,16 @@ def _print_sessions(console: Any, sessions: list[Any], total: int) -> None:
     table = Table(
         Column("session", no_wrap=True, overflow="fold"),
         Column("agent", no_wrap=True),
-        Column("where", overflow="fold", ratio=1),
+        Column("where", overflow="fold"),
         Column("started", no_wrap=True),
         Column("cmds", justify="right", no_wrap=True),
         Column("failed", justify="right", no_wrap=True),
         box=None,
+        pad_edge=False,
+        collapse_padding=True,
     )
     for s in sessions:
+        # the id stays whole (it is what capture takes); the folder wraps between its parts
         table.add_row(s.id, s.agent, Folded(_where(s.cwd)), when(s.started), str(s.commands), str(s.failed))
     print_table(console, table)
     more = f"the latest {len(sessions)} of {total} (`--json` lists all); " if total > len(sessions) else ""

@@ -274,9 +274,9 @@ def capture_dedupe(args: NoArgs, ctx: ActionContext) -> ActionResult:
 
 def _plain(value: Any) -> dict[str, Any]:
     """A context input as plain, writable data (the view hands out read-only windows)."""
-    if value is None:
-        return {}
-    return value.to_dict() if hasattr(value, "to_dict") else dict(value)
+    from ...engine.belief import thaw
+
+    return dict(thaw(value)) if value else {}
 
 
 @default_registry.action("capture_crystallise")

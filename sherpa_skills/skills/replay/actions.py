@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ...engine.belief import thaw
 from ...engine.registry import ActionContext, ActionResult, default_registry
 from ...errors import UsageError
 from ...redact import redact
@@ -219,7 +220,7 @@ def skill_set_steps(args: EditStepsArgs, ctx: ActionContext) -> ActionResult:
 
     if not args.steps:
         raise UsageError("the edited steps are empty: nothing to run")
-    proc = ctx.view.get("procedure").to_dict()
+    proc = thaw(ctx.view.get("procedure"))
     shown = list(ctx.view.get("rendered") or [])
     kept: list[dict[str, Any]] = []
     changed: list[int] = []
@@ -379,7 +380,7 @@ def _record_edited(args: RecordArgs, ctx: ActionContext, proc: Any, divergence: 
     from ...errors import StoreError
 
     store = skill_store(ctx.home)
-    edited = ctx.view.get("edited_steps").to_dict()
+    edited = thaw(ctx.view.get("edited_steps"))
     if args.outcome == "success":
         steps = [ProcedureStep.model_validate(s, context=STORED) for s in proc["steps"]]
         try:
