@@ -172,9 +172,10 @@ def _print_sessions(console: Any, sessions: list[Any], total: int) -> None:
         table.add_row(s.id, s.agent, Folded(_where(s.cwd)), when(s.started), str(s.commands), str(s.failed))
     print_table(console, table)
     more = f"the latest {len(sessions)} of {total} (`--json` lists all); " if total > len(sessions) else ""
+    example = next((s for s in sessions if s.succeeded + s.unknown), sessions[0])  # one with commands to keep
     console.print(
         f"{more}a session's commands, numbered to pick from for `learn capture-success --steps-from-session`: "
-        f"`sherpa-skills sessions show {sessions[0].id}`"
+        f"`sherpa-skills sessions show {example.id}`"
     )
 
 

@@ -74,8 +74,13 @@ def at_terminal(setup: dict[str, Any], answers: list[bytes], editor_command: str
                 str(setup["home"]),
             ],
         )
-    out, pending, deadline = b"", list(answers), time.monotonic() + 120
+    import select
+    import signal
+
+    out, pending, deadline = b"", list(answers), time.monotonic() + 60
     while time.monotonic() < deadline:
+        if not select.select([fd], [], [], 1.0)[0]:
+            continue  # nothing yet: a prompt that never comes ends at the deadline, not in a blocked read
         try:
             chunk = os.read(fd, 4096)
         except OSError:
@@ -85,6 +90,8 @@ def at_terminal(setup: dict[str, Any], answers: list[bytes], editor_command: str
         out += chunk
         if pending and out.count(PROMPT) > len(answers) - len(pending):
             os.write(fd, pending.pop(0))
+    else:
+        os.kill(pid, signal.SIGKILL)  # never answered as expected: the assertions below say what it printed
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), out.decode(errors="replace").replace("\r\n", "\n")
 

@@ -122,6 +122,15 @@ class TestSessionsListAndShow:
         code, out, _ = text(capsys, "sessions", "list", "--home", str(home))
         assert code == 0 and CLAUDE_ID in out and "bash-history:" in out and "claude-code" in out
 
+    def test_at_80_columns_every_session_id_stays_whole(
+        self, capsys: pytest.CaptureFixture[str], home: Path, real: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The id is what capture takes: never cut, whatever the terminal's width (the rest wraps or gives way)."""
+        monkeypatch.setenv("COLUMNS", "80")
+        code, out, _ = text(capsys, "sessions", "list", "--home", str(home))
+        assert code == 0 and CLAUDE_ID in out.split() and "bash-history:" in out
+        assert out.rstrip().endswith(f"`sherpa-skills sessions show {CLAUDE_ID}`")
+
     def test_show_numbers_the_commands_with_their_exit_codes(
         self, capsys: pytest.CaptureFixture[str], home: Path, real: Path
     ) -> None:
@@ -153,6 +162,20 @@ class TestSessionsListAndShow:
         capsys.readouterr()
         code, _, err = cli(capsys, "sessions", "show", "bash-history", "--home", str(home))
         assert code == 2 and "fits several sessions" in err
+
+    def test_the_hints_run_if_pasted(self, capsys: pytest.CaptureFixture[str], home: Path, picked_logs: Path) -> None:
+        """`sessions list` hints at `sessions show ID`, which hints at a capture: each runs as printed."""
+        import re
+        import shlex
+
+        _, listed, _ = text(capsys, "sessions", "list", "--home", str(home))
+        shown_hint = re.findall(r"`(sherpa-skills sessions show [^`]+)`", listed)[-1]
+        code, shown, _ = text(capsys, *shlex.split(shown_hint)[1:], "--home", str(home))
+        assert code == 0 and "   1. no outcome git checkout -b fix-a" in shown
+        capture_hint = re.findall(r"`(sherpa-skills learn capture-success [^`]+)`", shown)[-1]
+        assert capture_hint.endswith("--commands 1-5")
+        code, out, err = cli(capsys, *shlex.split(capture_hint)[1:], "--home", str(home))
+        assert code == 0 and out["outcome"] == "captured", err
 
 
 class TestCaptureFromAClaudeCodeSession:

@@ -240,8 +240,8 @@ def skill_set_steps(args: EditStepsArgs, ctx: ActionContext) -> ActionResult:
             raise UsageError(f"step {number} ({command!r}): {exc}") from None
         kept.append(step.model_dump())
         changed.append(number)
-    if not changed and not unused and len(kept) == len(proc["steps"]):
-        return ActionResult(outputs={"changed": []})  # the same steps, perhaps reordered: nothing to keep
+    if kept == proc["steps"]:
+        return ActionResult(outputs={"changed": []})  # the same steps in the same order: nothing to keep
     edited = {"from_version": proc["version"], "changed": changed, "removed": len(unused)}
     return ActionResult(outputs=edited, context={"procedure": {**proc, "steps": kept}, "edited_steps": edited})
 
