@@ -169,7 +169,8 @@ def _print_sessions(console: Any, sessions: list[Any], total: int) -> None:
     )
     for s in sessions:
         # the id stays whole (it is what capture takes); the folder wraps between its parts
-        table.add_row(s.id, s.agent, Folded(_where(s.cwd)), when(s.started), str(s.commands), str(s.failed))
+        started = when(s.started) if s.started is not None else "-"  # a history without time stamps
+        table.add_row(s.id, s.agent, Folded(_where(s.cwd)), started, str(s.commands), str(s.failed))
     print_table(console, table)
     more = f"the latest {len(sessions)} of {total} (`--json` lists all); " if total > len(sessions) else ""
     example = next((s for s in sessions if s.succeeded + s.unknown), sessions[0])  # one with commands to keep
@@ -223,9 +224,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     from .console import when
 
     console = Console(highlight=False, soft_wrap=True)
+    started = when(session.started) if session.started is not None else "-"  # a history without time stamps
     console.print(
-        f"[bold]{escape(session.id)}[/] ({session.agent}) in {escape(session.cwd or '-')}, started "
-        f"{when(session.started)}: {session.commands} commands, [green]{session.succeeded} ok[/], "
+        f"[bold]{escape(session.id)}[/] ({session.agent}) in {escape(session.cwd or '-')}, started {started}: "
+        f"{session.commands} commands, [green]{session.succeeded} ok[/], "
         f"[red]{session.failed} failed[/], [yellow]{session.rejected} rejected[/], {session.unknown} unknown"
     )
     colour = {"success": "green", "failure": "red", "rejected": "yellow", "unknown": "dim"}

@@ -302,6 +302,22 @@ class TestCaptureFromAShellHistory:
         assert [s["command"] for s in out["steps"]] == ["gco -b {{ branch }}", "git push -u {{ value }} {{ branch }}"]
         assert out["session"]["parameters"]["branch"][0] == "next-rev"
 
+    def test_a_secret_redacted_in_the_log_becomes_an_environment_variable(
+        self, capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+    ) -> None:
+        token = "ghp_" + "a1" * 18
+        (tmp_path / ".bash_history").write_text(
+            f"export GITHUB_TOKEN={token}\ncurl -H 'Authorization: token {token}' https://api.github.com/user\n"
+        )
+        assert main(["sessions", "import", str(tmp_path / ".bash_history"), "--no-mine", "--home", str(home)]) == 0
+        capsys.readouterr()
+        code, out, err = cli(
+            capsys, "learn", "capture-success", "gh", "--steps-from-session", "bash-history", "--home", str(home)
+        )
+        assert code == 0, err
+        assert out["steps"][0]["command"] == "export GITHUB_TOKEN=${GITHUB_TOKEN}"
+        assert out["secrets_to_env"] == ["GITHUB_TOKEN", "AUTHORIZATION"] and token not in json.dumps(out)
+
     def test_without_commands_every_command_that_worked_is_kept(
         self, capsys: pytest.CaptureFixture[str], home: Path, picked_logs: Path
     ) -> None:
