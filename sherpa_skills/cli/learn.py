@@ -66,16 +66,28 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from ..errors import UsageError
     from ..skills.api import SkillStore
 
-    if bool(args.from_run) == bool(args.steps_file):
-        raise UsageError("give exactly one of --from-run RUN_ID or --steps-file FILE")
+    given = [bool(args.from_run), bool(args.steps_file), args.steps_from_session is not None]
+    if sum(given) != 1:
+        raise UsageError("give exactly one of --from-run RUN_ID, --steps-file FILE or --steps-from-session SESSION_ID")
+    if args.commands is not None and args.steps_from_session is None:
+        raise UsageError("--commands picks commands of a session: give --steps-from-session SESSION_ID with it")
     _, runs, home = _stores(args)
     _quiet_logs(args, home)
     skills = SkillStore(home)
     inputs: dict[str, Any] = {"task_type": args.task_type}
+    picked = None
     if args.from_run:
         inputs["run_id"] = runs.get_run(args.from_run).run_id
-    else:
+    elif args.steps_file:
         inputs.update(load_steps_file(args.steps_file))
+    else:
+        from ..sessions import SessionStore
+        from ..skills.capture.from_session import pick
+
+        with SessionStore(home) as sessions:
+            picked = pick(sessions, args.steps_from_session, args.commands)
+        # The person chose these by number: a person's capture (counted), kept as given like a steps file.
+        inputs.update(steps=picked.steps, source="session", context=picked.context(), description=picked.description)
     if args.description:
         inputs["description"] = args.description
     if args.tag:
@@ -94,10 +106,16 @@ def cmd_capture(args: argparse.Namespace) -> int:
     elif result.procedure is not None:
         payload.update(result.procedure.model_dump(mode="json"))
         payload["index_warning"] = result.index_warning
+    if picked is not None:
+        payload["session"] = picked.context()["captured_from_session"]
+        payload["session"]["left_out"] = picked.left_out
+        payload["session"]["outcome_not_recorded"] = picked.on_your_word
     if args.json:
         _print_json(payload)
     else:
         console = _console()
+        if picked is not None:
+            _show_picked(console, picked)
         if result.outcome == "captured":
             console.print(
                 f"[green]captured[/] {payload['id']} v{payload['version']} ({payload['task_type']}, "
@@ -128,6 +146,30 @@ def cmd_capture(args: argparse.Namespace) -> int:
                 "`sherpa-skills learn reindex`)"
             )
     return EXIT_OK if result.outcome in ("captured", "duplicate") else EXIT_ERROR
+
+
+def _show_picked(console: Any, picked: Any) -> None:
+    """Which commands of the session were kept, the parameters proposed and what was left out, each with why."""
+    from rich.markup import escape
+
+    from ..skills.capture.from_session import spec_of
+
+    console.print(
+        f"from {picked.session.agent} session {escape(picked.session.id)}: commands {spec_of(picked.numbers)}"
+    )
+    for name, values in picked.parameters.items():
+        console.print(f"  parameter {name}: seen as {escape(', '.join(values[:5]))}")
+    if picked.parameters:
+        console.print(
+            f"  (proposed from {picked.seen_elsewhere} other run(s) of the same commands in the imported logs)"
+        )
+    if picked.on_your_word:
+        console.print(
+            f"  [yellow]no outcome recorded[/] for command(s) {spec_of(picked.on_your_word)} (a shell history records "
+            "none): kept on your word"
+        )
+    for f in picked.left_out:
+        console.print(f"  [dim]left out: {f['number']}. {escape(f['command'][:80])} ({escape(f['reason'])})[/]")
 
 
 # ---------------------------------------------------------------- listing
@@ -234,7 +276,10 @@ def _scope(answer: dict[str, Any]) -> str:
 
 
 def _confirm(console: Any, pending: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """y/n/edit at the confirmation state; without a terminal nothing runs."""
+    """`Execute? [y/n/edit]` at the confirmation state; edit opens $EDITOR on the rendered steps. Without a terminal
+    nothing runs."""
+    from ..skills.replay.edited import classify, editor_text, read_steps
+
     if not sys.stdin.isatty():
         return "refuse", {}
     proc = pending["procedure"]
@@ -242,17 +287,79 @@ def _confirm(console: Any, pending: dict[str, Any]) -> tuple[str, dict[str, Any]
         f"[bold]{proc['id']}[/] v{proc['version']} (confidence {proc['confidence']:.2f}, "
         f"replayed {proc['replayed']} times) will run:"
     )
+    rendered = [step["command"] for step in pending["steps"]]
     for step in pending["steps"]:
-        console.print(f"  {step['index']}. {step['command']}")
+        console.print(f"  {step['index']}. {step['command']}", markup=False)
+    text = editor_text(rendered)
     while True:
-        answer = input("Run these steps? [y]es / [n]o / [e]dit parameters: ").strip().lower()
+        answer = input("Execute? [y/n/edit]: ").strip().lower()
         if answer in ("y", "yes"):
             return "approve", {}
         if answer in ("n", "no", ""):
             return "refuse", {}
-        if answer in ("e", "edit"):
-            raw = input("parameters as NAME=VALUE, separated by spaces: ").split()
-            return "edit", {"params": parse_assignments(raw, "parameter")}
+        if answer not in ("e", "edit"):
+            continue
+        saved = _edit_in_editor(console, text)
+        if saved is None:
+            continue
+        text, edited = saved, read_steps(saved)
+        if not edited:
+            console.print("the edited steps are empty: nothing runs")
+            return "refuse", {}
+        kind, change = classify(edited, rendered, [s["command"] for s in proc["steps"]])
+        if kind == "same":
+            console.print("no change to the steps")
+            continue
+        if kind == "params":
+            return "edit", {"params": change}
+        problem = _step_problem(edited, rendered)
+        if problem:
+            console.print(f"[red]not run[/]: {problem}; edit again, or answer n", markup=True)
+            continue
+        return "edit_steps", {"steps": edited}
+
+
+def _edit_in_editor(console: Any, text: str) -> str | None:
+    """The text after the person's $EDITOR (else $VISUAL, else vi) saved it; None when the editor failed."""
+    import os
+    import shlex
+    import subprocess
+    import tempfile
+
+    editor = os.environ.get("EDITOR") or os.environ.get("VISUAL") or "vi"
+    with tempfile.TemporaryDirectory(prefix="sherpa-steps-") as folder:
+        path = Path(folder) / "steps.sh"
+        path.write_text(text, encoding="utf-8")
+        try:
+            done = subprocess.run([*shlex.split(editor), str(path)], check=False)
+        except (OSError, ValueError) as exc:
+            console.print(f"[red]cannot start the editor[/] {editor!r}: {exc} (set EDITOR)")
+            return None
+        if done.returncode != 0:
+            console.print(f"[red]the editor exited with {done.returncode}[/]: the steps are unchanged")
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _step_problem(edited: list[str], shown: list[str]) -> str | None:
+    """What is wrong with a new step (as a capture checks it), or None: said before anything runs."""
+    from pydantic import ValidationError
+
+    from ..engine.shell_template import check_shell_template
+    from ..errors import UsageError
+    from ..skills.replay.runtime import as_template
+    from ..skills.store.models import ProcedureStep, step_problem
+
+    for number, command in enumerate(edited, 1):
+        if command in shown:
+            continue
+        try:
+            check_shell_template(as_template(ProcedureStep(command=command).command))
+        except ValidationError as exc:
+            return step_problem(number, exc)
+        except UsageError as exc:
+            return f"step {number}: {exc}"
+    return None
 
 
 def replay_payload(result: Any) -> dict[str, Any]:
@@ -465,7 +572,25 @@ def _show_replay(console: Any, p: dict[str, Any]) -> None:
             reason = reason[: -len(quoted)]
         console.print(f"reason: {escape(reason)}")
         _show_tail(console, tail)
+    _show_edited(console, p)
     console.print(f"[dim]LLM calls {p['llm_calls']}, run {p['run_id']}[/]")
+
+
+def _show_edited(console: Any, p: dict[str, Any]) -> None:
+    """What became of steps a person rewrote at the prompt."""
+    edited = p.get("edited_steps")
+    if not edited:
+        return
+    if edited.get("new_version"):
+        console.print(
+            f"your steps passed: kept as {p['procedure_id']} v{edited['new_version']} (a capture of yours; "
+            f"v{edited['from_version']} is kept, `sherpa-skills learn show {p['procedure_id']} --version "
+            f"{edited['from_version']}`)"
+        )
+    elif edited.get("not_kept"):
+        console.print(f"your steps passed, and were not kept: {edited['not_kept']}")
+    else:
+        console.print(f"your steps did not pass: nothing kept; v{edited['from_version']} is unchanged")
 
 
 def _show_tail(console: Any, tail: str | None) -> None:
@@ -908,9 +1033,24 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         p.set_defaults(fn=fn)
         return p
 
-    p = add("capture-success", cmd_capture, "crystallise a successful run, or a steps file, into a procedure")
+    p = add(
+        "capture-success",
+        cmd_capture,
+        "crystallise a successful run, a steps file, or commands picked from an imported session, into a procedure",
+    )
     p.add_argument("task_type")
     p.add_argument("--from-run", metavar="RUN_ID")
+    p.add_argument(
+        "--steps-from-session",
+        metavar="SESSION_ID",
+        help="an imported session (`sessions list`; an unambiguous start of its id will do): its commands that worked",
+    )
+    p.add_argument(
+        "--commands",
+        metavar="3-7,9",
+        help="with --steps-from-session: only these commands, numbered as `sessions show` numbers them; a failed one "
+        "is refused",
+    )
     p.add_argument(
         "--steps-file",
         metavar="FILE",

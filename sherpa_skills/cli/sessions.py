@@ -1,4 +1,4 @@
-"""`sherpa-skills sessions …`: import session logs, list what was imported."""
+"""`sherpa-skills sessions …`: import session logs, list what was imported, show one session's commands."""
 
 from __future__ import annotations
 
@@ -87,12 +87,17 @@ def cmd_import(args: argparse.Namespace) -> int:
     return code
 
 
+#: `sessions list` shows this many sessions, the latest first (`--json` lists them all).
+SESSIONS_SHOWN = 20
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from ..sessions._store import SessionStore
 
     home = _home(args)
     with SessionStore(home) as store:
         files = store.files()
+        sessions = store.sessions(None if args.json else SESSIONS_SHOWN)
         totals = {
             "files": len(files),
             "sessions": store.count_sessions(),
@@ -100,7 +105,13 @@ def cmd_list(args: argparse.Namespace) -> int:
             "max_command_id": store.max_command_id(),
         }
     if args.json:
-        _print_json({**totals, "imported_files": [f.model_dump(mode="json") for f in files]})
+        _print_json(
+            {
+                **totals,
+                "imported_files": [f.model_dump(mode="json") for f in files],
+                "imported_sessions": [s.model_dump(mode="json") for s in sessions],
+            }
+        )
         return EXIT_OK
     from rich.console import Console
     from rich.markup import escape
@@ -118,6 +129,108 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{escape(f.path)}{unread}{pending}"
         )
     console.print(f"{totals['sessions']} sessions, {totals['commands']} commands")
+    if sessions:
+        _print_sessions(console, sessions, totals["sessions"])
+    return EXIT_OK
+
+
+def _print_sessions(console: Any, sessions: list[Any], total: int) -> None:
+    from rich.table import Column, Table
+
+    from .console import Folded, print_table, when
+
+    table = Table(
+        Column("session", no_wrap=True, overflow="fold"),
+        Column("agent", no_wrap=True),
+        Column("where", overflow="fold"),
+        Column("started", no_wrap=True),
+        Column("cmds", justify="right", no_wrap=True),
+        Column("failed", justify="right", no_wrap=True),
+        box=None,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for s in sessions:
+        # the id stays whole (it is what capture takes); the folder wraps between its parts
+        started = when(s.started) if s.started is not None else "-"  # a history without time stamps
+        table.add_row(s.id, s.agent, Folded(_where(s.cwd)), started, str(s.commands), str(s.failed))
+    print_table(console, table)
+    more = f"the latest {len(sessions)} of {total} (`--json` lists all); " if total > len(sessions) else ""
+    example = next((s for s in sessions if s.succeeded + s.unknown), sessions[0])  # one with commands to keep
+    console.print(
+        f"{more}a session's commands, numbered to pick from for `learn capture-success --steps-from-session`: "
+        f"`sherpa-skills sessions show {example.id}`"
+    )
+
+
+def _where(cwd: str | None) -> str:
+    """A folder by its last two parts (the project, not the home it is under): the table keeps room for the id."""
+    if not cwd:
+        return "-"
+    parts = cwd.rstrip("/").split("/")
+    return cwd if len(parts) <= 3 else "…/" + "/".join(parts[-2:])
+
+
+_SAID = {"success": "ok", "failure": "failed", "rejected": "refused", "unknown": "no outcome"}
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from ..sessions._store import SessionStore
+
+    home = _home(args)
+    with SessionStore(home) as store:
+        session = store.find_session(args.session_id)
+        commands = store.session_commands(session.id, session.agent)
+    if args.json:
+        _print_json(
+            {
+                **session.model_dump(mode="json"),
+                "command_list": [
+                    {
+                        "number": c.seq,
+                        "command": c.command,
+                        "outcome": c.outcome,
+                        "exit_code": c.exit_code,
+                        "cwd": c.cwd,
+                        "timestamp": c.timestamp,
+                        "description": c.description,
+                        "agent": c.agent,
+                    }
+                    for c in commands
+                ],
+            }
+        )
+        return EXIT_OK
+    from rich.console import Console
+    from rich.markup import escape
+
+    from .console import when
+
+    console = Console(highlight=False, soft_wrap=True)
+    started = when(session.started) if session.started is not None else "-"  # a history without time stamps
+    console.print(
+        f"[bold]{escape(session.id)}[/] ({session.agent}) in {escape(session.cwd or '-')}, started {started}: "
+        f"{session.commands} commands, [green]{session.succeeded} ok[/], "
+        f"[red]{session.failed} failed[/], [yellow]{session.rejected} rejected[/], {session.unknown} unknown"
+    )
+    colour = {"success": "green", "failure": "red", "rejected": "yellow", "unknown": "dim"}
+    for c in commands:
+        said = f"exit {c.exit_code}" if c.exit_code is not None else _SAID[c.outcome]
+        if c.exit_code is not None and c.outcome != ("success" if c.exit_code == 0 else "failure"):
+            said += f", {_SAID[c.outcome]}"
+        # the command is as stored (redacted): its brackets are text, never markup; its later lines indented
+        command = escape(c.command).replace("\n", "\n" + " " * 16)
+        console.print(f"{c.seq:>4}. [{colour[c.outcome]}]{escape(said):<9}[/] {command}")
+    usable = [c for c in commands if c.outcome in ("success", "unknown")][:5]
+    if usable:
+        from ..skills.capture.from_session import spec_of
+        from ..skills.mine.recurring import suggest_task_type
+
+        task = suggest_task_type(c.command for c in usable)
+        console.print(
+            "keep commands as a procedure (failed ones are refused): `sherpa-skills learn capture-success "
+            f"{task} --steps-from-session {escape(session.id)} --commands {spec_of([c.seq for c in usable])}`"
+        )
     return EXIT_OK
 
 
@@ -154,6 +267,23 @@ def add_sessions_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--no-mine", action="store_true", help="only import; leave mining to the next heartbeat")
     p.set_defaults(fn=cmd_import)
 
-    p = ssub.add_parser("list", parents=[common], help="imported files with their counts")
-    p.add_argument("--json", action="store_true")
+    p = ssub.add_parser(
+        "list", parents=[common], help="imported files with their counts, and the sessions in them, latest first"
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object: files, sessions, commands, imported_files, imported_sessions (all of them)",
+    )
     p.set_defaults(fn=cmd_list)
+
+    p = ssub.add_parser(
+        "show",
+        parents=[common],
+        help="one session's commands, numbered, with their exit codes (redacted as stored)",
+        description="One session's commands, numbered as `learn capture-success --commands` takes them. SESSION_ID "
+        "is a session's id as `sessions list` shows it, AGENT:ID, or an unambiguous start of it.",
+    )
+    p.add_argument("session_id", metavar="SESSION_ID")
+    p.add_argument("--json", action="store_true", help="the session and its command_list")
+    p.set_defaults(fn=cmd_show)

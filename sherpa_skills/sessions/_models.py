@@ -100,3 +100,18 @@ class ImportedFile(BaseModel):
     last_imported: float | None
     pending_calls: int = 0
     last_error: str | None = None
+
+
+class SessionSummary(BaseModel):
+    """One session (an agent's conversation, a shell history file): what `sessions list` shows and capture picks by."""
+
+    id: str = Field(description="the session's own id (Claude Code's or Codex's session id, a history's key)")
+    agent: str = Field(description="the log's format: claude-code, codex, bash-history, zsh-history, asciinema")
+    cwd: str | None = Field(default=None, description="where it ran (the first folder its commands name)")
+    started: float | None = None
+    ended: float | None = None
+    commands: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    rejected: int = 0
+    unknown: int = 0

@@ -23,7 +23,7 @@ from ..sqlite_db import execute_script
 from ._records import OUTCOMES, CommandRecord
 
 if TYPE_CHECKING:
-    from ._models import ImportedFile, SessionCommand
+    from ._models import ImportedFile, SessionCommand, SessionSummary
 
 COMPONENT = "sessions"
 
@@ -131,6 +131,27 @@ _COMMAND_COLUMNS = (
 )
 
 
+_SESSION_COLUMNS = "session_key, source, cwd, first_ts, last_ts, commands, succeeded, failed, rejected, unknown"
+
+
+def _session(row: tuple[Any, ...]) -> SessionSummary:
+    from ._models import SessionSummary
+
+    key, source, cwd, first, last, commands, ok, failed, rejected, unknown = row
+    return SessionSummary(
+        id=key,
+        agent=source,
+        cwd=cwd,
+        started=first,
+        ended=last,
+        commands=commands,
+        succeeded=ok,
+        failed=failed,
+        rejected=rejected,
+        unknown=unknown,
+    )
+
+
 def _command(row: tuple[Any, ...]) -> SessionCommand:
     from ._models import SessionCommand  # pydantic: the live hook's process never needs it
 
@@ -223,6 +244,43 @@ class SessionStore:
             sql += " AND c.source = ?"
             params += (source,)
         return [_command(row) for row in self.conn.execute(sql + " ORDER BY c.source, c.seq", params)]
+
+    def sessions(self, limit: int | None = None) -> list[SessionSummary]:
+        """Sessions with commands, the latest started first (those without a time last)."""
+        sql = (
+            f"SELECT {_SESSION_COLUMNS} FROM imported_sessions WHERE commands > 0 "
+            "ORDER BY first_ts IS NULL, first_ts DESC, id DESC"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [_session(row) for row in self.conn.execute(sql)]
+
+    def find_session(self, ref: str) -> SessionSummary:
+        """The session `ref` names: its id, `AGENT:ID`, or an unambiguous start of its id (as `sessions list` shows it).
+
+        Raises `UsageError` (the person typed it: bad usage, as an unknown run id is) naming what was looked for, or the
+        candidates when the start fits several."""
+        from ..errors import UsageError
+
+        ref = ref.strip()
+        rows = self.conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM imported_sessions WHERE commands > 0 AND (session_key = ? "
+            "OR source || ':' || session_key = ?)",
+            (ref, ref),
+        ).fetchall()
+        if not rows and len(ref) >= 4:  # a prefix, as a short commit id is one; LIKE's wildcards escaped
+            pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            rows = self.conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM imported_sessions WHERE commands > 0 "
+                "AND session_key LIKE ? ESCAPE '\\' LIMIT 6",
+                (pattern,),
+            ).fetchall()
+        if len(rows) == 1:
+            return _session(rows[0])
+        if not rows:
+            raise UsageError(f"no session '{ref}' (`sherpa-skills sessions list` shows the imported ones)")
+        shown = ", ".join(f"{r[1]}:{r[0]}" for r in rows[:5])
+        raise UsageError(f"'{ref}' fits several sessions ({shown}): give more of the id")
 
     def max_command_id(self) -> int:
         return int(self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM session_commands").fetchone()[0])

@@ -94,6 +94,7 @@ def replay_payload(result: Any) -> dict[str, Any]:
         "matches": ctx.get("matches"),
         "candidates": ctx.get("offered") or [],
         "judged_by": ctx.get("judged_by"),
+        "edited_steps": ctx.get("edited_steps"),
         "verification": ctx.get("verification"),
         "run_id": result.run_id,
     }

@@ -272,6 +272,13 @@ def capture_dedupe(args: NoArgs, ctx: ActionContext) -> ActionResult:
     )
 
 
+def _plain(value: Any) -> dict[str, Any]:
+    """A context input as plain, writable data (the view hands out read-only windows)."""
+    from ...engine.belief import thaw
+
+    return dict(thaw(value)) if value else {}
+
+
 @default_registry.action("capture_crystallise")
 def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
     """A new procedure, or — when re-learning one that diverged — its next version."""
@@ -301,7 +308,10 @@ def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
         source=(None if relearn else view.get("source")) or ("run" if view.get("run_id") else "manual"),
         success_count=1,
         status=view.get("status") or "active",
-        context={"captured_from_run": view.get("run_id")} if view.get("run_id") else {},
+        context={
+            **_plain(view.get("context")),
+            **({"captured_from_run": view.get("run_id")} if view.get("run_id") else {}),
+        },
         **common,
     )
     proc, new = (

@@ -6,8 +6,9 @@ import os
 import time
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from ...engine.belief import thaw
 from ...engine.registry import ActionContext, ActionResult, default_registry
 from ...errors import UsageError
 from ...redact import redact
@@ -205,6 +206,46 @@ def skill_set_params(args: EditArgs, ctx: ActionContext) -> ActionResult:
     return ActionResult(outputs=params, context={"params": params})
 
 
+class EditStepsArgs(BaseModel):
+    steps: list[str]
+
+
+@default_registry.action("skill_set_steps")
+def skill_set_steps(args: EditStepsArgs, ctx: ActionContext) -> ActionResult:
+    """A person rewrote the steps at the confirmation: a line left as shown keeps its step (template, expected exit
+    code and pattern); a new or changed line is a new step, checked now as a capture checks a step."""
+    from ...engine.shell_template import check_shell_template
+    from ..store.models import step_problem
+    from .runtime import as_template
+
+    if not args.steps:
+        raise UsageError("the edited steps are empty: nothing to run")
+    proc = thaw(ctx.view.get("procedure"))
+    shown = list(ctx.view.get("rendered") or [])
+    kept: list[dict[str, Any]] = []
+    changed: list[int] = []
+    unused = list(range(len(shown)))
+    for number, command in enumerate(args.steps, 1):
+        same = next((i for i in unused if shown[i] == command), None)
+        if same is not None:
+            unused.remove(same)
+            kept.append(proc["steps"][same])
+            continue
+        try:
+            step = ProcedureStep(command=command)
+            check_shell_template(as_template(step.command))
+        except ValidationError as exc:
+            raise UsageError(step_problem(number, exc)) from None
+        except UsageError as exc:
+            raise UsageError(f"step {number} ({command!r}): {exc}") from None
+        kept.append(step.model_dump())
+        changed.append(number)
+    if kept == proc["steps"]:
+        return ActionResult(outputs={"changed": []})  # the same steps in the same order: nothing to keep
+    edited = {"from_version": proc["version"], "changed": changed, "removed": len(unused)}
+    return ActionResult(outputs=edited, context={"procedure": {**proc, "steps": kept}, "edited_steps": edited})
+
+
 def observed(outcome: StepOutcome, step: ProcedureStep | None = None) -> str:
     """What the command did, in the words `expected` uses, each thing said once (the why is in the reason)."""
     if outcome.timed_out:
@@ -306,6 +347,8 @@ def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
         end_session(ctx.run_id)
     proc = view.get("procedure")
     divergence = view.get("divergence") or {}
+    if view.get("edited_steps"):
+        return _record_edited(args, ctx, proc, divergence)
     execution = record_execution(
         store,
         proc,
@@ -328,6 +371,42 @@ def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
         )
         failure_finder(ctx.home).sync()  # its vector, so the re-plan that follows finds it by meaning
     return ActionResult(outputs=execution.model_dump(), context={"execution_id": execution.id})
+
+
+def _record_edited(args: RecordArgs, ctx: ActionContext, proc: Any, divergence: Any) -> ActionResult:
+    """Steps a person rewrote: passed, they are the procedure's next version (a person's capture, one success; the old
+    version is kept); diverged, nothing is counted against the stored version, which did not run, and the failure is
+    kept as a learning."""
+    from ...errors import StoreError
+
+    store = skill_store(ctx.home)
+    edited = thaw(ctx.view.get("edited_steps"))
+    if args.outcome == "success":
+        steps = [ProcedureStep.model_validate(s, context=STORED) for s in proc["steps"]]
+        try:
+            updated = store.add_version(proc["id"], steps, source="manual")
+        except StoreError as exc:  # the rewritten steps are another procedure's: nothing to add
+            edited["not_kept"] = str(exc)
+            return ActionResult(outputs=edited, context={"edited_steps": edited})
+        edited["new_version"] = updated.version
+        warning = _matcher(ctx).index(updated)
+        if warning:
+            edited["index_warning"] = warning
+        return ActionResult(outputs=edited, context={"edited_steps": edited})
+    if divergence.get("command"):
+        store.add_learning(
+            CapturedLearning(
+                task_type=proc["task_type"],
+                procedure_id=proc["id"],
+                command=divergence["command"],
+                about=str(proc.get("description") or "")[:300],
+                error=_learned_error(divergence),
+                exit_code=divergence.get("observed_exit_code"),
+                source="replay",
+            )
+        )
+        failure_finder(ctx.home).sync()
+    return ActionResult(outputs=edited)
 
 
 def _learned_error(divergence: dict[str, Any]) -> str:
