@@ -274,7 +274,7 @@ def create_app(
         data = await procedures(request)
         return [
             {k: v for k, v in p.items() if k not in ("rolling_success_rate", "total_executions", "recent")}
-            for p in data["procedures"] + data["candidates"]
+            for p in data["all"]
         ]
 
     async def api_procedure(request: Request) -> dict[str, Any]:

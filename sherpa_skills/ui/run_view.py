@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..cli.runs import run_summary
@@ -26,12 +27,33 @@ def _machine_view(
     return highlight(record["mermaid"], record["leaves"], visited, current, failed=failed)
 
 
-def _file_notes(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each file the run loaded, with how it stands now and, when it changed, the diff from what ran to what is."""
+def _file_notes(record: dict[str, Any], workflow_path: str | None, ran: str | None) -> list[dict[str, Any]]:
+    """Each file the run loaded, with how it stands now and, when it changed, the diff from what ran to what is.
+
+    A machine is kept once per spec hash, with the files of the first run that executed it: a run of another file
+    with the same machine is judged by its own file (is its machine still `ran`?), not by that first file's."""
+    from ..engine.agent import spec_hash
     from ..engine.run_record import file_changes
 
+    kept = record.get("files", [])
+    first = next((f for f in kept if f["role"] == "workflow"), None)
+    if first is not None and workflow_path and first["path"] != workflow_path:
+        old, new = Path(first["path"]).parent, Path(workflow_path).parent
+        rebased = []
+        for f in kept:
+            path = Path(f["path"])
+            if f is first:
+                path = Path(workflow_path)
+            elif path.is_relative_to(old):
+                path = new / path.relative_to(old)
+            rebased.append({**f, "path": str(path)})
+        record = {**record, "files": rebased}
     notes = []
     for f in file_changes(record):
+        if f["role"] == "workflow" and f["status"] == "changed" and first is not None and f["path"] != first["path"]:
+            machine = machine_of(f["path"])
+            if machine is not None and spec_hash(machine) == ran:
+                f = {**f, "status": "unchanged"}  # another file's text, the same machine: nothing this run ran changed
         diff = None
         if f["status"] == "changed" and f.get("text") is not None:
             lines = difflib.unified_diff(
@@ -172,7 +194,7 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
         "diagram": None,
         "diagram_problem": None,
         "diagram_source": "record" if record else None,
-        "files": _file_notes(record) if record else [],
+        "files": _file_notes(record, row.workflow_path, latest["spec_hash"] if latest else None) if record else [],
         "machines": segs,
         "timeline": timeline(stores, row.run_id, row),
         "learning": learning_view(row),

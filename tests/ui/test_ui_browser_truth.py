@@ -64,3 +64,93 @@ def test_a_failed_entry_action_is_shown_where_it_failed(page: Any, tmp_path: Pat
         assert "never committed" in page.locator(".step-summary").inner_text()
         row = page.locator("table.step-actions tr.st-error")
         assert row.count() == 1 and "exit code 3" in row.inner_text()
+
+
+def _procedures_home(home: Path) -> dict[str, str]:
+    """An active routine, an active trajectory, a mined candidate (with parameters) and a rejected one."""
+    from sherpa_skills.skills.store.database import ProcedureDatabase
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep, RecordedDecision
+
+    store = ProcedureDatabase(home=home)
+    try:
+        routine = store.add_procedure(
+            CapturedProcedure(id="", task_type="pack-notes", steps=[ProcedureStep(command="tar -czf n.tgz notes")])
+        ).id
+        trajectory = store.add_procedure(
+            CapturedProcedure(
+                id="",
+                task_type="triage",
+                kind="trajectory",
+                steps=[],
+                decisions=[
+                    RecordedDecision(state="intake", trigger="classify"),
+                    RecordedDecision(state="assess", trigger="technical", args={"team": "{{ team }}"}),
+                ],
+            )
+        ).id
+        mined = {
+            "mined": {
+                "support": 3,
+                "parameters": {"file": ["app.log", "db.log"]},
+                "sessions": ["s1", "s2"],
+                "project_dir": "/srv/shop",
+            }
+        }
+        candidate = store.add_procedure(
+            CapturedProcedure(
+                id="",
+                task_type="rotate-logs",
+                source="session",
+                status="candidate",
+                context=mined,
+                steps=[ProcedureStep(command="gzip logs/{{ file }}")],
+            )
+        ).id
+        rejected = store.add_procedure(
+            CapturedProcedure(
+                id="", task_type="noise", source="session", status="candidate", steps=[ProcedureStep(command="ls")]
+            )
+        ).id
+        store.set_status(rejected, "rejected")
+    finally:
+        store.close()
+    return {"routine": routine, "trajectory": trajectory, "candidate": candidate, "rejected": rejected}
+
+
+def test_procedure_counts_equal_the_clis_and_candidates_show_what_varies(page: Any, tmp_path: Path) -> None:
+    """'N active' is what `learn procedures` lists (a rejected candidate is not active); a trajectory shows its
+    decisions, not '0 steps'; a candidate shows its commands, its parameters with examples and where it was mined."""
+    from _ui_home import cli
+
+    home = tmp_path / "home"
+    ids = _procedures_home(home)
+    active = cli("learn", "procedures", "--home", str(home))
+    with _Server(home) as s:
+        page.goto(f"{s.url}/procedures")
+        assert len(active) == 2 and "2 active, 1 awaiting review" in page.locator("h1").inner_text()
+        assert page.locator(f"table.procedures tr[data-procedure='{ids['rejected']}']").count() == 0
+        assert page.locator(f"tr[data-procedure='{ids['trajectory']}'] td.size").inner_text() == "2 decisions"
+        assert page.locator(f"tr[data-procedure='{ids['routine']}'] td.size").inner_text() == "1 step"
+        review = page.locator(f"tr[data-candidate='{ids['candidate']}'] details.review")
+        assert "gzip logs/{{ file }}" in review.inner_text()
+        assert "app.log" in review.locator("tr[data-parameter='file']").inner_text()
+        assert "/srv/shop" in review.locator(".mined").inner_text()
+        page.goto(f"{s.url}/procedures/{ids['trajectory']}")
+        assert "in assess: technical" in page.locator(".version ol.steps").inner_text()
+
+
+def test_an_edited_workflow_is_noted_even_when_a_same_machine_file_ran_first(page: Any, tmp_path: Path) -> None:
+    """The machine is kept once per spec hash, with the first file that ran it: a second file with the same content,
+    edited after its run, is still noted as changed on its run's page."""
+    home, first, second = tmp_path / "home", tmp_path / "first.yaml", tmp_path / "second.yaml"
+    first.write_text(DEPLOY)
+    second.write_text(DEPLOY)
+    _run(first, home)
+    run_id = _run(second, home)
+    second.write_text(DEPLOY.replace("echo built", "echo built again"))
+    with _Server(home) as s:
+        page.goto(f"{s.url}/runs/{run_id}")
+        note = page.locator(".file-note")
+        assert note.count() == 1 and str(second) in note.inner_text() and "has changed" in note.inner_text()
+        page.click(".file-note summary")
+        assert '+    on_enter: {shell: {command: "echo built again"}}' in note.locator("pre.diff").inner_text()
