@@ -154,3 +154,47 @@ def test_an_edited_workflow_is_noted_even_when_a_same_machine_file_ran_first(pag
         assert note.count() == 1 and str(second) in note.inner_text() and "has changed" in note.inner_text()
         page.click(".file-note summary")
         assert '+    on_enter: {shell: {command: "echo built again"}}' in note.locator("pre.diff").inner_text()
+
+
+TRIAGE = Path(__file__).resolve().parents[2] / "examples" / "support_triage" / "workflow.yaml"
+
+
+def test_a_refused_resume_says_why_in_the_page_with_a_way_back(page: Any, tmp_path: Path) -> None:
+    """A resume the engine would refuse (an argument the transition does not declare, an input of the wrong type) is
+    refused before anything runs: the page says why, the run still waits, and a link leads back to it."""
+    home = tmp_path / "home"
+    run_id = _run(TRIAGE, home, "-i", "ticket=The app crashes with an error")
+    with _Server(home, allow_actions=True) as s:
+        for trigger, field, value, said in (
+            ("approve", "args", "urgency=high", "urgency"),
+            ("", "inputs", "approved=maybe", "approved"),
+        ):
+            page.goto(f"{s.url}/runs/{run_id}")
+            if trigger:
+                page.select_option(".resume select[name=trigger]", trigger)
+            page.fill(f".resume textarea[name={field}]", value)
+            page.click(".resume button")
+            page.wait_for_selector(".refusal")
+            assert said in page.locator(".refusal").inner_text()
+            page.click("a.back")
+            page.wait_for_url(f"{s.url}/runs/{run_id}")
+            assert page.locator("#run").get_attribute("data-status") == "waiting"
+
+
+def test_fork_asks_first_with_the_plan(page: Any, tmp_path: Path) -> None:
+    """As the CLI asks (and offers --dry-run), the view shows the fork's plan and makes nothing until confirmed; a
+    cancel leads back to the step."""
+    from _ui_home import cli
+
+    home = tmp_path / "home"
+    run_id = _run(TRIAGE, home, "-i", "ticket=The app crashes with an error")
+    with _Server(home, allow_actions=True) as s:
+        page.goto(f"{s.url}/runs/{run_id}/steps/2")
+        page.fill(".fork-form textarea[name=inputs]", "customer=Ada")
+        page.click(".fork-form button")
+        preview = page.locator(".fork-preview")
+        preview.wait_for()
+        assert "its actions execute" in preview.inner_text() and "customer=Ada" in preview.inner_text()
+        assert len(cli("runs", "--home", str(home))) == 1  # nothing made yet
+        page.click(".fork-preview a.back")
+        page.wait_for_url(f"{s.url}/runs/{run_id}/steps/2")

@@ -97,9 +97,15 @@ def test_fork_from_the_view_needs_allow_actions_and_the_token(tmp_path: Path) ->
         assert client.post(f"/runs/{run_id}/fork", data={"at": "2"}).status_code == 403  # no token
         bad = client.post(f"/runs/{run_id}/fork", data={"at": "9", "csrf": csrf})
         assert bad.status_code == 400 and "steps 0 to 5" in bad.json()["error"]
-        made = client.post(
-            f"/runs/{run_id}/fork", data={"at": "2", "csrf": csrf, "inputs": "customer=Ada"}, follow_redirects=False
+        fields = {"at": "2", "csrf": csrf, "inputs": "customer=Ada"}
+        runs = len(client.get("/api/runs").json())
+        # Unconfirmed, a fork is only its plan (as `fork --dry-run --json` prints it): nothing is made.
+        plan = client.post(f"/runs/{run_id}/fork", data=fields)
+        assert (
+            plan.status_code == 200 and plan.json()["dry_run"] is True and plan.json()["inputs"] == {"customer": "Ada"}
         )
+        assert len(client.get("/api/runs").json()) == runs
+        made = client.post(f"/runs/{run_id}/fork", data={**fields, "confirm": "yes"}, follow_redirects=False)
         assert made.status_code == 303
         fork_id = made.headers["location"].rsplit("/", 1)[1]
         deadline = time.monotonic() + 30
