@@ -198,3 +198,50 @@ def test_fork_asks_first_with_the_plan(page: Any, tmp_path: Path) -> None:
         assert len(cli("runs", "--home", str(home))) == 1  # nothing made yet
         page.click(".fork-preview a.back")
         page.wait_for_url(f"{s.url}/runs/{run_id}/steps/2")
+
+
+def _main_pages(made: dict[str, Any]) -> list[str]:
+    """Every kind of page the view has, over the shared home."""
+    run_id = made["waiting"]["run_id"]
+    pid = made["loop"]["procedures"][0]["id"]
+    task = made["team"]["deliveries"][0]["correlation_id"]
+    from sherpa_skills.memory.domains import Domains
+
+    with Domains(made["home"]) as store:
+        domains = store.list()
+    pages = [
+        "/runs",
+        f"/runs/{run_id}",
+        f"/runs/{run_id}/steps/2",
+        "/procedures",
+        f"/procedures/{pid}",
+        "/heartbeat",
+        "/teams",
+        f"/teams/{task}",
+        "/memory",
+        "/memory?q=triage",
+        "/domains",
+        "/no/such/page",
+    ]
+    if domains:
+        pages.append(f"/domains/{domains[0]['name']}")
+    return pages
+
+
+def test_no_page_is_wider_than_a_phone(browser: Any, server: Any, made: dict[str, Any], tmp_path: Path) -> None:
+    """At 390 px (a phone), every page lays out within the screen: what is wider (a table, a diagram, JSON) scrolls
+    inside its own box, not the page."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+    try:
+        p = context.new_page()
+        wide = {}
+        for path in _main_pages(made):
+            p.goto(f"{server.url}{path}")
+            if p.locator("pre.mermaid").count():
+                _diagram(p)
+            width = p.evaluate("document.scrollingElement.scrollWidth")
+            if width > 390:
+                wide[path] = width
+        assert not wide, f"wider than 390 px: {wide}"
+    finally:
+        context.close()
