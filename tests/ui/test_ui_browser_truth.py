@@ -245,3 +245,25 @@ def test_no_page_is_wider_than_a_phone(browser: Any, server: Any, made: dict[str
         assert not wide, f"wider than 390 px: {wide}"
     finally:
         context.close()
+
+
+def test_the_step_pages_panels_never_overlap(page: Any, tmp_path: Path) -> None:
+    """At 1280 px the actions of a step (a model's reason, an output with a long line) stay in their column: every
+    point of the context panel shows the context, not the table beside it."""
+    workflow, home = tmp_path / "long.yaml", tmp_path / "home"
+    line = "reason-" * 60  # one long word, as a model's reason or a path can be
+    workflow.write_text(
+        "name: long-line\ninitial: a\nstates:\n"
+        f"  a: {{on_enter: {{shell: {{command: 'echo {line}'}}, save_as: said}}}}\n"
+        "  b: {final: true}\ntransitions:\n  - {trigger: go, source: a, dest: b}\n"
+    )
+    run_id = _run(workflow, home)
+    with _Server(home) as s:
+        page.goto(f"{s.url}/runs/{run_id}/steps/0")
+        assert line in page.locator("table.step-actions").inner_text()
+        # The table stays within its column (before, it ran under the context panel, its text hidden there).
+        table, column, context = (
+            page.eval_on_selector(sel, "e => e.getBoundingClientRect().toJSON()")
+            for sel in ("table.step-actions", ".columns > div:first-child", ".step-context")
+        )
+        assert table["right"] <= column["right"] + 1 and table["right"] < context["left"], (table, column, context)
