@@ -267,3 +267,57 @@ def test_the_step_pages_panels_never_overlap(page: Any, tmp_path: Path) -> None:
             for sel in ("table.step-actions", ".columns > div:first-child", ".step-context")
         )
         assert table["right"] <= column["right"] + 1 and table["right"] < context["left"], (table, column, context)
+
+
+def test_live_updates_keep_open_entries_and_focus(page: Any, server: Any, made: dict[str, Any], tmp_path: Path) -> None:
+    """A live run moves on while a person reads a log entry with the keyboard on a link: the update keeps the entry
+    open and the focus where it was."""
+    import threading
+    import time
+
+    from _ui_home import GATED
+
+    from sherpa_skills.engine.runstore import RunStore
+    from sherpa_skills.engine.workflow import load_workflow
+
+    workflow_file, gate = tmp_path / "gated.yaml", tmp_path / "gate"
+    workflow_file.write_text(GATED.replace("gated-walk", "gated-focus"))
+    gate.mkdir()
+    store = RunStore(home=made["home"])
+    agent = load_workflow(workflow_file).agent(store=store)
+    worker = threading.Thread(target=lambda: agent.run({"gate": str(gate)}), daemon=True)
+    worker.start()
+
+    def current_is(name: str) -> None:
+        page.wait_for_function(
+            "name => { const g = document.querySelector('#diagram svg g.node.current');"
+            " return g && g.textContent.trim() === name && document.body.dataset.diagrams === 'drawn'; }",
+            arg=name,
+            timeout=60_000,
+        )
+
+    try:
+        deadline = time.monotonic() + 30
+        while not store.search_runs(workflow="gated-focus", status="running")[0]:
+            assert time.monotonic() < deadline and worker.is_alive(), "the gated run did not start"
+            time.sleep(0.05)
+        run_id = store.search_runs(workflow="gated-focus")[0][0].run_id
+        # A state shows once its entry actions are committed: gates 1 and 2 let `first` and `middle/one` finish.
+        (gate / "1").touch()
+        (gate / "2").touch()
+        page.goto(f"{server.url}/runs/{run_id}")
+        current_is("one")
+        entry = page.locator("table.log details").first  # the oldest entry: new ones are added after it
+        entry.locator("summary").click()
+        link = page.locator("ol.timeline a.tick").first
+        link.focus()
+        href = link.get_attribute("href")
+        (gate / "3").touch()
+        current_is("last")
+        assert page.locator("table.log details").first.evaluate("d => d.open") is True
+        assert page.evaluate("document.activeElement.getAttribute('href')") == href
+    finally:
+        for step in "123":
+            (gate / step).touch()
+        worker.join(timeout=60)
+        store.close()

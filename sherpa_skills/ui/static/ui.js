@@ -17,6 +17,41 @@
     document.body.dataset.diagrams = "drawn";
   }
 
+  // What a person has open, typed or focused in the run section: carried over to the fresh copy, so a live update
+  // never closes the log entry being read or drops the keyboard focus.
+  function keyOf(el) {
+    if (el.dataset && el.dataset.key) return "[data-key=\"" + CSS.escape(el.dataset.key) + "\"]";
+    if (el.id) return "#" + CSS.escape(el.id);
+    const form = el.closest("form");
+    if (el.name && form) return "form[action=\"" + CSS.escape(form.getAttribute("action")) + "\"] [name=\"" + CSS.escape(el.name) + "\"]";
+    if (el.tagName === "A" && el.getAttribute("href")) {
+      const same = el.closest("section").querySelectorAll("a[href=\"" + CSS.escape(el.getAttribute("href")) + "\"]");
+      return "a[href=\"" + CSS.escape(el.getAttribute("href")) + "\"]@" + Array.prototype.indexOf.call(same, el);
+    }
+    return null;
+  }
+
+  function find(root, key) {
+    const at = key.lastIndexOf("@");
+    if (key.startsWith("a[href=") && at > 0) return root.querySelectorAll(key.slice(0, at))[Number(key.slice(at + 1))] || null;
+    return root.querySelector(key);
+  }
+
+  function carryOver(current, fresh) {
+    current.querySelectorAll("details[open][data-key]").forEach(function (d) {
+      const twin = find(fresh, keyOf(d));
+      if (twin) twin.open = true;
+    });
+    current.querySelectorAll("textarea[name], input[name]:not([type=hidden]), select[name]").forEach(function (field) {
+      const key = keyOf(field);
+      const twin = key && find(fresh, key);
+      if (twin && twin.value !== field.value) twin.value = field.value;
+    });
+    const focused = document.activeElement;
+    const focusKey = focused && current.contains(focused) ? keyOf(focused) : null;
+    return focusKey;
+  }
+
   function follow() {
     const section = document.getElementById("run");
     if (!section || !section.dataset.liveUrl) return;
@@ -32,8 +67,17 @@
         const html = await (await fetch(location.pathname + location.search, { headers: { Accept: "text/html" } })).text();
         const fresh = new DOMParser().parseFromString(html, "text/html").getElementById("run");
         if (fresh) {
+          const focusKey = carryOver(current, fresh);
+          const diagram = current.querySelector(".diagram-box");
+          const scroll = diagram ? [diagram.scrollLeft, diagram.scrollTop] : null;
           current.replaceWith(fresh);
+          if (focusKey) {
+            const again = find(fresh, focusKey);
+            if (again) again.focus({ preventScroll: true });
+          }
           await draw();
+          const box = fresh.querySelector(".diagram-box");
+          if (box && scroll) { box.scrollLeft = scroll[0]; box.scrollTop = scroll[1]; }
         }
       }
     };
