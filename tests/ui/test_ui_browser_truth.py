@@ -321,3 +321,28 @@ def test_live_updates_keep_open_entries_and_focus(page: Any, server: Any, made: 
             (gate / step).touch()
         worker.join(timeout=60)
         store.close()
+
+
+def _diagram_scale(page: Any) -> float:
+    """How large the diagram's drawing is on screen against its own units (1: as Mermaid laid it out, labels at 16 px;
+    its box can be larger than the drawing in it, so the box's width does not tell)."""
+    return float(page.eval_on_selector("#diagram svg", "s => s.getScreenCTM().a"))
+
+
+def test_diagrams_stay_readable_at_any_size(browser: Any, server: Any, made: dict[str, Any]) -> None:
+    """The team diagram (wide: one block per agent) was fitted to 31 %: now never under 75 %, its box scrolls, and
+    the zoom buttons change it; on a phone too, without widening the page."""
+    task = made["team"]["deliveries"][0]["correlation_id"]
+    for width in (1280, 390):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        try:
+            p = context.new_page()
+            p.goto(f"{server.url}/teams/{task}")
+            _diagram(p)
+            assert _diagram_scale(p) >= 0.74, (width, _diagram_scale(p))
+            assert p.evaluate("document.scrollingElement.scrollWidth") <= width
+            before = _diagram_scale(p)
+            p.click(".diagram-tools button[aria-label='zoom in']")
+            assert _diagram_scale(p) > before
+        finally:
+            context.close()

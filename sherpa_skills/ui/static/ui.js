@@ -8,11 +8,51 @@
     mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "default", flowchart: { htmlLabels: false } });
   }
 
+  // Fitted to its box, a large diagram (a team of agents) shrank to a third, its labels about 5 px: it is never drawn
+  // smaller than this, and the box scrolls instead; the buttons zoom.
+  const READABLE = 0.75;
+
+  function natural(svg) {
+    const box = svg.viewBox && svg.viewBox.baseVal;
+    return box && box.width ? box.width : svg.getBoundingClientRect().width;
+  }
+
+  function scale(svg, factor) {
+    const width = natural(svg) * factor;
+    svg.style.maxWidth = "none";
+    svg.style.width = width + "px";
+    svg.style.height = "auto";
+    svg.dataset.scale = String(factor);
+  }
+
+  function readable(svg) {
+    const box = svg.closest(".diagram-box");
+    const room = box ? box.clientWidth - 16 : svg.getBoundingClientRect().width;
+    const fit = Math.min(1, room / natural(svg));
+    scale(svg, Math.max(fit, READABLE));
+    if (!box || box.querySelector(".diagram-tools")) return;
+    const tools = document.createElement("p");
+    tools.className = "diagram-tools";
+    [["−", 1 / 1.25], ["+", 1.25], ["fit", 0]].forEach(function (b) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = b[0];
+      button.setAttribute("aria-label", b[0] === "fit" ? "fit the diagram to the box" : "zoom " + (b[1] > 1 ? "in" : "out"));
+      button.addEventListener("click", function () {
+        const now = Number(svg.dataset.scale) || 1;
+        scale(svg, b[1] ? Math.min(3, Math.max(0.2, now * b[1])) : Math.min(1, (box.clientWidth - 16) / natural(svg)));
+      });
+      tools.appendChild(button);
+    });
+    box.insertBefore(tools, box.firstChild);
+  }
+
   async function draw() {
     document.body.dataset.diagrams = "drawing";
     const nodes = document.querySelectorAll("pre.mermaid:not([data-processed])");
     if (nodes.length && drawing) {
       await mermaid.run({ nodes: nodes });
+      nodes.forEach(function (pre) { const svg = pre.querySelector("svg"); if (svg) readable(svg); });
     }
     document.body.dataset.diagrams = "drawn";
   }
