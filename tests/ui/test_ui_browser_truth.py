@@ -346,3 +346,21 @@ def test_diagrams_stay_readable_at_any_size(browser: Any, server: Any, made: dic
             assert _diagram_scale(p) > before
         finally:
             context.close()
+
+
+def test_the_memory_page_lists_recent_notes_before_any_search(page: Any, tmp_path: Path) -> None:
+    """Opened without a search, the memory page lists the newest shared notes (a private note stays with its agent)."""
+    from _ui_home import cli
+
+    home = tmp_path / "home"
+    for text, flags in (
+        ("the deploy key rotates on Mondays", ["--shared"]),
+        ("staging is frozen until Friday", ["--shared"]),
+        ("my own scratch note", []),
+    ):
+        cli("memory", "write", text, "--agent", "ops", "--home", str(home), *flags)
+    with _Server(home) as s:
+        page.goto(f"{s.url}/memory")
+        rows = page.locator("table.memory-recent tbody tr").all_inner_texts()
+        assert len(rows) == 2 and "staging is frozen" in rows[0] and "deploy key" in rows[1], rows
+        assert "scratch" not in page.inner_text("main")
