@@ -198,6 +198,16 @@ def test_fork_asks_first_with_the_plan(page: Any, tmp_path: Path) -> None:
         assert len(cli("runs", "--home", str(home))) == 1  # nothing made yet
         page.click(".fork-preview a.back")
         page.wait_for_url(f"{s.url}/runs/{run_id}/steps/2")
+        # Confirmed, the fork is made with what the preview showed: every input line.
+        page.fill(".fork-form textarea[name=inputs]", "customer=Ada\nticket=The printer is on fire")
+        page.click(".fork-form button")
+        page.click(".fork-confirm button")
+        page.wait_for_url("**/runs/*")
+        fork_id = page.url.rsplit("/", 1)[1]
+        assert fork_id != run_id
+        page.wait_for_function("() => document.querySelector('#run').dataset.status !== 'running'", timeout=30_000)
+        context = cli("show", fork_id, "--home", str(home))["belief"]["context"]
+        assert context["customer"] == "Ada" and context["ticket"] == "The printer is on fire", context
 
 
 def _main_pages(made: dict[str, Any]) -> list[str]:
