@@ -374,3 +374,20 @@ def test_the_memory_page_lists_recent_notes_before_any_search(page: Any, tmp_pat
         rows = page.locator("table.memory-recent tbody tr").all_inner_texts()
         assert len(rows) == 2 and "staging is frozen" in rows[0] and "deploy key" in rows[1], rows
         assert "scratch" not in page.inner_text("main")
+
+
+def test_a_refused_review_says_why_with_a_way_back(page: Any, tmp_path: Path) -> None:
+    """A candidate rejected meanwhile (another tab, the CLI) and then promoted from a page still showing it: the page
+    says it is already rejected, and leads back to the procedure."""
+    from _ui_home import cli
+
+    home = tmp_path / "home"
+    ids = _procedures_home(home)
+    with _Server(home, allow_actions=True) as s:
+        page.goto(f"{s.url}/procedures")
+        cli("learn", "reject", ids["candidate"], "--home", str(home))
+        page.click(f"tr[data-candidate='{ids['candidate']}'] form[action$='/promote'] button")
+        page.wait_for_selector(".refusal")
+        assert "already rejected" in page.locator(".refusal").inner_text()
+        page.click("a.back")
+        page.wait_for_url(f"{s.url}/procedures/{ids['candidate']}")
