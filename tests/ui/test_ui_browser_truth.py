@@ -391,3 +391,18 @@ def test_a_refused_review_says_why_with_a_way_back(page: Any, tmp_path: Path) ->
         assert "already rejected" in page.locator(".refusal").inner_text()
         page.click("a.back")
         page.wait_for_url(f"{s.url}/procedures/{ids['candidate']}")
+
+
+def test_every_link_of_the_main_pages_opens(page: Any, server: Any, made: dict[str, Any]) -> None:
+    """No link on a page of the view answers 404: runs, a run, its steps, procedures, teams, memory, domains."""
+    broken = {}
+    for path in [p for p in _main_pages(made) if p != "/no/such/page"]:
+        page.goto(f"{server.url}{path}")
+        hrefs = page.eval_on_selector_all(
+            "main a[href^='/']", "as => [...new Set(as.map(a => a.getAttribute('href').split('#')[0]))]"
+        )
+        for href in hrefs:
+            status = page.request.get(f"{server.url}{href}").status
+            if status != 200:
+                broken[f"{path} → {href}"] = status
+    assert not broken, broken
