@@ -130,7 +130,9 @@ def cold_runs_load(home: Path) -> tuple[list[float], list[float]]:
             .text()
             .replace(
                 '<script src="/static/ui.js">',
-                '<script src="/static/vendor/mermaid.min.js"></script><script src="/static/ui.js">',
+                # The single-file bundle is gone (issue 39): "with Mermaid" now loads its module build's core.
+                '<script type="module" src="/static/vendor/mermaid/mermaid.esm.min.mjs"></script>'
+                '<script src="/static/ui.js">',
             )
         )
         route.fulfill(status=200, body=body, headers={"content-type": "text/html; charset=utf-8"})

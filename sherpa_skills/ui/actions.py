@@ -27,6 +27,19 @@ def _refuse(status: int, message: str) -> Response:
     return JSONResponse({"error": message}, status_code=status)
 
 
+def _wants_html(request: Request) -> bool:
+    return "text/html" in request.headers.get("accept", "")
+
+
+def _refused(ui: Any, request: Request, status: int, message: str, back: str, label: str) -> Response:
+    """A refusal a person can read: in the page, with the way back to where they were (JSON for other clients)."""
+    if not _wants_html(request):
+        return _refuse(status, message)
+    return ui.render(
+        request, "refused.html", {"title": "refused", "message": message, "back": back, "label": label}, status
+    )
+
+
 def form_fields(body: bytes) -> dict[str, list[str]]:
     """An urlencoded form body (no multipart parser needed for our few text fields)."""
     return parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
@@ -40,7 +53,9 @@ async def _checked_form(ui: Any, request: Request) -> dict[str, list[str]] | Res
     form = form_fields(await request.body())
     token = (form.get("csrf") or [request.headers.get("x-csrf-token", "")])[0]
     if not token or not secrets.compare_digest(token, ui.csrf):
-        return _refuse(403, "refused: missing or wrong CSRF token (reload the page)")
+        # Same origin, stale token (the view restarted since the page loaded): the person gets the page back to reload.
+        back = request.url.path.rsplit("/", 1)[0]
+        return _refused(ui, request, 403, "refused: missing or wrong CSRF token (reload the page)", back, "reload it")
     return form
 
 
@@ -87,8 +102,9 @@ def _fork(home: Any, new_run_id: str, plan: Any, workflow_path: str) -> None:
 
 
 def action_routes(ui: Any) -> list[Route]:
-    from ..cli.console import parse_assignments
+    from ..cli.console import parse_assignments, parse_inputs
     from ..engine.agent import spec_hash
+    from ..runtime import load_workflow
 
     async def resume(request: Request) -> Response:
         form = await _checked_form(ui, request)
@@ -118,47 +134,69 @@ def action_routes(ui: Any) -> list[Route]:
                     f"trigger '{trigger}' is not a transition out of state {row.state}; these are: "
                     f"{', '.join(offered) or 'none'}"
                 )
-            inputs = parse_assignments(_lines(form, "inputs"), "input")
+            inputs = parse_inputs(machine.spec, _lines(form, "inputs"), starting=False)
             args = parse_assignments(_lines(form, "args"), "argument")
+            if args and not trigger:
+                raise UsageError("trigger arguments need a trigger: pick the transition they are for")
+            if trigger:
+                # The engine's own check, before the thread starts: a refusal is said here, and the run stays as it was.
+                agent = load_workflow(row.workflow_path).resume(stores.runs, row.run_id)
+                agent.check_trigger(trigger, args, inputs)
             return row, inputs, trigger, args
 
         try:
             row, inputs, trigger, args = await ui.read(check)
         except SherpaError as exc:
-            return _refuse(409 if "not waiting" in str(exc) else 400, str(exc))
+            status = 409 if "not waiting" in str(exc) else 400
+            return _refused(ui, request, status, str(exc), f"/runs/{run_id}", f"back to run {run_id}")
         threading.Thread(
             target=_resume, args=(ui.home, row.run_id, inputs, trigger, args), daemon=True, name=f"resume-{row.run_id}"
         ).start()
         return RedirectResponse(f"/runs/{row.run_id}", status_code=303)
 
     async def fork(request: Request) -> Response:
-        """Fork from a step: checked here (a refusal changes nothing), then run in a thread; answers with the fork's
-        page, which follows it live."""
+        """Fork from a step, as the CLI does it: first the plan (what `fork --dry-run` says), changing nothing; only a
+        confirmed form makes the fork, which then runs in a thread and answers with its page, following it live."""
         from ..engine.fork import create_fork, plan_fork
 
         form = await _checked_form(ui, request)
         if isinstance(form, Response):
             return form
         run_id = request.path_params["run_id"]
+        confirmed = (form.get("confirm") or [""])[0] == "yes"
+        raw = (form.get("at") or [""])[0]
 
-        def check(stores: views.Stores) -> tuple[Any, str, str]:
+        def check(stores: views.Stores) -> tuple[Any, str, str | None]:
             row = stores.runs.get_run(run_id)
-            raw = (form.get("at") or [""])[0]
             if not raw.strip().isdigit():
                 raise UsageError(f"field 'at' must be a step number, not '{raw[:40]}'")
             machine = views.machine_of(row.workflow_path)
             if machine is None or row.workflow_path is None:
                 raise UsageError(f"run {row.run_id} cannot be forked here: its workflow file does not load")
-            inputs = parse_assignments(_lines(form, "inputs"), "input")
+            inputs = parse_inputs(machine.spec, _lines(form, "inputs"), starting=False)
             trigger = (form.get("trigger") or [""])[0].strip() or None
             plan = plan_fork(stores.runs, row.run_id, int(raw), machine, inputs=inputs, trigger=trigger)
+            if trigger is not None and trigger not in plan.available:
+                raise UsageError(
+                    f"trigger '{trigger}' is not available in state '{plan.state}' at step {plan.at}; available: "
+                    f"{', '.join(plan.available) or 'none'}"
+                )
+            if not confirmed:
+                return plan, row.workflow_path, None
             # Written before the answer, so the page it redirects to exists; the fork then runs in a thread.
             return plan, row.workflow_path, create_fork(stores.runs, plan)
 
+        back = f"/runs/{run_id}/steps/{raw.strip()}" if raw.strip().isdigit() else f"/runs/{run_id}"
         try:
             plan, path, new_id = await ui.read(check)
         except SherpaError as exc:
-            return _refuse(400, str(exc))
+            return _refused(ui, request, 400, str(exc), back, "back to the step")
+        if new_id is None:
+            if not _wants_html(request):
+                return JSONResponse({**plan.to_dict(), "dry_run": True})  # what `fork --dry-run --json` prints
+            fields = {k: (form.get(k) or [""])[0] for k in ("at", "trigger", "inputs")}
+            data = {"title": "fork?", "plan": plan.to_dict(), "fields": fields, "back": back, "run_id": run_id}
+            return ui.render(request, "fork_preview.html", data)
         threading.Thread(target=_fork, args=(ui.home, new_id, plan, path), daemon=True, name=f"fork-{new_id}").start()
         return RedirectResponse(f"/runs/{new_id}", status_code=303)
 
@@ -182,7 +220,8 @@ def action_routes(ui: Any) -> list[Route]:
             try:
                 procedure_id = await ui.read(do)
             except SherpaError as exc:
-                return _refuse(400, str(exc))
+                pid = request.path_params["procedure_id"]
+                return _refused(ui, request, 400, str(exc), f"/procedures/{pid}", f"back to {pid}")
             log.info(f"ui.{verdict}", procedure_id=procedure_id)
             return RedirectResponse(f"/procedures/{procedure_id}", status_code=303)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import mimetypes
 import secrets
 import shlex
 import shutil
@@ -34,15 +35,17 @@ from ..db.url import database_url
 from ..errors import SherpaError, StoreError, UsageError
 from . import memory_view, reading, run_view, views
 from .format import FILTERS
+from .mermaid_modules import preload
 from .security import LOOPBACK_NAMES, Guard, allowed_names
 
 STATIC = Path(__file__).parent / "static"
+mimetypes.add_type("text/javascript", ".mjs")  # a module script needs a JavaScript type (nosniff), whatever the OS says
 VENDOR_CACHE = "public, max-age=604800"  # vendored libraries change only with a release of this package
 OWN_CACHE = "no-cache"  # our own CSS and JS: revalidated (ETag) on each load, so an upgrade shows at once
 
 
 class CachedStatic(StaticFiles):
-    """Static files with Cache-Control, so a browser keeps the 3.5 MB Mermaid bundle instead of asking each time."""
+    """Static files with Cache-Control, so a browser keeps Mermaid's modules instead of asking each time."""
 
     def file_response(self, full_path: Any, stat_result: Any, scope: Any, status_code: int = 200) -> Response:
         response = super().file_response(full_path, stat_result, scope, status_code)
@@ -72,6 +75,7 @@ class UI:
             loader=PackageLoader("sherpa_skills.ui", "templates"), autoescape=select_autoescape(["html"])
         )
         self.env.filters.update(FILTERS)
+        self.env.globals["mermaid_modules"] = preload()
 
     @property
     def empty(self) -> bool:
@@ -282,7 +286,7 @@ def create_app(
         data = await procedures(request)
         return [
             {k: v for k, v in p.items() if k not in ("rolling_success_rate", "total_executions", "recent")}
-            for p in data["procedures"] + data["candidates"]
+            for p in data["all"]
         ]
 
     async def api_procedure(request: Request) -> dict[str, Any]:

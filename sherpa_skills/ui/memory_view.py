@@ -12,6 +12,18 @@ from ..errors import StoreError, UsageError
 from .views import Stores
 
 SEARCH_LIMIT = 50
+RECENT = 30  # the newest shared notes the page lists before any search
+
+
+def recent_notes(store: Any, limit: int = RECENT) -> list[dict[str, Any]]:
+    """The newest shared notes (current versions only), newest first: what the page shows before anyone searches."""
+    from ..memory._store import _COLUMNS, _artifact, reader_filter
+
+    where, args = reader_filter(None, "shared", dialect=store.dialect)
+    rows = store.conn.execute(
+        f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE {where} ORDER BY a.seq DESC LIMIT ?", [*args, limit]
+    ).fetchall()
+    return [_artifact(row).model_dump(mode="json") for row in rows]
 
 
 def memory_page(stores: Stores, q: str | None = None) -> dict[str, Any]:
@@ -23,7 +35,8 @@ def memory_page(stores: Stores, q: str | None = None) -> dict[str, Any]:
             result = memory.search(q, agent=None, limit=SEARCH_LIMIT, mode="lexical", touch=False)
             hits = [{**h.artifact.model_dump(mode="json"), "score": h.score} for h in result.hits]
         tensions = memory.store.tensions(agent=None, status="open")
-    return {"q": q or "", "hits": hits, "tensions": tensions}
+        recent = [] if q and q.strip() else recent_notes(memory.store)
+    return {"q": q or "", "hits": hits, "tensions": tensions, "recent": recent}
 
 
 def memory_item_page(stores: Stores, artifact_id: str) -> dict[str, Any]:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import difflib
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..cli.runs import run_summary
 from ..errors import StoreError
+from .failure import failed_actions, failure
 from .views import LIVE, TAIL, Stores, child_runs, machine_of, parent_run, waiting_options
 
 MAX_DIFF_LINES = 400
@@ -25,12 +27,33 @@ def _machine_view(
     return highlight(record["mermaid"], record["leaves"], visited, current, failed=failed)
 
 
-def _file_notes(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each file the run loaded, with how it stands now and, when it changed, the diff from what ran to what is."""
+def _file_notes(record: dict[str, Any], workflow_path: str | None, ran: str | None) -> list[dict[str, Any]]:
+    """Each file the run loaded, with how it stands now and, when it changed, the diff from what ran to what is.
+
+    A machine is kept once per spec hash, with the files of the first run that executed it: a run of another file
+    with the same machine is judged by its own file (is its machine still `ran`?), not by that first file's."""
+    from ..engine.agent import spec_hash
     from ..engine.run_record import file_changes
 
+    kept = record.get("files", [])
+    first = next((f for f in kept if f["role"] == "workflow"), None)
+    if first is not None and workflow_path and first["path"] != workflow_path:
+        old, new = Path(first["path"]).parent, Path(workflow_path).parent
+        rebased = []
+        for f in kept:
+            path = Path(f["path"])
+            if f is first:
+                path = Path(workflow_path)
+            elif path.is_relative_to(old):
+                path = new / path.relative_to(old)
+            rebased.append({**f, "path": str(path)})
+        record = {**record, "files": rebased}
     notes = []
     for f in file_changes(record):
+        if f["role"] == "workflow" and f["status"] == "changed" and first is not None and f["path"] != first["path"]:
+            machine = machine_of(f["path"])
+            if machine is not None and spec_hash(machine) == ran:
+                f = {**f, "status": "unchanged"}  # another file's text, the same machine: nothing this run ran changed
         diff = None
         if f["status"] == "changed" and f.get("text") is not None:
             lines = difflib.unified_diff(
@@ -150,8 +173,13 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
     segs = segments(stores, row.run_id, row.tick)
     latest = segs[-1] if segs else None
     record = stores.runs.machine_record(latest["spec_hash"]) if latest else None
-    failed = row.status == "error"
+    failed_at = failure(stores, row, record)
+    # A step that failed before it committed was a transition out of where the run rests: its destination failed.
+    shown, failed = row.state, row.status == "error"
+    if failed_at is not None and not failed_at["committed"]:
+        shown, failed = (failed_at["state"], True) if failed_at["state"] else (row.state, False)
     view: dict[str, Any] = {
+        "failure": failed_at,
         "run": run,
         "live": row.status in LIVE,
         "updated": row.updated,
@@ -166,7 +194,7 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
         "diagram": None,
         "diagram_problem": None,
         "diagram_source": "record" if record else None,
-        "files": _file_notes(record) if record else [],
+        "files": _file_notes(record, row.workflow_path, latest["spec_hash"] if latest else None) if record else [],
         "machines": segs,
         "timeline": timeline(stores, row.run_id, row),
         "learning": learning_view(row),
@@ -176,12 +204,12 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
     }
     current = machine_of(row.workflow_path)
     if record is not None:
-        view["diagram"] = _machine_view(stores, record, visited, row.state, failed)
+        view["diagram"] = _machine_view(stores, record, visited, shown, failed)
     elif current is not None:
         # Recorded before runs kept their machine: the file as it is now is all there is, and the page says so.
         from .diagram import highlighted_mermaid
 
-        view["diagram"] = highlighted_mermaid(current, visited, row.state, failed=failed)
+        view["diagram"] = highlighted_mermaid(current, visited, shown, failed=failed)
         view["diagram_source"] = "file"
     else:
         view["diagram_problem"] = (
@@ -207,45 +235,72 @@ def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, 
 
 def step_page(stores: Stores, run_id: str, tick: int) -> dict[str, Any]:
     """The run as it was once step `tick` was committed: its state and context, the actions of that step with what
-    each saw and returned, drawn with the machine that step ran under."""
+    each saw and returned, drawn with the machine that step ran under. A failed run's step that never committed (its
+    transition's actions failed) has a page too: the actions it ran, the failing one, and where the run rests."""
     row = stores.runs.get_run(run_id)
     steps = timeline(stores, row.run_id, row)
     ticks = [s["tick"] for s in steps]
-    if tick not in ticks:
+    segs = segments(stores, row.run_id, row.tick)
+    seg = machine_for_step(segs, tick)
+    record = stores.runs.machine_record(seg["spec_hash"]) if seg else None
+    failed_at = failure(stores, row, record)
+    uncommitted = failed_at is not None and not failed_at["committed"] and tick == failed_at["tick"]
+    if tick not in ticks and not uncommitted:
         raise StoreError(
             f"run {row.run_id} has no step {tick}; its steps are 0 to {ticks[-1] if ticks else 0}"
             if ticks
             else f"run {row.run_id} has no steps yet"
         )
-    belief = stores.runs.belief_at(row.run_id, tick)
-    step = steps[ticks.index(tick)]
-    segs = segments(stores, row.run_id, row.tick)
-    seg = machine_for_step(segs, tick)
-    record = stores.runs.machine_record(seg["spec_hash"]) if seg else None
-    last = tick == ticks[-1]
-    failed = last and row.status == "error"
-    diagram = _machine_view(stores, record, [t.state for t in belief.trajectory], step["state"], failed)
+    if uncommitted:
+        assert failed_at is not None
+        actions = failed_actions(stores, row.run_id, tick)
+        belief = stores.runs.belief_at(row.run_id, ticks[-1] if ticks else 0)
+        step = {
+            "tick": tick,
+            "state": failed_at["state"] or f"a state out of {row.state}",
+            "trigger": failed_at.get("trigger"),
+            "decided_by": None,
+            "at": actions[0]["started"] if actions else row.updated,
+            "duration_s": max(0.0, row.updated - (actions[0]["started"] if actions else row.updated)),
+        }
+        visited = [t.state for t in belief.trajectory]
+        shown, failed = (failed_at["state"], True) if failed_at["state"] else (row.state, False)
+        index = len(ticks)
+        last = True
+    else:
+        belief = stores.runs.belief_at(row.run_id, tick)
+        step = steps[ticks.index(tick)]
+        actions = [e.model_dump(mode="json") for e in belief.log if e.tick == tick]
+        visited = [t.state for t in belief.trajectory]
+        index = ticks.index(tick)
+        last = tick == ticks[-1] and not (failed_at is not None and not failed_at["committed"])
+        shown, failed = step["state"], last and row.status == "error"
+    diagram = _machine_view(stores, record, visited, shown, failed)
     diagram_source = "record" if record else None
     if diagram is None:
         current = machine_of(row.workflow_path)
         if current is not None:
             from .diagram import highlighted_mermaid
 
-            diagram = highlighted_mermaid(current, [t.state for t in belief.trajectory], step["state"], failed=failed)
+            diagram = highlighted_mermaid(current, visited, shown, failed=failed)
             diagram_source = "file"
-    index = ticks.index(tick)
+    after = ticks[index + 1] if index + 1 < len(ticks) else None
+    if after is None and not uncommitted and failed_at is not None and not failed_at["committed"]:
+        after = failed_at["tick"]  # the failed step follows the last committed one
     return {
         "run": {**run_summary(row), "workflow_path": row.workflow_path},
         "step": step,
         "previous": ticks[index - 1] if index > 0 else None,
-        "next": ticks[index + 1] if index + 1 < len(ticks) else None,
+        "next": after,
         "timeline": steps,
         "context": belief.context,
-        "actions": [e.model_dump(mode="json") for e in belief.log if e.tick == tick],
+        "actions": actions,
         "trajectory": [t.model_dump(mode="json") for t in belief.trajectory[-20:]],
         "diagram": diagram,
         "diagram_source": diagram_source,
         "machine": seg,
         "machines": segs,
         "last": last,
+        "failure": failed_at,
+        "uncommitted": uncommitted,
     }

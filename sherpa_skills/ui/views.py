@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..cli.review import candidate_summary
 from ..cli.runs import run_detail, run_summary
 from ..db.sql import json_text
 from ..errors import SherpaError, StoreError
@@ -237,6 +238,8 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
     store = stores.skills
     items: list[dict[str, Any]] = []
     candidates: list[dict[str, Any]] = []
+    others: list[dict[str, Any]] = []  # rejected or retired: not active (as `learn procedures` counts), not to review
+    every: list[dict[str, Any]] = []
     to_review: list[tuple[Any, dict[str, Any]]] = []
     saved_by_day: dict[str, dict[str, Any]] = {}
     for p in store.procedures(status=None):
@@ -248,9 +251,11 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
             total_executions=health.total_executions,
             recent=[e.outcome for e in reversed(executions)],
         )
-        (candidates if p.status == "candidate" else items).append(summary)
+        every.append(summary)
+        {"active": items, "candidate": candidates}.get(p.status, others).append(summary)
         if p.status == "candidate":
-            to_review.append((p, summary))
+            # What `learn candidates` shows a reviewer: the commands, what varies (with examples), where it was seen.
+            to_review.append((p, {**summary, "review": candidate_summary(p)}))
         for e in store.executions(p.id):
             if saved_something(p, e):
                 tokens, calls = savings(store, p, e)
@@ -260,7 +265,9 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
                 bucket["llm_calls_saved"] += calls
     return {
         "procedures": items,
-        "candidates": candidates,  # as `learn procedures --all` lists them (the API's order)
+        "candidates": candidates,
+        "others": others,
+        "all": every,  # as `learn procedures --all` lists them (the API's order)
         "review": candidate_groups(to_review),  # the queue a person works through: grouped, most supported first
         "stats": stats(store),
         "saved_by_day": [saved_by_day[d] for d in sorted(saved_by_day)],

@@ -116,7 +116,11 @@ class TestApiMatchesCli:
         row = html[html.index(f'data-task="{task}"') :].split("</tr>")[0]
         assert "critic-loop" in row and "Explain what a state machine is" in row and str(team["output"])[:40] in row
         page = client.get(f"/teams/{task}").text
-        assert "team critic-loop" in page and '<pre class="mermaid" id="diagram">' in page and "mermaid.min.js" in page
+        assert (
+            "team critic-loop" in page
+            and '<pre class="mermaid" id="diagram">' in page
+            and "mermaid.esm.min.mjs" in page
+        )
 
     def test_every_route_listed_answers(self, client: Any, made: dict[str, Any]) -> None:
         """Each route /api lists answers 200 once its placeholders are filled."""

@@ -316,11 +316,15 @@ def test_run_page_after_its_workflow_is_edited_then_deleted_steps_and_fork(page:
         page.fill(".fork-form textarea[name=inputs]", "customer=Ada")
         with page.expect_response(f"**/runs/{run_id}/fork") as answer:
             page.click(".fork-form button")
-        assert answer.value.status == 400 and "does not load" in answer.value.json()["error"]
+        assert answer.value.status == 400 and "does not load" in page.locator(".refusal").inner_text()
+        page.click("a.back")  # the refusal, in the page, with the way back
+        page.wait_for_url(f"**/runs/{run_id}/steps/2")
         shutil.copy(Path(__file__).resolve().parents[2] / "examples" / "support_triage" / "workflow.yaml", workflow)
         page.goto(f"{s.url}/runs/{run_id}/steps/2")
         page.fill(".fork-form textarea[name=inputs]", "customer=Ada")
         page.click(".fork-form button")
+        assert "customer=Ada" in page.locator(".fork-preview").inner_text()  # the plan first, as --dry-run says it
+        page.click(".fork-confirm button")
         page.wait_for_url("**/runs/*")
         assert run_id not in page.url
         page.wait_for_function("() => document.querySelector('#run').dataset.status === 'waiting'", timeout=30_000)

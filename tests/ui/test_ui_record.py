@@ -97,9 +97,15 @@ def test_fork_from_the_view_needs_allow_actions_and_the_token(tmp_path: Path) ->
         assert client.post(f"/runs/{run_id}/fork", data={"at": "2"}).status_code == 403  # no token
         bad = client.post(f"/runs/{run_id}/fork", data={"at": "9", "csrf": csrf})
         assert bad.status_code == 400 and "steps 0 to 5" in bad.json()["error"]
-        made = client.post(
-            f"/runs/{run_id}/fork", data={"at": "2", "csrf": csrf, "inputs": "customer=Ada"}, follow_redirects=False
+        fields = {"at": "2", "csrf": csrf, "inputs": "customer=Ada"}
+        runs = len(client.get("/api/runs").json())
+        # Unconfirmed, a fork is only its plan (as `fork --dry-run --json` prints it): nothing is made.
+        plan = client.post(f"/runs/{run_id}/fork", data=fields)
+        assert (
+            plan.status_code == 200 and plan.json()["dry_run"] is True and plan.json()["inputs"] == {"customer": "Ada"}
         )
+        assert len(client.get("/api/runs").json()) == runs
+        made = client.post(f"/runs/{run_id}/fork", data={**fields, "confirm": "yes"}, follow_redirects=False)
         assert made.status_code == 303
         fork_id = made.headers["location"].rsplit("/", 1)[1]
         deadline = time.monotonic() + 30
@@ -114,9 +120,9 @@ def test_fork_from_the_view_needs_allow_actions_and_the_token(tmp_path: Path) ->
 def test_pages_load_mermaid_only_where_a_diagram_is_drawn_and_unknown_paths_are_styled(tmp_path: Path) -> None:
     home, _, run_id = triage_home(tmp_path)
     with TestClient(create_app(home), base_url=LOCAL) as client:
-        assert "mermaid.min.js" not in client.get("/runs").text
-        assert "mermaid.min.js" in client.get(f"/runs/{run_id}").text
-        assert "max-age" in client.get("/static/vendor/mermaid.min.js").headers["cache-control"]
+        assert "mermaid.esm.min.mjs" not in client.get("/runs").text
+        assert "mermaid.esm.min.mjs" in client.get(f"/runs/{run_id}").text
+        assert "max-age" in client.get("/static/vendor/mermaid/mermaid.esm.min.mjs").headers["cache-control"]
         assert client.get("/static/style.css").headers["cache-control"] == "no-cache"
         missing = client.get("/no/such/page")
         assert missing.status_code == 404 and "<header>" in missing.text and "no page at /no/such/page" in missing.text
@@ -203,4 +209,4 @@ def test_a_team_task_recorded_before_teams_were_kept_still_reads(tmp_path: Path)
         assert listed["asked"]["payload"] == {"task": "Explain what a state machine is, in one sentence."}
         assert listed["answer"]["value"] is not None and listed["answer"]["run_id"].startswith("aggregator.")
         page = client.get(f"/teams/{listed['task']}").text
-        assert "team not recorded" in page and "mermaid.min.js" not in page and "No drawing" in page
+        assert "team not recorded" in page and "mermaid.esm.min.mjs" not in page and "No drawing" in page
