@@ -157,6 +157,19 @@ class RuleSpec(_Strict):
         return [value] if isinstance(value, (str, dict)) else value
 
 
+class LearnSpec(_Strict):
+    """`learn: {error_bound: δ}`: learn, with the decision memory answering only where its calibrated error holds δ
+    (the share of the workflow's decisions it may answer wrongly; skills/decide/head.py)."""
+
+    error_bound: float | None = Field(
+        default=None,
+        gt=0,
+        le=0.2,
+        description="the share of the workflow's decisions the decision memory may answer wrongly "
+        "(default: the decision memory's setting, 0.0025 — about 0.5 % wrong requests in a two-decision workflow)",
+    )
+
+
 class PolicySpec(_Strict):
     """Which policy picks transitions: rules, an LLM, or rules first and the LLM when no rule decides."""
 
@@ -169,7 +182,7 @@ class PolicySpec(_Strict):
         default=None, ge=1, description="show the LLM only this many transitions, the most relevant to the task"
     )
     task_key: str = Field(default="task", description="the context key holding the task text, for relevant_options")
-    learn: bool = Field(
+    learn: bool | LearnSpec = Field(
         default=False,
         description="replay the procedure a run's task matches (the LLM takes over where it "
         "diverges) and capture runs that succeed, in the home's skill store",

@@ -17,7 +17,10 @@ from sherpa_skills.skills.decide.examples import example_counts
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ticket_learning"
-TEXT = (EXAMPLE / "workflow.yaml").read_text()
+#: A loose bound (20 % of decisions): a handful of tickets calibrate it. The default bound needs hundreds of
+#: calibration points, and abstains until then (test_default_bound_abstains_until_calibrated).
+TEXT = (EXAMPLE / "workflow.yaml").read_text().replace("learn: true", "learn: {error_bound: 0.2}")
+DEFAULT_TEXT = (EXAMPLE / "workflow.yaml").read_text()
 
 # Our own wordings (not the shared dev set's): three kinds, each told differently every time. The example's stand-in
 # routes by the lower-case words "refund" and "crash", so each refund and crash says them so.
@@ -106,7 +109,9 @@ def test_an_exception_replays_the_exception_and_the_routine_the_routine(tmp_path
     second = ticket(wf, runs, "The kettle came dented, refund please", order="5002", disputed=True)
     assert second.state == "disputed"
     routine = ticket(wf, runs, "Please refund, the teapot arrived chipped", order="5003")
-    assert (routine.state, routine.llm_calls) == ("closed", 0)
+    # The routine's close is answered from the memory (the exception's value set it apart); its first decision is
+    # answered only where the calibrated score clears the bound's threshold.
+    assert routine.state == "closed" and routine.llm_calls <= 1 and routine.learning["memory_answered"] >= 1
 
 
 def test_a_changed_guard_simply_decides(tmp_path, runs):
