@@ -377,9 +377,7 @@ class LearningHook(RunHook):
                 log.warning("decision_memory_no_embedding", error=str(exc))
                 return None, None
 
-        self.recall = Recall(
-            learner.memory, workflow, self.task, one_word_inputs(self.task), vector, self.error_bound
-        )
+        self.recall = Recall(learner.memory, workflow, self.task, one_word_inputs(self.task), vector, self.error_bound)
         self.recall.asked = {int(k): v for k, v in asked.items()}
         self.recall.taken = {int(k): v for k, v in taken.items()}
         self._recall_saved = len(asked) + len(taken)

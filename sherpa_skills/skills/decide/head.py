@@ -69,9 +69,15 @@ class Head:
         sims = self.matrix @ q
         nearest = np.full(self.labels, -2.0)
         nearest[present] = np.maximum.reduceat(sims, self.starts[present])
-        evidence = np.where(nearest > -2.0, _CENTROID_WEIGHT * (self.centroids @ q) + (1 - _CENTROID_WEIGHT) * nearest, -2.0)
+        evidence = np.where(
+            nearest > -2.0, _CENTROID_WEIGHT * (self.centroids @ q) + (1 - _CENTROID_WEIGHT) * nearest, -2.0
+        )
         order = np.argpartition(-evidence, 1)[:2]
-        top, second = (int(order[0]), int(order[1])) if evidence[order[0]] >= evidence[order[1]] else (int(order[1]), int(order[0]))
+        top, second = (
+            (int(order[0]), int(order[1]))
+            if evidence[order[0]] >= evidence[order[1]]
+            else (int(order[1]), int(order[0]))
+        )
         start = int(self.starts[top])
         end = int(self.starts[top + 1]) if top + 1 < self.labels else len(self.codes)
         best = start + int(np.argmax(sims[start:end]))
@@ -80,32 +86,49 @@ class Head:
 
 @dataclass
 class Calibration:
-    """A workflow's calibration points by state: (score, wrong) pairs, and the thresholds they give at bound δ."""
+    """A workflow's calibration points in arrival order: (state, score, wrong), and the thresholds the most recent
+    `window`/δ of them give at bound δ (older points were scored by a head that knew less: not like today's tasks)."""
 
-    points: dict[str, list[tuple[float, bool]]] = field(default_factory=dict)
+    window: float = 1e9
+    order: list[tuple[str, float, bool]] = field(default_factory=list)
     _thresholds: dict[tuple[str | None, float], float | None] = field(default_factory=dict)
 
+    def points(self, delta: float) -> dict[str, list[tuple[float, bool]]]:
+        """The recent points by state (at bound `delta`)."""
+        out: dict[str, list[tuple[float, bool]]] = {}
+        for state, score, wrong in self.order[-self._size(delta) :]:
+            out.setdefault(state, []).append((score, wrong))
+        return out
+
     def add(self, state: str, score: float, wrong: bool) -> None:
-        self.points.setdefault(state, []).append((score, wrong))
+        self.order.append((state, score, wrong))
+        if len(self.order) > 100_000:
+            del self.order[:50_000]
         self._thresholds.clear()
 
-    def count(self, state: str | None = None) -> int:
-        return sum(len(v) for v in self.points.values()) if state is None else len(self.points.get(state, []))
+    def _size(self, delta: float) -> int:
+        return max(int(self.window / delta), 1)
 
-    def wrong(self, state: str | None = None) -> int:
-        chosen = self.points.values() if state is None else [self.points.get(state, [])]
-        return sum(1 for v in chosen for _, w in v if w)
+    def _recent(self, state: str | None, delta: float) -> list[tuple[float, bool]]:
+        recent = self.order[-self._size(delta) :]
+        return [(s, w) for st, s, w in recent if state is None or st == state]
+
+    def count(self, delta: float, state: str | None = None) -> int:
+        return len(self._recent(state, delta))
+
+    def wrong(self, delta: float, state: str | None = None) -> int:
+        return sum(1 for _, w in self._recent(state, delta) if w)
 
     def threshold(self, state: str, delta: float, own_points: int) -> tuple[float | None, str]:
         """The score from which `state` may answer at bound `delta`, and whose threshold it is ('state', 'pooled'),
         or (None, why not)."""
-        if self.count(state) >= own_points:
+        if self.count(delta, state) >= own_points:
             found = self._threshold(state, delta)
             if found is not None:
                 return found, "state"
         found = self._threshold(None, delta)
         if found is None:
-            n = self.count()
+            n = self.count(delta)
             need = int(1 / delta)
             why = (
                 f"uncalibrated: {n} calibration points in the workflow, the bound needs at least {need}"
@@ -115,11 +138,15 @@ class Calibration:
             return None, why
         return found, "pooled"
 
+    def risk(self, threshold: float, delta: float) -> float:
+        """The bound's estimate at `threshold`: (recent wrong points scoring at or above it + 1) / (points + 1)."""
+        recent = self._recent(None, delta)
+        return (sum(1 for s, w in recent if w and s >= threshold) + 1) / (len(recent) + 1)
+
     def _threshold(self, state: str | None, delta: float) -> float | None:
         key = (state, delta)
         if key not in self._thresholds:
-            chosen = list(self.points.values()) if state is None else [self.points.get(state, [])]
-            pairs = sorted((p for v in chosen for p in v), key=lambda p: -p[0])
+            pairs = sorted(self._recent(state, delta), key=lambda p: -p[0])
             n, wrong, best = len(pairs), 0, None
             # Scanning from the highest score down: the lowest τ whose wrong answers above it still hold the bound.
             for i, (score, is_wrong) in enumerate(pairs):

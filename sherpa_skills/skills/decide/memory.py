@@ -232,7 +232,7 @@ class DecisionMemory:
 
     def calibration(self, workflow: str) -> Calibration:
         """`workflow`'s calibration points, read from the store as they grow."""
-        calibration = self._calibration.setdefault(workflow, Calibration())
+        calibration = self._calibration.setdefault(workflow, Calibration(float(settings()["calibration_window"])))
         after_example, after_error = self._points_read.get(workflow, (0, 0))
         points, errors, cost = calibration_after(self.store, workflow, after_example, after_error)
         for state, score, wrong in points + errors:
@@ -356,7 +356,8 @@ class DecisionMemory:
             )
         seen = Answer(None, "", examples=size, guess=example.label, score=round(found.score, 4))
         delta = float(conf["error_bound"]) if bound is None else bound
-        threshold, whose = self._calibration.setdefault(workflow, Calibration()).threshold(state, delta, int(conf["state_points"]))
+        calibration = self._calibration.setdefault(workflow, Calibration(float(conf["calibration_window"])))
+        threshold, whose = calibration.threshold(state, delta, int(conf["state_points"]))
         if threshold is None:
             seen.why = f"'{state}': {whose}"
             return seen

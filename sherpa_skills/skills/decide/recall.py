@@ -154,9 +154,7 @@ class Recall:
             ):
                 decisions[position].args = dict(args)
 
-    def examples(
-        self, decisions: list[Any], task: str, run_id: str | None, tokens: int | None = None
-    ) -> list[Example]:
+    def examples(self, decisions: list[Any], task: str, run_id: str | None, tokens: int | None = None) -> list[Example]:
         """The run's LLM decisions where the memory abstained, as examples (`decisions` as captured)."""
         import numpy as np
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..store.database import ProcedureDatabase
-from .examples import answer_totals
+from .examples import answer_totals, calibration_after
 from .head import Calibration
 from .memory import settings
 
@@ -28,31 +28,20 @@ def state_summaries(
     ).fetchall()
     calibrations: dict[str, Calibration] = {}
     for name in {r[0] for r in rows}:
-        calibration = Calibration()
-        for state, score, hit in store.conn.execute(
-            "SELECT state, score, hit FROM decision_examples WHERE workflow = ? AND score IS NOT NULL"
-            " AND hit IS NOT NULL",
-            (name,),
-        ):
-            calibration.add(state, float(score), not hit)
-        for state, score in store.conn.execute(
-            "SELECT state, score FROM decision_errors WHERE workflow = ?", (name,)
-        ):
-            calibration.add(state, float(score), True)
+        calibration = Calibration(float(conf["calibration_window"]))
+        found, errors, _ = calibration_after(store, name)
+        for at, score, is_wrong in found + errors:
+            calibration.add(at, score, is_wrong)
         calibrations[name] = calibration
     out = []
     for name, state, examples, decisions in rows:
         calibration = calibrations[name]
-        points, wrong = calibration.count(state), calibration.wrong(state)
+        points, wrong = calibration.count(delta, state), calibration.wrong(delta, state)
         threshold, whose = calibration.threshold(state, delta, int(conf["state_points"]))
-        answered = [w for s, w in calibration.points.get(state, []) if threshold is not None and s >= threshold]
+        mine = calibration.points(delta).get(state, [])
+        answered = [w for s, w in mine if threshold is not None and s >= threshold]
         coverage = len(answered) / points if points else 0.0
-        pooled_n = calibration.count()
-        risk = (
-            (sum(1 for v in calibration.points.values() for s, w in v if w and s >= threshold) + 1) / (pooled_n + 1)
-            if threshold is not None
-            else None
-        )
+        risk = calibration.risk(threshold, delta) if threshold is not None else None
         if decisions < 2:
             why = "too few: one decision was ever taken here (the 'same for every kind' rule may still answer)"
         elif examples < int(conf["least_neighbours"]):
