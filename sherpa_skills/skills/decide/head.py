@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+#: The fewest recent points a threshold is computed on, whatever the bound (a loose bound's window would be short).
+_LEAST_WINDOW = 200
 #: The evidence a decision's centroid gives, against its nearest example's.
 _CENTROID_WEIGHT = 0.5
 
@@ -107,7 +109,7 @@ class Calibration:
         self._thresholds.clear()
 
     def _size(self, delta: float) -> int:
-        return max(int(self.window / delta), 1)
+        return max(int(self.window / delta), _LEAST_WINDOW)
 
     def _recent(self, state: str | None, delta: float) -> list[tuple[float, bool]]:
         recent = self.order[-self._size(delta) :]

@@ -66,10 +66,21 @@ class StateMemory:
     _labels: Any = None
     _varied: set[str] = field(default_factory=set)
     _groups: dict[tuple[Any, ...], Group] | None = None
+    _head: Head | None = None
+
+    def head(self, dim: int) -> Head:
+        """The state's head over every example (built once per change of examples)."""
+        import numpy as np
+
+        if self._head is None:
+            codes: dict[str, int] = {}
+            labels = np.asarray([codes.setdefault(e.label, len(codes)) for e in self.examples])
+            self._head = Head.build(self.matrix(dim), labels)
+        return self._head
 
     def add(self, example: Example) -> None:
         self.examples.append(example)
-        self._matrix = self._groups = self._labels = None
+        self._matrix = self._groups = self._labels = self._head = None
 
     def bound(self, kept: int) -> None:
         """Keep the newest `kept` examples of each decision: the memory's cost stays flat as examples pile up, and
@@ -83,7 +94,7 @@ class StateMemory:
                 counts[e.label] = n + 1
         if len(keep) != len(self.examples):
             self.examples = keep[::-1]
-            self._matrix = self._groups = self._labels = None
+            self._matrix = self._groups = self._labels = self._head = None
 
     def matrix(self, dim: int) -> Any:
         import numpy as np
@@ -209,12 +220,6 @@ class Group:
     codes: Any
     labels: set[str]
     paths: set[str]
-    _head: Head | None = None
-
-    def head(self) -> Head:
-        if self._head is None:
-            self._head = Head.build(self.matrix, self.codes)
-        return self._head
 
 
 class DecisionMemory:
@@ -256,7 +261,7 @@ class DecisionMemory:
             kept = [e for e in memory.examples if e.id not in gone]
             if len(kept) != len(memory.examples):
                 memory.examples = kept
-                memory._matrix = memory._groups = memory._labels = None
+                memory._matrix = memory._groups = memory._labels = memory._head = None
         return delete_examples(self.store, workflow, ids)
 
     def forget_state(self, workflow: str, state: str) -> int:
@@ -341,13 +346,15 @@ class DecisionMemory:
         q = q / (np.linalg.norm(q) or 1)
         if group.matrix.shape[1] != q.shape[0]:
             return Answer(None, "the examples were embedded otherwise", examples=size)
-        found = group.head().guess(q)
+        # Meaning decides among every decision taken at the state; the values then say which of them may be taken.
+        head = memory.head(_DIM)
+        found = head.guess(q)
         if found is None:
-            only = memory.examples[group.rows[0]].trigger
+            only = memory.examples[0].trigger
             return Answer(
-                None, f"only '{only}' was ever decided in '{state}' here: nothing shows where it ends", examples=size
+                None, f"only '{only}' was ever decided in '{state}': nothing shows where it ends", examples=size
             )
-        example = memory.examples[group.rows[found.row]]
+        example = memory.examples[found.row]
         if found.nearest < float(conf["far_floor"]):
             return Answer(
                 None,
@@ -355,6 +362,10 @@ class DecisionMemory:
                 examples=size,
             )
         seen = Answer(None, "", examples=size, guess=example.label, score=round(found.score, 4))
+        if example.label not in group.labels:
+            shown = ", ".join(f"{k}={features.get(k)!r}" for k in memory.separating)
+            seen.why = f"meaning says '{example.trigger}' in '{state}', never decided there with {shown}"
+            return seen
         delta = float(conf["error_bound"]) if bound is None else bound
         calibration = self._calibration.setdefault(workflow, Calibration(float(conf["calibration_window"])))
         threshold, whose = calibration.threshold(state, delta, int(conf["state_points"]))
@@ -367,12 +378,11 @@ class DecisionMemory:
                 f"{threshold:.3f} that holds δ={delta:g}"
             )
             return seen
-        head = group.head()
         top = head.codes == found.code
         sims = head.matrix[top] @ q
         nearest = head.rows[top][np.argsort(-sims)[: int(conf["neighbours"])]]
         seen.example, seen.rule, seen.confidence = example, "calibrated head", round(found.score - threshold, 3)
-        seen.teachers = [memory.examples[group.rows[int(r)]].id for r in nearest]
+        seen.teachers = [memory.examples[int(r)].id for r in nearest]
         seen.why = (
             f"'{example.trigger}' scores {found.score:.3f} in '{state}', at or above the {whose} threshold "
             f"{threshold:.3f} that holds δ={delta:g}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -197,7 +198,8 @@ def test_learn_decisions_states_reports_coverage_and_why(store, tmp_path, capsys
 @pytest.mark.parametrize("bound", ["0", "-0.1", "0.5", "'a lot'"])
 def test_an_out_of_range_error_bound_is_refused_naming_the_field(bound):
     text = (ROOT / "examples" / "ticket_learning" / "workflow.yaml").read_text()
-    text = text.replace("learn: true", f"learn: {{error_bound: {bound}}}")
+    text = re.sub(r"learn: \{error_bound: [0-9.]+\}", f"learn: {{error_bound: {bound}}}", text)
+    assert f"error_bound: {bound}" in text
     with pytest.raises(SherpaError) as caught:
         load_workflow_text(text, base_dir=ROOT / "examples" / "ticket_learning")
     assert "error_bound" in str(caught.value)
