@@ -409,6 +409,55 @@ HEADER = [
 ]
 
 
+def memory_cost(labels: int = 150, per_label: int = 20, reps: int = 300) -> dict[str, float]:
+    """The head's cost at one state with `labels` × `per_label` examples, each a calibration point: ms a fresh
+    memory takes to read the store and answer its first ask (in this process: a CLI run pays it once), and the median
+    ms of one ask after (its embedding made beforehand)."""
+    import numpy as np
+
+    from sherpa_skills.skills.decide.examples import Example, add_examples
+    from sherpa_skills.skills.decide.memory import DecisionMemory
+    from sherpa_skills.skills.store.database import ProcedureDatabase
+
+    rng = np.random.default_rng(36)
+    centres = rng.normal(size=(labels, 384)).astype(np.float32)
+    features = {"options": "many"}
+    with tempfile.TemporaryDirectory(prefix="sherpa-head-cost-") as tmp:
+        store = ProcedureDatabase(Path(tmp) / "skills.db")
+        add_examples(
+            store,
+            [
+                Example(
+                    workflow="w",
+                    state="pick",
+                    trigger=f"t{i % labels}",
+                    args={},
+                    features=features,
+                    path="",
+                    task=f"task {i}",
+                    vector=(centres[i % labels] + rng.normal(scale=0.5, size=384).astype(np.float32)).tobytes(),
+                    score=1.0,
+                    hit=True,
+                )
+                for i in range(labels * per_label)
+            ],
+        )
+        query = centres[3] + rng.normal(scale=0.5, size=384).astype(np.float32)
+        started = time.perf_counter()
+        memory = DecisionMemory(store)
+        memory.refresh("w")
+        first = memory.answer("w", "pick", lambda: query, features, "")
+        cold = (time.perf_counter() - started) * 1000
+        times = []
+        for _ in range(reps):
+            started = time.perf_counter()
+            memory.answer("w", "pick", lambda: query, features, "")
+            times.append((time.perf_counter() - started) * 1000)
+        store.close()
+    assert first.guess is not None, first.why
+    return {"cold_ms": cold, "ask_ms": median(times), "examples": labels * per_label}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--per-intent", type=int, default=10)
@@ -418,10 +467,15 @@ def main() -> None:
     parser.add_argument("--error-bound", type=float, help="the workflow's learn: {error_bound: ...}")
     parser.add_argument("--label", help="write the figures as this row of the RESULTS.md section")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--cost", action="store_true", help="only the head's cost (150 decisions × 20 examples)")
     args = parser.parse_args()
     from sherpa_skills.logs import configure
 
     configure(level="error")
+    if args.cost:
+        cost = memory_cost()
+        print(json.dumps({k: round(v, 2) for k, v in cost.items()}))
+        return
     per_intent = 4 if args.quick else args.per_intent
     items = load_stream(per_intent, args.seed)
     started = time.perf_counter()

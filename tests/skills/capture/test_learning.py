@@ -127,9 +127,7 @@ class TestYamlWorkflowThroughTheCli:
         path.write_text((EXAMPLE / "workflow.yaml").read_text().replace("type: chain ", "type: rule  "))
         assert main(["validate", str(path)]) == 2
         out = capsys.readouterr().out
-        line = next(
-            i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith("learn: ")
-        )
+        line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith("learn: "))
         assert f"rules_only.yaml:{line}: policy 'learn: true' needs an LLM to hand over to" in out
         assert main(["validate", WORKFLOW]) == 0
 

@@ -62,10 +62,7 @@ def teach(store: ProcedureDatabase, workflow: str = "w", state: str = "s", point
     """Examples of two well-separated decisions, each a calibration point the head got right (but `wrong` of them)."""
     add_examples(
         store,
-        [
-            example(workflow, state, "ab"[i % 2], score=0.5 + (i % 7) / 100, hit=i >= wrong)
-            for i in range(points)
-        ],
+        [example(workflow, state, "ab"[i % 2], score=0.5 + (i % 7) / 100, hit=i >= wrong) for i in range(points)],
     )
 
 
