@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 PATH_SEP = "/"
@@ -182,7 +182,11 @@ class PolicySpec(_Strict):
         default=None, ge=1, description="show the LLM only this many transitions, the most relevant to the task"
     )
     task_key: str = Field(default="task", description="the context key holding the task text, for relevant_options")
-    learn: bool | LearnSpec = Field(
+    # A mapping is the settings, anything else the flag: a wrong bound is told as that, never as "not a boolean" too.
+    learn: Annotated[
+        Annotated[bool, Tag("flag")] | Annotated[LearnSpec, Tag("settings")],
+        Discriminator(lambda v: "settings" if isinstance(v, (dict, LearnSpec)) else "flag"),
+    ] = Field(
         default=False,
         description="replay the procedure a run's task matches (the LLM takes over where it "
         "diverges) and capture runs that succeed, in the home's skill store",
