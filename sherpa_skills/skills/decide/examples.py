@@ -34,10 +34,15 @@ class Example:
     tokens: int | None = None
     created: float = field(default_factory=time.time)
 
+    #: `label`, made once (a memory reading thousands of examples asks it of each several times).
+    _label: str | None = field(default=None, repr=False, compare=False)
+
     @property
     def label(self) -> str:
         """What was decided, as one comparable value: the trigger and its (parametrised) arguments."""
-        return self.trigger + " " + json.dumps(self.args, sort_keys=True, default=str)
+        if self._label is None:
+            self._label = self.trigger + " " + json.dumps(self.args, sort_keys=True, default=str)
+        return self._label
 
 
 def _dump(value: Any) -> str:
