@@ -449,8 +449,18 @@ def _reject(args: argparse.Namespace, skills: Any, console: Any) -> int:
 
 def cmd_decisions(args: argparse.Namespace) -> int:
     from ..skills.decide.examples import example_counts
+    from ..skills.decide.summary import state_summaries
 
     store = _stores(args)[0]
+    if args.forget is not None:
+        return _forget_state(args, store)
+    if args.states:
+        summaries = state_summaries(store, args.workflow, args.error_bound)
+        if args.json:
+            _print_json(summaries)
+            return EXIT_OK
+        _show_states(summaries)
+        return EXIT_OK
     rows = example_counts(store, args.workflow)
     if args.json:
         _print_json(rows)
@@ -466,6 +476,41 @@ def cmd_decisions(args: argparse.Namespace) -> int:
     for r in rows:
         table.add_row(r["workflow"], r["state"], r["trigger"], str(r["examples"]), _when(r["last"]))
     print_table(_console(), table)
+    _show_states(state_summaries(store, args.workflow, args.error_bound))
+    return EXIT_OK
+
+
+def _show_states(summaries: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    table = Table(
+        "workflow", "state", "examples", "calibrated coverage", "bound", "held", "why it abstains", title="by state"
+    )
+    for r in summaries:
+        table.add_row(
+            r["workflow"],
+            r["state"],
+            str(r["examples"]),
+            f"{100 * r['coverage']:.0f} %",
+            f"{r['bound']:g}",
+            "yes" if r["bound_held"] else "no",
+            r["abstains"],
+        )
+    print_table(_console(), table)
+
+
+def _forget_state(args: argparse.Namespace, store: Any) -> int:
+    """`learn decisions WORKFLOW --forget STATE`: every example of the state, after the workflow changed there."""
+    from ..errors import UsageError
+    from ..skills.decide.memory import DecisionMemory
+
+    if not args.workflow:
+        raise UsageError("learn decisions --forget STATE needs the WORKFLOW whose state it is")
+    gone = DecisionMemory(store).forget_state(args.workflow, args.forget)
+    if args.json:
+        _print_json({"workflow": args.workflow, "state": args.forget, "forgotten": gone})
+    else:
+        _console().print(f"forgot {gone} example(s) of '{args.forget}' in {args.workflow}")
     return EXIT_OK
 
 
@@ -763,8 +808,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     console.print(
         "div.: replays that diverged; tokens, calls: tokens and LLM calls saved; LLM: calls made", soft_wrap=False
     )
+    memory = data["decision_memory"]
+    if memory["per_workflow"]:
+        table = compact_table("workflow", "runs", "answered", "tokens (est.)", title="decision memory")
+        for r in memory["per_workflow"]:
+            table.add_row(Folded(r["workflow"]), str(r["runs"]), str(r["llm_calls_saved"]), str(r["tokens_saved"]))
+        print_table(console, table)
     console.print(
         f"total: {data['replays']} replays, {data['tokens_saved']} tokens and {data['llm_calls_saved']} LLM calls saved"
+        + (
+            f" ({memory['llm_calls_saved']} calls and {memory['tokens_saved']} tokens by the decision memory)"
+            if memory["llm_calls_saved"]
+            else ""
+        )
     )
     return EXIT_OK
 
@@ -1019,6 +1075,16 @@ def cmd_import(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- parser
 
 
+def _bound(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--error-bound must be a number, not {text!r}") from None
+    if not 0 < value <= 0.2:
+        raise argparse.ArgumentTypeError(f"--error-bound must be in (0, 0.2], not {value:g}")
+    return value
+
+
 def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     learn = sub.add_parser(
         "learn",
@@ -1105,6 +1171,13 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
     p = add("decisions", cmd_decisions, "the decision memory: how many decisions each workflow's LLM took, by state")
     p.add_argument("workflow", nargs="?", metavar="WORKFLOW")
+    p.add_argument(
+        "--states",
+        action="store_true",
+        help="per state: examples, calibrated coverage, whether the bound holds, why it abstains",
+    )
+    p.add_argument("--error-bound", type=_bound, metavar="DELTA", help="the bound to report at (default: settings')")
+    p.add_argument("--forget", metavar="STATE", help="forget every example of STATE (after the workflow changed)")
     p.add_argument("--json", action="store_true")
 
     p = add("aliases", cmd_aliases, "confirmed wordings (aliases) and rejected ones, of every procedure or one")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 PATH_SEP = "/"
@@ -157,6 +157,19 @@ class RuleSpec(_Strict):
         return [value] if isinstance(value, (str, dict)) else value
 
 
+class LearnSpec(_Strict):
+    """`learn: {error_bound: δ}`: learn, with the decision memory answering only where its calibrated error holds δ
+    (the share of the workflow's decisions it may answer wrongly; skills/decide/head.py)."""
+
+    error_bound: float | None = Field(
+        default=None,
+        gt=0,
+        le=0.2,
+        description="the share of the workflow's decisions the decision memory may answer wrongly "
+        "(default: the decision memory's setting, 0.0025 — about 0.5 % wrong requests in a two-decision workflow)",
+    )
+
+
 class PolicySpec(_Strict):
     """Which policy picks transitions: rules, an LLM, or rules first and the LLM when no rule decides."""
 
@@ -169,7 +182,11 @@ class PolicySpec(_Strict):
         default=None, ge=1, description="show the LLM only this many transitions, the most relevant to the task"
     )
     task_key: str = Field(default="task", description="the context key holding the task text, for relevant_options")
-    learn: bool = Field(
+    # A mapping is the settings, anything else the flag: a wrong bound is told as that, never as "not a boolean" too.
+    learn: Annotated[
+        Annotated[bool, Tag("flag")] | Annotated[LearnSpec, Tag("settings")],
+        Discriminator(lambda v: "settings" if isinstance(v, (dict, LearnSpec)) else "flag"),
+    ] = Field(
         default=False,
         description="replay the procedure a run's task matches (the LLM takes over where it "
         "diverges) and capture runs that succeed, in the home's skill store",

@@ -93,7 +93,7 @@ class Workflow:
         """The hooks the workflow's makers give this agent; a learning asked for and not made is refused, not
         silently dropped."""
         if learn is None:
-            learn = self.spec.policy.learn
+            learn = bool(self.spec.policy.learn)
         store = kwargs.get("store")
         home = kwargs.get("home") or (store.path.parent if store is not None and hasattr(store, "path") else None)
         request = HookRequest(self, learn, store, Path(home) if home is not None else None)

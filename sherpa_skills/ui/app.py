@@ -278,6 +278,9 @@ def create_app(
     async def procedures(request: Request) -> dict[str, Any]:
         return await ui.read(views.procedures_page)
 
+    async def api_decisions(request: Request) -> dict[str, Any]:
+        return await ui.read(views.decisions_page)
+
     async def procedure(request: Request) -> dict[str, Any]:
         version = _int(request, "version", 0, 0, 1_000_000) or None
         return await ui.read(views.procedure_page, request.path_params["procedure_id"], version)
@@ -338,6 +341,7 @@ def create_app(
                 "/api/runs/{run_id}/steps/{tick}",
                 "/api/procedures",
                 "/api/procedures/{id}",
+                "/api/decisions",
                 "/api/stats",
                 "/api/health",
                 "/api/heartbeat",
@@ -379,6 +383,7 @@ def create_app(
         Route("/api/runs/{run_id}/provenance", api(api_provenance)),
         Route("/api/runs/{run_id}/steps/{tick}", api(step)),
         Route("/api/procedures", api(api_procedures)),
+        Route("/api/decisions", api(api_decisions)),
         Route("/api/procedures/{procedure_id}", api(api_procedure)),
         Route("/api/stats", api(api_stats)),
         Route("/api/health", api(api_health)),

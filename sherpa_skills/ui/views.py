@@ -274,6 +274,15 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
     }
 
 
+def decisions_page(stores: Stores) -> dict[str, Any]:
+    """The decision memory per workflow and state (examples, calibrated coverage, the bound held, why it abstains)
+    and what its answers saved: the data of a decision-memory page (served as /api/decisions)."""
+    from ..skills.decide.summary import memory_savings, state_summaries
+
+    store = stores.skills
+    return {"states": state_summaries(store), "saved": memory_savings(store)}
+
+
 def procedure_page(stores: Stores, procedure_id: str, version: int | None = None) -> dict[str, Any]:
     """One procedure: the `learn show --json` data, every version's steps and what changed between them,
     its executions."""

@@ -66,6 +66,12 @@ class TestApiMatchesCli:
         assert client.get("/api/stats").json() == cli("learn", "stats", "--home", h)
         assert client.get("/api/health").json() == cli("learn", "health", "--home", h)
 
+    def test_decisions_is_learn_decisions_states(self, client: Any, made: dict[str, Any]) -> None:
+        """/api/decisions is the decision memory per state (`learn decisions --states`) and what its answers saved."""
+        data = client.get("/api/decisions").json()
+        assert data["states"] == cli("learn", "decisions", "--states", "--home", _home(made))
+        assert data["saved"] == cli("learn", "stats", "--home", _home(made))["decision_memory"]
+
     def test_procedure_is_learn_show(self, client: Any, made: dict[str, Any]) -> None:
         pid = made["loop"]["procedures"][0]["id"]
         assert client.get(f"/api/procedures/{pid}").json() == cli("learn", "show", pid, "--home", _home(made))

@@ -12,7 +12,7 @@ import structlog
 from ...engine.hooks import HookRequest, RunHook
 from ...errors import SherpaError, UsageError
 from ...policy.base import Decision, DecisionContext
-from ..decide.examples import add_examples
+from ..decide.examples import add_examples, record_answers
 from ..decide.features import meaning_text
 from ..decide.memory import DecisionMemory
 from ..decide.recall import Recall
@@ -100,7 +100,12 @@ def learner_for(request: HookRequest) -> Learner | None:
 def learning_hook(request: HookRequest) -> LearningHook | None:
     """The hook maker `sherpa_skills.load_workflow` gives every workflow: a learning hook when the agent learns."""
     learner = learner_for(request)
-    return learner.hook() if learner is not None else None
+    if learner is None:
+        return None
+    hook = learner.hook()
+    learn = request.workflow.spec.policy.learn
+    hook.error_bound = getattr(learn, "error_bound", None)
+    return hook
 
 
 def _checks(decisions: list[Any]) -> list[Any]:
@@ -173,6 +178,8 @@ class LearningHook(RunHook):
         self._recall_saved = 0
         self._kept_divergence: dict[str, Any] | None = None
         self._unusable: dict[str, int] = {}
+        #: The workflow's `learn: {error_bound: δ}` (None: the decision memory's default).
+        self.error_bound: float | None = None
 
     # ------------------------------------------------------------------ the run's hooks
 
@@ -337,6 +344,17 @@ class LearningHook(RunHook):
                 )
             result.diverged_at = self.replay.divergence
         result.tokens_saved, result.llm_calls_saved = self._saved(result)
+        recall = self.recall
+        if recall is not None and result.status == "error" and recall.answers:
+            # The run failed after the memory answered: those answers are contradicted, what taught them forgotten.
+            recall.contradict_answers(f"the run failed after the memory answered: {result.error or 'error'}")
+        if recall is not None and recall.answered and result.status == "final":
+            # The memory's answers saved what the same decisions cost when the model took them.
+            memory, workflow = self.learner.memory, agent.machine.name
+            tokens = recall.answered * memory.decision_tokens(workflow)
+            result.tokens_saved = (result.tokens_saved or 0) + tokens
+            result.llm_calls_saved = (result.llm_calls_saved or 0) + recall.answered
+            record_answers(self.learner.store, workflow, agent.run_id, recall.answered, tokens)
         report: dict[str, Any] = {}
         if result.status in ("final", "error"):
             report = self._learn(agent, result) or {}
@@ -359,7 +377,7 @@ class LearningHook(RunHook):
                 log.warning("decision_memory_no_embedding", error=str(exc))
                 return None, None
 
-        self.recall = Recall(learner.memory, workflow, self.task, one_word_inputs(self.task), vector)
+        self.recall = Recall(learner.memory, workflow, self.task, one_word_inputs(self.task), vector, self.error_bound)
         self.recall.asked = {int(k): v for k, v in asked.items()}
         self.recall.taken = {int(k): v for k, v in taken.items()}
         self._recall_saved = len(asked) + len(taken)
@@ -434,7 +452,9 @@ class LearningHook(RunHook):
             return {}  # failed, or nothing a policy decided: nothing to learn
         learned: dict[str, Any] = {}
         if self.recall is not None:
-            examples = self.recall.examples(decisions, meaning_text(self.task), agent.run_id)
+            calls = result.counters["llm_calls"]
+            tokens = round(result.counters["tokens"] / calls) if calls else None
+            examples = self.recall.examples(decisions, meaning_text(self.task), agent.run_id, tokens)
             add_examples(store, examples)
             learned["examples_saved"] = len(examples)
         if proc is not None and replay is not None and replay.divergence is None:

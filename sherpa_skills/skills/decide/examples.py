@@ -27,12 +27,22 @@ class Example:
     embedder: str | None = None
     run_id: str | None = None
     id: int = 0
+    #: The memory's head score when it abstained here and whether its guess was this decision: a calibration point.
+    score: float | None = None
+    hit: bool | None = None
+    #: Tokens the model's decision cost (the run's tokens per LLM call): what an answer here is estimated to save.
+    tokens: int | None = None
     created: float = field(default_factory=time.time)
+
+    #: `label`, made once (a memory reading thousands of examples asks it of each several times).
+    _label: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def label(self) -> str:
         """What was decided, as one comparable value: the trigger and its (parametrised) arguments."""
-        return self.trigger + " " + json.dumps(self.args, sort_keys=True, default=str)
+        if self._label is None:
+            self._label = self.trigger + " " + json.dumps(self.args, sort_keys=True, default=str)
+        return self._label
 
 
 def _dump(value: Any) -> str:
@@ -47,7 +57,7 @@ def add_examples(store: ProcedureDatabase, examples: list[Example]) -> None:
     with store._write():
         store.conn.executemany(
             "INSERT INTO decision_examples (workflow, state, trigger, args, features, path, task, vector, embedder,"
-            " run_id, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " run_id, created, score, hit, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     e.workflow,
@@ -61,6 +71,9 @@ def add_examples(store: ProcedureDatabase, examples: list[Example]) -> None:
                     e.embedder,
                     e.run_id,
                     e.created,
+                    e.score,
+                    None if e.hit is None else int(e.hit),
+                    e.tokens,
                 )
                 for e in examples
             ],
@@ -104,3 +117,76 @@ def example_counts(store: ProcedureDatabase, workflow: str | None = None) -> lis
         params,
     ).fetchall()
     return [{"workflow": r[0], "state": r[1], "trigger": r[2], "examples": r[3], "last": r[4]} for r in rows]
+
+
+def calibration_after(
+    store: ProcedureDatabase, workflow: str, after_example: int = 0, after_error: int = 0
+) -> tuple[list[tuple[str, float, bool]], list[tuple[str, float, bool]], dict[str, Any]]:
+    """`workflow`'s calibration points newer than the ids given: (state, score, wrong) of the examples the head
+    guessed for, and of the answers later contradicted (always wrong); with the ids read and the model's cost."""
+    rows = store.conn.execute(
+        "SELECT id, state, score, hit, tokens FROM decision_examples WHERE workflow = ? AND id > ? ORDER BY id",
+        (workflow, after_example),
+    ).fetchall()
+    errors = store.conn.execute(
+        "SELECT id, state, score FROM decision_errors WHERE workflow = ? AND id > ? ORDER BY id",
+        (workflow, after_error),
+    ).fetchall()
+    points = [(r[1], float(r[2]), not r[3]) for r in rows if r[2] is not None and r[3] is not None]
+    costs = [int(r[4]) for r in rows if r[4] is not None]
+    return (
+        points,
+        [(r[1], float(r[2]), True) for r in errors],
+        {
+            "example_ids": [r[0] for r in rows],
+            "error_ids": [r[0] for r in errors],
+            "tokens": sum(costs),
+            "decisions": len(costs),
+        },
+    )
+
+
+def add_error(store: ProcedureDatabase, workflow: str, state: str, score: float, why: str) -> None:
+    """An answer of the memory later contradicted: a wrong calibration point of `state`."""
+    with store._write():
+        store.conn.execute(
+            "INSERT INTO decision_errors (workflow, state, score, why, created) VALUES (?, ?, ?, ?, ?)",
+            (workflow, state, score, why[:500], time.time()),
+        )
+
+
+def delete_examples(store: ProcedureDatabase, workflow: str, ids: list[int], state: str | None = None) -> int:
+    """Delete `workflow`'s examples `ids` (and, with `state`, every one of that state): how many went."""
+    with store._write():
+        gone = 0
+        if ids:
+            marks = ",".join("?" * len(ids))
+            gone += store.conn.execute(
+                f"DELETE FROM decision_examples WHERE workflow = ? AND id IN ({marks})", (workflow, *ids)
+            ).rowcount
+        if state is not None:
+            gone += store.conn.execute(
+                "DELETE FROM decision_examples WHERE workflow = ? AND state = ?", (workflow, state)
+            ).rowcount
+            store.conn.execute("DELETE FROM decision_errors WHERE workflow = ? AND state = ?", (workflow, state))
+    return gone
+
+
+def record_answers(store: ProcedureDatabase, workflow: str, run_id: str | None, answered: int, tokens: int) -> None:
+    """A run's decisions the memory answered and the tokens they are estimated to have saved (`learn stats`)."""
+    with store._write():
+        store.conn.execute(
+            "INSERT INTO decision_answers (workflow, run_id, answered, tokens_saved, created) VALUES (?, ?, ?, ?, ?)",
+            (workflow, run_id, answered, tokens, time.time()),
+        )
+
+
+def answer_totals(store: ProcedureDatabase, workflow: str | None = None) -> list[dict[str, Any]]:
+    """Per workflow: runs the memory answered in, decisions answered, tokens estimated saved."""
+    where, params = ("WHERE workflow = ?", (workflow,)) if workflow else ("", ())
+    rows = store.conn.execute(
+        f"SELECT workflow, COUNT(*), SUM(answered), SUM(tokens_saved) FROM decision_answers {where}"
+        " GROUP BY workflow ORDER BY workflow",
+        params,
+    ).fetchall()
+    return [{"workflow": r[0], "runs": r[1], "llm_calls_saved": r[2], "tokens_saved": r[3]} for r in rows]

