@@ -12,7 +12,8 @@ from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
 def test_m008_comes_after_the_promotions_and_before_the_decision_memory() -> None:
     names = [m.__name__ for m in MIGRATIONS]
-    assert names[-4:-1] == ["m007_promotions", "m008_aliases", "m009_decision_examples"]
+    at = names.index("m008_aliases")
+    assert names[at - 1 : at + 2] == ["m007_promotions", "m008_aliases", "m009_decision_examples"]
 
 
 def test_one_answer_per_pair_and_the_newer_wins(procedure_db: ProcedureDatabase) -> None:
