@@ -151,7 +151,7 @@ def pick(store: SessionStore, session_ref: str, spec: str | None) -> Picked:
 
 def _literal(command: str) -> str:
     """A command kept as run: its own braces (`docker --format '{{.Name}}'`) never read as parameters."""
-    return "{% raw %}" + command + "{% endraw %}" if re.search(r"\{\{|\{%|\{#", command) else command
+    return "{% raw %}" + command + "{% endraw %}" if any(m in command for m in ("{{", "{%", "{#")) else command
 
 
 def _propose(store: SessionStore, chosen: list[SessionCommand], picked: Picked) -> list[str]:
