@@ -742,7 +742,9 @@ def _failures_for_task(args: argparse.Namespace, store: Any, home: Path) -> int:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     store, _, _ = _stores(args)
-    data = stats(store)
+    from ..skills.decide.summary import with_memory_savings
+
+    data = with_memory_savings(store, stats(store))
     if args.json:
         _print_json(data)
         return EXIT_OK

@@ -18,6 +18,7 @@ from ..cli.review import candidate_summary
 from ..cli.runs import run_detail, run_summary
 from ..db.sql import json_text
 from ..errors import SherpaError, StoreError
+from ..skills.decide.summary import with_memory_savings
 from ..skills.store.stats import procedure_detail, procedure_summary, saved_something, savings, stats
 from .review import candidate_groups
 
@@ -269,7 +270,7 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
         "others": others,
         "all": every,  # as `learn procedures --all` lists them (the API's order)
         "review": candidate_groups(to_review),  # the queue a person works through: grouped, most supported first
-        "stats": stats(store),
+        "stats": with_memory_savings(store, stats(store)),
         "saved_by_day": [saved_by_day[d] for d in sorted(saved_by_day)],
     }
 

@@ -82,3 +82,15 @@ def memory_savings(store: ProcedureDatabase, workflow: str | None = None) -> dic
         "llm_calls_saved": sum(r["llm_calls_saved"] or 0 for r in per),
         "tokens_saved": sum(r["tokens_saved"] or 0 for r in per),
     }
+
+
+def with_memory_savings(store: ProcedureDatabase, totals: dict[str, Any]) -> dict[str, Any]:
+    """What replays saved (`store.stats.stats`) and what the decision memory's answers saved — what the same
+    decisions cost when the model took them — counted in the totals, under `decision_memory` by workflow."""
+    memory = memory_savings(store)
+    return {
+        **totals,
+        "tokens_saved": totals["tokens_saved"] + memory["tokens_saved"],
+        "llm_calls_saved": totals["llm_calls_saved"] + memory["llm_calls_saved"],
+        "decision_memory": memory,
+    }

@@ -125,17 +125,12 @@ def stats(store: Any) -> dict[str, Any]:
         for key in ("replays", "diverged", "tokens_saved", "llm_calls_saved"):
             w[key] += x[key]
     runs.sort(key=lambda r: r["started"])
-    from ..decide.summary import memory_savings
-
-    # The decision memory's answers saved what the same decisions cost when the model took them: counted in the totals.
-    memory = memory_savings(store)
     return {
         "procedures": len(per),
         "replays": sum(x["replays"] for x in per),
-        "tokens_saved": sum(x["tokens_saved"] for x in per) + memory["tokens_saved"],
-        "llm_calls_saved": sum(x["llm_calls_saved"] for x in per) + memory["llm_calls_saved"],
+        "tokens_saved": sum(x["tokens_saved"] for x in per),
+        "llm_calls_saved": sum(x["llm_calls_saved"] for x in per),
         "per_procedure": per,
         "per_workflow": [workflows[k] for k in sorted(workflows)],
         "per_run": runs,
-        "decision_memory": memory,
     }
