@@ -150,15 +150,22 @@ def validate_skill(folder: str | Path) -> list[str]:
     return read_skill(folder).problems
 
 
-def block_under(text: str, heading: str) -> tuple[list[str], int] | None:
-    """The lines of the first fenced block under `## heading` in a SKILL.md's text, and the file line its first line
-    is on; None when the section or its block is missing."""
+def _section(text: str, heading: str) -> tuple[int, int] | None:
+    """Where the body of `## heading` starts and ends (at the next `##` heading), or None when it is missing."""
     section = re.search(rf"^##[ \t]+{re.escape(heading)}[ \t]*$", text, re.M)
     if section is None:
         return None
     nxt = re.search(r"^##[ \t]", text[section.end() :], re.M)
-    end = section.end() + nxt.start() if nxt else len(text)
-    fence = _FENCE.search(text, section.end(), end)
+    return section.end(), section.end() + nxt.start() if nxt else len(text)
+
+
+def block_under(text: str, heading: str) -> tuple[list[str], int] | None:
+    """The lines of the first fenced block under `## heading` in a SKILL.md's text, and the file line its first line
+    is on; None when the section or its block is missing."""
+    found = _section(text, heading)
+    if found is None:
+        return None
+    fence = _FENCE.search(text, *found)
     if fence is None:
         return None
     return fence.group(3).splitlines(), text.count("\n", 0, fence.start(3)) + 1
@@ -166,11 +173,10 @@ def block_under(text: str, heading: str) -> tuple[list[str], int] | None:
 
 def bullets_under(text: str, heading: str) -> list[str]:
     """The inline-code bullets (`` - `check` ``) of the section `## heading`: how a skill shows its conditions."""
-    section = re.search(rf"^##[ \t]+{re.escape(heading)}[ \t]*$", text, re.M)
-    if section is None:
+    found = _section(text, heading)
+    if found is None:
         return []
-    nxt = re.search(r"^##[ \t]", text[section.end() :], re.M)
-    body = text[section.end() : section.end() + nxt.start() if nxt else len(text)]
+    body = text[found[0] : found[1]]
     return [m.group(1) for m in re.finditer(r"^- `(.*)`[ \t]*$", body, re.M)]
 
 

@@ -358,19 +358,24 @@ def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
         run_id=ctx.run_id,
     )
     if args.outcome == "diverged" and divergence.get("command"):
-        store.add_learning(
-            CapturedLearning(
-                task_type=proc["task_type"],
-                procedure_id=proc["id"],
-                command=divergence["command"],
-                about=str(proc.get("description") or "")[:300],
-                error=_learned_error(divergence),
-                exit_code=divergence.get("observed_exit_code"),
-                source="replay",
-            )
-        )
-        failure_finder(ctx.home).sync()  # its vector, so the re-plan that follows finds it by meaning
+        _learn_from(divergence, proc, store, ctx)
     return ActionResult(outputs=execution.model_dump(), context={"execution_id": execution.id})
+
+
+def _learn_from(divergence: Any, proc: Any, store: Any, ctx: ActionContext) -> None:
+    """The diverged command becomes a defensive learning, with its vector, so the re-plan that follows finds it."""
+    store.add_learning(
+        CapturedLearning(
+            task_type=proc["task_type"],
+            procedure_id=proc["id"],
+            command=divergence["command"],
+            about=str(proc.get("description") or "")[:300],
+            error=_learned_error(divergence),
+            exit_code=divergence.get("observed_exit_code"),
+            source="replay",
+        )
+    )
+    failure_finder(ctx.home).sync()
 
 
 def _record_edited(args: RecordArgs, ctx: ActionContext, proc: Any, divergence: Any) -> ActionResult:
@@ -394,18 +399,7 @@ def _record_edited(args: RecordArgs, ctx: ActionContext, proc: Any, divergence: 
             edited["index_warning"] = warning
         return ActionResult(outputs=edited, context={"edited_steps": edited})
     if divergence.get("command"):
-        store.add_learning(
-            CapturedLearning(
-                task_type=proc["task_type"],
-                procedure_id=proc["id"],
-                command=divergence["command"],
-                about=str(proc.get("description") or "")[:300],
-                error=_learned_error(divergence),
-                exit_code=divergence.get("observed_exit_code"),
-                source="replay",
-            )
-        )
-        failure_finder(ctx.home).sync()
+        _learn_from(divergence, proc, store, ctx)
     return ActionResult(outputs=edited)
 
 
