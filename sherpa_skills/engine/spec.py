@@ -41,8 +41,10 @@ def _normalise_call(value: Any, kind: str) -> Any:
 class GuardCall(_Strict):
     """A guard named in YAML, with literal arguments validated at load."""
 
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    name: str = Field(description="a registered guard (built in, or `@sherpa_skills.guard` in a module of `imports`)")
+    args: dict[str, Any] = Field(
+        default_factory=dict, description="the guard's arguments, checked against what it takes"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -53,9 +55,12 @@ class GuardCall(_Strict):
 class ActionCall(_Strict):
     """An action named in YAML; `save_as` stores its outputs in the context under that key."""
 
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    save_as: str | None = None
+    name: str = Field(description="a registered action (built in, or `@sherpa_skills.action` in a module of `imports`)")
+    args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the action's arguments: literals, {from_context: key}, {from_arg: name} or jinja2 templates",
+    )
+    save_as: str | None = Field(default=None, description="the context key the action's outputs are stored under")
 
     @model_validator(mode="before")
     @classmethod
@@ -66,23 +71,36 @@ class ActionCall(_Strict):
 class ArgumentSpec(_Strict):
     """An external argument a policy (or the user) must supply when choosing a transition."""
 
-    type: Literal["string", "integer", "number", "boolean", "object", "array"] = "string"
-    description: str = ""
-    enum: list[Any] | None = None
-    required: bool = True
-    default: Any = None
+    type: Literal["string", "integer", "number", "boolean", "object", "array"] = Field(
+        default="string", description="the JSON type the value must have"
+    )
+    description: str = Field(default="", description="what the value means, shown to the LLM")
+    enum: list[Any] | None = Field(default=None, description="the only values allowed")
+    required: bool = Field(default=True, description="whether the transition needs it")
+    default: Any = Field(default=None, description="the value when an optional argument is not given")
 
 
 class TransitionSpec(_Strict):
-    trigger: str
-    source: str | list[str] | None = None
-    dest: str | None = None
-    description: str = ""
-    conditions: list[GuardCall] = Field(default_factory=list)
-    unless: list[GuardCall] = Field(default_factory=list)
-    before: list[ActionCall] = Field(default_factory=list)
-    after: list[ActionCall] = Field(default_factory=list)
-    arguments: dict[str, ArgumentSpec] = Field(default_factory=dict)
+    """A transition: a named trigger from source states to a destination, with guards and actions."""
+
+    trigger: str = Field(description="the transition's name, what a policy or `resume --trigger` fires")
+    source: str | list[str] | None = Field(
+        default=None,
+        description="a state path like `triage/assess`, a list of them, or `*` for every state; a parent covers its "
+        "descendants (default: the state it is declared in)",
+    )
+    dest: str | None = Field(
+        default=None, description="the state entered; omitted, an internal transition that changes no state"
+    )
+    description: str = Field(default="", description="what the transition does, shown to the LLM")
+    conditions: list[GuardCall] = Field(default_factory=list, description="guards that must all pass")
+    unless: list[GuardCall] = Field(default_factory=list, description="guards that must all fail")
+    before: list[ActionCall] = Field(default_factory=list, description="actions run before any state is left")
+    after: list[ActionCall] = Field(default_factory=list, description="actions run once the destination is entered")
+    arguments: dict[str, ArgumentSpec] = Field(
+        default_factory=dict,
+        description="what a policy must supply to fire it; no other key reaches the transition's actions",
+    )
 
     @field_validator("trigger")
     @classmethod
@@ -103,14 +121,18 @@ class TransitionSpec(_Strict):
 
 
 class StateSpec(_Strict):
-    description: str = ""
-    initial: str | None = None
-    states: dict[str, StateSpec] = Field(default_factory=dict)
-    waiting: bool = False
-    final: bool = False
-    on_enter: list[ActionCall] = Field(default_factory=list)
-    on_exit: list[ActionCall] = Field(default_factory=list)
-    transitions: list[TransitionSpec] = Field(default_factory=list)
+    """A state: a leaf, or a compound state holding states of its own."""
+
+    description: str = Field(default="", description="what the state is for, shown to the LLM")
+    initial: str | None = Field(default=None, description="a compound state's child entered first")
+    states: dict[str, StateSpec] = Field(default_factory=dict, description="child states, nested to any depth")
+    waiting: bool = Field(default=False, description="a leaf where the run stops until `resume` gives it input")
+    final: bool = Field(default=False, description="a leaf where the run ends")
+    on_enter: list[ActionCall] = Field(default_factory=list, description="actions run as the state is entered")
+    on_exit: list[ActionCall] = Field(default_factory=list, description="actions run as the state is left")
+    transitions: list[TransitionSpec] = Field(
+        default_factory=list, description="transitions declared here; their `source` defaults to this state"
+    )
 
     @field_validator("on_enter", "on_exit", mode="before")
     @classmethod
@@ -129,10 +151,12 @@ class InputSpec(_Strict):
     With a `type`, values are converted and checked (engine.inputs); without one, any value is taken as given.
     """
 
-    description: str = ""
-    required: bool = False
-    default: Any = None
-    type: Literal["string", "integer", "number", "boolean", "object", "array"] | None = None
+    description: str = Field(default="", description="what the input is")
+    required: bool = Field(default=False, description="a new run without it (and without a default) is refused")
+    default: Any = Field(default=None, description="the value when the input is not given")
+    type: Literal["string", "integer", "number", "boolean", "object", "array"] | None = Field(
+        default=None, description="converts and checks values given as text (`--input n=3` is the integer 3)"
+    )
     minimum: float | None = Field(default=None, description="the least value an integer or number input takes")
 
     @model_validator(mode="after")
@@ -145,11 +169,11 @@ class InputSpec(_Strict):
 class RuleSpec(_Strict):
     """One rule of a rule policy: in states matching `state`, when every guard passes, fire `trigger`."""
 
-    state: str = "*"
-    when: list[GuardCall] = Field(default_factory=list)
-    unless: list[GuardCall] = Field(default_factory=list)
-    trigger: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    state: str = Field(default="*", description="a glob over state paths: `*` every state, `triage/*` its substates")
+    when: list[GuardCall] = Field(default_factory=list, description="guards that must all pass")
+    unless: list[GuardCall] = Field(default_factory=list, description="guards that must all fail")
+    trigger: str = Field(description="the transition fired; a rule whose trigger is not available is skipped")
+    args: dict[str, Any] = Field(default_factory=dict, description="the transition's arguments")
 
     @field_validator("when", "unless", mode="before")
     @classmethod
@@ -173,10 +197,21 @@ class LearnSpec(_Strict):
 class PolicySpec(_Strict):
     """Which policy picks transitions: rules, an LLM, or rules first and the LLM when no rule decides."""
 
-    type: Literal["rule", "llm", "chain", "none"] = "none"
-    rules: str | list[RuleSpec] | None = None
-    prompt: str = "choose_transition"
-    max_retries: int = Field(default=2, ge=0, le=10)
+    type: Literal["rule", "llm", "chain", "none"] = Field(
+        default="none",
+        description="rule: rules only; llm: the model only; chain: rules first, the model where none decides; "
+        "none: only a transition that is the one possible, or one fired from outside (`resume --trigger`)",
+    )
+    rules: str | list[RuleSpec] | None = Field(
+        default=None,
+        description="the rules, inline, or a rules file beside the workflow or in policies/ (see Rules file)",
+    )
+    prompt: str = Field(
+        default="choose_transition", description="the prompt templates' name: NAME.system.j2 and NAME.user.j2"
+    )
+    max_retries: int = Field(
+        default=2, ge=0, le=10, description="how often the model is asked again after an answer that is not valid"
+    )
     recent: int = Field(default=8, ge=0, description="how many recent trajectory/log entries the prompt shows")
     relevant_options: int | None = Field(
         default=None, ge=1, description="show the LLM only this many transitions, the most relevant to the task"
@@ -196,17 +231,25 @@ class PolicySpec(_Strict):
 class ContextRef(_Strict):
     """`{from_context: key}`: a setting read from the run's context when it is used (e.g. from an input)."""
 
-    from_context: str
+    from_context: str = Field(description="the context key (dotted keys reach into nested values)")
 
 
 class LLMSpec(_Strict):
-    model: str | None = None
-    temperature: float = 0.0
+    """The model the LLM policy and the `llm` action ask, and how."""
+
+    model: str | None = Field(
+        default=None,
+        description="a litellm model string (`openai/gpt-4o-mini`, `ollama/llama3.1`) or `scripted/FILE` (offline); "
+        "`--model` and $SHERPA_SKILLS_MODEL stand in when it is not set",
+    )
+    temperature: float = Field(default=0.0, description="the sampling temperature")
     max_tokens: Annotated[int, Field(ge=1)] | ContextRef | None = Field(
         default=None,
         description="cap on each answer's length; {from_context: key} reads it from the run (e.g. an input)",
     )
-    structured_output: bool = True
+    structured_output: bool = Field(
+        default=True, description="send a JSON schema of the available triggers and their arguments"
+    )
     retries: int | None = Field(
         default=None,
         ge=0,
@@ -225,17 +268,21 @@ class LLMSpec(_Strict):
 class WorkflowSpec(_Strict):
     """A whole workflow file: one machine, its policy, its inputs and its LLM settings."""
 
-    name: str
-    description: str = ""
+    name: str = Field(description="the workflow's name")
+    description: str = Field(default="", description="one line, shown in prompts and graphs")
     imports: list[str] = Field(default_factory=list, description="Python modules that register actions/guards")
-    inputs: dict[str, InputSpec] = Field(default_factory=dict)
-    context: dict[str, Any] = Field(default_factory=dict)
-    initial: str
-    states: dict[str, StateSpec]
-    transitions: list[TransitionSpec] = Field(default_factory=list)
-    policy: PolicySpec = Field(default_factory=PolicySpec)
-    llm: LLMSpec = Field(default_factory=LLMSpec)
-    max_steps: int = Field(default=1000, ge=1)
+    inputs: dict[str, InputSpec] = Field(
+        default_factory=dict, description="the run's inputs, copied into the context at start (one not given is null)"
+    )
+    context: dict[str, Any] = Field(default_factory=dict, description="initial context values")
+    initial: str = Field(description="the state entered first (a compound state enters its `initial` child)")
+    states: dict[str, StateSpec] = Field(description="the states, nested to any depth")
+    transitions: list[TransitionSpec] = Field(
+        default_factory=list, description="transitions (they may also be declared inside a state)"
+    )
+    policy: PolicySpec = Field(default_factory=PolicySpec, description="who picks the next transition")
+    llm: LLMSpec = Field(default_factory=LLMSpec, description="the model's settings")
+    max_steps: int = Field(default=1000, ge=1, description="stop with an error after this many steps")
     domain: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$",
