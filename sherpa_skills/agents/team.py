@@ -61,16 +61,20 @@ class AgentSpec(_Strict):
     """One agent of a team: a workflow (a file beside the team file, or inline),
     the topics it hears, optional overrides."""
 
-    workflow: str | dict[str, Any]
+    workflow: str | dict[str, Any] = Field(
+        description="a workflow file (relative to the team file) or a workflow written inline"
+    )
     subscribe: list[str] = Field(
         default_factory=list, description="topics this agent receives; direct events (recipient) always reach it"
     )
-    policy: dict[str, Any] | None = None
-    llm: dict[str, Any] | None = None
-    imports: list[str] | None = None
-    context: dict[str, Any] | None = None
-    max_steps: int | None = Field(default=None, ge=1)
-    domain: str | None = None
+    policy: dict[str, Any] | None = Field(default=None, description="replaces the workflow's `policy`")
+    llm: dict[str, Any] | None = Field(default=None, description="replaces the workflow's `llm`")
+    imports: list[str] | None = Field(default=None, description="replaces the workflow's `imports`")
+    context: dict[str, Any] | None = Field(
+        default=None, description="added to the workflow's `context` (these values win)"
+    )
+    max_steps: int | None = Field(default=None, ge=1, description="replaces the workflow's `max_steps`")
+    domain: str | None = Field(default=None, description="replaces the workflow's `domain`")
 
     @field_validator("subscribe", mode="before")
     @classmethod
@@ -81,23 +85,25 @@ class AgentSpec(_Strict):
 class EventSpec(_Strict):
     """An event written in YAML; string values in the payload may use the team's inputs as jinja2 (`{{ task }}`)."""
 
-    name: str
-    topic: str | None = None
-    recipient: str | None = None
-    payload: dict[str, Any] = Field(default_factory=dict)
-    sender: str = "operator"
-    correlation_id: str | None = None
-    id: str | None = None
+    name: str = Field(description="the event's name: the trigger it fires in the agent that receives it")
+    topic: str | None = Field(default=None, description="delivered to every agent subscribed to this topic")
+    recipient: str | None = Field(default=None, description="delivered to this agent only")
+    payload: dict[str, Any] = Field(default_factory=dict, description="the trigger's arguments")
+    sender: str = Field(default="operator", description="who sends it")
+    correlation_id: str | None = Field(default=None, description="ties the events of one conversation together")
+    id: str | None = Field(default=None, description="the event's id (default: a new one)")
 
 
 class TeamSpec(_Strict):
     """A whole multi-agent file: named agents, the inputs the first event may use, and the first event(s)."""
 
-    name: str
-    description: str = ""
-    inputs: dict[str, InputSpec] = Field(default_factory=dict)
-    agents: dict[str, AgentSpec]
-    initial_event: EventSpec | list[EventSpec] | None = None
+    name: str = Field(description="the team's name")
+    description: str = Field(default="", description="what the team is for")
+    inputs: dict[str, InputSpec] = Field(default_factory=dict, description="what `--input` may give the first event")
+    agents: dict[str, AgentSpec] = Field(description="the agents by name")
+    initial_event: EventSpec | list[EventSpec] | None = Field(
+        default=None, description="the event (or events) sent when the team starts"
+    )
     max_events: int = Field(
         default=1000, ge=1, description="stop with an error after this many deliveries (a loop guard)"
     )

@@ -16,18 +16,20 @@ class _Strict(BaseModel):
 
 
 class WatchedPath(_Strict):
-    path: str
-    format: str = "auto"
+    """A session log file or folder the heartbeat imports from."""
+
+    path: str = Field(description="a file or folder; `~` expands")
+    format: str = Field(default="auto", description="auto, claude-code, codex, bash-history, zsh-history or asciinema")
 
 
 class SessionsConfig(_Strict):
-    watch: list[WatchedPath] = Field(default_factory=list)
+    watch: list[WatchedPath] = Field(default_factory=list, description="what each heartbeat imports sessions from")
 
 
 class MiningConfig(_Strict):
     gap_secs: float = Field(default=900.0, description="a pause longer than this ends a run of commands")
-    min_steps: int = Field(default=2, ge=1)
-    max_steps: int = Field(default=8, ge=2)
+    min_steps: int = Field(default=2, ge=1, description="the fewest commands a routine has")
+    max_steps: int = Field(default=8, ge=2, description="the most commands a routine has")
     min_support: int = Field(default=2, ge=2, description="separate sessions or days a routine must recur in")
     history: int = Field(default=50_000, ge=1, description="how many recent commands routines are looked for in")
 
@@ -43,21 +45,27 @@ class MiningConfig(_Strict):
 
 
 class RetentionConfig(_Strict):
-    executions_days: float = 90.0
-    keep_executions_per_procedure: int = 50
-    runs_days: float = 30.0
+    executions_days: float = Field(default=90.0, description="procedure executions older than this are deleted")
+    keep_executions_per_procedure: int = Field(
+        default=50, description="the newest executions of each procedure kept whatever their age"
+    )
+    runs_days: float = Field(
+        default=30.0, description="finished runs older than this are deleted (not those something refers to)"
+    )
 
 
 class HeartbeatConfig(_Strict):
-    lock_stale_secs: float = 600.0
-    health_window: int = 10
+    lock_stale_secs: float = Field(default=600.0, description="a heartbeat lock older than this is taken over")
+    health_window: int = Field(default=10, description="how many recent executions a procedure's health looks at")
 
 
 class HomeConfig(_Strict):
-    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
-    mining: MiningConfig = Field(default_factory=MiningConfig)
-    retention: RetentionConfig = Field(default_factory=RetentionConfig)
-    heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
+    """HOME/config.yaml: every key is optional."""
+
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig, description="session logs to import")
+    mining: MiningConfig = Field(default_factory=MiningConfig, description="finding routines in imported sessions")
+    retention: RetentionConfig = Field(default_factory=RetentionConfig, description="how long history is kept")
+    heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig, description="the heartbeat's own settings")
 
 
 def load_config(home: Path) -> HomeConfig:

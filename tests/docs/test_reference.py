@@ -193,17 +193,22 @@ def _models(model: type[BaseModel], seen: set[type[BaseModel]]) -> None:
 
 
 class TestTheModelsDescribeThemselves:
-    def test_every_key_of_a_workflow_and_a_rules_file_has_a_description(self) -> None:
+    def test_every_key_of_each_yaml_file_has_a_description(self) -> None:
         """The text on the page is the model's own `Field(description=...)`: written once, beside the key."""
+        from sherpa_skills.agents.team import TeamSpec
         from sherpa_skills.engine.spec import RuleSpec, WorkflowSpec
+        from sherpa_skills.heartbeat.config import HomeConfig
 
         seen: set[type[BaseModel]] = set()
-        _models(WorkflowSpec, seen)
-        _models(RuleSpec, seen)
+        for model in (WorkflowSpec, RuleSpec, TeamSpec, HomeConfig):
+            _models(model, seen)
         undescribed = sorted(
-            f"{m.__name__}.{name}" for m in seen for name, info in m.model_fields.items() if not info.description
+            f"{m.__module__}.{m.__name__}.{name}"
+            for m in seen
+            for name, info in m.model_fields.items()
+            if not info.description
         )
-        assert not undescribed, f"give these a Field(description=...) in sherpa_skills/engine/spec.py: {undescribed}"
+        assert not undescribed, f"give these a Field(description=...): {undescribed}"
 
 
 class TestMarkdown:
