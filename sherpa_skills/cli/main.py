@@ -66,6 +66,22 @@ DATABASE_HELP = (
 VERBOSE_HELP = "show log lines on stderr: -v info, -vv debug (they always go to HOME/logs/*.jsonl)"
 
 
+#: Help for options that mean the same in every command, for those a command gives no help of its own.
+SHARED_HELP = {
+    "--json": "print JSON instead of text (stdout carries the JSON only)",
+    "--limit": "show at most this many",
+}
+
+
+def _shared_help(parser: argparse.ArgumentParser) -> None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _shared_help(sub)
+        elif action.help is None:
+            action.help = next((SHARED_HELP[o] for o in action.option_strings if o in SHARED_HELP), None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sherpa-skills",
@@ -255,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", cmd_demo, "run the bundled support-triage demo offline (scripted model, temporary home unless --home)"
     )
     p.add_argument("--json", action="store_true")
+    _shared_help(parser)
     return parser
 
 

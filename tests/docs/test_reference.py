@@ -141,6 +141,19 @@ class TestEverythingIsThere:
                             missing.append(f"{path} {option}")
         assert not missing, f"docs/reference/cli.md lacks {missing}; regenerate it: {COMMAND}"
 
+    def test_json_and_limit_say_what_they_do_in_every_command(self) -> None:
+        """`--json` and `--limit` mean the same everywhere: a command that gives them no help gets the shared one."""
+        from sherpa_skills.cli.main import build_parser
+
+        silent = [
+            f"{path} {option}"
+            for path, parser in _commands(build_parser(), "sherpa-skills")
+            for action in parser._actions
+            for option in action.option_strings
+            if option in ("--json", "--limit") and not action.help
+        ]
+        assert not silent, silent
+
     def test_every_exit_code_is_in_the_table(self) -> None:
         from sherpa_skills.cli.console import EXIT_CODES
 
