@@ -347,7 +347,7 @@ def option_help(action: argparse.Action) -> str:
     if "%(" in text:
         text = text % {**vars(action), "prog": "sherpa-skills"}
     notes = []
-    if action.choices and action.option_strings:
+    if action.choices:
         notes.append("one of " + ", ".join(code(str(c)) for c in action.choices))
     if isinstance(action, argparse._AppendAction):
         notes.append("repeatable")
@@ -412,7 +412,7 @@ def cli_page() -> str:
     parser = build_parser()
     text = "# Command line reference\n\n" + NOTICE + "\n"
     text += (
-        f"{parser.description} Every command takes `--home DIR`, `--database URL` and `-v` before or after its "
+        f"{parser.description} Every command takes `--home HOME`, `--database URL` and `-v` before or after its "
         "name (see [the options every command takes](#options-every-command-takes)); `sherpa-skills COMMAND --help` "
         "prints what this page shows for one command.\n\n"
     )
@@ -426,10 +426,12 @@ def cli_page() -> str:
     text += "\n"
     text += "## Options every command takes\n\n"
     top = [a for a in parser._actions if not isinstance(a, (argparse._SubParsersAction, argparse._HelpAction))]
-    text += table(
-        ["Option", "Default", "Description"], [[option_name(a), option_default(a), option_help(a)] for a in top]
+    shared = [a for a in top if "--version" not in a.option_strings]
+    rows = [[option_name(a), option_default(a), option_help(a)] for a in shared]
+    text += table(["Option", "Default", "Description"], rows)
+    text += (
+        "\n`sherpa-skills --version` prints the installed version; `--help` after any command lists its options.\n\n"
     )
-    text += "\n"
     for name, help, sub in subcommands(parser):
         text += command_section(f"sherpa-skills {name}", help, sub, 1)
     return text
