@@ -51,7 +51,7 @@ def main() -> None:
             page = context.new_page()
             for name, path in pages.items():
                 page.goto(server.url + path)
-                if page.locator("pre.mermaid").count():
+                if page.locator("#diagram").count():
                     page.wait_for_selector("body[data-diagrams=drawn]")
                 page.screenshot(path=str(OUT / f"{name}-{width}.png"), full_page=width < 400)
             context.close()
