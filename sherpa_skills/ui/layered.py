@@ -304,8 +304,10 @@ def _place(
             near = up if going_down else down
             keyed: dict[str, float] = {}
             for n, v in enumerate(layers[r]):
-                got = [pos[w] for w in near[v] if w in pos]
-                keyed[v] = sum(got) / len(got) if got else float(n)  # nothing to follow: it keeps its place
+                found_at = [pos[w] for w in near[v] if w in pos]
+                keyed[v] = (
+                    sum(found_at) / len(found_at) if found_at else float(n)
+                )  # nothing to follow: it keeps its place
             layers[r] = sorted(layers[r], key=keyed.__getitem__)
         now = crossings()
         if now < best:
