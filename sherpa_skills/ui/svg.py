@@ -35,6 +35,12 @@ def _laid_out(shape: str) -> tuple[Chart, Layout]:
     return chart, layout(chart)
 
 
+def _name(chart: Chart, sid: str) -> str:
+    """How a transition's tooltip names a state: as drawn (the start and end markers by what they are)."""
+    state = chart.states[sid]
+    return state.kind if state.kind != "state" else state.label
+
+
 def _path(points: list[tuple[float, float]]) -> str:
     """Through the bends, rounded: straight to the middle of each segment, a curve round each bend."""
     (x0, y0), rest = points[0], points[1:]
@@ -82,7 +88,8 @@ def statechart_svg(text: str | None, title: str = "state diagram") -> Markup:
         t = chart.transitions[route.transition]
         out.append(
             f'<path class="transition" d="{_path(route.points)}" marker-end="url(#statechart-arrow)">'
-            f"<title>{_text(t.source)} → {_text(t.dest)}{': ' + _text(t.label) if t.label else ''}</title></path>"
+            f"<title>{_text(_name(chart, t.source))} → {_text(_name(chart, t.dest))}"
+            f"{': ' + _text(t.label) if t.label else ''}</title></path>"
         )
         if route.label and t.label:
             shown = (
