@@ -78,9 +78,27 @@ def _old_server(home: Path, folder: Path) -> Iterator[str]:
         child.wait(timeout=10)
 
 
-def _load(browser: object, url: str, drawn: bool, before: str | None = None) -> float:
+# In the page's own clock (ms from navigation start): when ui.js marks the diagrams drawn (every page's ui.js, the old
+# commit's too, sets it), free of the round trips Playwright adds on a loaded machine.
+MARK = """
+new MutationObserver(() => {
+  if (!window.__drawnAt && document.body && document.body.dataset.diagrams === "drawn") {
+    window.__drawnAt = performance.now();
+  }
+}).observe(document, {subtree: true, attributes: true, attributeFilter: ["data-diagrams"]});
+"""
+IN_PAGE = """() => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  return nav && nav.loadEventEnd > 0 && window.__drawnAt ? Math.max(nav.loadEventEnd, window.__drawnAt) : 0;
+}"""
+
+
+def _load(browser: object, url: str, drawn: bool, before: str | None = None) -> tuple[float, float]:
+    """(wall ms from navigation to the mark as Playwright sees it, the same in the page's own clock; a list page: to
+    `load`, and in the page to the later of `load` and the mark)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
     try:
+        context.add_init_script(MARK)
         page = context.new_page()
         if before is not None:  # another diagram page first: its stylesheet and script are then in the cache
             page.goto(before)
@@ -89,20 +107,29 @@ def _load(browser: object, url: str, drawn: bool, before: str | None = None) -> 
         page.goto(url, wait_until="load")
         if drawn:
             page.wait_for_selector("body[data-diagrams=drawn]", timeout=60_000)
-        return (time.perf_counter() - t0) * 1000
+        wall = (time.perf_counter() - t0) * 1000
+        in_page = float(page.wait_for_function(IN_PAGE, timeout=60_000).json_value())
+        return wall, in_page
     finally:
         context.close()
 
 
-def reading(times: dict[str, list[float]], base: float) -> str:
+def reading(times: dict[str, list[float]], base: float, inside: dict[str, list[float]], base_in: float) -> str:
     run = median(times["run page (machine diagram), cold"]) / base
     team = median(times["team page (team diagram), cold"]) / base
+    run_in = median(inside["run page (machine diagram), cold"]) / base_in
+    team_in = median(inside["team page (team diagram), cold"]) / base_in
     met = "met" if max(run, team) <= 2 else "missed"
+    met_in = "met" if max(run_in, team_in) <= 2 else "missed"
     return (
-        f"Reading: the target is {met}: a cold run page costs {run:.2f}× and a cold team page {team:.2f}× the list"
-        " page (target ≤ 2×). The diagram arrives drawn in the page (SVG laid out on the server, once per machine),"
-        " so a diagram page loads what a list page loads — the page, style.css and ui.js — and no diagram library;"
-        " what remains is the larger page (its timeline, log and the SVG). The 'before' rows, in the same run, are"
+        f"Reading: in wall time the target is {met}: a cold run page costs {run:.2f}× and a cold team page"
+        f" {team:.2f}× the list page (target ≤ 2×); in the page's own clock it is {met_in} ({run_in:.2f}× and"
+        f" {team_in:.2f}×). Wall time includes Playwright's round trip after `load` to see the mark, which a list page"
+        " does not wait for, and which a loaded machine stretches; the page's clock has neither. The diagram arrives"
+        " drawn in the page (SVG laid out on the server, once per machine), so a diagram page loads what a list page"
+        " loads — the page, style.css and ui.js — and no diagram library; what remains is the larger page (its"
+        " timeline, log and the SVG) and the machine's load, which moves single loads by hundreds of ms."
+        " The 'before' rows, in the same run, are"
         " Mermaid's module build laying the diagram out in the browser."
     )
 
@@ -141,16 +168,22 @@ def main() -> None:
             for url, drawn, before in pages.values():  # one warm-up each: the servers' first answers
                 _load(browser, url, drawn, before)
             times: dict[str, list[float]] = {name: [] for name in pages}
+            inside: dict[str, list[float]] = {name: [] for name in pages}
             for _ in range(args.rounds):
                 for name, (url, drawn, before) in pages.items():
-                    times[name].append(_load(browser, url, drawn, before))
+                    wall, in_page = _load(browser, url, drawn, before)
+                    times[name].append(wall)
+                    inside[name].append(in_page)
             browser.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     base = median(times["`/runs` (list page), cold"])
+    base_in = median(inside["`/runs` (list page), cold"])
     rows = "\n".join(
         f"| {name} | {median(v):.0f} | {percentile(v, 90):.0f} | "
-        + ("baseline" if name.startswith("`/runs`") else f"{median(v) / base:.2f}× the list page")
+        + ("baseline" if name.startswith("`/runs`") else f"{median(v) / base:.2f}×")
+        + f" | {median(inside[name]):.0f} | "
+        + ("baseline" if name.startswith("`/runs`") else f"{median(inside[name]) / base_in:.2f}×")
         + " |"
         for name, v in times.items()
     )
@@ -163,16 +196,18 @@ def main() -> None:
         f" (whole run {time.perf_counter() - started:.0f} s)",
         "- Each load is a new Chromium context (empty cache), from navigation to the page's diagrams-drawn mark"
         " (`body[data-diagrams=drawn]`, set by ui.js once the diagram is sized; a list page: to `load`), the pages"
-        " alternating; 'after the team page' opens the team page first in the same context, then times the run"
-        f" page. 'before' rows: the same pages over the same home, served by commit {BEFORE} (Mermaid's module build"
+        " alternating; 'wall' is Playwright's clock, 'in-page' the page's own (navigation start to the later of"
+        " `load` and the mark, seen by a MutationObserver); 'after the team page' opens the team page first in the"
+        f" same context, then times the run page."
+        f" 'before' rows: the same pages over the same home, served by commit {BEFORE} (Mermaid's module build"
         " drawing in the browser) from a copy of its tree in a child process, in the same run. Target (issue 39):"
         " a cold diagram page ≤ 2× a list page.",
         "",
-        "| what | median ms | p90 ms | ratio in this run |",
-        "|---|---:|---:|---|",
+        "| what | wall median ms | wall p90 ms | wall ratio to the list page | in-page median ms | in-page ratio |",
+        "|---|---:|---:|---|---:|---|",
         rows,
         "",
-        reading(times, base),
+        reading(times, base, inside, base_in),
     ]
     body = "\n".join(lines) + "\n"
     write_section(TITLE, body)
