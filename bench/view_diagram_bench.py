@@ -121,11 +121,14 @@ def reading(times: dict[str, list[float]], base: float, inside: dict[str, list[f
     team_in = median(inside["team page (team diagram), cold"]) / base_in
     met = "met" if max(run, team) <= 2 else "missed"
     met_in = "met" if max(run_in, team_in) <= 2 else "missed"
+    same = median(inside["`/runs` (list page), cold, to `load` only (as earlier rounds timed it)"]) / base_in
     return (
         f"Reading: in wall time the target is {met}: a cold run page costs {run:.2f}× and a cold team page"
         f" {team:.2f}× the list page (target ≤ 2×); in the page's own clock it is {met_in} ({run_in:.2f}× and"
-        f" {team_in:.2f}×). Wall time includes Playwright's round trip after `load` to see the mark, which a list page"
-        " does not wait for, and which a loaded machine stretches; the page's clock has neither. The diagram arrives"
+        f" {team_in:.2f}×). Wall time includes Playwright's round trip after `load` to see the mark, which a loaded"
+        " machine stretches; the page's clock has none. The two `/runs` rows are the same page, alike in the page's"
+        f" clock: their in-page ratio ({same:.2f}×) is what the machine's load alone does between medians."
+        " The diagram arrives"
         " drawn in the page (SVG laid out on the server, once per machine), so a diagram page loads what a list page"
         " loads — the page, style.css and ui.js — and no diagram library; what remains is the larger page (its"
         " timeline, log and the SVG) and the machine's load, which moves single loads by hundreds of ms."
