@@ -45,15 +45,24 @@ def main() -> None:
         pages["failed-run"] = f"/runs/{failed[0].run_id}"
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     with _Server(home) as server, sync_playwright() as p:
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(server.url + "/api/teams") as answer:
+            teams = json.load(answer)["teams"]
+        if teams:  # a team's task: the team drawn as it ran
+            pages["team"] = f"/teams/{teams[0]['task']}"
         browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         for width in (1280, 390):
             context = browser.new_context(viewport={"width": width, "height": 900 if width > 400 else 844})
             page = context.new_page()
             for name, path in pages.items():
                 page.goto(server.url + path)
-                if page.locator("pre.mermaid").count():
+                drawn = page.locator("#diagram").count() > 0
+                if drawn:
                     page.wait_for_selector("body[data-diagrams=drawn]")
-                page.screenshot(path=str(OUT / f"{name}-{width}.png"), full_page=width < 400)
+                # A diagram page whole at 1280 too: the diagram is below the fold.
+                page.screenshot(path=str(OUT / f"{name}-{width}.png"), full_page=width < 400 or drawn)
             context.close()
         browser.close()
 

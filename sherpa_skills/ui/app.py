@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import mimetypes
 import secrets
 import shlex
 import shutil
@@ -35,21 +34,19 @@ from ..db.url import database_url
 from ..errors import SherpaError, StoreError, UsageError
 from . import memory_view, reading, run_view, views
 from .format import FILTERS
-from .mermaid_modules import preload
 from .security import LOOPBACK_NAMES, Guard, allowed_names
+from .svg import statechart_svg
 
 STATIC = Path(__file__).parent / "static"
-mimetypes.add_type("text/javascript", ".mjs")  # a module script needs a JavaScript type (nosniff), whatever the OS says
-VENDOR_CACHE = "public, max-age=604800"  # vendored libraries change only with a release of this package
 OWN_CACHE = "no-cache"  # our own CSS and JS: revalidated (ETag) on each load, so an upgrade shows at once
 
 
 class CachedStatic(StaticFiles):
-    """Static files with Cache-Control, so a browser keeps Mermaid's modules instead of asking each time."""
+    """Static files with Cache-Control: revalidated each load (cheap with the ETag), so an upgrade shows at once."""
 
     def file_response(self, full_path: Any, stat_result: Any, scope: Any, status_code: int = 200) -> Response:
         response = super().file_response(full_path, stat_result, scope, status_code)
-        response.headers["Cache-Control"] = VENDOR_CACHE if "/vendor/" in str(full_path) else OWN_CACHE
+        response.headers["Cache-Control"] = OWN_CACHE
         return response
 
 
@@ -75,7 +72,7 @@ class UI:
             loader=PackageLoader("sherpa_skills.ui", "templates"), autoescape=select_autoescape(["html"])
         )
         self.env.filters.update(FILTERS)
-        self.env.globals["mermaid_modules"] = preload()
+        self.env.filters["statechart"] = statechart_svg  # diagrams are drawn here, not in the browser
 
     @property
     def empty(self) -> bool:

@@ -1,5 +1,5 @@
-"""A run's machine as Mermaid, with the states it visited and the one it is in marked:
-the browser draws it with mermaid.js.
+"""A run's machine as Mermaid, with the states it visited and the one it is in marked: the JSON API answers this
+text, and the pages draw it on the server as SVG (ui/svg.py).
 
 The drawing itself is `engine.diagram.to_mermaid` (what `sherpa-skills graph` prints); this only adds Mermaid classes.
 """

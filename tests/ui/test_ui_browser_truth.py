@@ -247,7 +247,7 @@ def test_no_page_is_wider_than_a_phone(browser: Any, server: Any, made: dict[str
         wide = {}
         for path in _main_pages(made):
             p.goto(f"{server.url}{path}")
-            if p.locator("pre.mermaid").count():
+            if p.locator("#diagram").count():
                 _diagram(p)
             width = p.evaluate("document.scrollingElement.scrollWidth")
             if width > 390:
@@ -334,9 +334,20 @@ def test_live_updates_keep_open_entries_and_focus(page: Any, server: Any, made: 
 
 
 def _diagram_scale(page: Any) -> float:
-    """How large the diagram's drawing is on screen against its own units (1: as Mermaid laid it out, labels at 16 px;
-    its box can be larger than the drawing in it, so the box's width does not tell)."""
+    """How large the diagram's drawing is on screen against its own units (1: as the server laid it out; its box can
+    be larger than the drawing in it, so the box's width does not tell)."""
     return float(page.eval_on_selector("#diagram svg", "s => s.getScreenCTM().a"))
+
+
+def _smallest_text_px(page: Any) -> float:
+    """The smallest text of the diagram as shown: its font size times the drawing's scale on screen."""
+    return float(
+        page.eval_on_selector(
+            "#diagram svg",
+            "s => Math.min(...[...s.querySelectorAll('text')].map(t => parseFloat(getComputedStyle(t).fontSize)))"
+            " * s.getScreenCTM().a",
+        )
+    )
 
 
 def test_diagrams_stay_readable_at_any_size(browser: Any, server: Any, made: dict[str, Any]) -> None:
@@ -350,6 +361,7 @@ def test_diagrams_stay_readable_at_any_size(browser: Any, server: Any, made: dic
             p.goto(f"{server.url}/teams/{task}")
             _diagram(p)
             assert _diagram_scale(p) >= 0.74, (width, _diagram_scale(p))
+            assert _smallest_text_px(p) >= 11, (width, _smallest_text_px(p))
             assert p.evaluate("document.scrollingElement.scrollWidth") <= width
             before = _diagram_scale(p)
             p.click(".diagram-tools button[aria-label='zoom in']")
@@ -406,3 +418,37 @@ def test_every_link_of_the_main_pages_opens(page: Any, server: Any, made: dict[s
             if status != 200:
                 broken[f"{path} → {href}"] = status
     assert not broken, broken
+
+
+HOSTILE_TOPIC = "</text><script>window.__pwned=1</script>&amp;"
+
+
+def test_diagrams_come_drawn_by_the_server_and_a_hostile_name_stays_text(page: Any, tmp_path: Path) -> None:
+    """A team whose topic is named like markup runs for real; its page shows the name as text in the diagram the
+    server drew (no element made of it), and the page loads nothing but itself, the stylesheet and ui.js: no
+    diagram library (Mermaid's modules were 0.85 MB of them)."""
+    import shutil
+
+    from _ui_home import cli
+
+    folder, home = tmp_path / "team", tmp_path / "home"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "critic_loop", folder)
+    for name, old, new in (
+        ("team.yaml", "subscribe: accepted", f"subscribe: ['{HOSTILE_TOPIC}']"),
+        ("worker.yaml", "topic: accepted,", f"topic: '{HOSTILE_TOPIC}',"),
+    ):
+        text = (folder / name).read_text()
+        assert old in text
+        (folder / name).write_text(text.replace(old, new))
+    cli("run", str(folder / "team.yaml"), "--home", str(home))
+    with _Server(home) as s:
+        task = page.request.get(f"{s.url}/api/teams").json()["teams"][0]["task"]
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url.removeprefix(s.url)) if "favicon" not in r.url else None)
+        page.goto(f"{s.url}/teams/{task}")
+        _diagram(page)
+        assert sorted(asked) == sorted([f"/teams/{task}", "/static/style.css", "/static/ui.js"]), asked
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("#diagram script, #diagram img").count() == 0
+        texts = page.eval_on_selector_all("#diagram svg text", "ts => ts.map(t => t.textContent)")
+        assert f"topic {HOSTILE_TOPIC}" in texts and "emits accepted" in texts

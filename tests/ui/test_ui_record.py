@@ -34,9 +34,14 @@ def triage_home(tmp_path: Path) -> tuple[Path, Path, str]:
     return home, workflow, run_id
 
 
+def _marked(html: str, mark: str) -> list[str]:
+    """The states the page's diagram (SVG drawn on the server) marks `mark`."""
+    return re.findall(rf'<g class="node {mark}" data-state="([^"]+)"', html)
+
+
 def _current(html: str) -> str | None:
-    found = re.search(r"class (\w+) current", html)
-    return found.group(1) if found else None
+    found = _marked(html, "current")
+    return found[0] if len(found) == 1 else None
 
 
 def test_the_run_page_draws_what_ran_after_the_workflow_is_edited_or_deleted(tmp_path: Path) -> None:
@@ -68,7 +73,7 @@ def test_an_errored_run_is_painted_as_failed(tmp_path: Path) -> None:
     with TestClient(create_app(home), base_url=LOCAL) as client:
         run_id = client.get("/api/runs").json()[0]["run_id"]
         page = client.get(f"/runs/{run_id}").text
-        assert "class a failed" in page and "class a current" not in page
+        assert _marked(page, "failed") == ["a"] and _marked(page, "current") == []
 
 
 def test_the_step_view_shows_the_state_after_any_step(tmp_path: Path) -> None:
@@ -81,7 +86,7 @@ def test_the_step_view_shows_the_state_after_any_step(tmp_path: Path) -> None:
         draft = client.get(f"/api/runs/{run_id}/steps/3").json()
         assert [a["action"] for a in draft["actions"]] == ["llm"] and "draft" in draft["context"]
         html = client.get(f"/runs/{run_id}/steps/3").text
-        assert "respond__draft current" in html and 'class="here"' in html
+        assert _marked(html, "current") == ["respond__draft"] and 'class="here"' in html
         assert client.get(f"/runs/{run_id}/steps/42").status_code == 404
         assert client.get(f"/runs/{run_id}/steps/x").status_code == 400
 
@@ -117,12 +122,18 @@ def test_fork_from_the_view_needs_allow_actions_and_the_token(tmp_path: Path) ->
         assert fork_id in client.get(f"/runs/{run_id}").text
 
 
-def test_pages_load_mermaid_only_where_a_diagram_is_drawn_and_unknown_paths_are_styled(tmp_path: Path) -> None:
+def test_diagrams_come_drawn_in_the_page_with_no_script_library_and_unknown_paths_are_styled(tmp_path: Path) -> None:
+    """The run page holds its diagram as SVG (drawn on the server); no page loads a script but the view's own ui.js
+    (Mermaid's modules are gone from the package)."""
     home, _, run_id = triage_home(tmp_path)
     with TestClient(create_app(home), base_url=LOCAL) as client:
-        assert "mermaid.esm.min.mjs" not in client.get("/runs").text
-        assert "mermaid.esm.min.mjs" in client.get(f"/runs/{run_id}").text
-        assert "max-age" in client.get("/static/vendor/mermaid/mermaid.esm.min.mjs").headers["cache-control"]
+        listed, run = client.get("/runs").text, client.get(f"/runs/{run_id}").text
+        assert '<svg xmlns="http://www.w3.org/2000/svg" class="statechart"' in run and "statechart" not in listed
+        for page in (listed, run):
+            assert (
+                re.findall(r"<script[^>]*>", page) == ['<script src="/static/ui.js">'] and "modulepreload" not in page
+            )
+        assert client.get("/static/vendor/mermaid/mermaid.esm.min.mjs").status_code == 404
         assert client.get("/static/style.css").headers["cache-control"] == "no-cache"
         missing = client.get("/no/such/page")
         assert missing.status_code == 404 and "<header>" in missing.text and "no page at /no/such/page" in missing.text
@@ -209,4 +220,4 @@ def test_a_team_task_recorded_before_teams_were_kept_still_reads(tmp_path: Path)
         assert listed["asked"]["payload"] == {"task": "Explain what a state machine is, in one sentence."}
         assert listed["answer"]["value"] is not None and listed["answer"]["run_id"].startswith("aggregator.")
         page = client.get(f"/teams/{listed['task']}").text
-        assert "team not recorded" in page and "mermaid.esm.min.mjs" not in page and "No drawing" in page
+        assert "team not recorded" in page and "statechart" not in page and "No drawing" in page

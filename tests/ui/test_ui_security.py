@@ -75,6 +75,8 @@ class TestHeaders:
         csp = answers[0].headers["content-security-policy"]
         # Scripts only from the view's own files (no inline script, no eval); nothing from another site.
         assert "script-src 'self';" in csp and "default-src 'none'" in csp and "unsafe-eval" not in csp
+        # Styles only from the stylesheet: diagrams are SVG drawn on the server, so no inline style is allowed.
+        assert "style-src 'self';" in csp and "unsafe-inline" not in csp and "data:" not in csp
         assert answers[0].headers["x-content-type-options"] == "nosniff"
 
 

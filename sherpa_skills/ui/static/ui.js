@@ -1,24 +1,10 @@
-// Draws Mermaid diagrams and follows a live run: the server pushes the run's position (server-sent events),
-// and the page swaps in the freshly rendered run section when it moves.
-// Mermaid is loaded only on pages that draw a diagram (a dynamic import of its module build); the live stream is closed once the run rests, so tools that
-// wait for "network idle" see the page settle.
+// Sizes the diagrams the server drew (inline SVG) and follows a live run: the server pushes the run's position
+// (server-sent events), and the page swaps in the freshly rendered run section when it moves.
+// The live stream is closed once the run rests, so tools that wait for "network idle" see the page settle.
 (function () {
-  // The ES module build: its core and only the chunks a state diagram needs load (about a third of the 3.5 MB
-  // single-file bundle), and each is cached for a week, shared by every diagram page.
-  const MERMAID = "/static/vendor/mermaid/mermaid.esm.min.mjs";
-  let mermaid = null;
-
-  async function loadMermaid() {
-    if (!mermaid) {
-      mermaid = (await import(MERMAID)).default;
-      mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "default", flowchart: { htmlLabels: false } });
-    }
-    return mermaid;
-  }
-
-  // Fitted to its box, a large diagram (a team of agents) shrank to a third, its labels about 5 px: it is never drawn
-  // smaller than this, and the box scrolls instead; the buttons zoom.
-  const READABLE = 0.75;
+  // A large diagram (a team of agents) fitted to its box would shrink its 12 px labels out of reading: it is never
+  // drawn smaller than this (labels stay at 11 px or more), and the box scrolls instead; the buttons zoom.
+  const READABLE = 0.92;
 
   function natural(svg) {
     const box = svg.viewBox && svg.viewBox.baseVal;
@@ -26,18 +12,17 @@
   }
 
   function scale(svg, factor) {
-    const width = natural(svg) * factor;
     svg.style.maxWidth = "none";
-    svg.style.width = width + "px";
+    svg.style.width = natural(svg) * factor + "px";
     svg.style.height = "auto";
     svg.dataset.scale = String(factor);
   }
 
-  function readable(svg) {
+  function readable(svg, kept) {
     const box = svg.closest(".diagram-box");
     const room = box ? box.clientWidth - 16 : svg.getBoundingClientRect().width;
     const fit = Math.min(1, room / natural(svg));
-    scale(svg, Math.max(fit, READABLE));
+    scale(svg, kept || Math.max(fit, READABLE));
     if (!box || box.querySelector(".diagram-tools")) return;
     const tools = document.createElement("p");
     tools.className = "diagram-tools";
@@ -47,21 +32,19 @@
       button.textContent = b[0];
       button.setAttribute("aria-label", b[0] === "fit" ? "fit the diagram to the box" : "zoom " + (b[1] > 1 ? "in" : "out"));
       button.addEventListener("click", function () {
-        const now = Number(svg.dataset.scale) || 1;
-        scale(svg, b[1] ? Math.min(3, Math.max(0.2, now * b[1])) : Math.min(1, (box.clientWidth - 16) / natural(svg)));
+        const drawn = box.querySelector("svg.statechart");
+        const now = Number(drawn.dataset.scale) || 1;
+        scale(drawn, b[1] ? Math.min(3, Math.max(0.2, now * b[1])) : Math.min(1, (box.clientWidth - 16) / natural(drawn)));
+        drawn.dataset.zoomed = "1";
       });
       tools.appendChild(button);
     });
     box.insertBefore(tools, box.firstChild);
   }
 
-  async function draw() {
-    document.body.dataset.diagrams = "drawing";
-    const nodes = document.querySelectorAll("pre.mermaid:not([data-processed])");
-    if (nodes.length) {
-      await (await loadMermaid()).run({ nodes: nodes });
-      nodes.forEach(function (pre) { const svg = pre.querySelector("svg"); if (svg) readable(svg); });
-    }
+  // The mark pages and tests wait for: every diagram on the page sized to be read.
+  function draw(kept) {
+    document.querySelectorAll(".diagram-box svg.statechart").forEach(function (svg) { readable(svg, kept); });
     document.body.dataset.diagrams = "drawn";
   }
 
@@ -118,12 +101,13 @@
           const focusKey = carryOver(current, fresh);
           const diagram = current.querySelector(".diagram-box");
           const scroll = diagram ? [diagram.scrollLeft, diagram.scrollTop] : null;
+          const drawn = current.querySelector("svg.statechart[data-zoomed]");
           current.replaceWith(fresh);
           if (focusKey) {
             const again = find(fresh, focusKey);
             if (again) again.focus({ preventScroll: true });
           }
-          await draw();
+          draw(drawn ? Number(drawn.dataset.scale) : 0);  // a zoom the reader chose is kept
           const box = fresh.querySelector(".diagram-box");
           if (box && scroll) { box.scrollLeft = scroll[0]; box.scrollTop = scroll[1]; }
         }
@@ -131,5 +115,6 @@
     };
   }
 
-  draw().then(follow);
+  draw(0);
+  follow();
 })();
