@@ -151,14 +151,14 @@ class Reader:
         return re.sub(r"(^|&& |\| )python ", rf"\1{shlex.quote(sys.executable)} ", command)
 
 
-def checkout_state() -> str:
-    """What git sees in the checkout (empty where git is missing): the docs' commands must not change it."""
+def untracked() -> set[str]:
+    """What git does not track in the checkout, ignored or not, a new folder as one entry (none without git)."""
     if not (ROOT / ".git").exists() or shutil.which("git") is None:
-        return ""
+        return set()
     proc = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True, text=True
+        ["git", "ls-files", "--others", "--directory"], cwd=ROOT, capture_output=True, text=True, check=False
     )
-    return proc.stdout
+    return set(proc.stdout.splitlines())
 
 
 SHELL_PAGES = [p for p in pages() if any(b.lang in SHELL and not b.not_run for b in page_blocks(p))]
@@ -182,7 +182,7 @@ def test_every_command_is_shown_as_sherpa_skills_command():
 @pytest.mark.slow
 @pytest.mark.parametrize("page", SHELL_PAGES, ids=[p.relative_to(ROOT).as_posix() for p in SHELL_PAGES])
 def test_each_page_runs_as_written(page: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = checkout_state()
+    before = untracked()
     reader = Reader(tmp_path)
     last_output: str | None = None
     for block in page_blocks(page):
@@ -217,7 +217,8 @@ def test_each_page_runs_as_written(page: Path, tmp_path: Path, capsys: pytest.Ca
                 )
                 assert "Traceback" not in proc.stdout, f"{block.where}: `{part}`\n{proc.stdout[-3000:]}"
                 last_output = proc.stdout
-    assert checkout_state() == before, "the page's commands changed the checkout"
+    added = untracked() - before
+    assert not added, f"the page's commands wrote into the checkout: {sorted(added)}"
 
 
 def split_and(command: str) -> list[str]:

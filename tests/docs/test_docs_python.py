@@ -154,5 +154,5 @@ def test_a_block_that_reaches_beyond_this_machine_fails(sandbox):
 
 def test_output_is_compared_with_ids_and_times_folded():
     assert normalised("run 3a52831c065e  ✓ set 12 ms\n  in /tmp/tmp.x/a archive-notes-990c1b8f") == normalised(
-        "run 0123456789ab ✓ set 0 ms in /tmp/other archive-notes-f9026362"
+        "run 0123456789ab ✓ set 0 ms in /var/other/a archive-notes-f9026362"
     )
