@@ -158,7 +158,8 @@ def untracked() -> set[str]:
     proc = subprocess.run(
         ["git", "ls-files", "--others", "--directory"], cwd=ROOT, capture_output=True, text=True, check=False
     )
-    return set(proc.stdout.splitlines())
+    # Tools' caches and environments at the top (.mypy_cache/, .venv/) come and go as a developer works meanwhile.
+    return {path for path in proc.stdout.splitlines() if not path.startswith(".") and "__pycache__" not in path}
 
 
 SHELL_PAGES = [p for p in pages() if any(b.lang in SHELL and not b.not_run for b in page_blocks(p))]
@@ -168,7 +169,7 @@ def test_the_docs_have_shell_blocks_and_few_are_not_run():
     shell = [b for p in pages() for b in page_blocks(p) if b.lang in SHELL]
     assert len(shell) >= 20 and sum(len(commands(b)) for b in shell) >= 60
     not_run = [b.where for b in shell if b.not_run]
-    assert len(not_run) <= 8, not_run
+    assert len(not_run) <= 6, not_run  # today: OpenAI and Ollama (tutorial), PostgreSQL, Redis, an OTLP collector
 
 
 def test_every_command_is_shown_as_sherpa_skills_command():
