@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -148,3 +149,35 @@ def test_skill_loop_plan_capture_replay_diverge_replan(tmp_path: Path) -> None:
     assert proc["version"] == 2 and proc["health"] == "new"  # one replay of version 2: too few to judge
     assert report["stats"]["llm_calls_saved"] > 0
     assert (tmp_path / "home" / "index" / "procedures.npz").is_file()
+
+
+@pytest.mark.slow
+def test_skill_store_walkthrough_runs_in_a_folder_of_its_own(tmp_path: Path) -> None:
+    """examples/skill_store_loop/walkthrough.sh: capture, promote, replay (dry run, then executed), an answered
+    confirmation, a candidate refused then rejected, health; everything in a new temporary folder, none in the
+    checkout or the folder it is started from."""
+    root = EXAMPLES.parent
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("SHERPA_SKILLS_")},
+        "TMPDIR": str(tmp_path),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    start = tmp_path / "start"
+    start.mkdir()
+    out = subprocess.run(
+        ["bash", str(EXAMPLES / "skill_store_loop" / "walkthrough.sh")],
+        capture_output=True,
+        text=True,
+        cwd=start,
+        env=env,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "succeeded archive-notes-" in out.stdout and "notes/monday.txt" in out.stdout
+    assert "a candidate awaiting review" in out.stdout and "rejected: it is not replayed" in out.stdout
+    assert list(start.iterdir()) == []  # nothing where it was started
+    (work,) = [p for p in tmp_path.iterdir() if p != start]  # one folder of its own, under TMPDIR
+    assert (work / "build" / "weekly.tar.gz").is_file() and (work / "home" / "store.db").is_file()
+    assert not (root / "build").exists() and not (root / "notes").exists()

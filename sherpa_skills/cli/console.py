@@ -12,7 +12,7 @@ from typing import Any
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 # `learn replay`: plausible procedures, none sure; the caller answers with --procedure ID or --reject.
 EXIT_NEEDS_CONFIRMATION = 3
-#: Every command's exit codes, as `--help` ends and the README's Command line section show them (a test keeps them one).
+#: Every command's exit codes, as `--help` ends and docs/troubleshooting.md shows them (a test keeps them one).
 EXIT_CODES = (
     (EXIT_OK, "ok (a run final or waiting for input)"),
     (EXIT_ERROR, "error: the work failed (a run in error, a failed replay or heartbeat)"),

@@ -113,7 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="NAME=VALUE",
             help="a run input (JSON values are parsed); repeatable",
         )
-        p.add_argument("--json", action="store_true", help="print one JSON result object (stable, see README)")
+        p.add_argument(
+            "--json",
+            action="store_true",
+            help="print one JSON result object (stable; its fields: docs/concepts/command-line.md)",
+        )
         p.add_argument("--quiet", "-q", action="store_true", help="no progress, no summary")
         p.add_argument(
             "--model", help="litellm model string (default: the workflow's llm.model, then $SHERPA_SKILLS_MODEL)"

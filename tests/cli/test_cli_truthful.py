@@ -1,5 +1,5 @@
 """The CLI never says something false: validate checks every argument, a finished run resumes to its result, and
-every command exits with a code from one table, the one `--help` and the README show."""
+every command exits with a code from one table, the one `--help` and the troubleshooting page show."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from sherpa_skills.cli.console import EXIT_CODES
 
 pytestmark = pytest.mark.usefixtures("fresh_scripts")
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+TROUBLESHOOTING = Path(__file__).resolve().parents[2] / "docs" / "troubleshooting.md"
 
 SHORT = """
 name: short
@@ -99,9 +99,9 @@ class TestOneTableOfExitCodes:
         for code, meaning in EXIT_CODES:
             assert re.search(rf"^  {code}\s+{re.escape(meaning)}$", out, re.M)
 
-    def test_the_readme_shows_the_same_table(self):
-        text = README.read_text(encoding="utf-8")
-        section = text[text.index("## Command line") : text.index("## Browser view")]
+    def test_the_docs_show_the_same_table(self):
+        text = TROUBLESHOOTING.read_text(encoding="utf-8")
+        section = text[text.index("## Exit codes") : text.index("\n## ", text.index("## Exit codes") + 1)]
         rows = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", section, re.M))
         assert rows == {str(code): meaning for code, meaning in EXIT_CODES}
 

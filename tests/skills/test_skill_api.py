@@ -1,4 +1,4 @@
-"""`sherpa_skills.SkillStore`, the Python API: the README's example runs as written, and the refusals hold."""
+"""`sherpa_skills.SkillStore`, the Python API: the docs' example runs as written, and the refusals hold."""
 
 from __future__ import annotations
 
@@ -9,23 +9,23 @@ import pytest
 
 import sherpa_skills as sk
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "skill-store.md"
 
 
-def readme_example() -> str:
-    section = README.read_text(encoding="utf-8").split("## The skill store", 1)[1].split("\n## ", 1)[0]
+def docs_example() -> str:
+    section = PAGE.read_text(encoding="utf-8").split("## From Python", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
-    assert blocks, "the skill store section shows a Python example"
+    assert blocks, "the skill-store guide's Python section shows an example"
     return blocks[0]
 
 
 @pytest.mark.usefixtures("home")  # SHERPA_SKILLS_HOME is the example's home
-def test_the_readme_example_runs(
+def test_the_docs_example_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Capture, promote, match (and no-match), replay as a dry run — exactly as the README shows."""
+    """Capture, promote, match (and no-match), replay as a dry run — exactly as docs/how-to/skill-store.md shows."""
     monkeypatch.chdir(tmp_path)
-    exec(compile(readme_example(), "README.md", "exec"), {})
+    exec(compile(docs_example(), "skill-store.md", "exec"), {})
     out = capsys.readouterr().out
     assert "match rotate-logs-" in out and "no-match" in out and "dry-run" in out
     assert "mv app.log archive/app-monday.log" in out

@@ -45,8 +45,8 @@ PROVEN_SQL = f"success_count >= {REPLAY_THRESHOLD / (1 - REPLAY_THRESHOLD):g} * 
 #: Statuses that take a procedure out of replay.
 PULLED: tuple[HealthStatus, ...] = ("broken", "needs-relearning")
 
-#: The rule as people read it: `learn health --help` prints it and the README's "The replay rule" repeats it (a test
-#: holds them to this text, and this text to the constants above).
+#: The rule as people read it: `learn health --help` prints it and docs/concepts/learning.md ("The replay rule") repeats
+#: it (a test holds them to this text, and this text to the constants above).
 RULE = f"""\
 The replay rule (one rule decides health and replay):
   evidence   only what this store observed counts: a person's capture or

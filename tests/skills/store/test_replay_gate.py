@@ -241,8 +241,8 @@ def test_the_rule_is_written_once_and_shown_by_learn_health_help(capsys: pytest.
         main(["learn", "health", "--help"])
     shown = capsys.readouterr().out
     assert " ".join(RULE.split()) in " ".join(shown.split())
-    readme = (Path(__file__).parents[3] / "README.md").read_text()
-    assert " ".join(RULE.split()) in " ".join(readme.split())
+    page = (Path(__file__).parents[3] / "docs" / "concepts" / "learning.md").read_text(encoding="utf-8")
+    assert " ".join(RULE.split()) in " ".join(page.split())
 
 
 def test_the_procedure_page_shows_claims_as_claims_and_an_agents_words_as_text(home: Path) -> None:
