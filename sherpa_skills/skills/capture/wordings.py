@@ -1,7 +1,8 @@
 """One procedure per path, not per wording: a learning run that took a stored procedure's path (its decisions, states
 and argument templates: `decision_signature`) in other words was credited to it by the store; here its wording becomes
 that procedure's alias, carrying the run as its source (`run:<run_id>`). The alias lets that wording be matched next
-time; it lowers no bar for other wordings near it (the matcher's own rules decide those, skills/match/vouch.py)."""
+time; it lowers no bar for other wordings near it: no judge said what it means, so it matches its own wording only
+(`AliasRow.exact_only`), never vouches for a wording close to it (skills/match/vouch.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import structlog
 
 from ...errors import SherpaError
 from ..match.wording import wording_key
-from ..store.answers import Answer, Answers
+from ..store.answers import RUN_PREFIX, Answer, Answers
 from ..store.models import CapturedProcedure
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ log = structlog.get_logger(__name__)
 
 def run_source(run_id: str) -> str:
     """How an alias names the run its wording came from."""
-    return f"run:{run_id}"
+    return f"{RUN_PREFIX}{run_id}"
 
 
 def alias_from_run(learner: Learner, proc: CapturedProcedure, text: str, run_id: str) -> Answer | None:

@@ -23,6 +23,10 @@ from ...errors import StoreError
 from ...redact import redact
 from .database import ProcedureDatabase, current_user
 
+#: How an alias names a run: its `source` (where the wording came from), and its `by` when the run's own success on
+#: the procedure's path is the confirmation.
+RUN_PREFIX = "run:"
+
 
 class Answer(BaseModel):
     """One remembered answer: an alias of a procedure, or a rejection of it for a wording."""
@@ -49,6 +53,10 @@ class AliasRow(BaseModel):
     text: str
     vector: bytes | None = None
     embedder: str | None = None
+    #: No judge said what it means: a run took the procedure's path in these words (`by` is the run). It matches its
+    #: own wording only, never a wording close to it: a run's success says what was done for these words, not what
+    #: words near them mean (one vouched "Do you sell refurbished phones?" into a refund, bench/ticket_wordings_bench).
+    exact_only: bool = False
 
 
 class Answers:
@@ -181,11 +189,21 @@ class Answers:
     def alias_rows(self, scope: str | None) -> list[AliasRow]:
         """The aliases a match in this scope may use."""
         rows = self.conn.execute(
-            "SELECT id, procedure_id, task_type, key, text, vector, embedder FROM aliases WHERE scope = ? ORDER BY id",
+            "SELECT id, procedure_id, task_type, key, text, vector, embedder, confirmed_by FROM aliases WHERE scope = ?"
+            " ORDER BY id",
             (scope or "",),
         )
         return [
-            AliasRow(id=f"a{r[0]}", procedure_id=r[1], task_type=r[2], key=r[3], text=r[4], vector=r[5], embedder=r[6])
+            AliasRow(
+                id=f"a{r[0]}",
+                procedure_id=r[1],
+                task_type=r[2],
+                key=r[3],
+                text=r[4],
+                vector=r[5],
+                embedder=r[6],
+                exact_only=str(r[7]).startswith(RUN_PREFIX),
+            )
             for r in rows
         ]
 

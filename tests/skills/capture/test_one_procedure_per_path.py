@@ -94,6 +94,23 @@ class TestFourWordingsOfOneKind:
         assert [a.text for a in skills.aliases(proc.id) if a.kind == "alias"] == [described(t) for t in WORDINGS[1:]]
 
 
+def test_a_runs_alias_vouches_for_no_wording_close_to_it(tmp_path: Path) -> None:
+    """No judge said what a run's wording means: it matches itself only. Vouched for by meaning (close to the alias
+    and to the description), an unrelated question was replayed as a refund in bench/ticket_wordings_bench.py."""
+    skills = SkillStore(tmp_path)
+    ticket(skills, "I was sent a broken kettle, I want a refund", "4400")
+    ticket(skills, "Can you refund the order? The frame glass was smashed", "4401")
+    [proc] = skills.procedures(WORKFLOW)
+    [alias] = skills.aliases(proc.id)
+    assert alias.by == alias.source and proc.proven
+    unrelated = skills.match(described("Do you sell refurbished phones?"), WORKFLOW, params={"order": "4402"})
+    assert unrelated.decision != "match", unrelated.selected
+    [row] = skills.matcher.answers.alias_rows(WORKFLOW)
+    assert row.exact_only
+    itself = skills.match(described("Can you refund the order? The frame glass was smashed"), WORKFLOW)
+    assert (itself.decision, itself.procedure_id) == ("match", proc.id)
+
+
 def test_a_run_of_another_path_stays_another_procedure(tmp_path: Path) -> None:
     """A refund whose charge is disputed goes to the disputes team: another path in other words is another
     procedure, not an alias of the routine refund."""
