@@ -111,6 +111,35 @@ def test_a_runs_alias_vouches_for_no_wording_close_to_it(tmp_path: Path) -> None
     assert (itself.decision, itself.procedure_id) == ("match", proc.id)
 
 
+QUESTIONS = [
+    "What time do you close on Saturdays?",
+    "Do you deliver on weekends?",
+    "How can I track my parcel?",
+    "Do you have this sofa in green?",
+    "How do I delete my account?",
+    "What's the warranty on laptops?",
+]
+
+
+@pytest.mark.parametrize(
+    "unrelated", ["Are you hiring?", "Where can I find my invoices?", "Is there free shipping over a certain amount?"]
+)
+def test_wordings_merged_into_one_procedure_still_stand_as_its_rivals(tmp_path: Path, unrelated: str) -> None:
+    """Six questions are one procedure now, five of them aliases rather than descriptions of their own: they still say
+    how close that procedure stands, so a judge's alias of the refund procedure does not vouch for another question
+    (without them every one of these replayed as a refund)."""
+    skills = SkillStore(tmp_path)
+    for n, question in enumerate(QUESTIONS):
+        ticket(skills, question, str(4300 + n))
+    ticket(skills, WORDINGS[1], "4400")
+    ticket(skills, WORDINGS[3], "4401")
+    [refund] = [p for p in skills.procedures(WORKFLOW) if p.decisions[0].trigger == "refund"]
+    skills.confirm(described("Order came damaged, requesting money back"), refund.id, WORKFLOW, by="model:judge")
+    assert len(skills.procedures(WORKFLOW)) == 2 and refund.id in {a.procedure_id for a in skills.aliases()}
+    decision = skills.match(described(unrelated), WORKFLOW, params={"order": "4402"})
+    assert decision.decision != "match", decision.selected
+
+
 def test_a_run_of_another_path_stays_another_procedure(tmp_path: Path) -> None:
     """A refund whose charge is disputed goes to the disputes team: another path in other words is another
     procedure, not an alias of the routine refund."""
