@@ -143,11 +143,14 @@ def _runs(hows: list[str], in_turn: bool) -> str:
     return ", ".join(f"{how} {count}" for how, count in Counter(hows).most_common())
 
 
-def section(per_kind: int, now: dict[str, Any], before: dict[str, Any] | None, base: str | None) -> str:
+def section(
+    per_kind: int, now: dict[str, Any], before: dict[str, Any] | None, base: str | None, commit: str | None
+) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = f"SHERPA_SKILLS_LEARNING_DATA=… python bench/ticket_wordings_bench.py --wordings {per_kind}" + (
-        f" --baseline {base}" if base else ""
+        f" --baseline {base}" + (f" --baseline-commit {commit}" if commit else "") if base else ""
     )
+    made = f"`git archive {commit} | tar -x -C {base}`" if commit and base else "a checkout of the code before"
     calls = sum(r["llm_calls"] for r in now["runs"])
     lines = [
         f"## {TITLE}",
@@ -155,7 +158,7 @@ def section(per_kind: int, now: dict[str, Any], before: dict[str, Any] | None, b
         f"Measured {stamp} on {machine()}.",
         f"Command: `{command}`; `tickets_dev.json`, the first {per_kind} wordings of each kind "
         f"({len(now['runs'])} tickets, kinds in turn, nothing disputed); the shared stand-in model with the judge's "
-        "rules. Baseline: the same stream, same invocation, on the code before (`git archive` of the parent commit).",
+        f"rules. Baseline: the same stream, same invocation, on the code before ({made}).",
         "",
         "| path the procedures take | procedures | aliases | counted successes | replayable |",
         "|---|---:|---|---:|---|",
@@ -192,10 +195,32 @@ def section(per_kind: int, now: dict[str, Any], before: dict[str, Any] | None, b
     return "\n".join(lines) + "\n"
 
 
+def summary(per_kind: int, now: dict[str, Any], before: dict[str, Any] | None) -> str:
+    """The longer stream in a line: procedures, aliases, replays, wrong outcomes, against the baseline."""
+
+    def told(measured: dict[str, Any]) -> str:
+        hows = Counter(r["how"] for r in measured["runs"])
+        paths = measured["paths"].values()
+        return (
+            f"{sum(p['procedures'] for p in paths)} procedures on {len(measured['paths'])} paths, "
+            f"{sum(p['aliases'] for p in paths)} aliases, {sum(p['replayable'] for p in paths)} replayable; runs: "
+            + ", ".join(f"{how} {count}" for how, count in hows.most_common())
+            + f"; {sum(r['llm_calls'] for r in measured['runs'])} LLM calls; "
+            f"{measured['differ']} ending elsewhere than unreplayed"
+        )
+
+    return (
+        f"The first {per_kind} wordings of each kind ({len(now['runs'])} tickets, same command with `--wordings "
+        f"{per_kind}`): {told(now)}." + (f" Baseline: {told(before)}." if before else "")
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--wordings", type=int, default=4, help="wordings of each kind (default 4)")
     parser.add_argument("--baseline", help="a checkout of the code before, run on the same stream for comparison")
+    parser.add_argument("--baseline-commit", help="the commit that checkout holds, to name it in the section")
+    parser.add_argument("--also", type=int, default=20, help="a longer stream summarised too (default 20; 0: none)")
     parser.add_argument("--no-write", action="store_true", help="print the section, do not rewrite RESULTS.md")
     parser.add_argument("--emit", action="store_true", help=argparse.SUPPRESS)  # the baseline's process: JSON only
     args = parser.parse_args()
@@ -204,7 +229,11 @@ def main() -> None:
         return
     before = baseline(Path(args.baseline), args.wordings) if args.baseline else None
     now = measure(args.wordings)
-    text = section(args.wordings, now, before, args.baseline)
+    text = section(args.wordings, now, before, args.baseline, args.baseline_commit)
+    if args.also:
+        longer = measure(args.also)
+        was = baseline(Path(args.baseline), args.also) if args.baseline else None
+        text += "\n" + summary(args.also, longer, was) + "\n"
     print(text)
     if not args.no_write:
         write_section(TITLE, text)
