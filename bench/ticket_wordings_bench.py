@@ -153,8 +153,6 @@ def section(
     made = f"`git archive {commit} | tar -x -C {base}`" if commit and base else "a checkout of the code before"
     calls = sum(r["llm_calls"] for r in now["runs"])
     lines = [
-        f"## {TITLE}",
-        "",
         f"Measured {stamp} on {machine()}.",
         f"Command: `{command}`; `tickets_dev.json`, the first {per_kind} wordings of each kind "
         f"({len(now['runs'])} tickets, kinds in turn, nothing disputed); the shared stand-in model with the judge's "
@@ -234,7 +232,7 @@ def main() -> None:
         longer = measure(args.also)
         was = baseline(Path(args.baseline), args.also) if args.baseline else None
         text += "\n" + summary(args.also, longer, was) + "\n"
-    print(text)
+    print(f"## {TITLE}\n\n{text}")
     if not args.no_write:
         write_section(TITLE, text)
 
