@@ -345,6 +345,9 @@ def run_stream(
                     "tokens_saved": result.tokens_saved or 0,
                     "calls_saved": result.llm_calls_saved or 0,
                     "memory": (result.learning or {}).get("memory_answered", 0),
+                    # The judge's question when a procedure plausibly matched: a call, not a decision (the oracle
+                    # answers decisions only, so it is a no).
+                    "judge_calls": ((result.learning or {}).get("judged") or {}).get("calls", 0),
                     "always_right": oracle.always_right(item["text"]),
                     "ms": (time.perf_counter() - started) * 1000,
                 }

@@ -3,6 +3,7 @@ served), and a line on stdio that is not a JSON-RPC message gets a JSON-RPC erro
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, Resource
 from pydantic import ValidationError
 
-#: Where a procedure is read as a resource: its JSON (description, steps, conditions, status, confidence).
+#: Where a procedure is read as a resource: its JSON (description, steps, conditions, status, confidence, and its
+#: aliases: the other wordings it is known by, each with where it came from).
 PROCEDURE_URI = "sherpa-skills://procedures/{procedure_id}"
 
 
@@ -26,7 +28,7 @@ class ProceduresServer(MCPServer[Any]):
         self.resource(
             PROCEDURE_URI,
             name="procedure",
-            description="a stored procedure: its description, parameters and steps",
+            description="a stored procedure: its description, parameters, steps and aliases (its other wordings)",
             mime_type="application/json",
         )(self._read_procedure)
 
@@ -53,11 +55,16 @@ class ProceduresServer(MCPServer[Any]):
         from ..errors import SherpaError
         from ..skills.api import SkillStore
 
+        skills = SkillStore(self.home)
         try:
-            proc = SkillStore(self.home).get(procedure_id)
+            proc = skills.get(procedure_id)
         except SherpaError:
             raise ResourceError(f"unknown procedure '{procedure_id[:200]}': resources/list lists them") from None
-        return proc.model_dump_json(include=_SHOWN)
+        shown = proc.model_dump(mode="json", include=_SHOWN)
+        shown["aliases"] = [
+            a.model_dump(mode="json", include=_ALIAS_SHOWN) for a in skills.aliases(proc.id) if a.kind == "alias"
+        ]
+        return json.dumps(shown)
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio loop behind a relay that answers what is not a JSON-RPC message (the SDK drops it)."""
@@ -86,6 +93,8 @@ class ProceduresServer(MCPServer[Any]):
 
 _SHOWN = {"id", "task_type", "description", "steps", "kind", "preconditions", "postconditions", "tags", "version"}
 _SHOWN |= {"status", "confidence", "success_count", "failure_count"}
+#: An alias as a resource shows it: its wording, where it came from (`run:<run_id>`) and who confirmed it.
+_ALIAS_SHOWN = {"id", "text", "source", "by", "scope"}
 
 
 def malformed_reply(error: Exception) -> JSONRPCError:

@@ -255,7 +255,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             )
         )
     for a in data["aliases"]:
-        console.print(f"alias {a['id']}: {a['text']!r}  [dim](confirmed by {a['by']}{_scope(a)})[/]")
+        console.print(f"alias {a['id']}: {escape(repr(a['text']))}  [dim]({_alias_origin(a)}{_scope(a)})[/]")
     for a in data["rejections"]:
         console.print(f"rejected {a['id']}: {a['text']!r}  [dim](by {a['by']}{_scope(a)})[/]")
     for b in data["branches"]:
@@ -266,6 +266,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         # A reason quotes the command's stderr: its brackets are text, not rich markup.
         console.print(f"  [dim]{e.outcome:<9} v{e.version} step {e.diverged_step or '-'} {escape(e.reason or '')}[/]")
     return EXIT_OK
+
+
+def _alias_origin(alias: dict[str, Any]) -> str:
+    """Where an alias came from: the run that took the procedure's path in its words, or who confirmed it (in which
+    run, when a run's judge did)."""
+    source, by = alias.get("source"), alias["by"]
+    if source and source == by:
+        return f"from {source}, which took this path"
+    return f"from {source}, confirmed by {by}" if source else f"confirmed by {by}"
 
 
 def _scope(answer: dict[str, Any]) -> str:
@@ -527,9 +536,10 @@ def cmd_aliases(args: argparse.Namespace) -> int:
         return EXIT_OK
     from rich.table import Table
 
-    table = Table("id", "kind", _id_column([a.procedure_id for a in answers], "procedure"), "wording", "scope", "by")
+    table = Table("id", "kind", _id_column([a.procedure_id for a in answers], "procedure"), "wording", "scope", "from")
     for a in answers:
-        table.add_row(a.id, a.kind, a.procedure_id, a.text, a.scope or "-", a.by)
+        origin = _alias_origin(a.model_dump()) if a.kind == "alias" else f"rejected by {a.by}"
+        table.add_row(a.id, a.kind, a.procedure_id, a.text, a.scope or "-", origin)
     print_table(_console(), table)
     return EXIT_OK
 

@@ -1,8 +1,9 @@
 """Removing runs (`runs delete`, `runs prune`) without leaving anything that refers to a run pointing at nothing.
 
-A run stays while a procedure's execution records it, a procedure (or one of its versions) was captured from it, or a
-run that stays started it with `run_machine` (the parent's log holds the child's result); waiting and running runs stay
-unless forced. What stays is reported with its reason.
+A run stays while a procedure's execution records it, a procedure (or one of its versions) was captured from it, an
+alias's wording came from it (its `source`, `run:<run_id>`), or a run that stays started it with `run_machine` (the
+parent's log holds the child's result); waiting and running runs stay unless forced. What stays is reported with its
+reason.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 
 from ..db.connection import Connection, dialect_of
 from ..db.sql import json_text
+from ..db.tables import columns
 from ..engine.runstore import RunStore
 
 ACTIVE = ("waiting", "running", "interrupted")  # resumable: deleting one loses work in progress
@@ -54,6 +56,8 @@ def must_stay(conn: Connection, ids: list[str], force: bool = False) -> dict[str
     """Of these runs, those that must not be deleted, each with why (the first reason found)."""
     kept: dict[str, str] = {}
     dialect = dialect_of(conn)
+    # Aliases name their run from the skill store's m013 on; a home whose skill store is older has none to keep.
+    sourced = _has_table(conn, "aliases") and any(c.name == "source" for c in columns(conn, "aliases"))
     for part in _chunks(ids):
         if not force:
             for run_id, status in conn.execute(
@@ -83,6 +87,12 @@ def must_stay(conn: Connection, ids: list[str], force: bool = False) -> dict[str
                 part + part,
             ):
                 kept.setdefault(source, f"procedure {pid} v{v} was captured from it")
+        if sourced:
+            for source, alias_id, pid in conn.execute(
+                f"SELECT source, id, procedure_id FROM aliases WHERE source IN ({_in(part)}) ORDER BY id",
+                [f"run:{i}" for i in part],
+            ):
+                kept.setdefault(source[len("run:") :], f"alias a{alias_id} of procedure {pid} came from it")
     # A child stays while its parent does; a parent kept for its own reasons keeps its children in turn.
     child_of = json_text(dialect, "outputs", "run_id")
     while True:

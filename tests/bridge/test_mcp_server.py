@@ -296,3 +296,35 @@ def test_a_line_that_is_not_a_json_rpc_message_gets_a_json_rpc_error(tmp_path: P
     assert replies[0]["error"]["code"] == -32700 and "not JSON" in replies[0]["error"]["message"]
     assert replies[1]["error"]["code"] == -32600
     assert replies[2]["result"] == {}  # the server keeps serving after both
+
+
+def test_a_procedure_resource_shows_its_aliases_and_the_run_each_came_from(tmp_path: Path) -> None:
+    """Two refund tickets in other words took one path: one procedure, whose resource lists the second wording as
+    its alias with the run it came from."""
+    from sherpa_skills import load_workflow
+
+    home = tmp_path / "home"
+    workflow = load_workflow(Path(__file__).resolve().parents[2] / "examples" / "ticket_learning" / "workflow.yaml")
+    with SkillStore(home) as skills:
+        workflow.agent(learn=skills).run({"ticket": "Please refund my order, it arrived damaged", "order": "1"})
+        second = workflow.agent(learn=skills).run(
+            {"ticket": "I was sent a broken kettle, I want a refund", "order": "2"}
+        )
+        [proc] = skills.procedures("ticket-learning")
+        [alias] = skills.aliases(proc.id)
+
+    async def script(session: ClientSession) -> Any:
+        return await session.read_resource(f"sherpa-skills://procedures/{proc.id}")
+
+    shown = json.loads(talk(home, tmp_path, script).contents[0].text)
+    source = f"run:{second.run_id}"
+    assert (shown["id"], shown["success_count"]) == (proc.id, 2)
+    assert shown["aliases"] == [
+        {
+            "id": alias.id,
+            "text": "I was sent a broken kettle, I want a refund {{ order }}",
+            "source": source,
+            "by": source,
+            "scope": "ticket-learning",
+        }
+    ]

@@ -22,7 +22,14 @@ from sherpa_skills.skills.run_removal import must_stay
 from sherpa_skills.skills.store.answers import Answers
 from sherpa_skills.skills.store.branches import add_branch, branches
 from sherpa_skills.skills.store.database import ProcedureDatabase
-from sherpa_skills.skills.store.models import CapturedLearning, CapturedProcedure, Execution, ProcedureStep
+from sherpa_skills.skills.store.models import (
+    CapturedLearning,
+    CapturedProcedure,
+    Execution,
+    ProcedureStep,
+    RecordedCheck,
+    RecordedDecision,
+)
 
 
 @pytest.fixture
@@ -459,3 +466,107 @@ def test_an_upgraded_home_keeps_replaying_what_it_replayed_as_legacy_evidence(en
     assert promoted.proven and active.proven and replay_refusal(promoted, store.health(promoted.id)) is None
     fresh, _ = store.insert_or_credit(procedure("build", "make"))
     assert fresh.legacy_successes == 0  # what this store counts from now on is its own
+
+
+# ---------------------------------------------------------------- one procedure per path (issue 40)
+
+
+def trajectory(description: str, *decisions: RecordedDecision) -> CapturedProcedure:
+    return CapturedProcedure(
+        id="",
+        task_type="tickets",
+        description=description,
+        steps=[],
+        kind="trajectory",
+        decisions=list(decisions),
+        success_count=1,
+    )
+
+
+REFUND = RecordedDecision(state="assess", trigger="refund", args={"order": "{{ order }}", "reason": "damaged"})
+CLOSE = RecordedDecision(state="checked", trigger="close")
+
+
+def test_a_path_is_one_trajectory_procedure_whatever_its_wording(store: ProcedureDatabase) -> None:
+    """The path is the decisions' states, triggers and argument templates: another wording, another decider, checks
+    observed, or arguments named in another order are the same path, credited; a literal argument that differs is
+    another decision, so another procedure."""
+    first, new = store.insert_or_credit(trajectory("refund my order {{ order }}", REFUND, CLOSE))
+    reworded = [
+        REFUND.model_copy(update={"args": {"reason": "damaged", "order": "{{ order }}"}, "decided_by": "rule"}),
+        CLOSE.model_copy(update={"checks": [RecordedCheck(action="price", features={"paid": True})]}),
+    ]
+    again, new_again = store.insert_or_credit(trajectory("I want my money back {{ order }}", *reworded))
+    assert new and not new_again and again.id == first.id
+    assert (again.description, again.success_count, again.proven) == ("refund my order {{ order }}", 2, True)
+    literal = REFUND.model_copy(update={"args": {"order": "4417", "reason": "damaged"}})
+    other, new_other = store.insert_or_credit(trajectory("refund order 4417", literal, CLOSE))
+    assert new_other and other.id != first.id
+    assert store.add_version(first.id, [], decisions=reworded).version == 2  # its own path, in a changed world
+    with pytest.raises(StoreError, match=f"repeat the path of procedure '{first.id}'"):
+        store.add_version(other.id, [], decisions=[REFUND, CLOSE])
+    shell, _ = store.insert_or_credit(procedure("tickets", "make"))
+    assert len(store.procedures("tickets")) == 3 and shell.kind == "shell"
+
+
+def test_an_upgraded_home_keeps_its_twin_trajectories_and_one_of_them_takes_their_path(engine: Engine) -> None:
+    """Twins made before paths were kept (one path, two wordings) stay as they were, counts and all; a new run of
+    their path credits the proven one, and the other still takes a new version of itself."""
+    from sherpa_skills.skills.store.database import MIGRATIONS
+
+    older = MIGRATIONS[: [m.__name__ for m in MIGRATIONS].index("m013_trajectory_paths")]
+    if engine.url:
+        from sherpa_skills.db.migrations import connect_migrated
+
+        conn: Any = connect_migrated(engine.url, "skills", older)
+    else:
+        from sherpa_skills.sqlite_db import connect, migrate
+
+        engine.home().mkdir(parents=True, exist_ok=True)
+        conn = connect(engine.home() / "store.db")
+        migrate(conn, "skills", older)
+    now = time.time()
+    path = json.dumps([d.model_dump() for d in (REFUND, CLOSE)])
+    other = json.dumps([REFUND.model_dump(), {"state": "checked", "trigger": "hand_to_disputes", "args": {}}])
+    rows = [
+        ("twin-first", "refund my order {{ order }}", path, 1, 0),
+        ("twin-proven", "money back please {{ order }}", path, 2, 1),
+        ("disputes", "my bank disputes it {{ order }}", other, 1, 0),
+    ]
+    for n, (pid, description, decisions, successes, proven) in enumerate(rows):
+        conn.execute(
+            "INSERT INTO procedures (id, task_type, description, source, tags, version, status, needs_relearning,"
+            " success_count, failure_count, signature, steps, preconditions, postconditions, context, planned_tokens,"
+            " planned_llm_calls, created, updated, kind, decisions, proven) VALUES (?, 'tickets', ?, 'run', '[]', 1,"
+            " 'active', 0, ?, 0, ?, '[]', '[]', '[]', '{}', 0, 0, ?, ?, 'trajectory', ?, ?)",
+            (pid, description, successes, f"t:{pid}", now + n, now + n, decisions, proven),
+        )
+    conn.execute(
+        "INSERT INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created) VALUES"
+        " ('twin-first', 'tickets', 'tickets', 'give my money back', 'back give money', 'alice', ?)",
+        (now,),
+    )
+    if not engine.url:
+        conn.commit()
+    conn.close()
+
+    store = engine.procedures()
+    kept = {p.id: (p.description, p.success_count) for p in store.procedures("tickets")}
+    assert kept == {pid: (description, successes) for pid, description, _, successes, _ in rows}
+    [alias] = Answers(store).entries("twin-first")
+    assert (alias.by, alias.source) == ("alice", None)  # answered before aliases named their run
+    credited, new = store.insert_or_credit(trajectory("I'd like a refund {{ order }}", REFUND, CLOSE))
+    assert (credited.id, credited.success_count, new) == ("twin-proven", 3, False)
+    assert store.add_version("twin-first", [], decisions=[REFUND, CLOSE]).version == 2
+    assert len(store.procedures("tickets")) == 3
+
+
+def test_a_run_an_alias_came_from_stays(engine: Engine, store: ProcedureDatabase) -> None:
+    runs = engine.runs()
+    p = store.add_procedure(procedure())
+    answers = Answers(store)
+    alias = answers.add_alias(p.id, "build it", "build", by="run:run-c")
+    assert answers.set_source(alias.id, "run:run-c").source == "run:run-c"
+    assert answers.set_source(alias.id, "run:run-d").source == "run:run-c"  # its first run stays its source
+    kept = must_stay(runs.conn, ["run-c", "run-d", "run-free"], force=True)
+    assert kept == {"run-c": f"alias {alias.id} of procedure {p.id} came from it"}

@@ -187,6 +187,10 @@ def test_the_procedure_page_shows_its_aliases_and_rejections(tmp_path: Path) -> 
     answers = Answers(store)
     alias = answers.add_alias(pid, "ship the proxy config <b>now</b>", "ship proxy config now", by="ada")
     rejection = answers.add_rejection(pid, "restore the database from the dump", "restore database dump", by="judge")
+    from_run = answers.add_alias(pid, "push the proxy config out", "config proxy push", by="run:r1")
+    answers.set_source(from_run.id, "run:r1")
+    judged = answers.add_alias(pid, "roll out the proxy config", "config out proxy roll", by="model:judge")
+    answers.set_source(judged.id, "run:r2")
     store.close()
     with TestClient(create_app(tmp_path), base_url=LOCAL) as client:
         page = client.get(f"/procedures/{pid}").text
@@ -197,10 +201,13 @@ def test_the_procedure_page_shows_its_aliases_and_rejections(tmp_path: Path) -> 
         assert "restore the database from the dump" in section and ">ada<" in section and ">judge<" in section
         assert section.count("<time") >= 2  # when each was answered
         assert f"sherpa-skills learn forget {alias.id}" in section  # how to undo one: the view itself is read-only
+        # Where an alias came from (issue 40): the run that took the path in its words, or the run a judge was asked in.
+        assert '<a href="/runs/r1">run:r1</a>, which took this path' in section
+        assert 'model:judge, in <a href="/runs/r2">run:r2</a>' in section
         api = client.get(f"/api/procedures/{pid}").json()
-        assert [a["id"] for a in api["aliases"]] == [alias.id] and [r["id"] for r in api["rejections"]] == [
-            rejection.id
-        ]
+        assert [a["id"] for a in api["aliases"]] == [alias.id, from_run.id, judged.id]
+        assert [a["source"] for a in api["aliases"]] == [None, "run:r1", "run:r2"]
+        assert [r["id"] for r in api["rejections"]] == [rejection.id]
         assert "no aliases or rejections yet" in client.get(f"/procedures/{other}").text
 
 

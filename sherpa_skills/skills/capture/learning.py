@@ -27,6 +27,7 @@ from ..store.recording import credit_or_new_version, record_execution
 from ..store.scoring import replay_refusal
 from ..store.stats import saved_by
 from .trajectory import capture_decisions, described_task, one_word_inputs
+from .wordings import alias_from_run, judged_from_run
 
 if TYPE_CHECKING:
     from ...engine.agent import Agent, RunResult
@@ -252,7 +253,8 @@ class LearningHook(RunHook):
         chosen = next((p for p in offered if p.id == verdict.procedure_id), None)
         try:
             if chosen is not None:
-                self.learner.matcher.confirm(text, chosen.id, task_type=workflow, by=by)
+                alias = self.learner.matcher.confirm(text, chosen.id, task_type=workflow, by=by)
+                judged_from_run(self.learner, alias, agent.run_id)
             elif verdict.answered:
                 self.learner.matcher.reject(text, [p.id for p in offered], task_type=workflow, by=by)
         except SherpaError as exc:  # the task's literals disagree with the choice: a no
@@ -515,6 +517,9 @@ class LearningHook(RunHook):
             return learned
         if new:
             self.learner.matcher.index(captured)
-        log.info("trajectory_captured", procedure=captured.id, inserted=new)
+        elif self.procedure is None and (alias := alias_from_run(self.learner, captured, text, agent.run_id)):
+            # The path of a stored procedure, in other words: credited to it, its wording now that procedure's alias.
+            learned["alias"] = {"id": alias.id, "procedure": captured.id, "source": alias.source}
+        log.info("trajectory_captured", procedure=captured.id, inserted=new, alias=learned.get("alias"))
         learned["captured"] = {"procedure": captured.id, "new": new}
         return learned

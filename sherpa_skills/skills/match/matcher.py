@@ -366,9 +366,9 @@ class Matcher:
         said = key_words(query)
         aliases = self._alias_views(task_type)
         alias_exact = {a.procedure_id: a.id for a, keys, _ in aliases if same_wording(said, keys)}
-        alias_cos = self._alias_cosines(vector, aliases)
+        alias_cos, near_cos = self._alias_cosines(vector, aliases)
         rejected = self.answers.rejected(wording_key(query), task_type)
-        close_aliases = sorted(alias_cos, key=lambda pid: -alias_cos[pid][0])[:MAX_OFFERED]
+        close_aliases = sorted(near_cos, key=lambda pid: -near_cos[pid][0])[:MAX_OFFERED]
         ids = list(dict.fromkeys([*alias_exact, *close_aliases, *near, *terms.search(weights, pool)]))
         procs: list[CapturedProcedure] = []
         stored = self._current(ids)
@@ -463,7 +463,7 @@ class Matcher:
             )
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
         mode: Literal["semantic", "lexical"] = "semantic" if vector is not None else "lexical"
-        vouch = self._vouched(candidates, said, aliases, rejected)
+        vouch = self._vouched(candidates, said, aliases, rejected, {pid: cos for pid, (cos, _) in near_cos.items()})
         shown = candidates[: max(limit, 1)]
         if vouch is not None and vouch not in shown:
             shown.append(vouch)
@@ -486,8 +486,10 @@ class Matcher:
         said: frozenset[str],
         aliases: list[tuple[AliasRow, frozenset[str], Any]],
         rejected: set[str],
+        near: dict[str, float],
     ) -> MatchCandidate | None:
-        """The candidate a confirmed wording vouches for (`vouch`), among those whose literals agree; or None."""
+        """The candidate a confirmed wording vouches for (`vouch`), among those whose literals agree; or None. `near`
+        is each procedure's closest wording of all, runs' aliases included: how close a rival stands."""
         agreeing = [c for c in candidates if not c.literals_disagreed and c.semantic is not None]
         if not any(c.alias is not None for c in agreeing):
             return None
@@ -503,6 +505,7 @@ class Matcher:
                 repeated(said, [self._text(self._procs[c.procedure_id])[4], *keys.get(c.procedure_id, [])])
                 if c.alias is not None
                 else 0.0,
+                near.get(c.procedure_id),
             )
             for c in agreeing
         ]
@@ -573,15 +576,19 @@ class Matcher:
 
     def _alias_cosines(
         self, vector: Any, aliases: list[tuple[AliasRow, frozenset[str], Any]]
-    ) -> dict[str, tuple[float, str]]:
-        """Per procedure, the best cosine between the task and one of its aliases, and that alias's id."""
-        with_vectors = {a.id: (a.procedure_id, v) for a, _, v in aliases if v is not None}
-        best: dict[str, tuple[float, str]] = {}
-        for alias_id, cos in cosines(vector, {k: v for k, (_, v) in with_vectors.items()}).items():
-            pid = with_vectors[alias_id][0]
-            if pid not in best or cos > best[pid][0]:
-                best[pid] = (cos, alias_id)
-        return best
+    ) -> tuple[dict[str, tuple[float, str]], dict[str, tuple[float, str]]]:
+        """Per procedure, the best cosine between the task and one of its aliases, and that alias's id: among those a
+        judge confirmed (what may vouch), and among all (how close the procedure stands: a candidate, and a rival).
+        A run's alias (`AliasRow.exact_only`) never vouches: no judge said what words near it mean."""
+        with_vectors = {a.id: (a.procedure_id, v, a.exact_only) for a, _, v in aliases if v is not None}
+        judged: dict[str, tuple[float, str]] = {}
+        near: dict[str, tuple[float, str]] = {}
+        for alias_id, cos in cosines(vector, {k: v for k, (_, v, _) in with_vectors.items()}).items():
+            pid, _, exact_only = with_vectors[alias_id]
+            for best in (near,) if exact_only else (near, judged):
+                if pid not in best or cos > best[pid][0]:
+                    best[pid] = (cos, alias_id)
+        return judged, near
 
     def params_for(self, query: str, proc: CapturedProcedure) -> dict[str, str]:
         """The parameter values a task's literals give this procedure (none where they disagree)."""

@@ -7,8 +7,9 @@ procedure is known to mean, so a task close by meaning to both the description a
 - its cosine to the closest alias reaches `alias_floor`, and its cosine to the description reaches `alias_described`
   (two independent tellings agree). The description need only be nearby: it is worded as the capture's author saw the
   work, while the alias is how someone asked for it and a judge said it meant this;
-- the closer of the two stands at least `alias_gap` above every other candidate's closest (description or alias):
-  the procedure stands out, so the task is not about a neighbour;
+- the closer of the two stands at least `alias_gap` above every other candidate's closest (description or alias, a
+  run's alias included: one procedure per path keeps its other wordings as aliases): the procedure stands out, so the
+  task is not about a neighbour;
 - it repeats at most `alias_words` of the description's key words, and of each alias's. A task that repeats much
   of a procedure's wording and still was not sure by the relevance model changes something on purpose ("restore my
   home folder from the external drive" for "archive my home folder to the external drive"): that is what a near
@@ -31,6 +32,9 @@ class Evidence:
     semantic: float  # cosine between the task and the procedure
     alias: float | None  # the best cosine between the task and one of its confirmed wordings; None without any
     repeats: float  # the largest share of the description's, or of one alias's, key words the task says
+    #: The best cosine to any of its wordings, runs' aliases included (None: as `alias`): how close it stands as a
+    #: rival. A procedure a run's wordings merged into is as near as those wordings were as descriptions of their own.
+    near: float | None = None
 
 
 def repeated(said: frozenset[str], wordings: list[frozenset[str]]) -> float:
@@ -45,5 +49,5 @@ def vouched(evidence: list[Evidence], floor: float, gap: float, words: float, de
         return None
     best = max(agreed, key=lambda e: min(e.semantic, e.alias or 0.0))
     closest = max(best.semantic, best.alias or 0.0)
-    rival = max((max(e.semantic, e.alias or 0.0) for e in evidence if e is not best), default=0.0)
+    rival = max((max(e.semantic, e.alias or 0.0, e.near or 0.0) for e in evidence if e is not best), default=0.0)
     return best if closest - rival >= gap and best.repeats <= words else None

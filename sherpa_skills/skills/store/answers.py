@@ -6,6 +6,10 @@ and embedded for the close one. A rejection
 says a wording is not about a procedure, so it is never asked about (or replayed for) it again. Both hold only in the
 scope they were given in: the task type the match was limited to, or '' for an unscoped match (the CLI, Python).
 Ids are `a<N>` for aliases and `r<N>` for rejections, so `learn forget ID` takes either.
+
+An alias's `source` is the run its wording came from (`run:<run_id>`): a learning run that took a procedure's path in
+other words (then `by` is that run too: its success is the confirmation), or one whose judge confirmed it; None for a
+wording answered through the CLI, Python or MCP.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ from ...errors import StoreError
 from ...redact import redact
 from .database import ProcedureDatabase, current_user
 
+#: How an alias names a run: its `source` (where the wording came from), and its `by` when the run's own success on
+#: the procedure's path is the confirmation.
+RUN_PREFIX = "run:"
+
 
 class Answer(BaseModel):
     """One remembered answer: an alias of a procedure, or a rejection of it for a wording."""
@@ -31,6 +39,8 @@ class Answer(BaseModel):
     by: str
     created: float
     task_type: str | None = None
+    #: The run the wording came from (`run:<run_id>`), for an alias; None where it was answered outside a run.
+    source: str | None = None
 
 
 class AliasRow(BaseModel):
@@ -43,6 +53,10 @@ class AliasRow(BaseModel):
     text: str
     vector: bytes | None = None
     embedder: str | None = None
+    #: No judge said what it means: a run took the procedure's path in these words (`by` is the run). It matches its
+    #: own wording only, never a wording close to it: a run's success says what was done for these words, not what
+    #: words near them mean (one vouched "Do you sell refurbished phones?" into a refund, bench/ticket_wordings_bench).
+    exact_only: bool = False
 
 
 class Answers:
@@ -110,6 +124,14 @@ class Answers:
         ).fetchone()
         return self.get(f"r{row[0]}")
 
+    def set_source(self, alias_id: str, source: str) -> Answer:
+        """Name the run an alias's wording came from; an alias that already names one keeps it (its first run)."""
+        with self.store._write():
+            self.conn.execute(
+                "UPDATE aliases SET source = ? WHERE id = ? AND source IS NULL", (source, int(alias_id[1:]))
+            )
+        return self.get(alias_id)
+
     def set_vector(self, alias_id: str, vector: bytes, embedder: str) -> None:
         """Keep an alias's vector (derived: embedded again whenever missing or from another embedder)."""
         with self.store._write():
@@ -121,12 +143,13 @@ class Answers:
         kind, number = _parse_id(answer_id)
         if kind == "alias":
             row = self.conn.execute(
-                "SELECT id, procedure_id, scope, text, confirmed_by, created, task_type FROM aliases WHERE id = ?",
+                "SELECT id, procedure_id, scope, text, confirmed_by, created, task_type, source FROM aliases"
+                " WHERE id = ?",
                 (number,),
             ).fetchone()
         else:
             row = self.conn.execute(
-                "SELECT id, procedure_id, scope, text, rejected_by, created, NULL FROM rejections WHERE id = ?",
+                "SELECT id, procedure_id, scope, text, rejected_by, created, NULL, NULL FROM rejections WHERE id = ?",
                 (number,),
             ).fetchone()
         if row is None:
@@ -137,12 +160,14 @@ class Answers:
         """Every alias, then every rejection (of one procedure, when given), oldest first."""
         where, params = ("WHERE procedure_id = ?", (procedure_id,)) if procedure_id else ("", ())
         aliases = self.conn.execute(
-            f"SELECT id, procedure_id, scope, text, confirmed_by, created, task_type FROM aliases {where} ORDER BY id",
+            f"SELECT id, procedure_id, scope, text, confirmed_by, created, task_type, source FROM aliases {where}"
+            " ORDER BY id",
             params,
         )
         found = [_answer("alias", r) for r in aliases]
         rejections = self.conn.execute(
-            f"SELECT id, procedure_id, scope, text, rejected_by, created, NULL FROM rejections {where} ORDER BY id",
+            f"SELECT id, procedure_id, scope, text, rejected_by, created, NULL, NULL FROM rejections {where}"
+            " ORDER BY id",
             params,
         )
         return found + [_answer("rejection", r) for r in rejections]
@@ -164,11 +189,21 @@ class Answers:
     def alias_rows(self, scope: str | None) -> list[AliasRow]:
         """The aliases a match in this scope may use."""
         rows = self.conn.execute(
-            "SELECT id, procedure_id, task_type, key, text, vector, embedder FROM aliases WHERE scope = ? ORDER BY id",
+            "SELECT id, procedure_id, task_type, key, text, vector, embedder, confirmed_by FROM aliases WHERE scope = ?"
+            " ORDER BY id",
             (scope or "",),
         )
         return [
-            AliasRow(id=f"a{r[0]}", procedure_id=r[1], task_type=r[2], key=r[3], text=r[4], vector=r[5], embedder=r[6])
+            AliasRow(
+                id=f"a{r[0]}",
+                procedure_id=r[1],
+                task_type=r[2],
+                key=r[3],
+                text=r[4],
+                vector=r[5],
+                embedder=r[6],
+                exact_only=str(r[7]).startswith(RUN_PREFIX),
+            )
             for r in rows
         ]
 
@@ -193,4 +228,5 @@ def _answer(kind: Literal["alias", "rejection"], row: tuple[Any, ...]) -> Answer
         by=row[4],
         created=row[5],
         task_type=row[6],
+        source=row[7],
     )

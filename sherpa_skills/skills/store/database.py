@@ -285,6 +285,31 @@ def m011_calibrated_decisions(conn: sqlite3.Connection) -> None:
     )
 
 
+def m013_trajectory_paths(conn: sqlite3.Connection) -> None:
+    """One procedure per path: a trajectory's `path` is its decisions without its wording (`decision_signature` of its
+    decisions alone), unique per task type, so a run of a known path in other words credits that procedure (and its
+    wording becomes an alias) rather than making a twin. Twins made before keep their rows, counts and history; one of
+    each group keeps the path (active, proven, most counted successes, oldest first) and the others a marked one, as
+    m004 marked duplicate steps: merging them would move executions, branches and waiting runs' matches. An alias
+    keeps the run its wording came from (`source`, `run:<run_id>`; none for those answered before)."""
+    execute_script(conn, "ALTER TABLE procedures ADD COLUMN path TEXT;\nALTER TABLE aliases ADD COLUMN source TEXT;")
+    rows = conn.execute(
+        "SELECT id, task_type, decisions, status, proven, success_count FROM procedures WHERE kind = 'trajectory'"
+        " ORDER BY rowid"
+    ).fetchall()
+    kept: set[tuple[str, str]] = set()
+    # Of each group of twins, the one that keeps the path (a new run of it credits that one): active, proven, most
+    # counted successes, oldest.
+    ranked = sorted(range(len(rows)), key=lambda i: (rows[i][3] != "active", not rows[i][4], -int(rows[i][5] or 0), i))
+    for i in ranked:
+        pid, task_type, decisions = rows[i][:3]
+        path = path_of(json.loads(decisions or "[]"))
+        marked = path if (task_type, path) not in kept else f"{path}~{pid}"
+        kept.add((task_type, path))
+        conn.execute("UPDATE procedures SET path = ? WHERE id = ?", (marked, pid))
+    execute_script(conn, "CREATE UNIQUE INDEX procedures_task_path ON procedures (task_type, path);")
+
+
 MIGRATIONS = [
     m001_skills,
     m002_fts_by_rowid,
@@ -297,6 +322,7 @@ MIGRATIONS = [
     m009_decision_examples,
     m010_evidence_sources,
     m011_calibrated_decisions,
+    m013_trajectory_paths,  # m012 is the decision memory's snapshots (issue 36's branch)
 ]
 
 
@@ -323,14 +349,29 @@ def step_signature(steps: list[ProcedureStep]) -> str:
     return hashlib.sha256(normal.encode()).hexdigest()[:24]
 
 
-def decision_signature(decisions: list[RecordedDecision], description: str = "") -> str:
-    """Trajectories compare equal when their task text, states, triggers and (parametrised) arguments do: the same
-    decisions for a task described otherwise are another procedure,
-    since the description is what a task is matched by."""
-    normal = "\n".join(
-        [_SPACE.sub(" ", description.strip().lower()), *(f"{d.state} {d.trigger} {_dump(d.args)}" for d in decisions)]
-    )
+def _trajectory_signature(description: str, decisions: Iterable[tuple[Any, Any, Any]]) -> str:
+    # Arguments by sorted key: a model that names them in another order took the same decision.
+    said = (f"{state} {trigger} {json.dumps(args, sort_keys=True, default=str)}" for state, trigger, args in decisions)
+    normal = "\n".join([_SPACE.sub(" ", description.strip().lower()), *said])
     return "t:" + hashlib.sha256(normal.encode()).hexdigest()[:22]
+
+
+def decision_signature(decisions: list[RecordedDecision], description: str = "") -> str:
+    """Trajectories compare equal when their task text, states, triggers and (parametrised) arguments do. Without a
+    description it is the trajectory's **path**: the states its policy decided in, the triggers it took and their
+    arguments as templates of the inputs (an order number is `{{ order }}`) — not who decided (an LLM, a rule, a
+    replay), not the action outcomes or checks around them, not the task's wording."""
+    return _trajectory_signature(description, ((d.state, d.trigger, d.args) for d in decisions))
+
+
+def path_of(decisions: list[dict[str, Any]]) -> str:
+    """`decision_signature(decisions)` of decisions as stored (JSON): the path a migration reads without models."""
+    return _trajectory_signature("", ((d.get("state"), d.get("trigger"), d.get("args") or {}) for d in decisions))
+
+
+def path_signature(proc: CapturedProcedure) -> str | None:
+    """A trajectory's path (unique per task type, `procedures.path`); None for shell steps."""
+    return decision_signature(proc.decisions) if proc.kind == "trajectory" else None
 
 
 def signature_of(proc: CapturedProcedure) -> str:
@@ -518,7 +559,8 @@ class ProcedureDatabase:
         return self.insert_or_credit(proc)[0]
 
     def insert_or_credit(self, proc: CapturedProcedure) -> tuple[CapturedProcedure, bool]:
-        """(procedure, inserted): one statement decides, so concurrent first captures of the same steps make one row.
+        """(procedure, inserted): one statement decides, so concurrent first captures of the same steps — for a
+        trajectory, of the same path in any words (`decision_signature`) — make one row; the others credit it.
         The counts `proc` carries are counted evidence: only what this store observed comes here (`add_candidate`
         takes the rest)."""
         return self._insert(proc, None)
@@ -564,14 +606,16 @@ class ProcedureDatabase:
             or f"{re.sub(r'[^a-z0-9]+', '-', proc.task_type.lower()).strip('-')[:24] or 'proc'}-{uuid.uuid4().hex[:8]}"
         )
         proc = proc.model_copy(update={"id": pid, "created": proc.created or now, "updated": now})
-        sig = signature_of(proc)
+        sig, path = signature_of(proc), path_signature(proc)
         steps = _dump([s.model_dump() for s in proc.steps])
         with self._write():
             if self.conn.execute("SELECT 1 FROM procedures WHERE id = ?", (pid,)).fetchone():
                 raise StoreError(f"procedure '{pid}' already exists")
+            # Either unique index decides (the same steps, or a trajectory's same path): one statement, so concurrent
+            # first captures in other words make one procedure on either engine.
             cursor = self.conn.execute(
-                f"INSERT INTO procedures ({_PROC_COLUMNS}, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_type, signature) DO NOTHING",
+                f"INSERT INTO procedures ({_PROC_COLUMNS}, signature, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (
                     pid,
                     proc.task_type,
@@ -599,12 +643,18 @@ class ProcedureDatabase:
                     0,
                     int(confidence(proc.success_count, proc.failure_count) >= REPLAY_THRESHOLD),
                     sig,
+                    path,
                 ),
             )
             if cursor.rowcount == 0:
-                existing = self.conn.execute(
-                    "SELECT id FROM procedures WHERE task_type = ? AND signature = ?", (proc.task_type, sig)
-                ).fetchone()[0]
+                twin = self.conn.execute(
+                    "SELECT id FROM procedures WHERE task_type = ? AND (signature = ? OR path = ?)"
+                    " ORDER BY CASE WHEN signature = ? THEN 0 ELSE 1 END LIMIT 1",
+                    (proc.task_type, sig, path, sig),
+                ).fetchone()
+                if twin is None:  # the id itself, taken by another machine since the check above
+                    raise StoreError(f"procedure '{pid}' already exists")
+                existing = twin[0]
                 if claim is None:
                     self._credit(existing)
                 pid, inserted = existing, False
@@ -754,8 +804,9 @@ class ProcedureDatabase:
             ).fetchone()
             if twin:
                 raise StoreError(f"the new steps of '{current.id}' repeat procedure '{twin[0]}' of the same task type")
+            path = self._version_path(current, path_signature(proc))
             self.conn.execute(
-                "UPDATE procedures SET version = ?, steps = ?, signature = ?, source = ?, "
+                "UPDATE procedures SET version = ?, steps = ?, signature = ?, path = ?, source = ?, "
                 "success_count = 1, failure_count = 0, claimed_successes = 0, claimed_failures = 0,"
                 " legacy_successes = 0, legacy_failures = 0, proven = 0,"
                 " planned_tokens = ?, planned_llm_calls = ?, needs_relearning = 0, preconditions = ?, "
@@ -764,6 +815,7 @@ class ProcedureDatabase:
                     proc.version,
                     steps_json,
                     sig,
+                    path,
                     source,
                     planned_tokens,
                     planned_llm_calls,
@@ -779,6 +831,22 @@ class ProcedureDatabase:
             self._index_fts(proc)
             self._bump()
             return self.get(procedure_id)
+
+    def _version_path(self, current: CapturedProcedure, path: str | None) -> str | None:
+        """The path a new version of `current` is stored under: its own, unless another procedure holds it — a twin
+        from before paths were kept (m013) keeps its marked path; any other procedure's path is refused."""
+        if path is None:
+            return None
+        holder = self.conn.execute(
+            "SELECT id FROM procedures WHERE task_type = ? AND path = ? AND id != ?",
+            (current.task_type, path, current.id),
+        ).fetchone()
+        if holder is None:
+            return path
+        own = self.conn.execute("SELECT path FROM procedures WHERE id = ?", (current.id,)).fetchone()[0]
+        if own == f"{path}~{current.id}":
+            return str(own)
+        raise StoreError(f"the new decisions of '{current.id}' repeat the path of procedure '{holder[0]}'")
 
     def find_by_signature(self, signature: str, task_type: str | None = None) -> CapturedProcedure | None:
         """The procedure with these steps (of this task type, when given)."""
