@@ -169,6 +169,8 @@ def delete_examples(store: ProcedureDatabase, workflow: str, ids: list[int], sta
                 "DELETE FROM decision_examples WHERE workflow = ? AND state = ?", (workflow, state)
             ).rowcount
             store.conn.execute("DELETE FROM decision_errors WHERE workflow = ? AND state = ?", (workflow, state))
+        # What the persisted memory stands for is gone: the next process rebuilds it from the examples left.
+        store.conn.execute("DELETE FROM decision_snapshots WHERE workflow = ?", (workflow,))
     return gone
 
 

@@ -285,6 +285,19 @@ def m011_calibrated_decisions(conn: sqlite3.Connection) -> None:
     )
 
 
+def m012_decision_snapshots(conn: sqlite3.Connection) -> None:
+    """The decision memory's state per workflow, persisted (skills/decide/snapshot.py): a new process loads it at its
+    first ask instead of rebuilding it from every example; `upto` and `examples` say which examples it stands for."""
+    execute_script(
+        conn,
+        """
+        CREATE TABLE decision_snapshots (
+            workflow TEXT PRIMARY KEY, stamp TEXT NOT NULL, upto INTEGER NOT NULL, errors_upto INTEGER NOT NULL,
+            examples INTEGER NOT NULL, body BLOB NOT NULL, created REAL NOT NULL);
+    """,
+    )
+
+
 MIGRATIONS = [
     m001_skills,
     m002_fts_by_rowid,
@@ -297,6 +310,7 @@ MIGRATIONS = [
     m009_decision_examples,
     m010_evidence_sources,
     m011_calibrated_decisions,
+    m012_decision_snapshots,
 ]
 
 
