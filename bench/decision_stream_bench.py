@@ -415,6 +415,7 @@ def _cost_store(path: Path, labels: int, per_label: int) -> Any:
     import numpy as np
 
     from sherpa_skills.skills.decide.examples import Example, add_examples
+    from sherpa_skills.skills.decide.memory import scorer
     from sherpa_skills.skills.store.database import ProcedureDatabase
 
     rng = np.random.default_rng(36)
@@ -434,6 +435,7 @@ def _cost_store(path: Path, labels: int, per_label: int) -> Any:
                 vector=(centres[i % labels] + rng.normal(scale=0.5, size=384).astype(np.float32)).tobytes(),
                 score=1.0,
                 hit=True,
+                scorer=scorer(),
             )
             for i in range(labels * per_label)
         ],

@@ -18,6 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+
+def scorer_name(density: float) -> str:
+    """The head's scorer as calibration points name it: a point scored otherwise is on another scale."""
+    return f"margin+{density:g}nearest/1"
+
+
 #: The fewest recent points a threshold is computed on, whatever the bound (a loose bound's window would be short).
 _LEAST_WINDOW = 200
 #: The evidence a decision's centroid gives, against its nearest example's.
@@ -66,7 +72,7 @@ class Head:
         centroids = sums / np.where(norms == 0, 1, norms)
         return cls(ordered, sorted_codes, order, starts, centroids, labels, present)
 
-    def guess(self, q: Any) -> Guess | None:
+    def guess(self, q: Any, density: float = 0.0) -> Guess | None:
         """The head's guess for the unit vector `q`; None when fewer than two decisions were taken here (no margin
         to measure)."""
         import numpy as np
@@ -92,7 +98,10 @@ class Head:
         start = int(self.starts[top])
         end = int(self.starts[top + 1]) if top + 1 < self.labels else len(self.codes)
         best = start + int(np.argmax(sims[start:end]))
-        return Guess(top, float(evidence[top] - evidence[second]), float(sims.max()), int(self.rows[best]))
+        # The margin, plus `density` times how close the task is to the decision's nearest example: a clear margin
+        # between two decisions far from the task is weaker evidence than the same margin among close examples.
+        score = float(evidence[top] - evidence[second]) + density * float(nearest[top])
+        return Guess(top, score, float(sims.max()), int(self.rows[best]))
 
 
 @dataclass

@@ -28,7 +28,7 @@ import structlog
 from ..store.database import ProcedureDatabase
 from . import snapshot
 from .examples import Example, calibration_after, delete_examples, examples_after
-from .head import Calibration, Head
+from .head import Calibration, Head, scorer_name
 
 log = structlog.get_logger(__name__)
 
@@ -40,6 +40,11 @@ _DIM = 384
 def settings() -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads((Path(__file__).with_name("settings.json")).read_text())
     return loaded
+
+
+def scorer() -> str:
+    """The scorer the head uses with these settings (its calibration points are named by it)."""
+    return scorer_name(float(settings()["density"]))
 
 
 @dataclass(slots=True)
@@ -305,7 +310,7 @@ class DecisionMemory:
         """`workflow`'s calibration points, read from the store as they grow."""
         calibration = self._calibration.setdefault(workflow, Calibration(float(settings()["calibration_window"])))
         after_example, after_error = self._points_read.get(workflow, (0, 0))
-        points, errors, cost = calibration_after(self.store, workflow, after_example, after_error)
+        points, errors, cost = calibration_after(self.store, workflow, after_example, after_error, scorer())
         for state, score, wrong in points + errors:
             calibration.add(state, score, wrong)
         last_example = max([after_example] + [i for i in cost.get("example_ids", [])])
@@ -523,7 +528,7 @@ class DecisionMemory:
             return Answer(None, "the examples were embedded otherwise", examples=size)
         # Meaning decides among every decision taken at the state; the values then say which of them may be taken.
         head = memory.head(_DIM)
-        found = head.guess(q)
+        found = head.guess(q, float(conf["density"]))
         if found is None:
             only = memory.example(0).trigger
             return Answer(

@@ -18,7 +18,7 @@ from _engines import Engine
 
 from sherpa_skills.skills.decide import snapshot
 from sherpa_skills.skills.decide.examples import Example, add_examples
-from sherpa_skills.skills.decide.memory import DecisionMemory, settings
+from sherpa_skills.skills.decide.memory import DecisionMemory, scorer, settings
 from sherpa_skills.skills.decide.recall import Recall
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
@@ -65,6 +65,7 @@ def teach(store: ProcedureDatabase, n: int = 500, labels: str = "ab", state: str
                 score=0.5 + (i % 7) / 100,
                 hit=True,
                 tokens=100,
+                scorer=scorer(),
             )
             for i in range(n)
         ],
