@@ -112,6 +112,7 @@ class Calibration:
     window: float = 1e9
     order: list[tuple[str, float, bool]] = field(default_factory=list)
     _thresholds: dict[tuple[str | None, float], float | None] = field(default_factory=dict)
+    _counts: dict[tuple[str | None, float], int] = field(default_factory=dict)
 
     def points(self, delta: float) -> dict[str, list[tuple[float, bool]]]:
         """The recent points by state (at bound `delta`)."""
@@ -125,6 +126,7 @@ class Calibration:
         if len(self.order) > 100_000:
             del self.order[:50_000]
         self._thresholds.clear()
+        self._counts.clear()
 
     def _size(self, delta: float) -> int:
         return max(int(self.window / delta), _LEAST_WINDOW)
@@ -134,7 +136,11 @@ class Calibration:
         return [(s, w) for st, s, w in recent if state is None or st == state]
 
     def count(self, delta: float, state: str | None = None) -> int:
-        return len(self._recent(state, delta))
+        # Asked at every answer: counted once per change of points (a workflow keeps up to 100,000 of them).
+        key = (state, delta)
+        if key not in self._counts:
+            self._counts[key] = len(self._recent(state, delta))
+        return self._counts[key]
 
     def wrong(self, delta: float, state: str | None = None) -> int:
         return sum(1 for _, w in self._recent(state, delta) if w)
