@@ -32,6 +32,9 @@ from .head import Calibration, Head, scorer_name
 
 log = structlog.get_logger(__name__)
 
+#: A snapshot is rewritten once the examples read since it are this many, and this share of the memory's.
+_LEAST_UNSAVED = 16
+_UNSAVED_SHARE = 0.05
 #: Vectors' width when none is stored (an example kept without an embedding): MiniLM's.
 _DIM = 384
 
@@ -305,6 +308,8 @@ class DecisionMemory:
         self._points_read: dict[str, tuple[int, int]] = {}
         #: Tokens the model's decisions cost, by workflow: (sum, count), what a memory's answer is estimated to save.
         self._cost: dict[str, tuple[int, int]] = {}
+        #: Examples read since the workflow's snapshot was written or loaded.
+        self._unsaved: dict[str, int] = {}
 
     def calibration(self, workflow: str) -> Calibration:
         """`workflow`'s calibration points, read from the store as they grow."""
@@ -374,8 +379,17 @@ class DecisionMemory:
             memory.bound(int(conf["kept_per_decision"]))
             memory.find_separating(int(conf["separating_values"]), float(conf["conflict_floor"]))
         self.calibration(workflow)
-        if touched or not restored:
+        # Persisted when built from the examples, or once the examples read since the last snapshot are a share
+        # worth its write (a long-lived process persisting after every run would pay a growing write per run).
+        lag = self._unsaved.get(workflow, 0) + len(new)
+        if (
+            fresh
+            and not restored
+            or lag >= max(_LEAST_UNSAVED, _UNSAVED_SHARE * sum(m.size() for m in states.values()))
+        ):
             self._persist(workflow, conf, valid)
+            lag = 0
+        self._unsaved[workflow] = lag
         return unusable
 
     def _persist(self, workflow: str, conf: dict[str, Any], valid: set[tuple[str, str]] | None) -> None:

@@ -126,6 +126,19 @@ def test_examples_newer_than_the_snapshot_are_read_not_ignored(engine: Engine) -
     assert fields(answer) == scratch_of(engine, CENTRES["c"])
 
 
+def test_a_few_new_examples_are_read_though_the_snapshot_is_not_rewritten_for_them(engine: Engine) -> None:
+    store = engine.procedures()
+    teach(store)
+    ask(DecisionMemory(store))
+    (written,) = store.conn.execute("SELECT upto FROM decision_snapshots").fetchone()
+    teach(store, n=4, labels="c")  # fewer than a rewrite waits for
+    fresh = DecisionMemory(engine.procedures())
+    answer = ask(fresh, CENTRES["c"])
+    assert fresh._states["w"]["s"].size() == 2 * 128 + 4 and answer.guess is not None and answer.guess.startswith("c ")
+    assert store.conn.execute("SELECT upto FROM decision_snapshots").fetchone()[0] == written
+    assert fields(answer) == scratch_of(engine, CENTRES["c"])
+
+
 def scratch_of(engine: Engine, query: Any) -> Any:
     store = engine.procedures()
     with store._write():
