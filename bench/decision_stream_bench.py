@@ -461,15 +461,15 @@ def cost_child(db: str, drop: bool) -> None:
         with dropping._write():
             dropping.conn.execute("DELETE FROM decision_snapshots")
         dropping.close()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     store = ProcedureDatabase(Path(db))
     memory = DecisionMemory(store)
     memory.refresh("w")
     first = memory.answer("w", "pick", lambda: query, COST_FEATURES, "")
-    cold = (time.perf_counter() - started) * 1000
+    cold, cold_cpu = (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
     store.close()
     assert first.guess is not None, first.why
-    print(json.dumps({"cold_ms": cold}))
+    print(json.dumps({"cold_ms": cold, "cpu_ms": cold_cpu}))
 
 
 def memory_cost(labels: int = 150, per_label: int = 20, reps: int = 300, fresh: int = 7) -> dict[str, float]:
@@ -505,6 +505,8 @@ def memory_cost(labels: int = 150, per_label: int = 20, reps: int = 300, fresh: 
         env = {**os.environ, "COST_QUERY": query.tobytes().hex(), "PYTHONPATH": str(ROOT)}
         loaded: list[float] = []
         rebuilt: list[float] = []
+        loaded_cpu: list[float] = []
+        rebuilt_cpu: list[float] = []
         for i in range(2 * fresh):
             out = subprocess.run(
                 [sys.executable, __file__, "--cost-child", str(db), *(["--drop"] if i % 2 else [])],
@@ -513,10 +515,14 @@ def memory_cost(labels: int = 150, per_label: int = 20, reps: int = 300, fresh: 
                 text=True,
                 check=True,
             ).stdout
-            (rebuilt if i % 2 else loaded).append(json.loads(out.strip().splitlines()[-1])["cold_ms"])
+            got = json.loads(out.strip().splitlines()[-1])
+            (rebuilt if i % 2 else loaded).append(got["cold_ms"])
+            (rebuilt_cpu if i % 2 else loaded_cpu).append(got["cpu_ms"])
     return {
         "fresh_process_loaded_ms": median(loaded),
         "fresh_process_rebuilt_ms": median(rebuilt),
+        "fresh_process_loaded_cpu_ms": median(loaded_cpu),
+        "fresh_process_rebuilt_cpu_ms": median(rebuilt_cpu),
         "ask_ms": asks[per_label],
         f"ask_ms_at_{per_label * 4}_per_decision": asks[per_label * 4],
         "examples": labels * per_label,
