@@ -4,6 +4,7 @@ calibration point) loop, in seconds rather than the full bench's minutes. For tu
 (bench/decision_stream_bench.py measures the real thing).
 
     python bench/decision_head_sim.py --per-intent 10 [--noise 0.05] [--variant NAME]
+    python bench/decision_head_sim.py --per-intent 10 --hindsight   # scores compared, each at its best threshold
 """
 
 from __future__ import annotations
@@ -189,6 +190,70 @@ def simulate(
     }
 
 
+def hindsight(items: list[dict[str, Any]], delta: float, lex: float = 0.0) -> dict[str, float]:
+    """How well each candidate score ranks the head's guesses: every decision scored by a head trained on every one
+    before it (the model always asked), then the largest share of decisions one threshold answers with at most
+    δ × decisions wrong — chosen in hindsight, so an upper bound on what any calibration of that score reaches."""
+    import numpy as np
+
+    vec = vectors([it["text"] for it in items])
+    seen: dict[str, tuple[list[Any], list[str]]] = {}
+    scored: list[tuple[dict[str, float], dict[str, bool]]] = []
+    for item in items:
+        q = vec[item["text"]]
+        q = combined(q, item["text"], lex) if lex else q
+        q = q / (float(np.linalg.norm(q)) or 1.0)
+        route = OUT_OF_SCOPE if item["domain"] is None else f"to_{item['domain']}"
+        steps = [("route", route)] + (
+            [(item["domain"] + "/pick", trigger_name(item["intent"]))] if item["domain"] else []
+        )
+        for where, truth in steps:
+            rows, labels = seen.setdefault(where, ([], []))
+            if len(set(labels)) >= 2:
+                m, lab = np.vstack(rows), np.asarray(labels)
+                sims = m @ q
+                names = sorted(set(labels))
+                cent = np.asarray(
+                    [float((m[lab == n].sum(0) / (np.linalg.norm(m[lab == n].sum(0)) or 1)) @ q) for n in names]
+                )
+                near = np.asarray([float(sims[lab == n].max()) for n in names])
+                evidence = 0.5 * cent + 0.5 * near
+                order = np.argsort(-evidence)
+                top = names[int(order[0])]
+                margin = float(evidence[order[0]] - evidence[order[1]])
+                nn = np.argsort(-sims)[:10]
+                votes: dict[str, float] = {}
+                for i in nn:
+                    votes[str(lab[i])] = votes.get(str(lab[i]), 0.0) + float(np.exp(sims[i] / 0.05))
+                voted = max(votes, key=lambda k: votes[k])
+                scores = {"margin": margin, "knn vote": votes[voted] / sum(votes.values())}
+                guesses = {"margin": top, "knn vote": voted}
+                for t in (0.02, 0.05):
+                    z = np.exp((cent - cent.max()) / t)
+                    scores[f"softmax T={t}"], guesses[f"softmax T={t}"] = (
+                        float(z.max() / z.sum()),
+                        names[int(z.argmax())],
+                    )
+                for lam in (0.5, 1.0, 2.0):
+                    scores[f"margin + {lam} nearest"] = margin + lam * float(near[order[0]])
+                    guesses[f"margin + {lam} nearest"] = top
+                scored.append((scores, {k: g == truth for k, g in guesses.items()}))
+            rows.append(q)
+            labels.append(truth)
+    out = {}
+    allowed = delta * len(scored)
+    for key in scored[0][0]:
+        ranked = sorted(((s[key], ok[key]) for s, ok in scored), key=lambda p: -p[0])
+        wrong, best = 0, 0
+        for i, (_, ok) in enumerate(ranked):
+            wrong += not ok
+            if wrong > allowed:
+                break
+            best = i + 1
+        out[key] = round(best / len(scored), 3)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--per-intent", type=int, default=10)
@@ -196,9 +261,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=36)
     parser.add_argument("--delta", type=float, default=0.0025)
     parser.add_argument("--variant", default="current")
+    parser.add_argument("--hindsight", action="store_true", help="compare candidate scores (see hindsight())")
     parser.add_argument("--lex", type=float, default=0.0, help="the lexical view's weight beside the embedding")
     args = parser.parse_args()
     items = load_stream(args.per_intent, args.seed)
+    if args.hindsight:
+        print(json.dumps(hindsight(items, args.delta, args.lex)))
+        return
     started = time.perf_counter()
     out = simulate(items, args.noise, args.seed, args.delta, args.variant, args.lex)
     out["seconds"] = round(time.perf_counter() - started, 1)
