@@ -140,12 +140,13 @@ class StateMemory:
             return self.restored.example(i)
         return self.examples[i]
 
-    def _column(self, field: int) -> list[Any]:
-        """Every row's label (5), path (3) or features (2), read from a restored state's kinds where it is one."""
+    def _row(self, i: int) -> tuple[str, str, dict[str, Any]]:
+        """Row `i`'s (label, path, features), read from a restored state's kinds without making its example."""
         if self._examples is None and self.restored is not None:
-            per_kind = [k[field] for k in self.restored.kinds]
-            return [per_kind[k] for k in self.restored.kind]
-        return [(e.features, None, e.path, None, e.label)[field - 2] for e in self.examples]
+            kind = self.restored.kinds[self.restored.kind[i]]
+            return kind[5], kind[3], kind[2]
+        e = self.examples[i]
+        return e.label, e.path, e.features
 
     def head(self, dim: int) -> Head:
         """The state's head over every example (built once per change of examples)."""
@@ -153,7 +154,7 @@ class StateMemory:
 
         if self._head is None:
             codes: dict[str, int] = {}
-            labels = np.asarray([codes.setdefault(label, len(codes)) for label in self._column(5)])
+            labels = np.asarray([codes.setdefault(self._row(i)[0], len(codes)) for i in range(self.size())])
             self._head = Head.build(self.matrix(dim), labels)
         return self._head
 
@@ -264,18 +265,17 @@ class StateMemory:
         if self._groups is None:
             members: dict[tuple[Any, ...], list[int]] = {}
             if self.separating:
-                for i, features in enumerate(self._column(2)):
-                    members.setdefault(_key(features, self.separating), []).append(i)
+                for i in range(self.size()):
+                    members.setdefault(_key(self._row(i)[2], self.separating), []).append(i)
             else:  # nothing separates: one group of every example (a fresh process's first ask pays no key per row)
                 members[()] = list(range(self.size()))
             width = int(self.matrix(dim).shape[1])
-            labels, paths = self._column(5), self._column(3)
             self._groups = {
                 key: Group(
                     rows=rows,
                     width=width,
-                    labels={labels[i] for i in rows},
-                    paths={paths[i] for i in rows},
+                    labels={self._row(i)[0] for i in rows},
+                    paths={self._row(i)[1] for i in rows},
                 )
                 for key, rows in members.items()
             }
@@ -477,12 +477,11 @@ class DecisionMemory:
                 memory._matrix = matrix
                 states[name] = memory
             calibration = Calibration(float(conf["calibration_window"]))
-            wrong = header["wrong"]
+            wrong = set(header["wrong"])
             at, scores = header["calibration"]
-            flags = [False] * len(at)
-            for i in wrong:
-                flags[i] = True
-            calibration.order = list(zip(map(str, at), map(float, scores), flags, strict=True))
+            calibration.order = [
+                (str(st), float(sc), i in wrong) for i, (st, sc) in enumerate(zip(at, scores, strict=True))
+            ]
             points_read = (int(header["points_read"][0]), int(header["points_read"][1]))
             cost = (int(header["cost"][0]), int(header["cost"][1]))
             read, unusable = int(header["read"]), {str(k): int(v) for k, v in header["unusable"].items()}
