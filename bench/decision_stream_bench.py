@@ -412,53 +412,124 @@ HEADER = [
 ]
 
 
-def memory_cost(labels: int = 150, per_label: int = 20, reps: int = 300) -> dict[str, float]:
-    """The head's cost at one state with `labels` × `per_label` examples, each a calibration point: ms a fresh
-    memory takes to read the store and answer its first ask (in this process: a CLI run pays it once), and the median
-    ms of one ask after (its embedding made beforehand)."""
+def _cost_store(path: Path, labels: int, per_label: int) -> Any:
+    """A skill store with one state of `labels` decisions × `per_label` examples, each a calibration point; and a
+    query near the fourth decision."""
     import numpy as np
 
     from sherpa_skills.skills.decide.examples import Example, add_examples
-    from sherpa_skills.skills.decide.memory import DecisionMemory
+    from sherpa_skills.skills.decide.memory import scorer
     from sherpa_skills.skills.store.database import ProcedureDatabase
 
     rng = np.random.default_rng(36)
     centres = rng.normal(size=(labels, 384)).astype(np.float32)
-    features = {"options": "many"}
+    store = ProcedureDatabase(path)
+    add_examples(
+        store,
+        [
+            Example(
+                workflow="w",
+                state="pick",
+                trigger=f"t{i % labels}",
+                args={},
+                features=COST_FEATURES,
+                path="",
+                task=f"task {i}",
+                vector=(centres[i % labels] + rng.normal(scale=0.5, size=384).astype(np.float32)).tobytes(),
+                score=1.0,
+                hit=True,
+                scorer=scorer(),
+            )
+            for i in range(labels * per_label)
+        ],
+    )
+    return store, centres[3] + rng.normal(scale=0.5, size=384).astype(np.float32)
+
+
+COST_FEATURES = {"options": "many"}
+
+
+def cost_child(db: str, drop: bool) -> None:
+    """In a fresh process (imports done first, as a CLI run's are before its first ask): ms from opening the store to
+    the memory's first answer, with the persisted snapshot (`drop`: without it, the memory rebuilt from the
+    examples). Prints the figure as JSON."""
+    import numpy as np
+
+    from sherpa_skills.skills.decide.memory import DecisionMemory
+    from sherpa_skills.skills.store.database import ProcedureDatabase
+
+    query = np.frombuffer(bytes.fromhex(os.environ["COST_QUERY"]), dtype=np.float32)
+    if drop:
+        dropping = ProcedureDatabase(Path(db))
+        with dropping._write():
+            dropping.conn.execute("DELETE FROM decision_snapshots")
+        dropping.close()
+    started, cpu = time.perf_counter(), time.process_time()
+    store = ProcedureDatabase(Path(db))
+    memory = DecisionMemory(store)
+    memory.refresh("w")
+    first = memory.answer("w", "pick", lambda: query, COST_FEATURES, "")
+    cold, cold_cpu = (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
+    store.close()
+    assert first.guess is not None, first.why
+    print(json.dumps({"cold_ms": cold, "cpu_ms": cold_cpu}))
+
+
+def memory_cost(labels: int = 150, per_label: int = 20, reps: int = 300, fresh: int = 7) -> dict[str, float]:
+    """The head's cost at one state with `labels` × `per_label` examples: the median ms a fresh process takes from
+    opening the store to the memory's first answer, with the snapshot the first build persisted and without it
+    (rebuilt from the examples, the snapshot dropped first; the runs alternate), and the median ms of one ask after
+    (its embedding made beforehand) as the examples grow."""
+    import subprocess
+
+    from sherpa_skills.skills.decide.memory import DecisionMemory
+    from sherpa_skills.skills.store.database import ProcedureDatabase
+
     with tempfile.TemporaryDirectory(prefix="sherpa-head-cost-") as tmp:
-        store = ProcedureDatabase(Path(tmp) / "skills.db")
-        add_examples(
-            store,
-            [
-                Example(
-                    workflow="w",
-                    state="pick",
-                    trigger=f"t{i % labels}",
-                    args={},
-                    features=features,
-                    path="",
-                    task=f"task {i}",
-                    vector=(centres[i % labels] + rng.normal(scale=0.5, size=384).astype(np.float32)).tobytes(),
-                    score=1.0,
-                    hit=True,
-                )
-                for i in range(labels * per_label)
-            ],
-        )
-        query = centres[3] + rng.normal(scale=0.5, size=384).astype(np.float32)
-        started = time.perf_counter()
+        db = Path(tmp) / "skills.db"
+        store, query = _cost_store(db, labels, per_label)
         memory = DecisionMemory(store)
         memory.refresh("w")
-        first = memory.answer("w", "pick", lambda: query, features, "")
-        cold = (time.perf_counter() - started) * 1000
-        times = []
-        for _ in range(reps):
-            started = time.perf_counter()
-            memory.answer("w", "pick", lambda: query, features, "")
-            times.append((time.perf_counter() - started) * 1000)
+        asks: dict[int, float] = {}
+        for grown in (1, 4):
+            if grown > 1:
+                # The same decisions with 4× the examples (the head keeps the newest `kept_per_decision` of each).
+                more, _ = _cost_store(Path(tmp) / "more.db", labels, per_label * grown)
+                more.close()
+                memory = DecisionMemory(ProcedureDatabase(Path(tmp) / "more.db"))
+                memory.refresh("w")
+            times = []
+            for _ in range(reps):
+                started = time.perf_counter()
+                memory.answer("w", "pick", lambda: query, COST_FEATURES, "")
+                times.append((time.perf_counter() - started) * 1000)
+            asks[per_label * grown] = median(times)
         store.close()
-    assert first.guess is not None, first.why
-    return {"cold_ms": cold, "ask_ms": median(times), "examples": labels * per_label}
+        env = {**os.environ, "COST_QUERY": query.tobytes().hex(), "PYTHONPATH": str(ROOT)}
+        loaded: list[float] = []
+        rebuilt: list[float] = []
+        loaded_cpu: list[float] = []
+        rebuilt_cpu: list[float] = []
+        for i in range(2 * fresh):
+            out = subprocess.run(
+                [sys.executable, __file__, "--cost-child", str(db), *(["--drop"] if i % 2 else [])],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            got = json.loads(out.strip().splitlines()[-1])
+            (rebuilt if i % 2 else loaded).append(got["cold_ms"])
+            (rebuilt_cpu if i % 2 else loaded_cpu).append(got["cpu_ms"])
+    return {
+        "fresh_process_loaded_ms": median(loaded),
+        "fresh_process_rebuilt_ms": median(rebuilt),
+        "fresh_process_loaded_cpu_ms": median(loaded_cpu),
+        "fresh_process_rebuilt_cpu_ms": median(rebuilt_cpu),
+        "ask_ms": asks[per_label],
+        f"ask_ms_at_{per_label * 4}_per_decision": asks[per_label * 4],
+        "examples": labels * per_label,
+    }
 
 
 def main() -> None:
@@ -471,10 +542,15 @@ def main() -> None:
     parser.add_argument("--label", help="write the figures as this row of the RESULTS.md section")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--cost", action="store_true", help="only the head's cost (150 decisions × 20 examples)")
+    parser.add_argument("--cost-child", help=argparse.SUPPRESS)
+    parser.add_argument("--drop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     from sherpa_skills.logs import configure
 
     configure(level="error")
+    if args.cost_child:
+        cost_child(args.cost_child, args.drop)
+        return
     if args.cost:
         cost = memory_cost()
         print(json.dumps({k: round(v, 2) for k, v in cost.items()}))

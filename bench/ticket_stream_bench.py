@@ -127,7 +127,7 @@ def memory_timing(sizes: tuple[int, ...] = (100, 10_000), reps: int = 2000) -> d
     import numpy as np
 
     from sherpa_skills.skills.decide.examples import Example, add_examples
-    from sherpa_skills.skills.decide.memory import DecisionMemory
+    from sherpa_skills.skills.decide.memory import DecisionMemory, scorer
     from sherpa_skills.skills.store.database import ProcedureDatabase
 
     rng = np.random.default_rng(7)
@@ -151,6 +151,7 @@ def memory_timing(sizes: tuple[int, ...] = (100, 10_000), reps: int = 2000) -> d
                     # Calibrated: every example a point the head got right, so `answer()` decides (and is timed).
                     score=0.0,
                     hit=True,
+                    scorer=scorer(),
                 )
                 for i in range(size)
             ]

@@ -32,6 +32,8 @@ class Example:
     hit: bool | None = None
     #: Tokens the model's decision cost (the run's tokens per LLM call): what an answer here is estimated to save.
     tokens: int | None = None
+    #: The head's scorer that gave `score` (head.scorer_name): points of another scorer are on another scale.
+    scorer: str | None = None
     created: float = field(default_factory=time.time)
 
     #: `label`, made once (a memory reading thousands of examples asks it of each several times).
@@ -57,7 +59,7 @@ def add_examples(store: ProcedureDatabase, examples: list[Example]) -> None:
     with store._write():
         store.conn.executemany(
             "INSERT INTO decision_examples (workflow, state, trigger, args, features, path, task, vector, embedder,"
-            " run_id, created, score, hit, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " run_id, created, score, hit, tokens, scorer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     e.workflow,
@@ -74,6 +76,7 @@ def add_examples(store: ProcedureDatabase, examples: list[Example]) -> None:
                     e.score,
                     None if e.hit is None else int(e.hit),
                     e.tokens,
+                    e.scorer,
                 )
                 for e in examples
             ],
@@ -120,23 +123,28 @@ def example_counts(store: ProcedureDatabase, workflow: str | None = None) -> lis
 
 
 def calibration_after(
-    store: ProcedureDatabase, workflow: str, after_example: int = 0, after_error: int = 0
+    store: ProcedureDatabase, workflow: str, after_example: int = 0, after_error: int = 0, scorer: str | None = None
 ) -> tuple[list[tuple[str, float, bool]], list[tuple[str, float, bool]], dict[str, Any]]:
     """`workflow`'s calibration points newer than the ids given: (state, score, wrong) of the examples the head
-    guessed for, and of the answers later contradicted (always wrong); with the ids read and the model's cost."""
+    guessed for, and of the answers later contradicted (always wrong), those scored by `scorer` only (given); with
+    the ids read and the model's cost."""
     rows = store.conn.execute(
-        "SELECT id, state, score, hit, tokens FROM decision_examples WHERE workflow = ? AND id > ? ORDER BY id",
+        "SELECT id, state, score, hit, tokens, scorer FROM decision_examples WHERE workflow = ? AND id > ? ORDER BY id",
         (workflow, after_example),
     ).fetchall()
     errors = store.conn.execute(
-        "SELECT id, state, score FROM decision_errors WHERE workflow = ? AND id > ? ORDER BY id",
+        "SELECT id, state, score, scorer FROM decision_errors WHERE workflow = ? AND id > ? ORDER BY id",
         (workflow, after_error),
     ).fetchall()
-    points = [(r[1], float(r[2]), not r[3]) for r in rows if r[2] is not None and r[3] is not None]
+    points = [
+        (r[1], float(r[2]), not r[3])
+        for r in rows
+        if r[2] is not None and r[3] is not None and (scorer is None or r[5] == scorer)
+    ]
     costs = [int(r[4]) for r in rows if r[4] is not None]
     return (
         points,
-        [(r[1], float(r[2]), True) for r in errors],
+        [(r[1], float(r[2]), True) for r in errors if scorer is None or r[3] == scorer],
         {
             "example_ids": [r[0] for r in rows],
             "error_ids": [r[0] for r in errors],
@@ -146,12 +154,14 @@ def calibration_after(
     )
 
 
-def add_error(store: ProcedureDatabase, workflow: str, state: str, score: float, why: str) -> None:
-    """An answer of the memory later contradicted: a wrong calibration point of `state`."""
+def add_error(
+    store: ProcedureDatabase, workflow: str, state: str, score: float, why: str, scorer: str | None = None
+) -> None:
+    """An answer of the memory later contradicted: a wrong calibration point of `state` (scored by `scorer`)."""
     with store._write():
         store.conn.execute(
-            "INSERT INTO decision_errors (workflow, state, score, why, created) VALUES (?, ?, ?, ?, ?)",
-            (workflow, state, score, why[:500], time.time()),
+            "INSERT INTO decision_errors (workflow, state, score, why, created, scorer) VALUES (?, ?, ?, ?, ?, ?)",
+            (workflow, state, score, why[:500], time.time(), scorer),
         )
 
 
@@ -169,6 +179,8 @@ def delete_examples(store: ProcedureDatabase, workflow: str, ids: list[int], sta
                 "DELETE FROM decision_examples WHERE workflow = ? AND state = ?", (workflow, state)
             ).rowcount
             store.conn.execute("DELETE FROM decision_errors WHERE workflow = ? AND state = ?", (workflow, state))
+        # What the persisted memory stands for is gone: the next process rebuilds it from the examples left.
+        store.conn.execute("DELETE FROM decision_snapshots WHERE workflow = ?", (workflow,))
     return gone
 
 

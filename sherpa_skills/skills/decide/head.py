@@ -18,6 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+
+def scorer_name(density: float) -> str:
+    """The head's scorer as calibration points name it: a point scored otherwise is on another scale."""
+    return f"margin+{density:g}nearest/1"
+
+
 #: The fewest recent points a threshold is computed on, whatever the bound (a loose bound's window would be short).
 _LEAST_WINDOW = 200
 #: The evidence a decision's centroid gives, against its nearest example's.
@@ -54,16 +60,19 @@ class Head:
         sorted_codes = codes[order]
         labels = int(codes.max()) + 1 if codes.size else 0
         starts = np.searchsorted(sorted_codes, np.arange(labels))
+        ordered = np.ascontiguousarray(matrix[order])
+        # Where the sorted codes change, not np.unique: its first call in a process costs ~15 ms of imports.
+        changes = np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1 if codes.size else np.zeros(0, int)
+        present = sorted_codes[np.concatenate([[0], changes]).astype(int)] if codes.size else np.zeros(0, int)
         sums = np.zeros((labels, matrix.shape[1]), dtype=np.float32)
-        for code in range(labels):
-            sums[code] = matrix[order[sorted_codes == code]].sum(axis=0)
+        if present.size:
+            # One pass over the sorted rows (each decision's rows are contiguous), not a mask per decision.
+            sums[present] = np.add.reduceat(ordered, starts[present], axis=0)
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         centroids = sums / np.where(norms == 0, 1, norms)
-        return cls(
-            np.ascontiguousarray(matrix[order]), sorted_codes, order, starts, centroids, labels, np.unique(codes)
-        )
+        return cls(ordered, sorted_codes, order, starts, centroids, labels, present)
 
-    def guess(self, q: Any) -> Guess | None:
+    def guess(self, q: Any, density: float = 0.0) -> Guess | None:
         """The head's guess for the unit vector `q`; None when fewer than two decisions were taken here (no margin
         to measure)."""
         import numpy as np
@@ -89,7 +98,10 @@ class Head:
         start = int(self.starts[top])
         end = int(self.starts[top + 1]) if top + 1 < self.labels else len(self.codes)
         best = start + int(np.argmax(sims[start:end]))
-        return Guess(top, float(evidence[top] - evidence[second]), float(sims.max()), int(self.rows[best]))
+        # The margin, plus `density` times how close the task is to the decision's nearest example: a clear margin
+        # between two decisions far from the task is weaker evidence than the same margin among close examples.
+        score = float(evidence[top] - evidence[second]) + density * float(nearest[top])
+        return Guess(top, score, float(sims.max()), int(self.rows[best]))
 
 
 @dataclass
@@ -100,6 +112,7 @@ class Calibration:
     window: float = 1e9
     order: list[tuple[str, float, bool]] = field(default_factory=list)
     _thresholds: dict[tuple[str | None, float], float | None] = field(default_factory=dict)
+    _counts: dict[tuple[str | None, float], int] = field(default_factory=dict)
 
     def points(self, delta: float) -> dict[str, list[tuple[float, bool]]]:
         """The recent points by state (at bound `delta`)."""
@@ -113,6 +126,7 @@ class Calibration:
         if len(self.order) > 100_000:
             del self.order[:50_000]
         self._thresholds.clear()
+        self._counts.clear()
 
     def _size(self, delta: float) -> int:
         return max(int(self.window / delta), _LEAST_WINDOW)
@@ -122,7 +136,11 @@ class Calibration:
         return [(s, w) for st, s, w in recent if state is None or st == state]
 
     def count(self, delta: float, state: str | None = None) -> int:
-        return len(self._recent(state, delta))
+        # Asked at every answer: counted once per change of points (a workflow keeps up to 100,000 of them).
+        key = (state, delta)
+        if key not in self._counts:
+            self._counts[key] = len(self._recent(state, delta))
+        return self._counts[key]
 
     def wrong(self, delta: float, state: str | None = None) -> int:
         return sum(1 for _, w in self._recent(state, delta) if w)

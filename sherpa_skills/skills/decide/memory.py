@@ -23,10 +23,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..store.database import ProcedureDatabase
-from .examples import Example, calibration_after, delete_examples, examples_after
-from .head import Calibration, Head
+import structlog
 
+from ..store.database import ProcedureDatabase
+from . import snapshot
+from .examples import Example, calibration_after, delete_examples, examples_after
+from .head import Calibration, Head, scorer_name
+
+log = structlog.get_logger(__name__)
+
+#: A snapshot is rewritten once the examples read since it are this many, and this share of the memory's.
+_LEAST_UNSAVED = 16
+_UNSAVED_SHARE = 0.05
 #: Vectors' width when none is stored (an example kept without an embedding): MiniLM's.
 _DIM = 384
 
@@ -35,6 +43,11 @@ _DIM = 384
 def settings() -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads((Path(__file__).with_name("settings.json")).read_text())
     return loaded
+
+
+def scorer() -> str:
+    """The scorer the head uses with these settings (its calibration points are named by it)."""
+    return scorer_name(float(settings()["density"]))
 
 
 @dataclass(slots=True)
@@ -54,11 +67,49 @@ class Answer:
     teachers: list[int] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class Restored:
+    """A state's examples as a snapshot keeps them: what repeats (decision, features, path) once per kind, the rest
+    by column. A new process answers from these; an Example is made for a row only when it is asked for."""
+
+    workflow: str
+    state: str
+    kinds: list[tuple[str, dict[str, Any], dict[str, Any], str, str | None, str]]
+    kind: list[int]
+    ids: list[int]
+    runs: list[str | None]
+    created: list[float]
+    matrix: Any
+    made: dict[int, Example] = field(default_factory=dict)
+
+    def example(self, i: int) -> Example:
+        if i not in self.made:
+            trigger, args, features, path, embedder, label = self.kinds[self.kind[i]]
+            self.made[i] = Example(
+                workflow=self.workflow,
+                state=self.state,
+                trigger=trigger,
+                args=args,
+                features=features,
+                path=path,
+                task="",
+                vector=self.matrix[i].tobytes(),
+                embedder=embedder,
+                run_id=self.runs[i],
+                id=int(self.ids[i]),
+                created=float(self.created[i]),
+                _label=label,
+            )
+        return self.made[i]
+
+
 @dataclass
 class StateMemory:
     """One (workflow, state)'s examples, newest kept per decision, their vectors stacked for one product per ask."""
 
-    examples: list[Example] = field(default_factory=list)
+    _examples: list[Example] | None = field(default_factory=list)
+    #: A restored state's rows, until something needs every example (a new one arrives, one is evicted).
+    restored: Restored | None = None
     separating: tuple[str, ...] = ()
     #: The values each repeating key took among the examples: one never seen here is a case the memory cannot know.
     seen: dict[str, set[str]] = field(default_factory=dict)
@@ -68,13 +119,42 @@ class StateMemory:
     _groups: dict[tuple[Any, ...], Group] | None = None
     _head: Head | None = None
 
+    @property
+    def examples(self) -> list[Example]:
+        """Every example, oldest first (a restored state's made now)."""
+        if self._examples is None:
+            restored = self.restored
+            self._examples = [restored.example(i) for i in range(len(restored.ids))] if restored else []
+        return self._examples
+
+    @examples.setter
+    def examples(self, examples: list[Example]) -> None:
+        self._examples, self.restored = examples, None
+
+    def size(self) -> int:
+        return len(self.restored.ids) if self._examples is None and self.restored else len(self.examples)
+
+    def example(self, i: int) -> Example:
+        """Row `i`'s example (of a restored state, without making the others)."""
+        if self._examples is None and self.restored is not None:
+            return self.restored.example(i)
+        return self.examples[i]
+
+    def _row(self, i: int) -> tuple[str, str, dict[str, Any]]:
+        """Row `i`'s (label, path, features), read from a restored state's kinds without making its example."""
+        if self._examples is None and self.restored is not None:
+            kind = self.restored.kinds[self.restored.kind[i]]
+            return kind[5], kind[3], kind[2]
+        e = self.examples[i]
+        return e.label, e.path, e.features
+
     def head(self, dim: int) -> Head:
         """The state's head over every example (built once per change of examples)."""
         import numpy as np
 
         if self._head is None:
             codes: dict[str, int] = {}
-            labels = np.asarray([codes.setdefault(e.label, len(codes)) for e in self.examples])
+            labels = np.asarray([codes.setdefault(self._row(i)[0], len(codes)) for i in range(self.size())])
             self._head = Head.build(self.matrix(dim), labels)
         return self._head
 
@@ -102,13 +182,10 @@ class StateMemory:
         if self._matrix is None:
             # The newest example's width wins: examples embedded by another embedder have no meaning here (zeros).
             width = next((len(e.vector) // 4 for e in reversed(self.examples) if e.vector), dim)
-            rows = [
-                np.frombuffer(e.vector, dtype=np.float32)
-                if e.vector and len(e.vector) == width * 4
-                else np.zeros(width, np.float32)
-                for e in self.examples
-            ]
-            m = np.vstack(rows) if rows else np.zeros((0, width), np.float32)
+            # One buffer, not a stack of rows: a state's thousands of vectors are read at every change of examples.
+            zero = bytes(width * 4)
+            joined = b"".join(e.vector if e.vector and len(e.vector) == width * 4 else zero for e in self.examples)
+            m = np.frombuffer(joined, dtype=np.float32).reshape(len(self.examples), width)
             norms = np.linalg.norm(m, axis=1, keepdims=True)
             self._matrix = m / np.where(norms == 0, 1, norms)
         return self._matrix
@@ -186,24 +263,22 @@ class StateMemory:
     def group(self, features: dict[str, Any], dim: int) -> Group | None:
         """The examples that agree with `features` on every separating value, ready to be asked (None: none do)."""
         if self._groups is None:
-            import numpy as np
-
             members: dict[tuple[Any, ...], list[int]] = {}
-            for i, e in enumerate(self.examples):
-                members.setdefault(_key(e.features, self.separating), []).append(i)
-            matrix, codes = self.matrix(dim), dict[str, int]()
-            groups: dict[tuple[Any, ...], Group] = {}
-            for key, rows in members.items():
-                labels = [self.examples[i].label for i in rows]
-                index = np.asarray(rows)
-                groups[key] = Group(
+            if self.separating:
+                for i in range(self.size()):
+                    members.setdefault(_key(self._row(i)[2], self.separating), []).append(i)
+            else:  # nothing separates: one group of every example (a fresh process's first ask pays no key per row)
+                members[()] = list(range(self.size()))
+            width = int(self.matrix(dim).shape[1])
+            self._groups = {
+                key: Group(
                     rows=rows,
-                    matrix=np.ascontiguousarray(matrix[index]),
-                    codes=np.asarray([codes.setdefault(label, len(codes)) for label in labels]),
-                    labels=set(labels),
-                    paths={self.examples[i].path for i in rows},
+                    width=width,
+                    labels={self._row(i)[0] for i in rows},
+                    paths={self._row(i)[1] for i in rows},
                 )
-            self._groups = groups
+                for key, rows in members.items()
+            }
         return self._groups.get(_key(features, self.separating))
 
 
@@ -213,11 +288,10 @@ def _key(features: dict[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
 
 @dataclass(slots=True)
 class Group:
-    """Examples that agree on every separating value: their rows, vectors and decisions (as codes), made once."""
+    """Examples that agree on every separating value: their rows, vectors' width, decisions and paths, made once."""
 
     rows: list[int]
-    matrix: Any
-    codes: Any
+    width: int
     labels: set[str]
     paths: set[str]
 
@@ -234,12 +308,14 @@ class DecisionMemory:
         self._points_read: dict[str, tuple[int, int]] = {}
         #: Tokens the model's decisions cost, by workflow: (sum, count), what a memory's answer is estimated to save.
         self._cost: dict[str, tuple[int, int]] = {}
+        #: Examples read since the workflow's snapshot was written or loaded.
+        self._unsaved: dict[str, int] = {}
 
     def calibration(self, workflow: str) -> Calibration:
         """`workflow`'s calibration points, read from the store as they grow."""
         calibration = self._calibration.setdefault(workflow, Calibration(float(settings()["calibration_window"])))
         after_example, after_error = self._points_read.get(workflow, (0, 0))
-        points, errors, cost = calibration_after(self.store, workflow, after_example, after_error)
+        points, errors, cost = calibration_after(self.store, workflow, after_example, after_error, scorer())
         for state, score, wrong in points + errors:
             calibration.add(state, score, wrong)
         last_example = max([after_example] + [i for i in cost.get("example_ids", [])])
@@ -258,6 +334,8 @@ class DecisionMemory:
         """Forget the examples `ids` of `workflow` (store and memory): what taught a contradicted answer."""
         gone = set(ids)
         for memory in self._states.get(workflow, {}).values():
+            if memory._examples is None and memory.restored and gone.isdisjoint(memory.restored.ids):
+                continue  # a restored state none of them is in: left as loaded
             kept = [e for e in memory.examples if e.id not in gone]
             if len(kept) != len(memory.examples):
                 memory.examples = kept
@@ -272,8 +350,12 @@ class DecisionMemory:
 
     def refresh(self, workflow: str, valid: set[tuple[str, str]] | None = None) -> dict[str, int]:
         """Read `workflow`'s new examples; `valid` is the (state, trigger) pairs the workflow has now. Returns the
-        unusable examples by why (a state or trigger the workflow no longer has)."""
+        unusable examples by why (a state or trigger the workflow no longer has). The first read in a process starts
+        from the workflow's persisted snapshot where one still stands for the store's examples; a read that changed
+        the memory persists it again."""
         conf = settings()
+        fresh = workflow not in self._states
+        restored = fresh and self._restore(workflow, conf, valid)
         new = examples_after(self.store, workflow, self._read.get(workflow, 0), int(conf["kept_per_decision"]))
         if not new and workflow in self._states:
             return self._unusable.get(workflow, {})
@@ -297,7 +379,119 @@ class DecisionMemory:
             memory.bound(int(conf["kept_per_decision"]))
             memory.find_separating(int(conf["separating_values"]), float(conf["conflict_floor"]))
         self.calibration(workflow)
+        # Persisted when built from the examples, or once the examples read since the last snapshot are a share
+        # worth its write (a long-lived process persisting after every run would pay a growing write per run).
+        lag = self._unsaved.get(workflow, 0) + len(new)
+        if (
+            fresh
+            and not restored
+            or lag >= max(_LEAST_UNSAVED, _UNSAVED_SHARE * sum(m.size() for m in states.values()))
+        ):
+            self._persist(workflow, conf, valid)
+            lag = 0
+        self._unsaved[workflow] = lag
         return unusable
+
+    def _persist(self, workflow: str, conf: dict[str, Any], valid: set[tuple[str, str]] | None) -> None:
+        """Keep the workflow's memory as a snapshot, for the next process's first ask."""
+        import numpy as np
+
+        calibration = self.calibration(workflow)
+        states = self._states.get(workflow, {})
+        if not states:
+            return
+        # Column by column, what repeats (a decision, its features, the path) once in `kinds`: a new process
+        # parses thousands of short lists, not thousands of dicts.
+        kinds: dict[str, int] = {}
+
+        def kind(e: Example) -> int:
+            text = json.dumps([e.trigger, e.args, e.features, e.path, e.embedder, e.label], sort_keys=True)
+            return kinds.setdefault(text, len(kinds))
+
+        def columns(memory: StateMemory) -> dict[str, Any]:
+            restored = memory.restored
+            if memory._examples is None and restored is not None:  # as it was loaded: its kinds renumbered
+                renumber = [kinds.setdefault(json.dumps(list(k), sort_keys=True), len(kinds)) for k in restored.kinds]
+                return {
+                    "ids": restored.ids,
+                    "kinds": [renumber[k] for k in restored.kind],
+                    "runs": restored.runs,
+                    "created": restored.created,
+                }
+            return {
+                "ids": [e.id for e in memory.examples],
+                "kinds": [kind(e) for e in memory.examples],
+                "runs": [e.run_id for e in memory.examples],
+                "created": [e.created for e in memory.examples],
+            }
+
+        header: dict[str, Any] = {
+            "format": snapshot.FORMAT,
+            "valid": snapshot.valid_key(valid),
+            "read": self._read.get(workflow, 0),
+            "unusable": self._unusable.get(workflow, {}),
+            "states": {
+                name: {
+                    **columns(memory),
+                    "rows": memory.size(),
+                    "width": int(memory.matrix(_DIM).shape[1]),
+                    "separating": list(memory.separating),
+                    "seen": {k: sorted(v) for k, v in memory.seen.items()},
+                    "varied": sorted(memory._varied),
+                }
+                for name, memory in states.items()
+            },
+            "calibration": [[st for st, _, _ in calibration.order], [sc for _, sc, _ in calibration.order]],
+            "wrong": [i for i, (_, _, w) in enumerate(calibration.order) if w],
+            "points_read": list(self._points_read.get(workflow, (0, 0))),
+            "cost": list(self._cost.get(workflow, (0, 0))),
+        }
+        header["kinds"] = list(kinds)
+        upto, errors_upto = self._points_read.get(workflow, (0, 0))
+        matrices = {name: np.asarray(m.matrix(_DIM), dtype=np.float32) for name, m in states.items()}
+        snapshot.save(self.store, workflow, conf, snapshot.Snapshot(header, matrices, upto, errors_upto))
+
+    def _restore(self, workflow: str, conf: dict[str, Any], valid: set[tuple[str, str]] | None) -> bool:
+        """The workflow's memory from its snapshot, if one still stands for the store's examples."""
+        snap = snapshot.load(self.store, workflow, conf, valid)
+        if snap is None:
+            return False
+        header = snap.header
+        states: dict[str, StateMemory] = {}
+        try:
+            kinds = [tuple(json.loads(k)) for k in header["kinds"]]
+            for name, kept in header["states"].items():
+                matrix = snap.matrices[name]
+                ids, kind = kept["ids"], kept["kinds"]
+                if not len(ids) == len(kind) == len(kept["runs"]) == len(kept["created"]) == matrix.shape[0]:
+                    raise ValueError(f"state '{name}': its columns differ in length")
+                if any(not 0 <= k < len(kinds) for k in kind) or any(len(k) != 6 for k in kinds):
+                    raise ValueError(f"state '{name}': a row names no kind")
+                memory = StateMemory(
+                    _examples=None,
+                    restored=Restored(workflow, name, kinds, kind, ids, kept["runs"], kept["created"], matrix),  # type: ignore[arg-type]
+                    separating=tuple(kept["separating"]),
+                    seen={k: set(v) for k, v in kept["seen"].items()},
+                )
+                memory._varied = set(kept["varied"])
+                memory._matrix = matrix
+                states[name] = memory
+            calibration = Calibration(float(conf["calibration_window"]))
+            wrong = set(header["wrong"])
+            at, scores = header["calibration"]
+            calibration.order = [
+                (str(st), float(sc), i in wrong) for i, (st, sc) in enumerate(zip(at, scores, strict=True))
+            ]
+            points_read = (int(header["points_read"][0]), int(header["points_read"][1]))
+            cost = (int(header["cost"][0]), int(header["cost"][1]))
+            read, unusable = int(header["read"]), {str(k): int(v) for k, v in header["unusable"].items()}
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            log.warning("decision_snapshot_ignored", workflow=workflow, why=f"unreadable: {exc!r}")
+            return False
+        self._states[workflow], self._calibration[workflow] = states, calibration
+        self._points_read[workflow], self._cost[workflow] = points_read, cost
+        self._read[workflow], self._unusable[workflow] = read, unusable
+        return True
 
     def answer(
         self,
@@ -314,16 +508,16 @@ class DecisionMemory:
         import numpy as np
 
         memory = self._states.get(workflow, {}).get(state)
-        if memory is None or not memory.examples:
+        if memory is None or not memory.size():
             return Answer(None, f"no decision in '{state}' seen yet")
         conf = settings()
         novel = memory.novel(features)
         if novel is not None:
-            return Answer(None, f"'{state}' was never decided with {novel}", examples=len(memory.examples))
+            return Answer(None, f"'{state}' was never decided with {novel}", examples=memory.size())
         group = memory.group(features, _DIM)
         if group is None:
             shown = ", ".join(f"{k}={features.get(k)!r}" for k in memory.separating)
-            return Answer(None, f"no decision in '{state}' seen with {shown}", examples=len(memory.examples))
+            return Answer(None, f"no decision in '{state}' seen with {shown}", examples=memory.size())
         size = len(group.rows)
         if (
             len(group.labels) == 1
@@ -331,7 +525,7 @@ class DecisionMemory:
             and len(group.paths) >= int(conf["any_kind_paths"])
         ):
             return Answer(
-                memory.examples[group.rows[-1]],
+                memory.example(group.rows[-1]),
                 f"{size} decisions in '{state}' agree, whatever came before",
                 confidence=1 - 1 / (size + 1),
                 rule="same for every kind",
@@ -344,17 +538,17 @@ class DecisionMemory:
             return Answer(None, "the task has no embedding", examples=size)
         q = np.asarray(vector, dtype=np.float32)
         q = q / (np.linalg.norm(q) or 1)
-        if group.matrix.shape[1] != q.shape[0]:
+        if group.width != q.shape[0]:
             return Answer(None, "the examples were embedded otherwise", examples=size)
         # Meaning decides among every decision taken at the state; the values then say which of them may be taken.
         head = memory.head(_DIM)
-        found = head.guess(q)
+        found = head.guess(q, float(conf["density"]))
         if found is None:
-            only = memory.examples[0].trigger
+            only = memory.example(0).trigger
             return Answer(
                 None, f"only '{only}' was ever decided in '{state}': nothing shows where it ends", examples=size
             )
-        example = memory.examples[found.row]
+        example = memory.example(found.row)
         if found.nearest < float(conf["far_floor"]):
             return Answer(
                 None,
@@ -382,7 +576,7 @@ class DecisionMemory:
         sims = head.matrix[top] @ q
         nearest = head.rows[top][np.argsort(-sims)[: int(conf["neighbours"])]]
         seen.example, seen.rule, seen.confidence = example, "calibrated head", round(found.score - threshold, 3)
-        seen.teachers = [memory.examples[int(r)].id for r in nearest]
+        seen.teachers = [memory.example(int(r)).id for r in nearest]
         seen.why = (
             f"'{example.trigger}' scores {found.score:.3f} in '{state}', at or above the {whose} threshold "
             f"{threshold:.3f} that holds δ={delta:g}"

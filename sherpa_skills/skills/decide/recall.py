@@ -17,7 +17,7 @@ from ..replay.divergence import Divergence
 from ..replay.policy import fill
 from .examples import Example
 from .features import FeatureReader
-from .memory import DecisionMemory
+from .memory import DecisionMemory, scorer
 
 log = structlog.get_logger(__name__)
 
@@ -101,7 +101,7 @@ class Recall:
         forgotten, so a wrong lesson is not answered from again."""
         from .examples import add_error
 
-        add_error(self.memory.store, self.workflow, state, score, why)
+        add_error(self.memory.store, self.workflow, state, score, why, scorer())
         evicted = self.memory.evict(self.workflow, teachers)
         self.memory.calibration(self.workflow)
         log.info("decision_memory_contradicted", state=state, why=why, evicted=evicted)
@@ -180,6 +180,7 @@ class Recall:
                     embedder=self.embedder,
                     run_id=run_id,
                     score=seen.get("score"),
+                    scorer=scorer() if seen.get("score") is not None else None,
                     hit=None if seen.get("guess") is None else seen["guess"] == _label(d.trigger, d.args),
                     tokens=tokens,
                 )

@@ -8,7 +8,7 @@ from typing import Any
 from ..store.database import ProcedureDatabase
 from .examples import answer_totals, calibration_after
 from .head import Calibration
-from .memory import settings
+from .memory import scorer, settings
 
 #: A state whose calibration points are wrong this often has examples that contradict each other.
 _CONTRADICTING = 0.2
@@ -29,7 +29,7 @@ def state_summaries(
     calibrations: dict[str, Calibration] = {}
     for name in {r[0] for r in rows}:
         calibration = Calibration(float(conf["calibration_window"]))
-        found, errors, _ = calibration_after(store, name)
+        found, errors, _ = calibration_after(store, name, scorer=scorer())
         for at, score, is_wrong in found + errors:
             calibration.add(at, score, is_wrong)
         calibrations[name] = calibration

@@ -285,6 +285,22 @@ def m011_calibrated_decisions(conn: sqlite3.Connection) -> None:
     )
 
 
+def m012_decision_snapshots(conn: sqlite3.Connection) -> None:
+    """The decision memory's state per workflow, persisted (skills/decide/snapshot.py): a new process loads it at its
+    first ask instead of rebuilding it from every example; `upto` and `examples` say which examples it stands for.
+    A calibration point names the scorer that scored it: points of another scale never set a threshold."""
+    execute_script(
+        conn,
+        """
+        ALTER TABLE decision_examples ADD COLUMN scorer TEXT;
+        ALTER TABLE decision_errors ADD COLUMN scorer TEXT;
+        CREATE TABLE decision_snapshots (
+            workflow TEXT PRIMARY KEY, stamp TEXT NOT NULL, upto INTEGER NOT NULL, errors_upto INTEGER NOT NULL,
+            examples INTEGER NOT NULL, body BLOB NOT NULL, created REAL NOT NULL);
+    """,
+    )
+
+
 def m013_trajectory_paths(conn: sqlite3.Connection) -> None:
     """One procedure per path: a trajectory's `path` is its decisions without its wording (`decision_signature` of its
     decisions alone), unique per task type, so a run of a known path in other words credits that procedure (and its
@@ -322,7 +338,8 @@ MIGRATIONS = [
     m009_decision_examples,
     m010_evidence_sources,
     m011_calibrated_decisions,
-    m013_trajectory_paths,  # m012 is the decision memory's snapshots (issue 36's branch)
+    m012_decision_snapshots,
+    m013_trajectory_paths,
 ]
 
 

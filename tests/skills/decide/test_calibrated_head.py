@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from sherpa_skills.errors import SherpaError
 from sherpa_skills.runtime import load_workflow_text
 from sherpa_skills.skills.decide.examples import Example, add_examples, calibration_after
 from sherpa_skills.skills.decide.head import Calibration
-from sherpa_skills.skills.decide.memory import DecisionMemory
+from sherpa_skills.skills.decide.memory import DecisionMemory, scorer
 from sherpa_skills.skills.decide.recall import Recall
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
@@ -48,6 +49,7 @@ def example(workflow: str, state: str, label: str, score: float | None = None, h
         score=score,
         hit=hit,
         tokens=100,
+        scorer=scorer() if score is not None else None,
     )
 
 
@@ -116,6 +118,13 @@ def test_it_abstains_below_the_bound(store):
     # The same examples under a loose bound a workflow states for itself: answered.
     loose = ask(DecisionMemory(store), bound=0.05)
     assert loose.example is not None and loose.example.trigger == "a" and loose.rule == "calibrated head"
+
+
+def test_points_of_another_scorer_never_set_a_threshold(store):
+    # A home's points scored before the scorer changed (no scorer named: the margin alone) are on another scale.
+    add_examples(store, [replace(example("w", "s", "ab"[i % 2], score=0.5, hit=True), scorer=None) for i in range(500)])
+    answer = ask(DecisionMemory(store))
+    assert answer.example is None and "uncalibrated: 0 calibration points" in answer.why
 
 
 def test_a_score_under_the_threshold_abstains(store):

@@ -1,0 +1,132 @@
+"""A workflow's decision memory persisted in the skill store (`decision_snapshots`, m012): a new process loads it at
+its first ask (one row, its vectors one buffer) instead of reading every example and finding what separates them
+again, then reads only the examples that came after it.
+
+A snapshot stands for the workflow's examples up to id `upto` (`examples` of them in the store when it was taken)
+and its calibration's errors up to `errors_upto`; it is used only while the store still has exactly those (deleting
+examples — `--forget`, a contradicted answer's eviction — drops it, and a count that differs is caught anyway), was
+taken with the same settings and format, and was read for the same workflow shape (`valid`). Anything else — another
+version's format, a corrupt body — is ignored (logged) and the memory is rebuilt from the examples."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from ..store.database import ProcedureDatabase
+
+log = structlog.get_logger(__name__)
+
+#: Bumped whenever what a snapshot holds, or what the memory derives from examples, changes meaning.
+FORMAT = 1
+_MAGIC = b"SKDM"
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """What a snapshot holds: the JSON header (states' examples without vectors, separating values, calibration) and
+    each state's unit vectors, in the header's state order."""
+
+    header: dict[str, Any]
+    matrices: dict[str, Any]
+    upto: int
+    errors_upto: int
+
+
+def stamp(conf: dict[str, Any]) -> str:
+    """The format and the settings the memory's derived values depend on: a snapshot of other ones is not used."""
+    digest = hashlib.sha256(json.dumps(conf, sort_keys=True).encode()).hexdigest()[:16]
+    return f"decide-snapshot/{FORMAT} settings:{digest}"
+
+
+def valid_key(valid: set[tuple[str, str]] | None) -> str | None:
+    """The workflow's (state, trigger) pairs as one comparable text (the examples a memory read depend on them)."""
+    if valid is None:
+        return None
+    return hashlib.sha256(json.dumps(sorted(valid)).encode()).hexdigest()[:16]
+
+
+def _counts(store: ProcedureDatabase, workflow: str, upto: int) -> int:
+    row = store.conn.execute(
+        "SELECT COUNT(*) FROM decision_examples WHERE workflow = ? AND id <= ?", (workflow, upto)
+    ).fetchone()
+    return int(row[0])
+
+
+def save(store: ProcedureDatabase, workflow: str, conf: dict[str, Any], snap: Snapshot) -> None:
+    """Persist `snap` as `workflow`'s snapshot (replacing the one kept)."""
+    import numpy as np
+
+    order = list(snap.header["states"])
+    vectors = [np.ascontiguousarray(snap.matrices[s], dtype=np.float32) for s in order]
+    head = json.dumps(snap.header, separators=(",", ":"), default=str).encode()
+    body = b"".join([_MAGIC, struct.pack("<Q", len(head)), head, *(v.tobytes() for v in vectors)])
+    with store._write():
+        count = _counts(store, workflow, snap.upto)
+        store.conn.execute(
+            "INSERT INTO decision_snapshots (workflow, stamp, upto, errors_upto, examples, body, created)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workflow) DO UPDATE SET stamp = excluded.stamp,"
+            " upto = excluded.upto, errors_upto = excluded.errors_upto, examples = excluded.examples,"
+            " body = excluded.body, created = excluded.created",
+            (workflow, stamp(conf), snap.upto, snap.errors_upto, count, body, time.time()),
+        )
+
+
+def load(
+    store: ProcedureDatabase, workflow: str, conf: dict[str, Any], valid: set[tuple[str, str]] | None
+) -> Snapshot | None:
+    """`workflow`'s snapshot if it still stands for the store's examples, else None (and why, logged)."""
+    row = store.conn.execute(
+        "SELECT stamp, upto, errors_upto, examples, body FROM decision_snapshots WHERE workflow = ?", (workflow,)
+    ).fetchone()
+    if row is None:
+        return None
+    kept_stamp, upto, errors_upto, examples, body = row
+    if kept_stamp != stamp(conf):
+        log.info("decision_snapshot_ignored", workflow=workflow, why=f"another format or settings ({kept_stamp})")
+        return None
+    if _counts(store, workflow, int(upto)) != int(examples):
+        log.info("decision_snapshot_ignored", workflow=workflow, why="examples were deleted since it was taken")
+        return None
+    try:
+        snap = _parse(bytes(body), int(upto), int(errors_upto))
+    except (ValueError, KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError) as exc:
+        log.warning("decision_snapshot_ignored", workflow=workflow, why=f"unreadable: {exc}")
+        return None
+    if snap.header.get("valid") != valid_key(valid):
+        log.info("decision_snapshot_ignored", workflow=workflow, why="taken for another shape of the workflow")
+        return None
+    return snap
+
+
+def _parse(body: bytes, upto: int, errors_upto: int) -> Snapshot:
+    import numpy as np
+
+    if body[:4] != _MAGIC:
+        raise ValueError("not a decision-memory snapshot")
+    (size,) = struct.unpack("<Q", body[4:12])
+    header = json.loads(body[12 : 12 + size])
+    if not isinstance(header, dict) or header.get("format") != FORMAT or not isinstance(header.get("states"), dict):
+        raise ValueError("another snapshot format")
+    offset, matrices = 12 + size, {}
+    for state, kept in header["states"].items():
+        rows, width = int(kept["rows"]), int(kept["width"])
+        end = offset + rows * width * 4
+        if end > len(body) or width <= 0:
+            raise ValueError(f"state '{state}': the body is shorter than its vectors")
+        matrices[state] = np.frombuffer(body, dtype=np.float32, count=rows * width, offset=offset).reshape(rows, width)
+        offset = end
+    if offset != len(body):
+        raise ValueError("the body is longer than its vectors")
+    return Snapshot(header, matrices, upto, errors_upto)
+
+
+def drop(store: ProcedureDatabase, workflow: str) -> None:
+    """Forget `workflow`'s snapshot (its examples changed otherwise than by new ones)."""
+    store.conn.execute("DELETE FROM decision_snapshots WHERE workflow = ?", (workflow,))

@@ -1,0 +1,238 @@
+"""The decision memory persisted in the skill store, on both engines: a fresh process loads it and answers exactly as
+the process that built it; a snapshot older than the examples is brought up to date (never answered from as it was);
+forgetting a state or evicting a contradicted answer's teachers drops it; a corrupt or foreign snapshot is ignored
+and rebuilt, never a crash."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from _engines import Engine
+
+from sherpa_skills.skills.decide import snapshot
+from sherpa_skills.skills.decide.examples import Example, add_examples
+from sherpa_skills.skills.decide.memory import DecisionMemory, scorer, settings
+from sherpa_skills.skills.decide.recall import Recall
+from sherpa_skills.skills.store.database import ProcedureDatabase
+
+ROOT = Path(__file__).resolve().parents[3]
+FEATURES = {"options": "a,b"}
+RNG = np.random.default_rng(7)
+CENTRES = {k: RNG.normal(size=384).astype(np.float32) for k in "abc"}
+QUERY = CENTRES["a"] + RNG.normal(size=384).astype(np.float32) * 0.02
+
+CHILD = """
+import json, sys
+import numpy as np
+from sherpa_skills.skills.decide.memory import DecisionMemory
+from sherpa_skills.skills.store.database import ProcedureDatabase
+home, query = sys.argv[1], np.asarray(json.loads(sys.argv[2]), dtype=np.float32)
+store = ProcedureDatabase(home=home)
+memory = DecisionMemory(store)
+memory.refresh("w")
+a = memory.answer("w", "s", lambda: query, {"options": "a,b"}, "")
+state = memory._states["w"]["s"]
+print(json.dumps({"trigger": a.example.trigger if a.example else None, "why": a.why, "score": a.score,
+                  "teachers": a.teachers, "restored": state.restored is not None}))
+store.close()
+"""
+
+
+def vector(label: str) -> bytes:
+    return (CENTRES[label] + RNG.normal(size=384).astype(np.float32) * 0.05).tobytes()
+
+
+def teach(store: ProcedureDatabase, n: int = 500, labels: str = "ab", state: str = "s") -> None:
+    add_examples(
+        store,
+        [
+            Example(
+                workflow="w",
+                state=state,
+                trigger=labels[i % len(labels)],
+                args={},
+                features=FEATURES,
+                path="",
+                task="t",
+                vector=vector(labels[i % len(labels)]),
+                score=0.5 + (i % 7) / 100,
+                hit=True,
+                tokens=100,
+                scorer=scorer(),
+            )
+            for i in range(n)
+        ],
+    )
+
+
+@pytest.fixture
+def engine(engine_url: str | None, tmp_path: Path) -> Iterator[Engine]:
+    found = Engine("postgresql" if engine_url else "sqlite", tmp_path, engine_url)
+    yield found
+    found.close()
+
+
+def ask(memory: DecisionMemory, query: Any = QUERY) -> Any:
+    memory.refresh("w")
+    return memory.answer("w", "s", lambda: query, FEATURES, "")
+
+
+def fields(answer: Any) -> dict[str, Any]:
+    return {
+        "trigger": answer.example.trigger if answer.example else None,
+        "why": answer.why,
+        "score": answer.score,
+        "teachers": answer.teachers,
+    }
+
+
+def kept(store: ProcedureDatabase) -> int:
+    return int(store.conn.execute("SELECT COUNT(*) FROM decision_snapshots").fetchone()[0])
+
+
+def test_a_fresh_process_loads_it_and_answers_the_same(engine: Engine) -> None:
+    store = engine.procedures()
+    teach(store)
+    built = fields(ask(DecisionMemory(store)))
+    assert built["trigger"] == "a" and kept(store) == 1
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(engine.home()), json.dumps(QUERY.tolist())],
+        env={**engine.env(), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    loaded = json.loads(out.strip().splitlines()[-1])
+    assert loaded.pop("restored") is True
+    assert loaded == built
+
+
+def test_examples_newer_than_the_snapshot_are_read_not_ignored(engine: Engine) -> None:
+    store = engine.procedures()
+    teach(store)
+    ask(DecisionMemory(store))  # persisted
+    teach(store, n=300, labels="c")  # a third decision arrives after it
+    fresh = DecisionMemory(engine.procedures())
+    answer = ask(fresh, CENTRES["c"])
+    # The newest 128 of each decision are kept (settings' kept_per_decision), the new one's among them.
+    assert fresh._states["w"]["s"].size() == 3 * 128 and answer.guess is not None and answer.guess.startswith("c ")
+    assert fields(answer) == scratch_of(engine, CENTRES["c"])
+
+
+def test_a_few_new_examples_are_read_though_the_snapshot_is_not_rewritten_for_them(engine: Engine) -> None:
+    store = engine.procedures()
+    teach(store)
+    ask(DecisionMemory(store))
+    (written,) = store.conn.execute("SELECT upto FROM decision_snapshots").fetchone()
+    teach(store, n=4, labels="c")  # fewer than a rewrite waits for
+    fresh = DecisionMemory(engine.procedures())
+    answer = ask(fresh, CENTRES["c"])
+    assert fresh._states["w"]["s"].size() == 2 * 128 + 4 and answer.guess is not None and answer.guess.startswith("c ")
+    assert store.conn.execute("SELECT upto FROM decision_snapshots").fetchone()[0] == written
+    assert fields(answer) == scratch_of(engine, CENTRES["c"])
+
+
+def scratch_of(engine: Engine, query: Any) -> Any:
+    store = engine.procedures()
+    with store._write():
+        snapshot.drop(store, "w")
+    return fields(ask(DecisionMemory(store), query))
+
+
+def test_forgetting_a_state_drops_it(engine: Engine) -> None:
+    store = engine.procedures()
+    teach(store)
+    ask(DecisionMemory(store))
+    assert DecisionMemory(store).forget_state("w", "s") == 500
+    assert kept(store) == 0
+    answer = ask(DecisionMemory(engine.procedures()))
+    assert answer.example is None and answer.why == "no decision in 's' seen yet"
+
+
+def test_a_contradicted_answer_is_not_answered_again_from_the_snapshot(engine: Engine) -> None:
+    store = engine.procedures()
+    teach(store)
+    memory = DecisionMemory(store)
+    answer = ask(memory)
+    assert answer.example is not None
+    Recall(memory, "w", {}, {}, lambda: (QUERY, "test")).contradicted("s", answer.score, answer.teachers, "corrected")
+    fresh = DecisionMemory(engine.procedures())
+    again = ask(fresh)
+    assert not {e.id for e in fresh._states["w"]["s"].examples} & set(answer.teachers)
+    assert not set(again.teachers) & set(answer.teachers)
+
+
+def test_examples_deleted_behind_its_back_make_it_stale(engine: Engine) -> None:
+    store = engine.procedures()
+    teach(store)
+    ask(DecisionMemory(store))
+    with store._write():  # another version of the library deleting rows, without dropping the snapshot
+        store.conn.execute("DELETE FROM decision_examples WHERE trigger = 'a'")
+    fresh = DecisionMemory(engine.procedures())
+    answer = ask(fresh)
+    assert fresh._states["w"]["s"].restored is None and {e.trigger for e in fresh._states["w"]["s"].examples} == {"b"}
+    assert answer.example is None or answer.example.trigger != "a"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"not a snapshot at all",
+        b"SKDM" + (10**9).to_bytes(8, "little") + b"{",
+        b"SKDM" + (2).to_bytes(8, "little") + b"{}",
+        b"SKDM" + (21).to_bytes(8, "little") + b'{"format":1,"states":' + b"7}",
+        "header",  # a well-formed header whose columns disagree with its vectors
+        "truncated",  # the vectors cut short
+    ],
+)
+def test_a_corrupt_snapshot_is_ignored_and_rebuilt(engine: Engine, body: Any) -> None:
+    store = engine.procedures()
+    teach(store)
+    built = fields(ask(DecisionMemory(store)))
+    (good,) = store.conn.execute("SELECT body FROM decision_snapshots").fetchone()
+    good = bytes(good)
+    if body == "truncated":
+        body = good[:-100]
+    elif body == "header":
+        size = int.from_bytes(good[4:12], "little")
+        header = json.loads(good[12 : 12 + size])
+        header["states"]["s"]["ids"] = header["states"]["s"]["ids"][:-1]
+        text = json.dumps(header).encode()
+        body = b"SKDM" + len(text).to_bytes(8, "little") + text + good[12 + size :]
+    with store._write():
+        store.conn.execute("UPDATE decision_snapshots SET body = ?", (body,))
+    fresh = DecisionMemory(engine.procedures())
+    assert fields(ask(fresh)) == built
+    assert fresh._states["w"]["s"].restored is None  # rebuilt from the examples
+    (again,) = store.conn.execute("SELECT body FROM decision_snapshots").fetchone()
+    assert bytes(again) == good  # and persisted again as it should be
+
+
+def test_a_snapshot_of_other_settings_or_another_workflow_shape_is_not_used(engine: Engine) -> None:
+    store = engine.procedures()
+    teach(store)
+    ask(DecisionMemory(store))
+    with store._write():
+        store.conn.execute("UPDATE decision_snapshots SET stamp = 'decide-snapshot/0 settings:elsewhere'")
+    fresh = DecisionMemory(engine.procedures())
+    fresh.refresh("w")
+    assert fresh._states["w"]["s"].restored is None
+    # Read for another shape of the workflow (its valid (state, trigger) pairs): rebuilt for this one.
+    shaped = DecisionMemory(engine.procedures())
+    shaped.refresh("w", {("s", "a")})
+    assert {e.trigger for e in shaped._states["w"]["s"].examples} == {"a"}
+    other = DecisionMemory(engine.procedures())
+    other.refresh("w", {("s", "a"), ("s", "b")})
+    assert other._states["w"]["s"].restored is None and other._states["w"]["s"].size() == 2 * 128
+
+
+def test_the_settings_stamp_names_the_format() -> None:
+    assert snapshot.stamp(settings()).startswith(f"decide-snapshot/{snapshot.FORMAT} ")
