@@ -475,7 +475,7 @@ class LearningHook(RunHook):
                     step=divergence.get("step"),
                     state=divergence.get("state"),
                     reason=str(divergence.get("reason") or "another path"),
-                    decisions=[d.model_dump(mode="json", exclude={"outcomes_before"}) for d in decisions],
+                    decisions=[d.model_dump(mode="json", exclude={"outcomes", "outcomes_before"}) for d in decisions],
                     run_id=agent.run_id,
                 )
                 log.info("trajectory_branch", procedure=proc.id, runs=runs)
