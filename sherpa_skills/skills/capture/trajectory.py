@@ -59,10 +59,15 @@ def parametrise(value: Any, inputs: dict[str, Any]) -> Any:
     return value
 
 
-def _outcome(entry: Any) -> ActionOutcome:
-    outputs = entry.outputs if isinstance(entry.outputs, dict) else {}
-    code = outputs.get("exit_code")
-    return ActionOutcome(action=entry.action, status=entry.status, exit_code=code if isinstance(code, int) else None)
+def _outcome(entry: Any, made: dict[tuple[str, str, int | None], ActionOutcome]) -> ActionOutcome:
+    """The entry's outcome, one object per distinct outcome of the run (`made`): a run repeats a few many times."""
+    outputs = entry.outputs
+    code = outputs.get("exit_code") if isinstance(outputs, dict) else None
+    key = (entry.action, entry.status, code if isinstance(code, int) else None)
+    outcome = made.get(key)
+    if outcome is None:
+        outcome = made[key] = ActionOutcome(action=key[0], status=key[1], exit_code=key[2])
+    return outcome
 
 
 def capture_decisions(
@@ -80,6 +85,7 @@ def capture_decisions(
     previous = None
     # Actions in log order (ticks only grow): a decision keeps those since the one before, each made once.
     acted = [e for e in belief.log if not e.action.startswith(("policy:", "check:"))]
+    made: dict[tuple[str, str, int | None], ActionOutcome] = {}
     seen = 0
     for entry in belief.trajectory:
         if entry.decided_by in POLICY_DECIDERS and previous is not None:
@@ -99,7 +105,7 @@ def capture_decisions(
                     trigger=entry.trigger or "",
                     args=args,
                     decided_by=decided_by,
-                    outcomes=[_outcome(e) for e in acted[since:seen]],
+                    outcomes=[_outcome(e, made) for e in acted[since:seen]],
                 )
             )
         previous = entry

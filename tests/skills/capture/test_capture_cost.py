@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sherpa_skills.runtime import load_workflow_text
 from sherpa_skills.skills.capture.learning import Learner
+from sherpa_skills.skills.store.branches import branches
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
 # A cycle of three actions and one rule decision (retry or finish) per visit of `check`, as the peers' workload runs.
@@ -64,3 +65,18 @@ def test_the_record_grows_with_the_run_not_with_its_square(tmp_path):
     _, short, _ = _captured(tmp_path, 10)
     _, long, _ = _captured(tmp_path, 40)
     assert len(json.loads(long)) == 40 and len(long) < 4.5 * len(short)
+
+
+def test_the_same_decisions_again_credit_the_procedure_and_other_ones_are_its_branch(tmp_path):
+    """The credit a repeated run earns without loading its procedure, and its refusal: the same task (no inputs, one
+    description) taking other decisions is not credited to it but kept as its branch."""
+    store = ProcedureDatabase(tmp_path / "skills.db")
+    learner = Learner(store)
+    for cycles in (3, 3, 5):
+        result = load_workflow_text(LOOP % {"cycles": cycles}, base_dir=tmp_path).agent(learn=learner).run()
+        assert result.state == "done"
+    [proc] = store.procedures(status=None)
+    assert (proc.success_count, len(proc.decisions)) == (2, 3)
+    assert result.learning is not None and "branch" in result.learning
+    assert [b["runs"] for b in branches(store, proc.id)] == [1]
+    store.close()
