@@ -222,10 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     for label, ((off_main, off_all), (on_main, on_all)) in own.items():
         lines += [
             "",
-            f"This project's child on {label}, each thread counted apart (`--separate-threads=yes`): the run's own "
-            "thread, and all threads as the shared script counts them (the rest are native pools, the embedder's "
-            "and BLAS's, woken when the first run's capture embedded its description; what they count in the window "
-            "varies from run to run with their timing).",
+            f"This project's child on {label} (one `Learner` given to each agent as a hook), each thread counted "
+            "apart (`--separate-threads=yes`): the run's own thread, and all threads as the shared script counts "
+            "them (the others are native pools, the embedder's and BLAS's, woken when the first run's capture "
+            "embedded its description). Off and on are separate processes here, not one: their difference is within "
+            "what one figure moves from process to process (see the reading below).",
             "",
             "| learning | run's thread, kinstr/step | all threads, kinstr/step |",
             "|---|---:|---:|",
