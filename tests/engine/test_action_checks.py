@@ -128,7 +128,8 @@ class TestRecording:
         [proc] = learner.store.procedures(status=None)
         assert proc.decisions[0].checks == [RecordedCheck(action="price_order", features={"price_table": 1})]
         assert proc.decisions[1].checks == []
-        assert [o.action for o in proc.decisions[1].outcomes_before] == ["price_order"]  # checks are not outcomes
+        # checks are not outcomes
+        assert [o.action for d in proc.decisions[:2] for o in d.outcomes] == ["price_order"]
 
 
 class TestReplay:

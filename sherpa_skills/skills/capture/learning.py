@@ -23,7 +23,7 @@ from ..replay.runtime import skill_matcher, skill_store
 from ..store.branches import add_branch, described_procedure
 from ..store.database import ProcedureDatabase, decision_signature
 from ..store.models import POLICY_DECIDERS, CapturedProcedure, Outcome
-from ..store.recording import credit_or_new_version, record_execution
+from ..store.recording import credit_described, credit_or_new_version, record_execution
 from ..store.scoring import replay_refusal
 from ..store.stats import saved_by
 from .trajectory import capture_decisions, described_task, one_word_inputs
@@ -463,6 +463,12 @@ class LearningHook(RunHook):
             return learned  # followed as recorded: the execution above is its credit
         text = described_task(self.task)
         if proc is None:
+            # The described task's procedure took these very decisions: its credit, what the store would make of it.
+            twin = credit_described(store, agent.machine.name, text[:500], decision_signature(decisions, text[:500]))
+            if twin is not None:
+                log.info("trajectory_captured", procedure=twin, inserted=False)
+                learned["captured"] = {"procedure": twin, "new": False}
+                return learned
             # One description, one procedure: a run of a described task that went another way is its branch.
             proc = described_procedure(store, agent.machine.name, text[:500])
         if proc is not None and self._kept_divergence is None:
@@ -477,7 +483,7 @@ class LearningHook(RunHook):
                     step=divergence.get("step"),
                     state=divergence.get("state"),
                     reason=str(divergence.get("reason") or "another path"),
-                    decisions=[d.model_dump(mode="json", exclude={"outcomes_before"}) for d in decisions],
+                    decisions=[d.model_dump(mode="json", exclude={"outcomes", "outcomes_before"}) for d in decisions],
                     run_id=agent.run_id,
                 )
                 log.info("trajectory_branch", procedure=proc.id, runs=runs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 from ...engine.belief import Belief, thaw
@@ -58,10 +59,15 @@ def parametrise(value: Any, inputs: dict[str, Any]) -> Any:
     return value
 
 
-def _outcome(entry: Any) -> ActionOutcome:
-    outputs = entry.outputs if isinstance(entry.outputs, dict) else {}
-    code = outputs.get("exit_code")
-    return ActionOutcome(action=entry.action, status=entry.status, exit_code=code if isinstance(code, int) else None)
+def _outcome(entry: Any, made: dict[tuple[str, str, int | None], ActionOutcome]) -> ActionOutcome:
+    """The entry's outcome, one object per distinct outcome of the run (`made`): a run repeats a few many times."""
+    outputs = entry.outputs
+    code = outputs.get("exit_code") if isinstance(outputs, dict) else None
+    key = (entry.action, entry.status, code if isinstance(code, int) else None)
+    outcome = made.get(key)
+    if outcome is None:
+        outcome = made[key] = ActionOutcome(action=key[0], status=key[1], exit_code=key[2])
+    return outcome
 
 
 def capture_decisions(
@@ -77,9 +83,9 @@ def capture_decisions(
     decisions: list[RecordedDecision] = []
     ticks: list[int] = []
     previous = None
-    # Each action's outcome made once, in log order (ticks only grow): a decision's are a prefix of them.
+    # Actions in log order (ticks only grow): a decision keeps those since the one before, each made once.
     acted = [e for e in belief.log if not e.action.startswith(("policy:", "check:"))]
-    outcomes = [_outcome(e) for e in acted]
+    made: dict[tuple[str, str, int | None], ActionOutcome] = {}
     seen = 0
     for entry in belief.trajectory:
         if entry.decided_by in POLICY_DECIDERS and previous is not None:
@@ -90,16 +96,16 @@ def capture_decisions(
                 args, decided_by = replayed[position].args, replayed[position].decided_by
             else:
                 args = parametrise(chosen_args.get(entry.tick, {}), inputs)
+            since = seen
             while seen < len(acted) and acted[seen].tick < entry.tick:
                 seen += 1
-            before = outcomes[:seen]
             decisions.append(
                 RecordedDecision(
                     state=entry.source or previous.state,
                     trigger=entry.trigger or "",
                     args=args,
                     decided_by=decided_by,
-                    outcomes_before=before,
+                    outcomes=[_outcome(e, made) for e in acted[since:seen]],
                 )
             )
         previous = entry
@@ -113,6 +119,6 @@ def _attach_checks(decisions: list[RecordedDecision], ticks: list[int], belief: 
     for e in belief.log:
         if not e.action.startswith("check:") or e.status != "ok":
             continue  # a check that raised recorded nothing to compare
-        at = max(0, sum(1 for t in ticks if t <= e.tick) - 1)
+        at = max(0, bisect_right(ticks, e.tick) - 1)  # ticks only grow: a search, not a count of them all
         if at < len(decisions):
             decisions[at].checks.append(RecordedCheck(action=e.action[len("check:") :], features=thaw(e.outputs)))

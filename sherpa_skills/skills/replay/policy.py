@@ -59,6 +59,19 @@ def _as_tuple(outcome: ActionOutcome) -> tuple[str, str, int | None]:
     return outcome.action, outcome.status, outcome.exit_code
 
 
+def _expected_outcomes(decisions: list[RecordedDecision]) -> tuple[list[tuple[str, str, int | None]], list[int]]:
+    """Every outcome the recorded run observed, in order, and for each decision how many of them came before it."""
+    expected: list[tuple[str, str, int | None]] = []
+    ends: list[int] = []
+    for d in decisions:
+        if d.outcomes_before:  # stored before outcomes were kept per decision: all so far, of which the last's a prefix
+            expected[:] = [_as_tuple(o) for o in d.outcomes_before]
+        else:
+            expected.extend(_as_tuple(o) for o in d.outcomes)
+        ends.append(len(expected))
+    return expected, ends
+
+
 def _shown(outcome: tuple[str, str, int | None] | None) -> str:
     if outcome is None:
         return "no further action"
@@ -99,17 +112,18 @@ class ReplayPolicy:
         # the arguments filled from this run's inputs, and for literal ones the key under which
         # their validation is kept.
         # A decision without arguments is the same whichever run takes it: made now, handed out when its turn comes.
+        self._expected, ends = _expected_outcomes(decisions)
         self._steps = [
             (
                 d.state,
                 d.trigger,
                 d.decided_by,
-                [_as_tuple(o) for o in d.outcomes_before],
+                end,
                 fill(d.args, self.inputs) if d.args else None,
                 None if not d.args or _templated(d.args) else f"{d.trigger}\0{d.args!r}",
                 None if d.args else Decision(d.trigger, {}, decided_by="replay", reason="replayed"),
             )
-            for d in decisions
+            for d, end in zip(decisions, ends, strict=True)
         ]
         self.procedure_id, self.version = procedure_id, version
         #: Given when the run diverged before this policy was made (in the process that started it, or on resume).
@@ -119,6 +133,8 @@ class ReplayPolicy:
         self._view: Any = None
         self._trajectory_read = self._position = self._log_read = 0
         self._observed: list[tuple[str, str, int | None]] = []
+        # How many observed outcomes are known to agree with the recording: each decision compares only what is new.
+        self._agreed = 0
 
     def _diverge(self, position: int, state: str, expected: str, observed: str) -> None:
         self.divergence = Divergence(
@@ -136,7 +152,7 @@ class ReplayPolicy:
         """The position (policy decisions taken so far), with the outcomes observed so far brought up to date."""
         if view is not self._view:  # another belief (a resumed run's): read it from the start
             self._view, self._trajectory_read, self._position, self._log_read = view, 0, 0, 0
-            self._observed = []
+            self._observed, self._agreed = [], 0
         new = view.trajectory.since(self._trajectory_read)
         if new:
             self._trajectory_read += len(new)
@@ -160,7 +176,7 @@ class ReplayPolicy:
         if position >= len(self._steps):
             self._diverge(position, ctx.state, "the recorded run had ended", f"a decision asked in '{ctx.state}'")
             return None
-        state, trigger, decided_by, expected, recorded, key, plain = self._steps[position]
+        state, trigger, decided_by, end, recorded, key, plain = self._steps[position]
         if state != ctx.state:
             self._diverge(position, ctx.state, f"state '{state}'", f"state '{ctx.state}'")
             return None
@@ -168,19 +184,20 @@ class ReplayPolicy:
             # Rules are asked before the replay; being asked here means the rule that decided then no longer does.
             self._diverge(position, ctx.state, f"a rule choosing '{trigger}'", "no rule decides")
             return None
-        observed = self._observed
-        if observed != expected:
+        observed, expected, agreed = self._observed, self._expected, self._agreed
+        if len(observed) != end or observed[agreed:] != expected[agreed:end]:
             first = next(
-                (i for i, (a, b) in enumerate(zip(expected, observed, strict=False)) if a != b),
-                min(len(expected), len(observed)),
+                (i for i in range(agreed, min(end, len(observed))) if expected[i] != observed[i]),
+                min(end, len(observed)),
             )
             self._diverge(
                 position,
                 ctx.state,
-                f"action outcome {_shown(expected[first] if first < len(expected) else None)}",
+                f"action outcome {_shown(expected[first] if first < end else None)}",
                 _shown(observed[first] if first < len(observed) else None),
             )
             return None
+        self._agreed = end
         edge = ctx.option(trigger)
         if edge is None:
             self._diverge(

@@ -59,6 +59,10 @@ class RecordedDecision(BaseModel):
     trigger: str
     args: dict[str, Any] = Field(default_factory=dict)
     decided_by: str = "llm"
+    #: The action outcomes observed since the decision before (the first: since the run started). Only those, not all
+    #: so far: a run's record then grows with the run, not with its square.
+    outcomes: list[ActionOutcome] = Field(default_factory=list)
+    #: Every outcome observed before it, as procedures captured before `outcomes` were stored (read, never written).
     outcomes_before: list[ActionOutcome] = Field(default_factory=list)
     #: Checks of the actions this decision led to (up to the next one): called before it is followed again.
     checks: list[RecordedCheck] = Field(default_factory=list)

@@ -64,3 +64,20 @@ def credit_or_new_version(
         )
         return updated, True
     return store.insert_or_credit(captured)
+
+
+def credit_described(store: ProcedureDatabase, task_type: str, description: str, signature: str) -> str | None:
+    """The id of `task_type`'s trajectory procedure described exactly so (the oldest, as `described_procedure` finds
+    it), credited with one more success when its signature is `signature` (the same decisions for the same task);
+    None, and nothing written, otherwise. Nothing is loaded: a run that took a known path costs an update, whatever
+    its length."""
+    with store._write():
+        row = store.conn.execute(
+            "SELECT id, signature FROM procedures WHERE task_type = ? AND kind = 'trajectory' AND description = ?"
+            " ORDER BY created LIMIT 1",
+            (task_type, description),
+        ).fetchone()
+        if row is None or row[1] != signature:
+            return None
+        store._credit(row[0])
+        return str(row[0])

@@ -108,7 +108,7 @@ def test_a_run_planned_by_the_llm_is_captured_as_a_trajectory_with_its_inputs_as
         ("assess", "refund", {"order": "{{ order }}"}),
         ("checked", "close", {}),
     ]  # verify was the only way: a fast-forward
-    assert [o.action for o in proc.decisions[1].outcomes_before] == ["set", "set"]
+    assert [o.action for d in proc.decisions[:2] for o in d.outcomes] == ["set", "set"]  # all before the close
     assert proc.planned_llm_calls == 2 and proc.confidence < 0.8  # one success is not proof
 
 
@@ -371,31 +371,44 @@ def _refund_workflow(tmp_path, gateway_up: bool):
     return load_workflow_text(text, registry=registry, base_dir=tmp_path)
 
 
-def _recorded(refund_status: str) -> list[RecordedDecision]:
+def _recorded(refund_status: str, stored_before: bool = False) -> list[RecordedDecision]:
+    """The refund's recording as capture keeps it (each decision the outcomes since the one before), or as procedures
+    stored before that kept them (all outcomes so far, in `outcomes_before`)."""
     before_close = [
         ActionOutcome(action="set"),
         ActionOutcome(action="issue_refund", status=refund_status),
         ActionOutcome(action="set"),
     ]
-    return [
-        RecordedDecision(state="assess", trigger="refund", args={"order": "{{ order }}"}),
-        RecordedDecision(state="checked", trigger="close", outcomes_before=before_close),
-    ]
+    close = (
+        RecordedDecision(state="checked", trigger="close", outcomes_before=before_close)
+        if stored_before
+        else RecordedDecision(state="checked", trigger="close", outcomes=before_close)
+    )
+    return [RecordedDecision(state="assess", trigger="refund", args={"order": "{{ order }}"}), close]
 
 
+FORMS = pytest.mark.parametrize("stored_before", [False, True], ids=["per-decision", "stored-before"])
+
+
+@FORMS
 @pytest.mark.parametrize(("recorded", "now_up"), [("ok", True), ("failed", False)])
-def test_the_same_outcomes_replay_to_the_end(tmp_path, recorded: str, now_up: bool):
+def test_the_same_outcomes_replay_to_the_end(tmp_path, recorded: str, now_up: bool, stored_before: bool):
     """The control for the two below: these recordings are what the workflow does,
     so an unchanged world replays whole."""
-    replay, result = _replayed(_refund_workflow(tmp_path, now_up), _recorded(recorded), ticket=DAMAGED, order="12")
+    recording = _recorded(recorded, stored_before)
+    replay, result = _replayed(_refund_workflow(tmp_path, now_up), recording, ticket=DAMAGED, order="12")
     assert (result.status, result.state, replay.replayed, replay.divergence) == ("final", "closed", 2, None)
 
 
+@FORMS
 @pytest.mark.parametrize(("recorded", "now_up", "observed"), [("ok", False, "failed"), ("failed", True, "ok")])
-def test_an_outcome_that_changed_status_is_a_divergence(tmp_path, recorded: str, now_up: bool, observed: str):
+def test_an_outcome_that_changed_status_is_a_divergence(
+    tmp_path, recorded: str, now_up: bool, observed: str, stored_before: bool
+):
     """ok → failed and failed → ok, with as many outcomes as recorded:
     the replay stops before `close` and says which."""
-    replay, result = _replayed(_refund_workflow(tmp_path, now_up), _recorded(recorded), ticket=DAMAGED, order="12")
+    recording = _recorded(recorded, stored_before)
+    replay, result = _replayed(_refund_workflow(tmp_path, now_up), recording, ticket=DAMAGED, order="12")
     assert result.status == "error" and result.state == "checked" and replay.replayed == 1  # no LLM in this chain
     assert (replay.divergence["step"], replay.divergence["state"]) == (1, "checked")
     assert replay.divergence["expected"] == f"action outcome issue_refund: {recorded}"
