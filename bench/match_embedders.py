@@ -125,7 +125,25 @@ def routines(embedder: Any, data: dict[str, Any], split: dict[str, Any]) -> dict
     return out
 
 
-def banking(embedder: Any, folder: Path) -> float:
+def sample(split: dict[str, Any], stored: int = 1000, negatives: int = 400) -> dict[str, Any]:
+    """The paraphrased commands and their queries kept, the distractors cut to `stored` commands in all, every
+    len/negatives-th negative kept: the same subset for every embedder."""
+    gold = {g for _, g in split["positives"]}
+    keep = [i for i in range(len(split["stored"])) if i in gold]
+    keep += [i for i in range(len(split["stored"])) if i not in gold][: max(0, stored - len(keep))]
+    keep.sort()
+    new = {old: j for j, old in enumerate(keep)}
+    step = max(1, len(split["negatives"]) // negatives)
+    return {
+        **split,
+        "stored": [split["stored"][i] for i in keep],
+        "positives": [(q, new[g]) for q, g in split["positives"]],
+        "negatives": split["negatives"][::step],
+        "sampled": True,
+    }
+
+
+def banking(embedder: Any, folder: Path, test_per_intent: int | None = None) -> float:
 
     def rows(name: str) -> list[tuple[str, str]]:
         with (folder / name).open(encoding="utf-8") as f:
@@ -137,6 +155,11 @@ def banking(embedder: Any, folder: Path) -> float:
     rng = random.Random(77)
     examples = [(t, i) for i, ts in sorted(by_intent.items()) for t in rng.sample(ts, min(PER_INTENT, len(ts)))]
     test = rows("test.csv")
+    if test_per_intent is not None:
+        kept: dict[str, list[tuple[str, str]]] = {}
+        for text, intent in test:
+            kept.setdefault(intent, []).append((text, intent))
+        test = [row for rows_ in kept.values() for row in rows_[:test_per_intent]]
     train = _matrix(embedder, [t for t, _ in examples])
     sims = _matrix(embedder, [t for t, _ in test]) @ train.T
     labels = [examples[int(j)][1] for j in sims.argmax(1)]
@@ -162,12 +185,20 @@ def speed(embedder: Any, texts: list[str]) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--sample",
+        action="store_true",
+        help="a smaller, fixed sample of every set (1,000 stored commands, 400 negatives, 10 BANKING77 test texts "
+        "per intent), for embedders too slow for the whole",
+    )
     args = parser.parse_args()
     matching = Path(os.environ.get("SHERPA_SKILLS_MATCHING_DATA", "../shared/matching"))
     learning = Path(os.environ.get("SHERPA_SKILLS_LEARNING_DATA", "../shared/learning"))
     import json
 
     split = mb.load_split(matching / "nl2bash-dev.jsonl")
+    if args.sample:
+        split = sample(split)
     data = json.loads((learning / "routines_dev.json").read_text(encoding="utf-8"))
     start = machine()
     texts = [q for q, _ in split["positives"]][:300]
@@ -181,7 +212,7 @@ def main() -> int:
             "ms32": ms32,
             "nl": nl2bash(embedder, split),
             "routines": routines(embedder, data, split),
-            "banking": banking(embedder, learning / "banking77"),
+            "banking": banking(embedder, learning / "banking77", PER_INTENT if args.sample else None),
         }
         print(row, flush=True)
         results.append(row)
