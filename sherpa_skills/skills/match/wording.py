@@ -176,21 +176,24 @@ def opposite(a: str, b: str) -> bool:
     return any(x == p + y for x, y in ((a, b), (b, a)) for p in _NEGATING_PREFIXES if len(y) >= 3)
 
 
-_NEGATIONS = frozenset("no not nor never none neither without".split())
+_NEGATIONS = frozenset("no not nor never none neither without except excluding exclude ignoring unless".split())
+# Words of direction or amount: a negation said with one of these changed re-expresses the task ("not accessed in the
+# last 30 days" is "accessed more than 30 days ago"), where a bare negation turns it around.
+_DIRECTIONS = _MEANINGFUL - _NEGATIONS
 
 
 def contrast(said: frozenset[str], described: frozenset[str]) -> tuple[str, str] | None:
     """The word a task says in place of its opposite in the description (said, described; "" for a negation one side
     leaves out), or None: a near twin that asks the opposite work, whatever its meaning's closeness ("stop the web
     server" for "start the web server", "files owned by root" for "files not owned by root")."""
+    swapped = next(((a, b) for a in sorted(said - described) for b in sorted(described - said) if opposite(a, b)), None)
     negated, denied = said & _NEGATIONS, described & _NEGATIONS
     if bool(negated) != bool(denied):
-        return min(negated, default=""), min(denied, default="")
-    for a in sorted(said - described):
-        for b in sorted(described - said):
-            if opposite(a, b):
-                return a, b
-    return None
+        # A negation with an opposite or a changed direction says the same thing the other way round: "not older
+        # than" is "newer than".
+        redirected = (said ^ described) & _DIRECTIONS
+        return None if swapped or redirected else (min(negated, default=""), min(denied, default=""))
+    return swapped
 
 
 def wording_key(text: str) -> str:

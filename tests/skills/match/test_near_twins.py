@@ -47,6 +47,16 @@ class TestWords:
         assert contrast(key_words("list files without a backup"), key_words("list files")) == ("without", "")
         assert contrast(key_words("start the web server"), key_words("launch the web server")) is None
 
+    def test_a_negation_and_an_opposite_together_cancel(self) -> None:
+        """ "not older than" says "newer than" the other way round: the same task, no contrast."""
+        assert contrast(key_words("find files not older than a day"), key_words("find files newer than a day")) is None
+        not_lately, long_ago = (
+            key_words("files not accessed in the last 30 days"),
+            key_words("files accessed over 30 days ago"),
+        )
+        assert contrast(not_lately, long_ago) is None
+        assert contrast(key_words("find it, not in the .svn tree"), key_words("find it, except the .svn tree")) is None
+
     def test_verbs_of_one_action_are_one_word(self) -> None:
         assert key_words("remove the old log files") == key_words("delete the old log files")
         assert key_words("display the disk usage") == key_words("show the disk usage")
