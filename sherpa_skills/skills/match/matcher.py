@@ -46,7 +46,7 @@ from .relevance import RelevanceModel, default_model, length_feature
 from .similarity import STOP_WORDS, TermIndex, cosines, coverage, words
 from .verifier import Verdict, Verifier
 from .vouch import Evidence, repeated, vouched
-from .wording import key_words, same_wording, says_less, spoken, verbatim, wording_key
+from .wording import contrast, earlier_key, key_words, same_wording, says_less, spoken, verbatim, wording_key
 
 log = structlog.get_logger(__name__)
 
@@ -97,6 +97,11 @@ class MatchCandidate(BaseModel):
         default=None, description="cosine between the task and the closest wording confirmed for it; None without any"
     )
     alias_id: str | None = Field(default=None, description="that confirmed wording (`learn aliases` lists it)")
+    contrast: list[str] = Field(
+        default_factory=list,
+        description="a word the task says in place of its opposite in the description (said, described): never "
+        "replayed directly, asked about",
+    )
     health: str | None = None
     reason: str | None = Field(default=None, description="why it was not taken; None for the selected one")
 
@@ -146,6 +151,14 @@ class MatchDecision(BaseModel):
 
 def _plain(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _contrasted(said: str, described: str) -> str:
+    if not said:
+        return f"leaves out the description's {described!r}"
+    if not described:
+        return f"says {said!r}, which the description does not"
+    return f"says {said!r} where the description says {described!r}"
 
 
 def _described_alike(a: MatchCandidate, b: MatchCandidate) -> bool:
@@ -368,6 +381,8 @@ class Matcher:
         alias_exact = {a.procedure_id: a.id for a, keys, _ in aliases if same_wording(said, keys)}
         alias_cos, near_cos = self._alias_cosines(vector, aliases)
         rejected = self.answers.rejected(wording_key(query), task_type)
+        if (earlier := earlier_key(query)) != wording_key(query):
+            rejected |= self.answers.rejected(earlier, task_type)  # refused before verbs were folded: still refused
         close_aliases = sorted(near_cos, key=lambda pid: -near_cos[pid][0])[:MAX_OFFERED]
         ids = list(dict.fromkeys([*alias_exact, *close_aliases, *near, *terms.search(weights, pool)]))
         procs: list[CapturedProcedure] = []
@@ -441,6 +456,7 @@ class Matcher:
                 "twin": alike * min(len(said ^ described_words), 3) / 3,
             }
             score = 1.0 if exact else (self.model(features) if semantic is not None else 0.0)
+            swapped = None if exact else contrast(said, described_words)
             candidates.append(
                 MatchCandidate(
                     procedure_id=proc.id,
@@ -459,6 +475,7 @@ class Matcher:
                     params=agreement.params,
                     alias=round(alias_cos[proc.id][0], 4) if proc.id in alias_cos else None,
                     alias_id=alias_cos[proc.id][1] if proc.id in alias_cos else None,
+                    contrast=list(swapped) if swapped else [],
                 )
             )
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
@@ -511,7 +528,8 @@ class Matcher:
         ]
         m = self.model
         found = vouched(evidence, m.alias_floor, m.alias_gap, m.alias_words, m.alias_described)
-        return by_id[found.procedure_id] if found is not None else None
+        # The opposite work is never vouched for, whatever a confirmed wording's closeness; it still counts as a rival.
+        return by_id[found.procedure_id] if found is not None and not by_id[found.procedure_id].contrast else None
 
     def _same_wording(self, rows: list[_Row], said: frozenset[str], stated: list[lit.Literal], query: str) -> None:
         """A task that says what a description says, folded (`wording`), is as sure as one repeating it; so is one
@@ -568,7 +586,9 @@ class Matcher:
             except Exception as exc:  # found by their exact wording still; the reason is logged
                 log.warning("alias_embed_failed", aliases=len(missing), reason=str(exc))
         views = [
-            (r, frozenset(r.key.split()) if not r.key.startswith("=") else frozenset(), _vector_of(r, name))
+            # Key words read again from the wording, not its stored key: a key stored before verbs were folded
+            # would miss a wording said with the folded verb.
+            (r, key_words(r.text), _vector_of(r, name))
             for r in rows
         ]
         self._aliases = (key, views)
@@ -713,6 +733,10 @@ class Matcher:
                 c.reason = f"literals disagree: {'; '.join(c.literals_disagreed)}"
             elif c.semantic is None:
                 c.reason = "no semantic score (meaning unavailable): not replayed on key terms alone"
+            elif c.contrast:
+                c.reason = (
+                    f"{_contrasted(*c.contrast)}: a near twin asking the opposite work is asked about, never replayed"
+                )
             elif c.score < floor:
                 c.reason = f"below relevance floor {floor:g} ({c.score:.2f})"
         plausible = [
@@ -778,11 +802,10 @@ class Matcher:
         if verify is not None:
             return self._judge(decision, offered, verify, given)
         for c in offered:
-            c.reason = (
-                c.reason
-                if c.reason and c.reason.startswith("ambiguous")
-                else f"needs confirmation: below relevance floor {self.floor:g} ({c.score:.2f}) but plausible"
-            )
+            if c.contrast:
+                c.reason = f"needs confirmation: {_contrasted(*c.contrast)}, a near twin is never replayed directly"
+            elif not (c.reason and c.reason.startswith("ambiguous")):
+                c.reason = f"needs confirmation: below relevance floor {self.floor:g} ({c.score:.2f}) but plausible"
         decision.decision, decision.offered = "needs-confirmation", offered
         decision.reason = (
             f"{'; '.join(filter(None, [decision.reason]))}{'; ' if decision.reason else ''}"

@@ -8,6 +8,12 @@ repo, env…), plural and possessive endings, and numbers (written or spelled) l
 them with their units. Words that change what is asked stay: negations ("not", "without", "except") and directions
 ("before", "after", "more", "less", "up", "down").
 
+Verbs that name one action (`SYNONYMS`: "remove" and "erase" are "delete", "display" is "show") are folded too; a
+key word swapped for another is otherwise a change of what is asked, and some swaps turn it around (`contrast`:
+"stop" for "start", "decompress" for "compress", "list" is not "delete" either, but only a judge can say so).
+Meaning alone cannot tell these apart: MiniLM puts "enable" and "disable" closer (0.73) than "run" and "execute"
+(0.41), so the contrast is read from the words.
+
 A task may also say a description with fewer words — a pronoun for the object, the trailing clause left out
 (`says_less`): "deploy it and restart the service" for "deploy the proxy configuration and restart the service".
 """
@@ -80,6 +86,32 @@ ABBREVIATIONS = {
     "dev": "development",
     "ci": "continuous integration",
 }
+# Verbs that name one action on a computer, whatever the task (one spelling each); never words that differ in scope
+# or in what is acted on ("list"/"show", "make"/"build" are left apart).
+SYNONYMS = {
+    "remove": "delete",
+    "erase": "delete",
+    "display": "show",
+    "view": "show",
+    "execute": "run",
+    "launch": "start",
+    "duplicate": "copy",
+    "terminate": "kill",
+    "locate": "find",
+    "search": "find",
+}
+# Pairs of words that turn a task around: said in place of one another, the task asks the opposite work.
+_OPPOSITES = (
+    "start stop,enable disable,connect disconnect,mount unmount,install uninstall,lock unlock,compress decompress,"
+    "encrypt decrypt,zip unzip,upload download,import export,push pull,add delete,create delete,show hide,open close,"
+    "increase decrease,newer older,newest oldest,first last,minimum maximum,min max,local remote,read write,"
+    "include exclude,allow deny,grant revoke,input output,upper lower,uppercase lowercase,ascending descending,"
+    "largest smallest,biggest smallest,archive restore,backup restore,freeze unfreeze,pause resume,attach detach,"
+    "block unblock,hide unhide,follow unfollow,subscribe unsubscribe,merge split,encode decode,pack unpack"
+)
+OPPOSITES = frozenset(frozenset(pair.split()) for pair in _OPPOSITES.split(","))
+# Prefixes that make a word's opposite ("unmount", "disable", "decrypt", "nonempty").
+_NEGATING_PREFIXES = ("un", "dis", "de", "non")
 _NUMBER_WORDS = frozenset(
     """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen
     eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million""".split()
@@ -97,13 +129,14 @@ def _stem(word: str) -> str:
     return word
 
 
-def _folded(text: str) -> Iterator[str]:
+def _folded(text: str, synonyms: bool = True) -> Iterator[str]:
     """The key words of a text in the order said, folded (see the module's docstring)."""
     for token in _TOKEN.findall(PARAMETER.sub(" ", text.lower())):
         if token in _IGNORED or token in _NUMBER_WORDS or token[0].isdigit():
             continue
         for word in ABBREVIATIONS.get(token, token).split():
             word = _stem(ABBREVIATIONS.get(word, word))
+            word = SYNONYMS.get(word, word) if synonyms else word
             if word and word not in _IGNORED:
                 yield word
 
@@ -136,9 +169,43 @@ def says_less(said: frozenset[str], description: str) -> bool:
     return leading_word(description) in said and not (described - said) & (_MEANINGFUL | _SCOPING)
 
 
+def opposite(a: str, b: str) -> bool:
+    """Two key words that turn a task around when one is said for the other ("stop"/"start", "unmount"/"mount")."""
+    if frozenset((a, b)) in OPPOSITES:
+        return True
+    return any(x == p + y for x, y in ((a, b), (b, a)) for p in _NEGATING_PREFIXES if len(y) >= 3)
+
+
+_NEGATIONS = frozenset("no not nor never none neither without except excluding exclude ignoring unless".split())
+# Words of direction or amount: a negation said with one of these changed re-expresses the task ("not accessed in the
+# last 30 days" is "accessed more than 30 days ago"), where a bare negation turns it around.
+_DIRECTIONS = _MEANINGFUL - _NEGATIONS
+
+
+def contrast(said: frozenset[str], described: frozenset[str]) -> tuple[str, str] | None:
+    """The word a task says in place of its opposite in the description (said, described; "" for a negation one side
+    leaves out), or None: a near twin that asks the opposite work, whatever its meaning's closeness ("stop the web
+    server" for "start the web server", "files owned by root" for "files not owned by root")."""
+    swapped = next(((a, b) for a in sorted(said - described) for b in sorted(described - said) if opposite(a, b)), None)
+    negated, denied = said & _NEGATIONS, described & _NEGATIONS
+    if bool(negated) != bool(denied):
+        # A negation with an opposite or a changed direction says the same thing the other way round: "not older
+        # than" is "newer than".
+        redirected = (said ^ described) & _DIRECTIONS
+        return None if swapped or redirected else (min(negated, default=""), min(denied, default=""))
+    return swapped
+
+
 def wording_key(text: str) -> str:
     """The form answers (aliases, rejections) are keyed by: the sorted key words, else the plain lower-cased text."""
     folded = key_words(text)
+    return " ".join(sorted(folded)) if folded else "=" + " ".join(text.lower().split())
+
+
+def earlier_key(text: str) -> str:
+    """The key answers were stored under before verbs were folded (`SYNONYMS`): a rejection remembered then still
+    holds."""
+    folded = frozenset(_folded(text, synonyms=False))
     return " ".join(sorted(folded)) if folded else "=" + " ".join(text.lower().split())
 
 

@@ -83,11 +83,6 @@ class TestNearMissesStayRefused:
     def test_in_a_larger_store(self, several: sk.SkillStore, task: str) -> None:
         assert several.match(task).decision != "match"
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="the relevance model alone replays it in a small store (a lone neighbour's cosine gap), old code too; "
-        "`says_less` refuses it (TestSaysLess)",
-    )
     def test_dropping_a_negation_turns_the_job_around(self, several: sk.SkillStore) -> None:
         _capture(several, "list-files", "list the shared files not owned by root", ["echo find . ! -user root"])
         assert several.match("list the shared files owned by root").decision != "match"
