@@ -110,6 +110,7 @@ def run_stream(home: Path, script: Path, items: list[tuple[str, dict[str, Any]]]
                     "status": result.status,
                     "context": {k: v for k, v in result.context.items() if k != "event"},
                     "triggers": [t.trigger for t in agent.belief.trajectory if t.trigger],
+                    "asked": [t.source for t in agent.belief.trajectory if t.trigger and t.decided_by == "llm"],
                     "llm_calls": result.counters["llm_calls"],
                     "replayed": result.counters["replayed_decisions"],
                     "learning": result.learning,
@@ -119,6 +120,26 @@ def run_stream(home: Path, script: Path, items: list[tuple[str, dict[str, Any]]]
     finally:
         runs.close()
     return rows
+
+
+def who_asked(rows: list[dict[str, Any]], start: int) -> str:
+    """Who asked the model from ticket `start` on: each ticket's model decisions (state, and why the decision memory
+    abstained there) and its judge's calls, as `#index kind: ...`."""
+    out = []
+    for i, r in enumerate(rows[start:], start):
+        if not r["llm_calls"]:
+            continue
+        learning = r["learning"] or {}
+        why = {}
+        for line in learning.get("memory_abstained") or []:
+            state, _, reason = line.partition(": ")
+            why.setdefault(state, reason)
+        parts = [f"model at {s} (memory: {why.get(s, 'not asked')})" for s in r["asked"]]
+        judged = learning.get("judged")
+        if isinstance(judged, dict) and judged.get("calls"):
+            parts.append(f"judge {judged['calls']} call(s)")
+        out.append(f"#{i} {r['kind']}: " + "; ".join(parts or [f"{r['llm_calls']} call(s)"]))
+    return " · ".join(out) or "none"
 
 
 def memory_timing(sizes: tuple[int, ...] = (100, 10_000), reps: int = 2000) -> dict[int, float]:
@@ -242,6 +263,7 @@ def main() -> None:
                     (x["state"], x["context"], x["triggers"]) != (y["state"], y["context"], y["triggers"])
                     for x, y in zip(a, b, strict=True)
                 ),
+                who_asked(a, third),
             )
         )
     timing = memory_timing()
@@ -271,9 +293,9 @@ def main() -> None:
         "Other arrival orders of the same tickets (each kind shuffled, seeds 1.."
         + str(len(orders))
         + "): last third "
-        + ", ".join(f"{a}/{b} = {100 * a / max(b, 1):.0f} %" for a, b, _ in orders)
+        + ", ".join(f"{a}/{b} = {100 * a / max(b, 1):.0f} %" for a, b, _, _ in orders)
         + "; differing outcomes "
-        + ", ".join(str(d) for _, _, d in orders)
+        + ", ".join(str(d) for _, _, d, _ in orders)
         + ".",
         "",
         "Last third by kind (learning / unreplayed LLM calls): "
@@ -281,6 +303,11 @@ def main() -> None:
         + ".",
         "",
         "Per ticket (learning): " + " ".join(f"{r['kind'][0]}{r['llm_calls']}" for r in learned),
+        "",
+        "Who asked the model in the last third (a model decision names the memory's reason to abstain there):",
+        "",
+        f"- the order above (each kind as the file gives it): {who_asked(learned, third)}",
+        *(f"- seed {n}: {orders[n - 1][3]}" for n in range(1, len(orders) + 1)),
     ]
     if differ:
         lines.append("")
