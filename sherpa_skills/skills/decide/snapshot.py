@@ -1,6 +1,6 @@
 """A workflow's decision memory persisted in the skill store (`decision_snapshots`, m012): a new process loads it at
-its first ask (one row, its vectors one buffer) instead of reading every example and finding what separates them
-again, then reads only the examples that came after it.
+its first ask (one row: each state's head as built, its vectors sorted by decision) instead of reading every example,
+finding what separates them and building the heads again, then reads only the examples that came after it.
 
 A snapshot stands for the workflow's examples up to id `upto` (`examples` of them in the store when it was taken)
 and its calibration's errors up to `errors_upto`; it is used only while the store still has exactly those (deleting
