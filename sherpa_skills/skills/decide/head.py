@@ -59,11 +59,8 @@ class Head:
         order = np.argsort(codes, kind="stable")
         sorted_codes = codes[order]
         labels = int(codes.max()) + 1 if codes.size else 0
-        starts = np.searchsorted(sorted_codes, np.arange(labels))
+        starts, present = _starts(sorted_codes, labels)
         ordered = np.ascontiguousarray(matrix[order])
-        # Where the sorted codes change, not np.unique: its first call in a process costs ~15 ms of imports.
-        changes = np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1 if codes.size else np.zeros(0, int)
-        present = sorted_codes[np.concatenate([[0], changes]).astype(int)] if codes.size else np.zeros(0, int)
         sums = np.zeros((labels, matrix.shape[1]), dtype=np.float32)
         if present.size:
             # One pass over the sorted rows (each decision's rows are contiguous), not a mask per decision.
@@ -71,6 +68,12 @@ class Head:
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         centroids = sums / np.where(norms == 0, 1, norms)
         return cls(ordered, sorted_codes, order, starts, centroids, labels, present)
+
+    @classmethod
+    def restore(cls, matrix: Any, rows: Any, codes: Any, centroids: Any, labels: int) -> Head:
+        """The head `build` made, from its persisted arrays (rows sorted by decision already): nothing rebuilt."""
+        starts, present = _starts(codes, labels)
+        return cls(matrix, codes, rows, starts, centroids, labels, present)
 
     def guess(self, q: Any, density: float = 0.0) -> Guess | None:
         """The head's guess for the unit vector `q`; None when fewer than two decisions were taken here (no margin
@@ -102,6 +105,17 @@ class Head:
         # between two decisions far from the task is weaker evidence than the same margin among close examples.
         score = float(evidence[top] - evidence[second]) + density * float(nearest[top])
         return Guess(top, score, float(sims.max()), int(self.rows[best]))
+
+
+def _starts(sorted_codes: Any, labels: int) -> tuple[Any, Any]:
+    """Where each decision's rows start among rows sorted by decision, and the decisions that have rows."""
+    import numpy as np
+
+    starts = np.searchsorted(sorted_codes, np.arange(labels))
+    # Where the sorted codes change, not np.unique: its first call in a process costs ~15 ms of imports.
+    changes = np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1 if sorted_codes.size else np.zeros(0, int)
+    present = sorted_codes[np.concatenate([[0], changes]).astype(int)] if sorted_codes.size else np.zeros(0, int)
+    return starts, present
 
 
 @dataclass

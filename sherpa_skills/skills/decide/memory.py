@@ -79,7 +79,9 @@ class Restored:
     ids: list[int]
     runs: list[str | None]
     created: list[float]
-    matrix: Any
+    #: The state's head as persisted (its vectors sorted by decision) and where each row's vector is in it.
+    head: Head
+    position: Any
     made: dict[int, Example] = field(default_factory=dict)
 
     def example(self, i: int) -> Example:
@@ -93,7 +95,7 @@ class Restored:
                 features=features,
                 path=path,
                 task="",
-                vector=self.matrix[i].tobytes(),
+                vector=self.head.matrix[self.position[i]].tobytes(),
                 embedder=embedder,
                 run_id=self.runs[i],
                 id=int(self.ids[i]),
@@ -179,6 +181,8 @@ class StateMemory:
     def matrix(self, dim: int) -> Any:
         import numpy as np
 
+        if self._matrix is None and self._examples is None and self.restored is not None:
+            self._matrix = self.restored.head.matrix[self.restored.position]
         if self._matrix is None:
             # The newest example's width wins: examples embedded by another embedder have no meaning here (zeros).
             width = next((len(e.vector) // 4 for e in reversed(self.examples) if e.vector), dim)
@@ -262,6 +266,8 @@ class StateMemory:
 
     def group(self, features: dict[str, Any], dim: int) -> Group | None:
         """The examples that agree with `features` on every separating value, ready to be asked (None: none do)."""
+        if self._groups is None and self._examples is None and self.restored is not None:
+            self._groups = self._restored_groups(self.restored)
         if self._groups is None:
             members: dict[tuple[Any, ...], list[int]] = {}
             if self.separating:
@@ -280,6 +286,42 @@ class StateMemory:
                 for key, rows in members.items()
             }
         return self._groups.get(_key(features, self.separating))
+
+    def _restored_groups(self, restored: Restored) -> dict[tuple[Any, ...], Group]:
+        """A restored state's groups, keyed and described once per kind of row, not once per row."""
+        keys = [_key(k[2], self.separating) for k in restored.kinds]
+        members: dict[tuple[Any, ...], list[int]] = {}
+        kinds: dict[tuple[Any, ...], set[int]] = {}
+        if self.separating:
+            for i, k in enumerate(restored.kind):
+                members.setdefault(keys[k], []).append(i)
+            for key, rows in members.items():
+                kinds[key] = {restored.kind[i] for i in rows}
+        else:
+            members[()], kinds[()] = list(range(len(restored.ids))), set(restored.kind)
+        width = int(restored.head.matrix.shape[1])
+        return {
+            key: Group(
+                rows=rows,
+                width=width,
+                labels={restored.kinds[k][5] for k in kinds[key]},  # type: ignore[misc]
+                paths={restored.kinds[k][3] for k in kinds[key]},
+            )
+            for key, rows in members.items()
+        }
+
+
+def _check_decisions(state: str, head: Head, kinds: list[Any], kind: list[int]) -> None:
+    """A restored head whose codes do not name its rows' decisions one to one is not used (it would answer others)."""
+    import numpy as np
+
+    names: dict[str, int] = {}
+    per_kind = np.asarray([names.setdefault(str(k[5]), len(names)) for k in kinds], dtype=np.intp)
+    decided = per_kind[np.asarray(kind, dtype=np.intp)][head.rows] if head.rows.size else np.zeros(0, np.intp)
+    first = np.full(head.labels, -1, dtype=np.intp)
+    first[head.present] = decided[head.starts[head.present]]
+    if (decided != first[head.codes]).any() or len(set(first[head.present].tolist())) != head.present.size:
+        raise ValueError(f"state '{state}': its head's decisions are not its rows'")
 
 
 def _key(features: dict[str, Any], keys: tuple[str, ...]) -> tuple[Any, ...]:
@@ -394,8 +436,6 @@ class DecisionMemory:
 
     def _persist(self, workflow: str, conf: dict[str, Any], valid: set[tuple[str, str]] | None) -> None:
         """Keep the workflow's memory as a snapshot, for the next process's first ask."""
-        import numpy as np
-
         calibration = self.calibration(workflow)
         states = self._states.get(workflow, {})
         if not states:
@@ -434,7 +474,8 @@ class DecisionMemory:
                 name: {
                     **columns(memory),
                     "rows": memory.size(),
-                    "width": int(memory.matrix(_DIM).shape[1]),
+                    "width": int(memory.head(_DIM).matrix.shape[1]),
+                    "labels": memory.head(_DIM).labels,
                     "separating": list(memory.separating),
                     "seen": {k: sorted(v) for k, v in memory.seen.items()},
                     "varied": sorted(memory._varied),
@@ -448,11 +489,16 @@ class DecisionMemory:
         }
         header["kinds"] = list(kinds)
         upto, errors_upto = self._points_read.get(workflow, (0, 0))
-        matrices = {name: np.asarray(m.matrix(_DIM), dtype=np.float32) for name, m in states.items()}
-        snapshot.save(self.store, workflow, conf, snapshot.Snapshot(header, matrices, upto, errors_upto))
+        heads = {
+            name: {"matrix": h.matrix, "rows": h.rows, "codes": h.codes, "centroids": h.centroids}
+            for name, h in ((name, m.head(_DIM)) for name, m in states.items())
+        }
+        snapshot.save(self.store, workflow, conf, snapshot.Snapshot(header, heads, upto, errors_upto))
 
     def _restore(self, workflow: str, conf: dict[str, Any], valid: set[tuple[str, str]] | None) -> bool:
         """The workflow's memory from its snapshot, if one still stands for the store's examples."""
+        import numpy as np
+
         snap = snapshot.load(self.store, workflow, conf, valid)
         if snap is None:
             return False
@@ -461,27 +507,45 @@ class DecisionMemory:
         try:
             kinds = [tuple(json.loads(k)) for k in header["kinds"]]
             for name, kept in header["states"].items():
-                matrix = snap.matrices[name]
+                arrays = snap.heads[name]
                 ids, kind = kept["ids"], kept["kinds"]
-                if not len(ids) == len(kind) == len(kept["runs"]) == len(kept["created"]) == matrix.shape[0]:
+                rows = arrays["rows"]
+                if not len(ids) == len(kind) == len(kept["runs"]) == len(kept["created"]) == rows.shape[0]:
                     raise ValueError(f"state '{name}': its columns differ in length")
                 if any(not 0 <= k < len(kinds) for k in kind) or any(len(k) != 6 for k in kinds):
                     raise ValueError(f"state '{name}': a row names no kind")
+                head = Head.restore(arrays["matrix"], rows, arrays["codes"], arrays["centroids"], int(kept["labels"]))
+                _check_decisions(name, head, kinds, kind)
+                position = np.empty(rows.shape[0], dtype=np.intp)
+                position[rows] = np.arange(rows.shape[0])
                 memory = StateMemory(
                     _examples=None,
-                    restored=Restored(workflow, name, kinds, kind, ids, kept["runs"], kept["created"], matrix),  # type: ignore[arg-type]
+                    restored=Restored(
+                        workflow,
+                        name,
+                        kinds,
+                        kind,
+                        ids,
+                        kept["runs"],
+                        kept["created"],
+                        head,
+                        position,  # type: ignore[arg-type]
+                    ),
                     separating=tuple(kept["separating"]),
                     seen={k: set(v) for k, v in kept["seen"].items()},
                 )
                 memory._varied = set(kept["varied"])
-                memory._matrix = matrix
+                memory._head = head
                 states[name] = memory
             calibration = Calibration(float(conf["calibration_window"]))
             wrong = set(header["wrong"])
             at, scores = header["calibration"]
-            calibration.order = [
-                (str(st), float(sc), i in wrong) for i, (st, sc) in enumerate(zip(at, scores, strict=True))
-            ]
+            if len(at) != len(scores):
+                raise ValueError("the calibration's columns differ in length")
+            # Built column-wise, the few wrong points marked after: thousands of points are read at a first ask.
+            calibration.order = list(zip(map(str, at), map(float, scores), [False] * len(at), strict=True))
+            for i in wrong:
+                calibration.order[i] = (calibration.order[i][0], calibration.order[i][1], True)
             points_read = (int(header["points_read"][0]), int(header["points_read"][1]))
             cost = (int(header["cost"][0]), int(header["cost"][1]))
             read, unusable = int(header["read"]), {str(k): int(v) for k, v in header["unusable"].items()}

@@ -1,6 +1,6 @@
 """A workflow's decision memory persisted in the skill store (`decision_snapshots`, m012): a new process loads it at
-its first ask (one row, its vectors one buffer) instead of reading every example and finding what separates them
-again, then reads only the examples that came after it.
+its first ask (one row: each state's head as built, its vectors sorted by decision) instead of reading every example,
+finding what separates them and building the heads again, then reads only the examples that came after it.
 
 A snapshot stands for the workflow's examples up to id `upto` (`examples` of them in the store when it was taken)
 and its calibration's errors up to `errors_upto`; it is used only while the store still has exactly those (deleting
@@ -23,18 +23,22 @@ from ..store.database import ProcedureDatabase
 
 log = structlog.get_logger(__name__)
 
-#: Bumped whenever what a snapshot holds, or what the memory derives from examples, changes meaning.
-FORMAT = 1
+#: Bumped whenever what a snapshot holds, or what the memory derives from examples, changes meaning (2: each state's
+#: head as built, its vectors sorted by decision, so a new process builds nothing at its first ask).
+FORMAT = 2
 _MAGIC = b"SKDM"
+#: Each state's head arrays, in the body's order after the header.
+_ARRAYS = (("matrix", "<f4"), ("rows", "<i4"), ("codes", "<i4"), ("centroids", "<f4"))
 
 
 @dataclass(slots=True)
 class Snapshot:
     """What a snapshot holds: the JSON header (states' examples without vectors, separating values, calibration) and
-    each state's unit vectors, in the header's state order."""
+    each state's head (`heads`: its unit vectors sorted by decision, the example row of each, their decisions' codes,
+    the decisions' centroids), in the header's state order."""
 
     header: dict[str, Any]
-    matrices: dict[str, Any]
+    heads: dict[str, dict[str, Any]]
     upto: int
     errors_upto: int
 
@@ -63,10 +67,13 @@ def save(store: ProcedureDatabase, workflow: str, conf: dict[str, Any], snap: Sn
     """Persist `snap` as `workflow`'s snapshot (replacing the one kept)."""
     import numpy as np
 
-    order = list(snap.header["states"])
-    vectors = [np.ascontiguousarray(snap.matrices[s], dtype=np.float32) for s in order]
+    arrays = [
+        np.ascontiguousarray(snap.heads[state][name], dtype=dtype)
+        for state in snap.header["states"]
+        for name, dtype in _ARRAYS
+    ]
     head = json.dumps(snap.header, separators=(",", ":"), default=str).encode()
-    body = b"".join([_MAGIC, struct.pack("<Q", len(head)), head, *(v.tobytes() for v in vectors)])
+    body = b"".join([_MAGIC, struct.pack("<Q", len(head)), head, *(a.tobytes() for a in arrays)])
     with store._write():
         count = _counts(store, workflow, snap.upto)
         store.conn.execute(
@@ -114,17 +121,37 @@ def _parse(body: bytes, upto: int, errors_upto: int) -> Snapshot:
     header = json.loads(body[12 : 12 + size])
     if not isinstance(header, dict) or header.get("format") != FORMAT or not isinstance(header.get("states"), dict):
         raise ValueError("another snapshot format")
-    offset, matrices = 12 + size, {}
+    offset = 12 + size
+    heads: dict[str, dict[str, Any]] = {}
     for state, kept in header["states"].items():
-        rows, width = int(kept["rows"]), int(kept["width"])
-        end = offset + rows * width * 4
-        if end > len(body) or width <= 0:
-            raise ValueError(f"state '{state}': the body is shorter than its vectors")
-        matrices[state] = np.frombuffer(body, dtype=np.float32, count=rows * width, offset=offset).reshape(rows, width)
-        offset = end
+        rows, width, labels = int(kept["rows"]), int(kept["width"]), int(kept["labels"])
+        if width <= 0 or rows < 0 or labels < 0:
+            raise ValueError(f"state '{state}': no shape")
+        shapes = {"matrix": (rows, width), "rows": (rows,), "codes": (rows,), "centroids": (labels, width)}
+        heads[state] = {}
+        for name, dtype in _ARRAYS:
+            count = int(np.prod(shapes[name]))
+            end = offset + count * 4
+            if end > len(body):
+                raise ValueError(f"state '{state}': the body is shorter than its {name}")
+            heads[state][name] = np.frombuffer(body, dtype=dtype, count=count, offset=offset).reshape(shapes[name])
+            offset = end
+        _check(state, heads[state], labels)
     if offset != len(body):
         raise ValueError("the body is longer than its vectors")
-    return Snapshot(header, matrices, upto, errors_upto)
+    return Snapshot(header, heads, upto, errors_upto)
+
+
+def _check(state: str, head: dict[str, Any], labels: int) -> None:
+    """A head whose rows are not each example once, or whose codes are not sorted decisions, is not used."""
+    import numpy as np
+
+    rows, codes = head["rows"], head["codes"]
+    n = rows.shape[0]
+    if n and (rows.min() < 0 or rows.max() >= n or np.bincount(rows, minlength=n).max() != 1):
+        raise ValueError(f"state '{state}': its head's rows are not its examples")
+    if n and (codes.min() < 0 or codes.max() >= labels or (codes[1:] < codes[:-1]).any()):
+        raise ValueError(f"state '{state}': its head's decisions are not sorted codes")
 
 
 def drop(store: ProcedureDatabase, workflow: str) -> None:

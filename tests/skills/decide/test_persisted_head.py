@@ -191,6 +191,8 @@ def test_examples_deleted_behind_its_back_make_it_stale(engine: Engine) -> None:
         b"SKDM" + (21).to_bytes(8, "little") + b'{"format":1,"states":' + b"7}",
         "header",  # a well-formed header whose columns disagree with its vectors
         "truncated",  # the vectors cut short
+        "rows",  # the head names one example twice
+        "decisions",  # the head's codes put an example of one decision among another's
     ],
 )
 def test_a_corrupt_snapshot_is_ignored_and_rebuilt(engine: Engine, body: Any) -> None:
@@ -207,6 +209,15 @@ def test_a_corrupt_snapshot_is_ignored_and_rebuilt(engine: Engine, body: Any) ->
         header["states"]["s"]["ids"] = header["states"]["s"]["ids"][:-1]
         text = json.dumps(header).encode()
         body = b"SKDM" + len(text).to_bytes(8, "little") + text + good[12 + size :]
+    elif body in ("rows", "decisions"):
+        case, body = body, bytearray(good)
+        rows = head_rows(good)
+        if case == "rows":
+            rows[1] = rows[0]
+        else:  # the first row of the first decision and the last row of the last one swap places
+            rows[0], rows[-1] = rows[-1], rows[0]
+        body[rows.offset : rows.offset + rows.size * 4] = rows.astype("<i4").tobytes()
+        body = bytes(body)
     with store._write():
         store.conn.execute("UPDATE decision_snapshots SET body = ?", (body,))
     fresh = DecisionMemory(engine.procedures())
@@ -214,6 +225,55 @@ def test_a_corrupt_snapshot_is_ignored_and_rebuilt(engine: Engine, body: Any) ->
     assert fresh._states["w"]["s"].restored is None  # rebuilt from the examples
     (again,) = store.conn.execute("SELECT body FROM decision_snapshots").fetchone()
     assert bytes(again) == good  # and persisted again as it should be
+
+
+class _Rows(np.ndarray):
+    offset: int
+
+
+def head_rows(body: bytes) -> Any:
+    """State 's''s head rows in a snapshot body (a copy), and where they are in it."""
+    size = int.from_bytes(body[4:12], "little")
+    kept = json.loads(body[12 : 12 + size])["states"]["s"]
+    offset = 12 + size + kept["rows"] * kept["width"] * 4
+    rows = np.frombuffer(body, dtype="<i4", count=kept["rows"], offset=offset).copy().view(_Rows)
+    rows.offset = offset
+    return rows
+
+
+@pytest.mark.parametrize("stamped", ["as it was", "as today"])
+def test_a_snapshot_of_the_old_format_is_rebuilt(engine: Engine, stamped: str) -> None:
+    """A snapshot the previous version wrote (format 1: vectors in the examples' order, no head) is not read as a head:
+    the memory is rebuilt from the examples, answers the same, and the snapshot is written again in today's format."""
+    store = engine.procedures()
+    teach(store)
+    built = fields(ask(DecisionMemory(store)))
+    (good,) = store.conn.execute("SELECT body FROM decision_snapshots").fetchone()
+    good = bytes(good)
+    size = int.from_bytes(good[4:12], "little")
+    header = json.loads(good[12 : 12 + size])
+    kept = header["states"]["s"]
+    header["format"] = 1
+    del kept["labels"]
+    text = json.dumps(header).encode()
+    old = (
+        b"SKDM"
+        + len(text).to_bytes(8, "little")
+        + text
+        + good[12 + size : 12 + size + kept["rows"] * kept["width"] * 4]
+    )
+    old_stamp = snapshot.stamp(settings()).replace(f"/{snapshot.FORMAT} ", "/1 ")
+    with store._write():
+        store.conn.execute("UPDATE decision_snapshots SET body = ?", (old,))
+        if stamped == "as it was":
+            store.conn.execute("UPDATE decision_snapshots SET stamp = ?", (old_stamp,))
+    fresh = DecisionMemory(engine.procedures())
+    assert fields(ask(fresh)) == built
+    assert fresh._states["w"]["s"].restored is None
+    (again,) = store.conn.execute("SELECT body FROM decision_snapshots").fetchone()
+    assert bytes(again) == good
+    again_loaded = DecisionMemory(engine.procedures())
+    assert fields(ask(again_loaded)) == built and again_loaded._states["w"]["s"].restored is not None
 
 
 def test_a_snapshot_of_other_settings_or_another_workflow_shape_is_not_used(engine: Engine) -> None:
