@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -14,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _redis import NoRedis, redis_server
 
 from sherpa_skills import RunStore, load_workflow_text
 from sherpa_skills.agents.team import run_id_for
@@ -47,51 +47,11 @@ def _wait(predicate, timeout: float, what: str, interval: float = 0.05):
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
     """A real redis-server on 127.0.0.1, a free port and a temporary dir, always killed afterwards."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip(
-            "redis-server is not installed (apt-get install -y redis-server); "
-            "the Redis Streams bus tests need a real one"
-        )
-    port = _free_port()
-    data = tmp_path / "redis"
-    data.mkdir()
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(data),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--protected-mode",
-            "yes",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     try:
-        client = redis.Redis(host="127.0.0.1", port=port)
-
-        def up() -> bool:
-            try:
-                return bool(client.ping())
-            except redis.exceptions.ConnectionError:
-                if proc.poll() is not None:
-                    raise AssertionError(f"redis-server exited with {proc.returncode}") from None
-                return False
-
-        _wait(up, 10, "redis-server to answer PING")
-        client.close()
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
+        with redis_server(tmp_path / "redis") as url:
+            yield url
+    except NoRedis as exc:
+        pytest.skip(f"{exc}; the Redis Streams bus tests need a real one")
 
 
 class Processes:

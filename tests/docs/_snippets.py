@@ -3,8 +3,11 @@
 The conventions a page writer uses, each an HTML comment on the line right before a fence (invisible on the site,
 visible in the Markdown):
 
-- `<!-- not run: REASON -->`: the block needs something outside this machine (a hosted model, a server); the reason
-  is printed and such blocks stay few.
+- `<!-- not run: REASON -->`: the block needs something outside this machine (a hosted model); the reason is
+  printed and such blocks stay few.
+- `<!-- needs: SERVER -->` before a shell block: the block talks to a server the suite starts itself (`postgres`,
+  `redis` or `otlp`, see test_docs_commands.SERVERS); the address the block shows is replaced by the test server's,
+  and the replacement printed.
 - `<!-- file: PATH -->`: the block is a file the reader saves as PATH (relative to where they run the commands);
   the tests write it there before the page's commands run.
 - `<!-- output -->` before a ```text block: what the block before it prints (its last command, for shell blocks);
@@ -20,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SHELL = ("bash", "sh")
-MARKER = re.compile(r"^<!--\s*(not run|file|output)\s*(?::\s*(.+?))?\s*-->$")
+MARKER = re.compile(r"^<!--\s*(not run|file|output|needs)\s*(?::\s*(.+?))?\s*-->$")
 
 
 @dataclass
@@ -32,6 +35,7 @@ class Block:
     not_run: str | None = None
     file: str | None = None
     output: bool = False
+    needs: str | None = None
 
     @property
     def where(self) -> str:
@@ -65,6 +69,8 @@ def blocks(text: str, page: str) -> list[Block]:
                     block.not_run = value or "no reason given"
                 elif kind == "file":
                     block.file = value
+                elif kind == "needs":
+                    block.needs = value or ""
                 else:
                     block.output = True
             found.append(block)

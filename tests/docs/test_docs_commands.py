@@ -2,11 +2,15 @@
 
 A page's blocks run in order, each command in its own `bash -c`, sharing one working folder (a copy of examples/,
 statemachines/ and policies/, so paths mean what they mean at the repository root), one temporary home
-(SHERPA_SKILLS_HOME) and one temporary HOME; nothing is written into the checkout. `cd DIR`, `cd -` and
-`export NAME=VALUE` lines carry over to the next commands, as in the reader's shell. Placeholders the reader fills in
-from what they see (RUN_ID, ID, MEMORY_ID, FILE) are taken from the home. A command exits 0 unless its comment says
-`exit N`; an `<!-- output -->` block after a shell block is what its last command prints. Lines that cannot run in a
-test are skipped with the reason printed, and blocks marked `<!-- not run: REASON -->` are left out (see _snippets.py).
+(SHERPA_SKILLS_HOME) and one temporary HOME; nothing is written into the checkout. `cd DIR`, `cd -`, `export
+NAME=VALUE` and `unset NAME` lines carry over to the next commands, as in the reader's shell. Placeholders the reader
+fills in from what they see (RUN_ID, ID, MEMORY_ID, FILE) are taken from the home. A command exits 0 unless its
+comment says `exit N`; an `<!-- output -->` block after a shell block is what its last command prints. Lines that
+cannot run in a test are skipped with the reason printed, and blocks marked `<!-- not run: REASON -->` are left out
+(see _snippets.py).
+A block marked `<!-- needs: SERVER -->` runs against a server the suite starts (SERVERS): the address it shows is
+replaced by the test server's, visibly. A command ending in `&` runs in the background until the page ends, as a
+reader's background job; it must not have failed by then.
 """
 
 from __future__ import annotations
@@ -16,12 +20,16 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from _snippets import ROOT, SHELL, Block, normalised, page_blocks, pages
+from _servers import MARKS, SERVERS, Server, started, wait_arrived
+from _snippets import ROOT, SHELL, Block, blocks, normalised, page_blocks, pages
 
 # Lines that cannot run in a test, and why (printed, and kept few).
 SKIPPED = {
@@ -97,6 +105,45 @@ class Reader:
             "HF_HUB_OFFLINE": "1",
         }
         self.scratch = tmp
+        self.jobs: list[tuple[str, subprocess.Popen[bytes], Path]] = []
+
+    def background(self, command: str, timeout: float = 60) -> None:
+        """`COMMAND &`: started, and the next command waits for its first line (an agent's `ready`), as a reader
+        would before going on; a job that exits first must have exited 0."""
+        log = self.scratch / f"job-{len(self.jobs)}.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                ["bash", "-c", self.fill(command)],
+                cwd=self.cwd,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group, so the page's end stops it and its children
+            )
+        self.jobs.append((command, proc, log))
+        deadline = time.monotonic() + timeout
+        while not log.stat().st_size and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() in (None, 0), f"`{command}` exited {proc.returncode}\n{log.read_text()[-3000:]}"
+
+    def stop_jobs(self) -> list[str]:
+        """Stop the background jobs still running; what went wrong in any of them (a failure, a traceback)."""
+        problems = []
+        for command, proc, log in self.jobs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
+            elif proc.returncode != 0:
+                problems.append(f"`{command}` exited {proc.returncode}")
+            text = log.read_text(errors="replace")
+            if "Traceback" in text:
+                problems.append(f"`{command}` printed a traceback:\n{text[-3000:]}")
+        return problems
 
     def sh(self, command: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -119,6 +166,10 @@ class Reader:
             if proc.returncode == 0:
                 self.previous, self.cwd = self.cwd, Path(proc.stdout.strip().splitlines()[-1])
             return proc
+        unset = re.match(r"^unset (\w+)$", command)
+        if unset:
+            self.env.pop(unset.group(1), None)
+            return self.sh("true")
         exported = re.match(r"^export (\w+)=", command)
         if exported:
             proc = self.sh(f'{command} && printf %s "${exported.group(1)}"')
@@ -165,11 +216,54 @@ def untracked() -> set[str]:
 SHELL_PAGES = [p for p in pages() if any(b.lang in SHELL and not b.not_run for b in page_blocks(p))]
 
 
+def needs(page: Path) -> list[str]:
+    """The servers a page's shell blocks need, in the order they first appear."""
+    return list(dict.fromkeys(b.needs for b in page_blocks(page) if b.needs and b.lang in SHELL))
+
+
+def page_param(page: Path) -> object:
+    marks = [mark for server in needs(page) for mark in MARKS.get(server, [])]
+    return pytest.param(page, marks=marks, id=page.relative_to(ROOT).as_posix())
+
+
 def test_the_docs_have_shell_blocks_and_few_are_not_run():
     shell = [b for p in pages() for b in page_blocks(p) if b.lang in SHELL]
     assert len(shell) >= 20 and sum(len(commands(b)) for b in shell) >= 60
     not_run = [b.where for b in shell if b.not_run]
-    assert len(not_run) <= 6, not_run  # today: OpenAI and Ollama (tutorial), PostgreSQL, Redis, an OTLP collector
+    assert len(not_run) <= 2, not_run  # today: OpenAI and Ollama (tutorial); servers are started (`needs:`)
+    assert {"postgres", "redis", "otlp"} <= {b.needs for b in shell}, "the server how-tos run against real servers"
+
+
+def needs_problems(found: list[Block]) -> list[str]:
+    """What is wrong with the `needs:` marks: a server the suite does not start, a block that is not shell commands."""
+    problems = []
+    for block in found:
+        if block.needs is None:
+            continue
+        if block.needs not in SERVERS:
+            problems.append(f"{block.where}: needs {block.needs!r}: the suite starts {', '.join(SERVERS)}")
+        if block.lang not in SHELL:
+            problems.append(f"{block.where}: `needs:` marks a shell block, not a {block.lang or 'plain'} one")
+    return problems
+
+
+def test_every_needs_mark_names_a_server_the_suite_starts_on_a_shell_block():
+    """A typo in a mark (`needs: postgresql`) or one on a block that is not run as commands fails, naming the block."""
+    assert needs_problems([b for p in pages() for b in page_blocks(p)]) == []
+    text = (
+        "<!-- needs: postgresql -->\n```bash\nsherpa-skills runs\n```\n<!-- needs: redis -->\n```python\nx = 1\n```\n"
+    )
+    assert needs_problems(blocks(text, "x.md")) == [
+        "x.md:3: needs 'postgresql': the suite starts postgres, redis, otlp",
+        "x.md:7: `needs:` marks a shell block, not a python one",
+    ]
+
+
+def test_a_needs_block_shows_the_readers_address_and_runs_with_the_test_servers():
+    server = Server("redis", re.compile(r"redis://[^\s\"']+"), "redis://127.0.0.1:5555/0")
+    assert server.fill("sherpa-skills send --bus redis://127.0.0.1:6379/0 --initial t.yaml") == (
+        "sherpa-skills send --bus redis://127.0.0.1:5555/0 --initial t.yaml"
+    )
 
 
 def test_every_command_is_shown_as_sherpa_skills_command():
@@ -181,10 +275,34 @@ def test_every_command_is_shown_as_sherpa_skills_command():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", SHELL_PAGES, ids=[p.relative_to(ROOT).as_posix() for p in SHELL_PAGES])
-def test_each_page_runs_as_written(page: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("page", [page_param(p) for p in SHELL_PAGES])
+def test_each_page_runs_as_written(
+    page: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
+) -> None:
     before = untracked()
     reader = Reader(tmp_path)
+    with ExitStack() as stack:
+        servers: dict[str, Server] = {}
+        for name in needs(page):
+            assert name in SERVERS, f"{page.name}: needs {name!r}: the suite starts {list(SERVERS)}"
+            servers[name] = stack.enter_context(started(name, request, tmp_path / f"server-{name}"))
+            reader.env.update(servers[name].env)
+            with capsys.disabled():
+                shown = ", ".join(f"{k}={'***' if 'PASSWORD' in k else v}" for k, v in servers[name].env.items())
+                print(f"\n{page.name}: {name} started at {servers[name].url}{'; ' + shown if shown else ''}")
+        try:
+            run_page(page, reader, servers, capsys)
+            for server in servers.values():  # what the page sent arrived (agents and exporters finish after it)
+                missing = wait_arrived(server)
+                assert missing is None, f"{page.name}: {server.name}: {missing}"
+        finally:
+            problems = reader.stop_jobs()
+        assert not problems, f"{page.name}: a background job failed: {problems}"
+    added = untracked() - before
+    assert not added, f"the page's commands wrote into the checkout: {sorted(added)}"
+
+
+def run_page(page: Path, reader: Reader, servers: dict[str, Server], capsys: pytest.CaptureFixture[str]) -> None:
     last_output: str | None = None
     for block in page_blocks(page):
         if block.file and not block.not_run:
@@ -205,21 +323,29 @@ def test_each_page_runs_as_written(page: Path, tmp_path: Path, capsys: pytest.Ca
             continue
         last_output = None
         for command, expected in commands(block):
-            for part in split_and(command):
+            parts = split_and(command)
+            for at, part in enumerate(parts):
                 reason = next((why for prefix, why in SKIPPED.items() if part.startswith(prefix)), None)
                 if reason:
                     with capsys.disabled():
                         print(f"\n{block.where}: skipped `{part}`: {reason}")
                     continue
+                if block.needs:
+                    filled = servers[block.needs].fill(part)
+                    if filled != part:
+                        with capsys.disabled():
+                            print(f"\n{block.where}: `{part}` runs as `{filled}` (the test's {block.needs} server)")
+                    part = filled
+                if part.endswith(" &") and not part.endswith("&& &"):
+                    reader.background(part[:-2].rstrip())
+                    continue
                 proc = reader.run(part)
                 code = proc.returncode
-                assert code == (expected if part == split_and(command)[-1] else 0), (
+                assert code == (expected if at == len(parts) - 1 else 0), (
                     f"{block.where}: `{part}` exited {code}\n{proc.stdout[-3000:]}"
                 )
                 assert "Traceback" not in proc.stdout, f"{block.where}: `{part}`\n{proc.stdout[-3000:]}"
                 last_output = proc.stdout
-    added = untracked() - before
-    assert not added, f"the page's commands wrote into the checkout: {sorted(added)}"
 
 
 def split_and(command: str) -> list[str]:
