@@ -14,10 +14,14 @@ from importlib.metadata import packages_distributions, version
 from pathlib import Path
 
 import pytest
-import tomllib
 
 import sherpa_skills
 from sherpa_skills.data import data_dir
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pytest's own dependency before 3.11
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 

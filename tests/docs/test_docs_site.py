@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 import yaml
 from _snippets import DOCS, ROOT, all_blocks, page_blocks, pages
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pytest's own dependency before 3.11
+    import tomli as tomllib
 
 README = ROOT / "README.md"
 # The pages a newcomer's path goes through, and the generated reference (written by docs/reference/generate.py).
