@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from pydantic import BaseModel, ValidationError
 
 from ..store.database import ProcedureDatabase
 
@@ -29,6 +30,36 @@ FORMAT = 2
 _MAGIC = b"SKDM"
 #: Each state's head arrays, in the body's order after the header.
 _ARRAYS = (("matrix", "<f4"), ("rows", "<i4"), ("codes", "<i4"), ("centroids", "<f4"))
+
+
+class _State(BaseModel):
+    """One state's columns in a header (checked before any is used: a corrupt body is ignored, never a crash)."""
+
+    ids: list[int]
+    kinds: list[int]
+    runs: list[str | None]
+    created: list[float]
+    rows: int
+    width: int
+    labels: int
+    separating: list[str]
+    seen: dict[str, list[Any]]
+    varied: list[str]
+
+
+class _Header(BaseModel):
+    """A snapshot's header as the format writes it."""
+
+    format: int
+    valid: str | None
+    read: int
+    unusable: dict[str, int]
+    states: dict[str, _State]
+    kinds: list[str]
+    calibration: tuple[list[str], list[float]]
+    wrong: list[int]
+    points_read: tuple[int, int]
+    cost: tuple[int, int]
 
 
 @dataclass(slots=True)
@@ -119,8 +150,13 @@ def _parse(body: bytes, upto: int, errors_upto: int) -> Snapshot:
         raise ValueError("not a decision-memory snapshot")
     (size,) = struct.unpack("<Q", body[4:12])
     header = json.loads(body[12 : 12 + size])
-    if not isinstance(header, dict) or header.get("format") != FORMAT or not isinstance(header.get("states"), dict):
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError("another snapshot format")
+    try:
+        _Header.model_validate(header)
+    except ValidationError as exc:  # its first error names the field, enough for the one log line
+        first = exc.errors()[0]
+        raise ValueError(f"header field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     offset = 12 + size
     heads: dict[str, dict[str, Any]] = {}
     for state, kept in header["states"].items():
