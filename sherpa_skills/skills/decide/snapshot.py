@@ -2,9 +2,10 @@
 its first ask (one row: each state's head as built, its vectors sorted by decision) instead of reading every example,
 finding what separates them and building the heads again, then reads only the examples that came after it.
 
-A snapshot stands for the workflow's examples up to id `upto` (`examples` of them in the store when it was taken)
+A snapshot stands for the workflow's examples up to id `upto` (`examples` of them read, counted as they were read)
 and its calibration's errors up to `errors_upto`; it is used only while the store still has exactly those (deleting
-examples — `--forget`, a contradicted answer's eviction — drops it, and a count that differs is caught anyway), was
+examples — `--forget`, a contradicted answer's eviction — drops it, and a count that differs is caught anyway: rows
+deleted, or one committed below `upto` after the reader went past it), was
 taken with the same settings and format, and was read for the same workflow shape (`valid`). Anything else — another
 version's format, a corrupt body — is ignored (logged) and the memory is rebuilt from the examples."""
 
@@ -72,6 +73,9 @@ class Snapshot:
     heads: dict[str, dict[str, Any]]
     upto: int
     errors_upto: int
+    #: The examples up to `upto` the memory read (counted as they were read, not when written: on PostgreSQL one with
+    #: a lower id can commit after a reader went past it, and a count taken later would call it read).
+    examples: int
 
 
 def stamp(conf: dict[str, Any]) -> str:
@@ -106,13 +110,12 @@ def save(store: ProcedureDatabase, workflow: str, conf: dict[str, Any], snap: Sn
     head = json.dumps(snap.header, separators=(",", ":"), default=str).encode()
     body = b"".join([_MAGIC, struct.pack("<Q", len(head)), head, *(a.tobytes() for a in arrays)])
     with store._write():
-        count = _counts(store, workflow, snap.upto)
         store.conn.execute(
             "INSERT INTO decision_snapshots (workflow, stamp, upto, errors_upto, examples, body, created)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workflow) DO UPDATE SET stamp = excluded.stamp,"
             " upto = excluded.upto, errors_upto = excluded.errors_upto, examples = excluded.examples,"
             " body = excluded.body, created = excluded.created",
-            (workflow, stamp(conf), snap.upto, snap.errors_upto, count, body, time.time()),
+            (workflow, stamp(conf), snap.upto, snap.errors_upto, snap.examples, body, time.time()),
         )
 
 
@@ -130,10 +133,11 @@ def load(
         log.info("decision_snapshot_ignored", workflow=workflow, why=f"another format or settings ({kept_stamp})")
         return None
     if _counts(store, workflow, int(upto)) != int(examples):
-        log.info("decision_snapshot_ignored", workflow=workflow, why="examples were deleted since it was taken")
+        why = "examples were deleted, or committed below what it read, since it was taken"
+        log.info("decision_snapshot_ignored", workflow=workflow, why=why)
         return None
     try:
-        snap = _parse(bytes(body), int(upto), int(errors_upto))
+        snap = _parse(bytes(body), int(upto), int(errors_upto), int(examples))
     except (ValueError, KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError) as exc:
         log.warning("decision_snapshot_ignored", workflow=workflow, why=f"unreadable: {exc}")
         return None
@@ -143,7 +147,7 @@ def load(
     return snap
 
 
-def _parse(body: bytes, upto: int, errors_upto: int) -> Snapshot:
+def _parse(body: bytes, upto: int, errors_upto: int, examples: int) -> Snapshot:
     import numpy as np
 
     if body[:4] != _MAGIC:
@@ -175,7 +179,7 @@ def _parse(body: bytes, upto: int, errors_upto: int) -> Snapshot:
         _check(state, heads[state], labels)
     if offset != len(body):
         raise ValueError("the body is longer than its vectors")
-    return Snapshot(header, heads, upto, errors_upto)
+    return Snapshot(header, heads, upto, errors_upto, examples)
 
 
 def _check(state: str, head: dict[str, Any], labels: int) -> None:
