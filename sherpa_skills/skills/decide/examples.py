@@ -83,14 +83,17 @@ def add_examples(store: ProcedureDatabase, examples: list[Example]) -> None:
         )
 
 
-def examples_after(store: ProcedureDatabase, workflow: str, after: int = 0, newest: int = 1 << 30) -> list[Example]:
-    """`workflow`'s examples newer than id `after`, oldest first, at most the `newest` of each decision at each state
-    (what a memory keeps): a memory reads only what it has not seen, and a new process no more than it keeps."""
+def examples_after(
+    store: ProcedureDatabase, workflow: str, after: int = 0, newest: int = 1 << 30, upto: int = 1 << 62
+) -> list[Example]:
+    """`workflow`'s examples newer than id `after` (up to id `upto`), oldest first, at most the `newest` of each
+    decision at each state (what a memory keeps): a memory reads only what it has not seen, and a new process no more
+    than it keeps."""
     rows = store.conn.execute(
         "SELECT id, workflow, state, trigger, args, features, path, task, vector, embedder, run_id, created FROM ("
         " SELECT *, ROW_NUMBER() OVER (PARTITION BY state, trigger, args ORDER BY id DESC) AS nth"
-        " FROM decision_examples WHERE workflow = ? AND id > ?) AS ranked WHERE nth <= ? ORDER BY id",
-        (workflow, after, newest),
+        " FROM decision_examples WHERE workflow = ? AND id > ? AND id <= ?) AS ranked WHERE nth <= ? ORDER BY id",
+        (workflow, after, upto, newest),
     ).fetchall()
     return [
         Example(

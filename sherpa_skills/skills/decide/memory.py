@@ -352,6 +352,8 @@ class DecisionMemory:
         self._cost: dict[str, tuple[int, int]] = {}
         #: Examples read since the workflow's snapshot was written or loaded.
         self._unsaved: dict[str, int] = {}
+        #: Examples up to the calibration's last id the memory read, counted as read: what a snapshot records.
+        self._counted: dict[str, int] = {}
 
     def calibration(self, workflow: str) -> Calibration:
         """`workflow`'s calibration points, read from the store as they grow."""
@@ -363,6 +365,7 @@ class DecisionMemory:
         last_example = max([after_example] + [i for i in cost.get("example_ids", [])])
         last_error = max([after_error] + [i for i in cost.get("error_ids", [])])
         self._points_read[workflow] = (last_example, last_error)
+        self._counted[workflow] = self._counted.get(workflow, 0) + len(cost.get("example_ids", []))
         total, count = self._cost.get(workflow, (0, 0))
         self._cost[workflow] = (total + int(cost.get("tokens", 0)), count + int(cost.get("decisions", 0)))
         return calibration
@@ -382,12 +385,22 @@ class DecisionMemory:
             if len(kept) != len(memory.examples):
                 memory.examples = kept
                 memory._matrix = memory._groups = memory._labels = memory._head = None
-        return delete_examples(self.store, workflow, ids)
+        gone_count = delete_examples(self.store, workflow, ids)
+        # What taught an answer was read: no longer counted (an off count only makes the next snapshot stale).
+        if workflow in self._counted:
+            self._counted[workflow] -= gone_count
+        return gone_count
 
     def forget_state(self, workflow: str, state: str) -> int:
         """Forget every example of `state` in `workflow` (after the workflow changed there)."""
         memory = self._states.get(workflow, {}).pop(state, None)
         ids = [e.id for e in memory.examples] if memory else []
+        if workflow in self._counted:  # the state's examples read so far are no longer counted
+            (read,) = self.store.conn.execute(
+                "SELECT COUNT(*) FROM decision_examples WHERE workflow = ? AND state = ? AND id <= ?",
+                (workflow, state, self._points_read.get(workflow, (0, 0))[0]),
+            ).fetchone()
+            self._counted[workflow] -= int(read)
         return delete_examples(self.store, workflow, ids, state=state)
 
     def refresh(self, workflow: str, valid: set[tuple[str, str]] | None = None) -> dict[str, int]:
@@ -398,7 +411,17 @@ class DecisionMemory:
         conf = settings()
         fresh = workflow not in self._states
         restored = fresh and self._restore(workflow, conf, valid)
-        new = examples_after(self.store, workflow, self._read.get(workflow, 0), int(conf["kept_per_decision"]))
+        # The calibration counts what it reads first, then the examples are read up to its last id: an example
+        # counted is one read (on PostgreSQL a lower id can commit late; then the count misses it, and the snapshot
+        # written is stale rather than trusted without it).
+        self.calibration(workflow)
+        new = examples_after(
+            self.store,
+            workflow,
+            self._read.get(workflow, 0),
+            int(conf["kept_per_decision"]),
+            self._points_read[workflow][0],
+        )
         if not new and workflow in self._states:
             return self._unusable.get(workflow, {})
         states = self._states.setdefault(workflow, {})
@@ -420,7 +443,6 @@ class DecisionMemory:
             memory = states[state]
             memory.bound(int(conf["kept_per_decision"]))
             memory.find_separating(int(conf["separating_values"]), float(conf["conflict_floor"]))
-        self.calibration(workflow)
         # Persisted when built from the examples, or once the examples read since the last snapshot are a share
         # worth its write (a long-lived process persisting after every run would pay a growing write per run).
         lag = self._unsaved.get(workflow, 0) + len(new)
@@ -436,7 +458,7 @@ class DecisionMemory:
 
     def _persist(self, workflow: str, conf: dict[str, Any], valid: set[tuple[str, str]] | None) -> None:
         """Keep the workflow's memory as a snapshot, for the next process's first ask."""
-        calibration = self.calibration(workflow)
+        calibration = self._calibration[workflow]  # read by the refresh that persists: counted with its examples
         states = self._states.get(workflow, {})
         if not states:
             return
@@ -493,7 +515,8 @@ class DecisionMemory:
             name: {"matrix": h.matrix, "rows": h.rows, "codes": h.codes, "centroids": h.centroids}
             for name, h in ((name, m.head(_DIM)) for name, m in states.items())
         }
-        snapshot.save(self.store, workflow, conf, snapshot.Snapshot(header, heads, upto, errors_upto))
+        counted = self._counted.get(workflow, 0)
+        snapshot.save(self.store, workflow, conf, snapshot.Snapshot(header, heads, upto, errors_upto, counted))
 
     def _restore(self, workflow: str, conf: dict[str, Any], valid: set[tuple[str, str]] | None) -> bool:
         """The workflow's memory from its snapshot, if one still stands for the store's examples."""
@@ -555,6 +578,7 @@ class DecisionMemory:
         self._states[workflow], self._calibration[workflow] = states, calibration
         self._points_read[workflow], self._cost[workflow] = points_read, cost
         self._read[workflow], self._unusable[workflow] = read, unusable
+        self._counted[workflow] = snap.examples
         return True
 
     def answer(

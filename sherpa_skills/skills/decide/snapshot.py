@@ -2,9 +2,10 @@
 its first ask (one row: each state's head as built, its vectors sorted by decision) instead of reading every example,
 finding what separates them and building the heads again, then reads only the examples that came after it.
 
-A snapshot stands for the workflow's examples up to id `upto` (`examples` of them in the store when it was taken)
+A snapshot stands for the workflow's examples up to id `upto` (`examples` of them read, counted as they were read)
 and its calibration's errors up to `errors_upto`; it is used only while the store still has exactly those (deleting
-examples — `--forget`, a contradicted answer's eviction — drops it, and a count that differs is caught anyway), was
+examples — `--forget`, a contradicted answer's eviction — drops it, and a count that differs is caught anyway: rows
+deleted, or one committed below `upto` after the reader went past it), was
 taken with the same settings and format, and was read for the same workflow shape (`valid`). Anything else — another
 version's format, a corrupt body — is ignored (logged) and the memory is rebuilt from the examples."""
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from pydantic import BaseModel, ValidationError
 
 from ..store.database import ProcedureDatabase
 
@@ -31,6 +33,36 @@ _MAGIC = b"SKDM"
 _ARRAYS = (("matrix", "<f4"), ("rows", "<i4"), ("codes", "<i4"), ("centroids", "<f4"))
 
 
+class _State(BaseModel):
+    """One state's columns in a header (checked before any is used: a corrupt body is ignored, never a crash)."""
+
+    ids: list[int]
+    kinds: list[int]
+    runs: list[str | None]
+    created: list[float]
+    rows: int
+    width: int
+    labels: int
+    separating: list[str]
+    seen: dict[str, list[Any]]
+    varied: list[str]
+
+
+class _Header(BaseModel):
+    """A snapshot's header as the format writes it."""
+
+    format: int
+    valid: str | None
+    read: int
+    unusable: dict[str, int]
+    states: dict[str, _State]
+    kinds: list[str]
+    calibration: tuple[list[str], list[float]]
+    wrong: list[int]
+    points_read: tuple[int, int]
+    cost: tuple[int, int]
+
+
 @dataclass(slots=True)
 class Snapshot:
     """What a snapshot holds: the JSON header (states' examples without vectors, separating values, calibration) and
@@ -41,6 +73,9 @@ class Snapshot:
     heads: dict[str, dict[str, Any]]
     upto: int
     errors_upto: int
+    #: The examples up to `upto` the memory read (counted as they were read, not when written: on PostgreSQL one with
+    #: a lower id can commit after a reader went past it, and a count taken later would call it read).
+    examples: int
 
 
 def stamp(conf: dict[str, Any]) -> str:
@@ -75,13 +110,12 @@ def save(store: ProcedureDatabase, workflow: str, conf: dict[str, Any], snap: Sn
     head = json.dumps(snap.header, separators=(",", ":"), default=str).encode()
     body = b"".join([_MAGIC, struct.pack("<Q", len(head)), head, *(a.tobytes() for a in arrays)])
     with store._write():
-        count = _counts(store, workflow, snap.upto)
         store.conn.execute(
             "INSERT INTO decision_snapshots (workflow, stamp, upto, errors_upto, examples, body, created)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workflow) DO UPDATE SET stamp = excluded.stamp,"
             " upto = excluded.upto, errors_upto = excluded.errors_upto, examples = excluded.examples,"
             " body = excluded.body, created = excluded.created",
-            (workflow, stamp(conf), snap.upto, snap.errors_upto, count, body, time.time()),
+            (workflow, stamp(conf), snap.upto, snap.errors_upto, snap.examples, body, time.time()),
         )
 
 
@@ -99,10 +133,11 @@ def load(
         log.info("decision_snapshot_ignored", workflow=workflow, why=f"another format or settings ({kept_stamp})")
         return None
     if _counts(store, workflow, int(upto)) != int(examples):
-        log.info("decision_snapshot_ignored", workflow=workflow, why="examples were deleted since it was taken")
+        why = "examples were deleted, or committed below what it read, since it was taken"
+        log.info("decision_snapshot_ignored", workflow=workflow, why=why)
         return None
     try:
-        snap = _parse(bytes(body), int(upto), int(errors_upto))
+        snap = _parse(bytes(body), int(upto), int(errors_upto), int(examples))
     except (ValueError, KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError) as exc:
         log.warning("decision_snapshot_ignored", workflow=workflow, why=f"unreadable: {exc}")
         return None
@@ -112,15 +147,20 @@ def load(
     return snap
 
 
-def _parse(body: bytes, upto: int, errors_upto: int) -> Snapshot:
+def _parse(body: bytes, upto: int, errors_upto: int, examples: int) -> Snapshot:
     import numpy as np
 
     if body[:4] != _MAGIC:
         raise ValueError("not a decision-memory snapshot")
     (size,) = struct.unpack("<Q", body[4:12])
     header = json.loads(body[12 : 12 + size])
-    if not isinstance(header, dict) or header.get("format") != FORMAT or not isinstance(header.get("states"), dict):
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError("another snapshot format")
+    try:
+        _Header.model_validate(header)
+    except ValidationError as exc:  # its first error names the field, enough for the one log line
+        first = exc.errors()[0]
+        raise ValueError(f"header field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     offset = 12 + size
     heads: dict[str, dict[str, Any]] = {}
     for state, kept in header["states"].items():
@@ -139,7 +179,7 @@ def _parse(body: bytes, upto: int, errors_upto: int) -> Snapshot:
         _check(state, heads[state], labels)
     if offset != len(body):
         raise ValueError("the body is longer than its vectors")
-    return Snapshot(header, heads, upto, errors_upto)
+    return Snapshot(header, heads, upto, errors_upto, examples)
 
 
 def _check(state: str, head: dict[str, Any], labels: int) -> None:

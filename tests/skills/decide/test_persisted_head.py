@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import structlog.testing
 from _engines import Engine
 
 from sherpa_skills.skills.decide import snapshot
@@ -225,6 +226,90 @@ def test_a_corrupt_snapshot_is_ignored_and_rebuilt(engine: Engine, body: Any) ->
     assert fresh._states["w"]["s"].restored is None  # rebuilt from the examples
     (again,) = store.conn.execute("SELECT body FROM decision_snapshots").fetchone()
     assert bytes(again) == good  # and persisted again as it should be
+
+
+def _header_set(header: dict[str, Any], where: str, value: Any) -> None:
+    *path, last = where.split(".")
+    for key in path:
+        header = header[key]
+    header[last] = value
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        ("unusable", []),
+        ("unusable", "gone"),
+        ("unusable", {"gone": "many"}),
+        ("states", []),
+        ("states.s", []),
+        ("states.s.seen", []),
+        ("states.s.seen", "options"),
+        ("states.s.seen", {"options": 7}),
+        ("states.s.ids", "1,2"),
+        ("states.s.varied", 3),
+        ("kinds", {"a": 1}),
+        ("calibration", "none"),
+        ("points_read", [1]),
+        ("cost", None),
+        ("read", []),
+    ],
+)
+def test_a_header_of_the_wrong_shape_is_ignored_and_rebuilt(
+    engine: Engine, where: str, value: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A header whose fields are not what the format says (a list where a mapping is, a text where numbers are) is
+    ignored, logged once, and the memory rebuilt: never an AttributeError at the first ask."""
+    store = engine.procedures()
+    teach(store)
+    built = fields(ask(DecisionMemory(store)))
+    (good,) = store.conn.execute("SELECT body FROM decision_snapshots").fetchone()
+    good = bytes(good)
+    size = int.from_bytes(good[4:12], "little")
+    header = json.loads(good[12 : 12 + size])
+    _header_set(header, where, value)
+    text = json.dumps(header).encode()
+    with store._write():
+        store.conn.execute(
+            "UPDATE decision_snapshots SET body = ?",
+            (b"SKDM" + len(text).to_bytes(8, "little") + text + good[12 + size :],),
+        )
+    fresh = DecisionMemory(engine.procedures())
+    with structlog.testing.capture_logs() as logs:
+        assert fields(ask(fresh)) == built
+    assert fresh._states["w"]["s"].restored is None
+    assert [e["event"] for e in logs].count("decision_snapshot_ignored") == 1
+    (again,) = store.conn.execute("SELECT body FROM decision_snapshots").fetchone()
+    assert bytes(again) == good
+
+
+def test_an_example_committed_below_what_was_read_makes_the_snapshot_stale(engine: Engine) -> None:
+    """On PostgreSQL an example's id is taken when it is inserted, so one with a lower id can commit after a reader
+    went past it: a snapshot written then must not count it as read, or every later process trusts a snapshot that
+    omits it. Simulated: the id below what was read is filled after the memory read past it, then the memory writes
+    its snapshot again (after new examples)."""
+    store = engine.procedures()
+    teach(store)
+    with store._write():  # the id the late example takes, free while the memory reads past it
+        store.conn.execute("DELETE FROM decision_examples WHERE id = 3")
+    memory = DecisionMemory(store)
+    ask(memory)
+    (first,) = store.conn.execute("SELECT upto FROM decision_snapshots").fetchone()
+    teach(store, n=1, labels="c")
+    with store._write():  # ... commits now, below what was read
+        store.conn.execute("UPDATE decision_examples SET id = 3 WHERE trigger = 'c'")
+    teach(store, n=40)  # enough new examples for the memory to write its snapshot again
+    ask(memory)
+    (upto,) = store.conn.execute("SELECT upto FROM decision_snapshots").fetchone()
+    assert upto > first > 3
+    fresh = DecisionMemory(engine.procedures())
+    answer = ask(fresh, CENTRES["c"])
+    state = fresh._states["w"]["s"]
+    assert state.restored is None  # stale: rebuilt from the examples
+    assert 3 in {e.id for e in state.examples} and answer.guess is not None and answer.guess.startswith("c ")
+    again = DecisionMemory(engine.procedures())
+    again.refresh("w")
+    assert again._states["w"]["s"].restored is not None and 3 in again._states["w"]["s"].restored.ids
 
 
 class _Rows(np.ndarray):
