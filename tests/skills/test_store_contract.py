@@ -570,3 +570,44 @@ def test_a_run_an_alias_came_from_stays(engine: Engine, store: ProcedureDatabase
     assert answers.set_source(alias.id, "run:run-d").source == "run:run-c"  # its first run stays its source
     kept = must_stay(runs.conn, ["run-c", "run-d", "run-free"], force=True)
     assert kept == {"run-c": f"alias {alias.id} of procedure {p.id} came from it"}
+
+
+def _store_before_paths(engine: Engine) -> Any:
+    """A connection to a store at the level before m013 (paths), for rows written as that code wrote them."""
+    from sherpa_skills.skills.store.database import MIGRATIONS
+
+    older = MIGRATIONS[: [m.__name__ for m in MIGRATIONS].index("m013_trajectory_paths")]
+    if engine.url:
+        from sherpa_skills.db.migrations import connect_migrated
+
+        return connect_migrated(engine.url, "skills", older)
+    from sherpa_skills.sqlite_db import connect, migrate
+
+    engine.home().mkdir(parents=True, exist_ok=True)
+    conn = connect(engine.home() / "store.db")
+    migrate(conn, "skills", older)
+    return conn
+
+
+def _insert_trajectory(conn: Any, pid: str, description: str, decisions: Any, signature: str, at: float) -> None:
+    conn.execute(
+        "INSERT INTO procedures (id, task_type, description, source, tags, version, status, needs_relearning,"
+        " success_count, failure_count, signature, steps, preconditions, postconditions, context, planned_tokens,"
+        " planned_llm_calls, created, updated, kind, decisions, proven) VALUES (?, 'tickets', ?, 'run', '[]', 1,"
+        " 'active', 0, 1, 0, ?, '[]', '[]', '[]', '{}', 0, 0, ?, ?, 'trajectory', ?, 0)",
+        (pid, description, signature, at, at, decisions if isinstance(decisions, str) else json.dumps(decisions)),
+    )
+
+
+def test_an_upgraded_home_opens_whatever_a_trajectory_row_holds_as_decisions(engine: Engine) -> None:
+    """Decisions that are not a list (null, an object, not JSON) are no path: the upgrade reads them as none."""
+    conn = _store_before_paths(engine)
+    for n, odd in enumerate(["null", '{"state": "x"}', "not json", "[1, null]"]):
+        _insert_trajectory(conn, f"odd-{n}", f"odd {n}", odd, f"t:odd{n}", time.time() + n)
+    if not engine.url:
+        conn.commit()
+    conn.close()
+
+    store = engine.procedures()
+    rows = store.conn.execute("SELECT id, path FROM procedures WHERE id LIKE 'odd-%' ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == ["odd-0", "odd-1", "odd-2", "odd-3"] and all(r[1] for r in rows)

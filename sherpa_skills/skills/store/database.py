@@ -319,7 +319,7 @@ def m013_trajectory_paths(conn: sqlite3.Connection) -> None:
     ranked = sorted(range(len(rows)), key=lambda i: (rows[i][3] != "active", not rows[i][4], -int(rows[i][5] or 0), i))
     for i in ranked:
         pid, task_type, decisions = rows[i][:3]
-        path = path_of(json.loads(decisions or "[]"))
+        path = path_of(stored_decisions(decisions))
         marked = path if (task_type, path) not in kept else f"{path}~{pid}"
         kept.add((task_type, path))
         conn.execute("UPDATE procedures SET path = ? WHERE id = ?", (marked, pid))
@@ -384,6 +384,16 @@ def decision_signature(decisions: list[RecordedDecision], description: str = "")
 def path_of(decisions: list[dict[str, Any]]) -> str:
     """`decision_signature(decisions)` of decisions as stored (JSON): the path a migration reads without models."""
     return _trajectory_signature("", ((d.get("state"), d.get("trigger"), d.get("args") or {}) for d in decisions))
+
+
+def stored_decisions(text: str | None) -> list[dict[str, Any]]:
+    """Decisions as stored (JSON), read leniently for a migration: anything not a list of objects reads as none of
+    it, since a store that cannot be upgraded cannot be opened."""
+    try:
+        found = json.loads(text or "[]")
+    except ValueError:
+        return []
+    return [d for d in found if isinstance(d, dict)] if isinstance(found, list) else []
 
 
 def path_signature(proc: CapturedProcedure) -> str | None:
