@@ -680,3 +680,12 @@ def test_an_upgraded_home_opens_whatever_a_trajectory_row_holds_as_decisions(eng
     store = engine.procedures()
     rows = store.conn.execute("SELECT id, path FROM procedures WHERE id LIKE 'odd-%' ORDER BY id").fetchall()
     assert [r[0] for r in rows] == ["odd-0", "odd-1", "odd-2", "odd-3"] and all(r[1] for r in rows)
+
+
+def test_a_judge_confirming_a_runs_alias_makes_it_theirs(store: ProcedureDatabase) -> None:
+    p = store.add_procedure(procedure())
+    answers = Answers(store)
+    ran = answers.add_alias(p.id, "build it", "build", by="run:run-c")
+    assert answers.add_alias(p.id, "build it", "build", by="alice").by == "alice"
+    assert answers.add_alias(p.id, "build it", "build", by="run:run-d").by == "alice"
+    assert [(a.id, a.by) for a in answers.entries(p.id)] == [(ran.id, "alice")]
