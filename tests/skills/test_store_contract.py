@@ -570,3 +570,122 @@ def test_a_run_an_alias_came_from_stays(engine: Engine, store: ProcedureDatabase
     assert answers.set_source(alias.id, "run:run-d").source == "run:run-c"  # its first run stays its source
     kept = must_stay(runs.conn, ["run-c", "run-d", "run-free"], force=True)
     assert kept == {"run-c": f"alias {alias.id} of procedure {p.id} came from it"}
+
+
+def _store_before_paths(engine: Engine) -> Any:
+    """A connection to a store at the level before m013 (paths), for rows written as that code wrote them."""
+    from sherpa_skills.skills.store.database import MIGRATIONS
+
+    older = MIGRATIONS[: [m.__name__ for m in MIGRATIONS].index("m013_trajectory_paths")]
+    if engine.url:
+        from sherpa_skills.db.migrations import connect_migrated
+
+        return connect_migrated(engine.url, "skills", older)
+    from sherpa_skills.sqlite_db import connect, migrate
+
+    engine.home().mkdir(parents=True, exist_ok=True)
+    conn = connect(engine.home() / "store.db")
+    migrate(conn, "skills", older)
+    return conn
+
+
+def _old_signature(description: str, decisions: list[dict[str, Any]]) -> str:
+    """A trajectory's signature as the code before paths computed it: arguments compact, in the order given."""
+    import hashlib
+
+    said = [
+        f"{d['state']} {d['trigger']} {json.dumps(d['args'], separators=(',', ':'), default=str)}" for d in decisions
+    ]
+    normal = "\n".join([" ".join(description.strip().lower().split()), *said])
+    return "t:" + hashlib.sha256(normal.encode()).hexdigest()[:22]
+
+
+def _insert_trajectory(conn: Any, pid: str, description: str, decisions: Any, signature: str, at: float) -> None:
+    conn.execute(
+        "INSERT INTO procedures (id, task_type, description, source, tags, version, status, needs_relearning,"
+        " success_count, failure_count, signature, steps, preconditions, postconditions, context, planned_tokens,"
+        " planned_llm_calls, created, updated, kind, decisions, proven) VALUES (?, 'tickets', ?, 'run', '[]', 1,"
+        " 'active', 0, 1, 0, ?, '[]', '[]', '[]', '{}', 0, 0, ?, ?, 'trajectory', ?, 0)",
+        (pid, description, signature, at, at, decisions if isinstance(decisions, str) else json.dumps(decisions)),
+    )
+
+
+def test_an_upgraded_home_matches_its_trajectories_and_branches_stored_before(engine: Engine) -> None:
+    """Signatures stored before paths still match the same decisions after the upgrade: a run of a known branch adds
+    to its row (no second one) and a described task's run credits its procedure, whether its arguments were stored in
+    sorted order (the same text as before) or not (recomputed by m013, a `~` mark kept)."""
+    from sherpa_skills.skills.store.database import decision_signature
+    from sherpa_skills.skills.store.recording import credit_described
+
+    now = time.time()
+    refund, close = REFUND.model_dump(), CLOSE.model_dump()
+    unsorted = {**refund, "args": {"reason": "damaged", "order": "{{ order }}"}}
+    late = {**refund, "args": {"reason": "late", "order": "{{ order }}"}}
+    disputes = {"state": "checked", "trigger": "hand_to_disputes", "args": {"team": "b", "priority": 2}}
+    conn = _store_before_paths(engine)
+    procs = [
+        ("sorted", "refund my order {{ order }}", [refund, close], ""),
+        ("unsorted", "money back please {{ order }}", [unsorted, close], ""),
+        ("marked", "it came late {{ order }}", [late, close], "~7"),
+    ]
+    for n, (pid, description, decisions, mark) in enumerate(procs):
+        _insert_trajectory(conn, pid, description, decisions, _old_signature(description, decisions) + mark, now + n)
+    # The third is the second in sorted order (a twin row the old signatures told apart): merged into it.
+    sorted_disputes = {**disputes, "args": {"priority": 2, "team": "b"}}
+    for decisions in ([refund, disputes], [unsorted, close, disputes], [refund, close, sorted_disputes]):
+        conn.execute(
+            "INSERT INTO procedure_branches (procedure_id, signature, step, state, reason, decisions, runs, first_run,"
+            " last_run, first_seen, last_seen) VALUES ('sorted', ?, 1, 'checked', 'another path', ?, 1, 'r0', 'r0',"
+            " ?, ?)",
+            (_old_signature("", decisions), json.dumps(decisions), now, now),
+        )
+    if not engine.url:
+        conn.commit()
+    conn.close()
+
+    store = engine.procedures()
+    for pid, description, decisions, mark in procs:
+        taken = [RecordedDecision(**d) for d in decisions]
+        if mark:
+            assert store.get(pid).id == pid
+            row = store.conn.execute("SELECT signature FROM procedures WHERE id = ?", (pid,)).fetchone()
+            assert row[0] == decision_signature(taken, description) + mark
+        else:
+            assert credit_described(store, "tickets", description, decision_signature(taken, description)) == pid
+    for decisions in ([refund, disputes], [unsorted, close, disputes]):
+        taken = [RecordedDecision(**d) for d in decisions]
+        runs = add_branch(
+            store,
+            "sorted",
+            decision_signature(taken),
+            step=1,
+            state="checked",
+            reason="again",
+            decisions=decisions,
+            run_id="r1",
+        )
+        assert runs == (2 if decisions[-1] is disputes and len(decisions) == 2 else 3)
+    assert len(branches(store, "sorted")) == 2
+
+
+def test_an_upgraded_home_opens_whatever_a_trajectory_row_holds_as_decisions(engine: Engine) -> None:
+    """Decisions that are not a list (null, an object, not JSON) are no path: the upgrade reads them as none."""
+    conn = _store_before_paths(engine)
+    for n, odd in enumerate(["null", '{"state": "x"}', "not json", "[1, null]"]):
+        _insert_trajectory(conn, f"odd-{n}", f"odd {n}", odd, f"t:odd{n}", time.time() + n)
+    if not engine.url:
+        conn.commit()
+    conn.close()
+
+    store = engine.procedures()
+    rows = store.conn.execute("SELECT id, path FROM procedures WHERE id LIKE 'odd-%' ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == ["odd-0", "odd-1", "odd-2", "odd-3"] and all(r[1] for r in rows)
+
+
+def test_a_judge_confirming_a_runs_alias_makes_it_theirs(store: ProcedureDatabase) -> None:
+    p = store.add_procedure(procedure())
+    answers = Answers(store)
+    ran = answers.add_alias(p.id, "build it", "build", by="run:run-c")
+    assert answers.add_alias(p.id, "build it", "build", by="alice").by == "alice"
+    assert answers.add_alias(p.id, "build it", "build", by="run:run-d").by == "alice"
+    assert [(a.id, a.by) for a in answers.entries(p.id)] == [(ran.id, "alice")]

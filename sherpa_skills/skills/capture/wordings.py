@@ -38,6 +38,8 @@ def alias_from_run(learner: Learner, proc: CapturedProcedure, text: str, run_id:
     except SherpaError as exc:
         log.info("run_alias_refused", procedure=proc.id, run_id=run_id, reason=str(exc))
         return None
+    if alias.by != source:
+        return alias  # a judge's or person's wording already: this run did not bring it, so it is not its source
     return Answers(learner.store).set_source(alias.id, source)
 
 

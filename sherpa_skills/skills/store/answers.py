@@ -85,14 +85,30 @@ class Answers:
         embedder: str | None = None,
     ) -> Answer:
         """Remember `text` (already parametrised by the caller) as a wording of the procedure; the same wording twice
-        is one alias. A rejection of the same pair is withdrawn: the newer answer wins."""
+        is one alias, whose first judge or person stays its confirmer; one a run made (`by` a run, exact-only) becomes
+        theirs. A rejection of the same pair is withdrawn: the newer answer wins."""
         text = redact(text.strip())
         with self.store._write():
             proc = self.store._locked(procedure_id)  # an alias and a rejection of one pair at once: one wins
             self.conn.execute(
                 "INSERT INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created,"
-                " vector, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (proc.id, proc.task_type, scope or "", text, key, by or current_user(), time.time(), vector, embedder),
+                " vector, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (procedure_id, scope, key)"
+                # A run's success says what was done for these words; a judge's answer says what they mean.
+                " DO UPDATE SET confirmed_by = excluded.confirmed_by"
+                " WHERE aliases.confirmed_by LIKE ? AND excluded.confirmed_by NOT LIKE ?",
+                (
+                    proc.id,
+                    proc.task_type,
+                    scope or "",
+                    text,
+                    key,
+                    by or current_user(),
+                    time.time(),
+                    vector,
+                    embedder,
+                    f"{RUN_PREFIX}%",
+                    f"{RUN_PREFIX}%",
+                ),
             )
             self.conn.execute(
                 "DELETE FROM rejections WHERE key = ? AND scope = ? AND procedure_id = ?", (key, scope or "", proc.id)

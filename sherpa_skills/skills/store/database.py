@@ -307,8 +307,10 @@ def m013_trajectory_paths(conn: sqlite3.Connection) -> None:
     wording becomes an alias) rather than making a twin. Twins made before keep their rows, counts and history; one of
     each group keeps the path (active, proven, most counted successes, oldest first) and the others a marked one, as
     m004 marked duplicate steps: merging them would move executions, branches and waiting runs' matches. An alias
-    keeps the run its wording came from (`source`, `run:<run_id>`; none for those answered before)."""
+    keeps the run its wording came from (`source`, `run:<run_id>`; none for those answered before). Signatures now
+    read arguments by sorted key: those stored otherwise are recomputed (`_resign_trajectories`)."""
     execute_script(conn, "ALTER TABLE procedures ADD COLUMN path TEXT;\nALTER TABLE aliases ADD COLUMN source TEXT;")
+    _resign_trajectories(conn)
     rows = conn.execute(
         "SELECT id, task_type, decisions, status, proven, success_count FROM procedures WHERE kind = 'trajectory'"
         " ORDER BY rowid"
@@ -319,11 +321,55 @@ def m013_trajectory_paths(conn: sqlite3.Connection) -> None:
     ranked = sorted(range(len(rows)), key=lambda i: (rows[i][3] != "active", not rows[i][4], -int(rows[i][5] or 0), i))
     for i in ranked:
         pid, task_type, decisions = rows[i][:3]
-        path = path_of(json.loads(decisions or "[]"))
+        path = path_of(stored_decisions(decisions))
         marked = path if (task_type, path) not in kept else f"{path}~{pid}"
         kept.add((task_type, path))
         conn.execute("UPDATE procedures SET path = ? WHERE id = ?", (marked, pid))
     execute_script(conn, "CREATE UNIQUE INDEX procedures_task_path ON procedures (task_type, path);")
+
+
+def _resign_trajectories(conn: sqlite3.Connection) -> None:
+    """Trajectory and branch signatures as `_trajectory_signature` computes them now (arguments by sorted key), so a
+    run of the same decisions still finds them. A procedure keeps its `~` mark (m004); one whose new signature another
+    of its task type already holds takes one; branches of one procedure that become one are merged, runs summed."""
+    procs = conn.execute(
+        "SELECT id, task_type, description, decisions, signature, rowid FROM procedures WHERE kind = 'trajectory'"
+        " ORDER BY rowid"
+    ).fetchall()
+    held = {(r[1], r[4]) for r in procs}
+    for pid, task_type, description, decisions, old, rowid in procs:
+        _, tilde, mark = str(old).partition("~")
+        new = path_of(stored_decisions(decisions), description or "") + tilde + mark
+        if new == old:
+            continue
+        if (task_type, new) in held:
+            new = f"{new.partition('~')[0]}~{rowid}"
+        held.discard((task_type, old))
+        held.add((task_type, new))
+        conn.execute("UPDATE procedures SET signature = ? WHERE id = ?", (new, pid))
+    groups: dict[tuple[str, str], list[tuple[str, int, str, float]]] = {}
+    for pid, old, decisions, runs, last_run, last_seen in conn.execute(
+        "SELECT procedure_id, signature, decisions, runs, last_run, last_seen FROM procedure_branches"
+        " ORDER BY procedure_id, first_seen"
+    ).fetchall():
+        groups.setdefault((pid, path_of(stored_decisions(decisions))), []).append((old, runs, last_run, last_seen))
+    for (pid, new), found in groups.items():
+        # The row already signed so stays (nothing to rename onto it); else the first seen.
+        keep = next((r for r in found if r[0] == new), found[0])
+        for old, runs, last_run, last_seen in (r for r in found if r is not keep):
+            conn.execute("DELETE FROM procedure_branches WHERE procedure_id = ? AND signature = ?", (pid, old))
+            conn.execute(
+                "UPDATE procedure_branches SET runs = runs + ?,"
+                " last_run = CASE WHEN last_seen < ? THEN ? ELSE last_run END,"
+                " last_seen = CASE WHEN last_seen < ? THEN ? ELSE last_seen END"
+                " WHERE procedure_id = ? AND signature = ?",
+                (runs, last_seen, last_run, last_seen, last_seen, pid, keep[0]),
+            )
+        if keep[0] != new:
+            conn.execute(
+                "UPDATE procedure_branches SET signature = ? WHERE procedure_id = ? AND signature = ?",
+                (new, pid, keep[0]),
+            )
 
 
 MIGRATIONS = [
@@ -367,8 +413,9 @@ def step_signature(steps: list[ProcedureStep]) -> str:
 
 
 def _trajectory_signature(description: str, decisions: Iterable[tuple[Any, Any, Any]]) -> str:
-    # Arguments by sorted key: a model that names them in another order took the same decision.
-    said = (f"{state} {trigger} {json.dumps(args, sort_keys=True, default=str)}" for state, trigger, args in decisions)
+    # Arguments by sorted key: a model that names them in another order took the same decision. Compact, as signatures
+    # stored before were: arguments given in sorted order keep their stored signature.
+    said = (f"{state} {trigger} {_dump(args, sort_keys=True)}" for state, trigger, args in decisions)
     normal = "\n".join([_SPACE.sub(" ", description.strip().lower()), *said])
     return "t:" + hashlib.sha256(normal.encode()).hexdigest()[:22]
 
@@ -381,9 +428,22 @@ def decision_signature(decisions: list[RecordedDecision], description: str = "")
     return _trajectory_signature(description, ((d.state, d.trigger, d.args) for d in decisions))
 
 
-def path_of(decisions: list[dict[str, Any]]) -> str:
-    """`decision_signature(decisions)` of decisions as stored (JSON): the path a migration reads without models."""
-    return _trajectory_signature("", ((d.get("state"), d.get("trigger"), d.get("args") or {}) for d in decisions))
+def path_of(decisions: list[dict[str, Any]], description: str = "") -> str:
+    """`decision_signature(decisions, description)` of decisions as stored (JSON): what a migration reads without
+    models."""
+    return _trajectory_signature(
+        description, ((d.get("state"), d.get("trigger"), d.get("args") or {}) for d in decisions)
+    )
+
+
+def stored_decisions(text: str | None) -> list[dict[str, Any]]:
+    """Decisions as stored (JSON), read leniently for a migration: anything not a list of objects reads as none of
+    it, since a store that cannot be upgraded cannot be opened."""
+    try:
+        found = json.loads(text or "[]")
+    except ValueError:
+        return []
+    return [d for d in found if isinstance(d, dict)] if isinstance(found, list) else []
 
 
 def path_signature(proc: CapturedProcedure) -> str | None:
@@ -399,8 +459,8 @@ def signature_of(proc: CapturedProcedure) -> str:
     )
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str)
+def _dump(value: Any, sort_keys: bool = False) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str, sort_keys=sort_keys)
 
 
 _PROC_COLUMNS = (

@@ -111,6 +111,25 @@ def test_a_runs_alias_vouches_for_no_wording_close_to_it(tmp_path: Path) -> None
     assert (itself.decision, itself.procedure_id) == ("match", proc.id)
 
 
+def test_a_run_names_itself_the_source_only_of_an_alias_it_made(tmp_path: Path) -> None:
+    """A wording a person already confirmed keeps no source when a run later takes the procedure's path in it: the run
+    did not bring that wording, so `learn show` does not name it and deleting the run is not refused for it."""
+    from sherpa_skills.skills.capture.wordings import alias_from_run
+    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+
+    skills = SkillStore(tmp_path)
+    proc = skills.store.add_procedure(
+        CapturedProcedure(
+            id="", task_type=WORKFLOW, description="refund a damaged order", steps=[ProcedureStep(command="true")]
+        )
+    )
+    person = skills.matcher.confirm("give me my money back", proc.id, task_type=WORKFLOW, by="alice")
+    alias = alias_from_run(skills.learner(), proc, "give me my money back", "run-x")
+    assert alias is not None and (alias.id, alias.by, alias.source) == (person.id, "alice", None)
+    made = alias_from_run(skills.learner(), proc, "the parcel arrived broken", "run-y")
+    assert made is not None and (made.by, made.source) == ("run:run-y", "run:run-y")
+
+
 QUESTIONS = [
     "What time do you close on Saturdays?",
     "Do you deliver on weekends?",

@@ -31,3 +31,23 @@ def test_one_answer_per_pair_and_the_newer_wins(procedure_db: ProcedureDatabase)
     assert answers.version() > v0
     with pytest.raises(StoreError, match="no procedure"):
         answers.add_alias("nope", "x", "x")
+
+
+def test_a_judge_confirming_a_runs_alias_makes_it_theirs(procedure_db: ProcedureDatabase) -> None:
+    """A run's alias matches its own wording only; a judge or person who confirms the same wording later makes it a
+    full alias (that may vouch), keeping the run it came from. Another run does not take a judge's alias back."""
+    p = procedure_db.add_procedure(
+        CapturedProcedure(id="", task_type="t", description="d", steps=[ProcedureStep(command="true")])
+    )
+    answers = Answers(procedure_db)
+    ran = answers.add_alias(p.id, "do the thing", "do thing", scope="t", by="run:r1")
+    answers.set_source(ran.id, "run:r1")
+    [row] = answers.alias_rows("t")
+    assert row.exact_only
+    judged = answers.add_alias(p.id, "do the thing", "do thing", scope="t", by="alice")
+    assert (judged.id, judged.by, judged.source) == (ran.id, "alice", "run:r1")
+    [row] = answers.alias_rows("t")
+    assert not row.exact_only
+    again = answers.add_alias(p.id, "do the thing", "do thing", scope="t", by="run:r2")
+    assert (again.id, again.by) == (ran.id, "alice")
+    assert answers.add_alias(p.id, "do the thing", "do thing", scope="t", by="bob").by == "alice"  # first person stays
