@@ -13,7 +13,11 @@ procedure is known to mean, so a task close by meaning to both the description a
 - it repeats at most `alias_words` of the description's key words, and of each alias's. A task that repeats much
   of a procedure's wording and still was not sure by the relevance model changes something on purpose ("restore my
   home folder from the external drive" for "archive my home folder to the external drive"): that is what a near
-  miss looks like, and only a judge can tell it from a paraphrase, so it is asked about, never vouched for.
+  miss looks like, and only a judge can tell it from a paraphrase, so it is asked about, never vouched for;
+- and it says at least one of them. Cosine alone does not tell a paraphrase from an unrelated ask: MiniLM puts short
+  customer questions 0.4 from any other ("Do you sell refurbished phones?" and "Order came damaged, requesting money
+  back", tests/skills/match/test_vouch_small_store.py), past both floors, and in a small store no rival stands near
+  enough to hold it back. A task that shares no key word with the procedure's wordings is asked about at most.
 
 The settings are data (`relevance.json`: alias_floor, alias_described, alias_gap, alias_words), fitted by
 bench/match_ask_bench.py on one half of the dev routines and reported on the other.
@@ -31,7 +35,7 @@ class Evidence:
     procedure_id: str
     semantic: float  # cosine between the task and the procedure
     alias: float | None  # the best cosine between the task and one of its confirmed wordings; None without any
-    repeats: float  # the largest share of the description's, or of one alias's, key words the task says
+    repeats: float  # the largest share of the description's, or of one alias's, key words the task says (0: none)
     #: The best cosine to any of its wordings, runs' aliases included (None: as `alias`): how close it stands as a
     #: rival. A procedure a run's wordings merged into is as near as those wordings were as descriptions of their own.
     near: float | None = None
@@ -50,4 +54,4 @@ def vouched(evidence: list[Evidence], floor: float, gap: float, words: float, de
     best = max(agreed, key=lambda e: min(e.semantic, e.alias or 0.0))
     closest = max(best.semantic, best.alias or 0.0)
     rival = max((max(e.semantic, e.alias or 0.0, e.near or 0.0) for e in evidence if e is not best), default=0.0)
-    return best if closest - rival >= gap and best.repeats <= words else None
+    return best if closest - rival >= gap and 0.0 < best.repeats <= words else None

@@ -167,22 +167,29 @@ class TestVouchRule:
         assert self._vouched(Evidence("a", 0.9, None, 0.0)) is None
 
     def test_one_telling_alone_is_not_enough(self) -> None:
-        assert self._vouched(Evidence("a", 0.3, 0.9, 0.0)) is None
-        assert self._vouched(Evidence("a", 0.9, 0.3, 0.0)) is None
+        assert self._vouched(Evidence("a", 0.3, 0.9, 0.2)) is None
+        assert self._vouched(Evidence("a", 0.9, 0.3, 0.2)) is None
 
     def test_a_close_alias_needs_the_description_only_nearby(self) -> None:
         """The confirmed wording is how people ask; the description, often worded as the capture's author saw it, has
         to be in the same neighbourhood (`described`), not as close — and below that it is not enough."""
-        assert self._vouched(Evidence("a", 0.27, 0.45, 0.0), described=0.25) == "a"
-        assert self._vouched(Evidence("a", 0.27, 0.45, 0.0), described=0.3) is None
-        assert self._vouched(Evidence("a", 0.2, 0.9, 0.0), described=0.25) is None
+        assert self._vouched(Evidence("a", 0.27, 0.45, 0.2), described=0.25) == "a"
+        assert self._vouched(Evidence("a", 0.27, 0.45, 0.2), described=0.3) is None
+        assert self._vouched(Evidence("a", 0.2, 0.9, 0.2), described=0.25) is None
 
     def test_a_close_rival_is_asked_about(self) -> None:
-        assert self._vouched(Evidence("a", 0.5, 0.6, 0.0), Evidence("b", 0.58, None, 0.0)) is None
-        assert self._vouched(Evidence("a", 0.5, 0.6, 0.0), Evidence("b", 0.2, 0.57, 0.0)) is None
+        assert self._vouched(Evidence("a", 0.5, 0.6, 0.2), Evidence("b", 0.58, None, 0.0)) is None
+        assert self._vouched(Evidence("a", 0.5, 0.6, 0.2), Evidence("b", 0.2, 0.57, 0.0)) is None
 
     def test_repeating_the_procedures_words_is_a_near_miss(self) -> None:
         assert self._vouched(Evidence("a", 0.7, 0.8, 0.5)) is None
+
+    def test_saying_none_of_the_procedures_words_is_not_enough(self) -> None:
+        """Cosine alone puts unrelated short questions past both floors ("Do you sell refurbished phones?" to a
+        refund's confirmed "Order came damaged, requesting money back": 0.42): asked about at most."""
+        SET = {"floor": 0.3, "described": 0.25, "words": 0.25}  # relevance.json's
+        assert self._vouched(Evidence("a", 0.33, 0.42, 0.0), Evidence("b", 0.17, None, 0.0, 0.34), **SET) is None
+        assert self._vouched(Evidence("a", 0.33, 0.42, 0.25), Evidence("b", 0.17, None, 0.0, 0.34), **SET) == "a"
 
     def test_repeated_is_the_largest_share_of_one_wording(self) -> None:
         said = key_words("restore my home folder from the external drive")
