@@ -415,20 +415,9 @@ def test_a_promotion_marks_the_version_and_a_new_version_is_not_promoted(store: 
 def test_an_upgraded_home_keeps_replaying_what_it_replayed_as_legacy_evidence(engine: Engine) -> None:
     """A store made before counts kept their source: its active procedures keep their counts, marked legacy, and
     replay as before; a candidate's counts become claims; a promoted version stays promoted."""
-    from sherpa_skills.skills.store.database import MIGRATIONS
     from sherpa_skills.skills.store.scoring import replay_refusal
 
-    older = MIGRATIONS[: [m.__name__ for m in MIGRATIONS].index("m010_evidence_sources")]
-    if engine.url:
-        from sherpa_skills.db.migrations import connect_migrated
-
-        conn: Any = connect_migrated(engine.url, "skills", older)
-    else:
-        from sherpa_skills.sqlite_db import connect, migrate
-
-        engine.home().mkdir(parents=True, exist_ok=True)
-        conn = connect(engine.home() / "store.db")
-        migrate(conn, "skills", older)
+    conn = _store_before(engine, "m010_evidence_sources")
     now = time.time()
     rows = [("old-active", "active", 6, 1), ("old-mined", "candidate", 4, 0), ("old-promoted", "active", 2, 0)]
     for pid, status, s, f in rows:
@@ -512,19 +501,7 @@ def test_a_path_is_one_trajectory_procedure_whatever_its_wording(store: Procedur
 def test_an_upgraded_home_keeps_its_twin_trajectories_and_one_of_them_takes_their_path(engine: Engine) -> None:
     """Twins made before paths were kept (one path, two wordings) stay as they were, counts and all; a new run of
     their path credits the proven one, and the other still takes a new version of itself."""
-    from sherpa_skills.skills.store.database import MIGRATIONS
-
-    older = MIGRATIONS[: [m.__name__ for m in MIGRATIONS].index("m013_trajectory_paths")]
-    if engine.url:
-        from sherpa_skills.db.migrations import connect_migrated
-
-        conn: Any = connect_migrated(engine.url, "skills", older)
-    else:
-        from sherpa_skills.sqlite_db import connect, migrate
-
-        engine.home().mkdir(parents=True, exist_ok=True)
-        conn = connect(engine.home() / "store.db")
-        migrate(conn, "skills", older)
+    conn = _store_before(engine, "m013_trajectory_paths")
     now = time.time()
     path = json.dumps([d.model_dump() for d in (REFUND, CLOSE)])
     other = json.dumps([REFUND.model_dump(), {"state": "checked", "trigger": "hand_to_disputes", "args": {}}])
@@ -572,11 +549,11 @@ def test_a_run_an_alias_came_from_stays(engine: Engine, store: ProcedureDatabase
     assert kept == {"run-c": f"alias {alias.id} of procedure {p.id} came from it"}
 
 
-def _store_before_paths(engine: Engine) -> Any:
-    """A connection to a store at the level before m013 (paths), for rows written as that code wrote them."""
+def _store_before(engine: Engine, migration: str) -> Any:
+    """A connection to a store at the level before `migration`, for rows written as the code before it wrote them."""
     from sherpa_skills.skills.store.database import MIGRATIONS
 
-    older = MIGRATIONS[: [m.__name__ for m in MIGRATIONS].index("m013_trajectory_paths")]
+    older = MIGRATIONS[: [m.__name__ for m in MIGRATIONS].index(migration)]
     if engine.url:
         from sherpa_skills.db.migrations import connect_migrated
 
@@ -622,7 +599,7 @@ def test_an_upgraded_home_matches_its_trajectories_and_branches_stored_before(en
     unsorted = {**refund, "args": {"reason": "damaged", "order": "{{ order }}"}}
     late = {**refund, "args": {"reason": "late", "order": "{{ order }}"}}
     disputes = {"state": "checked", "trigger": "hand_to_disputes", "args": {"team": "b", "priority": 2}}
-    conn = _store_before_paths(engine)
+    conn = _store_before(engine, "m013_trajectory_paths")
     procs = [
         ("sorted", "refund my order {{ order }}", [refund, close], ""),
         ("unsorted", "money back please {{ order }}", [unsorted, close], ""),
@@ -670,7 +647,7 @@ def test_an_upgraded_home_matches_its_trajectories_and_branches_stored_before(en
 
 def test_an_upgraded_home_opens_whatever_a_trajectory_row_holds_as_decisions(engine: Engine) -> None:
     """Decisions that are not a list (null, an object, not JSON) are no path: the upgrade reads them as none."""
-    conn = _store_before_paths(engine)
+    conn = _store_before(engine, "m013_trajectory_paths")
     for n, odd in enumerate(["null", '{"state": "x"}', "not json", "[1, null]"]):
         _insert_trajectory(conn, f"odd-{n}", f"odd {n}", odd, f"t:odd{n}", time.time() + n)
     if not engine.url:
