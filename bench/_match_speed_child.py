@@ -99,7 +99,8 @@ class TableEmbedder:
 def setup(home: Path, size: int, vectors_file: Path) -> None:
     import numpy as np
 
-    from sherpa_skills.skills.match.matcher import Matcher, describe
+    from sherpa_skills.skills.match.matcher import Matcher
+    from sherpa_skills.skills.match.texts import describe
 
     base = np.load(vectors_file)
     store, made = fill(home, size)

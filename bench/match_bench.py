@@ -354,7 +354,7 @@ def main() -> int:
         print(f"skipped: set {ENV} to the folder holding nl2bash-dev.jsonl (../shared/matching)")
         return 0
     split = load_split(Path(data) / "nl2bash-dev.jsonl")
-    from sherpa_skills.skills.match.matcher import MARGIN, RELEVANCE_FLOOR
+    from sherpa_skills.skills.match.models import MARGIN, RELEVANCE_FLOOR
 
     with tempfile.TemporaryDirectory(prefix="match-bench-") as tmp:
         home = Path(tmp)

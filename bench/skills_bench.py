@@ -530,8 +530,9 @@ def lexicon_class() -> Any:
 
 def build_terms(store: Any, include_candidates: bool) -> Any:
     """The key-term index of a store, built from its rows as a fresh process without an index file would."""
-    from sherpa_skills.skills.match.matcher import procedure_words, words
+    from sherpa_skills.skills.match.matcher import words
     from sherpa_skills.skills.match.procedure_index import Snapshot
+    from sherpa_skills.skills.match.texts import procedure_words
 
     snap, _ = Snapshot.build(store.index_rows(), (0, store.generation()), "none", 0, procedure_words, None)
     return snap.term_index(include_candidates, words)

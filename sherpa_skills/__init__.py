@@ -57,7 +57,7 @@ _EXPORTS: dict[str, str] = {
     "InProcessBus": "agents.bus",
     "RedisBus": "agents.redis_bus",
     "SkillStore": "skills.api",
-    "MatchDecision": "skills.match.matcher",
+    "MatchDecision": "skills.match.models",
     "CaptureResult": "skills.api",
     "Team": "agents.team",
     "TeamRunner": "agents.team",
@@ -137,4 +137,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .runtime import load_workflow_text as load_workflow_text
     from .skills.api import CaptureResult as CaptureResult
     from .skills.api import SkillStore as SkillStore
-    from .skills.match.matcher import MatchDecision as MatchDecision
+    from .skills.match.models import MatchDecision as MatchDecision

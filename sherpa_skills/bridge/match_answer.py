@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..skills.match.matcher import MatchCandidate, MatchDecision
+from ..skills.match.models import MatchCandidate, MatchDecision
 from ..skills.store.database import ProcedureDatabase
 from ..skills.store.params import PARAMETER
 from ..skills.store.scoring import replay_refusal

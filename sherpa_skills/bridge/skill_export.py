@@ -299,8 +299,8 @@ def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImpo
 
     from ..errors import UsageError
     from ..skills.match.matcher import Matcher
-    from ..skills.store.database import step_signature
     from ..skills.store.models import CapturedProcedure
+    from ..skills.store.signatures import step_signature
 
     root = Path(directory)
     if not root.is_dir():

@@ -987,8 +987,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from ..errors import UsageError
-    from ..skills.store.database import step_signature
     from ..skills.store.models import CapturedLearning, CapturedProcedure
+    from ..skills.store.signatures import step_signature
 
     store, _, home = _stores(args)
     _quiet_logs(args, home)  # indexing loads the embedder, whose log lines belong in the log file, never in --json

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .match.matcher import MatchDecision, Matcher
+from .match.matcher import Matcher
+from .match.models import MatchDecision
 from .store.answers import Answer
 from .store.models import CapturedProcedure, ProcedureHealthReport, ProcedureStep, step_problem
 

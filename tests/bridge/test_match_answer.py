@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sherpa_skills import SkillStore
 from sherpa_skills.bridge.match_answer import find_answer
-from sherpa_skills.skills.match.matcher import MatchCandidate, MatchDecision
+from sherpa_skills.skills.match.models import MatchCandidate, MatchDecision
 
 
 def candidate(pid: str, score: float, **extra: object) -> MatchCandidate:

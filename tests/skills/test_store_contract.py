@@ -340,8 +340,8 @@ def test_a_procedure_captured_in_one_home_is_matched_from_another(
     """Home A captures and promotes; home B (its own matching index) matches it through the Python API and through
     `learn replay --database`; A's next capture reaches B's index, which keeps the vectors it had."""
     from sherpa_skills.skills.api import SkillStore
-    from sherpa_skills.skills.match.matcher import procedure_words
     from sherpa_skills.skills.match.procedure_index import ProcedureIndex
+    from sherpa_skills.skills.match.texts import procedure_words
 
     monkeypatch.setenv("SHERPA_SKILLS_DATABASE", postgres_url)
     home_a, home_b = tmp_path / "a", tmp_path / "b"
@@ -551,7 +551,7 @@ def test_a_run_an_alias_came_from_stays(engine: Engine, store: ProcedureDatabase
 
 def _store_before(engine: Engine, migration: str) -> Any:
     """A connection to a store at the level before `migration`, for rows written as the code before it wrote them."""
-    from sherpa_skills.skills.store.database import MIGRATIONS
+    from sherpa_skills.skills.store.migrations import MIGRATIONS
 
     older = MIGRATIONS[: [m.__name__ for m in MIGRATIONS].index(migration)]
     if engine.url:
@@ -591,8 +591,8 @@ def test_an_upgraded_home_matches_its_trajectories_and_branches_stored_before(en
     """Signatures stored before paths still match the same decisions after the upgrade: a run of a known branch adds
     to its row (no second one) and a described task's run credits its procedure, whether its arguments were stored in
     sorted order (the same text as before) or not (recomputed by m013, a `~` mark kept)."""
-    from sherpa_skills.skills.store.database import decision_signature
     from sherpa_skills.skills.store.recording import credit_described
+    from sherpa_skills.skills.store.signatures import decision_signature
 
     now = time.time()
     refund, close = REFUND.model_dump(), CLOSE.model_dump()

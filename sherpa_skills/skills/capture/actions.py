@@ -12,9 +12,9 @@ from ...engine.shell_template import check_shell_template
 from ...errors import UsageError
 from ..match.matcher import Matcher
 from ..replay.runtime import as_template, failure_finder, skill_store
-from ..store.database import step_signature
 from ..store.models import CapturedLearning, CapturedProcedure, ProcedureStep, step_problem
 from ..store.recording import credit_or_new_version
+from ..store.signatures import step_signature
 
 # Commands that only look around: a procedure made of them alone is not worth replaying.
 NO_OP_PROGRAMS = frozenset(

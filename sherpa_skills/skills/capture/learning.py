@@ -16,15 +16,17 @@ from ..decide.examples import add_examples, record_answers
 from ..decide.features import meaning_text
 from ..decide.memory import DecisionMemory
 from ..decide.recall import Recall
-from ..match.matcher import MatchDecision, Matcher
+from ..match.matcher import Matcher
+from ..match.models import MatchDecision
 from ..replay.divergence import Divergence
 from ..replay.policy import ReplayPolicy
 from ..replay.runtime import skill_matcher, skill_store
 from ..store.branches import add_branch, described_procedure
-from ..store.database import ProcedureDatabase, decision_signature
+from ..store.database import ProcedureDatabase
 from ..store.models import POLICY_DECIDERS, CapturedProcedure, Outcome
 from ..store.recording import credit_described, credit_or_new_version, record_execution
 from ..store.scoring import replay_refusal
+from ..store.signatures import decision_signature
 from ..store.stats import saved_by
 from .trajectory import capture_decisions, described_task, one_word_inputs
 from .wordings import alias_from_run, judged_from_run

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import structlog
-from pydantic import BaseModel, Field
 
 from ...errors import ModelFileError
 from ..store.answers import AliasRow, Answer, Answers
@@ -41,116 +40,20 @@ from ..store.database import ProcedureDatabase
 from ..store.models import CapturedProcedure
 from ..store.scoring import replay_refusal
 from . import literals as lit
-from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest, index_text
+from .exact import _described_alike, _plain, exact_reason
+from .models import MARGIN, RELEVANCE_FLOOR, MatchCandidate, MatchDecision
+from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest
 from .relevance import RelevanceModel, default_model, length_feature
-from .similarity import STOP_WORDS, TermIndex, cosines, coverage, words
-from .verifier import Verdict, Verifier
+from .similarity import TermIndex, cosines, coverage, words
+from .texts import describe, procedure_words
+from .verifier import Verifier
 from .vouch import Evidence, repeated, vouched
 from .wording import contrast, earlier_key, key_words, same_wording, says_less, spoken, verbatim, wording_key
 
 log = structlog.get_logger(__name__)
 
-RELEVANCE_FLOOR = default_model().floor
-MARGIN = default_model().margin
 POOL = 20
 MAX_OFFERED = 5
-Decision = Literal["match", "needs-confirmation", "no-match"]
-
-
-def _program(command: str) -> str:
-    first = command.strip().split(None, 1)[0] if command.strip() else ""
-    return first.rsplit("/", 1)[-1].lower()
-
-
-def procedure_words(task_type: str, description: str, tags: list[str], commands: list[str]) -> set[str]:
-    """What a task may name to find this procedure: task type, description, tags and the programs it runs."""
-    found = set(words(task_type.replace("-", " ").replace("_", " ")))
-    found |= set(words(description))
-    for tag in tags:
-        found |= set(words(tag))
-    found |= {p for p in (_program(c) for c in commands) if p and p not in STOP_WORDS}
-    return found
-
-
-class MatchCandidate(BaseModel):
-    """One procedure considered for a task, with its scores and, unless it was taken, why not."""
-
-    procedure_id: str
-    task_type: str
-    version: int
-    description: str = ""
-    confidence: float
-    score: float = Field(
-        description="relevance in [0, 1] (the logistic model over the signals); compared with the floor"
-    )
-    semantic: float | None = Field(description="exact cosine between task and procedure, in [0, 1]")
-    terms: float = Field(description="share of the task's key-term weight (IDF) the procedure covers, in [0, 1]")
-    reverse: float = Field(
-        default=0.0, description="share of the description's key-term weight the task covers, in [0, 1]"
-    )
-    features: dict[str, float] = Field(default_factory=dict, description="the relevance model's inputs")
-    matched_terms: list[str] = Field(default_factory=list)
-    literals_agreed: list[str] = Field(default_factory=list)
-    literals_disagreed: list[str] = Field(default_factory=list)
-    params: dict[str, str] = Field(default_factory=dict, description="parameter values taken from the task's literals")
-    alias: float | None = Field(
-        default=None, description="cosine between the task and the closest wording confirmed for it; None without any"
-    )
-    alias_id: str | None = Field(default=None, description="that confirmed wording (`learn aliases` lists it)")
-    contrast: list[str] = Field(
-        default_factory=list,
-        description="a word the task says in place of its opposite in the description (said, described): never "
-        "replayed directly, asked about",
-    )
-    health: str | None = None
-    reason: str | None = Field(default=None, description="why it was not taken; None for the selected one")
-
-
-class MatchDecision(BaseModel):
-    """What `match(task)` decided: `match` (the procedure to replay, with filled parameters), `needs-confirmation`
-    (plausible procedures in `offered`, for the judge at hand), or `no-match`; and why."""
-
-    query: str
-    task_type: str | None = None
-    decision: Decision
-    selected: MatchCandidate | None = None
-    params: dict[str, str] = Field(default_factory=dict)
-    candidates: list[MatchCandidate] = Field(default_factory=list, description="best first, the selected one included")
-    offered: list[MatchCandidate] = Field(
-        default_factory=list,
-        description="with needs-confirmation: at most five candidates to choose from, best first, literal vetoes and "
-        "remembered rejections applied, each replayable",
-    )
-    judged_by: str | None = Field(
-        default=None, description="who confirmed a plausible candidate: 'model:NAME' when a model judge chose it"
-    )
-    reason: str | None = None
-    floor: float = RELEVANCE_FLOOR
-    margin: float = MARGIN
-    min_confidence: float | None = None  # the caller's floor; None: the replay rule's own (skills/store/scoring.py)
-    mode: Literal["semantic", "lexical"] = "semantic"
-    degraded: str | None = None
-    verification: Verdict | None = Field(
-        default=None,
-        description="the model judge's answer about the offered candidates, with its calls and tokens; None when "
-        "it was off or not asked",
-    )
-
-    @property
-    def llm_calls(self) -> int:
-        return self.verification.calls if self.verification else 0
-
-    @property
-    def tokens(self) -> int:
-        return self.verification.tokens if self.verification else 0
-
-    @property
-    def procedure_id(self) -> str | None:
-        return self.selected.procedure_id if self.selected else None
-
-
-def _plain(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def _contrasted(said: str, described: str) -> str:
@@ -159,40 +62,6 @@ def _contrasted(said: str, described: str) -> str:
     if not described:
         return f"says {said!r}, which the description does not"
     return f"says {said!r} where the description says {described!r}"
-
-
-def _described_alike(a: MatchCandidate, b: MatchCandidate) -> bool:
-    """Two candidates whose descriptions are the same words (case and punctuation aside)."""
-    return bool(a.description.strip()) and _plain(a.description) == _plain(b.description)
-
-
-def exact_reason(
-    query: str, proc: CapturedProcedure, plain: str | None = None, stated: list[lit.Literal] | None = None
-) -> str | None:
-    """The task repeats the procedure's description or names its task type, word for word: the strongest evidence.
-    `plain` and `stated` (the task's plain words and literals) may be given, when one task is checked many times."""
-    plain = _plain(query) if plain is None else plain
-    if not plain:
-        return None
-    if plain == _plain(proc.task_type):
-        return "names the task type"
-    described = _plain(proc.description)
-    if described and plain == described:
-        return "repeats the description"
-    if described and len(described.split()) >= 4 and f" {described} " in f" {plain} ":
-        # Only specifics may be added (a path, a file, a number: their agreement is still checked); added words
-        # ask for more work ("… and run ps2pdf for each"), which is for meaning to judge, not this rule.
-        extra = f" {plain} ".replace(f" {described} ", " ", 1).split()
-        stated_words = set(" ".join(_plain(str(x)) for x in (lit.extract(query) if stated is None else stated)).split())
-        specific = [w in STOP_WORDS or w.isdigit() or w in stated_words for w in extra]
-        # A word that introduces a specific ("labelled monday", "named x.txt") is part of it.
-        introduces = [
-            any(specific[j] and extra[j] in stated_words for j in range(i + 1, min(i + 3, len(extra))))
-            for i in range(len(extra))
-        ]
-        if all(a or b for a, b in zip(specific, introduces, strict=True)):
-            return "contains the description"
-    return None
 
 
 @dataclass
@@ -229,11 +98,6 @@ def _vector_of(row: AliasRow, embedder: str | None) -> Any:
     import numpy as np
 
     return np.frombuffer(row.vector, dtype=np.float32)
-
-
-def describe(p: CapturedProcedure) -> str:
-    """The text whose meaning the procedure index holds."""
-    return index_text(p.task_type, p.description, p.tags, [s.command for s in p.steps[:8]])
 
 
 class Matcher:

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...redact import redact
-from ..store.database import ProcedureDatabase, step_signature
+from ..store.database import ProcedureDatabase
 from ..store.models import CapturedLearning, CapturedProcedure, ProcedureStep
 from ..store.params import PARAMETER
+from ..store.signatures import step_signature
 from .recurring import RecurringOptions, Routine, clean, find, shape
 from .recurring import suggest_task_type as suggest_task_type  # re-exported: planners and capture name tasks with it
 from .shell_words import classify, stages

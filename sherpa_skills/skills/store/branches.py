@@ -9,8 +9,9 @@ import time
 from typing import Any
 
 from ...redact import redact
-from .database import ProcedureDatabase, _dump
+from .database import ProcedureDatabase
 from .models import CapturedProcedure
+from .rows import _dump
 
 
 def add_branch(

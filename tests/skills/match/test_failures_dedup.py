@@ -6,7 +6,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from sherpa_skills.skills.store.database import ProcedureDatabase, m001_skills, m002_fts_by_rowid
+from sherpa_skills.skills.store.database import ProcedureDatabase
+from sherpa_skills.skills.store.migrations import m001_skills, m002_fts_by_rowid
 from sherpa_skills.skills.store.models import CapturedLearning
 
 

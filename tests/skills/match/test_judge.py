@@ -11,7 +11,8 @@ import pytest
 
 from sherpa_skills.errors import ModelError
 from sherpa_skills.home import store_path
-from sherpa_skills.skills.match.matcher import MatchDecision, Matcher
+from sherpa_skills.skills.match.matcher import Matcher
+from sherpa_skills.skills.match.models import MatchDecision
 from sherpa_skills.skills.match.verifier import MODEL_ENV, Verifier, judge, response_format, verifier_from_env
 from sherpa_skills.skills.store.database import ProcedureDatabase
 from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep

@@ -11,8 +11,10 @@ import pytest
 from sherpa_skills.semantic.embeddings import default_embedder
 from sherpa_skills.skills.match import matcher as matcher_module
 from sherpa_skills.skills.match.literals import agree, extract, procedure_text, unstated
-from sherpa_skills.skills.match.matcher import RELEVANCE_FLOOR, Matcher, describe
+from sherpa_skills.skills.match.matcher import Matcher
+from sherpa_skills.skills.match.models import RELEVANCE_FLOOR
 from sherpa_skills.skills.match.procedure_index import FILE, Snapshot
+from sherpa_skills.skills.match.texts import describe
 from sherpa_skills.skills.store.database import ProcedureDatabase
 from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sherpa_skills.skills.match.matcher import MARGIN, RELEVANCE_FLOOR
+from sherpa_skills.skills.match.models import MARGIN, RELEVANCE_FLOOR
 from sherpa_skills.skills.match.relevance import FEATURES, MODEL_FILE, default_model, from_dict
 from sherpa_skills.skills.match.wording import spoken, verbatim
 

@@ -6,7 +6,8 @@ import pytest
 
 from sherpa_skills.errors import StoreError
 from sherpa_skills.skills.store.answers import Answers
-from sherpa_skills.skills.store.database import MIGRATIONS, ProcedureDatabase
+from sherpa_skills.skills.store.database import ProcedureDatabase
+from sherpa_skills.skills.store.migrations import MIGRATIONS
 from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from sherpa_skills.skills.replay.policy import fill
 from sherpa_skills.skills.replay.runtime import parameter_names
-from sherpa_skills.skills.store.database import step_signature
 from sherpa_skills.skills.store.models import ProcedureStep
 from sherpa_skills.skills.store.params import PARAMETER
+from sherpa_skills.skills.store.signatures import step_signature
 
 PACKAGE = Path(__file__).resolve().parents[3] / "sherpa_skills"
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sherpa_skills.skills.store.database import ProcedureDatabase, step_signature
+from sherpa_skills.skills.store.database import ProcedureDatabase
 from sherpa_skills.skills.store.models import CapturedProcedure, Execution, ProcedureStep
 from sherpa_skills.skills.store.scoring import REPLAY_THRESHOLD, confidence, failure_pattern, health_status
+from sherpa_skills.skills.store.signatures import step_signature
 
 
 def procedure(task_type: str = "build-lib", *commands: str) -> CapturedProcedure:
