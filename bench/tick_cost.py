@@ -49,8 +49,8 @@ FUNCTIONS = [
     (("belief.py", "log_entry", "trajectory_entry"), "belief.log_entry + trajectory_entry"),
     (("agent.py", "_commit"), "Agent._commit"),
     (("runstore.py", "commit_tick"), "RunStore.commit_tick"),
-    (("runstore.py", "_dump"), "runstore._dump (redact + JSON per row)"),
-    (("redact.py", "redact_value"), "redact_value"),
+    (("run_values.py", "_dump"), "run_values._dump (redact + JSON per row)"),
+    (("_values.py", "redact_value"), "redact_value"),
     (("~", "<method 'execute' of 'sqlite3.Connection' objects>"), "sqlite3 execute (BEGIN, UPDATE runs, COMMIT)"),
     (("~", "<method 'executemany' of 'sqlite3.Connection' objects>"), "sqlite3 executemany (appended rows)"),
 ]

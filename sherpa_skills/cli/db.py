@@ -70,9 +70,9 @@ def cmd_db_copy(args: argparse.Namespace) -> int:
 def store_components() -> list[Component]:
     """Every part of the truth store and its migrations, imported only when a copy asks (so `--help` stays fast)."""
     from ..db.components import Component
-    from ..engine.runstore import MIGRATIONS as runs
+    from ..engine.run_schema import MIGRATIONS as runs
     from ..heartbeat.state import MIGRATIONS as heartbeat
-    from ..memory._store import MIGRATIONS as memory
+    from ..memory._schema import MIGRATIONS as memory
     from ..memory.domains import MIGRATIONS as domains
     from ..sessions._store import MIGRATIONS as sessions
     from ..skills.store.fts import fill_fts

@@ -45,7 +45,8 @@ from ._models import (
     check_scope,
 )
 from ._position import CompanionPosition, position_file
-from ._store import MAX_QUERY_CHARS, MemoryStore
+from ._sql import MAX_QUERY_CHARS
+from ._store import MemoryStore
 
 log = structlog.get_logger(__name__)
 

@@ -17,7 +17,7 @@ RECENT = 30  # the newest shared notes the page lists before any search
 
 def recent_notes(store: Any, limit: int = RECENT) -> list[dict[str, Any]]:
     """The newest shared notes (current versions only), newest first: what the page shows before anyone searches."""
-    from ..memory._store import _COLUMNS, _artifact, reader_filter
+    from ..memory._sql import _COLUMNS, _artifact, reader_filter
 
     where, args = reader_filter(None, "shared", dialect=store.dialect)
     rows = store.conn.execute(

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sherpa_skills.engine.runstore import MIGRATIONS, RunStore
+from sherpa_skills.engine.run_schema import MIGRATIONS
+from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.errors import StoreFileError
 
 

@@ -17,7 +17,8 @@ def test_the_test_cluster_answers_over_tcp_on_loopback_with_its_password(postgre
 
 
 def test_a_run_store_on_postgresql_migrates_and_keeps_the_home_for_logs(postgres_url: str, tmp_path: Path) -> None:
-    from sherpa_skills.engine.runstore import MIGRATIONS, RunStore
+    from sherpa_skills.engine.run_schema import MIGRATIONS
+    from sherpa_skills.engine.runstore import RunStore
 
     store = RunStore(home=tmp_path, database=postgres_url)
     try:

@@ -432,7 +432,7 @@ class TestStatsExportAndUpgrade:
     def test_a_home_written_by_the_previous_schema_upgrades_in_place(self, home: Path) -> None:
         """The first version's tables and rows (with a duplicate pair) gain the new columns; nothing is lost."""
         conn = sqlite3.connect(home / "store.db")
-        from sherpa_skills.memory._store import m001_memory
+        from sherpa_skills.memory._schema import m001_memory
 
         conn.execute(
             "CREATE TABLE _migrations (component TEXT, name TEXT, applied REAL DEFAULT (strftime('%s','now')),"
