@@ -48,8 +48,8 @@ CHAIN += "  s10: {final: true}\ntransitions:\n" + "".join(
 
 def synthetic_run(store: Any, run_id: str, steps: int, workflow: Path, machine_: Any) -> None:
     """A run of `steps` steps alternating a/b, written through RunStore as the engine writes them."""
-    from sherpa_skills.engine.agent import spec_hash
     from sherpa_skills.engine.belief import LogEntry, TrajectoryEntry
+    from sherpa_skills.engine.run.identity import spec_hash
     from sherpa_skills.engine.run_record import machine_record
     from sherpa_skills.engine.runstore import TickRecord
 

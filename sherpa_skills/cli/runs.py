@@ -257,7 +257,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from ..engine.agent import spec_hash
+    from ..engine.run.identity import spec_hash
     from ..errors import UsageError
     from ..runtime import load_workflow
 

@@ -6,19 +6,15 @@ A tick is written once, as a generator that yields what needs I/O (a policy deci
 
 from __future__ import annotations
 
-import asyncio
 import difflib
-import hashlib
 import time
 import uuid
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
 from typing import Any
 
 import structlog
-from pydantic import BaseModel, ValidationError
 
 from ..errors import (
     ActionError,
@@ -28,105 +24,30 @@ from ..errors import (
     RefusedError,
     RunError,
     SherpaError,
-    StoreError,
     UsageError,
 )
 from ..logs import ensure_configured
 from ..policy.base import Decision, DecisionContext, NoPolicy, Policy
 from ..redact import redact_known
-from .belief import _FROZEN, Belief, BeliefView, LogEntry, freeze, log_entry, lookup, trajectory_entry
-from .compiler import BoundAction, CompiledMachine, Dynamic, Edge, check_arguments
+from .belief import _FROZEN, Belief, BeliefView, LogEntry, freeze, log_entry, trajectory_entry
+from .compiler import BoundAction, CompiledMachine, Edge, check_arguments
 from .events import Event, parse_event
 from .hooks import RunHook
 from .inputs import check_inputs
 from .registry import ActionContext, ActionResult, Registry, default_registry, observe_features
+from .run.accounting import COUNTERS, _count_decision, _log_action, _log_failed_decision
+from .run.arguments import _resolve
+from .run.drive import _Act, _adrive, _drive
+from .run.identity import agent_identity, spec_hash
+from .run.inbox import _accept_event, _consume_again
+from .run.journal import _resume
+from .run.result import RunResult as RunResult  # hooks, learning and the package's map import it from here
 from .runstore import InFlight, Interrupted, RunStore, TickRecord
 
 log = structlog.get_logger("sherpa_skills.engine.agent")
 
 _MISSING = object()
 Observer = Callable[[str, dict[str, Any]], None]
-COUNTERS = (
-    "steps",
-    "llm_calls",
-    "tokens",
-    "cost",
-    "fast_forwards",
-    "rule_decisions",
-    "llm_decisions",
-    "user_decisions",
-    "actions",
-    "estimated_tokens",
-    "replayed_decisions",
-)
-
-
-@dataclass
-class RunResult:
-    """How a run (or a resumed stretch of it) ended; `to_dict` is the stable `--json` shape."""
-
-    run_id: str
-    status: str  # final | waiting | error (a run store also shows running, and interrupted: stopped by a signal)
-    state: str
-    counters: dict[str, Any]
-    error: str | None = None
-    context: dict[str, Any] = field(default_factory=dict)
-    available: list[str] = field(default_factory=list)
-    interrupted: list[dict[str, Any]] = field(default_factory=list)
-    duration_ms: float = 0.0
-    waiting_for: str = ""
-    event: dict[str, Any] | None = (
-        None  # for `handle`: the event's id, name, outcome (handled|duplicate|unavailable|invalid) and why
-    )
-    diverged_at: dict[str, Any] | None = (
-        None  # a replayed procedure's first divergence: step, state, expected, observed
-    )
-    # A learning run's savings (None when the run does not learn): what planning the procedure it replayed cost,
-    # less what it spent.
-    tokens_saved: int | None = None
-    llm_calls_saved: int | None = None
-    #: What a learning run's learning did: the procedure it followed, the decisions its memory answered and where it
-    #: abstained, the examples and branch it saved (None when the run does not learn).
-    learning: dict[str, Any] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        counters = self.__dict__.get("counters", {})
-        if name in counters:
-            return counters[name]
-        raise AttributeError(name)
-
-    def to_dict(self) -> dict[str, Any]:
-        return (
-            {
-                "run_id": self.run_id,
-                "status": self.status,
-                "state": self.state,
-                **self.counters,
-                "error": self.error,
-                "available_triggers": self.available,
-                "interrupted": self.interrupted,
-                "duration_ms": round(self.duration_ms, 3),
-                "waiting_for": self.waiting_for,
-                "context": self.context,
-            }
-            | ({"event": self.event} if self.event is not None else {})
-            | ({"diverged_at": self.diverged_at} if self.diverged_at is not None else {})
-            | (
-                {"tokens_saved": self.tokens_saved, "llm_calls_saved": self.llm_calls_saved}
-                if self.tokens_saved is not None
-                else {}
-            )
-            | ({"learning": self.learning} if self.learning is not None else {})
-        )
-
-
-class _Act:
-    """A request, from the tick flow to its driver, to run one action."""
-
-    __slots__ = ("bound", "args", "ctx")
-
-    def __init__(self, bound: BoundAction, args: BaseModel, ctx: ActionContext):
-        self.bound, self.args, self.ctx = bound, args, ctx
 
 
 class Agent:
@@ -287,7 +208,7 @@ class Agent:
                     f"which is no longer available; available: {', '.join(e.trigger for e in options) or 'none'}"
                 )
             if recorded.get("event") is not None:
-                self._consume_again(recorded["event"])
+                _consume_again(self, recorded["event"])
             if recorded["decided_by"] == "fast_forward":
                 self.counters["fast_forwards"] += 1
             else:
@@ -315,7 +236,7 @@ class Agent:
             try:
                 decision = yield ctx
             except PolicyError as exc:
-                self._log_failed_decision(exc)
+                _log_failed_decision(self, exc)
                 raise
             if decision is None:
                 raise PolicyError(
@@ -329,7 +250,7 @@ class Agent:
                 )
         targs: dict[str, Any] = {}
         if decision is not None:
-            self._count_decision(decision)
+            _count_decision(self, decision)
             try:
                 targs = check_arguments(edge, decision.args)
             except ValueError as exc:
@@ -374,82 +295,12 @@ class Agent:
         self._trajectory(edge.trigger, source, decision.decided_by if decision else "fast_forward")
         self.counters["steps"] += 1
 
-    def _consume_again(self, body: dict[str, Any]) -> None:
-        """The event a cut-short tick was handling:
-        consumed with the tick that finishes it, so its redelivery is a duplicate."""
-        if self.store is not None and self.store.consumed(self.run_id, body["id"]) is not None:
-            return
-        self._consumed.add(body["id"])
-        self._record.events.append(("in", "handled", body))
-        self._write_context({"event": body})
-
-    def _count_decision(self, decision: Decision) -> None:
-        c = self.counters
-        by = decision.decided_by
-        if by == "rule":
-            c["rule_decisions"] += 1
-        elif by == "llm":
-            c["llm_decisions"] += 1
-        elif by == "replay":
-            c["replayed_decisions"] += 1
-        elif by in ("user", "event"):
-            c["user_decisions"] += 1
-        if decision.llm_calls:
-            c["llm_calls"] += decision.llm_calls
-            c["tokens"] += decision.tokens
-            c["cost"] += decision.cost
-            if decision.tokens_estimated:
-                c["estimated_tokens"] += decision.tokens
-            # The validated arguments too: a captured trajectory replays them.
-            outputs: dict[str, Any] = {
-                "trigger": decision.trigger,
-                "args": dict(decision.args),
-                "reason": decision.reason,
-            }
-            outputs |= _llm_extras(decision.llm_calls, decision.rejected, decision.tokens_estimated)
-            self._append_log(
-                log_entry(
-                    tick=self._tick + 1,
-                    action="policy:llm",
-                    inputs=self._recorded({"state": self.state}),
-                    outputs=self._recorded(outputs),
-                    status="ok",
-                    started=time.time(),
-                    duration_ms=0.0,
-                    tokens=decision.tokens,
-                    cost=decision.cost,
-                    error=None,
-                )
-            )
-
-    def _log_failed_decision(self, exc: PolicyError) -> None:
-        """A decision that failed is in the log too, with the answers it rejected (its cost is counted by `_fail`)."""
-        calls = getattr(exc, "llm_calls", 0)
-        if not calls:
-            return
-        if getattr(exc, "tokens_estimated", False):
-            self.counters["estimated_tokens"] += getattr(exc, "tokens", 0)
-        self._append_log(
-            log_entry(
-                tick=self._tick + 1,
-                action="policy:llm",
-                inputs=self._recorded({"state": self.state}),
-                outputs=_llm_extras(calls, getattr(exc, "rejected", []), getattr(exc, "tokens_estimated", False)),
-                status="error",
-                started=time.time(),
-                duration_ms=0.0,
-                tokens=getattr(exc, "tokens", 0),
-                cost=getattr(exc, "cost", 0.0),
-                error=str(exc),
-            )
-        )
-
     def _act_all(self, actions: tuple[BoundAction, ...], targs: dict[str, Any]) -> Generator[Any, Any, None]:
         done = self._in_flight.results if self._in_flight is not None and self._in_flight.tick == self._tick else {}
         # Started before a crash, result never recorded: running it now may repeat what it already did (at-least-once).
         cut_off = {(i.seq, i.action) for i in self._interrupted if i.tick == self._tick}
         for seq, bound in enumerate(actions):
-            inputs, args = self._resolve(bound, targs)
+            inputs, args = _resolve(bound, targs, self.belief.context, self.state, self.run_id, self.counters)
             recorded = done.get(seq) if bound.definition.side_effects else None
             if recorded is not None:
                 self._recover_completed(bound, inputs, recorded)
@@ -485,11 +336,11 @@ class Agent:
             except SherpaError as exc:
                 # A model call that gave up still sent its requests (retries included): they count.
                 self.counters["llm_calls"] += getattr(exc, "requests", 0)
-                self._log_action(bound, inputs, None, "error", started, t0, str(exc), repeated=repeated)
+                _log_action(self, bound, inputs, None, "error", started, t0, str(exc), repeated=repeated)
                 raise exc if isinstance(exc, RunError) else ActionError(bound.name, str(exc)) from exc
             except Exception as exc:
-                self._log_action(
-                    bound, inputs, None, "error", started, t0, f"{type(exc).__name__}: {exc}", repeated=repeated
+                _log_action(
+                    self, bound, inputs, None, "error", started, t0, f"{type(exc).__name__}: {exc}", repeated=repeated
                 )
                 raise ActionError(bound.name, f"{type(exc).__name__}: {exc}") from exc
             if not isinstance(result, ActionResult):
@@ -513,7 +364,9 @@ class Agent:
                         }
                     ),
                 )
-            self._log_action(bound, inputs, result.outputs, result.status, started, t0, None, result, repeated=repeated)
+            _log_action(
+                self, bound, inputs, result.outputs, result.status, started, t0, None, result, repeated=repeated
+            )
             if result.context:
                 self._write_context(result.context)
             if bound.save_as:
@@ -555,114 +408,14 @@ class Agent:
         for event in recorded["events"]:
             self._record.events.append(("out", "emitted", event))
             self.outbox.append(event)
-        self._log_action(
-            bound, inputs, result.outputs, result.status, recorded["started"], perf_counter(), None, result
+        _log_action(
+            self, bound, inputs, result.outputs, result.status, recorded["started"], perf_counter(), None, result
         )
         if result.context:
             self._write_context(result.context)
         if bound.save_as:
             self._write_context({bound.save_as: result.outputs})
         self._log.info("completed_action_not_rerun", action=bound.name, tick=self._tick)
-
-    def _resolve(self, bound: BoundAction, targs: dict[str, Any]) -> tuple[dict[str, Any], BaseModel]:
-        if bound.static_args is not None:
-            return bound.literal, bound.static_args
-        definition = bound.definition
-        values = dict(bound.literal)
-        context = self.belief.context
-        if bound.dynamic:
-            variables: dict[str, Any] | None = None
-
-            def evaluate(dyn: Dynamic, key: str) -> Any:
-                nonlocal variables
-                kind = dyn.kind
-                if kind == "context":
-                    return lookup(context, dyn.payload)
-                if kind == "arg":
-                    return targs.get(dyn.payload)
-                if kind == "nested":
-                    items = dyn.payload.items() if isinstance(dyn.payload, dict) else enumerate(dyn.payload)
-                    done = {k: evaluate(v, key) if isinstance(v, Dynamic) else v for k, v in items}
-                    return done if isinstance(dyn.payload, dict) else list(done.values())
-                if variables is None:
-                    variables = {
-                        **context,
-                        "context": context,
-                        "args": targs,
-                        "state": self.state,
-                        "run_id": self.run_id,
-                        "counters": self.counters,
-                    }
-                try:
-                    return dyn.payload(**variables) if kind == "expr" else dyn.payload.render(variables)
-                except Exception as exc:  # jinja2 UndefinedError and friends
-                    raise ActionError(
-                        bound.name, f"argument '{key}' ({bound.where}, state '{self.state}'): template failed: {exc}"
-                    ) from None
-
-            for key, dyn in bound.dynamic.items():
-                values[key] = evaluate(dyn, key)
-        for name, key in definition.internal.items():
-            if name not in values:
-                value = lookup(context, key, _MISSING)
-                if value is not _MISSING:
-                    values[name] = value
-        if targs:
-            fields = definition.args_model.model_fields
-            for key, value in targs.items():
-                if key in fields and key not in values:
-                    values[key] = value
-        try:
-            return values, definition.args_model.model_validate(values)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise ActionError(
-                bound.name,
-                f"invalid arguments ({bound.where}, state '{self.state}'): "
-                f"{'.'.join(map(str, first['loc']))}: {first['msg']}",
-            ) from None
-
-    def _log_action(
-        self,
-        bound: BoundAction,
-        inputs: dict[str, Any],
-        outputs: Any,
-        status: str,
-        started: float,
-        t0: float,
-        error: str | None,
-        result: ActionResult | None = None,
-        *,
-        repeated: bool = False,
-    ) -> None:
-        duration = (perf_counter() - t0) * 1000
-        tokens = result.tokens if result else 0
-        cost = result.cost if result else 0.0
-        self.counters["actions"] += 1
-        if result is not None and (result.llm_calls or tokens):
-            self.counters["llm_calls"] += result.llm_calls
-            self.counters["tokens"] += tokens
-            self.counters["cost"] += cost
-        error = self._scrub(error)
-        self._append_log(
-            log_entry(
-                tick=self._tick,
-                action=bound.name,
-                inputs=self._recorded(inputs),
-                outputs=self._recorded(outputs),
-                status=status,
-                started=started,
-                duration_ms=duration,
-                tokens=tokens,
-                cost=cost,
-                error=error,
-                repeated=repeated,
-            )
-        )
-        if self.observers:
-            self._notify(
-                "action", action=bound.name, status=status, duration_ms=duration, error=error, state=self.state
-            )
 
     def _append_log(self, entry: LogEntry) -> None:
         self.belief.log.append(entry)
@@ -773,23 +526,6 @@ class Agent:
 
     # ------------------------------------------------------------------ sync driver
 
-    def _drive(self, flow: Generator[Any, Any, None]) -> None:
-        request = next(flow, None)
-        while request is not None:
-            try:
-                if isinstance(request, _Act):
-                    fn = request.bound.definition.fn
-                    if request.bound.definition.is_async:
-                        answer = _run_coroutine(fn(request.args, request.ctx), request.bound.name)
-                    else:
-                        answer = fn(request.args, request.ctx)
-                else:
-                    answer = self.decider.decide(request)
-            except BaseException as exc:  # handed back into the flow, which logs and re-raises
-                request = _throw(flow, exc)
-                continue
-            request = _send(flow, answer)
-
     def run(
         self,
         inputs: dict[str, Any] | None = None,
@@ -806,7 +542,7 @@ class Agent:
         held = self._hold_run()
         try:
             for flow in self._run_flow(inputs, trigger, args, event):
-                self._drive(flow)
+                _drive(self, flow)
             return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
@@ -827,25 +563,6 @@ class Agent:
 
     # ------------------------------------------------------------------ async driver
 
-    async def _adrive(self, flow: Generator[Any, Any, None]) -> None:
-        request = next(flow, None)
-        while request is not None:
-            try:
-                if isinstance(request, _Act):
-                    definition = request.bound.definition
-                    if definition.is_async:
-                        answer = await definition.fn(request.args, request.ctx)
-                    elif definition.side_effects:
-                        answer = await asyncio.to_thread(definition.fn, request.args, request.ctx)
-                    else:
-                        answer = definition.fn(request.args, request.ctx)
-                else:
-                    answer = await self.decider.adecide(request)
-            except BaseException as exc:
-                request = _throw(flow, exc)
-                continue
-            request = _send(flow, answer)
-
     async def arun(
         self,
         inputs: dict[str, Any] | None = None,
@@ -859,7 +576,7 @@ class Agent:
         held = self._hold_run()
         try:
             for flow in self._run_flow(inputs, trigger, args, event):
-                await self._adrive(flow)
+                await _adrive(self, flow)
             return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
@@ -873,59 +590,6 @@ class Agent:
     async def ahandle(self, event: Event | dict[str, Any]) -> RunResult:
         """The async twin of `handle`."""
         return await self.arun(event=parse_event(event))
-
-    def _accept_event(self, event: Event) -> dict[str, Any] | None:
-        """The transition arguments for an event that fires now,
-        or None for one refused (duplicate, unavailable, invalid).
-
-        Consuming is recorded with the tick that consumes it (or alone, for a refusal),
-        so a redelivered event is skipped.
-        """
-        body = event.body()
-        report = self._event_report = {"id": event.id, "name": event.name, "outcome": "handled", "reason": None}
-        seen = (
-            self.store.consumed(self.run_id, event.id)
-            if self.store is not None
-            else ("handled" if event.id in self._consumed else None)
-        )
-        if seen is not None:
-            report.update(
-                outcome="duplicate",
-                reason=f"event {event.id} was already consumed by run {self.run_id} ({seen}); skipped",
-            )
-            self._log.info("event_duplicate", event_id=event.id, event_name=event.name)
-            return None
-        self._consumed.add(event.id)
-        targs: dict[str, Any] = {}
-        if self.is_final():
-            outcome, reason = "unavailable", f"run {self.run_id} already finished in state '{self.state}'"
-        else:
-            options = self.available_transitions()
-            edge = next((e for e in options if e.trigger == event.name), None)
-            outcome, reason = "handled", None
-            if edge is None:
-                outcome = "unavailable"
-                reason = (
-                    f"'{event.name}' is not available in state '{self.state}'; available: "
-                    f"{', '.join(e.trigger for e in options) or 'none'}"
-                )
-            else:
-                # The payload is data for the receiver (it stays readable as `event.payload`); only the keys the
-                # transition declares become its arguments.
-                targs = {k: v for k, v in event.payload.items() if k in edge.arguments}
-                try:
-                    check_arguments(edge, targs)
-                except ValueError as exc:
-                    outcome = "invalid"
-                    reason = f"payload of '{event.name}' does not fit the transition's arguments: {exc}"
-        self._record.events.append(("in", outcome, body))
-        if reason is not None:
-            report.update(outcome=outcome, reason=reason)
-            self._log.warning("event_refused", event_id=event.id, event_name=event.name, outcome=outcome, reason=reason)
-            self._commit(self._status())
-            return None
-        self._write_context({"event": body})
-        return targs
 
     # ------------------------------------------------------------------ shared pieces of the drivers
 
@@ -951,7 +615,7 @@ class Agent:
             yield from self._finish_in_flight()
         if event is not None:
             yield from self._settle_flows()
-            targs = self._accept_event(event)
+            targs = _accept_event(self, event)
             if targs is not None:
                 yield self._tick_flow(event.name, targs, "event")
                 self._commit(self._status())
@@ -1130,112 +794,4 @@ class Agent:
 
         Each hook gets back what it saved with the run. A run that kept a hook's state (a learning run) is refused
         unless that hook is given again: `workflow.resume(store, run_id)` gives the workflow's hooks."""
-        row = store.get_run(run_id)
-        missing = sorted(set(row.hooks) - {h.name for h in hooks if h.name})
-        if missing:
-            what = "it learns" if "learning" in missing else f"it keeps state for hook(s) {', '.join(missing)}"
-            raise UsageError(
-                f"run {row.run_id} cannot be resumed without its hooks ({what}): resume it with "
-                "workflow.resume(store, run_id), the workflow loaded by sherpa_skills.load_workflow"
-            )
-        if row.state not in machine.leaf_index:
-            raise StoreError(
-                f"run {row.run_id} is in state '{row.state}', which workflow '{machine.name}' no longer has"
-            )
-        agent = cls(
-            machine,
-            policy,
-            store.load_belief(row.run_id),
-            store=store,
-            run_id=row.run_id,
-            workflow_path=row.workflow_path,
-            hooks=hooks,
-            **kwargs,
-        )
-        store.claims.claim(row.run_id)  # before anything is written for it (keep_machine below)
-        try:
-            agent._hook_state = dict(row.hooks)
-            agent._leaf = machine.leaf_index[row.state]
-            agent._tick = row.tick
-            agent._started = True
-            agent.counters.update(row.counters)
-            agent._inputs = dict(row.inputs)
-            agent._interrupted = store.interrupted(row.run_id)
-            agent._in_flight = store.in_flight(row.run_id)
-            agent._clear_intents = agent._in_flight is not None
-            from .run_record import keep_machine
-
-            # Resumed under another machine (--allow-changed): the steps from here on are drawn with it.
-            keep_machine(agent, row.tick + 1, spec_hash(machine))
-            if agent._interrupted:
-                names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in agent._interrupted)
-                if not rerun_interrupted:
-                    raise RunError(
-                        f"run {row.run_id} was killed while {names} ran; its result was never recorded. "
-                        "Resume with rerun allowed to run it again, or inspect the side effects first"
-                    )
-                agent._log.warning("rerunning_interrupted_actions", actions=names)
-                agent._clear_intents = True
-            for hook in agent.hooks:
-                hook.on_resume(agent, row.hooks.get(hook.name) if hook.name else None)
-        except BaseException:
-            store.claims.release(row.run_id)
-            raise
-        return agent
-
-
-def _llm_extras(calls: int, rejected: list[dict[str, str]], estimated: bool) -> dict[str, Any]:
-    """What a policy:llm log entry adds beyond the choice: requests sent, answers rejected, estimated tokens."""
-    extras: dict[str, Any] = {"llm_calls": calls}
-    if rejected:
-        extras["rejected"] = rejected
-    if estimated:
-        extras["tokens_estimated"] = True
-    return extras
-
-
-def agent_identity(workflow: str, workflow_path: str | None, run_id: str, configured: str | None = None) -> str:
-    """The configured name, else `WORKFLOW@HASH` of the workflow file's resolved path (stable across its runs, and not
-    claimable by another file that declares the same `name:`), else `WORKFLOW@RUN_ID` (a workflow built in memory)."""
-    if configured is not None:
-        if (
-            not isinstance(configured, str)
-            or not configured.strip()
-            or len(configured) > 200
-            or any(ord(c) < 32 for c in configured)
-        ):
-            raise UsageError(
-                f"agent name {configured!r} must be a non-empty printable string of at most 200 characters"
-            )
-        return configured.strip()
-    if workflow_path:
-        digest = hashlib.sha256(str(Path(workflow_path).resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        return f"{workflow}@{digest}"
-    return f"{workflow}@{run_id}"
-
-
-def spec_hash(machine: CompiledMachine) -> str:
-    return hashlib.sha256(machine.spec.model_dump_json().encode()).hexdigest()[:16]
-
-
-def _send(flow: Generator[Any, Any, None], value: Any) -> Any:
-    try:
-        return flow.send(value)
-    except StopIteration:
-        return None
-
-
-def _throw(flow: Generator[Any, Any, None], exc: BaseException) -> Any:
-    try:
-        return flow.throw(exc)
-    except StopIteration:
-        return None
-
-
-def _run_coroutine(coro: Any, name: str) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise UsageError(f"action '{name}' is async and the agent runs inside an event loop: use `await agent.arun()`")
+        return _resume(cls, store, run_id, machine, policy, rerun_interrupted=rerun_interrupted, hooks=hooks, **kwargs)

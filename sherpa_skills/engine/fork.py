@@ -73,7 +73,7 @@ def plan_fork(
     allow_changed: bool = False,
 ) -> ForkPlan:
     """Check that run `run_id` can be forked at step `at` under `machine`; UsageError saying why not."""
-    from .agent import spec_hash
+    from .run.identity import spec_hash
 
     row = store.get_run(run_id)
     ticks = [s[0] for s in store.steps(row.run_id)]

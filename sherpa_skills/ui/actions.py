@@ -103,7 +103,7 @@ def _fork(home: Any, new_run_id: str, plan: Any, workflow_path: str) -> None:
 
 def action_routes(ui: Any) -> list[Route]:
     from ..cli.console import parse_assignments, parse_inputs
-    from ..engine.agent import spec_hash
+    from ..engine.run.identity import spec_hash
     from ..runtime import load_workflow
 
     async def resume(request: Request) -> Response:

@@ -32,7 +32,7 @@ def _file_notes(record: dict[str, Any], workflow_path: str | None, ran: str | No
 
     A machine is kept once per spec hash, with the files of the first run that executed it: a run of another file
     with the same machine is judged by its own file (is its machine still `ran`?), not by that first file's."""
-    from ..engine.agent import spec_hash
+    from ..engine.run.identity import spec_hash
     from ..engine.run_record import file_changes
 
     kept = record.get("files", [])
@@ -161,7 +161,7 @@ def replay_divergence(context: Any) -> dict[str, Any] | None:
 def run_page(stores: Stores, run_id: str, tail: int | None = TAIL) -> dict[str, Any]:
     """One run for the page: its row, the last `tail` trajectory and log entries (None: all), the machine it executed
     with its path marked, each step on a timeline, and what changed in its files since."""
-    from ..engine.agent import spec_hash
+    from ..engine.run.identity import spec_hash
 
     row = stores.runs.get_run(run_id)
     belief = stores.runs.load_belief(row.run_id, tail)

@@ -1,0 +1,1 @@
+"""The parts of a run that the Agent (engine/agent.py, the loop) holds or calls: each module one job."""
