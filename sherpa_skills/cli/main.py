@@ -230,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     from .heartbeat import add_heartbeat_parser
-    from .learn import add_learn_parser
+    from .learn.parser import add_learn_parser
 
     add_heartbeat_parser(sub, common)
 

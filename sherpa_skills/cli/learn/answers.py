@@ -1,0 +1,42 @@
+"""`learn aliases` and `learn forget`: the wordings confirmed or rejected for procedures."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..console import EXIT_OK, print_table
+from ..console import console as _console
+from ..console import print_json as _print_json
+from .common import _alias_origin, _id_column, _stores
+
+
+def cmd_aliases(args: argparse.Namespace) -> int:
+    from ...skills.api import SkillStore
+
+    skills = SkillStore(_stores(args)[2])
+    answers = skills.aliases(args.procedure)
+    if args.json:
+        _print_json([a.model_dump(mode="json") for a in answers])
+        return EXIT_OK
+    if not answers:
+        _console().print("no aliases or rejections yet: they are recorded when a needs-confirmation is answered")
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table("id", "kind", _id_column([a.procedure_id for a in answers], "procedure"), "wording", "scope", "from")
+    for a in answers:
+        origin = _alias_origin(a.model_dump()) if a.kind == "alias" else f"rejected by {a.by}"
+        table.add_row(a.id, a.kind, a.procedure_id, a.text, a.scope or "-", origin)
+    print_table(_console(), table)
+    return EXIT_OK
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from ...skills.api import SkillStore
+
+    answer = SkillStore(_stores(args)[2]).forget(args.id)
+    if args.json:
+        _print_json({"forgotten": answer.model_dump(mode="json")})
+    else:
+        _console().print(f"forgot {answer.kind} {answer.id} of {answer.procedure_id}: {answer.text!r}")
+    return EXIT_OK

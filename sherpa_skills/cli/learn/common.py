@@ -1,0 +1,43 @@
+"""What every `learn` command shares: the stores of the home, quiet logs, id columns, how an alias is said."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
+    from ...engine.runstore import RunStore
+    from ...home import resolve_home
+    from ...skills.store.database import ProcedureDatabase
+
+    home = resolve_home(args.home)
+    return ProcedureDatabase(home=home), RunStore(home=home), home
+
+
+def _quiet_logs(args: argparse.Namespace, home: Path) -> None:
+    from ...logs import configure
+
+    (home / "logs").mkdir(exist_ok=True)
+    configure(level="error", json_file=home / "logs" / "learn.jsonl")
+
+
+def _id_column(ids: Any, header: str = "id") -> Any:
+    """A column that never cuts an id, however narrow the terminal: other columns give way."""
+    from rich.table import Column
+
+    return Column(header, no_wrap=True, overflow="fold", min_width=max([len(header), *(len(i) for i in ids)]))
+
+
+def _alias_origin(alias: dict[str, Any]) -> str:
+    """Where an alias came from: the run that took the procedure's path in its words, or who confirmed it (in which
+    run, when a run's judge did)."""
+    source, by = alias.get("source"), alias["by"]
+    if source and source == by:
+        return f"from {source}, which took this path"
+    return f"from {source}, confirmed by {by}" if source else f"confirmed by {by}"
+
+
+def _scope(answer: dict[str, Any]) -> str:
+    return f", only for task type {answer['scope']}" if answer.get("scope") else ""
