@@ -15,7 +15,7 @@ from sherpa_skills.engine.agent import Agent
 from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.errors import UsageError, WorkflowError
 from sherpa_skills.runtime import load_workflow, load_workflow_text
-from sherpa_skills.skills.capture.learning import LearningHook
+from sherpa_skills.skills.capture.run_hook import LearningHook
 from sherpa_skills.skills.store.branches import branches
 from sherpa_skills.skills.store.database import ProcedureDatabase
 

@@ -21,7 +21,8 @@ from sherpa_skills.engine.agent import Agent
 from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.errors import UsageError
 from sherpa_skills.runtime import load_workflow
-from sherpa_skills.skills.capture.learning import Learner, LearningHook
+from sherpa_skills.skills.capture.learning import Learner
+from sherpa_skills.skills.capture.run_hook import LearningHook
 from sherpa_skills.skills.store.database import ProcedureDatabase
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from sherpa_skills.runtime import load_workflow
-from sherpa_skills.skills.capture.learning import Learner, LearningAdvisor, LearningHook
+from sherpa_skills.skills.capture.learning import Learner
+from sherpa_skills.skills.capture.run_hook import LearningAdvisor, LearningHook
 from sherpa_skills.skills.replay.divergence import Divergence
 from sherpa_skills.skills.replay.policy import ActionOutcome, RecordedDecision, ReplayPolicy, fill
 from sherpa_skills.skills.store.branches import branches
