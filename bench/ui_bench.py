@@ -183,7 +183,7 @@ def main() -> int:
 
     from starlette.testclient import TestClient
 
-    from sherpa_skills.cli.runs import run_detail, run_summary
+    from sherpa_skills.engine.run_json import run_detail, run_summary
     from sherpa_skills.engine.runstore import RunStore
     from sherpa_skills.ui import create_app
 

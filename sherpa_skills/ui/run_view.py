@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..cli.runs import run_summary
+from ..engine.run_json import run_summary
 from ..errors import StoreError
 from .failure import failed_actions, failure
 from .views import LIVE, TAIL, Stores, child_runs, machine_of, parent_run, waiting_options

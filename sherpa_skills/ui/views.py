@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..cli.review import candidate_summary
-from ..cli.runs import run_detail, run_summary
 from ..db.sql import json_text
+from ..engine.run_json import run_detail, run_summary
 from ..errors import SherpaError, StoreError
 from ..skills.decide.summary import with_memory_savings
 from ..skills.store.stats import procedure_detail, procedure_summary, saved_something, savings, stats
