@@ -47,7 +47,7 @@ def grid(settings: dict[str, tuple[float, ...]]) -> list[dict[str, float]]:
 
 def rows_of(kept: list[tuple[Any, str | None, bool, int]]) -> list[dict[str, Any]]:
     """Per query, in bench/match_calibrate.py's form: agreeing candidates' features, exact or not, and the gold id."""
-    from sherpa_skills.skills.match.relevance import FEATURES
+    from seams import FEATURES
 
     return [
         {
@@ -117,7 +117,7 @@ def fit_half(
     """The relevance model, floor and margin (wrong ≤ `wrong` leaving out positives word for word another stored
     description, false ≤ 2 %) and the ask band (the most coverage
     asking about at most 25 % of negatives; else the fewest negatives asked) fitted on half `fold`."""
-    from sherpa_skills.skills.match.relevance import FEATURES, default_model, from_dict
+    from seams import FEATURES, default_model, from_dict
 
     rows = [r for r in rows_of(kept) if r["fold"] == fold]
     fitted = mc.fit(rows)

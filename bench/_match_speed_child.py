@@ -22,7 +22,7 @@ from typing import Any
 
 _path = list(sys.path)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import percentile  # noqa: E402
+from harness import percentile  # noqa: E402
 from match_bench import load_split, program_of  # noqa: E402
 
 sys.path[:] = [
@@ -48,8 +48,7 @@ def procedures(size: int) -> list[tuple[int, str, str, str]]:
 
 
 def fill(home: Path, size: int) -> tuple[Any, list[tuple[Any, int]]]:
-    from sherpa_skills.skills.store.database import ProcedureDatabase
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from seams import CapturedProcedure, ProcedureDatabase, ProcedureStep
 
     home.mkdir(parents=True, exist_ok=True)
     store = ProcedureDatabase(home / "store.db")
@@ -81,7 +80,7 @@ class TableEmbedder:
     """MiniLM's name and space, vectors looked up (texts the table lacks go to MiniLM itself)."""
 
     def __init__(self, table: dict[str, Any]):
-        from sherpa_skills.semantic.embeddings import MiniLMEmbedder
+        from seams import MiniLMEmbedder
 
         self.inner = MiniLMEmbedder()
         self.name, self.semantic, self.dim = self.inner.name, True, self.inner.dim
@@ -98,9 +97,7 @@ class TableEmbedder:
 
 def setup(home: Path, size: int, vectors_file: Path) -> None:
     import numpy as np
-
-    from sherpa_skills.skills.match.matcher import Matcher
-    from sherpa_skills.skills.match.texts import describe
+    from seams import Matcher, describe
 
     base = np.load(vectors_file)
     store, made = fill(home, size)
@@ -116,15 +113,14 @@ def setup(home: Path, size: int, vectors_file: Path) -> None:
     if "embedder" in inspect.signature(Matcher).parameters:  # the procedure index
         Matcher(store, embedder=embedder).reindex()
     else:  # the chromadb companion
-        from sherpa_skills.semantic.companion import Companion
+        from seams import Companion
 
         Matcher(store, companion=Companion(home / "companion", embedder=embedder)).reindex()
     print(json.dumps({"procedures": store.count(), "index_s": time.perf_counter() - t0, "embedded": embedder.missed}))
 
 
 def warm(home: Path, queries_file: Path) -> None:
-    from sherpa_skills.skills.match.matcher import Matcher
-    from sherpa_skills.skills.store.database import ProcedureDatabase
+    from seams import Matcher, ProcedureDatabase
 
     queries = json.loads(queries_file.read_text())
     matcher = Matcher(ProcedureDatabase(home / "store.db"))

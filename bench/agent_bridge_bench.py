@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import machine, median, percentile, write_section  # noqa: E402
+from harness import machine, median, percentile, write_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 VERBS = ["archive", "compress", "count", "list", "copy", "rename", "delete", "sync", "build", "test"]
@@ -32,9 +32,7 @@ TASK = "compress the photos of dir3 into one archive"
 
 def fill(home: Path, count: int) -> None:
     """`count` promoted shell procedures with distinct descriptions, indexed (vectors embedded) like captured ones."""
-    from sherpa_skills.skills.match.matcher import Matcher
-    from sherpa_skills.skills.replay.runtime import skill_store
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from seams import CapturedProcedure, Matcher, ProcedureStep, skill_store
 
     store = skill_store(home)
     made = []

@@ -77,8 +77,7 @@ CACHE = Path(os.environ.get("TMPDIR", "/tmp")) / "sherpa-b77-vectors"
 def vectors(texts: list[str]) -> dict[str, Any]:
     """MiniLM vectors of `texts` (cached on disk between runs: the stream's texts do not change)."""
     import numpy as np
-
-    from sherpa_skills.semantic.embeddings import MiniLMEmbedder
+    from seams import MiniLMEmbedder
 
     CACHE.mkdir(exist_ok=True)
     path = CACHE / "vectors.json"
@@ -94,9 +93,7 @@ def vectors(texts: list[str]) -> dict[str, Any]:
 def simulate(
     items: list[dict[str, Any]], noise: float, seed: int, delta: float, variant: str, lex: float = 0.0
 ) -> dict[str, Any]:
-    from sherpa_skills.skills.decide.examples import Example
-    from sherpa_skills.skills.decide.head import Calibration
-    from sherpa_skills.skills.decide.memory import StateMemory, settings
+    from seams import Calibration, Example, StateMemory, settings
 
     conf = settings()
     oracle = Oracle(items, noise, seed)

@@ -45,7 +45,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from _results import machine, median, read_section, write_section  # noqa: E402
+from harness import machine, median, read_section, write_section  # noqa: E402
 
 TITLE = "Decisions learned from real wording: BANKING77 router stream"
 OUT_OF_SCOPE = "out_of_scope"
@@ -416,10 +416,7 @@ def _cost_store(path: Path, labels: int, per_label: int) -> Any:
     """A skill store with one state of `labels` decisions × `per_label` examples, each a calibration point; and a
     query near the fourth decision."""
     import numpy as np
-
-    from sherpa_skills.skills.decide.examples import Example, add_examples
-    from sherpa_skills.skills.decide.memory import scorer
-    from sherpa_skills.skills.store.database import ProcedureDatabase
+    from seams import Example, ProcedureDatabase, add_examples, scorer
 
     rng = np.random.default_rng(36)
     centres = rng.normal(size=(labels, 384)).astype(np.float32)
@@ -454,9 +451,7 @@ def cost_child(db: str, drop: bool) -> None:
     the memory's first answer, with the persisted snapshot (`drop`: without it, the memory rebuilt from the
     examples). Prints the figure as JSON."""
     import numpy as np
-
-    from sherpa_skills.skills.decide.memory import DecisionMemory
-    from sherpa_skills.skills.store.database import ProcedureDatabase
+    from seams import DecisionMemory, ProcedureDatabase
 
     query = np.frombuffer(bytes.fromhex(os.environ["COST_QUERY"]), dtype=np.float32)
     if drop:
@@ -482,8 +477,7 @@ def memory_cost(labels: int = 150, per_label: int = 20, reps: int = 300, fresh: 
     (its embedding made beforehand) as the examples grow."""
     import subprocess
 
-    from sherpa_skills.skills.decide.memory import DecisionMemory
-    from sherpa_skills.skills.store.database import ProcedureDatabase
+    from seams import DecisionMemory, ProcedureDatabase
 
     with tempfile.TemporaryDirectory(prefix="sherpa-head-cost-") as tmp:
         db = Path(tmp) / "skills.db"
@@ -545,7 +539,7 @@ def main() -> None:
     parser.add_argument("--cost-child", help=argparse.SUPPRESS)
     parser.add_argument("--drop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from sherpa_skills.logs import configure
+    from seams import configure
 
     configure(level="error")
     if args.cost_child:

@@ -37,7 +37,7 @@ os.environ.setdefault("SHERPA_SKILLS_SCRIPTED_VIA", "litellm")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section_text  # noqa: E402
+from harness import write_section_text  # noqa: E402
 
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Engine tick overhead"
@@ -174,9 +174,7 @@ class Config:
 
 class SherpaBench:
     def __init__(self, tmp: Path):
-        from sherpa_skills.engine.workflow import load_workflow_text
-        from sherpa_skills.policy.llm import LLMPolicy
-        from sherpa_skills.testing import scripted_model
+        from seams import LLMPolicy, load_workflow_text, scripted_model
 
         self.tmp = tmp
         script = tmp / "script.yaml"
@@ -187,8 +185,7 @@ class SherpaBench:
         self._db = 0
 
     def run(self, steps: int, *, llm: bool, durable: bool) -> Sample:
-        from sherpa_skills.engine.agent import Agent
-        from sherpa_skills.engine.runstore import RunStore
+        from seams import Agent, RunStore
 
         wf = self.workflows[steps]
         timed = TimedPolicy(self.llm_policy) if llm else None
@@ -245,8 +242,7 @@ def check_sherpa(result: Any, steps: int, llm: bool, store: Any) -> None:
 
 def commit_profile(tmp: Path, sherpa: SherpaBench, steps: int, llm: bool) -> dict[str, float]:
     """One extra durable run with every commit timed (a bench-only RunStore subclass): where durable time goes."""
-    from sherpa_skills.engine.agent import Agent
-    from sherpa_skills.engine.runstore import RunStore
+    from seams import Agent, RunStore
 
     class TimedRunStore(RunStore):
         def __init__(self, *args: Any, **kwargs: Any):

@@ -30,8 +30,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import machine as shared_machine  # noqa: E402
-from _results import write_section_text  # noqa: E402  (after the sys.path line above)
+from harness import machine as shared_machine  # noqa: E402
+from harness import write_section_text  # noqa: E402  (after the sys.path line above)
 
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Events"
@@ -85,8 +85,7 @@ def deliveries(limit: int) -> int:
 
 def in_process(limit: int, durable: bool) -> float:
     """Events per second for one rally through TeamRunner (load excluded, start and every commit included)."""
-    from sherpa_skills.agents.team import TeamRunner, load_team
-    from sherpa_skills.engine.runstore import RunStore
+    from seams import RunStore, TeamRunner, load_team
 
     with tempfile.TemporaryDirectory() as tmp:
         team = load_team(write_team(Path(tmp), limit))
@@ -139,10 +138,7 @@ def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 def serve(name: str, team_file: str, url: str, max_events: int, home: str | None) -> None:
     """One player as its own process (the bench's own entry point, so the store can be left out)."""
-    from sherpa_skills.agents.redis_bus import RedisBus
-    from sherpa_skills.agents.service import AgentService
-    from sherpa_skills.agents.team import load_team
-    from sherpa_skills.engine.runstore import RunStore
+    from seams import AgentService, RedisBus, RunStore, load_team
 
     member = load_team(team_file).members[name]
     store = RunStore(home=home) if home else None
@@ -157,9 +153,7 @@ def over_redis(limit: int, durable: bool, url: str, folder: Path) -> float:
     import json
 
     import redis
-
-    from sherpa_skills.agents.redis_bus import RedisBus
-    from sherpa_skills.engine.events import Event
+    from seams import Event, RedisBus
 
     client = redis.Redis.from_url(url)
     client.flushdb()

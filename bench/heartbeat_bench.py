@@ -20,11 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _results import machine, median, percentile, write_section  # noqa: E402
-
-from sherpa_skills.heartbeat.runner import run_once  # noqa: E402
-from sherpa_skills.logs import configure  # noqa: E402
-from sherpa_skills.semantic.tool_index import ToolIndex, ToolSpec  # noqa: E402
+from harness import machine, median, percentile, write_section  # noqa: E402
+from seams import (  # noqa: E402
+    ToolIndex,
+    ToolSpec,
+    configure,
+    run_once,
+)
 
 PROGRAMS = [
     "make",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import machine, write_section  # noqa: E402
+from harness import machine, write_section  # noqa: E402
 
 OLD_GLOB = re.compile(r"[\w.-]*(?:\*|\[[\w-]+\])[\w.*\[\]-]*")
 SIZE = 5_000_000
@@ -42,9 +42,9 @@ def cli(home: Path, *args: str) -> tuple[float, int, dict[str, object]]:
 
 
 def main() -> None:
+    from seams import _PROC_GLOB, CapturedProcedure, ProcedureStep
+
     from sherpa_skills import SkillStore
-    from sherpa_skills.skills.match.literals import _PROC_GLOB
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
 
     began = time.monotonic()
     command = "echo " + "a" * SIZE

@@ -47,7 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from _results import machine, percentile, write_section  # noqa: E402
+from harness import machine, percentile, write_section  # noqa: E402
 
 SECTION = "Learnings for the planner"
 ENV = "SHERPA_SKILLS_MATCHING_DATA"
@@ -60,7 +60,7 @@ SHOWN = 5
 def program_of(command: str) -> frozenset[str]:
     """The programs a command runs (each pipeline stage's, and what `xargs` runs): a learning is about the task when
     the task's own command runs its program too."""
-    from sherpa_skills.skills.mine.shell_words import stages
+    from seams import stages
 
     found = set()
     for stage in stages(command) or ():
@@ -81,7 +81,7 @@ def load(path: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, int | 
     A command with two or more descriptions is a learning `about` its first one, and each other description is a task
     that must find it (a paraphrase). Of the commands with one description, half (by a hash) are learnings too
     (distractors) and the other half's descriptions are tasks with no learning of their own."""
-    from sherpa_skills.skills.mine.recurring import suggest_task_type
+    from seams import suggest_task_type
 
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     learnings: list[tuple[str, str, str]] = []
@@ -101,8 +101,7 @@ def load(path: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, int | 
 def embed_all(texts: list[str], cache: Path) -> Any:
     """MiniLM vectors, cached by text in `cache` (an .npz): a rerun on a busy machine does not embed again."""
     import numpy as np
-
-    from sherpa_skills.semantic.embeddings import MiniLMEmbedder
+    from seams import MiniLMEmbedder
 
     known: dict[str, Any] = {}
     if cache.is_file():
@@ -124,9 +123,7 @@ def sweep_of(
     """recall, false and noise for every (terms weight, floor), scoring every (task, learning)
     pair as the finder does."""
     import numpy as np
-
-    from sherpa_skills.skills.match.failures import learning_texts, learning_words
-    from sherpa_skills.skills.match.similarity import TermIndex
+    from seams import TermIndex, learning_texts, learning_words
 
     queries = embed_all([q for q, _, _ in tasks], cache)
     cos = np.zeros((len(tasks), len(learnings)), dtype=np.float32)
@@ -247,7 +244,7 @@ _ABOUTS = [
 def synthetic(n: int) -> list[tuple[str, str, str, str]]:
     """n distinct (task type, about, command, error): 20 programs x varied arguments x 8 errors; every other one knows
     what it was for (as a Claude Code log tells), the rest are bare commands (as a shell history gives them)."""
-    from sherpa_skills.skills.mine.recurring import suggest_task_type
+    from seams import suggest_task_type
 
     out = []
     for i in range(n):
@@ -260,8 +257,7 @@ def synthetic(n: int) -> list[tuple[str, str, str, str]]:
 
 def lexical_baseline(store: Any, task: str, task_type: str | None) -> int:
     """The previous pick: IDF-weighted shared words over the 2,000 newest learnings, floor 0.3 (no meaning)."""
-    from sherpa_skills.skills.match.failures import learning_words
-    from sherpa_skills.skills.match.similarity import task_type_words, words
+    from seams import learning_words, task_type_words, words
 
     pool = store.learnings(limit=2000)
     task_words = set(words(task)) | task_type_words(task_type)
@@ -276,9 +272,7 @@ def lexical_baseline(store: Any, task: str, task_type: str | None) -> int:
 
 
 def latency(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
-    from sherpa_skills.skills.match.failures import FailureFinder
-    from sherpa_skills.skills.store.database import ProcedureDatabase
-    from sherpa_skills.skills.store.models import CapturedLearning
+    from seams import CapturedLearning, FailureFinder, ProcedureDatabase
 
     rows = []
     for n in sizes:
@@ -323,7 +317,7 @@ def latency(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
 
 
 def report(cal: dict[str, Any] | None, lat: list[dict[str, Any]], command: str) -> str:
-    from sherpa_skills.skills.match.failures import FLOOR, TERMS_WEIGHT
+    from seams import FLOOR, TERMS_WEIGHT
 
     lines = [f"Machine: {machine()}.", f"Command: `{command}`.", ""]
     if cal is None:

@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import _ask_heldout as ah  # noqa: E402
 import match_bench as mb  # noqa: E402
-from _results import machine, median, write_section  # noqa: E402
+from harness import machine, median, write_section  # noqa: E402
 
 SECTION = "Procedure matching: the third answer (needs-confirmation)"
 LEARNING_ENV = "SHERPA_SKILLS_LEARNING_DATA"
@@ -93,8 +93,7 @@ Why the misses (what would be needed):
 
 def routines_store(home: Path, data: dict[str, Any], split: dict[str, Any]) -> tuple[Any, dict[str, str]]:
     """A SkillStore: OTHERS NL2Bash procedures, then every routine captured three times."""
-    from sherpa_skills.skills.api import SkillStore
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from seams import CapturedProcedure, ProcedureStep, SkillStore
 
     skills = SkillStore(home)
     for i, (command, description) in enumerate(split["stored"][:OTHERS]):
@@ -159,8 +158,7 @@ def alias_grid(
 ) -> dict[str, dict[str, list[tuple[int, str, str]]]]:
     """Per alias setting and direction (one wording confirmed per routine, another asked), each query's (half, kind,
     answer): the other wording ('gold'), every near miss and unrelated ask. Each direction on a fresh copy."""
-    from sherpa_skills.skills.api import SkillStore
-    from sherpa_skills.skills.match.relevance import default_model
+    from seams import SkillStore, default_model
 
     halves = {r["task"]: ah.half_of(r["task"]) for r in data["procedures"]}
     asked = [("gold", r, halves[r["task"]]) for r in data["procedures"]]
@@ -189,7 +187,7 @@ def nl2bash(split: dict[str, Any]) -> dict[str, Any]:
     the task can refuse them); and every setting fitted on one half, reported on the other (`_ask_heldout`)."""
     import hashlib
 
-    from sherpa_skills.skills.match.relevance import default_model
+    from seams import default_model
 
     with tempfile.TemporaryDirectory() as tmp:
         matcher, ids, _ = mb.build_store(Path(tmp), split["stored"])
@@ -289,7 +287,7 @@ def main() -> int:
         f"{v.count('wrong')} | {v.count('none')} |"
         for kind, v in k.items()
     ]
-    from sherpa_skills.skills.match.relevance import default_model
+    from seams import default_model
 
     shipped = default_model()
     shipped_point = ah.point_name({f: getattr(shipped, f) for f in ah.ALIAS_GRID})

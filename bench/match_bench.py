@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from _results import machine, percentile, write_section  # noqa: E402
+from harness import machine, percentile, write_section  # noqa: E402
 
 SECTION = "Procedure matching (NL2Bash dev)"
 ENV = "SHERPA_SKILLS_MATCHING_DATA"
@@ -93,7 +93,7 @@ class CachingEmbedder:
     """MiniLM with a per-run cache: the baseline embeds every query in batches once, and the matcher reuses it."""
 
     def __init__(self) -> None:
-        from sherpa_skills.semantic.embeddings import MiniLMEmbedder
+        from seams import MiniLMEmbedder
 
         self.inner = MiniLMEmbedder()
         self.name, self.semantic, self.dim = self.inner.name, True, self.inner.dim
@@ -120,9 +120,7 @@ def embedder() -> CachingEmbedder:
 def build_store(home: Path, stored: list[tuple[str, str]]) -> tuple[Any, list[str], float]:
     """A real store and its matching index: one procedure per command, proven (two successes);
     returns ids and reindex rate."""
-    from sherpa_skills.skills.match.matcher import Matcher
-    from sherpa_skills.skills.store.database import ProcedureDatabase
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from seams import CapturedProcedure, Matcher, ProcedureDatabase, ProcedureStep
 
     store = ProcedureDatabase(home / "store.db")
     ids = []
@@ -242,7 +240,7 @@ def _with_floor(
 
 def baseline_bm25(split: dict[str, Any]) -> tuple[float, dict[str, float]]:
     """Okapi BM25 (k1 1.2, b 0.75) over the stored descriptions; the raw (absolute) score against a floor."""
-    from sherpa_skills.skills.match.matcher import words
+    from seams import words
 
     docs = [words(d) for _, d in split["stored"]]
     n, avg = len(docs), sum(map(len, docs)) / max(len(docs), 1)
@@ -308,7 +306,7 @@ def fresh_process(home: Path, queries: list[str]) -> list[float]:
 
 def pad_store(matcher: Any, split: dict[str, Any], size: int) -> None:
     """Grow the store to `size` procedures with reworded copies of the stored ones, indexed in batches."""
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from seams import CapturedProcedure, ProcedureStep
 
     store = matcher.store
     stored = split["stored"]
@@ -354,7 +352,7 @@ def main() -> int:
         print(f"skipped: set {ENV} to the folder holding nl2bash-dev.jsonl (../shared/matching)")
         return 0
     split = load_split(Path(data) / "nl2bash-dev.jsonl")
-    from sherpa_skills.skills.match.models import MARGIN, RELEVANCE_FLOOR
+    from seams import MARGIN, RELEVANCE_FLOOR
 
     with tempfile.TemporaryDirectory(prefix="match-bench-") as tmp:
         home = Path(tmp)
@@ -448,7 +446,7 @@ def main() -> int:
     body = "\n".join(lines)
     print(body)
     if not args.no_write:
-        from _results import RESULTS
+        from harness import RESULTS
 
         old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
         start = old.find(f"## {SECTION}")

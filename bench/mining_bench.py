@@ -25,12 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import machine, write_section  # noqa: E402
-
-from sherpa_skills.sessions import SessionStore, import_paths  # noqa: E402
-from sherpa_skills.skills.mine.mining import mine  # noqa: E402
-from sherpa_skills.skills.mine.shell_words import classify  # noqa: E402
-from sherpa_skills.skills.store.database import ProcedureDatabase  # noqa: E402
+from harness import machine, write_section  # noqa: E402
+from seams import (  # noqa: E402
+    ProcedureDatabase,
+    SessionStore,
+    classify,
+    import_paths,
+    mine,
+)
 
 COMMAND = "python bench/mining_bench.py"
 TARGET_SECONDS = 2.0

@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _results import machine, write_section  # noqa: E402
+from harness import machine, write_section  # noqa: E402
 
 ROUTINES = 6  # routines 0, 2, 4 succeed when replayed; 1, 3, 5 fail
 WORKFLOW = """\
@@ -65,8 +65,9 @@ def routine(k: int) -> dict[str, Any]:
 
 
 def worker(home: str, seconds: float, index: int, out: str) -> None:
+    from seams import SkillStore
+
     import sherpa_skills as sk
-    from sherpa_skills.skills.api import SkillStore
 
     skills = SkillStore(home)
     runs = sk.RunStore(home=home)

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(ROOT / "tests"))
-from _results import machine, median, write_section  # noqa: E402  (after the sys.path lines above)
+from harness import machine, median, write_section  # noqa: E402  (after the sys.path lines above)
 
 TITLE = "PostgreSQL: durable tick"
 CHILD = HERE / "_postgres_tick_child.py"

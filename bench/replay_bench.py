@@ -23,13 +23,18 @@ from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import machine, median, read_section, write_section  # noqa: E402
-
-from sherpa_skills.engine.registry import ActionResult, default_registry, load_builtins  # noqa: E402
-from sherpa_skills.engine.workflow import Workflow, load_workflow_text  # noqa: E402
-from sherpa_skills.skills.capture.learning import Learner, _with_replay  # noqa: E402
-from sherpa_skills.skills.replay.policy import ReplayPolicy  # noqa: E402
-from sherpa_skills.skills.store.database import ProcedureDatabase  # noqa: E402
+from harness import machine, median, read_section, write_section  # noqa: E402
+from seams import (  # noqa: E402
+    ActionResult,
+    Learner,
+    ProcedureDatabase,
+    ReplayPolicy,
+    Workflow,
+    _with_replay,
+    default_registry,
+    load_builtins,
+    load_workflow_text,
+)
 
 DESK = Path(__file__).resolve().parent / "replay_tickets"
 #: (kind, ticket text): the scripted model routes by the text; the order number varies per ticket.

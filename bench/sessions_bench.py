@@ -29,11 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sherpa_skills.sessions import SessionStore, import_paths  # noqa: E402
+from seams import SessionStore, import_paths  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import machine as shared_machine  # noqa: E402
-from _results import write_section_text  # noqa: E402  (after the sys.path line above)
+from harness import machine as shared_machine  # noqa: E402
+from harness import write_section_text  # noqa: E402  (after the sys.path line above)
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Session import"

@@ -90,7 +90,7 @@ def rss_mib() -> float:
 
 def quiet_logs(home: Path | None = None) -> None:
     """As the CLI does for `learn …`: console at error level; with a home, also the JSON log file it keeps."""
-    from sherpa_skills.logs import configure
+    from seams import configure
 
     if home is not None:
         (home / "logs").mkdir(exist_ok=True)
@@ -101,7 +101,7 @@ def quiet_logs(home: Path | None = None) -> None:
 
 def cli_json(*argv: str) -> Any:
     """A `sherpa-skills` command in-process, its --json output parsed."""
-    from sherpa_skills.cli import main as cli
+    from seams import main as cli
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -225,9 +225,7 @@ def steps(n: int) -> list[str]:
 
 class ReplayBench:
     def __init__(self, tmp: Path):
-        from sherpa_skills.data import data_file
-        from sherpa_skills.engine.runstore import RunStore
-        from sherpa_skills.engine.workflow import load_workflow
+        from seams import RunStore, data_file, load_workflow
 
         self.home = tmp / "home"
         self.work = tmp / "work"
@@ -301,8 +299,7 @@ class ReplayBench:
 
     def run_steps(self, n: int) -> float:
         """The library's step runner alone (run_step → shell action → validation), no machine, no store."""
-        from sherpa_skills.skills.replay.runtime import run_step
-        from sherpa_skills.skills.store.models import ProcedureStep
+        from seams import ProcedureStep, run_step
 
         t0 = perf_counter()
         for i, command in enumerate(steps(n), 1):
@@ -390,20 +387,14 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
     """Where a replay's time goes: perf_counter around actions, store writes and the spawn, in a separate pass."""
     import subprocess as sp
 
-    from sherpa_skills.actions import shell
-    from sherpa_skills.engine.registry import default_registry
-    from sherpa_skills.engine.runstore import RunStore
-    from sherpa_skills.semantic.companion import Companion
-    from sherpa_skills.semantic.embeddings import MiniLMEmbedder
-    from sherpa_skills.skills.match import matcher as matcher_mod
-    from sherpa_skills.skills.replay import runtime
-    from sherpa_skills.skills.store.database import ProcedureDatabase
+    from seams import Companion, MiniLMEmbedder, ProcedureDatabase, RunStore, default_registry, runtime, shell
+    from seams import matcher as matcher_mod
 
     try:
-        from sherpa_skills.sqlite_db import Transaction as _Tx  # the stores' shared transaction helper
+        from seams import Transaction as _Tx  # the stores' shared transaction helper
     except ImportError:  # older checkouts: ProcedureDatabase's own
-        from sherpa_skills.skills.store.database import _Tx  # type: ignore[attr-defined,no-redef]
-    from sherpa_skills.engine.workflow import load_workflow
+        from seams import _Tx  # type: ignore[attr-defined,no-redef]
+    from seams import load_workflow
 
     reps = 5 if quick else 15
     timer = PhaseTimer()
@@ -464,7 +455,7 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
 
 def replay_growth(b: ReplayBench, quick: bool) -> dict[str, Any]:
     """skill_select lists every execution of the procedure: time a by-id replay after 10,000 more executions."""
-    from sherpa_skills.skills.replay.runtime import skill_store
+    from seams import skill_store
 
     store = skill_store(b.home)
     extra = 2_000 if quick else 10_000
@@ -523,16 +514,14 @@ def replay_profile(b: ReplayBench, quick: bool) -> list[tuple[str, float, float,
 
 def lexicon_class() -> Any:
     """The matcher's key-term index: `TermIndex` (numpy postings, in the procedure index) in current code."""
-    from sherpa_skills.skills.match.similarity import TermIndex
+    from seams import TermIndex
 
     return TermIndex
 
 
 def build_terms(store: Any, include_candidates: bool) -> Any:
     """The key-term index of a store, built from its rows as a fresh process without an index file would."""
-    from sherpa_skills.skills.match.matcher import words
-    from sherpa_skills.skills.match.procedure_index import Snapshot
-    from sherpa_skills.skills.match.texts import procedure_words
+    from seams import Snapshot, procedure_words, words
 
     snap, _ = Snapshot.build(store.index_rows(), (0, store.generation()), "none", 0, procedure_words, None)
     return snap.term_index(include_candidates, words)
@@ -847,7 +836,7 @@ class SplitEmbedder:
     dim = 384
 
     def __init__(self) -> None:
-        from sherpa_skills.semantic.embeddings import HashingEmbedder, MiniLMEmbedder
+        from seams import HashingEmbedder, MiniLMEmbedder
 
         self.bulk = HashingEmbedder(384)
         self.name = self.bulk.name
@@ -859,7 +848,7 @@ class SplitEmbedder:
 
 
 def _procedure(spec: tuple[str, str, str, list[str], list[str]]) -> Any:
-    from sherpa_skills.skills.store.models import CapturedProcedure, ProcedureStep
+    from seams import CapturedProcedure, ProcedureStep
 
     task_type, description, _, tags, commands = spec
     return CapturedProcedure(
@@ -878,7 +867,7 @@ def fill_store(
 ) -> tuple[Any, float]:
     """Bulk set-up through the public `ProcedureDatabase.add_procedure`,
     `batch` calls per transaction (its re-entrant `_write`)."""
-    from sherpa_skills.skills.store.database import ProcedureDatabase
+    from seams import ProcedureDatabase
 
     store = ProcedureDatabase(path)
     t0 = perf_counter()
@@ -932,9 +921,8 @@ def time_matches(matcher: Any, queries: list[tuple[str, str]], rounds: int, warm
 
 
 def match_phases(matcher: Any, queries: list[tuple[str, str]]) -> dict[str, Any]:
-    from sherpa_skills.semantic.companion import Companion
-    from sherpa_skills.skills.match import matcher as matcher_mod
-    from sherpa_skills.skills.store.database import ProcedureDatabase
+    from seams import Companion, ProcedureDatabase
+    from seams import matcher as matcher_mod
 
     timer = PhaseTimer()
     timer.wrap(matcher_mod.Matcher, "match", "Matcher.match (total)")
@@ -960,7 +948,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from skills_bench import rss_mib
 from skills_bench import build_terms
-from sherpa_skills.skills.store.database import ProcedureDatabase
+from seams import ProcedureDatabase
 store = ProcedureDatabase(Path(sys.argv[1]))
 store.count()
 gc.collect()
@@ -1005,8 +993,7 @@ def lexical_only(
     store: Any, tmp: Path, queries: list[tuple[str, str]], rounds: int, warm: int, n_phase: int
 ) -> dict[str, Any]:
     """The companion is unavailable (its collection is missing): FTS5 + the automaton, flagged in the result."""
-    from sherpa_skills.semantic.embeddings import HashingEmbedder
-    from sherpa_skills.skills.match.matcher import Matcher
+    from seams import HashingEmbedder, Matcher
 
     empty = tmp / f"companion-empty-{store.count()}"
     matcher = Matcher(store, empty, embedder=HashingEmbedder(384))
@@ -1019,8 +1006,7 @@ def lexical_only(
 
 
 def bench_match(quick: bool) -> dict[str, Any]:
-    from sherpa_skills.semantic.embeddings import HashingEmbedder, MiniLMEmbedder
-    from sherpa_skills.skills.match.matcher import Matcher
+    from seams import HashingEmbedder, Matcher, MiniLMEmbedder
 
     quiet_logs()
     small, large = (1_000, 10_000) if quick else (10_000, 100_000)
@@ -1121,7 +1107,7 @@ def bench_match(quick: bool) -> dict[str, Any]:
             )
             print(f"  lexical n={n}: p50 {out['lexical'][n]['p50']:.1f} ms", file=sys.stderr)
         # Last, since it adds procedures: what one capture's add_procedure costs at each size (public class).
-        from sherpa_skills.skills.store.database import ProcedureDatabase
+        from seams import ProcedureDatabase
 
         empty = ProcedureDatabase(tmp / "empty.db")
         out["add_procedure_ms"] = {
@@ -1139,7 +1125,7 @@ def bench_match(quick: bool) -> dict[str, Any]:
 
 
 def minilm_query_cost(queries: list[tuple[str, str]]) -> float:
-    from sherpa_skills.semantic.embeddings import MiniLMEmbedder
+    from seams import MiniLMEmbedder
 
     e = MiniLMEmbedder()
     e.embed(["warm up"])
@@ -1581,10 +1567,10 @@ def write_results(state: dict[str, Any], notes: str) -> str:
 
 
 def write_section(section: str) -> None:
-    """Through the benches' shared helper (bench/_results.py) when it is there; the same logic otherwise."""
+    """Through the benches' shared helper (bench/harness.py) when it is there; the same logic otherwise."""
     try:
         sys.path.insert(0, str(HERE))
-        from _results import write_section_text
+        from harness import write_section_text
     except ImportError:
         pass
     else:

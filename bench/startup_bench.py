@@ -30,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from _results import machine, write_section  # noqa: E402
+from harness import machine, write_section  # noqa: E402
 
 TITLE = "Start-up"
 TARGET_FIRST_STEP_S = 1.5

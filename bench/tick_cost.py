@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from _results import machine, write_section  # noqa: E402  (after the sys.path line above)
+from harness import machine, write_section  # noqa: E402  (after the sys.path line above)
 
 TITLE = "Tick cost (instructions per step)"
 TARGETS = {"memory": 160.0, "durable": 600.0}

@@ -32,7 +32,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from _results import machine, write_section  # noqa: E402  (after the sys.path line above)
+from harness import machine, write_section  # noqa: E402  (after the sys.path line above)
 from tick_cost import count as shared_count  # noqa: E402
 from tick_cost import export, shared_bench  # noqa: E402
 

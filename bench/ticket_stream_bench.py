@@ -34,7 +34,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from _results import machine, median, percentile, write_section  # noqa: E402
+from harness import machine, median, percentile, write_section  # noqa: E402
 
 TITLE = "Decisions that generalise: tickets in customers' own words"
 WORKFLOW = ROOT / "examples" / "ticket_learning" / "workflow.yaml"
@@ -146,10 +146,7 @@ def memory_timing(sizes: tuple[int, ...] = (100, 10_000), reps: int = 2000) -> d
     """Median µs of one `answer()` that decides by meaning, with `size` examples at the state (3 decisions); the sizes
     are asked in turn, so a busy machine slows both alike."""
     import numpy as np
-
-    from sherpa_skills.skills.decide.examples import Example, add_examples
-    from sherpa_skills.skills.decide.memory import DecisionMemory, scorer
-    from sherpa_skills.skills.store.database import ProcedureDatabase
+    from seams import DecisionMemory, Example, ProcedureDatabase, add_examples, scorer
 
     rng = np.random.default_rng(7)
     centres = rng.normal(size=(3, 384)).astype(np.float32)
@@ -218,7 +215,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print the section, do not rewrite RESULTS.md")
     parser.add_argument("--orders", type=int, default=3, help="other arrival orders of the same tickets to run too")
     args = parser.parse_args()
-    from sherpa_skills.logs import configure
+    from seams import configure
 
     configure(level="error")
     data = data_dir()

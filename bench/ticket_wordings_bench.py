@@ -31,7 +31,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _results import machine, write_section  # noqa: E402
+from harness import machine, write_section  # noqa: E402
 from ticket_stream_bench import KINDS, WORKFLOW, data_dir, script_with_judge  # noqa: E402
 
 TITLE = "One procedure per path: four wordings of one ticket kind"
@@ -66,9 +66,9 @@ def outcome(result: Any) -> tuple[str, str]:
 
 def measure(per_kind: int) -> dict[str, Any]:
     """The stream in a fresh home with this process's sherpa_skills; what it left, per path, as JSON."""
+    from seams import configure, replay_refusal
+
     import sherpa_skills as sk
-    from sherpa_skills.logs import configure
-    from sherpa_skills.skills.store.scoring import replay_refusal
 
     configure(level="error")
     with tempfile.TemporaryDirectory(prefix="sherpa-wordings-") as tmp:

@@ -34,7 +34,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "tracing"))  # the collectors the trace tests use
 from _collector import Collector, closed_port  # noqa: E402
-from _results import machine, median, write_section  # noqa: E402
+from harness import machine, median, write_section  # noqa: E402
 
 TITLE = "Traces"
 TARGET_RATIO = 1.2

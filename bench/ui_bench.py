@@ -30,7 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _results import machine, median, percentile, write_section  # noqa: E402
+from harness import machine, median, percentile, write_section  # noqa: E402
 
 RUNS = 10_000
 STEPS = 3_000
@@ -56,8 +56,7 @@ transitions:
 
 def fill(home: Path, workflow: Path) -> str:
     """10,000 short runs of three workflows, then one run of 3,000 steps (trajectory and log rows); returns its id."""
-    from sherpa_skills.engine.belief import LogEntry, TrajectoryEntry
-    from sherpa_skills.engine.runstore import RunStore, TickRecord
+    from seams import LogEntry, RunStore, TickRecord, TrajectoryEntry
 
     store = RunStore(home=home)
     counters = {"steps": 3, "llm_calls": 1, "tokens": 120}
@@ -181,11 +180,8 @@ def main() -> int:
     began = perf_counter()
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
+    from seams import RunStore, create_app, run_detail, run_summary
     from starlette.testclient import TestClient
-
-    from sherpa_skills.engine.run_json import run_detail, run_summary
-    from sherpa_skills.engine.runstore import RunStore
-    from sherpa_skills.ui import create_app
 
     with tempfile.TemporaryDirectory(prefix="sherpa-ui-bench-") as tmp:
         home = Path(tmp) / "home"
@@ -224,9 +220,7 @@ def main() -> int:
             }
         # The page's diagram alone: SVG drawn on the server (this run keeps no machine: from its file), its layout
         # cached per machine.
-        from sherpa_skills.engine.workflow import load_workflow
-        from sherpa_skills.ui import svg
-        from sherpa_skills.ui.diagram import highlighted_mermaid
+        from seams import highlighted_mermaid, load_workflow, svg
 
         drawing = highlighted_mermaid(
             load_workflow(workflow).machine, store.visited_states(long_id), store.get_run(long_id).state

@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import match_bench as mb  # noqa: E402
-from _results import machine, write_section  # noqa: E402
+from harness import machine, write_section  # noqa: E402
 from match_calibrate import dev_split, options  # noqa: E402
 
 SECTION = "Procedure matching: verifier (NL2Bash dev)"
@@ -80,7 +80,7 @@ def main() -> int:
     split = dev_split(args.embedding_cache)
     if split is None:
         return 0
-    from sherpa_skills.skills.match.verifier import Verifier
+    from seams import Verifier
 
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:

@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "ui"), str(ROOT / "bench")]
 
-from _results import machine, median, percentile, write_section  # noqa: E402
 from _ui_home import make_home  # noqa: E402
+from harness import machine, median, percentile, write_section  # noqa: E402
 from test_ui_browser import CHROMIUM_ARGS, _Server  # noqa: E402
 
 TITLE = "Browser view: diagram pages"

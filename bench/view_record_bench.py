@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _results import machine, median, percentile, write_section  # noqa: E402
+from harness import machine, median, percentile, write_section  # noqa: E402
 
 REPEATS = 15
 COLD = 7
@@ -48,10 +48,7 @@ CHAIN += "  s10: {final: true}\ntransitions:\n" + "".join(
 
 def synthetic_run(store: Any, run_id: str, steps: int, workflow: Path, machine_: Any) -> None:
     """A run of `steps` steps alternating a/b, written through RunStore as the engine writes them."""
-    from sherpa_skills.engine.belief import LogEntry, TrajectoryEntry
-    from sherpa_skills.engine.run.identity import spec_hash
-    from sherpa_skills.engine.run_record import machine_record
-    from sherpa_skills.engine.runstore import TickRecord
+    from seams import LogEntry, TickRecord, TrajectoryEntry, machine_record, spec_hash
 
     now = time.time() - steps
     h = spec_hash(machine_)
@@ -112,8 +109,7 @@ def cold_runs_load(home: Path) -> tuple[list[float], list[float]]:
 
     import uvicorn
     from playwright.sync_api import sync_playwright
-
-    from sherpa_skills.ui import create_app
+    from seams import create_app
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -173,12 +169,8 @@ def cold_runs_load(home: Path) -> tuple[list[float], list[float]]:
 
 
 def main() -> int:
+    from seams import RunStore, create_app, fork_run, load_workflow
     from starlette.testclient import TestClient
-
-    from sherpa_skills.engine.fork import fork_run
-    from sherpa_skills.engine.runstore import RunStore
-    from sherpa_skills.engine.workflow import load_workflow
-    from sherpa_skills.ui import create_app
 
     load0 = os.getloadavg()
     started = time.perf_counter()

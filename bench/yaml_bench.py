@@ -18,7 +18,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _results import machine, write_section  # noqa: E402
+from harness import machine, write_section  # noqa: E402
 
 WORKFLOW = HERE.parent / "examples" / "support_triage" / "workflow.yaml"
 REPEATS = 300
@@ -37,9 +37,7 @@ def timed(fn: Callable[[], Any]) -> float:
 
 def main() -> int:
     import yaml
-
-    from sherpa_skills.engine.workflow import load_workflow
-    from sherpa_skills.yaml_source import load_yaml_text
+    from seams import load_workflow, load_yaml_text
 
     text = WORKFLOW.read_text(encoding="utf-8")
     rows = [
