@@ -15,7 +15,8 @@ RELEVANCE_FLOOR = default_model().floor
 MARGIN = default_model().margin
 
 
-Decision = Literal["match", "needs-confirmation", "no-match"]
+#: What a match decided; named apart from `policy.base.Decision`, the policy's choice of a trigger.
+MatchOutcome = Literal["match", "needs-confirmation", "no-match"]
 
 
 class MatchCandidate(BaseModel):
@@ -58,7 +59,7 @@ class MatchDecision(BaseModel):
 
     query: str
     task_type: str | None = None
-    decision: Decision
+    decision: MatchOutcome
     selected: MatchCandidate | None = None
     params: dict[str, str] = Field(default_factory=dict)
     candidates: list[MatchCandidate] = Field(default_factory=list, description="best first, the selected one included")
