@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "WorkflowSpec": "engine.spec",
     "CompiledMachine": "engine.compiler",
     "RunStore": "engine.runstore",
+    "RunHook": "engine.hooks",
     "Registry": "engine.registry",
     "default_registry": "engine.registry",
     "action": "engine.registry",
@@ -103,6 +104,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .engine.diagram import to_mermaid as to_mermaid
     from .engine.events import Event as Event
     from .engine.events import EventError as EventError
+    from .engine.hooks import RunHook as RunHook
     from .engine.registry import ActionContext as ActionContext
     from .engine.registry import ActionResult as ActionResult
     from .engine.registry import Internal as Internal
