@@ -6,8 +6,8 @@ without importing litellm unless `SHERPA_SKILLS_SCRIPTED_VIA=litellm` (see `sher
 
 from .llm.scripted import (
     PROVIDER,
-    Answer,
     Script,
+    ScriptedAnswer,
     ScriptError,
     estimate_tokens,
     load_script,
@@ -19,7 +19,7 @@ from .llm.scripted import (
 
 __all__ = [
     "PROVIDER",
-    "Answer",
+    "ScriptedAnswer",
     "Script",
     "ScriptError",
     "estimate_tokens",

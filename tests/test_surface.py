@@ -1,4 +1,4 @@
-"""The public surface: what `sherpa_skills` offers, that importing it stays lazy, and that a class name means one thing."""
+"""The public surface: what `sherpa_skills` offers, that importing it stays lazy, that a class name means one thing."""
 
 from __future__ import annotations
 
@@ -72,7 +72,8 @@ class TestLazyImport:
         """Subclassing `RunHook` costs the hooks module, not the engine that calls it."""
         out = _subprocess(
             "import sys, sherpa_skills; sherpa_skills.RunHook\n"
-            "print(sorted(m for m in ('sherpa_skills.engine.agent', 'sherpa_skills.engine.runstore') if m in sys.modules))"
+            "engine = ('sherpa_skills.engine.agent', 'sherpa_skills.engine.runstore')\n"
+            "print(sorted(m for m in engine if m in sys.modules))"
         )
         assert out == "[]"
 

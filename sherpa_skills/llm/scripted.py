@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROVIDER",
-    "Answer",
+    "ScriptedAnswer",
     "Script",
     "ScriptError",
     "ScriptedModel",  # noqa: F822  (built on first access by the module __getattr__ below)
@@ -64,7 +64,7 @@ class ScriptError(ModelError):
 
 
 @dataclass(frozen=True)
-class Answer:
+class ScriptedAnswer:
     """One scripted answer and the prompt it is for."""
 
     index: int
@@ -79,7 +79,7 @@ class Script:
     """A parsed script file."""
 
     path: Path
-    answers: tuple[Answer, ...]
+    answers: tuple[ScriptedAnswer, ...]
     default: jinja2.Template | None = None
 
 
@@ -200,7 +200,7 @@ def _scripted_model_class() -> type:
     return ScriptedModel
 
 
-def _take(script: Script, answer: Answer) -> bool:
+def _take(script: Script, answer: ScriptedAnswer) -> bool:
     """Count one use of an entry; False when its ``times`` are used up."""
     if answer.times is None:
         return True
@@ -268,7 +268,7 @@ def _parse(path: Path) -> Script:
     return Script(path, answers, None if default is None else _template(path, "default", default))
 
 
-def _parse_entry(path: Path, index: int, entry: Any) -> Answer:
+def _parse_entry(path: Path, index: int, entry: Any) -> ScriptedAnswer:
     where = f"answers[{index}]"
     if not isinstance(entry, dict):
         raise ScriptError(f"{path}: {where}: an entry is a mapping with 'match' and 'respond'")
@@ -280,7 +280,7 @@ def _parse_entry(path: Path, index: int, entry: Any) -> Answer:
     if times is not None and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
         raise ScriptError(f"{path}: {where}: 'times' must be a positive integer, got {times!r}")
     system_match = entry.get("system_match")
-    return Answer(
+    return ScriptedAnswer(
         index=index,
         match=_regex(path, where, "match", entry["match"]),
         respond=_template(path, where, entry["respond"]),

@@ -17,7 +17,9 @@ Older note: {old}
 Newer note: {new}"""
 
 
-class Verdict(BaseModel):
+class TensionVerdict(BaseModel):
+    """The tension check's answer about two notes: whether they contradict, and why."""
+
     contradicts: bool
     reason: str = ""
 
@@ -38,7 +40,7 @@ def llm_judge(model: str, problems: list[str], base_dir: str | None = None) -> J
                 max_tokens=120,
                 base_dir=base_dir,
             )
-            verdict = Verdict.model_validate(json.loads(answer.text))
+            verdict = TensionVerdict.model_validate(json.loads(answer.text))
         except ModelError as exc:
             problems.append(f"tension check by {model}: {exc}")
             return None

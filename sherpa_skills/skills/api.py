@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from .match.matcher import Matcher
 from .match.models import MatchDecision
-from .store.answers import Answer
+from .store.answers import WordingAnswer
 from .store.models import CapturedProcedure, ProcedureHealthReport, ProcedureStep, step_problem
 
 if TYPE_CHECKING:
@@ -179,7 +179,9 @@ class SkillStore:
 
     # ------------------------------------------------------------------ answers to needs-confirmation
 
-    def confirm(self, query: str, procedure_id: str, task_type: str | None = None, *, by: str | None = None) -> Answer:
+    def confirm(
+        self, query: str, procedure_id: str, task_type: str | None = None, *, by: str | None = None
+    ) -> WordingAnswer:
         """The task is this procedure: its wording becomes an alias (in `task_type`'s scope), so it replays next time.
         Refused (UsageError) when the task's literals disagree with the procedure."""
         return self.matcher.confirm(query, procedure_id, task_type=task_type, by=by)
@@ -191,7 +193,7 @@ class SkillStore:
         task_type: str | None = None,
         *,
         by: str | None = None,
-    ) -> list[Answer]:
+    ) -> list[WordingAnswer]:
         """The task is none of these procedures (default: the ones `match` offers or selects now): remembered, never
         offered for this wording again."""
         if procedure_ids is None:
@@ -203,12 +205,12 @@ class SkillStore:
             procedure_ids = [self.store.get(pid).id for pid in procedure_ids]
         return self.matcher.reject(query, procedure_ids, task_type=task_type, by=by)
 
-    def aliases(self, procedure_id: str | None = None) -> list[Answer]:
+    def aliases(self, procedure_id: str | None = None) -> list[WordingAnswer]:
         """Aliases, then rejections (of one procedure, when given)."""
         pid = self.store.get(procedure_id).id if procedure_id else None
         return self.matcher.answers.entries(pid)
 
-    def forget(self, answer_id: str) -> Answer:
+    def forget(self, answer_id: str) -> WordingAnswer:
         """Remove one alias (`a<N>`) or rejection (`r<N>`)."""
         return self.matcher.answers.forget(answer_id)
 

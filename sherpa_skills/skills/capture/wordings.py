@@ -12,7 +12,7 @@ import structlog
 
 from ...errors import SherpaError
 from ..match.wording import wording_key
-from ..store.answers import RUN_PREFIX, Answer, Answers
+from ..store.answers import RUN_PREFIX, Answers, WordingAnswer
 from ..store.models import CapturedProcedure
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def run_source(run_id: str) -> str:
     return f"{RUN_PREFIX}{run_id}"
 
 
-def alias_from_run(learner: Learner, proc: CapturedProcedure, text: str, run_id: str) -> Answer | None:
+def alias_from_run(learner: Learner, proc: CapturedProcedure, text: str, run_id: str) -> WordingAnswer | None:
     """`text` (the run's task, described as procedures are) as an alias of `proc`, whose path the run took and whose
     success count it was credited to; None where it says what the description says, or its literals disagree with
     the procedure (the credit stands: the decisions were the same)."""
@@ -43,6 +43,6 @@ def alias_from_run(learner: Learner, proc: CapturedProcedure, text: str, run_id:
     return Answers(learner.store).set_source(alias.id, source)
 
 
-def judged_from_run(learner: Learner, alias: Answer, run_id: str) -> Answer:
+def judged_from_run(learner: Learner, alias: WordingAnswer, run_id: str) -> WordingAnswer:
     """A judge's confirmation asked during a run: the alias names that run as where its wording came from."""
     return Answers(learner.store).set_source(alias.id, run_source(run_id))

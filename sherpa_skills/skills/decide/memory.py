@@ -51,7 +51,7 @@ def scorer() -> str:
 
 
 @dataclass(slots=True)
-class Answer:
+class DecisionAnswer:
     """What the memory says for one decision: `example` is the decision to take (None: it abstains, `why`)."""
 
     example: Example | None
@@ -589,7 +589,7 @@ class DecisionMemory:
         features: dict[str, Any],
         path: str,
         bound: float | None = None,
-    ) -> Answer:
+    ) -> DecisionAnswer:
         """The decision the memory would take at `state` now, or why it abstains; `meaning()` gives the task's
         embedding, asked for only when meaning must decide; `bound` is the workflow's error bound δ (default: the
         settings')."""
@@ -597,22 +597,22 @@ class DecisionMemory:
 
         memory = self._states.get(workflow, {}).get(state)
         if memory is None or not memory.size():
-            return Answer(None, f"no decision in '{state}' seen yet")
+            return DecisionAnswer(None, f"no decision in '{state}' seen yet")
         conf = settings()
         novel = memory.novel(features)
         if novel is not None:
-            return Answer(None, f"'{state}' was never decided with {novel}", examples=memory.size())
+            return DecisionAnswer(None, f"'{state}' was never decided with {novel}", examples=memory.size())
         group = memory.group(features, _DIM)
         if group is None:
             shown = ", ".join(f"{k}={features.get(k)!r}" for k in memory.separating)
-            return Answer(None, f"no decision in '{state}' seen with {shown}", examples=memory.size())
+            return DecisionAnswer(None, f"no decision in '{state}' seen with {shown}", examples=memory.size())
         size = len(group.rows)
         if (
             len(group.labels) == 1
             and size >= int(conf["any_kind_examples"])
             and len(group.paths) >= int(conf["any_kind_paths"])
         ):
-            return Answer(
+            return DecisionAnswer(
                 memory.example(group.rows[-1]),
                 f"{size} decisions in '{state}' agree, whatever came before",
                 confidence=1 - 1 / (size + 1),
@@ -620,30 +620,30 @@ class DecisionMemory:
                 examples=size,
             )
         if size < int(conf["least_neighbours"]):
-            return Answer(None, f"only {size} decision in '{state}' to go by", examples=size)
+            return DecisionAnswer(None, f"only {size} decision in '{state}' to go by", examples=size)
         vector = meaning()
         if vector is None:
-            return Answer(None, "the task has no embedding", examples=size)
+            return DecisionAnswer(None, "the task has no embedding", examples=size)
         q = np.asarray(vector, dtype=np.float32)
         q = q / (np.linalg.norm(q) or 1)
         if group.width != q.shape[0]:
-            return Answer(None, "the examples were embedded otherwise", examples=size)
+            return DecisionAnswer(None, "the examples were embedded otherwise", examples=size)
         # Meaning decides among every decision taken at the state; the values then say which of them may be taken.
         head = memory.head(_DIM)
         found = head.guess(q, float(conf["density"]))
         if found is None:
             only = memory.example(0).trigger
-            return Answer(
+            return DecisionAnswer(
                 None, f"only '{only}' was ever decided in '{state}': nothing shows where it ends", examples=size
             )
         example = memory.example(found.row)
         if found.nearest < float(conf["far_floor"]):
-            return Answer(
+            return DecisionAnswer(
                 None,
                 f"the task is far from every decision learned in '{state}' (nearest {found.nearest:.2f})",
                 examples=size,
             )
-        seen = Answer(None, "", examples=size, guess=example.label, score=round(found.score, 4))
+        seen = DecisionAnswer(None, "", examples=size, guess=example.label, score=round(found.score, 4))
         if example.label not in group.labels:
             shown = ", ".join(f"{k}={features.get(k)!r}" for k in memory.separating)
             seen.why = f"meaning says '{example.trigger}' in '{state}', never decided there with {shown}"

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import structlog
 
 from ...errors import ModelFileError
-from ..store.answers import AliasRow, Answer, Answers
+from ..store.answers import AliasRow, Answers, WordingAnswer
 from ..store.database import ProcedureDatabase
 from ..store.models import CapturedProcedure
 from ..store.scoring import replay_refusal
@@ -479,7 +479,9 @@ class Matcher:
         agreement = lit.agree(lit.extract(query), self._text(proc)[1])
         return {} if agreement.disagreed else dict(agreement.params)
 
-    def confirm(self, query: str, procedure_id: str, *, task_type: str | None = None, by: str | None = None) -> Answer:
+    def confirm(
+        self, query: str, procedure_id: str, *, task_type: str | None = None, by: str | None = None
+    ) -> WordingAnswer:
         """A judge said the task is this procedure: its wording (redacted, literals as the procedure's parameters)
         becomes an alias in this scope. Refused when the task's literals disagree with the procedure."""
         from ...errors import UsageError
@@ -510,7 +512,7 @@ class Matcher:
 
     def reject(
         self, query: str, procedure_ids: list[str], *, task_type: str | None = None, by: str | None = None
-    ) -> list[Answer]:
+    ) -> list[WordingAnswer]:
         """A judge said the task is none of these procedures: each pair is remembered and not offered again."""
         from ...redact import redact
 

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .relevance import default_model
-from .verifier import Verdict
+from .verifier import JudgeChoice
 
 RELEVANCE_FLOOR = default_model().floor
 
@@ -77,7 +77,7 @@ class MatchDecision(BaseModel):
     min_confidence: float | None = None  # the caller's floor; None: the replay rule's own (skills/store/scoring.py)
     mode: Literal["semantic", "lexical"] = "semantic"
     degraded: str | None = None
-    verification: Verdict | None = Field(
+    verification: JudgeChoice | None = Field(
         default=None,
         description="the model judge's answer about the offered candidates, with its calls and tokens; None when "
         "it was off or not asked",

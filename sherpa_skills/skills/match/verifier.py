@@ -25,7 +25,7 @@ from ..store.models import CapturedProcedure
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["MODEL_ENV", "Verdict", "Verifier", "judge", "verifier_from_env"]
+__all__ = ["MODEL_ENV", "JudgeChoice", "Verifier", "judge", "verifier_from_env"]
 
 MODEL_ENV = "SHERPA_SKILLS_VERIFY_MODEL"
 MAX_STEPS = 3
@@ -53,7 +53,7 @@ class _Answer(BaseModel):
     params: dict[str, str | int | float] = Field(default_factory=dict)
 
 
-class Verdict(BaseModel):
+class JudgeChoice(BaseModel):
     """What the judge chose among the offered candidates, and what asking cost."""
 
     procedure_id: str | None = Field(default=None, description="the chosen procedure; None for none of them")
@@ -166,12 +166,12 @@ class Verifier:
         prompt = QUESTION.format(query=query.strip()[:500], options=options)
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
 
-    def choose(self, query: str, offered: list[Offer]) -> Verdict:
+    def choose(self, query: str, offered: list[Offer]) -> JudgeChoice:
         """One call (two when the first answer is unusable); a failed call is a refusal with the reason."""
         from ...llm.call import complete
 
         offered = offered[:MAX_OFFERED]
-        verdict = Verdict(model=self.model, offered=[p.id for p, _ in offered])
+        verdict = JudgeChoice(model=self.model, offered=[p.id for p, _ in offered])
         if not offered:
             verdict.reason = "nothing was offered to choose from"
             return verdict
@@ -213,7 +213,7 @@ class Verifier:
             ]
         return verdict
 
-    def verify(self, query: str, proc: CapturedProcedure, declared: list[str]) -> Verdict:
+    def verify(self, query: str, proc: CapturedProcedure, declared: list[str]) -> JudgeChoice:
         """The one-candidate question: is this procedure the task?"""
         return self.choose(query, [(proc, declared)])
 
@@ -225,7 +225,7 @@ def judge(
     *,
     declared: dict[str, list[str]] | None = None,
     base_dir: str | None = None,
-) -> Verdict:
+) -> JudgeChoice:
     """The workflow's own model as the judge of a `needs-confirmation`: `verdict.procedure_id` is its choice among
     `offered` (None for none, garbage or a procedure not offered), with the calls and tokens it cost. `declared`
     gives each procedure's parameter names (by id)."""

@@ -28,7 +28,7 @@ from .database import ProcedureDatabase, current_user
 RUN_PREFIX = "run:"
 
 
-class Answer(BaseModel):
+class WordingAnswer(BaseModel):
     """One remembered answer: an alias of a procedure, or a rejection of it for a wording."""
 
     id: str
@@ -83,7 +83,7 @@ class Answers:
         by: str | None = None,
         vector: bytes | None = None,
         embedder: str | None = None,
-    ) -> Answer:
+    ) -> WordingAnswer:
         """Remember `text` (already parametrised by the caller) as a wording of the procedure; the same wording twice
         is one alias, whose first judge or person stays its confirmer; one a run made (`by` a run, exact-only) becomes
         theirs. A rejection of the same pair is withdrawn: the newer answer wins."""
@@ -121,7 +121,7 @@ class Answers:
 
     def add_rejection(
         self, procedure_id: str, text: str, key: str, *, scope: str | None = None, by: str | None = None
-    ) -> Answer:
+    ) -> WordingAnswer:
         """Remember that `text` is not about the procedure; an alias of the same pair is withdrawn."""
         text = redact(text.strip())
         with self.store._write():
@@ -140,7 +140,7 @@ class Answers:
         ).fetchone()
         return self.get(f"r{row[0]}")
 
-    def set_source(self, alias_id: str, source: str) -> Answer:
+    def set_source(self, alias_id: str, source: str) -> WordingAnswer:
         """Name the run an alias's wording came from; an alias that already names one keeps it (its first run)."""
         with self.store._write():
             self.conn.execute(
@@ -155,7 +155,7 @@ class Answers:
                 "UPDATE aliases SET vector = ?, embedder = ? WHERE id = ?", (vector, embedder, int(alias_id[1:]))
             )
 
-    def get(self, answer_id: str) -> Answer:
+    def get(self, answer_id: str) -> WordingAnswer:
         kind, number = _parse_id(answer_id)
         if kind == "alias":
             row = self.conn.execute(
@@ -172,7 +172,7 @@ class Answers:
             raise StoreError(f"no {kind} '{answer_id}'; `sherpa-skills learn aliases` lists them")
         return _answer(kind, row)
 
-    def entries(self, procedure_id: str | None = None) -> list[Answer]:
+    def entries(self, procedure_id: str | None = None) -> list[WordingAnswer]:
         """Every alias, then every rejection (of one procedure, when given), oldest first."""
         where, params = ("WHERE procedure_id = ?", (procedure_id,)) if procedure_id else ("", ())
         aliases = self.conn.execute(
@@ -188,7 +188,7 @@ class Answers:
         )
         return found + [_answer("rejection", r) for r in rejections]
 
-    def forget(self, answer_id: str) -> Answer:
+    def forget(self, answer_id: str) -> WordingAnswer:
         """Remove one alias or rejection; the matcher stops using it at its next match."""
         answer = self.get(answer_id)
         table = "aliases" if answer.kind == "alias" else "rejections"
@@ -233,9 +233,9 @@ def _parse_id(answer_id: str) -> tuple[Literal["alias", "rejection"], int]:
     )
 
 
-def _answer(kind: Literal["alias", "rejection"], row: tuple[Any, ...]) -> Answer:
+def _answer(kind: Literal["alias", "rejection"], row: tuple[Any, ...]) -> WordingAnswer:
     prefix = "a" if kind == "alias" else "r"
-    return Answer(
+    return WordingAnswer(
         id=f"{prefix}{row[0]}",
         kind=kind,
         procedure_id=row[1],
