@@ -18,7 +18,7 @@ import yaml
 
 from .errors import Problem, WorkflowError
 
-Loc = tuple[Any, ...]
+Loc = tuple[int | str, ...]  # a place in a YAML document: mapping keys and sequence indexes, as pydantic reports them
 
 #: Values a file may expand to, aliases included: a "billion laughs" file stops here instead of exhausting memory.
 MAX_NODES = 200_000

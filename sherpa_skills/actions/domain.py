@@ -8,7 +8,7 @@ argument names another domain or agent.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +17,10 @@ from ..engine.registry import ActionContext, ActionResult, default_registry
 from ..errors import UsageError
 from ..home import per_home
 from ..memory.domains import Domains, briefing
+
+if TYPE_CHECKING:
+    from ..engine.agent import Agent, RunResult
+    from ..engine.events import Event
 
 #: The context key a run finds its domain under.
 CONTEXT_KEY = "domain"
@@ -27,7 +31,7 @@ def domains(home: Path | None) -> Domains:
     return per_home(Domains, home)
 
 
-def _declared(agent: Any) -> str | None:
+def _declared(agent: Agent) -> str | None:
     return getattr(agent.machine.spec, "domain", None)
 
 
@@ -35,7 +39,7 @@ class DomainHook(RunHook):
     """Run start: claim the domain for this agent and hand it decisions, status, recent changes and a briefing.
     Run end (final or error): one changelog line with the outcome, and the domain's liveness."""
 
-    def on_start(self, agent: Any, inputs: dict[str, Any], event: Any) -> dict[str, Any] | None:
+    def on_start(self, agent: Agent, inputs: dict[str, Any], event: Event | None) -> dict[str, Any] | None:
         name = _declared(agent)
         if name is None:
             return None
@@ -43,7 +47,7 @@ class DomainHook(RunHook):
         store.claim(name, agent.name)
         return {CONTEXT_KEY: store.start_context(name, agent.name, briefing(agent.home, agent.name))}
 
-    def on_stop(self, agent: Any, result: Any) -> None:
+    def on_stop(self, agent: Agent, result: RunResult) -> None:
         name = _declared(agent)
         if name is None or result.status not in ("final", "error"):
             return

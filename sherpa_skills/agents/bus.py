@@ -96,7 +96,7 @@ class InProcessBus:
         self.counters["routed"] += 1
         return Published(checked, receivers)
 
-    def _problem(self, published: Published, raw: Any) -> Published:
+    def _problem(self, published: Published, raw: object) -> Published:
         self.counters[published.kind] += 1
         self.problems.append(published)
         name = raw.get("name") if isinstance(raw, dict) else getattr(raw, "name", None)

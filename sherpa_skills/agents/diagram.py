@@ -4,10 +4,10 @@ each agent's machine as a block, topics, who hears and who emits what."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..engine.diagram import _id, _label, machine_lines
-from ..engine.spec import PATH_SEP, ActionCall, StateSpec
+from ..engine.spec import PATH_SEP, ActionCall, StateSpec, TransitionSpec, WorkflowSpec
 
 if TYPE_CHECKING:  # a team keeps its own drawing when it runs: team imports this module
     from .team import Team
@@ -44,7 +44,7 @@ def team_to_mermaid(team: Team) -> str:
     return "\n".join(lines) + "\n"
 
 
-def emitted(spec: Any) -> list[tuple[str, str, str]]:
+def emitted(spec: WorkflowSpec) -> list[tuple[str, str, str]]:
     """(topic|recipient, where, event name) for each `emit` action with literal names, in the order they appear."""
     found: list[tuple[str, str, str]] = []
     for call in _calls(spec.states, spec.transitions):
@@ -58,7 +58,7 @@ def emitted(spec: Any) -> list[tuple[str, str, str]]:
     return found
 
 
-def _calls(states: dict[str, StateSpec], transitions: list[Any]) -> Iterator[ActionCall]:
+def _calls(states: dict[str, StateSpec], transitions: list[TransitionSpec]) -> Iterator[ActionCall]:
     for t in transitions:
         yield from (*t.before, *t.after)
     for state in states.values():

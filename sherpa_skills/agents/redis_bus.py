@@ -17,14 +17,18 @@ twice, and is marked `repeated`).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from ..engine.events import Event, EventError, parse_event
 from ..errors import UsageError
 from .bus import Published
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = ["Message", "RedisBus"]
 
@@ -42,7 +46,7 @@ class Message:
     raw: dict[str, str] | None = None
 
 
-def _redis() -> Any:
+def _redis() -> ModuleType:
     try:
         import redis
     except ImportError:  # pragma: no cover - depends on the environment
@@ -50,7 +54,7 @@ def _redis() -> Any:
     return redis
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value.decode(errors="replace") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
@@ -226,7 +230,7 @@ class RedisBus:
                 messages.append(self._message(_text(stream), entry[0], entry[1]))
         return sorted(messages, key=lambda m: _entry_key(m.entry_id))
 
-    def _message(self, stream: Any, entry_id: Any, fields: Any) -> Message:
+    def _message(self, stream: object, entry_id: object, fields: Mapping[object, object] | None) -> Message:
         stream, entry_id = _text(stream), _text(entry_id)
         if not fields:  # an entry trimmed from the stream while it was pending
             return Message(

@@ -14,7 +14,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -22,6 +22,10 @@ from ..logs import ensure_configured
 from .bus import Published
 from .redis_bus import Message, RedisBus
 from .team import AgentHost, Delivery
+
+if TYPE_CHECKING:
+    from ..engine.runstore import RunStore
+    from ..engine.workflow import Workflow
 
 __all__ = ["AgentService", "ServiceResult"]
 
@@ -56,10 +60,10 @@ class AgentService:
     def __init__(
         self,
         name: str,
-        workflow: Any,
+        workflow: Workflow,
         topics: list[str],
         bus: RedisBus,
-        store: Any,
+        store: RunStore,
         *,
         consumer: str | None = None,
         model: str | None = None,

@@ -23,11 +23,13 @@ from ..engine.events import Event, EventError, parse_event
 from ..engine.inputs import check_inputs
 from ..engine.spec import NAME_RE, InputSpec
 from ..errors import Problem, RunError, UsageError, WorkflowError
-from ..yaml_source import Located, load_yaml_file
+from ..yaml_source import Loc, Located, load_yaml_file
 from .bus import InProcessBus, Published
 
 if TYPE_CHECKING:
-    from ..engine.agent import Agent
+    from ..engine.agent import Agent, RunResult
+    from ..engine.runstore import RunStore
+    from ..engine.workflow import Workflow
 
 __all__ = [
     "AgentHost",
@@ -156,7 +158,7 @@ class _Overlay(Located):
     prefix: tuple[Any, ...] = ()
     keys: frozenset[str] = frozenset()
 
-    def problem(self, loc: tuple[Any, ...], message: str) -> Problem:
+    def problem(self, loc: Loc, message: str) -> Problem:
         loc = tuple(loc)
         if loc and loc[0] in self.keys and self.team is not None:
             return self.team.problem(self.prefix + loc, message)
@@ -356,8 +358,8 @@ class AgentHost:
     def __init__(
         self,
         name: str,
-        workflow: Any,
-        store: Any = None,
+        workflow: Workflow,
+        store: RunStore | None = None,
         *,
         model: str | None = None,
         max_cached: int = 256,
@@ -366,7 +368,7 @@ class AgentHost:
         self.name, self.workflow, self.store, self.model = name, workflow, store, model
         self.max_cached = max_cached
         self.observer = observer
-        self.last: OrderedDict[str, Any] = OrderedDict()  # correlation id -> latest RunResult
+        self.last: OrderedDict[str, RunResult] = OrderedDict()  # correlation id -> latest RunResult
         self._agents: OrderedDict[str, Agent] = OrderedDict()
 
     def agent(self, correlation_id: str) -> Agent:
@@ -400,17 +402,16 @@ class AgentHost:
         agent = self.agent(event.correlation_id or event.id)
         return self._delivery(event, agent, await agent.ahandle(event))
 
-    def _delivery(self, event: Event, agent: Any, result: Any) -> Delivery:
+    def _delivery(self, event: Event, agent: Agent, result: RunResult) -> Delivery:
         emitted, agent.outbox = list(agent.outbox), []
+        task = event.correlation_id or event.id  # the key `agent()` filed this agent under (its correlation_id)
         report = result.event or {}
         outcome, reason = report.get("outcome", "error"), report.get("reason")
         if result.status == "error":
             outcome, reason = "error", result.error
-            self._agents.pop(
-                agent.correlation_id, None
-            )  # rebuilt from the store next time, not from a half-ticked object
-        self.last[agent.correlation_id] = result
-        self.last.move_to_end(agent.correlation_id)
+            self._agents.pop(task, None)  # rebuilt from the store next time, not from a half-ticked object
+        self.last[task] = result
+        self.last.move_to_end(task)
         while len(self.last) > self.max_cached:
             self.last.popitem(last=False)
         return Delivery(event, self.name, agent.run_id, outcome, reason, result.status, result.state, emitted)
@@ -473,7 +474,7 @@ class TeamRunner:
         self,
         team: Team,
         *,
-        store: Any = None,
+        store: RunStore | None = None,
         bus: InProcessBus | None = None,
         model: str | None = None,
         max_events: int | None = None,

@@ -8,11 +8,14 @@ import json
 import re
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .connection import Dialect
 
-Convert = Callable[[Any], Any]
+if TYPE_CHECKING:
+    from psycopg.types.json import Jsonb
+
+Convert = Callable[[object], object]
 _INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
 _INTEGERS = ("bigint", "integer", "smallint")
 _FLOATS = ("double precision", "real", "numeric")
@@ -38,7 +41,7 @@ def converter(target: Dialect, column_type: str) -> Convert | None:
     return None
 
 
-def _for_sqlite(value: Any) -> Any:
+def _for_sqlite(value: object) -> object:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, Decimal):
@@ -50,7 +53,7 @@ def _for_sqlite(value: Any) -> Any:
     return value
 
 
-def _to_integer(value: Any) -> Any:
+def _to_integer(value: object) -> int | None:
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     if isinstance(value, bool):
@@ -62,7 +65,7 @@ def _to_integer(value: Any) -> Any:
     raise ValueError(f"{_shown(value)} is not a whole number")
 
 
-def _to_float(value: Any) -> Any:
+def _to_float(value: object) -> float | None:
     if value is None or isinstance(value, float):
         return value
     if isinstance(value, int):
@@ -75,7 +78,7 @@ def _to_float(value: Any) -> Any:
     raise ValueError(f"{_shown(value)} is not a number")
 
 
-def _to_text(value: Any) -> Any:
+def _to_text(value: object) -> object:
     if isinstance(value, bytes):
         try:
             value = value.decode("utf-8")
@@ -88,11 +91,11 @@ def _to_text(value: Any) -> Any:
     return value
 
 
-def _to_bytes(value: Any) -> Any:
+def _to_bytes(value: object) -> object:
     return value.encode("utf-8") if isinstance(value, str) else value
 
 
-def _to_boolean(value: Any) -> Any:
+def _to_boolean(value: object) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
     if value in (0, 1):
@@ -100,7 +103,7 @@ def _to_boolean(value: Any) -> Any:
     raise ValueError(f"{_shown(value)} is not 0 or 1")
 
 
-def _to_json(value: Any) -> Any:
+def _to_json(value: object) -> Jsonb | None:
     from psycopg.types.json import Jsonb
 
     if value is None:
@@ -113,6 +116,6 @@ def _to_json(value: Any) -> Any:
     return Jsonb(value)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """A value by its kind only: the value itself may be anything a run kept, and errors are printed and logged."""
     return f"a {type(value).__name__} value" + (f" of {len(value)} characters" if isinstance(value, str) else "")

@@ -9,7 +9,6 @@ import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["DEFAULT", "Retry", "exception_retry_after", "retry_after_seconds", "transient"]
 
@@ -64,7 +63,7 @@ def transient(exc: BaseException) -> bool:
     return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
 
 
-def retry_after_seconds(headers: Mapping[str, Any] | None) -> float | None:
+def retry_after_seconds(headers: Mapping[str, object] | None) -> float | None:
     """The wait a server asked for: `retry-after-ms`, or `Retry-After` in seconds or as an HTTP date;
     None without one."""
     if not headers:

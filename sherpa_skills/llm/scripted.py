@@ -234,7 +234,7 @@ def _system(messages: list[dict]) -> str:
     return "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     """Message content as text, whether a string or a list of OpenAI-style parts."""
     if content is None:
         return ""
@@ -268,7 +268,7 @@ def _parse(path: Path) -> Script:
     return Script(path, answers, None if default is None else _template(path, "default", default))
 
 
-def _parse_entry(path: Path, index: int, entry: Any) -> ScriptedAnswer:
+def _parse_entry(path: Path, index: int, entry: object) -> ScriptedAnswer:
     where = f"answers[{index}]"
     if not isinstance(entry, dict):
         raise ScriptError(f"{path}: {where}: an entry is a mapping with 'match' and 'respond'")
@@ -295,7 +295,7 @@ def _no_unknown_keys(path: Path, where: str, data: dict, allowed: tuple[str, ...
         raise ScriptError(f"{path}: {where}unknown key(s) {', '.join(unknown)} (allowed: {', '.join(allowed)})")
 
 
-def _regex(path: Path, where: str, key: str, pattern: Any) -> re.Pattern[str]:
+def _regex(path: Path, where: str, key: str, pattern: object) -> re.Pattern[str]:
     if not isinstance(pattern, str):
         raise ScriptError(f"{path}: {where}: '{key}' must be a regex string, got {pattern!r}")
     try:
@@ -304,7 +304,7 @@ def _regex(path: Path, where: str, key: str, pattern: Any) -> re.Pattern[str]:
         raise ScriptError(f"{path}: {where}: bad regex in '{key}' {pattern!r}: {exc}") from exc
 
 
-def _template(path: Path, where: str, respond: Any) -> jinja2.Template:
+def _template(path: Path, where: str, respond: object) -> jinja2.Template:
     """Compile an answer at load, so a broken template is reported before any run."""
     import jinja2
 

@@ -14,10 +14,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..home import resolve_home
+
+if TYPE_CHECKING:
+    from ..semantic.companion import Companion
+    from ..semantic.embeddings import Embedder
 
 CONFIG_FILE = "config.yaml"
 _TARGET = re.compile(r"^(?:http://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(?P<port>\d{1,5})/?$")
@@ -32,7 +36,7 @@ class ChromaServer:
         return f"{self.host}:{self.port}"
 
 
-def parse_target(value: Any, where: str = "memory.chroma") -> ChromaServer:
+def parse_target(value: object, where: str = "memory.chroma") -> ChromaServer:
     match = _TARGET.match(value.strip()) if isinstance(value, str) else None
     if match is None or not 0 < int(match["port"]) < 65536:
         raise UsageError(
@@ -67,7 +71,7 @@ def chroma_server(home: str | Path | None = None) -> ChromaServer | None:
     return None if value in (None, "") else parse_target(value, f"{path}: memory.chroma")
 
 
-def open_companion(home: str | Path | None = None, *, embedder: Any = None) -> Any:
+def open_companion(home: str | Path | None = None, *, embedder: Embedder | None = None) -> Companion:
     """The Companion for this home's shared memory (nothing is opened until it is first used)."""
     from ..semantic.companion import Companion
 

@@ -15,12 +15,16 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from ..errors import SherpaError
 from ._models import Artifact
+
+if TYPE_CHECKING:
+    from ..semantic.companion import Companion
+    from ._store import MemoryStore
 
 log = structlog.get_logger(__name__)
 
@@ -49,8 +53,8 @@ class Indexer:
 
     def __init__(
         self,
-        open_store: Callable[[], Any],
-        companion: Callable[[], Any],
+        open_store: Callable[[], MemoryStore],
+        companion: Callable[[], Companion],
         collection: str,
         metadata: Callable[[Artifact], dict[str, Any]],
         on_result: Callable[[str | None], None],
@@ -60,7 +64,7 @@ class Indexer:
         self.lock = threading.RLock()  # held while `held` and the truth's `indexed` flags change together
         self._drain_lock = threading.Lock()  # one drain at a time: the thread's, or a caller's `flush`
         self.held: dict[str, tuple[Artifact, list[float]]] = {}
-        self._store: Any = None
+        self._store: MemoryStore | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -107,7 +111,6 @@ class Indexer:
         """Index one batch of held artifacts (and a few pending from elsewhere); how many went in. Raises
         CompanionUnavailable (or another SherpaError) when the companion cannot take them:
         they stay held and pending."""
-        from ._store import MemoryStore
 
         with self._drain_lock:
             with self.lock:

@@ -132,9 +132,10 @@ class SearchResult:
 
 
 # ---------------------------------------------------------------- checks (a clear UsageError, never a half-write)
+# Each takes `object`: what a caller hands in is unchecked until here, and narrowing it is the check's job.
 
 
-def check_name(value: Any, what: str, *, required: bool = True) -> str | None:
+def check_name(value: object, what: str, *, required: bool = True) -> str | None:
     if value is None and not required:
         return None
     if not isinstance(value, str) or not value.strip():
@@ -145,7 +146,7 @@ def check_name(value: Any, what: str, *, required: bool = True) -> str | None:
     return value
 
 
-def check_text(text: Any) -> str:
+def check_text(text: object) -> str:
     if not isinstance(text, str):
         raise UsageError(f"shared memory: text must be a string, got {type(text).__name__}")
     if not text.strip():
@@ -159,14 +160,14 @@ def check_text(text: Any) -> str:
     return text
 
 
-def check_scope(scope: Any, *, reading: bool = False) -> str:
+def check_scope(scope: object, *, reading: bool = False) -> str:
     allowed = READ_SCOPES if reading else SCOPES
     if scope not in allowed:
         raise UsageError(f"shared memory: scope {scope!r} is not one of: {', '.join(allowed)}")
     return str(scope)
 
 
-def check_metadata(metadata: Any) -> dict[str, Any]:
+def check_metadata(metadata: object) -> dict[str, Any]:
     if metadata is None:
         return {}
     if not isinstance(metadata, dict) or not all(isinstance(k, str) for k in metadata):
@@ -185,7 +186,7 @@ def check_metadata(metadata: Any) -> dict[str, Any]:
     return dict(metadata)
 
 
-def check_tags(tags: Any) -> list[str]:
+def check_tags(tags: object) -> list[str]:
     if tags is None:
         return []
     if isinstance(tags, str):
@@ -195,7 +196,7 @@ def check_tags(tags: Any) -> list[str]:
     return [str(check_name(t, "a tag")) for t in tags]
 
 
-def check_filters(metadata: Any) -> dict[str, str | int | float | bool | None]:
+def check_filters(metadata: object) -> dict[str, str | int | float | bool | None]:
     """Metadata filters are exact matches on top-level keys with scalar values."""
     if not metadata:
         return {}
@@ -215,13 +216,13 @@ def check_filters(metadata: Any) -> dict[str, str | int | float | bool | None]:
     return dict(metadata)
 
 
-def check_limit(limit: Any) -> int:
+def check_limit(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"shared memory: limit must be a whole number from 1 to {MAX_LIMIT}, got {limit!r}")
     return limit
 
 
-def check_confidence(value: Any) -> float:
+def check_confidence(value: object) -> float:
     if value is None:
         from ._hygiene import DEFAULT_CONFIDENCE
 
@@ -236,7 +237,7 @@ def check_confidence(value: Any) -> float:
     return float(value)
 
 
-def check_abstraction(value: Any) -> str:
+def check_abstraction(value: object) -> str:
     from ._hygiene import ABSTRACTIONS
 
     if value is None:
@@ -246,7 +247,7 @@ def check_abstraction(value: Any) -> str:
     return str(value)
 
 
-def check_near(value: Any) -> str:
+def check_near(value: object) -> str:
     if value not in NEAR_MODES:
         raise UsageError(f"shared memory: on_near {value!r} is not one of: {', '.join(NEAR_MODES)}")
     return str(value)

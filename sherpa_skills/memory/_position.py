@@ -15,7 +15,12 @@ import os
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ..db.connection import Connection
+
+if TYPE_CHECKING:
+    from ..semantic.companion import Companion
 
 
 class CompanionPosition:
@@ -40,7 +45,7 @@ class CompanionPosition:
         tmp.write_text(str(upto), encoding="ascii")
         os.replace(tmp, self.file)
 
-    def mark(self, conn: Any, ids: list[str]) -> None:
+    def mark(self, conn: Connection, ids: list[str]) -> None:
         """`ids` are in the companion now: move the watermark over every artifact, in seq order, that is."""
         with self.lock:
             upto = self.upto()
@@ -69,7 +74,7 @@ class CompanionPosition:
             self.above.clear()
             self._save(upto)
 
-    def pending(self, conn: Any, limit: int) -> list[tuple[int, str]]:
+    def pending(self, conn: Connection, limit: int) -> list[tuple[int, str]]:
         """(seq, id) of the oldest artifacts this companion lacks, at most `limit`."""
         with self.lock:
             above = set(self.above)
@@ -79,13 +84,13 @@ class CompanionPosition:
         ).fetchall()
         return [(seq, aid) for seq, aid in rows if aid not in above][:limit]
 
-    def count_pending(self, conn: Any) -> int:
+    def count_pending(self, conn: Connection) -> int:
         behind = int(conn.execute("SELECT COUNT(*) FROM memory_artifacts WHERE seq > ?", (self.upto(),)).fetchone()[0])
         return max(0, behind - len(self.above))
 
 
-def position_file(home: Path, companion: Any, collection: str) -> tuple[Path, bool]:
+def position_file(home: Path, companion: Companion, collection: str) -> tuple[Path, bool]:
     """Where a companion's watermark is kept: inside its folder, or (a chroma server) in the home, by server."""
-    if getattr(companion, "path", None) is not None:
-        return Path(companion.path) / f"{collection}.seq", True
+    if companion.path is not None:
+        return companion.path / f"{collection}.seq", True
     return home / "companion-positions" / f"{companion.host}_{companion.port}_{collection}.seq", False

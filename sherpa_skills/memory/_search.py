@@ -24,8 +24,9 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -47,6 +48,14 @@ from ._models import (
 from ._position import CompanionPosition, position_file
 from ._sql import MAX_QUERY_CHARS
 from ._store import MemoryStore
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from ..semantic.companion import Companion
+
+#: What the lookup thread finds: the query's vector, the nearest held here, the companion's nearest.
+Nearest = tuple[list[float], list[tuple[str, float]], list[tuple[str, float]]]
 
 log = structlog.get_logger(__name__)
 
@@ -126,7 +135,9 @@ def companion_where(
 class SharedMemory:
     """Artifacts agents write and search: the SQLite truth, and a chromadb companion rebuilt from it on demand."""
 
-    def __init__(self, home: str | Path | None = None, *, store: MemoryStore | None = None, companion: Any = None):
+    def __init__(
+        self, home: str | Path | None = None, *, store: MemoryStore | None = None, companion: Companion | None = None
+    ):
         self.store = store if store is not None else MemoryStore(home=home)
         self.home = self.store.path.parent
         self.collection = f"memory-{self.store.store_id}"
@@ -138,9 +149,11 @@ class SharedMemory:
             file, inside = position_file(self.home, self.companion(), self.collection)
             self.store.position = CompanionPosition(file, inside_companion=inside)
         self.indexer = Indexer(self.store.reopen, self.companion, self.collection, companion_metadata, self._indexed)
-        self._lookup: Any = None  # one worker thread: the companion lookup runs while SQLite ranks the words
+        self._lookup: ThreadPoolExecutor | None = (
+            None  # one worker thread: the companion lookup runs while SQLite ranks the words
+        )
 
-    def _nearest(self, query: str, wide: int) -> tuple[list[float], list[tuple[str, float]], list[tuple[str, float]]]:
+    def _nearest(self, query: str, wide: int) -> Nearest:
         """(query vector, held nearest, companion nearest): the meaning half of a search; touches no SQLite, so it
         runs in the lookup thread while this thread's connection runs the FTS5 ranking (both release the GIL)."""
         companion = self.companion()
@@ -148,7 +161,7 @@ class SharedMemory:
         held = self.indexer.nearest(vector)  # written here, not in the companion yet: scored exactly
         return vector, held, companion.query(self.collection, query, n=wide, vector=vector)
 
-    def _start_lookup(self, query: str, wide: int) -> Any:
+    def _start_lookup(self, query: str, wide: int) -> Future[Nearest]:
         from concurrent.futures import ThreadPoolExecutor
 
         with self._lock:
@@ -179,7 +192,7 @@ class SharedMemory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def companion(self) -> Any:
+    def companion(self) -> Companion:
         if self._companion is None:
             from ._config import open_companion
 
@@ -195,7 +208,7 @@ class SharedMemory:
         agent: str,
         scope: str = "private",
         kind: str | None = None,
-        tags: Any = None,
+        tags: str | Sequence[str] | None = None,
         metadata: dict[str, Any] | None = None,
         run_id: str | None = None,
         id: str | None = None,
@@ -214,7 +227,7 @@ class SharedMemory:
         agent: str,
         scope: str = "private",
         kind: str | None = None,
-        tags: Any = None,
+        tags: str | Sequence[str] | None = None,
         metadata: dict[str, Any] | None = None,
         run_id: str | None = None,
         id: str | None = None,
@@ -226,7 +239,7 @@ class SharedMemory:
         near_threshold: float = NEAR_DUPLICATE,
         check_tensions: bool = True,
         tension_model: str | None = None,
-        model_dir: Any = None,
+        model_dir: str | Path | None = None,
     ) -> Written:
         """Write with hygiene: an exact duplicate bumps the stored one's `seen`; a near-duplicate (cosine ≥
         `near_threshold`, same scope, owner and kind) is flagged, linked (`on_near="link"`) or merged into the stored
@@ -486,7 +499,7 @@ class SharedMemory:
         n: int,
         order: dict[str, int],
         history: bool = False,
-        lookup: Any = None,
+        lookup: Future[Nearest] | None = None,
     ) -> tuple[dict[str, float] | None, str | None]:
         """(similarity by visible id, None) from the companion, or (None, why not); `order` gains the seq of new ids.
 
@@ -593,7 +606,7 @@ class SharedMemory:
         log.info("memory_reindexed", **result)
         return result
 
-    def _items(self, upto: int) -> Any:
+    def _items(self, upto: int) -> Iterator[tuple[str, str, dict[str, Any]]]:
         return ((a.id, a.text, companion_metadata(a)) for a in self.store.iter_artifacts(upto))
 
     def stats(self) -> dict[str, Any]:

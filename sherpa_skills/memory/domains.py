@@ -71,7 +71,7 @@ def m001_domains(conn: sqlite3.Connection) -> None:
 MIGRATIONS = [m001_domains]
 
 
-def check_domain(name: Any) -> str:
+def check_domain(name: object) -> str:
     if not isinstance(name, str) or not NAME.match(name):
         raise UsageError(
             f"domain {name!r} must be a name of letters, digits, '.', '_' or '-' (at most 100, starting with "
@@ -80,13 +80,13 @@ def check_domain(name: Any) -> str:
     return name
 
 
-def check_key(key: Any) -> str:
+def check_key(key: object) -> str:
     if not isinstance(key, str) or not KEY.match(key):
         raise UsageError(f"domain decision key {key!r} must be a name of letters, digits, '.', '_' or '-'")
     return key
 
 
-def _dump(value: Any, what: str) -> str:
+def _dump(value: object, what: str) -> str:
     try:
         text = json.dumps(redact_value(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -147,14 +147,14 @@ class Domains:
 
     # ------------------------------------------------------------------ what the agent writes
 
-    def set_status(self, name: str, agent: str, status: Any) -> None:
+    def set_status(self, name: str, agent: str, status: object) -> None:
         self._owned(name, agent)
         text = _dump(status, f"domain {name!r} status")
         with self._tx():
             self.conn.execute("UPDATE domains SET status = ?, status_at = ? WHERE name = ?", (text, time.time(), name))
 
     def append(
-        self, name: str, entry: Any, *, kind: str = "note", run_id: str | None = None, agent: str | None = None
+        self, name: str, entry: object, *, kind: str = "note", run_id: str | None = None, agent: str | None = None
     ) -> bool:
         """Add one changelog entry; the oldest beyond MAX_CHANGELOG are rotated out (and counted). False when this
         run's end was already recorded (a resumed run that stops again)."""
@@ -188,7 +188,7 @@ class Domains:
                 )
 
     def propose(
-        self, name: str, agent: str, key: str, value: Any, reason: str | None = None, run_id: str | None = None
+        self, name: str, agent: str, key: str, value: object, reason: str | None = None, run_id: str | None = None
     ) -> str:
         self._owned(name, agent)
         key = check_key(key)
@@ -214,7 +214,7 @@ class Domains:
 
     # ------------------------------------------------------------------ what a person (or the main agent) decides
 
-    def decide(self, name: str, key: str, value: Any, *, by: str) -> None:
+    def decide(self, name: str, key: str, value: object, *, by: str) -> None:
         name, key = check_domain(name), check_key(key)
         if not isinstance(by, str) or not by.strip():
             raise UsageError("a decision names who made it (--operator NAME)")

@@ -18,6 +18,8 @@ from .base import Decision, DecisionContext
 if TYPE_CHECKING:
     from jinja2 import Environment
 
+    from ..llm.call import Completion
+
 log = structlog.get_logger(__name__)
 
 _CONTEXT_CHARS = 4000
@@ -79,7 +81,7 @@ def _template_line(exc: BaseException, name: str) -> int | None:
     return lines[-1] if lines else None
 
 
-def _clip(value: Any, limit: int) -> str:
+def _clip(value: object, limit: int) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} chars cut]"
 
@@ -243,7 +245,7 @@ class LLMPolicy:
 
     def _dialogue(
         self, ctx: DecisionContext
-    ) -> Generator[tuple[list[dict[str, str]], str, dict[str, Any]], Any, Decision]:
+    ) -> Generator[tuple[list[dict[str, str]], str, dict[str, Any]], Completion, Decision]:
         """The whole ask/validate/re-ask exchange, written once; `decide` and `adecide` only do the I/O."""
         model, messages = self._model(ctx), self.messages(ctx)
         options = {

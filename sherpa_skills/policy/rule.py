@@ -14,7 +14,7 @@ from ..engine.compiler import BoundGuard
 from ..engine.registry import Registry, default_registry, unknown_args
 from ..engine.spec import RuleSpec
 from ..errors import Problem, WorkflowError
-from ..yaml_source import Located, load_yaml_file
+from ..yaml_source import Loc, Located, load_yaml_file
 from .base import Decision, DecisionContext
 
 
@@ -36,7 +36,7 @@ class RulePolicy:
         registry: Registry | None = None,
         *,
         source: Located | None = None,
-        loc: tuple[Any, ...] = (),
+        loc: tuple[int | str, ...] = (),
     ):
         registry = registry or default_registry
         problems: list[Problem] = []
@@ -118,7 +118,7 @@ class RulePolicy:
         """Rules from a YAML file holding `rules: [...]` (or a bare list)."""
         located = load_yaml_file(path)
         data = located.data
-        loc: tuple[Any, ...] = ()
+        loc: Loc = ()
         if isinstance(data, dict) and "rules" in data:
             data, loc = data["rules"], ("rules",)
         try:
@@ -128,5 +128,5 @@ class RulePolicy:
         return cls(rules, registry, source=located, loc=loc)
 
 
-def _problem(source: Located | None, loc: tuple[Any, ...], message: str) -> Problem:
+def _problem(source: Located | None, loc: Loc, message: str) -> Problem:
     return source.problem(loc, message) if source else Problem("<rules>", 1, message)

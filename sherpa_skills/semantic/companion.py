@@ -14,12 +14,22 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import structlog
 
 from ..errors import SherpaError, UsageError
 from .embeddings import Embedder, default_embedder
+
+if TYPE_CHECKING:  # chromadb loads on first use, never at import
+    from types import ModuleType
+
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import GetResult, QueryResult
+    from chromadb.config import Settings
+
+_T = TypeVar("_T")
 
 log = structlog.get_logger(__name__)
 
@@ -100,10 +110,12 @@ class Companion:
         self.port = port if port is not None else 8000
         self.timeout = timeout
         self.embedder: Embedder = embedder if embedder is not None else default_embedder()
-        self._client: Any = None
+        self._client: ClientAPI | None = None
         # The last single text embedded: a memory write queries its own text for near-duplicates, then upserts it.
         self._last: tuple[str, list[float]] | None = None
-        self._fresh: dict[str, Any] = {}  # collections already checked: a lookup costs ~5 ms, a match makes several
+        self._fresh: dict[
+            str, Collection
+        ] = {}  # collections already checked: a lookup costs ~5 ms, a match makes several
 
     @property
     def where(self) -> str:
@@ -111,12 +123,12 @@ class Companion:
 
     # ------------------------------------------------------------ connection
 
-    def _settings(self) -> Any:
+    def _settings(self) -> Settings:
         from chromadb.config import Settings
 
         return Settings(anonymized_telemetry=False, allow_reset=True)
 
-    def _open(self) -> Any:
+    def _open(self) -> ClientAPI:
         if self._client is not None:
             return self._client
         try:
@@ -129,7 +141,7 @@ class Companion:
             self._client = self._open_folder(chromadb)
         return self._client
 
-    def _open_folder(self, chromadb: Any) -> Any:
+    def _open_folder(self, chromadb: ModuleType) -> ClientAPI:
         assert self.path is not None
         if self.path.exists() and not self.path.is_dir():
             raise CompanionUnavailable(f"companion index path {self.path} exists and is not a folder")
@@ -146,7 +158,7 @@ class Companion:
             _forget_shared_system(str(self.path))  # else chromadb hands the half-built system to the next open
             raise
 
-    def _open_http(self, chromadb: Any) -> Any:
+    def _open_http(self, chromadb: ModuleType) -> ClientAPI:
         import httpx
 
         url = f"{self.where}/api/v2/heartbeat"
@@ -199,7 +211,7 @@ class Companion:
                 f"[A-Za-z0-9._-], start and end alphanumeric, without '..' or '{_REBUILD_SUFFIX}'"
             )
 
-    def _stale_reason(self, collection: str, col: Any) -> str | None:
+    def _stale_reason(self, collection: str, col: Collection) -> str | None:
         meta = col.metadata or {}
         built_with = meta.get("embedder")
         if built_with != self.embedder.name:
@@ -209,7 +221,13 @@ class Companion:
             )
         return None
 
-    def _get(self, collection: str, *, create: bool = False, fresh: bool = True) -> Any | None:
+    @overload
+    def _get(self, collection: str, *, create: Literal[True], fresh: bool = True) -> Collection: ...
+
+    @overload
+    def _get(self, collection: str, *, create: bool = False, fresh: bool = True) -> Collection | None: ...
+
+    def _get(self, collection: str, *, create: bool = False, fresh: bool = True) -> Collection | None:
         """The collection, created if asked; None when missing and not created; stale ones refused if `fresh`."""
         self._check_name(collection)
         client = self._open()
@@ -217,16 +235,17 @@ class Companion:
             if create:
                 col = client.get_or_create_collection(collection, metadata=self._metadata(), embedding_function=None)
             else:
-                col = _get_or_none(client, collection)
-                if col is None:
+                found = _get_or_none(client, collection)
+                if found is None:
                     return None
+                col = found
         if fresh:
             reason = self._stale_reason(collection, col)
             if reason:
                 raise CompanionUnavailable(reason)
         return col
 
-    def _require(self, collection: str, *, fresh: bool = True) -> Any:
+    def _require(self, collection: str, *, fresh: bool = True) -> Collection:
         if fresh and collection in self._fresh:
             return self._fresh[collection]
         col = self._get(collection, fresh=fresh)
@@ -276,7 +295,7 @@ class Companion:
 
     def _write(
         self,
-        col: Any,
+        col: Collection,
         collection: str,
         rows: list[tuple[str, str, dict[str, Any] | None]],
         how: str,
@@ -325,18 +344,23 @@ class Companion:
             return []
         vectors = [list(vector)] if vector is not None else self._embed([text])
 
-        def run(col: Any) -> Any:
+        def run(col: Collection) -> QueryResult:
             # chromadb 1.x returns fewer results when n exceeds the collection:
             # no count needed (it costs ~11 ms at 100k).
             with _chroma(f"query {collection!r}", self.where):
-                return col.query(query_embeddings=vectors, n_results=n, where=where or None, include=["distances"])
+                return col.query(
+                    query_embeddings=vectors,  # type: ignore[arg-type]  # chromadb's list type is invariant: list[list[float]] is what it reads
+                    n_results=n,
+                    where=where or None,
+                    include=["distances"],
+                )
 
         result = self._with_collection(collection, run)
         ids = (result.get("ids") or [[]])[0]
         distances = (result.get("distances") or [[]])[0]
         return [(str(i), max(0.0, min(1.0, 1.0 - float(d)))) for i, d in zip(ids, distances, strict=True)]
 
-    def _with_collection(self, collection: str, run: Callable[[Any], Any]) -> Any:
+    def _with_collection(self, collection: str, run: Callable[[Collection], _T]) -> _T:
         """Run against the (cached) collection; a handle gone stale under a rebuild elsewhere is fetched again once."""
         cached = collection in self._fresh
         try:
@@ -356,7 +380,7 @@ class Companion:
         if not ids:
             return {}
 
-        def run(col: Any) -> Any:
+        def run(col: Collection) -> GetResult:
             with _chroma(f"read vectors from {collection!r}", self.where):
                 return col.get(ids=[str(i) for i in ids], include=["embeddings"])
 
@@ -369,7 +393,7 @@ class Companion:
     def ids(self, collection: str) -> set[str]:
         """Every item id in the collection: what a sync with the truth compares (a missing one is unavailable)."""
 
-        def run(col: Any) -> Any:
+        def run(col: Collection) -> GetResult:
             with _chroma(f"list ids of {collection!r}", self.where):
                 return col.get(include=[])
 
@@ -464,7 +488,7 @@ class Companion:
         return f"Companion({self.where!r}, embedder={self.embedder.name!r})"
 
 
-def _get_or_none(client: Any, name: str) -> Any | None:
+def _get_or_none(client: ClientAPI, name: str) -> Collection | None:
     from chromadb.errors import NotFoundError
 
     try:

@@ -19,11 +19,17 @@ import threading
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import structlog
 
 from ..errors import ModelFileError, UsageError
+
+if TYPE_CHECKING:  # onnxruntime and tokenizers load on the first embed, never at import
+    from types import ModuleType
+
+    from onnxruntime import InferenceSession
+    from tokenizers.implementations import BertWordPieceTokenizer
 
 log = structlog.get_logger(__name__)
 
@@ -189,7 +195,7 @@ def check_model_file(path: Path) -> ModelCheck:
     return ModelCheck(path, digest, cached=False)
 
 
-def _import_onnxruntime() -> Any:
+def _import_onnxruntime() -> ModuleType:
     """onnxruntime with its telemetry off: unless told at import, it writes a device id and an event database
     under ~/.cache/Microsoft/DeveloperTools. The variable is set only for the import, which is when it is read."""
     before = os.environ.get("ORT_DISABLE_TELEMETRY")
@@ -247,7 +253,7 @@ class MiniLMEmbedder:
         _found.add(model)
         return model, vocab
 
-    def _load(self, light: bool = False) -> tuple[Any, Any]:
+    def _load(self, light: bool = False) -> tuple[InferenceSession, BertWordPieceTokenizer]:
         """The session and tokenizer, shared by the process. `light` skips graph optimisation: most of the load
         time (measured ~0.45 s of CPU against ~0.09 s), for a graph slower per call (~17 % on a batch, more on one
         short text), which the first few small calls (a fresh process's query) never pay back. A larger batch, or

@@ -36,7 +36,7 @@ _PREVIEW = re.compile(r"Preview \(first [^)]*\):\n", re.S)
 _MAX_ROOTS = 4000
 
 
-def result_text(content: Any) -> str:
+def result_text(content: object) -> str:
     """A tool_result's content as text: a string, or the text items of a list."""
     if isinstance(content, str):
         return content
@@ -52,7 +52,7 @@ def result_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def is_rejection(text: str, tool_use_result: Any) -> bool:
+def is_rejection(text: str, tool_use_result: object) -> bool:
     head = text.lstrip()[:300]
     if head.startswith(_REJECTED_PREFIXES) or _DENIED.match(head):
         return True

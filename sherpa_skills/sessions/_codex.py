@@ -45,7 +45,7 @@ _DONE_KEPT = 2000
 _ACCUMULATED_LIMIT = 16000
 
 
-def unwrap_command(command: Any) -> str | None:
+def unwrap_command(command: object) -> str | None:
     """The shell text of a command: `["bash", "-lc", "cmd"]` -> `cmd`; other argv lists are shell-quoted."""
     if isinstance(command, str):
         return command
@@ -63,7 +63,7 @@ def unwrap_command(command: Any) -> str | None:
     return shlex.join(command)
 
 
-def output_text(raw: Any) -> tuple[str, bool | None]:
+def output_text(raw: object) -> tuple[str, bool | None]:
     """(text, success flag if the payload carried one) from a function_call_output's `output`."""
     success = None
     if isinstance(raw, dict):
@@ -74,7 +74,7 @@ def output_text(raw: Any) -> tuple[str, bool | None]:
     return ("" if raw is None else str(raw)), success
 
 
-def parse_output(raw: Any) -> dict[str, Any]:
+def parse_output(raw: object) -> dict[str, Any]:
     """What an output says: body text, exit code, a process still running, a rejection, a duration."""
     text, success = output_text(raw)
     result: dict[str, Any] = {
@@ -121,7 +121,7 @@ def parse_output(raw: Any) -> dict[str, Any]:
     return result
 
 
-def _duration(value: Any) -> float | None:
+def _duration(value: object) -> float | None:
     if isinstance(value, dict) and isinstance(value.get("secs"), (int, float)):
         return round(float(value["secs"]) + float(value.get("nanos") or 0) / 1e9, 3)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -259,7 +259,7 @@ class CodexParser(LineParser):
         elif parsed["success"] is False:
             self._finish_call(call_id, "failure", None, source="output")
 
-    def _poll_output(self, process: str, raw: Any) -> None:
+    def _poll_output(self, process: str, raw: object) -> None:
         call_id = self.processes.get(process)
         state = self.pending.get(call_id) if call_id else None
         if call_id is None or state is None:
@@ -316,7 +316,7 @@ class CodexParser(LineParser):
         else:
             self._finish_call(call_id, "unknown", None, source="end", status=status)
 
-    def _finish_call(self, call_id: str, outcome: str, code: int | None, *, source: str, status: Any = None) -> None:
+    def _finish_call(self, call_id: str, outcome: str, code: int | None, *, source: str, status: object = None) -> None:
         state = self.pending.pop(call_id)
         accumulated = state.pop("_acc", "")
         running = state.pop("_running", None)

@@ -105,7 +105,7 @@ def excerpt(text: str | None, limit: int = OUTPUT_LIMIT) -> str | None:
 _ISO_FRACTION = re.compile(r"\.(\d+)")
 
 
-def iso_to_epoch(value: Any) -> float | None:
+def iso_to_epoch(value: object) -> float | None:
     """Epoch seconds from an ISO 8601 string (``Z`` or an offset; naive means UTC), or from a number."""
     if value is None or isinstance(value, bool):
         return None
@@ -127,12 +127,12 @@ def iso_to_epoch(value: Any) -> float | None:
     return moment.timestamp()
 
 
-def as_dict(value: Any) -> dict[str, Any]:
+def as_dict(value: object) -> dict[str, Any]:
     """A JSON object field as a dict; anything else (absent, null, a list) reads as empty."""
     return value if isinstance(value, dict) else {}
 
 
-def as_int(value: Any) -> int | None:
+def as_int(value: object) -> int | None:
     """An exit code from an int or a numeric string; None for anything else."""
     if isinstance(value, bool) or value is None:
         return None

@@ -85,7 +85,7 @@ def _command_text(tool_input: dict[str, Any]) -> str | None:
     return text if text and text.strip() else None
 
 
-def _response_text(response: Any) -> str:
+def _response_text(response: object) -> str:
     """stdout then stderr of a response object, or the text of a string or content list."""
     if isinstance(response, str):
         return response

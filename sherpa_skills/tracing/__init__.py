@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..engine.agent import Agent
+    from .otel import RunTracer
 
 ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
@@ -25,7 +29,7 @@ def tracing_requested(env: Mapping[str, str] | None = None) -> bool:
     return exporter in ("otlp", "console") or any(env.get(name, "").strip() for name in ENDPOINTS)
 
 
-def trace_from_environment(agent: Any) -> Any:
+def trace_from_environment(agent: Agent) -> RunTracer | None:
     """A RunTracer following `agent` when the environment asks for traces, else None (importing nothing)."""
     if not tracing_requested():
         return None

@@ -13,15 +13,20 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ..redact import redact_value
 from .export import provider_from_environment, within
 from .settings import FLUSH_SECONDS
+
+if TYPE_CHECKING:
+    from ..engine.agent import Agent
+    from ..engine.belief import LogEntry
 
 log = structlog.get_logger(__name__)
 
@@ -32,7 +37,7 @@ MAX_ATTRIBUTE = 4096  # a long output is cut: a trace backend is not the run sto
 LLM_ACTIONS = ("llm", "policy:llm")
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(redact_value(value), default=str, ensure_ascii=False)
     text = redact_value(text)
     return text if len(text) <= MAX_ATTRIBUTE else text[: MAX_ATTRIBUTE - 1] + "…"
@@ -51,7 +56,14 @@ def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
 class RunTracer:
     """Follows one agent's run and turns what its observers hear into spans; `close()` flushes them."""
 
-    def __init__(self, agent: Any, provider: Any, *, owns_provider: bool = False, capture_content: bool | None = None):
+    def __init__(
+        self,
+        agent: Agent,
+        provider: TracerProvider,
+        *,
+        owns_provider: bool = False,
+        capture_content: bool | None = None,
+    ):
         self.agent = agent
         self.provider = provider
         self.owns_provider = owns_provider
@@ -61,13 +73,19 @@ class RunTracer:
             else capture_content
         )
         self.tracer = provider.get_tracer("sherpa_skills", schema_url=SCHEMA_URL)
-        self.root: Any = None
+        self.root: Span | None = None
         agent.observe(self)
 
-    def _start_root(self) -> None:
+    def _started(self) -> Span:
+        """The run's span, started by the first thing its observers hear."""
+        if self.root is None:
+            self.root = self._start_root()
+        return self.root
+
+    def _start_root(self) -> Span:
         agent = self.agent
         name = agent.machine.name
-        self.root = self.tracer.start_span(
+        return self.tracer.start_span(
             f"invoke_workflow {name}",
             kind=SpanKind.INTERNAL,
             attributes=_clean(
@@ -83,12 +101,11 @@ class RunTracer:
         )
 
     def __call__(self, kind: str, payload: dict[str, Any]) -> None:
-        if self.root is None:
-            self._start_root()
+        root = self._started()
         if kind == "action":
             self._action(payload)
         elif kind == "decision":
-            self.root.add_event(
+            root.add_event(
                 "decision",
                 _clean(
                     {
@@ -100,7 +117,7 @@ class RunTracer:
             )
             self._llm_decision(payload)
         elif kind == "transition":
-            self.root.add_event(
+            root.add_event(
                 "transition",
                 _clean(
                     {
@@ -113,16 +130,16 @@ class RunTracer:
         elif kind == "status":
             self._end(payload)
 
-    def _entry(self, action: str) -> Any:
+    def _entry(self, action: str) -> LogEntry | None:
         """The log entry the agent appended just before telling its observers (tokens, inputs, outputs)."""
         log = self.agent.belief.log
         return log[-1] if log and log[-1].action == action else None
 
-    def _span(self, name: str, kind: SpanKind, attributes: dict[str, Any], duration_ms: float, error: Any) -> None:
+    def _span(self, name: str, kind: SpanKind, attributes: dict[str, Any], duration_ms: float, error: object) -> None:
         end = time.time_ns()
         span = self.tracer.start_span(
             name,
-            context=trace.set_span_in_context(self.root),
+            context=trace.set_span_in_context(self._started()),
             kind=kind,
             attributes=_clean(attributes),
             start_time=end - int(duration_ms * 1e6),
@@ -214,7 +231,9 @@ class RunTracer:
             log.warning("traces_flush_unfinished", flush_seconds=FLUSH_SECONDS)
 
 
-def trace_run(agent: Any, provider: Any | None = None, *, capture_content: bool | None = None) -> RunTracer:
+def trace_run(
+    agent: Agent, provider: TracerProvider | None = None, *, capture_content: bool | None = None
+) -> RunTracer:
     """Export `agent`'s runs as spans through `provider` (default: as the OTEL_* variables say)."""
     owns = provider is None
     return RunTracer(
