@@ -54,6 +54,7 @@ SKILL_LAYERS: dict[str, int] = {
     "decide": 3,  # the decision memory: beside capture, which feeds it (capture.learning imports it)
     "capture": 3,
     "api": 4,
+    "face": 4,  # helpers behind the api's SkillStore, beside it
     "__init__": 5,
 }
 

@@ -6,21 +6,31 @@ The same machines the CLI runs (statemachines/capture.yaml and replay.yaml), beh
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from .match.matcher import Matcher
+from .match.models import MatchCandidate as MatchCandidate  # for callers: what `MatchDecision.offered` holds
 from .match.models import MatchDecision
 from .store.answers import WordingAnswer
-from .store.models import CapturedProcedure, ProcedureHealthReport, ProcedureStep, step_problem
+from .store.models import (
+    CapturedProcedure,
+    ClaimSource,
+    Execution,
+    ProcedureHealthReport,
+    ProcedureStep,
+    step_problem,
+)
 
 if TYPE_CHECKING:
     from ..engine.runstore import RunStore
     from ..engine.workflow import Workflow
     from .capture.learning import Learner
+    from .match.failures import LearningsFound
+    from .mine.mining import MiningResult
 
 REPLAY_STATUS = {
     "succeeded": "succeeded",
@@ -125,10 +135,13 @@ class SkillStore:
         return self._runs
 
     def close(self) -> None:
-        """Close the run store; the skill store connection is shared per home and thread and stays open."""
+        """Close the run store; the skill store connection is shared per home and thread and stays open (one of its
+        own, from `SkillStore.own`, is closed)."""
         if self._runs is not None:
             self._runs.close()
             self._runs = None
+        if self._own_connection:
+            self.store.close()
 
     def __enter__(self) -> SkillStore:
         return self
@@ -147,8 +160,9 @@ class SkillStore:
     def procedures(self, task_type: str | None = None, *, include_candidates: bool = False) -> list[CapturedProcedure]:
         return self.store.procedures(task_type, None if include_candidates else "active")
 
-    def get(self, procedure_id: str) -> CapturedProcedure:
-        return self.store.get(procedure_id)
+    def get(self, procedure_id: str, version: int | None = None) -> CapturedProcedure:
+        """The procedure (its latest version, or `version`); an id prefix is enough when only one has it."""
+        return self.store.get(procedure_id, version)
 
     def health(self, procedure_id: str | None = None) -> list[ProcedureHealthReport]:
         """One procedure's health report, or every procedure's."""
@@ -339,3 +353,251 @@ class SkillStore:
 
     def reindex(self, progress: Callable[[int], None] | None = None) -> int:
         return self.matcher.reindex(progress)
+
+    # --- the view's, bridge's and heartbeat's view of the store
+
+    _own_connection = False  # True from `own`: close() closes the connection too
+
+    @classmethod
+    def own(cls, home: str | Path | None = None) -> SkillStore:
+        """A store with a connection of its own, which `close()` closes: for a server whose requests run in passing
+        worker threads (the view), where the connection kept per home and thread would outlive them."""
+        from ..home import resolve_home
+        from .store.database import ProcedureDatabase
+
+        skills = cls.__new__(cls)
+        skills.home = resolve_home(str(home) if home is not None else None)
+        skills.store = ProcedureDatabase(home=skills.home)  # or the PostgreSQL database in force
+        skills.matcher = Matcher(skills.store)
+        skills._runs = None
+        skills._own_connection = True
+        return skills
+
+    # reading, for the view and the MCP tools
+
+    def health_of(self, procedure_id: str, *, window: int = 10, version: int | None = None) -> ProcedureHealthReport:
+        """One procedure's health over its last `window` executions (of `version`, when given)."""
+        return self.store.health(procedure_id, window=window, version=version)
+
+    def summary(self, procedure: CapturedProcedure) -> dict[str, Any]:
+        """The procedure's row as `learn procedures --json` lists it."""
+        from .store.stats import procedure_summary
+
+        return procedure_summary(self.store, procedure)
+
+    def show(self, procedure_id: str, version: int | None = None) -> dict[str, Any]:
+        """One procedure version as `learn show --json` prints it: the procedure, its health, versions, promotions,
+        claims, aliases, rejections, branches and recent executions."""
+        from .store.stats import procedure_detail
+
+        return procedure_detail(self.store, self.store.get(procedure_id, version))
+
+    def stats(self) -> dict[str, Any]:
+        """What replay and the decision memory saved, per procedure, workflow and run, as `learn stats --json` prints
+        it."""
+        from .decide.summary import with_memory_savings
+        from .store.stats import stats
+
+        return with_memory_savings(self.store, stats(self.store))
+
+    def versions(self, procedure_id: str) -> list[dict[str, Any]]:
+        """Every version of the procedure, oldest first, each with when and why it was made."""
+        return self.store.versions(procedure_id)
+
+    def executions(self, procedure_id: str, *, limit: int | None = None) -> list[Execution]:
+        """The procedure's recorded executions, newest first (at most `limit`)."""
+        return self.store.executions(procedure_id, limit=limit)
+
+    def replay_savings(self, procedure: CapturedProcedure) -> list[tuple[Execution, int, int]]:
+        """(execution, tokens saved, LLM calls saved) for each execution that counts in the savings `stats` adds up."""
+        from .face.reading import replay_savings
+
+        return replay_savings(self.store, procedure)
+
+    def decision_memory(self) -> dict[str, Any]:
+        """The decision memory per workflow and state (`states`: examples, calibrated coverage, the bound held, why it
+        abstains) and what its answers saved (`saved`)."""
+        from .decide.summary import memory_savings, state_summaries
+
+        return {"states": state_summaries(self.store), "saved": memory_savings(self.store)}
+
+    def run_replays(self, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """For the replay runs among `run_ids`: the execution each recorded (procedure, version, outcome, and how many
+        steps it replayed before it diverged or finished)."""
+        from .face.reading import replays
+
+        return replays(self.store, run_ids)
+
+    def failures(self, task: str, task_type: str | None = None, *, limit: int = 5) -> LearningsFound:
+        """The learned failures this task is about (at most `limit`), most relevant first: what the planner is shown."""
+        from .match.failures import FailureFinder
+
+        return FailureFinder(self.store).find(task, task_type, limit=limit)
+
+    @staticmethod
+    def parameters(procedure: CapturedProcedure) -> list[str]:
+        """The `{{ name }}` parameters its steps declare, in the order they first appear."""
+        from .store.params import PARAMETER
+
+        return list(dict.fromkeys(n for s in procedure.steps for n in PARAMETER.findall(s.command)))
+
+    @staticmethod
+    def refusal(procedure: CapturedProcedure, health: ProcedureHealthReport | None) -> str | None:
+        """Why the procedure may not be replayed now (a candidate, rejected, pulled for its health), or None when it
+        may: replay's own rule (`health` None skips the health check)."""
+        from .store.scoring import replay_refusal
+
+        return replay_refusal(procedure, health)
+
+    @staticmethod
+    def step_shapes(procedure: CapturedProcedure) -> tuple[tuple[str, ...], ...] | None:
+        """Its steps by program, sub-command, flags and operators, with paths, values and parameters set aside (what
+        near-identical candidates share); None for a trajectory or a step the shell parser cannot read."""
+        from .face.reading import step_shapes
+
+        return step_shapes(procedure)
+
+    @staticmethod
+    def step(command: str, number: int = 1) -> ProcedureStep:
+        """A shell command as step `number` of a procedure; refused (UsageError, naming the step and the field) when
+        it cannot be one (a command over `MAX_COMMAND_CHARS`)."""
+        from pydantic import ValidationError
+
+        from ..errors import UsageError
+
+        try:
+            return ProcedureStep(command=command)
+        except ValidationError as exc:
+            raise UsageError(step_problem(number, exc)) from None
+
+    @staticmethod
+    def why_diverged(reason: str, stderr_tail: str | None) -> str:
+        """A divergence's `reason` followed by the last line of the step's output tail, the line that most often says
+        why."""
+        from .replay.divergence import why
+
+        return why(reason, stderr_tail)
+
+    # writing, for the view's review, the MCP tools and Agent Skills import
+
+    def reject_procedure(self, procedure_id: str) -> CapturedProcedure:
+        """A person says no (`learn reject`): never replayed, and mining does not propose it again."""
+        return self.store.set_status(procedure_id, "rejected")
+
+    def claim(
+        self,
+        procedure_id: str,
+        source: ClaimSource,
+        by: str,
+        *,
+        successes: int = 0,
+        failures: int = 0,
+        note: str | None = None,
+    ) -> CapturedProcedure:
+        """`by` says the procedure worked (or failed) where this store did not see it: kept and shown beside the
+        counts, never counted."""
+        return self.store.add_claim(procedure_id, source, by, successes=successes, failures=failures, note=note)
+
+    def known(self, procedure: CapturedProcedure) -> CapturedProcedure | None:
+        """The stored procedure with the same steps (in its task type), else the one with its id; None when neither."""
+        from .store.signatures import step_signature
+
+        found = self.store.find_by_signature(step_signature(procedure.steps), procedure.task_type)
+        if found is None and procedure.id:
+            try:
+                found = self.store.get(procedure.id)
+            except Exception:  # noqa: BLE001  any lookup failure means: not stored here
+                found = None
+        return found
+
+    def add_candidate(
+        self,
+        procedure: CapturedProcedure,
+        source: ClaimSource,
+        by: str,
+        *,
+        successes: int = 0,
+        failures: int = 0,
+        note: str | None = None,
+    ) -> CapturedProcedure:
+        """Steps this store did not see work, stored as a candidate for review whatever `procedure` says; what `by`
+        claims of them is kept as a claim. The same steps already stored gain that claim, never a success."""
+        stored, _ = self.store.add_candidate(procedure, source, by, successes=successes, failures=failures, note=note)
+        return stored
+
+    def index(self, procedures: list[CapturedProcedure]) -> str | None:
+        """Embed these procedures into the matching index now; why not, when it cannot (matching then finds them by
+        key terms)."""
+        return Matcher(self.store).index_many(procedures)
+
+    # the heartbeat's: mining, health, maintenance
+
+    def mine(
+        self,
+        commands: Sequence[Any],
+        *,
+        history: Sequence[Any] | None = None,
+        gap_secs: float | None = None,
+        min_steps: int | None = None,
+        max_steps: int | None = None,
+        min_support: int | None = None,
+    ) -> MiningResult:
+        """Mine session commands new since the last mining: failures become learnings, known procedures gain claimed
+        successes, routines in `history` (default: these commands) become candidates for review. An option left None
+        is mining's default."""
+        from .mine.mining import MiningOptions, mine
+
+        default = MiningOptions()
+        options = MiningOptions(
+            default.gap_secs if gap_secs is None else gap_secs,
+            default.min_steps if min_steps is None else min_steps,
+            default.max_steps if max_steps is None else max_steps,
+            default.min_support if min_support is None else min_support,
+        )
+        return mine(commands, self.store, options, history=history)
+
+    def generation(self) -> int:
+        """A number that changes whenever a procedure is added, changed or removed."""
+        return self.store.generation()
+
+    def changed_procedures(
+        self, *, executions_after: int, generation: int | None, promoted_since: float, checked: Collection[str] = ()
+    ) -> tuple[set[str], int]:
+        """(ids, newest execution id): the procedures whose health may have moved since execution `executions_after`,
+        and, when the store's generation is no longer `generation`, those not in `checked` and those promoted since
+        `promoted_since`."""
+        from .face.upkeep import changed_procedures
+
+        return changed_procedures(self.store, executions_after, generation, promoted_since, checked)
+
+    def recheck(self, procedure_id: str, *, window: int = 10) -> ProcedureHealthReport:
+        """The procedure's health over its last `window` executions, kept; a `broken` one is pulled from replay and
+        marked for re-learning."""
+        report = self.store.health(procedure_id, window=window)
+        if report.status == "broken":
+            self.store.mark_needs_relearning(procedure_id, True)
+        return report
+
+    def sync_index(self) -> tuple[Literal["rebuilt", "updated"], int]:
+        """Bring the matching index up to date with the store, rebuilding it when its file is gone: ("rebuilt" or
+        "updated", how many procedures it holds). Raises when it cannot; the store, the truth, is unaffected."""
+        from .face.upkeep import sync_index
+
+        return sync_index(self.store)
+
+    def sync_failures(self) -> int:
+        """Embed the learned failures the planner's finder lacks now rather than on the next plan; returns how many."""
+        from .replay.runtime import failure_finder
+
+        return failure_finder(self.home).sync(force=True)
+
+    def delete_executions_before(self, cutoff: float, *, keep_per_procedure: int = 50) -> int:
+        """Retention: executions recorded before `cutoff` go, each procedure keeping its latest `keep_per_procedure`."""
+        return self.store.delete_executions_before(cutoff, keep_per_procedure)
+
+    def delete_runs_before(self, cutoff: float) -> int:
+        """Retention: finished runs that ended before `cutoff` go, except those a procedure's execution, a capture or
+        a kept parent refers to (as `runs prune` keeps them)."""
+        from .run_removal import must_stay
+
+        return self._run_store().delete_finished_before(cutoff, keep=must_stay)
