@@ -297,7 +297,7 @@ def create_app(
 
     async def api_health(request: Request) -> list[dict[str, Any]]:
         def health(stores: views.Stores) -> list[dict[str, Any]]:
-            return [stores.skills.health(p.id).model_dump(mode="json") for p in stores.skills.procedures()]
+            return [h.model_dump(mode="json") for h in stores.skills.health()]
 
         return await ui.read(health)
 

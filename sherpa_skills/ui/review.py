@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..skills.mine.recurring import shape
-from ..skills.store.params import PARAMETER
-
 
 def support(p: Any) -> int:
     """How often a candidate was seen: mining's count of separate sessions or days, else its successes, counted and
@@ -20,15 +17,10 @@ def support(p: Any) -> int:
 def group_key(p: Any) -> tuple[Any, ...]:
     """Steps compared by program, sub-command, flags and operators; paths, values and parameters are slots. A
     trajectory (decisions, no steps) or a step the shell parser cannot read is its own group."""
-    if not p.steps:
-        return ("id", p.id)
-    shapes = []
-    for step in p.steps:
-        found = shape(PARAMETER.sub("P", step.command))
-        if found is None:
-            return ("id", p.id)
-        shapes.append(found)
-    return ("steps", p.kind, tuple(shapes))
+    from ..skills.api import SkillStore
+
+    shapes = SkillStore.step_shapes(p)
+    return ("id", p.id) if shapes is None else ("steps", p.kind, shapes)
 
 
 def candidate_groups(candidates: list[tuple[Any, dict[str, Any]]]) -> list[dict[str, Any]]:

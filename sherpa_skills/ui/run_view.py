@@ -147,12 +147,16 @@ def learning_view(row: Any) -> dict[str, Any] | None:
 def replay_divergence(context: Any) -> dict[str, Any] | None:
     """Where and why a shell replay run diverged (skills/replay/divergence.py), kept in its context; its stderr tail
     was redacted when the divergence was made, and the run store redacts what it keeps again."""
-    from ..skills.replay.divergence import why
+    from ..skills.api import SkillStore
 
     divergence = context.get("divergence") if hasattr(context, "get") else None
     if not isinstance(divergence, Mapping) or not divergence.get("reason"):
         return None
-    shown, reason, quoted = dict(divergence), str(divergence["reason"]), why("", divergence.get("stderr_tail"))
+    shown, reason, quoted = (
+        dict(divergence),
+        str(divergence["reason"]),
+        SkillStore.why_diverged("", divergence.get("stderr_tail")),
+    )
     # The reason ends with the tail's last line: the page shows the tail under it, so the line is said once.
     shown["said"] = reason[: -len(quoted)] if quoted and reason.endswith(quoted) else reason
     return shown

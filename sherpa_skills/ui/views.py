@@ -12,15 +12,16 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cli.review import candidate_summary
 from ..db.sql import json_text
 from ..engine.run_json import run_detail, run_summary
 from ..errors import SherpaError, StoreError
-from ..skills.decide.summary import with_memory_savings
-from ..skills.store.stats import procedure_detail, procedure_summary, saved_something, savings, stats
 from .review import candidate_groups
+
+if TYPE_CHECKING:
+    from ..skills.api import SkillStore
 
 PER_PAGE = 50
 TAIL = 200  # trajectory and log entries a run page shows unless asked for all
@@ -34,7 +35,7 @@ class Stores:
 
     home: Path
     runs: Any
-    skills: Any
+    skills: SkillStore
     heartbeat: Any
     memory_home: Path
     domains_home: Path
@@ -44,13 +45,13 @@ class Stores:
         """Each part (runs, skills, heartbeat, memory, domains) from `home`, or from the folder `elsewhere` names."""
         from ..engine.runstore import RunStore
         from ..heartbeat.state import HeartbeatState
-        from ..skills.store.database import ProcedureDatabase
+        from ..skills.api import SkillStore
 
         where = {**dict.fromkeys(("runs", "skills", "heartbeat", "memory", "domains"), home), **(elsewhere or {})}
         return cls(
             home,
             RunStore(home=where["runs"]),
-            ProcedureDatabase(home=where["skills"]),
+            SkillStore.own(where["skills"]),
             HeartbeatState(where["heartbeat"]),
             where["memory"],
             where["domains"],
@@ -78,7 +79,7 @@ def runs_page(
     rows, total = stores.runs.search_runs(
         status=status or None, workflow=workflow or None, text=q or None, offset=(page - 1) * per_page, limit=per_page
     )
-    replays = _replays(stores, [r.run_id for r in rows])
+    replays = stores.skills.run_replays([r.run_id for r in rows])
     children = child_runs(stores, [r.run_id for r in rows])
     now = time.time()
     items = []
@@ -139,31 +140,6 @@ def parent_run(stores: Stores, run_id: str) -> tuple[str, int] | None:
         (run_id,),
     ).fetchone()
     return (row[0], row[1]) if row else None
-
-
-def _replays(stores: Stores, run_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """For the replay runs on a page: the procedure execution each one recorded (how many steps it replayed,
-    or where it diverged)."""
-    if not run_ids:
-        return {}
-    marks = ",".join("?" * len(run_ids))
-    rows = stores.skills.conn.execute(
-        f"SELECT run_id, procedure_id, version, outcome, diverged_step FROM executions WHERE run_id IN ({marks})",
-        run_ids,
-    ).fetchall()
-    out = {}
-    for run_id, procedure_id, version, outcome, diverged_step in rows:
-        steps = _steps_in(stores, procedure_id, version)
-        replayed = (diverged_step - 1) if diverged_step else (steps if outcome == "success" else 0)
-        out[run_id] = {"procedure_id": procedure_id, "version": version, "outcome": outcome, "replayed_steps": replayed}
-    return out
-
-
-def _steps_in(stores: Stores, procedure_id: str, version: int) -> int:
-    try:
-        return len(stores.skills.get(procedure_id, version).steps)
-    except StoreError:
-        return 0
 
 
 def run_detail_json(stores: Stores, run_id: str) -> dict[str, Any]:
@@ -243,9 +219,9 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
     every: list[dict[str, Any]] = []
     to_review: list[tuple[Any, dict[str, Any]]] = []
     saved_by_day: dict[str, dict[str, Any]] = {}
-    for p in store.procedures(status=None):
-        summary = procedure_summary(store, p)
-        health = store.health(p.id)
+    for p in store.procedures(include_candidates=True):
+        summary = store.summary(p)
+        health = store.health_of(p.id)
         executions = store.executions(p.id, limit=20)
         summary.update(
             rolling_success_rate=health.rolling_success_rate,
@@ -257,20 +233,18 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
         if p.status == "candidate":
             # What `learn candidates` shows a reviewer: the commands, what varies (with examples), where it was seen.
             to_review.append((p, {**summary, "review": candidate_summary(p)}))
-        for e in store.executions(p.id):
-            if saved_something(p, e):
-                tokens, calls = savings(store, p, e)
-                day = time.strftime("%Y-%m-%d", time.localtime(e.started))
-                bucket = saved_by_day.setdefault(day, {"day": day, "tokens_saved": 0, "llm_calls_saved": 0})
-                bucket["tokens_saved"] += tokens
-                bucket["llm_calls_saved"] += calls
+        for e, tokens, calls in store.replay_savings(p):
+            day = time.strftime("%Y-%m-%d", time.localtime(e.started))
+            bucket = saved_by_day.setdefault(day, {"day": day, "tokens_saved": 0, "llm_calls_saved": 0})
+            bucket["tokens_saved"] += tokens
+            bucket["llm_calls_saved"] += calls
     return {
         "procedures": items,
         "candidates": candidates,
         "others": others,
         "all": every,  # as `learn procedures --all` lists them (the API's order)
         "review": candidate_groups(to_review),  # the queue a person works through: grouped, most supported first
-        "stats": with_memory_savings(store, stats(store)),
+        "stats": store.stats(),
         "saved_by_day": [saved_by_day[d] for d in sorted(saved_by_day)],
     }
 
@@ -278,10 +252,7 @@ def procedures_page(stores: Stores) -> dict[str, Any]:
 def decisions_page(stores: Stores) -> dict[str, Any]:
     """The decision memory per workflow and state (examples, calibrated coverage, the bound held, why it abstains)
     and what its answers saved: the data of a decision-memory page (served as /api/decisions)."""
-    from ..skills.decide.summary import memory_savings, state_summaries
-
-    store = stores.skills
-    return {"states": state_summaries(store), "saved": memory_savings(store)}
+    return stores.skills.decision_memory()
 
 
 def procedure_page(stores: Stores, procedure_id: str, version: int | None = None) -> dict[str, Any]:
@@ -289,7 +260,7 @@ def procedure_page(stores: Stores, procedure_id: str, version: int | None = None
     its executions."""
     store = stores.skills
     p = store.get(procedure_id, version)
-    detail = procedure_detail(store, p)
+    detail = store.show(p.id, p.version)
     versions = []
     previous: list[str] | None = None
     for v in store.versions(p.id):
