@@ -7,14 +7,12 @@ store's aliases and rejections, as `learn replay QUERY --procedure ID` / `--reje
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..skills.match.models import MatchCandidate, MatchDecision
-from ..skills.store.database import ProcedureDatabase
-from ..skills.store.params import PARAMETER
-from ..skills.store.scoring import replay_refusal
+if TYPE_CHECKING:
+    from ..skills.api import MatchCandidate, MatchDecision, SkillStore
 
 MAX_CANDIDATES = 5
 
@@ -39,11 +37,11 @@ class FindAnswer(BaseModel):
     degraded: str | None = None
 
 
-def _candidate(store: ProcedureDatabase, found: MatchCandidate) -> tuple[Candidate, str | None]:
+def _candidate(skills: SkillStore, found: MatchCandidate) -> tuple[Candidate, str | None]:
     """The candidate as the agent sees it, and why it may not be replayed (None when it may)."""
-    proc = store.get(found.procedure_id)
-    health = store.health(proc.id)
-    names = list(dict.fromkeys(n for s in proc.steps for n in PARAMETER.findall(s.command)))
+    proc = skills.get(found.procedure_id)
+    health = skills.health_of(proc.id)
+    names = skills.parameters(proc)
     shown = Candidate(
         procedure_id=proc.id,
         description=proc.description or proc.task_type,
@@ -54,15 +52,15 @@ def _candidate(store: ProcedureDatabase, found: MatchCandidate) -> tuple[Candida
         params=dict(found.params),
         reason=found.reason,
     )
-    return shown, replay_refusal(proc, health)
+    return shown, skills.refusal(proc, health)
 
 
-def find_answer(decision: MatchDecision, store: ProcedureDatabase) -> FindAnswer:
+def find_answer(decision: MatchDecision, skills: SkillStore) -> FindAnswer:
     """Map the store's match decision to the tool's answer, word for word: `match` is `dry-run`, `needs-confirmation`
     offers the store's candidates (literal vetoes and remembered rejections already applied), else `no-match`."""
     common: dict[str, Any] = {"degraded": decision.degraded}
     if decision.decision == "match" and decision.selected is not None:
-        chosen, _ = _candidate(store, decision.selected)
+        chosen, _ = _candidate(skills, decision.selected)
         return FindAnswer(
             decision="dry-run",
             procedure_id=chosen.procedure_id,
@@ -72,7 +70,7 @@ def find_answer(decision: MatchDecision, store: ProcedureDatabase) -> FindAnswer
             **common,
         )
     if decision.decision == "needs-confirmation" and decision.offered:
-        offered = [_candidate(store, found)[0] for found in decision.offered[:MAX_CANDIDATES]]
+        offered = [_candidate(skills, found)[0] for found in decision.offered[:MAX_CANDIDATES]]
         return FindAnswer(
             decision="needs-confirmation",
             candidates=offered,

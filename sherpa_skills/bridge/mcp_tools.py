@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 from ..errors import SherpaError
 from ..skills.api import SkillStore
-from ..skills.store.params import PARAMETER
 from .match_answer import FindAnswer, find_answer
 
 MAX_TASK_CHARS = 4000
@@ -56,9 +55,9 @@ class Bridge:
     def _skills(self) -> SkillStore:
         return SkillStore(self.home)
 
-    def _procedure(self, skills: SkillStore, procedure_id: str) -> Any:
+    def _procedure(self, store: SkillStore, procedure_id: str) -> Any:
         try:
-            return skills.get(procedure_id)
+            return store.get(procedure_id)
         except SherpaError:
             raise ToolRefused(f"unknown procedure '{procedure_id}': find_procedure lists the ones that fit") from None
 
@@ -66,23 +65,22 @@ class Bridge:
 
     def find_procedure(self, task: str, params: dict[str, str] | None = None) -> FindAnswer:
         task = _task(task)
-        skills = self._skills()
-        decision = skills.match(task, params=_params(params))
-        return find_answer(decision, skills.store)
+        store = self._skills()
+        return find_answer(store.match(task, params=_params(params)), store)
 
     def confirm_procedure(self, task: str, procedure_id: str | None) -> dict[str, Any]:
         task = _task(task)
-        skills = self._skills()
+        store = self._skills()
         by = f"agent:{self.agent}"
         if procedure_id is None:
             shown = [c.procedure_id for c in self.find_procedure(task).candidates]
             if not shown:
                 raise ToolRefused("find_procedure offers nothing for this task: there is nothing to reject")
-            answers = skills.reject(task, shown, by=by)
+            answers = store.reject(task, shown, by=by)
             return {"recorded": "rejected", "task": task, "rejected": shown, "ids": [a.id for a in answers]}
-        proc = self._procedure(skills, procedure_id)
+        proc = self._procedure(store, procedure_id)
         try:
-            alias = skills.confirm(task, proc.id, by=by)
+            alias = store.confirm(task, proc.id, by=by)
         except SherpaError as exc:  # the task's literals disagree with the procedure
             raise ToolRefused(str(exc)) from None
         return {"recorded": "accepted", "task": task, "procedure_id": proc.id, "alias": alias.id}
@@ -96,10 +94,10 @@ class Bridge:
                 "annotation is only a hint). Ask for a dry run (execute=false) and run the steps yourself, or have "
                 "the server started with --allow-execute."
             )
-        skills = self._skills()
-        proc = self._procedure(skills, procedure_id)
+        store = self._skills()
+        proc = self._procedure(store, procedure_id)
         given = _params(params)
-        declared = {n for s in proc.steps for n in PARAMETER.findall(s.command)}
+        declared = set(store.parameters(proc))
         undeclared = sorted(set(given) - declared)
         if undeclared:
             raise ToolRefused(
@@ -109,14 +107,14 @@ class Bridge:
         if task is not None:
             task = _task(task)
             try:  # naming the procedure for a task is confirming it, as `learn replay QUERY --procedure ID` does
-                skills.confirm(task, proc.id, by=f"agent:{self.agent}")
+                store.confirm(task, proc.id, by=f"agent:{self.agent}")
             except SherpaError as exc:
                 raise ToolRefused(str(exc)) from None
         try:
             # Without a task nothing is confirmed: a dry run by id writes no alias (its description is no new wording).
-            return skills.replay(task, procedure_id=proc.id, params=given, execute=execute, by=f"agent:{self.agent}")
+            return store.replay(task, procedure_id=proc.id, params=given, execute=execute, by=f"agent:{self.agent}")
         finally:
-            skills.close()
+            store.close()
 
     def record_outcome(
         self, procedure_id: str, outcome: Literal["success", "failure"], note: str | None = None
@@ -126,11 +124,11 @@ class Bridge:
         even once a person promoted the procedure, since nothing here saw what the agent ran."""
         from ..redact import redact
 
-        skills = self._skills()
-        proc = self._procedure(skills, procedure_id)
+        store = self._skills()
+        proc = self._procedure(store, procedure_id)
         if note is not None and len(note) > MAX_TASK_CHARS:
             raise ToolRefused(f"note has {len(note):,} characters, over {MAX_TASK_CHARS:,}")
-        after = skills.store.add_claim(
+        after = store.claim(
             proc.id,
             "agent",
             f"agent:{self.agent}",
@@ -144,7 +142,7 @@ class Bridge:
             "outcome": outcome,
             "counted": False,
             "confidence": round(after.confidence, 3),
-            "health": skills.store.health(proc.id).status,
+            "health": store.health_of(proc.id).status,
             "claimed": {"successes": after.claimed_successes, "failures": after.claimed_failures},
             "why": "an agent's report is kept and shown, never counted: replay_procedure(execute=true) runs the steps "
             "under this store's checks, and those runs count",
@@ -156,9 +154,9 @@ class Bridge:
             raise ToolRefused(f"steps: give 1 to {MAX_STEPS} shell commands, in the order they ran")
         for i, step in enumerate(steps, 1):
             _task(step, f"steps[{i}]")
-        skills = self._skills()
+        store = self._skills()
         try:  # the agent's word that they worked is a claim: the steps wait for a person's review
-            result = skills.capture(
+            result = store.capture(
                 _task_type(task),
                 list(steps),
                 description=description or task,
@@ -168,7 +166,7 @@ class Bridge:
         except SherpaError as exc:
             raise ToolRefused(f"not captured: {exc}") from None
         finally:
-            skills.close()
+            store.close()
         if result.outcome in ("rejected", "error") or result.procedure is None:
             raise ToolRefused(f"not captured: {result.reason}")
         proc = result.procedure
@@ -191,10 +189,7 @@ class Bridge:
         return [r.to_dict() for r in ToolIndex(registered_tools()).relevant(_task(task), limit=5)]
 
     def learnings_for(self, task: str) -> dict[str, Any]:
-        from ..skills.match.failures import FailureFinder
-
-        found = FailureFinder(self._skills().store).find(_task(task), limit=5)
-        return found.model_dump(mode="json")
+        return self._skills().failures(_task(task), limit=5).model_dump(mode="json")
 
     def search_memory(self, query: str) -> dict[str, Any]:
         from ..memory import shared_memory

@@ -28,8 +28,7 @@ from ..redact import redact
 from .skill_format import DESCRIPTION_MAX, block_under, bullets_under, read_skill, shell_blocks, skill_name
 
 if TYPE_CHECKING:
-    from ..skills.store.database import ProcedureDatabase
-    from ..skills.store.models import CapturedProcedure, ProcedureStep
+    from ..skills.api import CapturedProcedure, ProcedureStep, SkillStore
 
 PROCEDURE_KEY = "sherpa-skills-procedure"
 EXPORTABLE_HEALTH = frozenset({"new", "healthy"})
@@ -63,16 +62,6 @@ class SkillsImport:
         }
 
 
-def _parameters(proc: CapturedProcedure) -> list[str]:
-    from ..skills.store.params import PARAMETER
-
-    seen: dict[str, None] = {}
-    for step in proc.steps:
-        for name in PARAMETER.findall(step.command):
-            seen.setdefault(name, None)
-    return list(seen)
-
-
 def _examples(proc: CapturedProcedure, name: str) -> list[str]:
     mined = proc.context.get("mined") if isinstance(proc.context, dict) else None
     params = mined.get("parameters") if isinstance(mined, dict) else None
@@ -102,7 +91,9 @@ def render_skill(proc: CapturedProcedure, name: str) -> str:
     """SKILL.md for one shell procedure."""
     import yaml
 
-    params = _parameters(proc)
+    from ..skills.api import SkillStore
+
+    params = SkillStore.parameters(proc)
     frontmatter = {
         "name": name,
         "description": describe(proc),
@@ -200,20 +191,18 @@ def render_replay_script(proc: CapturedProcedure, home: str | Path | None = None
     return "\n".join(lines) + "\n"
 
 
-def export_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsExport:
+def export_skills(skills: SkillStore, directory: str | Path) -> SkillsExport:
     """Write every healthy, replayable shell procedure as a skill folder under `directory`."""
-    from ..skills.store.scoring import replay_refusal
-
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     result = SkillsExport(str(root))
     taken: set[str] = set()
-    for proc in store.procedures(status="active"):
+    for proc in skills.procedures():
         if proc.kind != "shell":
             result.skipped.append({"procedure_id": proc.id, "reason": "a trajectory belongs to its workflow"})
             continue
-        health = store.health(proc.id)
-        refusal = replay_refusal(proc, health)
+        health = skills.health_of(proc.id)
+        refusal = skills.refusal(proc, health)
         if health.status not in EXPORTABLE_HEALTH or refusal:
             result.skipped.append({"procedure_id": proc.id, "reason": refusal or f"health {health.status}"})
             continue
@@ -226,7 +215,7 @@ def export_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsExpo
         (folder / "assets").mkdir(exist_ok=True)
         (folder / "SKILL.md").write_text(render_skill(proc, name), encoding="utf-8")
         script = folder / "scripts" / "replay.sh"
-        script.write_text(render_replay_script(proc, store.path.parent), encoding="utf-8")
+        script.write_text(render_replay_script(proc, skills.home), encoding="utf-8")
         script.chmod(0o755)
         data = proc.model_dump(mode="json", exclude={"decisions"})
         (folder / "assets" / "procedure.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -279,28 +268,25 @@ def shown_differently(proc: CapturedProcedure, skill_md: Path, asset: Path) -> s
 
 def _steps(commands: list[str]) -> list[ProcedureStep] | str:
     """A skill's shell blocks as steps, redacted; or what is wrong with the first that cannot be one."""
-    from pydantic import ValidationError
-
-    from ..skills.store.models import ProcedureStep, step_problem
+    from ..errors import UsageError
+    from ..skills.api import SkillStore
 
     steps = []
     for number, command in enumerate(commands, 1):
         try:
-            steps.append(ProcedureStep(command=redact(command)))
-        except ValidationError as exc:
-            return step_problem(number, exc)
+            steps.append(SkillStore.step(redact(command), number))
+        except UsageError as exc:
+            return str(exc)
     return steps
 
 
-def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImport:
+def import_skills(skills: SkillStore, directory: str | Path) -> SkillsImport:
     """Read skill folders (`directory` itself, or its sub-folders), every one as a candidate for review: ours with
     their counts kept as claims, once their procedure.json is what SKILL.md shows; others from their shell blocks."""
     from pydantic import ValidationError
 
     from ..errors import UsageError
-    from ..skills.match.matcher import Matcher
-    from ..skills.store.models import CapturedProcedure
-    from ..skills.store.signatures import step_signature
+    from ..skills.api import CapturedProcedure
 
     root = Path(directory)
     if not root.is_dir():
@@ -357,16 +343,11 @@ def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImpo
                 tags=["agent-skill"],
                 context={"agent_skill": str(folder)},
             )
-        known = store.find_by_signature(step_signature(proc.steps), proc.task_type)
-        if known is None and proc.id:
-            try:
-                known = store.get(proc.id)
-            except Exception:  # noqa: BLE001  any lookup failure means: not stored here
-                known = None
+        known = skills.known(proc)
         if known is not None:
             result.known.append(known.id)
             continue
-        stored, _ = store.add_candidate(
+        stored = skills.add_candidate(
             proc,
             "import",
             f"import:{folder}",
@@ -377,5 +358,5 @@ def import_skills(store: ProcedureDatabase, directory: str | Path) -> SkillsImpo
         fresh.append(stored)
         result.candidates.append(stored.id)
     if fresh:
-        result.index_warning = Matcher(store).index_many(fresh)
+        result.index_warning = skills.index(fresh)
     return result

@@ -28,14 +28,14 @@ def test_the_three_answers_are_the_stores_own(tmp_path: Path) -> None:
     asked = MatchDecision(
         query="deal with the logs", decision="needs-confirmation", offered=offered, candidates=offered
     )
-    answer = find_answer(asked, skills.store)
+    answer = find_answer(asked, skills)
     assert answer.decision == "needs-confirmation" and [c.procedure_id for c in answer.candidates] == ids
     assert answer.candidates[0].health == "new" and answer.candidates[0].confidence == 0.833
 
     sure = MatchDecision(query="pack logs", decision="match", selected=candidate(ids[0], 0.95), params={"a": "b"})
-    assert (find_answer(sure, skills.store).decision, find_answer(sure, skills.store).params) == ("dry-run", {"a": "b"})
+    assert (find_answer(sure, skills).decision, find_answer(sure, skills).params) == ("dry-run", {"a": "b"})
     nothing = MatchDecision(query="water the plants", decision="no-match", reason="nothing is about it")
-    assert find_answer(nothing, skills.store).model_dump(include={"decision", "reason"}) == {
+    assert find_answer(nothing, skills).model_dump(include={"decision", "reason"}) == {
         "decision": "no-match",
         "reason": "nothing is about it",
     }

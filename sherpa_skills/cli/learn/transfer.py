@@ -49,10 +49,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 def _export_skills(args: argparse.Namespace, store: Any) -> int:
     from ...bridge.skill_export import export_skills
     from ...errors import UsageError
+    from ...skills.api import SkillStore
 
     if args.file:
         raise UsageError("learn export: give FILE or --skills DIR, not both")
-    result = export_skills(store, args.skills)
+    result = export_skills(SkillStore(args.home), args.skills)
     if args.json:
         _print_json(result.to_dict())
         return EXIT_OK
@@ -68,10 +69,11 @@ def _export_skills(args: argparse.Namespace, store: Any) -> int:
 def _import_skills(args: argparse.Namespace, store: Any) -> int:
     from ...bridge.skill_export import import_skills
     from ...errors import UsageError
+    from ...skills.api import SkillStore
 
     if args.file:
         raise UsageError("learn import: give FILE or --skills DIR, not both")
-    result = import_skills(store, args.skills)
+    result = import_skills(SkillStore(args.home), args.skills)
     if args.json:
         _print_json(result.to_dict())
     else:
