@@ -13,12 +13,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from .config import HomeConfig
 from .state import HeartbeatState
+
+if TYPE_CHECKING:
+    from ..skills.api import MiningResult
 
 log = structlog.get_logger(__name__)
 
@@ -114,11 +117,10 @@ def crystallise(home: Path, config: HomeConfig, extracted: dict[str, Any]) -> Ph
     )
 
 
-def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> Any:
+def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> MiningResult:
     """Mine the commands after `start` up to `end`, looking for routines in the last `mining.history` commands."""
     from ..sessions import SessionStore
-    from ..skills.mine.mining import MiningOptions, mine
-    from ..skills.replay.runtime import skill_store
+    from ..skills.api import SkillStore
 
     m = config.mining
     with SessionStore(home) as sessions:
@@ -127,52 +129,40 @@ def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> Any:
         history = (
             new if first >= start else [c for c in sessions.commands_since(first, limit=end - first) if c.id <= end]
         )
-    return mine(
+    return SkillStore(home).mine(
         new,
-        skill_store(home),
-        MiningOptions(m.gap_secs, m.min_steps, m.max_steps, m.min_support),
         history=history,
+        gap_secs=m.gap_secs,
+        min_steps=m.min_steps,
+        max_steps=m.max_steps,
+        min_support=m.min_support,
     )
 
 
 def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
     """Recompute the health of procedures with new executions (and new or promoted procedures); pull broken ones from
     replay. The report counts each status apart, `new` (never run since captured or promoted) included."""
-    from ..skills.replay.runtime import skill_store
+    from ..skills.api import SkillStore
 
     _start("health")
     started = time.time()
-    store = skill_store(home)
-    last_execution = int(state.get("executions_watermark", 0))
-    newest_execution = int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM executions").fetchone()[0])
-    ids = {
-        r[0] for r in store.conn.execute("SELECT DISTINCT procedure_id FROM executions WHERE id > ?", (last_execution,))
-    }
-    generation = store.generation()
-    if generation != state.get("procedures_generation"):
-        ids |= {
-            r[0]
-            for r in store.conn.execute(
-                "SELECT id FROM procedures WHERE id NOT IN (SELECT procedure_id FROM procedure_health)"
-            )
-        }
-        # A promotion opens a fresh evidence window: its procedure is `new` again, whatever this phase last saw.
-        ids |= {
-            r[0]
-            for r in store.conn.execute(
-                "SELECT procedure_id FROM promotions WHERE promoted_at >= ?", (float(state.get("health_at", 0)),)
-            )
-        }
+    skills = SkillStore(home)
+    # A promotion opens a fresh evidence window: its procedure is `new` again, whatever this phase last saw.
+    ids, newest_execution = skills.changed_procedures(
+        executions_after=int(state.get("executions_watermark", 0)),
+        generation=state.get("procedures_generation"),
+        promoted_since=float(state.get("health_at", 0)),
+        checked=state.checked_procedures(),
+    )
     counts: dict[str, int] = {}
     alerts: list[str] = []
     for pid in sorted(ids):
         try:
-            report = store.health(pid, window=config.heartbeat.health_window)
+            report = skills.recheck(pid, window=config.heartbeat.health_window)
         except Exception:
             continue  # deleted since
         status = report.status
-        if status == "broken":
-            store.mark_needs_relearning(pid, True)
+        if status == "broken":  # recheck pulled it from replay
             status = "needs-relearning"
             alerts.append(
                 f"{pid} is broken (rolling success {report.rolling_success_rate}); "
@@ -186,7 +176,7 @@ def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
         counts[status] = counts.get(status, 0) + 1
     state.set("executions_watermark", newest_execution)
     state.set("health_at", started)
-    state.set("procedures_generation", store.generation())
+    state.set("procedures_generation", skills.generation())
     return PhaseResult(
         "ok",
         f"rechecked {len(ids)} procedures"
@@ -198,35 +188,30 @@ def health(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
 
 def maintenance(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult:
     """Bring the procedure index up to date with the truth, and drop old executions and finished runs."""
-    from ..skills.match.matcher import Matcher
-    from ..skills.match.procedure_index import FILE
-    from ..skills.replay.runtime import failure_finder, skill_store
+    from ..skills.api import SkillStore
 
     _start("maintenance")
-    store = skill_store(home)
+    skills = SkillStore(home)
     alerts: list[str] = []
     stats: dict[str, Any] = {}
     now = time.time()
-    matcher = Matcher(store)
     try:
-        if store.count() and not (matcher.index_path / FILE).is_file():
-            stats["index_rebuilt"] = matcher.reindex()
-            alerts.append(
-                f"the procedure index was missing; rebuilt it from the store ({stats['index_rebuilt']} procedures)"
-            )
-        else:
-            stats["index_updated"] = matcher.refresh()
+        done, held = skills.sync_index()
+        stats[f"index_{done}"] = held
+        if done == "rebuilt":
+            alerts.append(f"the procedure index was missing; rebuilt it from the store ({held} procedures)")
     except Exception as exc:  # the truth is unaffected: matching embeds what it misses, a few at a time
         log.warning("procedure_index_sync_failed", reason=str(exc))
         alerts.append(f"the procedure index could not be updated ({exc}); matching finds what it lacks by key terms")
         stats["index_unavailable"] = True
     # Mined failures are embedded now rather than on the next plan; a missing collection is filled from the store.
-    stats["learnings_indexed"] = failure_finder(home).sync(force=True)
+    stats["learnings_indexed"] = skills.sync_failures()
     retention = config.retention
-    stats["executions_deleted"] = store.delete_executions_before(
-        now - retention.executions_days * 86400, retention.keep_executions_per_procedure
+    stats["executions_deleted"] = skills.delete_executions_before(
+        now - retention.executions_days * 86400, keep_per_procedure=retention.keep_executions_per_procedure
     )
-    stats["runs_deleted"] = _delete_old_runs(home, now - retention.runs_days * 86400)
+    with skills:  # the run store it opens for this is closed after
+        stats["runs_deleted"] = skills.delete_runs_before(now - retention.runs_days * 86400)
     state.set("maintained_at", now)
     failed = bool(stats.get("index_unavailable"))
     return PhaseResult(
@@ -301,14 +286,3 @@ def memory(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
         },
         alerts,
     )
-
-
-def _delete_old_runs(home: Path, cutoff: float) -> int:
-    from ..engine.runstore import RunStore
-    from ..skills.run_removal import must_stay
-
-    store = RunStore(home=home)
-    try:  # what a procedure's execution, a capture or a kept parent refers to stays, as with `runs prune`
-        return store.delete_finished_before(cutoff, keep=must_stay)
-    finally:
-        store.close()

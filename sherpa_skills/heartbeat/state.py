@@ -215,6 +215,10 @@ class HeartbeatState:
         ]
 
     # -- health memory
+    def checked_procedures(self) -> frozenset[str]:
+        """The procedures whose health a heartbeat has recorded."""
+        return frozenset(r[0] for r in self.conn.execute("SELECT procedure_id FROM procedure_health"))
+
     def previous_health(self, procedure_id: str) -> str | None:
         row = self.conn.execute(
             "SELECT status FROM procedure_health WHERE procedure_id = ?", (procedure_id,)
