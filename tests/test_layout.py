@@ -212,6 +212,31 @@ class TestLayers:
         assert proc.stdout.strip() == ""
 
 
+class TestOneFace:
+    @pytest.mark.parametrize("folder", ["ui", "bridge", "heartbeat"])
+    def test_callers_reach_the_skill_store_through_its_face(self, folder: str) -> None:
+        """The view, the MCP bridge and the heartbeat import from the skill store only its face (skills/api.py),
+        for type checkers too: a change to matching or capture is found behind one door."""
+        modules = _modules()
+        inside = []
+        for path in sorted((PACKAGE / folder).rglob("*.py")):
+            name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+            targets = set()
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom):
+                    base = name.split(".")[: len(name.split(".")) - node.level] if node.level else []
+                    module = ".".join(base + ([node.module] if node.module else []))
+                    targets |= {module} | {f"{module}.{alias.name}" for alias in node.names}
+                elif isinstance(node, ast.Import):
+                    targets |= {alias.name for alias in node.names}
+            inside += [
+                f"{name} imports {t}"
+                for t in sorted(targets)
+                if t in modules and t.startswith("sherpa_skills.skills") and t != "sherpa_skills.skills.api"
+            ]
+        assert not inside, "\n".join(inside)
+
+
 class TestNoCompatibilityShims:
     def test_old_module_paths_are_gone(self) -> None:
         """Nothing was released under the flat layout: its module paths do not import, and no finder answers for
