@@ -53,10 +53,13 @@ SKILL_LAYERS: dict[str, int] = {
     "replay": 2,
     "decide": 3,  # the decision memory: beside capture, which feeds it (capture.learning imports it)
     "capture": 3,
+    "face": 4,  # the types, constants and helpers beside SkillStore: what callers of the store may import with it
     "api": 4,
-    "face": 4,  # helpers behind the api's SkillStore, beside it
     "__init__": 5,
 }
+
+#: The skill store's one face: what modules outside skills/ may import from it (the sub-packages are its own).
+FACE = ("sherpa_skills.skills.api", "sherpa_skills.skills.face")
 
 
 def _modules() -> dict[str, Path]:
@@ -108,6 +111,36 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.Import):
             targets.update(a.name for a in node.names)
     return {t for t in targets if t in modules and t != name}
+
+
+def _every_import(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """Like `_imports`, counting imports for type checkers too: a type named from an internal is a reach past the
+    face as well."""
+    is_package = path.name == "__init__.py"
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = name.split(".") if is_package else name.split(".")[:-1]
+            base = base[: len(base) - (node.level - 1)] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+            targets.update(f"{module}.{a.name}" if f"{module}.{a.name}" in modules else module for a in node.names)
+        elif isinstance(node, ast.Import):
+            targets.update(a.name for a in node.names)
+    return {t for t in targets if t in modules}
+
+
+def _past_the_face(folder: str) -> list[str]:
+    """Every import, in modules under `folder`, of the skill store's insides rather than its face."""
+    modules = _modules()
+    reaches = []
+    for name, path in sorted(modules.items()):
+        if not name.startswith(f"sherpa_skills.{folder}"):
+            continue
+        for target in sorted(_every_import(name, path, modules)):
+            inside = target.startswith("sherpa_skills.skills.") and not target.startswith(FACE)
+            if inside or target == "sherpa_skills.skills":
+                reaches.append(f"{name} imports {target}")
+    return reaches
 
 
 def _layer(module: str, layers: dict[str, int] = LAYERS, depth: int = 1) -> tuple[str, int]:
@@ -212,29 +245,32 @@ class TestLayers:
         assert proc.stdout.strip() == ""
 
 
-class TestOneFace:
+class TestOneFaceForTheSkillStore:
+    def test_the_command_line_uses_only_the_face(self) -> None:
+        """cli/ asks `SkillStore` (skills/api.py) and imports types from skills/face/: a change to matching or capture
+        is found in the face, not in every command."""
+        reaches = _past_the_face("cli")
+        assert not reaches, "\n".join(reaches)
+
     @pytest.mark.parametrize("folder", ["ui", "bridge", "heartbeat"])
-    def test_callers_reach_the_skill_store_through_its_face(self, folder: str) -> None:
-        """The view, the MCP bridge and the heartbeat import from the skill store only its face (skills/api.py),
-        for type checkers too: a change to matching or capture is found behind one door."""
-        modules = _modules()
-        inside = []
-        for path in sorted((PACKAGE / folder).rglob("*.py")):
-            name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-            targets = set()
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.ImportFrom):
-                    base = name.split(".")[: len(name.split(".")) - node.level] if node.level else []
-                    module = ".".join(base + ([node.module] if node.module else []))
-                    targets |= {module} | {f"{module}.{alias.name}" for alias in node.names}
-                elif isinstance(node, ast.Import):
-                    targets |= {alias.name for alias in node.names}
-            inside += [
-                f"{name} imports {t}"
-                for t in sorted(targets)
-                if t in modules and t.startswith("sherpa_skills.skills") and t != "sherpa_skills.skills.api"
-            ]
-        assert not inside, "\n".join(inside)
+    def test_the_view_bridge_and_heartbeat_use_only_the_face(self, folder: str) -> None:
+        reaches = _past_the_face(folder)
+        assert not reaches, "\n".join(reaches)
+
+    def test_a_reach_past_the_face_is_found(self, tmp_path: Path) -> None:
+        """The rule sees function-level and type-checking imports of an internal, and lets the face through."""
+        path = tmp_path / "sample.py"
+        path.write_text(
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from ..skills.store.models import ProcedureStep\n"
+            "def f():\n    from ..skills.match.matcher import Matcher\n    from ..skills.api import SkillStore\n"
+        )
+        found = _every_import("sherpa_skills.cli.sample", path, _modules())
+        assert {t for t in found if t.startswith("sherpa_skills.skills")} == {
+            "sherpa_skills.skills.store.models",
+            "sherpa_skills.skills.match.matcher",
+            "sherpa_skills.skills.api",
+        }
 
 
 class TestNoCompatibilityShims:

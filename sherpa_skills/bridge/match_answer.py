@@ -52,7 +52,7 @@ def _candidate(skills: SkillStore, found: MatchCandidate) -> tuple[Candidate, st
         params=dict(found.params),
         reason=found.reason,
     )
-    return shown, skills.refusal(proc, health)
+    return shown, skills.replay_refusal(proc, health)
 
 
 def find_answer(decision: MatchDecision, skills: SkillStore) -> FindAnswer:

@@ -189,7 +189,7 @@ class Bridge:
         return [r.to_dict() for r in ToolIndex(registered_tools()).relevant(_task(task), limit=5)]
 
     def learnings_for(self, task: str) -> dict[str, Any]:
-        return self._skills().failures(_task(task), limit=5).model_dump(mode="json")
+        return self._skills().failures_for(_task(task), limit=5).model_dump(mode="json")
 
     def search_memory(self, query: str) -> dict[str, Any]:
         from ..memory import shared_memory

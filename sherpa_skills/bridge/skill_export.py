@@ -202,7 +202,7 @@ def export_skills(skills: SkillStore, directory: str | Path) -> SkillsExport:
             result.skipped.append({"procedure_id": proc.id, "reason": "a trajectory belongs to its workflow"})
             continue
         health = skills.health_of(proc.id)
-        refusal = skills.refusal(proc, health)
+        refusal = skills.replay_refusal(proc, health)
         if health.status not in EXPORTABLE_HEALTH or refusal:
             result.skipped.append({"procedure_id": proc.id, "reason": refusal or f"health {health.status}"})
             continue

@@ -75,8 +75,8 @@ def store_components() -> list[Component]:
     from ..memory._schema import MIGRATIONS as memory
     from ..memory.domains import MIGRATIONS as domains
     from ..sessions._store import MIGRATIONS as sessions
-    from ..skills.store.fts import fill_fts
-    from ..skills.store.migrations import MIGRATIONS as skills
+    from ..skills.face.models import MIGRATIONS as skills
+    from ..skills.face.models import fill_fts
 
     return [
         Component("runs", runs),

@@ -40,11 +40,11 @@ def candidate_summary(p: Any) -> dict[str, Any]:
 
 def cmd_candidates(args: argparse.Namespace) -> int:
     from ..home import resolve_home
-    from ..skills.store.database import ProcedureDatabase
+    from ..skills.api import SkillStore
 
-    store = ProcedureDatabase(home=resolve_home(args.home))
+    skills = SkillStore(resolve_home(args.home))
     rows = sorted(
-        (candidate_summary(p) for p in store.procedures(args.task_type, "candidate")),
+        (candidate_summary(p) for p in skills.candidates(args.task_type)),
         key=lambda r: (-r["support"], r["task_type"]),
     )
     if args.json:
@@ -85,15 +85,10 @@ def cmd_candidates(args: argparse.Namespace) -> int:
 
 
 def cmd_reject(args: argparse.Namespace) -> int:
-    from ..errors import UsageError
     from ..home import resolve_home
-    from ..skills.store.database import ProcedureDatabase
+    from ..skills.api import SkillStore
 
-    store = ProcedureDatabase(home=resolve_home(args.home))
-    proc = store.get(args.id)
-    if proc.status == "rejected":
-        raise UsageError(f"{proc.id} is already rejected")
-    proc = store.set_status(proc.id, "rejected")
+    proc = SkillStore(resolve_home(args.home)).reject_candidate(args.id)
     if args.json:
         _print_json({"id": proc.id, "status": proc.status})
     else:

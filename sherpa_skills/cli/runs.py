@@ -382,9 +382,10 @@ def _show_removal(removal: Any, as_json: bool) -> None:
 def _remove(args: argparse.Namespace, store: Any, home: Path, ids: list[str], what: str) -> int:
     """Show the plan and ask (unless --yes or --dry-run), then delete in one transaction that
     checks references again."""
-    from ..skills.run_removal import remove_runs
+    from ..skills.api import SkillStore
 
-    plan = remove_runs(store, home, ids, force=args.force, dry_run=True)
+    skills = SkillStore(home)
+    plan = skills.remove_runs(store, ids, force=args.force, dry_run=True)
     if args.dry_run or not plan.deleted:
         _show_removal(plan, args.json)
         return EXIT_OK
@@ -396,7 +397,7 @@ def _remove(args: argparse.Namespace, store: Any, home: Path, ids: list[str], wh
         f"{', …' if len(plan.deleted) > 5 else ''})",
         args.yes,
     )
-    _show_removal(remove_runs(store, home, plan.deleted, force=args.force), args.json)
+    _show_removal(skills.remove_runs(store, plan.deleted, force=args.force), args.json)
     return EXIT_OK
 
 
@@ -404,7 +405,7 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
     """Exact ids or unique prefixes; an unknown one, or a waiting/running run without --force,
     is bad usage and nothing goes."""
     from ..errors import NoSuchRun, UsageError
-    from ..skills.run_removal import ACTIVE
+    from ..skills.face.models import ACTIVE_RUN_STATUSES as ACTIVE
 
     store, home = _open_store(args)
     rows = []
@@ -434,14 +435,14 @@ def _age(seconds: float) -> str:
 def cmd_runs_prune(args: argparse.Namespace) -> int:
     import time
 
-    from ..skills.run_removal import older_than
+    from ..skills.api import SkillStore
 
     store, home = _open_store(args)
     return _remove(
         args,
         store,
         home,
-        older_than(store, time.time() - args.older_than),
+        SkillStore(home).runs_older_than(store, time.time() - args.older_than),
         f"last updated over {_age(args.older_than)} ago",
     )
 

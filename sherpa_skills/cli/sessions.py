@@ -223,8 +223,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"{c.seq:>4}. [{colour[c.outcome]}]{escape(said):<9}[/] {command}")
     usable = [c for c in commands if c.outcome in ("success", "unknown")][:5]
     if usable:
-        from ..skills.capture.from_session import spec_of
-        from ..skills.mine.recurring import suggest_task_type
+        from ..skills.face.text import spec_of, suggest_task_type
 
         task = suggest_task_type(c.command for c in usable)
         console.print(

@@ -28,7 +28,7 @@ def load_steps_file(path: str) -> dict[str, Any]:
     A step is a command as text, or a mapping with `command:` and the step's checks; one step is enough.
     """
     from ..errors import Problem, WorkflowError
-    from ..skills.store.models import StepsFile
+    from ..skills.face.models import StepsFile
     from ..yaml_source import load_yaml_file
 
     try:
@@ -75,7 +75,7 @@ def _step(located: Any, loc: tuple[Any, ...], number: int, raw: Any) -> tuple[di
     """One step as stored, or what is wrong with it."""
     from pydantic import ValidationError
 
-    from ..skills.store.models import ProcedureStep
+    from ..skills.face.models import ProcedureStep
 
     if isinstance(raw, str):
         raw = {"command": raw}
@@ -105,7 +105,7 @@ def _fields(located: Any, rest: dict[str, Any]) -> list[Any]:
     """The file's own fields (description, tags, pre- and postconditions), each checked."""
     from pydantic import ValidationError
 
-    from ..skills.store.models import StepsFile
+    from ..skills.face.models import StepsFile
 
     try:
         StepsFile.model_validate({**rest, "steps": []})

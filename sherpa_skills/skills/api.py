@@ -1,7 +1,7 @@
 """`sherpa_skills.SkillStore`: the skill store for people who embed agents — capture, match, replay, health.
 
 The same machines the CLI runs (statemachines/capture.yaml and replay.yaml), behind plain methods; the CLI's
-`learn` commands are built on it.
+`learn` commands are built on it and on nothing else of skills/ but the types and helpers in skills/face/.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .face import transfer
+from .face.models import CapturedLearning, Imported, LearningsFound, Picked, ProcedureShown, Removal
 from .match.matcher import Matcher
 from .match.models import MatchCandidate as MatchCandidate  # for callers: what `MatchDecision.offered` holds
 from .match.models import MatchDecision
@@ -28,8 +30,8 @@ from .store.models import (
 if TYPE_CHECKING:
     from ..engine.runstore import RunStore
     from ..engine.workflow import Workflow
+    from ..sessions import SessionStore
     from .capture.learning import Learner
-    from .match.failures import LearningsFound
     from .mine.mining import MiningResult
 
 REPLAY_STATUS = {
@@ -354,6 +356,188 @@ class SkillStore:
     def reindex(self, progress: Callable[[int], None] | None = None) -> int:
         return self.matcher.reindex(progress)
 
+    # --- the command line's view of the store
+
+    def capture_success(
+        self,
+        task_type: str,
+        *,
+        run_id: str | None = None,
+        steps: list[dict[str, Any]] | None = None,
+        source: str | None = None,
+        context: dict[str, Any] | None = None,
+        description: str | None = None,
+        tags: list[str] | None = None,
+        preconditions: list[str] | None = None,
+        postconditions: list[str] | None = None,
+        procedure_id: str | None = None,
+    ) -> CaptureResult:
+        """What `learn capture-success` keeps: the steps run `run_id` executed, or `steps` already checked (a steps
+        file's, or commands a person picked from a session: `source` "session" and its `context`), as given; a person's
+        capture, counted. An unknown `procedure_id` is refused before anything is recorded."""
+        given = {
+            "run_id": run_id,
+            "steps": steps,
+            "source": source,
+            "context": context,
+            "description": description,
+            "tags": tags,
+            "preconditions": preconditions,
+            "postconditions": postconditions,
+        }
+        inputs: dict[str, Any] = {"task_type": task_type, **{k: v for k, v in given.items() if v is not None}}
+        if procedure_id:
+            inputs["procedure_id"] = self.store.get(procedure_id).id
+        return self._capture(inputs)
+
+    def summaries(self, task_type: str | None = None, *, include_candidates: bool = False) -> list[dict[str, Any]]:
+        """Each procedure as `learn procedures --json` lists it: id, version, kind, size, confidence, counts, health."""
+        from .store.stats import procedure_summary
+
+        return [
+            procedure_summary(self.store, p) for p in self.procedures(task_type, include_candidates=include_candidates)
+        ]
+
+    def show(self, procedure_id: str, version: int | None = None, *, executions: int = 10) -> ProcedureShown:
+        """One procedure (its current version, or `version`) in full: `learn show --json`'s detail, its health, and
+        its latest `executions`. An unknown id or version is refused (StoreError)."""
+        from .store.stats import procedure_detail
+
+        p = self.store.get(procedure_id, version)
+        detail = procedure_detail(self.store, p)
+        health = self.store.health(p.id, version=p.version)
+        return ProcedureShown(p, detail, health, self.store.executions(p.id, limit=executions))
+
+    def count(self) -> int:
+        """How many procedures the store holds, of every status."""
+        return self.store.count()
+
+    def stats(self) -> dict[str, Any]:
+        """What replay and the decision memory saved, per procedure, workflow and run (`learn stats --json`)."""
+        from .decide.summary import with_memory_savings
+        from .store.stats import stats
+
+        return with_memory_savings(self.store, stats(self.store))
+
+    def failures(self, task_type: str | None = None, *, limit: int = 50) -> list[CapturedLearning]:
+        """Captured failures (defensive learnings), newest first; only `task_type`'s when given."""
+        return self.store.learnings(task_type, limit=limit)
+
+    def failures_for(self, task: str, task_type: str | None = None, *, limit: int = 5) -> LearningsFound:
+        """The failures the planner would be shown for `task`: found by meaning, each with its relevance and why."""
+        from .match.failures import FailureFinder
+
+        return FailureFinder(self.store).find(task, task_type, limit=limit)
+
+    def reindex_failures(self) -> int:
+        """Embed every captured failure again (the procedures: `reindex`); how many."""
+        from .match.failures import FailureFinder
+
+        return FailureFinder(self.store).reindex()
+
+    def promotions(self, procedure_id: str) -> list[dict[str, Any]]:
+        """Every promotion of the procedure, oldest first: who, when, and what it left behind."""
+        return self.store.promotions(self.store.get(procedure_id).id)
+
+    @staticmethod
+    def replay_refusal(procedure: CapturedProcedure, health: ProcedureHealthReport | None) -> str | None:
+        """Why `procedure` may not be replayed now, or None: replay's own gate, so promote never promises what replay
+        refuses."""
+        from .store.scoring import replay_refusal
+
+        return replay_refusal(procedure, health)
+
+    def candidates(self, task_type: str | None = None) -> list[CapturedProcedure]:
+        """Procedures waiting for review (mined, an agent's, imported): none runs until a person promotes it."""
+        return self.store.procedures(task_type, "candidate")
+
+    def reject_candidate(self, procedure_id: str) -> CapturedProcedure:
+        """Drop a procedure for good: never replayed, never proposed by mining again. Refused (UsageError) when it
+        already is."""
+        from ..errors import UsageError
+
+        proc = self.store.get(procedure_id)
+        if proc.status == "rejected":
+            raise UsageError(f"{proc.id} is already rejected")
+        return self.store.set_status(proc.id, "rejected")
+
+    def export_data(self) -> dict[str, Any]:
+        """Every procedure (with its earlier versions) and learning, as `learn export` writes them."""
+        return transfer.export_data(self.store)
+
+    def import_data(
+        self, data: dict[str, Any], file: str, *, progress: Callable[[int, int], None] | None = None
+    ) -> Imported:
+        """A `learn export` file's data (read from `file`): its procedures become candidates for review, their counts
+        kept as the file's claim (known ones are skipped, invalid ones reported as `procedures[i].field`); its
+        learnings are added. Index them with `index_imported`."""
+        return transfer.import_data(self.store, data, file, Path(file).name, progress)
+
+    def index_imported(
+        self, procedures: list[CapturedProcedure], *, progress: Callable[[int, int], None] | None = None
+    ) -> str | None:
+        """Embed imported procedures now, in batches, and the imported failures; the index's warning, or None."""
+        return transfer.index_imported(self.store, self.matcher, procedures, progress)
+
+    def decision_counts(self, workflow: str | None = None) -> list[dict[str, Any]]:
+        """The decision memory: how many examples each workflow's LLM decisions left, by state and trigger."""
+        from .decide.examples import example_counts
+
+        return example_counts(self.store, workflow)
+
+    def decision_states(self, workflow: str | None = None, error_bound: float | None = None) -> list[dict[str, Any]]:
+        """The decision memory's summary per (workflow, state): examples, calibrated coverage at `error_bound`
+        (default: the settings'), whether the bound held, why it abstains."""
+        from .decide.summary import state_summaries
+
+        return state_summaries(self.store, workflow, error_bound)
+
+    def forget_decisions(self, workflow: str, state: str) -> int:
+        """Forget every example of `state` in `workflow` (after the workflow changed there); how many."""
+        from .decide.memory import DecisionMemory
+
+        return DecisionMemory(self.store).forget_state(workflow, state)
+
+    def pick_from_session(self, sessions: SessionStore, session_id: str, commands: str | None) -> Picked:
+        """Commands of an imported session to keep as steps (`commands` as `3-7,9`, default every one that worked);
+        a failed one is refused (UsageError)."""
+        from .capture.from_session import pick
+
+        return pick(sessions, session_id, commands)
+
+    def edited_step_problem(self, edited: list[str], shown: list[str]) -> str | None:
+        """What is wrong with a step a person wrote at the prompt (as a capture checks it), or None; steps among
+        `shown` were rendered from the procedure and pass."""
+        from pydantic import ValidationError
+
+        from ..engine.shell_template import check_shell_template
+        from ..errors import UsageError
+        from .replay.runtime import as_template
+
+        for number, command in enumerate(edited, 1):
+            if command in shown:
+                continue
+            try:
+                check_shell_template(as_template(ProcedureStep(command=command).command))
+            except ValidationError as exc:
+                return step_problem(number, exc)
+            except UsageError as exc:
+                return f"step {number}: {exc}"
+        return None
+
+    def remove_runs(self, runs: RunStore, ids: list[str], *, force: bool = False, dry_run: bool = False) -> Removal:
+        """Delete these runs (exact ids) of `runs` with all their rows in one transaction, and their log files; a run
+        a procedure, an alias or a kept run refers to stays, with why (waiting and running ones unless `force`)."""
+        from .run_removal import remove_runs
+
+        return remove_runs(runs, self.home, ids, force=force, dry_run=dry_run)
+
+    def runs_older_than(self, runs: RunStore, cutoff: float) -> list[str]:
+        """Runs of `runs` last updated before `cutoff` (epoch seconds), oldest first: what `runs prune` considers."""
+        from .run_removal import older_than
+
+        return older_than(runs, cutoff)
+
     # --- the view's, bridge's and heartbeat's view of the store
 
     _own_connection = False  # True from `own`: close() closes the connection too
@@ -385,21 +569,6 @@ class SkillStore:
 
         return procedure_summary(self.store, procedure)
 
-    def show(self, procedure_id: str, version: int | None = None) -> dict[str, Any]:
-        """One procedure version as `learn show --json` prints it: the procedure, its health, versions, promotions,
-        claims, aliases, rejections, branches and recent executions."""
-        from .store.stats import procedure_detail
-
-        return procedure_detail(self.store, self.store.get(procedure_id, version))
-
-    def stats(self) -> dict[str, Any]:
-        """What replay and the decision memory saved, per procedure, workflow and run, as `learn stats --json` prints
-        it."""
-        from .decide.summary import with_memory_savings
-        from .store.stats import stats
-
-        return with_memory_savings(self.store, stats(self.store))
-
     def versions(self, procedure_id: str) -> list[dict[str, Any]]:
         """Every version of the procedure, oldest first, each with when and why it was made."""
         return self.store.versions(procedure_id)
@@ -428,26 +597,12 @@ class SkillStore:
 
         return replays(self.store, run_ids)
 
-    def failures(self, task: str, task_type: str | None = None, *, limit: int = 5) -> LearningsFound:
-        """The learned failures this task is about (at most `limit`), most relevant first: what the planner is shown."""
-        from .match.failures import FailureFinder
-
-        return FailureFinder(self.store).find(task, task_type, limit=limit)
-
     @staticmethod
     def parameters(procedure: CapturedProcedure) -> list[str]:
         """The `{{ name }}` parameters its steps declare, in the order they first appear."""
         from .store.params import PARAMETER
 
         return list(dict.fromkeys(n for s in procedure.steps for n in PARAMETER.findall(s.command)))
-
-    @staticmethod
-    def refusal(procedure: CapturedProcedure, health: ProcedureHealthReport | None) -> str | None:
-        """Why the procedure may not be replayed now (a candidate, rejected, pulled for its health), or None when it
-        may: replay's own rule (`health` None skips the health check)."""
-        from .store.scoring import replay_refusal
-
-        return replay_refusal(procedure, health)
 
     @staticmethod
     def step_shapes(procedure: CapturedProcedure) -> tuple[tuple[str, ...], ...] | None:

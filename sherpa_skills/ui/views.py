@@ -260,7 +260,7 @@ def procedure_page(stores: Stores, procedure_id: str, version: int | None = None
     its executions."""
     store = stores.skills
     p = store.get(procedure_id, version)
-    detail = store.show(p.id, p.version)
+    detail = store.show(p.id, p.version).detail
     versions = []
     previous: list[str] | None = None
     for v in store.versions(p.id):

@@ -51,7 +51,7 @@ class TestReading:
         """`show` is `learn show ID --json` and `stats` is `learn stats --json`: the view and the CLI print one
         shape."""
         proc = _promoted(skill_store, "pack-logs", ["tar czf logs.tgz logs"])
-        assert skill_store.show(proc.id) == _cli(home, "learn", "show", proc.id)
+        assert skill_store.show(proc.id).detail == _cli(home, "learn", "show", proc.id)
         assert skill_store.stats() == _cli(home, "learn", "stats")
 
     def test_summary_is_the_procedures_row(self, skill_store: SkillStore, home: Path) -> None:
@@ -111,7 +111,7 @@ class TestRefusals:
         )
         stored = skill_store.add_candidate(forged, "import", "import:somewhere", successes=5)
         assert (stored.status, stored.success_count, stored.claimed_successes) == ("candidate", 0, 5)
-        refusal = SkillStore.refusal(stored, skill_store.health_of(stored.id))
+        refusal = SkillStore.replay_refusal(stored, skill_store.health_of(stored.id))
         assert refusal is not None and refusal.startswith("a candidate awaiting review")
         found = skill_store.known(forged)  # the same steps, found by their signature
         assert found is not None and found.id == stored.id
@@ -133,7 +133,7 @@ class TestRefusals:
         assert skill_store.recheck(proc.id).status == "broken"
         health = skill_store.health_of(proc.id)
         assert health.status == "needs-relearning"
-        assert SkillStore.refusal(skill_store.get(proc.id), health) is not None
+        assert SkillStore.replay_refusal(skill_store.get(proc.id), health) is not None
 
 
 class TestUpkeep:

@@ -7,14 +7,12 @@ import argparse
 from ..console import EXIT_OK, print_table
 from ..console import console as _console
 from ..console import print_json as _print_json
-from .common import _alias_origin, _id_column, _stores
+from .common import alias_origin, id_column, stores
 
 
 def cmd_aliases(args: argparse.Namespace) -> int:
-    from ...skills.api import SkillStore
-
-    skills = SkillStore(_stores(args)[2])
-    answers = skills.aliases(args.procedure)
+    store = stores(args)[0]
+    answers = store.aliases(args.procedure)
     if args.json:
         _print_json([a.model_dump(mode="json") for a in answers])
         return EXIT_OK
@@ -23,18 +21,16 @@ def cmd_aliases(args: argparse.Namespace) -> int:
         return EXIT_OK
     from rich.table import Table
 
-    table = Table("id", "kind", _id_column([a.procedure_id for a in answers], "procedure"), "wording", "scope", "from")
+    table = Table("id", "kind", id_column([a.procedure_id for a in answers], "procedure"), "wording", "scope", "from")
     for a in answers:
-        origin = _alias_origin(a.model_dump()) if a.kind == "alias" else f"rejected by {a.by}"
+        origin = alias_origin(a.model_dump()) if a.kind == "alias" else f"rejected by {a.by}"
         table.add_row(a.id, a.kind, a.procedure_id, a.text, a.scope or "-", origin)
     print_table(_console(), table)
     return EXIT_OK
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from ...skills.api import SkillStore
-
-    answer = SkillStore(_stores(args)[2]).forget(args.id)
+    answer = stores(args)[0].forget(args.id)
     if args.json:
         _print_json({"forgotten": answer.model_dump(mode="json")})
     else:

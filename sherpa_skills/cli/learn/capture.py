@@ -3,48 +3,46 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..console import EXIT_ERROR, EXIT_OK
 from ..console import console as _console
 from ..console import print_json as _print_json
 from ..steps_file import load_steps_file
-from .common import _quiet_logs, _stores
+from .common import quiet_logs, stores
+
+if TYPE_CHECKING:
+    from ...skills.face.models import Picked
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
     from ...errors import UsageError
-    from ...skills.api import SkillStore
 
     given = [bool(args.from_run), bool(args.steps_file), args.steps_from_session is not None]
     if sum(given) != 1:
         raise UsageError("give exactly one of --from-run RUN_ID, --steps-file FILE or --steps-from-session SESSION_ID")
     if args.commands is not None and args.steps_from_session is None:
         raise UsageError("--commands picks commands of a session: give --steps-from-session SESSION_ID with it")
-    _, runs, home = _stores(args)
-    _quiet_logs(args, home)
-    skills = SkillStore(home)
-    inputs: dict[str, Any] = {"task_type": args.task_type}
+    store, runs, home = stores(args)
+    quiet_logs(args, home)
+    fields: dict[str, Any] = {}
     picked = None
     if args.from_run:
-        inputs["run_id"] = runs.get_run(args.from_run).run_id
+        fields["run_id"] = runs.get_run(args.from_run).run_id
     elif args.steps_file:
-        inputs.update(load_steps_file(args.steps_file))
+        fields.update(load_steps_file(args.steps_file))
     else:
         from ...sessions import SessionStore
-        from ...skills.capture.from_session import pick
 
         with SessionStore(home) as sessions:
-            picked = pick(sessions, args.steps_from_session, args.commands)
+            picked = store.pick_from_session(sessions, args.steps_from_session, args.commands)
         # The person chose these by number: a person's capture (counted), kept as given like a steps file.
-        inputs.update(steps=picked.steps, source="session", context=picked.context(), description=picked.description)
+        fields.update(steps=picked.steps, source="session", context=picked.context(), description=picked.description)
     if args.description:
-        inputs["description"] = args.description
+        fields["description"] = args.description
     if args.tag:
-        inputs["tags"] = args.tag
-    if args.procedure:
-        inputs["procedure_id"] = skills.get(args.procedure).id
-    result = skills._capture(inputs)
+        fields["tags"] = args.tag
+    result = store.capture_success(args.task_type, **fields, procedure_id=args.procedure)
     payload: dict[str, Any] = {
         "outcome": result.outcome,
         "run_id": result.run_id,
@@ -98,11 +96,11 @@ def cmd_capture(args: argparse.Namespace) -> int:
     return EXIT_OK if result.outcome in ("captured", "duplicate") else EXIT_ERROR
 
 
-def _show_picked(console: Any, picked: Any) -> None:
+def _show_picked(console: Any, picked: Picked) -> None:
     """Which commands of the session were kept, the parameters proposed and what was left out, each with why."""
     from rich.markup import escape
 
-    from ...skills.capture.from_session import spec_of
+    from ...skills.face.text import spec_of
 
     console.print(
         f"from {picked.session.agent} session {escape(picked.session.id)}: commands {spec_of(picked.numbers)}"

@@ -4,33 +4,37 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...engine.runstore import RunStore
+    from ...skills.api import SkillStore
 
 
-def _stores(args: argparse.Namespace) -> tuple[Any, Any, Path]:
+def stores(args: argparse.Namespace) -> tuple[SkillStore, RunStore, Path]:
     from ...engine.runstore import RunStore
     from ...home import resolve_home
-    from ...skills.store.database import ProcedureDatabase
+    from ...skills.api import SkillStore
 
     home = resolve_home(args.home)
-    return ProcedureDatabase(home=home), RunStore(home=home), home
+    return SkillStore(home), RunStore(home=home), home
 
 
-def _quiet_logs(args: argparse.Namespace, home: Path) -> None:
+def quiet_logs(args: argparse.Namespace, home: Path) -> None:
     from ...logs import configure
 
     (home / "logs").mkdir(exist_ok=True)
     configure(level="error", json_file=home / "logs" / "learn.jsonl")
 
 
-def _id_column(ids: Any, header: str = "id") -> Any:
+def id_column(ids: Any, header: str = "id") -> Any:
     """A column that never cuts an id, however narrow the terminal: other columns give way."""
     from rich.table import Column
 
     return Column(header, no_wrap=True, overflow="fold", min_width=max([len(header), *(len(i) for i in ids)]))
 
 
-def _alias_origin(alias: dict[str, Any]) -> str:
+def alias_origin(alias: dict[str, Any]) -> str:
     """Where an alias came from: the run that took the procedure's path in its words, or who confirmed it (in which
     run, when a run's judge did)."""
     source, by = alias.get("source"), alias["by"]
@@ -39,5 +43,5 @@ def _alias_origin(alias: dict[str, Any]) -> str:
     return f"from {source}, confirmed by {by}" if source else f"confirmed by {by}"
 
 
-def _scope(answer: dict[str, Any]) -> str:
+def scope_note(answer: dict[str, Any]) -> str:
     return f", only for task type {answer['scope']}" if answer.get("scope") else ""

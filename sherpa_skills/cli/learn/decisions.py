@@ -3,30 +3,30 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..console import EXIT_OK, print_table
 from ..console import console as _console
 from ..console import print_json as _print_json
 from ..console import when as _when
-from .common import _stores
+from .common import stores
+
+if TYPE_CHECKING:
+    from ...skills.api import SkillStore
 
 
 def cmd_decisions(args: argparse.Namespace) -> int:
-    from ...skills.decide.examples import example_counts
-    from ...skills.decide.summary import state_summaries
-
-    store = _stores(args)[0]
+    store = stores(args)[0]
     if args.forget is not None:
         return _forget_state(args, store)
     if args.states:
-        summaries = state_summaries(store, args.workflow, args.error_bound)
+        summaries = store.decision_states(args.workflow, args.error_bound)
         if args.json:
             _print_json(summaries)
             return EXIT_OK
         _show_states(summaries)
         return EXIT_OK
-    rows = example_counts(store, args.workflow)
+    rows = store.decision_counts(args.workflow)
     if args.json:
         _print_json(rows)
         return EXIT_OK
@@ -41,7 +41,7 @@ def cmd_decisions(args: argparse.Namespace) -> int:
     for r in rows:
         table.add_row(r["workflow"], r["state"], r["trigger"], str(r["examples"]), _when(r["last"]))
     print_table(_console(), table)
-    _show_states(state_summaries(store, args.workflow, args.error_bound))
+    _show_states(store.decision_states(args.workflow, args.error_bound))
     return EXIT_OK
 
 
@@ -64,14 +64,13 @@ def _show_states(summaries: list[dict[str, Any]]) -> None:
     print_table(_console(), table)
 
 
-def _forget_state(args: argparse.Namespace, store: Any) -> int:
+def _forget_state(args: argparse.Namespace, store: SkillStore) -> int:
     """`learn decisions WORKFLOW --forget STATE`: every example of the state, after the workflow changed there."""
     from ...errors import UsageError
-    from ...skills.decide.memory import DecisionMemory
 
     if not args.workflow:
         raise UsageError("learn decisions --forget STATE needs the WORKFLOW whose state it is")
-    gone = DecisionMemory(store).forget_state(args.workflow, args.forget)
+    gone = store.forget_decisions(args.workflow, args.forget)
     if args.json:
         _print_json({"workflow": args.workflow, "state": args.forget, "forgotten": gone})
     else:

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ...skills.store.stats import stats
 from ..console import EXIT_OK, Folded, compact_table, print_table
 from ..console import console as _console
 from ..console import print_json as _print_json
-from .common import _id_column, _quiet_logs, _stores
+from .common import id_column, quiet_logs, stores
+
+if TYPE_CHECKING:
+    from ...skills.api import SkillStore
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    store, _, _ = _stores(args)
-    reports = [store.health(p.id) for p in store.procedures()]
+    reports = stores(args)[0].health()
     if args.degraded_only:
         reports = [r for r in reports if r.status not in ("healthy", "new")]
     if args.json:
@@ -23,7 +24,7 @@ def cmd_health(args: argparse.Namespace) -> int:
         return EXIT_OK
     # "success" is the rolling rate over the counted executions; "runs" every execution; the pattern wraps.
     table = compact_table(
-        _id_column((r.procedure_id for r in reports), "procedure"), "status", "success", "runs", "failure pattern"
+        id_column((r.procedure_id for r in reports), "procedure"), "status", "success", "runs", "failure pattern"
     )
     for r in reports:
         rate = (
@@ -43,10 +44,10 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_failures(args: argparse.Namespace) -> int:
-    store, _, home = _stores(args)
+    store, _, home = stores(args)
     if args.task is not None:
         return _failures_for_task(args, store, home)
-    rows = store.learnings(args.task_type, limit=args.limit)
+    rows = store.failures(args.task_type, limit=args.limit)
     if args.json:
         _print_json([r.model_dump(mode="json") for r in rows])
         return EXIT_OK
@@ -63,17 +64,16 @@ def cmd_failures(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _failures_for_task(args: argparse.Namespace, store: Any, home: Path) -> int:
+def _failures_for_task(args: argparse.Namespace, store: SkillStore, home: Path) -> int:
     """The learnings the planner would be shown for this task: found by meaning, each with its relevance and why."""
     from rich.markup import escape
 
     from ...errors import UsageError
-    from ...skills.match.failures import FailureFinder
 
     if not args.task.strip():
         raise UsageError("--task needs the task's text (what the planner would be asked to do)")
-    _quiet_logs(args, home)
-    found = FailureFinder(store).find(args.task, args.task_type, limit=args.limit)
+    quiet_logs(args, home)
+    found = store.failures_for(args.task, args.task_type, limit=args.limit)
     if args.json:
         _print_json(
             {
@@ -105,16 +105,13 @@ def _failures_for_task(args: argparse.Namespace, store: Any, home: Path) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    store, _, _ = _stores(args)
-    from ...skills.decide.summary import with_memory_savings
-
-    data = with_memory_savings(store, stats(store))
+    data = stores(args)[0].stats()
     if args.json:
         _print_json(data)
         return EXIT_OK
     # Headers short on purpose, so 80 columns hold a table: "div." diverged replays, "tokens"/"calls" saved.
     table = compact_table(
-        _id_column((r["procedure_id"] for r in data["per_procedure"]), "procedure"),
+        id_column((r["procedure_id"] for r in data["per_procedure"]), "procedure"),
         "kind",
         "replays",
         "div.",
@@ -151,8 +148,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     recent = data["per_run"][-args.runs :]
     if recent:
         table = compact_table(
-            _id_column((r["run_id"] for r in recent), "run"),
-            _id_column((r["procedure_id"] for r in recent), "procedure"),
+            id_column((r["run_id"] for r in recent), "run"),
+            id_column((r["procedure_id"] for r in recent), "procedure"),
             "v",
             "outcome",
             "LLM",

@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 
-from ...skills.store.stats import procedure_detail, procedure_summary
 from ..console import EXIT_OK, Folded, compact_table, print_table
 from ..console import console as _console
 from ..console import print_json as _print_json
 from ..console import when as _when
-from .common import _alias_origin, _id_column, _scope, _stores
+from .common import alias_origin, id_column, scope_note, stores
 
 
 def cmd_procedures(args: argparse.Namespace) -> int:
-    store, _, _ = _stores(args)
-    rows = [procedure_summary(store, p) for p in store.procedures(args.task_type, None if args.all else "active")]
+    store, _, _ = stores(args)
+    rows = store.summaries(args.task_type, include_candidates=args.all)
     if args.json:
         _print_json(rows)
         return EXIT_OK
@@ -23,7 +22,7 @@ def cmd_procedures(args: argparse.Namespace) -> int:
 
     # Headers short on purpose (80 columns hold the id and every figure); the task gives way: it wraps.
     table = compact_table(
-        _id_column(r["id"] for r in rows),
+        id_column(r["id"] for r in rows),
         *(Column(h, no_wrap=True, min_width=len(h)) for h in ("v", "conf", "ok/fail")),
         "health",
         Column("task (steps)", overflow="fold", ratio=1, min_width=10),
@@ -49,10 +48,8 @@ def cmd_procedures(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    store, _, _ = _stores(args)
-    p = store.get(args.id, args.version)
-    data = procedure_detail(store, p)
-    health, executions = store.health(p.id, version=p.version), store.executions(p.id, limit=10)
+    shown = stores(args)[0].show(args.id, args.version)
+    p, data, health, executions = shown.procedure, shown.detail, shown.health, shown.executions
     if args.json:
         _print_json(data)
         return EXIT_OK
@@ -93,9 +90,9 @@ def cmd_show(args: argparse.Namespace) -> int:
             )
         )
     for a in data["aliases"]:
-        console.print(f"alias {a['id']}: {escape(repr(a['text']))}  [dim]({_alias_origin(a)}{_scope(a)})[/]")
+        console.print(f"alias {a['id']}: {escape(repr(a['text']))}  [dim]({alias_origin(a)}{scope_note(a)})[/]")
     for a in data["rejections"]:
-        console.print(f"rejected {a['id']}: {a['text']!r}  [dim](by {a['by']}{_scope(a)})[/]")
+        console.print(f"rejected {a['id']}: {a['text']!r}  [dim](by {a['by']}{scope_note(a)})[/]")
     for b in data["branches"]:
         path = " → ".join(f"{d['state']}: {d['trigger']}" for d in b["decisions"])
         console.print(f"branch taken by {b['runs']} run(s), leaving at decision {b['step']} in {b['state']}: {path}")

@@ -7,7 +7,7 @@ import argparse
 from ..console import EXIT_OK, Bar
 from ..console import console as _console
 from ..console import print_json as _print_json
-from .common import _quiet_logs, _stores
+from .common import quiet_logs, stores
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
@@ -15,17 +15,14 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     with a progress bar on the terminal (never silent on long work)."""
     import time
 
-    from ...skills.match.failures import FailureFinder
-    from ...skills.match.matcher import Matcher
-
-    store, _, home = _stores(args)
-    _quiet_logs(args, home)  # the embedder's and the index's log lines go to the log file, never into --json
+    store, _, home = stores(args)
+    quiet_logs(args, home)  # the embedder's and the index's log lines go to the log file, never into --json
     total = store.count()
     started = time.perf_counter()
     with Bar("embedding", as_json=args.json) as bar:
         bar(0, total, "procedures")
-        count = Matcher(store).reindex(progress=lambda done: bar(done, total, "procedures"))
-    learnings = FailureFinder(store).reindex()
+        count = store.reindex(progress=lambda done: bar(done, total, "procedures"))
+    learnings = store.reindex_failures()
     seconds = time.perf_counter() - started
     if args.json:
         _print_json(
@@ -44,13 +41,11 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
-    from ...skills.store.scoring import replay_refusal
-
-    store, _, _ = _stores(args)
+    store, _, _ = stores(args)
     p = store.promote(store.get(args.id).id, by=args.agent)
-    health = store.health(p.id)
+    health = store.health(p.id)[0]
     promotion = store.promotions(p.id)[-1]
-    refusal = replay_refusal(p, health)  # replay's own gate: promote never promises what replay refuses
+    refusal = store.replay_refusal(p, health)  # replay's own gate: promote never promises what replay refuses
     if args.json:
         _print_json(
             {

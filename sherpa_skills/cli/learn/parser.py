@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from ...skills.face.models import REPLAY_RULE
 from ..console import positive_int
 from .answers import cmd_aliases, cmd_forget
 from .capture import cmd_capture
@@ -130,10 +131,8 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("id", metavar="ALIAS_ID")
     p.add_argument("--json", action="store_true")
 
-    from ...skills.store.scoring import RULE
-
     p = add("health", cmd_health, "rolling success rate and status of every procedure")
-    p.epilog = RULE
+    p.epilog = REPLAY_RULE
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--degraded-only", action="store_true")
     p.add_argument("--json", action="store_true")

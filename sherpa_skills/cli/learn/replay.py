@@ -5,18 +5,21 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..console import EXIT_ERROR, EXIT_NEEDS_CONFIRMATION, EXIT_OK, parse_assignments
 from ..console import console as _console
 from ..console import print_json as _print_json
-from .common import _quiet_logs, _stores
+from .common import quiet_logs, stores
+
+if TYPE_CHECKING:
+    from ...skills.api import SkillStore
 
 
-def _confirm(console: Any, pending: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _confirm(console: Any, store: SkillStore, pending: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """`Execute? [y/n/edit]` at the confirmation state; edit opens $EDITOR on the rendered steps. Without a terminal
     nothing runs."""
-    from ...skills.replay.edited import classify, editor_text, read_steps
+    from ...skills.face.text import classify, editor_text, read_steps
 
     if not sys.stdin.isatty():
         return "refuse", {}
@@ -50,7 +53,7 @@ def _confirm(console: Any, pending: dict[str, Any]) -> tuple[str, dict[str, Any]
             continue
         if kind == "params":
             return "edit", {"params": change}
-        problem = _step_problem(edited, rendered)
+        problem = store.edited_step_problem(edited, rendered)
         if problem:
             console.print(f"[red]not run[/]: {problem}; edit again, or answer n", markup=True)
             continue
@@ -79,50 +82,21 @@ def _edit_in_editor(console: Any, text: str) -> str | None:
         return path.read_text(encoding="utf-8", errors="replace")
 
 
-def _step_problem(edited: list[str], shown: list[str]) -> str | None:
-    """What is wrong with a new step (as a capture checks it), or None: said before anything runs."""
-    from pydantic import ValidationError
-
-    from ...engine.shell_template import check_shell_template
-    from ...errors import UsageError
-    from ...skills.replay.runtime import as_template
-    from ...skills.store.models import ProcedureStep, step_problem
-
-    for number, command in enumerate(edited, 1):
-        if command in shown:
-            continue
-        try:
-            check_shell_template(as_template(ProcedureStep(command=command).command))
-        except ValidationError as exc:
-            return step_problem(number, exc)
-        except UsageError as exc:
-            return f"step {number}: {exc}"
-    return None
-
-
-def replay_payload(result: Any) -> dict[str, Any]:
-    from ...skills.api import replay_payload as payload
-
-    return payload(result)
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
     from ...errors import UsageError
-    from ...skills.api import SkillStore
 
-    _, _, home = _stores(args)
-    _quiet_logs(args, home)
-    skills = SkillStore(home)
+    store, _, home = stores(args)
+    quiet_logs(args, home)
     console = _console(stderr=args.json)
     if args.reject:
         if args.procedure or args.execute:
             raise UsageError(
                 "--reject records that the task is none of the offered procedures: no --procedure or --execute"
             )
-        return _reject(args, skills, console)
+        return _reject(args, store, console)
 
     def replay(procedure_id: str | None) -> dict[str, Any]:
-        return skills.replay(
+        return store.replay(
             args.query,
             procedure_id=procedure_id,
             task_type=args.task_type,
@@ -131,14 +105,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
             cwd=args.cwd,
             min_confidence=args.min_confidence,
             verify=_verify_model(args.verify, args.verify_model),
-            confirm=None if args.yes else (lambda pending: _confirm(console, pending)),
+            confirm=None if args.yes else (lambda pending: _confirm(console, store, pending)),
         )
 
     payload = replay(args.procedure)
     if payload["status"] == "needs-confirmation" and not args.json and sys.stdin.isatty():
         chosen = _which_one(console, payload)  # the person at the terminal is the judge
         if chosen is None:
-            rejected = skills.reject(args.query, [c["procedure_id"] for c in payload["candidates"]], args.task_type)
+            rejected = store.reject(args.query, [c["procedure_id"] for c in payload["candidates"]], args.task_type)
             console.print(f"remembered: not asked about {len(rejected)} procedure(s) for this task again")
             return EXIT_ERROR
         payload = replay(chosen)
@@ -168,8 +142,8 @@ def _which_one(console: Any, payload: dict[str, Any]) -> str | None:
             return str(candidates[int(answer) - 1]["procedure_id"])
 
 
-def _reject(args: argparse.Namespace, skills: Any, console: Any) -> int:
-    rejected = skills.reject(args.query, None, args.task_type)
+def _reject(args: argparse.Namespace, store: SkillStore, console: Any) -> int:
+    rejected = store.reject(args.query, None, args.task_type)
     payload = {
         "status": "rejected" if rejected else "no-match",
         "rejected": [a.model_dump(mode="json") for a in rejected],
@@ -192,7 +166,7 @@ def _verify_model(flag: bool, named: str | None) -> str | None:
 
     from ...errors import UsageError
     from ...llm.call import MODEL_ENV
-    from ...skills.match.verifier import MODEL_ENV as VERIFY_ENV
+    from ...skills.face.models import VERIFY_MODEL_ENV as VERIFY_ENV
 
     if named is not None:
         if not named.strip():
@@ -209,7 +183,7 @@ def _verify_model(flag: bool, named: str | None) -> str | None:
 def _show_replay(console: Any, p: dict[str, Any]) -> None:
     from rich.markup import escape
 
-    from ...skills.replay.divergence import why
+    from ...skills.face.text import why
 
     if p["degraded"]:
         console.print(f"[yellow]{p['degraded']}[/]")

@@ -6,34 +6,22 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..console import EXIT_ERROR, EXIT_OK, Bar, hint, hint_words, print_commands
 from ..console import console as _console
 from ..console import print_json as _print_json
-from .common import _quiet_logs, _stores
+from .common import quiet_logs, stores
+
+if TYPE_CHECKING:
+    from ...skills.api import SkillStore
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    store, _, _ = _stores(args)
+    store, _, _ = stores(args)
     if args.skills:
         return _export_skills(args, store)
-    data: dict[str, Any] = {
-        "format": "sherpa-skills/procedures",
-        "version": 1,
-        "procedures": [
-            {
-                **p.model_dump(mode="json"),
-                "versions": [
-                    store.get(p.id, v["version"]).model_dump(mode="json")
-                    for v in store.versions(p.id)
-                    if v["version"] != p.version
-                ],
-            }
-            for p in store.procedures(status=None)
-        ],
-        "learnings": [x.model_dump(mode="json") for x in store.learnings(limit=100_000)],
-    }
+    data = store.export_data()
     text = json.dumps(data, indent=2)
     if args.file and args.file != "-":
         Path(args.file).write_text(text + "\n", encoding="utf-8")
@@ -46,14 +34,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _export_skills(args: argparse.Namespace, store: Any) -> int:
+def _export_skills(args: argparse.Namespace, store: SkillStore) -> int:
     from ...bridge.skill_export import export_skills
     from ...errors import UsageError
-    from ...skills.api import SkillStore
 
     if args.file:
         raise UsageError("learn export: give FILE or --skills DIR, not both")
-    result = export_skills(SkillStore(args.home), args.skills)
+    result = export_skills(store, args.skills)
     if args.json:
         _print_json(result.to_dict())
         return EXIT_OK
@@ -66,20 +53,19 @@ def _export_skills(args: argparse.Namespace, store: Any) -> int:
     return EXIT_OK
 
 
-def _import_skills(args: argparse.Namespace, store: Any) -> int:
+def _import_skills(args: argparse.Namespace, store: SkillStore) -> int:
     from ...bridge.skill_export import import_skills
     from ...errors import UsageError
-    from ...skills.api import SkillStore
 
     if args.file:
         raise UsageError("learn import: give FILE or --skills DIR, not both")
-    result = import_skills(SkillStore(args.home), args.skills)
+    result = import_skills(store, args.skills)
     if args.json:
         _print_json(result.to_dict())
     else:
         console = _console()
         console.print(
-            f"imported {len(result.candidates)} skills as candidates for review, {len(result.known)} already known; "
+            f"imported {len(result.candidates)} store as candidates for review, {len(result.known)} already known; "
             "see them and how to promote one with:",
             soft_wrap=False,
         )
@@ -90,14 +76,10 @@ def _import_skills(args: argparse.Namespace, store: Any) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
     from ...errors import UsageError
-    from ...skills.store.models import CapturedLearning, CapturedProcedure
-    from ...skills.store.signatures import step_signature
 
-    store, _, home = _stores(args)
-    _quiet_logs(args, home)  # indexing loads the embedder, whose log lines belong in the log file, never in --json
+    store, _, home = stores(args)
+    quiet_logs(args, home)  # indexing loads the embedder, whose log lines belong in the log file, never in --json
     if args.skills:
         return _import_skills(args, store)
     if not args.file:
@@ -108,60 +90,11 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot read {args.file}: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != "sherpa-skills/procedures":
         raise UsageError(f"{args.file} is not a `learn export` file (format sherpa-skills/procedures)")
-    added = skipped = 0
-    problems = []
-    fresh: list[Any] = []
-    listed = data.get("procedures") or []
     with Bar("importing", as_json=args.json) as bar:
-        for i, raw in enumerate(listed):
-            bar(i, len(listed), "procedures")
-            try:
-                proc = CapturedProcedure.model_validate({k: v for k, v in raw.items() if k != "versions"})
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
-                problems.append(f"procedures[{i}]{where}: {first['msg'].removeprefix('Value error, ')}")
-                continue
-            known = store.find_by_signature(step_signature(proc.steps), proc.task_type)
-            exists = known is not None
-            if not exists:
-                try:
-                    store.get(proc.id)
-                    exists = True
-                except Exception:
-                    exists = False
-            if exists:
-                skipped += 1
-                continue
-            # A file's counts are its author's word: kept as a claim, never counted; the steps wait for review.
-            stored, _ = store.add_candidate(
-                proc,
-                "import",
-                f"import:{Path(args.file).name}",
-                successes=proc.success_count + proc.claimed_successes,
-                failures=proc.failure_count + proc.claimed_failures,
-                note=f"imported from {args.file}",
-            )
-            fresh.append(stored)
-            added += 1
-    for raw in data.get("learnings") or []:
-        try:
-            store.add_learning(CapturedLearning.model_validate({**raw, "id": None}))
-        except ValidationError:
-            pass
-    from ...skills.match.matcher import Matcher
-
-    # The index embeds the new procedures now, in batches: matching never silently falls back to words alone.
-    matcher = Matcher(store)
-    warnings = []
+        done = store.import_data(data, args.file, progress=lambda i, n: bar(i, n, "procedures"))
     with Bar("indexing", as_json=args.json) as bar:
-        for i in range(0, len(fresh), 256):
-            bar(i, len(fresh), "imported procedures")
-            warnings.append(matcher.index_many(fresh[i : i + 256]))
-    warning = next((w for w in warnings if w), None)
-    from ...skills.match.failures import FailureFinder
-
-    FailureFinder(store).sync()  # imported learnings are found by meaning on the next plan
+        warning = store.index_imported(done.fresh, progress=lambda i, n: bar(i, n, "imported procedures"))
+    added, skipped, problems, fresh = len(done.fresh), done.skipped, done.problems, done.fresh
     summary = {
         "added": added,
         "candidates": [p.id for p in fresh if p.status == "candidate"],

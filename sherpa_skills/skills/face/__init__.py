@@ -1,1 +1,1 @@
-"""Helpers behind `SkillStore` (skills/api.py), the skill store's one face: callers use the face, never these."""
+"""The skill store's face beside `SkillStore` (skills/api.py): the types, constants and helpers its callers use."""
