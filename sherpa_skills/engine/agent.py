@@ -42,7 +42,7 @@ from .run.identity import agent_identity, spec_hash
 from .run.inbox import _accept_event, _consume_again
 from .run.journal import _resume
 from .run.result import RunResult as RunResult  # hooks, learning and the package's map import it from here
-from .runstore import InFlight, Interrupted, RunStore, TickRecord
+from .runstore import InFlight, InterruptedAction, RunStore, TickRecord
 
 log = structlog.get_logger("sherpa_skills.engine.agent")
 
@@ -102,7 +102,7 @@ class Agent:
         self._started = False
         self._view = BeliefView(self.belief)
         self._record = TickRecord()
-        self._interrupted: list[Interrupted] = []
+        self._interrupted: list[InterruptedAction] = []
         # On resume, the tick a crash cut short: its transition is taken again and its completed actions are not re-run.
         self._in_flight: InFlight | None = None
         self._decision_record: dict[str, Any] | None = None

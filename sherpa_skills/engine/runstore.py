@@ -59,7 +59,7 @@ class InFlight:
 
 
 @dataclass
-class Interrupted:
+class InterruptedAction:
     """An action that was started but whose result was never committed (the process died in between)."""
 
     tick: int
@@ -364,9 +364,9 @@ class RunStore(_RunReads, _RunMachines, _TeamTasks, _RunEvents, _RunRetention):
         decision = next((json.loads(r[3]) for r in rows if r[0] == tick and r[3] is not None), None)
         return InFlight(tick, decision, {r[1]: json.loads(r[2]) for r in rows if r[0] == tick})
 
-    def interrupted(self, run_id: str) -> list[Interrupted]:
+    def interrupted(self, run_id: str) -> list[InterruptedAction]:
         return [
-            Interrupted(*r)
+            InterruptedAction(*r)
             for r in self.conn.execute(
                 "SELECT tick, seq, action, started FROM run_intents WHERE run_id = ? AND done = 0 ORDER BY tick, seq",
                 (run_id,),

@@ -89,3 +89,19 @@ def test_a_store_finalised_while_another_store_opens_does_not_deadlock(tmp_path:
     assert not thread.is_alive(), "the finaliser waited for the guard its own thread holds"
     RunStore(tmp_path / "next.db").close()  # the next acquire makes the release the finaliser could not
     assert key not in Checkpointer._shared
+
+
+def test_an_action_a_crash_cut_short_is_not_named_like_the_stop_signal(run_store: RunStore) -> None:
+    """`Interrupted` is the stop signal (sherpa_skills.errors, a KeyboardInterrupt); what `interrupted()` returns is
+    an action started but never committed: an InterruptedAction. One name, one meaning."""
+    from sherpa_skills.engine import runstore
+    from sherpa_skills.engine.runstore import InterruptedAction
+    from sherpa_skills.errors import Interrupted
+
+    assert not hasattr(runstore, "Interrupted")
+    store = run_store
+    store.create_run("r1", "w", None, None, {}, "a", {}, TickRecord())
+    store.mark_started("r1", 1, 0, "shell")
+    [cut_short] = store.interrupted("r1")
+    assert isinstance(cut_short, InterruptedAction) and not isinstance(cut_short, Interrupted)
+    assert (cut_short.tick, cut_short.seq, cut_short.action) == (1, 0, "shell")
