@@ -1,5 +1,8 @@
 """Durable runs: every tick appends what it changed in one transaction (SQLite, or PostgreSQL when several machines
-share the store); a run resumes from its last tick, in one process at a time."""
+share the store); a run resumes from its last tick, in one process at a time.
+
+Here: opening the store, a run's start and its ticks, and the intents that make a crash recoverable. RunStore's other
+jobs are mixed in from their own modules: run_reads, run_machines, run_events, run_team_tasks, run_retention."""
 
 from __future__ import annotations
 

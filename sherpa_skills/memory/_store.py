@@ -3,6 +3,9 @@
 Every read takes the reading agent's name and filters in SQL: shared artifacts, plus the reader's own private
 notes. Nothing here hands out another agent's private note, whatever the query. Texts, tags and metadata are
 redacted before they are written, so a secret never reaches the file (nor the FTS index, nor the companion).
+
+Here: opening the store, writes and stats. MemoryStore's other jobs are mixed in from their own modules: _reads,
+_tidy (dedup, supersede, tensions, decay) and _bookkeeping (what the companion holds).
 """
 
 from __future__ import annotations
