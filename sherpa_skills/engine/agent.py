@@ -35,18 +35,18 @@ from .events import Event, parse_event
 from .hooks import RunHook
 from .inputs import check_inputs
 from .registry import ActionContext, ActionResult, Registry, default_registry, observe_features
-from .run.accounting import COUNTERS, _count_decision, _log_action, _log_failed_decision
-from .run.arguments import _resolve
-from .run.drive import _Act, _adrive, _drive
+from .run.accounting import COUNTERS, count_decision, log_action, log_failed_decision
+from .run.arguments import resolve_arguments
+from .run.dispatch import advised, check_hook_names, saved_by_hooks, start_hooks, stop_hooks
+from .run.drive import Act, adrive, drive
 from .run.identity import agent_identity, spec_hash
-from .run.inbox import _accept_event, _consume_again
-from .run.journal import _resume
+from .run.inbox import accept_event, consume_again
+from .run.journal import resume_agent
 from .run.result import RunResult as RunResult  # hooks, learning and the package's map import it from here
 from .runstore import InFlight, InterruptedAction, RunStore, TickRecord
 
 log = structlog.get_logger("sherpa_skills.engine.agent")
 
-_MISSING = object()
 Observer = Callable[[str, dict[str, Any]], None]
 
 
@@ -76,9 +76,7 @@ class Agent:
         # Who the drivers ask: the policy with its hooks' advisors in place, composed once the run has started.
         self._decider: Policy | None = None
         self.hooks = tuple(hooks)
-        names = [h.name for h in self.hooks if h.name]
-        if len(set(names)) != len(names):
-            raise UsageError(f"two hooks of one agent keep state under the same name: {', '.join(sorted(names))}")
+        check_hook_names(self.hooks)
         # The state each named hook last saved with the run: a commit writes it again only when a hook returns another.
         self._hook_state: dict[str, Any] = {}
         self.belief = belief or Belief()
@@ -132,25 +130,8 @@ class Agent:
     def decider(self) -> Policy:
         """The policy with its hooks' advisors (a replay) after its rules and before its LLM."""
         if self._decider is None:
-            advisors = [a for h in self.hooks if (a := h.advisor()) is not None]
-            if advisors:
-                from ..policy.advised import with_advisors
-
-                self._decider = with_advisors(self._policy, advisors)
-            else:
-                self._decider = self._policy
+            self._decider = advised(self._policy, self.hooks)
         return self._decider
-
-    def _saved_by_hooks(self) -> dict[str, Any] | None:
-        """What the named hooks keep with the run, when one of them saved something new since the last commit."""
-        changed = False
-        for hook in self.hooks:
-            if hook.name:
-                state = hook.saved()
-                if state is not self._hook_state.get(hook.name, _MISSING):
-                    self._hook_state[hook.name] = state
-                    changed = True
-        return dict(self._hook_state) if changed else None
 
     @property
     def state(self) -> str:
@@ -208,7 +189,7 @@ class Agent:
                     f"which is no longer available; available: {', '.join(e.trigger for e in options) or 'none'}"
                 )
             if recorded.get("event") is not None:
-                _consume_again(self, recorded["event"])
+                consume_again(self, recorded["event"])
             if recorded["decided_by"] == "fast_forward":
                 self.counters["fast_forwards"] += 1
             else:
@@ -236,7 +217,7 @@ class Agent:
             try:
                 decision = yield ctx
             except PolicyError as exc:
-                _log_failed_decision(self, exc)
+                log_failed_decision(self, exc)
                 raise
             if decision is None:
                 raise PolicyError(
@@ -250,7 +231,7 @@ class Agent:
                 )
         targs: dict[str, Any] = {}
         if decision is not None:
-            _count_decision(self, decision)
+            count_decision(self, decision)
             try:
                 targs = check_arguments(edge, decision.args)
             except ValueError as exc:
@@ -300,7 +281,7 @@ class Agent:
         # Started before a crash, result never recorded: running it now may repeat what it already did (at-least-once).
         cut_off = {(i.seq, i.action) for i in self._interrupted if i.tick == self._tick}
         for seq, bound in enumerate(actions):
-            inputs, args = _resolve(bound, targs, self.belief.context, self.state, self.run_id, self.counters)
+            inputs, args = resolve_arguments(bound, targs, self.belief.context, self.state, self.run_id, self.counters)
             recorded = done.get(seq) if bound.definition.side_effects else None
             if recorded is not None:
                 self._recover_completed(bound, inputs, recorded)
@@ -332,14 +313,14 @@ class Agent:
             started = time.time()
             t0 = perf_counter()
             try:
-                result = yield _Act(bound, args, actx)
+                result = yield Act(bound, args, actx)
             except SherpaError as exc:
                 # A model call that gave up still sent its requests (retries included): they count.
                 self.counters["llm_calls"] += getattr(exc, "requests", 0)
-                _log_action(self, bound, inputs, None, "error", started, t0, str(exc), repeated=repeated)
+                log_action(self, bound, inputs, None, "error", started, t0, str(exc), repeated=repeated)
                 raise exc if isinstance(exc, RunError) else ActionError(bound.name, str(exc)) from exc
             except Exception as exc:
-                _log_action(
+                log_action(
                     self, bound, inputs, None, "error", started, t0, f"{type(exc).__name__}: {exc}", repeated=repeated
                 )
                 raise ActionError(bound.name, f"{type(exc).__name__}: {exc}") from exc
@@ -364,9 +345,7 @@ class Agent:
                         }
                     ),
                 )
-            _log_action(
-                self, bound, inputs, result.outputs, result.status, started, t0, None, result, repeated=repeated
-            )
+            log_action(self, bound, inputs, result.outputs, result.status, started, t0, None, result, repeated=repeated)
             if result.context:
                 self._write_context(result.context)
             if bound.save_as:
@@ -408,7 +387,7 @@ class Agent:
         for event in recorded["events"]:
             self._record.events.append(("out", "emitted", event))
             self.outbox.append(event)
-        _log_action(
+        log_action(
             self, bound, inputs, result.outputs, result.status, recorded["started"], perf_counter(), None, result
         )
         if result.context:
@@ -490,7 +469,7 @@ class Agent:
             counters=self.counters,
             error=error,
             clear_intents=self._clear_intents,
-            hooks=self._saved_by_hooks() if self.hooks else None,
+            hooks=saved_by_hooks(self.hooks, self._hook_state) if self.hooks else None,
         )
         self._clear_intents = False
 
@@ -514,11 +493,7 @@ class Agent:
             self._event_report,
         )
         if ended:  # a refused resume did not stop the run: its hooks do not hear of it
-            for hook in self.hooks:
-                try:
-                    hook.on_stop(self, result)
-                except Exception as exc:  # the run's outcome stands; the hook's failure is reported beside it
-                    self._log.warning("run_hook_failed", hook=type(hook).__name__, error=f"{type(exc).__name__}: {exc}")
+            stop_hooks(self, result, self._log)
         if self.observers:
             self._notify("status", **{k: v for k, v in result.to_dict().items() if k != "context"})
         self._log.info("run_stopped", status=status, state=self.state, steps=self.counters["steps"], error=error)
@@ -542,7 +517,7 @@ class Agent:
         held = self._hold_run()
         try:
             for flow in self._run_flow(inputs, trigger, args, event):
-                _drive(self, flow)
+                drive(self, flow)
             return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
@@ -576,7 +551,7 @@ class Agent:
         held = self._hold_run()
         try:
             for flow in self._run_flow(inputs, trigger, args, event):
-                await _adrive(self, flow)
+                await adrive(self, flow)
             return self._result(self._status(), None, t0)
         except SherpaError as exc:
             return self._fail(exc, t0)
@@ -615,7 +590,7 @@ class Agent:
             yield from self._finish_in_flight()
         if event is not None:
             yield from self._settle_flows()
-            targs = _accept_event(self, event)
+            targs = accept_event(self, event)
             if targs is not None:
                 yield self._tick_flow(event.name, targs, "event")
                 self._commit(self._status())
@@ -661,8 +636,7 @@ class Agent:
             return None
         start = check_inputs(self.machine.spec, {**self._inputs, **(inputs or {})}, starting=True, allow_unknown=True)
         if not self._started:
-            for hook in self.hooks:  # a domain's decisions and status, a learning's match; the run's inputs win a clash
-                start = {**(hook.on_start(self, start, event) or {}), **start}
+            start = start_hooks(self, start, event)
             self._decider = None  # a hook may advise from now on
         if not self._started and self.store is not None:
             from .run_record import machine_record
@@ -677,7 +651,7 @@ class Agent:
                 self.state,
                 self.counters,
                 TickRecord(),
-                hooks=self._saved_by_hooks(),
+                hooks=saved_by_hooks(self.hooks, self._hook_state),
                 # What the run executes, kept with it: the view draws this, not the file as it is later.
                 machine=lambda: machine_record(self.machine, self.workflow_path, self.model),
             )
@@ -794,4 +768,6 @@ class Agent:
 
         Each hook gets back what it saved with the run. A run that kept a hook's state (a learning run) is refused
         unless that hook is given again: `workflow.resume(store, run_id)` gives the workflow's hooks."""
-        return _resume(cls, store, run_id, machine, policy, rerun_interrupted=rerun_interrupted, hooks=hooks, **kwargs)
+        return resume_agent(
+            cls, store, run_id, machine, policy, rerun_interrupted=rerun_interrupted, hooks=hooks, **kwargs
+        )

@@ -30,7 +30,8 @@ COUNTERS = (
 )
 
 
-def _count_decision(agent: Agent, decision: Decision) -> None:
+def count_decision(agent: Agent, decision: Decision) -> None:
+    """A decision counted by who made it; one that called a model is also counted in the log, with its cost."""
     c = agent.counters
     by = decision.decided_by
     if by == "rule":
@@ -70,7 +71,7 @@ def _count_decision(agent: Agent, decision: Decision) -> None:
         )
 
 
-def _log_failed_decision(agent: Agent, exc: PolicyError) -> None:
+def log_failed_decision(agent: Agent, exc: PolicyError) -> None:
     """A decision that failed is in the log too, with the answers it rejected (its cost is counted by `_fail`)."""
     calls = getattr(exc, "llm_calls", 0)
     if not calls:
@@ -93,7 +94,7 @@ def _log_failed_decision(agent: Agent, exc: PolicyError) -> None:
     )
 
 
-def _log_action(
+def log_action(
     agent: Agent,
     bound: BoundAction,
     inputs: dict[str, Any],
@@ -106,6 +107,7 @@ def _log_action(
     *,
     repeated: bool = False,
 ) -> None:
+    """An action's call counted and logged (secrets scrubbed, values frozen), and told to the observers."""
     duration = (perf_counter() - t0) * 1000
     tokens = result.tokens if result else 0
     cost = result.cost if result else 0.0

@@ -14,7 +14,7 @@ from ..compiler import BoundAction, Dynamic
 _MISSING = object()
 
 
-def _resolve(
+def resolve_arguments(
     bound: BoundAction,
     targs: dict[str, Any],
     context: dict[str, Any],
@@ -22,6 +22,7 @@ def _resolve(
     run_id: str,
     counters: dict[str, Any],
 ) -> tuple[dict[str, Any], BaseModel]:
+    """What `bound` is called with in `state`: the values as given (for the log) and as its model validated them."""
     if bound.static_args is not None:
         return bound.literal, bound.static_args
     definition = bound.definition

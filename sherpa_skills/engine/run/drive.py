@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..agent import Agent
 
 
-class _Act:
+class Act:
     """A request, from the tick flow to its driver, to run one action."""
 
     __slots__ = ("bound", "args", "ctx")
@@ -26,11 +26,12 @@ class _Act:
         self.bound, self.args, self.ctx = bound, args, ctx
 
 
-def _drive(agent: Agent, flow: Generator[Any, Any, None]) -> None:
+def drive(agent: Agent, flow: Generator[Any, Any, None]) -> None:
+    """Pump `flow` to its end: run each action it asks for, ask `agent.decider` each decision."""
     request = next(flow, None)
     while request is not None:
         try:
-            if isinstance(request, _Act):
+            if isinstance(request, Act):
                 fn = request.bound.definition.fn
                 if request.bound.definition.is_async:
                     answer = _run_coroutine(fn(request.args, request.ctx), request.bound.name)
@@ -44,11 +45,12 @@ def _drive(agent: Agent, flow: Generator[Any, Any, None]) -> None:
         request = _send(flow, answer)
 
 
-async def _adrive(agent: Agent, flow: Generator[Any, Any, None]) -> None:
+async def adrive(agent: Agent, flow: Generator[Any, Any, None]) -> None:
+    """The async twin of `drive`: async actions awaited, sync ones with side effects in a thread."""
     request = next(flow, None)
     while request is not None:
         try:
-            if isinstance(request, _Act):
+            if isinstance(request, Act):
                 definition = request.bound.definition
                 if definition.is_async:
                     answer = await definition.fn(request.args, request.ctx)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..agent import Agent
 
 
-def _consume_again(agent: Agent, body: dict[str, Any]) -> None:
+def consume_again(agent: Agent, body: dict[str, Any]) -> None:
     """The event a cut-short tick was handling:
     consumed with the tick that finishes it, so its redelivery is a duplicate."""
     if agent.store is not None and agent.store.consumed(agent.run_id, body["id"]) is not None:
@@ -22,7 +22,7 @@ def _consume_again(agent: Agent, body: dict[str, Any]) -> None:
     agent._write_context({"event": body})
 
 
-def _accept_event(agent: Agent, event: Event) -> dict[str, Any] | None:
+def accept_event(agent: Agent, event: Event) -> dict[str, Any] | None:
     """The transition arguments for an event that fires now,
     or None for one refused (duplicate, unavailable, invalid).
 

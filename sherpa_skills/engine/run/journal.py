@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..agent import Agent
 
 
-def _resume(
+def resume_agent(
     cls: type[Agent],
     store: RunStore,
     run_id: str,
@@ -28,6 +28,7 @@ def _resume(
     hooks: Sequence[RunHook] = (),
     **kwargs: Any,
 ) -> Agent:
+    """`Agent.resume`, for the class `cls`: see its docstring."""
     row = store.get_run(run_id)
     missing = sorted(set(row.hooks) - {h.name for h in hooks if h.name})
     if missing:
