@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "InProcessBus": "agents.bus",
     "RedisBus": "agents.redis_bus",
     "SkillStore": "skills.api",
+    "Learner": "skills.capture.learning",
     "MatchDecision": "skills.match.models",
     "CaptureResult": "skills.api",
     "Team": "agents.team",
@@ -139,4 +140,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from .runtime import load_workflow_text as load_workflow_text
     from .skills.api import CaptureResult as CaptureResult
     from .skills.api import SkillStore as SkillStore
+    from .skills.capture.learning import Learner as Learner
     from .skills.match.models import MatchDecision as MatchDecision

@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    # For the type of `learn=` only: the engine never imports the skill store at run time (tests/test_layout.py).
     from ..policy.base import Policy
+    from ..skills.api import SkillStore
+    from ..skills.capture.learning import Learner
     from .agent import Agent, RunResult
     from .events import Event
     from .runstore import RunStore
@@ -63,8 +66,8 @@ class HookRequest:
     """What an agent is being built with, for the hook makers a workflow was loaded with."""
 
     workflow: Workflow
-    #: `workflow.agent(learn=...)`: True, False, or what to learn with (a skill store, a Learner).
-    learn: Any
+    #: `workflow.agent(learn=...)`, the workflow's default put in for None: True, False, or what to learn with.
+    learn: bool | SkillStore | Learner
     store: RunStore | None
     home: Path | None
 

@@ -23,6 +23,9 @@ from .spec import ContextRef, WorkflowSpec
 from .transitions_form import normalise
 
 if TYPE_CHECKING:
+    # For the type of `learn=` only: the engine never imports the skill store at run time (tests/test_layout.py).
+    from ..skills.api import SkillStore
+    from ..skills.capture.learning import Learner
     from .agent import Agent
     from .runstore import RunStore
 
@@ -54,13 +57,15 @@ class Workflow:
 
         return self.uses_llm and warm_up(model or self.spec.llm.model or os.environ.get(MODEL_ENV))
 
-    def agent(self, *, learn: Any = None, hooks: Sequence[RunHook] = (), **kwargs: Any) -> Agent:
+    def agent(
+        self, *, learn: bool | SkillStore | Learner | None = None, hooks: Sequence[RunHook] = (), **kwargs: Any
+    ) -> Agent:
         """An Agent for this workflow; any Agent keyword (policy, store, model, home…) overrides the workflow's.
 
         Its hooks are `hooks` and those the workflow was loaded with (`sherpa_skills.load_workflow` gives the
         library's: learning and domains). With `learn=True` (the default when the workflow's policy says
         `learn: true`), or what to learn with (`SkillStore(home)`, a `Learner`), it replays the procedure the task
-        matches and captures the run when it succeeds; `learn=False` never does.
+        matches and captures the run when it succeeds; `learn=False` never does. Anything else is refused (UsageError).
         """
         from .agent import Agent
 
@@ -68,7 +73,13 @@ class Workflow:
         return Agent(self.machine, kwargs.pop("policy", self.policy), hooks=[*made, *hooks], **self._defaults(kwargs))
 
     def resume(
-        self, store: RunStore, run_id: str, *, learn: Any = None, hooks: Sequence[RunHook] = (), **kwargs: Any
+        self,
+        store: RunStore,
+        run_id: str,
+        *,
+        learn: bool | SkillStore | Learner | None = None,
+        hooks: Sequence[RunHook] = (),
+        **kwargs: Any,
     ) -> Agent:
         """The agent that continues run `run_id` of this workflow, with the workflow's hooks given back: a learning run
         replays from where it was and is captured when it succeeds, whichever process started it. Keywords as `agent`,
@@ -89,7 +100,7 @@ class Workflow:
         kwargs.setdefault("registry", self.registry)
         return kwargs
 
-    def _hooks(self, learn: Any, kwargs: dict[str, Any]) -> list[RunHook]:
+    def _hooks(self, learn: bool | SkillStore | Learner | None, kwargs: dict[str, Any]) -> list[RunHook]:
         """The hooks the workflow's makers give this agent; a learning asked for and not made is refused, not
         silently dropped."""
         if learn is None:

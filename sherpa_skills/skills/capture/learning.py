@@ -4,7 +4,7 @@ continues it (a resume after a wait or a crash) replays from there and captures 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ...engine.hooks import HookRequest
 from ...errors import UsageError
@@ -38,7 +38,12 @@ class Learner:
         return self._vectors[text], name
 
     def hook(self) -> LearningHook:
+        """One run's learning in this store (each run gets its own hook)."""
         return LearningHook(self)
+
+    def learner(self) -> Learner:
+        """Itself: a Learner is what to learn with, as a SkillStore is (`workflow.agent(learn=...)`)."""
+        return self
 
     def match(self, workflow: str, task: dict[str, Any]) -> tuple[MatchDecision, CapturedProcedure | None]:
         """The relevance decision for this task among workflow `workflow`'s procedures only;
@@ -55,24 +60,39 @@ class Learner:
         return decision, proc
 
 
+@runtime_checkable
+class _GivesLearner(Protocol):
+    """What to learn with, known by what it offers: the public SkillStore sits a layer above this module."""
+
+    def learner(self) -> Learner: ...
+
+
 def learner_for(request: HookRequest) -> Learner | None:
     """The Learner `workflow.agent(learn=...)` means: None for False; the one given; the skill store given
     (`SkillStore`, or its database); for True the skill store of the run's home (`home=`, else the run store's folder,
-    else the user's home, as the CLI resolves it)."""
-    learn = request.learn
+    else the user's home, as the CLI resolves it). Anything else is refused, naming what was given."""
+    learn: object = request.learn  # typed, but called from anywhere: checked, not trusted
     if learn is False:
         return None
+    if learn is True:
+        return Learner(skill_store(request.home), skill_matcher(request.home))
     if isinstance(learn, Learner):
         return learn
     if isinstance(learn, ProcedureDatabase):
         return Learner(learn)
-    make = getattr(learn, "learner", None)  # the public SkillStore (skills/api.py, a layer above this one)
-    if callable(make):
-        learner: Learner = make()
-        return learner
-    if learn is not True:
-        raise UsageError(f"learn must be True, False, a SkillStore or a Learner, not {learn!r}")
-    return Learner(skill_store(request.home), skill_matcher(request.home))
+    if isinstance(learn, _GivesLearner) and not isinstance(learn, type):
+        made = learn.learner()
+        if isinstance(made, Learner):
+            return made
+    raise UsageError(f"learn must be True, False, a SkillStore or a Learner, not {_shown(learn)}")
+
+
+def _shown(value: object) -> str:
+    """A wrong `learn=` as the refusal names it: the value and its type, or the class given for an instance."""
+    if isinstance(value, type):
+        return f"the class {value.__name__} (give an instance of it)"
+    shown = repr(value)
+    return f"{shown[:80]}{'…' if len(shown) > 80 else ''} ({type(value).__name__})"
 
 
 def learning_hook(request: HookRequest) -> LearningHook | None:

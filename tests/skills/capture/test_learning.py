@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from sherpa_skills import SkillStore
 from sherpa_skills.cli import main
 from sherpa_skills.engine.agent import Agent
 from sherpa_skills.engine.runstore import RunStore
@@ -22,6 +23,13 @@ from sherpa_skills.skills.store.database import ProcedureDatabase
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ticket_learning"
 WORKFLOW = str(EXAMPLE / "workflow.yaml")
 REFUND = "Please refund my order, it arrived damaged"
+
+
+class LooksLikeAStore:
+    """Has a `learner()`, as a SkillStore has, but what it gives is not a Learner."""
+
+    def learner(self) -> str:
+        return "a learner"
 
 
 def cli_text(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -187,6 +195,27 @@ class TestPythonApi:
         with pytest.raises(UsageError, match="learn must be True, False, a SkillStore or a Learner"):
             load_workflow(WORKFLOW).agent(learn="yes", home=tmp_path)
 
+    def test_learn_takes_a_skill_store_and_learns_in_it(self, tmp_path):
+        with SkillStore(tmp_path / "skills") as skills:
+            agent = load_workflow(WORKFLOW).agent(learn=skills, home=tmp_path)
+            [hook] = [h for h in agent.hooks if isinstance(h, LearningHook)]
+            assert hook.learner.store is skills.store and hook.learner.matcher is skills.matcher
+
+    @pytest.mark.parametrize(
+        ("learn", "shown"),
+        [
+            ("yes", "'yes' (str)"),
+            (1, "1 (int)"),
+            (SkillStore, "the class SkillStore"),  # the class, not a store: nothing to call learner() on
+            (LooksLikeAStore(), "(LooksLikeAStore)"),  # has learner(), but what it gives is no Learner
+        ],
+    )
+    def test_learn_of_the_wrong_type_is_refused_naming_the_argument_and_what_it_got(self, tmp_path, learn, shown):
+        with pytest.raises(UsageError) as refused:
+            load_workflow(WORKFLOW).agent(learn=learn, home=tmp_path)
+        message = str(refused.value)
+        assert message.startswith("learn must be True, False, a SkillStore or a Learner, not ") and shown in message
+
 
 class TestExample:
     def test_twenty_tickets_of_three_kinds_are_planned_then_replayed_and_one_diverges(self, tmp_path, monkeypatch):
@@ -260,3 +289,10 @@ transitions:
             store.close()
         assert result.status == "done" and result.counters["delivered"] == 3
         assert not (tmp_path / "skills.db").exists() or not ProcedureDatabase(home=tmp_path).procedures(status=None)
+
+
+def test_learner_is_public_where_the_docs_say_and_from_the_package() -> None:
+    import sherpa_skills
+    from sherpa_skills.skills.capture.learning import Learner
+
+    assert "Learner" in sherpa_skills.__all__ and sherpa_skills.Learner is Learner
