@@ -10,20 +10,20 @@ import structlog
 from ...engine.hooks import RunHook
 from ...errors import SherpaError
 from ...policy.base import Decision, DecisionContext
-from ..decide.examples import add_examples, record_answers
+from ..decide.examples import record_answers
 from ..decide.features import meaning_text
 from ..decide.recall import Recall
 from ..match.models import MatchDecision
 from ..replay.divergence import Divergence
 from ..replay.policy import ReplayPolicy
-from ..store.branches import add_branch, described_procedure
-from ..store.models import POLICY_DECIDERS, CapturedProcedure, Outcome
-from ..store.recording import credit_described, credit_or_new_version, record_execution
+from ..store.models import POLICY_DECIDERS, CapturedProcedure
 from ..store.scoring import replay_refusal
 from ..store.signatures import decision_signature
 from ..store.stats import saved_by
-from .trajectory import capture_decisions, described_task, one_word_inputs
-from .wordings import alias_from_run, judged_from_run
+from .learning_state import Confirmation, LearningState
+from .lesson import Lesson, teach
+from .trajectory import described_task, one_word_inputs
+from .wordings import judged_from_run
 
 if TYPE_CHECKING:
     from ...engine.agent import Agent, RunResult
@@ -36,10 +36,6 @@ log = structlog.get_logger(__name__)
 
 #: The key a learning run's state is kept under with the run (RunRow.hooks).
 HOOK_NAME = "learning"
-
-
-def _checks(decisions: list[Any]) -> list[Any]:
-    return [[(c.action, c.features) for c in d.checks] for d in decisions]
 
 
 def _task(inputs: dict[str, Any], event: Event | None) -> dict[str, Any]:
@@ -104,10 +100,13 @@ class LearningHook(RunHook):
         self.recall: Recall | None = None
         self._agent: Agent | None = None
         self._advisor = LearningAdvisor(self)
-        self._state: dict[str, Any] | None = None
+        self._state: LearningState | None = None
+        self._stored: tuple[LearningState, dict[str, Any]] | None = None  # the state last given to save, as stored
         self._recall_saved = 0
         self._kept_divergence: dict[str, Any] | None = None
         self._unusable: dict[str, int] = {}
+        #: What the finished run taught (None until it stops final or failed).
+        self.lesson: Lesson | None = None
         #: The workflow's `learn: {error_bound: δ}` (None: the decision memory's default).
         self.error_bound: float | None = None
 
@@ -117,19 +116,16 @@ class LearningHook(RunHook):
         self.active, self.task, self._agent = True, _task(inputs, event), agent
         self.match, proc = self.learner.match(agent.machine.name, self.task)
         params = dict(self.match.params) if proc is not None else {}
-        self._state = {
-            "task": self.task,
-            "procedure": proc.id if proc is not None else None,
-            "version": proc.version if proc is not None else None,
-            "params": params,
-            "score": round(self.match.selected.score, 4) if proc is not None and self.match.selected else None,
-            "started": time.time(),
-            "divergence": None,
-            "confirmation": None,
+        self._state = LearningState(
+            task=self.task,
+            procedure=proc.id if proc is not None else None,
+            version=proc.version if proc is not None else None,
+            params=params,
+            score=round(self.match.selected.score, 4) if proc is not None and self.match.selected else None,
+            started=time.time(),
             # Asked lazily: only where the decision memory cannot take the run's first decision itself.
-            "judge": "due" if proc is None and self.match.decision == "needs-confirmation" else None,
-            "asked": {},
-        }
+            judge="due" if proc is None and self.match.decision == "needs-confirmation" else None,
+        )
         if proc is not None:
             self._follow(agent, proc, None)
         self._remember(agent, {}, {})
@@ -139,7 +135,7 @@ class LearningHook(RunHook):
         state = self._state
         return (
             state is not None
-            and state.get("judge") == "due"
+            and state.judge == "due"
             and self._agent is not None
             and self.recall is not None
             and self.recall.reader.decisions == 0
@@ -153,19 +149,16 @@ class LearningHook(RunHook):
         agent, state = self._agent, self._state
         assert agent is not None and state is not None and self.match is not None
         proc, confirmation = self._judge(agent)
-        self._state = state = {**state, "judge": "asked", "confirmation": confirmation}
+        self._state = state = state.model_copy(update={"judge": "asked", "confirmation": confirmation})
         if proc is None:
             return False
-        self._state = {
-            **state,
-            "procedure": proc.id,
-            "version": proc.version,
-            "params": one_word_inputs(self.task),
-        }
+        self._state = state.model_copy(
+            update={"procedure": proc.id, "version": proc.version, "params": one_word_inputs(self.task)}
+        )
         self._follow(agent, proc, None)
         return True
 
-    def _judge(self, agent: Agent) -> tuple[CapturedProcedure | None, dict[str, Any] | None]:
+    def _judge(self, agent: Agent) -> tuple[CapturedProcedure | None, Confirmation | None]:
         assert self.match is not None
         workflow, store = agent.machine.name, self.learner.store
         offered = [store.get(c.procedure_id) for c in self.match.offered]
@@ -190,30 +183,31 @@ class LearningHook(RunHook):
             log.info("judge_answer_refused", procedure=verdict.procedure_id, reason=str(exc))
             chosen = None
         log.info("match_judged", offered=verdict.offered, chosen=chosen.id if chosen else None, reason=verdict.reason)
-        confirmation = {
-            "by": by,
-            "offered": verdict.offered,
-            "procedure": chosen.id if chosen is not None else None,
-            "reason": verdict.reason,
-            "calls": verdict.calls,
-            "tokens": verdict.tokens,
-        }
+        confirmation = Confirmation(
+            by=by,
+            offered=verdict.offered,
+            procedure=chosen.id if chosen is not None else None,
+            reason=verdict.reason,
+            calls=verdict.calls,
+            tokens=verdict.tokens,
+        )
         return chosen, confirmation
 
     def on_resume(self, agent: Agent, saved: Any) -> None:
         if not isinstance(saved, dict):
             return  # started without learning: it stays so
-        self.active, self._state, self.task, self._agent = True, saved, dict(saved.get("task") or {}), agent
-        self._remember(agent, saved.get("asked") or {}, saved.get("taken") or {})
+        state = LearningState.kept(saved, agent.run_id)  # a state it cannot read refuses the resume, told why
+        self.active, self._state, self.task, self._agent = True, state, dict(state.task), agent
+        self._remember(agent, state.asked, state.taken)
         taken = sum(1 for t in agent.belief.trajectory if t.decided_by in POLICY_DECIDERS)
-        kept = saved.get("divergence")
+        kept = state.divergence
         if kept is not None and kept.get("step") is not None and kept["step"] >= taken:
             # A fork from before its parent diverged: its own run has not left the recording (yet).
-            saved = self._state = {**saved, "divergence": None}
-        if not saved.get("procedure"):
+            state = self._state = state.model_copy(update={"divergence": None})
+        if not state.procedure:
             return
         # The version the run matched, as it is now: replaced or broken meanwhile, the replay stops here, told why.
-        procedure_id, version = saved["procedure"], saved.get("version")
+        procedure_id, version = state.procedure, state.version
         try:
             proc = self.learner.store.get(procedure_id)
         except SherpaError:
@@ -225,7 +219,7 @@ class LearningHook(RunHook):
             why = f"version {version} was replaced by version {proc.version} while the run waited"
         elif (refusal := replay_refusal(proc, self.learner.store.health(proc.id))) is not None:
             why = f"it can no longer be replayed: {refusal}"
-        if why is not None and saved.get("divergence") is None:
+        if why is not None and state.divergence is None:
             self._kept_divergence = Divergence(
                 procedure=procedure_id,
                 version=version or 0,
@@ -237,28 +231,26 @@ class LearningHook(RunHook):
             ).record()
         # A run that diverged before the wait keeps its divergence, and its execution is recorded at the end; one whose
         # procedure changed under it records none (the new version did not fail).
-        self._follow(agent, proc if why is None else None, saved.get("divergence") or self._kept_divergence)
+        self._follow(agent, proc if why is None else None, state.divergence or self._kept_divergence)
 
     def advisor(self) -> Policy | None:
         return self._advisor if self.active else None
 
-    def saved(self) -> Any:
+    def saved(self) -> dict[str, Any] | None:
         state = self._state
         if state is None:
             return None
         divergence = self.replay.divergence if self.replay is not None else None
-        if divergence is not state.get("divergence") and divergence != state.get("divergence"):
-            state = self._state = {**state, "divergence": divergence}  # a new object: written with this tick
+        if divergence is not state.divergence and divergence != state.divergence:
+            state = self._state = state.model_copy(update={"divergence": divergence})
         recall = self.recall
         if recall is not None and len(recall.asked) + len(recall.taken) != self._recall_saved:
             # What the memory was asked and took is kept with the run: a resumed run learns from all of it.
             self._recall_saved = len(recall.asked) + len(recall.taken)
-            state = self._state = {
-                **state,
-                "asked": {str(k): v for k, v in recall.asked.items()},
-                "taken": {str(k): v for k, v in recall.taken.items()},
-            }
-        return state
+            state = self._state = state.model_copy(update={"asked": dict(recall.asked), "taken": dict(recall.taken)})
+        if self._stored is None or self._stored[0] is not state:
+            self._stored = (state, state.stored())  # a new object only for a new state: written with this tick
+        return self._stored[1]
 
     def on_stop(self, agent: Agent, result: RunResult) -> None:
         if not self.active:
@@ -286,14 +278,24 @@ class LearningHook(RunHook):
             result.tokens_saved = (result.tokens_saved or 0) + tokens
             result.llm_calls_saved = (result.llm_calls_saved or 0) + recall.answered
             record_answers(self.learner.store, workflow, agent.run_id, recall.answered, tokens)
-        report: dict[str, Any] = {}
         if result.status in ("final", "error"):
-            report = self._learn(agent, result) or {}
-        result.learning = self._report(report)
+            state = self._state
+            self.lesson = teach(
+                self.learner,
+                agent,
+                result,
+                task=self.task,
+                procedure=self.procedure,
+                replay=self.replay,
+                recall=recall,
+                started=state.started if state is not None else time.time(),
+                replaced=self._kept_divergence is not None,
+            )
+        result.learning = self._report(self.lesson.learned() if self.lesson is not None else {})
 
     # ------------------------------------------------------------------ inside
 
-    def _remember(self, agent: Agent, asked: dict[str, Any], taken: dict[str, Any]) -> None:
+    def _remember(self, agent: Agent, asked: dict[int, dict[str, Any]], taken: dict[int, dict[str, Any]]) -> None:
         """The run's questions to its workflow's decision memory, brought up to date with the store."""
         learner, workflow = self.learner, agent.machine.name
         self._unusable = dict(learner.memory.refresh(workflow, _valid_decisions(agent.machine)))
@@ -309,17 +311,18 @@ class LearningHook(RunHook):
                 return None, None
 
         self.recall = Recall(learner.memory, workflow, self.task, one_word_inputs(self.task), vector, self.error_bound)
-        self.recall.asked = {int(k): v for k, v in asked.items()}
-        self.recall.taken = {int(k): v for k, v in taken.items()}
+        self.recall.asked = dict(asked)
+        self.recall.taken = dict(taken)
         self._recall_saved = len(asked) + len(taken)
 
     def _report(self, learned: dict[str, Any]) -> dict[str, Any]:
         """What this run's learning did, for its result and its page."""
-        state, recall = self._state or {}, self.recall
+        state, recall = self._state, self.recall
+        confirmation = state.confirmation if state is not None else None
         return {
-            "procedure": state.get("procedure"),
-            "version": state.get("version"),
-            "judged": state.get("confirmation"),
+            "procedure": state.procedure if state is not None else None,
+            "version": state.version if state is not None else None,
+            "judged": confirmation.model_dump(mode="json") if confirmation is not None else None,
             "memory_answered": recall.answered if recall else 0,
             "memory_abstained": recall.abstained[-10:] if recall else [],
             "memory_ms": [round(ms, 3) for ms in recall.answer_ms] if recall else [],
@@ -329,13 +332,13 @@ class LearningHook(RunHook):
 
     def _follow(self, agent: Agent, proc: CapturedProcedure | None, divergence: dict[str, Any] | None) -> None:
         """The replay of `proc`; a stopped one, carrying `divergence`, once the run left it or cannot follow it."""
-        state = self._state or {}
+        state = self._state
         self.procedure = proc
         self.replay = ReplayPolicy(
             proc.decisions if proc is not None and divergence is None else [],
-            inputs={**self.task, **(state.get("params") or {})},
-            procedure_id=state.get("procedure") or "",
-            version=state.get("version") or 0,
+            inputs={**self.task, **(state.params if state is not None else {})},
+            procedure_id=(state.procedure if state is not None else None) or "",
+            version=(state.version if state is not None else None) or 0,
             registry=agent.registry,
             divergence=divergence,
         )
@@ -347,114 +350,3 @@ class LearningHook(RunHook):
         if proc is None or result.status != "final":
             return 0, 0
         return saved_by(proc, result.counters["tokens"], result.counters["llm_calls"])
-
-    def _learn(self, agent: Agent, result: RunResult) -> dict[str, Any]:
-        store, proc, replay = self.learner.store, self.procedure, self.replay
-        started = float((self._state or {}).get("started") or time.time())
-        decisions = (
-            capture_decisions(agent.belief, self.task, proc.decisions if proc else None)
-            if result.status == "final"
-            else []
-        )
-        if self.recall is not None:
-            self.recall.restore_arguments(decisions)
-        if proc is not None and replay is not None:
-            diverged = replay.divergence
-            outcome: Outcome = "error" if result.status == "error" else ("diverged" if diverged else "success")
-            if (
-                outcome == "diverged"
-                and decisions
-                and self._kept_divergence is None
-                and decision_signature(decisions) != decision_signature(proc.decisions)
-            ):
-                outcome = "branch"  # left the routine where an exception made it, and succeeded: not its failure
-            record_execution(
-                store,
-                proc,
-                started=started,
-                outcome=outcome,
-                divergence=diverged,
-                error=result.error,
-                tokens=result.counters["tokens"],
-                llm_calls=result.counters["llm_calls"],
-                run_id=agent.run_id,
-            )
-        if result.status != "final" or not decisions:
-            return {}  # failed, or nothing a policy decided: nothing to learn
-        learned: dict[str, Any] = {}
-        if self.recall is not None:
-            calls = result.counters["llm_calls"]
-            tokens = round(result.counters["tokens"] / calls) if calls else None
-            examples = self.recall.examples(decisions, meaning_text(self.task), agent.run_id, tokens)
-            add_examples(store, examples)
-            learned["examples_saved"] = len(examples)
-        if proc is not None and replay is not None and replay.divergence is None:
-            return learned  # followed as recorded: the execution above is its credit
-        text = described_task(self.task)
-        if proc is None:
-            # The described task's procedure took these very decisions: its credit, what the store would make of it.
-            twin = credit_described(store, agent.machine.name, text[:500], decision_signature(decisions, text[:500]))
-            if twin is not None:
-                log.info("trajectory_captured", procedure=twin, inserted=False)
-                learned["captured"] = {"procedure": twin, "new": False}
-                return learned
-            # One description, one procedure: a run of a described task that went another way is its branch.
-            proc = described_procedure(store, agent.machine.name, text[:500])
-        if proc is not None and self._kept_divergence is None:
-            if decision_signature(decisions) != decision_signature(proc.decisions):
-                # An exception: the run left the routine and succeeded another way. That way is the procedure's
-                # branch; the routine stays the procedure, and the decision memory learned what separated them.
-                divergence = (replay.divergence if replay is not None else None) or {}
-                runs = add_branch(
-                    store,
-                    proc.id,
-                    decision_signature(decisions),
-                    step=divergence.get("step"),
-                    state=divergence.get("state"),
-                    reason=str(divergence.get("reason") or "another path"),
-                    decisions=[d.model_dump(mode="json", exclude={"outcomes", "outcomes_before"}) for d in decisions],
-                    run_id=agent.run_id,
-                )
-                log.info("trajectory_branch", procedure=proc.id, runs=runs)
-                learned["branch"] = {"procedure": proc.id, "runs": runs}
-                return learned
-        # The same path in a changed world (a check observes other features): the procedure's next version (its
-        # description stays the task's). Otherwise a new procedure, or a credit to its twin. A procedure replaced
-        # while the run waited is not relearned from a run that followed an older version.
-        relearn = (
-            proc.id
-            if proc is not None
-            and self.procedure is not None
-            and self._kept_divergence is None
-            and _checks(decisions) != _checks(proc.decisions)
-            else None
-        )
-        captured, new = credit_or_new_version(
-            store,
-            CapturedProcedure(
-                id="",
-                task_type=agent.machine.name,
-                description=text[:500],
-                steps=[],
-                kind="trajectory",
-                decisions=decisions,
-                source="run",
-                success_count=1,
-                planned_tokens=result.counters["tokens"],
-                planned_llm_calls=result.counters["llm_calls"],
-                context={"run_id": agent.run_id},
-            ),
-            relearn,
-        )
-        if relearn:
-            log.info("trajectory_relearned", procedure=captured.id, version=captured.version)
-            learned["relearned"] = {"procedure": captured.id, "version": captured.version}
-            return learned
-        if new:
-            self.learner.matcher.index(captured)
-        elif self.procedure is None and (alias := alias_from_run(self.learner, captured, text, agent.run_id)):
-            # The path of a stored procedure, in other words: credited to it, its wording now that procedure's alias.
-            learned["alias"] = {"id": alias.id, "procedure": captured.id, "source": alias.source}
-        log.info("trajectory_captured", procedure=captured.id, inserted=new, alias=learned.get("alias"))
-        learned["captured"] = {"procedure": captured.id, "new": new}
-        return learned

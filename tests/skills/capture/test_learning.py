@@ -16,6 +16,7 @@ from sherpa_skills.engine.agent import Agent
 from sherpa_skills.engine.runstore import RunStore
 from sherpa_skills.errors import UsageError, WorkflowError
 from sherpa_skills.runtime import load_workflow, load_workflow_text
+from sherpa_skills.skills.capture.lesson import Lesson
 from sherpa_skills.skills.capture.run_hook import LearningHook
 from sherpa_skills.skills.store.branches import branches
 from sherpa_skills.skills.store.database import ProcedureDatabase
@@ -215,6 +216,25 @@ class TestPythonApi:
             load_workflow(WORKFLOW).agent(learn=learn, home=tmp_path)
         message = str(refused.value)
         assert message.startswith("learn must be True, False, a SkillStore or a Learner, not ") and shown in message
+
+    def test_what_a_finished_run_teaches_is_one_typed_report_the_result_carries(self, tmp_path):
+        workflow = load_workflow(WORKFLOW)
+        agent = workflow.agent(learn=True, home=tmp_path)
+        [hook] = [h for h in agent.hooks if isinstance(h, LearningHook)]
+        result = agent.run({"ticket": REFUND, "order": "1001"})
+        lesson = hook.lesson
+        assert isinstance(lesson, Lesson) and lesson.captured is not None and lesson.captured.new
+        assert lesson.examples_saved == 2 and lesson.execution is None  # nothing was replayed: no execution
+        assert result.learning is not None
+        assert {k: result.learning[k] for k in ("captured", "examples_saved")} == {
+            "captured": {"procedure": lesson.captured.procedure, "new": True},
+            "examples_saved": 2,
+        }
+        # The second run of the same task replays nothing yet (one success is no proof): the twin is credited.
+        again = workflow.agent(learn=True, home=tmp_path)
+        [hook] = [h for h in again.hooks if isinstance(h, LearningHook)]
+        again.run({"ticket": REFUND, "order": "1002"})
+        assert hook.lesson is not None and hook.lesson.captured is not None and not hook.lesson.captured.new
 
 
 class TestExample:

@@ -19,7 +19,7 @@ import pytest
 from sherpa_skills import SkillStore
 from sherpa_skills.engine.agent import Agent
 from sherpa_skills.engine.runstore import RunStore
-from sherpa_skills.errors import UsageError
+from sherpa_skills.errors import StoreError, UsageError
 from sherpa_skills.runtime import load_workflow
 from sherpa_skills.skills.capture.learning import Learner
 from sherpa_skills.skills.capture.run_hook import LearningHook
@@ -369,3 +369,165 @@ class TestTheWorkflowsModelJudges:
                 assert (hook.match.decision, again.llm_calls, again.replayed_decisions) == ("match", 0, 2)
             finally:
                 runs.close()
+
+
+#: A replaying run's learning state exactly as the untyped code saved it (no version; nothing asked of the decision
+#: memory, so no "taken" either): what a run waiting in a store written before the typed state carries.
+def untyped_replaying(procedure: str) -> dict[str, Any]:
+    return {
+        "task": {"ticket": CRASH, "customer": "Linus"},
+        "procedure": procedure,
+        "version": 1,
+        "params": {"customer": "Linus"},
+        "score": 1.0,
+        "started": 1795892833.9000564,
+        "divergence": None,
+        "confirmation": None,
+        "judge": None,
+        "asked": {},
+    }
+
+
+#: A planned run's state as the untyped code saved it: no procedure matched, the LLM's first decision asked of the
+#: decision memory (kept by position, a string key as JSON has it), nothing taken.
+UNTYPED_PLANNED: dict[str, Any] = {
+    "task": {"ticket": CRASH, "customer": "Ada"},
+    "procedure": None,
+    "version": None,
+    "params": {},
+    "score": None,
+    "started": 1795892832.4982443,
+    "divergence": None,
+    "confirmation": None,
+    "judge": None,
+    "asked": {
+        "0": {
+            "state": "triage/assess",
+            "features": {
+                "ctx:approved": None,
+                "ctx:cancelled": None,
+                "ctx:customer": "{{ customer }}",
+                "ctx:received": True,
+                "outcome:set": "ok",
+                "options": "billing,general,technical",
+            },
+            "path": "",
+        }
+    },
+    "taken": {},
+}
+
+
+def keep_state(runs: RunStore, run_id: str, state: Any) -> None:
+    """Overwrite what run `run_id` keeps for its learning, as another version of the code would have written it."""
+    conn = sqlite3.connect(runs.path)
+    try:
+        conn.execute("UPDATE runs SET hooks = ? WHERE run_id = ?", (json.dumps({"learning": state}), run_id))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def taught(workflow: Any, runs: RunStore, *customers: str) -> None:
+    for customer in customers:
+        waiting = workflow.agent(store=runs).run({"ticket": CRASH, "customer": customer})
+        assert workflow.resume(runs, waiting.run_id).run({"approved": True}).state == "sent"
+
+
+class TestSavedState:
+    """The learning state kept with a run is typed and versioned; a run saved by the untyped code still resumes."""
+
+    def test_a_replaying_run_saved_by_the_untyped_code_resumes_replaying_and_is_credited(self, tmp_path, triage):
+        workflow = load_workflow(triage)
+        runs = RunStore(home=tmp_path)
+        try:
+            taught(workflow, runs, "Ada", "Grace")
+            [proc] = procedures(tmp_path)
+            started = workflow.agent(store=runs).run({"ticket": CRASH, "customer": "Linus"})
+            assert (started.status, started.replayed_decisions) == ("waiting", 1)
+            keep_state(runs, started.run_id, untyped_replaying(proc.id))
+            done = workflow.resume(runs, started.run_id).run({"approved": True})
+            kept = runs.get_run(started.run_id).hooks["learning"]
+        finally:
+            runs.close()
+        assert done.state == "sent" and done.learning is not None and done.learning["procedure"] == proc.id
+        [after] = procedures(tmp_path)
+        assert after.success_count == 3  # the replayed procedure's execution was recorded
+        # Written back in the typed form, its version now said.
+        assert kept["state_version"] == 1 and kept["procedure"] == proc.id and kept["task"]["customer"] == "Linus"
+
+    def test_a_planned_run_saved_by_the_untyped_code_resumes_and_teaches_what_it_asked(self, tmp_path, triage):
+        workflow = load_workflow(triage)
+        runs = RunStore(home=tmp_path)
+        try:
+            started = workflow.agent(store=runs).run({"ticket": CRASH, "customer": "Ada"})
+            assert started.status == "waiting"
+            keep_state(runs, started.run_id, UNTYPED_PLANNED)
+            done = workflow.resume(runs, started.run_id).run({"approved": True})
+        finally:
+            runs.close()
+        assert done.state == "sent" and done.learning is not None
+        assert done.learning["examples_saved"] == 1 and done.learning["captured"]["new"] is True
+        [proc] = procedures(tmp_path)
+        assert proc.context["run_id"] == started.run_id
+
+    def test_the_judges_answer_saved_by_the_untyped_code_is_reported_on_resume(self, tmp_path, triage):
+        workflow = load_workflow(triage)
+        runs = RunStore(home=tmp_path)
+        try:
+            taught(workflow, runs, "Ada", "Grace")
+            [proc] = procedures(tmp_path)
+            started = workflow.agent(store=runs).run({"ticket": CRASH, "customer": "Linus"})
+            confirmation = {
+                "by": "model:fake",
+                "offered": [proc.id],
+                "procedure": proc.id,
+                "reason": None,
+                "calls": 1,
+                "tokens": 42,
+            }
+            keep_state(
+                runs, started.run_id, {**untyped_replaying(proc.id), "judge": "asked", "confirmation": confirmation}
+            )
+            done = workflow.resume(runs, started.run_id).run({"approved": True})
+        finally:
+            runs.close()
+        assert done.state == "sent" and done.learning is not None and done.learning["judged"] == confirmation
+
+    @pytest.mark.parametrize(
+        ("change", "named"),
+        [
+            ({"version": "two"}, "version"),
+            ({"asked": ["not", "by", "position"]}, "asked"),
+            ({"judge": "maybe"}, "judge"),
+            ({"started": None, "extra": 1}, "extra"),
+        ],
+    )
+    def test_an_unreadable_saved_state_is_refused_naming_the_run_and_the_field(self, tmp_path, triage, change, named):
+        workflow = load_workflow(triage)
+        runs = RunStore(home=tmp_path)
+        try:
+            taught(workflow, runs, "Ada", "Grace")
+            [proc] = procedures(tmp_path)
+            started = workflow.agent(store=runs).run({"ticket": CRASH, "customer": "Linus"})
+            keep_state(runs, started.run_id, {**untyped_replaying(proc.id), **change})
+            with pytest.raises(StoreError, match=rf"run {started.run_id}: its learning state .*{named}"):
+                workflow.resume(runs, started.run_id)
+            # The refusal leaves the run as it was: resumable once its state is readable again.
+            keep_state(runs, started.run_id, untyped_replaying(proc.id))
+            assert workflow.resume(runs, started.run_id).run({"approved": True}).state == "sent"
+        finally:
+            runs.close()
+
+    def test_a_state_saved_by_a_newer_version_is_refused_not_guessed_at(self, tmp_path, triage):
+        home = tmp_path / "home"
+        code, waiting, err = cli(home, "run", str(triage), "-i", f"ticket={CRASH}", "-i", "customer=Ada")
+        assert (code, waiting["status"]) == (0, "waiting"), err
+        runs = RunStore(home=home)
+        try:
+            keep_state(runs, waiting["run_id"], {**UNTYPED_PLANNED, "state_version": 99})
+        finally:
+            runs.close()
+        code, out, err = cli(home, "resume", waiting["run_id"], "--input", "approved=yes")
+        assert code != 0 and out is None and "Traceback" not in err  # under --json, nothing but JSON on stdout
+        assert f"run {waiting['run_id']}" in err and "state_version 99" in err and "newer" in err
