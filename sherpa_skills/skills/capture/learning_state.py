@@ -64,5 +64,6 @@ class LearningState(BaseModel):
             raise StoreError(f"run {run_id}: its learning state is unreadable: {problems}") from None
 
     def stored(self) -> dict[str, Any]:
-        """As kept with the run (JSON)."""
-        return self.model_dump(mode="json")
+        """As handed to the run store, which writes it as JSON (decision positions become string keys) and refuses,
+        told why, a value of the task that JSON cannot hold."""
+        return self.model_dump()

@@ -531,3 +531,13 @@ class TestSavedState:
         code, out, err = cli(home, "resume", waiting["run_id"], "--input", "approved=yes")
         assert code != 0 and out is None and "Traceback" not in err  # under --json, nothing but JSON on stdout
         assert f"run {waiting['run_id']}" in err and "state_version 99" in err and "newer" in err
+
+    def test_a_task_the_store_cannot_keep_fails_the_run_with_the_stores_error(self, tmp_path, triage):
+        """The typed state hands the store what the run was given, so a value that is not JSON is the store's clear
+        refusal, as before the state was typed, not a serialisation traceback."""
+        runs = RunStore(home=tmp_path)
+        try:
+            result = load_workflow(triage).agent(store=runs).run({"ticket": CRASH, "customer": object()})
+        finally:
+            runs.close()
+        assert result.status == "error" and result.error is not None and "not JSON-serialisable" in result.error
