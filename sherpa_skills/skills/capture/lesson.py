@@ -10,9 +10,9 @@ from pydantic import BaseModel, Field
 from ..decide.examples import add_examples
 from ..decide.features import meaning_text
 from ..store.branches import add_branch, described_procedure
-from ..store.database import decision_signature
 from ..store.models import CapturedProcedure, Outcome
 from ..store.recording import credit_described, credit_or_new_version, record_execution
+from ..store.signatures import decision_signature
 from .trajectory import capture_decisions, described_task
 from .wordings import alias_from_run
 

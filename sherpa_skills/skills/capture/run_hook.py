@@ -18,7 +18,6 @@ from ..replay.divergence import Divergence
 from ..replay.policy import ReplayPolicy
 from ..store.models import POLICY_DECIDERS, CapturedProcedure
 from ..store.scoring import replay_refusal
-from ..store.signatures import decision_signature
 from ..store.stats import saved_by
 from .learning_state import Confirmation, LearningState
 from .lesson import Lesson, teach
