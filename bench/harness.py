@@ -1,17 +1,75 @@
-"""What every benchmark shares: a description of the machine, and rewriting its own section of RESULTS.md."""
+"""What every bench shares: its flags (--quick, --no-write), its header, its timing and its RESULTS.md section."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
+import shlex
 import statistics
 import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 _HEADER = (
     "# Benchmark results\n\nMeasured figures from the scripts in `bench/`; each section is rewritten by its script.\n"
 )
+
+
+#: Whether write_section may touch RESULTS.md: `parse` turns it off for --quick and --no-write, so no bench can forget.
+_WRITE = True
+#: The exit code of a bench that cannot run here (no server, no tool): the smoke test reports it as a skip.
+SKIP = 77
+
+
+def arguments(
+    description: str | None = None, quick: str = "tiny data, in seconds", **kwargs: Any
+) -> argparse.ArgumentParser:
+    """An argument parser with the flags every bench shares; the bench adds its own."""
+    kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+    made = argparse.ArgumentParser(description=description, **kwargs)
+    made.add_argument("--quick", action="store_true", help=f"{quick}; never writes bench/RESULTS.md")
+    made.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
+    return made
+
+
+def parse(made: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The bench's arguments; after --quick or --no-write, write_section only prints and `args.no_write` is set."""
+    global _WRITE
+    args = made.parse_args(argv)
+    args.no_write = args.no_write or args.quick  # a bench's own `if not args.no_write` (a model file) holds too
+    _WRITE = not args.no_write
+    return args
+
+
+def command(script: str, argv: Sequence[str] | None = None) -> str:
+    """The command line that reproduces this measurement, as RESULTS.md quotes it."""
+    return shlex.join(["python", f"bench/{Path(script).name}", *(sys.argv[1:] if argv is None else argv)])
+
+
+def header(cmd: str) -> str:
+    """The lines a section opens with: the machine and its load, and the exact command."""
+    return f"Machine: {machine()}.\nCommand: `{cmd}`."
+
+
+def timed(fn: Callable[[], object], repeats: int) -> list[float]:
+    """Seconds of `repeats` calls of `fn`, one figure a call (wall clock, perf_counter)."""
+    out = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - began)
+    return out
+
+
+def skip(reason: str) -> NoReturn:
+    """Stop a bench that cannot run on this machine, saying why (the smoke test skips it, as the suite does)."""
+    print(f"skipped: {reason}", file=sys.stderr)
+    raise SystemExit(SKIP)
 
 
 def machine() -> str:
@@ -63,7 +121,11 @@ def _bounds(lines: list[str], title: str) -> tuple[int, int] | None:
 
 
 def write_section(title: str, body: str) -> None:
-    """Replace the `## title` section of RESULTS.md (or append it), leaving every other section as it was."""
+    """Replace the `## title` section of RESULTS.md (or append it), leaving every other section as it was; after
+    --quick or --no-write, print it instead."""
+    if not _WRITE:
+        print(f"## {title}\n\n{body.rstrip()}\n")
+        return
     text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else _HEADER
     lines = text.splitlines(keepends=True)
     section = f"## {title}\n\n{body.rstrip()}\n"

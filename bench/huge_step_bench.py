@@ -1,6 +1,7 @@
 """Huge input: a steps file whose one step is a 5 MB command, through the CLI as a person runs it.
 
-    python bench/huge_step_bench.py
+    python bench/huge_step_bench.py           # rewrites the `## Huge input: a 5 MB step` section of bench/RESULTS.md
+    python bench/huge_step_bench.py --quick   # a 50 kB step, prints only
 
 Capture is refused (a step holds at most `MAX_COMMAND_CHARS`); a 5 MB step stored before that limit is replayed, dry
 and executed. Baseline, same run: the procedure-glob pattern as it was (unanchored, rescanning a long word from each
@@ -20,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import machine, write_section  # noqa: E402
+from harness import arguments, machine, parse, write_section  # noqa: E402
 
 OLD_GLOB = re.compile(r"[\w.-]*(?:\*|\[[\w-]+\])[\w.*\[\]-]*")
 SIZE = 5_000_000
@@ -41,13 +42,15 @@ def cli(home: Path, *args: str) -> tuple[float, int, dict[str, object]]:
     return elapsed, done.returncode, out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     from seams import _PROC_GLOB, CapturedProcedure, ProcedureStep
 
     from sherpa_skills import SkillStore
 
+    args = parse(arguments(__doc__, quick="a 50 kB step, old pattern on 1-2 k characters"), argv)
+    size_, small = (50_000, (1_000, 2_000)) if args.quick else (SIZE, (10_000, 20_000))
     began = time.monotonic()
-    command = "echo " + "a" * SIZE
+    command = "echo " + "a" * size_
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
@@ -57,22 +60,25 @@ def main() -> None:
         rows.append(("`learn capture-success x --steps-file` (one 5 MB step)", t, f"exit {code}: refused"))
         skills = SkillStore(home)
         legacy = [ProcedureStep.model_construct(command=command)]  # as stored before the limit existed
-        skills.store.add_procedure(CapturedProcedure(id="legacy", task_type="x", description="print", steps=legacy))
-        skills.promote("legacy")
-        t, code, out = cli(home, "learn", "replay", "x", "--procedure", "legacy")
+        # The store names what it keeps (the id a procedure carries in is not kept): replay the one it returns.
+        stored = skills.store.add_procedure(
+            CapturedProcedure(id="legacy", task_type="x", description="print", steps=legacy)
+        )
+        skills.promote(stored.id)
+        t, code, out = cli(home, "learn", "replay", "x", "--procedure", stored.id)
         rows.append(
             ("`learn replay x --procedure ID` (dry run, the 5 MB step stored)", t, f"exit {code}: {out.get('status')}")
         )
-        t, code, out = cli(home, "learn", "replay", "x", "--procedure", "legacy", "--execute", "--yes")
+        t, code, out = cli(home, "learn", "replay", "x", "--procedure", stored.id, "--execute", "--yes")
         rows.append(("… `--execute --yes`", t, f"exit {code}: {out.get('status')}"))
     glob = []
-    for size in (10_000, 20_000, SIZE):
+    for size in (*small, size_):
         text = "\n".join(["x", "print", "", "echo " + "a" * size])
         started = time.monotonic()
         _PROC_GLOB.findall(text)
         now = time.monotonic() - started
         before = None
-        if size <= 20_000:
+        if size <= small[-1]:
             started = time.monotonic()
             OLD_GLOB.findall(text)
             before = time.monotonic() - started

@@ -21,7 +21,6 @@ MiniLM cosine over the descriptions alone, each with the floor that keeps false 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -42,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from harness import machine, percentile, write_section  # noqa: E402
+from harness import arguments, machine, parse, percentile, write_section  # noqa: E402
 
 SECTION = "Procedure matching (NL2Bash dev)"
 ENV = "SHERPA_SKILLS_MATCHING_DATA"
@@ -81,6 +80,16 @@ def load_split(path: Path) -> dict[str, Any]:
         "positives": positives,
         "negatives": negatives,
         "programs": [program_of(c) for c, _ in stored],
+    }
+
+
+def tiny(split: dict[str, Any], stored: int = 60, queries: int = 30) -> dict[str, Any]:
+    """The first `stored` procedures of a split with at most `queries` of its positives and negatives (--quick)."""
+    return {
+        "stored": split["stored"][:stored],
+        "positives": [(q, g) for q, g in split["positives"] if g < stored][:queries],
+        "negatives": split["negatives"][:queries],
+        "programs": split["programs"][:stored],
     }
 
 
@@ -337,8 +346,7 @@ def percent(x: float) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-write", action="store_true")
+    parser = arguments(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--scale", type=int, default=0, help="also time warm matches with the store padded to this size"
     )
@@ -346,12 +354,14 @@ def main() -> int:
     parser.add_argument(
         "--decisions", type=Path, help="write every query's decision here (JSON lines), to compare two versions"
     )
-    args = parser.parse_args()
+    args = parse(parser)
     data = os.environ.get(ENV)
     if not data or not (Path(data) / "nl2bash-dev.jsonl").is_file():
         print(f"skipped: set {ENV} to the folder holding nl2bash-dev.jsonl (../shared/matching)")
         return 0
     split = load_split(Path(data) / "nl2bash-dev.jsonl")
+    if args.quick:
+        split, args.fresh, args.scale = tiny(split), 1, min(args.scale, 200)
     from seams import MARGIN, RELEVANCE_FLOOR
 
     with tempfile.TemporaryDirectory(prefix="match-bench-") as tmp:

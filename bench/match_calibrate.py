@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import match_bench as mb  # noqa: E402
-from harness import machine, write_section  # noqa: E402
+from harness import arguments, machine, parse, write_section  # noqa: E402
 
 SECTION = "Procedure matching: calibration (NL2Bash dev)"
 MARGINS = (0.005, 0.01, 0.02, 0.05)
@@ -163,28 +163,29 @@ def band(sc: list[tuple[list[tuple[str, float]], dict[str, Any]]], floor: float,
 
 def options(doc: str) -> argparse.ArgumentParser:
     """The options this script and bench/verify_bench.py share."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--no-write", action="store_true")
+    parser = arguments(description=doc.splitlines()[0])
     parser.add_argument(
         "--embedding-cache", type=Path, help="a pickle of MiniLM vectors, read if present and written after"
     )
     return parser
 
 
-def dev_split(cache: Path | None) -> dict[str, Any] | None:
-    """The dev split (None, said, when the data is absent), with cached MiniLM vectors loaded when given."""
+def dev_split(cache: Path | None, quick: bool = False) -> dict[str, Any] | None:
+    """The dev split (None, said, when the data is absent), with cached MiniLM vectors loaded when given; its first
+    procedures and queries only when `quick`."""
     data = os.environ.get(mb.ENV)
     if not data or not (Path(data) / "nl2bash-dev.jsonl").is_file():
         print(f"skipped: set {mb.ENV} to the folder holding nl2bash-dev.jsonl (../shared/matching)")
         return None
     if cache and cache.is_file():
         mb.embedder().cache.update(pickle.loads(cache.read_bytes()))
-    return mb.load_split(Path(data) / "nl2bash-dev.jsonl")
+    split = mb.load_split(Path(data) / "nl2bash-dev.jsonl")
+    return mb.tiny(split) if quick else split
 
 
 def main() -> int:
-    args = options(__doc__ or "").parse_args()
-    split = dev_split(args.embedding_cache)
+    args = parse(options(__doc__ or ""))
+    split = dev_split(args.embedding_cache, args.quick)
     if split is None:
         return 0
     with tempfile.TemporaryDirectory(prefix="match-calibrate-") as tmp:

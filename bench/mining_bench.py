@@ -7,12 +7,11 @@ distribution, and the top 20 candidates of the zsh history with their parameters
 `--runs` runs of `mine()` over the zsh history into a fresh store (target ≤ 2 s for 10k commands).
 Rewrites the `## Mining` section of bench/RESULTS.md.
 
-    python bench/mining_bench.py [--runs 5] [--no-write]
+    python bench/mining_bench.py [--runs 5] [--no-write] [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -25,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import machine, write_section  # noqa: E402
+from harness import arguments, machine, parse, write_section  # noqa: E402
 from seams import (  # noqa: E402
     ProcedureDatabase,
     SessionStore,
@@ -48,10 +47,11 @@ def sessions_folder() -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(description=__doc__.splitlines()[0], quick="one mining run")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    args = parse(parser)
+    if args.quick:
+        args.runs = 1
     folder = sessions_folder()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"

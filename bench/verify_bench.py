@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import match_bench as mb  # noqa: E402
-from harness import machine, write_section  # noqa: E402
+from harness import machine, parse, write_section  # noqa: E402
 from match_calibrate import dev_split, options  # noqa: E402
 
 SECTION = "Procedure matching: verifier (NL2Bash dev)"
@@ -76,8 +76,8 @@ def run(matcher: Any, queries: list[tuple[str, str | None, bool]], verifier: Any
 def main() -> int:
     parser = options(__doc__ or "")
     parser.add_argument("--model", action="append", default=[], help="also a real model (litellm string); repeatable")
-    args = parser.parse_args()
-    split = dev_split(args.embedding_cache)
+    args = parse(parser)
+    split = dev_split(args.embedding_cache, args.quick)
     if split is None:
         return 0
     from seams import Verifier

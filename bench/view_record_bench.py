@@ -6,6 +6,7 @@
 - a fork of a 1,000-step run (plan, copy up to the step, resume, run to the end) against a fresh 10-step run.
 
     python bench/view_record_bench.py          (writes the "Browser view: run record, steps, fork" section)
+    python bench/view_record_bench.py --quick  (runs of 300/30/100 steps, 2 requests, 1 cold load each way; prints)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import machine, median, percentile, write_section  # noqa: E402
+from harness import arguments, machine, median, parse, percentile, write_section  # noqa: E402
 
 REPEATS = 15
 COLD = 7
@@ -102,7 +103,7 @@ def timed(fn: Callable[[], Any], repeats: int = REPEATS) -> list[float]:
     return out
 
 
-def cold_runs_load(home: Path) -> tuple[list[float], list[float]]:
+def cold_runs_load(home: Path, cold: int = COLD) -> tuple[list[float], list[float]]:
     """Cold loads of /runs in Chromium (a new browser context each time: empty cache), without and with Mermaid."""
     import socket
     import threading
@@ -144,7 +145,7 @@ def cold_runs_load(home: Path) -> tuple[list[float], list[float]]:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu"])
-            for i in range(COLD * 2 + 2):
+            for i in range(cold * 2 + 2):
                 context = browser.new_context()
                 page = context.new_page()
                 old = i % 2 == 1
@@ -168,9 +169,15 @@ def cold_runs_load(home: Path) -> tuple[list[float], list[float]]:
     return now_ms, before_ms
 
 
-def main() -> int:
-    from seams import RunStore, create_app, fork_run, load_workflow
+def main(argv: list[str] | None = None) -> int:
+    from seams import create_app, fork_run
     from starlette.testclient import TestClient
+
+    from sherpa_skills import RunStore, load_workflow
+
+    args = parse(arguments(__doc__, quick="runs of 300/30/100 steps, 2 requests, 1 cold load each way"), argv)
+    long_, short, forked = (300, 30, 100) if args.quick else (3000, 30, 1000)
+    repeats, cold, runs = (2, 1, 2) if args.quick else (REPEATS, COLD, 9)
 
     load0 = os.getloadavg()
     started = time.perf_counter()
@@ -181,20 +188,20 @@ def main() -> int:
         loop = load_workflow(Path(tmp) / "loop.yaml")
         chain = load_workflow(Path(tmp) / "chain.yaml")
         store = RunStore(home=home)
-        for run_id, steps in (("long", 3000), ("short", 30), ("k1000", 1000)):
+        for run_id, steps in (("long", long_), ("short", short), ("k1000", forked)):
             synthetic_run(store, run_id, steps, Path(tmp) / "loop.yaml", loop.machine)
         with TestClient(create_app(home), base_url="http://127.0.0.1") as client:
             get = lambda path: lambda: client.get(path).raise_for_status()  # noqa: E731
             pages = {
-                "long": timed(get("/runs/long")),
-                "short": timed(get("/runs/short")),
-                "long_step": timed(get("/runs/long/steps/1500")),
-                "short_step": timed(get("/runs/short/steps/15")),
+                "long": timed(get("/runs/long"), repeats),
+                "short": timed(get("/runs/short"), repeats),
+                "long_step": timed(get(f"/runs/long/steps/{long_ // 2}"), repeats),
+                "short_step": timed(get(f"/runs/short/steps/{short // 2}"), repeats),
             }
-        forks = timed(lambda: fork_run(store, "k1000", 999, loop), 9)
-        fresh = timed(lambda: chain.agent(store=store).run(), 9)
+        forks = timed(lambda: fork_run(store, "k1000", forked - 1, loop), runs)
+        fresh = timed(lambda: chain.agent(store=store).run(), runs)
         store.close()
-        cold_now, cold_before = cold_runs_load(home)
+        cold_now, cold_before = cold_runs_load(home, cold)
     load1 = os.getloadavg()
     m = {k: median(v) for k, v in pages.items()}
     rows = [
