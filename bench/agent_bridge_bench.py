@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -21,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import machine, median, percentile, write_section  # noqa: E402
+from harness import arguments, machine, median, parse, percentile, write_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 VERBS = ["archive", "compress", "count", "list", "copy", "rename", "delete", "sync", "build", "test"]
@@ -101,11 +100,13 @@ def process_times(argv: list[str], runs: int, payload: bytes | None, env: dict[s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(description=__doc__.splitlines()[0], quick="50 procedures, 3 calls, 2 runs")
     parser.add_argument("--procedures", type=int, default=1000)
     parser.add_argument("--calls", type=int, default=30)
     parser.add_argument("--runs", type=int, default=20)
-    args = parser.parse_args()
+    args = parse(parser)
+    if args.quick:
+        args.procedures, args.calls, args.runs = 50, 3, 2
     command = "python bench/agent_bridge_bench.py " + " ".join(sys.argv[1:])
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"

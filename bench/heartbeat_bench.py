@@ -6,7 +6,6 @@ grows with new data rather than with history, and the tool index over 10,000 too
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -20,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from harness import machine, median, percentile, write_section  # noqa: E402
+from harness import arguments, machine, median, parse, percentile, write_section  # noqa: E402
 from seams import (  # noqa: E402
     ToolIndex,
     ToolSpec,
@@ -163,21 +162,19 @@ def tool_figures(count: int, queries: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(description=__doc__.split("\n")[0], quick="100 sessions, one run")
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--quick", action="store_true", help="1,000 sessions, 3 runs")
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument(
         "--minilm",
         action="store_true",
         help="index the mined candidates with MiniLM (minutes at 10,000) instead of hashing",
     )
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if not args.minilm:
         # The first heartbeat indexes every mined candidate; with MiniLM that alone takes minutes at this size.
         os.environ["SHERPA_SKILLS_EMBEDDER"] = "hashing"
-    sessions, runs = (1000, 3) if args.quick else (args.sessions, args.runs)
+    sessions, runs = (100, 1) if args.quick else (args.sessions, args.runs)
     hb = heartbeat_figures(sessions, runs)
     tools = tool_figures(10_000, 500)
     ok = lambda met: "met" if met else "**missed**"  # noqa: E731

@@ -15,7 +15,6 @@ every text written so far, one per line. Tokens are estimated as characters / 4.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -30,7 +29,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from harness import machine, write_section  # noqa: E402
+from harness import arguments, machine, parse, write_section  # noqa: E402
 
 TITLE = "Memory at run start over 30 days"
 SERVICES = ["payments", "checkout", "search", "billing", "auth", "inventory", "shipping", "ledger"]
@@ -43,11 +42,12 @@ def tokens(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(description=__doc__.split("\n\n")[0], quick="8 days of 3 writes")
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--per-day", type=int, default=20)
-    parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
+    if args.quick:
+        args.days, args.per_day = 8, 3  # the report reads the morning after day 7
     command = shlex.join(["python", "bench/memory_days_bench.py", *(argv if argv is not None else sys.argv[1:])])
 
     from seams import Companion, Domains, HashingEmbedder, SharedMemory, briefing, configure
@@ -64,10 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         domains.claim("ops", "ops")
         domains.decide("ops", "page_above", 50, by="sam")
         domains.decide("ops", "quiet_hours", [22, 7], by="sam")
-        # A module-level cache of SharedMemory per home is what `briefing` reads: point it at this one.
-        from seams import _search
-
-        _search._memories[(str(memory.store.path), __import__("threading").get_ident())] = memory
+        # `briefing` reads the home's own SharedMemory (one per home and thread): only its store, the same SQLite file
+        # this one writes, so what this one remembers is what the briefing reads.
         current: dict[str, tuple[str, str]] = {}  # subject -> (artifact id, text)
         naive: list[str] = []
         build = 1000

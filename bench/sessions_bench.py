@@ -13,7 +13,6 @@ Rewrites the `## Session import` section of bench/RESULTS.md.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -29,11 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from seams import SessionStore, import_paths  # noqa: E402
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import arguments, parse, write_section_text  # noqa: E402  (after the sys.path lines above)
 from harness import machine as shared_machine  # noqa: E402
-from harness import write_section_text  # noqa: E402  (after the sys.path line above)
+from seams import SessionStore, import_paths  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Session import"
@@ -208,11 +206,12 @@ def git_rev() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = arguments(description=__doc__.split("\n", 1)[0], quick="a 0.5 MB transcript, one run")
     parser.add_argument("--mb", type=float, default=50.0, help="size of the synthetic transcript (default 50)")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--no-write", action="store_true", help="print only; leave bench/RESULTS.md alone")
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
+    if args.quick:
+        args.mb, args.runs = 0.5, 1
 
     lines, origin = template()
     work = Path(tempfile.mkdtemp(prefix="sessions-bench-"))

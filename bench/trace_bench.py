@@ -18,7 +18,6 @@ temporary folder, as the figure the change is measured against.
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import shlex
@@ -34,7 +33,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "tracing"))  # the collectors the trace tests use
 from _collector import Collector, closed_port  # noqa: E402
-from harness import machine, median, write_section  # noqa: E402
+from harness import arguments, machine, median, parse, write_section  # noqa: E402
 
 TITLE = "Traces"
 TARGET_RATIO = 1.2
@@ -85,12 +84,13 @@ def extract(ref: str, into: Path) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments(__doc__, quick="one run per mode, no --before")
     parser.add_argument("--runs", type=int, default=11)  # wall time on a shared machine is noisy: medians of 11
-    parser.add_argument("--no-write", action="store_true", help="print the section, leave RESULTS.md alone")
     parser.add_argument("--before", metavar="REF", help="also time the collector-down run on the code at git REF")
     parser.add_argument("--before-runs", type=int, default=3)
-    args = parser.parse_args()
+    args = parse(parser)
+    if args.quick:
+        args.runs, args.before = 1, None
 
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SHERPA_SKILLS_TRACES_"))}
     base["PYTHONPATH"] = str(ROOT)  # this checkout's code, whatever is installed

@@ -11,8 +11,8 @@ Writes the "Browser view: diagram pages" section of bench/RESULTS.md.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -24,12 +24,13 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "ui"), str(ROOT / "bench")]
 
 from _ui_home import make_home  # noqa: E402
-from harness import machine, median, percentile, write_section  # noqa: E402
+from harness import arguments, machine, median, parse, percentile, write_section  # noqa: E402
 from test_ui_browser import CHROMIUM_ARGS, _Server  # noqa: E402
 
 TITLE = "Browser view: diagram pages"
@@ -39,23 +40,56 @@ BEFORE = "0412fdd"  # the last commit drawing diagrams in the browser (Mermaid's
 
 
 @contextlib.contextmanager
-def _old_server(home: Path, folder: Path) -> Iterator[str]:
-    """`sherpa-skills ui` of commit BEFORE over `home`, from a copy of that commit's package, in a child process."""
+def _old_server(folder: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """`sherpa-skills ui` of commit BEFORE, from a copy of that commit's tree in a child process, over a home that
+    commit's own test helper made (a home made by today's code carries migrations it refuses to open); its URL and
+    what the helper made."""
     tree = folder / "before"
     tree.mkdir()
     archive = subprocess.run(
-        ["git", "archive", "--format=tar", BEFORE, "sherpa_skills"], cwd=ROOT, capture_output=True, check=True
+        [
+            "git",
+            "archive",
+            "--format=tar",
+            BEFORE,
+            "sherpa_skills",
+            "tests/ui",
+            "examples",
+            "policies",
+            "statemachines",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
     ).stdout
     archive_path = folder / "before.tar"
     archive_path.write_bytes(archive)
     with tarfile.open(archive_path) as tar:
         tar.extractall(tree, filter="data")
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    home = folder / "before-home"
+    maker = (
+        "import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); from _ui_home import make_home; "
+        "print(json.dumps(make_home(Path(sys.argv[2])), default=str))"
+    )
+    made = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", maker, str(tree / "tests" / "ui"), str(home)],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     child = subprocess.Popen(
-        [sys.executable, "-m", "sherpa_skills.cli.main", "ui", "--home", str(home), "--port", str(port)],
+        [sys.executable, "-m", "sherpa_skills.cli.main", "ui", "--home", str(made["home"]), "--port", str(port)],
         cwd=tree,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -72,7 +106,7 @@ def _old_server(home: Path, folder: Path) -> Iterator[str]:
                 if time.monotonic() > deadline or child.poll() is not None:
                     raise RuntimeError(f"the server of {BEFORE} did not start") from None
                 time.sleep(0.2)
-        yield url
+        yield url, made
     finally:
         child.terminate()
         child.wait(timeout=10)
@@ -140,9 +174,11 @@ def reading(times: dict[str, list[float]], base: float, inside: dict[str, list[f
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
-    parser = argparse.ArgumentParser()
+    parser = arguments(__doc__, quick="one round")
     parser.add_argument("--rounds", type=int, default=7)
-    args = parser.parse_args()
+    args = parse(parser)
+    if args.quick:
+        args.rounds = 1
     load_start = Path("/proc/loadavg").read_text().split()[:3]
     folder = Path(tempfile.mkdtemp(prefix="view-diagram-bench-"))
     started = time.perf_counter()
@@ -153,21 +189,27 @@ def main() -> None:
         chromium = shutil.which("chromium") or shutil.which("chromium-browser")
         with (
             _Server(made["home"]) as server,
-            _old_server(made["home"], folder) as old,
+            _old_server(folder) as (old, old_made),
             sync_playwright() as p,
         ):
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
             run, team = f"/runs/{run_id}", f"/teams/{task}"
             now = server.url
+            old_run = f"/runs/{old_made['waiting']['run_id']}"
+            old_team = f"/teams/{old_made['team']['deliveries'][0]['correlation_id']}"
             pages: dict[str, tuple[str, bool, str | None]] = {
                 "`/runs` (list page), cold": (f"{now}/runs", True, None),
                 "`/runs` (list page), cold, to `load` only (as earlier rounds timed it)": (f"{now}/runs", False, None),
                 "run page (machine diagram), cold": (now + run, True, None),
                 "team page (team diagram), cold": (now + team, True, None),
                 "run page after the team page (same context)": (now + run, True, now + team),
-                f"before ({BEFORE}, Mermaid in the browser): run page, cold": (old + run, True, None),
-                f"before ({BEFORE}, Mermaid in the browser): team page, cold": (old + team, True, None),
-                f"before ({BEFORE}): run page after the team page (modules cached)": (old + run, True, old + team),
+                f"before ({BEFORE}, Mermaid in the browser): run page, cold": (old + old_run, True, None),
+                f"before ({BEFORE}, Mermaid in the browser): team page, cold": (old + old_team, True, None),
+                f"before ({BEFORE}): run page after the team page (modules cached)": (
+                    old + old_run,
+                    True,
+                    old + old_team,
+                ),
             }
             for url, drawn, before in pages.values():  # one warm-up each: the servers' first answers
                 _load(browser, url, drawn, before)
@@ -204,8 +246,9 @@ def main() -> None:
         " alternating; 'wall' is Playwright's clock, 'in-page' the page's own (navigation start to the later of"
         " `load` and the mark, seen by a MutationObserver); 'after the team page' opens the team page first in the"
         f" same context, then times the run page."
-        f" 'before' rows: the same pages over the same home, served by commit {BEFORE} (Mermaid's module build"
-        " drawing in the browser) from a copy of its tree in a child process, in the same run. Target (issue 39):"
+        " 'before' rows: the same pages over a home made alike by that commit's own test helper, served by"
+        f" commit {BEFORE} (Mermaid's module build drawing in the browser) from a copy of its tree in a child"
+        " process, in the same run. Target (issue 39):"
         " a cold diagram page ≤ 2× a list page.",
         "",
         "| what | wall median ms | wall p90 ms | wall ratio to the list page | in-page median ms | in-page ratio |",
