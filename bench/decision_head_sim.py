@@ -9,7 +9,6 @@ calibration point) loop, in seconds rather than the full bench's minutes. For tu
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -25,6 +24,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from decision_stream_bench import DOMAINS, HELD_OUT, OUT_OF_SCOPE, Oracle, load_stream, trigger_name  # noqa: E402
+from harness import arguments, parse  # noqa: E402
 
 
 def offered(where: str) -> list[str]:
@@ -252,7 +252,7 @@ def hindsight(items: list[dict[str, Any]], delta: float, lex: float = 0.0) -> di
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = arguments(description=__doc__.split("\n", 1)[0], quick="2 requests per intent")
     parser.add_argument("--per-intent", type=int, default=10)
     parser.add_argument("--noise", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=36)
@@ -260,8 +260,8 @@ def main() -> None:
     parser.add_argument("--variant", default="current")
     parser.add_argument("--hindsight", action="store_true", help="compare candidate scores (see hindsight())")
     parser.add_argument("--lex", type=float, default=0.0, help="the lexical view's weight beside the embedding")
-    args = parser.parse_args()
-    items = load_stream(args.per_intent, args.seed)
+    args = parse(parser)
+    items = load_stream(2 if args.quick else args.per_intent, args.seed)
     if args.hindsight:
         print(json.dumps(hindsight(items, args.delta, args.lex)))
         return

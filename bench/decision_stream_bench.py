@@ -13,7 +13,7 @@ Measured: LLM share of the decisions by third of the stream, wrong outcomes (fin
 wrong outcomes on requests the model always answered rightly, out-of-scope requests routed into an intent (by the
 memory, and by the model itself), time per request early and late, and the tokens / calls the learning reported saved.
 
-    python bench/decision_stream_bench.py --quick            # 4 per intent, about a minute
+    python bench/decision_stream_bench.py --quick            # the first 12 requests, seconds; prints only
     python bench/decision_stream_bench.py --per-intent 10    # the first target's shape (77 intents here)
     python bench/decision_stream_bench.py --per-intent 5 --noise 0.05
     python bench/decision_stream_bench.py ... --label NAME   # write the figures as row NAME of bench/RESULTS.md
@@ -45,7 +45,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from harness import machine, median, read_section, write_section  # noqa: E402
+from harness import arguments, machine, median, parse, read_section, write_section  # noqa: E402
 
 TITLE = "Decisions learned from real wording: BANKING77 router stream"
 OUT_OF_SCOPE = "out_of_scope"
@@ -527,18 +527,17 @@ def memory_cost(labels: int = 150, per_label: int = 20, reps: int = 300, fresh: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = arguments(description=__doc__.split("\n", 1)[0], quick="the first 12 requests")
     parser.add_argument("--per-intent", type=int, default=10)
     parser.add_argument("--noise", type=float, default=0.0, help="share of decisions the model gets wrong")
     parser.add_argument("--seed", type=int, default=36)
-    parser.add_argument("--quick", action="store_true", help="4 requests per intent")
     parser.add_argument("--error-bound", type=float, help="the workflow's learn: {error_bound: ...}")
     parser.add_argument("--label", help="write the figures as this row of the RESULTS.md section")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--cost", action="store_true", help="only the head's cost (150 decisions × 20 examples)")
     parser.add_argument("--cost-child", help=argparse.SUPPRESS)
     parser.add_argument("--drop", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse(parser)
     from seams import configure
 
     configure(level="error")
@@ -549,8 +548,10 @@ def main() -> None:
         cost = memory_cost()
         print(json.dumps({k: round(v, 2) for k, v in cost.items()}))
         return
-    per_intent = 4 if args.quick else args.per_intent
+    per_intent = 2 if args.quick else args.per_intent
     items = load_stream(per_intent, args.seed)
+    if args.quick:
+        items = items[:12]  # the stream's path end to end, not its learning curve
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="sherpa-decision-stream-") as tmp:
         rows, _ = run_stream(Path(tmp), items, args.noise, args.seed, args.error_bound)

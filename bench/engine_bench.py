@@ -37,7 +37,7 @@ os.environ.setdefault("SHERPA_SKILLS_SCRIPTED_VIA", "litellm")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import write_section_text  # noqa: E402
+from harness import arguments, parse, write_section_text  # noqa: E402
 
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Engine tick overhead"
@@ -717,7 +717,7 @@ def build_section(
 
 
 def start_runs(repeats: int) -> int:
-    return 10 if repeats >= 7 else 5
+    return 10 if repeats >= 7 else 5 if repeats > 1 else 1
 
 
 # ---------------------------------------------------------------------------------------------- before/after a change
@@ -790,12 +790,10 @@ def compare_trees(against: Path, rounds: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 11, 5 startup runs instead of 10")
+    parser = arguments(description=__doc__.split("\n\n")[0], quick="one repeat, one startup run")
     parser.add_argument(
-        "--repeats", type=int, default=None, help="timed repeats per configuration (default 11, 3 with --quick)"
+        "--repeats", type=int, default=None, help="timed repeats per configuration (default 11, 1 with --quick)"
     )
-    parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
     parser.add_argument(
         "--wait-quiet",
         type=float,
@@ -812,11 +810,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds for --against (default 5)")
     parser.add_argument("--tick-only", type=int, metavar="REPEATS", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if args.tick_only:
         print(json.dumps(tick_only(args.tick_only)))
         return 0
-    repeats = args.repeats or (3 if args.quick else 11)
+    repeats = args.repeats or (1 if args.quick else 11)
+    if args.quick:  # every configuration's path, on runs short enough to take seconds
+        global SIZES
+        SIZES = (30, 120)
     command = shlex.join(["python", "bench/engine_bench.py", *(argv if argv is not None else sys.argv[1:])])
     wait = args.wait_quiet if args.wait_quiet is not None else (0 if args.quick else 120)
     if wait > 0:

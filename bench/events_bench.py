@@ -30,8 +30,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import arguments, parse, skip, write_section_text  # noqa: E402  (after the sys.path line above)
 from harness import machine as shared_machine  # noqa: E402
-from harness import write_section_text  # noqa: E402  (after the sys.path line above)
 
 RESULTS = HERE / "RESULTS.md"
 SECTION = "## Events"
@@ -114,7 +114,7 @@ def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
 
     binary = shutil.which("redis-server")
     if binary is None:
-        raise SystemExit("redis-server is not installed (apt-get install -y redis-server)")
+        skip("redis-server is not installed (apt-get install -y redis-server)")
     port = free_port()
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "", "--appendonly", "no"],
@@ -214,21 +214,19 @@ def load_average() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 repeats and shorter rallies")
+    parser = arguments(description=__doc__.split("\n\n")[0], quick="one repeat of short rallies")
     parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--team", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--max-events", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--home", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if args.serve:
         serve(args.serve, args.team, args.url, args.max_events, args.home or None)
         return 0
-    repeats = args.repeats or (3 if args.quick else 7)
-    local_limit, redis_limit = (500, 250) if args.quick else (2000, 1000)
+    repeats = args.repeats or (1 if args.quick else 7)
+    local_limit, redis_limit = (40, 20) if args.quick else (2000, 1000)
     command = shlex.join(["python", "bench/events_bench.py", *(argv if argv is not None else sys.argv[1:])])
     load_start = load_average()
     wall0 = perf_counter()

@@ -27,7 +27,6 @@ store and companion, against the previous lexical pick (IDF-weighted shared word
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -47,7 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from harness import machine, percentile, write_section  # noqa: E402
+from harness import arguments, machine, parse, percentile, write_section  # noqa: E402
 
 SECTION = "Learnings for the planner"
 ENV = "SHERPA_SKILLS_MATCHING_DATA"
@@ -75,7 +74,9 @@ def program_of(command: str) -> frozenset[str]:
 # ---------------------------------------------------------------------------------------------- calibration
 
 
-def load(path: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, int | None, frozenset[str]]]]:
+def load(
+    path: Path, limit: int | None = None
+) -> tuple[list[tuple[str, str, str]], list[tuple[str, int | None, frozenset[str]]]]:
     """Learnings (task type, about, command) and tasks (description, index of its command's learning or None, program).
 
     A command with two or more descriptions is a learning `about` its first one, and each other description is a task
@@ -83,7 +84,7 @@ def load(path: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, int | 
     (distractors) and the other half's descriptions are tasks with no learning of their own."""
     from seams import suggest_task_type
 
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()][:limit]
     learnings: list[tuple[str, str, str]] = []
     tasks: list[tuple[str, int | None, frozenset[str]]] = []
     for row in rows:
@@ -159,10 +160,10 @@ def sweep_of(
     return sweep
 
 
-def calibrate(path: Path, cache: Path) -> dict[str, Any]:
+def calibrate(path: Path, cache: Path, rows: int | None = None) -> dict[str, Any]:
     """Two stores of the same learnings: with what each command was for (`about`, as Claude Code logs and runs give it),
     and with the command alone (as a shell history gives it). The chosen pair keeps noise <= TARGET_NOISE on both."""
-    learnings, tasks = load(path)
+    learnings, tasks = load(path, rows)
     t0 = time.perf_counter()
     about = sweep_of(learnings, tasks, cache)
     bare = sweep_of([(t, "", c) for t, _, c in learnings], tasks, cache)
@@ -382,21 +383,22 @@ def report(cal: dict[str, Any] | None, lat: list[dict[str, Any]], command: str) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(description=__doc__.splitlines()[0], quick="sizes 20,50, one round, calibration on 40 commands")
     parser.add_argument("--sizes", default="100,1000,5000")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument(
         "--cache",
         default=str(Path(tempfile.gettempdir()) / "sherpa-learnings-bench-vectors.npz"),
         help="MiniLM vectors of the calibration texts, kept between runs",
     )
-    args = parser.parse_args()
+    args = parse(parser)
+    if args.quick:
+        args.sizes, args.rounds = "20,50", 1
     data = os.environ.get(ENV)
     cal = None
     if data and (Path(data) / "nl2bash-dev.jsonl").is_file():
-        cal = calibrate(Path(data) / "nl2bash-dev.jsonl", Path(args.cache))
+        cal = calibrate(Path(data) / "nl2bash-dev.jsonl", Path(args.cache), 40 if args.quick else None)
     else:
         print(f"calibration skipped: {ENV} is not set to the folder holding nl2bash-dev.jsonl", file=sys.stderr)
     lat = [] if args.no_latency else latency([int(x) for x in args.sizes.split(",") if x], args.rounds)
