@@ -12,7 +12,7 @@ query in the companion, tension rules over FTS5 candidates, indexing), for exact
 and new notes; written to a second section, "Shared memory hygiene".
 
     python bench/memory_bench.py            # 100k artifacts, 20-60 minutes on 2 busy cores; rewrites two sections
-    python bench/memory_bench.py --quick    # 10k artifacts, fewer queries; prints, does not write RESULTS.md
+    python bench/memory_bench.py --quick    # 300 artifacts, 5 queries, hashing embedder; prints only
     python bench/memory_bench.py --embedder hashing --store ~/.cache/sherpa-memory-100k --baseline main
                                             # keeps the built store for the next run; times main's code and this
                                             # checkout on fresh copies of it, one after the other (before/after)
@@ -41,8 +41,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import arguments, parse, write_section_text  # noqa: E402  (after the sys.path line above)
 from harness import machine as shared_machine  # noqa: E402
-from harness import write_section_text  # noqa: E402  (after the sys.path line above)
 
 sys.path.insert(
     0, os.environ.get("SHERPA_BENCH_CODE") or str(HERE.parent)
@@ -219,7 +219,7 @@ def build(home: Path, n: int, embedder_name: str) -> dict[str, Any]:
                 abstraction="pattern" if i % 5 == 0 else "episode",
             )
         )
-    samples = [(a.text, a.agent, a.scope, a.kind) for a in rng.sample(prepared, 1000)]
+    samples = [(a.text, a.agent, a.scope, a.kind) for a in rng.sample(prepared, min(1000, len(prepared)))]
     prepare_s = perf_counter() - t0
     print(f"  {prepare_s:.1f} s; bulk insert ...", flush=True)
     t0 = perf_counter()
@@ -385,18 +385,14 @@ def measure_in_child(store: Path, code: Path | None, args: argparse.Namespace, s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(description=__doc__.split("\n\n")[0], quick="300 artifacts, 5 queries, the hashing embedder")
     parser.add_argument(
-        "--quick", action="store_true", help="10k artifacts and fewer queries; does not write RESULTS.md"
+        "--artifacts", type=int, default=None, help="how many artifacts (default 100000, 300 with --quick)"
     )
     parser.add_argument(
-        "--artifacts", type=int, default=None, help="how many artifacts (default 100000, 10000 with --quick)"
-    )
-    parser.add_argument(
-        "--queries", type=int, default=None, help="timed searches per mode and query set (default 200, 40 with --quick)"
+        "--queries", type=int, default=None, help="timed searches per mode and query set (default 200, 5 with --quick)"
     )
     parser.add_argument("--limit", type=int, default=10, help="hits asked per search")
-    parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
     parser.add_argument(
         "--embedder",
         choices=("minilm", "hashing"),
@@ -421,9 +417,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=11, help=argparse.SUPPRESS)
     parser.add_argument("--measure", type=Path, default=None, help=argparse.SUPPRESS)  # internal: the child's side
     parser.add_argument("--out", type=Path, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    n = args.artifacts or (10_000 if args.quick else 100_000)
-    args.queries_n = per_set = args.queries or (40 if args.quick else 200)
+    args = parse(parser, argv)
+    n = args.artifacts or (300 if args.quick else 100_000)
+    args.queries_n = per_set = args.queries or (5 if args.quick else 200)
+    if args.quick:
+        args.embedder = "hashing"
     if args.measure is not None:
         args.out.write_text(json.dumps(measure(args.measure, per_set, args.limit, args.seed)), encoding="utf-8")
         return 0

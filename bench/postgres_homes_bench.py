@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import machine, write_section  # noqa: E402
+from harness import arguments, machine, parse, skip, write_section  # noqa: E402
 
 ROUTINES = 6  # routines 0, 2, 4 succeed when replayed; 1, 3, 5 fail
 WORKFLOW = """\
@@ -213,22 +213,26 @@ def heartbeats(homes: list[str], env: dict[str, str], pairs: int) -> dict[str, A
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = arguments(__doc__, quick="2 processes for 2 s, 2 heartbeats")
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--processes", type=int, default=8)
     ap.add_argument("--heartbeats", type=int, default=10)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--no-write", action="store_true", help="do not rewrite RESULTS.md")
     ap.add_argument("--worker", nargs=4, metavar=("HOME", "SECONDS", "INDEX", "OUT"), help=argparse.SUPPRESS)
-    a = ap.parse_args(argv)
+    a = parse(ap, argv)
+    if a.quick:
+        a.seconds, a.processes, a.heartbeats = 2.0, 2, 2
     if a.worker:
         home, seconds, index, out = a.worker
         worker(home, float(seconds), int(index), out)
         return 0
 
-    from _postgres import start_cluster
+    from _postgres import NoServer, start_cluster
 
-    cluster = start_cluster()
+    try:
+        cluster = start_cluster()
+    except NoServer as exc:
+        skip(f"no PostgreSQL server can be started here: {exc}")
     try:
         url = cluster.url(cluster.create_database())
         tmp = Path(tempfile.mkdtemp(prefix="pg-homes-"))

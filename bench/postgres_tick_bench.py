@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(ROOT / "tests"))
-from harness import machine, median, write_section  # noqa: E402  (after the sys.path lines above)
+from harness import arguments, machine, median, parse, skip, write_section  # noqa: E402  (after the sys.path lines above)
 
 TITLE = "PostgreSQL: durable tick"
 CHILD = HERE / "_postgres_tick_child.py"
@@ -186,7 +186,7 @@ def _cell(value: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(description=__doc__.split("\n\n")[0], quick="1 repeat of 1 episode of 2 cycles, no --before")
     parser.add_argument("--episodes", type=int, default=6, help="timed episodes per variant and repeat (default 6)")
     parser.add_argument("--repeats", type=int, default=5, help="repeats; figures are their medians (default 5)")
     parser.add_argument("--cycles", type=int, default=20, help="6-step cycles per episode (default 20: 120 steps)")
@@ -196,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         "--no-orientation", action="store_true", help=f"skip the PostgreSQL rows at {NO_FLUSH_WAIT} (not durable)"
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON (only JSON on stdout)")
-    parser.add_argument("--no-write", action="store_true", help="do not touch bench/RESULTS.md")
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
+    if args.quick:
+        args.repeats, args.episodes, args.cycles, args.before = 1, 1, 2, None
     if min(args.episodes, args.repeats, args.cycles) < 1:
         parser.error("--episodes, --repeats and --cycles must be at least 1")
     try:
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cluster = start_cluster(SERVER_SETTINGS)
     except NoServer as exc:
-        raise SystemExit(f"no PostgreSQL server can be started here: {exc}") from None
+        skip(f"no PostgreSQL server can be started here: {exc}")
     samples: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="sherpa-pg-tick-") as tmp:
         try:
