@@ -174,7 +174,9 @@ class Config:
 
 class SherpaBench:
     def __init__(self, tmp: Path):
-        from seams import LLMPolicy, load_workflow_text, scripted_model
+        from seams import scripted_model
+
+        from sherpa_skills import LLMPolicy, load_workflow_text
 
         self.tmp = tmp
         script = tmp / "script.yaml"
@@ -185,7 +187,7 @@ class SherpaBench:
         self._db = 0
 
     def run(self, steps: int, *, llm: bool, durable: bool) -> Sample:
-        from seams import Agent, RunStore
+        from sherpa_skills import Agent, RunStore
 
         wf = self.workflows[steps]
         timed = TimedPolicy(self.llm_policy) if llm else None
@@ -242,7 +244,7 @@ def check_sherpa(result: Any, steps: int, llm: bool, store: Any) -> None:
 
 def commit_profile(tmp: Path, sherpa: SherpaBench, steps: int, llm: bool) -> dict[str, float]:
     """One extra durable run with every commit timed (a bench-only RunStore subclass): where durable time goes."""
-    from seams import Agent, RunStore
+    from sherpa_skills import Agent, RunStore
 
     class TimedRunStore(RunStore):
         def __init__(self, *args: Any, **kwargs: Any):

@@ -85,7 +85,7 @@ def deliveries(limit: int) -> int:
 
 def in_process(limit: int, durable: bool) -> float:
     """Events per second for one rally through TeamRunner (load excluded, start and every commit included)."""
-    from seams import RunStore, TeamRunner, load_team
+    from sherpa_skills import RunStore, TeamRunner, load_team
 
     with tempfile.TemporaryDirectory() as tmp:
         team = load_team(write_team(Path(tmp), limit))
@@ -138,7 +138,9 @@ def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 def serve(name: str, team_file: str, url: str, max_events: int, home: str | None) -> None:
     """One player as its own process (the bench's own entry point, so the store can be left out)."""
-    from seams import AgentService, RedisBus, RunStore, load_team
+    from seams import AgentService
+
+    from sherpa_skills import RedisBus, RunStore, load_team
 
     member = load_team(team_file).members[name]
     store = RunStore(home=home) if home else None
@@ -153,7 +155,8 @@ def over_redis(limit: int, durable: bool, url: str, folder: Path) -> float:
     import json
 
     import redis
-    from seams import Event, RedisBus
+
+    from sherpa_skills import Event, RedisBus
 
     client = redis.Redis.from_url(url)
     client.flushdb()

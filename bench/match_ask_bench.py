@@ -93,7 +93,9 @@ Why the misses (what would be needed):
 
 def routines_store(home: Path, data: dict[str, Any], split: dict[str, Any]) -> tuple[Any, dict[str, str]]:
     """A SkillStore: OTHERS NL2Bash procedures, then every routine captured three times."""
-    from seams import CapturedProcedure, ProcedureStep, SkillStore
+    from seams import CapturedProcedure, ProcedureStep
+
+    from sherpa_skills import SkillStore
 
     skills = SkillStore(home)
     for i, (command, description) in enumerate(split["stored"][:OTHERS]):
@@ -158,7 +160,9 @@ def alias_grid(
 ) -> dict[str, dict[str, list[tuple[int, str, str]]]]:
     """Per alias setting and direction (one wording confirmed per routine, another asked), each query's (half, kind,
     answer): the other wording ('gold'), every near miss and unrelated ask. Each direction on a fresh copy."""
-    from seams import SkillStore, default_model
+    from seams import default_model
+
+    from sherpa_skills import SkillStore
 
     halves = {r["task"]: ah.half_of(r["task"]) for r in data["procedures"]}
     asked = [("gold", r, halves[r["task"]]) for r in data["procedures"]]

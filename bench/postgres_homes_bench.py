@@ -65,9 +65,8 @@ def routine(k: int) -> dict[str, Any]:
 
 
 def worker(home: str, seconds: float, index: int, out: str) -> None:
-    from seams import SkillStore
-
     import sherpa_skills as sk
+    from sherpa_skills import SkillStore
 
     skills = SkillStore(home)
     runs = sk.RunStore(home=home)

@@ -225,7 +225,9 @@ def steps(n: int) -> list[str]:
 
 class ReplayBench:
     def __init__(self, tmp: Path):
-        from seams import RunStore, data_file, load_workflow
+        from seams import data_file
+
+        from sherpa_skills import RunStore, load_workflow
 
         self.home = tmp / "home"
         self.work = tmp / "work"
@@ -387,14 +389,16 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
     """Where a replay's time goes: perf_counter around actions, store writes and the spawn, in a separate pass."""
     import subprocess as sp
 
-    from seams import Companion, MiniLMEmbedder, ProcedureDatabase, RunStore, default_registry, runtime, shell
+    from seams import Companion, MiniLMEmbedder, ProcedureDatabase, runtime, shell
     from seams import matcher as matcher_mod
+
+    from sherpa_skills import RunStore, default_registry
 
     try:
         from seams import Transaction as _Tx  # the stores' shared transaction helper
     except ImportError:  # older checkouts: ProcedureDatabase's own
         from seams import _Tx  # type: ignore[attr-defined,no-redef]
-    from seams import load_workflow
+    from sherpa_skills import load_workflow
 
     reps = 5 if quick else 15
     timer = PhaseTimer()

@@ -56,7 +56,9 @@ transitions:
 
 def fill(home: Path, workflow: Path) -> str:
     """10,000 short runs of three workflows, then one run of 3,000 steps (trajectory and log rows); returns its id."""
-    from seams import LogEntry, RunStore, TickRecord, TrajectoryEntry
+    from seams import TickRecord
+
+    from sherpa_skills import LogEntry, RunStore, TrajectoryEntry
 
     store = RunStore(home=home)
     counters = {"steps": 3, "llm_calls": 1, "tokens": 120}
@@ -180,8 +182,10 @@ def main() -> int:
     began = perf_counter()
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
-    from seams import RunStore, create_app, run_detail, run_summary
+    from seams import create_app, run_detail, run_summary
     from starlette.testclient import TestClient
+
+    from sherpa_skills import RunStore
 
     with tempfile.TemporaryDirectory(prefix="sherpa-ui-bench-") as tmp:
         home = Path(tmp) / "home"
@@ -220,7 +224,9 @@ def main() -> int:
             }
         # The page's diagram alone: SVG drawn on the server (this run keeps no machine: from its file), its layout
         # cached per machine.
-        from seams import highlighted_mermaid, load_workflow, svg
+        from seams import highlighted_mermaid, svg
+
+        from sherpa_skills import load_workflow
 
         drawing = highlighted_mermaid(
             load_workflow(workflow).machine, store.visited_states(long_id), store.get_run(long_id).state

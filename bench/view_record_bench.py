@@ -49,7 +49,9 @@ CHAIN += "  s10: {final: true}\ntransitions:\n" + "".join(
 
 def synthetic_run(store: Any, run_id: str, steps: int, workflow: Path, machine_: Any) -> None:
     """A run of `steps` steps alternating a/b, written through RunStore as the engine writes them."""
-    from seams import LogEntry, TickRecord, TrajectoryEntry, machine_record, spec_hash
+    from seams import TickRecord, machine_record, spec_hash
+
+    from sherpa_skills import LogEntry, TrajectoryEntry
 
     now = time.time() - steps
     h = spec_hash(machine_)
