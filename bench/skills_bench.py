@@ -5,7 +5,7 @@ Three parts, each runnable alone; every run rewrites the `## Skill store` sectio
 latest figures of every part (kept in bench/skills_bench.json), leaving the other sections untouched.
 
     python bench/skills_bench.py                       # all three parts (about 6 minutes on 2 quiet cores)
-    python bench/skills_bench.py --quick               # fewer repeats, 1k/10k procedures (about 1 minute)
+    python bench/skills_bench.py --quick               # tiny: 100/400 procedures, a repeat or two; prints only
     python bench/skills_bench.py --only replay         # one part: example, replay or match (comma-separated)
     python bench/skills_bench.py --only match --no-write   # print, do not touch RESULTS.md
     python bench/skills_bench.py --rebuild             # measure nothing: rebuild the section from skills_bench.json
@@ -22,7 +22,6 @@ The "Findings" text of the section comes from bench/skills_bench_notes.md (writt
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import cProfile
 import dataclasses
@@ -46,6 +45,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
 from typing import Any
+
+from harness import arguments, parse
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -337,7 +338,7 @@ class ReplayBench:
 
 
 def bench_replay(quick: bool) -> dict[str, Any]:
-    reps = 8 if quick else 40
+    reps = 2 if quick else 40
     tmp = Path(tempfile.mkdtemp(prefix="sherpa-bench-replay-"))
     try:
         b = ReplayBench(tmp)
@@ -400,7 +401,7 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
         from seams import _Tx  # type: ignore[attr-defined,no-redef]
     from sherpa_skills import load_workflow
 
-    reps = 5 if quick else 15
+    reps = 1 if quick else 15
     timer = PhaseTimer()
     for name in (
         "skill_match",
@@ -462,10 +463,10 @@ def replay_growth(b: ReplayBench, quick: bool) -> dict[str, Any]:
     from seams import skill_store
 
     store = skill_store(b.home)
-    extra = 2_000 if quick else 10_000
+    extra = 100 if quick else 10_000
     pid = b.ids[10]
     before = store.executions(pid)
-    reps = 5 if quick else 11
+    reps = 2 if quick else 11
     t_before = med([b.replay(10, by_id=True) for _ in range(reps)]) * 1e3
     t0 = perf_counter()
     store.conn.execute("BEGIN IMMEDIATE")
@@ -498,7 +499,7 @@ def replay_growth(b: ReplayBench, quick: bool) -> dict[str, Any]:
 
 def replay_profile(b: ReplayBench, quick: bool) -> list[tuple[str, float, float, int]]:
     """cProfile of by-id 10-step replays: the functions with the most own time (inflated by the profiler)."""
-    reps = 5 if quick else 15
+    reps = 1 if quick else 15
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(reps):
@@ -1013,9 +1014,9 @@ def bench_match(quick: bool) -> dict[str, Any]:
     from seams import HashingEmbedder, Matcher, MiniLMEmbedder
 
     quiet_logs()
-    small, large = (1_000, 10_000) if quick else (10_000, 100_000)
-    minilm_n = 1_000 if quick else 10_000
-    n_queries = 60 if quick else 200
+    small, large = (100, 400) if quick else (10_000, 100_000)
+    minilm_n = 100 if quick else 10_000
+    n_queries = 10 if quick else 200
     rounds = 1 if quick else 2
     tmp = Path(tempfile.mkdtemp(prefix="sherpa-bench-match-"))
     out: dict[str, Any] = {"sizes": [small, large], "minilm_n": minilm_n, "queries": n_queries, "rounds": rounds}
@@ -1604,16 +1605,12 @@ NOTES_FILE = HERE / "skills_bench_notes.md"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats; 1k/10k procedures instead of 10k/100k")
+    parser = arguments(description=__doc__.split("\n")[0], quick="100/400 procedures, a repeat or two")
     parser.add_argument("--only", default="example,replay,match", help="comma-separated parts: example, replay, match")
-    parser.add_argument(
-        "--no-write", action="store_true", help="do not update bench/RESULTS.md or bench/skills_bench.json"
-    )
     parser.add_argument(
         "--rebuild", action="store_true", help="measure nothing: rebuild the section from bench/skills_bench.json"
     )
-    options = parser.parse_args()
+    options = parse(parser)
     parts = [] if options.rebuild else [p.strip() for p in options.only.split(",") if p.strip()]
     unknown = set(parts) - {"example", "replay", "match"}
     if unknown:
