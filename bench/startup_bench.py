@@ -14,7 +14,6 @@ much less than wall time. Import costs of the heavy dependencies are `python -c 
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import shlex
@@ -30,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from harness import machine, write_section  # noqa: E402
+from harness import arguments, machine, parse, write_section  # noqa: E402
 
 TITLE = "Start-up"
 TARGET_FIRST_STEP_S = 1.5
@@ -75,9 +74,13 @@ def run_once(argv: list[str], env: dict[str, str], timing: Timing, first_step: b
         timing.first_step.append(seen)
 
 
+#: Whether each command first runs once untimed (--quick times its one run cold: it checks the path, not the figure).
+WARM_UP = True
+
+
 def measure(argv: list[str], env: dict[str, str], runs: int, first_step: bool = False) -> Timing:
-    warm = Timing()
-    run_once(argv, env, warm, first_step)  # page cache and .pyc files: dropped
+    if WARM_UP:
+        run_once(argv, env, Timing(), first_step)  # page cache and .pyc files: dropped
     timing = Timing()
     for _ in range(runs):
         run_once(argv, env, timing, first_step)
@@ -133,15 +136,17 @@ def install_size() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(description=__doc__.split("\n\n")[0], quick="one timed run per command, no install")
     parser.add_argument(
         "--runs", type=int, default=7, help="timed runs per command after one dropped warm-up (default 7)"
     )
-    parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
     parser.add_argument(
         "--install-size", action="store_true", help="also measure a fresh install (minutes, needs the package index)"
     )
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
+    if args.quick:
+        global WARM_UP
+        args.runs, args.install_size, WARM_UP = 1, False, False
     command = shlex.join(["python", "bench/startup_bench.py", *(argv if argv is not None else sys.argv[1:])])
     py = sys.executable
     script = Path(py).parent / "sherpa-skills"
@@ -191,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     imports = []
     for module in ("litellm", "chromadb", "onnxruntime", "rich", "structlog", "pydantic"):
         env = {**base_env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        t = measure([py, "-c", f"import {module}"], env, max(3, args.runs // 2))
+        t = measure([py, "-c", f"import {module}"], env, max(1 if args.quick else 3, args.runs // 2))
         imports.append((module, statistics.median(t.wall), statistics.median(t.cpu)))
 
     heavy = {

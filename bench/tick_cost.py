@@ -14,7 +14,6 @@ in a `shared/bench` folder beside the checkout or one level up (../shared/bench,
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
@@ -28,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from harness import machine, write_section  # noqa: E402  (after the sys.path line above)
+from harness import arguments, machine, parse, skip, write_section  # noqa: E402  (after the sys.path line above)
 
 TITLE = "Tick cost (instructions per step)"
 TARGETS = {"memory": 160.0, "durable": 600.0}
@@ -148,16 +147,17 @@ def function_rows(variant: str, kinstr: dict[str, float], profiled: dict[str, di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(description=__doc__.split("\n\n")[0], quick="the memory variant only, no profile, no --before")
     parser.add_argument("--before", metavar="REF", help="also count this commit (git archive), in the same run")
     parser.add_argument(
         "--variants", nargs="+", default=["memory", "durable"], choices=["memory", "durable", "durable-full", "llm"]
     )
     parser.add_argument("--no-functions", action="store_true", help="skip the cProfile breakdown")
-    parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
+    if args.quick:
+        args.variants, args.no_functions, args.before = ["memory"], True, None
     if shutil.which("valgrind") is None:
-        raise SystemExit("valgrind is not installed (Debian: apt-get install -y valgrind)")
+        skip("valgrind is not installed (Debian: apt-get install -y valgrind)")
     bench_dir = shared_bench()
     command = shlex.join(["python", "bench/tick_cost.py", *(argv if argv is not None else sys.argv[1:])])
     started = datetime.now(timezone.utc)

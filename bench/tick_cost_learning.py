@@ -15,7 +15,6 @@ bytecode first: a module imported lazily inside the counted part would otherwise
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import shutil
@@ -32,7 +31,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from harness import machine, write_section  # noqa: E402  (after the sys.path line above)
+from harness import arguments, machine, parse, write_section  # noqa: E402  (after the sys.path line above)
 from tick_cost import count as shared_count  # noqa: E402
 from tick_cost import export, shared_bench  # noqa: E402
 
@@ -162,12 +161,11 @@ def compiled(tree: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", metavar="REF", help="also count this commit (git archive), in the same run")
-    parser.add_argument("--no-write", action="store_true", help="print the section, do not touch bench/RESULTS.md")
     parser.add_argument("--no-own", action="store_true", help="skip this project's child (the shared script only)")
     parser.add_argument("--jobs", type=int, default=2, help="callgrind children at a time")
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install -y valgrind)")
     bench_dir = shared_bench()

@@ -19,7 +19,6 @@ Needs SHERPA_SKILLS_LEARNING_DATA (the folder with tickets_dev.json and tickets.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -34,7 +33,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from harness import machine, median, percentile, write_section  # noqa: E402
+from harness import arguments, machine, median, parse, percentile, write_section  # noqa: E402
 
 TITLE = "Decisions that generalise: tickets in customers' own words"
 WORKFLOW = ROOT / "examples" / "ticket_learning" / "workflow.yaml"
@@ -210,17 +209,20 @@ def readme_routine() -> list[int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = arguments(description=__doc__.split("\n", 1)[0], quick="3 tickets of each kind, no other orders")
     parser.add_argument("--tickets", help="a tickets file of the same shape (default: the dev set)")
-    parser.add_argument("--no-write", action="store_true", help="print the section, do not rewrite RESULTS.md")
     parser.add_argument("--orders", type=int, default=3, help="other arrival orders of the same tickets to run too")
-    args = parser.parse_args()
+    args = parse(parser)
+    if args.quick:
+        args.orders = 0
     from seams import configure
 
     configure(level="error")
     data = data_dir()
     tickets_file = Path(args.tickets) if args.tickets else data / "tickets_dev.json"
     tickets = json.loads(tickets_file.read_text(encoding="utf-8"))
+    if args.quick:
+        tickets = {kind: told[:3] for kind, told in tickets.items()}
     items = stream(tickets)
     with tempfile.TemporaryDirectory(prefix="sherpa-ticket-stream-") as tmp:
         script = script_with_judge(data / "tickets.script.yaml", Path(tmp))
@@ -263,7 +265,7 @@ def main() -> None:
                 who_asked(a, third),
             )
         )
-    timing = memory_timing()
+    timing = memory_timing(reps=20) if args.quick else memory_timing()
     routine = readme_routine()
     ratio = timing[10_000] / timing[100]
     command = "python bench/ticket_stream_bench.py" + (

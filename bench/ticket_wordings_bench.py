@@ -31,7 +31,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from harness import machine, write_section  # noqa: E402
+from harness import arguments, machine, parse, write_section  # noqa: E402
 from ticket_stream_bench import KINDS, WORKFLOW, data_dir, script_with_judge  # noqa: E402
 
 TITLE = "One procedure per path: four wordings of one ticket kind"
@@ -214,14 +214,15 @@ def summary(per_kind: int, now: dict[str, Any], before: dict[str, Any] | None) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = arguments(description=__doc__.split("\n", 1)[0], quick="one wording of each kind, no longer stream")
     parser.add_argument("--wordings", type=int, default=4, help="wordings of each kind (default 4)")
     parser.add_argument("--baseline", help="a checkout of the code before, run on the same stream for comparison")
     parser.add_argument("--baseline-commit", help="the commit that checkout holds, to name it in the section")
     parser.add_argument("--also", type=int, default=20, help="a longer stream summarised too (default 20; 0: none)")
-    parser.add_argument("--no-write", action="store_true", help="print the section, do not rewrite RESULTS.md")
     parser.add_argument("--emit", action="store_true", help=argparse.SUPPRESS)  # the baseline's process: JSON only
-    args = parser.parse_args()
+    args = parse(parser)
+    if args.quick and not args.emit:
+        args.wordings, args.also, args.baseline = 1, 0, None
     if args.emit:
         print(json.dumps(measure(args.wordings)))
         return

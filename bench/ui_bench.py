@@ -5,12 +5,11 @@ Each figure is set beside a baseline measured in the same run: the CLI's own pat
 Pages are requested in-process through Starlette's TestClient (server time: routing, store reads, template render).
 
     python bench/ui_bench.py            # about a minute; rewrites its section of bench/RESULTS.md
-    python bench/ui_bench.py --quick    # fewer repeats, nothing written
+    python bench/ui_bench.py --quick    # 200 runs, a 300-step run, 2 repeats; nothing written
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -30,7 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from harness import machine, median, percentile, write_section  # noqa: E402
+from harness import arguments, machine, median, parse, percentile, write_section  # noqa: E402
 
 RUNS = 10_000
 STEPS = 3_000
@@ -175,10 +174,12 @@ def startup(home: Path, repeats: int) -> tuple[list[float], list[float], list[fl
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats; RESULTS.md is not rewritten")
-    options = parser.parse_args()
-    repeats, start_repeats = (5, 2) if options.quick else (21, 7)
+    parser = arguments(description=__doc__.split("\n")[0], quick="200 runs and a 300-step run, 2 repeats")
+    options = parse(parser)
+    repeats, start_repeats = (2, 1) if options.quick else (21, 7)
+    if options.quick:
+        global RUNS, STEPS
+        RUNS, STEPS = 200, 300
     began = perf_counter()
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
