@@ -5,99 +5,90 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-# name -> (module, attribute). Resolved on first import, as the bench's own import line did, so a bench loads only
-# what it uses and one that times its imports or picks a checkout on sys.path first still measures what it did.
+# name -> (module, attribute), each with why the public face (`sherpa_skills.__all__`, SkillStore, Workflow, RunStore,
+# the CLI) does not serve. Resolved at the bench's own import line, as its direct import was, so a bench loads only
+# what it uses, and a child that puts another checkout first on sys.path gets that checkout's code. When an internal
+# moves, fix its line here; tests/bench/test_bench_smoke.py resolves every seam.
 SEAMS: dict[str, tuple[str, str]] = {
-    "shell": ("sherpa_skills.actions", "shell"),
-    "RedisBus": ("sherpa_skills.agents.redis_bus", "RedisBus"),
-    "AgentService": ("sherpa_skills.agents.service", "AgentService"),
-    "load_team": ("sherpa_skills.agents.team", "load_team"),
-    "TeamRunner": ("sherpa_skills.agents.team", "TeamRunner"),
-    "main": ("sherpa_skills.cli", "main"),
-    "run_detail": ("sherpa_skills.cli.runs", "run_detail"),
-    "run_summary": ("sherpa_skills.cli.runs", "run_summary"),
-    "data_file": ("sherpa_skills.data", "data_file"),
-    "Agent": ("sherpa_skills.engine.agent", "Agent"),
-    "spec_hash": ("sherpa_skills.engine.agent", "spec_hash"),
-    "LogEntry": ("sherpa_skills.engine.belief", "LogEntry"),
-    "TrajectoryEntry": ("sherpa_skills.engine.belief", "TrajectoryEntry"),
-    "Event": ("sherpa_skills.engine.events", "Event"),
-    "fork_run": ("sherpa_skills.engine.fork", "fork_run"),
-    "ActionResult": ("sherpa_skills.engine.registry", "ActionResult"),
-    "default_registry": ("sherpa_skills.engine.registry", "default_registry"),
-    "load_builtins": ("sherpa_skills.engine.registry", "load_builtins"),
-    "machine_record": ("sherpa_skills.engine.run_record", "machine_record"),
-    "RunStore": ("sherpa_skills.engine.runstore", "RunStore"),
-    "TickRecord": ("sherpa_skills.engine.runstore", "TickRecord"),
-    "load_workflow": ("sherpa_skills.engine.workflow", "load_workflow"),
-    "load_workflow_text": ("sherpa_skills.engine.workflow", "load_workflow_text"),
-    "Workflow": ("sherpa_skills.engine.workflow", "Workflow"),
-    "run_once": ("sherpa_skills.heartbeat.runner", "run_once"),
-    "configure": ("sherpa_skills.logs", "configure"),
-    "_search": ("sherpa_skills.memory", "_search"),
-    "SharedMemory": ("sherpa_skills.memory", "SharedMemory"),
-    "briefing": ("sherpa_skills.memory.domains", "briefing"),
-    "Domains": ("sherpa_skills.memory.domains", "Domains"),
-    "LLMPolicy": ("sherpa_skills.policy.llm", "LLMPolicy"),
-    "with_advisors": ("sherpa_skills.policy.advised", "with_advisors"),
-    "Companion": ("sherpa_skills.semantic.companion", "Companion"),
-    "HashingEmbedder": ("sherpa_skills.semantic.embeddings", "HashingEmbedder"),
-    "MiniLMEmbedder": ("sherpa_skills.semantic.embeddings", "MiniLMEmbedder"),
-    "ToolIndex": ("sherpa_skills.semantic.tool_index", "ToolIndex"),
-    "ToolSpec": ("sherpa_skills.semantic.tool_index", "ToolSpec"),
-    "import_paths": ("sherpa_skills.sessions", "import_paths"),
-    "SessionStore": ("sherpa_skills.sessions", "SessionStore"),
-    "SkillStore": ("sherpa_skills.skills.api", "SkillStore"),
-    "Learner": ("sherpa_skills.skills.capture.learning", "Learner"),
-    "add_examples": ("sherpa_skills.skills.decide.examples", "add_examples"),
-    "Example": ("sherpa_skills.skills.decide.examples", "Example"),
-    "Calibration": ("sherpa_skills.skills.decide.head", "Calibration"),
-    "DecisionMemory": ("sherpa_skills.skills.decide.memory", "DecisionMemory"),
-    "scorer": ("sherpa_skills.skills.decide.memory", "scorer"),
-    "settings": ("sherpa_skills.skills.decide.memory", "settings"),
-    "StateMemory": ("sherpa_skills.skills.decide.memory", "StateMemory"),
-    "matcher": ("sherpa_skills.skills.match", "matcher"),
-    "FailureFinder": ("sherpa_skills.skills.match.failures", "FailureFinder"),
-    "FLOOR": ("sherpa_skills.skills.match.failures", "FLOOR"),
-    "learning_texts": ("sherpa_skills.skills.match.failures", "learning_texts"),
-    "learning_words": ("sherpa_skills.skills.match.failures", "learning_words"),
-    "TERMS_WEIGHT": ("sherpa_skills.skills.match.failures", "TERMS_WEIGHT"),
-    "_PROC_GLOB": ("sherpa_skills.skills.match.literals", "_PROC_GLOB"),
-    "describe": ("sherpa_skills.skills.match.matcher", "describe"),
-    "MARGIN": ("sherpa_skills.skills.match.matcher", "MARGIN"),
-    "Matcher": ("sherpa_skills.skills.match.matcher", "Matcher"),
-    "procedure_words": ("sherpa_skills.skills.match.matcher", "procedure_words"),
-    "RELEVANCE_FLOOR": ("sherpa_skills.skills.match.matcher", "RELEVANCE_FLOOR"),
-    "index_text": ("sherpa_skills.skills.match.procedure_index", "index_text"),
-    "Snapshot": ("sherpa_skills.skills.match.procedure_index", "Snapshot"),
-    "default_model": ("sherpa_skills.skills.match.relevance", "default_model"),
-    "FEATURES": ("sherpa_skills.skills.match.relevance", "FEATURES"),
-    "from_dict": ("sherpa_skills.skills.match.relevance", "from_dict"),
-    "MODEL_FILE": ("sherpa_skills.skills.match.relevance", "MODEL_FILE"),
-    "task_type_words": ("sherpa_skills.skills.match.similarity", "task_type_words"),
-    "TermIndex": ("sherpa_skills.skills.match.similarity", "TermIndex"),
-    "words": ("sherpa_skills.skills.match.similarity", "words"),
-    "Verifier": ("sherpa_skills.skills.match.verifier", "Verifier"),
+    # -- the skill store's parts, below SkillStore (timed or filled alone; SkillStore grows a face for them later)
+    "ProcedureDatabase": ("sherpa_skills.skills.store.database", "ProcedureDatabase"),  # filling 100k rows, no matcher
+    "CapturedProcedure": ("sherpa_skills.skills.store.models", "CapturedProcedure"),  # a stored row made directly
+    "ProcedureStep": ("sherpa_skills.skills.store.models", "ProcedureStep"),  # steps of those rows (a legacy 5 MB one)
+    "CapturedLearning": ("sherpa_skills.skills.store.models", "CapturedLearning"),  # learnings written in bulk
+    "replay_refusal": ("sherpa_skills.skills.store.scoring", "replay_refusal"),  # why a stored path would not replay
+    "Transaction": ("sherpa_skills.sqlite_db", "Transaction"),  # the stores' commit helper, wrapped to time COMMIT
+    "skill_store": ("sherpa_skills.skills.replay.runtime", "skill_store"),  # the per-home store the CLI/MCP use
+    "run_step": ("sherpa_skills.skills.replay.runtime", "run_step"),  # the replay's step runner timed alone
+    "runtime": ("sherpa_skills.skills.replay", "runtime"),  # module whose functions the phase timer wraps
+    "ReplayPolicy": ("sherpa_skills.skills.replay.policy", "ReplayPolicy"),  # documented; a replay built by hand
+    "Learner": ("sherpa_skills.skills.capture.learning", "Learner"),  # documented; not yet in __all__
+    # -- matching, timed and calibrated by its parts (the relevance model, the term index, the verifier)
+    "Matcher": ("sherpa_skills.skills.match.matcher", "Matcher"),  # an index built on a store made apart
+    "matcher": ("sherpa_skills.skills.match", "matcher"),  # module whose Matcher.match the phase timer wraps
+    "describe": ("sherpa_skills.skills.match.matcher", "describe"),  # the text a procedure is indexed by
+    "procedure_words": ("sherpa_skills.skills.match.matcher", "procedure_words"),  # the key-term index's input
+    "MARGIN": ("sherpa_skills.skills.match.matcher", "MARGIN"),  # named in the section beside the figures
+    "RELEVANCE_FLOOR": ("sherpa_skills.skills.match.matcher", "RELEVANCE_FLOOR"),  # likewise
+    "Snapshot": ("sherpa_skills.skills.match.procedure_index", "Snapshot"),  # the key-term index built cold
+    "index_text": ("sherpa_skills.skills.match.procedure_index", "index_text"),  # texts embedded once, outside timing
+    "FEATURES": ("sherpa_skills.skills.match.relevance", "FEATURES"),  # the relevance model refitted
+    "MODEL_FILE": ("sherpa_skills.skills.match.relevance", "MODEL_FILE"),  # the shipped model match_calibrate rewrites
+    "default_model": ("sherpa_skills.skills.match.relevance", "default_model"),  # the shipped setting, varied
+    "from_dict": ("sherpa_skills.skills.match.relevance", "from_dict"),  # a fitted setting tried held out
+    "TermIndex": ("sherpa_skills.skills.match.similarity", "TermIndex"),  # the lexical view alone
+    "words": ("sherpa_skills.skills.match.similarity", "words"),  # the lexical baselines' tokens
+    "task_type_words": ("sherpa_skills.skills.match.similarity", "task_type_words"),  # likewise
+    "FailureFinder": ("sherpa_skills.skills.match.failures", "FailureFinder"),  # the learnings' finder swept
+    "FLOOR": ("sherpa_skills.skills.match.failures", "FLOOR"),  # its shipped floor, compared
+    "TERMS_WEIGHT": ("sherpa_skills.skills.match.failures", "TERMS_WEIGHT"),  # its shipped weight, compared
+    "learning_texts": ("sherpa_skills.skills.match.failures", "learning_texts"),  # what it embeds
+    "learning_words": ("sherpa_skills.skills.match.failures", "learning_words"),  # what it counts
+    "_PROC_GLOB": ("sherpa_skills.skills.match.literals", "_PROC_GLOB"),  # the pattern that hung, timed alone
+    "Verifier": ("sherpa_skills.skills.match.verifier", "Verifier"),  # the judge given a scripted stand-in
+    # -- mining and the decision memory, measured below the heartbeat and the learning hook that call them
     "mine": ("sherpa_skills.skills.mine.mining", "mine"),
-    "suggest_task_type": ("sherpa_skills.skills.mine.recurring", "suggest_task_type"),
     "classify": ("sherpa_skills.skills.mine.shell_words", "classify"),
     "stages": ("sherpa_skills.skills.mine.shell_words", "stages"),
-    "runtime": ("sherpa_skills.skills.replay", "runtime"),
-    "ReplayPolicy": ("sherpa_skills.skills.replay.policy", "ReplayPolicy"),
-    "run_step": ("sherpa_skills.skills.replay.runtime", "run_step"),
-    "skill_store": ("sherpa_skills.skills.replay.runtime", "skill_store"),
-    "_Tx": ("sherpa_skills.skills.store.database", "_Tx"),
-    "ProcedureDatabase": ("sherpa_skills.skills.store.database", "ProcedureDatabase"),
-    "CapturedLearning": ("sherpa_skills.skills.store.models", "CapturedLearning"),
-    "CapturedProcedure": ("sherpa_skills.skills.store.models", "CapturedProcedure"),
-    "ProcedureStep": ("sherpa_skills.skills.store.models", "ProcedureStep"),
-    "replay_refusal": ("sherpa_skills.skills.store.scoring", "replay_refusal"),
-    "Transaction": ("sherpa_skills.sqlite_db", "Transaction"),
-    "scripted_model": ("sherpa_skills.testing", "scripted_model"),
-    "create_app": ("sherpa_skills.ui", "create_app"),
-    "svg": ("sherpa_skills.ui", "svg"),
+    "suggest_task_type": ("sherpa_skills.skills.mine.recurring", "suggest_task_type"),
+    "Example": ("sherpa_skills.skills.decide.examples", "Example"),  # examples written without runs
+    "add_examples": ("sherpa_skills.skills.decide.examples", "add_examples"),
+    "DecisionMemory": ("sherpa_skills.skills.decide.memory", "DecisionMemory"),  # its answer() timed alone
+    "StateMemory": ("sherpa_skills.skills.decide.memory", "StateMemory"),  # the head simulated offline
+    "scorer": ("sherpa_skills.skills.decide.memory", "scorer"),
+    "settings": ("sherpa_skills.skills.decide.memory", "settings"),
+    "Calibration": ("sherpa_skills.skills.decide.head", "Calibration"),
+    # -- meaning: the embedders and the companion index, chosen per bench (hashing where MiniLM would take minutes)
+    "MiniLMEmbedder": ("sherpa_skills.semantic.embeddings", "MiniLMEmbedder"),
+    "HashingEmbedder": ("sherpa_skills.semantic.embeddings", "HashingEmbedder"),
+    "Companion": ("sherpa_skills.semantic.companion", "Companion"),
+    "ToolIndex": ("sherpa_skills.semantic.tool_index", "ToolIndex"),  # the heartbeat's tool index, filled
+    "ToolSpec": ("sherpa_skills.semantic.tool_index", "ToolSpec"),
+    # -- memory, sessions, heartbeat: their stores filled and timed without the CLI around them
+    "SharedMemory": ("sherpa_skills.memory", "SharedMemory"),
+    "Domains": ("sherpa_skills.memory.domains", "Domains"),  # documented
+    "briefing": ("sherpa_skills.memory.domains", "briefing"),  # documented
+    "SessionStore": ("sherpa_skills.sessions", "SessionStore"),
+    "import_paths": ("sherpa_skills.sessions", "import_paths"),
+    "run_once": ("sherpa_skills.heartbeat.runner", "run_once"),  # one heartbeat, timed in-process
+    # -- the engine's record, written as the engine writes it (runs of 3,000 steps made in seconds)
+    "TickRecord": ("sherpa_skills.engine.runstore", "TickRecord"),
+    "spec_hash": ("sherpa_skills.engine.agent", "spec_hash"),
+    "machine_record": ("sherpa_skills.engine.run_record", "machine_record"),
+    "fork_run": ("sherpa_skills.engine.fork", "fork_run"),  # documented; not in __all__
+    "load_builtins": ("sherpa_skills.engine.registry", "load_builtins"),  # a registry with the bench's own actions
+    "with_advisors": ("sherpa_skills.policy.advised", "with_advisors"),  # the replay in a policy chain, timed
+    "scripted_model": ("sherpa_skills.testing", "scripted_model"),  # the offline model the engine bench drives
+    "shell": ("sherpa_skills.actions", "shell"),  # the shell action the replay phase timer wraps
+    # -- the view, the CLI, logging and data files
+    "create_app": ("sherpa_skills.ui", "create_app"),  # the view served in-process (TestClient, uvicorn)
+    "svg": ("sherpa_skills.ui", "svg"),  # the server-side diagram timed alone
     "highlighted_mermaid": ("sherpa_skills.ui.diagram", "highlighted_mermaid"),
-    "load_yaml_text": ("sherpa_skills.yaml_source", "load_yaml_text"),
+    "run_summary": ("sherpa_skills.cli.runs", "run_summary"),  # the run's --json shape (moving into the library)
+    "run_detail": ("sherpa_skills.cli.runs", "run_detail"),
+    "main": ("sherpa_skills.cli", "main"),  # the CLI in-process, where a subprocess's start-up would drown the figure
+    "configure": ("sherpa_skills.logs", "configure"),  # documented; logs quiet while timing
+    "data_file": ("sherpa_skills.data", "data_file"),  # a shipped workflow, found as the CLI finds it
+    "load_yaml_text": ("sherpa_skills.yaml_source", "load_yaml_text"),  # the YAML loader apart from the workflow
 }
 
 
@@ -107,6 +98,6 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"bench/seams.py names no seam {name!r}")
     module, attribute = SEAMS[name]
     owner = import_module(module)
-    if not hasattr(owner, attribute):  # a submodule not yet imported by its package
+    if not hasattr(owner, attribute):  # a submodule its package has not imported yet
         return import_module(f"{module}.{attribute}")
     return getattr(owner, attribute)

@@ -391,15 +391,10 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
     import subprocess as sp
 
     from seams import Companion, MiniLMEmbedder, ProcedureDatabase, runtime, shell
+    from seams import Transaction as _Tx  # the stores' shared transaction helper
     from seams import matcher as matcher_mod
 
-    from sherpa_skills import RunStore, default_registry
-
-    try:
-        from seams import Transaction as _Tx  # the stores' shared transaction helper
-    except ImportError:  # older checkouts: ProcedureDatabase's own
-        from seams import _Tx  # type: ignore[attr-defined,no-redef]
-    from sherpa_skills import load_workflow
+    from sherpa_skills import RunStore, default_registry, load_workflow
 
     reps = 1 if quick else 15
     timer = PhaseTimer()

@@ -31,7 +31,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from harness import arguments, machine, parse, write_section  # noqa: E402  (after the sys.path line above)
+from harness import arguments, machine, parse, skip, write_section  # noqa: E402  (after the sys.path line above)
 from tick_cost import count as shared_count  # noqa: E402
 from tick_cost import export, shared_bench  # noqa: E402
 
@@ -161,13 +161,18 @@ def compiled(tree: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = arguments(description=__doc__.split("\n\n")[0])
+    parser = arguments(
+        description=__doc__.split("\n\n")[0], quick="the shared script and a 2/4-cycle scaling, no --before"
+    )
     parser.add_argument("--before", metavar="REF", help="also count this commit (git archive), in the same run")
     parser.add_argument("--no-own", action="store_true", help="skip this project's child (the shared script only)")
     parser.add_argument("--jobs", type=int, default=2, help="callgrind children at a time")
     args = parse(parser, argv)
+    if args.quick:
+        global SIZES
+        args.no_own, args.before, SIZES = True, None, (2, 4)
     if shutil.which("valgrind") is None:
-        raise SystemExit("valgrind is not installed (Debian: apt-get install -y valgrind)")
+        skip("valgrind is not installed (Debian: apt-get install -y valgrind)")
     bench_dir = shared_bench()
     command = shlex.join(["python", "bench/tick_cost_learning.py", *(argv if argv is not None else sys.argv[1:])])
     started = datetime.now(timezone.utc)

@@ -54,6 +54,7 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # seconds each, minutes in all; CI still runs `slow` (the README's test command runs everything)
 @pytest.mark.parametrize("bench", benches(), ids=lambda p: p.name)
 def test_a_bench_runs_quick_and_leaves_results_alone(bench: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
@@ -159,6 +160,5 @@ def test_a_bench_goes_through_the_harness(bench: Path) -> None:
     """Its flags (--quick, --no-write), header and RESULTS.md section come from bench/harness.py, so --quick holds."""
     tree = ast.parse(bench.read_text(encoding="utf-8"))
     uses = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "harness" for a in n.names}
-    assert {"arguments", "parse"} <= uses, (
-        f"{bench.name}: parse its arguments with harness.arguments and .parse (the shared --quick and --no-write)"
-    )
+    # `parse` is the door: it is what turns --quick and --no-write into "never write" (the parser may be shared).
+    assert "parse" in uses, f"{bench.name}: parse its arguments with harness.parse (the shared --quick, --no-write)"
