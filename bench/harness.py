@@ -1,4 +1,10 @@
-"""What every bench shares: its flags (--quick, --no-write), its header, its timing and its RESULTS.md section."""
+"""What every bench shares: its flags (--quick, --no-write), its header, its timing and its RESULTS.md section.
+
+A bench parses its arguments with `parse(arguments(__doc__, quick="what --quick shrinks"))`: --quick runs it on tiny
+data in seconds (tests/bench/test_bench_smoke.py runs every bench so) and, like --no-write, leaves RESULTS.md alone.
+A bench reaches past the public face (`sherpa_skills`, SkillStore, Workflow, RunStore, the CLI) only through
+bench/seams.py; one that cannot run here (no server, no tool) calls `skip(reason)`.
+"""
 
 from __future__ import annotations
 

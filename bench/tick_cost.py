@@ -147,15 +147,18 @@ def function_rows(variant: str, kinstr: dict[str, float], profiled: dict[str, di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = arguments(description=__doc__.split("\n\n")[0], quick="the memory variant only, no profile, no --before")
+    parser = arguments(description=__doc__.split("\n\n")[0], quick="the shared workload run once, uncounted")
     parser.add_argument("--before", metavar="REF", help="also count this commit (git archive), in the same run")
     parser.add_argument(
         "--variants", nargs="+", default=["memory", "durable"], choices=["memory", "durable", "durable-full", "llm"]
     )
     parser.add_argument("--no-functions", action="store_true", help="skip the cProfile breakdown")
     args = parse(parser, argv)
-    if args.quick:
-        args.variants, args.no_functions, args.before = ["memory"], True, None
+    if args.quick:  # callgrind takes minutes: the shared workload runs once, uncounted (its path, not its figure)
+        workload = [sys.executable, str(shared_bench() / "bench_sherpa_skills.py"), "--variant", "memory"]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        print(_child([*workload, "--reps", "1", "--episodes", "1"], ROOT, env, "the shared workload"))
+        return 0
     if shutil.which("valgrind") is None:
         skip("valgrind is not installed (Debian: apt-get install -y valgrind)")
     bench_dir = shared_bench()
