@@ -70,6 +70,7 @@ SEAMS: dict[str, tuple[str, str]] = {
     "SessionStore": ("sherpa_skills.sessions", "SessionStore"),
     "import_paths": ("sherpa_skills.sessions", "import_paths"),
     "run_once": ("sherpa_skills.heartbeat.runner", "run_once"),  # one heartbeat, timed in-process
+    "AgentService": ("sherpa_skills.agents.service", "AgentService"),  # one team member as its own process (Redis)
     # -- the engine's record, written as the engine writes it (runs of 3,000 steps made in seconds)
     "TickRecord": ("sherpa_skills.engine.runstore", "TickRecord"),
     "spec_hash": ("sherpa_skills.engine.agent", "spec_hash"),
