@@ -25,10 +25,10 @@ SEAMS: dict[str, tuple[str, str]] = {
     # -- matching, timed and calibrated by its parts (the relevance model, the term index, the verifier)
     "Matcher": ("sherpa_skills.skills.match.matcher", "Matcher"),  # an index built on a store made apart
     "matcher": ("sherpa_skills.skills.match", "matcher"),  # module whose Matcher.match the phase timer wraps
-    "describe": ("sherpa_skills.skills.match.matcher", "describe"),  # the text a procedure is indexed by
-    "procedure_words": ("sherpa_skills.skills.match.matcher", "procedure_words"),  # the key-term index's input
-    "MARGIN": ("sherpa_skills.skills.match.matcher", "MARGIN"),  # named in the section beside the figures
-    "RELEVANCE_FLOOR": ("sherpa_skills.skills.match.matcher", "RELEVANCE_FLOOR"),  # likewise
+    "describe": ("sherpa_skills.skills.match.texts", "describe"),  # the text a procedure is indexed by
+    "procedure_words": ("sherpa_skills.skills.match.texts", "procedure_words"),  # the key-term index's input
+    "MARGIN": ("sherpa_skills.skills.match.models", "MARGIN"),  # named in the section beside the figures
+    "RELEVANCE_FLOOR": ("sherpa_skills.skills.match.models", "RELEVANCE_FLOOR"),  # likewise
     "Snapshot": ("sherpa_skills.skills.match.procedure_index", "Snapshot"),  # the key-term index built cold
     "index_text": ("sherpa_skills.skills.match.procedure_index", "index_text"),  # texts embedded once, outside timing
     "FEATURES": ("sherpa_skills.skills.match.relevance", "FEATURES"),  # the relevance model refitted
@@ -73,7 +73,7 @@ SEAMS: dict[str, tuple[str, str]] = {
     "AgentService": ("sherpa_skills.agents.service", "AgentService"),  # one team member as its own process (Redis)
     # -- the engine's record, written as the engine writes it (runs of 3,000 steps made in seconds)
     "TickRecord": ("sherpa_skills.engine.runstore", "TickRecord"),
-    "spec_hash": ("sherpa_skills.engine.agent", "spec_hash"),
+    "spec_hash": ("sherpa_skills.engine.run.identity", "spec_hash"),
     "machine_record": ("sherpa_skills.engine.run_record", "machine_record"),
     "fork_run": ("sherpa_skills.engine.fork", "fork_run"),  # documented; not in __all__
     "load_builtins": ("sherpa_skills.engine.registry", "load_builtins"),  # a registry with the bench's own actions
@@ -84,8 +84,8 @@ SEAMS: dict[str, tuple[str, str]] = {
     "create_app": ("sherpa_skills.ui", "create_app"),  # the view served in-process (TestClient, uvicorn)
     "svg": ("sherpa_skills.ui", "svg"),  # the server-side diagram timed alone
     "highlighted_mermaid": ("sherpa_skills.ui.diagram", "highlighted_mermaid"),
-    "run_summary": ("sherpa_skills.cli.runs", "run_summary"),  # the run's --json shape (moving into the library)
-    "run_detail": ("sherpa_skills.cli.runs", "run_detail"),
+    "run_summary": ("sherpa_skills.engine.run_json", "run_summary"),  # the run's --json shape
+    "run_detail": ("sherpa_skills.engine.run_json", "run_detail"),
     "main": ("sherpa_skills.cli", "main"),  # the CLI in-process, where a subprocess's start-up would drown the figure
     "configure": ("sherpa_skills.logs", "configure"),  # documented; logs quiet while timing
     "data_file": ("sherpa_skills.data", "data_file"),  # a shipped workflow, found as the CLI finds it
