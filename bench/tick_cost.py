@@ -18,6 +18,7 @@ import json
 import os
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -153,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         "--variants", nargs="+", default=["memory", "durable"], choices=["memory", "durable", "durable-full", "llm"]
     )
     parser.add_argument("--no-functions", action="store_true", help="skip the cProfile breakdown")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N", help="count each tree N times; report medians")
     args = parse(parser, argv)
     if args.quick:  # callgrind takes minutes: the shared workload runs once, uncounted (its path, not its figure)
         workload = [sys.executable, str(shared_bench() / "bench_sherpa_skills.py"), "--variant", "memory"]
@@ -170,7 +172,15 @@ def main(argv: list[str] | None = None) -> int:
             rev = export(args.before, Path(tmp))
             trees[f"before ({rev})"] = Path(tmp)
         trees["after (this tree)"] = ROOT
-        figures = {label: count(tree, bench_dir, args.variants) for label, tree in trees.items()}
+        for tree in trees.values():  # both trees from bytecode: a tree compiled only on import counts its compiling
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "sherpa_skills")], check=True)
+        runs: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
+        for _ in range(max(1, args.repeat)):  # interleaved, so a change of load falls on both trees alike
+            for label, tree in trees.items():
+                runs[label].append(count(tree, bench_dir, args.variants))
+        figures = {
+            label: {v: statistics.median(r[v] for r in rows) for v in args.variants} for label, rows in runs.items()
+        }
         for label, row in figures.items():
             print(label, json.dumps(row), flush=True)
         profiled = (
@@ -188,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         f"- Machine: {machine()}",
         (
             f"- Command: `{command}` (runs `{bench_dir}/tick_cost.sh {' '.join(args.variants)}` on "
-            "each tree: callgrind, 3 episodes x 120 steps, only `Agent.run()` counted)"
+            f"each tree, compiled, median of {max(1, args.repeat)}: callgrind, 3 episodes x 120 steps, "
+            "only `Agent.run()` counted)"
         ),
         (
             "- Workload: the peers' 6-step plan/act/check cycle in a 3-level hierarchy, "
