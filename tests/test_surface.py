@@ -17,13 +17,11 @@ PACKAGE = ROOT / "sherpa_skills"
 
 #: Public names the package still spells twice, each with its reason; a new twin fails the test below.
 SHARED_NAMES = {
-    "Decision": "the policy's decision and the matcher's literal: renamed in another branch this round",
-    "Interrupted": "the error and the run store's marker: renamed in another branch this round",
     "NoArgs": "the same empty arguments model, one beside each folder's actions",
     "Outcome": "module-local literals of what a step or session ended as",
     "Progress": "module-local callback types",
     "Scope": "module-local literals (a hook's install scope, a memory's)",
-    "Snapshot": "the decision memory's and the procedure index's saved copies (skills/, owned elsewhere this round)",
+    "Snapshot": "the decision memory's and the procedure index's saved copies, each private to its module",
 }
 
 
