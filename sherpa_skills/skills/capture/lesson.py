@@ -66,8 +66,9 @@ class Lesson(BaseModel):
     captured: Captured | None = None
 
     def learned(self) -> dict[str, Any]:
-        """As the run's result reports it (`RunResult.learning`): only what happened."""
-        return self.model_dump(mode="json", exclude_none=True)
+        """As the run's result reports it (`RunResult.learning`): only what happened, each part with all its keys (an
+        alias a person made carries `source: null`, as before)."""
+        return {part: value for part, value in self.model_dump(mode="json").items() if value is not None}
 
 
 def _checks(decisions: list[Any]) -> list[Any]:
