@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from harness import arguments, machine, parse, percentile, write_section  # noqa: E402
+from harness import arguments, machine, parse, percentile, skip, write_section  # noqa: E402
 
 SECTION = "Procedure matching (NL2Bash dev)"
 ENV = "SHERPA_SKILLS_MATCHING_DATA"
@@ -357,8 +357,7 @@ def main() -> int:
     args = parse(parser)
     data = os.environ.get(ENV)
     if not data or not (Path(data) / "nl2bash-dev.jsonl").is_file():
-        print(f"skipped: set {ENV} to the folder holding nl2bash-dev.jsonl (../shared/matching)")
-        return 0
+        skip(f"set {ENV} to the folder holding nl2bash-dev.jsonl (../shared/matching)")
     split = load_split(Path(data) / "nl2bash-dev.jsonl")
     if args.quick:
         split, args.fresh, args.scale = tiny(split), 1, min(args.scale, 200)

@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import match_bench as mb  # noqa: E402
-from harness import arguments, machine, parse, write_section  # noqa: E402
+from harness import arguments, machine, parse, skip, write_section  # noqa: E402
 
 SECTION = "Procedure matching: embedder candidates (dev)"
 OTHERS = 300
@@ -203,6 +203,12 @@ def main() -> int:
     learning = Path(os.environ.get("SHERPA_SKILLS_LEARNING_DATA", "../shared/learning"))
     import json
 
+    for folder, name, env in (
+        (matching, "nl2bash-dev.jsonl", "SHERPA_SKILLS_MATCHING_DATA"),
+        (learning, "routines_dev.json", "SHERPA_SKILLS_LEARNING_DATA"),
+    ):
+        if not (folder / name).is_file():
+            skip(f"set {env} to the folder holding {name} (../shared/)")
     split = mb.load_split(matching / "nl2bash-dev.jsonl")
     if args.sample:
         split = sample(split)

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "ui"), str(ROOT / "bench")]
 
 from _ui_home import make_home  # noqa: E402
-from harness import arguments, machine, median, parse, percentile, write_section  # noqa: E402
+from harness import arguments, machine, median, parse, percentile, skip, write_section  # noqa: E402
 from test_ui_browser import CHROMIUM_ARGS, _Server  # noqa: E402
 
 TITLE = "Browser view: diagram pages"
@@ -179,6 +179,9 @@ def main() -> None:
     args = parse(parser)
     if args.quick:
         args.rounds = 1
+    known = subprocess.run(["git", "cat-file", "-e", f"{BEFORE}^{{commit}}"], cwd=ROOT, capture_output=True)
+    if known.returncode != 0:
+        skip(f"commit {BEFORE} is not in this clone (a shallow one?): the page it drew cannot be measured beside")
     load_start = Path("/proc/loadavg").read_text().split()[:3]
     folder = Path(tempfile.mkdtemp(prefix="view-diagram-bench-"))
     started = time.perf_counter()

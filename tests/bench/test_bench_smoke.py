@@ -169,6 +169,19 @@ def test_an_unknown_seam_is_refused_by_name() -> None:
         seams.NoSuchThing  # noqa: B018
 
 
+@pytest.mark.parametrize(
+    "bench", ["ticket_stream_bench.py", "ticket_wordings_bench.py", "decision_stream_bench.py", "match_bench.py"]
+)
+def test_a_bench_without_its_data_skips_saying_which(bench: str, tmp_path: Path) -> None:
+    """A machine without the dev sets skips the bench (77, the variable named), not fails it, nor passes it silently."""
+    env = {k: v for k, v in _env(tmp_path).items() if not k.endswith("_DATA")}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / bench), "--quick"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 77, done.stderr[-2000:]
+    assert "skipped: set SHERPA_SKILLS_" in done.stderr
+
+
 def test_a_bench_without_quick_is_refused(tmp_path: Path) -> None:
     """The door's attack: a new bench that does not take --quick exits non-zero, which the smoke test above fails."""
     plain = tmp_path / "plain_bench.py"
