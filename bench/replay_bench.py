@@ -23,9 +23,9 @@ from pydantic import BaseModel
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import arguments, machine, median, parse, read_section, write_section  # noqa: E402
-from seams import Learner, ProcedureDatabase, ReplayPolicy, load_builtins, with_advisors  # noqa: E402
+from seams import ProcedureDatabase, ReplayPolicy, load_builtins, with_advisors  # noqa: E402
 
-from sherpa_skills import ActionResult, Workflow, default_registry, load_workflow_text  # noqa: E402
+from sherpa_skills import ActionResult, Learner, Workflow, default_registry, load_workflow_text  # noqa: E402
 
 DESK = Path(__file__).resolve().parent / "replay_tickets"
 #: (kind, ticket text): the scripted model routes by the text; the order number varies per ticket.

@@ -21,7 +21,6 @@ SEAMS: dict[str, tuple[str, str]] = {
     "run_step": ("sherpa_skills.skills.replay.runtime", "run_step"),  # the replay's step runner timed alone
     "runtime": ("sherpa_skills.skills.replay", "runtime"),  # module whose functions the phase timer wraps
     "ReplayPolicy": ("sherpa_skills.skills.replay.policy", "ReplayPolicy"),  # documented; a replay built by hand
-    "Learner": ("sherpa_skills.skills.capture.learning", "Learner"),  # documented; not yet in __all__
     # -- matching, timed and calibrated by its parts (the relevance model, the term index, the verifier)
     "Matcher": ("sherpa_skills.skills.match.matcher", "Matcher"),  # an index built on a store made apart
     "matcher": ("sherpa_skills.skills.match", "matcher"),  # module whose Matcher.match the phase timer wraps

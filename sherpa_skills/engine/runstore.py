@@ -29,6 +29,7 @@ from .belief import LogEntry, TrajectoryEntry
 from .run_claims import RunClaims
 from .run_events import _RunEvents
 from .run_machines import _RunMachines
+from .run_reads import RunRow as RunRow  # what the reads return, documented with RunStore
 from .run_reads import _RunReads
 from .run_retention import _RunRetention
 from .run_schema import MIGRATIONS

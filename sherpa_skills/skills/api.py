@@ -635,10 +635,6 @@ class SkillStore:
 
     # writing, for the view's review, the MCP tools and Agent Skills import
 
-    def reject_procedure(self, procedure_id: str) -> CapturedProcedure:
-        """A person says no (`learn reject`): never replayed, and mining does not propose it again."""
-        return self.store.set_status(procedure_id, "rejected")
-
     def claim(
         self,
         procedure_id: str,

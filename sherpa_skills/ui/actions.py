@@ -214,7 +214,7 @@ def action_routes(ui: Any) -> list[Route]:
                     raise UsageError(f"{p.id} is already {p.status}")
                 # promote counts as the second success (one is not proof); reject drops it for good
                 return (
-                    stores.skills.promote(p.id) if verdict == "promote" else stores.skills.reject_procedure(p.id)
+                    stores.skills.promote(p.id) if verdict == "promote" else stores.skills.reject_candidate(p.id)
                 ).id
 
             try:

@@ -236,13 +236,13 @@ class TestPythonApi:
         again.run({"ticket": REFUND, "order": "1002"})
         assert hook.lesson is not None and hook.lesson.captured is not None and not hook.lesson.captured.new
 
-
     def test_the_reported_alias_keeps_its_source_key_when_a_person_made_it(self):
         """An alias someone confirmed has no run as its source: the result still says `source: null`, as it did."""
         from sherpa_skills.skills.capture.lesson import AliasLearned
 
         lesson = Lesson(examples_saved=0, alias=AliasLearned(id="a1", procedure="p1", source=None))
         assert lesson.learned() == {"examples_saved": 0, "alias": {"id": "a1", "procedure": "p1", "source": None}}
+
 
 class TestExample:
     def test_twenty_tickets_of_three_kinds_are_planned_then_replayed_and_one_diverges(self, tmp_path, monkeypatch):
