@@ -183,7 +183,7 @@ class Bridge:
     # ------------------------------------------------------------------ tools, learnings, memory
 
     def relevant_tools(self, task: str) -> list[dict[str, Any]]:
-        from ..cli.tools import registered_tools
+        from ..engine.registry import registered_tools
         from ..semantic.tool_index import ToolIndex
 
         return [r.to_dict() for r in ToolIndex(registered_tools()).relevant(_task(task), limit=5)]

@@ -6,7 +6,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -26,40 +26,6 @@ EXIT_CODES_EPILOG = (
     + "`sherpa-skills hook AGENT` always exits 0 (coding agents run it)."
 )
 MAX_COUNT = 10**9  # counts and limits beyond this are typos, and SQLite integers stop at 2**63
-
-
-def parse_assignments(
-    pairs: Sequence[str] | None, what: str = "--input", keep_text: Collection[str] = ()
-) -> dict[str, Any]:
-    """`k=v` pairs; a value that parses as JSON (numbers, true, {...}) is taken as JSON, else as text.
-
-    Names in `keep_text` stay text: inputs declared with a type,
-    which engine.inputs converts (so `zip=02134` stays a string).
-    """
-    from ..errors import UsageError
-
-    values: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"{what} '{pair}' is not NAME=VALUE")
-        if key in keep_text:
-            values[key] = raw
-            continue
-        try:
-            values[key] = json.loads(raw)
-        except ValueError:
-            values[key] = raw
-    return values
-
-
-def parse_inputs(spec: Any, pairs: Sequence[str] | None, *, starting: bool) -> dict[str, Any]:
-    """`--input` pairs for a workflow (or team) spec:
-    converted to the declared types, unknown names refused (exit 2)."""
-    from ..engine.inputs import check_inputs
-
-    typed = {name for name, d in spec.inputs.items() if d.type is not None}
-    return check_inputs(spec, parse_assignments(pairs, keep_text=typed), starting=starting)
 
 
 def positive_int(text: str) -> int:

@@ -6,7 +6,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from .console import EXIT_OK, hint_words, parse_assignments, person, print_commands
+from ..engine.inputs import parse_assignments
+from .console import EXIT_OK, hint_words, person, print_commands
 from .console import console as _console
 from .console import print_json as _print_json
 from .console import when as _when

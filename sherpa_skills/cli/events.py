@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..engine.inputs import parse_inputs
 from .console import (
     EXIT_ERROR,
     EXIT_OK,
-    parse_inputs,
     positive_int,
 )
 from .console import (

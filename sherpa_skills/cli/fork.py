@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from .console import EXIT_OK, console, parse_inputs, print_json
+from ..engine.inputs import parse_inputs
+from .console import EXIT_OK, console, print_json
 
 
 def add_fork_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -73,9 +74,10 @@ def _ask(yes: bool) -> None:
 
 def cmd_fork(args: argparse.Namespace) -> int:
     from ..engine.fork import plan_fork, start_fork
+    from ..engine.inputs import parse_assignments
     from ..errors import UsageError
     from ..runtime import load_workflow
-    from .console import open_store, parse_assignments
+    from .console import open_store
     from .runs import _execute, model_option
 
     store, home = open_store(args)

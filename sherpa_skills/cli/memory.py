@@ -9,7 +9,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from .console import EXIT_OK, hint_words, parse_assignments, person, positive_int, print_commands
+from ..engine.inputs import parse_assignments
+from .console import EXIT_OK, hint_words, person, positive_int, print_commands
 from .console import console as _console
 from .console import print_json as _print_json
 

@@ -5,42 +5,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
 
 from .console import EXIT_OK, hint_words, print_commands
 from .console import console as _console
 from .console import print_json as _print_json
 
 
-def candidate_summary(p: Any) -> dict[str, Any]:
-    """What a person needs to decide: every command that would run (steps and conditions, where), what varies (with
-    examples), how often and where it was seen, and what others claim about it (shown, never counted)."""
-    mined = p.context.get("mined") or {}
-    return {
-        "id": p.id,
-        "task_type": p.task_type,
-        "description": p.description,
-        "source": p.source,
-        "tags": p.tags,
-        "steps": [s.command for s in p.steps],
-        "cwd": sorted({s.cwd for s in p.steps if s.cwd}),
-        "preconditions": p.preconditions,
-        "postconditions": p.postconditions,
-        "parameters": mined.get("parameters", {}),
-        "support": mined.get("support", 0),
-        "sessions": len(mined.get("sessions", [])),
-        "successes": p.success_count,
-        "claimed_successes": p.claimed_successes,
-        "claimed_failures": p.claimed_failures,
-        "long_running_steps": mined.get("long_running_steps", []),
-        "project_dir": mined.get("project_dir"),
-        "updated": p.updated,
-    }
-
-
 def cmd_candidates(args: argparse.Namespace) -> int:
     from ..home import resolve_home
     from ..skills.api import SkillStore
+    from ..skills.face.reading import candidate_summary
 
     skills = SkillStore(resolve_home(args.home))
     rows = sorted(

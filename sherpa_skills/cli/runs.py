@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..engine.inputs import parse_assignments, parse_inputs
 from ..engine.run_json import run_detail, run_summary
 from .console import (
     EXIT_ERROR,
@@ -20,8 +21,6 @@ from .console import (
     EXIT_USAGE,
     Folded,
     confirmed,
-    parse_assignments,
-    parse_inputs,
     print_commands,
     print_items,
     print_table,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from .console import EXIT_OK
 from .console import console as _console
@@ -11,6 +10,7 @@ from .console import print_json as _print_json
 
 
 def cmd_tools_relevant(args: argparse.Namespace) -> int:
+    from ..engine.registry import registered_tools
     from ..semantic.tool_index import ToolIndex, load_tools
 
     tools = [t for f in args.tools for t in load_tools(f)] if args.tools else registered_tools()
@@ -26,18 +26,3 @@ def cmd_tools_relevant(args: argparse.Namespace) -> int:
     if not ranked:
         console.print(f"no tool among {len(tools)} matches that task")
     return EXIT_OK
-
-
-def registered_tools(registry: Any = None) -> list[Any]:
-    """The actions in a registry, as tools."""
-    from ..engine.registry import default_registry, load_builtins
-    from ..semantic.tool_index import ToolSpec
-
-    load_builtins()
-    registry = registry or default_registry
-    tools = []
-    for name in registry.action_names():
-        definition = registry.get_action(name)
-        keywords = list(definition.args_model.model_fields)
-        tools.append(ToolSpec(name=name, description=definition.description, keywords=keywords))
-    return tools

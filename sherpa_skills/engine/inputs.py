@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..errors import UsageError
@@ -118,3 +118,33 @@ def _wrong(name: str, kind: str, value: Any, expected: str | None = None) -> Usa
         + (f" ({expected})" if expected else "")
         + f", got '{shown}'"
     )
+
+
+def parse_assignments(
+    pairs: Sequence[str] | None, what: str = "--input", keep_text: Collection[str] = ()
+) -> dict[str, Any]:
+    """`k=v` pairs; a value that parses as JSON (numbers, true, {...}) is taken as JSON, else as text.
+
+    Names in `keep_text` stay text: inputs declared with a type,
+    which engine.inputs converts (so `zip=02134` stays a string).
+    """
+    values: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{what} '{pair}' is not NAME=VALUE")
+        if key in keep_text:
+            values[key] = raw
+            continue
+        try:
+            values[key] = json.loads(raw)
+        except ValueError:
+            values[key] = raw
+    return values
+
+
+def parse_inputs(spec: Any, pairs: Sequence[str] | None, *, starting: bool) -> dict[str, Any]:
+    """`--input` pairs for a workflow (or team) spec:
+    converted to the declared types, unknown names refused (exit 2)."""
+    typed = {name for name, d in spec.inputs.items() if d.type is not None}
+    return check_inputs(spec, parse_assignments(pairs, keep_text=typed), starting=starting)

@@ -306,3 +306,17 @@ def load_builtins() -> None:
 action = default_registry.action
 guard = default_registry.guard
 function = default_registry.function
+
+
+def registered_tools(registry: Any = None) -> list[Any]:
+    """The actions in a registry, as tools."""
+    from ..semantic.tool_index import ToolSpec
+
+    load_builtins()
+    registry = registry or default_registry
+    tools = []
+    for name in registry.action_names():
+        definition = registry.get_action(name)
+        keywords = list(definition.args_model.model_fields)
+        tools.append(ToolSpec(name=name, description=definition.description, keywords=keywords))
+    return tools

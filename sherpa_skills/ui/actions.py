@@ -102,7 +102,7 @@ def _fork(home: Any, new_run_id: str, plan: Any, workflow_path: str) -> None:
 
 
 def action_routes(ui: Any) -> list[Route]:
-    from ..cli.console import parse_assignments, parse_inputs
+    from ..engine.inputs import parse_assignments, parse_inputs
     from ..engine.run.identity import spec_hash
     from ..runtime import load_workflow
 

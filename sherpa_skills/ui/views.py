@@ -14,10 +14,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cli.review import candidate_summary
 from ..db.sql import json_text
 from ..engine.run_json import run_detail, run_summary
 from ..errors import SherpaError, StoreError
+from ..skills.face.reading import candidate_summary
 from .review import candidate_groups
 
 if TYPE_CHECKING:

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..console import EXIT_ERROR, EXIT_NEEDS_CONFIRMATION, EXIT_OK, parse_assignments
+from ...engine.inputs import parse_assignments
+from ..console import EXIT_ERROR, EXIT_NEEDS_CONFIRMATION, EXIT_OK
 from ..console import console as _console
 from ..console import print_json as _print_json
 from .common import quiet_logs, stores

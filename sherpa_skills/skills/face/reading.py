@@ -55,3 +55,29 @@ def step_shapes(p: CapturedProcedure) -> tuple[tuple[str, ...], ...] | None:
             return None
         shapes.append(found)
     return tuple(shapes)
+
+
+def candidate_summary(p: Any) -> dict[str, Any]:
+    """What a person needs to decide: every command that would run (steps and conditions, where), what varies (with
+    examples), how often and where it was seen, and what others claim about it (shown, never counted)."""
+    mined = p.context.get("mined") or {}
+    return {
+        "id": p.id,
+        "task_type": p.task_type,
+        "description": p.description,
+        "source": p.source,
+        "tags": p.tags,
+        "steps": [s.command for s in p.steps],
+        "cwd": sorted({s.cwd for s in p.steps if s.cwd}),
+        "preconditions": p.preconditions,
+        "postconditions": p.postconditions,
+        "parameters": mined.get("parameters", {}),
+        "support": mined.get("support", 0),
+        "sessions": len(mined.get("sessions", [])),
+        "successes": p.success_count,
+        "claimed_successes": p.claimed_successes,
+        "claimed_failures": p.claimed_failures,
+        "long_running_steps": mined.get("long_running_steps", []),
+        "project_dir": mined.get("project_dir"),
+        "updated": p.updated,
+    }
