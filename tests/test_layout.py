@@ -257,6 +257,20 @@ class TestOneFaceForTheSkillStore:
         reaches = _past_the_face(folder)
         assert not reaches, "\n".join(reaches)
 
+    @pytest.mark.parametrize("folder", ["ui", "bridge", "heartbeat"])
+    def test_the_view_bridge_and_heartbeat_do_not_import_the_command_line(self, folder: str) -> None:
+        """cli/ sits beside them, not under them: what they share with it (input parsing, the review's summary, the
+        run's JSON) lives in the library."""
+        modules = _modules()
+        found = [
+            f"{name} imports {target}"
+            for name, path in sorted(modules.items())
+            if name.startswith(f"sherpa_skills.{folder}")
+            for target in sorted(_every_import(name, path, modules))
+            if target == "sherpa_skills.cli" or target.startswith("sherpa_skills.cli.")
+        ]
+        assert not found, "\n".join(found)
+
     def test_a_reach_past_the_face_is_found(self, tmp_path: Path) -> None:
         """The rule sees function-level and type-checking imports of an internal, and lets the face through."""
         path = tmp_path / "sample.py"
