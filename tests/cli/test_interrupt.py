@@ -32,12 +32,18 @@ transitions:
 """
 
 
+def _as_in_a_terminal() -> None:
+    # A suite started in the background (`&`) passes SIGINT on ignored, which the CLI rightly keeps: Ctrl-C is tested.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(home: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "sherpa_skills", *args, "--home", str(home)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_as_in_a_terminal,
     )
 
 
