@@ -19,7 +19,6 @@ LAYERS: dict[str, int] = {
     "data": 0,
     "logs": 0,
     "redact": 0,
-    "sqlite_db": 0,
     "db": 0,
     "yaml_source": 0,
     "llm": 1,

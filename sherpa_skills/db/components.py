@@ -9,8 +9,8 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..sqlite_db import Migration
 from .connection import Connection
+from .sqlite import Migration
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Component:
 def fresh_schema(component: Component) -> sqlite3.Connection:
     """The component's tables as its migrations make them on an empty SQLite database, in memory: which tables are its
     own, and which rows the migrations themselves put there (a store's identity, a counter)."""
-    from ..sqlite_db import migrate
+    from .sqlite import migrate
 
     conn = sqlite3.connect(":memory:", isolation_level=None)
     migrate(conn, component.name, component.migrations)

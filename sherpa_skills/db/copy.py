@@ -16,10 +16,10 @@ import structlog
 from pydantic import BaseModel
 
 from ..errors import StoreError, UsageError
-from ..sqlite_db import refuse_newer
 from .components import Component, fresh_schema
 from .connection import Connection
 from .endpoints import Endpoint, open_endpoint
+from .sqlite import refuse_newer
 from .tables import (
     Column,
     columns,

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import StoreFileError
-from ..sqlite_db import Migration
 from .connection import Connection, Dialect, dialect_of
+from .sqlite import Migration
 from .url import check, describe, parse
 
 
@@ -31,7 +31,7 @@ class Endpoint:
             assert isinstance(self.conn, PgConnection)
             migrate_postgres(self.conn, component, migrations, self.label)
         else:
-            from ..sqlite_db import migrate
+            from .sqlite import migrate
 
             migrate(self.conn, component, migrations)  # type: ignore[arg-type]
 
@@ -69,7 +69,7 @@ def open_endpoint(spec: str, *, option: str, create: bool) -> Endpoint:
         identity = "|".join(str(parts.get(k) or "") for k in ("host", "port", "dbname"))
         return Endpoint(conn, describe(spec), "postgresql:" + identity)
     from ..home import store_path
-    from ..sqlite_db import connect as connect_sqlite
+    from .sqlite import connect as connect_sqlite
 
     folder = Path(spec).expanduser()
     if not create:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..sqlite_db import Migration, refuse_newer
 from .postgres import PgConnection
 from .sql import postgres_ddl
+from .sqlite import Migration, refuse_newer
 
 # pg_advisory_xact_lock's key for "the schema is being migrated": one for every component, migrations are rare.
 MIGRATION_LOCK = 0x5348_4552_5041_0001  # "SHERPA" 1

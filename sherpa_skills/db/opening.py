@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..home import store_path
-from ..sqlite_db import Migration, connect, migrate
 from .connection import Connection
+from .sqlite import Migration, connect, migrate
 from .url import database_url, describe
 
 

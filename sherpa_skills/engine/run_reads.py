@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..db.sqlite import prefix_matches
 from ..errors import NoSuchRun
-from ..sqlite_db import prefix_matches
 from .belief import Belief, LogEntry, TrajectoryEntry
 from .run_base import _RunStoreBase
 from .run_values import _like

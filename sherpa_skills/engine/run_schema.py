@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..sqlite_db import execute_script
+from ..db.sqlite import execute_script
 
 
 def m001_runs(conn: sqlite3.Connection) -> None:

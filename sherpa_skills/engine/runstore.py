@@ -20,11 +20,11 @@ from typing import Any
 import structlog
 
 from ..db.connection import Connection, batched, dialect_of
+from ..db.sqlite import Checkpointer, connect, migrate
 from ..db.url import database_url, describe
 from ..errors import ConnectionLost, StoreError
 from ..home import store_path
 from ..redact import redact
-from ..sqlite_db import Checkpointer, connect, migrate
 from .belief import LogEntry, TrajectoryEntry
 from .run_claims import RunClaims
 from .run_events import _RunEvents

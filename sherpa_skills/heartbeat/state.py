@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ..db.connection import Connection
+from ..db.sqlite import connect, execute_script, migrate
 from ..db.url import database_url
 from ..home import store_path
-from ..sqlite_db import connect, execute_script, migrate
 
 
 def m001_heartbeat(conn: sqlite3.Connection) -> None:

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 from ..db.connection import Connection
-from ..sqlite_db import Transaction
+from ..db.sqlite import Transaction
 from ._position import CompanionPosition
 
 

@@ -6,7 +6,7 @@ import sqlite3
 import uuid
 
 from ..db.connection import dialect_of
-from ..sqlite_db import execute_script
+from ..db.sqlite import execute_script
 from ._hygiene import content_hash
 
 

@@ -24,9 +24,9 @@ import structlog
 
 from ..db.connection import Connection
 from ..db.opening import open_truth
+from ..db.sqlite import Transaction, execute_script
 from ..errors import UsageError
 from ..redact import redact, redact_value
-from ..sqlite_db import Transaction, execute_script
 
 log = structlog.get_logger(__name__)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..db.connection import Connection
 from ..db.locks import for_update
 from ..db.opening import open_truth
-from ..sqlite_db import execute_script
+from ..db.sqlite import execute_script
 from ._records import OUTCOMES, CommandRecord
 
 if TYPE_CHECKING:

@@ -74,7 +74,7 @@ def test_a_store_finalised_while_another_store_opens_does_not_deadlock(tmp_path:
     thread: its release must not wait for the guard; it is made by the next acquire instead."""
     import threading
 
-    from sherpa_skills.sqlite_db import Checkpointer
+    from sherpa_skills.db.sqlite import Checkpointer
 
     forgotten = RunStore(tmp_path / "forgotten.db")
     key = str((tmp_path / "forgotten.db").resolve())

@@ -558,7 +558,7 @@ def _store_before(engine: Engine, migration: str) -> Any:
         from sherpa_skills.db.migrations import connect_migrated
 
         return connect_migrated(engine.url, "skills", older)
-    from sherpa_skills.sqlite_db import connect, migrate
+    from sherpa_skills.db.sqlite import connect, migrate
 
     engine.home().mkdir(parents=True, exist_ok=True)
     conn = connect(engine.home() / "store.db")

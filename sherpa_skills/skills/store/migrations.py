@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from ...db.connection import dialect_of
-from ...sqlite_db import execute_script
+from ...db.sqlite import execute_script
 from .fts import _FTS_TABLE, fill_fts
 from .signatures import learning_key, path_of, stored_decisions
 

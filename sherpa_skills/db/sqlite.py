@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import StoreFileError
+from ..errors import StoreFileError
 
 if TYPE_CHECKING:
-    from .db.connection import Connection
+    from .connection import Connection
 
 Migration = Callable[[sqlite3.Connection], None]
 
