@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ..db.text_search import _TS_WEIGHTS
 from ..errors import StoreError
 from ._base import _MemoryStoreBase
 from ._models import Artifact, check_filters, check_limit
-from ._sql import _COLUMNS, _TS_WEIGHTS, _artifact, fts_query, reader_filter, ts_query
+from ._sql import _COLUMNS, _artifact, fts_query, reader_filter, ts_query
 
 
 class _MemoryReads(_MemoryStoreBase):

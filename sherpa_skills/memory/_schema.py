@@ -7,6 +7,7 @@ import uuid
 
 from ..db.connection import dialect_of
 from ..db.sqlite import execute_script
+from ..db.text_search import POSTGRES_FULL_TEXT, SQLITE_FULL_TEXT
 from ._hygiene import content_hash
 
 
@@ -27,30 +28,6 @@ def m001_memory(conn: sqlite3.Connection) -> None:
     execute_script(conn, POSTGRES_FULL_TEXT if dialect_of(conn) == "postgresql" else SQLITE_FULL_TEXT)
     # Names this store's companion collection, so several homes can share one chroma server without clashing.
     conn.execute("INSERT INTO memory_meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex[:12],))
-
-
-# FTS5 over text and tags, kept in step with the rows by triggers.
-SQLITE_FULL_TEXT = """
-        CREATE VIRTUAL TABLE memory_fts USING fts5(text, tags, content = 'memory_artifacts', content_rowid = 'seq',
-            tokenize = 'unicode61 remove_diacritics 2');
-        CREATE TRIGGER memory_fts_insert AFTER INSERT ON memory_artifacts BEGIN
-            INSERT INTO memory_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
-        END;
-        CREATE TRIGGER memory_fts_delete AFTER DELETE ON memory_artifacts BEGIN
-            INSERT INTO memory_fts (memory_fts, rowid, text, tags) VALUES ('delete', old.seq, old.text, old.tags);
-        END;
-        CREATE TRIGGER memory_fts_update AFTER UPDATE OF text, tags ON memory_artifacts BEGIN
-            INSERT INTO memory_fts (memory_fts, rowid, text, tags) VALUES ('delete', old.seq, old.text, old.tags);
-            INSERT INTO memory_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
-        END;
-"""
-# PostgreSQL's own full-text search: a stored tsvector of the text (weight A) and tags (weight B), GIN-indexed;
-# 'simple' lower-cases without stemming, as FTS5's unicode61 does (it does not fold diacritics, unicode61 does).
-POSTGRES_FULL_TEXT = """
-        ALTER TABLE memory_artifacts ADD COLUMN fts tsvector GENERATED ALWAYS AS (
-            setweight(to_tsvector('simple', text), 'A') || setweight(to_tsvector('simple', tags), 'B')) STORED;
-        CREATE INDEX memory_artifacts_fts ON memory_artifacts USING GIN (fts);
-"""
 
 
 def m002_hygiene(conn: sqlite3.Connection) -> None:

@@ -18,9 +18,6 @@ _STOPWORDS = frozenset(
     """a an and are as at be but by for from has have how i in into is it its of on or our so that the their then there
     these this to was we were what when where which who why will with you your do does did not no""".split()
 )
-# ts_rank's weights for D, C, B, A: the text (A) weighs 1.0, the tags (B) 0.5, as bm25(memory_fts, 1.0, 0.5) does.
-_TS_WEIGHTS = "'{0, 0, 0.5, 1.0}'"
-
 _COLUMNS = (
     "a.id, a.text, a.agent, a.run_id, a.scope, a.kind, a.tags, a.metadata, a.created, a.confidence, a.abstraction,"
     " a.category, a.seen, a.last_seen, a.last_access, a.reads, a.supersedes, a.superseded_by"

@@ -7,11 +7,12 @@ import hashlib
 import time
 from typing import Any
 
+from ..db.text_search import _TS_WEIGHTS
 from ..errors import StoreError, UsageError
 from ._hygiene import TIERS, content_hash, contradiction, related, tier
 from ._models import Artifact, check_limit
 from ._reads import _MemoryReads
-from ._sql import _COLUMNS, _TS_WEIGHTS, CURRENT, _artifact, fts_query, reader_filter, ts_query
+from ._sql import _COLUMNS, CURRENT, _artifact, fts_query, reader_filter, ts_query
 
 
 class _MemoryTidy(_MemoryReads):
