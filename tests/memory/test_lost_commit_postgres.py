@@ -1,0 +1,178 @@
+"""A connection to PostgreSQL lost at a memory note's or a domain record's COMMIT: the write is stored exactly once,
+whether the server committed before the answer was lost (not written again) or the connection dropped before COMMIT
+(written again on the fresh connection)."""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from sherpa_skills.memory import MemoryStore
+from sherpa_skills.memory.domains import Domains
+
+pytestmark = pytest.mark.postgres
+
+
+class _CommitAnswerLost:
+    """A TCP relay to the server that, once armed, lets one COMMIT through and cuts the connection before its
+    answer comes back: the commit landed, the client cannot know. (A copy of tests/engine/test_reconnect_postgres.py's
+    relay, kept private here until it is shared from one module; this one also holds back the server's answer, which
+    the original's other direction still forwarded during its pause.)"""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.armed = threading.Event()
+        self.cut = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target))
+            swallow = threading.Event()  # set: the server's answers on this connection are dropped, not forwarded
+            threading.Thread(target=self._pipe, args=(client, server, True, swallow), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, False, swallow), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket, upstream: bool, swallow: threading.Event) -> None:
+        prepared: set[bytes] = set()  # psycopg prepares a statement run often: COMMIT is then sent by its name
+        try:
+            while data := src.recv(65536):
+                prepared.update(re.findall(rb"([A-Za-z0-9_]+)\x00COMMIT\x00", data))
+                commit = b"COMMIT\x00" in data or any(b"\x00" + n + b"\x00" in data for n in prepared)
+                if upstream and self.armed.is_set() and commit:
+                    self.armed.clear()
+                    swallow.set()
+                    dst.sendall(data)
+                    time.sleep(0.5)  # the server commits meanwhile
+                    self.cut.set()
+                    for s in (src, dst):
+                        s.close()
+                    return
+                if not (swallow.is_set() and not upstream):
+                    dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture
+def lossy_url(postgres_url: str) -> Iterator[tuple[str, _CommitAnswerLost]]:
+    parts = urlsplit(postgres_url)
+    proxy = _CommitAnswerLost(parts.port or 5432)
+    yield postgres_url.replace(f":{parts.port}/", f":{proxy.port}/"), proxy
+    proxy.close()
+
+
+def _admin(url: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True)
+
+
+def _drop_once_on_insert(url: str, table: str) -> Any:
+    """The server ends the writing connection in the middle of the first INSERT into `table` (before COMMIT), once:
+    a sequence is not rolled back with the transaction, so the write sent again goes through."""
+    admin = _admin(url)
+    admin.execute("CREATE SEQUENCE fault_once")
+    admin.execute(
+        "CREATE FUNCTION fault() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "IF nextval('fault_once') = 1 THEN PERFORM pg_terminate_backend(pg_backend_pid()); "
+        "PERFORM pg_sleep(5); END IF; RETURN NEW; END $$"
+    )
+    admin.execute(f"CREATE TRIGGER fault BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION fault()")
+    return admin
+
+
+def _fired(admin: Any) -> bool:
+    return bool(admin.execute("SELECT last_value >= 1 AND is_called FROM fault_once").fetchone()[0])
+
+
+def _notes(store: MemoryStore, text: str) -> int:
+    return int(store.conn.execute("SELECT COUNT(*) FROM memory_artifacts WHERE text = ?", (text,)).fetchone()[0])
+
+
+def _entries(domains: Domains, name: str) -> list[Any]:
+    return [c["entry"] for c in domains.changelog(name) if c["kind"] == "note"]
+
+
+def test_a_memory_note_whose_commit_answer_was_lost_is_stored_once(
+    lossy_url: tuple[str, _CommitAnswerLost], tmp_path: Path
+) -> None:
+    url, proxy = lossy_url
+    store = MemoryStore(home=tmp_path / "home", database=url)
+    try:
+        proxy.armed.set()
+        note = store.write("the deploy key rotates on mondays", agent="ops", scope="shared")
+        assert proxy.cut.is_set(), "the fault did fire"
+        assert _notes(store, "the deploy key rotates on mondays") == 1
+        assert store.get(note.id, agent="ops").text == "the deploy key rotates on mondays"
+    finally:
+        store.close()
+
+
+def test_a_memory_note_whose_connection_dropped_before_commit_is_written_once_by_the_retry(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    store = MemoryStore(home=tmp_path / "home", database=postgres_url)
+    admin = _drop_once_on_insert(postgres_url, "memory_artifacts")
+    try:
+        note = store.write("the staging cluster drains at noon", agent="ops", scope="shared")
+        assert _fired(admin), "the fault did fire"
+        assert _notes(store, "the staging cluster drains at noon") == 1
+        assert store.get(note.id, agent="ops").id == note.id
+    finally:
+        admin.close()
+        store.close()
+
+
+def test_a_domain_record_whose_commit_answer_was_lost_is_stored_once(
+    lossy_url: tuple[str, _CommitAnswerLost], tmp_path: Path
+) -> None:
+    url, proxy = lossy_url
+    domains = Domains(home=tmp_path / "home", database=url)
+    try:
+        domains.claim("billing", "ops")
+        proxy.armed.set()
+        assert domains.append("billing", {"saw": "invoice run late"}, agent="ops") is True
+        assert proxy.cut.is_set(), "the fault did fire"
+        assert _entries(domains, "billing") == [{"saw": "invoice run late"}]
+    finally:
+        domains.close()
+
+
+def test_a_domain_record_whose_connection_dropped_before_commit_is_written_once_by_the_retry(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    domains = Domains(home=tmp_path / "home", database=postgres_url)
+    try:
+        domains.claim("billing", "ops")
+        admin = _drop_once_on_insert(postgres_url, "domain_changelog")
+        try:
+            assert domains.append("billing", {"saw": "invoice run late"}, agent="ops") is True
+            assert _fired(admin), "the fault did fire"
+        finally:
+            admin.close()
+        assert _entries(domains, "billing") == [{"saw": "invoice run late"}]
+    finally:
+        domains.close()
