@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="sherpa-days-bench-") as tmp:
         home = Path(tmp)
         memory = SharedMemory(home, companion=Companion(home / "companion", embedder=HashingEmbedder(384)))
-        domains = Domains(home)
+        domains = Domains(home=home)
         domains.claim("ops", "ops")
         domains.decide("ops", "page_above", 50, by="sam")
         domains.decide("ops", "quiet_hours", [22, 7], by="sam")
@@ -119,12 +119,13 @@ def main(argv: list[str] | None = None) -> int:
             domains.set_status("ops", "ops", {"day": day, "known_subjects": len(current), "last_build": build})
             domains.run_ended("ops", "ops", f"day-{day}", "final", {"outcome": "final", "day": day})
             # A day passes.
-            with memory.store._tx():
-                memory.store.conn.execute(
+            memory.store.db.transaction(
+                lambda conn: conn.execute(
                     "UPDATE memory_artifacts SET created = created - ?, last_access = last_access - ?,"
                     " last_seen = last_seen - ?",
                     (DAY, DAY, DAY),
                 )
+            )
         final_start = domains.start_context("ops", "ops", briefing(home, "ops"))
         stats = memory.store.stats()
         rows.append(

@@ -56,7 +56,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         import_paths([folder], home=home, settle_seconds=float("inf"))
-        with SessionStore(home) as sessions:
+        with SessionStore(home=home) as sessions:
             commands = sessions.commands_since(0)
         by_source: dict[str, list] = defaultdict(list)
         for c in commands:

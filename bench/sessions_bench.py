@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         grown = import_paths([transcript], home=home, settle_seconds=1e12)
         grown_s = time.perf_counter() - started
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             stored = store.count_commands()
         many_first, many_again = many_files(work)
     finally:

@@ -39,10 +39,10 @@ class Engine:
         return self._kept(SharedMemory(store=MemoryStore(home=self.home(home), database=self.url)))
 
     def domains(self, home: str = "a") -> Domains:
-        return self._kept(Domains(self.home(home), database=self.url))
+        return self._kept(Domains(home=self.home(home), database=self.url))
 
     def sessions(self, home: str = "a") -> SessionStore:
-        return self._kept(SessionStore(self.home(home), database=self.url))
+        return self._kept(SessionStore(home=self.home(home), database=self.url))
 
     def env(self) -> dict[str, str]:
         """The environment a CLI process needs to use the same store."""

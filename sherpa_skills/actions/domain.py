@@ -26,9 +26,13 @@ if TYPE_CHECKING:
 CONTEXT_KEY = "domain"
 
 
+def _open_domains(home: Path) -> Domains:
+    return Domains(home=home)
+
+
 def domains(home: Path | None) -> Domains:
     """One Domains per home and thread."""
-    return per_home(Domains, home)
+    return per_home(_open_domains, home)
 
 
 def _declared(agent: Agent) -> str | None:

@@ -17,7 +17,7 @@ def _domains(args: argparse.Namespace) -> Any:
     from ..home import resolve_home
     from ..memory.domains import Domains
 
-    return Domains(resolve_home(args.home))
+    return Domains(home=resolve_home(args.home))
 
 
 def cmd_list(args: argparse.Namespace) -> int:

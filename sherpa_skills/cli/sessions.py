@@ -95,7 +95,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from ..sessions._store import SessionStore
 
     home = _home(args)
-    with SessionStore(home) as store:
+    with SessionStore(home=home) as store:
         files = store.files()
         sessions = store.sessions(None if args.json else SESSIONS_SHOWN)
         totals = {
@@ -178,7 +178,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ..sessions._store import SessionStore
 
     home = _home(args)
-    with SessionStore(home) as store:
+    with SessionStore(home=home) as store:
         session = store.find_session(args.session_id)
         commands = store.session_commands(session.id, session.agent)
     if args.json:

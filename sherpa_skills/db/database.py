@@ -8,6 +8,7 @@ between the engines is a method here (modelled on DBOS's `SystemDatabase`), so n
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -21,6 +22,7 @@ import structlog
 from ..errors import ConnectionLost
 from .connection import Connection, Dialect, batched, dialect_of
 from .sqlite import Checkpointer, Migration, execute_script, prefix_matches
+from .text_search import TextIndex, TextSearch, text_search
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -253,6 +255,32 @@ class Database:
     def script(self, sql: str) -> None:
         """Statements one by one inside the caller's transaction."""
         execute_script(self.conn, sql)  # type: ignore[arg-type]
+
+    # -- added for memory, domains and sessions
+    def text_search(self, index: TextIndex) -> TextSearch:
+        """Full-text search over `index` (created by `create_text_index` in the table's migration)."""
+        return text_search(self.conn, index)
+
+    def json_matches(self, column: str, key: str, value: Any) -> tuple[str, list[Any]]:
+        """A condition that `column`'s JSON object holds `value` at `key` (None: JSON null or no such key), and its
+        parameters; `key` is a parameter, so any name is safe. Strings, numbers and booleans compare as JSON does."""
+        if self._dialect == "postgresql":  # JSON text read as jsonb, compared as JSON values
+            if value is None:
+                return f"COALESCE({column}::jsonb -> ?, 'null'::jsonb) = 'null'::jsonb", [key]
+            return f"{column}::jsonb -> ? = ?::jsonb", [key, json.dumps(value)]
+        if value is None:
+            return f"json_extract({column}, ?) IS NULL", [f"$.{key}"]
+        return f"json_extract({column}, ?) = ?", [f"$.{key}", value]
+
+    def another(self) -> Database:
+        """A second connection to the same truth, for another thread (the caller closes it)."""
+        if self._dialect == "postgresql":
+            from .postgres import connect as connect_postgres
+
+            return Database(connect_postgres(self.conn.url), path=self.path, where=self.where)  # type: ignore[attr-defined]
+        from .sqlite import connect
+
+        return Database(connect(self.path), path=self.path, where=self.where)
 
 
 def _sqlite_integrity_error() -> type[Exception]:

@@ -78,7 +78,7 @@ def extract(home: Path, config: HomeConfig, state: HeartbeatState, extra_paths: 
         imported["commands"] += summary.commands
         imported["skipped_lines"] += summary.skipped_lines
         errors += summary.errors
-    with SessionStore(home) as sessions:
+    with SessionStore(home=home) as sessions:
         newest = sessions.max_command_id()
     watermark = int(state.get(WATERMARK, 0))
     pending = max(0, newest - watermark)
@@ -123,7 +123,7 @@ def mine_range(home: Path, config: HomeConfig, start: int, end: int) -> MiningRe
     from ..skills.api import SkillStore
 
     m = config.mining
-    with SessionStore(home) as sessions:
+    with SessionStore(home=home) as sessions:
         new = [c for c in sessions.commands_since(start, limit=end - start) if c.id <= end]
         first = max(0, end - m.history)
         history = (
@@ -254,7 +254,7 @@ def memory(home: Path, config: HomeConfig, state: HeartbeatState) -> PhaseResult
             f"{observations} new observations since the last heartbeat (over {MAX_PENDING_OBSERVATIONS}); "
             f"consolidate the lasting ones into patterns or principles"
         )
-    with Domains(home) as domains:
+    with Domains(home=home) as domains:
         listed = domains.list()
         proposals = domains.proposals()
     stale = [d["name"] for d in listed if d["stale"]]

@@ -142,7 +142,7 @@ def mine_pending(home: Path) -> dict[str, Any] | None:
             return None
         try:
             start = int(state.get(WATERMARK, 0))
-            with SessionStore(home) as sessions:
+            with SessionStore(home=home) as sessions:
                 end = sessions.max_command_id()
             result = mine_range(home, config, start, end)
             state.set(WATERMARK, end)

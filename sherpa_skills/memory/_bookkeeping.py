@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..db.connection import Connection
 from ._models import Artifact
 from ._reads import _MemoryReads
 from ._sql import _COLUMNS, _artifact
@@ -48,13 +49,16 @@ class _CompanionBookkeeping(_MemoryReads):
         if self.position is not None and flag:
             self.position.mark(self.conn, ids)
             return
-        with self._tx():
+
+        def write(conn: Connection) -> None:
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
-                self.conn.execute(
+                conn.execute(
                     f"UPDATE memory_artifacts SET indexed = ? WHERE id IN ({','.join('?' * len(chunk))})",
                     [int(flag), *chunk],
                 )
+
+        self.db.transaction(write, what="the companion's indexed flags")
 
     def last_seq(self) -> int:
         return int(self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memory_artifacts").fetchone()[0])
@@ -80,9 +84,11 @@ class _CompanionBookkeeping(_MemoryReads):
         if self.position is not None:
             self.position.reset(upto_seq)
             return
-        with self._tx():
-            self.conn.execute(
+        self.db.transaction(
+            lambda conn: conn.execute(
                 "UPDATE memory_artifacts SET indexed = CASE WHEN seq <= ? THEN 1 ELSE 0 END"
                 " WHERE indexed != CASE WHEN seq <= ? THEN 1 ELSE 0 END",
                 (upto_seq, upto_seq),
-            )
+            ),
+            what="the companion's indexed flags",
+        )

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..db.text_search import _TS_WEIGHTS
 from ..errors import StoreError
 from ._base import _MemoryStoreBase
 from ._models import Artifact, check_filters, check_limit
-from ._sql import _COLUMNS, _artifact, fts_query, reader_filter, ts_query
+from ._sql import _COLUMNS, MEMORY_TEXT, _artifact, query_terms, reader_filter
 
 
 class _MemoryReads(_MemoryStoreBase):
@@ -18,7 +17,7 @@ class _MemoryReads(_MemoryStoreBase):
     # ------------------------------------------------------------------ reading (always as some agent)
 
     def get(self, artifact_id: str, *, agent: str | None, history: bool = True) -> Artifact:
-        where, args = reader_filter(agent, history=history, dialect=self.dialect)
+        where, args = reader_filter(agent, history=history, db=self.db)
         row = self.conn.execute(
             f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id = ? AND {where}", [artifact_id, *args]
         ).fetchone()
@@ -54,7 +53,7 @@ class _MemoryReads(_MemoryStoreBase):
         if not ids:
             return {}
         where, args = reader_filter(
-            agent, scope, author=author, kind=kind, metadata=metadata, history=history, dialect=self.dialect
+            agent, scope, author=author, kind=kind, metadata=metadata, history=history, db=self.db
         )
         return {row[0]: _artifact(row) for row in self._rows_among(_COLUMNS, ids, where, args)}
 
@@ -73,7 +72,7 @@ class _MemoryReads(_MemoryStoreBase):
         if not ids:
             return {}
         where, args = reader_filter(
-            agent, scope, author=author, kind=kind, metadata=metadata, history=history, dialect=self.dialect
+            agent, scope, author=author, kind=kind, metadata=metadata, history=history, db=self.db
         )
         return dict(self._rows_among("a.id, a.seq", ids, where, args))
 
@@ -89,12 +88,13 @@ class _MemoryReads(_MemoryStoreBase):
         limit: int = 10,
         history: bool = False,
     ) -> list[tuple[str, int, float]]:
-        """FTS5 BM25 over the visible artifacts, best first: (id, seq, relevance), relevance = -bm25 (higher is better).
+        """Full-text ranking of the visible artifacts, best first: (id, seq, relevance), higher is better (-bm25 on
+        SQLite, ts_rank on PostgreSQL).
 
-        With only the visibility filter, ranks the 4 × limit best matches in the FTS index alone, then keeps the
-        visible ones: those are exactly the best visible matches down to that rank, and joining every match to its
-        row first costs about as much as the ranking itself. With a selective filter (scope, author, kind,
-        metadata), or when fewer than `limit` survive, the joined query runs instead.
+        Where the index ranks alone (FTS5), with only the visibility filter, ranks the 4 × limit best matches in the
+        index, then keeps the visible ones: those are exactly the best visible matches down to that rank, and joining
+        every match to its row first costs about as much as the ranking itself. With a selective filter (scope,
+        author, kind, metadata), or when fewer than `limit` survive, the joined query runs instead.
         """
         check_limit(limit)
         where, args = reader_filter(
@@ -104,21 +104,16 @@ class _MemoryReads(_MemoryStoreBase):
             kind=kind,
             metadata=check_filters(metadata),
             history=history,
-            dialect=self.dialect,
+            db=self.db,
         )
-        if self.dialect == "postgresql":
-            return self._lexical_postgres(query, where, args, limit)
-        match = fts_query(query)
-        if match is None:
+        words = query_terms(query)
+        if not words:
             return []
-        if scope != "all" or author is not None or kind is not None or metadata:
-            return self._lexical_joined(match, where, args, limit)
+        text = self.db.text_search(MEMORY_TEXT)
+        if not text.ranks_alone or scope != "all" or author is not None or kind is not None or metadata:
+            return self._lexical_joined(words, where, args, limit)
         wide = 4 * limit
-        ranked = self.conn.execute(
-            "SELECT rowid, bm25(memory_fts, 1.0, 0.5) AS rank FROM memory_fts WHERE memory_fts MATCH ?"
-            " ORDER BY rank LIMIT ?",
-            (match, wide),
-        ).fetchall()
+        ranked = text.rank(words, wide)
         seqs = [seq for seq, _ in ranked]
         visible: dict[int, str] = {}
         for start in range(0, len(seqs), 500):
@@ -130,29 +125,14 @@ class _MemoryReads(_MemoryStoreBase):
                     [*chunk, *args],
                 ).fetchall()
             )
-        found = [(visible[seq], seq, max(0.0, -float(rank))) for seq, rank in ranked if seq in visible][:limit]
+        found = [(visible[seq], seq, relevance) for seq, relevance in ranked if seq in visible][:limit]
         if len(found) >= limit or len(ranked) < wide:
             return found
-        return self._lexical_joined(match, where, args, limit)
+        return self._lexical_joined(words, where, args, limit)
 
-    def _lexical_postgres(self, query: str, where: str, args: list[Any], limit: int) -> list[tuple[str, int, float]]:
-        """PostgreSQL's full text: ts_rank over the GIN-indexed tsvector, the visibility filter in the same query."""
-        terms = ts_query(query)
-        if terms is None:
-            return []
-        rows = self.conn.execute(
-            f"SELECT a.id, a.seq, ts_rank({_TS_WEIGHTS}, a.fts, q) AS relevance"
-            f" FROM memory_artifacts a, to_tsquery('simple', ?) q WHERE a.fts @@ q AND {where}"
-            f" ORDER BY relevance DESC, a.seq DESC LIMIT ?",
-            [terms, *args, limit],
-        ).fetchall()
-        return [(aid, seq, float(relevance)) for aid, seq, relevance in rows]
-
-    def _lexical_joined(self, match: str, where: str, args: list[Any], limit: int) -> list[tuple[str, int, float]]:
-        rows = self.conn.execute(
-            f"SELECT a.id, a.seq, bm25(memory_fts, 1.0, 0.5) AS rank FROM memory_fts"
-            f" JOIN memory_artifacts a ON a.seq = memory_fts.rowid WHERE memory_fts MATCH ? AND {where}"
-            f" ORDER BY rank LIMIT ?",
-            [match, *args, limit],
-        ).fetchall()
-        return [(aid, seq, max(0.0, -float(rank))) for aid, seq, rank in rows]
+    def _lexical_joined(
+        self, words: list[str], where: str, args: list[Any], limit: int
+    ) -> list[tuple[str, int, float]]:
+        """The ranking and the visibility filter in one query."""
+        rows = self.db.text_search(MEMORY_TEXT).search(words, "a.id, a.seq", where, args, limit)
+        return [(aid, seq, relevance) for aid, seq, relevance in rows]

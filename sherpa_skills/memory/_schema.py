@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlite3
 import uuid
 
-from ..db.connection import dialect_of
 from ..db.sqlite import execute_script
-from ..db.text_search import POSTGRES_FULL_TEXT, SQLITE_FULL_TEXT
+from ..db.text_search import create_text_index
 from ._hygiene import content_hash
+from ._sql import MEMORY_TEXT
 
 
 def m001_memory(conn: sqlite3.Connection) -> None:
@@ -25,7 +25,7 @@ def m001_memory(conn: sqlite3.Connection) -> None:
         CREATE TABLE memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
     )
-    execute_script(conn, POSTGRES_FULL_TEXT if dialect_of(conn) == "postgresql" else SQLITE_FULL_TEXT)
+    create_text_index(conn, MEMORY_TEXT)
     # Names this store's companion collection, so several homes can share one chroma server without clashing.
     conn.execute("INSERT INTO memory_meta (key, value) VALUES ('store_id', ?)", (uuid.uuid4().hex[:12],))
 

@@ -145,7 +145,7 @@ class SharedMemory:
         self._lock = threading.RLock()
         #: Why the last companion call failed (None when it worked): writes still succeed, only indexing waits.
         self.companion_problem: str | None = None
-        if self.store.dialect == "postgresql":  # this home's companion follows a truth other homes write too
+        if self.store.db.shared:  # this home's companion follows a truth other homes write too
             file, inside = position_file(self.home, self.companion(), self.collection)
             self.store.position = CompanionPosition(file, inside_companion=inside)
         self.indexer = Indexer(self.store.reopen, self.companion, self.collection, companion_metadata, self._indexed)

@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..db.text_search import TextIndex
 from ..errors import UsageError
 from ._models import Artifact, check_scope
+
+if TYPE_CHECKING:
+    from ..db.database import Database
 
 MAX_QUERY_CHARS = 64 << 10
 _MAX_TERMS = 64
 _TERM = re.compile(r"\w+", re.UNICODE)
-# Words that match nearly every artifact: dropped from the FTS5 query (unless they are all the query has),
-# because OR-ing them makes SQLite score most of the table for no change in ranking.
+# Words that match nearly every artifact: dropped from the full-text query (unless they are all the query has),
+# because OR-ing them makes the engine score most of the table for no change in ranking.
 _STOPWORDS = frozenset(
     """a an and are as at be but by for from has have how i in into is it its of on or our so that the their then there
     these this to was we were what when where which who why will with you your do does did not no""".split()
+)
+#: The text and tags, searchable by their words (the text weighs as much as twice the tags).
+MEMORY_TEXT = TextIndex(
+    table="memory_artifacts", key="seq", columns=("text", "tags"), weights=(1.0, 0.5), name="memory_fts"
 )
 _COLUMNS = (
     "a.id, a.text, a.agent, a.run_id, a.scope, a.kind, a.tags, a.metadata, a.created, a.confidence, a.abstraction,"
@@ -79,18 +87,6 @@ def query_terms(query: str) -> list[str]:
     return ([w for w in words if w not in _STOPWORDS] or words)[:_MAX_TERMS]
 
 
-def fts_query(query: str) -> str | None:
-    """The FTS5 MATCH expression for a free-text query: its words, quoted, OR-ed; None when it has none."""
-    kept = query_terms(query)
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in kept) if kept else None
-
-
-def ts_query(query: str) -> str | None:
-    """The same words as a PostgreSQL tsquery (`to_tsquery('simple', …)`), OR-ed: words of \\w carry no operator."""
-    kept = query_terms(query)
-    return " | ".join(kept) if kept else None
-
-
 def reader_filter(
     agent: str | None,
     scope: str = "all",
@@ -99,7 +95,7 @@ def reader_filter(
     kind: str | None = None,
     metadata: dict[str, Any] | None = None,
     history: bool = False,
-    dialect: str = "sqlite",
+    db: Database,
 ) -> tuple[str, list[Any]]:
     """SQL over `memory_artifacts a` for what `agent` may see: shared artifacts and its own private notes
     (the newest of each supersede chain only, unless `history`)."""
@@ -125,17 +121,7 @@ def reader_filter(
         clauses.append("a.kind = ?")
         args.append(kind)
     for key, value in (metadata or {}).items():
-        if dialect == "postgresql":  # metadata is JSON text: read as jsonb, compared as JSON values
-            if value is None:
-                clauses.append("COALESCE(a.metadata::jsonb -> ?, 'null'::jsonb) = 'null'::jsonb")
-                args.append(key)
-            else:
-                clauses.append("a.metadata::jsonb -> ? = ?::jsonb")
-                args.extend([key, json.dumps(value)])
-        elif value is None:
-            clauses.append("json_extract(a.metadata, ?) IS NULL")
-            args.append(f"$.{key}")
-        else:
-            clauses.append("json_extract(a.metadata, ?) = ?")
-            args.extend([f"$.{key}", value])
+        clause, more = db.json_matches("a.metadata", key, value)
+        clauses.append(clause)
+        args.extend(more)
     return " AND ".join(clauses), args

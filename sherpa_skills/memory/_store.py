@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -21,9 +20,8 @@ from typing import Any, cast
 
 import structlog
 
-from ..db.connection import Connection, dialect_of
-from ..db.locks import serialise_writes
-from ..db.opening import open_truth
+from ..db.connection import Connection
+from ..db.database import Database, given_or_opened
 from ..errors import StoreError
 from ..redact import redact, redact_value
 from ._bookkeeping import _CompanionBookkeeping
@@ -48,7 +46,7 @@ from ._tidy import _MemoryTidy
 log = structlog.get_logger(__name__)
 
 COMPONENT = "memory"
-# pg_advisory_xact_lock's key for "an artifact is being written": seqs then commit in the order they are drawn.
+# The transaction lock's key for "an artifact is being written": seqs then commit in the order they are drawn.
 WRITE_LOCK = 0x5348_4552_5041_0026  # "SHERPA" 26
 
 
@@ -56,26 +54,28 @@ class MemoryStore(_MemoryTidy, _CompanionBookkeeping):
     """The truth of shared memory (the home's SQLite store.db, or the PostgreSQL database in force); safe to open
     from many processes, threads and machines at once."""
 
-    def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None, database: str | None = None):
-        self.conn: Connection
-        self.conn, self.path, self.where = open_truth(COMPONENT, MIGRATIONS, home=home, path=path, database=database)
-        self._explicit_path = path is not None
-        self._database = database
-        self.dialect = dialect_of(self.conn)
-        #: On PostgreSQL, how far this home's companion has caught up (set by SharedMemory); see _position.
+    def __init__(
+        self,
+        db: Database | None = None,
+        *,
+        home: str | Path | None = None,
+        path: str | Path | None = None,
+        database: str | None = None,
+    ) -> None:
+        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
+        self.db.migrate(COMPONENT, MIGRATIONS)
+        #: Where other homes share the truth, how far this home's companion has caught up (set by SharedMemory).
         self.position: CompanionPosition | None = None
-        self._lock = threading.RLock()
         self.store_id = str(self.conn.execute("SELECT value FROM memory_meta WHERE key = 'store_id'").fetchone()[0])
 
     def close(self) -> None:
-        self.conn.close()
+        if self._owns_db:
+            self.db.close()
 
     def reopen(self) -> MemoryStore:
-        """Another connection to the same truth, following the same companion position."""
-        if self._explicit_path:
-            other = MemoryStore(self.path)
-        else:
-            other = MemoryStore(home=self.path.parent, database=self._database)
+        """Another connection to the same truth (its own, closed with it), following the same companion position."""
+        other = MemoryStore(self.db.another())
+        other._owns_db = True  # opened here for `other` alone
         other.position = self.position
         return other
 
@@ -187,24 +187,24 @@ class MemoryStore(_MemoryTidy, _CompanionBookkeeping):
             )
             for a, h in zip(items, hashes, strict=True)
         ]
-        out: list[tuple[Artifact, bool]] = []
-        with self._tx():
-            serialise_writes(self.conn, WRITE_LOCK)  # before any seq is drawn: see _position
+        now = time.time()
+
+        def write(conn: Connection) -> tuple[list[tuple[Artifact, bool]], dict[str, int]]:
+            out: list[tuple[Artifact, bool]] = []
+            self.db.serialise_writes(WRITE_LOCK)  # before any seq is drawn: see _position
             existing: dict[str, Artifact] = {}
             ids = [a.id for a in items]
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                for row in self.conn.execute(
-                    f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id IN ({marks})", chunk
-                ):
+                for row in conn.execute(f"SELECT {_COLUMNS} FROM memory_artifacts a WHERE a.id IN ({marks})", chunk):
                     existing[row[0]] = _artifact(row)
             by_hash: dict[str, Artifact] = {}
             wanted = list(dict.fromkeys(hashes))
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                for row in self.conn.execute(
+                for row in conn.execute(
                     f"SELECT a.content_hash, {_COLUMNS} FROM memory_artifacts a"
                     f" WHERE a.content_hash IN ({marks}) AND {CURRENT}",
                     chunk,
@@ -212,7 +212,6 @@ class MemoryStore(_MemoryTidy, _CompanionBookkeeping):
                     by_hash.setdefault(row[0], _artifact(row[1:]))
             fresh = []
             bumps: dict[str, int] = {}
-            now = time.time()
             for a, row, h in zip(items, rows, hashes, strict=True):
                 old = existing.get(a.id)
                 if old is not None:
@@ -229,17 +228,20 @@ class MemoryStore(_MemoryTidy, _CompanionBookkeeping):
                 fresh.append(row)
                 existing[a.id] = by_hash[h] = a
                 out.append((a, False))
-            self.conn.executemany(
+            conn.executemany(
                 "INSERT INTO memory_artifacts (id, agent, run_id, scope, kind, tags, metadata, text, "
                 "created, content_hash,"
                 " confidence, abstraction, category, last_seen, last_access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
                 "?, ?, ?, ?, ?, ?, ?)",
                 fresh,
             )
-            self.conn.executemany(
+            conn.executemany(
                 "UPDATE memory_artifacts SET seen = seen + ?, last_seen = ?, last_access = ? WHERE id = ?",
                 [(n, now, now, aid) for aid, n in bumps.items()],
             )
+            return out, bumps
+
+        out, bumps = self.db.transaction(write, what=f"{len(items)} memory artifact(s)")
         for n, (a, dup) in enumerate(out):
             if dup:
                 out[n] = (
@@ -252,22 +254,27 @@ class MemoryStore(_MemoryTidy, _CompanionBookkeeping):
         """Remove an artifact for good: an operator's act, recorded in `memory_log` (agents supersede instead).
         False when there is no such artifact. Links and tensions that named it go with it; its chain closes over it."""
         operator = str(check_name(operator, "the operator's name"))
-        with self._tx():
-            row = self.conn.execute(
+
+        def write(conn: Connection) -> bool:
+            row = conn.execute(
                 "SELECT agent, scope, kind, supersedes, superseded_by FROM memory_artifacts WHERE id = ?",
                 (artifact_id,),
             ).fetchone()
             if row is None:
                 return False
             author, scope, kind, older, newer = row
-            self.conn.execute("DELETE FROM memory_artifacts WHERE id = ?", (artifact_id,))
+            conn.execute("DELETE FROM memory_artifacts WHERE id = ?", (artifact_id,))
             if older is not None:  # the chain skips the deleted link: older → newer (or older is current again)
-                self.conn.execute("UPDATE memory_artifacts SET superseded_by = ? WHERE id = ?", (newer, older))
+                conn.execute("UPDATE memory_artifacts SET superseded_by = ? WHERE id = ?", (newer, older))
             if newer is not None:
-                self.conn.execute("UPDATE memory_artifacts SET supersedes = ? WHERE id = ?", (older, newer))
-            self.conn.execute("DELETE FROM memory_links WHERE src = ? OR dst = ?", (artifact_id, artifact_id))
-            self.conn.execute("DELETE FROM memory_tensions WHERE a = ? OR b = ?", (artifact_id, artifact_id))
+                conn.execute("UPDATE memory_artifacts SET supersedes = ? WHERE id = ?", (older, newer))
+            conn.execute("DELETE FROM memory_links WHERE src = ? OR dst = ?", (artifact_id, artifact_id))
+            conn.execute("DELETE FROM memory_tensions WHERE a = ? OR b = ?", (artifact_id, artifact_id))
             self._log("delete", artifact_id, operator, reason, {"author": author, "scope": scope, "kind": kind})
+            return True
+
+        if not self.db.transaction(write, what=f"memory artifact {artifact_id}'s deletion"):
+            return False
         log.info("memory_deleted", artifact=artifact_id, operator=operator, reason=reason)
         return True
 
@@ -338,7 +345,7 @@ class MemoryStore(_MemoryTidy, _CompanionBookkeeping):
 
     def export(self, *, agent: str | None, scope: str = "all", history: bool = False) -> Iterator[Artifact]:
         """Every artifact `agent` may see, in write order: a scoped dump (another agent's private notes never leave)."""
-        where, args = reader_filter(agent, scope, history=history, dialect=self.dialect)
+        where, args = reader_filter(agent, scope, history=history, db=self.db)
         last = 0
         while True:
             rows = self.conn.execute(

@@ -7,12 +7,12 @@ import hashlib
 import time
 from typing import Any
 
-from ..db.text_search import _TS_WEIGHTS
+from ..db.connection import Connection
 from ..errors import StoreError, UsageError
 from ._hygiene import TIERS, content_hash, contradiction, related, tier
 from ._models import Artifact, check_limit
 from ._reads import _MemoryReads
-from ._sql import _COLUMNS, CURRENT, _artifact, fts_query, reader_filter, ts_query
+from ._sql import _COLUMNS, CURRENT, MEMORY_TEXT, _artifact, query_terms, reader_filter
 
 
 class _MemoryTidy(_MemoryReads):
@@ -40,22 +40,26 @@ class _MemoryTidy(_MemoryReads):
         return old
 
     def supersede(self, old_id: str, new_id: str) -> None:
-        with self._tx():
-            self.conn.execute(
+        now = time.time()
+
+        def write(conn: Connection) -> None:
+            conn.execute(
                 "UPDATE memory_artifacts SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL", (new_id, old_id)
             )
-            self.conn.execute("UPDATE memory_artifacts SET supersedes = ? WHERE id = ?", (old_id, new_id))
+            conn.execute("UPDATE memory_artifacts SET supersedes = ? WHERE id = ?", (old_id, new_id))
             # Every open tension of the replaced artifact is settled by the correction (which is checked on its own).
-            self.conn.execute(
+            conn.execute(
                 "UPDATE memory_tensions SET status = 'resolved', kept = ?, resolved = ?, resolved_by = 'supersede'"
                 " WHERE status = 'open' AND (a = ? OR b = ?)",
-                (new_id, time.time(), old_id, old_id),
+                (new_id, now, old_id, old_id),
             )
+
+        self.db.transaction(write, what=f"memory artifact {new_id} superseding {old_id}")
 
     def chain(self, artifact_id: str, *, agent: str | None) -> list[Artifact]:
         """The supersede chain through `artifact_id`, newest first, as far as `agent` may see it."""
         start = self.get(artifact_id, agent=agent, history=True)
-        where, args = reader_filter(agent, history=True, dialect=self.dialect)
+        where, args = reader_filter(agent, history=True, db=self.db)
 
         def walk(link: str) -> list[Artifact]:
             found: list[Artifact] = []
@@ -75,12 +79,15 @@ class _MemoryTidy(_MemoryReads):
         return [*reversed(newer), start, *older]
 
     def link(self, src: str, dst: str, relation: str, score: float | None = None) -> None:
-        with self._tx():
-            self.conn.execute(
+        row = (src, dst, relation, score, time.time())
+        self.db.transaction(
+            lambda conn: conn.execute(
                 "INSERT INTO memory_links (src, dst, relation, score, created) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT DO NOTHING",
-                (src, dst, relation, score, time.time()),
-            )
+                row,
+            ),
+            what=f"a memory link {src} → {dst}",
+        )
 
     def links(self, artifact_id: str) -> list[dict[str, Any]]:
         rows = self.conn.execute(
@@ -102,11 +109,13 @@ class _MemoryTidy(_MemoryReads):
     def merge_into(self, target: Artifact) -> Artifact:
         """A near-duplicate the caller chose to merge: counted as another sighting of `target`, nothing new stored."""
         now = time.time()
-        with self._tx():
-            self.conn.execute(
+        self.db.transaction(
+            lambda conn: conn.execute(
                 "UPDATE memory_artifacts SET seen = seen + 1, last_seen = ?, last_access = ? WHERE id = ?",
                 (now, now, target.id),
-            )
+            ),
+            what=f"memory artifact {target.id}'s sighting",
+        )
         return target.model_copy(update={"seen": target.seen + 1, "last_seen": now, "last_access": now})
 
     def find_tensions(
@@ -118,51 +127,38 @@ class _MemoryTidy(_MemoryReads):
         optional LLM check) is asked about at most `ask` candidates on a related subject that no rule flagged."""
         if artifact.abstraction == "episode":
             return []
-        postgres = self.dialect == "postgresql"
-        match = ts_query(artifact.text) if postgres else fts_query(artifact.text)
-        if match is None:
+        words = query_terms(artifact.text)
+        if not words:
             return []
         owner = "AND a.agent = ?" if artifact.scope == "private" else ""
-        args: list[Any] = [match, artifact.scope, artifact.id, *([artifact.agent] if owner else []), candidates]
         same = f"a.scope = ? AND a.id != ? AND {CURRENT} AND a.abstraction != 'episode' {owner}"
-        if postgres:
-            sql = (
-                f"SELECT a.id, a.text FROM memory_artifacts a, to_tsquery('simple', ?) q WHERE a.fts @@ q AND {same}"
-                f" ORDER BY ts_rank({_TS_WEIGHTS}, a.fts, q) DESC LIMIT ?"
-            )
-        else:
-            sql = (
-                f"SELECT a.id, a.text FROM memory_fts JOIN memory_artifacts a ON a.seq = memory_fts.rowid"
-                f" WHERE memory_fts MATCH ? AND {same} ORDER BY bm25(memory_fts, 1.0, 0.5) LIMIT ?"
-            )
-        rows = self.conn.execute(sql, args).fetchall()
+        args: list[Any] = [artifact.scope, artifact.id, *([artifact.agent] if owner else [])]
+        rows = self.db.text_search(MEMORY_TEXT).search(words, "a.id, a.text", same, args, candidates)
         found: list[dict[str, Any]] = []
+        # Judged before the transaction: the optional LLM check holds no write lock while it thinks.
+        for other_id, other_text, _ in rows:
+            reason = contradiction(artifact.text, other_text)
+            if reason is None and judge is not None and ask > 0 and related(artifact.text, other_text):
+                ask -= 1
+                reason = judge(artifact.text, other_text)
+            if reason is None:
+                continue
+            tid = hashlib.sha256(f"{other_id}\x1f{artifact.id}".encode()).hexdigest()[:12]
+            found.append({"id": tid, "a": other_id, "b": artifact.id, "reason": reason})
+            if len(found) >= record:
+                break
         now = time.time()
-        with self._tx():
-            for other_id, other_text in rows:
-                reason = contradiction(artifact.text, other_text)
-                if reason is None and judge is not None and ask > 0 and related(artifact.text, other_text):
-                    ask -= 1
-                    reason = judge(artifact.text, other_text)
-                if reason is None:
-                    continue
-                tid = hashlib.sha256(f"{other_id}\x1f{artifact.id}".encode()).hexdigest()[:12]
-                self.conn.execute(
+        owned = artifact.agent if artifact.scope == "private" else None
+        rows_out = [(t["id"], t["a"], t["b"], artifact.scope, owned, t["reason"], now) for t in found]
+        if rows_out:
+            self.db.transaction(
+                lambda conn: conn.executemany(
                     "INSERT INTO memory_tensions (id, a, b, scope, agent, reason, created)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    (
-                        tid,
-                        other_id,
-                        artifact.id,
-                        artifact.scope,
-                        artifact.agent if artifact.scope == "private" else None,
-                        reason,
-                        now,
-                    ),
-                )
-                found.append({"id": tid, "a": other_id, "b": artifact.id, "reason": reason})
-                if len(found) >= record:
-                    break
+                    rows_out,
+                ),
+                what=f"memory tensions of {artifact.id}",
+            )
         return found
 
     def tensions(self, *, agent: str | None, status: str = "open", limit: int = 100) -> list[dict[str, Any]]:
@@ -217,17 +213,19 @@ class _MemoryTidy(_MemoryReads):
                 f"shared memory: tension {tension_id} is between {t['a']['id']} and {t['b']['id']}; keep one of them"
             )
         loser = sides[keep]
-        with self._tx():
-            self.conn.execute(
+        now = time.time()
+
+        def write(conn: Connection) -> None:
+            conn.execute(
                 "UPDATE memory_artifacts SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL", (keep, loser)
             )
-            self.conn.execute(
-                "UPDATE memory_artifacts SET supersedes = COALESCE(supersedes, ?) WHERE id = ?", (loser, keep)
-            )
-            self.conn.execute(
+            conn.execute("UPDATE memory_artifacts SET supersedes = COALESCE(supersedes, ?) WHERE id = ?", (loser, keep))
+            conn.execute(
                 "UPDATE memory_tensions SET status = 'resolved', kept = ?, resolved = ?, resolved_by = ? WHERE id = ?",
-                (keep, time.time(), agent, tension_id),
+                (keep, now, agent, tension_id),
             )
+
+        self.db.transaction(write, what=f"memory tension {tension_id}'s resolution")
         return {**t, "status": "resolved", "kept": keep, "superseded": loser}
 
     # ------------------------------------------------------------------ decay
@@ -237,14 +235,17 @@ class _MemoryTidy(_MemoryReads):
         if not ids:
             return
         now = time.time()
-        with self._tx():
+
+        def write(conn: Connection) -> None:
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
-                self.conn.execute(
+                conn.execute(
                     f"UPDATE memory_artifacts SET reads = reads + 1, last_access = ?"
                     f" WHERE id IN ({','.join('?' * len(chunk))})",
                     [now, *chunk],
                 )
+
+        self.db.transaction(write, what="memory reads")
 
     def decay_inputs(self, ids: list[str]) -> dict[str, tuple[float, float, int, str]]:
         """id → (last access, confidence, reads, abstraction): what `tier` needs, for ranking candidates."""
@@ -270,6 +271,8 @@ class _MemoryTidy(_MemoryReads):
             if new != old:
                 changes.append((new, seq))
                 moved[f"{old}→{new}"] = moved.get(f"{old}→{new}", 0) + 1
-        with self._tx():
-            self.conn.executemany("UPDATE memory_artifacts SET tier = ? WHERE seq = ?", changes)
+        self.db.transaction(
+            lambda conn: conn.executemany("UPDATE memory_artifacts SET tier = ? WHERE seq = ?", changes),
+            what="memory tiers",
+        )
         return {"tiers": counts, "moved": moved}

@@ -14,7 +14,6 @@ import builtins
 import json
 import re
 import sqlite3
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -23,8 +22,8 @@ from typing import Any
 import structlog
 
 from ..db.connection import Connection
-from ..db.opening import open_truth
-from ..db.sqlite import Transaction, execute_script
+from ..db.database import Database, given_or_opened
+from ..db.sqlite import execute_script
 from ..errors import UsageError
 from ..redact import redact, redact_value
 
@@ -106,13 +105,32 @@ def _clip(value: Any, chars: int) -> Any:
 class Domains:
     """The domains of one home (tables in its store.db), or of every home sharing the PostgreSQL database in force."""
 
-    def __init__(self, home: str | Path | None = None, *, path: str | Path | None = None, database: str | None = None):
-        self.conn: Connection
-        self.conn, self.path, self.where = open_truth(COMPONENT, MIGRATIONS, home=home, path=path, database=database)
-        self._lock = threading.RLock()
+    def __init__(
+        self,
+        db: Database | None = None,
+        *,
+        home: str | Path | None = None,
+        path: str | Path | None = None,
+        database: str | None = None,
+    ) -> None:
+        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
+        self.db.migrate(COMPONENT, MIGRATIONS)
+
+    @property
+    def conn(self) -> Connection:
+        return self.db.conn
+
+    @property
+    def path(self) -> Path:
+        return self.db.path
+
+    @property
+    def where(self) -> str:
+        return self.db.where
 
     def close(self) -> None:
-        self.conn.close()
+        if self._owns_db:
+            self.db.close()
 
     def __enter__(self) -> Domains:
         return self
@@ -120,20 +138,20 @@ class Domains:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _tx(self) -> Transaction:
-        return Transaction(self.conn, self._lock)
-
     # ------------------------------------------------------------------ ownership
 
     def claim(self, name: str, agent: str) -> None:
         """Bind `name` to `agent` on first use; refuse any other agent afterwards."""
         name = check_domain(name)
-        with self._tx():
-            self.conn.execute(
-                "INSERT INTO domains (name, agent, created) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                (name, agent, time.time()),
+        now = time.time()
+
+        def write(conn: Connection) -> str:
+            conn.execute(
+                "INSERT INTO domains (name, agent, created) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (name, agent, now)
             )
-            owner = self.conn.execute("SELECT agent FROM domains WHERE name = ?", (name,)).fetchone()[0]
+            return str(conn.execute("SELECT agent FROM domains WHERE name = ?", (name,)).fetchone()[0])
+
+        owner = self.db.transaction(write, what=f"domain {name!r}'s owner")
         if owner != agent:
             raise UsageError(
                 f"domain {name!r} belongs to agent {owner!r}, not {agent!r}; give this agent its own domain "
@@ -150,8 +168,11 @@ class Domains:
     def set_status(self, name: str, agent: str, status: object) -> None:
         self._owned(name, agent)
         text = _dump(status, f"domain {name!r} status")
-        with self._tx():
-            self.conn.execute("UPDATE domains SET status = ?, status_at = ? WHERE name = ?", (text, time.time(), name))
+        row = (text, time.time(), name)
+        self.db.transaction(
+            lambda conn: conn.execute("UPDATE domains SET status = ?, status_at = ? WHERE name = ?", row),
+            what=f"domain {name!r}'s status",
+        )
 
     def append(
         self, name: str, entry: object, *, kind: str = "note", run_id: str | None = None, agent: str | None = None
@@ -161,31 +182,39 @@ class Domains:
         if agent is not None:
             self._owned(name, agent)
         text = _dump(entry, f"domain {name!r} changelog entry")
-        with self._tx():
-            cursor = self.conn.execute(
+        now = time.time()
+
+        def write(conn: Connection) -> bool:
+            cursor = conn.execute(
                 "INSERT INTO domain_changelog (domain, at, run_id, kind, entry) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT DO NOTHING",
-                (name, time.time(), run_id, kind, text),
+                (name, now, run_id, kind, text),
             )
             if cursor.rowcount == 0:
                 return False
-            gone = self.conn.execute(
+            gone = conn.execute(
                 "DELETE FROM domain_changelog WHERE domain = ? AND seq <= (SELECT seq FROM "
                 "domain_changelog WHERE domain = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
                 (name, name, MAX_CHANGELOG),
             ).rowcount
             if gone:
-                self.conn.execute("UPDATE domains SET rotated = rotated + ? WHERE name = ?", (gone, name))
-        return True
+                conn.execute("UPDATE domains SET rotated = rotated + ? WHERE name = ?", (gone, name))
+            return True
+
+        return self.db.transaction(write, what=f"domain {name!r}'s changelog entry")
 
     def run_ended(self, name: str, agent: str, run_id: str, outcome: str, entry: dict[str, Any]) -> None:
         self._owned(name, agent)
-        with self._tx():
-            if self.append(name, entry, kind="run", run_id=run_id):
-                self.conn.execute(
+        now = time.time()
+
+        def write(conn: Connection) -> None:
+            if self.append(name, entry, kind="run", run_id=run_id):  # joins this transaction
+                conn.execute(
                     "UPDATE domains SET last_run = ?, last_outcome = ?, runs = runs + 1 WHERE name = ?",
-                    (time.time(), outcome, name),
+                    (now, outcome, name),
                 )
+
+        self.db.transaction(write, what=f"domain {name!r}'s run end")
 
     def propose(
         self, name: str, agent: str, key: str, value: object, reason: str | None = None, run_id: str | None = None
@@ -194,21 +223,24 @@ class Domains:
         key = check_key(key)
         text = _dump(value, f"proposal for {name}.{key}")
         pid = uuid.uuid4().hex[:10]
-        with self._tx():
-            self.conn.execute(
+        row = (
+            pid,
+            name,
+            key,
+            text,
+            None if reason is None else redact(str(reason))[:MAX_VALUE_CHARS],
+            agent,
+            run_id,
+            time.time(),
+        )
+        self.db.transaction(
+            lambda conn: conn.execute(
                 "INSERT INTO domain_proposals (id, domain, key, value, reason, proposed_by, run_id, at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    pid,
-                    name,
-                    key,
-                    text,
-                    None if reason is None else redact(str(reason))[:MAX_VALUE_CHARS],
-                    agent,
-                    run_id,
-                    time.time(),
-                ),
-            )
+                row,
+            ),
+            what=f"a proposal for domain {name!r}",
+        )
         log.info("domain_proposal", domain=name, key=key, proposal=pid)
         return pid
 
@@ -219,24 +251,29 @@ class Domains:
         if not isinstance(by, str) or not by.strip():
             raise UsageError("a decision names who made it (--operator NAME)")
         text = _dump(value, f"decision {name}.{key}")
-        with self._tx():
-            if self.conn.execute("SELECT 1 FROM domains WHERE name = ?", (name,)).fetchone() is None:
+        by = by.strip()
+        now = time.time()
+
+        def write(conn: Connection) -> None:
+            if conn.execute("SELECT 1 FROM domains WHERE name = ?", (name,)).fetchone() is None:
                 raise UsageError(
                     f"no domain {name!r}; it exists once an agent declaring it has run (`sherpa-skills "
                     "domains` lists them)"
                 )
-            count = self.conn.execute(
+            count = conn.execute(
                 "SELECT COUNT(*) FROM domain_decisions WHERE domain = ? AND key != ?", (name, key)
             ).fetchone()[0]
             if count >= MAX_DECISIONS:
                 raise UsageError(f"domain {name!r} already has {MAX_DECISIONS} decisions; remove or merge some first")
-            self.conn.execute(
+            conn.execute(
                 "INSERT INTO domain_decisions (domain, key, value, set_by, at) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT (domain, key) DO UPDATE SET value = excluded.value, "
                 "set_by = excluded.set_by, at = excluded.at",
-                (name, key, text, by.strip(), time.time()),
+                (name, key, text, by, now),
             )
-            self.append(name, {"decision": key, "value": json.loads(text), "by": by.strip()}, kind="decision")
+            self.append(name, {"decision": key, "value": json.loads(text), "by": by}, kind="decision")  # joins
+
+        self.db.transaction(write, what=f"decision {name}.{key}")
 
     def settle(self, proposal_id: str, *, accept: bool, by: str, note: str | None = None) -> dict[str, Any]:
         """Accept (the decision is updated) or reject an open proposal."""
@@ -250,11 +287,13 @@ class Domains:
             raise UsageError(f"proposal {proposal_id} is already {status}")
         if accept:
             self.decide(domain, key, json.loads(value), by=by)
-        with self._tx():
-            self.conn.execute(
-                "UPDATE domain_proposals SET status = ?, decided_by = ?, decided_at = ?, note = ? WHERE id = ?",
-                ("accepted" if accept else "rejected", by, time.time(), note, proposal_id),
-            )
+        row = ("accepted" if accept else "rejected", by, time.time(), note, proposal_id)
+        self.db.transaction(
+            lambda conn: conn.execute(
+                "UPDATE domain_proposals SET status = ?, decided_by = ?, decided_at = ?, note = ? WHERE id = ?", row
+            ),
+            what=f"proposal {proposal_id}'s decision",
+        )
         return {
             "id": proposal_id,
             "domain": domain,

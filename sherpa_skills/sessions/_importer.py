@@ -352,7 +352,7 @@ def import_paths(
     summary = ImportSummary()
     files = _expand([Path(p) for p in paths], summary.errors)
     own = store is None
-    store = store or SessionStore(home)
+    store = store or SessionStore(home=home)
     sessions: set[tuple[str, str]] = set()
     counts = dict.fromkeys(_COUNTED, 0)
     read = unchanged = unreadable = unrecognised = 0

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..db.connection import Connection
-from ..db.locks import for_update
-from ..db.opening import open_truth
+from ..db.database import Database, given_or_opened
 from ..db.sqlite import execute_script
 from ._records import OUTCOMES, CommandRecord
 
@@ -204,12 +203,32 @@ def _command(row: tuple[Any, ...]) -> SessionCommand:
 class SessionStore:
     """The imported sessions of one home (its store.db, shared with the other components)."""
 
-    def __init__(self, home: str | Path | None = None, *, path: str | Path | None = None, database: str | None = None):
-        self.conn: Connection
-        self.conn, self.path, self.where = open_truth(COMPONENT, MIGRATIONS, home=home, path=path, database=database)
+    def __init__(
+        self,
+        db: Database | None = None,
+        *,
+        home: str | Path | None = None,
+        path: str | Path | None = None,
+        database: str | None = None,
+    ) -> None:
+        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
+        self.db.migrate(COMPONENT, MIGRATIONS)
+
+    @property
+    def conn(self) -> Connection:
+        return self.db.conn
+
+    @property
+    def path(self) -> Path:
+        return self.db.path
+
+    @property
+    def where(self) -> str:
+        return self.db.where
 
     def close(self) -> None:
-        self.conn.close()
+        if self._owns_db:
+            self.db.close()
 
     def __enter__(self) -> SessionStore:
         return self
@@ -405,13 +424,14 @@ class SessionStore:
 
         Raises `Conflict` when the file's row changed since `row` was read (another import got there first).
         """
-        added = Added()
         now = time.time()
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        lock = self.db.for_update()
+
+        def write(conn: Connection) -> tuple[Added, int | None]:
+            added = Added()
+            file_id = row.id  # row is changed only once the transaction is committed: a retry starts from it again
             current = conn.execute(
-                "SELECT id, version FROM session_files WHERE path = ?" + for_update(conn), (row.path,)
+                "SELECT id, version FROM session_files WHERE path = ?" + lock, (row.path,)
             ).fetchone()
             if (current is None) != (row.id is None) or (current is not None and current[1] != row.version):
                 raise Conflict(row.path)
@@ -423,7 +443,7 @@ class SessionStore:
                 ).fetchone()
                 if inserted is None:  # another machine's import created it since the SELECT above
                     raise Conflict(row.path)
-                row.id = inserted[0]
+                file_id = inserted[0]
             sessions: dict[str, list[Any]] = {}
             file_counts = dict.fromkeys(OUTCOMES, 0)
             for record in sorted(records, key=lambda r: r.line or 0):
@@ -435,8 +455,7 @@ class SessionStore:
                         (source, record.session_id, now, now),
                     )
                     found = conn.execute(
-                        "SELECT id, next_seq FROM imported_sessions WHERE source = ? AND session_key = ?"
-                        + for_update(conn),
+                        "SELECT id, next_seq FROM imported_sessions WHERE source = ? AND session_key = ?" + lock,
                         (source, record.session_id),
                     ).fetchone()
                     # [id, next seq, first ts, last ts, first cwd, counts]
@@ -456,7 +475,7 @@ class SessionStore:
                     "ON CONFLICT DO NOTHING",
                     (
                         session[0],
-                        row.id,
+                        file_id,
                         source,
                         record.session_id,
                         session[1],
@@ -542,12 +561,11 @@ class SessionStore:
                     row.resets,
                     now,
                     row.last_error,
-                    row.id,
+                    file_id,
                 ),
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            return added, file_id
+
+        added, row.id = self.db.transaction(write, what=f"the commands imported from {row.path}")
         row.version += 1
         return added

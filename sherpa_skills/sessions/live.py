@@ -213,12 +213,12 @@ def capture(source: str, payload: dict[str, Any], home: str | Path | None = None
         record = command_record(source, payload, now)
         if record is None:
             return LiveResult("ignored", event, reason=f"tool {payload.get('tool_name')!r} is not a shell")
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             stored = _store_command(store, source, record)
             _touch_session(store, source, payload, event, now)
         return LiveResult("stored" if stored else "duplicate", event, record.session_id, record.key)
     if event in SESSION_EVENTS:
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             _touch_session(store, source, payload, event, now)
         action = {"SessionStart": "started", "Stop": "checkpoint", "SessionEnd": "ended"}[event]
         return LiveResult(action, event, _text(payload, "session_id"))
@@ -227,7 +227,7 @@ def capture(source: str, payload: dict[str, Any], home: str | Path | None = None
 
 def live_sessions(home: str | Path | None = None) -> list[dict[str, Any]]:
     """Sessions seen through hooks, newest first, with their command counts (for `sessions live`, tests)."""
-    with SessionStore(home) as store:
+    with SessionStore(home=home) as store:
         rows = store.conn.execute(
             "SELECT l.source, l.session_key, l.transcript_path, l.cwd, l.started, l.last_event, l.checkpoints, "
             "l.events, l.ended, l.end_reason, COALESCE(s.commands, 0) FROM live_sessions l "

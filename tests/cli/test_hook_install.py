@@ -150,7 +150,7 @@ def test_a_home_path_with_a_space_and_quotes_installs_once_and_uninstalls_to_not
         ["sh", "-c", command], input=json.dumps(event), capture_output=True, text=True, env=env, cwd=tmp_path
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-    with SessionStore(home) as store:
+    with SessionStore(home=home) as store:
         assert [c.call_id for c in store.commands_since(0)] == ["toolu_space"]
     assert not (tmp_path / "pwned").exists()
 

@@ -149,7 +149,7 @@ def test_concurrent_claims_from_separate_processes_leave_exactly_one_owner(engin
         import sys
         from sherpa_skills.errors import UsageError
         from sherpa_skills.memory.domains import Domains
-        with Domains(sys.argv[1]) as d:
+        with Domains(home=sys.argv[1]) as d:
             try:
                 d.claim("contested", sys.argv[2])
                 print("won")

@@ -48,7 +48,7 @@ def test_memory_phase_applies_decay_and_raises_engram_alerts(home: Path, capsys:
             )
         for n in range(22):
             m.store.write(f"observation {n}: queue depth was {n * 3}", agent="ops")
-    with Domains(home) as d:
+    with Domains(home=home) as d:
         d.claim("triage", "ops")
         d.propose("triage", "ops", "threshold", 75, "pages too often")
         d.claim("nightly", "batch")

@@ -131,7 +131,7 @@ initial_event: {name: go, topic: x}
             assert TeamRunner(load_team(tmp_path / "team.yaml"), store=store).run().status == "done"
         finally:
             store.close()
-        with Domains(tmp_path / "home") as d:
+        with Domains(home=tmp_path / "home") as d:
             got = d.get("alpha-work")
             assert (got["agent"], got["status"], got["runs"]) == ("alpha", "handled a task", 1)
 
@@ -145,7 +145,7 @@ class TestRefusals:
         intruder = run_cli(tmp_path, capsys, "--agent", "mallory")
         assert intruder["status"] == "error" and "belongs to agent 'ops'" in intruder["error"]
         assert "domain" not in intruder["context"]
-        with Domains(tmp_path / "home") as d:
+        with Domains(home=tmp_path / "home") as d:
             assert d.get("triage")["runs"] == 1 and d.get("triage")["agent"] == "ops"
             with pytest.raises(UsageError, match="not agent 'mallory'"):
                 d.set_status("triage", "mallory", "owned")
@@ -191,7 +191,7 @@ states:
         assert "no domain 'nope'" in capsys.readouterr().err
         assert main(["domains", "accept", "nope", "--operator", "sam", "--home", home]) == 2
         assert "no proposal" in capsys.readouterr().err
-        with Domains(tmp_path / "home") as d:
+        with Domains(home=tmp_path / "home") as d:
             d.claim("big", "ops")
             with pytest.raises(UsageError, match="over the"):
                 d.set_status("big", "ops", "x" * 5000)
@@ -201,7 +201,7 @@ states:
                 d.decide("big", "k", 1, by=" ")
 
     def test_the_changelog_rotates_and_the_start_context_stays_bounded(self, tmp_path: Path) -> None:
-        with Domains(tmp_path / "home") as d:
+        with Domains(home=tmp_path / "home") as d:
             d.claim("busy", "ops")
             for n in range(MAX_CHANGELOG + 5):
                 d.append("busy", f"entry {n} " + "x" * 100, agent="ops")

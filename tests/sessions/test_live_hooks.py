@@ -47,7 +47,7 @@ def post_tool(command: str, call_id: str, *, event: str = "PostToolUse", session
 
 
 def commands(home: Path) -> list[Any]:
-    with SessionStore(home) as store:
+    with SessionStore(home=home) as store:
         return store.commands_since(0)
 
 

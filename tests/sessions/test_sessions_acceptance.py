@@ -70,7 +70,7 @@ def folder() -> Path:
 def imported(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     home = tmp_path_factory.mktemp("acceptance-home")
     summary = import_paths([folder], home=home, settle_seconds=float("inf"))
-    with SessionStore(home) as store:
+    with SessionStore(home=home) as store:
         commands = store.commands_since(0)
         files = store.files()
     again = import_paths([folder], home=home, settle_seconds=float("inf"))

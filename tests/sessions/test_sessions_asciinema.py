@@ -35,7 +35,7 @@ def typed(start: float, text: str, *, echo: bool = True) -> list[list[Any]]:
 
 
 def stored(home: Path) -> list[Any]:
-    with SessionStore(home) as store:
+    with SessionStore(home=home) as store:
         return store.commands_since(0)
 
 

@@ -74,7 +74,7 @@ def write(path: Path, *lines: str) -> Path:
 
 
 def commands(home: Path) -> list[Any]:
-    with SessionStore(home) as store:
+    with SessionStore(home=home) as store:
         return store.commands_since(0)
 
 
@@ -194,7 +194,7 @@ class TestPairing:
             handle.write(b'{"type": "user", "bad": "\xff\xfe"}\n' + b"\x00\x01garbage\n")
         summary = import_paths([log], home=home)
         assert (summary.commands, summary.succeeded, summary.skipped_lines) == (1, 1, 3)
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             assert store.files()[0].lines_skipped == 3
 
 
@@ -240,7 +240,7 @@ class TestSubAgents:
         main, sub = commands(home)
         assert (main.seq, main.agent) == (1, None)
         assert (sub.seq, sub.agent, sub.sidechain, sub.session_id) == (2, "afc096d", True, SESSION)
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             assert store.count_sessions() == 1
 
 
@@ -313,7 +313,7 @@ class TestGrowingTranscript:
         log = write(project / f"{SESSION}.jsonl", bash("toolu_1", "pytest -q", uuid="u1"))
         first = import_paths([log], home=home)
         assert first.commands == 0
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             assert store.files()[0].pending_calls == 1
         with log.open("a") as handle:
             handle.write(result("toolu_1", "Exit code 1\n1 failed", uuid="u2", is_error=True) + "\n")

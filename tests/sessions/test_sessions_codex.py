@@ -78,7 +78,7 @@ def rollout(tmp_path: Path, *lines: str, name: str = f"rollout-2026-05-11T11-26-
 
 
 def stored(home: Path) -> dict[str, Any]:
-    with SessionStore(home) as store:
+    with SessionStore(home=home) as store:
         return {c.call_id: c for c in store.commands_since(0)}
 
 

@@ -68,7 +68,7 @@ class TestOffsets:
         assert import_paths([log], home=home).commands == 2
         again = import_paths([log], home=home)
         assert (again.files, again.commands, again.sessions, again.unchanged_files, again.bytes_read) == (1, 0, 0, 1, 0)
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             assert store.count_commands() == 2
 
     def test_touched_but_unchanged_file_imports_nothing(self, home: Path, tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ class TestOffsets:
         grown = import_paths([log], home=home)
         assert (grown.commands, grown.failed, grown.lines_read, grown.bytes_read) == (1, 1, 2, len(appended.encode()))
         assert first.lines_read == 4
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             (row,) = store.files()
             assert (row.offset, row.lines_read, row.commands) == (size + len(appended.encode()), 6, 3)
             assert [c.seq for c in store.commands_since(0)] == [1, 2, 3]
@@ -101,7 +101,7 @@ class TestOffsets:
         with log.open("ab") as handle:
             handle.write(b"it -m wip\n")
         import_paths([log], home=home)
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             assert [c.command for c in store.commands_since(0)] == ["echo 1", "git commit -m wip"]
 
     def test_a_history_trimmed_at_the_top_imports_only_what_was_appended(self, home: Path, tmp_path: Path) -> None:
@@ -113,7 +113,7 @@ class TestOffsets:
         log.write_bytes(b"".join(zsh(n) for n in range(4, 13)))
         summary = import_paths([log], home=home)
         assert summary.commands == 3
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             assert [c.command for c in store.commands_since(10)] == ["echo 10", "echo 11", "echo 12"]
 
     def test_a_replaced_file_is_read_again_without_storing_anything_twice(self, home: Path, tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ class TestOffsets:
         log.write_text(claude_pair(2) + claude_pair(7) + claude_pair(1))  # rewritten, same calls plus one
         summary = import_paths([log], home=home)
         assert summary.commands == 1 and summary.file_results[0].status == "reset"
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             assert sorted(c.command for c in store.commands_since(0)) == ["echo 1", "echo 2", "echo 7"]
 
     def test_the_same_log_at_two_paths_is_stored_once(self, home: Path, tmp_path: Path) -> None:
@@ -271,7 +271,7 @@ class TestRedaction:
         )
         summary = import_paths([project], home=home)
         assert summary.commands == 2
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             by_command = {c.command: c for c in store.commands_since(0)}
             pending = {Path(f.path).name: f.pending_calls for f in store.files()}
             assert pending == {f"{SESSION}.jsonl": 1, ".zsh_history": 0}  # the curl call waits for its result
@@ -288,7 +288,7 @@ class TestStoreForMining:
         log = tmp_path / ".zsh_history"
         log.write_bytes(b"".join(zsh(n) for n in range(5)))
         import_paths([log], home=home)
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             watermark = store.max_command_id()
             assert (watermark, store.count_commands(), store.count_sessions()) == (5, 5, 1)
             assert [c.command for c in store.commands_since(2, limit=2)] == ["echo 2", "echo 3"]
@@ -296,7 +296,7 @@ class TestStoreForMining:
         with log.open("ab") as handle:
             handle.write(zsh(5) + zsh(6))
         import_paths([log], home=home)
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             new = store.commands_since(watermark)
             assert [(c.id, c.seq, c.command) for c in new] == [(6, 6, "echo 5"), (7, 7, "echo 6")]
             assert [c.seq for c in store.session_commands(new[0].session_id, "zsh-history", after_seq=5)] == [6, 7]
@@ -322,7 +322,7 @@ class TestStoreForMining:
             assert proc.returncode == 0 and out.strip(), f"an import failed:\n{err[-3000:]}"
         counts = [int(out.strip().splitlines()[-1]) for out, _ in outputs]
         assert sum(counts) == 300
-        with SessionStore(home) as store:
+        with SessionStore(home=home) as store:
             assert store.count_commands() == 300
             assert sorted(c.seq for c in store.commands_since(0)) == list(range(1, 301))
             assert store.files()[0].commands == 300

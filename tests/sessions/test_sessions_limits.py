@@ -41,7 +41,7 @@ def test_a_long_command_is_stored_truncated_with_its_length_and_hash(tmp_path: P
     """Past COMMAND_LIMIT characters the stored text is cut and says so: original length and sha256."""
     big = "cat > notes.txt <<'EOF'\n" + "a line of the heredoc\n" * 30_000 + "EOF"
     import_paths([session_file(tmp_path / "logs", "1", ["git status", big, "make test"])], home=tmp_path / "home")
-    with SessionStore(tmp_path / "home") as store:
+    with SessionStore(home=tmp_path / "home") as store:
         stored = {c.seq: c.command for c in store.commands_since(0)}
     assert stored[1] == "git status" and stored[3] == "make test"
     assert len(stored[2]) < COMMAND_LIMIT + 200 and stored[2].startswith("cat > notes.txt <<'EOF'\na line")

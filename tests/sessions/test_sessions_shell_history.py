@@ -17,7 +17,7 @@ def write_bytes(path: Path, data: bytes) -> Path:
 
 
 def stored(home: Path) -> list:
-    with SessionStore(home) as store:
+    with SessionStore(home=home) as store:
         return store.commands_since(0)
 
 

@@ -217,7 +217,7 @@ def _main_pages(made: dict[str, Any]) -> list[str]:
     task = made["team"]["deliveries"][0]["correlation_id"]
     from sherpa_skills.memory.domains import Domains
 
-    with Domains(made["home"]) as store:
+    with Domains(home=made["home"]) as store:
         domains = store.list()
     pages = [
         "/runs",

@@ -34,7 +34,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     else:
         from ...sessions import SessionStore
 
-        with SessionStore(home) as sessions:
+        with SessionStore(home=home) as sessions:
             picked = store.pick_from_session(sessions, args.steps_from_session, args.commands)
         # The person chose these by number: a person's capture (counted), kept as given like a steps file.
         fields.update(steps=picked.steps, source="session", context=picked.context(), description=picked.description)
