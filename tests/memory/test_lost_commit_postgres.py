@@ -176,3 +176,26 @@ def test_a_domain_record_whose_connection_dropped_before_commit_is_written_once_
         assert _entries(domains, "billing") == [{"saw": "invoice run late"}]
     finally:
         domains.close()
+
+
+def test_imported_commands_whose_connection_dropped_before_commit_are_written_once_by_the_retry(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    from sherpa_skills.sessions._records import CommandRecord
+    from sherpa_skills.sessions._store import FileRow, SessionStore
+
+    store = SessionStore(home=tmp_path / "home", database=postgres_url)
+    admin = _drop_once_on_insert(postgres_url, "session_commands")
+    records = [
+        CommandRecord(key=f"s1:{i}", session_id="s1", command=f"echo {i}", outcome="success", line=i) for i in range(3)
+    ]
+    try:
+        row = FileRow(id=None, path="/logs/one.jsonl", format="codex")  # a new file: its row is made in the write
+        assert store.commit(row, records, source="codex").commands == 3, "counted once, by the write that landed"
+        assert _fired(admin), "the fault did fire"
+        assert store.count_commands() == 3 and [c.seq for c in store.session_commands("s1")] == [1, 2, 3]
+        stored = store.file_row("/logs/one.jsonl")
+        assert stored is not None and (row.id, row.version) == (stored.id, stored.version) == (stored.id, 1)
+    finally:
+        admin.close()
+        store.close()
