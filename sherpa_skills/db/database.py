@@ -263,7 +263,8 @@ class Database:
 
     def json_matches(self, column: str, key: str, value: Any) -> tuple[str, list[Any]]:
         """A condition that `column`'s JSON object holds `value` at `key` (None: JSON null or no such key), and its
-        parameters; `key` is a parameter, so any name is safe. Strings, numbers and booleans compare as JSON does."""
+        parameters. `key` is a plain name (sent as a parameter; on SQLite inside a JSON path, so no dots or brackets);
+        strings, numbers and booleans compare as JSON values."""
         if self._dialect == "postgresql":  # JSON text read as jsonb, compared as JSON values
             if value is None:
                 return f"COALESCE({column}::jsonb -> ?, 'null'::jsonb) = 'null'::jsonb", [key]
