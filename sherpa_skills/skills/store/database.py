@@ -13,9 +13,9 @@ import time
 import uuid
 from typing import Any
 
+from ...db.procedure_text import _fts_words
 from ...db.sql import greatest
 from ...errors import StoreError
-from .fts import _fts_words
 from .models import (
     CapturedLearning,
     CapturedProcedure,

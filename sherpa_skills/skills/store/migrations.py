@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 
 from ...db.connection import dialect_of
+from ...db.procedure_text import _FTS_TABLE, fill_fts
 from ...db.sqlite import execute_script
-from .fts import _FTS_TABLE, fill_fts
 from .signatures import learning_key, path_of, stored_decisions
 
 

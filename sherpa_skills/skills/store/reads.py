@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from ...db.connection import Connection, dialect_of
+from ...db.procedure_text import _pg_text_search, _scaled
 from ...db.sqlite import Transaction, connect, migrate, prefix_matches
 from ...db.url import database_url, describe
 from ...errors import StoreError
 from ...home import store_path
-from .fts import _pg_text_search, _scaled
 from .migrations import MIGRATIONS
 from .models import (
     STORED,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ...db.connection import Connection
+from .connection import Connection
 
 _FTS_TABLE = """CREATE VIRTUAL TABLE procedures_fts USING fts5(procedure_id UNINDEXED, task_type, description, tags,
     commands, tokenize = 'unicode61 remove_diacritics 2')"""
