@@ -1,13 +1,62 @@
-"""SQLite's full-text table of procedures and PostgreSQL's text search over their rows: what `fts_search` ranks by."""
+"""SQLite's full-text table of procedures and PostgreSQL's text search over their rows: what `fts_search` ranks by.
+
+The skill store's migrations and writes call these with their connection; each picks the engine's spelling, so the
+store names neither engine."""
 
 from __future__ import annotations
 
 import json
 
-from .connection import Connection
+from .connection import Connection, dialect_of
 
 _FTS_TABLE = """CREATE VIRTUAL TABLE procedures_fts USING fts5(procedure_id UNINDEXED, task_type, description, tags,
     commands, tokenize = 'unicode61 remove_diacritics 2')"""
+
+
+def create_index(conn: Connection) -> None:
+    """A migration's: SQLite's full-text table of procedures (a server searches the procedures' own columns)."""
+    if dialect_of(conn) == "sqlite":
+        conn.execute(_FTS_TABLE)
+
+
+def rebuild_index(conn: Connection) -> None:
+    """A migration's: SQLite's full-text table made again, keyed by the procedure's rowid, and filled (m002)."""
+    if dialect_of(conn) == "postgresql":  # no full-text table there
+        return
+    conn.execute("DROP TABLE procedures_fts")
+    conn.execute(_FTS_TABLE)
+    fill_fts(conn)
+
+
+def index_procedure(
+    conn: Connection, procedure_id: str, task_type: str, description: str, tags: list[str], commands: list[str]
+) -> None:
+    """Inside the write that changed it: the procedure's searchable text as it is now (SQLite's full-text row; a
+    server searches the row itself)."""
+    if dialect_of(conn) == "postgresql":
+        return
+    rowid = conn.execute("SELECT rowid FROM procedures WHERE id = ?", (procedure_id,)).fetchone()[0]
+    conn.execute("DELETE FROM procedures_fts WHERE rowid = ?", (rowid,))
+    conn.execute(
+        "INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (rowid, procedure_id, _fts_words(task_type), description, " ".join(tags), " ".join(commands)),
+    )
+
+
+def search(conn: Connection, terms: list[str], limit: int) -> list[tuple[str, float]]:
+    """(procedure id, score in (0, 1]) best first, for procedures holding any of `terms` (lower-case words): SQLite's
+    FTS5 by bm25, a server's own text search by ts_rank, both weighting task type 4, description and tags 2,
+    commands 1."""
+    if dialect_of(conn) == "postgresql":
+        return _scaled(conn.execute(_pg_text_search(len(terms)), (*terms, limit)).fetchall())
+    match = " OR ".join(f'"{t}"' for t in terms)
+    rows = conn.execute(
+        "SELECT procedure_id, bm25(procedures_fts, 0, 4.0, 2.0, 2.0, 1.0) AS rank FROM procedures_fts"
+        " WHERE procedures_fts MATCH ? ORDER BY rank LIMIT ?",
+        (match, limit),
+    ).fetchall()
+    return _scaled([(pid, -rank) for pid, rank in rows])  # bm25: the lower, the better
 
 
 def fill_fts(conn: Connection) -> None:

@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
-from _lossy import CommitAnswerLost
+from _lossy import CommitAnswerLost, relayed
 
 from sherpa_skills.engine.registry import Registry, default_registry, load_builtins
 from sherpa_skills.engine.runstore import RunStore
@@ -118,10 +117,8 @@ def test_a_backend_terminated_inside_the_tick_s_transaction_writes_the_tick_agai
 
 @pytest.fixture
 def lossy_url(postgres_url: str) -> Iterator[tuple[str, CommitAnswerLost]]:
-    parts = urlsplit(postgres_url)
-    proxy = CommitAnswerLost(parts.port or 5432)
-    yield postgres_url.replace(f":{parts.port}/", f":{proxy.port}/"), proxy
-    proxy.close()
+    with relayed(postgres_url) as found:
+        yield found
 
 
 def test_a_commit_whose_answer_was_lost_is_not_written_twice(
