@@ -51,7 +51,7 @@ def fill(home: Path, size: int) -> tuple[Any, list[tuple[Any, int]]]:
     from seams import CapturedProcedure, ProcedureDatabase, ProcedureStep
 
     home.mkdir(parents=True, exist_ok=True)
-    store = ProcedureDatabase(home / "store.db")
+    store = ProcedureDatabase(path=home / "store.db")
     made = []
     for i, (j, task_type, description, command) in enumerate(procedures(size)):
         step = ProcedureStep.model_construct(
@@ -123,7 +123,7 @@ def warm(home: Path, queries_file: Path) -> None:
     from seams import Matcher, ProcedureDatabase
 
     queries = json.loads(queries_file.read_text())
-    matcher = Matcher(ProcedureDatabase(home / "store.db"))
+    matcher = Matcher(ProcedureDatabase(path=home / "store.db"))
     t0 = time.perf_counter()
     first = matcher.match(queries[0])
     first_s = time.perf_counter() - t0

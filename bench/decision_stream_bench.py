@@ -420,7 +420,7 @@ def _cost_store(path: Path, labels: int, per_label: int) -> Any:
 
     rng = np.random.default_rng(36)
     centres = rng.normal(size=(labels, 384)).astype(np.float32)
-    store = ProcedureDatabase(path)
+    store = ProcedureDatabase(path=path)
     add_examples(
         store,
         [
@@ -455,12 +455,11 @@ def cost_child(db: str, drop: bool) -> None:
 
     query = np.frombuffer(bytes.fromhex(os.environ["COST_QUERY"]), dtype=np.float32)
     if drop:
-        dropping = ProcedureDatabase(Path(db))
-        with dropping._write():
-            dropping.conn.execute("DELETE FROM decision_snapshots")
+        dropping = ProcedureDatabase(path=Path(db))
+        dropping.db.transaction(lambda conn: conn.execute("DELETE FROM decision_snapshots"))
         dropping.close()
     started, cpu = time.perf_counter(), time.process_time()
-    store = ProcedureDatabase(Path(db))
+    store = ProcedureDatabase(path=Path(db))
     memory = DecisionMemory(store)
     memory.refresh("w")
     first = memory.answer("w", "pick", lambda: query, COST_FEATURES, "")
@@ -490,7 +489,7 @@ def memory_cost(labels: int = 150, per_label: int = 20, reps: int = 300, fresh: 
                 # The same decisions with 4× the examples (the head keeps the newest `kept_per_decision` of each).
                 more, _ = _cost_store(Path(tmp) / "more.db", labels, per_label * grown)
                 more.close()
-                memory = DecisionMemory(ProcedureDatabase(Path(tmp) / "more.db"))
+                memory = DecisionMemory(ProcedureDatabase(path=Path(tmp) / "more.db"))
                 memory.refresh("w")
             times = []
             for _ in range(reps):

@@ -278,7 +278,7 @@ def latency(sizes: list[int], rounds: int) -> list[dict[str, Any]]:
     rows = []
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            store = ProcedureDatabase(Path(tmp) / "store.db")
+            store = ProcedureDatabase(path=Path(tmp) / "store.db")
             for task_type, about, command, error in synthetic(n):
                 store.add_learning(
                     CapturedLearning(task_type=task_type, about=about, command=command, error=error, source="bench")

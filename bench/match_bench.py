@@ -131,7 +131,7 @@ def build_store(home: Path, stored: list[tuple[str, str]]) -> tuple[Any, list[st
     returns ids and reindex rate."""
     from seams import CapturedProcedure, Matcher, ProcedureDatabase, ProcedureStep
 
-    store = ProcedureDatabase(home / "store.db")
+    store = ProcedureDatabase(path=home / "store.db")
     ids = []
     for i, (command, description) in enumerate(stored):
         program = program_of(command)

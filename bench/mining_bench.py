@@ -63,7 +63,7 @@ def main() -> None:
             by_source[c.source].append(c)
         rows, zsh_candidates, seconds = [], [], []
         for source, cmds in sorted(by_source.items()):
-            store = ProcedureDatabase(Path(tmp) / f"{source}.db")
+            store = ProcedureDatabase(path=Path(tmp) / f"{source}.db")
             mine(cmds, store, history=cmds)
             found = store.procedures(status=None)
             looks = [p for p in found if all(classify(s.command) in ("look", "cd", "env") for s in p.steps)]
@@ -85,7 +85,7 @@ def main() -> None:
             if source == "zsh-history":
                 zsh_candidates = found
                 for run in range(args.runs):
-                    fresh = ProcedureDatabase(Path(tmp) / f"timing-{run}.db")
+                    fresh = ProcedureDatabase(path=Path(tmp) / f"timing-{run}.db")
                     t0 = time.perf_counter()
                     mine(cmds, fresh, history=cmds)
                     seconds.append(time.perf_counter() - t0)

@@ -247,7 +247,7 @@ def injected(snapshot: Path, tmp: Path) -> dict[str, list[dict[str, Any]]]:
         for m, (kind, change, world, text) in enumerate(runs):
             home = tmp / f"inject-{n}-{m}"
             shutil.copytree(snapshot, home)
-            store = ProcedureDatabase(home / "skills.db")
+            store = ProcedureDatabase(path=home / "skills.db")
             learner = Learner(store)
             WORLD.update(world)
             try:
@@ -341,7 +341,7 @@ def only_divergences(n: int) -> None:
         tmp = Path(tmp_name)
         skills = tmp / "skills"
         skills.mkdir()
-        learner = Learner(ProcedureDatabase(skills / "skills.db"))
+        learner = Learner(ProcedureDatabase(path=skills / "skills.db"))
         kept_to_the_recording(run_stream(workflow, stream(n), learner))
         learner.store.close()
         found = injected(skills, tmp)
@@ -379,7 +379,7 @@ def main() -> None:
         base = run_stream(workflow, tickets)
         skills = tmp / "skills"
         skills.mkdir()
-        learner = Learner(ProcedureDatabase(skills / "skills.db"))
+        learner = Learner(ProcedureDatabase(path=skills / "skills.db"))
         learned = run_stream(workflow, tickets, learner)
         kept_to_the_recording(learned)
         costs = decision_costs(workflow, rules, learner, opts.runs)

@@ -16,7 +16,7 @@ SEAMS: dict[str, tuple[str, str]] = {
     "ProcedureStep": ("sherpa_skills.skills.store.models", "ProcedureStep"),  # steps of those rows (a legacy 5 MB one)
     "CapturedLearning": ("sherpa_skills.skills.store.models", "CapturedLearning"),  # learnings written in bulk
     "replay_refusal": ("sherpa_skills.skills.store.scoring", "replay_refusal"),  # why a stored path would not replay
-    "Transaction": ("sherpa_skills.sqlite_db", "Transaction"),  # the stores' commit helper, wrapped to time COMMIT
+    "Database": ("sherpa_skills.db.database", "Database"),  # its transaction (every store's write) wrapped and timed
     "skill_store": ("sherpa_skills.skills.replay.runtime", "skill_store"),  # the per-home store the CLI/MCP use
     "run_step": ("sherpa_skills.skills.replay.runtime", "run_step"),  # the replay's step runner timed alone
     "runtime": ("sherpa_skills.skills.replay", "runtime"),  # module whose functions the phase timer wraps

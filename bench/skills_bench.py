@@ -390,8 +390,7 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
     """Where a replay's time goes: perf_counter around actions, store writes and the spawn, in a separate pass."""
     import subprocess as sp
 
-    from seams import Companion, MiniLMEmbedder, ProcedureDatabase, runtime, shell
-    from seams import Transaction as _Tx  # the stores' shared transaction helper
+    from seams import Companion, Database, MiniLMEmbedder, ProcedureDatabase, runtime, shell
     from seams import matcher as matcher_mod
 
     from sherpa_skills import RunStore, default_registry, load_workflow
@@ -426,7 +425,7 @@ def replay_phases(b: ReplayBench, quick: bool) -> dict[str, Any]:
     timer.wrap(RunStore, "create_run", "sqlite: RunStore.create_run")
     timer.wrap(RunStore, "commit_tick", "sqlite: RunStore.commit_tick")
     timer.wrap(RunStore, "mark_started", "sqlite: RunStore.mark_started (side-effect intent)")
-    timer.wrap(_Tx, "__exit__", "sqlite: ProcedureDatabase COMMIT (Transaction.__exit__)")
+    timer.wrap(Database, "transaction", "sqlite: a store's write, COMMIT included (Database.transaction)")
     timer.wrap(ProcedureDatabase, "record_execution", "sqlite: ProcedureDatabase.record_execution")
     out: dict[str, Any] = {}
     try:
@@ -869,12 +868,16 @@ def fill_store(
     `batch` calls per transaction (its re-entrant `_write`)."""
     from seams import ProcedureDatabase
 
-    store = ProcedureDatabase(path)
+    store = ProcedureDatabase(path=path)
     t0 = perf_counter()
     for start in range(0, len(specs), batch):
-        with store._write():
-            for spec in specs[start : start + batch]:
-                store.add_procedure(_procedure(spec))
+        chunk = specs[start : start + batch]
+
+        def fill(conn: Any, chunk: list[Any] = chunk) -> None:
+            for spec in chunk:
+                store.add_procedure(_procedure(spec))  # joins this transaction: one COMMIT per batch
+
+        store.db.transaction(fill)
     return store, perf_counter() - t0
 
 
@@ -949,7 +952,7 @@ sys.path.insert(0, sys.argv[2])
 from skills_bench import rss_mib
 from skills_bench import build_terms
 from seams import ProcedureDatabase
-store = ProcedureDatabase(Path(sys.argv[1]))
+store = ProcedureDatabase(path=Path(sys.argv[1]))
 store.count()
 gc.collect()
 before = rss_mib()
@@ -1109,7 +1112,7 @@ def bench_match(quick: bool) -> dict[str, Any]:
         # Last, since it adds procedures: what one capture's add_procedure costs at each size (public class).
         from seams import ProcedureDatabase
 
-        empty = ProcedureDatabase(tmp / "empty.db")
+        empty = ProcedureDatabase(path=tmp / "empty.db")
         out["add_procedure_ms"] = {
             0: add_cost(empty, extra[:20]),
             small: add_cost(stores[small], extra[20:40]),

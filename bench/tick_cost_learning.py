@@ -51,7 +51,7 @@ sys.path.insert(0, bench_dir)
 import common
 from sherpa_skills.skills.capture.learning import Learner
 from sherpa_skills.skills.store.database import ProcedureDatabase
-learner = Learner(ProcedureDatabase(os.path.join(tempfile.mkdtemp(), "skills.db")))
+learner = Learner(ProcedureDatabase(path=os.path.join(tempfile.mkdtemp(), "skills.db")))
 shared = common.bench
 def bench(a, build, run, llm_calls=lambda: 0, trajectory=None):
     def learning_build():

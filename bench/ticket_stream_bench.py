@@ -154,7 +154,7 @@ def memory_timing(sizes: tuple[int, ...] = (100, 10_000), reps: int = 2000) -> d
     memories = {}
     with tempfile.TemporaryDirectory(prefix="sherpa-memory-") as tmp:
         for size in sizes:
-            store = ProcedureDatabase(Path(tmp) / f"store-{size}.db")
+            store = ProcedureDatabase(path=Path(tmp) / f"store-{size}.db")
             examples = [
                 Example(
                     workflow="w",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..db.connection import Connection, dialect_of
-from ..db.sql import json_text
+from ..db.by_connection import has_table, json_field
+from ..db.connection import Connection
 from ..db.tables import columns
 from ..engine.runstore import RunStore
 
@@ -41,13 +41,6 @@ def _chunks(ids: list[str]) -> Iterator[list[str]]:
         yield ids[start : start + _CHUNK]
 
 
-def _has_table(conn: Connection, name: str) -> bool:
-    """The skill store's tables exist only once it was opened in this home (or database)."""
-    if dialect_of(conn) == "postgresql":
-        return conn.execute("SELECT to_regclass(?)", (name,)).fetchone()[0] is not None
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
-
-
 def _in(ids: list[str]) -> str:
     return ", ".join("?" * len(ids))
 
@@ -55,9 +48,8 @@ def _in(ids: list[str]) -> str:
 def must_stay(conn: Connection, ids: list[str], force: bool = False) -> dict[str, str]:
     """Of these runs, those that must not be deleted, each with why (the first reason found)."""
     kept: dict[str, str] = {}
-    dialect = dialect_of(conn)
     # Aliases name their run from the skill store's m013 on; a home whose skill store is older has none to keep.
-    sourced = _has_table(conn, "aliases") and any(c.name == "source" for c in columns(conn, "aliases"))
+    sourced = has_table(conn, "aliases") and any(c.name == "source" for c in columns(conn, "aliases"))
     for part in _chunks(ids):
         if not force:
             for run_id, status in conn.execute(
@@ -66,20 +58,20 @@ def must_stay(conn: Connection, ids: list[str], force: bool = False) -> dict[str
                 part,
             ):
                 kept.setdefault(run_id, f"{status}: pass --force to delete it")
-        if _has_table(conn, "executions"):
+        if has_table(conn, "executions"):
             for run_id, pid, version in conn.execute(
                 f"SELECT run_id, procedure_id, version FROM executions WHERE run_id IN ({_in(part)}) ORDER BY id", part
             ):
                 kept.setdefault(run_id, f"an execution of procedure {pid} v{version} records it")
         captured_from, run_id = (
-            json_text(dialect, "context", "captured_from_run"),
-            json_text(dialect, "context", "run_id"),
+            json_field(conn, "context", "captured_from_run"),
+            json_field(conn, "context", "run_id"),
         )
         for table, pid_column, version in (
             ("procedures", "id", "version"),
             ("procedure_versions", "procedure_id", "version"),
         ):
-            if not _has_table(conn, table):
+            if not has_table(conn, table):
                 continue
             for pid, v, source in conn.execute(
                 f"SELECT {pid_column}, {version}, COALESCE({captured_from}, {run_id})"
@@ -94,7 +86,7 @@ def must_stay(conn: Connection, ids: list[str], force: bool = False) -> dict[str
             ):
                 kept.setdefault(source[len("run:") :], f"alias a{alias_id} of procedure {pid} came from it")
     # A child stays while its parent does; a parent kept for its own reasons keeps its children in turn.
-    child_of = json_text(dialect, "outputs", "run_id")
+    child_of = json_field(conn, "outputs", "run_id")
     while True:
         going = [i for i in ids if i not in kept]
         added = False

@@ -96,7 +96,7 @@ def workflow(tmp_path: Path, registry):
 
 @pytest.fixture
 def learner(tmp_path: Path):
-    store = ProcedureDatabase(tmp_path / "skills.db")
+    store = ProcedureDatabase(path=tmp_path / "skills.db")
     yield Learner(store)
     store.close()
 

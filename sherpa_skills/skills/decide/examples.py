@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...db.connection import Connection
 from ...redact import redact, redact_value
 from ..store.database import ProcedureDatabase
 
@@ -56,8 +57,8 @@ def add_examples(store: ProcedureDatabase, examples: list[Example]) -> None:
     """Keep `examples` (one run's), redacted like everything stored, in one transaction."""
     if not examples:
         return
-    with store._write():
-        store.conn.executemany(
+    store.db.transaction(
+        lambda conn: conn.executemany(
             "INSERT INTO decision_examples (workflow, state, trigger, args, features, path, task, vector, embedder,"
             " run_id, created, score, hit, tokens, scorer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -80,7 +81,9 @@ def add_examples(store: ProcedureDatabase, examples: list[Example]) -> None:
                 )
                 for e in examples
             ],
-        )
+        ),
+        what=f"{len(examples)} decision examples",
+    )
 
 
 def examples_after(
@@ -161,39 +164,48 @@ def add_error(
     store: ProcedureDatabase, workflow: str, state: str, score: float, why: str, scorer: str | None = None
 ) -> None:
     """An answer of the memory later contradicted: a wrong calibration point of `state` (scored by `scorer`)."""
-    with store._write():
-        store.conn.execute(
+    now = time.time()
+    store.db.transaction(
+        lambda conn: conn.execute(
             "INSERT INTO decision_errors (workflow, state, score, why, created, scorer) VALUES (?, ?, ?, ?, ?, ?)",
-            (workflow, state, score, why[:500], time.time(), scorer),
-        )
+            (workflow, state, score, why[:500], now, scorer),
+        ),
+        what=f"a decision error at state '{state}'",
+    )
 
 
 def delete_examples(store: ProcedureDatabase, workflow: str, ids: list[int], state: str | None = None) -> int:
     """Delete `workflow`'s examples `ids` (and, with `state`, every one of that state): how many went."""
-    with store._write():
+
+    def write(conn: Connection) -> int:
         gone = 0
         if ids:
             marks = ",".join("?" * len(ids))
-            gone += store.conn.execute(
+            gone += conn.execute(
                 f"DELETE FROM decision_examples WHERE workflow = ? AND id IN ({marks})", (workflow, *ids)
             ).rowcount
         if state is not None:
-            gone += store.conn.execute(
+            gone += conn.execute(
                 "DELETE FROM decision_examples WHERE workflow = ? AND state = ?", (workflow, state)
             ).rowcount
-            store.conn.execute("DELETE FROM decision_errors WHERE workflow = ? AND state = ?", (workflow, state))
+            conn.execute("DELETE FROM decision_errors WHERE workflow = ? AND state = ?", (workflow, state))
         # What the persisted memory stands for is gone: the next process rebuilds it from the examples left.
-        store.conn.execute("DELETE FROM decision_snapshots WHERE workflow = ?", (workflow,))
-    return gone
+        conn.execute("DELETE FROM decision_snapshots WHERE workflow = ?", (workflow,))
+        return gone
+
+    return store.db.transaction(write, what=f"deleting {workflow}'s decision examples")
 
 
 def record_answers(store: ProcedureDatabase, workflow: str, run_id: str | None, answered: int, tokens: int) -> None:
     """A run's decisions the memory answered and the tokens they are estimated to have saved (`learn stats`)."""
-    with store._write():
-        store.conn.execute(
+    now = time.time()
+    store.db.transaction(
+        lambda conn: conn.execute(
             "INSERT INTO decision_answers (workflow, run_id, answered, tokens_saved, created) VALUES (?, ?, ?, ?, ?)",
-            (workflow, run_id, answered, tokens, time.time()),
-        )
+            (workflow, run_id, answered, tokens, now),
+        ),
+        what=f"{workflow}'s answered decisions",
+    )
 
 
 def answer_totals(store: ProcedureDatabase, workflow: str | None = None) -> list[dict[str, Any]]:

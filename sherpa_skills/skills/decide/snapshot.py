@@ -109,14 +109,17 @@ def save(store: ProcedureDatabase, workflow: str, conf: dict[str, Any], snap: Sn
     ]
     head = json.dumps(snap.header, separators=(",", ":"), default=str).encode()
     body = b"".join([_MAGIC, struct.pack("<Q", len(head)), head, *(a.tobytes() for a in arrays)])
-    with store._write():
-        store.conn.execute(
+    now = time.time()
+    store.db.transaction(
+        lambda conn: conn.execute(
             "INSERT INTO decision_snapshots (workflow, stamp, upto, errors_upto, examples, body, created)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workflow) DO UPDATE SET stamp = excluded.stamp,"
             " upto = excluded.upto, errors_upto = excluded.errors_upto, examples = excluded.examples,"
             " body = excluded.body, created = excluded.created",
-            (workflow, stamp(conf), snap.upto, snap.errors_upto, snap.examples, body, time.time()),
-        )
+            (workflow, stamp(conf), snap.upto, snap.errors_upto, snap.examples, body, now),
+        ),
+        what=f"{workflow}'s decision snapshot",
+    )
 
 
 def load(

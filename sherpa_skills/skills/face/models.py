@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...db.procedure_text import fill_fts
 from ..capture.from_session import Picked
 from ..match.failures import FoundLearning, LearningsFound
 from ..match.models import MatchDecision
@@ -12,7 +13,6 @@ from ..match.verifier import MODEL_ENV as VERIFY_MODEL_ENV
 from ..run_removal import ACTIVE as ACTIVE_RUN_STATUSES
 from ..run_removal import KeptRun, Removal
 from ..store.answers import WordingAnswer
-from ..store.fts import fill_fts
 from ..store.migrations import MIGRATIONS
 from ..store.models import (
     MAX_COMMAND_CHARS,

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ...db.connection import Connection
 from ...errors import StoreError
 from ...redact import redact
 from .database import ProcedureDatabase, current_user
@@ -88,9 +89,11 @@ class Answers:
         is one alias, whose first judge or person stays its confirmer; one a run made (`by` a run, exact-only) becomes
         theirs. A rejection of the same pair is withdrawn: the newer answer wins."""
         text = redact(text.strip())
-        with self.store._write():
+        confirmer, now = by or current_user(), time.time()
+
+        def write(conn: Connection) -> str:
             proc = self.store._locked(procedure_id)  # an alias and a rejection of one pair at once: one wins
-            self.conn.execute(
+            conn.execute(
                 "INSERT INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created,"
                 " vector, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (procedure_id, scope, key)"
                 # A run's success says what was done for these words; a judge's answer says what they mean.
@@ -102,20 +105,23 @@ class Answers:
                     scope or "",
                     text,
                     key,
-                    by or current_user(),
-                    time.time(),
+                    confirmer,
+                    now,
                     vector,
                     embedder,
                     f"{RUN_PREFIX}%",
                     f"{RUN_PREFIX}%",
                 ),
             )
-            self.conn.execute(
+            conn.execute(
                 "DELETE FROM rejections WHERE key = ? AND scope = ? AND procedure_id = ?", (key, scope or "", proc.id)
             )
             self._bump()
+            return proc.id
+
+        pid = self.store.db.transaction(write, what=f"an alias of procedure '{procedure_id}'")
         row = self.conn.execute(
-            "SELECT id FROM aliases WHERE procedure_id = ? AND scope = ? AND key = ?", (proc.id, scope or "", key)
+            "SELECT id FROM aliases WHERE procedure_id = ? AND scope = ? AND key = ?", (pid, scope or "", key)
         ).fetchone()
         return self.get(f"a{row[0]}")
 
@@ -124,36 +130,45 @@ class Answers:
     ) -> WordingAnswer:
         """Remember that `text` is not about the procedure; an alias of the same pair is withdrawn."""
         text = redact(text.strip())
-        with self.store._write():
+        rejecter, now = by or current_user(), time.time()
+
+        def write(conn: Connection) -> str:
             proc = self.store._locked(procedure_id)
-            self.conn.execute(
+            conn.execute(
                 "INSERT INTO rejections (procedure_id, scope, text, key, rejected_by, created)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (proc.id, scope or "", text, key, by or current_user(), time.time()),
+                (proc.id, scope or "", text, key, rejecter, now),
             )
-            self.conn.execute(
+            conn.execute(
                 "DELETE FROM aliases WHERE key = ? AND scope = ? AND procedure_id = ?", (key, scope or "", proc.id)
             )
             self._bump()
+            return proc.id
+
+        pid = self.store.db.transaction(write, what=f"a rejection of procedure '{procedure_id}'")
         row = self.conn.execute(
-            "SELECT id FROM rejections WHERE procedure_id = ? AND scope = ? AND key = ?", (proc.id, scope or "", key)
+            "SELECT id FROM rejections WHERE procedure_id = ? AND scope = ? AND key = ?", (pid, scope or "", key)
         ).fetchone()
         return self.get(f"r{row[0]}")
 
     def set_source(self, alias_id: str, source: str) -> WordingAnswer:
         """Name the run an alias's wording came from; an alias that already names one keeps it (its first run)."""
-        with self.store._write():
-            self.conn.execute(
+        self.store.db.transaction(
+            lambda conn: conn.execute(
                 "UPDATE aliases SET source = ? WHERE id = ? AND source IS NULL", (source, int(alias_id[1:]))
-            )
+            ),
+            what=f"the source of alias '{alias_id}'",
+        )
         return self.get(alias_id)
 
     def set_vector(self, alias_id: str, vector: bytes, embedder: str) -> None:
         """Keep an alias's vector (derived: embedded again whenever missing or from another embedder)."""
-        with self.store._write():
-            self.conn.execute(
+        self.store.db.transaction(
+            lambda conn: conn.execute(
                 "UPDATE aliases SET vector = ?, embedder = ? WHERE id = ?", (vector, embedder, int(alias_id[1:]))
-            )
+            ),
+            what=f"the vector of alias '{alias_id}'",
+        )
 
     def get(self, answer_id: str) -> WordingAnswer:
         kind, number = _parse_id(answer_id)
@@ -192,9 +207,12 @@ class Answers:
         """Remove one alias or rejection; the matcher stops using it at its next match."""
         answer = self.get(answer_id)
         table = "aliases" if answer.kind == "alias" else "rejections"
-        with self.store._write():
-            self.conn.execute(f"DELETE FROM {table} WHERE id = ?", (int(answer.id[1:]),))
+
+        def write(conn: Connection) -> None:
+            conn.execute(f"DELETE FROM {table} WHERE id = ?", (int(answer.id[1:]),))
             self._bump()
+
+        self.store.db.transaction(write, what=f"forgetting {answer.kind} '{answer_id}'")
         return answer
 
     def rejected(self, key: str, scope: str | None) -> set[str]:

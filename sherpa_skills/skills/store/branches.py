@@ -8,6 +8,7 @@ import json
 import time
 from typing import Any
 
+from ...db.connection import Connection
 from ...redact import redact
 from .database import ProcedureDatabase
 from .models import CapturedProcedure
@@ -28,17 +29,20 @@ def add_branch(
     """A run that left `procedure_id` and succeeded another way: its path kept as the procedure's branch (counted
     again when another run takes it). Returns how many runs took it."""
     now = time.time()
-    with store._write():
-        store.conn.execute(
+
+    def write(conn: Connection) -> Any:
+        conn.execute(
             "INSERT INTO procedure_branches (procedure_id, signature, step, state, reason, decisions, runs, first_run,"
             " last_run, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)"
             " ON CONFLICT (procedure_id, signature) DO UPDATE SET runs = procedure_branches.runs + 1,"
             " last_run = excluded.last_run, last_seen = excluded.last_seen, reason = excluded.reason",
             (procedure_id, signature, step, state, redact(reason), _dump(decisions), run_id, run_id, now, now),
         )
-        row = store.conn.execute(
+        return conn.execute(
             "SELECT runs FROM procedure_branches WHERE procedure_id = ? AND signature = ?", (procedure_id, signature)
         ).fetchone()
+
+    row = store.db.transaction(write, what=f"a branch of procedure '{procedure_id}'")
     return int(row[0])
 
 

@@ -13,9 +13,9 @@ import time
 import uuid
 from typing import Any
 
-from ...db.sql import greatest
+from ...db import procedure_text
+from ...db.connection import Connection
 from ...errors import StoreError
-from .fts import _fts_words
 from .models import (
     CapturedLearning,
     CapturedProcedure,
@@ -53,8 +53,9 @@ class ProcedureDatabase(ProcedureReads):
         it changes takes first. SQLite's BEGIN IMMEDIATE already holds the whole store; PostgreSQL's BEGIN locks rows
         only as they are written, so two machines would both read the old counts."""
         proc = self.get(procedure_id)
-        if self.dialect == "postgresql":
-            self.conn.execute("SELECT 1 FROM procedures WHERE id = ? FOR UPDATE", (proc.id,))
+        lock = self.db.for_update()
+        if lock:  # an engine that locks rows only as they are written: lock it, then read it again
+            self.conn.execute(f"SELECT 1 FROM procedures WHERE id = ?{lock}", (proc.id,))
             proc = self.get(proc.id)  # as the transaction that held the lock left it
         return proc
 
@@ -62,21 +63,8 @@ class ProcedureDatabase(ProcedureReads):
         self.conn.execute("UPDATE skill_meta SET value = value + 1 WHERE key = 'generation'")
 
     def _index_fts(self, p: CapturedProcedure) -> None:
-        if self.dialect == "postgresql":  # searched in the procedures' own columns
-            return
-        rowid = self.conn.execute("SELECT rowid FROM procedures WHERE id = ?", (p.id,)).fetchone()[0]
-        self.conn.execute("DELETE FROM procedures_fts WHERE rowid = ?", (rowid,))
-        self.conn.execute(
-            "INSERT INTO procedures_fts (rowid, procedure_id, task_type, description, tags, commands) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                rowid,
-                p.id,
-                _fts_words(p.task_type),
-                p.description,
-                " ".join(p.tags),
-                " ".join(s.command for s in p.steps),
-            ),
+        procedure_text.index_procedure(
+            self.conn, p.id, p.task_type, p.description, p.tags, [step.command for step in p.steps]
         )
 
     # ------------------------------------------------------------------ procedures
@@ -136,7 +124,8 @@ class ProcedureDatabase(ProcedureReads):
         proc = proc.model_copy(update={"id": pid, "created": proc.created or now, "updated": now})
         sig, path = signature_of(proc), path_signature(proc)
         steps = _dump([s.model_dump() for s in proc.steps])
-        with self._write():
+
+        def write(conn: Connection) -> tuple[CapturedProcedure, bool]:
             if self.conn.execute("SELECT 1 FROM procedures WHERE id = ?", (pid,)).fetchone():
                 raise StoreError(f"procedure '{pid}' already exists")
             # Either unique index decides (the same steps, or a trajectory's same path): one statement, so concurrent
@@ -182,18 +171,19 @@ class ProcedureDatabase(ProcedureReads):
                 ).fetchone()
                 if twin is None:  # the id itself, taken by another machine since the check above
                     raise StoreError(f"procedure '{pid}' already exists")
-                existing = twin[0]
+                found, inserted = twin[0], False
                 if claim is None:
-                    self._credit(existing)
-                pid, inserted = existing, False
+                    self._credit(found)
             else:
                 self._insert_version(proc, sig, steps)
                 self._index_fts(proc)
                 self._bump()
-                inserted = True
+                found, inserted = pid, True
             if claim is not None and (claim.successes or claim.failures or claim.note):
-                self._claim(pid, claim)
-            return self.get(pid), inserted
+                self._claim(found, claim)
+            return self.get(found), inserted
+
+        return self.db.transaction(write, what=f"procedure '{pid}'")
 
     def add_claim(
         self,
@@ -207,7 +197,8 @@ class ProcedureDatabase(ProcedureReads):
     ) -> CapturedProcedure:
         """Someone says the procedure worked (or failed) where this store did not see it: kept with who said it,
         shown beside the counts, never counted (confidence, health and replay read only what this store observed)."""
-        with self._write():
+
+        def write(conn: Connection) -> CapturedProcedure:
             pid = self.get(procedure_id).id
             self._claim(
                 pid,
@@ -222,6 +213,8 @@ class ProcedureDatabase(ProcedureReads):
                 ),
             )
             return self.get(pid)
+
+        return self.db.transaction(write, what=f"a claim on procedure '{procedure_id}'")
 
     def _claim(self, pid: str, claim: Claim) -> None:
         self.conn.execute(
@@ -283,7 +276,8 @@ class ProcedureDatabase(ProcedureReads):
     ) -> CapturedProcedure:
         """A re-learned procedure: the next version, seen succeeding once; older versions keep their history.
         A trajectory procedure's new version brings its `decisions` (its steps stay empty)."""
-        with self._write():
+
+        def write(conn: Connection) -> CapturedProcedure:
             current = self._locked(procedure_id)
             proc = current.model_copy(
                 update={
@@ -338,6 +332,8 @@ class ProcedureDatabase(ProcedureReads):
             self._bump()
             return self.get(procedure_id)
 
+        return self.db.transaction(write, what=f"a new version of procedure '{procedure_id}'")
+
     def _version_path(self, current: CapturedProcedure, path: str | None) -> str | None:
         """The path a new version of `current` is stored under: its own, unless another procedure holds it — a twin
         from before paths were kept (m013) keeps its marked path; any other procedure's path is refused."""
@@ -356,10 +352,13 @@ class ProcedureDatabase(ProcedureReads):
 
     def record_success(self, procedure_id: str) -> CapturedProcedure:
         """Seen succeeding again (a capture or a mined session with the same steps): one more success, no duplicate."""
-        with self._write():
+
+        def write(conn: Connection) -> CapturedProcedure:
             pid = self.get(procedure_id).id
             self._credit(pid)
             return self.get(pid)
+
+        return self.db.transaction(write, what=f"a success of procedure '{procedure_id}'")
 
     def _credit(self, pid: str) -> None:
         self.conn.execute(
@@ -378,7 +377,9 @@ class ProcedureDatabase(ProcedureReads):
         a mark for re-learning is cleared, and its health starts a fresh evidence window (`new`). What came before is
         kept: the executions, and the counts and health in the promotion's row (`promotions`)."""
         now = time.time()
-        with self._write():
+        promoter = by or current_user()
+
+        def write(conn: Connection) -> CapturedProcedure:
             proc = self._locked(procedure_id)
             pid = proc.id
             after, _ = self._evidence_start(pid, proc.version)
@@ -396,7 +397,7 @@ class ProcedureDatabase(ProcedureReads):
                     pid,
                     proc.version,
                     now,
-                    by or current_user(),
+                    promoter,
                     newest,
                     proc.status,
                     health.status,
@@ -406,45 +407,54 @@ class ProcedureDatabase(ProcedureReads):
                 ),
             )
             self.conn.execute(
-                f"UPDATE procedures SET status = 'active', success_count = {greatest(self.dialect)}(success_count, 2),"
+                f"UPDATE procedures SET status = 'active', success_count = {self.db.greatest()}(success_count, 2),"
                 " failure_count = 0, proven = 1,"
                 " needs_relearning = 0, updated = ? WHERE id = ?",
                 (now, pid),
             )
             self.conn.execute(
-                f"UPDATE procedure_versions SET success_count = {greatest(self.dialect)}(success_count, 2),"
+                f"UPDATE procedure_versions SET success_count = {self.db.greatest()}(success_count, 2),"
                 " failure_count = 0 WHERE procedure_id = ? AND version = ?",
                 (pid, proc.version),
             )
             self._bump()
             return self.get(pid)
 
+        return self.db.transaction(write, what=f"the promotion of procedure '{procedure_id}'")
+
     def set_status(self, procedure_id: str, status: str) -> CapturedProcedure:
-        with self._write():
+        def write(conn: Connection) -> CapturedProcedure:
             pid = self.get(procedure_id).id
-            self.conn.execute("UPDATE procedures SET status = ?, updated = ? WHERE id = ?", (status, time.time(), pid))
+            conn.execute("UPDATE procedures SET status = ?, updated = ? WHERE id = ?", (status, time.time(), pid))
             self._bump()
             return self.get(pid)
+
+        return self.db.transaction(write, what=f"the status of procedure '{procedure_id}'")
 
     def update_mined(self, procedure_id: str, context: dict[str, Any], claimed_successes: int) -> CapturedProcedure:
         """A mined candidate seen again: its support, parameter examples and the successes the logs show, as mining
         now counts them (claims: session logs are not this store's evidence)."""
-        with self._write():
+
+        def write(conn: Connection) -> CapturedProcedure:
             proc = self._locked(procedure_id)
             merged = {**proc.context, **context}
-            self.conn.execute(
+            conn.execute(
                 "UPDATE procedures SET context = ?, claimed_successes = ?, updated = ? WHERE id = ?",
                 (_dump(merged), claimed_successes, time.time(), proc.id),
             )
             self._bump()
             return self.get(proc.id)
 
+        return self.db.transaction(write, what=f"mined procedure '{procedure_id}'")
+
     def mark_needs_relearning(self, procedure_id: str, flag: bool = True) -> None:
-        with self._write():
-            self.conn.execute(
+        self.db.transaction(
+            lambda conn: conn.execute(
                 "UPDATE procedures SET needs_relearning = ?, updated = ? WHERE id = ?",
                 (int(flag), time.time(), procedure_id),
-            )
+            ),
+            what=f"the re-learning mark of procedure '{procedure_id}'",
+        )
 
     # ------------------------------------------------------------------ executions
 
@@ -453,8 +463,9 @@ class ProcedureDatabase(ProcedureReads):
         column = {"success": "success_count", "diverged": "failure_count", "error": "failure_count"}.get(
             execution.outcome
         )
-        with self._write():
-            row = self.conn.execute(
+
+        def write(conn: Connection) -> Any:
+            row = conn.execute(
                 "INSERT INTO executions (procedure_id, version, started, ended, outcome, diverged_step, "
                 "reason, tokens, llm_calls, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
@@ -471,31 +482,38 @@ class ProcedureDatabase(ProcedureReads):
                 ),
             ).fetchone()
             if column:
-                self.conn.execute(
+                conn.execute(
                     f"UPDATE procedures SET {column} = {column} + 1, updated = ? WHERE id = ? AND version = ?",
                     (time.time(), execution.procedure_id, execution.version),
                 )
-                self.conn.execute(
+                conn.execute(
                     f"UPDATE procedure_versions SET {column} = {column} + 1 WHERE procedure_id = ? AND version = ?",
                     (execution.procedure_id, execution.version),
                 )
                 if execution.outcome == "success":  # a validated replay may be the one that proves it
-                    self.conn.execute(
+                    conn.execute(
                         "UPDATE procedures SET proven = 1 WHERE id = ? AND version = ? AND proven = 0"
                         f" AND {PROVEN_SQL}",
                         (execution.procedure_id, execution.version),
                     )
+            return row
+
+        row = self.db.transaction(write, what=f"an execution of procedure '{execution.procedure_id}'")
         return execution.model_copy(update={"id": row[0]})
 
     def delete_executions_before(self, cutoff: float, keep_per_procedure: int = 50) -> int:
         """Retention: drop old executions but always keep each procedure's newest ones (health needs them)."""
-        with self._write():
-            cursor = self.conn.execute(
-                "DELETE FROM executions WHERE ended < ? AND id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER"
-                " (PARTITION BY procedure_id ORDER BY id DESC) AS n FROM executions) AS ranked WHERE n <= ?)",
-                (cutoff, keep_per_procedure),
+
+        def write(conn: Connection) -> int:
+            return int(
+                conn.execute(
+                    "DELETE FROM executions WHERE ended < ? AND id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER()"
+                    " OVER (PARTITION BY procedure_id ORDER BY id DESC) AS n FROM executions) AS ranked WHERE n <= ?)",
+                    (cutoff, keep_per_procedure),
+                ).rowcount
             )
-        return cursor.rowcount
+
+        return self.db.transaction(write, what="the retention of executions")
 
     # ------------------------------------------------------------------ learnings
 
@@ -504,13 +522,13 @@ class ProcedureDatabase(ProcedureReads):
         raises the stored one's `seen` and `last_seen`."""
         now = learning.created or time.time()
         key = learning_key(learning.task_type, learning.command, learning.error)
-        with self._write():
-            row = self.conn.execute(
+        row = self.db.transaction(
+            lambda conn: conn.execute(
                 "INSERT INTO learnings (task_type, procedure_id, command, error, exit_code, source, created, "
                 "key, seen, last_seen, about)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET"
                 " seen = learnings.seen + excluded.seen,"
-                f" last_seen = {greatest(self.dialect)}(learnings.last_seen, excluded.last_seen)"
+                f" last_seen = {self.db.greatest()}(learnings.last_seen, excluded.last_seen)"
                 " RETURNING id, seen, last_seen, created, about",
                 (
                     learning.task_type,
@@ -525,7 +543,9 @@ class ProcedureDatabase(ProcedureReads):
                     learning.last_seen or now,
                     learning.about,
                 ),
-            ).fetchone()
+            ).fetchone(),
+            what="a learning",
+        )
         # The same lesson keeps the context it was first learned with: that is the text its vector was made from.
         return learning.model_copy(
             update={"id": row[0], "seen": row[1], "last_seen": row[2], "created": row[3], "about": row[4]}

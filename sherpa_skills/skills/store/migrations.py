@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from ...db.connection import dialect_of
+from ...db import procedure_text
 from ...db.sqlite import execute_script
-from .fts import _FTS_TABLE, fill_fts
 from .signatures import learning_key, path_of, stored_decisions
 
 
@@ -45,17 +44,12 @@ def m001_skills(conn: sqlite3.Connection) -> None:
         INSERT INTO skill_meta (key, value) VALUES ('generation', 0);
     """,
     )
-    if dialect_of(conn) == "sqlite":  # PostgreSQL searches the procedures' own columns (see `fts_search`)
-        conn.execute(_FTS_TABLE)
+    procedure_text.create_index(conn)
 
 
 def m002_fts_by_rowid(conn: sqlite3.Connection) -> None:
     """FTS rows keyed by the procedure's rowid: deleting one by an UNINDEXED column scanned the whole table."""
-    if dialect_of(conn) == "postgresql":  # no FTS table there
-        return
-    conn.execute("DROP TABLE procedures_fts")
-    conn.execute(_FTS_TABLE)
-    fill_fts(conn)
+    procedure_text.rebuild_index(conn)
 
 
 def m003_learnings_dedup(conn: sqlite3.Connection) -> None:

@@ -5,17 +5,14 @@ from __future__ import annotations
 import json
 import random
 import re
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ...db.connection import Connection, dialect_of
-from ...db.sqlite import Transaction, connect, migrate, prefix_matches
-from ...db.url import database_url, describe
-from ...errors import StoreError
-from ...home import store_path
-from .fts import _pg_text_search, _scaled
+from ...db import procedure_text
+from ...db.database import Database, given_or_opened
+from ...db.on_database import OnDatabase
+from ...errors import StoreError, UsageError
 from .migrations import MIGRATIONS
 from .models import (
     STORED,
@@ -30,35 +27,38 @@ from .models import (
 from .rows import _LEARNING_COLUMNS, _PROC_COLUMNS, _learning, _procedure
 from .scoring import confidence, health_report
 
+COMPONENT = "skills"
 
-class ProcedureReads:
-    """The skill store opened (migrated, SQLite or PostgreSQL) and its queries; `ProcedureDatabase` adds the writes."""
 
-    def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None, database: str | None = None):
-        url = None if path else database_url(database)
-        self.path = Path(path) if path else store_path(home)
-        self.conn: Connection
-        if url is not None:
-            from ...db.migrations import connect_migrated
+class ProcedureReads(OnDatabase):
+    """The skill store over a `Database` (migrated on either engine) and its queries; `ProcedureDatabase` adds the
+    writes. Given no `Database`, it opens one of its own from `home`/`path`/`database` and closes it with itself."""
 
-            self.where = describe(url)
-            self.conn = connect_migrated(url, "skills", MIGRATIONS)
-        else:
-            self.where = str(self.path)
-            lite = connect(self.path)
-            migrate(lite, "skills", MIGRATIONS)
-            self.conn = lite
-        self.dialect = dialect_of(self.conn)
-        self._lock = threading.RLock()
+    def __init__(
+        self,
+        db: Database | None = None,
+        *,
+        home: str | Path | None = None,
+        path: str | Path | None = None,
+        database: str | None = None,
+    ) -> None:
+        if db is not None and not isinstance(db, Database):  # the old positional path: say what to write instead
+            raise UsageError(
+                f"ProcedureDatabase takes a Database first, not {type(db).__name__} {db!r}: give a file as path=, a "
+                "home folder as home="
+            )
+        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
+        try:
+            self.db.migrate(COMPONENT, MIGRATIONS)
+        except BaseException:
+            if self._owns_db:  # a schema refused: the connection it opened goes back
+                self.db.close()
+            raise
         self._identity: int | None = None
 
     def close(self) -> None:
-        self.conn.close()
-
-    # ------------------------------------------------------------------ transactions
-
-    def _write(self) -> Transaction:
-        return Transaction(self.conn, self._lock)  # type: ignore[arg-type]  # a PgConnection speaks as sqlite3's
+        if self._owns_db:
+            self.db.close()
 
     def generation(self) -> int:
         """Bumped whenever what matching looks at changes; caches compare it."""
@@ -70,11 +70,12 @@ class ProcedureReads:
         if self._identity is None:
             row = self.conn.execute("SELECT value FROM skill_meta WHERE key = 'identity'").fetchone()
             if row is None:
-                with self._write():
-                    self.conn.execute(
-                        "INSERT INTO skill_meta (key, value) VALUES ('identity', ?) ON CONFLICT DO NOTHING",
-                        (random.getrandbits(62),),
+                drawn = random.getrandbits(62)
+                self.db.once_more(  # the first drawn wins: sent again after a dropped connection, it is the same
+                    lambda conn: conn.execute(
+                        "INSERT INTO skill_meta (key, value) VALUES ('identity', ?) ON CONFLICT DO NOTHING", (drawn,)
                     )
+                )
                 row = self.conn.execute("SELECT value FROM skill_meta WHERE key = 'identity'").fetchone()
             self._identity = int(row[0])
         return self._identity
@@ -114,7 +115,7 @@ class ProcedureReads:
     def get(self, procedure_id: str, version: int | None = None) -> CapturedProcedure:
         row = self.conn.execute(f"SELECT {_PROC_COLUMNS} FROM procedures WHERE id = ?", (procedure_id,)).fetchone()
         if row is None:
-            near = prefix_matches(self.conn, "procedures", "id", procedure_id)
+            near = self.db.prefix_matches("procedures", "id", procedure_id)
             if len(near) == 1:
                 return self.get(near[0], version)
             if near:
@@ -351,14 +352,4 @@ class ProcedureReads:
         """Full-text search over task type, description, tags and commands (SQLite's FTS5, PostgreSQL's own text
         search); scores in (0, 1], best first."""
         terms = [t for t in re.findall(r"\w+", query.lower()) if len(t) > 1]
-        if not terms:
-            return []
-        if self.dialect == "postgresql":
-            return _scaled(self.conn.execute(_pg_text_search(len(terms)), (*terms, limit)).fetchall())
-        match = " OR ".join(f'"{t}"' for t in terms)
-        rows = self.conn.execute(
-            "SELECT procedure_id, bm25(procedures_fts, 0, 4.0, 2.0, 2.0, 1.0) AS rank FROM procedures_fts"
-            " WHERE procedures_fts MATCH ? ORDER BY rank LIMIT ?",
-            (match, limit),
-        ).fetchall()
-        return _scaled([(pid, -rank) for pid, rank in rows])  # bm25: the lower, the better
+        return procedure_text.search(self.conn, terms, limit) if terms else []

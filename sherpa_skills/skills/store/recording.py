@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ...db.connection import Connection
 from .database import ProcedureDatabase
 from .models import CapturedProcedure, Execution, Outcome
 
@@ -71,8 +72,9 @@ def credit_described(store: ProcedureDatabase, task_type: str, description: str,
     it), credited with one more success when its signature is `signature` (the same decisions for the same task);
     None, and nothing written, otherwise. Nothing is loaded: a run that took a known path costs an update, whatever
     its length."""
-    with store._write():
-        row = store.conn.execute(
+
+    def write(conn: Connection) -> str | None:
+        row = conn.execute(
             "SELECT id, signature FROM procedures WHERE task_type = ? AND kind = 'trajectory' AND description = ?"
             " ORDER BY created LIMIT 1",
             (task_type, description),
@@ -81,3 +83,5 @@ def credit_described(store: ProcedureDatabase, task_type: str, description: str,
             return None
         store._credit(row[0])
         return str(row[0])
+
+    return store.db.transaction(write, what=f"a success of '{task_type}'")

@@ -41,7 +41,7 @@ policy:
 def _captured(tmp_path: Path, cycles: int) -> tuple[list[str], str, list[str]]:
     """(the run's actions, the stored decisions' JSON, each decision's outcomes) of one learning run of `cycles`."""
     (tmp_path / f"skills-{cycles}").mkdir()
-    store = ProcedureDatabase(tmp_path / f"skills-{cycles}" / "skills.db")
+    store = ProcedureDatabase(path=tmp_path / f"skills-{cycles}" / "skills.db")
     agent = load_workflow_text(LOOP % {"cycles": cycles}, base_dir=tmp_path).agent(learn=Learner(store))
     assert agent.run().state == "done"
     [proc] = store.procedures(status=None)
@@ -70,7 +70,7 @@ def test_the_record_grows_with_the_run_not_with_its_square(tmp_path):
 def test_the_same_decisions_again_credit_the_procedure_and_other_ones_are_its_branch(tmp_path):
     """The credit a repeated run earns without loading its procedure, and its refusal: the same task (no inputs, one
     description) taking other decisions is not credited to it but kept as its branch."""
-    store = ProcedureDatabase(tmp_path / "skills.db")
+    store = ProcedureDatabase(path=tmp_path / "skills.db")
     learner = Learner(store)
     for cycles in (3, 3, 5):
         result = load_workflow_text(LOOP % {"cycles": cycles}, base_dir=tmp_path).agent(learn=learner).run()

@@ -173,7 +173,7 @@ class TestPythonApi:
 
     def test_a_skill_store_given_as_learn_is_the_one_learned_in(self, tmp_path):
         workflow = load_workflow(WORKFLOW)
-        store = ProcedureDatabase(tmp_path / "elsewhere.db")
+        store = ProcedureDatabase(path=tmp_path / "elsewhere.db")
         try:
             agent = workflow.agent(learn=store, home=tmp_path)
             assert isinstance(agent, Agent)

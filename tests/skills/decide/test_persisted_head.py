@@ -142,8 +142,7 @@ def test_a_few_new_examples_are_read_though_the_snapshot_is_not_rewritten_for_th
 
 def scratch_of(engine: Engine, query: Any) -> Any:
     store = engine.procedures()
-    with store._write():
-        snapshot.drop(store, "w")
+    store.db.transaction(lambda conn: snapshot.drop(store, "w"))
     return fields(ask(DecisionMemory(store), query))
 
 
@@ -174,8 +173,8 @@ def test_examples_deleted_behind_its_back_make_it_stale(engine: Engine) -> None:
     store = engine.procedures()
     teach(store)
     ask(DecisionMemory(store))
-    with store._write():  # another version of the library deleting rows, without dropping the snapshot
-        store.conn.execute("DELETE FROM decision_examples WHERE trigger = 'a'")
+    # another version of the library deleting rows, without dropping the snapshot
+    store.db.transaction(lambda conn: conn.execute("DELETE FROM decision_examples WHERE trigger = 'a'"))
     fresh = DecisionMemory(engine.procedures())
     answer = ask(fresh)
     assert fresh._states["w"]["s"].restored is None and {e.trigger for e in fresh._states["w"]["s"].examples} == {"b"}
@@ -219,8 +218,7 @@ def test_a_corrupt_snapshot_is_ignored_and_rebuilt(engine: Engine, body: Any) ->
             rows[0], rows[-1] = rows[-1], rows[0]
         body[rows.offset : rows.offset + rows.size * 4] = rows.astype("<i4").tobytes()
         body = bytes(body)
-    with store._write():
-        store.conn.execute("UPDATE decision_snapshots SET body = ?", (body,))
+    store.db.transaction(lambda conn: conn.execute("UPDATE decision_snapshots SET body = ?", (body,)))
     fresh = DecisionMemory(engine.procedures())
     assert fields(ask(fresh)) == built
     assert fresh._states["w"]["s"].restored is None  # rebuilt from the examples
@@ -269,11 +267,12 @@ def test_a_header_of_the_wrong_shape_is_ignored_and_rebuilt(
     header = json.loads(good[12 : 12 + size])
     _header_set(header, where, value)
     text = json.dumps(header).encode()
-    with store._write():
-        store.conn.execute(
+    store.db.transaction(
+        lambda conn: conn.execute(
             "UPDATE decision_snapshots SET body = ?",
             (b"SKDM" + len(text).to_bytes(8, "little") + text + good[12 + size :],),
         )
+    )
     fresh = DecisionMemory(engine.procedures())
     with structlog.testing.capture_logs() as logs:
         assert fields(ask(fresh)) == built
@@ -290,14 +289,14 @@ def test_an_example_committed_below_what_was_read_makes_the_snapshot_stale(engin
     its snapshot again (after new examples)."""
     store = engine.procedures()
     teach(store)
-    with store._write():  # the id the late example takes, free while the memory reads past it
-        store.conn.execute("DELETE FROM decision_examples WHERE id = 3")
+    # the id the late example takes, free while the memory reads past it
+    store.db.transaction(lambda conn: conn.execute("DELETE FROM decision_examples WHERE id = 3"))
     memory = DecisionMemory(store)
     ask(memory)
     (first,) = store.conn.execute("SELECT upto FROM decision_snapshots").fetchone()
     teach(store, n=1, labels="c")
-    with store._write():  # ... commits now, below what was read
-        store.conn.execute("UPDATE decision_examples SET id = 3 WHERE trigger = 'c'")
+    # ... commits now, below what was read
+    store.db.transaction(lambda conn: conn.execute("UPDATE decision_examples SET id = 3 WHERE trigger = 'c'"))
     teach(store, n=40)  # enough new examples for the memory to write its snapshot again
     ask(memory)
     (upto,) = store.conn.execute("SELECT upto FROM decision_snapshots").fetchone()
@@ -348,10 +347,13 @@ def test_a_snapshot_of_the_old_format_is_rebuilt(engine: Engine, stamped: str) -
         + good[12 + size : 12 + size + kept["rows"] * kept["width"] * 4]
     )
     old_stamp = snapshot.stamp(settings()).replace(f"/{snapshot.FORMAT} ", "/1 ")
-    with store._write():
-        store.conn.execute("UPDATE decision_snapshots SET body = ?", (old,))
+
+    def rewrite(conn: Any) -> None:
+        conn.execute("UPDATE decision_snapshots SET body = ?", (old,))
         if stamped == "as it was":
-            store.conn.execute("UPDATE decision_snapshots SET stamp = ?", (old_stamp,))
+            conn.execute("UPDATE decision_snapshots SET stamp = ?", (old_stamp,))
+
+    store.db.transaction(rewrite)
     fresh = DecisionMemory(engine.procedures())
     assert fields(ask(fresh)) == built
     assert fresh._states["w"]["s"].restored is None
@@ -365,8 +367,9 @@ def test_a_snapshot_of_other_settings_or_another_workflow_shape_is_not_used(engi
     store = engine.procedures()
     teach(store)
     ask(DecisionMemory(store))
-    with store._write():
-        store.conn.execute("UPDATE decision_snapshots SET stamp = 'decide-snapshot/0 settings:elsewhere'")
+    store.db.transaction(
+        lambda conn: conn.execute("UPDATE decision_snapshots SET stamp = 'decide-snapshot/0 settings:elsewhere'")
+    )
     fresh = DecisionMemory(engine.procedures())
     fresh.refresh("w")
     assert fresh._states["w"]["s"].restored is None

@@ -45,7 +45,7 @@ def mined_store(home: Path, *, tar: bool = False) -> ProcedureDatabase:
     """Failures mined from sessions (`npm run build` under task type `npm-run`,
     twice the same lesson) and a few others."""
     home.mkdir(parents=True, exist_ok=True)
-    store = ProcedureDatabase(home / "store.db")
+    store = ProcedureDatabase(path=home / "store.db")
     build = "Type error: Property 'total' does not exist on type 'Cart'"
     commands = [
         failed("npm run build", build, "Build the frontend for production", "/home/ana/shop/frontend"),
@@ -135,7 +135,7 @@ class TestByMeaning:
         assert found.found[0].relevance == 1.0 and found.found[0].why == "learned under this task type (deploy-site)"
 
     def test_nothing_to_find(self, tmp_path: Path) -> None:
-        empty = ProcedureDatabase(tmp_path / "empty.db")
+        empty = ProcedureDatabase(path=tmp_path / "empty.db")
         assert FailureFinder(empty).find("build the frontend").found == []
         assert FailureFinder(mined_store(tmp_path / "home")).find("   ").found == []
 

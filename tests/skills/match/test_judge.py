@@ -218,7 +218,7 @@ class TestCli:
         from sherpa_skills.cli import main
 
         home = tmp_path / "h"
-        store = ProcedureDatabase(store_path(home))
+        store = ProcedureDatabase(path=store_path(home))
         matcher = Matcher(store)
         p = store.add_procedure(
             CapturedProcedure(

@@ -359,7 +359,7 @@ class TestScores:
     def test_an_index_from_another_store_is_not_taken(self, store: ProcedureDatabase, tmp_path: Path) -> None:
         """An index file copied from another home names another store: rebuilt, so this store's procedures are found."""
         (tmp_path / "other").mkdir()
-        other = ProcedureDatabase(tmp_path / "other" / "store.db")
+        other = ProcedureDatabase(path=tmp_path / "other" / "store.db")
         for i in range(store.generation()):  # the same generation number, other procedures
             add(other, None, f"other-{i}", f"Unrelated chore number {i}", [f"true {i}"])
         Matcher(other).match("anything")

@@ -210,7 +210,7 @@ class TestReviewQueue:
     def test_a_rejected_procedure_is_never_offered_for_replay(self, tmp_path: Path) -> None:
         from sherpa_skills.skills.match.matcher import Matcher
 
-        store = ProcedureDatabase(tmp_path / "store.db")
+        store = ProcedureDatabase(path=tmp_path / "store.db")
         proc = store.add_procedure(
             CapturedProcedure(
                 id="",

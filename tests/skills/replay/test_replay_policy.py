@@ -88,7 +88,7 @@ def workflow(tmp_path: Path):
 @pytest.fixture
 def learner(tmp_path: Path):
     (tmp_path / "skills").mkdir()
-    store = ProcedureDatabase(tmp_path / "skills" / "skills.db")
+    store = ProcedureDatabase(path=tmp_path / "skills" / "skills.db")
     yield Learner(store)
     store.close()
 

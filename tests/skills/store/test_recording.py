@@ -15,7 +15,7 @@ from sherpa_skills.skills.store.recording import credit_or_new_version, record_e
 
 @pytest.fixture
 def store(tmp_path: Path) -> ProcedureDatabase:
-    db = ProcedureDatabase(tmp_path / "store.db")
+    db = ProcedureDatabase(path=tmp_path / "store.db")
     yield db
     db.close()
 

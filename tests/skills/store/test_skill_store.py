@@ -65,7 +65,7 @@ class TestHealth:
 
     def test_rolling_rate_uses_the_last_ten_real_executions(self, tmp_path: Path) -> None:
         """Old failures fall out of the window; dry runs never count."""
-        store = ProcedureDatabase(tmp_path / "s.db")
+        store = ProcedureDatabase(path=tmp_path / "s.db")
         p = store.add_procedure(procedure())
         for _ in range(5):
             store.record_execution(execution(p, "diverged", "exit code 2, expected 0"))
@@ -82,7 +82,7 @@ class TestHealth:
         assert (
             failure_pattern(["exit code 2 at /tmp/abc1", "exit code 3 at /tmp/xyz9", "timed out"]) == "exit code # at #"
         )
-        store = ProcedureDatabase(tmp_path / "s.db")
+        store = ProcedureDatabase(path=tmp_path / "s.db")
         p = store.add_procedure(procedure())
         for code in (2, 3, 4):
             store.record_execution(execution(p, "diverged", f"exit code {code}, expected 0"))
@@ -94,7 +94,7 @@ class TestHealth:
 class TestVersions:
     def test_a_new_version_starts_fresh_and_the_old_one_keeps_its_history(self, tmp_path: Path) -> None:
         """Re-learning stores version 2 with one success; version 1 keeps its counts and executions."""
-        store = ProcedureDatabase(tmp_path / "s.db")
+        store = ProcedureDatabase(path=tmp_path / "s.db")
         p = store.add_procedure(procedure())
         store.record_execution(execution(p, "diverged", "boom"))
         v2 = store.add_version(p.id, [ProcedureStep(command="make all"), ProcedureStep(command="make check")])
@@ -116,14 +116,14 @@ def test_unknown_procedure_error_names_it(tmp_path: Path) -> None:
     from sherpa_skills.errors import StoreError
 
     with pytest.raises(StoreError, match="no procedure 'nope'.*learn procedures"):
-        ProcedureDatabase(tmp_path / "s.db").get("nope")
+        ProcedureDatabase(path=tmp_path / "s.db").get("nope")
 
 
 WRITER = """
 import sys, time
 from sherpa_skills.skills.store.database import ProcedureDatabase
 from sherpa_skills.skills.store.models import Execution
-store = ProcedureDatabase(sys.argv[1])
+store = ProcedureDatabase(path=sys.argv[1])
 for i in range(int(sys.argv[3])):
     now = time.time()
     store.record_execution(Execution(procedure_id=sys.argv[2], version=1, started=now, ended=now,
@@ -135,7 +135,7 @@ for i in range(int(sys.argv[3])):
 def test_eight_processes_recording_at_once_lose_no_update(tmp_path: Path) -> None:
     """8 processes × 40 outcomes on one procedure: the counts are exact."""
     db = tmp_path / "store.db"
-    store = ProcedureDatabase(db)
+    store = ProcedureDatabase(path=db)
     p = store.add_procedure(procedure())
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), p.id, "40"]) for _ in range(8)]
     assert all(proc.wait(timeout=120) == 0 for proc in procs)
@@ -169,13 +169,13 @@ class TestOneProcedurePerSignature:
         code = (
             "import sys; from sherpa_skills.skills.store.database import ProcedureDatabase; "
             "from sherpa_skills.skills.store.models import *; "
-            "s = ProcedureDatabase(sys.argv[1]); s.add_procedure(CapturedProcedure(id='', "
+            "s = ProcedureDatabase(path=sys.argv[1]); s.add_procedure(CapturedProcedure(id='', "
             "task_type='ship', success_count=1, "
             "steps=[ProcedureStep(command='make'), ProcedureStep(command='make ship')]))"
         )
         db = tmp_path / "store.db"
-        ProcedureDatabase(db).close()
+        ProcedureDatabase(path=db).close()
         procs = [subprocess.Popen([sys.executable, "-c", code, str(db)]) for _ in range(6)]
         assert all(p.wait(timeout=120) == 0 for p in procs)
-        store = ProcedureDatabase(db)
+        store = ProcedureDatabase(path=db)
         assert [(p.task_type, p.success_count) for p in store.procedures()] == [("ship", 6)]

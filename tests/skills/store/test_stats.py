@@ -22,7 +22,7 @@ def test_a_runs_savings_are_what_stats_reports_for_it(capsys: pytest.CaptureFixt
         args = ["run", WORKFLOW, "--home", str(tmp_path), "-i", "ticket=Please refund my order, it arrived damaged"]
         assert main([*args, "-i", f"order={order}", *extra, "--json"]) == 0
         results.append(json.loads(capsys.readouterr().out))
-    store = ProcedureDatabase(tmp_path / "store.db")
+    store = ProcedureDatabase(path=tmp_path / "store.db")
     try:
         by_run = {r["run_id"]: r for r in stats(store)["per_run"]}
     finally:
