@@ -4,16 +4,12 @@ whether the server committed before the answer was lost (not written again) or t
 
 from __future__ import annotations
 
-import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
+from _lossy import CommitAnswerLost, relayed
 
 from sherpa_skills.memory import MemoryStore
 from sherpa_skills.memory.domains import Domains
@@ -21,67 +17,10 @@ from sherpa_skills.memory.domains import Domains
 pytestmark = pytest.mark.postgres
 
 
-class _CommitAnswerLost:
-    """A TCP relay to the server that, once armed, lets one COMMIT through and cuts the connection before its
-    answer comes back: the commit landed, the client cannot know. (A copy of tests/engine/test_reconnect_postgres.py's
-    relay, kept private here until it is shared from one module; this one also holds back the server's answer, which
-    the original's other direction still forwarded during its pause.)"""
-
-    def __init__(self, port: int) -> None:
-        self.target = port
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.armed = threading.Event()
-        self.cut = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(("127.0.0.1", self.target))
-            swallow = threading.Event()  # set: the server's answers on this connection are dropped, not forwarded
-            threading.Thread(target=self._pipe, args=(client, server, True, swallow), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, False, swallow), daemon=True).start()
-
-    def _pipe(self, src: socket.socket, dst: socket.socket, upstream: bool, swallow: threading.Event) -> None:
-        prepared: set[bytes] = set()  # psycopg prepares a statement run often: COMMIT is then sent by its name
-        try:
-            while data := src.recv(65536):
-                prepared.update(re.findall(rb"([A-Za-z0-9_]+)\x00COMMIT\x00", data))
-                commit = b"COMMIT\x00" in data or any(b"\x00" + n + b"\x00" in data for n in prepared)
-                if upstream and self.armed.is_set() and commit:
-                    self.armed.clear()
-                    swallow.set()
-                    dst.sendall(data)
-                    time.sleep(0.5)  # the server commits meanwhile
-                    self.cut.set()
-                    for s in (src, dst):
-                        s.close()
-                    return
-                if not (swallow.is_set() and not upstream):
-                    dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.close()
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        self.listener.close()
-
-
 @pytest.fixture
-def lossy_url(postgres_url: str) -> Iterator[tuple[str, _CommitAnswerLost]]:
-    parts = urlsplit(postgres_url)
-    proxy = _CommitAnswerLost(parts.port or 5432)
-    yield postgres_url.replace(f":{parts.port}/", f":{proxy.port}/"), proxy
-    proxy.close()
+def lossy_url(postgres_url: str) -> Iterator[tuple[str, CommitAnswerLost]]:
+    with relayed(postgres_url) as found:
+        yield found
 
 
 def _admin(url: str) -> Any:
@@ -117,7 +56,7 @@ def _entries(domains: Domains, name: str) -> list[Any]:
 
 
 def test_a_memory_note_whose_commit_answer_was_lost_is_stored_once(
-    lossy_url: tuple[str, _CommitAnswerLost], tmp_path: Path
+    lossy_url: tuple[str, CommitAnswerLost], tmp_path: Path
 ) -> None:
     url, proxy = lossy_url
     store = MemoryStore(home=tmp_path / "home", database=url)
@@ -147,7 +86,7 @@ def test_a_memory_note_whose_connection_dropped_before_commit_is_written_once_by
 
 
 def test_a_domain_record_whose_commit_answer_was_lost_is_stored_once(
-    lossy_url: tuple[str, _CommitAnswerLost], tmp_path: Path
+    lossy_url: tuple[str, CommitAnswerLost], tmp_path: Path
 ) -> None:
     url, proxy = lossy_url
     domains = Domains(home=tmp_path / "home", database=url)
