@@ -136,7 +136,7 @@ class HeartbeatState:
     def _acquire_postgres(self, run_id: str) -> LockOutcome:
         """The advisory lock decides; the row only says who holds it (machine, pid, since when). A row left while the
         lock is free was a holder that died: the server already let go of its lock, so it is reset."""
-        from .lock_postgres import try_hold
+        from ..db.advisory import try_hold
 
         assert self.url is not None
         if not try_hold(self.url, run_id):
@@ -149,14 +149,14 @@ class HeartbeatState:
         """Before each phase: on PostgreSQL the lock lives in a connection, which can drop (SQLite's row cannot)."""
         if self.url is None:
             return True
-        from .lock_postgres import still_holds
+        from ..db.advisory import still_holds
 
         return still_holds(self.url, run_id)
 
     def release(self, run_id: str) -> bool:
         cursor = self.conn.execute("DELETE FROM heartbeat_lock WHERE name = ? AND run_id = ?", (LOCK, run_id))
         if self.url is not None:
-            from .lock_postgres import let_go
+            from ..db.advisory import let_go
 
             return let_go(self.url, run_id) or cursor.rowcount > 0
         return bool(cursor.rowcount > 0)

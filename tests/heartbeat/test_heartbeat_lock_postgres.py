@@ -112,7 +112,7 @@ def _drop_lock_connection(url: str) -> None:
     """What a network cut does to the holder: the server ends the session that holds the heartbeat lock."""
     import psycopg
 
-    from sherpa_skills.heartbeat.lock_postgres import HEARTBEAT_LOCK
+    from sherpa_skills.db.advisory import HEARTBEAT_LOCK
 
     with psycopg.connect(url, autocommit=True) as conn:
         pids = conn.execute(

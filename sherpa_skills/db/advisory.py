@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from ..db.postgres import PgConnection, connect
+from .postgres import PgConnection, connect
 
 HEARTBEAT_LOCK = 0x5348_4552_5041_0002  # "SHERPA" 2: the key of pg_try_advisory_lock(bigint)
 
