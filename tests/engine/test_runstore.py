@@ -76,7 +76,7 @@ def test_a_store_finalised_while_another_store_opens_does_not_deadlock(tmp_path:
 
     from sherpa_skills.db.sqlite import Checkpointer
 
-    forgotten = RunStore(tmp_path / "forgotten.db")
+    forgotten = RunStore(path=tmp_path / "forgotten.db")
     key = str((tmp_path / "forgotten.db").resolve())
 
     def collector_inside_acquire() -> None:
@@ -87,7 +87,7 @@ def test_a_store_finalised_while_another_store_opens_does_not_deadlock(tmp_path:
     thread.start()
     thread.join(timeout=10)
     assert not thread.is_alive(), "the finaliser waited for the guard its own thread holds"
-    RunStore(tmp_path / "next.db").close()  # the next acquire makes the release the finaliser could not
+    RunStore(path=tmp_path / "next.db").close()  # the next acquire makes the release the finaliser could not
     assert key not in Checkpointer._shared
 
 
