@@ -13,4 +13,5 @@ class OnDatabase:
 
     @property
     def dialect(self) -> str:
+        """'sqlite' or 'postgresql': which engine holds the store's rows."""
         return self.db._dialect

@@ -68,7 +68,8 @@ class InterruptedAction:
 
 
 class RunStore(_RunReads, _RunMachines, _RunEvents, _RunRetention):
-    """The run half of the truth store: store.db in the home folder, or the PostgreSQL database `database` (else
+    """The run half of the truth store, over the `Database` it is given (its opener closes it), else one it opens for
+    itself: store.db in the home folder (or the SQLite file `path`), or the PostgreSQL database `database` (else
     SHERPA_SKILLS_DATABASE) names. The home folder keeps what is local either way (logs)."""
 
     def __init__(
