@@ -17,7 +17,8 @@ class _RunMachines(_RunStoreBase):
     """The run store's machine records and forks."""
 
     def _keep_spec(self, spec_hash: str, record: Callable[[], dict[str, Any]]) -> None:
-        """Inside a transaction: the machine's record, stored the first time its hash is seen (built only then)."""
+        """Inside a transaction: the machine's record, stored the first time its hash is seen (built only then). The
+        caller remembers the hash as kept once the transaction committed (a retried one must insert it again)."""
         if spec_hash in self._kept_specs:
             return
         if not self.conn.execute("SELECT 1 FROM run_specs WHERE spec_hash = ?", (spec_hash,)).fetchone():
@@ -25,7 +26,6 @@ class _RunMachines(_RunStoreBase):
                 "INSERT INTO run_specs (spec_hash, body, created) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 (spec_hash, _dump(record(), f"the record of machine {spec_hash}"), time.time()),
             )
-        self._kept_specs.add(spec_hash)
 
     def keep_machine(self, run_id: str, from_tick: int, spec_hash: str, record: Callable[[], dict[str, Any]]) -> bool:
         """Record that the run executes machine `spec_hash` from `from_tick` on; the machine's record (built by
@@ -47,6 +47,7 @@ class _RunMachines(_RunStoreBase):
                 )
 
             self.db.transaction(write, what=f"the machine of run {run_id} from step {from_tick}")
+            self._kept_specs.add(spec_hash)
         return True
 
     def machines(self, run_id: str) -> list[tuple[int, str]]:

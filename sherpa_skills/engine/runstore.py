@@ -156,6 +156,8 @@ class RunStore(_RunReads, _RunMachines, _RunEvents, _RunRetention):
         self.db.transaction(
             write, what=f"the start of run {run_id}", landed=lambda: self._stamped(run_id, "created", now)
         )
+        if machine is not None and spec_hash is not None:
+            self._kept_specs.add(spec_hash)  # only now: a write tried again stores the record again
 
     def _stamped(self, run_id: str, column: str, stamp: float) -> bool:
         """Whether the run's row carries this write's own time stamp: the key of a tick (or a run's start) whose
