@@ -8,6 +8,7 @@ agents layer's: agents/task_store.py)."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ import structlog
 
 from ..db.connection import Connection
 from ..db.database import Database, given_or_opened
-from ..errors import StoreError
+from ..errors import StoreError, UsageError
 from ..redact import redact
 from .belief import LogEntry, TrajectoryEntry
 from .run_claims import RunClaims
@@ -74,12 +75,18 @@ class RunStore(_RunReads, _RunMachines, _RunEvents, _RunRetention):
 
     def __init__(
         self,
-        db: Database | None = None,
+        db: Database | str | Path | None = None,
         *,
         home: str | Path | None = None,
         path: str | Path | None = None,
         database: str | None = None,
     ):
+        if isinstance(
+            db, (str, os.PathLike)
+        ):  # `RunStore(path)` as it was written before the Database (the peer bench)
+            if path is not None:
+                raise UsageError("give RunStore its SQLite file once: RunStore(path) or RunStore(path=...)")
+            db, path = None, db
         self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
         self.db.migrate("runs", MIGRATIONS)
         # On a server too: the home is where this machine's logs are, and an agent finds it as path's folder.
