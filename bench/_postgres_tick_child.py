@@ -68,7 +68,7 @@ def ours(variant: str, url: str | None, steps: int, tmp: Path) -> tuple[Callable
     import sherpa_skills as sk
 
     workflow = sk.load_workflow_text(WORKFLOW % {"max_steps": steps + 10, "last": steps - 4}, name="peer_cycle.yaml")
-    store = sk.RunStore(tmp / "store.db") if variant == "sqlite" else sk.RunStore(database=url, home=tmp)
+    store = sk.RunStore(path=tmp / "store.db") if variant == "sqlite" else sk.RunStore(database=url, home=tmp)
 
     def episode() -> None:
         agent = workflow.agent(store=store)

@@ -197,7 +197,7 @@ class SherpaBench:
         if durable:
             self._db += 1
             db = self.tmp / f"store-{self._db}.db"
-            store = RunStore(db)
+            store = RunStore(path=db)
         agent = Agent(wf.machine, policy, store=store, base_dir=self.tmp, model=self.model)
         t0 = perf_counter()
         result = agent.run()
@@ -259,7 +259,7 @@ def commit_profile(tmp: Path, sherpa: SherpaBench, steps: int, llm: bool) -> dic
                 self.commits.append(perf_counter() - t0)
 
     db = tmp / f"profile-{steps}-{llm}.db"
-    store = TimedRunStore(db)
+    store = TimedRunStore(path=db)
     wf = sherpa.workflows[steps]
     agent = Agent(wf.machine, sherpa.llm_policy if llm else wf.policy, store=store, base_dir=tmp, model=sherpa.model)
     t0 = perf_counter()

@@ -106,7 +106,7 @@ def section(figures: dict[str, Any], meta: dict[str, Any]) -> str:
         f"- Server: PostgreSQL {meta['server_version']}, a local throwaway cluster over TCP on 127.0.0.1 "
         "(tests/_postgres.py), fsync=on, synchronous_commit=on (default), wal_level=replica (default), "
         "pg_stat_statements loaded for every variant. Our PG path: `RunStore(database=URL)` (psycopg "
-        f"{meta['psycopg']}, autocommit + BEGIN/COMMIT per tick). SQLite path: `RunStore(path)`, WAL, "
+        f"{meta['psycopg']}, autocommit + BEGIN/COMMIT per tick). SQLite path: `RunStore(path=path)`, WAL, "
         "synchronous=NORMAL: it does not fsync per commit, so it is less durable than both PG rows (power loss).",
         f"- LangGraph: {meta['langgraph']}; a node per state (plan, act, check, idle), a conditional edge after check"
         " (retry once per cycle) and after idle (END at the last step), `n += 1` in every node, "

@@ -1236,7 +1236,7 @@ def section_replay(r: dict[str, Any], meta: dict[str, Any]) -> tuple[list[str], 
         "a 2-step procedure (the first two steps) is captured"
         " the same way for marginal figures. Replays run in-process as `cli_learn.cmd_replay` does "
         "(`load_workflow(statemachines/replay.yaml)`"
-        " once, then per replay `workflow.agent(store=RunStore(home), home=home).run({... execute: true, "
+        " once, then per replay `workflow.agent(store=RunStore(home=home), home=home).run({... execute: true, "
         "assume_yes: true, cwd})`, with"
         " the CLI's logging set-up: console at error + the home's JSON log file); "
         "timed from agent creation to the final state."

@@ -23,7 +23,7 @@ from sherpa_skills.skills.store.database import ProcedureDatabase
 home, start, kinds = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3].split(",")
 openers = {"runs": lambda: RunStore(home=home), "skills": lambda: ProcedureDatabase(home=home),
            "sessions": lambda: SessionStore(home=home), "memory": lambda: MemoryStore(home=home),
-           "domains": lambda: Domains(home=home), "heartbeat": lambda: HeartbeatState(home)}
+           "domains": lambda: Domains(home=home), "heartbeat": lambda: HeartbeatState(home=home)}
 time.sleep(max(0.0, start - time.time()))  # every process reaches the first open at the same moment
 for kind in kinds:
     openers[kind]().close()

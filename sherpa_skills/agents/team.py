@@ -516,6 +516,7 @@ class TeamRunner:
         if self.store is None:
             return
         from .diagram import team_to_mermaid
+        from .task_store import TaskStore
 
         spec = self.team.spec
         record = {
@@ -527,9 +528,10 @@ class TeamRunner:
             "output": spec.output,
             "mermaid": team_to_mermaid(self.team),
         }
+        tasks = TaskStore(self.store.db)  # kept in the run store's database, beside the agents' runs
         for cid in dict.fromkeys(e.correlation_id or e.id for e in events):
             body = [e.body() for e in events if (e.correlation_id or e.id) == cid]
-            self.store.record_team_task(cid, spec.name, {**record, "events": body})
+            tasks.record_team_task(cid, spec.name, {**record, "events": body})
 
     def _next(self) -> tuple[AgentHost, Event] | None:
         if not self.bus.pending():

@@ -69,6 +69,9 @@ def cmd_db_copy(args: argparse.Namespace) -> int:
 
 def store_components() -> list[Component]:
     """Every part of the truth store and its migrations, imported only when a copy asks (so `--help` stays fast)."""
+    from ..agents.task_store import COMPONENT as teams
+    from ..agents.task_store import MIGRATIONS as team_tasks
+    from ..agents.task_store import MOVED_FROM as teams_moved_from
     from ..db.components import Component
     from ..engine.run_schema import MIGRATIONS as runs
     from ..heartbeat.state import MIGRATIONS as heartbeat
@@ -80,6 +83,7 @@ def store_components() -> list[Component]:
 
     return [
         Component("runs", runs),
+        Component(teams, team_tasks, moved_from=teams_moved_from),
         Component("heartbeat", heartbeat),
         Component("skills", skills, refill=fill_fts),
         Component("sessions", sessions),

@@ -80,7 +80,7 @@ def cmd_heartbeat(args: argparse.Namespace) -> int:
     if args.what == "report":
         from ..heartbeat.state import HeartbeatState
 
-        state = HeartbeatState(home)
+        state = HeartbeatState(home=home)
         try:
             reports = state.reports(args.last)
         finally:

@@ -19,6 +19,9 @@ class Component:
     migrations: Sequence[Migration]
     #: Derived SQLite rows the copy makes again when the source kept none (PostgreSQL has no FTS5 table for them).
     refill: Callable[[Connection], None] | None = None
+    #: The component whose migrations made this one's tables before it had its own (a source migrated then recorded
+    #: only that one): its tables are copied from such a source too.
+    moved_from: str | None = None
 
 
 def fresh_schema(component: Component) -> sqlite3.Connection:

@@ -138,7 +138,7 @@ def _prepare(
     """Both ends at this version's schema for the component; its fresh schema (an in-memory SQLite database), or
     None when there is nothing of it to copy."""
     applied = source.applied(component.name)
-    if not applied:
+    if not applied and not (component.moved_from and source.applied(component.moved_from)):
         skipped.append(Skipped(name=component.name, reason="not in the source (never used there)"))
         return None
     refuse_newer(component.name, applied, component.migrations, source.label)

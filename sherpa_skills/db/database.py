@@ -273,15 +273,69 @@ class Database:
             return f"json_extract({column}, ?) IS NULL", [f"$.{key}"]
         return f"json_extract({column}, ?) = ?", [f"$.{key}", value]
 
+    # -- the run store's and the heartbeat's session locks, and a second connection (see db/advisory.py)
+    def try_session_lock(self, space: int, key: str) -> bool:
+        """Hold `key` (in `space`) until `session_unlock` or this process ends; re-entrant within its holder. On a
+        server, held by this connection (a dropped one loses it: see `on_reconnect`); on SQLite, a record lock on a
+        file beside store.db."""
+        from . import advisory
+
+        if self._dialect == "postgresql":
+            return advisory.try_server_lock(self.conn, space, key)
+        return advisory.try_file_lock(f"{self.path}.claims", key)
+
+    def session_unlock(self, space: int, key: str) -> None:
+        from . import advisory
+
+        if self._dialect == "postgresql":
+            advisory.server_unlock(self.conn, space, key)
+        else:
+            advisory.file_unlock(f"{self.path}.claims", key)
+
+    def on_reconnect(self, again: Callable[[], None]) -> None:
+        """`again` runs on each fresh connection that replaces a dropped one (session locks died with the old one)."""
+        if self._dialect == "postgresql":
+            self.conn.on_reconnect.append(again)  # type: ignore[attr-defined]
+
+    def hold_alone(self, key: str) -> bool:
+        """On a shared truth: take the one lock every home sharing it contends for (the heartbeat's), on a connection
+        of its own that the server lets go of when this process dies; False when another holder has it."""
+        from .advisory import try_hold
+
+        return try_hold(self._url(), key)
+
+    def still_holds_alone(self, key: str) -> bool:
+        """Whether `hold_alone(key)` still holds (taken again when its connection dropped and nobody took it)."""
+        from .advisory import still_holds
+
+        return still_holds(self._url(), key)
+
+    def let_go_alone(self, key: str) -> bool:
+        from .advisory import let_go
+
+        return let_go(self._url(), key)
+
+    def _url(self) -> str:
+        url = getattr(self.conn, "url", None)
+        if not isinstance(url, str):
+            raise AssertionError("a lock held apart from the store's connection needs a database server")
+        return url
+
     def another(self) -> Database:
-        """A second connection to the same truth, for another thread (the caller closes it)."""
+        """A second `Database` on the same truth, with a connection of its own (its transactions and row locks apart
+        from this one's): the caller closes it."""
         if self._dialect == "postgresql":
             from .postgres import connect as connect_postgres
 
-            return Database(connect_postgres(self.conn.url), path=self.path, where=self.where)  # type: ignore[attr-defined]
+            return Database(connect_postgres(self._url()), path=self.path, where=self.where)
         from .sqlite import connect
 
         return Database(connect(self.path), path=self.path, where=self.where)
+
+    def skip_locked(self) -> str:
+        """The suffix that locks the rows a SELECT reads and skips those another transaction locked ('' on SQLite:
+        one writer at a time)."""
+        return " FOR UPDATE SKIP LOCKED" if self._dialect == "postgresql" else ""
 
 
 def _sqlite_integrity_error() -> type[Exception]:

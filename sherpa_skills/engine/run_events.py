@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..db.connection import Connection
 from .run_base import _RunStoreBase
 from .run_values import _like
 
@@ -54,52 +55,56 @@ class _RunEvents(_RunStoreBase):
         live: dict[str, dict[str, Any]] | None = None,
     ) -> int:
         """Hand the outbox (of the runs under `run_prefix`, or of run `run_id` alone) to `publish`, each event once,
-        and mark it published; returns how many. On PostgreSQL, relays on several machines share it: each claims a
-        batch with SELECT … FOR UPDATE SKIP LOCKED in a transaction of its own connection, publishes, marks, commits;
-        one that dies mid-batch leaves its batch to the next (its row locks die with its connection). On SQLite, one
-        machine: read, publish, mark. `live` holds, by event id, the bodies as the run emitted them (the store keeps
-        them redacted): those go out rather than the stored copy."""
+        and mark it published; returns how many. On a shared database, relays on several machines share it: each
+        claims a batch (its rows locked, those another relay locked skipped) in a transaction of its own connection,
+        publishes, marks, commits; one that dies mid-batch leaves its batch to the next (its row locks die with its
+        connection). On one machine: read, publish, mark. `live` holds, by event id, the bodies as the run emitted them
+        (the store keeps them redacted): those go out rather than the stored copy."""
         live = live or {}
-        if self._url is None:
+        if not self.db.shared:
             done = 0
             for rid, body in self.unpublished(run_prefix) if run_id is None else self._outbox_of(run_id):
                 publish(live.get(body["id"], body))
                 self.mark_published(rid, [body["id"]])
                 done += 1
             return done
-        from ..db.postgres import connect as connect_postgres
-
         where, param = (
             ("run_id = ?", run_id) if run_id is not None else ("run_id LIKE ? ESCAPE '\\'", _like(run_prefix) + "%")
         )
-        conn = connect_postgres(self._url)
+        claim = (
+            "SELECT run_id, event_id, body FROM run_events WHERE direction = 'out' AND published = 0 AND "
+            f"{where} ORDER BY rowid LIMIT {RELAY_BATCH}{self.db.skip_locked()}"
+        )
+
+        def one_batch(conn: Connection) -> tuple[int, list[tuple[str, str]], BaseException | None]:
+            rows = conn.execute(claim, (param,)).fetchall()
+            published: list[tuple[str, str]] = []
+            failed: BaseException | None = None
+            for rid, event_id, body in rows:
+                try:
+                    publish(live[event_id] if event_id in live else json.loads(body))
+                except BaseException as exc:  # what was handed over is marked, even when a later publish failed
+                    failed = exc
+                    break
+                published.append((rid, event_id))
+            conn.executemany(
+                "UPDATE run_events SET published = 1 WHERE run_id = ? AND direction = 'out' AND event_id = ?",
+                published,
+            )
+            return len(rows), published, failed
+
+        relay = self.db.another()  # a batch's row locks are held apart from the run store's own writes
         done = 0
         try:
             while True:
-                conn.execute("BEGIN")
-                published: list[tuple[str, str]] = []
-                try:
-                    rows = conn.execute(
-                        f"SELECT run_id, event_id, body FROM run_events WHERE direction = 'out' AND published = 0 AND "
-                        f"{where} ORDER BY rowid LIMIT {RELAY_BATCH} FOR UPDATE SKIP LOCKED",
-                        (param,),
-                    ).fetchall()
-                    for rid, event_id, body in rows:
-                        publish(live[event_id] if event_id in live else json.loads(body))
-                        published.append((rid, event_id))
-                finally:  # what was handed over is marked, even when a later publish failed
-                    if conn.in_transaction:
-                        conn.executemany(
-                            "UPDATE run_events SET published = 1 "
-                            "WHERE run_id = ? AND direction = 'out' AND event_id = ?",
-                            published,
-                        )
-                        conn.execute("COMMIT")
+                claimed, published, failed = relay.transaction(one_batch, what="an outbox batch", immediate=False)
+                if failed is not None:
+                    raise failed
                 done += len(published)
-                if len(rows) < RELAY_BATCH:
+                if claimed < RELAY_BATCH:
                     return done
         finally:
-            conn.close()
+            relay.close()
 
     def _outbox_of(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
         return [
@@ -111,8 +116,9 @@ class _RunEvents(_RunStoreBase):
         ]
 
     def mark_published(self, run_id: str, event_ids: list[str]) -> None:
-        with self._lock:
-            self.conn.executemany(
-                "UPDATE run_events SET published = 1 WHERE run_id = ? AND direction = 'out' AND event_id = ?",
-                [(run_id, i) for i in event_ids],
+        rows = [(run_id, i) for i in event_ids]
+        self.db.once_more(
+            lambda conn: conn.executemany(
+                "UPDATE run_events SET published = 1 WHERE run_id = ? AND direction = 'out' AND event_id = ?", rows
             )
+        )

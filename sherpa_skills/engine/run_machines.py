@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..db.connection import Connection
 from .run_base import _RunStoreBase
 from .run_values import _dump
 
@@ -16,7 +17,8 @@ class _RunMachines(_RunStoreBase):
     """The run store's machine records and forks."""
 
     def _keep_spec(self, spec_hash: str, record: Callable[[], dict[str, Any]]) -> None:
-        """Inside a transaction: the machine's record, stored the first time its hash is seen (built only then)."""
+        """Inside a transaction: the machine's record, stored the first time its hash is seen (built only then). The
+        caller remembers the hash as kept once the transaction committed (a retried one must insert it again)."""
         if spec_hash in self._kept_specs:
             return
         if not self.conn.execute("SELECT 1 FROM run_specs WHERE spec_hash = ?", (spec_hash,)).fetchone():
@@ -24,7 +26,6 @@ class _RunMachines(_RunStoreBase):
                 "INSERT INTO run_specs (spec_hash, body, created) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 (spec_hash, _dump(record(), f"the record of machine {spec_hash}"), time.time()),
             )
-        self._kept_specs.add(spec_hash)
 
     def keep_machine(self, run_id: str, from_tick: int, spec_hash: str, record: Callable[[], dict[str, Any]]) -> bool:
         """Record that the run executes machine `spec_hash` from `from_tick` on; the machine's record (built by
@@ -36,19 +37,17 @@ class _RunMachines(_RunStoreBase):
             ).fetchone()
             if latest is not None and latest[0] == spec_hash:
                 return False
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
+
+            def write(conn: Connection) -> None:
                 self._keep_spec(spec_hash, record)
-                self.conn.execute(
+                conn.execute(
                     "INSERT INTO run_machines (run_id, from_tick, spec_hash) VALUES (?, ?, ?) "
                     "ON CONFLICT (run_id, from_tick) DO UPDATE SET spec_hash = excluded.spec_hash",
                     (run_id, from_tick, spec_hash),
                 )
-                self.conn.execute("COMMIT")
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
+
+            self.db.transaction(write, what=f"the machine of run {run_id} from step {from_tick}")
+            self._kept_specs.add(spec_hash)
         return True
 
     def machines(self, run_id: str) -> list[tuple[int, str]]:
@@ -67,11 +66,14 @@ class _RunMachines(_RunStoreBase):
         return json.loads(row[0]) if row else None
 
     def record_fork(self, run_id: str, parent_run_id: str, at_tick: int) -> None:
-        with self._lock:
-            self.conn.execute(
-                "INSERT INTO run_forks (run_id, parent_run_id, at_tick, created) VALUES (?, ?, ?, ?)",
-                (run_id, parent_run_id, at_tick, time.time()),
-            )
+        row = (run_id, parent_run_id, at_tick, time.time())
+        self.db.transaction(
+            lambda conn: conn.execute(
+                "INSERT INTO run_forks (run_id, parent_run_id, at_tick, created) VALUES (?, ?, ?, ?)", row
+            ),
+            what=f"the fork {run_id} of run {parent_run_id}",
+            immediate=False,
+        )
 
     def forked_from(self, run_id: str) -> tuple[str, int] | None:
         """(parent run id, step) when this run is a fork."""

@@ -6,7 +6,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..db.sqlite import prefix_matches
 from ..errors import NoSuchRun
 from .belief import Belief, LogEntry, TrajectoryEntry
 from .run_base import _RunStoreBase
@@ -69,7 +68,7 @@ class _RunReads(_RunStoreBase):
             (run_id,),
         ).fetchone()
         if row is None:
-            matches = prefix_matches(self.conn, "runs", "run_id", run_id)
+            matches = self.db.prefix_matches("runs", "run_id", run_id)
             if len(matches) == 1:
                 return self.get_run(matches[0])
             if matches:
@@ -82,7 +81,7 @@ class _RunReads(_RunStoreBase):
 
     def _row(self, values: tuple[Any, ...]) -> RunRow:
         row = _run_row(values)
-        if row.home is None and self._url is None:  # recorded before origins were kept: SQLite is one machine's
+        if row.home is None and not self.db.shared:  # recorded before origins were kept: one machine's truth
             row.home = str(self.path.parent)
         return row
 
@@ -179,6 +178,7 @@ class _RunReads(_RunStoreBase):
     ) -> tuple[list[RunRow], int]:
         """A page of runs, newest first, and how many match in all: for views that page through thousands of runs."""
         where, params = [], []
+        like = self.db.like()
         if status:
             where.append("status = ?")
             params.append(status)
@@ -186,15 +186,13 @@ class _RunReads(_RunStoreBase):
             where.append("workflow = ?")
             params.append(workflow)
         if id_contains:
-            where.append(f"run_id {self._like} ? ESCAPE '\\'")
+            where.append(f"run_id {like} ? ESCAPE '\\'")
             params.append(f"%{_like(id_contains)}%")
         if text:
             # The inputs too: a thousand runs of one workflow differ only by them.
             where.append(
                 "("
-                + " OR ".join(
-                    f"{c} {self._like} ? ESCAPE '\\'" for c in ("run_id", "workflow", "state", "error", "inputs")
-                )
+                + " OR ".join(f"{c} {like} ? ESCAPE '\\'" for c in ("run_id", "workflow", "state", "error", "inputs"))
                 + ")"
             )
             params.extend([f"%{_like(text)}%"] * 5)

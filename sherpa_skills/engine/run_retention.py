@@ -38,17 +38,14 @@ class _RunRetention(_RunStoreBase):
         """Delete the runs `choose` names, except those `keep` says must stay (run id → why),
         with every row they recorded,
         in one transaction: what is chosen and what refers to it cannot change in between. Returns (deleted, kept)."""
-        with self._lock:
-            conn = self.conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                chosen = choose(conn)
-                kept = keep(conn, chosen) if keep else {}
-                ids = [i for i in chosen if i not in kept]
-                for table in (*RUN_TABLES, "runs"):
-                    conn.executemany(f"DELETE FROM {table} WHERE run_id = ?", [(i,) for i in ids])
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+
+        def write(conn: Connection) -> tuple[list[str], dict[str, str]]:
+            chosen = choose(conn)
+            kept = keep(conn, chosen) if keep else {}
+            ids = [i for i in chosen if i not in kept]
+            for table in (*RUN_TABLES, "runs"):
+                conn.executemany(f"DELETE FROM {table} WHERE run_id = ?", [(i,) for i in ids])
+            return ids, kept
+
+        ids, kept = self.db.transaction(write, what="the deletion of runs")
         return ids, kept

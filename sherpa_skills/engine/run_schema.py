@@ -90,15 +90,8 @@ def m006_run_machines(conn: sqlite3.Connection) -> None:
 
 
 def m007_team_tasks(conn: sqlite3.Connection) -> None:
-    """Which team a task (correlation id) belongs to, with what the team was asked and its drawing, as it ran: the
-    agents' runs alone name neither."""
-    execute_script(
-        conn,
-        """
-        CREATE TABLE team_tasks (
-            correlation_id TEXT PRIMARY KEY, team TEXT NOT NULL, record TEXT NOT NULL, created REAL NOT NULL);
-    """,
-    )
+    """Nothing now: team tasks are the agents layer's own component (agents/task_store.py); the name stays, as stores
+    migrated before record it, and the table they made then stays theirs."""
 
 
 def m008_run_origin(conn: sqlite3.Connection) -> None:

@@ -2,28 +2,25 @@
 share the store); a run resumes from its last tick, in one process at a time.
 
 Here: opening the store, a run's start and its ticks, and the intents that make a crash recoverable. RunStore's other
-jobs are mixed in from their own modules: run_reads, run_machines, run_events, run_team_tasks, run_retention."""
+jobs are mixed in from their own modules: run_reads, run_machines, run_events, run_retention (team tasks are the
+agents layer's: agents/task_store.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
-import sqlite3
-import threading
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from ..db.connection import Connection, batched, dialect_of
-from ..db.sqlite import Checkpointer, connect, migrate
-from ..db.url import database_url, describe
-from ..errors import ConnectionLost, StoreError
-from ..home import store_path
+from ..db.connection import Connection
+from ..db.database import Database, given_or_opened
+from ..errors import StoreError, UsageError
 from ..redact import redact
 from .belief import LogEntry, TrajectoryEntry
 from .run_claims import RunClaims
@@ -33,7 +30,6 @@ from .run_reads import RunRow as RunRow  # what the reads return, documented wit
 from .run_reads import _RunReads
 from .run_retention import _RunRetention
 from .run_schema import MIGRATIONS
-from .run_team_tasks import _TeamTasks
 from .run_values import _dump, _dump_counters
 
 log = structlog.get_logger("sherpa_skills.engine.runstore")
@@ -72,55 +68,47 @@ class InterruptedAction:
     started: float
 
 
-class RunStore(_RunReads, _RunMachines, _TeamTasks, _RunEvents, _RunRetention):
-    """The run half of the truth store: store.db in the home folder, or the PostgreSQL database `database` (else
+class RunStore(_RunReads, _RunMachines, _RunEvents, _RunRetention):
+    """The run half of the truth store, over the `Database` it is given (its opener closes it), else one it opens for
+    itself: store.db in the home folder (or the SQLite file `path`), or the PostgreSQL database `database` (else
     SHERPA_SKILLS_DATABASE) names. The home folder keeps what is local either way (logs)."""
 
-    def __init__(self, path: str | Path | None = None, *, home: str | Path | None = None, database: str | None = None):
-        url = self._url = None if path else database_url(database)
-        # On PostgreSQL too: the home is where this machine's logs are, and an agent finds it as path's folder.
-        self.path = Path(path) if path else store_path(home)
-        self._checkpointer: Checkpointer | None = None
-        self.conn: Connection
-        if url is not None:
-            from ..db.migrations import connect_migrated
-
-            self.where = describe(url)
-            pg = connect_migrated(url, "runs", MIGRATIONS)
-            self.conn = pg
-            self._integrity_error: type[Exception] = pg.IntegrityError
-        else:
-            self.where = str(self.path)
-            lite = connect(self.path)
-            migrate(lite, "runs", MIGRATIONS)
-            # Ticks never pay for a WAL checkpoint: a background thread does them (see Checkpointer).
-            lite.execute("PRAGMA wal_autocheckpoint=0")
-            lite.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")  # a checkpointed WAL shrinks back
-            self._checkpointer = Checkpointer.acquire(self.path)
-            self.conn = lite
-            self._integrity_error = sqlite3.IntegrityError
-        self.dialect = dialect_of(self.conn)
-        self._like = "ILIKE" if self.dialect == "postgresql" else "LIKE"  # SQLite's LIKE ignores ASCII case already
-        self.claims = RunClaims(self.conn, self.path)
+    def __init__(
+        self,
+        db: Database | str | Path | None = None,
+        *,
+        home: str | Path | None = None,
+        path: str | Path | None = None,
+        database: str | None = None,
+    ):
+        if isinstance(
+            db, (str, os.PathLike)
+        ):  # `RunStore(path)` as it was written before the Database (the peer bench)
+            if path is not None:
+                raise UsageError("give RunStore its SQLite file once: RunStore(path) or RunStore(path=...)")
+            db, path = None, db
+        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
+        self.db.migrate("runs", MIGRATIONS)
+        self.db.checkpoint_in_background()
+        self.claims = RunClaims(self.db)
         self._commits = 0
-        self._lock = threading.Lock()
+        self._lock = self.db.lock  # one writer per connection, whichever store of it writes
         self._kept_specs: set[str] = set()  # machine records known to be stored: a run start asks nothing more
+        self._closed = False
 
     def close(self) -> None:
-        checkpointer, self._checkpointer = self._checkpointer, None
+        if self._closed:
+            return
+        self._closed = True
         self.claims.release_all()
-        self.conn.close()
-        if checkpointer is not None:
-            checkpointer.release()
+        self.db.stop_checkpoints()
+        if self._owns_db:
+            self.db.close()
 
     def __del__(self) -> None:
-        checkpointer = getattr(self, "_checkpointer", None)
-        if checkpointer is not None:
-            self._checkpointer = None
-            try:
-                checkpointer.release(wait=False)  # the collector may run this while the guard is held, on this thread
-            except Exception:  # never raise from a finaliser
-                pass
+        # A store forgotten unclosed: the database it opened for itself lets go of its checkpointer, never waiting.
+        if getattr(self, "_owns_db", False):
+            self.db.__del__()
 
     def create_run(
         self,
@@ -140,7 +128,7 @@ class RunStore(_RunReads, _RunMachines, _TeamTasks, _RunEvents, _RunRetention):
         record), that it executes machine `spec_hash` from its start: the record itself is stored once per hash."""
         now = time.time()
 
-        def write() -> None:
+        def write(conn: Connection) -> None:
             if machine is not None and spec_hash is not None:
                 self._keep_spec(spec_hash, machine)
                 self.conn.execute(
@@ -169,56 +157,17 @@ class RunStore(_RunReads, _RunMachines, _TeamTasks, _RunEvents, _RunRetention):
             )
             self._append(run_id, record)
 
-        with self._lock:
-            self._transact(write, lambda: self._stamped(run_id, "created", now), f"the start of run {run_id}")
-
-    def _transact(
-        self,
-        write: Callable[[], None],
-        landed: Callable[[], bool],
-        what: str,
-        begin: str = "BEGIN IMMEDIATE",
-        *,
-        batch: bool = False,
-    ) -> None:
-        """`write` in one transaction (with `batch`, sent in one round trip on PostgreSQL). On PostgreSQL a dropped
-        connection gets one more try on the fresh one, unless `landed` finds the lost COMMIT went through (its answer
-        was what got lost): nothing is written twice."""
-        for attempt in (1, 2):
-            conn = self.conn
-            try:
-                with batched(conn) if batch else nullcontext():
-                    conn.execute(begin)
-                    write()
-                    conn.execute("COMMIT")
-                return
-            except ConnectionLost:
-                if landed():
-                    return
-                if attempt == 2:
-                    raise ConnectionLost(
-                        f"the connection to {self.where} dropped twice while writing {what}; nothing of it was "
-                        "committed, and the run resumes from its last committed step"
-                    ) from None
-                log.warning("connection lost; writing again", what=what, where=self.where)
-            except BaseException:
-                if conn.in_transaction:  # a Ctrl-C landing just after COMMIT has nothing to undo, and must stay one
-                    conn.execute("ROLLBACK")
-                raise
+        self.db.transaction(
+            write, what=f"the start of run {run_id}", landed=lambda: self._stamped(run_id, "created", now)
+        )
+        if machine is not None and spec_hash is not None:
+            self._kept_specs.add(spec_hash)  # only now: a write tried again stores the record again
 
     def _stamped(self, run_id: str, column: str, stamp: float) -> bool:
         """Whether the run's row carries this write's own time stamp: the key of a tick (or a run's start) whose
         COMMIT's answer was lost."""
         row = self.conn.execute(f"SELECT {column} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         return row is not None and row[0] == stamp
-
-    def _once_more(self, write: Callable[[], Any]) -> Any:
-        """A single statement that is the same written twice (an upsert, a flag set): on a dropped connection, sent
-        again on the fresh one."""
-        try:
-            return write()
-        except ConnectionLost:
-            return write()
 
     def _append(self, run_id: str, record: TickRecord, at_tick: int = -1) -> None:
         conn = self.conn
@@ -267,7 +216,7 @@ class RunStore(_RunReads, _RunMachines, _TeamTasks, _RunEvents, _RunRetention):
                         for d, outcome, e in record.events
                     ],
                 )
-            except self._integrity_error:
+            except self.db.integrity_error:
                 raise StoreError(
                     f"run {run_id} already consumed or emitted one of events {[e['id'] for _, _, e in record.events]}; "
                     "the tick is not recorded twice"
@@ -290,7 +239,8 @@ class RunStore(_RunReads, _RunMachines, _TeamTasks, _RunEvents, _RunRetention):
         keep with it now (None: unchanged)."""
         now = time.time()
 
-        def write() -> None:
+        def write(conn: Connection) -> None:
+            self._commits += 1
             self._append(run_id, record, tick)
             self.conn.execute(
                 "UPDATE runs SET status = ?, state = ?, tick = ?, counters = ?, error = ?, updated = ? "
@@ -302,30 +252,27 @@ class RunStore(_RunReads, _RunMachines, _TeamTasks, _RunEvents, _RunRetention):
             if clear_intents:
                 self.conn.execute("DELETE FROM run_intents WHERE run_id = ?", (run_id,))
 
-        with self._lock:
-            # One round trip per tick on PostgreSQL; a tick with events waits per statement, so that a duplicate
-            # event is told apart (see _append) from any other failure.
-            self._transact(
-                write,
-                lambda: self._stamped(run_id, "updated", now),
-                f"step {tick} of run {run_id}",
-                "BEGIN",
-                batch=not record.events,
-            )
-            self._commits += 1
-            if self._commits % 500 == 0 and self._checkpointer is not None:
-                self._checkpointer.nudge()  # ~8 MB of WAL: checkpoint it off the tick path now
+        # One round trip per tick on PostgreSQL; a tick with events waits per statement, so that a duplicate event
+        # is told apart (see _append) from any other failure.
+        self.db.transaction(
+            write,
+            what=f"step {tick} of run {run_id}",
+            landed=lambda: self._stamped(run_id, "updated", now),
+            immediate=False,
+            batch=not record.events,
+        )
+        if self._commits % 500 == 0:
+            self.db.nudge_checkpoint()  # ~8 MB of WAL: checkpoint it off the tick path now
 
     def mark_interrupted(self, run_id: str) -> bool:
         """A run a signal stopped (Ctrl-C, SIGTERM): shown as `interrupted`, resumed as a crashed one is.
         False if not recorded."""
-        with self._lock:
-            cur = self._once_more(
-                lambda: self.conn.execute(
-                    "UPDATE runs SET status = 'interrupted', updated = ? WHERE run_id = ? AND status != 'final'",
-                    (time.time(), run_id),
-                )
+        cur = self.db.once_more(
+            lambda conn: conn.execute(
+                "UPDATE runs SET status = 'interrupted', updated = ? WHERE run_id = ? AND status != 'final'",
+                (time.time(), run_id),
             )
+        )
         return bool(cur.rowcount > 0)
 
     def mark_started(
@@ -334,27 +281,25 @@ class RunStore(_RunReads, _RunMachines, _TeamTasks, _RunEvents, _RunRetention):
         """Committed before a side-effecting action runs, so a crash leaves a trace of it (and of the
         transition it serves)."""
         row = (run_id, tick, seq, action, time.time(), _dump(decision, "decision") if decision is not None else None)
-        with self._lock:
-            self._once_more(
-                lambda: self.conn.execute(
-                    "INSERT INTO run_intents (run_id, tick, seq, action, started, done, result, decision)"
-                    " VALUES (?, ?, ?, ?, ?, 0, NULL, ?) ON CONFLICT (run_id, tick, seq) DO UPDATE SET "
-                    "action = excluded.action, started = excluded.started, done = 0, result = NULL, "
-                    "decision = excluded.decision",
-                    row,
-                )
+        self.db.once_more(
+            lambda conn: conn.execute(
+                "INSERT INTO run_intents (run_id, tick, seq, action, started, done, result, decision)"
+                " VALUES (?, ?, ?, ?, ?, 0, NULL, ?) ON CONFLICT (run_id, tick, seq) DO UPDATE SET "
+                "action = excluded.action, started = excluded.started, done = 0, result = NULL, "
+                "decision = excluded.decision",
+                row,
             )
+        )
 
     def mark_done(self, run_id: str, tick: int, seq: int, result: dict[str, Any]) -> None:
         """Committed as soon as a side-effecting action returns: on resume its result is recovered from here, not run
         again."""
         row = (_dump(result, "action result"), run_id, tick, seq)
-        with self._lock:
-            self._once_more(
-                lambda: self.conn.execute(
-                    "UPDATE run_intents SET done = 1, result = ? WHERE run_id = ? AND tick = ? AND seq = ?", row
-                )
+        self.db.once_more(
+            lambda conn: conn.execute(
+                "UPDATE run_intents SET done = 1, result = ? WHERE run_id = ? AND tick = ? AND seq = ?", row
             )
+        )
 
     def in_flight(self, run_id: str) -> InFlight | None:
         """The uncommitted tick's completed actions, when a crash came after at least one of them; None otherwise."""

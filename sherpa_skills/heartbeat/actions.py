@@ -32,7 +32,7 @@ def heartbeat_lock(args: NoArgs, ctx: ActionContext) -> ActionResult:
     """Take the heartbeat lock, reset a stale one, or report who holds it."""
     home = _home(ctx)
     config = load_config(home)
-    state = HeartbeatState(home)
+    state = HeartbeatState(home=home)
     try:
         outcome = state.acquire(ctx.run_id or "", config.heartbeat.lock_stale_secs)
     finally:
@@ -52,7 +52,7 @@ def heartbeat_phase(args: PhaseArgs, ctx: ActionContext) -> ActionResult:
     home = _home(ctx)
     done: dict[str, Any] = dict(ctx.view.get("phases") or {})
     t0 = time.perf_counter()
-    state = HeartbeatState(home)
+    state = HeartbeatState(home=home)
     try:
         config = load_config(home)
         if not state.still_holds(ctx.run_id or ""):  # another heartbeat may be running now: touch nothing
@@ -97,7 +97,7 @@ def heartbeat_report(args: NoArgs, ctx: ActionContext) -> ActionResult:
     home = _home(ctx)
     view = ctx.view
     done: dict[str, Any] = dict(view.get("phases") or {})
-    state = HeartbeatState(home)
+    state = HeartbeatState(home=home)
     try:
         before = int(state.get(phases.WATERMARK, 0))
         after = before
@@ -138,7 +138,7 @@ def heartbeat_report(args: NoArgs, ctx: ActionContext) -> ActionResult:
 def heartbeat_skip(args: NoArgs, ctx: ActionContext) -> ActionResult:
     """The lock is held by a live heartbeat: say so, store nothing else."""
     home = _home(ctx)
-    state = HeartbeatState(home)
+    state = HeartbeatState(home=home)
     try:
         watermark = int(state.get(phases.WATERMARK, 0))
     finally:
@@ -159,7 +159,7 @@ def heartbeat_skip(args: NoArgs, ctx: ActionContext) -> ActionResult:
 
 @default_registry.action("heartbeat_release")
 def heartbeat_release(args: NoArgs, ctx: ActionContext) -> ActionResult:
-    state = HeartbeatState(_home(ctx))
+    state = HeartbeatState(home=_home(ctx))
     try:
         released = state.release(ctx.run_id or "")
     finally:

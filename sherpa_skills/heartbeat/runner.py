@@ -48,7 +48,7 @@ def run_once(
 
 
 def _release(home: Path, run_id: str) -> None:
-    state = HeartbeatState(home)
+    state = HeartbeatState(home=home)
     try:
         state.release(run_id)
     finally:
@@ -135,7 +135,7 @@ def mine_pending(home: Path) -> dict[str, Any] | None:
     from .phases import WATERMARK, mine_range
 
     config = load_config(home)
-    state = HeartbeatState(home)
+    state = HeartbeatState(home=home)
     holder = f"import-{uuid.uuid4().hex[:8]}"
     try:
         if not state.acquire(holder, config.heartbeat.lock_stale_secs).acquired:

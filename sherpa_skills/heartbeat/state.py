@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..db.connection import Connection
-from ..db.sqlite import connect, execute_script, migrate
-from ..db.url import database_url
-from ..home import store_path
+from ..db.database import Database, given_or_opened
+from ..db.sqlite import execute_script
 
 
 def m001_heartbeat(conn: sqlite3.Connection) -> None:
@@ -61,58 +60,56 @@ def _alive(pid: int) -> bool:
 
 
 class HeartbeatState:
-    """In the home's store.db, or in the PostgreSQL database in force (one heartbeat for every machine sharing it)."""
+    """In the home's store.db, or in the shared database in force (one heartbeat for every machine sharing it)."""
 
-    def __init__(self, home: Path, database: str | None = None):
-        self.url = database_url(database)
-        self.conn: Connection
-        if self.url is not None:
-            from ..db.migrations import connect_migrated
-
-            self.conn = connect_migrated(self.url, "heartbeat", MIGRATIONS)
-        else:
-            lite = connect(store_path(home))
-            migrate(lite, "heartbeat", MIGRATIONS)
-            self.conn = lite
+    def __init__(
+        self,
+        db: Database | None = None,
+        *,
+        home: str | Path | None = None,
+        path: str | Path | None = None,
+        database: str | None = None,
+    ) -> None:
+        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
+        self.db.migrate("heartbeat", MIGRATIONS)
+        self.conn: Connection = self.db.conn
 
     def close(self) -> None:
-        self.conn.close()
+        if self._owns_db:
+            self.db.close()
 
     # -- lock
     def acquire(self, run_id: str, stale_secs: float) -> LockOutcome:
         """Free → take; held by a live process → skip; older than `stale_secs` or its process gone → reset and take."""
-        if self.url is not None:
-            return self._acquire_postgres(run_id)
+        if self.db.shared:
+            return self._acquire_shared(run_id)
         now, host, pid = time.time(), socket.gethostname(), os.getpid()
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+
+        def take(conn: Connection) -> LockOutcome:
             row = conn.execute(
                 "SELECT run_id, pid, host, acquired FROM heartbeat_lock WHERE name = ?", (LOCK,)
             ).fetchone()
-            how = "taken"
-            if row is not None:
-                holder = {
-                    "run_id": row[0],
-                    "pid": row[1],
-                    "host": row[2],
-                    "acquired": row[3],
-                    "age_secs": round(now - row[3], 1),
-                }
-                stale = now - row[3] > stale_secs or (row[2] == host and not _alive(row[1]))
-                if not stale:
-                    conn.execute("COMMIT")
-                    return LockOutcome(False, "held", holder)
-                how = "reset"
-            self._record_holder(run_id, pid, host, now)
-            conn.execute("COMMIT")
-            return LockOutcome(True, how, None if row is None else holder)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            if row is None:
+                self._record_holder(conn, run_id, pid, host, now)
+                return LockOutcome(True, "taken", None)
+            holder = {
+                "run_id": row[0],
+                "pid": row[1],
+                "host": row[2],
+                "acquired": row[3],
+                "age_secs": round(now - row[3], 1),
+            }
+            stale = now - row[3] > stale_secs or (row[2] == host and not _alive(row[1]))
+            if not stale:
+                return LockOutcome(False, "held", holder)
+            self._record_holder(conn, run_id, pid, host, now)
+            return LockOutcome(True, "reset", holder)
 
-    def _record_holder(self, run_id: str, pid: int, host: str, now: float) -> None:
-        self.conn.execute(
+        return self.db.transaction(take, what="the heartbeat lock")
+
+    @staticmethod
+    def _record_holder(conn: Connection, run_id: str, pid: int, host: str, now: float) -> None:
+        conn.execute(
             "INSERT INTO heartbeat_lock (name, run_id, pid, host, acquired) VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) "
             "DO UPDATE SET run_id = excluded.run_id, pid = excluded.pid, host = excluded.host, "
             "acquired = excluded.acquired",
@@ -133,32 +130,29 @@ class HeartbeatState:
             "age_secs": round(time.time() - row[3], 1),
         }
 
-    def _acquire_postgres(self, run_id: str) -> LockOutcome:
-        """The advisory lock decides; the row only says who holds it (machine, pid, since when). A row left while the
-        lock is free was a holder that died: the server already let go of its lock, so it is reset."""
-        from .lock_postgres import try_hold
-
-        assert self.url is not None
-        if not try_hold(self.url, run_id):
+    def _acquire_shared(self, run_id: str) -> LockOutcome:
+        """The server's lock decides (see Database.hold_alone); the row only says who holds it (machine, pid, since
+        when). A row left while the lock is free was a holder that died: the server already let go of its lock, so it
+        is reset."""
+        if not self.db.hold_alone(run_id):
             return LockOutcome(False, "held", self._holder())
         previous = self._holder()
-        self._record_holder(run_id, os.getpid(), socket.gethostname(), time.time())
+        pid, host, now = os.getpid(), socket.gethostname(), time.time()
+        self.db.once_more(lambda conn: self._record_holder(conn, run_id, pid, host, now))
         return LockOutcome(True, "taken" if previous is None else "reset", previous)
 
     def still_holds(self, run_id: str) -> bool:
-        """Before each phase: on PostgreSQL the lock lives in a connection, which can drop (SQLite's row cannot)."""
-        if self.url is None:
+        """Before each phase: on a shared database the lock lives in a connection, which can drop (a row cannot)."""
+        if not self.db.shared:
             return True
-        from .lock_postgres import still_holds
-
-        return still_holds(self.url, run_id)
+        return self.db.still_holds_alone(run_id)
 
     def release(self, run_id: str) -> bool:
-        cursor = self.conn.execute("DELETE FROM heartbeat_lock WHERE name = ? AND run_id = ?", (LOCK, run_id))
-        if self.url is not None:
-            from .lock_postgres import let_go
-
-            return let_go(self.url, run_id) or cursor.rowcount > 0
+        cursor = self.db.once_more(
+            lambda conn: conn.execute("DELETE FROM heartbeat_lock WHERE name = ? AND run_id = ?", (LOCK, run_id))
+        )
+        if self.db.shared:
+            return self.db.let_go_alone(run_id) or cursor.rowcount > 0
         return bool(cursor.rowcount > 0)
 
     # -- key/value
@@ -167,30 +161,38 @@ class HeartbeatState:
         return json.loads(row[0]) if row else default
 
     def set(self, key: str, value: Any) -> None:
-        self.conn.execute(
-            "INSERT INTO heartbeat_state (key, value) VALUES (?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, json.dumps(value)),
+        row = (key, json.dumps(value))
+        self.db.once_more(
+            lambda conn: conn.execute(
+                "INSERT INTO heartbeat_state (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                row,
+            )
         )
 
     # -- reports
     def save_report(self, report: dict[str, Any], markdown: str) -> int:
-        cursor = self.conn.execute(
-            "INSERT INTO heartbeat_runs (run_id, started, ended, status, watermark_before, watermark_after, "
-            "phases, alerts, markdown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (
-                report.get("run_id"),
-                report["started"],
-                report["ended"],
-                report["status"],
-                report.get("watermark_before"),
-                report.get("watermark"),
-                json.dumps(report.get("phases", {})),
-                json.dumps(report.get("alerts", [])),
-                markdown,
-            ),
+        row = (
+            report.get("run_id"),
+            report["started"],
+            report["ended"],
+            report["status"],
+            report.get("watermark_before"),
+            report.get("watermark"),
+            json.dumps(report.get("phases", {})),
+            json.dumps(report.get("alerts", [])),
+            markdown,
         )
-        return int(cursor.fetchone()[0])
+
+        def write(conn: Connection) -> int:
+            cursor = conn.execute(
+                "INSERT INTO heartbeat_runs (run_id, started, ended, status, watermark_before, watermark_after, "
+                "phases, alerts, markdown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                row,
+            )
+            return int(cursor.fetchone()[0])
+
+        return self.db.transaction(write, what="the heartbeat's report", immediate=False)
 
     def reports(self, last: int = 1) -> list[dict[str, Any]]:
         rows = self.conn.execute(
@@ -226,9 +228,12 @@ class HeartbeatState:
         return row[0] if row else None
 
     def remember_health(self, procedure_id: str, status: str, rate: float | None) -> None:
-        self.conn.execute(
-            "INSERT INTO procedure_health (procedure_id, status, rate, updated) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (procedure_id) DO UPDATE SET status = excluded.status, rate = excluded.rate, "
-            "updated = excluded.updated",
-            (procedure_id, status, rate, time.time()),
+        row = (procedure_id, status, rate, time.time())
+        self.db.once_more(
+            lambda conn: conn.execute(
+                "INSERT INTO procedure_health (procedure_id, status, rate, updated) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (procedure_id) DO UPDATE SET status = excluded.status, rate = excluded.rate, "
+                "updated = excluded.updated",
+                row,
+            )
         )

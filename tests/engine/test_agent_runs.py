@@ -21,7 +21,7 @@ def _trajectory(belief: Any) -> list[tuple[str, str | None, str]]:
 
 def _assert_store_matches(path: Path, agent: Agent, status: str) -> None:
     """A second connection to the same file sees exactly what the agent holds."""
-    other = RunStore(path)
+    other = RunStore(path=path)
     try:
         row = other.get_run(agent.run_id)
         assert (row.status, row.state) == (status, agent.state)
@@ -59,7 +59,7 @@ class TestDurability:
         @registry.action("peek")
         def peek(args: Any, ctx: Any) -> ActionResult:
             """Looks at the run through a second connection, as another process would."""
-            other = RunStore(db)
+            other = RunStore(path=db)
             try:
                 row = other.get_run(ctx.run_id)
                 belief = other.load_belief(ctx.run_id)
@@ -68,7 +68,7 @@ class TestDurability:
             seen.append((ctx.tick, row.tick, len(belief.trajectory), row.state, row.status))
             return ActionResult(outputs={"committed_tick": row.tick})
 
-        agent = load_workflow_text(DURABLE, name="durable.yaml", registry=registry).agent(store=RunStore(db))
+        agent = load_workflow_text(DURABLE, name="durable.yaml", registry=registry).agent(store=RunStore(path=db))
         result = runner(agent)
         assert result.status == "final"
         assert seen == [(1, 0, 1, "one", "running"), (2, 1, 2, "two", "running"), (3, 2, 3, "three", "running")]
@@ -78,10 +78,10 @@ class TestDurability:
         db = tmp_path / "store.db"
         registry = default_registry.child()
         registry.action("peek")(lambda args, ctx: {"ok": True})
-        agent = load_workflow_text(DURABLE, name="durable.yaml", registry=registry).agent(store=RunStore(db))
+        agent = load_workflow_text(DURABLE, name="durable.yaml", registry=registry).agent(store=RunStore(path=db))
         runner(agent)
         _assert_store_matches(db, agent, "final")
-        belief = RunStore(db).load_belief(agent.run_id)
+        belief = RunStore(path=db).load_belief(agent.run_id)
         assert _trajectory(belief) == [
             ("one", None, "start"),
             ("two", "next", "fast_forward"),
@@ -125,7 +125,7 @@ def approval() -> Workflow:
 
 
 def _waiting_run(tmp_path: Path, workflow: Workflow, runner: Callable[..., RunResult]) -> str:
-    store = RunStore(tmp_path / "store.db")
+    store = RunStore(path=tmp_path / "store.db")
     result = runner(workflow.agent(store=store), {"topic": "tests"})
     assert (result.status, result.state, result.available) == ("waiting", "review", ["revise"])
     store.close()
@@ -136,13 +136,13 @@ class TestWaitingAndResuming:
     def test_a_waiting_state_stops_the_run_with_status_waiting(self, tmp_path, approval, runner):
         """The run stops in the waiting state, and the store says so."""
         run_id = _waiting_run(tmp_path, approval, runner)
-        row = RunStore(tmp_path / "store.db").get_run(run_id)
+        row = RunStore(path=tmp_path / "store.db").get_run(run_id)
         assert (row.status, row.state, row.inputs) == ("waiting", "review", {"topic": "tests"})
 
     def test_resuming_with_input_moves_on(self, tmp_path, approval, runner):
         """Outside input makes the guarded transition available, and the resumed run finishes."""
         run_id = _waiting_run(tmp_path, approval, runner)
-        store = RunStore(tmp_path / "store.db")
+        store = RunStore(path=tmp_path / "store.db")
         agent = Agent.resume(store, run_id, approval.machine, approval.policy)
         result = runner(agent, {"approved": True})
         assert (result.status, result.state) == ("final", "done")
@@ -153,7 +153,7 @@ class TestWaitingAndResuming:
     def test_resuming_with_an_explicit_trigger_fires_it_with_its_arguments(self, tmp_path, approval, runner):
         """A human decision (trigger + args) goes back to draft, which runs again and waits once more."""
         run_id = _waiting_run(tmp_path, approval, runner)
-        store = RunStore(tmp_path / "store.db")
+        store = RunStore(path=tmp_path / "store.db")
         agent = Agent.resume(store, run_id, approval.machine, approval.policy)
         result = runner(agent, trigger="revise", args={"note": "shorter"})
         assert (result.status, result.state) == ("waiting", "review")
@@ -164,14 +164,14 @@ class TestWaitingAndResuming:
     def test_resuming_without_the_needed_input_keeps_waiting(self, tmp_path, approval, runner):
         """Input that enables nothing new leaves the run waiting where it was."""
         run_id = _waiting_run(tmp_path, approval, runner)
-        agent = Agent.resume(RunStore(tmp_path / "store.db"), run_id, approval.machine, approval.policy)
+        agent = Agent.resume(RunStore(path=tmp_path / "store.db"), run_id, approval.machine, approval.policy)
         result = runner(agent, {"approved": False})
         assert (result.status, result.state) == ("waiting", "review")
 
     def test_an_unavailable_trigger_is_a_clear_error_and_the_run_can_still_resume(self, tmp_path, approval, runner):
         """Firing a trigger whose guard fails names the available ones; the run stays resumable."""
         run_id = _waiting_run(tmp_path, approval, runner)
-        store = RunStore(tmp_path / "store.db")
+        store = RunStore(path=tmp_path / "store.db")
         result = runner(Agent.resume(store, run_id, approval.machine, approval.policy), trigger="approve")
         assert result.status == "error"
         assert "trigger 'approve' is not available in state 'review'; available: revise" in result.error
@@ -184,17 +184,17 @@ class TestWaitingAndResuming:
     def test_resuming_a_finished_run_is_refused_and_leaves_it_finished(self, tmp_path, approval, runner):
         """A finished run cannot be resumed; the refusal does not rewrite its stored status."""
         run_id = _waiting_run(tmp_path, approval, runner)
-        store = RunStore(tmp_path / "store.db")
+        store = RunStore(path=tmp_path / "store.db")
         assert (
             runner(Agent.resume(store, run_id, approval.machine, approval.policy), {"approved": True}).status == "final"
         )
         result = runner(Agent.resume(store, run_id, approval.machine, approval.policy))
         assert result.status == "error" and "already finished" in result.error
-        assert RunStore(tmp_path / "store.db").get_run(run_id).status == "final"
+        assert RunStore(path=tmp_path / "store.db").get_run(run_id).status == "final"
 
     def test_a_missing_required_input_is_a_clear_error(self, tmp_path, approval, runner):
         """The run ends with status error naming the input and how to pass it."""
-        store = RunStore(tmp_path / "store.db")
+        store = RunStore(path=tmp_path / "store.db")
         agent = approval.agent(store=store)
         result = runner(agent)
         assert result.status == "error"
@@ -233,7 +233,7 @@ states:
 class TestFailures:
     def test_the_step_limit_ends_the_run_with_an_error_naming_it(self, tmp_path, runner):
         """A machine that never ends stops after max_steps with status error, the limit in the message."""
-        agent = load_workflow_text(LOOP, name="loop.yaml").agent(store=RunStore(tmp_path / "store.db"))
+        agent = load_workflow_text(LOOP, name="loop.yaml").agent(store=RunStore(path=tmp_path / "store.db"))
         result = runner(agent)
         assert result.status == "error"
         assert "step limit reached (5 steps)" in result.error and "max_steps" in result.error
@@ -259,17 +259,17 @@ class TestFailures:
 
         workflow = load_workflow_text(FLAKY, name="flaky.yaml", registry=registry)
         db = tmp_path / "store.db"
-        agent = workflow.agent(store=RunStore(db))
+        agent = workflow.agent(store=RunStore(path=db))
         result = runner(agent)
         assert (result.status, result.state) == ("error", "a")
         assert result.error == "action 'flaky': RuntimeError: disk full"
         last = agent.belief.log[-1]
         assert (last.action, last.status) == ("flaky", "error") and "disk full" in last.error
         _assert_store_matches(db, agent, "error")
-        assert RunStore(db).get_run(agent.run_id).error == result.error
+        assert RunStore(path=db).get_run(agent.run_id).error == result.error
 
         broken["on"] = False
-        resumed = Agent.resume(RunStore(db), agent.run_id, workflow.machine, workflow.policy)
+        resumed = Agent.resume(RunStore(path=db), agent.run_id, workflow.machine, workflow.policy)
         again = runner(resumed)
         assert (again.status, again.state) == ("final", "b")
         assert [(e.action, e.status) for e in resumed.belief.log] == [

@@ -176,12 +176,12 @@ class TestJsonRoundTrip:
 
     def test_the_belief_of_a_real_run_round_trips(self, tmp_path, runner):
         """A belief the engine built (entries made without validation) survives JSON and the run store alike."""
-        store = RunStore(tmp_path / "store.db")
+        store = RunStore(path=tmp_path / "store.db")
         workflow = load_workflow_text(COUNTING, name="counting.yaml")
         agent = workflow.agent(store=store)
         assert runner(agent, {"ticket": {"id": 7, "tags": ["x"]}}).status == "final"
         assert Belief.from_json(agent.belief.to_json()) == agent.belief
-        assert RunStore(tmp_path / "store.db").load_belief(agent.run_id).model_dump() == agent.belief.model_dump()
+        assert RunStore(path=tmp_path / "store.db").load_belief(agent.run_id).model_dump() == agent.belief.model_dump()
 
     def test_entries_the_engine_makes_without_validation_are_what_validation_makes(self, runner):
         """The tick builds its entries directly (no per-field walk); they must be indistinguishable from validated
@@ -248,7 +248,7 @@ class TestGuardsCannotWrite:
 
     def test_a_guard_that_writes_fails_the_run_with_a_clear_error(self, tmp_path, runner):
         """The run ends with status error and a message saying belief is read-only, not with a traceback."""
-        store = RunStore(tmp_path / "store.db")
+        store = RunStore(path=tmp_path / "store.db")
         workflow = load_workflow_text(WRITING_GUARD, name="writing_guard.yaml", registry=self._registry())
         agent = workflow.agent(store=store)
         result = runner(agent)
@@ -257,7 +257,7 @@ class TestGuardsCannotWrite:
         assert "read-only" in result.error and "guard 'sneaky'" in result.error
         assert "Traceback" not in result.error
         assert "approved" not in result.context
-        row = RunStore(tmp_path / "store.db").get_run(agent.run_id)
+        row = RunStore(path=tmp_path / "store.db").get_run(agent.run_id)
         assert (row.status, row.state) == ("error", "s")
         assert "read-only" in row.error
 
@@ -343,13 +343,13 @@ class TestDeeplyReadOnly:
             view.get("note.nested").append("sneaked")
             return True
 
-        store = RunStore(tmp_path / "store.db")
+        store = RunStore(path=tmp_path / "store.db")
         workflow = load_workflow_text(NESTED_GUARD, name="nested_guard.yaml", registry=registry)
         agent = workflow.agent(store=store)
         result = runner(agent)
         assert result.status == "error" and "read-only" in result.error and "nested_sneaky" in result.error
         assert agent.belief.context["note"] == {"nested": [1, {"two": 2}]}
-        assert RunStore(tmp_path / "store.db").load_belief(agent.run_id).context == agent.belief.context
+        assert RunStore(path=tmp_path / "store.db").load_belief(agent.run_id).context == agent.belief.context
 
     def test_a_policy_cannot_change_a_log_entry_it_decides_on(self, runner):
         """view.log[-1].status = ... and view.log[-1].outputs[...] = ... are refused inside a policy."""

@@ -287,14 +287,14 @@ def test_a_process_dying_mid_tick_replays_completed_results_and_their_events(tmp
         return {"ok": True}
 
     workflow = load_workflow_text(CRASH_AFTER_EMIT, registry=registry)
-    store = RunStore(tmp_path / "store.db")
+    store = RunStore(path=tmp_path / "store.db")
     agent = workflow.agent(store=store)
     with pytest.raises(KeyboardInterrupt):
         runner(agent)
     assert store.get_run(agent.run_id).status == "interrupted", "Ctrl-C in the library too: not left `running`"
     store.close()
 
-    store = RunStore(tmp_path / "store.db")
+    store = RunStore(path=tmp_path / "store.db")
     resumed = Agent.resume(store, agent.run_id, workflow.machine, workflow.policy, registry=registry)
     result = runner(resumed)
     assert result.status == "final", result.error

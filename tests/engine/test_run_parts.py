@@ -78,7 +78,7 @@ class FailsOnStop(RunHook):
 
 
 def _waiting(tmp_path: Path, hooks: list[RunHook]) -> tuple[RunStore, str]:
-    store = RunStore(tmp_path / "store.db")
+    store = RunStore(path=tmp_path / "store.db")
     result = load_workflow_text(WAITS, name="waits.yaml").agent(store=store, hooks=hooks).run()
     assert result.status == "waiting"
     return store, result.run_id

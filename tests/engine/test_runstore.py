@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sherpa_skills.engine.belief import LogEntry, TrajectoryEntry
 from sherpa_skills.engine.runstore import RunStore, TickRecord
 
@@ -76,7 +78,7 @@ def test_a_store_finalised_while_another_store_opens_does_not_deadlock(tmp_path:
 
     from sherpa_skills.db.sqlite import Checkpointer
 
-    forgotten = RunStore(tmp_path / "forgotten.db")
+    forgotten = RunStore(path=tmp_path / "forgotten.db")
     key = str((tmp_path / "forgotten.db").resolve())
 
     def collector_inside_acquire() -> None:
@@ -87,7 +89,7 @@ def test_a_store_finalised_while_another_store_opens_does_not_deadlock(tmp_path:
     thread.start()
     thread.join(timeout=10)
     assert not thread.is_alive(), "the finaliser waited for the guard its own thread holds"
-    RunStore(tmp_path / "next.db").close()  # the next acquire makes the release the finaliser could not
+    RunStore(path=tmp_path / "next.db").close()  # the next acquire makes the release the finaliser could not
     assert key not in Checkpointer._shared
 
 
@@ -105,3 +107,22 @@ def test_an_action_a_crash_cut_short_is_not_named_like_the_stop_signal(run_store
     [cut_short] = store.interrupted("r1")
     assert isinstance(cut_short, InterruptedAction) and not isinstance(cut_short, Interrupted)
     assert (cut_short.tick, cut_short.seq, cut_short.action) == (1, 0, "shell")
+
+
+def test_a_store_opens_on_its_database_or_a_path_given_once(tmp_path: Path) -> None:
+    """`RunStore(db)` keeps what it was given open; `RunStore(path)` (positional, as before the Database) is that
+    SQLite file; a path given twice, or a Database and a place, is refused."""
+    from sherpa_skills.db.database import Database
+    from sherpa_skills.errors import UsageError
+
+    db = Database.open(path=tmp_path / "shared.db")
+    RunStore(db).close()
+    assert db.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0  # still open: its opener closes it
+    with pytest.raises(UsageError, match="not both"):
+        RunStore(db, home=tmp_path)
+    db.close()
+    positional = RunStore(str(tmp_path / "old.db"))
+    assert positional.path == tmp_path / "old.db" and (tmp_path / "old.db").is_file()
+    positional.close()
+    with pytest.raises(UsageError, match="once"):
+        RunStore(tmp_path / "a.db", path=tmp_path / "b.db")

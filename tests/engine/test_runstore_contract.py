@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from _engines import Engine
 
+from sherpa_skills.agents.task_store import TaskStore
 from sherpa_skills.engine.belief import LogEntry, TrajectoryEntry
 from sherpa_skills.engine.runstore import RunStore, TickRecord
 from sherpa_skills.errors import StoreError
@@ -165,9 +166,10 @@ def test_machines_are_kept_once_per_hash_and_forks_and_team_tasks_remembered(sto
     assert len(built) == 3  # h1 once, h2 once, and the call just above
     store.record_fork("r2", "r1", 2)
     assert store.forked_from("r2") == ("r1", 2) and store.forks("r1") == [("r2", 2)]
-    store.record_team_task("c1", "crew", {"task": "t"})
-    store.record_team_task("c1", "other", {"task": "u"})  # the first record of a task stays
-    assert store.team_tasks(["c1", "c2"]) == {"c1": {"task": "t"}}
+    tasks = TaskStore(store.db)  # team tasks are the agents layer's, kept in the run store's database
+    tasks.record_team_task("c1", "crew", {"task": "t"})
+    tasks.record_team_task("c1", "other", {"task": "u"})  # the first record of a task stays
+    assert tasks.team_tasks(["c1", "c2"]) == {"c1": {"task": "t"}}
 
 
 def test_runs_are_listed_newest_first_searched_and_paged(store: RunStore) -> None:

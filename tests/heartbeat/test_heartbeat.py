@@ -278,7 +278,7 @@ def test_killed_mid_phase_leaves_a_stale_lock_that_the_next_one_resets(
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert lock_row(home) is not None
-    state = HeartbeatState(home)
+    state = HeartbeatState(home=home)
     assert state.get("sessions_watermark", 0) == 0
     state.close()
 
@@ -292,7 +292,7 @@ def test_killed_mid_phase_leaves_a_stale_lock_that_the_next_one_resets(
 
 def test_a_live_lock_younger_than_ten_minutes_is_respected(home: Path) -> None:
     """Held by this (live) process: skipped; the same lock from a gone process: reset."""
-    state = HeartbeatState(home)
+    state = HeartbeatState(home=home)
     assert state.acquire("holder", 600).acquired
     assert run_once(home)["status"] == "skipped"
     state.conn.execute("UPDATE heartbeat_lock SET pid = 999999999")

@@ -20,7 +20,7 @@ import json, os, sys, time
 from pathlib import Path
 from sherpa_skills.heartbeat.state import HeartbeatState
 while not Path(sys.argv[1]).exists(): time.sleep(0.002)
-state = HeartbeatState(Path(sys.argv[2]))
+state = HeartbeatState(home=Path(sys.argv[2]))
 outcome = state.acquire(sys.argv[3], 600)
 print(json.dumps({"pid": os.getpid(), **outcome.to_dict()}), flush=True)
 time.sleep(float(sys.argv[4]))  # a heartbeat's phases run while it holds the lock
@@ -64,7 +64,7 @@ def test_a_killed_holder_s_lock_is_released_by_the_server_and_reset(postgres_url
     assert holder.stdout is not None
     first = json.loads(holder.stdout.readline())
     assert first["acquired"] and first["how"] == "taken"
-    state = HeartbeatState(tmp_path / "machine2", database=postgres_url)
+    state = HeartbeatState(home=tmp_path / "machine2", database=postgres_url)
     try:
         held = state.acquire("second", stale_secs=0)  # older than "stale" but alive: a clock decides nothing
         assert not held.acquired and held.holder is not None and held.holder["pid"] == holder.pid
@@ -112,7 +112,7 @@ def _drop_lock_connection(url: str) -> None:
     """What a network cut does to the holder: the server ends the session that holds the heartbeat lock."""
     import psycopg
 
-    from sherpa_skills.heartbeat.lock_postgres import HEARTBEAT_LOCK
+    from sherpa_skills.db.advisory import HEARTBEAT_LOCK
 
     with psycopg.connect(url, autocommit=True) as conn:
         pids = conn.execute(
@@ -136,8 +136,8 @@ def _drop_lock_connection(url: str) -> None:
 def test_a_heartbeat_whose_lock_connection_dropped_stops_when_another_took_the_lock(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    first = HeartbeatState(tmp_path / "machine1", database=postgres_url)
-    second = HeartbeatState(tmp_path / "machine2", database=postgres_url)
+    first = HeartbeatState(home=tmp_path / "machine1", database=postgres_url)
+    second = HeartbeatState(home=tmp_path / "machine2", database=postgres_url)
     try:
         assert first.acquire("first", 600).acquired and first.still_holds("first")
         _drop_lock_connection(postgres_url)

@@ -510,12 +510,12 @@ states:
         assert main(["run", str(waiting), "--home", str(home), "--quiet"]) == 0
         from sherpa_skills.engine.runstore import RunStore
 
-        run_id = RunStore(home / "store.db").list_runs(1)[0].run_id
+        run_id = RunStore(path=home / "store.db").list_runs(1)[0].run_id
         capsys.readouterr()
         assert main(["resume", run_id, "--home", str(home), "--trigger", "go", "--arg", "cwd=/etc", "--json"]) == 2
         out, err = capsys.readouterr()
         assert out == "" and err == "sherpa-skills: state 'idle': 'go' takes no arguments; undeclared: cwd\n"
-        row = RunStore(home / "store.db").get_run(run_id)
+        row = RunStore(path=home / "store.db").get_run(run_id)
         assert (row.status, row.state, row.tick) == ("waiting", "idle", 0)
         assert main(["resume", run_id, "--home", str(home), "--trigger", "stop", "--quiet"]) == 0
 
@@ -601,7 +601,7 @@ class TestModelPrecedence:
         assert code == 0 and result["state"] == "done" and result["llm_calls"] == 1
         from sherpa_skills.engine.runstore import RunStore
 
-        belief = RunStore(tmp_path / "home" / "store.db").load_belief(result["run_id"])
+        belief = RunStore(path=tmp_path / "home" / "store.db").load_belief(result["run_id"])
         assert [t.trigger for t in belief.trajectory][-1] == "reject"
 
     def test_the_workflows_model_comes_before_the_environment(self, write_file, monkeypatch):

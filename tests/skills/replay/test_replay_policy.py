@@ -258,7 +258,7 @@ def test_a_resumed_run_continues_the_replay_where_it_stopped(workflow, tmp_path)
         RecordedDecision(state="checked", trigger="close", outcomes_before=[ActionOutcome(action="set")] * 2),
     ]
     replay = ReplayPolicy(decisions, inputs={"order": "31"}, procedure_id="p")
-    store = RunStore(tmp_path / "runs.db")
+    store = RunStore(path=tmp_path / "runs.db")
     first = Agent(workflow.machine, replay, store=store, max_steps=1).run({"ticket": DAMAGED, "order": "31"})
     assert (first.status, first.state, replay.replayed) == ("error", "refunding", 1)  # stopped by the step limit
     resumed = Agent.resume(store, first.run_id, workflow.machine, replay)

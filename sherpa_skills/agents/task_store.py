@@ -1,0 +1,71 @@
+"""Which team a task (correlation id) belongs to, and what it was asked: the agents layer's own stored component."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from ..db.connection import Connection
+from ..db.database import Database, given_or_opened
+from ..db.on_database import OnDatabase
+from ..engine.run_values import _dump
+
+COMPONENT = "teams"
+MOVED_FROM = "runs"  # stores migrated before teams had a component of their own made the table as part of the runs
+
+
+def m001_team_tasks(conn: Connection) -> None:
+    """Which team a task belongs to, with what the team was asked and its drawing, as it ran: the agents' runs alone
+    name neither. IF NOT EXISTS: a store migrated when the table belonged to the runs has it already."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS team_tasks ("
+        "correlation_id TEXT PRIMARY KEY, team TEXT NOT NULL, record TEXT NOT NULL, created REAL NOT NULL)"
+    )
+
+
+MIGRATIONS = [m001_team_tasks]
+
+
+class TaskStore(OnDatabase):
+    """The team tasks kept beside the agents' runs, in the same truth store."""
+
+    def __init__(
+        self,
+        db: Database | None = None,
+        *,
+        home: str | Path | None = None,
+        path: str | Path | None = None,
+        database: str | None = None,
+    ) -> None:
+        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
+        self.db.migrate(COMPONENT, MIGRATIONS)
+
+    def close(self) -> None:
+        if self._owns_db:
+            self.db.close()
+
+    def record_team_task(self, correlation_id: str, team: str, record: dict[str, Any]) -> None:
+        """Keep which team handles this task and what it was asked (redacted as every row is); the first record of a
+        task stays (a team run again on the same task resumes it)."""
+        row = (correlation_id, team, _dump(record, f"team task {correlation_id}"), time.time())
+        self.db.once_more(
+            lambda conn: conn.execute(
+                "INSERT INTO team_tasks (correlation_id, team, record, created) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                row,
+            )
+        )
+
+    def team_tasks(self, correlation_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The kept record of each of these tasks that has one (tasks run before teams were kept have none)."""
+        out: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(correlation_ids), 500):  # SQLite's bound-parameter limit
+            chunk = correlation_ids[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for cid, record in self.db.conn.execute(
+                f"SELECT correlation_id, record FROM team_tasks WHERE correlation_id IN ({marks})", chunk
+            ):
+                out[cid] = json.loads(record)
+        return out
