@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..compiler import check_arguments
 from ..events import Event
+from .journal import commit
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -70,7 +71,7 @@ def accept_event(agent: Agent, event: Event) -> dict[str, Any] | None:
     if reason is not None:
         report.update(outcome=outcome, reason=reason)
         agent._log.warning("event_refused", event_id=event.id, event_name=event.name, outcome=outcome, reason=reason)
-        agent._commit(agent._status())
+        commit(agent, agent._status())
         return None
     agent._write_context({"event": body})
     return targs

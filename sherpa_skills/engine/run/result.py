@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from ...errors import ClaimLost, RefusedError, SherpaError, UsageError
+from .dispatch import stop_hooks
+from .journal import commit
+
+if TYPE_CHECKING:
+    from ..agent import Agent
 
 
 @dataclass
@@ -63,3 +71,48 @@ class RunResult:
             )
             | ({"learning": self.learning} if self.learning is not None else {})
         )
+
+
+def run_result(agent: Agent, status: str, error: str | None, t0: float, ended: bool = True) -> RunResult:
+    interrupted = [{"tick": i.tick, "action": i.action, "started": i.started} for i in agent._interrupted]
+    try:
+        available = [e.trigger for e in agent.available_transitions()] if status in ("waiting", "error") else []
+    except SherpaError:  # the guards themselves may be what failed the run
+        available = []
+    result = RunResult(
+        agent.run_id,
+        status,
+        agent.state,
+        dict(agent.counters),
+        error,
+        dict(agent.belief.context),
+        available,
+        interrupted,
+        (perf_counter() - t0) * 1000,
+        agent.machine.describe(agent._leaf) if status == "waiting" else "",
+        agent._event_report,
+    )
+    if ended:  # a refused resume did not stop the run: its hooks do not hear of it
+        stop_hooks(agent, result, agent._log)
+    if agent.observers:
+        agent._notify("status", **{k: v for k, v in result.to_dict().items() if k != "context"})
+    agent._log.info("run_stopped", status=status, state=agent.state, steps=agent.counters["steps"], error=error)
+    return result
+
+
+def fail(agent: Agent, exc: SherpaError, t0: float) -> RunResult:
+    message = agent._scrub(str(exc))
+    for attr in ("llm_calls", "tokens", "cost"):
+        extra = getattr(exc, attr, None)
+        if extra:
+            agent.counters[attr] += extra
+    agent._log.error("run_failed", state=agent.state, error=message, kind=type(exc).__name__)
+    # A refused resume changes nothing stored: a finished run stays finished, a waiting one waits as it was.
+    # A run another process claimed meanwhile is that process's to record (see run_claims).
+    refused = isinstance(exc, (RefusedError, ClaimLost)) or (agent.is_final() and isinstance(exc, UsageError))
+    try:
+        if not refused:
+            commit(agent, "error", message)
+    except SherpaError as store_exc:
+        message = f"{message}; and the store refused the record: {store_exc}"
+    return run_result(agent, "error", message, t0, ended=not refused)
