@@ -34,9 +34,10 @@ from .run.dispatch import advised, check_hook_names
 from .run.drive import adrive, drive
 from .run.flows import run_flow
 from .run.identity import agent_identity
-from .run.journal import hold_run, interrupted_by_signal, let_go_of_run, resume_agent
+from .run.journal import hold_run, interrupted_by_signal, let_go_of_run
 from .run.result import RunResult as RunResult  # hooks, learning and the package's map import it from here
 from .run.result import fail, run_result
+from .run.resume import resume_agent
 from .runstore import InFlight, InterruptedAction, RunStore, TickRecord
 
 log = structlog.get_logger("sherpa_skills.engine.agent")
