@@ -34,11 +34,11 @@ from .run.dispatch import advised, check_hook_names
 from .run.drive import adrive, drive
 from .run.flows import run_flow
 from .run.identity import agent_identity
-from .run.journal import hold_run, interrupted_by_signal, let_go_of_run
+from .run.journal import Journal, MemoryJournal, StoreJournal
 from .run.result import RunResult as RunResult  # hooks, learning and the package's map import it from here
 from .run.result import fail, run_result
 from .run.resume import resume_agent
-from .runstore import InFlight, InterruptedAction, RunStore, TickRecord
+from .runstore import RunStore, TickRecord
 
 log = structlog.get_logger("sherpa_skills.engine.agent")
 
@@ -77,6 +77,8 @@ class Agent:
         self.belief = belief or Belief()
         self.store = store
         self.run_id = run_id or uuid.uuid4().hex[:12]
+        # What the run records beside its belief: in its store when it has one, else only in this process.
+        self.journal: Journal = StoreJournal(store, self.run_id) if store is not None else MemoryJournal()
         self.model = model or machine.spec.llm.model
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self.workflow_path = workflow_path
@@ -95,17 +97,13 @@ class Agent:
         self._started = False
         self._view = BeliefView(self.belief)
         self._record = TickRecord()
-        self._interrupted: list[InterruptedAction] = []
         # On resume, the tick a crash cut short: its transition is taken again and its completed actions are not re-run.
-        self._in_flight: InFlight | None = None
         self._decision_record: dict[str, Any] | None = None
-        self._clear_intents = False
         self._inputs: dict[str, Any] = {}
         # Set by a bus runner: who this agent's events come from, and the task (correlation id) they belong to.
         self.sender: str | None = None
         self.correlation_id: str | None = None
         self._event_report: dict[str, Any] | None = None
-        self._consumed: set[str] = set()
         self._secrets: set[str] = set()  # values actions declared secret (ActionContext.secrets): never recorded
         self._known: frozenset[str] = frozenset()
         # A lazy logger: the CLI configures the per-run JSON log after the agent exists, and must still get its events.
@@ -230,7 +228,7 @@ class Agent:
         With `event` (see `handle`), a new run is started and brought to rest first; then the event fires its trigger.
         """
         t0 = perf_counter()
-        held = hold_run(self)
+        held = self.journal.hold(self._started)
         try:
             for flow in run_flow(self, inputs, trigger, args, event):
                 drive(self, flow)
@@ -238,11 +236,12 @@ class Agent:
         except SherpaError as exc:
             return fail(self, exc, t0)
         except KeyboardInterrupt:
-            interrupted_by_signal(self)
+            self._log.warning("run_interrupted", state=self.state, tick=self._tick)
+            self.journal.interrupted_by_signal(self._log)
             raise
         finally:
             if held:
-                let_go_of_run(self)
+                self.journal.release(self._log)
 
     def handle(self, event: Event | dict[str, Any]) -> RunResult:
         """Deliver one event: its name fires the matching available transition with the payload as arguments.
@@ -264,7 +263,7 @@ class Agent:
     ) -> RunResult:
         """The async twin of `run`: the same run flow and tick flows, with awaited policies and actions."""
         t0 = perf_counter()
-        held = hold_run(self)
+        held = self.journal.hold(self._started)
         try:
             for flow in run_flow(self, inputs, trigger, args, event):
                 await adrive(self, flow)
@@ -272,11 +271,12 @@ class Agent:
         except SherpaError as exc:
             return fail(self, exc, t0)
         except KeyboardInterrupt:
-            interrupted_by_signal(self)
+            self._log.warning("run_interrupted", state=self.state, tick=self._tick)
+            self.journal.interrupted_by_signal(self._log)
             raise
         finally:
             if held:
-                let_go_of_run(self)
+                self.journal.release(self._log)
 
     async def ahandle(self, event: Event | dict[str, Any]) -> RunResult:
         """The async twin of `handle`."""
@@ -290,7 +290,7 @@ class Agent:
         Asked before anything is stored, so a typo (`--trigger aprove`) leaves the run exactly as it was. A run with a
         cut-short tick to finish first is judged where that tick leaves it, when it runs.
         """
-        if self.is_final() or (self._in_flight is not None and self._in_flight.decision is not None):
+        if self.is_final() or (self.journal.in_flight is not None and self.journal.in_flight.decision is not None):
             return
         view = self._view
         if inputs:

@@ -10,9 +10,7 @@ from ...errors import RunError, UsageError
 from ..compiler import Edge
 from ..events import Event
 from ..inputs import check_inputs
-from ..runstore import TickRecord
-from .dispatch import saved_by_hooks, start_hooks
-from .identity import spec_hash
+from .dispatch import start_hooks
 from .inbox import accept_event
 from .journal import commit
 from .tick import start_flow, tick_flow
@@ -62,7 +60,7 @@ def run_flow(
 
 def finish_in_flight(agent: Agent) -> Generator[Generator[Any, Any, None], None, None]:
     """First, the tick a crash cut short after some of its actions completed (see `resume`)."""
-    if agent._in_flight is not None and agent._in_flight.decision is not None and not agent.is_final():
+    if agent.journal.in_flight is not None and agent.journal.in_flight.decision is not None and not agent.is_final():
         yield tick_flow(agent, None, None, "policy")
         commit(agent, agent._status())
 
@@ -91,24 +89,9 @@ def prepare_start(agent: Agent, inputs: dict[str, Any] | None, event: Event | No
     if not agent._started:
         start = start_hooks(agent, start, event)
         agent._decider = None  # a hook may advise from now on
-    if not agent._started and agent.store is not None:
-        from ..run_record import machine_record
-
         agent._inputs = start
-        agent.store.create_run(
-            agent.run_id,
-            agent.machine.name,
-            agent.workflow_path,
-            spec_hash(agent.machine),
-            start,
-            agent.state,
-            agent.counters,
-            TickRecord(),
-            hooks=saved_by_hooks(agent.hooks, agent._hook_state),
-            # What the run executes, kept with it: the view draws this, not the file as it is later.
-            machine=lambda: machine_record(agent.machine, agent.workflow_path, agent.model),
-        )
-        agent._started = True
+        # A durable run is recorded now; one in memory is never `_started` (no one else can hold it).
+        agent._started = agent.journal.create(agent, start)
     agent._log.info("run_started", state=agent.state, workflow=agent.machine.name)
     return start
 

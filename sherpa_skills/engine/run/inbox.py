@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 def consume_again(agent: Agent, body: dict[str, Any]) -> None:
     """The event a cut-short tick was handling:
     consumed with the tick that finishes it, so its redelivery is a duplicate."""
-    if agent.store is not None and agent.store.consumed(agent.run_id, body["id"]) is not None:
+    if agent.journal.consumed(body["id"]) is not None:
         return
-    agent._consumed.add(body["id"])
+    agent.journal.consume(body["id"])
     agent._record.events.append(("in", "handled", body))
     agent._write_context({"event": body})
 
@@ -32,11 +32,7 @@ def accept_event(agent: Agent, event: Event) -> dict[str, Any] | None:
     """
     body = event.body()
     report = agent._event_report = {"id": event.id, "name": event.name, "outcome": "handled", "reason": None}
-    seen = (
-        agent.store.consumed(agent.run_id, event.id)
-        if agent.store is not None
-        else ("handled" if event.id in agent._consumed else None)
-    )
+    seen = agent.journal.consumed(event.id)
     if seen is not None:
         report.update(
             outcome="duplicate",
@@ -44,7 +40,7 @@ def accept_event(agent: Agent, event: Event) -> dict[str, Any] | None:
         )
         agent._log.info("event_duplicate", event_id=event.id, event_name=event.name)
         return None
-    agent._consumed.add(event.id)
+    agent.journal.consume(event.id)
     targs: dict[str, Any] = {}
     if agent.is_final():
         outcome, reason = "unavailable", f"run {agent.run_id} already finished in state '{agent.state}'"

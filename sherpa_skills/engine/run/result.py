@@ -74,7 +74,7 @@ class RunResult:
 
 
 def run_result(agent: Agent, status: str, error: str | None, t0: float, ended: bool = True) -> RunResult:
-    interrupted = [{"tick": i.tick, "action": i.action, "started": i.started} for i in agent._interrupted]
+    interrupted = [{"tick": i.tick, "action": i.action, "started": i.started} for i in agent.journal.interrupted]
     try:
         available = [e.trigger for e in agent.available_transitions()] if status in ("waiting", "error") else []
     except SherpaError:  # the guards themselves may be what failed the run

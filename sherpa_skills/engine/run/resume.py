@@ -12,6 +12,7 @@ from ..compiler import CompiledMachine
 from ..hooks import RunHook
 from ..runstore import RunStore
 from .identity import spec_hash
+from .journal import StoreJournal
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -57,22 +58,21 @@ def resume_agent(
         agent._started = True
         agent.counters.update(row.counters)
         agent._inputs = dict(row.inputs)
-        agent._interrupted = store.interrupted(row.run_id)
-        agent._in_flight = store.in_flight(row.run_id)
-        agent._clear_intents = agent._in_flight is not None
+        journal = agent.journal
+        assert isinstance(journal, StoreJournal)  # built with a store
+        journal.load()
         from ..run_record import keep_machine
 
         # Resumed under another machine (--allow-changed): the steps from here on are drawn with it.
         keep_machine(agent, row.tick + 1, spec_hash(machine))
-        if agent._interrupted:
-            names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in agent._interrupted)
+        if journal.interrupted:
+            names = ", ".join(f"'{i.action}' (tick {i.tick})" for i in journal.interrupted)
             if not rerun_interrupted:
                 raise RunError(
                     f"run {row.run_id} was killed while {names} ran; its result was never recorded. "
                     "Resume with rerun allowed to run it again, or inspect the side effects first"
                 )
             agent._log.warning("rerunning_interrupted_actions", actions=names)
-            agent._clear_intents = True
         for hook in agent.hooks:
             hook.on_resume(agent, row.hooks.get(hook.name) if hook.name else None)
     except BaseException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
+from functools import partial
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,9 @@ def tick_flow(
     options = machine.available(leaf, agent._view)
     decision: Decision | None = None
     recorded = (
-        agent._in_flight.decision if agent._in_flight is not None and agent._in_flight.tick == agent._tick + 1 else None
+        in_flight.decision
+        if (in_flight := agent.journal.in_flight) is not None and in_flight.tick == agent._tick + 1
+        else None
     )
     if recorded is not None:
         # Finish the tick a crash cut short the way it started, whatever the policy would say now.
@@ -140,9 +143,9 @@ def tick_flow(
 
 
 def act_all(agent: Agent, actions: tuple[BoundAction, ...], targs: dict[str, Any]) -> Generator[Any, Any, None]:
-    done = agent._in_flight.results if agent._in_flight is not None and agent._in_flight.tick == agent._tick else {}
-    # Started before a crash, result never recorded: running it now may repeat what it already did (at-least-once).
-    cut_off = {(i.seq, i.action) for i in agent._interrupted if i.tick == agent._tick}
+    journal = agent.journal
+    in_flight = journal.in_flight
+    done = in_flight.results if in_flight is not None and in_flight.tick == agent._tick else {}
     for seq, bound in enumerate(actions):
         inputs, args = resolve_arguments(bound, targs, agent.belief.context, agent.state, agent.run_id, agent.counters)
         recorded = done.get(seq) if bound.definition.side_effects else None
@@ -165,11 +168,11 @@ def act_all(agent: Agent, actions: tuple[BoundAction, ...], targs: dict[str, Any
         )
         if bound.definition.check is not None:
             record_check(agent, bound)
-        durable = bound.definition.side_effects and agent.store is not None
-        repeated = durable and (seq, bound.name) in cut_off
-        if durable:
-            agent.store.mark_started(agent.run_id, agent._tick, seq, bound.name, agent._decision_record)  # type: ignore[union-attr]
-            agent._clear_intents = True
+        journaled = bound.definition.side_effects
+        repeated = False
+        if journaled:
+            # Started before a crash, result never recorded: running it now may repeat what it did (at-least-once).
+            repeated = journal.start(agent._tick, seq, bound.name, agent._decision_record)
             emitted = len(agent._record.events)
         if repeated:
             agent._log.warning("rerunning_interrupted_action", action=bound.name, tick=agent._tick)
@@ -189,25 +192,8 @@ def act_all(agent: Agent, actions: tuple[BoundAction, ...], targs: dict[str, Any
             raise ActionError(bound.name, f"{type(exc).__name__}: {exc}") from exc
         if not isinstance(result, ActionResult):
             result = ActionResult(outputs=result)
-        if durable:
-            # Recorded now, not with the tick: a crash before the tick commits must not run this action again.
-            agent.store.mark_done(  # type: ignore[union-attr]  # durable: there is a store
-                agent.run_id,
-                agent._tick,
-                seq,
-                agent._scrub(
-                    {
-                        "outputs": result.outputs,
-                        "context": result.context,
-                        "status": result.status,
-                        "tokens": result.tokens,
-                        "cost": result.cost,
-                        "llm_calls": result.llm_calls,
-                        "started": started,
-                        "events": [e for d, _, e in agent._record.events[emitted:] if d == "out"],
-                    }
-                ),
-            )
+        if journaled:
+            journal.done(agent._tick, seq, partial(_done_record, agent, result, started, emitted))
         log_action(agent, bound, inputs, result.outputs, result.status, started, t0, None, result, repeated=repeated)
         if result.context:
             agent._write_context(result.context)
@@ -262,3 +248,20 @@ def recover_completed(agent: Agent, bound: BoundAction, inputs: dict[str, Any], 
 
 def input_defaults(agent: Agent) -> dict[str, Any]:
     return {n: d.default for n, d in agent.machine.spec.inputs.items() if d.default is not None}
+
+
+def _done_record(agent: Agent, result: ActionResult, started: float, emitted: int) -> dict[str, Any]:
+    """What a side-effecting action's done keeps: its result, secrets scrubbed, and the events it emitted."""
+    record: dict[str, Any] = agent._scrub(
+        {
+            "outputs": result.outputs,
+            "context": result.context,
+            "status": result.status,
+            "tokens": result.tokens,
+            "cost": result.cost,
+            "llm_calls": result.llm_calls,
+            "started": started,
+            "events": [e for d, _, e in agent._record.events[emitted:] if d == "out"],
+        }
+    )
+    return record
