@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -30,19 +30,18 @@ from .hooks import RunHook
 from .inputs import check_inputs
 from .registry import Registry, default_registry
 from .run.accounting import COUNTERS
-from .run.dispatch import advised, check_hook_names
+from .run.dispatch import advised, check_hook_names, tell, watchers
 from .run.drive import adrive, drive
 from .run.flows import run_flow
 from .run.identity import agent_identity
 from .run.journal import Journal, MemoryJournal, StoreJournal
-from .run.result import RunResult as RunResult  # hooks, learning and the package's map import it from here
+from .run.result import RunResult as RunResult  # hooks and the package's map import it from here
 from .run.result import fail, run_result
 from .run.resume import resume_agent
+from .run.view import RunView
 from .runstore import RunStore, TickRecord
 
 log = structlog.get_logger("sherpa_skills.engine.agent")
-
-Observer = Callable[[str, dict[str, Any]], None]
 
 
 class Agent:
@@ -72,6 +71,8 @@ class Agent:
         self._decider: Policy | None = None
         self.hooks = tuple(hooks)
         check_hook_names(self.hooks)
+        #: The hooks that hear of each step (progress, tracing, a relay): the tick asks only whether there are any.
+        self.watchers = watchers(self.hooks)
         # The state each named hook last saved with the run: a commit writes it again only when a hook returns another.
         self._hook_state: dict[str, Any] = {}
         self.belief = belief or Belief()
@@ -91,11 +92,12 @@ class Agent:
         self.counters: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
         self.counters["cost"] = 0.0
         self.outbox: list[dict[str, Any]] = []
-        self.observers: list[Observer] = []
         self._leaf = machine.initial_leaf
         self._tick = 0
         self._started = False
         self._view = BeliefView(self.belief)
+        #: The run as its hooks see it: read-only.
+        self.run_view = RunView(self)
         self._record = TickRecord()
         # On resume, the tick a crash cut short: its transition is taken again and its completed actions are not re-run.
         self._decision_record: dict[str, Any] | None = None
@@ -144,13 +146,11 @@ class Agent:
         """Exactly the transitions whose source covers the current state and whose guards pass."""
         return self.machine.available(self._leaf, self._view)
 
-    def observe(self, observer: Observer) -> None:
-        """Progress callbacks: ('transition'|'action'|'decision'|'status', payload)."""
-        self.observers.append(observer)
-
-    def _notify(self, kind: str, **payload: Any) -> None:
-        for observer in self.observers:
-            observer(kind, payload)
+    def add_hook(self, hook: RunHook) -> None:
+        """One more hook, for a run not started by this agent yet (a CLI's progress printer, a tracer, a relay)."""
+        self.hooks = (*self.hooks, hook)
+        check_hook_names(self.hooks)
+        self.watchers, self._decider = watchers(self.hooks), None
 
     # ------------------------------------------------------------------ the tick, written once
 
@@ -186,9 +186,15 @@ class Agent:
         )
         self.belief.trajectory.append(entry)
         self._record.trajectory.append(entry)
-        if trigger is None and self.observers:
-            self._notify(
-                "transition", state=self.state, trigger=None, source=None, decided_by=decided_by, tick=self._tick
+        if trigger is None and self.watchers:
+            tell(
+                self,
+                "on_transition",
+                state=self.state,
+                trigger=None,
+                source=None,
+                decided_by=decided_by,
+                tick=self._tick,
             )
 
     def _emit(self, event: dict[str, Any]) -> None:
@@ -201,8 +207,8 @@ class Agent:
             event["id"] = f"{event['id']}#{same + 1}"
         self._record.events.append(("out", "emitted", event))
         self.outbox.append(event)
-        if self.observers:
-            self._notify("event", **event)
+        if self.watchers:
+            tell(self, "on_event", event=event)
 
     # ------------------------------------------------------------------ committing
 
@@ -332,7 +338,7 @@ class Agent:
         (their recorded results stand in); the one in flight runs again (at-least-once), unless `rerun_interrupted`
         is False, in which case resuming stops with an error.
 
-        Each hook gets back what it saved with the run. A run that kept a hook's state (a learning run) is refused
+        Each hook gets back what it saved with the run. A run that kept a hook's state (a run that learns) is refused
         unless that hook is given again: `workflow.resume(store, run_id)` gives the workflow's hooks."""
         return resume_agent(
             cls, store, run_id, machine, policy, rerun_interrupted=rerun_interrupted, hooks=hooks, **kwargs

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..runstore import InFlight, InterruptedAction, RunStore, TickRecord
-from .dispatch import saved_by_hooks
+from .dispatch import saved_by_hooks, spent_by_hooks
 
 if TYPE_CHECKING:
     from structlog.typing import FilteringBoundLogger
@@ -180,6 +180,8 @@ class StoreJournal:
 
 def commit(agent: Agent, status: str, error: str | None = None) -> None:
     """The tick's record handed to the journal, and a fresh one begun; a cut-short tick is finished by now."""
+    if agent.hooks:
+        spent_by_hooks(agent)
     record, agent._record = agent._record, TickRecord()
     journal = agent.journal
     journal.in_flight = None

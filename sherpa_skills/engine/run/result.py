@@ -34,18 +34,20 @@ class RunResult:
     diverged_at: dict[str, Any] | None = (
         None  # a replayed procedure's first divergence: step, state, expected, observed
     )
-    # A learning run's savings (None when the run does not learn): what planning the procedure it replayed cost,
-    # less what it spent.
+    # What a replay saved (None when no hook replays): what planning the procedure it replayed cost, less what it spent.
     tokens_saved: int | None = None
     llm_calls_saved: int | None = None
-    #: What a learning run's learning did: the procedure it followed, the decisions its memory answered and where it
-    #: abstained, the examples and branch it saved (None when the run does not learn).
-    learning: dict[str, Any] | None = None
+    #: Named sections the run's hooks added (`HookReport.sections`), each read as an attribute and shown last in
+    #: `to_dict`: what the hook that learns did is the section of its name.
+    sections: dict[str, Any] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
         counters = self.__dict__.get("counters", {})
         if name in counters:
             return counters[name]
+        sections = self.__dict__.get("sections", {})
+        if name in sections:
+            return sections[name]
         raise AttributeError(name)
 
     def to_dict(self) -> dict[str, Any]:
@@ -69,7 +71,7 @@ class RunResult:
                 if self.tokens_saved is not None
                 else {}
             )
-            | ({"learning": self.learning} if self.learning is not None else {})
+            | {name: value for name, value in self.sections.items() if value is not None}
         )
 
 
@@ -91,11 +93,11 @@ def run_result(agent: Agent, status: str, error: str | None, t0: float, ended: b
         (perf_counter() - t0) * 1000,
         agent.machine.describe(agent._leaf) if status == "waiting" else "",
         agent._event_report,
+        # Each named hook's section reads None until the hook adds it (a run whose hook had nothing to say).
+        sections=dict.fromkeys(h.name for h in agent.hooks if h.name) if agent.hooks else {},
     )
     if ended:  # a refused resume did not stop the run: its hooks do not hear of it
-        stop_hooks(agent, result, agent._log)
-    if agent.observers:
-        agent._notify("status", **{k: v for k, v in result.to_dict().items() if k != "context"})
+        stop_hooks(agent, result)
     agent._log.info("run_stopped", status=status, state=agent.state, steps=agent.counters["steps"], error=error)
     return result
 

@@ -11,6 +11,7 @@ from ...policy.base import Policy
 from ..compiler import CompiledMachine
 from ..hooks import RunHook
 from ..runstore import RunStore
+from .dispatch import learner_names, resume_hooks
 from .identity import spec_hash
 from .journal import StoreJournal
 
@@ -33,7 +34,7 @@ def resume_agent(
     row = store.get_run(run_id)
     missing = sorted(set(row.hooks) - {h.name for h in hooks if h.name})
     if missing:
-        what = "it learns" if "learning" in missing else f"it keeps state for hook(s) {', '.join(missing)}"
+        what = "it learns" if set(missing) & learner_names() else f"it keeps state for hook(s) {', '.join(missing)}"
         raise UsageError(
             f"run {row.run_id} cannot be resumed without its hooks ({what}): resume it with "
             "workflow.resume(store, run_id), the workflow loaded by sherpa_skills.load_workflow"
@@ -73,8 +74,7 @@ def resume_agent(
                     "Resume with rerun allowed to run it again, or inspect the side effects first"
                 )
             agent._log.warning("rerunning_interrupted_actions", actions=names)
-        for hook in agent.hooks:
-            hook.on_resume(agent, row.hooks.get(hook.name) if hook.name else None)
+        resume_hooks(agent, row.hooks)
     except BaseException:
         store.claims.release(row.run_id)
         raise

@@ -16,6 +16,7 @@ from ..compiler import BoundAction, check_arguments
 from ..registry import ActionContext, ActionResult, observe_features
 from .accounting import count_decision, log_action, log_failed_decision
 from .arguments import resolve_arguments
+from .dispatch import tell
 from .drive import Act
 from .inbox import consume_again
 
@@ -103,9 +104,10 @@ def tick_flow(
             # Whoever chose (a rule, a user's --arg, a custom policy) sent what the transition does not declare.
             kind = UsageError if decision.decided_by == "user" else PolicyError
             raise kind(f"state '{agent.state}': {exc}") from None
-        if agent.observers:
-            agent._notify(
-                "decision",
+        if agent.watchers:
+            tell(
+                agent,
+                "on_decision",
                 state=agent.state,
                 trigger=edge.trigger,
                 decided_by=decision.decided_by,
@@ -124,10 +126,11 @@ def tick_flow(
         event = next((e for d, _, e in reversed(agent._record.events) if d == "in"), None)
     if event is not None:
         agent._decision_record["event"] = event
-    if agent.observers:
+    if agent.watchers:
         dest = machine.leaves[edge.dest_leaf] if edge.dest_leaf is not None else source
-        agent._notify(
-            "transition",
+        tell(
+            agent,
+            "on_transition",
             state=dest,
             trigger=edge.trigger,
             source=source,
