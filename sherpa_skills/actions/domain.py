@@ -12,15 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..engine.hooks import HookRequest, RunHook
+from ..engine.hooks import HookReport, HookRequest, RunHook
 from ..engine.registry import ActionContext, ActionResult, default_registry
 from ..errors import UsageError
 from ..home import per_home
 from ..memory.domains import Domains, briefing
 
 if TYPE_CHECKING:
-    from ..engine.agent import Agent, RunResult
+    from ..engine.agent import RunResult
     from ..engine.events import Event
+    from ..engine.run.view import RunView
 
 #: The context key a run finds its domain under.
 CONTEXT_KEY = "domain"
@@ -35,26 +36,26 @@ def domains(home: Path | None) -> Domains:
     return per_home(_open_domains, home)
 
 
-def _declared(agent: Agent) -> str | None:
-    return getattr(agent.machine.spec, "domain", None)
+def _declared(run: RunView) -> str | None:
+    return getattr(run.machine.spec, "domain", None)
 
 
 class DomainHook(RunHook):
     """Run start: claim the domain for this agent and hand it decisions, status, recent changes and a briefing.
     Run end (final or error): one changelog line with the outcome, and the domain's liveness."""
 
-    def on_start(self, agent: Agent, inputs: dict[str, Any], event: Event | None) -> dict[str, Any] | None:
-        name = _declared(agent)
+    def on_start(self, *, run: RunView, inputs: dict[str, Any], event: Event | None) -> dict[str, Any] | None:
+        name = _declared(run)
         if name is None:
             return None
-        store = domains(agent.home)
-        store.claim(name, agent.name)
-        return {CONTEXT_KEY: store.start_context(name, agent.name, briefing(agent.home, agent.name))}
+        store = domains(run.home)
+        store.claim(name, run.agent)
+        return {CONTEXT_KEY: store.start_context(name, run.agent, briefing(run.home, run.agent))}
 
-    def on_stop(self, agent: Agent, result: RunResult) -> None:
-        name = _declared(agent)
+    def on_stop(self, *, run: RunView, result: RunResult) -> HookReport | None:
+        name = _declared(run)
         if name is None or result.status not in ("final", "error"):
-            return
+            return None
         entry = {
             "run_id": result.run_id,
             "outcome": result.status,
@@ -63,7 +64,8 @@ class DomainHook(RunHook):
         }
         if result.error:
             entry["error"] = result.error[:300]
-        domains(agent.home).run_ended(name, agent.name, result.run_id, result.status, entry)
+        domains(run.home).run_ended(name, run.agent, result.run_id, result.status, entry)
+        return None
 
 
 def domain_hook(request: HookRequest) -> DomainHook | None:

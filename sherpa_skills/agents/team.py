@@ -10,7 +10,7 @@ import hashlib
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
@@ -28,6 +28,7 @@ from .bus import InProcessBus, Published
 
 if TYPE_CHECKING:
     from ..engine.agent import Agent, RunResult
+    from ..engine.hooks import RunHook
     from ..engine.runstore import RunStore
     from ..engine.workflow import Workflow
 
@@ -363,11 +364,12 @@ class AgentHost:
         *,
         model: str | None = None,
         max_cached: int = 256,
-        observer: Callable[[str, dict[str, Any]], None] | None = None,
+        hooks: Sequence[RunHook] = (),
     ):
         self.name, self.workflow, self.store, self.model = name, workflow, store, model
         self.max_cached = max_cached
-        self.observer = observer
+        #: Hooks given to each task's agent besides its workflow's (a relay, a tracer): they see each run's steps.
+        self.hooks = tuple(hooks)
         self.last: OrderedDict[str, RunResult] = OrderedDict()  # correlation id -> latest RunResult
         self._agents: OrderedDict[str, Agent] = OrderedDict()
 
@@ -385,8 +387,8 @@ class AgentHost:
         else:  # the member's name is its identity (shared memory, domains), whichever workflow it runs
             agent = wf.agent(store=self.store, run_id=run_id, model=self.model, name=self.name)
         agent.sender, agent.correlation_id = self.name, correlation_id
-        if self.observer is not None:
-            agent.observe(self.observer)
+        for hook in self.hooks:
+            agent.add_hook(hook)
         self._agents[correlation_id] = agent
         if (
             self.store is not None and len(self._agents) > self.max_cached

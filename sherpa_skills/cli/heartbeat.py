@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..engine.hooks import HookReport, RunHook
 from .console import EXIT_ERROR, EXIT_OK, positive_int
 from .console import console as _console
 from .console import print_json as _print_json
+
+if TYPE_CHECKING:
+    from ..engine.run.result import RunResult
+    from ..engine.run.view import RunView
 
 
 def _show(console: Any, report: dict[str, Any]) -> None:
@@ -29,9 +34,9 @@ def _show(console: Any, report: dict[str, Any]) -> None:
     console.print(Markdown(render_markdown(report)), soft_wrap=False)  # soft wrap would crop a long alert at the edge
 
 
-class _Progress:
+class _Progress(RunHook):
     """On a terminal (never with --json): a line per finished phase with its own time,
-    and a spinner while the next one works."""
+    and a spinner while the next one works. A run hook: it hears each transition and the run's stop."""
 
     def __init__(self, console: Any | None):
         import time
@@ -45,18 +50,21 @@ class _Progress:
             self.status.start()
         self.since = self.clock()
 
-    def __call__(self, kind: str, payload: dict[str, Any]) -> None:
-        if self.console is None or self.status is None:
-            return
-        if kind == "status":  # the run ended (its final state does no work); with --every, the next one starts afresh
+    def on_stop(self, *, run: RunView, result: RunResult) -> HookReport | None:
+        if self.console is not None and self.status is not None:
+            # The run ended (its final state does no work); with --every, the next one starts afresh.
             self.phase = None
             self.status.update("heartbeat: waiting for the next one")
-            return
-        if kind != "transition":
+        return None
+
+    def on_transition(
+        self, *, run: RunView, state: str, trigger: str | None, source: str | None, decided_by: str, tick: int
+    ) -> None:
+        if self.console is None or self.status is None:
             return
         # The engine reports a state as it enters it, before its on_enter actions (the phase's work) run:
         # entering one state is when the one before it has finished.
-        step = str(payload.get("state", "")).rsplit("/", 1)[-1]
+        step = str(state).rsplit("/", 1)[-1]
         now = self.clock()
         if self.phase is not None:
             self.console.print(f"  [green]✓[/] {self.phase} [dim]{now - self.since:.1f} s[/]")
@@ -106,14 +114,14 @@ def cmd_heartbeat(args: argparse.Namespace) -> int:
     if args.every:
         schedule = parse_every(args.every)
         try:
-            run_every(home, schedule, show, args.watch, observe=progress)
+            run_every(home, schedule, show, args.watch, progress=progress)
         except KeyboardInterrupt:
             console.print("heartbeat scheduler stopped")
         finally:
             progress.stop()
         return EXIT_OK
     try:
-        report = run_once(home, args.watch, observe=progress)
+        report = run_once(home, args.watch, progress=progress)
     finally:
         progress.stop()
     show(report)

@@ -11,10 +11,15 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..engine.hooks import RunHook
 from ..engine.inputs import parse_assignments, parse_inputs
 from ..engine.run_json import run_detail, run_summary
+
+if TYPE_CHECKING:
+    from ..engine.run.view import RunView
+
 from .console import (
     EXIT_ERROR,
     EXIT_OK,
@@ -36,23 +41,28 @@ from .console import (
 )
 
 
-def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
-    def show(kind: str, p: dict[str, Any]) -> None:
-        if kind == "transition":
-            via = f" [dim]via {p['trigger']} ({p['decided_by']})[/dim]" if p.get("trigger") else ""
-            console.print(f"[bold cyan]→ {p['state']}[/]{via}")
-        elif kind == "action":
-            mark = "[green]✓[/]" if p["status"] == "ok" else "[red]✗[/]"
-            extra = (
-                f" [red]{p['error']}[/]"
-                if p.get("error")
-                else ("" if p["status"] == "ok" else f" [yellow]{p['status']}[/]")
-            )
-            console.print(f"   {mark} {p['action']} [dim]{p['duration_ms']:.0f} ms[/]{extra}")
-        elif kind == "decision" and p["decided_by"] == "llm":
-            console.print(f"   [magenta]LLM chose {p['trigger']}[/] [dim]{p.get('reason') or ''}[/]")
+class _ProgressPrinter(RunHook):
+    """A line per transition and action, and the LLM's choices, as the run takes them (a hook watching its steps)."""
 
-    return show
+    def __init__(self, console: Any):
+        self.console = console
+
+    def on_transition(
+        self, *, run: RunView, state: str, trigger: str | None, source: str | None, decided_by: str, tick: int
+    ) -> None:
+        via = f" [dim]via {trigger} ({decided_by})[/dim]" if trigger else ""
+        self.console.print(f"[bold cyan]→ {state}[/]{via}")
+
+    def on_action(
+        self, *, run: RunView, action: str, status: str, duration_ms: float, error: str | None, state: str
+    ) -> None:
+        mark = "[green]✓[/]" if status == "ok" else "[red]✗[/]"
+        extra = f" [red]{error}[/]" if error else ("" if status == "ok" else f" [yellow]{status}[/]")
+        self.console.print(f"   {mark} {action} [dim]{duration_ms:.0f} ms[/]{extra}")
+
+    def on_decision(self, *, run: RunView, state: str, trigger: str, decided_by: str, reason: str | None) -> None:
+        if decided_by == "llm":
+            self.console.print(f"   [magenta]LLM chose {trigger}[/] [dim]{reason or ''}[/]")
 
 
 def _summary(
@@ -197,7 +207,7 @@ def _execute(agent: Any, args: argparse.Namespace, home: Path, run: Callable[[],
     log = _log_run(home, agent.run_id)
     if not (args.json or args.quiet):
         console = _console(stderr=True)
-        agent.observe(_progress_printer(console))
+        agent.add_hook(_ProgressPrinter(console))
     from ..tracing import trace_from_environment
 
     tracer = trace_from_environment(agent)  # OTEL_* variables set: the run as spans; else None, nothing imported

@@ -159,7 +159,7 @@ def create_fork(store: RunStore, plan: ForkPlan, *, run_id: str | None = None) -
         raise UsageError(f"a run '{new_id}' exists already; choose another id for the fork")
     record = TickRecord(trajectory=list(belief.trajectory), log=list(belief.log), context=list(belief.context.items()))
     counters = _counters(belief)
-    # What the parent's hooks kept goes with it: a fork of a learning run learns like any run of its workflow.
+    # What the parent's hooks kept goes with it: a fork of a run that learns learns like any run of its workflow.
     store.create_run(
         new_id,
         parent.workflow,

@@ -24,8 +24,8 @@ from .transitions_form import normalise
 
 if TYPE_CHECKING:
     # For the type of `learn=` only: the engine never imports the skill store at run time (tests/test_layout.py).
+    from .. import Learner
     from ..skills.api import SkillStore
-    from ..skills.capture.learning import Learner
     from .agent import Agent
     from .runstore import RunStore
 
@@ -39,7 +39,7 @@ class Workflow:
     policy: Policy
     path: Path | None
     registry: Registry
-    #: What makes each agent's hooks (learning, domains): given by the loader that knows them.
+    #: What makes each agent's hooks (what a run learns with, domains): given by the loader that knows them.
     hook_makers: tuple[HookMaker, ...] = ()
 
     @property
@@ -63,7 +63,7 @@ class Workflow:
         """An Agent for this workflow; any Agent keyword (policy, store, model, home…) overrides the workflow's.
 
         Its hooks are `hooks` and those the workflow was loaded with (`sherpa_skills.load_workflow` gives the
-        library's: learning and domains). With `learn=True` (the default when the workflow's policy says
+        library's: what a run learns with, and domains). With `learn=True` (the default when the workflow's policy says
         `learn: true`), or what to learn with (`SkillStore(home)`, a `Learner`), it replays the procedure the task
         matches and captures the run when it succeeds; `learn=False` never does. Anything else is refused (UsageError).
         """
@@ -81,7 +81,7 @@ class Workflow:
         hooks: Sequence[RunHook] = (),
         **kwargs: Any,
     ) -> Agent:
-        """The agent that continues run `run_id` of this workflow, with the workflow's hooks given back: a learning run
+        """The agent that continues run `run_id` of this workflow, with its workflow's hooks given back: one that learns
         replays from where it was and is captured when it succeeds, whichever process started it. Keywords as `agent`,
         plus `rerun_interrupted` (see `Agent.resume`)."""
         from .agent import Agent
@@ -101,8 +101,8 @@ class Workflow:
         return kwargs
 
     def _hooks(self, learn: bool | SkillStore | Learner | None, kwargs: dict[str, Any]) -> list[RunHook]:
-        """The hooks the workflow's makers give this agent; a learning asked for and not made is refused, not
-        silently dropped."""
+        """The hooks the workflow's makers give this agent; a hook to learn with, asked for and not made, is
+        refused, not silently dropped."""
         if learn is None:
             learn = bool(self.spec.policy.learn)
         store = kwargs.get("store")
@@ -111,7 +111,7 @@ class Workflow:
         made = [hook for make in self.hook_makers if (hook := make(request)) is not None]
         if learn is not False and not any(h.learns for h in made):
             raise UsageError(
-                f"workflow '{self.spec.name}' was asked to learn, but it was loaded without the learning hook: "
+                f"workflow '{self.spec.name}' was asked to learn, but it was loaded without the hook that learns: "
                 "load it with sherpa_skills.load_workflow (which gives it), or pass learn=False"
             )
         return made

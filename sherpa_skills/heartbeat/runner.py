@@ -9,19 +9,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from .config import load_config
 from .state import HeartbeatState
 
+if TYPE_CHECKING:
+    from ..engine.hooks import RunHook
 
-def run_once(
-    home: Path, watch: list[str] | None = None, observe: Callable[[str, dict[str, Any]], None] | None = None
-) -> dict[str, Any]:
+
+def run_once(home: Path, watch: list[str] | None = None, progress: RunHook | None = None) -> dict[str, Any]:
     """One heartbeat, run by the engine: the report (status ran or skipped, phases, watermark, alerts).
 
-    `observe` gets the engine's progress callbacks (each phase is a state), for a CLI to show where a long heartbeat is.
+    `progress` is a run hook that hears each step (each phase is a state), for a CLI to show where a long heartbeat is.
     """
     from ..data import data_file
     from ..engine.runstore import RunStore
@@ -29,9 +30,7 @@ def run_once(
 
     workflow = load_workflow(data_file("statemachines", "heartbeat.yaml"))
     store = RunStore(home=home)
-    agent = workflow.agent(store=store, home=home)
-    if observe is not None:
-        agent.observe(observe)
+    agent = workflow.agent(store=store, home=home, hooks=[progress] if progress is not None else [])
     try:
         result = agent.run({"watch": list(watch or [])})
     except BaseException:
@@ -108,7 +107,7 @@ def run_every(
     sleep: Callable[[float], None] = time.sleep,
     max_runs: int | None = None,
     clock: Callable[[], float] = time.time,
-    observe: Callable[[str, dict[str, Any]], None] | None = None,
+    progress: RunHook | None = None,
 ) -> int:
     """A foreground scheduler: heartbeats on `schedule` (a Schedule, or a period in seconds),
     until Ctrl-C (or `max_runs`)."""
@@ -121,7 +120,7 @@ def run_every(
         if wait > 0:
             sleep(wait)
         started = clock()
-        on_report(run_once(home, watch, observe))
+        on_report(run_once(home, watch, progress))
         runs += 1
         if max_runs is not None and runs >= max_runs:
             break

@@ -1,4 +1,4 @@
-"""A run as OpenTelemetry spans, built by an observer of the agent (what `agent.observe` hands every observer).
+"""A run as OpenTelemetry spans, built by a run hook that hears each step (`RunHook.on_action`, `on_decision`, ...).
 
 Follows the GenAI semantic conventions as published in OpenTelemetry semantic-conventions **v1.41.0** (status:
 Development, so pinned here by name): the run is an `invoke_workflow` span (`gen_ai.workflow.name`); each LLM call (a
@@ -20,6 +20,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from ..engine.hooks import HookReport, RunHook
 from ..redact import redact_value
 from .export import provider_from_environment, within
 from .settings import FLUSH_SECONDS
@@ -27,6 +28,8 @@ from .settings import FLUSH_SECONDS
 if TYPE_CHECKING:
     from ..engine.agent import Agent
     from ..engine.belief import LogEntry
+    from ..engine.run.result import RunResult
+    from ..engine.run.view import RunView
 
 log = structlog.get_logger(__name__)
 
@@ -53,8 +56,9 @@ def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class RunTracer:
-    """Follows one agent's run and turns what its observers hear into spans; `close()` flushes them."""
+class RunTracer(RunHook):
+    """Follows one agent's run, as one of its hooks, and turns each step it hears of into spans; `close()` flushes
+    them."""
 
     def __init__(
         self,
@@ -74,10 +78,10 @@ class RunTracer:
         )
         self.tracer = provider.get_tracer("sherpa_skills", schema_url=SCHEMA_URL)
         self.root: Span | None = None
-        agent.observe(self)
+        agent.add_hook(self)
 
     def _started(self) -> Span:
-        """The run's span, started by the first thing its observers hear."""
+        """The run's span, started by the first thing the tracer hears."""
         if self.root is None:
             self.root = self._start_root()
         return self.root
@@ -100,7 +104,24 @@ class RunTracer:
             ),
         )
 
-    def __call__(self, kind: str, payload: dict[str, Any]) -> None:
+    def on_action(
+        self, *, run: RunView, action: str, status: str, duration_ms: float, error: str | None, state: str
+    ) -> None:
+        self._heard("action", action=action, status=status, duration_ms=duration_ms, error=error, state=state)
+
+    def on_decision(self, *, run: RunView, state: str, trigger: str, decided_by: str, reason: str | None) -> None:
+        self._heard("decision", state=state, trigger=trigger, decided_by=decided_by, reason=reason)
+
+    def on_transition(
+        self, *, run: RunView, state: str, trigger: str | None, source: str | None, decided_by: str, tick: int
+    ) -> None:
+        self._heard("transition", state=state, trigger=trigger, source=source, decided_by=decided_by, tick=tick)
+
+    def on_stop(self, *, run: RunView, result: RunResult) -> HookReport | None:
+        self._heard("status", **{k: v for k, v in result.to_dict().items() if k != "context"})
+        return None
+
+    def _heard(self, kind: str, **payload: Any) -> None:
         root = self._started()
         if kind == "action":
             self._action(payload)
@@ -131,7 +152,7 @@ class RunTracer:
             self._end(payload)
 
     def _entry(self, action: str) -> LogEntry | None:
-        """The log entry the agent appended just before telling its observers (tokens, inputs, outputs)."""
+        """The log entry the agent appended just before telling its hooks (tokens, inputs, outputs)."""
         log = self.agent.belief.log
         return log[-1] if log and log[-1].action == action else None
 

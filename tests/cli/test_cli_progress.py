@@ -41,17 +41,16 @@ class TestHeartbeatTicks:
     def test_each_phase_is_ticked_after_its_work_with_its_own_time(self, tmp_path):
         """It printed "✓ extract 0.0 s" before extract ran, each time belonging to the phase before."""
         recorder = _Recorder()
-        progress = _Progress(Console(file=recorder, force_terminal=True, width=80))  # type: ignore[arg-type]
         durations: list[float] = []
 
-        def observe(kind: str, payload: dict[str, Any]) -> None:
-            if kind == "action":
-                recorder.seen.append(f"action {payload['action']}")
-                durations.append(payload["duration_ms"] / 1000)
-            progress(kind, payload)
+        class Observed(_Progress):
+            def on_action(self, *, run: Any, action: str, duration_ms: float, **_: Any) -> None:  # type: ignore[override]
+                recorder.seen.append(f"action {action}")
+                durations.append(duration_ms / 1000)
 
+        progress = Observed(Console(file=recorder, force_terminal=True, width=80))  # type: ignore[arg-type]
         try:
-            report = run_once(tmp_path / "home", observe=observe)
+            report = run_once(tmp_path / "home", progress=progress)
         finally:
             progress.stop()
         assert report["status"] == "ran"
@@ -73,7 +72,7 @@ def test_with_every_the_next_heartbeat_ticks_its_own_phases(tmp_path):
     progress = _Progress(Console(file=recorder, force_terminal=True, width=80))  # type: ignore[arg-type]
     try:
         for _ in range(2):
-            assert run_once(tmp_path / "home", observe=progress)["status"] == "ran"
+            assert run_once(tmp_path / "home", progress=progress)["status"] == "ran"
     finally:
         progress.stop()
     ticked = [s.split()[1] for s in recorder.seen]

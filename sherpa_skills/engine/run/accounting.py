@@ -11,6 +11,7 @@ from ...policy.base import Decision
 from ..belief import log_entry
 from ..compiler import BoundAction
 from ..registry import ActionResult
+from .dispatch import tell
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -107,7 +108,7 @@ def log_action(
     *,
     repeated: bool = False,
 ) -> None:
-    """An action's call counted and logged (secrets scrubbed, values frozen), and told to the observers."""
+    """An action's call counted and logged (secrets scrubbed, values frozen), and told to the hooks watching steps."""
     duration = (perf_counter() - t0) * 1000
     tokens = result.tokens if result else 0
     cost = result.cost if result else 0.0
@@ -132,8 +133,8 @@ def log_action(
             repeated=repeated,
         )
     )
-    if agent.observers:
-        agent._notify("action", action=bound.name, status=status, duration_ms=duration, error=error, state=agent.state)
+    if agent.watchers:
+        tell(agent, "on_action", action=bound.name, status=status, duration_ms=duration, error=error, state=agent.state)
 
 
 def _llm_extras(calls: int, rejected: list[dict[str, str]], estimated: bool) -> dict[str, Any]:

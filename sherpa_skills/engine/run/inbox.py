@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..compiler import check_arguments
 from ..events import Event
+from .journal import commit
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -15,9 +16,9 @@ if TYPE_CHECKING:
 def consume_again(agent: Agent, body: dict[str, Any]) -> None:
     """The event a cut-short tick was handling:
     consumed with the tick that finishes it, so its redelivery is a duplicate."""
-    if agent.store is not None and agent.store.consumed(agent.run_id, body["id"]) is not None:
+    if agent.journal.consumed(body["id"]) is not None:
         return
-    agent._consumed.add(body["id"])
+    agent.journal.consume(body["id"])
     agent._record.events.append(("in", "handled", body))
     agent._write_context({"event": body})
 
@@ -31,11 +32,7 @@ def accept_event(agent: Agent, event: Event) -> dict[str, Any] | None:
     """
     body = event.body()
     report = agent._event_report = {"id": event.id, "name": event.name, "outcome": "handled", "reason": None}
-    seen = (
-        agent.store.consumed(agent.run_id, event.id)
-        if agent.store is not None
-        else ("handled" if event.id in agent._consumed else None)
-    )
+    seen = agent.journal.consumed(event.id)
     if seen is not None:
         report.update(
             outcome="duplicate",
@@ -43,7 +40,7 @@ def accept_event(agent: Agent, event: Event) -> dict[str, Any] | None:
         )
         agent._log.info("event_duplicate", event_id=event.id, event_name=event.name)
         return None
-    agent._consumed.add(event.id)
+    agent.journal.consume(event.id)
     targs: dict[str, Any] = {}
     if agent.is_final():
         outcome, reason = "unavailable", f"run {agent.run_id} already finished in state '{agent.state}'"
@@ -70,7 +67,7 @@ def accept_event(agent: Agent, event: Event) -> dict[str, Any] | None:
     if reason is not None:
         report.update(outcome=outcome, reason=reason)
         agent._log.warning("event_refused", event_id=event.id, event_name=event.name, outcome=outcome, reason=reason)
-        agent._commit(agent._status())
+        commit(agent, agent._status())
         return None
     agent._write_context({"event": body})
     return targs

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from ...errors import ClaimLost, RefusedError, SherpaError, UsageError
+from .dispatch import stop_hooks
+from .journal import commit
+
+if TYPE_CHECKING:
+    from ..agent import Agent
 
 
 @dataclass
@@ -26,18 +34,20 @@ class RunResult:
     diverged_at: dict[str, Any] | None = (
         None  # a replayed procedure's first divergence: step, state, expected, observed
     )
-    # A learning run's savings (None when the run does not learn): what planning the procedure it replayed cost,
-    # less what it spent.
+    # What a replay saved (None when no hook replays): what planning the procedure it replayed cost, less what it spent.
     tokens_saved: int | None = None
     llm_calls_saved: int | None = None
-    #: What a learning run's learning did: the procedure it followed, the decisions its memory answered and where it
-    #: abstained, the examples and branch it saved (None when the run does not learn).
-    learning: dict[str, Any] | None = None
+    #: Named sections the run's hooks added (`HookReport.sections`), each read as an attribute and shown last in
+    #: `to_dict`: what the hook that learns did is the section of its name.
+    sections: dict[str, Any] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
         counters = self.__dict__.get("counters", {})
         if name in counters:
             return counters[name]
+        sections = self.__dict__.get("sections", {})
+        if name in sections:
+            return sections[name]
         raise AttributeError(name)
 
     def to_dict(self) -> dict[str, Any]:
@@ -61,5 +71,50 @@ class RunResult:
                 if self.tokens_saved is not None
                 else {}
             )
-            | ({"learning": self.learning} if self.learning is not None else {})
+            | {name: value for name, value in self.sections.items() if value is not None}
         )
+
+
+def run_result(agent: Agent, status: str, error: str | None, t0: float, ended: bool = True) -> RunResult:
+    interrupted = [{"tick": i.tick, "action": i.action, "started": i.started} for i in agent.journal.interrupted]
+    try:
+        available = [e.trigger for e in agent.available_transitions()] if status in ("waiting", "error") else []
+    except SherpaError:  # the guards themselves may be what failed the run
+        available = []
+    result = RunResult(
+        agent.run_id,
+        status,
+        agent.state,
+        dict(agent.counters),
+        error,
+        dict(agent.belief.context),
+        available,
+        interrupted,
+        (perf_counter() - t0) * 1000,
+        agent.machine.describe(agent._leaf) if status == "waiting" else "",
+        agent._event_report,
+        # Each named hook's section reads None until the hook adds it (a run whose hook had nothing to say).
+        sections=dict.fromkeys(h.name for h in agent.hooks if h.name) if agent.hooks else {},
+    )
+    if ended:  # a refused resume did not stop the run: its hooks do not hear of it
+        stop_hooks(agent, result)
+    agent._log.info("run_stopped", status=status, state=agent.state, steps=agent.counters["steps"], error=error)
+    return result
+
+
+def fail(agent: Agent, exc: SherpaError, t0: float) -> RunResult:
+    message = agent._scrub(str(exc))
+    for attr in ("llm_calls", "tokens", "cost"):
+        extra = getattr(exc, attr, None)
+        if extra:
+            agent.counters[attr] += extra
+    agent._log.error("run_failed", state=agent.state, error=message, kind=type(exc).__name__)
+    # A refused resume changes nothing stored: a finished run stays finished, a waiting one waits as it was.
+    # A run another process claimed meanwhile is that process's to record (see run_claims).
+    refused = isinstance(exc, (RefusedError, ClaimLost)) or (agent.is_final() and isinstance(exc, UsageError))
+    try:
+        if not refused:
+            commit(agent, "error", message)
+    except SherpaError as store_exc:
+        message = f"{message}; and the store refused the record: {store_exc}"
+    return run_result(agent, "error", message, t0, ended=not refused)

@@ -17,7 +17,8 @@ from .trajectory import capture_decisions, described_task
 from .wordings import alias_from_run
 
 if TYPE_CHECKING:
-    from ...engine.agent import Agent, RunResult
+    from ...engine.agent import RunResult
+    from ...engine.run.view import RunView
     from ..decide.recall import Recall
     from ..replay.policy import ReplayPolicy
     from .learning import Learner
@@ -77,7 +78,7 @@ def _checks(decisions: list[Any]) -> list[Any]:
 
 def teach(
     learner: Learner,
-    agent: Agent,
+    run: RunView,
     result: RunResult,
     *,
     task: dict[str, Any],
@@ -87,13 +88,13 @@ def teach(
     started: float,
     replaced: bool,
 ) -> Lesson:
-    """What run `agent`, stopped final or failed as `result`, teaches: the replayed `procedure`'s execution (an error,
+    """What `run`, stopped final or failed as `result`, teaches: the replayed `procedure`'s execution (an error,
     a divergence, a branch, a success), the decision memory's examples from its LLM decisions, and the run captured as
     a new procedure, a credit, a branch, a next version or an alias. `replaced`: the procedure changed while the run
     waited, so the run neither counts against it nor relearns it."""
     store, proc, lesson = learner.store, procedure, Lesson()
     decisions = (
-        capture_decisions(agent.belief, task, proc.decisions if proc else None) if result.status == "final" else []
+        capture_decisions(run.belief, task, proc.decisions if proc else None) if result.status == "final" else []
     )
     if recall is not None:
         recall.restore_arguments(decisions)
@@ -116,7 +117,7 @@ def teach(
             error=result.error,
             tokens=result.counters["tokens"],
             llm_calls=result.counters["llm_calls"],
-            run_id=agent.run_id,
+            run_id=run.run_id,
         )
         lesson.execution = outcome
     if result.status != "final" or not decisions:
@@ -124,7 +125,7 @@ def teach(
     if recall is not None:
         calls = result.counters["llm_calls"]
         tokens = round(result.counters["tokens"] / calls) if calls else None
-        examples = recall.examples(decisions, meaning_text(task), agent.run_id, tokens)
+        examples = recall.examples(decisions, meaning_text(task), run.run_id, tokens)
         add_examples(store, examples)
         lesson.examples_saved = len(examples)
     if proc is not None and replay is not None and replay.divergence is None:
@@ -132,13 +133,13 @@ def teach(
     text = described_task(task)
     if proc is None:
         # The described task's procedure took these very decisions: its credit, what the store would make of it.
-        twin = credit_described(store, agent.machine.name, text[:500], decision_signature(decisions, text[:500]))
+        twin = credit_described(store, run.workflow, text[:500], decision_signature(decisions, text[:500]))
         if twin is not None:
             log.info("trajectory_captured", procedure=twin, inserted=False)
             lesson.captured = Captured(procedure=twin, new=False)
             return lesson
         # One description, one procedure: a run of a described task that went another way is its branch.
-        proc = described_procedure(store, agent.machine.name, text[:500])
+        proc = described_procedure(store, run.workflow, text[:500])
     if proc is not None and not replaced:
         if decision_signature(decisions) != decision_signature(proc.decisions):
             # An exception: the run left the routine and succeeded another way. That way is the procedure's
@@ -152,7 +153,7 @@ def teach(
                 state=divergence.get("state"),
                 reason=str(divergence.get("reason") or "another path"),
                 decisions=[d.model_dump(mode="json", exclude={"outcomes", "outcomes_before"}) for d in decisions],
-                run_id=agent.run_id,
+                run_id=run.run_id,
             )
             log.info("trajectory_branch", procedure=proc.id, runs=runs)
             lesson.branch = Branch(procedure=proc.id, runs=runs)
@@ -169,7 +170,7 @@ def teach(
         store,
         CapturedProcedure(
             id="",
-            task_type=agent.machine.name,
+            task_type=run.workflow,
             description=text[:500],
             steps=[],
             kind="trajectory",
@@ -178,7 +179,7 @@ def teach(
             success_count=1,
             planned_tokens=result.counters["tokens"],
             planned_llm_calls=result.counters["llm_calls"],
-            context={"run_id": agent.run_id},
+            context={"run_id": run.run_id},
         ),
         relearn,
     )
@@ -188,7 +189,7 @@ def teach(
         return lesson
     if new:
         learner.matcher.index(captured)
-    elif procedure is None and (alias := alias_from_run(learner, captured, text, agent.run_id)):
+    elif procedure is None and (alias := alias_from_run(learner, captured, text, run.run_id)):
         # The path of a stored procedure, in other words: credited to it, its wording now that procedure's alias.
         lesson.alias = AliasLearned(id=alias.id, procedure=captured.id, source=alias.source)
     log.info("trajectory_captured", procedure=captured.id, inserted=new, alias=lesson.learned().get("alias"))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from ...engine.hooks import RunHook
+from ...engine.hooks import HookReport, RunHook
 from ...errors import SherpaError
 from ...policy.base import Decision, DecisionContext
 from ..decide.examples import record_answers
@@ -25,9 +25,10 @@ from .trajectory import described_task, one_word_inputs
 from .wordings import judged_from_run
 
 if TYPE_CHECKING:
-    from ...engine.agent import Agent, RunResult
+    from ...engine.agent import RunResult
     from ...engine.compiler import CompiledMachine
     from ...engine.events import Event
+    from ...engine.run.view import RunView
     from ...policy.base import Policy
     from .learning import Learner
 
@@ -97,7 +98,9 @@ class LearningHook(RunHook):
         self.procedure: CapturedProcedure | None = None
         self.replay: ReplayPolicy | None = None
         self.recall: Recall | None = None
-        self._agent: Agent | None = None
+        self._run: RunView | None = None
+        # A model call this hook made (the judge's), added to the run's counters at its next commit (`spent`).
+        self._spent: dict[str, int] = {}
         self._advisor = LearningAdvisor(self)
         self._state: LearningState | None = None
         self._stored: tuple[LearningState, dict[str, Any]] | None = None  # the state last given to save, as stored
@@ -111,9 +114,9 @@ class LearningHook(RunHook):
 
     # ------------------------------------------------------------------ the run's hooks
 
-    def on_start(self, agent: Agent, inputs: dict[str, Any], event: Event | None) -> dict[str, Any] | None:
-        self.active, self.task, self._agent = True, _task(inputs, event), agent
-        self.match, proc = self.learner.match(agent.machine.name, self.task)
+    def on_start(self, *, run: RunView, inputs: dict[str, Any], event: Event | None) -> dict[str, Any] | None:
+        self.active, self.task, self._run = True, _task(inputs, event), run
+        self.match, proc = self.learner.match(run.workflow, self.task)
         params = dict(self.match.params) if proc is not None else {}
         self._state = LearningState(
             task=self.task,
@@ -126,8 +129,8 @@ class LearningHook(RunHook):
             judge="due" if proc is None and self.match.decision == "needs-confirmation" else None,
         )
         if proc is not None:
-            self._follow(agent, proc, None)
-        self._remember(agent, {}, {})
+            self._follow(run, proc, None)
+        self._remember(run, {}, {})
         return None
 
     def judge_due(self) -> bool:
@@ -135,7 +138,7 @@ class LearningHook(RunHook):
         return (
             state is not None
             and state.judge == "due"
-            and self._agent is not None
+            and self._run is not None
             and self.recall is not None
             and self.recall.reader.decisions == 0
         )
@@ -145,37 +148,37 @@ class LearningHook(RunHook):
         and tokens. Its choice becomes an alias (the next such wording replays directly) and is replayed from here,
         its "none of these" a remembered rejection; garbage, a procedure not offered or a failed call is a no, and
         remembers nothing. True when a procedure was chosen."""
-        agent, state = self._agent, self._state
-        assert agent is not None and state is not None and self.match is not None
-        proc, confirmation = self._judge(agent)
+        run, state = self._run, self._state
+        assert run is not None and state is not None and self.match is not None
+        proc, confirmation = self._judge(run)
         self._state = state = state.model_copy(update={"judge": "asked", "confirmation": confirmation})
         if proc is None:
             return False
         self._state = state.model_copy(
             update={"procedure": proc.id, "version": proc.version, "params": one_word_inputs(self.task)}
         )
-        self._follow(agent, proc, None)
+        self._follow(run, proc, None)
         return True
 
-    def _judge(self, agent: Agent) -> tuple[CapturedProcedure | None, Confirmation | None]:
+    def _judge(self, run: RunView) -> tuple[CapturedProcedure | None, Confirmation | None]:
         assert self.match is not None
-        workflow, store = agent.machine.name, self.learner.store
+        workflow, store = run.workflow, self.learner.store
         offered = [store.get(c.procedure_id) for c in self.match.offered]
         offered = [p for p in offered if p.kind == "trajectory" and p.task_type == workflow]
-        if not offered or not agent.model:
+        if not offered or not run.model:
             return None, None
         from ..match.verifier import judge
 
         text = described_task(self.task)
-        verdict = judge(text, offered, agent.model, base_dir=str(agent.base_dir))
-        agent.counters["llm_calls"] += verdict.calls
-        agent.counters["tokens"] += verdict.tokens
-        by = f"model:{agent.model}"
+        verdict = judge(text, offered, run.model, base_dir=str(run.base_dir))
+        self._spent["llm_calls"] = self._spent.get("llm_calls", 0) + verdict.calls
+        self._spent["tokens"] = self._spent.get("tokens", 0) + verdict.tokens
+        by = f"model:{run.model}"
         chosen = next((p for p in offered if p.id == verdict.procedure_id), None)
         try:
             if chosen is not None:
                 alias = self.learner.matcher.confirm(text, chosen.id, task_type=workflow, by=by)
-                judged_from_run(self.learner, alias, agent.run_id)
+                judged_from_run(self.learner, alias, run.run_id)
             elif verdict.answered:
                 self.learner.matcher.reject(text, [p.id for p in offered], task_type=workflow, by=by)
         except SherpaError as exc:  # the task's literals disagree with the choice: a no
@@ -192,13 +195,13 @@ class LearningHook(RunHook):
         )
         return chosen, confirmation
 
-    def on_resume(self, agent: Agent, saved: Any) -> None:
+    def on_resume(self, *, run: RunView, saved: Any) -> None:
         if not isinstance(saved, dict):
             return  # started without learning: it stays so
-        state = LearningState.kept(saved, agent.run_id)  # a state it cannot read refuses the resume, told why
-        self.active, self._state, self.task, self._agent = True, state, dict(state.task), agent
-        self._remember(agent, state.asked, state.taken)
-        taken = sum(1 for t in agent.belief.trajectory if t.decided_by in POLICY_DECIDERS)
+        state = LearningState.kept(saved, run.run_id)  # a state it cannot read refuses the resume, told why
+        self.active, self._state, self.task, self._run = True, state, dict(state.task), run
+        self._remember(run, state.asked, state.taken)
+        taken = sum(1 for t in run.belief.trajectory if t.decided_by in POLICY_DECIDERS)
         kept = state.divergence
         if kept is not None and kept.get("step") is not None and kept["step"] >= taken:
             # A fork from before its parent diverged: its own run has not left the recording (yet).
@@ -222,15 +225,15 @@ class LearningHook(RunHook):
             self._kept_divergence = Divergence(
                 procedure=procedure_id,
                 version=version or 0,
-                state=agent.state,
-                replayed=agent.counters.get("replayed_decisions", 0),
+                state=run.state,
+                replayed=run.counters.get("replayed_decisions", 0),
                 expected=f"procedure {procedure_id} version {version}",
                 observed=why,
                 reason=f"procedure {procedure_id} version {version}: {why}",
             ).record()
         # A run that diverged before the wait keeps its divergence, and its execution is recorded at the end; one whose
         # procedure changed under it records none (the new version did not fail).
-        self._follow(agent, proc if why is None else None, state.divergence or self._kept_divergence)
+        self._follow(run, proc if why is None else None, state.divergence or self._kept_divergence)
 
     def advisor(self) -> Policy | None:
         return self._advisor if self.active else None
@@ -251,37 +254,42 @@ class LearningHook(RunHook):
             self._stored = (state, state.stored())  # a new object only for a new state: written with this tick
         return self._stored[1]
 
-    def on_stop(self, agent: Agent, result: RunResult) -> None:
+    def spent(self) -> dict[str, int] | None:
+        spent, self._spent = self._spent, {}
+        return spent or None
+
+    def on_stop(self, *, run: RunView, result: RunResult) -> HookReport | None:
         if not self.active:
-            return
+            return None
+        sections: dict[str, Any] = {}
         if self.replay is not None:
             if result.status == "final":
                 self.replay.finish(
                     result.state,
                     [
                         (t.source, t.trigger, t.decided_by)
-                        for t in agent.belief.trajectory
+                        for t in run.belief.trajectory
                         if t.decided_by in POLICY_DECIDERS
                     ],
                 )
-            result.diverged_at = self.replay.divergence
-        result.tokens_saved, result.llm_calls_saved = self._saved(result)
+            sections["diverged_at"] = self.replay.divergence
+        tokens_saved, llm_calls_saved = self._saved(result)
         recall = self.recall
         if recall is not None and result.status == "error" and recall.answers:
             # The run failed after the memory answered: those answers are contradicted, what taught them forgotten.
             recall.contradict_answers(f"the run failed after the memory answered: {result.error or 'error'}")
         if recall is not None and recall.answered and result.status == "final":
             # The memory's answers saved what the same decisions cost when the model took them.
-            memory, workflow = self.learner.memory, agent.machine.name
+            memory, workflow = self.learner.memory, run.workflow
             tokens = recall.answered * memory.decision_tokens(workflow)
-            result.tokens_saved = (result.tokens_saved or 0) + tokens
-            result.llm_calls_saved = (result.llm_calls_saved or 0) + recall.answered
-            record_answers(self.learner.store, workflow, agent.run_id, recall.answered, tokens)
+            tokens_saved += tokens
+            llm_calls_saved += recall.answered
+            record_answers(self.learner.store, workflow, run.run_id, recall.answered, tokens)
         if result.status in ("final", "error"):
             state = self._state
             self.lesson = teach(
                 self.learner,
-                agent,
+                run,
                 result,
                 task=self.task,
                 procedure=self.procedure,
@@ -290,14 +298,16 @@ class LearningHook(RunHook):
                 started=state.started if state is not None else time.time(),
                 replaced=self._kept_divergence is not None,
             )
-        result.learning = self._report(self.lesson.learned() if self.lesson is not None else {})
+        sections |= {"tokens_saved": tokens_saved, "llm_calls_saved": llm_calls_saved}
+        sections[HOOK_NAME] = self._report(self.lesson.learned() if self.lesson is not None else {})
+        return HookReport(sections=sections)
 
     # ------------------------------------------------------------------ inside
 
-    def _remember(self, agent: Agent, asked: dict[int, dict[str, Any]], taken: dict[int, dict[str, Any]]) -> None:
+    def _remember(self, run: RunView, asked: dict[int, dict[str, Any]], taken: dict[int, dict[str, Any]]) -> None:
         """The run's questions to its workflow's decision memory, brought up to date with the store."""
-        learner, workflow = self.learner, agent.machine.name
-        self._unusable = dict(learner.memory.refresh(workflow, _valid_decisions(agent.machine)))
+        learner, workflow = self.learner, run.workflow
+        self._unusable = dict(learner.memory.refresh(workflow, _valid_decisions(run.machine)))
         if self._unusable:
             log.warning("decision_examples_unusable", workflow=workflow, unusable=self._unusable)
         text = meaning_text(self.task)
@@ -329,7 +339,7 @@ class LearningHook(RunHook):
             **learned,
         }
 
-    def _follow(self, agent: Agent, proc: CapturedProcedure | None, divergence: dict[str, Any] | None) -> None:
+    def _follow(self, run: RunView, proc: CapturedProcedure | None, divergence: dict[str, Any] | None) -> None:
         """The replay of `proc`; a stopped one, carrying `divergence`, once the run left it or cannot follow it."""
         state = self._state
         self.procedure = proc
@@ -338,7 +348,7 @@ class LearningHook(RunHook):
             inputs={**self.task, **(state.params if state is not None else {})},
             procedure_id=(state.procedure if state is not None else None) or "",
             version=(state.version if state is not None else None) or 0,
-            registry=agent.registry,
+            registry=run.registry,
             divergence=divergence,
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any
 
-from ...engine.belief import Belief, thaw
+from ...engine.belief import Belief, BeliefView, thaw
 from ..store.models import POLICY_DECIDERS, ActionOutcome, RecordedCheck, RecordedDecision
 
 #: Shorter input values are too common to stand for the input (a "no" in an argument is not the ticket).
@@ -71,7 +71,7 @@ def _outcome(entry: Any, made: dict[tuple[str, str, int | None], ActionOutcome])
 
 
 def capture_decisions(
-    belief: Belief, inputs: dict[str, Any], replayed: list[RecordedDecision] | None = None
+    belief: Belief | BeliefView, inputs: dict[str, Any], replayed: list[RecordedDecision] | None = None
 ) -> list[RecordedDecision]:
     """The run's policy decisions in order. An LLM's arguments come from its log entry; a replayed decision's from the
     procedure it followed (already parametrised); a rule's are the rule's own and it decides them again on replay."""
@@ -113,7 +113,7 @@ def capture_decisions(
     return decisions
 
 
-def _attach_checks(decisions: list[RecordedDecision], ticks: list[int], belief: Belief) -> None:
+def _attach_checks(decisions: list[RecordedDecision], ticks: list[int], belief: Belief | BeliefView) -> None:
     """Each decision gets the checks of the actions it led to, up to the next decision (the first also those before it):
     a replay calls them before following it, so a changed world is refused before anything acts on it."""
     for e in belief.log:
