@@ -34,6 +34,10 @@ class HookReport:
     sections: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: Every name a hook class keeps its section under: a result without that hook reads None there, as a field would.
+SECTION_NAMES: set[str] = set()
+
+
 class RunHook:
     """What a run tells its hooks, and what a hook may give back. Every method is optional.
 
@@ -51,6 +55,11 @@ class RunHook:
     name: str = ""
     #: Whether this hook is what the run learns with (`workflow.agent(learn=...)` checks one was made when asked for).
     learns: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            SECTION_NAMES.add(cls.name)
 
     def on_start(self, *, run: RunView, inputs: dict[str, Any], event: Event | None) -> dict[str, Any] | None:
         """A new run, before its initial state is entered: context keys to add (the run's own inputs win a clash).

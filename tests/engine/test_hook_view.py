@@ -173,3 +173,16 @@ class TestTheEarlierSignature:
         assert hook.resumed == (first.run_id, {"kept": True})
         ours = [w for w in caught if issubclass(w.category, DeprecationWarning) and "Earlier" in str(w.message)]
         assert len(ours) == 1 and "keyword arguments and a read-only run view" in str(ours[0].message)
+
+
+def test_a_run_without_the_hook_that_keeps_a_section_reads_none_there_and_a_typo_is_still_an_error() -> None:
+    import sherpa_skills
+
+    workflow = sherpa_skills.load_workflow_text(
+        "name: two\ninitial: a\nstates: {a: {}, b: {final: true}}\ntransitions: [{trigger: go, source: a, dest: b}]\n"
+    )
+    result = workflow.agent(learn=False).run({})
+    assert result.status == "final"
+    assert result.learning is None, "as the field it was: a run that does not learn has nothing there"
+    with pytest.raises(AttributeError):
+        result.lerning  # noqa: B018

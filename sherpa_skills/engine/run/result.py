@@ -48,6 +48,10 @@ class RunResult:
         sections = self.__dict__.get("sections", {})
         if name in sections:
             return sections[name]
+        from ..hooks import SECTION_NAMES
+
+        if name in SECTION_NAMES:  # a run its hook did not take part in: nothing to say, as an unset field
+            return None
         raise AttributeError(name)
 
     def to_dict(self) -> dict[str, Any]:
