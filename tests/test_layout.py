@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ LAYERS: dict[str, int] = {
     "skills": 4,
     "agents": 4,
     "runtime": 4,
+    "stores": 4,  # Home: the stores of one home over one Database (skills, memory, sessions, the run store)
     "heartbeat": 5,
     "bridge": 6,
     "cli": 6,
