@@ -20,16 +20,16 @@ def run_demo(home: str | None = None, as_json: bool = False) -> int:
     from rich.console import Console
 
     from ..data import data_dir
-    from ..engine.runstore import RunStore
     from ..logs import configure
     from ..runtime import load_workflow
+    from ..stores import Home
 
     configure(level="error")
     console = Console(stderr=as_json, highlight=False)
     home_dir = Path(home) if home else Path(tempfile.mkdtemp(prefix="sherpa-skills-demo-"))
     workflow_file = data_dir("examples") / "support_triage" / "workflow.yaml"
     workflow = load_workflow(workflow_file)
-    store = RunStore(home=home_dir)
+    store = Home(home_dir).runs
     console.print(
         f"[bold]sherpa-skills demo[/] — workflow {workflow_file.name} ({workflow.spec.name}), "
         f"model: the offline scripted stand-in, home: {home_dir}\n"

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.inputs import parse_assignments, parse_inputs
 from ..engine.run_json import run_detail, run_summary
@@ -29,11 +29,17 @@ from .console import (
     console as _console,
 )
 from .console import (
+    open_home as _open_home,
+)
+from .console import (
     open_store as _open_store,
 )
 from .console import (
     print_json as _print_json,
 )
+
+if TYPE_CHECKING:
+    from ..stores import Home
 
 
 def _progress_printer(console: Any) -> Callable[[str, dict[str, Any]], None]:
@@ -378,12 +384,10 @@ def _show_removal(removal: Any, as_json: bool) -> None:
         console.print("dry run: nothing was deleted")
 
 
-def _remove(args: argparse.Namespace, store: Any, home: Path, ids: list[str], what: str) -> int:
+def _remove(args: argparse.Namespace, house: Home, ids: list[str], what: str) -> int:
     """Show the plan and ask (unless --yes or --dry-run), then delete in one transaction that
     checks references again."""
-    from ..skills.api import SkillStore
-
-    skills = SkillStore(home)
+    store, skills = house.runs, house.skills
     plan = skills.remove_runs(store, ids, force=args.force, dry_run=True)
     if args.dry_run or not plan.deleted:
         _show_removal(plan, args.json)
@@ -406,7 +410,8 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
     from ..errors import NoSuchRun, UsageError
     from ..skills.face.models import ACTIVE_RUN_STATUSES as ACTIVE
 
-    store, home = _open_store(args)
+    house = _open_home(args)
+    store = house.runs
     rows = []
     for given in args.run_ids:
         try:
@@ -420,7 +425,7 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
             f"{'it' if len(active) == 1 else 'them'} anyway; nothing was deleted"
         )
     ids = list(dict.fromkeys(r.run_id for r in rows))
-    return _remove(args, store, home, ids, "and everything they recorded")
+    return _remove(args, house, ids, "and everything they recorded")
 
 
 def _age(seconds: float) -> str:
@@ -434,14 +439,11 @@ def _age(seconds: float) -> str:
 def cmd_runs_prune(args: argparse.Namespace) -> int:
     import time
 
-    from ..skills.api import SkillStore
-
-    store, home = _open_store(args)
+    house = _open_home(args)
     return _remove(
         args,
-        store,
-        home,
-        SkillStore(home).runs_older_than(store, time.time() - args.older_than),
+        house,
+        house.skills.runs_older_than(house.runs, time.time() - args.older_than),
         f"last updated over {_age(args.older_than)} ago",
     )
 

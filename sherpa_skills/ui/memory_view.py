@@ -51,7 +51,7 @@ def memory_item_page(stores: Stores, artifact_id: str) -> dict[str, Any]:
 def domains_page(stores: Stores) -> dict[str, Any]:
     from ..memory.domains import Domains
 
-    with Domains(stores.domains_home) as store:
+    with Domains(home=stores.domains_home) as store:
         return {"domains": store.list(), "proposals": store.proposals()}
 
 
@@ -60,7 +60,7 @@ def domain_page(stores: Stores, name: str) -> dict[str, Any]:
     from ..memory.domains import Domains, check_domain
 
     check_domain(name)
-    with Domains(stores.domains_home) as store:
+    with Domains(home=stores.domains_home) as store:
         try:
             found = store.get(name)
         except UsageError as exc:
