@@ -81,7 +81,19 @@ class TestCommandsOpenWhatTheyUse:
         assert _checkpointers() == before
         assert "runs" not in _components(tmp_path) and "skills" in _components(tmp_path)
 
-    def test_a_runs_command_opens_the_run_store(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def test_a_runs_command_opens_the_run_store_and_closes_it(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        before = _checkpointers()
         assert main(["--home", str(tmp_path), "runs", "--json"]) == 0
         assert json.loads(capsys.readouterr().out) == []
-        assert "runs" in _components(tmp_path)
+        assert "runs" in _components(tmp_path) and _checkpointers() == before
+
+    def test_a_command_refused_still_closes_what_it_opened(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The attack: an unknown run is exit 2 with a line naming it, and the run store it opened is closed too."""
+        before = _checkpointers()
+        assert main(["--home", str(tmp_path), "show", "no-such-run", "--json"]) == 2
+        assert "no-such-run" in capsys.readouterr().err
+        assert _checkpointers() == before

@@ -185,10 +185,14 @@ def print_json(data: Any) -> None:
 
 
 def open_home(args: argparse.Namespace) -> Home:
-    """The home's stores (`--home`, `--database`), each opened when a command first asks for it."""
+    """The home's stores (`--home`, `--database`), each opened when the command first asks for it: one Home per
+    command, which `main` closes when the command ends."""
     from ..stores import Home
 
-    return Home(args.home)
+    house: Home | None = getattr(args, "opened_home", None)
+    if house is None:
+        house = args.opened_home = Home(args.home)
+    return house
 
 
 def open_store(args: argparse.Namespace) -> tuple[RunStore, Path]:

@@ -12,9 +12,9 @@ if TYPE_CHECKING:
 
 def open_home(args: argparse.Namespace) -> Home:
     """The home's stores, each opened when first asked for: a command that never touches runs opens no run store."""
-    from ...stores import Home
+    from ..console import open_home as home_of_command
 
-    return Home(args.home)
+    return home_of_command(args)
 
 
 def quiet_logs(args: argparse.Namespace, home: Path) -> None:
