@@ -97,3 +97,31 @@ class TestCommandsOpenWhatTheyUse:
         assert main(["--home", str(tmp_path), "show", "no-such-run", "--json"]) == 2
         assert "no-such-run" in capsys.readouterr().err
         assert _checkpointers() == before
+
+
+class TestTheView:
+    def test_the_views_stores_share_the_homes_one_database(self, tmp_path: Path) -> None:
+        from sherpa_skills.ui.views import Stores
+
+        stores = Stores.open(tmp_path)
+        try:
+            db = stores.runs.db
+            assert stores.skills.store.db is db and stores.heartbeat.db is db and len(stores.homes) == 1
+        finally:
+            stores.close()
+        with pytest.raises(sqlite3.ProgrammingError):
+            db.conn.execute("SELECT 1")
+
+    def test_a_part_read_elsewhere_gets_that_folders_database_and_creates_nothing_here(self, tmp_path: Path) -> None:
+        """The read-only view reads a part the home lacks from a scratch folder: that folder's Database, not the
+        home's, and the home itself is not opened for it."""
+        from sherpa_skills.ui.views import Stores
+
+        home, scratch = tmp_path / "home", tmp_path / "scratch"
+        parts = ("runs", "skills", "heartbeat", "memory", "domains")
+        stores = Stores.open(home, dict.fromkeys(parts, scratch))
+        try:
+            assert stores.runs.db.path == scratch / "store.db" and len(stores.homes) == 1
+            assert not home.exists()
+        finally:
+            stores.close()
