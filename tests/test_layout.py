@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ LAYERS: dict[str, int] = {
     "skills": 4,
     "agents": 4,
     "runtime": 4,
+    "stores": 4,  # Home: the stores of one home over one Database (skills, memory, sessions, the run store)
     "heartbeat": 5,
     "bridge": 6,
     "cli": 6,
@@ -400,10 +402,66 @@ class TestTheAgentByJob:
         assert not hasattr(Agent, "observe") and not hasattr(Agent, "observers")
 
     def test_the_engine_never_names_learning(self) -> None:
-        # run_schema.py is the run store's (being moved onto db.Database by another change): its docstring is left.
         named = sorted(
             str(p.relative_to(PACKAGE))
             for p in (PACKAGE / "engine").rglob("*.py")
-            if "learning" in p.read_text(encoding="utf-8").lower() and p.name != "run_schema.py"
+            if "learning" in p.read_text(encoding="utf-8").lower()
         )
         assert named == []
+
+
+#: A line that names the SQL engine (issue 42): outside db/, none may.
+DIALECT = re.compile(
+    r"\bdialect\b|[\"'](?:postgresql|sqlite)[\"']|PgConnection|\bFOR UPDATE\b|json_extract|::jsonb|\bGREATEST\b"
+    r"|\bILIKE\b|\bpg_[a-z_]+\(|PRAGMA|\bdb\.postgres\b|lock_postgres"
+)
+
+
+def _outside_db() -> Iterator[Path]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] != "db":
+            yield path
+
+
+def _lines_matching(pattern: re.Pattern[str], paths: Iterator[Path]) -> list[str]:
+    return [
+        f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}"
+        for path in paths
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+
+
+class TestOneDatabase:
+    """Every store opens through db.Database and writes through its one transaction helper; only db/ knows engines."""
+
+    def test_one_transaction_helper(self) -> None:
+        """No second helper (a `Transaction` class, a store's `_transact`), and no BEGIN sent outside db/."""
+        helpers = _lines_matching(
+            re.compile(r"^\s*(class Transaction\b|def _transact\b)"), iter(sorted(PACKAGE.rglob("*.py")))
+        )
+        begins = _lines_matching(re.compile(r"[\"']BEGIN"), _outside_db())
+        assert not helpers + begins, "\n".join(helpers + begins)
+
+    def test_no_line_outside_db_names_the_engine(self) -> None:
+        found = _lines_matching(DIALECT, _outside_db())
+        assert not found, f"{len(found)} lines name the SQL engine outside db/:\n" + "\n".join(found)
+
+    def test_the_dialect_check_finds_what_it_looks_for(self, tmp_path: Path) -> None:
+        """The attack: each spelling of an engine the check must catch is caught, and plain SQL is not."""
+        caught = [
+            'if self.dialect == "postgresql":',
+            "rows = conn.execute('SELECT 1 FOR UPDATE')",
+            "f\"{json_text(dialect, 'outputs', 'run_id')}\"",
+            "conn.execute('PRAGMA wal_autocheckpoint=0')",
+            "SELECT pg_advisory_xact_lock(?)",
+            "SELECT GREATEST(a, b)",
+            "from .lock_postgres import lock",
+            "engine = 'sqlite'",
+        ]
+        assert [line for line in caught if not DIALECT.search(line)] == []
+        assert not DIALECT.search("SELECT run_id FROM run_log WHERE action = 'run_machine'")
+
+    def test_sqlite_setup_lives_in_db(self) -> None:
+        stray = [str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("sqlite_db.py")]
+        assert stray == [] and (PACKAGE / "db" / "sqlite.py").is_file()

@@ -36,7 +36,7 @@ class ProceduresServer(MCPServer[Any]):
         return await anyio.to_thread.run_sync(self._procedures)  # SQLite in a worker thread, as the tools do
 
     def _procedures(self) -> list[Resource]:
-        from ..skills.api import SkillStore
+        from .mcp_tools import home_of
 
         return [
             Resource(
@@ -45,7 +45,7 @@ class ProceduresServer(MCPServer[Any]):
                 description=p.description or p.task_type,
                 mime_type="application/json",
             )
-            for p in SkillStore(self.home).procedures()
+            for p in home_of(self.home).skills.procedures()
         ]
 
     async def _read_procedure(self, procedure_id: str) -> str:
@@ -53,9 +53,9 @@ class ProceduresServer(MCPServer[Any]):
 
     def _procedure_json(self, procedure_id: str) -> str:
         from ..errors import SherpaError
-        from ..skills.api import SkillStore
+        from .mcp_tools import home_of
 
-        skills = SkillStore(self.home)
+        skills = home_of(self.home).skills
         try:
             proc = skills.get(procedure_id)
         except SherpaError:

@@ -1,7 +1,8 @@
 """What each MCP tool does, as plain functions over one home and one agent name (the server only registers them).
 
 Every refusal is a `ToolRefused` with a message for the calling agent: the server turns it into a tool error, never a
-crash. Each call opens what it needs in its own worker thread (SQLite connections stay in the thread that made them).
+crash. Each worker thread opens a `Home` of its own once and reuses it (SQLite connections stay in the thread that
+made them).
 """
 
 from __future__ import annotations
@@ -12,13 +13,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import SherpaError
+from ..home import per_home
 from ..skills.api import SkillStore
+from ..stores import Home
 from .match_answer import FindAnswer, find_answer
 
 MAX_TASK_CHARS = 4000
 MAX_STEPS = 50
 #: Characters a parameter value may not hold over MCP: the value is data, and an agent sending these means a command.
 _METACHARACTERS = re.compile(r"[;&|`$<>\\\n\r\x00]")
+
+
+def home_of(home: Path) -> Home:
+    """The home's stores for this worker thread: opened on the thread's first call, kept for the server's life."""
+    return per_home(Home, home)
 
 
 class ToolRefused(Exception):
@@ -53,7 +61,7 @@ class Bridge:
     allow_execute: bool = False
 
     def _skills(self) -> SkillStore:
-        return SkillStore(self.home)
+        return home_of(self.home).skills
 
     def _procedure(self, store: SkillStore, procedure_id: str) -> Any:
         try:
@@ -110,11 +118,8 @@ class Bridge:
                 store.confirm(task, proc.id, by=f"agent:{self.agent}")
             except SherpaError as exc:
                 raise ToolRefused(str(exc)) from None
-        try:
-            # Without a task nothing is confirmed: a dry run by id writes no alias (its description is no new wording).
-            return store.replay(task, procedure_id=proc.id, params=given, execute=execute, by=f"agent:{self.agent}")
-        finally:
-            store.close()
+        # Without a task nothing is confirmed: a dry run by id writes no alias (its description is no new wording).
+        return store.replay(task, procedure_id=proc.id, params=given, execute=execute, by=f"agent:{self.agent}")
 
     def record_outcome(
         self, procedure_id: str, outcome: Literal["success", "failure"], note: str | None = None
@@ -165,8 +170,6 @@ class Bridge:
             )
         except SherpaError as exc:
             raise ToolRefused(f"not captured: {exc}") from None
-        finally:
-            store.close()
         if result.outcome in ("rejected", "error") or result.procedure is None:
             raise ToolRefused(f"not captured: {result.reason}")
         proc = result.procedure

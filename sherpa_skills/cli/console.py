@@ -7,7 +7,12 @@ import json
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..engine.runstore import RunStore
+    from ..stores import Home
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 # `learn replay`: plausible procedures, none sure; the caller answers with --procedure ID or --reject.
@@ -179,12 +184,21 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, sort_keys=False) + "\n")
 
 
-def open_store(args: argparse.Namespace) -> Any:
-    from ..engine.runstore import RunStore
-    from ..home import resolve_home
+def open_home(args: argparse.Namespace) -> Home:
+    """The home's stores (`--home`, `--database`), each opened when the command first asks for it: one Home per
+    command, which `main` closes when the command ends."""
+    from ..stores import Home
 
-    home = resolve_home(args.home)
-    return RunStore(home=home), home
+    house: Home | None = getattr(args, "opened_home", None)
+    if house is None:
+        house = args.opened_home = Home(args.home)
+    return house
+
+
+def open_store(args: argparse.Namespace) -> tuple[RunStore, Path]:
+    """The home's run store and folder."""
+    house = open_home(args)
+    return house.runs, house.home
 
 
 _PIECE = re.compile(r"\s+|[^\s\-_/.:,;=]*[\-_/.:,;=]+|[^\s\-_/.:,;=]+")  # words, and names cut after their separators

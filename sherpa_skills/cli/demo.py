@@ -20,16 +20,17 @@ def run_demo(home: str | None = None, as_json: bool = False) -> int:
     from rich.console import Console
 
     from ..data import data_dir
-    from ..engine.runstore import RunStore
     from ..logs import configure
     from ..runtime import load_workflow
+    from ..stores import Home
 
     configure(level="error")
     console = Console(stderr=as_json, highlight=False)
     home_dir = Path(home) if home else Path(tempfile.mkdtemp(prefix="sherpa-skills-demo-"))
     workflow_file = data_dir("examples") / "support_triage" / "workflow.yaml"
     workflow = load_workflow(workflow_file)
-    store = RunStore(home=home_dir)
+    house = Home(home_dir)
+    store = house.runs
     console.print(
         f"[bold]sherpa-skills demo[/] — workflow {workflow_file.name} ({workflow.spec.name}), "
         f"model: the offline scripted stand-in, home: {home_dir}\n"
@@ -62,6 +63,7 @@ def run_demo(home: str | None = None, as_json: bool = False) -> int:
         console.print(f"\n  the reply that went out: {resumed.context['draft']['text']!r}")
     console.print("\nInspect the runs:")
     print_commands(console, ["sherpa-skills", "runs", "--home", str(home_dir)])
+    house.close()
     if as_json:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
     return EXIT_OK if all(r["status"] in ("final", "waiting") for r in results) else EXIT_ERROR

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from ..engine.inputs import parse_assignments
-from .console import EXIT_OK, hint_words, person, print_commands
+from .console import EXIT_OK, hint_words, open_home, person, print_commands
 from .console import console as _console
 from .console import print_json as _print_json
 from .console import when as _when
 
-
-def _domains(args: argparse.Namespace) -> Any:
-    from ..home import resolve_home
+if TYPE_CHECKING:
     from ..memory.domains import Domains
 
-    return Domains(home=resolve_home(args.home))
+
+@contextmanager
+def _domains(args: argparse.Namespace) -> Iterator[Domains]:
+    with open_home(args) as house:
+        yield house.domains
 
 
 def cmd_list(args: argparse.Namespace) -> int:

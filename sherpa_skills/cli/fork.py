@@ -82,9 +82,10 @@ def cmd_fork(args: argparse.Namespace) -> int:
 
     store, home = open_store(args)
     row = store.get_run(args.run_id)
-    if not (args.file or row.workflow_path):
+    source = args.file or row.workflow_path
+    if not source:
         raise UsageError(f"run {row.run_id} was not started from a workflow file; fork it from Python (engine.fork)")
-    workflow = load_workflow(args.file or row.workflow_path)
+    workflow = load_workflow(source)
     inputs = parse_inputs(workflow.spec, args.input, starting=False)
     targs = parse_assignments(args.arg, "--arg")
     plan = plan_fork(

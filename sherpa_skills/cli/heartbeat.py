@@ -87,12 +87,14 @@ def cmd_heartbeat(args: argparse.Namespace) -> int:
     configure(level="error", json_file=home / "logs" / "heartbeat.jsonl")
     if args.what == "report":
         from ..heartbeat.state import HeartbeatState
+        from ..stores import Home
 
-        state = HeartbeatState(home=home)
-        try:
-            reports = state.reports(args.last)
-        finally:
-            state.close()
+        with Home(home) as house:
+            state = HeartbeatState(house.database)
+            try:
+                reports = state.reports(args.last)
+            finally:
+                state.close()
         if args.json:
             _print_json([{k: v for k, v in r.items() if k != "markdown"} for r in reports])
         else:

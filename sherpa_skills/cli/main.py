@@ -333,8 +333,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_ERROR
     finally:
+        _close_home(args)
         set_verbosity(0)
         choose(None)
+
+
+def _close_home(args: argparse.Namespace) -> None:
+    """The stores the command opened (cli.console.open_home), closed once it ended, however it ended."""
+    house = getattr(args, "opened_home", None)
+    if house is None:
+        return
+    try:
+        house.close()
+    except Exception as exc:  # the command's answer is out already: a close that fails is worth a line, not a crash
+        sys.stderr.write(f"sherpa-skills: closing the stores of {house.home} failed: {exc}\n")
 
 
 if __name__ == "__main__":

@@ -5,25 +5,31 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.inputs import parse_assignments
-from .console import EXIT_OK, hint_words, person, positive_int, print_commands
+from .console import EXIT_OK, hint_words, open_home, person, positive_int, print_commands
 from .console import console as _console
 from .console import print_json as _print_json
 
+if TYPE_CHECKING:
+    from ..memory import SharedMemory
 
-def _memory(args: argparse.Namespace) -> Any:
-    from ..home import resolve_home
+
+@contextmanager
+def _memory(args: argparse.Namespace) -> Iterator[SharedMemory]:
     from ..logs import configure
     from ..memory import SharedMemory
 
-    home = resolve_home(args.home)
-    (home / "logs").mkdir(exist_ok=True)
-    configure(level="error", json_file=home / "logs" / "memory.jsonl")  # degradation is reported in the output itself
-    return SharedMemory(home)
+    with open_home(args) as house:
+        (house.home / "logs").mkdir(exist_ok=True)
+        # degradation is reported in the output itself
+        configure(level="error", json_file=house.home / "logs" / "memory.jsonl")
+        with SharedMemory(store=house.memory) as memory:
+            yield memory
 
 
 def _short(text: str, width: int = 160) -> str:

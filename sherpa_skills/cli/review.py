@@ -6,17 +6,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from .console import EXIT_OK, hint_words, print_commands
+from .console import EXIT_OK, hint_words, open_home, print_commands
 from .console import console as _console
 from .console import print_json as _print_json
 
 
 def cmd_candidates(args: argparse.Namespace) -> int:
-    from ..home import resolve_home
-    from ..skills.api import SkillStore
     from ..skills.face.reading import candidate_summary
 
-    skills = SkillStore(resolve_home(args.home))
+    skills = open_home(args).skills
     rows = sorted(
         (candidate_summary(p) for p in skills.candidates(args.task_type)),
         key=lambda r: (-r["support"], r["task_type"]),
@@ -59,10 +57,7 @@ def cmd_candidates(args: argparse.Namespace) -> int:
 
 
 def cmd_reject(args: argparse.Namespace) -> int:
-    from ..home import resolve_home
-    from ..skills.api import SkillStore
-
-    proc = SkillStore(resolve_home(args.home)).reject_candidate(args.id)
+    proc = open_home(args).skills.reject_candidate(args.id)
     if args.json:
         _print_json({"id": proc.id, "status": proc.status})
     else:

@@ -34,11 +34,17 @@ from .console import (
     console as _console,
 )
 from .console import (
+    open_home as _open_home,
+)
+from .console import (
     open_store as _open_store,
 )
 from .console import (
     print_json as _print_json,
 )
+
+if TYPE_CHECKING:
+    from ..stores import Home
 
 
 class _ProgressPrinter(RunHook):
@@ -388,12 +394,10 @@ def _show_removal(removal: Any, as_json: bool) -> None:
         console.print("dry run: nothing was deleted")
 
 
-def _remove(args: argparse.Namespace, store: Any, home: Path, ids: list[str], what: str) -> int:
+def _remove(args: argparse.Namespace, house: Home, ids: list[str], what: str) -> int:
     """Show the plan and ask (unless --yes or --dry-run), then delete in one transaction that
     checks references again."""
-    from ..skills.api import SkillStore
-
-    skills = SkillStore(home)
+    store, skills = house.runs, house.skills
     plan = skills.remove_runs(store, ids, force=args.force, dry_run=True)
     if args.dry_run or not plan.deleted:
         _show_removal(plan, args.json)
@@ -416,7 +420,8 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
     from ..errors import NoSuchRun, UsageError
     from ..skills.face.models import ACTIVE_RUN_STATUSES as ACTIVE
 
-    store, home = _open_store(args)
+    house = _open_home(args)
+    store = house.runs
     rows = []
     for given in args.run_ids:
         try:
@@ -430,7 +435,7 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
             f"{'it' if len(active) == 1 else 'them'} anyway; nothing was deleted"
         )
     ids = list(dict.fromkeys(r.run_id for r in rows))
-    return _remove(args, store, home, ids, "and everything they recorded")
+    return _remove(args, house, ids, "and everything they recorded")
 
 
 def _age(seconds: float) -> str:
@@ -444,14 +449,11 @@ def _age(seconds: float) -> str:
 def cmd_runs_prune(args: argparse.Namespace) -> int:
     import time
 
-    from ..skills.api import SkillStore
-
-    store, home = _open_store(args)
+    house = _open_home(args)
     return _remove(
         args,
-        store,
-        home,
-        SkillStore(home).runs_older_than(store, time.time() - args.older_than),
+        house,
+        house.skills.runs_older_than(house.runs, time.time() - args.older_than),
         f"last updated over {_age(args.older_than)} ago",
     )
 

@@ -92,10 +92,11 @@ SESSIONS_SHOWN = 20
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ..sessions._store import SessionStore
+    from ..stores import Home
 
     home = _home(args)
-    with SessionStore(home=home) as store:
+    with Home(home) as house:
+        store = house.sessions
         files = store.files()
         sessions = store.sessions(None if args.json else SESSIONS_SHOWN)
         totals = {
@@ -175,10 +176,11 @@ _SAID = {"success": "ok", "failure": "failed", "rejected": "refused", "unknown":
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from ..sessions._store import SessionStore
+    from ..stores import Home
 
     home = _home(args)
-    with SessionStore(home=home) as store:
+    with Home(home) as house:
+        store = house.sessions
         session = store.find_session(args.session_id)
         commands = store.session_commands(session.id, session.agent)
     if args.json:

@@ -67,8 +67,8 @@ def m004_repeated_actions(conn: sqlite3.Connection) -> None:
 
 
 def m005_hook_state(conn: sqlite3.Connection) -> None:
-    """What a run's hooks keep with it (a learning run's match and where its replay stands), by hook name: whichever
-    process continues the run gives it back to them."""
+    """What a run's hooks keep with it (the replaying hook's match and where its replay stands), by hook name:
+    whichever process continues the run gives it back to them."""
     conn.execute("ALTER TABLE runs ADD COLUMN hooks TEXT")
 
 

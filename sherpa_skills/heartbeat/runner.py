@@ -25,11 +25,12 @@ def run_once(home: Path, watch: list[str] | None = None, progress: RunHook | Non
     `progress` is a run hook that hears each step (each phase is a state), for a CLI to show where a long heartbeat is.
     """
     from ..data import data_file
-    from ..engine.runstore import RunStore
     from ..engine.workflow import load_workflow
+    from ..stores import Home
 
     workflow = load_workflow(data_file("statemachines", "heartbeat.yaml"))
-    store = RunStore(home=home)
+    house = Home(home)
+    store = house.runs
     agent = workflow.agent(store=store, home=home, hooks=[progress] if progress is not None else [])
     try:
         result = agent.run({"watch": list(watch or [])})
@@ -37,7 +38,7 @@ def run_once(home: Path, watch: list[str] | None = None, progress: RunHook | Non
         _release(home, agent.run_id)  # Ctrl-C mid-phase: give the lock back rather than wait for it to go stale
         raise
     finally:
-        store.close()
+        house.close()
     report = dict(result.context.get("report") or {})
     if result.status == "error":
         _release(home, agent.run_id)
@@ -47,11 +48,14 @@ def run_once(home: Path, watch: list[str] | None = None, progress: RunHook | Non
 
 
 def _release(home: Path, run_id: str) -> None:
-    state = HeartbeatState(home=home)
-    try:
-        state.release(run_id)
-    finally:
-        state.close()
+    from ..stores import Home
+
+    with Home(home) as house:
+        state = HeartbeatState(house.database)
+        try:
+            state.release(run_id)
+        finally:
+            state.close()
 
 
 @dataclass(frozen=True)
@@ -130,19 +134,19 @@ def run_every(
 
 def mine_pending(home: Path) -> dict[str, Any] | None:
     """Mine what an import just added, under the heartbeat's lock; None when a heartbeat holds it (it will mine)."""
-    from ..sessions import SessionStore
+    from ..stores import Home
     from .phases import WATERMARK, mine_range
 
     config = load_config(home)
-    state = HeartbeatState(home=home)
+    house = Home(home)
+    state = HeartbeatState(house.database)
     holder = f"import-{uuid.uuid4().hex[:8]}"
     try:
         if not state.acquire(holder, config.heartbeat.lock_stale_secs).acquired:
             return None
         try:
             start = int(state.get(WATERMARK, 0))
-            with SessionStore(home=home) as sessions:
-                end = sessions.max_command_id()
+            end = house.sessions.max_command_id()
             result = mine_range(home, config, start, end)
             state.set(WATERMARK, end)
             return result.to_dict()
@@ -150,3 +154,4 @@ def mine_pending(home: Path) -> dict[str, Any] | None:
             state.release(holder)
     finally:
         state.close()
+        house.close()

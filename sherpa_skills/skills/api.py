@@ -28,6 +28,7 @@ from .store.models import (
 )
 
 if TYPE_CHECKING:
+    from ..db.database import Database
     from ..engine.runstore import RunStore
     from ..engine.workflow import Workflow
     from ..sessions import SessionStore
@@ -130,6 +131,8 @@ class SkillStore:
         self._runs: RunStore | None = None
 
     def _run_store(self) -> RunStore:
+        if self._home_runs is not None:
+            return self._home_runs()  # a Home's run store: the Home closes it
         if self._runs is None:
             from ..engine.runstore import RunStore
 
@@ -541,6 +544,7 @@ class SkillStore:
     # --- the view's, bridge's and heartbeat's view of the store
 
     _own_connection = False  # True from `own`: close() closes the connection too
+    _home_runs: Callable[[], RunStore] | None = None  # from `over`: where capture and replay runs are kept
 
     @classmethod
     def own(cls, home: str | Path | None = None) -> SkillStore:
@@ -555,6 +559,24 @@ class SkillStore:
         skills.matcher = Matcher(skills.store)
         skills._runs = None
         skills._own_connection = True
+        return skills
+
+    @classmethod
+    def over(
+        cls, db: Database, home: str | Path | None = None, *, runs: Callable[[], RunStore] | None = None
+    ) -> SkillStore:
+        """A store over an opened `Database` (a `Home`'s), which `close()` leaves open; its capture and replay runs go
+        to `runs()` when given (the caller closes that), else to a run store of its own."""
+        from ..home import resolve_home
+        from .store.database import ProcedureDatabase
+
+        skills = cls.__new__(cls)
+        skills.home = resolve_home(str(home) if home is not None else None)
+        skills.store = ProcedureDatabase(db)
+        skills.matcher = Matcher(skills.store)
+        skills._runs = None
+        skills._home_runs = runs
+        skills._own_connection = True  # the store's own parts: it leaves the Database it was given open
         return skills
 
     # reading, for the view and the MCP tools

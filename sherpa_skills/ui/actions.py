@@ -66,11 +66,12 @@ def _lines(form: dict[str, list[str]], name: str) -> list[str]:
 
 def _resume(home: Any, run_id: str, inputs: dict[str, Any], trigger: str | None, args: dict[str, Any]) -> None:
     """Runs in a thread with its own store, so the pages stay responsive and show it live."""
-    from ..engine.runstore import RunStore
     from ..runtime import load_workflow
+    from ..stores import Home
 
-    store = RunStore(home=home)
+    house = Home(home)
     try:
+        store = house.runs
         row = store.get_run(run_id)
         if row.workflow_path is None:
             raise UsageError(f"run {run_id} was not started from a workflow file: nothing to resume it with")
@@ -81,16 +82,17 @@ def _resume(home: Any, run_id: str, inputs: dict[str, Any], trigger: str | None,
     except Exception as exc:  # the run records its own errors; this only keeps the thread from dying silently
         log.error("ui.resume_failed", run_id=run_id, error=str(exc))
     finally:
-        store.close()
+        house.close()
 
 
 def _fork(home: Any, new_run_id: str, plan: Any, workflow_path: str) -> None:
     """Runs the fork in a thread with its own store, as a resume does; its page follows it live."""
-    from ..engine.runstore import RunStore
     from ..runtime import load_workflow
+    from ..stores import Home
 
-    store = RunStore(home=home)
+    house = Home(home)
     try:
+        store = house.runs
         workflow = load_workflow(workflow_path)
         agent = workflow.resume(store, new_run_id)
         result = agent.run(plan.inputs, trigger=plan.trigger)
@@ -98,7 +100,7 @@ def _fork(home: Any, new_run_id: str, plan: Any, workflow_path: str) -> None:
     except Exception as exc:  # the fork records its own errors; this only keeps the thread from dying silently
         log.error("ui.fork_failed", run_id=new_run_id, error=str(exc))
     finally:
-        store.close()
+        house.close()
 
 
 def action_routes(ui: Any) -> list[Route]:
@@ -117,7 +119,7 @@ def action_routes(ui: Any) -> list[Route]:
             if row.status != "waiting":
                 raise UsageError(f"run {row.run_id} is {row.status}, not waiting: there is nothing to resume")
             machine = views.machine_of(row.workflow_path)
-            if machine is None:
+            if machine is None or row.workflow_path is None:  # machine_of(None) is None: said for the type checker
                 raise UsageError(f"run {row.run_id} cannot be resumed here: its workflow file does not load")
             if spec_hash(machine) != row.spec_hash:
                 raise UsageError(

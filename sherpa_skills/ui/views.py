@@ -9,20 +9,23 @@ from __future__ import annotations
 import difflib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agents.task_store import TaskStore
-from ..db.sql import json_text
 from ..engine.run_json import run_detail, run_summary
 from ..errors import SherpaError, StoreError
 from ..skills.face.reading import candidate_summary
 from .review import candidate_groups
 
 if TYPE_CHECKING:
+    from ..db.database import Database
+    from ..engine.runstore import RunStore
+    from ..heartbeat.state import HeartbeatState
     from ..skills.api import SkillStore
+    from ..stores import Home
 
 PER_PAGE = 50
 TAIL = 200  # trajectory and log entries a run page shows unless asked for all
@@ -31,36 +34,46 @@ LIVE = ("running", "waiting")
 
 @dataclass
 class Stores:
-    """The home's stores, opened once per server: the run store, the skill store and the heartbeat's rows; and where
-    the memory pages open theirs."""
+    """The home's stores, opened once per server from a `Home` per folder: the run store, the skill store and the
+    heartbeat's rows; and where the memory pages open theirs."""
 
     home: Path
-    runs: Any
+    runs: RunStore
     skills: SkillStore
-    heartbeat: Any
+    heartbeat: HeartbeatState
     memory_home: Path
     domains_home: Path
+    homes: list[Home] = field(default_factory=list)  # what close() closes
 
     @classmethod
     def open(cls, home: Path, elsewhere: dict[str, Path] | None = None) -> Stores:
         """Each part (runs, skills, heartbeat, memory, domains) from `home`, or from the folder `elsewhere` names."""
-        from ..engine.runstore import RunStore
         from ..heartbeat.state import HeartbeatState
-        from ..skills.api import SkillStore
+        from ..stores import Home
 
         where = {**dict.fromkeys(("runs", "skills", "heartbeat", "memory", "domains"), home), **(elsewhere or {})}
+        homes: dict[Path, Home] = {}
+
+        def house(part: str) -> Home:
+            # Only folders a part is read from: a Home creates its folder.
+            if where[part] not in homes:
+                homes[where[part]] = Home(where[part])
+            return homes[where[part]]
+
         return cls(
             home,
-            RunStore(home=where["runs"]),
-            SkillStore.own(where["skills"]),
-            HeartbeatState(home=where["heartbeat"]),
+            house("runs").runs,
+            house("skills").skills,
+            HeartbeatState(house("heartbeat").database),
             where["memory"],
             where["domains"],
+            list(homes.values()),
         )
 
     def close(self) -> None:
-        for store in (self.runs, self.skills, self.heartbeat):
-            store.close()
+        self.heartbeat.close()
+        for house in self.homes:
+            house.close()
 
 
 # ---------------------------------------------------------------- runs
@@ -130,14 +143,15 @@ def child_runs(stores: Stores, run_ids: list[str]) -> dict[str, list[str]]:
 
 def parent_run(stores: Stores, run_id: str) -> tuple[str, int] | None:
     """(run, step) whose `run_machine` action started `run_id`, or None for a run started from outside."""
+    return started_by(stores.runs.db, run_id)
+
+
+def started_by(db: Database, run_id: str) -> tuple[str, int] | None:
+    """(run, step) of `db`'s run log whose `run_machine` result names `run_id`, or None."""
     # No index on the child id inside the logged result: a scan of run_machine rows, once per run page.
-    dialect = stores.runs.dialect
-    valid = (
-        "json_valid(outputs) AND " if dialect == "sqlite" else ""
-    )  # PostgreSQL 15 has none; results are written as JSON
-    row = stores.runs.conn.execute(
-        f"SELECT run_id, tick FROM run_log WHERE action = 'run_machine' AND {valid}"
-        f"{json_text(dialect, 'outputs', 'run_id')} = ? ORDER BY id LIMIT 1",
+    row = db.conn.execute(
+        f"SELECT run_id, tick FROM run_log WHERE action = 'run_machine' AND {db.json_valid('outputs')} AND "
+        f"{db.json_text('outputs', 'run_id')} = ? ORDER BY id LIMIT 1",
         (run_id,),
     ).fetchone()
     return (row[0], row[1]) if row else None

@@ -7,11 +7,11 @@ import argparse
 from ..console import EXIT_OK, print_table
 from ..console import console as _console
 from ..console import print_json as _print_json
-from .common import alias_origin, id_column, stores
+from .common import alias_origin, id_column, open_home
 
 
 def cmd_aliases(args: argparse.Namespace) -> int:
-    store = stores(args)[0]
+    store = open_home(args).skills
     answers = store.aliases(args.procedure)
     if args.json:
         _print_json([a.model_dump(mode="json") for a in answers])
@@ -30,7 +30,7 @@ def cmd_aliases(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    answer = stores(args)[0].forget(args.id)
+    answer = open_home(args).skills.forget(args.id)
     if args.json:
         _print_json({"forgotten": answer.model_dump(mode="json")})
     else:

@@ -9,7 +9,7 @@ from ..console import EXIT_ERROR, EXIT_OK
 from ..console import console as _console
 from ..console import print_json as _print_json
 from ..steps_file import load_steps_file
-from .common import quiet_logs, stores
+from .common import open_home, quiet_logs
 
 if TYPE_CHECKING:
     from ...skills.face.models import Picked
@@ -23,19 +23,17 @@ def cmd_capture(args: argparse.Namespace) -> int:
         raise UsageError("give exactly one of --from-run RUN_ID, --steps-file FILE or --steps-from-session SESSION_ID")
     if args.commands is not None and args.steps_from_session is None:
         raise UsageError("--commands picks commands of a session: give --steps-from-session SESSION_ID with it")
-    store, runs, home = stores(args)
+    house = open_home(args)
+    store, home = house.skills, house.home
     quiet_logs(args, home)
     fields: dict[str, Any] = {}
     picked = None
     if args.from_run:
-        fields["run_id"] = runs.get_run(args.from_run).run_id
+        fields["run_id"] = house.runs.get_run(args.from_run).run_id
     elif args.steps_file:
         fields.update(load_steps_file(args.steps_file))
     else:
-        from ...sessions import SessionStore
-
-        with SessionStore(home=home) as sessions:
-            picked = store.pick_from_session(sessions, args.steps_from_session, args.commands)
+        picked = store.pick_from_session(house.sessions, args.steps_from_session, args.commands)
         # The person chose these by number: a person's capture (counted), kept as given like a steps file.
         fields.update(steps=picked.steps, source="session", context=picked.context(), description=picked.description)
     if args.description:

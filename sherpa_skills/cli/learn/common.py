@@ -7,17 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ...engine.runstore import RunStore
-    from ...skills.api import SkillStore
+    from ...stores import Home
 
 
-def stores(args: argparse.Namespace) -> tuple[SkillStore, RunStore, Path]:
-    from ...engine.runstore import RunStore
-    from ...home import resolve_home
-    from ...skills.api import SkillStore
+def open_home(args: argparse.Namespace) -> Home:
+    """The home's stores, each opened when first asked for: a command that never touches runs opens no run store."""
+    from ..console import open_home as home_of_command
 
-    home = resolve_home(args.home)
-    return SkillStore(home), RunStore(home=home), home
+    return home_of_command(args)
 
 
 def quiet_logs(args: argparse.Namespace, home: Path) -> None:

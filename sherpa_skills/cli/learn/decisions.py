@@ -9,14 +9,14 @@ from ..console import EXIT_OK, print_table
 from ..console import console as _console
 from ..console import print_json as _print_json
 from ..console import when as _when
-from .common import stores
+from .common import open_home
 
 if TYPE_CHECKING:
     from ...skills.api import SkillStore
 
 
 def cmd_decisions(args: argparse.Namespace) -> int:
-    store = stores(args)[0]
+    store = open_home(args).skills
     if args.forget is not None:
         return _forget_state(args, store)
     if args.states:

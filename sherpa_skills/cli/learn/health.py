@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 from ..console import EXIT_OK, Folded, compact_table, print_table
 from ..console import console as _console
 from ..console import print_json as _print_json
-from .common import id_column, quiet_logs, stores
+from .common import id_column, open_home, quiet_logs
 
 if TYPE_CHECKING:
     from ...skills.api import SkillStore
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    reports = stores(args)[0].health()
+    reports = open_home(args).skills.health()
     if args.degraded_only:
         reports = [r for r in reports if r.status not in ("healthy", "new")]
     if args.json:
@@ -44,7 +44,8 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_failures(args: argparse.Namespace) -> int:
-    store, _, home = stores(args)
+    house = open_home(args)
+    store, home = house.skills, house.home
     if args.task is not None:
         return _failures_for_task(args, store, home)
     rows = store.failures(args.task_type, limit=args.limit)
@@ -105,7 +106,7 @@ def _failures_for_task(args: argparse.Namespace, store: SkillStore, home: Path) 
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    data = stores(args)[0].stats()
+    data = open_home(args).skills.stats()
     if args.json:
         _print_json(data)
         return EXIT_OK

@@ -9,11 +9,11 @@ from ..console import EXIT_OK, Folded, compact_table, print_table
 from ..console import console as _console
 from ..console import print_json as _print_json
 from ..console import when as _when
-from .common import alias_origin, id_column, scope_note, stores
+from .common import alias_origin, id_column, open_home, scope_note
 
 
 def cmd_procedures(args: argparse.Namespace) -> int:
-    store, _, _ = stores(args)
+    store = open_home(args).skills
     rows = store.summaries(args.task_type, include_candidates=args.all)
     if args.json:
         _print_json(rows)
@@ -48,7 +48,7 @@ def cmd_procedures(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    shown = stores(args)[0].show(args.id, args.version)
+    shown = open_home(args).skills.show(args.id, args.version)
     p, data, health, executions = shown.procedure, shown.detail, shown.health, shown.executions
     if args.json:
         _print_json(data)

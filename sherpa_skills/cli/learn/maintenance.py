@@ -7,7 +7,7 @@ import argparse
 from ..console import EXIT_OK, Bar
 from ..console import console as _console
 from ..console import print_json as _print_json
-from .common import quiet_logs, stores
+from .common import open_home, quiet_logs
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
@@ -15,7 +15,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     with a progress bar on the terminal (never silent on long work)."""
     import time
 
-    store, _, home = stores(args)
+    house = open_home(args)
+    store, home = house.skills, house.home
     quiet_logs(args, home)  # the embedder's and the index's log lines go to the log file, never into --json
     total = store.count()
     started = time.perf_counter()
@@ -41,7 +42,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
-    store, _, _ = stores(args)
+    store = open_home(args).skills
     p = store.promote(store.get(args.id).id, by=args.agent)
     health = store.health(p.id)[0]
     promotion = store.promotions(p.id)[-1]

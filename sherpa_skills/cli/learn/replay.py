@@ -11,7 +11,7 @@ from ...engine.inputs import parse_assignments
 from ..console import EXIT_ERROR, EXIT_NEEDS_CONFIRMATION, EXIT_OK
 from ..console import console as _console
 from ..console import print_json as _print_json
-from .common import quiet_logs, stores
+from .common import open_home, quiet_logs
 
 if TYPE_CHECKING:
     from ...skills.api import SkillStore
@@ -86,7 +86,8 @@ def _edit_in_editor(console: Any, text: str) -> str | None:
 def cmd_replay(args: argparse.Namespace) -> int:
     from ...errors import UsageError
 
-    store, _, home = stores(args)
+    house = open_home(args)
+    store, home = house.skills, house.home
     quiet_logs(args, home)
     console = _console(stderr=args.json)
     if args.reject:

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 from ..console import EXIT_ERROR, EXIT_OK, Bar, hint, hint_words, print_commands
 from ..console import console as _console
 from ..console import print_json as _print_json
-from .common import quiet_logs, stores
+from .common import open_home, quiet_logs
 
 if TYPE_CHECKING:
     from ...skills.api import SkillStore
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    store, _, _ = stores(args)
+    store = open_home(args).skills
     if args.skills:
         return _export_skills(args, store)
     data = store.export_data()
@@ -78,7 +78,9 @@ def _import_skills(args: argparse.Namespace, store: SkillStore) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from ...errors import UsageError
 
-    store, _, home = stores(args)
+    house = open_home(args)
+
+    store, home = house.skills, house.home
     quiet_logs(args, home)  # indexing loads the embedder, whose log lines belong in the log file, never in --json
     if args.skills:
         return _import_skills(args, store)
