@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StoreFileError
 
 if TYPE_CHECKING:
-    from .connection import Connection
+    pass
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -235,30 +235,3 @@ class Checkpointer:
                     self.checkpoint()
             except OSError:
                 continue
-
-
-class Transaction:
-    """`with Transaction(conn, lock):` — BEGIN IMMEDIATE … COMMIT (ROLLBACK on error),
-    re-entrant within one connection."""
-
-    def __init__(self, conn: Connection, lock: threading.RLock):
-        self.conn, self.lock = conn, lock
-        self.outer = False
-
-    def __enter__(self) -> Connection:
-        self.lock.acquire()
-        self.outer = not self.conn.in_transaction
-        if self.outer:
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-            except BaseException:
-                self.lock.release()
-                raise
-        return self.conn
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            if self.outer:
-                self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
-        finally:
-            self.lock.release()
