@@ -112,6 +112,22 @@ class TestWhatAHookMayAdd:
         failed = [e for e in logs if e["event"] == "run_hook_failed"]
         assert len(failed) == 1 and why in failed[0]["error"] and failed[0]["hook"] == "Overreaches"
 
+    @pytest.mark.parametrize(
+        "report",
+        [
+            HookReport(counters={"tokens": 5}, sections=["extra"]),  # type: ignore[arg-type]
+            HookReport(counters=None),  # type: ignore[arg-type]
+            HookReport(counters={"tokens": 5}, sections={"extra": 1, 7: 2}),  # type: ignore[dict-item]
+        ],
+    )
+    def test_a_malformed_report_is_refused_whole_and_logged(self, report: Any) -> None:
+        # Its parts not mappings of names: nothing of it applied (not its counters before its sections fail).
+        with capture_logs() as logs:
+            result = _agent([Overreaches(report)]).run()
+        assert (result.status, result.tokens, result.sections) == ("final", 0, {})
+        failed = [e for e in logs if e["event"] == "run_hook_failed"]
+        assert len(failed) == 1 and failed[0]["hook"] == "Overreaches"
+
     def test_what_a_hook_spent_is_stored_with_the_tick(self, tmp_path: Path) -> None:
         class Spends(RunHook):
             def __init__(self) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -158,6 +158,9 @@ def _add(agent: Agent, hook: RunHook, report: Any, result: RunResult) -> None:
     section of its own); anything that would overwrite the run's own outcome is refused, and nothing of it applied."""
     if not isinstance(report, HookReport):
         raise _refused(agent, hook, f"on_stop returned {type(report).__name__}, not a HookReport or None")
+    for part in ("counters", "sections"):  # checked before anything is applied: a list here failed half-way through
+        if not isinstance(getattr(report, part), Mapping):
+            raise _refused(agent, hook, f"its report's {part} is {type(getattr(report, part)).__name__}, not a mapping")
     fillable = {f.name for f in fields(result)} - _THE_RUNS - {"sections"}
     taken = _THE_RUNS | set(result.counters) | {"available_triggers", "sections", "to_dict"}
     for name in report.sections:
