@@ -190,6 +190,23 @@ class TestTheEarlierSignature:
         ours = [w for w in caught if issubclass(w.category, DeprecationWarning) and "Earlier" in str(w.message)]
         assert len(ours) == 1 and "keyword arguments and a read-only run view" in str(ours[0].message)
 
+    def test_a_script_with_an_earlier_hook_sees_the_warning_under_pythons_default_filters(self) -> None:
+        # A DeprecationWarning is shown by default only where it is attributed to __main__: it must name the hook's
+        # own code, not the engine's line that found it (which the default filters hide).
+        import subprocess
+        import sys
+
+        script = (
+            "import sherpa_skills as sk\n"
+            "class Old(sk.RunHook):\n"
+            "    def on_stop(self, agent, result):\n"
+            "        pass\n"
+            f"sk.load_workflow_text({TWO_STEPS!r}, name='two_steps.yaml').agent(hooks=[Old()], learn=False).run()\n"
+        )
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.count("DeprecationWarning: Old.on_stop") == 1 and "<string>:3" in done.stderr
+
 
 def test_a_run_without_the_hook_that_keeps_a_section_reads_none_there_and_a_typo_is_still_an_error() -> None:
     import sherpa_skills

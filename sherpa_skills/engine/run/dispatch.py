@@ -213,11 +213,16 @@ def _earlier(hook: RunHook, method: str) -> bool:
     cls = type(hook)
     if cls not in _WARNED:
         _WARNED.add(cls)
-        warnings.warn(
+        code = getattr(fn, "__code__", None)
+        # Said at the hook's own method: Python's default filters show a DeprecationWarning only where it is
+        # attributed to the user's code (__main__), never at the engine line that found it.
+        warnings.warn_explicit(
             f"{cls.__qualname__}.{method}: a run hook's methods now take keyword arguments and a read-only run view "
             f"(on_start(*, run, inputs, event), on_resume(*, run, saved), on_stop(*, run, result) returning a "
             f"HookReport); the earlier signature, handed the Agent, still works for now",
             DeprecationWarning,
-            stacklevel=2,
+            filename=code.co_filename if code is not None else "<unknown>",
+            lineno=code.co_firstlineno if code is not None else 0,
+            module=cls.__module__,
         )
     return True
