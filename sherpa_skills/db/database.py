@@ -79,6 +79,10 @@ class Database:
 
     def migrate(self, component: str, migrations: Sequence[Migration]) -> None:
         """Apply a component's missing migrations once (a schema a newer version migrated is refused)."""
+        with self.lock:  # its own BEGIN/ROLLBACK on the one connection: never inside another thread's write
+            self._migrate(component, migrations)
+
+    def _migrate(self, component: str, migrations: Sequence[Migration]) -> None:
         if self._dialect == "postgresql":
             from .migrations import migrate_postgres
             from .postgres import PgConnection
