@@ -125,3 +125,19 @@ class TestTheView:
             assert not home.exists()
         finally:
             stores.close()
+
+
+@pytest.mark.parametrize("store", ["MemoryStore", "Domains", "SessionStore", "HeartbeatState", "TaskStore"])
+def test_a_store_given_a_file_where_its_database_goes_says_what_to_write(store: str, tmp_path: Path) -> None:
+    # The earlier positional form (a path or home first): a UsageError naming the fix, not an AttributeError later.
+    from sherpa_skills.agents.task_store import TaskStore
+    from sherpa_skills.errors import UsageError
+    from sherpa_skills.heartbeat.state import HeartbeatState
+    from sherpa_skills.memory import MemoryStore
+    from sherpa_skills.memory.domains import Domains
+    from sherpa_skills.sessions import SessionStore
+
+    cls = {c.__name__: c for c in (MemoryStore, Domains, SessionStore, HeartbeatState, TaskStore)}[store]
+    with pytest.raises(UsageError, match="home=.*path="):
+        cls(tmp_path / "store.db")
+    assert not (tmp_path / "store.db").exists()

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..db.by_connection import has_table
 from ..db.connection import Connection
 from ..db.database import Database, given_or_opened
 from ..db.on_database import OnDatabase
@@ -60,12 +61,20 @@ class TaskStore(OnDatabase):
 
     def team_tasks(self, correlation_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The kept record of each of these tasks that has one (tasks run before teams were kept have none)."""
-        out: dict[str, dict[str, Any]] = {}
-        for i in range(0, len(correlation_ids), 500):  # SQLite's bound-parameter limit
-            chunk = correlation_ids[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            for cid, record in self.db.conn.execute(
-                f"SELECT correlation_id, record FROM team_tasks WHERE correlation_id IN ({marks})", chunk
-            ):
-                out[cid] = json.loads(record)
+        return kept_team_tasks(self.db, correlation_ids)
+
+
+def kept_team_tasks(db: Database, correlation_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """`TaskStore.team_tasks` without opening the component: none where no team ran yet (the read-only view reads a
+    store it must not migrate)."""
+    out: dict[str, dict[str, Any]] = {}
+    if not has_table(db.conn, "team_tasks"):
         return out
+    for i in range(0, len(correlation_ids), 500):  # SQLite's bound-parameter limit
+        chunk = correlation_ids[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        for cid, record in db.conn.execute(
+            f"SELECT correlation_id, record FROM team_tasks WHERE correlation_id IN ({marks})", chunk
+        ):
+            out[cid] = json.loads(record)
+    return out

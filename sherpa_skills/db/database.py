@@ -79,6 +79,10 @@ class Database:
 
     def migrate(self, component: str, migrations: Sequence[Migration]) -> None:
         """Apply a component's missing migrations once (a schema a newer version migrated is refused)."""
+        with self.lock:  # its own BEGIN/ROLLBACK on the one connection: never inside another thread's write
+            self._migrate(component, migrations)
+
+    def _migrate(self, component: str, migrations: Sequence[Migration]) -> None:
         if self._dialect == "postgresql":
             from .migrations import migrate_postgres
             from .postgres import PgConnection
@@ -350,9 +354,14 @@ def given_or_opened(
     """What every store's constructor does with its arguments: the `Database` it was given (whoever opened it closes
     it), else one opened from `home`/`path`/`database` for this store alone (True: the store closes it)."""
     if db is not None:
-        if home is not None or path is not None or database is not None:
-            from ..errors import UsageError
+        from ..errors import UsageError
 
+        if not isinstance(db, Database):  # the earlier positional form, a path or home first
+            raise UsageError(
+                f"a store takes a Database first, not {type(db).__name__} {str(db)!r}: give a home folder as home=, "
+                "a SQLite file as path="
+            )
+        if home is not None or path is not None or database is not None:
             raise UsageError("give a store either a Database or where to open one (home, path, database), not both")
         return db, False
     return Database.open(home, path=path, database=database), True

@@ -76,16 +76,22 @@ class _RunEvents(_RunStoreBase):
             f"{where} ORDER BY rowid LIMIT {RELAY_BATCH}{self.db.skip_locked()}"
         )
 
+        # Handed to the bus by a try whose marking the connection lost: the batch written again marks them, and
+        # publishing is the one thing a write tried again cannot take back.
+        handed: set[tuple[str, str]] = set()
+
         def one_batch(conn: Connection) -> tuple[int, list[tuple[str, str]], BaseException | None]:
             rows = conn.execute(claim, (param,)).fetchall()
             published: list[tuple[str, str]] = []
             failed: BaseException | None = None
             for rid, event_id, body in rows:
-                try:
-                    publish(live[event_id] if event_id in live else json.loads(body))
-                except BaseException as exc:  # what was handed over is marked, even when a later publish failed
-                    failed = exc
-                    break
+                if (rid, event_id) not in handed:
+                    try:
+                        publish(live[event_id] if event_id in live else json.loads(body))
+                    except BaseException as exc:  # what was handed over is marked, even when a later publish failed
+                        failed = exc
+                        break
+                    handed.add((rid, event_id))
                 published.append((rid, event_id))
             conn.executemany(
                 "UPDATE run_events SET published = 1 WHERE run_id = ? AND direction = 'out' AND event_id = ?",

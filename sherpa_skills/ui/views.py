@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..agents.task_store import TaskStore
+from ..agents.task_store import kept_team_tasks
 from ..engine.run_json import run_detail, run_summary
 from ..errors import SherpaError, StoreError
 from ..skills.face.reading import candidate_summary
@@ -327,7 +327,7 @@ def teams_page(stores: Stores, limit: int = 500) -> dict[str, Any]:
         t["statuses"].append(r.status)
         t["updated"] = max(t["updated"], r.updated)
         by_task.setdefault(task, []).append(r)
-    kept = TaskStore(stores.runs.db).team_tasks(list(tasks))
+    kept = kept_team_tasks(stores.runs.db, list(tasks))  # read, never migrated: the view may be read-only
     for task, t in tasks.items():
         about = _team_task(stores, kept.get(task), by_task[task])
         t.update(team=about["team"], asked=about["asked"], answer=about["answer"])
@@ -421,7 +421,7 @@ def team_page(stores: Stores, task: str) -> dict[str, Any]:
             )
     deliveries.sort(key=lambda d: (d["timestamp"], d["tick"]))
     runs = {r.run_id.partition(".")[0]: run_summary(r) for r in rows}
-    about = _team_task(stores, TaskStore(stores.runs.db).team_tasks([task]).get(task), rows)
+    about = _team_task(stores, kept_team_tasks(stores.runs.db, [task]).get(task), rows)
     record = about["record"] or {}
     return {
         "task": task,

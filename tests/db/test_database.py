@@ -112,3 +112,51 @@ def test_a_connection_dropped_before_commit_is_written_again_once(postgres_url: 
     finally:
         admin.close()
         db.close()
+
+
+def test_a_store_opened_on_another_thread_waits_for_a_write_under_way(tmp_path: Path) -> None:
+    # One Database, one connection: a component migrated from a second thread mid-write must neither begin inside
+    # that write's transaction nor roll it back (a Home's stores are opened on first use, from any thread).
+    import threading
+
+    from sherpa_skills.agents.task_store import TaskStore
+
+    db = Database.open(path=tmp_path / "store.db")
+    db.transaction(lambda conn: conn.execute("CREATE TABLE t (x INTEGER)"))
+    inside, go_on = threading.Event(), threading.Event()
+
+    def write(conn: Any) -> None:
+        conn.execute("INSERT INTO t VALUES (1)")
+        inside.set()
+        go_on.wait(5)
+        conn.execute("INSERT INTO t VALUES (2)")
+
+    failed: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            db.transaction(write)
+        except BaseException as exc:
+            failed.append(exc)
+
+    def opener() -> None:
+        try:
+            TaskStore(db)
+        except BaseException as exc:
+            failed.append(exc)
+
+    first = threading.Thread(target=writer)
+    first.start()
+    assert inside.wait(5)
+    second = threading.Thread(target=opener)
+    second.start()
+    second.join(0.5)  # it waits for the write (with the fix) or meddles with it now (without)
+    go_on.set()
+    first.join(10)
+    second.join(10)
+    try:
+        assert failed == []
+        assert [r[0] for r in db.conn.execute("SELECT x FROM t ORDER BY x")] == [1, 2]
+        assert db.conn.execute("SELECT 1 FROM _migrations WHERE component = 'teams'").fetchone() is not None
+    finally:
+        db.close()

@@ -112,6 +112,22 @@ class TestWhatAHookMayAdd:
         failed = [e for e in logs if e["event"] == "run_hook_failed"]
         assert len(failed) == 1 and why in failed[0]["error"] and failed[0]["hook"] == "Overreaches"
 
+    @pytest.mark.parametrize(
+        "report",
+        [
+            HookReport(counters={"tokens": 5}, sections=["extra"]),  # type: ignore[arg-type]
+            HookReport(counters=None),  # type: ignore[arg-type]
+            HookReport(counters={"tokens": 5}, sections={"extra": 1, 7: 2}),  # type: ignore[dict-item]
+        ],
+    )
+    def test_a_malformed_report_is_refused_whole_and_logged(self, report: Any) -> None:
+        # Its parts not mappings of names: nothing of it applied (not its counters before its sections fail).
+        with capture_logs() as logs:
+            result = _agent([Overreaches(report)]).run()
+        assert (result.status, result.tokens, result.sections) == ("final", 0, {})
+        failed = [e for e in logs if e["event"] == "run_hook_failed"]
+        assert len(failed) == 1 and failed[0]["hook"] == "Overreaches"
+
     def test_what_a_hook_spent_is_stored_with_the_tick(self, tmp_path: Path) -> None:
         class Spends(RunHook):
             def __init__(self) -> None:
@@ -173,6 +189,23 @@ class TestTheEarlierSignature:
         assert hook.resumed == (first.run_id, {"kept": True})
         ours = [w for w in caught if issubclass(w.category, DeprecationWarning) and "Earlier" in str(w.message)]
         assert len(ours) == 1 and "keyword arguments and a read-only run view" in str(ours[0].message)
+
+    def test_a_script_with_an_earlier_hook_sees_the_warning_under_pythons_default_filters(self) -> None:
+        # A DeprecationWarning is shown by default only where it is attributed to __main__: it must name the hook's
+        # own code, not the engine's line that found it (which the default filters hide).
+        import subprocess
+        import sys
+
+        script = (
+            "import sherpa_skills as sk\n"
+            "class Old(sk.RunHook):\n"
+            "    def on_stop(self, agent, result):\n"
+            "        pass\n"
+            f"sk.load_workflow_text({TWO_STEPS!r}, name='two_steps.yaml').agent(hooks=[Old()], learn=False).run()\n"
+        )
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.count("DeprecationWarning: Old.on_stop") == 1 and "<string>:3" in done.stderr
 
 
 def test_a_run_without_the_hook_that_keeps_a_section_reads_none_there_and_a_typo_is_still_an_error() -> None:

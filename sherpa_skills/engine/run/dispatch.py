@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -158,6 +158,9 @@ def _add(agent: Agent, hook: RunHook, report: Any, result: RunResult) -> None:
     section of its own); anything that would overwrite the run's own outcome is refused, and nothing of it applied."""
     if not isinstance(report, HookReport):
         raise _refused(agent, hook, f"on_stop returned {type(report).__name__}, not a HookReport or None")
+    for part in ("counters", "sections"):  # checked before anything is applied: a list here failed half-way through
+        if not isinstance(getattr(report, part), Mapping):
+            raise _refused(agent, hook, f"its report's {part} is {type(getattr(report, part)).__name__}, not a mapping")
     fillable = {f.name for f in fields(result)} - _THE_RUNS - {"sections"}
     taken = _THE_RUNS | set(result.counters) | {"available_triggers", "sections", "to_dict"}
     for name in report.sections:
@@ -210,11 +213,16 @@ def _earlier(hook: RunHook, method: str) -> bool:
     cls = type(hook)
     if cls not in _WARNED:
         _WARNED.add(cls)
-        warnings.warn(
+        code = getattr(fn, "__code__", None)
+        # Said at the hook's own method: Python's default filters show a DeprecationWarning only where it is
+        # attributed to the user's code (__main__), never at the engine line that found it.
+        warnings.warn_explicit(
             f"{cls.__qualname__}.{method}: a run hook's methods now take keyword arguments and a read-only run view "
             f"(on_start(*, run, inputs, event), on_resume(*, run, saved), on_stop(*, run, result) returning a "
             f"HookReport); the earlier signature, handed the Agent, still works for now",
             DeprecationWarning,
-            stacklevel=2,
+            filename=code.co_filename if code is not None else "<unknown>",
+            lineno=code.co_firstlineno if code is not None else 0,
+            module=cls.__module__,
         )
     return True
