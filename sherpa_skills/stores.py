@@ -6,6 +6,7 @@ gives it to each store it is asked for — so a command that never touches runs 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
@@ -39,20 +40,24 @@ class Home:
         # Opened stores in opening order; closed in reverse, the Database last.
         self._opened: dict[str, _Closeable] = {}
         self._closed = False
+        # Re-entrant: the skill store's opening asks for `runs` lazily through this Home. Two threads asking for one
+        # store at once get the same one (neither opens a second nobody closes).
+        self._lock = threading.RLock()
 
     @property
     def database(self) -> Database:
         """The one `Database` every store of this home is given, opened on first use."""
-        if self._closed:
-            from .errors import StoreError
+        with self._lock:
+            if self._closed:
+                from .errors import StoreError
 
-            # A store asked for after close would open a second Database nobody closes.
-            raise StoreError(f"the stores of home '{self.home}' were closed; open a new Home to use them again")
-        if self._database is None:
-            from .db.database import Database
+                # A store asked for after close would open a second Database nobody closes.
+                raise StoreError(f"the stores of home '{self.home}' were closed; open a new Home to use them again")
+            if self._database is None:
+                from .db.database import Database
 
-            self._database = Database.open(self.home, database=self._url)
-        return self._database
+                self._database = Database.open(self.home, database=self._url)
+            return self._database
 
     @property
     def opened(self) -> tuple[str, ...]:
@@ -60,10 +65,11 @@ class Home:
         return tuple(self._opened)
 
     def _store(self, name: str, open_: Callable[[Database], S]) -> S:
-        found = self._opened.get(name)
-        if found is None:
-            found = self._opened[name] = open_(self.database)
-        return cast(S, found)  # each name is opened by one property, so its store is that property's type
+        with self._lock:
+            found = self._opened.get(name)
+            if found is None:
+                found = self._opened[name] = open_(self.database)
+            return cast(S, found)  # each name is opened by one property, so its store is that property's type
 
     @property
     def runs(self) -> RunStore:
@@ -98,8 +104,9 @@ class Home:
 
     def close(self) -> None:
         """Close the stores opened, newest first, then the Database; a Home closed twice closes nothing twice."""
-        self._closed = True
-        opened, self._opened = self._opened, {}
+        with self._lock:
+            self._closed = True
+            opened, self._opened = self._opened, {}
         try:
             for store in reversed(list(opened.values())):
                 store.close()

@@ -18,6 +18,7 @@ class RunClaims:
     def __init__(self, db: Database):
         self.db = db
         self.mine: set[str] = set()
+        self.lost: set[str] = set()  # runs another process claimed while the connection was down
         self.db.on_reconnect(self._take_again)  # the claims died with a dropped connection: take them again
 
     def claim(self, run_id: str) -> None:
@@ -44,13 +45,20 @@ class RunClaims:
             except Exception:  # a dropped connection released its locks with it
                 self.mine.discard(run_id)
 
-    def _take_again(self) -> None:
-        """On a fresh connection: every run this store held, unless another process claimed it in between (then the
-        run stops here; what was committed stays, and it resumes wherever it is claimed)."""
-        lost = sorted(run_id for run_id in self.mine if not self.db.try_session_lock(_RUN_LOCK_CLASS, run_id))
-        if lost:
-            self.mine.difference_update(lost)
+    def ensure(self, run_id: str) -> None:
+        """Before a run's write: ClaimLost when another process claimed it while the connection was down (the run
+        stops here; what was committed stays, and it resumes wherever it is claimed)."""
+        if run_id in self.lost:
+            self.lost.discard(run_id)
             raise ClaimLost(
-                f"run {', '.join(lost)} was claimed by another process while the connection to the database was down; "
+                f"run {run_id} was claimed by another process while the connection to the database was down; "
                 "it stops here, its committed steps kept, and resumes where it is claimed"
             )
+
+    def _take_again(self) -> None:
+        """On a fresh connection: every run this store held, unless another process claimed it in between. Nothing is
+        raised here: the connection is shared by every store of its Database, and the write under way may be another
+        store's; the run's own next write finds out (`ensure`)."""
+        lost = {run_id for run_id in self.mine if not self.db.try_session_lock(_RUN_LOCK_CLASS, run_id)}
+        self.mine.difference_update(lost)
+        self.lost.update(lost)

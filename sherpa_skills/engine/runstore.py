@@ -129,6 +129,7 @@ class RunStore(_RunReads, _RunMachines, _RunEvents, _RunRetention):
         now = time.time()
 
         def write(conn: Connection) -> None:
+            self.claims.ensure(run_id)
             if machine is not None and spec_hash is not None:
                 self._keep_spec(spec_hash, machine)
                 self.conn.execute(
@@ -240,6 +241,7 @@ class RunStore(_RunReads, _RunMachines, _RunEvents, _RunRetention):
         now = time.time()
 
         def write(conn: Connection) -> None:
+            self.claims.ensure(run_id)
             self._commits += 1
             self._append(run_id, record, tick)
             self.conn.execute(
