@@ -4,6 +4,8 @@ only, and two threads asking a Home for one store get the same one."""
 from __future__ import annotations
 
 import threading
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -25,16 +27,22 @@ def test_a_run_claim_lost_with_the_connection_fails_the_run_s_next_write_not_ano
     runs, notes = RunStore(db), MemoryStore(db)
     other = RunStore(home=tmp_path / "b", database=postgres_url)
     admin = psycopg.connect(postgres_url, autocommit=True)
+    run_id = f"run-{uuid.uuid4().hex[:8]}"
     try:
-        runs.claims.claim("run-1")
-        admin.execute("SELECT pg_terminate_backend(%s)", (db.conn.raw.info.backend_pid,))  # type: ignore[attr-defined]
-        other.claims.claim("run-1")  # the dropped connection's lock is gone: another process takes the run
+        runs.claims.claim(run_id)
+        pid = db.conn.raw.info.backend_pid  # type: ignore[attr-defined]
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        deadline = time.monotonic() + 10  # the backend ends (and its locks go) a moment after it is told to
+        while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+            assert time.monotonic() < deadline, "the terminated backend never ended"
+            time.sleep(0.05)
+        other.claims.claim(run_id)  # the dropped connection's lock is gone: another process takes the run
 
         note = notes.write("the other store's write goes through", agent="ops", scope="shared")
         assert notes.get(note.id, agent="ops").id == note.id
-        with pytest.raises(ClaimLost, match="run-1"):
-            runs.claims.ensure("run-1")  # the run's own next write stops it
-        assert "run-1" not in runs.claims.mine
+        with pytest.raises(ClaimLost, match=run_id):
+            runs.claims.ensure(run_id)  # the run's own next write stops it
+        assert run_id not in runs.claims.mine
     finally:
         admin.close()
         other.close()
