@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from ..db.by_connection import has_table
 from ..db.connection import Connection
-from ..db.database import Database, given_or_opened
+from ..db.database import Database
 from ..db.on_database import OnDatabase
 from ..engine.run_values import _dump
 
@@ -32,20 +31,8 @@ MIGRATIONS = [m001_team_tasks]
 class TaskStore(OnDatabase):
     """The team tasks kept beside the agents' runs, in the same truth store."""
 
-    def __init__(
-        self,
-        db: Database | None = None,
-        *,
-        home: str | Path | None = None,
-        path: str | Path | None = None,
-        database: str | None = None,
-    ) -> None:
-        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
-        self.db.migrate(COMPONENT, MIGRATIONS)
-
-    def close(self) -> None:
-        if self._owns_db:
-            self.db.close()
+    component = COMPONENT
+    migrations = MIGRATIONS
 
     def record_team_task(self, correlation_id: str, team: str, record: dict[str, Any]) -> None:
         """Keep which team handles this task and what it was asked (redacted as every row is); the first record of a

@@ -22,7 +22,7 @@ from typing import Any
 import structlog
 
 from ..db.connection import Connection
-from ..db.database import Database, given_or_opened
+from ..db.on_database import OnDatabase
 from ..db.sqlite import execute_script
 from ..errors import UsageError
 from ..redact import redact, redact_value
@@ -102,41 +102,11 @@ def _clip(value: Any, chars: int) -> Any:
     return value if len(text) <= chars else text[: chars - 1] + "…"
 
 
-class Domains:
+class Domains(OnDatabase):
     """The domains of one home (tables in its store.db), or of every home sharing the PostgreSQL database in force."""
 
-    def __init__(
-        self,
-        db: Database | None = None,
-        *,
-        home: str | Path | None = None,
-        path: str | Path | None = None,
-        database: str | None = None,
-    ) -> None:
-        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
-        self.db.migrate(COMPONENT, MIGRATIONS)
-
-    @property
-    def conn(self) -> Connection:
-        return self.db.conn
-
-    @property
-    def path(self) -> Path:
-        return self.db.path
-
-    @property
-    def where(self) -> str:
-        return self.db.where
-
-    def close(self) -> None:
-        if self._owns_db:
-            self.db.close()
-
-    def __enter__(self) -> Domains:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    component = COMPONENT
+    migrations = MIGRATIONS
 
     # ------------------------------------------------------------------ ownership
 

@@ -13,11 +13,10 @@ import json
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..db.connection import Connection
-from ..db.database import Database, given_or_opened
+from ..db.on_database import OnDatabase
 from ..db.sqlite import execute_script
 from ._records import OUTCOMES, CommandRecord
 
@@ -200,41 +199,11 @@ def _command(row: tuple[Any, ...]) -> SessionCommand:
     )
 
 
-class SessionStore:
+class SessionStore(OnDatabase):
     """The imported sessions of one home (its store.db, shared with the other components)."""
 
-    def __init__(
-        self,
-        db: Database | None = None,
-        *,
-        home: str | Path | None = None,
-        path: str | Path | None = None,
-        database: str | None = None,
-    ) -> None:
-        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
-        self.db.migrate(COMPONENT, MIGRATIONS)
-
-    @property
-    def conn(self) -> Connection:
-        return self.db.conn
-
-    @property
-    def path(self) -> Path:
-        return self.db.path
-
-    @property
-    def where(self) -> str:
-        return self.db.where
-
-    def close(self) -> None:
-        if self._owns_db:
-            self.db.close()
-
-    def __enter__(self) -> SessionStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    component = COMPONENT
+    migrations = MIGRATIONS
 
     # ------------------------------------------------------------------ reading, for mining and the heartbeat
 
