@@ -5,6 +5,7 @@ calibration point) loop, in seconds rather than the full bench's minutes. For tu
 
     python bench/decision_head_sim.py --per-intent 10 [--noise 0.05] [--variant NAME]
     python bench/decision_head_sim.py --per-intent 10 --hindsight   # scores compared, each at its best threshold
+    python bench/decision_head_sim.py --per-intent 20 --seeds 36,1,2,3,4,5,6   # the same stream in other orders
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ def simulate(
     states: dict[str, StateMemory] = {}
     calibration = Calibration(float(os.environ.get("SIM_WINDOW", conf["calibration_window"])))
     rows = []
+    # What the memory answered, and answered wrongly (against the model), by third of the stream: the bound's figure.
+    answered, answered_wrongly = [0, 0, 0], [0, 0, 0]
     for n, item in enumerate(items):
         q = vec[item["text"]]
         if lex:
@@ -153,6 +156,8 @@ def simulate(
                 states[where].bound(int(conf["kept_per_decision"]))
             else:
                 answered_wrong |= choice != truth
+                answered[n * 3 // len(items)] += 1
+                answered_wrongly[n * 3 // len(items)] += choice != model
             decided.append(choice)
             if where == "route" and choice.startswith("to_"):
                 where = choice[3:] + "/pick"
@@ -184,6 +189,9 @@ def simulate(
         "model_right": sum(1 for r in rows if r["right"]),
         "oos_routed": sum(1 for r in oos if r["state"] != OUT_OF_SCOPE),
         "oos": len(oos),
+        "answered": answered,
+        "answered_wrongly": answered_wrongly,
+        "decisions": [sum(r["decisions"] for r in t) for t in thirds],
     }
 
 
@@ -251,16 +259,51 @@ def hindsight(items: list[dict[str, Any]], delta: float, lex: float = 0.0) -> di
     return out
 
 
+def orders(args: Any, seeds: list[int]) -> None:
+    """The stream in several orders (one seed each): whether the bound holds per stream, not only on average."""
+    lines = []
+    for seed in seeds:
+        items = load_stream(2 if args.quick else args.per_intent, seed)
+        out = simulate(items, args.noise, seed, args.delta, args.variant, args.lex)
+        requests = len(items)
+        out.update(
+            seed=seed,
+            wrong_requests=round(out["wrong_when_model_right"] / max(out["model_right"], 1), 4),
+            wrong_decisions=round(sum(out["answered_wrongly"]) / max(sum(out["decisions"]), 1), 4),
+            requests=requests,
+        )
+        lines.append(out)
+        print(json.dumps(out), flush=True)
+    last = [o["thirds"][2] for o in lines]
+    print(
+        json.dumps(
+            {
+                "orders": len(lines),
+                "last_third_mean": round(sum(last) / len(last), 3),
+                "last_third_range": [min(last), max(last)],
+                "wrong_decisions_mean": round(sum(o["wrong_decisions"] for o in lines) / len(lines), 4),
+                "wrong_decisions_worst": max(o["wrong_decisions"] for o in lines),
+                "wrong_requests_worst": max(o["wrong_requests"] for o in lines),
+                "over_bound": sum(1 for o in lines if o["wrong_decisions"] > args.delta),
+            }
+        )
+    )
+
+
 def main() -> None:
     parser = arguments(description=__doc__.split("\n", 1)[0], quick="2 requests per intent")
     parser.add_argument("--per-intent", type=int, default=10)
     parser.add_argument("--noise", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=36)
+    parser.add_argument("--seeds", help="comma-separated seeds: the stream in each order, a line each and a summary")
     parser.add_argument("--delta", type=float, default=0.0025)
     parser.add_argument("--variant", default="current")
     parser.add_argument("--hindsight", action="store_true", help="compare candidate scores (see hindsight())")
     parser.add_argument("--lex", type=float, default=0.0, help="the lexical view's weight beside the embedding")
     args = parse(parser)
+    if args.seeds:
+        orders(args, [int(s) for s in args.seeds.split(",")])
+        return
     items = load_stream(2 if args.quick else args.per_intent, args.seed)
     if args.hindsight:
         print(json.dumps(hindsight(items, args.delta, args.lex)))
