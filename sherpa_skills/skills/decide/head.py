@@ -10,8 +10,8 @@ where the head had a guess is a point (the head's score then, and whether its gu
 with the example; an answered decision later contradicted is a point that was wrong. The threshold is the lowest
 score τ at which (wrong points scoring ≥ τ + 1) / (points + 1) ≤ δ: the share of the workflow's decisions the memory
 answers wrongly stays under δ (marginally, for tasks like those calibrated on: on average over orders, not in every
-stream; answered decisions leave no point, so a threshold set at the edge of its points learns late that it was
-low — bench/RESULTS.md, "the bound across orders"). A state with enough points of its own
+stream; an answered decision leaves no point, so confident wrong answers above the threshold are never seen —
+bench/RESULTS.md, "the bound across orders"). A state with enough points of its own
 gets its own threshold; with too few points in all, no threshold can hold the bound, and the memory abstains.
 """
 
