@@ -305,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..db.url import choose
 
     try:
-        choose(args.database)  # every store the command opens keeps its truth there
+        choose(args.database, home=args.home)  # every store the command opens keeps its truth there
         return args.fn(args)
     except WorkflowError as exc:
         for problem in exc.problems:

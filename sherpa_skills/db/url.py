@@ -6,6 +6,8 @@ A URL is described to people (errors, logs) by host, port, database and user, ne
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from typing import Any
 
 from ..errors import StoreFileError, UsageError
@@ -16,14 +18,20 @@ SCHEMES = ("postgresql://", "postgres://")
 # The CLI's --database for the command being run (reset when it returns); a plain global, not a context variable,
 # so threads a command starts (the browser view's workers) see it too.
 _chosen: str | None = None
+# The CLI's --home, when given on the command line: a store opened from SHERPA_SKILLS_DATABASE says once that its
+# truth is not in that folder (asked for, maybe, to keep a throwaway store apart from the shared one).
+_home_given: str | None = None
+_told = False
+_told_lock = threading.Lock()  # the browser view's workers may open their stores at once: one notice, not two
 
 
-def choose(url: str | None) -> None:
-    """The CLI's --database: checked now (a password in it is refused), used by every store the command opens."""
-    global _chosen
+def choose(url: str | None, *, home: str | None = None) -> None:
+    """The CLI's --database: checked now (a password in it is refused), used by every store the command opens; and its
+    --home, so a store kept in the database SHERPA_SKILLS_DATABASE names says so (None: nothing to say)."""
+    global _chosen, _home_given, _told
     if url is not None:
         check_command_line(url, option="--database")
-    _chosen = url
+    _chosen, _home_given, _told = url, home or None, False
 
 
 def check_command_line(url: str, *, option: str) -> None:
@@ -42,7 +50,23 @@ def database_url(explicit: str | None = None) -> str | None:
     if url is None:
         return None
     check(url, source="--database" if (explicit or _chosen) else ENV)
+    if not (explicit or _chosen) and _home_given is not None:
+        _tell_home_is_local(_home_given, url)
     return url
+
+
+def _tell_home_is_local(home: str, url: str) -> None:
+    """One line on stderr (stdout may be --json's): the home named on the command line does not hold the stores."""
+    global _told
+    with _told_lock:
+        if _told:
+            return
+        _told = True
+    sys.stderr.write(
+        f"sherpa-skills: --home {home} keeps this machine's local files only (logs, indexes); runs, procedures, "
+        f"memory and sessions are kept in the {describe(url)} that {ENV} names: unset {ENV} to keep them in "
+        f"{home}, or name the database with --database\n"
+    )
 
 
 def check(url: str, *, source: str) -> None:
