@@ -183,7 +183,13 @@ class Database:
 
     def once_more(self, write: Callable[[Connection], T]) -> T:
         """A single statement that is the same written twice (an upsert, a flag set), outside any transaction: on a
-        dropped connection, sent again on the fresh one."""
+        dropped connection, sent again on the fresh one.
+
+        Sent twice, what comes back is the second sending's: when the first landed (only its answer was lost), a
+        DELETE's or an INSERT ... DO NOTHING's row count is then 0 though its row went (or came), and an UPDATE's
+        counts the rows its WHERE still matches after the first. A caller that branches on the count writes through
+        `transaction` (a lost COMMIT that landed keeps the first try's value), or, as RunStore.mark_interrupted,
+        uses an UPDATE whose WHERE still matches its own result."""
         with self.lock:
             try:
                 return write(self.conn)
