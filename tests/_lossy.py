@@ -1,5 +1,6 @@
-"""A TCP relay to the test PostgreSQL server that cuts a connection at COMMIT: after the server got it (its answer lost:
-the commit landed, the client cannot know) or before (nothing was committed: the client cannot know that either)."""
+"""A TCP relay to the test PostgreSQL server that cuts a connection at COMMIT (or at another statement it is told):
+after the server got it (its answer lost: the commit landed, the client cannot know) or before (nothing was committed:
+the client cannot know that either)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from urllib.parse import urlsplit
 class CommitAnswerLost:
     """A TCP relay to the server that, once armed, lets one COMMIT through and cuts the connection before its
     answer comes back: the commit landed, the client cannot know. With `lands` False the COMMIT never reaches the
-    server: the cut transaction is rolled back there."""
+    server: the cut transaction is rolled back there. `statement` (bytes of its text) cuts at that statement instead: a
+    single statement sent outside a transaction (autocommit) then lands with its answer lost."""
 
     def __init__(self, port: int) -> None:
         self.target = port
@@ -24,6 +26,7 @@ class CommitAnswerLost:
         self.armed = threading.Event()
         self.cut = threading.Event()
         self.lands = True
+        self.statement = b"COMMIT\x00"
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -41,8 +44,8 @@ class CommitAnswerLost:
         prepared: set[bytes] = set()  # psycopg prepares a statement run often: COMMIT is then sent by its name
         try:
             while data := src.recv(65536):
-                prepared.update(re.findall(rb"([A-Za-z0-9_]+)\x00COMMIT\x00", data))
-                commit = b"COMMIT\x00" in data or any(b"\x00" + n + b"\x00" in data for n in prepared)
+                prepared.update(re.findall(rb"([A-Za-z0-9_]+)\x00" + re.escape(self.statement), data))
+                commit = self.statement in data or any(b"\x00" + n + b"\x00" in data for n in prepared)
                 if not upstream and gagged.is_set():
                     continue  # the COMMIT's answer never reaches the client; the cut closes both ends
                 if upstream and self.armed.is_set() and commit:

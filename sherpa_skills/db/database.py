@@ -54,6 +54,9 @@ class Database:
         self._checkpoint_users = 0
         self._writes = 0
         self._closed = False
+        # (component, its migrations' names) already brought up to date on this Database: a store opened again on it
+        # (a team run's TaskStore, each run) does not look at `_migrations` again, nor take SQLite's write lock for it.
+        self._migrated: set[tuple[str, tuple[str, ...]]] = set()
         if self.lossy:
             self.migrate("transactions", TOKEN_MIGRATIONS)
 
@@ -78,9 +81,14 @@ class Database:
         return cls(connect_postgres(url), path=file, where=describe(url))
 
     def migrate(self, component: str, migrations: Sequence[Migration]) -> None:
-        """Apply a component's missing migrations once (a schema a newer version migrated is refused)."""
+        """Apply a component's missing migrations once (a schema a newer version migrated is refused): once per
+        Database, every later store opened on it for the same component and migrations costs no statement."""
+        key = (component, tuple(m.__name__ for m in migrations))
         with self.lock:  # its own BEGIN/ROLLBACK on the one connection: never inside another thread's write
+            if key in self._migrated:
+                return
             self._migrate(component, migrations)
+            self._migrated.add(key)  # only once it succeeded: a refused schema is refused again
 
     def _migrate(self, component: str, migrations: Sequence[Migration]) -> None:
         if self._dialect == "postgresql":
@@ -175,7 +183,13 @@ class Database:
 
     def once_more(self, write: Callable[[Connection], T]) -> T:
         """A single statement that is the same written twice (an upsert, a flag set), outside any transaction: on a
-        dropped connection, sent again on the fresh one."""
+        dropped connection, sent again on the fresh one.
+
+        Sent twice, what comes back is the second sending's: when the first landed (only its answer was lost), a
+        DELETE's or an INSERT ... DO NOTHING's row count is then 0 though its row went (or came), and an UPDATE's
+        counts the rows its WHERE still matches after the first. A caller that branches on the count writes through
+        `transaction` (a lost COMMIT that landed keeps the first try's value), or, as RunStore.mark_interrupted,
+        uses an UPDATE whose WHERE still matches its own result."""
         with self.lock:
             try:
                 return write(self.conn)

@@ -148,12 +148,22 @@ class HeartbeatState:
         return self.db.still_holds_alone(run_id)
 
     def release(self, run_id: str) -> bool:
-        cursor = self.db.once_more(
-            lambda conn: conn.execute("DELETE FROM heartbeat_lock WHERE name = ? AND run_id = ?", (LOCK, run_id))
+        """Whether `run_id` held the lock (its row went, or its server lock). A transaction, not `once_more`: after a
+        dropped connection its row count is the first try's when that one landed, never a second try's 0."""
+        where = (LOCK, run_id)
+        gone = self.db.transaction(
+            lambda conn: conn.execute("DELETE FROM heartbeat_lock WHERE name = ? AND run_id = ?", where).rowcount,
+            what="the heartbeat lock's release",
+            # No commit token needed: a lost COMMIT landed when the row is gone (it counted 0 if it never was there).
+            landed=lambda: (
+                self.conn.execute("SELECT 1 FROM heartbeat_lock WHERE name = ? AND run_id = ?", where).fetchone()
+                is None
+            ),
+            immediate=False,
         )
         if self.db.shared:
-            return self.db.let_go_alone(run_id) or cursor.rowcount > 0
-        return bool(cursor.rowcount > 0)
+            return self.db.let_go_alone(run_id) or gone > 0
+        return bool(gone > 0)
 
     # -- key/value
     def get(self, key: str, default: Any = None) -> Any:

@@ -71,3 +71,56 @@ def test_db_copy_skips_the_teams_of_a_source_that_never_ran_anything(tmp_path: P
     Database.open(home).close()
     report = copy_store(str(home), str(tmp_path / "copy"), store_components())
     assert any(s.name == "teams" for s in report.skipped) and not report.tables
+
+
+def _migration_statements(db: Database) -> list[str]:
+    """Every statement sent on the Database's connection from now on that reads or writes `_migrations` (a real
+    sqlite3 trace callback, no counter of our own)."""
+    seen: list[str] = []
+    db.conn.set_trace_callback(lambda sql: seen.append(sql) if "_migrations" in sql else None)  # type: ignore[attr-defined]
+    return seen
+
+
+def test_a_task_store_given_a_database_migrates_once_not_once_per_team_record(tmp_path: Path) -> None:
+    # A team run keeps its tasks through TaskStore(the run store's db) each time (agents/team.py _keep_tasks): the
+    # component's migrations must not be looked at again, each time taking SQLite's write lock.
+    db = Database.open(tmp_path)
+    try:
+        TaskStore(db).record_team_task("c0", "crew", {"task": "t"})
+        seen = _migration_statements(db)
+        for i in range(1, 21):
+            TaskStore(db).record_team_task(f"c{i}", "crew", {"task": "t"})
+        assert seen == [], f"{len(seen)} migration statements for 20 team records"
+        assert len(TaskStore(db).team_tasks([f"c{i}" for i in range(21)])) == 21
+    finally:
+        db.close()
+
+
+def test_task_stores_opened_at_once_on_threads_migrate_the_component_once(tmp_path: Path) -> None:
+    import threading
+
+    db = Database.open(tmp_path)
+    try:
+        seen = _migration_statements(db)
+        go = threading.Barrier(8)
+        failed: list[BaseException] = []
+
+        def open_and_record(i: int) -> None:
+            go.wait(5)
+            try:
+                TaskStore(db).record_team_task(f"c{i}", "crew", {"task": "t"})
+            except BaseException as exc:
+                failed.append(exc)
+
+        threads = [threading.Thread(target=open_and_record, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert failed == []
+        reads = [s for s in seen if s.startswith("SELECT name FROM _migrations")]
+        assert len(reads) == 1, f"the component's migrations were read {len(reads)} times by 8 openers"
+        assert db.conn.execute("SELECT COUNT(*) FROM _migrations WHERE component = 'teams'").fetchone()[0] == 1
+        assert db.conn.execute("SELECT COUNT(*) FROM team_tasks").fetchone()[0] == 8
+    finally:
+        db.close()

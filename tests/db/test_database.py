@@ -160,3 +160,34 @@ def test_a_store_opened_on_another_thread_waits_for_a_write_under_way(tmp_path: 
         assert db.conn.execute("SELECT 1 FROM _migrations WHERE component = 'teams'").fetchone() is not None
     finally:
         db.close()
+
+
+@pytest.mark.postgres
+def test_once_more_sent_twice_counts_the_second_sending_and_its_callers_do_not_branch_on_that(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    # What once_more's docstring promises after a landed first sending whose answer was lost: a DELETE counts 0
+    # (callers that branch on the count use a transaction instead), an UPDATE whose WHERE still matches counts again.
+    from _lossy import relayed
+
+    from sherpa_skills.engine.runstore import RunStore, TickRecord
+
+    with relayed(postgres_url) as (url, relay):
+        db = Database.open(tmp_path, database=url)
+        try:
+            _table(db)
+            db.transaction(lambda conn: conn.execute("INSERT INTO notes (text) VALUES ('gone')"))
+            relay.statement = b"DELETE FROM notes"
+            relay.armed.set()
+            assert db.once_more(lambda conn: conn.execute("DELETE FROM notes").rowcount) == 0
+            assert relay.cut.is_set() and _count(db) == 0, "the first sending landed"
+
+            runs = RunStore(db)
+            runs.create_run("r1", "w", None, None, {}, "s0", {}, TickRecord())
+            relay.cut.clear()
+            relay.statement = b"UPDATE runs SET status = 'interrupted'"
+            relay.armed.set()
+            assert runs.mark_interrupted("r1") is True
+            assert relay.cut.is_set() and runs.get_run("r1").status == "interrupted"
+        finally:
+            db.close()

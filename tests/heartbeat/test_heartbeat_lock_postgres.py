@@ -157,3 +157,26 @@ def test_a_heartbeat_whose_lock_connection_dropped_stops_when_another_took_the_l
         first.release("first")
         first.close()
         second.close()
+
+
+@pytest.mark.parametrize("cut_at", [b"DELETE FROM heartbeat_lock", b"COMMIT\x00"], ids=["statement", "commit"])
+def test_a_release_whose_answer_was_lost_still_says_it_released(
+    postgres_url: str, tmp_path: Path, cut_at: bytes
+) -> None:
+    # release's True rests on the DELETE's row count: a first sending that landed with its answer lost must not be
+    # counted by a second sending that found nothing left (0 rows: "not released").
+    from _lossy import relayed
+
+    with relayed(postgres_url) as (url, relay):
+        state = HeartbeatState(home=tmp_path, database=url)
+        try:
+            assert state.acquire("r1", 600).acquired
+            assert state.db.let_go_alone("r1")  # its lock connection gone: the row alone says who held it
+            relay.statement = cut_at
+            relay.armed.set()
+            assert state.release("r1"), "the holder's row went: released"
+            assert relay.cut.is_set(), "the fault did fire"
+            assert state.conn.execute("SELECT COUNT(*) FROM heartbeat_lock").fetchone()[0] == 0
+            assert not state.release("r1"), "nothing left to release"
+        finally:
+            state.close()

@@ -198,5 +198,9 @@ def _check(state: str, head: dict[str, Any], labels: int) -> None:
 
 
 def drop(store: ProcedureDatabase, workflow: str) -> None:
-    """Forget `workflow`'s snapshot (its examples changed otherwise than by new ones)."""
-    store.conn.execute("DELETE FROM decision_snapshots WHERE workflow = ?", (workflow,))
+    """Forget `workflow`'s snapshot (its examples changed otherwise than by new ones): part of the caller's
+    transaction when it holds one, else one of its own."""
+    store.db.transaction(
+        lambda conn: conn.execute("DELETE FROM decision_snapshots WHERE workflow = ?", (workflow,)),
+        what=f"dropping {workflow}'s decision snapshot",
+    )
