@@ -135,11 +135,21 @@ class HeartbeatState:
         when). A row left while the lock is free was a holder that died: the server already let go of its lock, so it
         is reset."""
         if not self.db.hold_alone(run_id):
-            return LockOutcome(False, "held", self._holder())
+            return LockOutcome(False, "held", self._holder_recorded())
         previous = self._holder()
         pid, host, now = os.getpid(), socket.gethostname(), time.time()
         self.db.once_more(lambda conn: self._record_holder(conn, run_id, pid, host, now))
         return LockOutcome(True, "taken" if previous is None else "reset", previous)
+
+    def _holder_recorded(self, wait_secs: float = 2.0) -> dict[str, Any] | None:
+        """The holder's row, waited for: a winner writes it just after taking the server's lock, so a loser asking in
+        between would otherwise say "held" by nobody. None after `wait_secs` (a holder that died between the two)."""
+        deadline = time.monotonic() + wait_secs
+        holder = self._holder()
+        while holder is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+            holder = self._holder()
+        return holder
 
     def still_holds(self, run_id: str) -> bool:
         """Before each phase: on a shared database the lock lives in a connection, which can drop (a row cannot)."""

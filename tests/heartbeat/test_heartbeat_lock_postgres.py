@@ -180,3 +180,34 @@ def test_a_release_whose_answer_was_lost_still_says_it_released(
             assert not state.release("r1"), "nothing left to release"
         finally:
             state.close()
+
+
+def test_a_loser_who_asks_between_the_winner_s_lock_and_its_row_still_names_the_holder(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """The winner takes the server's lock, then writes who it is: a loser asking in between waits for that row
+    instead of answering "held" by nobody (4 heartbeats at once once saw a holder of None)."""
+    import socket
+    import threading
+
+    winner = HeartbeatState(home=tmp_path / "machine1", database=postgres_url)
+    loser = HeartbeatState(home=tmp_path / "machine2", database=postgres_url)
+    try:
+        assert winner.db.hold_alone("first")  # the lock taken, its row not written yet
+        now = time.time()
+        later = threading.Timer(
+            0.3,
+            lambda: winner.db.once_more(
+                lambda conn: winner._record_holder(conn, "first", os.getpid(), socket.gethostname(), now)
+            ),
+        )
+        later.start()
+        outcome = loser.acquire("second", 600)
+        later.join()
+        assert not outcome.acquired and outcome.how == "held"
+        assert outcome.holder is not None and outcome.holder["run_id"] == "first"
+        assert outcome.holder["pid"] == os.getpid() and outcome.holder["acquired"] == now
+    finally:
+        assert winner.release("first")
+        winner.close()
+        loser.close()
