@@ -180,3 +180,39 @@ def test_a_stopped_server_refuses_a_call_in_words_and_stops_once(tmp_path: Path)
     bridge.close()  # a second stop closes nothing twice
     assert result.is_error and "the server is stopping" in result.content[0].text, result.content
     assert held(home) == Counter()
+
+
+@pytest.mark.postgres
+def test_on_postgresql_many_clients_stay_within_the_pool_and_stopping_gives_every_connection_back(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each thread's stores hold pooled connections: a thread per call once emptied the pool of 16 (a call then waited
+    10 s and failed); the server's few threads stay within it, and stopping returns them all."""
+    from sherpa_skills.db import postgres
+
+    monkeypatch.setenv("SHERPA_SKILLS_DATABASE", postgres_url)
+    home = tmp_path / "home"
+    pid = learned(home)
+    bridge = Bridge(home, agent="ops")
+    server = build_server(bridge)
+
+    async def everything(i: int) -> None:
+        async with Client(server) as client:
+            await tool(client, "find_procedure", task=TASK)
+            await tool(client, "write_memory", text=f"client {i} deploys to ci-{i}")
+            await tool(client, "search_memory", query="where do deploys go")
+            await tool(client, "replay_procedure", procedure_id=pid, params={"label": f"c{i}"})
+            await tool(client, "capture_procedure", task=f"build the docs of site {i}", steps=[f"make -C site{i}"])
+
+    async def clients() -> int:
+        await asyncio.gather(*(everything(i) for i in range(12)))
+        stats = postgres._pools[postgres_url].get_stats()
+        return stats.get("pool_size", 0) - stats.get("pool_available", 0)
+
+    try:
+        checked_out = asyncio.run(clients())
+    finally:
+        bridge.close()
+    assert checked_out <= WORKERS * PER_THREAD <= postgres.POOL_SIZE
+    stats = postgres._pools[postgres_url].get_stats()
+    assert stats.get("pool_size", 0) - stats.get("pool_available", 0) == 0, stats  # every one given back
