@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,3 +49,26 @@ def per_home(factory: Callable[[Path], T], home: str | os.PathLike[str] | None =
         if found is None:
             found = _per_home[key] = factory(folder)
         return found
+
+
+def close_per_thread(threads: Collection[threading.Thread]) -> int:
+    """Forget what `per_home` made for these threads (a server's workers, as it stops) and close each, newest first
+    (a memory before the store it reads); a thread id the system hands out again then starts afresh. How many closed."""
+    idents = {t.ident for t in threads}
+    with _per_home_lock:
+        made = [(key, found) for key, found in _per_home.items() if key[2] in idents]
+        for key, _ in made:
+            del _per_home[key]
+    closed = 0
+    for key, found in reversed(made):
+        close = getattr(found, "close", None)
+        if not callable(close):
+            continue
+        try:
+            close()
+            closed += 1
+        except Exception as exc:  # one failing must not keep the others open
+            import structlog
+
+            structlog.get_logger(__name__).warning("per_thread_close_failed", made=repr(key[0]), error=str(exc))
+    return closed

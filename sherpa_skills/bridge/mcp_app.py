@@ -4,8 +4,7 @@ served), and a line on stdio that is not a JSON-RPC message gets a JSON-RPC erro
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -14,17 +13,22 @@ from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, Resource
 from pydantic import ValidationError
 
+if TYPE_CHECKING:
+    from .tool_threads import ToolThreads
+
 #: Where a procedure is read as a resource: its JSON (description, steps, conditions, status, confidence, and its
 #: aliases: the other wordings it is known by, each with where it came from).
 PROCEDURE_URI = "sherpa-skills://procedures/{procedure_id}"
 
 
 class ProceduresServer(MCPServer[Any]):
-    """An MCPServer over one home: its active procedures listed as resources, any one read by id."""
+    """An MCPServer over one home: its active procedures listed as resources, any one read by id, on the threads
+    (`threads`) that run the tools."""
 
-    def __init__(self, home: Path, **kwargs: Any) -> None:
+    def __init__(self, threads: ToolThreads, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.home = home
+        self.threads = threads
+        self.home = threads.home
         self.resource(
             PROCEDURE_URI,
             name="procedure",
@@ -33,11 +37,9 @@ class ProceduresServer(MCPServer[Any]):
         )(self._read_procedure)
 
     async def list_resources(self) -> list[Resource]:
-        return await anyio.to_thread.run_sync(self._procedures)  # SQLite in a worker thread, as the tools do
+        return await self.threads.run(self._procedures)  # on the tools' threads, with their stores
 
     def _procedures(self) -> list[Resource]:
-        from .mcp_tools import home_of
-
         return [
             Resource(
                 uri=PROCEDURE_URI.format(procedure_id=p.id),
@@ -45,17 +47,16 @@ class ProceduresServer(MCPServer[Any]):
                 description=p.description or p.task_type,
                 mime_type="application/json",
             )
-            for p in home_of(self.home).skills.procedures()
+            for p in self.threads.home_here().skills.procedures()
         ]
 
     async def _read_procedure(self, procedure_id: str) -> str:
-        return await anyio.to_thread.run_sync(self._procedure_json, procedure_id)
+        return await self.threads.run(lambda: self._procedure_json(procedure_id))
 
     def _procedure_json(self, procedure_id: str) -> str:
         from ..errors import SherpaError
-        from .mcp_tools import home_of
 
-        skills = home_of(self.home).skills
+        skills = self.threads.home_here().skills
         try:
             proc = skills.get(procedure_id)
         except SherpaError:

@@ -3,7 +3,8 @@
 stdio by default, as editors launch servers; `--http` serves streamable HTTP on 127.0.0.1 only, with the SDK's
 host and origin check (DNS rebinding). Input schemas come from the tools' typed signatures (pydantic) and are the
 contract: the limits `mcp_tools` enforces are in them, and they are closed (`mcp_contract`). Annotations say which
-tools only read and which change the store. The tools themselves are `mcp_tools.Bridge`'s methods.
+tools only read and which change the store. The tools themselves are `mcp_tools.Bridge`'s methods, run on the
+bridge's few worker threads (`tool_threads`); when the server stops, `serve` closes every store they opened.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import Field, StrictBool
 
 from .match_answer import FindAnswer
 from .mcp_tools import MAX_STEPS, MAX_TASK_CHARS, Bridge, ToolRefused
+from .tool_threads import ServerStopping, ToolThreads
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -56,17 +58,18 @@ Steps = Annotated[
 ]
 
 
-def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Refusals become the SDK's tool errors (their message reaches the agent as is)."""
+def _guarded(fn: Callable[..., Any], threads: ToolThreads) -> Callable[..., Any]:
+    """`fn` run on the bridge's threads (not the SDK's, which come and go: each would open stores of its own), its
+    refusals the SDK's tool errors (their message reaches the agent as is)."""
     import functools
 
     from mcp.server.mcpserver.exceptions import ToolError
 
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
+    @functools.wraps(fn)  # the SDK reads the tool's schema from `fn`'s signature
+    async def call(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
-        except ToolRefused as exc:
+            return await threads.run(functools.partial(fn, *args, **kwargs))
+        except (ToolRefused, ServerStopping) as exc:
             raise ToolError(str(exc)) from None
 
     return call
@@ -163,11 +166,11 @@ def build_server(bridge: Bridge) -> MCPServer:
         (write_memory, recording),
     ]
     server = ProceduresServer(
-        bridge.home,
+        bridge.threads,
         name="sherpa-skills",
         version=package_version(),
         instructions=INSTRUCTIONS,
-        tools=[contract_tool(_guarded(fn), hints) for fn, hints in tools],
+        tools=[contract_tool(_guarded(fn, bridge.threads), hints) for fn, hints in tools],
     )
 
     @server.prompt(name="use_procedures", description="when to call find_procedure and how to treat its answers")
@@ -178,8 +181,14 @@ def build_server(bridge: Bridge) -> MCPServer:
 
 
 def serve(bridge: Bridge, *, http: bool = False, port: int = 8765) -> None:
-    """Run until the client hangs up (stdio) or Ctrl-C (HTTP, on 127.0.0.1 only)."""
-    server = build_server(bridge)
+    """Run until the client hangs up (stdio) or Ctrl-C (HTTP, on 127.0.0.1 only); then close every store it opened."""
+    try:
+        _run(build_server(bridge), http=http, port=port)
+    finally:
+        bridge.close()
+
+
+def _run(server: MCPServer, *, http: bool, port: int) -> None:
     if not http:
         server.run("stdio")
         return

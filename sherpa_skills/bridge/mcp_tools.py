@@ -1,32 +1,26 @@
 """What each MCP tool does, as plain functions over one home and one agent name (the server only registers them).
 
 Every refusal is a `ToolRefused` with a message for the calling agent: the server turns it into a tool error, never a
-crash. Each worker thread opens a `Home` of its own once and reuses it (SQLite connections stay in the thread that
-made them).
+crash. The server runs them on its few worker threads (`tool_threads`): each thread's `Home` is its own, and
+`close()` closes them all.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import SherpaError
-from ..home import per_home
 from ..skills.api import SkillStore
-from ..stores import Home
 from .match_answer import FindAnswer, find_answer
+from .tool_threads import ToolThreads
 
 MAX_TASK_CHARS = 4000
 MAX_STEPS = 50
 #: Characters a parameter value may not hold over MCP: the value is data, and an agent sending these means a command.
 _METACHARACTERS = re.compile(r"[;&|`$<>\\\n\r\x00]")
-
-
-def home_of(home: Path) -> Home:
-    """The home's stores for this worker thread: opened on the thread's first call, kept for the server's life."""
-    return per_home(Home, home)
 
 
 class ToolRefused(Exception):
@@ -54,14 +48,22 @@ def _params(params: dict[str, str] | None) -> dict[str, str]:
 
 @dataclass
 class Bridge:
-    """The server's home, who it speaks as, and whether it may execute."""
+    """The server's home, who it speaks as, and whether it may execute; `threads` run its calls, and `close()` (when
+    the server stops) closes every store they opened."""
 
     home: Path
     agent: str = "mcp"
     allow_execute: bool = False
+    threads: ToolThreads = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.threads = ToolThreads(self.home)
+
+    def close(self) -> None:
+        self.threads.close()
 
     def _skills(self) -> SkillStore:
-        return home_of(self.home).skills
+        return self.threads.home_here().skills
 
     def _procedure(self, store: SkillStore, procedure_id: str) -> Any:
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +37,9 @@ log = structlog.get_logger(__name__)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,490}[A-Za-z0-9]$")
 _REBUILD_SUFFIX = "--rebuilding"
 _BATCH = 256
+# chromadb's cache of one System per folder is unguarded: two threads opening one folder at once each build a System
+# (one never stopped, its files held) or fail half-way (KeyError, "Could not connect to tenant"). Opens take turns.
+_OPENING = threading.Lock()
 _MetadataValue = str | int | float | bool
 
 
@@ -145,18 +149,19 @@ class Companion:
         assert self.path is not None
         if self.path.exists() and not self.path.is_dir():
             raise CompanionUnavailable(f"companion index path {self.path} exists and is not a folder")
-        if not self.path.exists():
-            _forget_shared_system(str(self.path))  # a folder deleted under a cached system: start afresh
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise CompanionUnavailable(f"cannot create the companion folder {self.path}: {_describe(exc)}") from exc
-        try:
-            with _chroma("open", self.where):
-                return chromadb.PersistentClient(path=str(self.path), settings=self._settings())
-        except CompanionUnavailable:
-            _forget_shared_system(str(self.path))  # else chromadb hands the half-built system to the next open
-            raise
+        with _OPENING:
+            if not self.path.exists():
+                _forget_shared_system(str(self.path))  # a folder deleted under a cached system: start afresh
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise CompanionUnavailable(f"cannot create the companion folder {self.path}: {_describe(exc)}") from exc
+            try:
+                with _chroma("open", self.where):
+                    return chromadb.PersistentClient(path=str(self.path), settings=self._settings())
+            except CompanionUnavailable:
+                _forget_shared_system(str(self.path))  # else chromadb hands the half-built system to the next open
+                raise
 
     def _open_http(self, chromadb: ModuleType) -> ClientAPI:
         import httpx

@@ -3,6 +3,7 @@ CompanionUnavailable with a reason, never a raw chromadb error or a crash."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -100,6 +101,43 @@ class TestOperations:
         assert companion.rebuild("procedures", []) == 0
         ok, why = companion.healthy()
         assert ok and "procedures (0 items)" in why
+
+
+class TestThreads:
+    def test_threads_opening_one_folder_at_once_all_open_it_and_closing_them_releases_its_files(
+        self, tmp_path: Path
+    ) -> None:
+        """chromadb's cache of one System per folder is unguarded: opened by several threads at once, each must get
+        the one System (not fail half-way, not build a second that nobody stops and whose files stay open)."""
+        import gc
+        import threading
+
+        folder = tmp_path / "companion"
+        companions = [Companion(folder, embedder=HashingEmbedder()) for _ in range(6)]
+        start, failures = threading.Barrier(len(companions)), []
+
+        def use(c: Companion, i: int) -> None:
+            start.wait()
+            try:
+                c.upsert("notes", [f"n{i}"], [f"note number {i}"])
+            except SherpaError as exc:
+                failures.append(str(exc))
+
+        threads = [threading.Thread(target=use, args=(c, i)) for i, c in enumerate(companions)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert failures == [] and companions[0].count("notes") == 6
+        for c in companions:
+            c.close()
+        gc.collect()  # chromadb's connections of the threads that ended wait in reference cycles until collected
+        held = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if _exists(fd)]
+        assert [f for f in held if f.startswith(str(folder))] == []
+
+
+def _exists(fd: str) -> bool:
+    return os.path.exists(f"/proc/self/fd/{fd}")
 
 
 class TestSemantics:

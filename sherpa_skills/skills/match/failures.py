@@ -109,6 +109,7 @@ class FailureFinder:
         self.store = store
         self.companion_path = companion_path or store.path.parent / "companion"
         self._companion = companion
+        self._owns_companion = companion is None  # a companion given is its giver's to close
         self._index: tuple[tuple[int, int], TermIndex, dict[str, _Row]] | None = None
         self._synced: tuple[int, int] | None = None
 
@@ -118,6 +119,13 @@ class FailureFinder:
 
             self._companion = Companion(self.companion_path)
         return self._companion
+
+    def close(self) -> None:
+        """Release the companion it opened (its files); the store is its opener's. The next lookup opens it again."""
+        companion = self._companion
+        if companion is not None and self._owns_companion:
+            self._companion = None
+            companion.close()
 
     def _terms(self) -> tuple[TermIndex, dict[str, _Row]]:
         version = self.store.learnings_version()
