@@ -26,6 +26,10 @@ def run_demo(home: str | None = None, as_json: bool = False) -> int:
 
     configure(level="error")
     console = Console(stderr=as_json, highlight=False)
+    if home is None:
+        from ..db.url import keep_local
+
+        keep_local()  # a temporary home holds the demo's stores, whatever SHERPA_SKILLS_DATABASE names
     home_dir = Path(home) if home else Path(tempfile.mkdtemp(prefix="sherpa-skills-demo-"))
     workflow_file = data_dir("examples") / "support_triage" / "workflow.yaml"
     workflow = load_workflow(workflow_file)

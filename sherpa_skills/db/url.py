@@ -22,16 +22,25 @@ _chosen: str | None = None
 # truth is not in that folder (asked for, maybe, to keep a throwaway store apart from the shared one).
 _home_given: str | None = None
 _told = False
+# The command keeps its stores in its own home whatever SHERPA_SKILLS_DATABASE names (the demo's throwaway home).
+_local = False
 _told_lock = threading.Lock()  # the browser view's workers may open their stores at once: one notice, not two
 
 
 def choose(url: str | None, *, home: str | None = None) -> None:
     """The CLI's --database: checked now (a password in it is refused), used by every store the command opens; and its
     --home, so a store kept in the database SHERPA_SKILLS_DATABASE names says so (None: nothing to say)."""
-    global _chosen, _home_given, _told
+    global _chosen, _home_given, _told, _local
     if url is not None:
         check_command_line(url, option="--database")
-    _chosen, _home_given, _told = url, home or None, False
+    _chosen, _home_given, _told, _local = url, home or None, False, False
+
+
+def keep_local() -> None:
+    """For the rest of the command, SHERPA_SKILLS_DATABASE is not read: its stores are SQLite in its home, unless
+    --database names a database (a throwaway home must not write into a shared one)."""
+    global _local
+    _local = True
 
 
 def check_command_line(url: str, *, option: str) -> None:
@@ -46,7 +55,7 @@ def check_command_line(url: str, *, option: str) -> None:
 
 def database_url(explicit: str | None = None) -> str | None:
     """The PostgreSQL URL in force, or None for SQLite in the home folder (the default)."""
-    url = explicit or _chosen or os.environ.get(ENV) or None
+    url = explicit or _chosen or (None if _local else os.environ.get(ENV)) or None
     if url is None:
         return None
     check(url, source="--database" if (explicit or _chosen) else ENV)

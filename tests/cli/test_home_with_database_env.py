@@ -131,3 +131,21 @@ def test_against_a_real_server_the_stores_go_to_it_said_once_json_parses(postgre
     assert not (home / "store.db").exists()  # what the notice says: the run is in the database, not in the home
     listed = sh("runs", "--json", "--home", str(tmp_path / "other"), env={"SHERPA_SKILLS_DATABASE": postgres_url})
     assert run_id in {r["run_id"] for r in json.loads(listed.stdout)} and NOTICE in listed.stderr
+
+
+def test_the_demo_s_temporary_home_keeps_its_stores_whatever_the_variable_names(url: str, tmp_path: Path) -> None:
+    """`demo` without --home runs in a throwaway folder: it must not write the demo's runs into the shared database
+    (nor fail because that database is out of reach)."""
+    done = sh("demo", "--json", env={"SHERPA_SKILLS_DATABASE": url, "TMPDIR": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert NOTICE not in done.stderr and SECRET not in done.stderr + done.stdout
+    json.loads(done.stdout)
+    (home,) = tmp_path.glob("sherpa-skills-demo-*")
+    assert (home / "store.db").is_file()  # the runs are in the temporary home
+
+
+def test_the_demo_with_a_home_named_goes_by_the_variable_and_says_so(url: str, tmp_path: Path) -> None:
+    """A home named on the command line is the user's own choice: the variable's database, with the notice."""
+    done = sh("demo", "--home", str(tmp_path / "mine"), "--json", env={"SHERPA_SKILLS_DATABASE": url})
+    assert done.returncode != 0 and done.stderr.count(NOTICE) == 1
+    assert SECRET not in done.stderr + done.stdout and "Traceback" not in done.stderr
