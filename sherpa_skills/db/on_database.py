@@ -35,7 +35,12 @@ class OnDatabase:
         database: str | None = None,
     ) -> None:
         self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
-        self.db.migrate(self.component, self.migrations)
+        try:
+            self.db.migrate(self.component, self.migrations)
+        except BaseException:
+            if self._owns_db:  # a schema refused: the connection it opened goes back
+                self.db.close()
+            raise
 
     def close(self) -> None:
         """Closes the Database only when the store opened it for itself (a given one is its opener's)."""

@@ -8,11 +8,10 @@ import socket
 import sqlite3
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..db.connection import Connection
-from ..db.database import Database, given_or_opened
+from ..db.on_database import OnDatabase
 from ..db.sqlite import execute_script
 
 
@@ -59,24 +58,11 @@ def _alive(pid: int) -> bool:
         return True
 
 
-class HeartbeatState:
+class HeartbeatState(OnDatabase):
     """In the home's store.db, or in the shared database in force (one heartbeat for every machine sharing it)."""
 
-    def __init__(
-        self,
-        db: Database | None = None,
-        *,
-        home: str | Path | None = None,
-        path: str | Path | None = None,
-        database: str | None = None,
-    ) -> None:
-        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
-        self.db.migrate("heartbeat", MIGRATIONS)
-        self.conn: Connection = self.db.conn
-
-    def close(self) -> None:
-        if self._owns_db:
-            self.db.close()
+    component = "heartbeat"
+    migrations = MIGRATIONS
 
     # -- lock
     def acquire(self, run_id: str, stale_secs: float) -> LockOutcome:

@@ -21,7 +21,7 @@ from typing import Any, cast
 import structlog
 
 from ..db.connection import Connection
-from ..db.database import Database, given_or_opened
+from ..db.database import Database
 from ..errors import StoreError
 from ..redact import redact, redact_value
 from ._bookkeeping import _CompanionBookkeeping
@@ -54,6 +54,9 @@ class MemoryStore(_MemoryTidy, _CompanionBookkeeping):
     """The truth of shared memory (the home's SQLite store.db, or the PostgreSQL database in force); safe to open
     from many processes, threads and machines at once."""
 
+    component = COMPONENT
+    migrations = MIGRATIONS
+
     def __init__(
         self,
         db: Database | None = None,
@@ -62,15 +65,10 @@ class MemoryStore(_MemoryTidy, _CompanionBookkeeping):
         path: str | Path | None = None,
         database: str | None = None,
     ) -> None:
-        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
-        self.db.migrate(COMPONENT, MIGRATIONS)
+        super().__init__(db, home=home, path=path, database=database)
         #: Where other homes share the truth, how far this home's companion has caught up (set by SharedMemory).
         self.position: CompanionPosition | None = None
         self.store_id = str(self.conn.execute("SELECT value FROM memory_meta WHERE key = 'store_id'").fetchone()[0])
-
-    def close(self) -> None:
-        if self._owns_db:
-            self.db.close()
 
     def reopen(self) -> MemoryStore:
         """Another connection to the same truth (its own, closed with it), following the same companion position."""

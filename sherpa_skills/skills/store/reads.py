@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...db import procedure_text
-from ...db.database import Database, given_or_opened
+from ...db.database import Database
 from ...db.on_database import OnDatabase
 from ...errors import StoreError, UsageError
 from .migrations import MIGRATIONS
@@ -34,6 +34,9 @@ class ProcedureReads(OnDatabase):
     """The skill store over a `Database` (migrated on either engine) and its queries; `ProcedureDatabase` adds the
     writes. Given no `Database`, it opens one of its own from `home`/`path`/`database` and closes it with itself."""
 
+    component = COMPONENT
+    migrations = MIGRATIONS
+
     def __init__(
         self,
         db: Database | None = None,
@@ -47,18 +50,8 @@ class ProcedureReads(OnDatabase):
                 f"ProcedureDatabase takes a Database first, not {type(db).__name__} {db!r}: give a file as path=, a "
                 "home folder as home="
             )
-        self.db, self._owns_db = given_or_opened(db, home=home, path=path, database=database)
-        try:
-            self.db.migrate(COMPONENT, MIGRATIONS)
-        except BaseException:
-            if self._owns_db:  # a schema refused: the connection it opened goes back
-                self.db.close()
-            raise
+        super().__init__(db, home=home, path=path, database=database)
         self._identity: int | None = None
-
-    def close(self) -> None:
-        if self._owns_db:
-            self.db.close()
 
     def generation(self) -> int:
         """Bumped whenever what matching looks at changes; caches compare it."""
