@@ -35,12 +35,13 @@ from typing import Any, Literal
 import structlog
 
 from ...errors import ModelFileError
-from ..store.answers import AliasRow, Answers, WordingAnswer
+from ..store.answers import RUN_PREFIX, AliasRow, Answers, Asked, WordingAnswer
 from ..store.database import ProcedureDatabase
 from ..store.models import CapturedProcedure
 from ..store.scoring import replay_refusal
 from . import literals as lit
 from .exact import _described_alike, _plain, exact_reason
+from .floor import Floor, calibrated_floor
 from .models import MARGIN, RELEVANCE_FLOOR, MatchCandidate, MatchDecision
 from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest
 from .relevance import RelevanceModel, default_model, length_feature
@@ -75,6 +76,18 @@ class _Row:
     semantic: float | None
     exact: str | None
     reverse: float
+
+
+@dataclass
+class _Scored:
+    """A task's candidates, best first, and what deciding among them needs."""
+
+    candidates: list[MatchCandidate]
+    rejected: set[str]
+    vouch: MatchCandidate | None
+    mode: Literal["semantic", "lexical"]
+    degraded: str | None
+    exact: set[str]  # replayed whatever the floor: the task repeats its description or a confirmed wording
 
 
 #: A procedure as the matcher reads it: key terms, literals, description words, index text, key words, words as said.
@@ -114,7 +127,10 @@ class Matcher:
         margin: float = MARGIN,
         verify: Verifier | None = None,
         model: RelevanceModel | None = None,
+        calibrate: bool = True,
     ):
+        """`floor` is the shipped relevance floor; with `calibrate`, a scope whose answered questions are enough
+        replays from the floor they give instead (`floor`)."""
         self.store = store
         self.index_path = index_path or store.path.parent / "index"
         self._embedder = embedder
@@ -127,6 +143,8 @@ class Matcher:
         self._procs: dict[str, CapturedProcedure] = {}  # parsed rows, reused while (version, updated) holds
         self._reverse: dict[tuple[Any, ...], tuple[float, dict[str, float]]] = {}  # description words' IDF per index
         self._aliases: tuple[tuple[int, str], list[tuple[AliasRow, frozenset[str], Any]]] | None = None
+        self.calibrate = calibrate
+        self._floors: dict[tuple[int, str], Floor] = {}
 
     @property
     def embedder(self) -> Any:
@@ -225,15 +243,36 @@ class Matcher:
         `verify` (else the matcher's own) is asked about a best candidate in the borderline band.
         """
         threshold = None if min_confidence is None else float(min_confidence)
+        floor = self.floor_for(task_type)
         base = {
             "query": query,
             "task_type": task_type,
-            "floor": self.floor,
+            "floor": floor.value,
+            "floor_reason": floor.reason,
             "margin": self.margin,
             "min_confidence": threshold,
         }
         if not query.strip():
             return MatchDecision(**base, decision="no-match", reason="the task is empty")
+        scored = self._score(query, task_type, include_candidates, params or {})
+        shown = scored.candidates[: max(limit, 1)]
+        if scored.vouch is not None and scored.vouch not in shown:
+            shown.append(scored.vouch)
+        return self._decide(
+            base,
+            shown,
+            params or {},
+            threshold,
+            check_health,
+            scored.mode,
+            scored.degraded,
+            verify=verify or self.verify,
+            rejected=scored.rejected,
+            vouch=scored.vouch,
+        )
+
+    def _score(self, query: str, task_type: str | None, include_candidates: bool, given: dict[str, Any]) -> _Scored:
+        """Every candidate for the task with its relevance, best first; nothing decided yet."""
         embedder, _ = self._semantic_embedder()
         snap = self._snapshot(embedder is not None)
         terms = snap.term_index(include_candidates, words)
@@ -269,7 +308,6 @@ class Matcher:
         stated = lit.extract(query)
         plain = _plain(query)
         stamp = (*snap.stamp, include_candidates)
-        given = params or {}
         rows = []
         text_of: dict[str, lit.ProcedureText] = {}
         for proc in procs:
@@ -345,21 +383,7 @@ class Matcher:
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
         mode: Literal["semantic", "lexical"] = "semantic" if vector is not None else "lexical"
         vouch = self._vouched(candidates, said, aliases, rejected, {pid: cos for pid, (cos, _) in near_cos.items()})
-        shown = candidates[: max(limit, 1)]
-        if vouch is not None and vouch not in shown:
-            shown.append(vouch)
-        return self._decide(
-            base,
-            shown,
-            given,
-            threshold,
-            check_health,
-            mode,
-            degraded,
-            verify=verify or self.verify,
-            rejected=rejected,
-            vouch=vouch,
-        )
+        return _Scored(candidates, rejected, vouch, mode, degraded, {r.proc.id for r in rows if r.exact})
 
     def _vouched(
         self,
@@ -425,6 +449,33 @@ class Matcher:
                 row.exact = why
 
     # ------------------------------------------------------------------ answers (aliases, rejections)
+
+    def floor_for(self, task_type: str | None = None) -> Floor:
+        """The relevance floor tasks in this scope replay from, and why (`floor`): read again when an answer changes."""
+        if not self.calibrate:
+            return Floor(self.floor, "shipped", "the shipped floor (the store's own is off)")
+        key = (self.answers.version(), task_type or "")
+        found = self._floors.get(key)
+        if found is None:
+            points = self.answers.asked_points(task_type)
+            if len(self._floors) > 1000:
+                self._floors.clear()
+            found = self._floors[key] = calibrated_floor(points, self.floor, self.model.bound, task_type or "")
+        return found
+
+    def _asked(self, query: str, task_type: str | None) -> tuple[str, float] | None:
+        """What a judge is being asked about this task: the best candidate that could be replayed directly were the
+        floor low enough, and its relevance; None when none could be, or it replays whatever the floor (exact)."""
+        if not query.strip():
+            return None
+        scored = self._score(query, task_type, False, {})
+        for c in scored.candidates:
+            if c.procedure_id in scored.rejected or c.literals_disagreed or c.semantic is None or c.contrast:
+                continue
+            if c.procedure_id in scored.exact:
+                return None
+            return c.procedure_id, self.model(c.features)
+        return None
 
     @property
     def answers(self) -> Answers:
@@ -506,8 +557,12 @@ class Matcher:
                 vector, name_of = _vector_bytes(embedder.embed([text])[0]), str(embedder.name)
             except Exception as exc:
                 log.warning("alias_embed_failed", aliases=1, reason=str(exc))
+        asked = None
+        if not str(by or "").startswith(RUN_PREFIX):  # a run's wording answered no question
+            top = self._asked(query, task_type)
+            asked = None if top is None else Asked(score=top[1], top=top[0] == proc.id)
         return self.answers.add_alias(
-            proc.id, text, wording_key(text), scope=task_type, by=by, vector=vector, embedder=name_of
+            proc.id, text, wording_key(text), scope=task_type, by=by, vector=vector, embedder=name_of, asked=asked
         )
 
     def reject(
@@ -517,8 +572,16 @@ class Matcher:
         from ...redact import redact
 
         text = redact(query.strip())
+        top = self._asked(query, task_type)
         return [
-            self.answers.add_rejection(pid, text, wording_key(text), scope=task_type, by=by)
+            self.answers.add_rejection(
+                pid,
+                text,
+                wording_key(text),
+                scope=task_type,
+                by=by,
+                asked=Asked(score=top[1], top=True) if top is not None and top[0] == pid else None,
+            )
             for pid in dict.fromkeys(procedure_ids)
         ]
 
@@ -671,7 +734,7 @@ class Matcher:
             if c.contrast:
                 c.reason = f"needs confirmation: {_contrasted(*c.contrast)}, a near twin is never replayed directly"
             elif not (c.reason and c.reason.startswith("ambiguous")):
-                c.reason = f"needs confirmation: below relevance floor {self.floor:g} ({c.score:.2f}) but plausible"
+                c.reason = f"needs confirmation: below relevance floor {floor:g} ({c.score:.2f}) but plausible"
         decision.decision, decision.offered = "needs-confirmation", offered
         decision.reason = (
             f"{'; '.join(filter(None, [decision.reason]))}{'; ' if decision.reason else ''}"
