@@ -1,19 +1,24 @@
-"""The relevance floor a scope's tasks replay from: the shipped one, until this store's own answers say otherwise.
+"""The relevance floor a scope's tasks replay from: the shipped one, until a person's answers in this store show
+another holds the bound.
 
 The shipped floor (`relevance.json`) was fitted on the NL2Bash dev split. A store's own procedures may stand further
-apart (everyday routines) or closer (near twins), and every question a judge answered says which: the best
-candidate's relevance when the question was put, and whether the answer said it was the one (`store.answers.Asked`).
-Those points calibrate the floor by the decision memory's rule (`decide.head.Calibration`, split conformal risk
-control): the floor is the lowest relevance τ at which (wrong points scoring ≥ τ + 1) / (points + 1) ≤ the bound, so
-of the tasks that reach a question, at most that share would be replayed wrongly were τ the floor. It may lower the
-shipped floor (fewer questions) or raise it (a store whose near twins fooled the shipped one).
+apart (everyday routines) or closer (near twins), and every question answered says which: the best candidate's
+relevance when the question was put, and whether the answer said it was the one (a rejection of it, or a
+confirmation of another of the offered, says it was wrong: `store.answers.Asked`). From those points:
 
-Whose answers count follows the replay rule's evidence (docs/concepts/learning.md): a person's confirmation is
-evidence; an agent's (MCP, `agent:NAME`) or a model judge's (`model:NAME`) is a claim, shown and never counted, so no
-agent can make more tasks replay unasked. Every rejection counts, whoever gave it, and so does a confirmation of
-another candidate than the best (the best was wrong): an agent can make the store ask more, never replay more. Each
-scope (the task type a match is limited to, '' for none) is calibrated on its own points only. With fewer points
-than the bound needs (1 / bound), the shipped floor holds.
+- **lower**: the floor becomes the lowest relevance τ at which, among the points scoring τ or more, (wrong + 1) /
+  (points + 1) ≤ the bound (`relevance.json`'s `bound`, 0.02): of the tasks it would replay directly, at most that
+  share were wrong by a person's word. So it needs at least 1 / bound − 1 points at or above τ (49 at 0.02) before it
+  lowers anything, the decision memory's estimate (`decide.head`) applied to the tasks that would replay;
+- **raise**: when at least RAISE_AFTER points scoring at or above the shipped floor say the best was wrong and the
+  same estimate fails there, the shipped floor did not hold in this store: the floor becomes the lowest τ above it
+  where the estimate holds, or lies just above the highest wrong point. (One wrong replay is what a 2 % bound
+  expects; direct replays leave no point unless someone objects, so one objection is no sign.)
+
+Only a person's answers move the floor (the CLI, Python): the replay rule's evidence (docs/concepts/learning.md). An
+agent's answers (MCP, `agent:NAME`) and a model judge's (`model:NAME`) are claims, shown and never counted: no agent
+makes more tasks replay unasked, nor fewer. Each scope (the task type a match is limited to, '' for none) is
+calibrated on its own points only.
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..decide.head import Calibration
 from ..store.answers import AskedPoint, by_person
 
-#: Above every wrong point: what the floor becomes when no relevance holds the bound.
+#: Wrong points at or above the shipped floor before it is said not to hold in this store.
+RAISE_AFTER = 3
+#: Above the highest wrong point, when no relevance holds the bound.
 _ABOVE = 1e-4
 
 
@@ -35,29 +41,42 @@ class Floor:
     value: float
     basis: Literal["shipped", "calibrated"]
     reason: str
-    counted: int = 0  # answered questions counted (a person's confirmations, anyone's rejections)
+    counted: int = 0  # a person's answered questions
     wrong: int = 0  # of which said the best candidate was wrong
-    claims: int = 0  # confirmations by agents or model judges: shown, not counted
+    claims: int = 0  # answers by agents or model judges: shown, not counted
 
 
 def calibrated_floor(points: list[AskedPoint], shipped: float, bound: float, scope: str = "") -> Floor:
-    """The floor `points` (one scope's answered questions) give at `bound`; the shipped one while they are too few."""
-    counted = [p for p in points if p.wrong or by_person(p.by)]
+    """The floor one scope's answered questions give at `bound` (see the module's docstring)."""
+    counted = [p for p in points if by_person(p.by)]
     claims = len(points) - len(counted)
     wrong = sum(p.wrong for p in counted)
-    told = f"{len(counted)} answered question(s) in scope {scope or '(none)'!r}, {wrong} saying the best was wrong"
+    told = f"{len(counted)} question(s) a person answered in scope {scope or '(none)'!r}, {wrong} saying it was wrong"
     if claims:
-        told += f"; {claims} confirmation(s) by agents or model judges not counted (claims)"
-    need = int(round(1 / bound))
-    if len(counted) + 1 < need:
-        why = f"shipped floor: {told}; the bound {bound:g} needs at least {need - 1} before the store's own floor"
-        return Floor(shipped, "shipped", why, len(counted), wrong, claims)
-    calibration = Calibration()
-    for p in counted:
-        calibration.add(scope, p.score, p.wrong)
-    tau, _ = calibration.threshold(scope, bound, own_points=0)
-    if tau is None:  # even the best-scored points are wrong too often: only above all of them
-        tau = min(1.0, max(p.score for p in counted if p.wrong) + _ABOVE)
-    direction = "lowers" if tau < shipped else "raises" if tau > shipped else "keeps"
-    why = f"calibrated on {told}: {direction} the shipped {shipped:g} to {tau:.4g} at bound {bound:g}"
-    return Floor(round(tau, 4), "calibrated", why, len(counted), wrong, claims)
+        told += f"; {claims} answer(s) by agents or model judges not counted (claims)"
+
+    def holds(above: list[AskedPoint]) -> bool:
+        return (sum(p.wrong for p in above) + 1) / (len(above) + 1) <= bound
+
+    holding, seen, wrong_seen = [], 0, 0
+    ranked = sorted(counted, key=lambda p: -p.score)
+    for i, p in enumerate(ranked):  # from the highest score down: the points at or above each score, counted once
+        seen, wrong_seen = seen + 1, wrong_seen + p.wrong
+        if (i + 1 == len(ranked) or ranked[i + 1].score < p.score) and (wrong_seen + 1) / (seen + 1) <= bound:
+            holding.append(p.score)
+    at_shipped = [p for p in counted if p.score >= shipped]
+    if sum(p.wrong for p in at_shipped) >= RAISE_AFTER and not holds(at_shipped):
+        higher = [s for s in holding if s > shipped]
+        tau = min(higher) if higher else min(1.0, max(p.score for p in at_shipped if p.wrong) + _ABOVE)
+        why = f"calibrated on {told}: the shipped {shipped:g} did not hold here; raised to {tau:.4g} (bound {bound:g})"
+        return Floor(round(tau, 4), "calibrated", why, len(counted), wrong, claims)
+    if holding and min(holding) < shipped:
+        tau = min(holding)
+        why = f"calibrated on {told}: lowers the shipped {shipped:g} to {tau:.4g} (bound {bound:g})"
+        return Floor(round(tau, 4), "calibrated", why, len(counted), wrong, claims)
+    need = int(round(1 / bound)) - 1
+    why = (
+        f"shipped floor: {told}; a lower floor needs at least {need} answers scoring at or above it, at most "
+        f"{bound:.0%} of them wrong"
+    )
+    return Floor(shipped, "shipped", why, len(counted), wrong, claims)

@@ -12,7 +12,9 @@ contains the description word for word, has relevance 1.0; so has one that says 
 it with fewer words (`wording.says_less`), key words folded, when nothing else stored is described as close. A
 candidate is taken only when no literal disagrees, its relevance reaches RELEVANCE_FLOOR, no other candidate comes
 within MARGIN of it, and it is confident and healthy enough to replay; floor and margin are calibrated so that
-wrong and false replays stay at or under 3 % (bench/match_bench.py, bench/RESULTS.md).
+wrong and false replays stay at or under 3 % (bench/match_bench.py, bench/RESULTS.md). That floor is the shipped
+one until the questions a person answered in this store show another holds (`floor`: lower where the store's
+procedures stand apart, higher where near twins fooled it).
 
 Between sure and nothing there is a third answer, `needs-confirmation`: when no candidate is sure but the best is
 plausible (its relevance reaches the ask floor, or its cosine stands clear of the rest), or two sure ones are too
@@ -38,9 +40,9 @@ from ...errors import ModelFileError
 from ..store.answers import RUN_PREFIX, AliasRow, Answers, Asked, WordingAnswer
 from ..store.database import ProcedureDatabase
 from ..store.models import CapturedProcedure
-from ..store.scoring import replay_refusal
 from . import literals as lit
-from .exact import _described_alike, _plain, exact_reason
+from .deciding import MAX_OFFERED, Deciding
+from .exact import _plain, exact_reason
 from .floor import Floor, calibrated_floor
 from .models import MARGIN, RELEVANCE_FLOOR, MatchCandidate, MatchDecision
 from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest
@@ -54,15 +56,6 @@ from .wording import contrast, earlier_key, key_words, same_wording, says_less, 
 log = structlog.get_logger(__name__)
 
 POOL = 20
-MAX_OFFERED = 5
-
-
-def _contrasted(said: str, described: str) -> str:
-    if not said:
-        return f"leaves out the description's {described!r}"
-    if not described:
-        return f"says {said!r}, which the description does not"
-    return f"says {said!r} where the description says {described!r}"
 
 
 @dataclass
@@ -113,7 +106,7 @@ def _vector_of(row: AliasRow, embedder: str | None) -> Any:
     return np.frombuffer(row.vector, dtype=np.float32)
 
 
-class Matcher:
+class Matcher(Deciding):
     """Decides which procedure a task is about; its index (vectors, key terms) is re-read only when the store's
     generation changes, and kept in `index_path` (the home's `index/`) for the next process."""
 
@@ -638,156 +631,6 @@ class Matcher:
             )
             self._texts[key] = found
         return found
-
-    def _decide(
-        self,
-        base: dict[str, Any],
-        candidates: list[MatchCandidate],
-        given: dict[str, Any],
-        threshold: float | None,
-        check_health: bool,
-        mode: Literal["semantic", "lexical"],
-        degraded: str | None,
-        *,
-        verify: Verifier | None = None,
-        rejected: set[str] | None = None,
-        vouch: MatchCandidate | None = None,
-    ) -> MatchDecision:
-        floor = base["floor"]
-        refused = rejected or set()
-        for c in candidates:
-            if c.procedure_id in refused:
-                c.reason = "a judge said this wording is not about it (`learn aliases` lists the rejection)"
-            elif c.literals_disagreed:
-                c.reason = f"literals disagree: {'; '.join(c.literals_disagreed)}"
-            elif c.semantic is None:
-                c.reason = "no semantic score (meaning unavailable): not replayed on key terms alone"
-            elif c.contrast:
-                c.reason = (
-                    f"{_contrasted(*c.contrast)}: a near twin asking the opposite work is asked about, never replayed"
-                )
-            elif c.score < floor:
-                c.reason = f"below relevance floor {floor:g} ({c.score:.2f})"
-        plausible = [
-            c
-            for c in candidates
-            if c.procedure_id not in refused and not c.literals_disagreed and c.semantic is not None
-        ]
-        contenders = [c for c in candidates if c.reason is None]
-        decision = MatchDecision(**base, decision="no-match", candidates=candidates, mode=mode, degraded=degraded)
-        if contenders:
-            best = contenders[0]
-            close = [c for c in contenders[1:] if best.score - c.score < self.margin]
-            # Procedures described alike: which one the task means is a coin flip, whatever their scores say.
-            alike = [c for c in plausible if c is not best and c not in close and _described_alike(best, c)]
-            if not close and not alike:
-                for c in contenders[1:]:
-                    c.reason = f"less relevant than {best.procedure_id} ({c.score:.2f} < {best.score:.2f})"
-                best.reason = self._refusal(best, threshold, check_health)
-                if best.reason is None:
-                    return self._select(decision, best, given)
-                decision.reason = f"{best.procedure_id} is about the task but not replayable: {best.reason}"
-                plausible = [c for c in plausible if c is not best]
-            else:  # two sure ones too close to tell apart, or described alike: the judge at hand tells
-                tied = [best, *close, *alike]
-                names = ", ".join(c.procedure_id for c in tied)
-                why = "are described alike" if alike else f"score within {self.margin:g} of each other"
-                for c in tied:
-                    c.reason = f"ambiguous: {names} {why}"
-                decision.reason = f"ambiguous between {names}"
-                plausible = tied
-        elif vouch is not None and self._refusal(vouch, threshold, check_health) is None:
-            for c in candidates:
-                if c is not vouch:
-                    c.reason = c.reason or f"less relevant than {vouch.procedure_id}"
-            decision.reason = (
-                f"a confirmed wording ({vouch.alias_id}) vouches for {vouch.procedure_id}: close in meaning to it "
-                "and to the description, said in other words, and to nothing else"
-            )
-            return self._select(decision, vouch, given)
-        elif not self._worth_asking(plausible):
-            if candidates:
-                decision.reason = decision.reason or "no stored procedure is about this task"
-            elif not self.store.count():
-                decision.reason = (
-                    "the store holds no procedures yet: capture one with `sherpa-skills learn capture-success`"
-                )
-            else:
-                decision.reason = "no stored procedure shares a key term or meaning with this task"
-            return decision
-        offered: list[MatchCandidate] = []
-        reach = max((c.semantic or 0.0) for c in plausible) - self.model.ask_gap if plausible else 0.0
-        for c in plausible:
-            if c.score < self.model.ask_floor and (c.semantic or 0.0) < reach:
-                continue  # far from the plausible ones: offering it would only make the question longer
-            refusal = self._refusal(c, threshold, check_health)
-            if refusal is not None:
-                c.reason = f"not offered: {refusal}"
-            elif len(offered) < MAX_OFFERED:
-                offered.append(c)
-        if not offered:
-            decision.reason = decision.reason or "the procedures that might fit cannot be replayed"
-            return decision
-        if verify is not None:
-            return self._judge(decision, offered, verify, given)
-        for c in offered:
-            if c.contrast:
-                c.reason = f"needs confirmation: {_contrasted(*c.contrast)}, a near twin is never replayed directly"
-            elif not (c.reason and c.reason.startswith("ambiguous")):
-                c.reason = f"needs confirmation: below relevance floor {floor:g} ({c.score:.2f}) but plausible"
-        decision.decision, decision.offered = "needs-confirmation", offered
-        decision.reason = (
-            f"{'; '.join(filter(None, [decision.reason]))}{'; ' if decision.reason else ''}"
-            f"plausible: {', '.join(c.procedure_id for c in offered)}; which one, if any?"
-        )
-        return decision
-
-    def _worth_asking(self, plausible: list[MatchCandidate]) -> bool:
-        """The best is plausible: its relevance reaches the ask floor, or a cosine stands clear of the others'."""
-        if not plausible:
-            return False
-        if plausible[0].score >= self.model.ask_floor:
-            return True
-        by_meaning = sorted(plausible, key=lambda c: -(c.semantic or 0.0))
-        top = by_meaning[0].semantic or 0.0
-        second = (by_meaning[1].semantic or 0.0) if len(by_meaning) > 1 else 0.0
-        return top >= self.model.ask_semantic and top - second >= self.model.ask_gap
-
-    def _refusal(self, c: MatchCandidate, threshold: float | None, check_health: bool) -> str | None:
-        """Why this candidate cannot be replayed (confidence, health, status), or None."""
-        proc = self._procs.get(c.procedure_id) or self.store.get(c.procedure_id)
-        health = self.store.health(proc.id) if check_health else None
-        c.health = health.status if health is not None else None
-        return replay_refusal(proc, health, threshold)
-
-    def _select(
-        self, decision: MatchDecision, best: MatchCandidate, given: dict[str, Any], extra: dict[str, str] | None = None
-    ) -> MatchDecision:
-        best.reason = None
-        decision.decision = "match"
-        decision.selected = best
-        decision.offered = []
-        decision.params = {**(extra or {}), **best.params, **{k: str(v) for k, v in given.items()}}
-        return decision
-
-    def _judge(
-        self, decision: MatchDecision, offered: list[MatchCandidate], verify: Verifier, given: dict[str, Any]
-    ) -> MatchDecision:
-        """The model at hand chooses among the offered candidates; anything but a clean choice is no-match."""
-        procs = [self._procs.get(c.procedure_id) or self.store.get(c.procedure_id) for c in offered]
-        verdict = verify.choose(decision.query, [(p, self._text(p)[1].params) for p in procs])
-        decision.verification = verdict
-        chosen = next((c for c in offered if c.procedure_id == verdict.procedure_id), None)
-        if chosen is None:
-            for c in offered:
-                c.reason = f"offered to the judge: {verdict.reason}"
-            decision.reason = f"not confirmed: {verdict.reason}"
-            return decision
-        for c in offered:
-            if c is not chosen:
-                c.reason = f"the judge ({verify.model}) chose {chosen.procedure_id}"
-        decision.judged_by = f"model:{verify.model}"
-        return self._select(decision, chosen, given, verdict.params)
 
     # ------------------------------------------------------------------ the index
 
