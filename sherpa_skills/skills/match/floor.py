@@ -6,14 +6,15 @@ apart (everyday routines) or closer (near twins), and every question answered sa
 relevance when the question was put, and whether the answer said it was the one (a rejection of it, or a
 confirmation of another of the offered, says it was wrong: `store.answers.Asked`). From those points:
 
-- **lower**: the floor becomes the lowest relevance τ at which, among the points scoring τ or more, (wrong + 1) /
-  (points + 1) ≤ the bound (`relevance.json`'s `bound`, 0.02): of the tasks it would replay directly, at most that
-  share were wrong by a person's word. So it needs at least 1 / bound − 1 points at or above τ (49 at 0.02) before it
-  lowers anything, the decision memory's estimate (`decide.head`) applied to the tasks that would replay;
+- **lower**: the floor becomes the lowest relevance τ at which, among the points scoring from τ up to the shipped
+  floor, (wrong + 1) / (points + 1) ≤ the bound (`relevance.json`'s `bound`, 0.02): of the tasks a lower floor would
+  add to the direct replays, at most that share were wrong by a person's word (the decision memory's estimate,
+  `decide.head`, over what the change adds; sure answers above the shipped floor would dilute wrong ones below it).
+  So it needs at least 1 / bound − 1 points in that band (49 at 0.02) before it lowers anything;
 - **raise**: when at least RAISE_AFTER points scoring at or above the shipped floor say the best was wrong and the
-  same estimate fails there, the shipped floor did not hold in this store: the floor becomes the lowest τ above it
-  where the estimate holds, or lies just above the highest wrong point. (One wrong replay is what a 2 % bound
-  expects; direct replays leave no point unless someone objects, so one objection is no sign.)
+  same estimate fails there, the shipped floor did not hold in this store: the floor lies just above the highest
+  wrong point. (One wrong replay is what a 2 % bound expects; direct replays leave no point unless someone objects,
+  so one objection is no sign.)
 
 Only a person's answers move the floor (the CLI, Python): the replay rule's evidence (docs/concepts/learning.md). An
 agent's answers (MCP, `agent:NAME`) and a model judge's (`model:NAME`) are claims, shown and never counted: no agent
@@ -59,15 +60,15 @@ def calibrated_floor(points: list[AskedPoint], shipped: float, bound: float, sco
         return (sum(p.wrong for p in above) + 1) / (len(above) + 1) <= bound
 
     holding, seen, wrong_seen = [], 0, 0
-    ranked = sorted(counted, key=lambda p: -p.score)
+    # Below the shipped floor only: what a lower floor adds. Sure answers above it would dilute wrong ones below.
+    ranked = sorted((p for p in counted if p.score < shipped), key=lambda p: -p.score)
     for i, p in enumerate(ranked):  # from the highest score down: the points at or above each score, counted once
         seen, wrong_seen = seen + 1, wrong_seen + p.wrong
         if (i + 1 == len(ranked) or ranked[i + 1].score < p.score) and (wrong_seen + 1) / (seen + 1) <= bound:
             holding.append(p.score)
     at_shipped = [p for p in counted if p.score >= shipped]
     if sum(p.wrong for p in at_shipped) >= RAISE_AFTER and not holds(at_shipped):
-        higher = [s for s in holding if s > shipped]
-        tau = min(higher) if higher else min(1.0, max(p.score for p in at_shipped if p.wrong) + _ABOVE)
+        tau = min(1.0, max(p.score for p in at_shipped if p.wrong) + _ABOVE)
         why = f"calibrated on {told}: the shipped {shipped:g} did not hold here; raised to {tau:.4g} (bound {bound:g})"
         return Floor(round(tau, 4), "calibrated", why, len(counted), wrong, claims)
     if holding and min(holding) < shipped:

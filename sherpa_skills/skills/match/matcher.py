@@ -80,7 +80,7 @@ class _Scored:
     vouch: MatchCandidate | None
     mode: Literal["semantic", "lexical"]
     degraded: str | None
-    exact: set[str]  # replayed whatever the floor: the task repeats its description or a confirmed wording
+    exact: set[str]  # replayed whatever the floor: the task says what the description (or a confirmed wording) says
 
 
 #: A procedure as the matcher reads it: key terms, literals, description words, index text, key words, words as said.
@@ -264,8 +264,16 @@ class Matcher(Deciding):
             vouch=scored.vouch,
         )
 
-    def _score(self, query: str, task_type: str | None, include_candidates: bool, given: dict[str, Any]) -> _Scored:
-        """Every candidate for the task with its relevance, best first; nothing decided yet."""
+    def _score(
+        self,
+        query: str,
+        task_type: str | None,
+        include_candidates: bool,
+        given: dict[str, Any],
+        with_aliases: bool = True,
+    ) -> _Scored:
+        """Every candidate for the task with its relevance, best first; nothing decided yet. Without aliases: as the
+        descriptions alone score it (a wording answered before is not sure by its alias)."""
         embedder, _ = self._semantic_embedder()
         snap = self._snapshot(embedder is not None)
         terms = snap.term_index(include_candidates, words)
@@ -273,7 +281,7 @@ class Matcher(Deciding):
         pool = POOL if not task_type else POOL * 10
         vector, near, degraded = self._semantic(query, pool, snap, include_candidates, task_type)
         said = key_words(query)
-        aliases = self._alias_views(task_type)
+        aliases = self._alias_views(task_type) if with_aliases else []
         alias_exact = {a.procedure_id: a.id for a, keys, _ in aliases if same_wording(said, keys)}
         alias_cos, near_cos = self._alias_cosines(vector, aliases)
         rejected = self.answers.rejected(wording_key(query), task_type)
@@ -458,10 +466,11 @@ class Matcher(Deciding):
 
     def _asked(self, query: str, task_type: str | None) -> tuple[str, float] | None:
         """What a judge is being asked about this task: the best candidate that could be replayed directly were the
-        floor low enough, and its relevance; None when none could be, or it replays whatever the floor (exact)."""
+        floor low enough, and its relevance as the descriptions alone score it (an answer given before does not make it
+        sure); None when none could be, or it replays whatever the floor (it says what its description says)."""
         if not query.strip():
             return None
-        scored = self._score(query, task_type, False, {})
+        scored = self._score(query, task_type, False, {}, with_aliases=False)
         for c in scored.candidates:
             if c.procedure_id in scored.rejected or c.literals_disagreed or c.semantic is None or c.contrast:
                 continue

@@ -129,8 +129,9 @@ class Answers:
                 " ON CONFLICT (procedure_id, scope, key)"
                 # A run's success says what was done for these words; a judge's answer what they mean; a person's
                 # answer is evidence, an agent's or a model's a claim (`match.floor`).
-                " DO UPDATE SET confirmed_by = excluded.confirmed_by, asked_score = excluded.asked_score,"
-                " asked_top = excluded.asked_top"
+                " DO UPDATE SET confirmed_by = excluded.confirmed_by,"
+                " asked_score = COALESCE(excluded.asked_score, aliases.asked_score),"
+                " asked_top = COALESCE(excluded.asked_top, aliases.asked_top)"
                 f" WHERE {_WEIGHT.format('excluded.confirmed_by')} > {_WEIGHT.format('aliases.confirmed_by')}",
                 (
                     proc.id,
