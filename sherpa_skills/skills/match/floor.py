@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import BaseModel
+
 from ..store.answers import AskedPoint, by_person
 
 #: Wrong points at or above the shipped floor before it is said not to hold in this store.
@@ -81,3 +83,27 @@ def calibrated_floor(points: list[AskedPoint], shipped: float, bound: float, sco
         f"{bound:.0%} of them wrong"
     )
     return Floor(shipped, "shipped", why, len(counted), wrong, claims)
+
+
+class MatchFloor(BaseModel):
+    """A scope's floor as `learn floor` and `SkillStore.match_floors` report it."""
+
+    scope: str  # the task type matches were limited to; '' for unscoped ones (the CLI, Python, MCP)
+    floor: float
+    basis: Literal["shipped", "calibrated"]
+    counted: int
+    wrong: int
+    claims: int
+    reason: str
+
+    @classmethod
+    def of(cls, scope: str, floor: Floor) -> MatchFloor:
+        return cls(
+            scope=scope,
+            floor=floor.value,
+            basis=floor.basis,
+            counted=floor.counted,
+            wrong=floor.wrong,
+            claims=floor.claims,
+            reason=floor.reason,
+        )

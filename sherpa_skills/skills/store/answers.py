@@ -288,6 +288,14 @@ class Answers:
             AskedPoint(score=r[0], wrong=True, by=r[1]) for r in rejections
         ]
 
+    def asked_scopes(self) -> list[str]:
+        """The scopes some answered question carries what was asked in ('' for unscoped matches), sorted."""
+        rows = self.conn.execute(
+            "SELECT scope FROM aliases WHERE asked_score IS NOT NULL"
+            " UNION SELECT scope FROM rejections WHERE asked_score IS NOT NULL"
+        ).fetchall()
+        return sorted({r[0] for r in rows})
+
     def alias_rows(self, scope: str | None) -> list[AliasRow]:
         """The aliases a match in this scope may use."""
         rows = self.conn.execute(
