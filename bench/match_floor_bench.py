@@ -246,6 +246,23 @@ def table(runs: dict[str, ArmRun], shipped: float) -> list[str]:
 
 
 BANDS = (0.785, 0.7, 0.6, 0.5, 0.4, 0.3)
+#: Measured by hand, kept with the figures it explains (seed 1, the full stream).
+NOTES = """
+Measured on the floor's first rule (b37b21f: anyone's rejections counted, the bound over all asked questions rather
+than over those scoring at or above the floor), the same command with `--seeds 1 --no-write` on an archive of that
+commit with this bench: the *on* arm lowered the floor to 0.5832, 0.5012 and 0.4833 by the end of each third; direct
+hit in the last third 20.3 → 26.9 %, but false replay 3.3 → 5.0 % (23 negatives replayed through the lowered floor,
+10 in the last third; the bound is 3 %). The *agent* arm lowered it to 0.7667, 0.7286 and 0.696 on rejections alone
+(543 counted, every one saying the best was wrong, 261 confirmations not counted): an agent's answers made the store
+replay more. The rule now measured (67e5574) counts only a person's answers and bounds the wrong share among the
+questions scoring at or above the floor; tests/skills/match/test_floor_claims.py holds the agent's attack shut.
+
+The wrong replays *distinct* from the stored descriptions (seed 1, the same in every arm: 6 in the stream) are not
+the floor's: 3 repeat word for word a wording the oracle had confirmed earlier for a twin command described the same
+way (NL2Bash has commands sharing a description; the confirmed alias replays its own procedure by the exact rule), 1
+is vouched for by a confirmed alias of a command doing near the same work (`chmod 755` for `go+rx`), 1 says less than
+another description ("List screen IDs"), and 1 scores 0.82 on relevance alone.
+"""
 
 
 def points_line(points: list[Any], bound: float) -> str:
@@ -267,6 +284,30 @@ def points_line(points: list[Any], bound: float) -> str:
         f"{len(mine)} a person answered, {len(wrong)} saying the best was wrong; the highest-scored wrong one at "
         f"{top:.3f}, {above} right above it ({int(round(1 / bound)) - 1} needed to lower the floor there); by the "
         f"best candidate's relevance: {'; '.join(bands)} (the bound: {bound:g})"
+    )
+
+
+def why_line(runs_by_seed: dict[int, dict[str, ArmRun]], shipped: float, bound: float) -> str:
+    """Where a person's answers put the wrong share under the shipped floor, over every seed (the *on* arm)."""
+    from seams import by_person
+
+    shares, tops = [], []
+    for runs in runs_by_seed.values():
+        mine = [p for p in runs["on"].points if by_person(p.by)]
+        tops.append(max((p.score for p in mine if p.wrong), default=0.0))
+        for t in BANDS[1:]:
+            at = [p for p in mine if t <= p.score < shipped]
+            if len(at) >= 10:
+                shares.append(sum(p.wrong for p in at) / len(at))
+    if not shares:
+        return "- Too few answered questions under the shipped floor to say where a lower floor would hold."
+    return (
+        f"- Why: of the questions a person answered, the share saying the best candidate was wrong is "
+        f"{100 * min(shares):.0f}–{100 * max(shares):.0f} % in every band of its relevance from [0.7, {shipped:g}) "
+        f"down to [{BANDS[-1]:g}, {shipped:g}) (bands of 10 or more, every seed): relevance under the shipped "
+        f"floor does not tell right from wrong in this stream, so no "
+        f"lower floor holds the {bound:.0%} bound and the shipped one stays; the highest-scored wrong answer sat at "
+        f"{min(tops):.3f}–{max(tops):.3f}, just under it."
     )
 
 
@@ -352,7 +393,7 @@ def main() -> int:
     n_pos = sum(o.ask.gold is not None for o in first.outcomes)
     n_same = sum(o.ask.same for o in first.outcomes)
     body = [
-        header(command(__file__)),
+        header(f"{mb.ENV}=../shared/matching {LEARNING_ENV}=../shared/learning {command(__file__)}"),
         f"At start: {started}.",
         "",
         f"Store: {len(ids)} NL2Bash dev commands{f' and {len(routine_ids)} everyday routines' if routines else ''} "
@@ -376,7 +417,9 @@ def main() -> int:
         body += table(runs, shipped) + [""]
         body += [f"Floor at the end ({name}): {run.floors[-1].reason}." for name, run in runs.items()]
         body += [f"Questions answered (on), at the end: {points_line(runs['on'].points, _bound())}.", ""]
-    body += ["Reading:", *reading(runs_by_seed, shipped)]
+    body += ["Reading:", *reading(runs_by_seed, shipped), why_line(runs_by_seed, shipped, _bound())]
+    if not args.quick and not args.sample:
+        body.append(NOTES)
     text = "\n".join(body)
     write_section(SECTION, text)
     return 0
