@@ -250,9 +250,14 @@ def procedure_text(description: str, task_type: str, tags: Iterable[str], comman
     return ProcedureText(body.lower(), numbers, params, globs, described)
 
 
-def unstated(literals: list[Literal], proc: ProcedureText, task: str) -> int:
-    """How many literals the procedure's description states that the task does not: a near twin of a description
-    ("under /tmp" for "under /var", "*.log" dropped) keeps the meaning close and changes or leaves out one of these."""
+#: Literals that say where the work happens or on what: a path, a file name, a quoted name, a pattern.
+PLACES = frozenset({"path", "name", "quoted", "ext"})
+
+
+def unstated(literals: list[Literal], proc: ProcedureText, task: str, kinds: frozenset[str] | None = None) -> int:
+    """How many literals the procedure's description states that the task does not (of `kinds` only, when given): a
+    near twin of a description ("under /tmp" for "under /var", "*.log" dropped) keeps the meaning close and changes or
+    leaves out one of these."""
     said = {(x.kind, x.value.lower()) for x in literals if x.kind != "number"}
     text = task.lower()
     return sum(
@@ -260,6 +265,7 @@ def unstated(literals: list[Literal], proc: ProcedureText, task: str) -> int:
         if x.kind == "number"
         else (x.kind, x.value.lower()) not in said and x.value.lower() not in text
         for x in proc.described
+        if kinds is None or x.kind in kinds
     )
 
 

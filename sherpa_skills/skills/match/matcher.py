@@ -383,7 +383,8 @@ class Matcher(Deciding):
             )
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
         mode: Literal["semantic", "lexical"] = "semantic" if vector is not None else "lexical"
-        vouch = self._vouched(candidates, said, aliases, rejected, {pid: cos for pid, (cos, _) in near_cos.items()})
+        closest = {pid: cos for pid, (cos, _) in near_cos.items()}
+        vouch = self._vouched(candidates, said, aliases, rejected, closest, stated, query)
         return _Scored(candidates, rejected, vouch, mode, degraded, {r.proc.id for r in rows if r.exact})
 
     def _vouched(
@@ -393,6 +394,8 @@ class Matcher(Deciding):
         aliases: list[tuple[AliasRow, frozenset[str], Any]],
         rejected: set[str],
         near: dict[str, float],
+        stated: list[lit.Literal],
+        query: str,
     ) -> MatchCandidate | None:
         """The candidate a confirmed wording vouches for (`vouch`), among those whose literals agree; or None. `near`
         is each procedure's closest wording of all, runs' aliases included: how close a rival stands."""
@@ -417,8 +420,13 @@ class Matcher(Deciding):
         ]
         m = self.model
         found = vouched(evidence, m.alias_floor, m.alias_gap, m.alias_words, m.alias_described)
+        if found is None:
+            return None
+        chosen = by_id[found.procedure_id]
         # The opposite work is never vouched for, whatever a confirmed wording's closeness; it still counts as a rival.
-        return by_id[found.procedure_id] if found is not None and not by_id[found.procedure_id].contrast else None
+        # Nor is a place the description names and the task leaves unsaid: meaning does not say where the work is.
+        text = self._text(self._procs[chosen.procedure_id])[1]
+        return None if chosen.contrast or lit.unstated(stated, text, query, lit.PLACES) else chosen
 
     def _same_wording(self, rows: list[_Row], said: frozenset[str], stated: list[lit.Literal], query: str) -> None:
         """A task that says what a description says, folded (`wording`), is as sure as one repeating it; so is one
