@@ -254,14 +254,18 @@ commit with this bench: the *on* arm lowered the floor to 0.5832, 0.5012 and 0.4
 hit in the last third 20.3 → 26.9 %, but false replay 3.3 → 5.0 % (23 negatives replayed through the lowered floor,
 10 in the last third; the bound is 3 %). The *agent* arm lowered it to 0.7667, 0.7286 and 0.696 on rejections alone
 (543 counted, every one saying the best was wrong, 261 confirmations not counted): an agent's answers made the store
-replay more. The rule now measured (67e5574) counts only a person's answers and bounds the wrong share among the
-questions scoring at or above the floor; tests/skills/match/test_floor_claims.py holds the agent's attack shut.
+replay more. The rule now measured counts only a person's answers and bounds the wrong share among the questions
+scoring from the floor up to the shipped one (what a lower floor adds); tests/skills/match/test_floor_claims.py and
+test_match_floor.py hold the agent's attack shut.
 
-The wrong replays *distinct* from the stored descriptions (seed 1, the same in every arm: 6 in the stream) are not
-the floor's: 3 repeat word for word a wording the oracle had confirmed earlier for a twin command described the same
-way (NL2Bash has commands sharing a description; the confirmed alias replays its own procedure by the exact rule), 1
-is vouched for by a confirmed alias of a command doing near the same work (`chmod 755` for `go+rx`), 1 says less than
-another description ("List screen IDs"), and 1 scores 0.82 on relevance alone.
+The wrong replays *distinct* from the stored descriptions (seed 1, the same in every arm) are not the floor's. Of
+the 6 in the stream before this round's vouch fix, 3 repeat word for word a wording the oracle had confirmed earlier
+for a twin command (NL2Bash gives two commands the same description and the same paraphrase — "Find SUID files",
+`find / -perm +4000` and `-perm +u=s` — so the confirmed alias replays the first; the two do the same work), 1 says
+less than another description ("List screen IDs": `screen -list` for `screen -ls`, the same), 1 scores 0.82 on
+relevance alone, and 1 was vouched for by an alias naming /path/to/base/dir while the task said "the current
+directory tree": a vouched task must now say every place the description names (5 in the stream since; the 2nd
+third of seed 1: 7.4 → 3.7 ‰).
 """
 
 
