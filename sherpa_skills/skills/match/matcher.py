@@ -524,7 +524,8 @@ class Matcher(Deciding):
     ) -> tuple[dict[str, tuple[float, str]], dict[str, tuple[float, str]]]:
         """Per procedure, the best cosine between the task and one of its aliases, and that alias's id: among those a
         judge confirmed (what may vouch), and among all (how close the procedure stands: a candidate, and a rival).
-        A run's alias (`AliasRow.exact_only`) never vouches: no judge said what words near it mean."""
+        A run's or an agent's alias (`AliasRow.exact_only`) never vouches: no judge said what words near
+        it mean."""
         with_vectors = {a.id: (a.procedure_id, v, a.exact_only) for a, _, v in aliases if v is not None}
         judged: dict[str, tuple[float, str]] = {}
         near: dict[str, tuple[float, str]] = {}

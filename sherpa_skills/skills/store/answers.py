@@ -85,6 +85,7 @@ class AliasRow(BaseModel):
     #: No judge said what it means: a run took the procedure's path in these words (`by` is the run). It matches its
     #: own wording only, never a wording close to it: a run's success says what was done for these words, not what
     #: words near them mean (one vouched "Do you sell refurbished phones?" into a refund, bench/ticket_wordings_bench).
+    #: An MCP agent's answer (`agent:NAME`) is a claim: it too replays its own wording and vouches for no other.
     exact_only: bool = False
 
 
@@ -312,7 +313,7 @@ class Answers:
                 text=r[4],
                 vector=r[5],
                 embedder=r[6],
-                exact_only=str(r[7]).startswith(RUN_PREFIX),
+                exact_only=str(r[7]).startswith((RUN_PREFIX, "agent:")),
             )
             for r in rows
         ]
