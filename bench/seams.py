@@ -44,6 +44,7 @@ SEAMS: dict[str, tuple[str, str]] = {
     "learning_words": ("sherpa_skills.skills.match.failures", "learning_words"),  # what it counts
     "_PROC_GLOB": ("sherpa_skills.skills.match.literals", "_PROC_GLOB"),  # the pattern that hung, timed alone
     "Verifier": ("sherpa_skills.skills.match.verifier", "Verifier"),  # the judge given a scripted stand-in
+    "by_person": ("sherpa_skills.skills.store.answers", "by_person"),  # whose answers the store's own floor counts
     # -- mining and the decision memory, measured below the heartbeat and the learning hook that call them
     "mine": ("sherpa_skills.skills.mine.mining", "mine"),
     "classify": ("sherpa_skills.skills.mine.shell_words", "classify"),

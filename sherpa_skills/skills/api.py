@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from .face import transfer
 from .face.models import CapturedLearning, Imported, LearningsFound, Picked, ProcedureShown, Removal
+from .match.floor import MatchFloor
 from .match.matcher import Matcher
 from .match.models import MatchCandidate as MatchCandidate  # for callers: what `MatchDecision.offered` holds
 from .match.models import MatchDecision
@@ -223,6 +224,17 @@ class SkillStore:
         else:
             procedure_ids = [self.store.get(pid).id for pid in procedure_ids]
         return self.matcher.reject(query, procedure_ids, task_type=task_type, by=by)
+
+    def match_floors(self, task_type: str | None = None) -> list[MatchFloor]:
+        """The relevance floor matches replay from, per scope (`task_type`'s alone when given; else the unscoped one
+        and every task type a question was answered in): the shipped one, or the one a person's answers give."""
+        from ..errors import UsageError
+
+        answered = self.matcher.answers.asked_scopes()
+        if task_type and task_type not in answered and not self.store.procedures(task_type, status=None):
+            raise UsageError(f"no procedure of task type {task_type!r} and no question answered in its scope")
+        scopes = [task_type] if task_type else sorted({"", *answered})
+        return [MatchFloor.of(scope, self.matcher.floor_for(scope or None)) for scope in scopes]
 
     def aliases(self, procedure_id: str | None = None) -> list[WordingAnswer]:
         """Aliases, then rejections (of one procedure, when given)."""

@@ -261,6 +261,9 @@ def test_aliases_an_agent_writes_are_credited_to_the_agent(tmp_path: Path) -> No
     assert sorted(a.text for a in aliases) == ["file away the app log", "put the app log in the archive"]
     assert {a.by for a in aliases} == {"agent:ops"}  # never the OS user the server runs as
     assert with_task[1]["alias"]["by"] == "agent:ops"
+    # The agent's answers are claims for the store's own match floor: shown, never counted (skills/match/floor.py).
+    [floor] = SkillStore(home).match_floors()
+    assert (floor.basis, floor.counted, floor.claims) == ("shipped", 0, 2)
 
 
 def test_a_line_that_is_not_a_json_rpc_message_gets_a_json_rpc_error(tmp_path: Path) -> None:

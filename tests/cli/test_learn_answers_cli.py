@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 
@@ -112,3 +113,24 @@ def test_the_person_at_the_terminal_is_asked_which_one(
         assert code == 0 and [a["kind"] for a in aliases] == ["alias"]
     else:
         assert code == 1 and [a["kind"] for a in aliases] == ["rejection"]
+
+
+def test_learn_floor_counts_what_people_answered_through_the_cli(home: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The store's own match floor (skills/match/floor.py): each answer is a point; too few keep the shipped floor."""
+    deploy = _deploy_id(capsys, home)
+    code, floors = cli(capsys, "learn", "floor", "--home", home)
+    assert code == 0 and floors == [
+        {"scope": "", "floor": 0.785, "basis": "shipped", "counted": 0, "wrong": 0, "claims": 0, "reason": ANY}
+    ]
+    assert cli(capsys, "learn", "replay", ASKED, "--procedure", deploy, "--home", home)[0] == 0
+    assert cli(capsys, "learn", "replay", "roll back the proxy settings", "--reject", "--home", home)[0] == 0
+    code, [floor] = cli(capsys, "learn", "floor", "--home", home)
+    assert (floor["counted"], floor["wrong"], floor["basis"]) == (2, 1, "shipped")
+    assert "needs at least 49 answers" in floor["reason"]
+    code, [scoped] = cli(capsys, "learn", "floor", "--task-type", "deploy-proxy", "--home", home)
+    assert (code, scoped["scope"], scoped["counted"]) == (0, "deploy-proxy", 0)  # answers hold in their scope only
+
+
+def test_learn_floor_refuses_a_task_type_nothing_is_known_of(home: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["learn", "floor", "--task-type", "deploy-proxxy", "--home", home]) == 2
+    assert "no procedure of task type 'deploy-proxxy'" in capsys.readouterr().err

@@ -19,7 +19,7 @@ from _engines import Engine
 from sherpa_skills.errors import StoreError, StoreFileError
 from sherpa_skills.skills.decide.examples import Example, add_examples, example_counts, examples_after
 from sherpa_skills.skills.run_removal import must_stay
-from sherpa_skills.skills.store.answers import Answers
+from sherpa_skills.skills.store.answers import Answers, Asked
 from sherpa_skills.skills.store.branches import add_branch, branches
 from sherpa_skills.skills.store.database import ProcedureDatabase
 from sherpa_skills.skills.store.models import (
@@ -123,6 +123,27 @@ def test_aliases_and_rejections_withdraw_each_other(store: ProcedureDatabase) ->
     assert answers.version() == before + 4
     with pytest.raises(StoreError, match="no alias 'a999'"):
         answers.get("a999")
+
+
+def test_answers_keep_what_was_asked_and_the_weightier_confirmer(store: ProcedureDatabase) -> None:
+    """The match floor's points (skills/match/floor.py): an alias confirming the best candidate is a right point, one
+    confirming another a wrong one, a rejection of the best a wrong one; a person answering an agent's alias again
+    makes it theirs, an agent answering a person's changes nothing."""
+    p, q = store.add_procedure(procedure()), store.add_procedure(procedure("lint", "ruff check ."))
+    answers = Answers(store)
+    answers.add_alias(p.id, "build it", "build", by="agent:ops", asked=Asked(score=0.4, top=True))
+    answers.add_alias(q.id, "lint it", "lint", by="alice", asked=Asked(score=0.3, top=False))
+    answers.add_rejection(p.id, "test it", "test", by="alice", asked=Asked(score=0.2, top=True))
+    answers.add_rejection(q.id, "test it", "test", by="alice")  # not the best: no point
+    assert [(pt.score, pt.wrong, pt.by) for pt in answers.asked_points(None)] == [
+        (0.4, False, "agent:ops"),
+        (0.3, True, "alice"),
+        (0.2, True, "alice"),
+    ]
+    answers.add_alias(p.id, "build it", "build", by="bob")  # asked again without a score: the score stays
+    answers.add_alias(q.id, "lint it", "lint", by="agent:ops", asked=Asked(score=0.9, top=True))
+    assert [(pt.score, pt.by) for pt in answers.asked_points(None)][:2] == [(0.4, "bob"), (0.3, "alice")]
+    assert answers.asked_points("build-lib") == []  # another scope
 
 
 def test_branches_count_the_runs_that_took_them(store: ProcedureDatabase) -> None:
@@ -232,7 +253,7 @@ _MACHINE = """
 import json, sys, time
 from pathlib import Path
 from typing import Any
-from sherpa_skills.skills.store.answers import Answers
+from sherpa_skills.skills.store.answers import Answers, Asked
 from sherpa_skills.skills.store.database import ProcedureDatabase
 from sherpa_skills.skills.store.models import CapturedLearning, CapturedProcedure, Execution, ProcedureStep
 barrier, home, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])

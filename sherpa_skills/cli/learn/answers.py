@@ -1,4 +1,5 @@
-"""`learn aliases` and `learn forget`: the wordings confirmed or rejected for procedures."""
+"""`learn aliases`, `learn forget` and `learn floor`: the wordings confirmed or rejected for procedures, and the
+relevance floor those answers give."""
 
 from __future__ import annotations
 
@@ -35,4 +36,20 @@ def cmd_forget(args: argparse.Namespace) -> int:
         _print_json({"forgotten": answer.model_dump(mode="json")})
     else:
         _console().print(f"forgot {answer.kind} {answer.id} of {answer.procedure_id}: {answer.text!r}")
+    return EXIT_OK
+
+
+def cmd_floor(args: argparse.Namespace) -> int:
+    floors = open_home(args).skills.match_floors(args.task_type)
+    if args.json:
+        _print_json([f.model_dump(mode="json") for f in floors])
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table("scope", "floor", "basis", "answered by people", "saying wrong", "claims (not counted)")
+    for f in floors:
+        table.add_row(f.scope or "(none)", f"{f.floor:.4g}", f.basis, str(f.counted), str(f.wrong), str(f.claims))
+    print_table(_console(), table)
+    for f in floors:
+        _console().print(f"{f.scope or '(none)'}: {f.reason}", markup=False, highlight=False)
     return EXIT_OK

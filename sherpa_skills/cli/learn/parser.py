@@ -8,7 +8,7 @@ from typing import Any
 
 from ...skills.face.models import REPLAY_RULE
 from ..console import positive_int
-from .answers import cmd_aliases, cmd_forget
+from .answers import cmd_aliases, cmd_floor, cmd_forget
 from .capture import cmd_capture
 from .decisions import cmd_decisions
 from .health import cmd_failures, cmd_health, cmd_stats
@@ -125,6 +125,15 @@ def add_learn_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
     p = add("aliases", cmd_aliases, "confirmed wordings (aliases) and rejected ones, of every procedure or one")
     p.add_argument("procedure", nargs="?", metavar="PROCEDURE")
+    p.add_argument("--json", action="store_true")
+
+    p = add(
+        "floor",
+        cmd_floor,
+        "the relevance a task needs to replay directly, per scope: the shipped floor, or the one the questions a "
+        "person answered in this store give (agents' and model judges' answers are claims, not counted)",
+    )
+    p.add_argument("--task-type", help="only this task type's scope (default: the unscoped one and every answered one)")
     p.add_argument("--json", action="store_true")
 
     p = add("forget", cmd_forget, "remove one alias (a<N>) or rejection (r<N>)")

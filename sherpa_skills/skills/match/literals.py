@@ -29,24 +29,62 @@ _COMMAND_NUMBER = re.compile(r"(?<![\w.])([+-]?)(\d+(?:\.\d+)?)([A-Za-z]{0,2})\b
 
 # Slashed phrases that are prose, not paths ("files/directories", "normal/regular"): two bare words.
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")
+# Spelled amounts; "one" is a number only before a unit (`_ONE`) or a scale ("one hundred").
 _NUMBER_WORDS = {
-    "two": "2",
-    "three": "3",
-    "four": "4",
-    "five": "5",
-    "six": "6",
-    "seven": "7",
-    "eight": "8",
-    "nine": "9",
-    "ten": "10",
-    "eleven": "11",
-    "twelve": "12",
-    "fifteen": "15",
-    "twenty": "20",
-    "thirty": "30",
-    "sixty": "60",
-    "hundred": "100",
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
 }
+_SCALES = {"hundred": 100, "thousand": 1000}
+# A spelled amount, read as one number: "five hundred", "twenty-five", "a hundred and fifty", "2 thousand". "and"
+# joins only after a scale: "between five and ten" is two numbers.
+_WORD = "|".join(_NUMBER_WORDS)
+_SCALE = "|".join(_SCALES)
+_SPELLED = re.compile(
+    rf"\b(?:(?:a|one|\d+)\s+(?=(?:{_SCALE})\b))?(?:{_WORD}|{_SCALE})"
+    rf"(?:(?:\s+|-)(?:{_WORD}|{_SCALE}|one)\b|(?:(?<=hundred)|(?<=thousand))\s+and\s+(?:{_WORD}|one)\b)*\b",
+    re.IGNORECASE,
+)
+
+
+def _spelled_value(words: str) -> str:
+    """The number a run of number words says ("five hundred" 500, "twenty-five" 25, "a hundred and fifty" 150)."""
+    total = current = 0
+    for word in re.split(r"[\s-]+", words.lower()):
+        if word in ("a", "and"):
+            continue
+        if word in _SCALES:
+            current = max(current, 1) * _SCALES[word]
+            if _SCALES[word] == 1000:
+                total, current = total + current, 0
+        else:
+            current += int(word) if word.isdigit() else 1 if word == "one" else _NUMBER_WORDS[word]
+    return str(total + current)
+
+
 _UNITS = {
     "minute": {"m", "min", "mins", "minute", "minutes", "mmin", "amin", "cmin"},
     "day": {"d", "day", "days", "mtime", "atime", "ctime"},
@@ -185,14 +223,9 @@ def extract(text: str) -> list[Literal]:
     for m in _FLAG.finditer(rest):
         put(Literal("flag", m.group(1)))
     rest = _FLAG.sub(" ", rest)
+    rest = _SPELLED.sub(lambda w: _spelled_value(w.group(0)), rest)  # before "one day": "twenty one days" is 21
     rest = _ONE.sub("1", rest)
-    rest = _PRODUCT.sub(lambda m: str(int(m.group(1)) * int(m.group(2))), rest)  # "5*24 hours"
-    spelled = re.sub(
-        r"\b(" + "|".join(_NUMBER_WORDS) + r")\b",
-        lambda w: _NUMBER_WORDS[w.group(1).lower()],
-        rest,
-        flags=re.IGNORECASE,
-    )
+    spelled = _PRODUCT.sub(lambda m: str(int(m.group(1)) * int(m.group(2))), rest)  # "5*24 hours"
     for m in _NUMBER.finditer(spelled):
         sign, number, unit = m.groups()
         family = _unit_family(unit)
@@ -250,9 +283,14 @@ def procedure_text(description: str, task_type: str, tags: Iterable[str], comman
     return ProcedureText(body.lower(), numbers, params, globs, described)
 
 
-def unstated(literals: list[Literal], proc: ProcedureText, task: str) -> int:
-    """How many literals the procedure's description states that the task does not: a near twin of a description
-    ("under /tmp" for "under /var", "*.log" dropped) keeps the meaning close and changes or leaves out one of these."""
+#: Literals that say where the work happens or on what: a path, a file name, a quoted name, a pattern.
+PLACES = frozenset({"path", "name", "quoted", "ext"})
+
+
+def unstated(literals: list[Literal], proc: ProcedureText, task: str, kinds: frozenset[str] | None = None) -> int:
+    """How many literals the procedure's description states that the task does not (of `kinds` only, when given): a
+    near twin of a description ("under /tmp" for "under /var", "*.log" dropped) keeps the meaning close and changes or
+    leaves out one of these."""
     said = {(x.kind, x.value.lower()) for x in literals if x.kind != "number"}
     text = task.lower()
     return sum(
@@ -260,6 +298,7 @@ def unstated(literals: list[Literal], proc: ProcedureText, task: str) -> int:
         if x.kind == "number"
         else (x.kind, x.value.lower()) not in said and x.value.lower() not in text
         for x in proc.described
+        if kinds is None or x.kind in kinds
     )
 
 

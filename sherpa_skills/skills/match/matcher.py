@@ -12,7 +12,9 @@ contains the description word for word, has relevance 1.0; so has one that says 
 it with fewer words (`wording.says_less`), key words folded, when nothing else stored is described as close. A
 candidate is taken only when no literal disagrees, its relevance reaches RELEVANCE_FLOOR, no other candidate comes
 within MARGIN of it, and it is confident and healthy enough to replay; floor and margin are calibrated so that
-wrong and false replays stay at or under 3 % (bench/match_bench.py, bench/RESULTS.md).
+wrong and false replays stay at or under 3 % (bench/match_bench.py, bench/RESULTS.md). That floor is the shipped
+one until the questions a person answered in this store show another holds (`floor`: lower where the store's
+procedures stand apart, higher where near twins fooled it).
 
 Between sure and nothing there is a third answer, `needs-confirmation`: when no candidate is sure but the best is
 plausible (its relevance reaches the ask floor, or its cosine stands clear of the rest), or two sure ones are too
@@ -35,12 +37,13 @@ from typing import Any, Literal
 import structlog
 
 from ...errors import ModelFileError
-from ..store.answers import AliasRow, Answers, WordingAnswer
+from ..store.answers import RUN_PREFIX, AliasRow, Answers, Asked, WordingAnswer
 from ..store.database import ProcedureDatabase
 from ..store.models import CapturedProcedure
-from ..store.scoring import replay_refusal
 from . import literals as lit
-from .exact import _described_alike, _plain, exact_reason
+from .deciding import MAX_OFFERED, Deciding
+from .exact import _plain, exact_reason
+from .floor import Floor, calibrated_floor
 from .models import MARGIN, RELEVANCE_FLOOR, MatchCandidate, MatchDecision
 from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest
 from .relevance import RelevanceModel, default_model, length_feature
@@ -53,15 +56,6 @@ from .wording import contrast, earlier_key, key_words, same_wording, says_less, 
 log = structlog.get_logger(__name__)
 
 POOL = 20
-MAX_OFFERED = 5
-
-
-def _contrasted(said: str, described: str) -> str:
-    if not said:
-        return f"leaves out the description's {described!r}"
-    if not described:
-        return f"says {said!r}, which the description does not"
-    return f"says {said!r} where the description says {described!r}"
 
 
 @dataclass
@@ -75,6 +69,18 @@ class _Row:
     semantic: float | None
     exact: str | None
     reverse: float
+
+
+@dataclass
+class _Scored:
+    """A task's candidates, best first, and what deciding among them needs."""
+
+    candidates: list[MatchCandidate]
+    rejected: set[str]
+    vouch: MatchCandidate | None
+    mode: Literal["semantic", "lexical"]
+    degraded: str | None
+    exact: set[str]  # replayed whatever the floor: the task says what the description (or a confirmed wording) says
 
 
 #: A procedure as the matcher reads it: key terms, literals, description words, index text, key words, words as said.
@@ -100,7 +106,7 @@ def _vector_of(row: AliasRow, embedder: str | None) -> Any:
     return np.frombuffer(row.vector, dtype=np.float32)
 
 
-class Matcher:
+class Matcher(Deciding):
     """Decides which procedure a task is about; its index (vectors, key terms) is re-read only when the store's
     generation changes, and kept in `index_path` (the home's `index/`) for the next process."""
 
@@ -114,7 +120,10 @@ class Matcher:
         margin: float = MARGIN,
         verify: Verifier | None = None,
         model: RelevanceModel | None = None,
+        calibrate: bool = True,
     ):
+        """`floor` is the shipped relevance floor; with `calibrate`, a scope whose answered questions are enough
+        replays from the floor they give instead (`floor`)."""
         self.store = store
         self.index_path = index_path or store.path.parent / "index"
         self._embedder = embedder
@@ -127,6 +136,8 @@ class Matcher:
         self._procs: dict[str, CapturedProcedure] = {}  # parsed rows, reused while (version, updated) holds
         self._reverse: dict[tuple[Any, ...], tuple[float, dict[str, float]]] = {}  # description words' IDF per index
         self._aliases: tuple[tuple[int, str], list[tuple[AliasRow, frozenset[str], Any]]] | None = None
+        self.calibrate = calibrate
+        self._floors: dict[tuple[int, str], Floor] = {}
 
     @property
     def embedder(self) -> Any:
@@ -225,15 +236,44 @@ class Matcher:
         `verify` (else the matcher's own) is asked about a best candidate in the borderline band.
         """
         threshold = None if min_confidence is None else float(min_confidence)
+        floor = self.floor_for(task_type)
         base = {
             "query": query,
             "task_type": task_type,
-            "floor": self.floor,
+            "floor": floor.value,
+            "floor_reason": floor.reason,
             "margin": self.margin,
             "min_confidence": threshold,
         }
         if not query.strip():
             return MatchDecision(**base, decision="no-match", reason="the task is empty")
+        scored = self._score(query, task_type, include_candidates, params or {})
+        shown = scored.candidates[: max(limit, 1)]
+        if scored.vouch is not None and scored.vouch not in shown:
+            shown.append(scored.vouch)
+        return self._decide(
+            base,
+            shown,
+            params or {},
+            threshold,
+            check_health,
+            scored.mode,
+            scored.degraded,
+            verify=verify or self.verify,
+            rejected=scored.rejected,
+            vouch=scored.vouch,
+        )
+
+    def _score(
+        self,
+        query: str,
+        task_type: str | None,
+        include_candidates: bool,
+        given: dict[str, Any],
+        with_aliases: bool = True,
+    ) -> _Scored:
+        """Every candidate for the task with its relevance, best first; nothing decided yet. Without aliases: as the
+        descriptions alone score it (a wording answered before is not sure by its alias)."""
         embedder, _ = self._semantic_embedder()
         snap = self._snapshot(embedder is not None)
         terms = snap.term_index(include_candidates, words)
@@ -241,7 +281,7 @@ class Matcher:
         pool = POOL if not task_type else POOL * 10
         vector, near, degraded = self._semantic(query, pool, snap, include_candidates, task_type)
         said = key_words(query)
-        aliases = self._alias_views(task_type)
+        aliases = self._alias_views(task_type) if with_aliases else []
         alias_exact = {a.procedure_id: a.id for a, keys, _ in aliases if same_wording(said, keys)}
         alias_cos, near_cos = self._alias_cosines(vector, aliases)
         rejected = self.answers.rejected(wording_key(query), task_type)
@@ -269,7 +309,6 @@ class Matcher:
         stated = lit.extract(query)
         plain = _plain(query)
         stamp = (*snap.stamp, include_candidates)
-        given = params or {}
         rows = []
         text_of: dict[str, lit.ProcedureText] = {}
         for proc in procs:
@@ -344,22 +383,9 @@ class Matcher:
             )
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
         mode: Literal["semantic", "lexical"] = "semantic" if vector is not None else "lexical"
-        vouch = self._vouched(candidates, said, aliases, rejected, {pid: cos for pid, (cos, _) in near_cos.items()})
-        shown = candidates[: max(limit, 1)]
-        if vouch is not None and vouch not in shown:
-            shown.append(vouch)
-        return self._decide(
-            base,
-            shown,
-            given,
-            threshold,
-            check_health,
-            mode,
-            degraded,
-            verify=verify or self.verify,
-            rejected=rejected,
-            vouch=vouch,
-        )
+        closest = {pid: cos for pid, (cos, _) in near_cos.items()}
+        vouch = self._vouched(candidates, said, aliases, rejected, closest, stated, query)
+        return _Scored(candidates, rejected, vouch, mode, degraded, {r.proc.id for r in rows if r.exact})
 
     def _vouched(
         self,
@@ -368,6 +394,8 @@ class Matcher:
         aliases: list[tuple[AliasRow, frozenset[str], Any]],
         rejected: set[str],
         near: dict[str, float],
+        stated: list[lit.Literal],
+        query: str,
     ) -> MatchCandidate | None:
         """The candidate a confirmed wording vouches for (`vouch`), among those whose literals agree; or None. `near`
         is each procedure's closest wording of all, runs' aliases included: how close a rival stands."""
@@ -392,8 +420,13 @@ class Matcher:
         ]
         m = self.model
         found = vouched(evidence, m.alias_floor, m.alias_gap, m.alias_words, m.alias_described)
+        if found is None:
+            return None
+        chosen = by_id[found.procedure_id]
         # The opposite work is never vouched for, whatever a confirmed wording's closeness; it still counts as a rival.
-        return by_id[found.procedure_id] if found is not None and not by_id[found.procedure_id].contrast else None
+        # Nor is a place the description names and the task leaves unsaid: meaning does not say where the work is.
+        text = self._text(self._procs[chosen.procedure_id])[1]
+        return None if chosen.contrast or lit.unstated(stated, text, query, lit.PLACES) else chosen
 
     def _same_wording(self, rows: list[_Row], said: frozenset[str], stated: list[lit.Literal], query: str) -> None:
         """A task that says what a description says, folded (`wording`), is as sure as one repeating it; so is one
@@ -425,6 +458,34 @@ class Matcher:
                 row.exact = why
 
     # ------------------------------------------------------------------ answers (aliases, rejections)
+
+    def floor_for(self, task_type: str | None = None) -> Floor:
+        """The relevance floor tasks in this scope replay from, and why (`floor`): read again when an answer changes."""
+        if not self.calibrate:
+            return Floor(self.floor, "shipped", "the shipped floor (the store's own is off)")
+        key = (self.answers.version(), task_type or "")
+        found = self._floors.get(key)
+        if found is None:
+            points = self.answers.asked_points(task_type)
+            if len(self._floors) > 1000:
+                self._floors.clear()
+            found = self._floors[key] = calibrated_floor(points, self.floor, self.model.bound, task_type or "")
+        return found
+
+    def _asked(self, query: str, task_type: str | None) -> tuple[str, float] | None:
+        """What a judge is being asked about this task: the best candidate that could be replayed directly were the
+        floor low enough, and its relevance as the descriptions alone score it (an answer given before does not make it
+        sure); None when none could be, or it replays whatever the floor (it says what its description says)."""
+        if not query.strip():
+            return None
+        scored = self._score(query, task_type, False, {}, with_aliases=False)
+        for c in scored.candidates:
+            if c.procedure_id in scored.rejected or c.literals_disagreed or c.semantic is None or c.contrast:
+                continue
+            if c.procedure_id in scored.exact:
+                return None
+            return c.procedure_id, self.model(c.features)
+        return None
 
     @property
     def answers(self) -> Answers:
@@ -463,7 +524,8 @@ class Matcher:
     ) -> tuple[dict[str, tuple[float, str]], dict[str, tuple[float, str]]]:
         """Per procedure, the best cosine between the task and one of its aliases, and that alias's id: among those a
         judge confirmed (what may vouch), and among all (how close the procedure stands: a candidate, and a rival).
-        A run's alias (`AliasRow.exact_only`) never vouches: no judge said what words near it mean."""
+        A run's or an agent's alias (`AliasRow.exact_only`) never vouches: no judge said what words near
+        it mean."""
         with_vectors = {a.id: (a.procedure_id, v, a.exact_only) for a, _, v in aliases if v is not None}
         judged: dict[str, tuple[float, str]] = {}
         near: dict[str, tuple[float, str]] = {}
@@ -506,8 +568,12 @@ class Matcher:
                 vector, name_of = _vector_bytes(embedder.embed([text])[0]), str(embedder.name)
             except Exception as exc:
                 log.warning("alias_embed_failed", aliases=1, reason=str(exc))
+        asked = None
+        if not str(by or "").startswith(RUN_PREFIX):  # a run's wording answered no question
+            top = self._asked(query, task_type)
+            asked = None if top is None else Asked(score=top[1], top=top[0] == proc.id)
         return self.answers.add_alias(
-            proc.id, text, wording_key(text), scope=task_type, by=by, vector=vector, embedder=name_of
+            proc.id, text, wording_key(text), scope=task_type, by=by, vector=vector, embedder=name_of, asked=asked
         )
 
     def reject(
@@ -517,8 +583,16 @@ class Matcher:
         from ...redact import redact
 
         text = redact(query.strip())
+        top = self._asked(query, task_type)
         return [
-            self.answers.add_rejection(pid, text, wording_key(text), scope=task_type, by=by)
+            self.answers.add_rejection(
+                pid,
+                text,
+                wording_key(text),
+                scope=task_type,
+                by=by,
+                asked=Asked(score=top[1], top=True) if top is not None and top[0] == pid else None,
+            )
             for pid in dict.fromkeys(procedure_ids)
         ]
 
@@ -575,156 +649,6 @@ class Matcher:
             )
             self._texts[key] = found
         return found
-
-    def _decide(
-        self,
-        base: dict[str, Any],
-        candidates: list[MatchCandidate],
-        given: dict[str, Any],
-        threshold: float | None,
-        check_health: bool,
-        mode: Literal["semantic", "lexical"],
-        degraded: str | None,
-        *,
-        verify: Verifier | None = None,
-        rejected: set[str] | None = None,
-        vouch: MatchCandidate | None = None,
-    ) -> MatchDecision:
-        floor = base["floor"]
-        refused = rejected or set()
-        for c in candidates:
-            if c.procedure_id in refused:
-                c.reason = "a judge said this wording is not about it (`learn aliases` lists the rejection)"
-            elif c.literals_disagreed:
-                c.reason = f"literals disagree: {'; '.join(c.literals_disagreed)}"
-            elif c.semantic is None:
-                c.reason = "no semantic score (meaning unavailable): not replayed on key terms alone"
-            elif c.contrast:
-                c.reason = (
-                    f"{_contrasted(*c.contrast)}: a near twin asking the opposite work is asked about, never replayed"
-                )
-            elif c.score < floor:
-                c.reason = f"below relevance floor {floor:g} ({c.score:.2f})"
-        plausible = [
-            c
-            for c in candidates
-            if c.procedure_id not in refused and not c.literals_disagreed and c.semantic is not None
-        ]
-        contenders = [c for c in candidates if c.reason is None]
-        decision = MatchDecision(**base, decision="no-match", candidates=candidates, mode=mode, degraded=degraded)
-        if contenders:
-            best = contenders[0]
-            close = [c for c in contenders[1:] if best.score - c.score < self.margin]
-            # Procedures described alike: which one the task means is a coin flip, whatever their scores say.
-            alike = [c for c in plausible if c is not best and c not in close and _described_alike(best, c)]
-            if not close and not alike:
-                for c in contenders[1:]:
-                    c.reason = f"less relevant than {best.procedure_id} ({c.score:.2f} < {best.score:.2f})"
-                best.reason = self._refusal(best, threshold, check_health)
-                if best.reason is None:
-                    return self._select(decision, best, given)
-                decision.reason = f"{best.procedure_id} is about the task but not replayable: {best.reason}"
-                plausible = [c for c in plausible if c is not best]
-            else:  # two sure ones too close to tell apart, or described alike: the judge at hand tells
-                tied = [best, *close, *alike]
-                names = ", ".join(c.procedure_id for c in tied)
-                why = "are described alike" if alike else f"score within {self.margin:g} of each other"
-                for c in tied:
-                    c.reason = f"ambiguous: {names} {why}"
-                decision.reason = f"ambiguous between {names}"
-                plausible = tied
-        elif vouch is not None and self._refusal(vouch, threshold, check_health) is None:
-            for c in candidates:
-                if c is not vouch:
-                    c.reason = c.reason or f"less relevant than {vouch.procedure_id}"
-            decision.reason = (
-                f"a confirmed wording ({vouch.alias_id}) vouches for {vouch.procedure_id}: close in meaning to it "
-                "and to the description, said in other words, and to nothing else"
-            )
-            return self._select(decision, vouch, given)
-        elif not self._worth_asking(plausible):
-            if candidates:
-                decision.reason = decision.reason or "no stored procedure is about this task"
-            elif not self.store.count():
-                decision.reason = (
-                    "the store holds no procedures yet: capture one with `sherpa-skills learn capture-success`"
-                )
-            else:
-                decision.reason = "no stored procedure shares a key term or meaning with this task"
-            return decision
-        offered: list[MatchCandidate] = []
-        reach = max((c.semantic or 0.0) for c in plausible) - self.model.ask_gap if plausible else 0.0
-        for c in plausible:
-            if c.score < self.model.ask_floor and (c.semantic or 0.0) < reach:
-                continue  # far from the plausible ones: offering it would only make the question longer
-            refusal = self._refusal(c, threshold, check_health)
-            if refusal is not None:
-                c.reason = f"not offered: {refusal}"
-            elif len(offered) < MAX_OFFERED:
-                offered.append(c)
-        if not offered:
-            decision.reason = decision.reason or "the procedures that might fit cannot be replayed"
-            return decision
-        if verify is not None:
-            return self._judge(decision, offered, verify, given)
-        for c in offered:
-            if c.contrast:
-                c.reason = f"needs confirmation: {_contrasted(*c.contrast)}, a near twin is never replayed directly"
-            elif not (c.reason and c.reason.startswith("ambiguous")):
-                c.reason = f"needs confirmation: below relevance floor {self.floor:g} ({c.score:.2f}) but plausible"
-        decision.decision, decision.offered = "needs-confirmation", offered
-        decision.reason = (
-            f"{'; '.join(filter(None, [decision.reason]))}{'; ' if decision.reason else ''}"
-            f"plausible: {', '.join(c.procedure_id for c in offered)}; which one, if any?"
-        )
-        return decision
-
-    def _worth_asking(self, plausible: list[MatchCandidate]) -> bool:
-        """The best is plausible: its relevance reaches the ask floor, or a cosine stands clear of the others'."""
-        if not plausible:
-            return False
-        if plausible[0].score >= self.model.ask_floor:
-            return True
-        by_meaning = sorted(plausible, key=lambda c: -(c.semantic or 0.0))
-        top = by_meaning[0].semantic or 0.0
-        second = (by_meaning[1].semantic or 0.0) if len(by_meaning) > 1 else 0.0
-        return top >= self.model.ask_semantic and top - second >= self.model.ask_gap
-
-    def _refusal(self, c: MatchCandidate, threshold: float | None, check_health: bool) -> str | None:
-        """Why this candidate cannot be replayed (confidence, health, status), or None."""
-        proc = self._procs.get(c.procedure_id) or self.store.get(c.procedure_id)
-        health = self.store.health(proc.id) if check_health else None
-        c.health = health.status if health is not None else None
-        return replay_refusal(proc, health, threshold)
-
-    def _select(
-        self, decision: MatchDecision, best: MatchCandidate, given: dict[str, Any], extra: dict[str, str] | None = None
-    ) -> MatchDecision:
-        best.reason = None
-        decision.decision = "match"
-        decision.selected = best
-        decision.offered = []
-        decision.params = {**(extra or {}), **best.params, **{k: str(v) for k, v in given.items()}}
-        return decision
-
-    def _judge(
-        self, decision: MatchDecision, offered: list[MatchCandidate], verify: Verifier, given: dict[str, Any]
-    ) -> MatchDecision:
-        """The model at hand chooses among the offered candidates; anything but a clean choice is no-match."""
-        procs = [self._procs.get(c.procedure_id) or self.store.get(c.procedure_id) for c in offered]
-        verdict = verify.choose(decision.query, [(p, self._text(p)[1].params) for p in procs])
-        decision.verification = verdict
-        chosen = next((c for c in offered if c.procedure_id == verdict.procedure_id), None)
-        if chosen is None:
-            for c in offered:
-                c.reason = f"offered to the judge: {verdict.reason}"
-            decision.reason = f"not confirmed: {verdict.reason}"
-            return decision
-        for c in offered:
-            if c is not chosen:
-                c.reason = f"the judge ({verify.model}) chose {chosen.procedure_id}"
-        decision.judged_by = f"model:{verify.model}"
-        return self._select(decision, chosen, given, verdict.params)
 
     # ------------------------------------------------------------------ the index
 

@@ -72,7 +72,12 @@ class MatchDecision(BaseModel):
         default=None, description="who confirmed a plausible candidate: 'model:NAME' when a model judge chose it"
     )
     reason: str | None = None
-    floor: float = RELEVANCE_FLOOR
+    floor: float = Field(
+        default=RELEVANCE_FLOOR,
+        description="the relevance a candidate needs to replay directly: the shipped floor, or the one this store's "
+        "answered questions give (skills/match/floor.py)",
+    )
+    floor_reason: str | None = Field(default=None, description="what the floor rests on")
     margin: float = MARGIN
     min_confidence: float | None = None  # the caller's floor; None: the replay rule's own (skills/store/scoring.py)
     mode: Literal["semantic", "lexical"] = "semantic"

@@ -41,6 +41,7 @@ SETTINGS = (
     "alias_described",
     "alias_gap",
     "alias_words",
+    "bound",
 )
 
 
@@ -62,6 +63,7 @@ class RelevanceModel:
     alias_described: float = 0.35  # ... the description's this,
     alias_gap: float = 0.05  # ... this far above every other candidate,
     alias_words: float = 0.34  # ... repeating at most this share of the description's or an alias's key words
+    bound: float = 0.02  # a store's own floor (`floor`): at most this share of asked tasks would replay wrongly
 
     def __call__(self, features: dict[str, float]) -> float:
         z = self.bias + sum(

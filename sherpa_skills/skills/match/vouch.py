@@ -19,6 +19,11 @@ procedure is known to mean, so a task close by meaning to both the description a
   back", tests/skills/match/test_vouch_small_store.py), past both floors, and in a small store no rival stands near
   enough to hold it back. A task that shares no key word with the procedure's wordings is asked about at most.
 
+The matcher adds two refusals of its own (`Matcher._vouched`): the opposite work (a `contrast`), and a place the
+description names (a path, a file name, a quoted name, a pattern) that the task leaves unsaid — "…in the current
+directory tree" was vouched into a chmod of /path/to/base/dir by an alias naming that folder (bench/RESULTS.md, "the
+store's own floor"); where the work happens is not for meaning to guess.
+
 The settings are data (`relevance.json`: alias_floor, alias_described, alias_gap, alias_words), fitted by
 bench/match_ask_bench.py on one half of the dev routines and reported on the other.
 """

@@ -27,6 +27,17 @@ from .database import ProcedureDatabase, current_user
 #: How an alias names a run: its `source` (where the wording came from), and its `by` when the run's own success on
 #: the procedure's path is the confirmation.
 RUN_PREFIX = "run:"
+#: Who answered, when it was not a person: an MCP client (`agent:NAME`) or a workflow's model judge (`model:NAME`).
+CLAIMANT_PREFIXES = ("agent:", "model:", RUN_PREFIX)
+
+#: How much an answer's word weighs, in SQL: a run's success 0, an agent's or a model's 1, a person's 2. A wording
+#: answered again keeps the weightier confirmer.
+_WEIGHT = "CASE WHEN {0} LIKE 'run:%' THEN 0 WHEN {0} LIKE 'agent:%' OR {0} LIKE 'model:%' THEN 1 ELSE 2 END"
+
+
+def by_person(by: str) -> bool:
+    """Whether an answer is a person's (the CLI, Python): not an agent's, a model's or a run's."""
+    return not str(by).startswith(CLAIMANT_PREFIXES)
 
 
 class WordingAnswer(BaseModel):
@@ -44,6 +55,23 @@ class WordingAnswer(BaseModel):
     source: str | None = None
 
 
+class AskedPoint(BaseModel):
+    """One answered question as the match floor reads it: the best candidate's relevance when it was asked, whether
+    the answer said that candidate was wrong (a rejection of it, or an alias confirming another), and who answered."""
+
+    score: float
+    wrong: bool
+    by: str
+
+
+class Asked(BaseModel):
+    """What a judge was asked about, kept with the answer: the best candidate's relevance then, and whether the answer
+    is about that candidate (False: an alias confirming another of the offered, so the best one was wrong)."""
+
+    score: float
+    top: bool
+
+
 class AliasRow(BaseModel):
     """An alias as matching reads it."""
 
@@ -57,6 +85,7 @@ class AliasRow(BaseModel):
     #: No judge said what it means: a run took the procedure's path in these words (`by` is the run). It matches its
     #: own wording only, never a wording close to it: a run's success says what was done for these words, not what
     #: words near them mean (one vouched "Do you sell refurbished phones?" into a refund, bench/ticket_wordings_bench).
+    #: An MCP agent's answer (`agent:NAME`) is a claim: it too replays its own wording and vouches for no other.
     exact_only: bool = False
 
 
@@ -84,10 +113,12 @@ class Answers:
         by: str | None = None,
         vector: bytes | None = None,
         embedder: str | None = None,
+        asked: Asked | None = None,
     ) -> WordingAnswer:
         """Remember `text` (already parametrised by the caller) as a wording of the procedure; the same wording twice
-        is one alias, whose first judge or person stays its confirmer; one a run made (`by` a run, exact-only) becomes
-        theirs. A rejection of the same pair is withdrawn: the newer answer wins."""
+        is one alias, whose first confirmer stays unless a weightier one answers it again (a run's becomes a judge's
+        or a person's, an agent's or a model's becomes a person's; `asked` with it). A rejection of the same pair is
+        withdrawn: the newer answer wins."""
         text = redact(text.strip())
         confirmer, now = by or current_user(), time.time()
 
@@ -95,10 +126,14 @@ class Answers:
             proc = self.store._locked(procedure_id)  # an alias and a rejection of one pair at once: one wins
             conn.execute(
                 "INSERT INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created,"
-                " vector, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (procedure_id, scope, key)"
-                # A run's success says what was done for these words; a judge's answer says what they mean.
-                " DO UPDATE SET confirmed_by = excluded.confirmed_by"
-                " WHERE aliases.confirmed_by LIKE ? AND excluded.confirmed_by NOT LIKE ?",
+                " vector, embedder, asked_score, asked_top) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (procedure_id, scope, key)"
+                # A run's success says what was done for these words; a judge's answer what they mean; a person's
+                # answer is evidence, an agent's or a model's a claim (`match.floor`).
+                " DO UPDATE SET confirmed_by = excluded.confirmed_by,"
+                " asked_score = COALESCE(excluded.asked_score, aliases.asked_score),"
+                " asked_top = COALESCE(excluded.asked_top, aliases.asked_top)"
+                f" WHERE {_WEIGHT.format('excluded.confirmed_by')} > {_WEIGHT.format('aliases.confirmed_by')}",
                 (
                     proc.id,
                     proc.task_type,
@@ -109,8 +144,8 @@ class Answers:
                     now,
                     vector,
                     embedder,
-                    f"{RUN_PREFIX}%",
-                    f"{RUN_PREFIX}%",
+                    None if asked is None else asked.score,
+                    None if asked is None else int(asked.top),
                 ),
             )
             conn.execute(
@@ -126,18 +161,35 @@ class Answers:
         return self.get(f"a{row[0]}")
 
     def add_rejection(
-        self, procedure_id: str, text: str, key: str, *, scope: str | None = None, by: str | None = None
+        self,
+        procedure_id: str,
+        text: str,
+        key: str,
+        *,
+        scope: str | None = None,
+        by: str | None = None,
+        asked: Asked | None = None,
     ) -> WordingAnswer:
-        """Remember that `text` is not about the procedure; an alias of the same pair is withdrawn."""
+        """Remember that `text` is not about the procedure; an alias of the same pair is withdrawn. `asked`: given
+        for the best candidate of the question only (one point per question)."""
         text = redact(text.strip())
         rejecter, now = by or current_user(), time.time()
 
         def write(conn: Connection) -> str:
             proc = self.store._locked(procedure_id)
             conn.execute(
-                "INSERT INTO rejections (procedure_id, scope, text, key, rejected_by, created)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (proc.id, scope or "", text, key, rejecter, now),
+                "INSERT INTO rejections (procedure_id, scope, text, key, rejected_by, created, asked_score, asked_top)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (
+                    proc.id,
+                    scope or "",
+                    text,
+                    key,
+                    rejecter,
+                    now,
+                    None if asked is None else asked.score,
+                    None if asked is None else int(asked.top),
+                ),
             )
             conn.execute(
                 "DELETE FROM aliases WHERE key = ? AND scope = ? AND procedure_id = ?", (key, scope or "", proc.id)
@@ -220,6 +272,31 @@ class Answers:
         rows = self.conn.execute("SELECT procedure_id FROM rejections WHERE key = ? AND scope = ?", (key, scope or ""))
         return {r[0] for r in rows}
 
+    def asked_points(self, scope: str | None) -> list[AskedPoint]:
+        """The answered questions of this scope that carry what was asked (`Asked`), aliases then rejections: a
+        rejection of the best candidate, or an alias confirming another, says the best one was wrong."""
+        aliases = self.conn.execute(
+            "SELECT asked_score, asked_top, confirmed_by FROM aliases WHERE scope = ? AND asked_score IS NOT NULL"
+            " ORDER BY id",
+            (scope or "",),
+        ).fetchall()
+        rejections = self.conn.execute(
+            "SELECT asked_score, rejected_by FROM rejections WHERE scope = ? AND asked_score IS NOT NULL"
+            " AND asked_top = 1 ORDER BY id",
+            (scope or "",),
+        ).fetchall()
+        return [AskedPoint(score=r[0], wrong=not r[1], by=r[2]) for r in aliases] + [
+            AskedPoint(score=r[0], wrong=True, by=r[1]) for r in rejections
+        ]
+
+    def asked_scopes(self) -> list[str]:
+        """The scopes some answered question carries what was asked in ('' for unscoped matches), sorted."""
+        rows = self.conn.execute(
+            "SELECT scope FROM aliases WHERE asked_score IS NOT NULL"
+            " UNION SELECT scope FROM rejections WHERE asked_score IS NOT NULL"
+        ).fetchall()
+        return sorted({r[0] for r in rows})
+
     def alias_rows(self, scope: str | None) -> list[AliasRow]:
         """The aliases a match in this scope may use."""
         rows = self.conn.execute(
@@ -236,7 +313,7 @@ class Answers:
                 text=r[4],
                 vector=r[5],
                 embedder=r[6],
-                exact_only=str(r[7]).startswith(RUN_PREFIX),
+                exact_only=str(r[7]).startswith((RUN_PREFIX, "agent:")),
             )
             for r in rows
         ]

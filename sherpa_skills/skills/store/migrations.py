@@ -1,4 +1,4 @@
-"""The skill store's schema, one migration per change (m001…m013), and the list `migrate` applies in order."""
+"""The skill store's schema, one migration per change (m001…m014), and the list `migrate` applies in order."""
 
 from __future__ import annotations
 
@@ -305,6 +305,18 @@ def _resign_trajectories(conn: sqlite3.Connection) -> None:
             )
 
 
+def m014_asked_scores(conn: sqlite3.Connection) -> None:
+    """What a judge was asked about: with each answer, the relevance of the best candidate when the question was put
+    (`asked_score`) and whether the answer was about that one (`asked_top`: 1; 0 for an alias confirming another of
+    the offered). These are the store's own calibration points for the match floor (`match.floor`); answers given
+    before keep NULL and are no point."""
+    execute_script(
+        conn,
+        "ALTER TABLE aliases ADD COLUMN asked_score REAL;\nALTER TABLE aliases ADD COLUMN asked_top INTEGER;\n"
+        "ALTER TABLE rejections ADD COLUMN asked_score REAL;\nALTER TABLE rejections ADD COLUMN asked_top INTEGER;",
+    )
+
+
 MIGRATIONS = [
     m001_skills,
     m002_fts_by_rowid,
@@ -319,4 +331,5 @@ MIGRATIONS = [
     m011_calibrated_decisions,
     m012_decision_snapshots,
     m013_trajectory_paths,
+    m014_asked_scores,
 ]

@@ -138,6 +138,31 @@ class TestAliasesVouch:
         assert skills.match("make a backup of our data").procedure_id == backup
         assert skills.match("restore the app data").decision != "match"
 
+    def test_an_agents_wording_replays_itself_and_vouches_for_nothing(self, skills: sk.SkillStore) -> None:
+        """An MCP agent's answer is a claim: its own wording replays (its next call), no other wording is widened into
+        the procedure for everyone sharing the store."""
+        load = _id(skills, "load-test")
+        skills.confirm("hammer staging with 500 simulated users", load, by="agent:ops")
+        assert skills.match("hammer staging with 500 simulated users").procedure_id == load
+        assert skills.match("see if staging survives lots of traffic").decision != "match"
+
+    def test_a_wording_that_leaves_out_the_descriptions_place_is_not_vouched_for(self, skills: sk.SkillStore) -> None:
+        """NL2Bash dev stream (bench/match_floor_bench.py): "…in the current directory tree" was vouched into a chmod of
+        /path/to/base/dir by an alias naming that folder. Where the work happens is not for meaning to guess."""
+        described = "Find all directories under /path/to/base/dir and change their permission to 755"
+        for _ in range(3):
+            skills.capture(
+                "fix-perms", ["find /path/to/base/dir -type d -print0 | xargs -0 chmod 755"], description=described
+            )
+        perms = _id(skills, "fix-perms")
+        skills.confirm("Give all directories in the /path/to/base/dir tree read and execute privileges", perms)
+        for task in (
+            "Make all directories in the current directory tree accessible to anybody",
+            "Make every folder in this tree accessible to anybody",
+        ):
+            decision = skills.match(task)
+            assert decision.decision != "match", (task, decision.reason)
+
     def test_unrelated_is_not_vouched_for(self, skills: sk.SkillStore) -> None:
         skills.confirm("hammer staging with 500 simulated users", _id(skills, "load-test"))
         assert skills.match("what's the capital of australia").decision == "no-match"

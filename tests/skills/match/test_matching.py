@@ -469,6 +469,28 @@ class TestLiterals:
         assert extract("Find all files/directories under the current folder") == []
         assert extract("display all the normal/regular files, appending a null after each name/path") == []
 
+    @pytest.mark.parametrize(
+        ("task", "said"),
+        [
+            ("run the load test with five hundred users", ["500"]),  # was 5 and 100: two amounts, neither said
+            ("files older than twenty five minutes", ["> 25 minute"]),
+            ("files older than twenty-one days", ["> 21 day"]),  # "one day" alone is 1 day
+            ("keep the last hundred lines", ["< 100 line"]),
+            ("keep a hundred and fifty lines", ["150 line"]),
+            ("split it into two thousand files", ["2000"]),
+            ("files over five hundred and twelve kilobytes", ["> 512 kilobyte"]),
+            ("between five and ten minutes", ["5", "10 minute"]),  # "and" joins only after a scale
+            ("one or two files", ["2"]),
+        ],
+    )
+    def test_a_spelled_amount_is_one_number(self, task: str, said: list[str]) -> None:
+        assert [str(lit) for lit in extract(task)] == said
+
+    def test_a_spelled_amount_agrees_with_its_digits(self) -> None:
+        proc = procedure_text("", "t", [], ["locust --users 500 --host staging"])
+        assert agree(extract("run the load test with five hundred users"), proc).ok
+        assert not agree(extract("run the load test with five users"), proc).ok
+
     def test_one_is_a_number_only_before_a_unit(self) -> None:
         """ "each one" is prose; "one day" is an amount."""
         assert [str(lit) for lit in extract("convert each one and delete the one left")] == []
