@@ -44,3 +44,26 @@ def test_commands_run_in_process_over_many_homes_leave_no_file_open(
     for i in range(1, ROUNDS + 1):
         one_home(i)
     assert open_files() - before < ROUNDS, f"{open_files() - before} files left open by {ROUNDS} homes' commands"
+
+
+def companion_files() -> list[str]:
+    gc.collect()
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            continue  # the listing's own descriptor, gone already
+    return [target for target in found if "/companion/" in target]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc/self/fd (Linux)")
+def test_asking_a_store_for_failures_leaves_no_companion_file_open(tmp_path: Path) -> None:
+    from sherpa_skills import SkillStore
+
+    for i in range(ROUNDS):
+        with SkillStore(tmp_path / f"home{i}") as skills:
+            skills.capture("write-notes", ["touch notes.txt"], description="write the notes file")
+            skills.failures_for("write the notes file")
+            skills.reindex_failures()
+    assert companion_files() == []
