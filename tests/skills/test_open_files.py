@@ -46,7 +46,8 @@ def test_commands_run_in_process_over_many_homes_leave_no_file_open(
     assert open_files() - before < ROUNDS, f"{open_files() - before} files left open by {ROUNDS} homes' commands"
 
 
-def companion_files() -> list[str]:
+def companion_files(under: Path) -> list[str]:
+    """The open files of companions under `under` (other tests' own leftovers are theirs)."""
     gc.collect()
     found = []
     for fd in os.listdir("/proc/self/fd"):
@@ -54,7 +55,7 @@ def companion_files() -> list[str]:
             found.append(os.readlink(f"/proc/self/fd/{fd}"))
         except OSError:
             continue  # the listing's own descriptor, gone already
-    return [target for target in found if "/companion/" in target]
+    return [target for target in found if target.startswith(str(under)) and "/companion/" in target]
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc/self/fd (Linux)")
@@ -66,4 +67,4 @@ def test_asking_a_store_for_failures_leaves_no_companion_file_open(tmp_path: Pat
             skills.capture("write-notes", ["touch notes.txt"], description="write the notes file")
             skills.failures_for("write the notes file")
             skills.reindex_failures()
-    assert companion_files() == []
+    assert companion_files(tmp_path) == []
