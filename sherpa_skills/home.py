@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,8 +56,26 @@ def close_per_thread(threads: Collection[threading.Thread]) -> int:
     """Forget what `per_home` made for these threads (a server's workers, as it stops) and close each, newest first
     (a memory before the store it reads); a thread id the system hands out again then starts afresh. How many closed."""
     idents = {t.ident for t in threads}
+    return _forget_and_close(lambda key: key[2] in idents)
+
+
+@contextmanager
+def per_home_scope() -> Iterator[None]:
+    """What `per_home` makes in this thread inside the block is forgotten and closed on leaving it: one CLI command
+    run in-process (a test, a notebook) must not leave its homes' connections and index files open for good."""
+    thread = threading.get_ident()
     with _per_home_lock:
-        made = [(key, found) for key, found in _per_home.items() if key[2] in idents]
+        before = {key for key in _per_home if key[2] == thread}
+    try:
+        yield
+    finally:
+        _forget_and_close(lambda key: key[2] == thread and key not in before)
+
+
+def _forget_and_close(chosen: Callable[[tuple[Any, str, int]], bool]) -> int:
+    """Forget the chosen `per_home` entries, then close each, newest first; how many closed."""
+    with _per_home_lock:
+        made = [(key, found) for key, found in _per_home.items() if chosen(key)]
         for key, _ in made:
             del _per_home[key]
     closed = 0

@@ -303,10 +303,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # on stderr.
     configure(level="error")
     from ..db.url import choose
+    from ..home import per_home_scope
 
     try:
         choose(args.database, home=args.home)  # every store the command opens keeps its truth there
-        return args.fn(args)
+        with per_home_scope():  # the per-home stores the command made close with it, as when its process exits
+            return args.fn(args)
     except WorkflowError as exc:
         for problem in exc.problems:
             sys.stderr.write(f"{problem}\n")

@@ -86,8 +86,8 @@ def server_unlock(conn: Connection, space: int, key: str) -> None:
     conn.execute("SELECT pg_advisory_unlock(?, hashtext(?))", (space, key))
 
 
-# One descriptor per locks file and process, never closed: closing any descriptor of a file drops every POSIX lock
-# the process holds on it. Counts per byte, because two stores of one process may lock the same key.
+# One descriptor per locks file and process, closed only once no byte of it is held: closing any descriptor of a file
+# drops every POSIX lock the process holds on it. Counts per byte, because two stores of one process may lock one key.
 _files: dict[str, int] = {}
 _file_held: dict[tuple[str, int], int] = {}
 _files_lock = threading.Lock()
@@ -115,6 +115,9 @@ def try_file_lock(file: str, key: str) -> bool:
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, held[1], os.SEEK_SET)
         except OSError:
+            if not any(name == file for name, _ in _file_held):  # nothing of ours on it: no lock to lose by closing
+                del _files[file]
+                os.close(fd)
             return False
         _file_held[held] = 1
         return True
@@ -135,3 +138,6 @@ def file_unlock(file: str, key: str) -> None:
         fd: Any = _files.get(file)
         if fd is not None:
             fcntl.lockf(fd, fcntl.LOCK_UN, 1, held[1], os.SEEK_SET)
+            if not any(name == file for name, _ in _file_held):  # else a process claiming runs of many homes
+                del _files[file]  # would keep one descriptor per home for good
+                os.close(fd)

@@ -442,13 +442,21 @@ class SkillStore:
         """The failures the planner would be shown for `task`: found by meaning, each with its relevance and why."""
         from .match.failures import FailureFinder
 
-        return FailureFinder(self.store).find(task, task_type, limit=limit)
+        finder = FailureFinder(self.store)
+        try:
+            return finder.find(task, task_type, limit=limit)
+        finally:
+            finder.close()  # chromadb keeps a folder's files open until its client is closed, dropped or not
 
     def reindex_failures(self) -> int:
         """Embed every captured failure again (the procedures: `reindex`); how many."""
         from .match.failures import FailureFinder
 
-        return FailureFinder(self.store).reindex()
+        finder = FailureFinder(self.store)
+        try:
+            return finder.reindex()
+        finally:
+            finder.close()
 
     def promotions(self, procedure_id: str) -> list[dict[str, Any]]:
         """Every promotion of the procedure, oldest first: who, when, and what it left behind."""

@@ -74,12 +74,15 @@ def at_terminal(setup: dict[str, Any], answers: list[bytes], editor_command: str
                 str(setup["home"]),
             ],
         )
-    import select
+    import selectors
     import signal
 
+    # a selector, not select.select: in a process holding over 1,024 files the pty's fd is beyond what select watches
+    waiting = selectors.DefaultSelector()
+    waiting.register(fd, selectors.EVENT_READ)
     out, pending, deadline = b"", list(answers), time.monotonic() + 60
     while time.monotonic() < deadline:
-        if not select.select([fd], [], [], 1.0)[0]:
+        if not waiting.select(1.0):
             continue  # nothing yet: a prompt that never comes ends at the deadline, not in a blocked read
         try:
             chunk = os.read(fd, 4096)
@@ -93,13 +96,19 @@ def at_terminal(setup: dict[str, Any], answers: list[bytes], editor_command: str
     else:
         os.kill(pid, signal.SIGKILL)  # never answered as expected: the assertions below say what it printed
     _, status = os.waitpid(pid, 0)
+    waiting.close()
+    os.close(fd)  # the pty's master end: each run would leave one open
     return os.waitstatus_to_exitcode(status), out.decode(errors="replace").replace("\r\n", "\n")
 
 
 def procedure(home: Path, pid: str, version: int | None = None) -> Any:
     from sherpa_skills.skills.store.database import ProcedureDatabase
 
-    return ProcedureDatabase(home=home).get(pid, version)
+    store = ProcedureDatabase(home=home)
+    try:
+        return store.get(pid, version)
+    finally:
+        store.close()
 
 
 def test_edited_steps_run_checked_and_become_the_next_version(setup: dict[str, Any]) -> None:
@@ -211,3 +220,23 @@ def test_the_confirm_hook_can_rewrite_steps(setup: dict[str, Any]) -> None:
     proc = procedure(setup["home"], setup["id"])
     # a line left as shown keeps its template: the parameter stays a parameter in v2
     assert [s.command for s in proc.steps] == ["mkdir -p build out", "tar -czf build/{{ name }}.tar.gz notes"]
+
+
+def test_the_terminal_is_still_driven_when_the_process_holds_over_1024_files(setup: dict[str, Any]) -> None:
+    """The pty's fd lands above 1,023 (as in a long test run): `select.select` refuses it; the driver must not."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"this process may open only {hard} files: the pty's fd cannot land above 1,023")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200) if hard == resource.RLIM_INFINITY else hard, hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(max(0, 1030 - len(os.listdir("/proc/self/fd"))))]
+    try:
+        edit = editor(setup["tmp"], "open(path, 'w').write('# nothing\\n')")
+        code, out = at_terminal(setup, [b"edit\n"], edit)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert code == 1, out
+    assert "the edited steps are empty: nothing runs" in out

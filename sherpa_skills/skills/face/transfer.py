@@ -104,5 +104,9 @@ def index_imported(
         if progress is not None:
             progress(i, len(fresh))
         warnings.append(matcher.index_many(fresh[i : i + _BATCH]))
-    FailureFinder(store).sync()  # imported learnings are found by meaning on the next plan
+    finder = FailureFinder(store)
+    try:
+        finder.sync()  # imported learnings are found by meaning on the next plan
+    finally:
+        finder.close()  # else chromadb holds the companion's files open for the rest of the process
     return next((w for w in warnings if w), None)
