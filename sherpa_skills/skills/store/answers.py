@@ -144,8 +144,7 @@ class Answers:
                     now,
                     vector,
                     embedder,
-                    None if asked is None else asked.score,
-                    None if asked is None else int(asked.top),
+                    *_asked_columns(asked),
                 ),
             )
             conn.execute(
@@ -187,8 +186,7 @@ class Answers:
                     key,
                     rejecter,
                     now,
-                    None if asked is None else asked.score,
-                    None if asked is None else int(asked.top),
+                    *_asked_columns(asked),
                 ),
             )
             conn.execute(
@@ -317,6 +315,11 @@ class Answers:
             )
             for r in rows
         ]
+
+
+def _asked_columns(asked: Asked | None) -> tuple[float | None, int | None]:
+    """`asked_score` and `asked_top` as stored; NULL for an answer that was no question's."""
+    return (None, None) if asked is None else (asked.score, int(asked.top))
 
 
 def _parse_id(answer_id: str) -> tuple[Literal["alias", "rejection"], int]:

@@ -13,19 +13,6 @@ DEPLOY = "deploy the proxy configuration and restart the service"
 ASKED = "push out the new proxy settings and bounce it"  # plausible, not sure
 
 
-@pytest.fixture
-def skills(skill_store: sk.SkillStore) -> sk.SkillStore:
-    for task_type, description, steps in [
-        ("deploy-proxy", DEPLOY, ["echo cp proxy.conf /etc/proxy/", "echo systemctl restart proxy"]),
-        ("db-backup", "dump the postgres database to a compressed file", ["echo pg_dump app", "echo gzip app.sql"]),
-        ("load-test", "run the load test against staging", ["echo locust --users {{ users }} --host staging"]),
-        ("clean-cache", "clear the redis cache", ["echo redis-cli FLUSHALL"]),
-    ]:
-        for _ in range(3):  # one success is not proof: captured three times
-            skill_store.capture(task_type, steps, description=description)
-    return skill_store
-
-
 def _id(skills: sk.SkillStore, task_type: str) -> str:
     return skills.procedures(task_type)[0].id
 

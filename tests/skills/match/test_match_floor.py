@@ -79,19 +79,6 @@ ANSWERED = [
 LATER = "ship the updated proxy config then bounce the service"  # relevance ~0.19: asked under the shipped floor
 
 
-@pytest.fixture
-def skills(skill_store: sk.SkillStore) -> sk.SkillStore:
-    for task_type, description, steps in [
-        ("deploy-proxy", DEPLOY, ["echo cp proxy.conf /etc/proxy/", "echo systemctl restart proxy"]),
-        ("db-backup", "dump the postgres database to a compressed file", ["echo pg_dump app", "echo gzip app.sql"]),
-        ("load-test", "run the load test against staging", ["echo locust --users {{ users }} --host staging"]),
-        ("clean-cache", "clear the redis cache", ["echo redis-cli FLUSHALL"]),
-    ]:
-        for _ in range(3):
-            skill_store.capture(task_type, steps, description=description)
-    return skill_store
-
-
 def loose(skills: sk.SkillStore) -> Matcher:
     """A matcher over the same store at a loose bound (0.25: three answers calibrate), so a test needs few."""
     return Matcher(skills.matcher.store, model=dataclasses.replace(default_model(), bound=0.25))
