@@ -330,6 +330,15 @@ def hindsight(items: list[dict[str, Any]], delta: float, lex: float = 0.0) -> di
                 for lam in (0.5, 1.0, 2.0):
                     scores[f"margin + {lam} nearest"] = margin + lam * float(near[order[0]])
                     guesses[f"margin + {lam} nearest"] = top
+                if os.environ.get("SIM_TOPK"):
+                    # Round 4: a decision's nearest evidence as the mean of its k nearest examples, not the one.
+                    for k in (2, 3):
+                        near_k = np.asarray([float(np.sort(sims[lab == n])[-k:].mean()) for n in names])
+                        ev_k = 0.5 * cent + 0.5 * near_k
+                        o_k = np.argsort(-ev_k)
+                        key = f"margin(top{k}) + 1.0 nearest{k}"
+                        scores[key] = float(ev_k[o_k[0]] - ev_k[o_k[1]]) + float(near_k[o_k[0]])
+                        guesses[key] = names[int(o_k[0])]
                 scored.append((scores, {k: g == truth for k, g in guesses.items()}))
             rows.append(q)
             labels.append(truth)
