@@ -11,6 +11,8 @@ calibration point) loop, in seconds rather than the full bench's minutes. For tu
 Each run's JSON also breaks the decisions down by kind of state (route, pick) and third: the LLM share, why the memory
 abstained (no guess, uncalibrated, below the threshold), how often its guess was the model's decision where it
 abstained, and its answers that differ from the model's (`by_kind`; over several orders, `by_kind_mean`).
+Knobs by environment: SIM_WRONG=1 prints each answer that differs from the model's (stderr); SIM_JOINT_OWN and
+SIM_LOO_EVERY tune the `joint` and `loo` variants; SIM_TOPK=1 adds k-nearest-mean scores to --hindsight.
 """
 
 from __future__ import annotations
