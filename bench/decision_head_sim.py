@@ -6,6 +6,13 @@ calibration point) loop, in seconds rather than the full bench's minutes. For tu
     python bench/decision_head_sim.py --per-intent 10 [--noise 0.05] [--variant NAME]
     python bench/decision_head_sim.py --per-intent 10 --hindsight   # scores compared, each at its best threshold
     python bench/decision_head_sim.py --per-intent 20 --seeds 36,1,2,3,4,5,6   # the same stream in other orders
+    python bench/decision_head_sim.py --per-intent 10 --seeds 36,1,2,3,4,5,6 --variant joint   # round 4's variants
+
+Each run's JSON also breaks the decisions down by kind of state (route, pick) and third: the LLM share, why the memory
+abstained (no guess, uncalibrated, below the threshold), how often its guess was the model's decision where it
+abstained, and its answers that differ from the model's (`by_kind`; over several orders, `by_kind_mean`).
+Knobs by environment: SIM_WRONG=1 prints each answer that differs from the model's (stderr); SIM_JOINT_OWN and
+SIM_LOO_EVERY tune the `joint` and `loo` variants; SIM_TOPK=1 adds k-nearest-mean scores to --hindsight.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import re
 import sys
 import time
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,26 +99,69 @@ def vectors(texts: list[str]) -> dict[str, Any]:
     return {t: np.asarray(known[t], dtype=np.float32) for t in texts}
 
 
+@dataclass
+class Breakdown:
+    """One kind of state's decisions by third of the stream: how many, the model's, why the memory abstained (no
+    guess: no head or far from every example; uncalibrated: no threshold; below: under it), how often the head's
+    guess was the model's decision where it abstained, and the memory's answers that differ from the model's."""
+
+    decisions: list[int] = field(default_factory=lambda: [0, 0, 0])
+    llm: list[int] = field(default_factory=lambda: [0, 0, 0])
+    abstained: dict[str, list[int]] = field(
+        default_factory=lambda: {w: [0, 0, 0] for w in ("no guess", "uncalibrated", "below")}
+    )
+    guessed_right: list[int] = field(default_factory=lambda: [0, 0, 0])
+    answered_wrongly: list[int] = field(default_factory=lambda: [0, 0, 0])
+
+    def summary(self) -> dict[str, Any]:
+        share = [round(m / max(d, 1), 3) for m, d in zip(self.llm, self.decisions, strict=True)]
+        return {
+            "decisions": self.decisions,
+            "llm_share": share,
+            "abstained": self.abstained,
+            "guessed_right_when_asked": [
+                round(g / max(m, 1), 3) for g, m in zip(self.guessed_right, self.llm, strict=True)
+            ],
+            "answered_wrongly": self.answered_wrongly,
+        }
+
+
+def density_of(conf: dict[str, Any]) -> float:
+    return float(os.environ.get("SIM_DENSITY", conf.get("density", 0.0)))
+
+
 def simulate(
     items: list[dict[str, Any]], noise: float, seed: int, delta: float, variant: str, lex: float = 0.0
 ) -> dict[str, Any]:
-    from seams import Calibration, Example, StateMemory, settings
+    from _decision_sim_variants import LOO_EVERY, FineRoute, loo_calibration
+    from _decision_sim_variants import calibration as make_calibration
+    from _decision_sim_variants import parse as parse_variant
+    from seams import Example, StateMemory, settings
 
+    names = parse_variant(variant)
     conf = settings()
     oracle = Oracle(items, noise, seed)
     vec = vectors([it["text"] for it in items])
     states: dict[str, StateMemory] = {}
-    calibration = Calibration(float(os.environ.get("SIM_WINDOW", conf["calibration_window"])))
+    calibration = make_calibration(names, float(os.environ.get("SIM_WINDOW", conf["calibration_window"])))
     rows = []
     # What the memory answered, and answered wrongly (against the model), by third of the stream: the bound's figure.
     answered, answered_wrongly = [0, 0, 0], [0, 0, 0]
+    # The same by kind of state (route, pick) and third, with why the memory abstained: where coverage is lost.
+    kinds = {k: Breakdown() for k in ("route", "pick")}
+    # `routefine`: the route's examples labelled with where their requests ended, and each end's route.
+    fine, route_of = FineRoute(), {}
     for n, item in enumerate(items):
         q = vec[item["text"]]
         if lex:
             q = combined(q, item["text"], lex)
         q = q / (float((q**2).sum()) ** 0.5 or 1)
-        where, decided, llm, answered_wrong = "route", [], 0, False
+        where, decided, llm, answered_wrong, route_taught = "route", [], 0, False, False
+        third = n * 3 // len(items)
+        if "loo" in names and n % LOO_EVERY == 0:
+            calibration = loo_calibration(states, calibration.window, density_of(conf), float(conf["far_floor"]))
         while True:
+            kind = kinds["route" if where == "route" else "pick"]
             options = offered(where)
             truth = (
                 (OUT_OF_SCOPE if item["domain"] is None else f"to_{item['domain']}")
@@ -127,20 +178,59 @@ def simulate(
             if model not in options:
                 model = options[0]
             memory = states.get(where)
-            choice, score, guess = None, None, None
-            if memory is not None and memory.size() >= 2:
+            choice, score, guess, why = None, None, None, "no guess"
+            density = density_of(conf)
+            if where == "route" and "routefine" in names and len(fine.labels) >= 2:
+                fine_found = fine.guess(q, density, route_of)
+                if fine_found is not None and fine_found[2] >= float(conf["far_floor"]):
+                    guess, score = fine_found[0], fine_found[1]
+                    threshold, _ = calibration.threshold(where, delta, int(conf["state_points"]))
+                    why = "uncalibrated" if threshold is None else "below"
+                    if threshold is not None and score >= threshold:
+                        choice = guess
+            elif memory is not None and memory.size() >= 2:
                 head = memory.head(384)
-                found = head.guess(q, float(os.environ.get("SIM_DENSITY", conf.get("density", 0.0))))
+                found = head.guess(q, density)
                 if found is not None and found.nearest >= float(conf["far_floor"]):
                     guess, score = memory.example(found.row).trigger, found.score
                     threshold, _ = calibration.threshold(where, delta, int(conf["state_points"]))
+                    why = "uncalibrated" if threshold is None else "below"
                     if threshold is not None and score >= threshold:
                         choice = guess
+            kind.decisions[third] += 1
+            asked = choice is None
             if choice is None:
                 llm += 1
+                kind.llm[third] += 1
+                kind.abstained[why][third] += 1
+                kind.guessed_right[third] += guess == model
                 choice = model
                 if guess is not None and score is not None:
                     calibration.add(where, score, guess != model)
+            else:
+                answered_wrong |= choice != truth
+                answered[third] += 1
+                answered_wrongly[third] += choice != model
+                kind.answered_wrongly[third] += choice != model
+                if os.environ.get("SIM_WRONG") and choice != model:
+                    print(
+                        json.dumps(
+                            {
+                                "n": n,
+                                "at": where,
+                                "model": model,
+                                "answered": choice,
+                                "score": score,
+                                "text": item["text"],
+                            }
+                        ),
+                        file=sys.stderr,
+                    )
+            # The model's decision is an example; with `selftrain`, so is the memory's answer (no point: no check).
+            taught = asked or "selftrain" in names
+            if where == "route":
+                route_taught = taught
+            if taught:
                 e = Example(
                     workflow="w",
                     state=where,
@@ -154,16 +244,15 @@ def simulate(
                 e.id = n
                 states.setdefault(where, StateMemory()).add(e)
                 states[where].bound(int(conf["kept_per_decision"]))
-            else:
-                answered_wrong |= choice != truth
-                answered[n * 3 // len(items)] += 1
-                answered_wrongly[n * 3 // len(items)] += choice != model
             decided.append(choice)
             if where == "route" and choice.startswith("to_"):
                 where = choice[3:] + "/pick"
                 continue
             break
         final = OUT_OF_SCOPE if decided[0] == OUT_OF_SCOPE else f"{decided[0][3:]}/{decided[-1]}"
+        if "routefine" in names and route_taught:
+            fine.add(q, final)
+            route_of[final] = decided[0]
         if os.environ.get("SIM_TRACE") and n % 100 == 0:
             pts = calibration.count(delta)
             print(
@@ -192,6 +281,7 @@ def simulate(
         "answered": answered,
         "answered_wrongly": answered_wrongly,
         "decisions": [sum(r["decisions"] for r in t) for t in thirds],
+        "by_kind": {k: b.summary() for k, b in kinds.items()},
     }
 
 
@@ -242,6 +332,15 @@ def hindsight(items: list[dict[str, Any]], delta: float, lex: float = 0.0) -> di
                 for lam in (0.5, 1.0, 2.0):
                     scores[f"margin + {lam} nearest"] = margin + lam * float(near[order[0]])
                     guesses[f"margin + {lam} nearest"] = top
+                if os.environ.get("SIM_TOPK"):
+                    # Round 4: a decision's nearest evidence as the mean of its k nearest examples, not the one.
+                    for k in (2, 3):
+                        near_k = np.asarray([float(np.sort(sims[lab == n])[-k:].mean()) for n in names])
+                        ev_k = 0.5 * cent + 0.5 * near_k
+                        o_k = np.argsort(-ev_k)
+                        key = f"margin(top{k}) + 1.0 nearest{k}"
+                        scores[key] = float(ev_k[o_k[0]] - ev_k[o_k[1]]) + float(near_k[o_k[0]])
+                        guesses[key] = names[int(o_k[0])]
                 scored.append((scores, {k: g == truth for k, g in guesses.items()}))
             rows.append(q)
             labels.append(truth)
@@ -285,9 +384,32 @@ def orders(args: Any, seeds: list[int]) -> None:
                 "wrong_decisions_worst": max(o["wrong_decisions"] for o in lines),
                 "wrong_requests_worst": max(o["wrong_requests"] for o in lines),
                 "over_bound": sum(1 for o in lines if o["wrong_decisions"] > args.delta),
+                "by_kind_mean": {k: kind_mean([o["by_kind"][k] for o in lines]) for k in ("route", "pick")},
             }
         )
     )
+
+
+def kind_mean(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """One kind of state over the orders: mean LLM share by third, the abstentions' reasons and the wrong answers
+    summed."""
+
+    def total(get: Any) -> list[int]:
+        return [sum(get(s)[t] for s in summaries) for t in range(3)]
+
+    decisions = total(lambda s: s["decisions"])
+    llm = [round(sum(s["llm_share"][t] for s in summaries) / len(summaries), 3) for t in range(3)]
+    return {
+        "decisions": decisions,
+        "llm_share_mean": llm,
+        "abstained_share": {
+            w: [
+                round(x / max(d, 1), 3) for x, d in zip(total(lambda s, w=w: s["abstained"][w]), decisions, strict=True)
+            ]
+            for w in summaries[0]["abstained"]
+        },
+        "answered_wrongly": total(lambda s: s["answered_wrongly"]),
+    }
 
 
 def main() -> None:
@@ -297,10 +419,19 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=36)
     parser.add_argument("--seeds", help="comma-separated seeds: the stream in each order, a line each and a summary")
     parser.add_argument("--delta", type=float, default=0.0025)
-    parser.add_argument("--variant", default="current")
+    parser.add_argument(
+        "--variant",
+        default="current",
+        help="the memory as shipped ('current') or variants joined by '+': selftrain, joint, joint1, routefine, loo "
+        "(bench/_decision_sim_variants.py says what each is)",
+    )
     parser.add_argument("--hindsight", action="store_true", help="compare candidate scores (see hindsight())")
     parser.add_argument("--lex", type=float, default=0.0, help="the lexical view's weight beside the embedding")
     args = parse(parser)
+    from _decision_sim_variants import NAMES
+
+    if set(args.variant.split("+")) - NAMES:
+        parser.error(f"--variant {args.variant!r}: each name one of {sorted(NAMES)}, joined by '+'")
     if args.seeds:
         orders(args, [int(s) for s in args.seeds.split(",")])
         return

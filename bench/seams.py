@@ -57,6 +57,7 @@ SEAMS: dict[str, tuple[str, str]] = {
     "scorer": ("sherpa_skills.skills.decide.memory", "scorer"),
     "settings": ("sherpa_skills.skills.decide.memory", "settings"),
     "Calibration": ("sherpa_skills.skills.decide.head", "Calibration"),
+    "Head": ("sherpa_skills.skills.decide.head", "Head"),  # its arrays scored over other labels (a sim variant)
     # -- meaning: the embedders and the companion index, chosen per bench (hashing where MiniLM would take minutes)
     "MiniLMEmbedder": ("sherpa_skills.semantic.embeddings", "MiniLMEmbedder"),
     "HashingEmbedder": ("sherpa_skills.semantic.embeddings", "HashingEmbedder"),
