@@ -88,6 +88,7 @@ def skill_match(args: NoArgs, ctx: ActionContext) -> ActionResult:
         params=given,
         min_confidence=_threshold(view),
         verify=Verifier(model) if model else None,
+        by=view.get("by"),
     )
     matches = [c.model_dump(mode="json") for c in decision.candidates]
     context: dict[str, Any] = {

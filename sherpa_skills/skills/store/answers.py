@@ -35,9 +35,24 @@ CLAIMANT_PREFIXES = ("agent:", "model:", RUN_PREFIX)
 _WEIGHT = "CASE WHEN {0} LIKE 'run:%' THEN 0 WHEN {0} LIKE 'agent:%' OR {0} LIKE 'model:%' THEN 1 ELSE 2 END"
 
 
+#: An MCP client's answers: claims that shape what that agent is offered, never what anyone else is.
+AGENT_PREFIX = "agent:"
+
+#: Which answer of a pair a newer opposite one withdraws, in SQL ({0}: the older's answerer; then the newer's, and
+#: whether it is a person's): a person's withdraws any; anyone else's only its own (an agent cannot undo a person's
+#: or another agent's word).
+_WITHDRAWS = "({0} = ? OR ?)"
+
+
 def by_person(by: str) -> bool:
     """Whether an answer is a person's (the CLI, Python): not an agent's, a model's or a run's."""
     return not str(by).startswith(CLAIMANT_PREFIXES)
+
+
+def seen_by(answerer: str, asker: str | None) -> bool:
+    """Whether an answer shapes what `asker` (None: a person) is offered: a person's, a run's or a model judge's
+    shapes every match; an agent's only that agent's own, since nothing here saw why it answered so."""
+    return not str(answerer).startswith(AGENT_PREFIX) or answerer == asker
 
 
 class WordingAnswer(BaseModel):
@@ -85,8 +100,11 @@ class AliasRow(BaseModel):
     #: No judge said what it means: a run took the procedure's path in these words (`by` is the run). It matches its
     #: own wording only, never a wording close to it: a run's success says what was done for these words, not what
     #: words near them mean (one vouched "Do you sell refurbished phones?" into a refund, bench/ticket_wordings_bench).
-    #: An MCP agent's answer (`agent:NAME`) is a claim: it too replays its own wording and vouches for no other.
+    #: An MCP agent's answer (`agent:NAME`) is a claim: it too replays its own wording and vouches for no other, and
+    #: only for that agent (`seen_by`).
     exact_only: bool = False
+    #: Who confirmed it: a person, a run, a model judge or an agent.
+    by: str = ""
 
 
 class Answers:
@@ -148,7 +166,9 @@ class Answers:
                 ),
             )
             conn.execute(
-                "DELETE FROM rejections WHERE key = ? AND scope = ? AND procedure_id = ?", (key, scope or "", proc.id)
+                "DELETE FROM rejections WHERE key = ? AND scope = ? AND procedure_id = ?"
+                f" AND {_WITHDRAWS.format('rejected_by')}",
+                (key, scope or "", proc.id, confirmer, by_person(confirmer)),
             )
             self._bump()
             return proc.id
@@ -178,7 +198,12 @@ class Answers:
             proc = self.store._locked(procedure_id)
             conn.execute(
                 "INSERT INTO rejections (procedure_id, scope, text, key, rejected_by, created, asked_score, asked_top)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key, scope, procedure_id)"
+                # A person rejecting what an agent rejected first makes the rejection theirs: it then holds for all.
+                " DO UPDATE SET rejected_by = excluded.rejected_by,"
+                " asked_score = COALESCE(excluded.asked_score, rejections.asked_score),"
+                " asked_top = COALESCE(excluded.asked_top, rejections.asked_top)"
+                f" WHERE {_WEIGHT.format('excluded.rejected_by')} > {_WEIGHT.format('rejections.rejected_by')}",
                 (
                     proc.id,
                     scope or "",
@@ -190,7 +215,9 @@ class Answers:
                 ),
             )
             conn.execute(
-                "DELETE FROM aliases WHERE key = ? AND scope = ? AND procedure_id = ?", (key, scope or "", proc.id)
+                "DELETE FROM aliases WHERE key = ? AND scope = ? AND procedure_id = ?"
+                f" AND {_WITHDRAWS.format('confirmed_by')}",
+                (key, scope or "", proc.id, rejecter, by_person(rejecter)),
             )
             self._bump()
             return proc.id
@@ -265,10 +292,12 @@ class Answers:
         self.store.db.transaction(write, what=f"forgetting {answer.kind} '{answer_id}'")
         return answer
 
-    def rejected(self, key: str, scope: str | None) -> set[str]:
-        """The procedures the wording with this key was refused for, in this scope."""
-        rows = self.conn.execute("SELECT procedure_id FROM rejections WHERE key = ? AND scope = ?", (key, scope or ""))
-        return {r[0] for r in rows}
+    def rejected(self, key: str, scope: str | None, asker: str | None = None) -> set[str]:
+        """The procedures the wording with this key was refused for, in this scope, as `asker` sees it (`seen_by`)."""
+        rows = self.conn.execute(
+            "SELECT procedure_id, rejected_by FROM rejections WHERE key = ? AND scope = ?", (key, scope or "")
+        )
+        return {r[0] for r in rows if seen_by(r[1], asker)}
 
     def asked_points(self, scope: str | None) -> list[AskedPoint]:
         """The answered questions of this scope that carry what was asked (`Asked`), aliases then rejections: a
@@ -311,7 +340,8 @@ class Answers:
                 text=r[4],
                 vector=r[5],
                 embedder=r[6],
-                exact_only=str(r[7]).startswith((RUN_PREFIX, "agent:")),
+                by=str(r[7]),
+                exact_only=str(r[7]).startswith((RUN_PREFIX, AGENT_PREFIX)),
             )
             for r in rows
         ]
