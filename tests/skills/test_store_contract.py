@@ -146,6 +146,19 @@ def test_answers_keep_what_was_asked_and_the_weightier_confirmer(store: Procedur
     assert answers.asked_points("build-lib") == []  # another scope
 
 
+def test_replays_that_held_are_points_of_their_scope(store: ProcedureDatabase) -> None:
+    """skills/match/floor.py: an executed replay chosen by relevance that held; once per execution."""
+    p = store.add_procedure(procedure())
+    answers = Answers(store)
+    before = answers.version()
+    answers.add_held_replay(7, p.id, None, 0.88, "alice")
+    answers.add_held_replay(7, p.id, None, 0.88, "alice")  # the same execution again: one point
+    answers.add_held_replay(8, p.id, "build-lib", 0.91, "agent:ops")
+    assert [(pt.score, pt.wrong, pt.by, pt.held) for pt in answers.asked_points(None)] == [(0.88, False, "alice", True)]
+    assert [pt.by for pt in answers.asked_points("build-lib")] == ["agent:ops"]
+    assert answers.asked_scopes() == ["", "build-lib"] and answers.version() > before
+
+
 def test_branches_count_the_runs_that_took_them(store: ProcedureDatabase) -> None:
     p = store.add_procedure(procedure())
     for run in ("r1", "r2"):

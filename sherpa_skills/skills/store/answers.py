@@ -77,6 +77,9 @@ class AskedPoint(BaseModel):
     score: float
     wrong: bool
     by: str
+    #: Not an answer: a replay chosen by relevance that a person executed and that held. It says the floor held where
+    #: it replayed, never that a lower one would (a lower floor's replays would vouch for themselves).
+    held: bool = False
 
 
 class Asked(BaseModel):
@@ -312,15 +315,34 @@ class Answers:
             " AND asked_top = 1 ORDER BY id",
             (scope or "",),
         ).fetchall()
-        return [AskedPoint(score=r[0], wrong=not r[1], by=r[2]) for r in aliases] + [
-            AskedPoint(score=r[0], wrong=True, by=r[1]) for r in rejections
-        ]
+        held = self.conn.execute(
+            "SELECT score, held_by FROM held_replays WHERE scope = ? ORDER BY execution_id", (scope or "",)
+        ).fetchall()
+        return (
+            [AskedPoint(score=r[0], wrong=not r[1], by=r[2]) for r in aliases]
+            + [AskedPoint(score=r[0], wrong=True, by=r[1]) for r in rejections]
+            + [AskedPoint(score=r[0], wrong=False, by=r[1], held=True) for r in held]
+        )
+
+    def add_held_replay(self, execution_id: int, procedure_id: str, scope: str | None, score: float, by: str) -> None:
+        """An executed replay that a match chose by relevance alone (`score`) held: a point for the match floor."""
+
+        def write(conn: Connection) -> None:
+            conn.execute(
+                "INSERT INTO held_replays (execution_id, procedure_id, scope, score, held_by, created)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (execution_id, procedure_id, scope or "", score, by, time.time()),
+            )
+            self._bump()
+
+        self.store.db.transaction(write, what=f"the held replay of procedure '{procedure_id}'")
 
     def asked_scopes(self) -> list[str]:
         """The scopes some answered question carries what was asked in ('' for unscoped matches), sorted."""
         rows = self.conn.execute(
             "SELECT scope FROM aliases WHERE asked_score IS NOT NULL"
             " UNION SELECT scope FROM rejections WHERE asked_score IS NOT NULL"
+            " UNION SELECT scope FROM held_replays"
         ).fetchall()
         return sorted({r[0] for r in rows})
 

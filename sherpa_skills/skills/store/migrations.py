@@ -1,4 +1,4 @@
-"""The skill store's schema, one migration per change (m001…m014), and the list `migrate` applies in order."""
+"""The skill store's schema, one migration per change (m001…m015), and the list `migrate` applies in order."""
 
 from __future__ import annotations
 
@@ -317,6 +317,21 @@ def m014_asked_scores(conn: sqlite3.Connection) -> None:
     )
 
 
+def m015_held_replays(conn: sqlite3.Connection) -> None:
+    """Replays that held: an executed replay that a match chose by relevance alone and that succeeded, with that
+    relevance, the match's scope and who asked. Beside the answers that say a sure replay was wrong (a rejection of
+    it), they are what says the shipped floor holds in this store (`match.floor`)."""
+    execute_script(
+        conn,
+        """
+        CREATE TABLE held_replays (
+            execution_id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, scope TEXT NOT NULL, score REAL NOT NULL,
+            held_by TEXT NOT NULL, created REAL NOT NULL);
+        CREATE INDEX held_replays_scope ON held_replays (scope);
+    """,
+    )
+
+
 MIGRATIONS = [
     m001_skills,
     m002_fts_by_rowid,
@@ -332,4 +347,5 @@ MIGRATIONS = [
     m012_decision_snapshots,
     m013_trajectory_paths,
     m014_asked_scores,
+    m015_held_replays,
 ]
