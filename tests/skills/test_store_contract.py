@@ -572,6 +572,40 @@ def test_an_upgraded_home_keeps_its_twin_trajectories_and_one_of_them_takes_thei
     assert len(store.procedures("tickets")) == 3
 
 
+def test_an_upgraded_home_keeps_agents_answers_as_their_own(engine: Engine) -> None:
+    """m016: answers written before they had an owner keep their word; an agent's becomes its own (it shaped every
+    match before), a person's stays everyone's, and a second agent may then answer the same pair."""
+    conn = _store_before(engine, "m016_answer_owners")
+    now = time.time()
+    conn.execute(
+        "INSERT INTO procedures (id, task_type, description, source, tags, version, status, needs_relearning,"
+        " success_count, failure_count, signature, steps, preconditions, postconditions, context, planned_tokens,"
+        " planned_llm_calls, created, updated) VALUES ('p1', 'build-lib', 'build the library', 'manual', '[]', 1,"
+        " 'active', 0, 2, 0, 'sig-p1', '[]', '[]', '[]', '{}', 0, 0, ?, ?)",
+        (now, now),
+    )
+    for text, key, by in [("build it", "build", "agent:ops"), ("make it", "make", "alice")]:
+        conn.execute(
+            "INSERT INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created) VALUES"
+            " ('p1', 'build-lib', '', ?, ?, ?, ?)",
+            (text, key, by, now),
+        )
+    conn.execute(
+        "INSERT INTO rejections (procedure_id, scope, text, key, rejected_by, created) VALUES"
+        " ('p1', '', 'lint it', 'lint', 'agent:ops', ?)",
+        (now,),
+    )
+    if not engine.url:
+        conn.commit()
+    conn.close()
+
+    answers = Answers(engine.procedures())
+    assert {(a.key, a.owner) for a in answers.alias_rows(None)} == {("build", "agent:ops"), ("make", "")}
+    assert (answers.rejected("lint", None), answers.rejected("lint", None, "agent:ops")) == (set(), {"p1"})
+    assert answers.add_alias("p1", "build it", "build", by="agent:eve").by == "agent:eve"
+    assert len(answers.alias_rows(None)) == 3
+
+
 def test_a_run_an_alias_came_from_stays(engine: Engine, store: ProcedureDatabase) -> None:
     runs = engine.runs()
     p = store.add_procedure(procedure())

@@ -284,7 +284,7 @@ class Matcher(Deciding):
         pool = POOL if not task_type else POOL * 10
         vector, near, degraded = self._semantic(query, pool, snap, include_candidates, task_type)
         said = key_words(query)
-        aliases = [v for v in self._alias_views(task_type) if seen_by(v[0].by, asker)] if with_aliases else []
+        aliases = [v for v in self._alias_views(task_type) if seen_by(v[0].owner, asker)] if with_aliases else []
         alias_exact = {a.procedure_id: a.id for a, keys, _ in aliases if same_wording(said, keys)}
         alias_cos, near_cos = self._alias_cosines(vector, aliases)
         rejected = self.answers.rejected(wording_key(query), task_type, asker)

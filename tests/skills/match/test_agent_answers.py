@@ -97,3 +97,37 @@ class TestAnAgentNeverWithdrawsAPersonsAnswer:
         skills.reject(PROXY_ASK, [proxy], by="agent:eve")
         assert alias.id in {a.id for a in skills.aliases(proxy)}
         assert skills.match(PROXY_ASK, by=MALLORY).procedure_id == proxy
+
+
+class TestEachAgentKeepsItsOwnAnswer:
+    def test_two_agents_confirming_one_wording_each_replay_it(self, skills: sk.SkillStore) -> None:
+        """Before answers had an owner, the second agent's confirmation was dropped (the pair was the first's): it was
+        asked again on every call, and told its alias was the other agent's."""
+        backup = _id(skills, "db-backup")
+        first = skills.confirm(BACKUP_ASK, backup, by=MALLORY)
+        second = skills.confirm(BACKUP_ASK, backup, by="agent:eve")
+        assert (first.by, second.by) == (MALLORY, "agent:eve") and first.id != second.id
+        for agent in (MALLORY, "agent:eve"):
+            assert skills.match(BACKUP_ASK, by=agent).procedure_id == backup, agent
+        assert skills.match(BACKUP_ASK).decision == "needs-confirmation"  # still their claims, not a person's
+
+    def test_another_agents_rejection_leaves_an_agents_alias(self, skills: sk.SkillStore) -> None:
+        backup = _id(skills, "db-backup")
+        skills.confirm(BACKUP_ASK, backup, by=MALLORY)
+        skills.reject(BACKUP_ASK, [backup], by="agent:eve")
+        assert skills.match(BACKUP_ASK, by=MALLORY).procedure_id == backup
+        assert backup not in _offered(skills.match(BACKUP_ASK, by="agent:eve"))
+
+    def test_an_agent_repeating_a_persons_answer_adds_nothing(self, skills: sk.SkillStore) -> None:
+        proxy = _id(skills, "deploy-proxy")
+        alias = skills.confirm(PROXY_ASK, proxy, by="alice")
+        assert skills.confirm(PROXY_ASK, proxy, by=MALLORY).id == alias.id  # the person's holds for it already
+        assert [a.by for a in skills.aliases(proxy)] == ["alice"]
+
+    def test_a_person_answering_takes_the_agents_answers_over(self, skills: sk.SkillStore) -> None:
+        backup = _id(skills, "db-backup")
+        first = skills.confirm(BACKUP_ASK, backup, by=MALLORY)
+        skills.confirm(BACKUP_ASK, backup, by="agent:eve")
+        mine = skills.confirm(BACKUP_ASK, backup, by="alice")
+        assert mine.id == first.id and [(a.id, a.by) for a in skills.aliases(backup)] == [(first.id, "alice")]
+        assert skills.match(BACKUP_ASK).procedure_id == backup
