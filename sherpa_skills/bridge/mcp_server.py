@@ -96,7 +96,8 @@ def build_server(bridge: Bridge) -> MCPServer:
             Field(description="the candidate that is the task; null: none of these", max_length=MAX_ID_CHARS),
         ],
     ) -> dict[str, Any]:
-        """Your answer to needs-confirmation: this procedure is the task, or (null) none of the candidates is."""
+        """Your answer to needs-confirmation: this procedure is the task, or (null) none of the candidates is. It
+        shapes what you are offered next time, never what a person or another agent is."""
         return bridge.confirm_procedure(task, procedure_id)
 
     def replay_procedure(

@@ -76,7 +76,7 @@ class Bridge:
     def find_procedure(self, task: str, params: dict[str, str] | None = None) -> FindAnswer:
         task = _task(task)
         store = self._skills()
-        return find_answer(store.match(task, params=_params(params)), store)
+        return find_answer(store.match(task, params=_params(params), by=f"agent:{self.agent}"), store)
 
     def confirm_procedure(self, task: str, procedure_id: str | None) -> dict[str, Any]:
         task = _task(task)

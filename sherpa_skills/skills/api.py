@@ -183,10 +183,12 @@ class SkillStore:
         params: dict[str, Any] | None = None,
         min_confidence: float | None = None,
         verify: str | None = None,
+        by: str | None = None,
     ) -> MatchDecision:
         """Which procedure the task is about, with parameters read from its literals (`match`); the plausible ones
         for you to choose from (`needs-confirmation`: `offered`, then `confirm` or `reject`); or `no-match` and why.
-        `verify` names a model that judges a plausible match instead (see skills/match/verifier.py)."""
+        `verify` names a model that judges a plausible match instead (see skills/match/verifier.py). `by` is who
+        asks (default a person): an agent's answers (`agent:NAME`) shape only what that agent is offered."""
         from .match.verifier import Verifier
 
         return self.matcher.match(
@@ -195,6 +197,7 @@ class SkillStore:
             params=params,
             min_confidence=min_confidence,
             verify=Verifier(verify) if verify else None,
+            by=by,
         )
 
     # ------------------------------------------------------------------ answers to needs-confirmation
@@ -217,7 +220,7 @@ class SkillStore:
         """The task is none of these procedures (default: the ones `match` offers or selects now): remembered, never
         offered for this wording again."""
         if procedure_ids is None:
-            decision = self.match(query, task_type)
+            decision = self.match(query, task_type, by=by)
             procedure_ids = [c.procedure_id for c in decision.offered] or (
                 [decision.procedure_id] if decision.procedure_id else []
             )
@@ -329,7 +332,8 @@ class SkillStore:
         (`("approve"|"refuse"|"edit", args)` from the pending payload); without, `execute=True` runs at once.
         `status` is `needs-confirmation` (with `candidates`) when the task is plausibly one of them: choose by calling
         again with `procedure_id` — with the query, that records the confirmation (an alias, `alias` in the payload),
-        credited to `by` (an agent: `agent:NAME`; default the OS user)."""
+        credited to `by` (an agent: `agent:NAME`; default the OS user), who is also the one asking: an agent's own
+        answers shape what it is offered, never what anyone else is."""
         from ..errors import UsageError
 
         if not procedure_id and not (query or "").strip():  # a usage error, refused before a run is recorded for it
@@ -353,6 +357,8 @@ class SkillStore:
             inputs["cwd"] = cwd
         if verify:
             inputs["verify"] = verify
+        if by:
+            inputs["by"] = by
         agent = _machine("replay").agent(store=self._run_store(), home=self.home)
         result = agent.run(inputs)
         while confirm is not None and result.status == "waiting" and result.state == "confirm":

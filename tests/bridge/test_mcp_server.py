@@ -253,10 +253,18 @@ def test_aliases_an_agent_writes_are_credited_to_the_agent(tmp_path: Path) -> No
             session, "replay_procedure", procedure_id=pid, params={"label": "x"}, task="file away the app log"
         )
         confirmed = await call(session, "confirm_procedure", task="put the app log in the archive", procedure_id=pid)
-        return plain, with_task, confirmed
+        found = await call(session, "find_procedure", task="put the app log in the archive")
+        return plain, with_task, confirmed, found
 
-    plain, with_task, confirmed = talk(home, tmp_path, script, "--agent", "ops")
+    async def another(session: ClientSession) -> Any:
+        return await call(session, "find_procedure", task="put the app log in the archive")
+
+    plain, with_task, confirmed, found = talk(home, tmp_path, script, "--agent", "ops")
     assert not plain[0] and not with_task[0] and not confirmed[0]
+    # Its own answer replays for it; another agent and a person are asked, as before it answered (they are its claims).
+    assert (found[1]["decision"], found[1]["procedure_id"]) == ("dry-run", pid)
+    assert talk(home, tmp_path, another, "--agent", "eve")[1]["decision"] == "needs-confirmation"
+    assert SkillStore(home).match("put the app log in the archive").decision == "needs-confirmation"
     aliases = SkillStore(home).aliases(pid)
     assert sorted(a.text for a in aliases) == ["file away the app log", "put the app log in the archive"]
     assert {a.by for a in aliases} == {"agent:ops"}  # never the OS user the server runs as

@@ -120,7 +120,16 @@ def test_learn_floor_counts_what_people_answered_through_the_cli(home: str, caps
     deploy = _deploy_id(capsys, home)
     code, floors = cli(capsys, "learn", "floor", "--home", home)
     assert code == 0 and floors == [
-        {"scope": "", "floor": 0.785, "basis": "shipped", "counted": 0, "wrong": 0, "claims": 0, "reason": ANY}
+        {
+            "scope": "",
+            "floor": 0.785,
+            "basis": "shipped",
+            "counted": 0,
+            "wrong": 0,
+            "claims": 0,
+            "held": 0,
+            "reason": ANY,
+        }
     ]
     assert cli(capsys, "learn", "replay", ASKED, "--procedure", deploy, "--home", home)[0] == 0
     assert cli(capsys, "learn", "replay", "roll back the proxy settings", "--reject", "--home", home)[0] == 0

@@ -146,6 +146,19 @@ def test_answers_keep_what_was_asked_and_the_weightier_confirmer(store: Procedur
     assert answers.asked_points("build-lib") == []  # another scope
 
 
+def test_replays_that_held_are_points_of_their_scope(store: ProcedureDatabase) -> None:
+    """skills/match/floor.py: an executed replay chosen by relevance that held; once per execution."""
+    p = store.add_procedure(procedure())
+    answers = Answers(store)
+    before = answers.version()
+    answers.add_held_replay(7, p.id, None, 0.88, "alice")
+    answers.add_held_replay(7, p.id, None, 0.88, "alice")  # the same execution again: one point
+    answers.add_held_replay(8, p.id, "build-lib", 0.91, "agent:ops")
+    assert [(pt.score, pt.wrong, pt.by, pt.held) for pt in answers.asked_points(None)] == [(0.88, False, "alice", True)]
+    assert [pt.by for pt in answers.asked_points("build-lib")] == ["agent:ops"]
+    assert answers.asked_scopes() == ["", "build-lib"] and answers.version() > before
+
+
 def test_branches_count_the_runs_that_took_them(store: ProcedureDatabase) -> None:
     p = store.add_procedure(procedure())
     for run in ("r1", "r2"):
@@ -557,6 +570,40 @@ def test_an_upgraded_home_keeps_its_twin_trajectories_and_one_of_them_takes_thei
     assert (credited.id, credited.success_count, new) == ("twin-proven", 3, False)
     assert store.add_version("twin-first", [], decisions=[REFUND, CLOSE]).version == 2
     assert len(store.procedures("tickets")) == 3
+
+
+def test_an_upgraded_home_keeps_agents_answers_as_their_own(engine: Engine) -> None:
+    """m016: answers written before they had an owner keep their word; an agent's becomes its own (it shaped every
+    match before), a person's stays everyone's, and a second agent may then answer the same pair."""
+    conn = _store_before(engine, "m016_answer_owners")
+    now = time.time()
+    conn.execute(
+        "INSERT INTO procedures (id, task_type, description, source, tags, version, status, needs_relearning,"
+        " success_count, failure_count, signature, steps, preconditions, postconditions, context, planned_tokens,"
+        " planned_llm_calls, created, updated) VALUES ('p1', 'build-lib', 'build the library', 'manual', '[]', 1,"
+        " 'active', 0, 2, 0, 'sig-p1', '[]', '[]', '[]', '{}', 0, 0, ?, ?)",
+        (now, now),
+    )
+    for text, key, by in [("build it", "build", "agent:ops"), ("make it", "make", "alice")]:
+        conn.execute(
+            "INSERT INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created) VALUES"
+            " ('p1', 'build-lib', '', ?, ?, ?, ?)",
+            (text, key, by, now),
+        )
+    conn.execute(
+        "INSERT INTO rejections (procedure_id, scope, text, key, rejected_by, created) VALUES"
+        " ('p1', '', 'lint it', 'lint', 'agent:ops', ?)",
+        (now,),
+    )
+    if not engine.url:
+        conn.commit()
+    conn.close()
+
+    answers = Answers(engine.procedures())
+    assert {(a.key, a.owner) for a in answers.alias_rows(None)} == {("build", "agent:ops"), ("make", "")}
+    assert (answers.rejected("lint", None), answers.rejected("lint", None, "agent:ops")) == (set(), {"p1"})
+    assert answers.add_alias("p1", "build it", "build", by="agent:eve").by == "agent:eve"
+    assert len(answers.alias_rows(None)) == 3
 
 
 def test_a_run_an_alias_came_from_stays(engine: Engine, store: ProcedureDatabase) -> None:

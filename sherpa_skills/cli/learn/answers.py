@@ -46,9 +46,13 @@ def cmd_floor(args: argparse.Namespace) -> int:
         return EXIT_OK
     from rich.table import Table
 
-    table = Table("scope", "floor", "basis", "answered by people", "saying wrong", "claims (not counted)")
+    table = Table(
+        "scope", "floor", "basis", "answered by people", "saying wrong", "replays held", "claims (not counted)"
+    )
     for f in floors:
-        table.add_row(f.scope or "(none)", f"{f.floor:.4g}", f.basis, str(f.counted), str(f.wrong), str(f.claims))
+        table.add_row(
+            f.scope or "(none)", f"{f.floor:.4g}", f.basis, str(f.counted), str(f.wrong), str(f.held), str(f.claims)
+        )
     print_table(_console(), table)
     for f in floors:
         _console().print(f"{f.scope or '(none)'}: {f.reason}", markup=False, highlight=False)

@@ -13,8 +13,9 @@ confirmation of another of the offered, says it was wrong: `store.answers.Asked`
   So it needs at least 1 / bound − 1 points in that band (49 at 0.02) before it lowers anything;
 - **raise**: when at least RAISE_AFTER points scoring at or above the shipped floor say the best was wrong and the
   same estimate fails there, the shipped floor did not hold in this store: the floor lies just above the highest
-  wrong point. (One wrong replay is what a 2 % bound expects; direct replays leave no point unless someone objects,
-  so one objection is no sign.)
+  wrong point. Replays a person executed that held (`AskedPoint.held`: chosen by relevance, run, validated) count
+  there as right points: three objections among a thousand replays that held are the bound holding, not failing.
+  They never lower the floor: below the shipped floor they would be a lowered floor's own replays vouching for it.
 
 Only a person's answers move the floor (the CLI, Python): the replay rule's evidence (docs/concepts/learning.md). An
 agent's answers (MCP, `agent:NAME`) and a model judge's (`model:NAME`) are claims, shown and never counted: no agent
@@ -47,14 +48,19 @@ class Floor:
     counted: int = 0  # a person's answered questions
     wrong: int = 0  # of which said the best candidate was wrong
     claims: int = 0  # answers by agents or model judges: shown, not counted
+    held: int = 0  # replays a person executed that held: count against raising it only
 
 
 def calibrated_floor(points: list[AskedPoint], shipped: float, bound: float, scope: str = "") -> Floor:
     """The floor one scope's answered questions give at `bound` (see the module's docstring)."""
-    counted = [p for p in points if by_person(p.by)]
-    claims = len(points) - len(counted)
+    everyone = [p for p in points if by_person(p.by)]
+    held = [p for p in everyone if p.held]
+    counted = [p for p in everyone if not p.held]
+    claims = sum(not p.held for p in points) - len(counted)
     wrong = sum(p.wrong for p in counted)
     told = f"{len(counted)} question(s) a person answered in scope {scope or '(none)'!r}, {wrong} saying it was wrong"
+    if held:
+        told += f"; {len(held)} replay(s) a person executed held"
     if claims:
         told += f"; {claims} answer(s) by agents or model judges not counted (claims)"
 
@@ -68,21 +74,21 @@ def calibrated_floor(points: list[AskedPoint], shipped: float, bound: float, sco
         seen, wrong_seen = seen + 1, wrong_seen + p.wrong
         if (i + 1 == len(ranked) or ranked[i + 1].score < p.score) and (wrong_seen + 1) / (seen + 1) <= bound:
             holding.append(p.score)
-    at_shipped = [p for p in counted if p.score >= shipped]
+    at_shipped = [p for p in everyone if p.score >= shipped]
     if sum(p.wrong for p in at_shipped) >= RAISE_AFTER and not holds(at_shipped):
         tau = min(1.0, max(p.score for p in at_shipped if p.wrong) + _ABOVE)
         why = f"calibrated on {told}: the shipped {shipped:g} did not hold here; raised to {tau:.4g} (bound {bound:g})"
-        return Floor(round(tau, 4), "calibrated", why, len(counted), wrong, claims)
+        return Floor(round(tau, 4), "calibrated", why, len(counted), wrong, claims, len(held))
     if holding and min(holding) < shipped:
         tau = min(holding)
         why = f"calibrated on {told}: lowers the shipped {shipped:g} to {tau:.4g} (bound {bound:g})"
-        return Floor(round(tau, 4), "calibrated", why, len(counted), wrong, claims)
+        return Floor(round(tau, 4), "calibrated", why, len(counted), wrong, claims, len(held))
     need = int(round(1 / bound)) - 1
     why = (
         f"shipped floor: {told}; a lower floor needs at least {need} answers scoring at or above it, at most "
         f"{bound:.0%} of them wrong"
     )
-    return Floor(shipped, "shipped", why, len(counted), wrong, claims)
+    return Floor(shipped, "shipped", why, len(counted), wrong, claims, len(held))
 
 
 class MatchFloor(BaseModel):
@@ -94,6 +100,7 @@ class MatchFloor(BaseModel):
     counted: int
     wrong: int
     claims: int
+    held: int
     reason: str
 
     @classmethod
@@ -105,5 +112,6 @@ class MatchFloor(BaseModel):
             counted=floor.counted,
             wrong=floor.wrong,
             claims=floor.claims,
+            held=floor.held,
             reason=floor.reason,
         )

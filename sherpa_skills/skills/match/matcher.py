@@ -37,7 +37,7 @@ from typing import Any, Literal
 import structlog
 
 from ...errors import ModelFileError
-from ..store.answers import RUN_PREFIX, AliasRow, Answers, Asked, WordingAnswer
+from ..store.answers import RUN_PREFIX, AliasRow, Answers, Asked, WordingAnswer, seen_by
 from ..store.database import ProcedureDatabase
 from ..store.models import CapturedProcedure
 from . import literals as lit
@@ -227,13 +227,15 @@ class Matcher(Deciding):
         check_health: bool = True,
         limit: int = 5,
         verify: Verifier | None = None,
+        by: str | None = None,
     ) -> MatchDecision:
         """Decide which procedure the task is about: `match` with the selected one and its parameters, or `no-match`.
 
         `params` are values the caller already gives (they win over values read from the task);
         `min_confidence` is the caller's floor on confidence (None: the replay rule's); `limit` bounds the candidates
         listed;
-        `verify` (else the matcher's own) is asked about a best candidate in the borderline band.
+        `verify` (else the matcher's own) is asked about a best candidate in the borderline band;
+        `by` is who asks (None: a person): an agent's own answers count for it alone (`answers.seen_by`).
         """
         threshold = None if min_confidence is None else float(min_confidence)
         floor = self.floor_for(task_type)
@@ -247,7 +249,7 @@ class Matcher(Deciding):
         }
         if not query.strip():
             return MatchDecision(**base, decision="no-match", reason="the task is empty")
-        scored = self._score(query, task_type, include_candidates, params or {})
+        scored = self._score(query, task_type, include_candidates, params or {}, asker=by)
         shown = scored.candidates[: max(limit, 1)]
         if scored.vouch is not None and scored.vouch not in shown:
             shown.append(scored.vouch)
@@ -271,6 +273,7 @@ class Matcher(Deciding):
         include_candidates: bool,
         given: dict[str, Any],
         with_aliases: bool = True,
+        asker: str | None = None,
     ) -> _Scored:
         """Every candidate for the task with its relevance, best first; nothing decided yet. Without aliases: as the
         descriptions alone score it (a wording answered before is not sure by its alias)."""
@@ -281,12 +284,14 @@ class Matcher(Deciding):
         pool = POOL if not task_type else POOL * 10
         vector, near, degraded = self._semantic(query, pool, snap, include_candidates, task_type)
         said = key_words(query)
-        aliases = self._alias_views(task_type) if with_aliases else []
+        aliases = [v for v in self._alias_views(task_type) if seen_by(v[0].owner, asker)] if with_aliases else []
         alias_exact = {a.procedure_id: a.id for a, keys, _ in aliases if same_wording(said, keys)}
         alias_cos, near_cos = self._alias_cosines(vector, aliases)
-        rejected = self.answers.rejected(wording_key(query), task_type)
+        rejected = self.answers.rejected(wording_key(query), task_type, asker)
         if (earlier := earlier_key(query)) != wording_key(query):
-            rejected |= self.answers.rejected(earlier, task_type)  # refused before verbs were folded: still refused
+            rejected |= self.answers.rejected(
+                earlier, task_type, asker
+            )  # refused before verbs were folded: still refused
         close_aliases = sorted(near_cos, key=lambda pid: -near_cos[pid][0])[:MAX_OFFERED]
         ids = list(dict.fromkeys([*alias_exact, *close_aliases, *near, *terms.search(weights, pool)]))
         procs: list[CapturedProcedure] = []
@@ -472,13 +477,13 @@ class Matcher(Deciding):
             found = self._floors[key] = calibrated_floor(points, self.floor, self.model.bound, task_type or "")
         return found
 
-    def _asked(self, query: str, task_type: str | None) -> tuple[str, float] | None:
+    def _asked(self, query: str, task_type: str | None, asker: str | None = None) -> tuple[str, float] | None:
         """What a judge is being asked about this task: the best candidate that could be replayed directly were the
         floor low enough, and its relevance as the descriptions alone score it (an answer given before does not make it
         sure); None when none could be, or it replays whatever the floor (it says what its description says)."""
         if not query.strip():
             return None
-        scored = self._score(query, task_type, False, {}, with_aliases=False)
+        scored = self._score(query, task_type, False, {}, with_aliases=False, asker=asker)
         for c in scored.candidates:
             if c.procedure_id in scored.rejected or c.literals_disagreed or c.semantic is None or c.contrast:
                 continue
@@ -570,7 +575,7 @@ class Matcher(Deciding):
                 log.warning("alias_embed_failed", aliases=1, reason=str(exc))
         asked = None
         if not str(by or "").startswith(RUN_PREFIX):  # a run's wording answered no question
-            top = self._asked(query, task_type)
+            top = self._asked(query, task_type, by)
             asked = None if top is None else Asked(score=top[1], top=top[0] == proc.id)
         return self.answers.add_alias(
             proc.id, text, wording_key(text), scope=task_type, by=by, vector=vector, embedder=name_of, asked=asked
@@ -583,7 +588,7 @@ class Matcher(Deciding):
         from ...redact import redact
 
         text = redact(query.strip())
-        top = self._asked(query, task_type)
+        top = self._asked(query, task_type, by)
         return [
             self.answers.add_rejection(
                 pid,

@@ -15,6 +15,8 @@ from ...redact import redact
 from ..match.matcher import Matcher
 from ..match.verifier import MODEL_ENV as VERIFY_MODEL_ENV
 from ..match.verifier import Verifier
+from ..store.answers import Answers
+from ..store.database import current_user
 from ..store.models import STORED, CapturedLearning, Outcome, ProcedureStep
 from ..store.recording import record_execution
 from ..store.scoring import replay_refusal
@@ -88,6 +90,7 @@ def skill_match(args: NoArgs, ctx: ActionContext) -> ActionResult:
         params=given,
         min_confidence=_threshold(view),
         verify=Verifier(model) if model else None,
+        by=view.get("by"),
     )
     matches = [c.model_dump(mode="json") for c in decision.candidates]
     context: dict[str, Any] = {
@@ -104,6 +107,8 @@ def skill_match(args: NoArgs, ctx: ActionContext) -> ActionResult:
             for c in decision.offered
         ]
     if decision.selected is not None:
+        if decision.floor <= decision.selected.score < 1.0:  # chosen by relevance alone: not a wording, nor a judge
+            context["relevance_point"] = decision.selected.score
         context["matched_id"] = decision.selected.procedure_id
         context["judged_by"] = decision.judged_by
         context["params"] = {**decision.params, **given}
@@ -359,6 +364,14 @@ def skill_record(args: RecordArgs, ctx: ActionContext) -> ActionResult:
     )
     if args.outcome == "diverged" and divergence.get("command"):
         _learn_from(divergence, proc, store, ctx)
+    if args.outcome == "success" and view.get("relevance_point") is not None and execution.id is not None:
+        Answers(store).add_held_replay(
+            execution.id,
+            proc["id"],
+            view.get("task_type"),
+            float(view.get("relevance_point")),
+            view.get("by") or current_user(),
+        )
     return ActionResult(outputs=execution.model_dump(), context={"execution_id": execution.id})
 
 

@@ -35,9 +35,62 @@ CLAIMANT_PREFIXES = ("agent:", "model:", RUN_PREFIX)
 _WEIGHT = "CASE WHEN {0} LIKE 'run:%' THEN 0 WHEN {0} LIKE 'agent:%' OR {0} LIKE 'model:%' THEN 1 ELSE 2 END"
 
 
+#: An MCP client's answers: claims that shape what that agent is offered, never what anyone else is.
+AGENT_PREFIX = "agent:"
+
+#: Which answer of a pair a newer opposite one withdraws, in SQL ({0}: the older's answerer; then the newer's, and
+#: whether it is a person's): a person's withdraws any; anyone else's only its own (an agent cannot undo a person's
+#: or another agent's word).
+_WITHDRAWS = "({0} = ? OR ?)"
+
+
 def by_person(by: str) -> bool:
     """Whether an answer is a person's (the CLI, Python): not an agent's, a model's or a run's."""
     return not str(by).startswith(CLAIMANT_PREFIXES)
+
+
+def owner_of(by: str) -> str:
+    """Whose matches an answer shapes (its `owner`): '' for every asker's (a person's, a run's, a model judge's); the
+    agent's own (`agent:NAME`) for an MCP client's, since nothing here saw why it answered so."""
+    return by if str(by).startswith(AGENT_PREFIX) else ""
+
+
+def seen_by(owner: str, asker: str | None) -> bool:
+    """Whether an answer of this `owner` shapes what `asker` (None: a person) is offered."""
+    return not owner or owner == asker
+
+
+#: One pair's answers: a wording (its key) of a procedure, in a scope.
+_PAIR = "procedure_id = ? AND scope = ? AND key = ?"
+
+
+def _shared(conn: Connection, table: str, pair: tuple[str, str, str]) -> bool:
+    """Whether the pair has an answer every asker sees."""
+    return conn.execute(f"SELECT 1 FROM {table} WHERE {_PAIR} AND owner = ''", pair).fetchone() is not None
+
+
+def _adopt(conn: Connection, table: str, who: str, pair: tuple[str, str, str], person: str, asked: Any) -> bool:
+    """A person answering a pair only agents answered takes the oldest of their answers over (it then holds for every
+    asker; `asked` with it, else theirs); the agents' others are subsumed. False when no agent answered it."""
+    rows = conn.execute(f"SELECT id FROM {table} WHERE {_PAIR} AND owner <> '' ORDER BY id", pair).fetchall()
+    if not rows:
+        return False
+    conn.execute(
+        f"UPDATE {table} SET owner = '', {who} = ?, asked_score = COALESCE(?, asked_score),"
+        " asked_top = COALESCE(?, asked_top) WHERE id = ?",
+        (person, *_asked_columns(asked), rows[0][0]),
+    )
+    conn.execute(f"DELETE FROM {table} WHERE {_PAIR} AND owner <> ''", pair)
+    return True
+
+
+def _held_for(conn: Connection, table: str, pair: tuple[str, str, str], owner: str) -> int:
+    """The id of the pair's answer that holds for `owner`: its own, else the one every asker sees."""
+    row = conn.execute(
+        f"SELECT id FROM {table} WHERE {_PAIR} AND owner IN (?, '') ORDER BY CASE WHEN owner = ? THEN 0 ELSE 1 END, id",
+        (*pair, owner, owner),
+    ).fetchone()
+    return int(row[0])
 
 
 class WordingAnswer(BaseModel):
@@ -62,6 +115,9 @@ class AskedPoint(BaseModel):
     score: float
     wrong: bool
     by: str
+    #: Not an answer: a replay chosen by relevance that a person executed and that held. It says the floor held where
+    #: it replayed, never that a lower one would (a lower floor's replays would vouch for themselves).
+    held: bool = False
 
 
 class Asked(BaseModel):
@@ -85,8 +141,11 @@ class AliasRow(BaseModel):
     #: No judge said what it means: a run took the procedure's path in these words (`by` is the run). It matches its
     #: own wording only, never a wording close to it: a run's success says what was done for these words, not what
     #: words near them mean (one vouched "Do you sell refurbished phones?" into a refund, bench/ticket_wordings_bench).
-    #: An MCP agent's answer (`agent:NAME`) is a claim: it too replays its own wording and vouches for no other.
+    #: An MCP agent's answer (`agent:NAME`) is a claim: it too replays its own wording and vouches for no other, and
+    #: only for that agent (`seen_by`).
     exact_only: bool = False
+    #: Whose matches it shapes (`owner_of`): '' for every asker's, else the agent's own.
+    owner: str = ""
 
 
 class Answers:
@@ -122,42 +181,53 @@ class Answers:
         text = redact(text.strip())
         confirmer, now = by or current_user(), time.time()
 
-        def write(conn: Connection) -> str:
+        owner, person = owner_of(confirmer), by_person(confirmer)
+
+        def write(conn: Connection) -> int:
             proc = self.store._locked(procedure_id)  # an alias and a rejection of one pair at once: one wins
+            pair = (proc.id, scope or "", key)
+            if owner and _shared(conn, "aliases", pair):
+                pass  # a person's, a run's or a judge's alias of the pair already holds for this agent
+            elif not (
+                person
+                and not _shared(conn, "aliases", pair)
+                and _adopt(conn, "aliases", "confirmed_by", pair, confirmer, asked)
+            ):
+                conn.execute(
+                    "INSERT INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created,"
+                    " vector, embedder, asked_score, asked_top, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (procedure_id, scope, key, owner)"
+                    # A run's success says what was done for these words; a judge's answer what they mean; a person's
+                    # answer is evidence, an agent's or a model's a claim (`match.floor`).
+                    " DO UPDATE SET confirmed_by = excluded.confirmed_by,"
+                    " asked_score = COALESCE(excluded.asked_score, aliases.asked_score),"
+                    " asked_top = COALESCE(excluded.asked_top, aliases.asked_top)"
+                    f" WHERE {_WEIGHT.format('excluded.confirmed_by')} > {_WEIGHT.format('aliases.confirmed_by')}",
+                    (
+                        proc.id,
+                        proc.task_type,
+                        scope or "",
+                        text,
+                        key,
+                        confirmer,
+                        now,
+                        vector,
+                        embedder,
+                        *_asked_columns(asked),
+                        owner,
+                    ),
+                )
+                if person:  # agents' aliases of the pair are subsumed: the person's holds for them too
+                    conn.execute(f"DELETE FROM aliases WHERE {_PAIR} AND owner <> ''", pair)
             conn.execute(
-                "INSERT INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created,"
-                " vector, embedder, asked_score, asked_top) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (procedure_id, scope, key)"
-                # A run's success says what was done for these words; a judge's answer what they mean; a person's
-                # answer is evidence, an agent's or a model's a claim (`match.floor`).
-                " DO UPDATE SET confirmed_by = excluded.confirmed_by,"
-                " asked_score = COALESCE(excluded.asked_score, aliases.asked_score),"
-                " asked_top = COALESCE(excluded.asked_top, aliases.asked_top)"
-                f" WHERE {_WEIGHT.format('excluded.confirmed_by')} > {_WEIGHT.format('aliases.confirmed_by')}",
-                (
-                    proc.id,
-                    proc.task_type,
-                    scope or "",
-                    text,
-                    key,
-                    confirmer,
-                    now,
-                    vector,
-                    embedder,
-                    *_asked_columns(asked),
-                ),
-            )
-            conn.execute(
-                "DELETE FROM rejections WHERE key = ? AND scope = ? AND procedure_id = ?", (key, scope or "", proc.id)
+                f"DELETE FROM rejections WHERE {_PAIR} AND {_WITHDRAWS.format('rejected_by')}",
+                (*pair, confirmer, person),
             )
             self._bump()
-            return proc.id
+            return _held_for(conn, "aliases", pair, owner)
 
-        pid = self.store.db.transaction(write, what=f"an alias of procedure '{procedure_id}'")
-        row = self.conn.execute(
-            "SELECT id FROM aliases WHERE procedure_id = ? AND scope = ? AND key = ?", (pid, scope or "", key)
-        ).fetchone()
-        return self.get(f"a{row[0]}")
+        found = self.store.db.transaction(write, what=f"an alias of procedure '{procedure_id}'")
+        return self.get(f"a{found}")
 
     def add_rejection(
         self,
@@ -174,32 +244,39 @@ class Answers:
         text = redact(text.strip())
         rejecter, now = by or current_user(), time.time()
 
-        def write(conn: Connection) -> str:
+        owner, person = owner_of(rejecter), by_person(rejecter)
+
+        def write(conn: Connection) -> int:
             proc = self.store._locked(procedure_id)
+            pair = (proc.id, scope or "", key)
+            if owner and _shared(conn, "rejections", pair):
+                pass  # a person's or a judge's rejection of the pair already holds for this agent
+            elif not (
+                person
+                and not _shared(conn, "rejections", pair)
+                and _adopt(conn, "rejections", "rejected_by", pair, rejecter, asked)
+            ):
+                conn.execute(
+                    "INSERT INTO rejections (procedure_id, scope, text, key, rejected_by, created, asked_score,"
+                    " asked_top, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (key, scope, procedure_id, owner)"
+                    " DO UPDATE SET rejected_by = excluded.rejected_by,"
+                    " asked_score = COALESCE(excluded.asked_score, rejections.asked_score),"
+                    " asked_top = COALESCE(excluded.asked_top, rejections.asked_top)"
+                    f" WHERE {_WEIGHT.format('excluded.rejected_by')} > {_WEIGHT.format('rejections.rejected_by')}",
+                    (proc.id, scope or "", text, key, rejecter, now, *_asked_columns(asked), owner),
+                )
+                if person:  # agents' rejections of the pair are subsumed: the person's holds for them too
+                    conn.execute(f"DELETE FROM rejections WHERE {_PAIR} AND owner <> ''", pair)
             conn.execute(
-                "INSERT INTO rejections (procedure_id, scope, text, key, rejected_by, created, asked_score, asked_top)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (
-                    proc.id,
-                    scope or "",
-                    text,
-                    key,
-                    rejecter,
-                    now,
-                    *_asked_columns(asked),
-                ),
-            )
-            conn.execute(
-                "DELETE FROM aliases WHERE key = ? AND scope = ? AND procedure_id = ?", (key, scope or "", proc.id)
+                f"DELETE FROM aliases WHERE {_PAIR} AND {_WITHDRAWS.format('confirmed_by')}",
+                (*pair, rejecter, person),
             )
             self._bump()
-            return proc.id
+            return _held_for(conn, "rejections", pair, owner)
 
-        pid = self.store.db.transaction(write, what=f"a rejection of procedure '{procedure_id}'")
-        row = self.conn.execute(
-            "SELECT id FROM rejections WHERE procedure_id = ? AND scope = ? AND key = ?", (pid, scope or "", key)
-        ).fetchone()
-        return self.get(f"r{row[0]}")
+        found = self.store.db.transaction(write, what=f"a rejection of procedure '{procedure_id}'")
+        return self.get(f"r{found}")
 
     def set_source(self, alias_id: str, source: str) -> WordingAnswer:
         """Name the run an alias's wording came from; an alias that already names one keeps it (its first run)."""
@@ -265,9 +342,12 @@ class Answers:
         self.store.db.transaction(write, what=f"forgetting {answer.kind} '{answer_id}'")
         return answer
 
-    def rejected(self, key: str, scope: str | None) -> set[str]:
-        """The procedures the wording with this key was refused for, in this scope."""
-        rows = self.conn.execute("SELECT procedure_id FROM rejections WHERE key = ? AND scope = ?", (key, scope or ""))
+    def rejected(self, key: str, scope: str | None, asker: str | None = None) -> set[str]:
+        """The procedures the wording with this key was refused for, in this scope, as `asker` sees it (`seen_by`)."""
+        rows = self.conn.execute(
+            "SELECT procedure_id FROM rejections WHERE key = ? AND scope = ? AND owner IN ('', ?)",
+            (key, scope or "", asker or ""),
+        )
         return {r[0] for r in rows}
 
     def asked_points(self, scope: str | None) -> list[AskedPoint]:
@@ -283,23 +363,42 @@ class Answers:
             " AND asked_top = 1 ORDER BY id",
             (scope or "",),
         ).fetchall()
-        return [AskedPoint(score=r[0], wrong=not r[1], by=r[2]) for r in aliases] + [
-            AskedPoint(score=r[0], wrong=True, by=r[1]) for r in rejections
-        ]
+        held = self.conn.execute(
+            "SELECT score, held_by FROM held_replays WHERE scope = ? ORDER BY execution_id", (scope or "",)
+        ).fetchall()
+        return (
+            [AskedPoint(score=r[0], wrong=not r[1], by=r[2]) for r in aliases]
+            + [AskedPoint(score=r[0], wrong=True, by=r[1]) for r in rejections]
+            + [AskedPoint(score=r[0], wrong=False, by=r[1], held=True) for r in held]
+        )
+
+    def add_held_replay(self, execution_id: int, procedure_id: str, scope: str | None, score: float, by: str) -> None:
+        """An executed replay that a match chose by relevance alone (`score`) held: a point for the match floor."""
+
+        def write(conn: Connection) -> None:
+            conn.execute(
+                "INSERT INTO held_replays (execution_id, procedure_id, scope, score, held_by, created)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (execution_id, procedure_id, scope or "", score, by, time.time()),
+            )
+            self._bump()
+
+        self.store.db.transaction(write, what=f"the held replay of procedure '{procedure_id}'")
 
     def asked_scopes(self) -> list[str]:
         """The scopes some answered question carries what was asked in ('' for unscoped matches), sorted."""
         rows = self.conn.execute(
             "SELECT scope FROM aliases WHERE asked_score IS NOT NULL"
             " UNION SELECT scope FROM rejections WHERE asked_score IS NOT NULL"
+            " UNION SELECT scope FROM held_replays"
         ).fetchall()
         return sorted({r[0] for r in rows})
 
     def alias_rows(self, scope: str | None) -> list[AliasRow]:
         """The aliases a match in this scope may use."""
         rows = self.conn.execute(
-            "SELECT id, procedure_id, task_type, key, text, vector, embedder, confirmed_by FROM aliases WHERE scope = ?"
-            " ORDER BY id",
+            "SELECT id, procedure_id, task_type, key, text, vector, embedder, confirmed_by, owner FROM aliases"
+            " WHERE scope = ? ORDER BY id",
             (scope or "",),
         )
         return [
@@ -311,7 +410,8 @@ class Answers:
                 text=r[4],
                 vector=r[5],
                 embedder=r[6],
-                exact_only=str(r[7]).startswith((RUN_PREFIX, "agent:")),
+                owner=str(r[8]),
+                exact_only=str(r[7]).startswith((RUN_PREFIX, AGENT_PREFIX)),
             )
             for r in rows
         ]

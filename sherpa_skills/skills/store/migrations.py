@@ -1,4 +1,4 @@
-"""The skill store's schema, one migration per change (m001…m014), and the list `migrate` applies in order."""
+"""The skill store's schema, one migration per change (m001…m016), and the list `migrate` applies in order."""
 
 from __future__ import annotations
 
@@ -317,6 +317,40 @@ def m014_asked_scores(conn: sqlite3.Connection) -> None:
     )
 
 
+def m015_held_replays(conn: sqlite3.Connection) -> None:
+    """Replays that held: an executed replay that a match chose by relevance alone and that succeeded, with that
+    relevance, the match's scope and who asked. Beside the answers that say a sure replay was wrong (a rejection of
+    it), they are what says the shipped floor holds in this store (`match.floor`)."""
+    execute_script(
+        conn,
+        """
+        CREATE TABLE held_replays (
+            execution_id INTEGER PRIMARY KEY, procedure_id TEXT NOT NULL, scope TEXT NOT NULL, score REAL NOT NULL,
+            held_by TEXT NOT NULL, created REAL NOT NULL);
+        CREATE INDEX held_replays_scope ON held_replays (scope);
+    """,
+    )
+
+
+def m016_answer_owners(conn: sqlite3.Connection) -> None:
+    """Whose matches an answer shapes (`owner`): '' for every asker's (a person's, a run's, a model judge's), the
+    agent for an MCP client's (`agent:NAME`), which shapes only that agent's; so each agent keeps its own answer of a
+    pair beside another's, and a person's (kept apart) holds for all."""
+    execute_script(
+        conn,
+        """
+        ALTER TABLE aliases ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+        UPDATE aliases SET owner = confirmed_by WHERE confirmed_by LIKE 'agent:%';
+        DROP INDEX aliases_unique;
+        CREATE UNIQUE INDEX aliases_unique ON aliases (procedure_id, scope, key, owner);
+        ALTER TABLE rejections ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+        UPDATE rejections SET owner = rejected_by WHERE rejected_by LIKE 'agent:%';
+        DROP INDEX rejections_unique;
+        CREATE UNIQUE INDEX rejections_unique ON rejections (key, scope, procedure_id, owner);
+    """,
+    )
+
+
 MIGRATIONS = [
     m001_skills,
     m002_fts_by_rowid,
@@ -332,4 +366,6 @@ MIGRATIONS = [
     m012_decision_snapshots,
     m013_trajectory_paths,
     m014_asked_scores,
+    m015_held_replays,
+    m016_answer_owners,
 ]

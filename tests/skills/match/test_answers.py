@@ -126,12 +126,13 @@ class TestAliasesVouch:
         assert skills.match("restore the app data").decision != "match"
 
     def test_an_agents_wording_replays_itself_and_vouches_for_nothing(self, skills: sk.SkillStore) -> None:
-        """An MCP agent's answer is a claim: its own wording replays (its next call), no other wording is widened into
-        the procedure for everyone sharing the store."""
+        """An MCP agent's answer is a claim: its own wording replays for it (its next call), no other wording is widened
+        into the procedure, and nobody else sharing the store replays on its word (test_agent_answers.py)."""
         load = _id(skills, "load-test")
         skills.confirm("hammer staging with 500 simulated users", load, by="agent:ops")
-        assert skills.match("hammer staging with 500 simulated users").procedure_id == load
-        assert skills.match("see if staging survives lots of traffic").decision != "match"
+        assert skills.match("hammer staging with 500 simulated users", by="agent:ops").procedure_id == load
+        assert skills.match("hammer staging with 500 simulated users").decision != "match"
+        assert skills.match("see if staging survives lots of traffic", by="agent:ops").decision != "match"
 
     def test_a_wording_that_leaves_out_the_descriptions_place_is_not_vouched_for(self, skills: sk.SkillStore) -> None:
         """NL2Bash dev stream (bench/match_floor_bench.py): "…in the current directory tree" was vouched into a chmod of
