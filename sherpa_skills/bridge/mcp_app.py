@@ -13,6 +13,8 @@ from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, Resource
 from pydantic import ValidationError
 
+from ..skills.store.answers import owner_of, seen_by
+
 if TYPE_CHECKING:
     from .tool_threads import ToolThreads
 
@@ -25,9 +27,10 @@ class ProceduresServer(MCPServer[Any]):
     """An MCPServer over one home: its active procedures listed as resources, any one read by id, on the threads
     (`threads`) that run the tools."""
 
-    def __init__(self, threads: ToolThreads, **kwargs: Any) -> None:
+    def __init__(self, threads: ToolThreads, agent: str = "mcp", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.threads = threads
+        self.agent = f"agent:{agent}"  # who reads: another agent's aliases are its own, never shown here
         self.home = threads.home
         self.resource(
             PROCEDURE_URI,
@@ -63,7 +66,9 @@ class ProceduresServer(MCPServer[Any]):
             raise ResourceError(f"unknown procedure '{procedure_id[:200]}': resources/list lists them") from None
         shown = proc.model_dump(mode="json", include=_SHOWN)
         shown["aliases"] = [
-            a.model_dump(mode="json", include=_ALIAS_SHOWN) for a in skills.aliases(proc.id) if a.kind == "alias"
+            a.model_dump(mode="json", include=_ALIAS_SHOWN)
+            for a in skills.aliases(proc.id)
+            if a.kind == "alias" and seen_by(owner_of(a.by), self.agent)
         ]
         return json.dumps(shown)
 

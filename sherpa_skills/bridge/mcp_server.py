@@ -168,6 +168,7 @@ def build_server(bridge: Bridge) -> MCPServer:
     ]
     server = ProceduresServer(
         bridge.threads,
+        bridge.agent,
         name="sherpa-skills",
         version=package_version(),
         instructions=INSTRUCTIONS,

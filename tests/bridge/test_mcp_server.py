@@ -257,13 +257,16 @@ def test_aliases_an_agent_writes_are_credited_to_the_agent(tmp_path: Path) -> No
         return plain, with_task, confirmed, found
 
     async def another(session: ClientSession) -> Any:
-        return await call(session, "find_procedure", task="put the app log in the archive")
+        read = await session.read_resource(f"sherpa-skills://procedures/{pid}")
+        return await call(session, "find_procedure", task="put the app log in the archive"), read
 
     plain, with_task, confirmed, found = talk(home, tmp_path, script, "--agent", "ops")
     assert not plain[0] and not with_task[0] and not confirmed[0]
     # Its own answer replays for it; another agent and a person are asked, as before it answered (they are its claims).
     assert (found[1]["decision"], found[1]["procedure_id"]) == ("dry-run", pid)
-    assert talk(home, tmp_path, another, "--agent", "eve")[1]["decision"] == "needs-confirmation"
+    found_by_eve, read_by_eve = talk(home, tmp_path, another, "--agent", "eve")
+    assert found_by_eve[1]["decision"] == "needs-confirmation"
+    assert json.loads(read_by_eve.contents[0].text)["aliases"] == []  # another agent's wordings are not shown to it
     assert SkillStore(home).match("put the app log in the archive").decision == "needs-confirmation"
     aliases = SkillStore(home).aliases(pid)
     assert sorted(a.text for a in aliases) == ["file away the app log", "put the app log in the archive"]
