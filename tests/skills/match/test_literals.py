@@ -94,6 +94,17 @@ def test_a_quoted_word_and_its_plural_are_one_value(task: str, ok: bool) -> None
     assert _agrees(task, "find . ! -perm -o=r", "Find files that do not have read permission for 'other'") is ok
 
 
+def test_a_plural_agrees_only_with_a_word_the_description_quotes() -> None:
+    """ "myfiles" is not the file `myfile` a command names."""
+    assert not _agrees('find the files in the folder "myfiles"', "chown :friends myfile", "Change the group of a file")
+
+
+def test_a_null_separator_is_not_an_amount() -> None:
+    """`xargs -r0` is a flag cluster ending in the null-separator flag, not the number 0."""
+    assert not _agrees("files of size 0 bytes", "find . -type f -print0 | xargs -r0 md5sum")
+    assert _agrees("take the first line", "ps aux | head -n1") and _agrees("the 1st field", "cut -d' ' -f1")
+
+
 @pytest.mark.parametrize(
     ("task", "said"),
     [
