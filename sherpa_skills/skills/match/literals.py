@@ -415,7 +415,7 @@ def _text_agrees(lit: Literal, proc: ProcedureText) -> bool:
 def _plural_of_described(lit: Literal, value: str, proc: ProcedureText) -> bool:
     """A quoted word that the description quotes in the singular or plural ('others' for 'other'). Only a quoted
     word of the description: `myfiles` is not the file `myfile` a command names."""
-    if lit.kind != "quoted" or not re.fullmatch(r"[a-z]{3,}", value):
+    if lit.kind != "quoted" or not re.fullmatch(r"[a-z]{5,}", value):  # "ips" is an identifier, not ip's plural
         return False
     return any(x.kind == "quoted" and value in (x.value.lower() + "s", x.value.lower()[:-1]) for x in proc.described)
 
@@ -423,7 +423,7 @@ def _plural_of_described(lit: Literal, value: str, proc: ProcedureText) -> bool:
 def _loose(text: str) -> str:
     """Text with the shell's spelling taken off: backslashes (a regex escaped once or twice is one regex), and
     one-letter brackets (`[p]ython` is grep's way of writing python without matching itself)."""
-    return re.sub(r"\[(\w)\]", r"\1", text.replace("\\", ""))
+    return re.sub(r"\[(\w)\]", r"\1", re.sub(r"\\+", r"\\", text))  # "\r" stays an escape, not an r
 
 
 def _loosely_in(lit: Literal, value: str, text: str) -> bool:

@@ -99,6 +99,17 @@ def test_a_plural_agrees_only_with_a_word_the_description_quotes() -> None:
     assert not _agrees('find the files in the folder "myfiles"', "chown :friends myfile", "Change the group of a file")
 
 
+def test_a_short_identifier_is_not_a_plural() -> None:
+    """The file "ips" is not the variable "ip" a description quotes."""
+    assert not _agrees('ping all hosts in file "ips"', "ping ${ip} -c 1", 'Ping the host in variable "ip"')
+
+
+def test_an_escape_is_not_dropped() -> None:
+    """ "\\r" is a carriage return: it does not agree with any text that has an r in it."""
+    assert not _agrees('remove "\\r" at the end of each line', "sed -i.bak '/pattern/d' ./infile")
+    assert _agrees('remove "\\r" at the end of each line', "sed 's/\\r$//' infile")
+
+
 def test_a_null_separator_is_not_an_amount() -> None:
     """`xargs -r0` is a flag cluster ending in the null-separator flag, not the number 0."""
     assert not _agrees("files of size 0 bytes", "find . -type f -print0 | xargs -r0 md5sum")
