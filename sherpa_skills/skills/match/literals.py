@@ -26,6 +26,18 @@ _FILE = re.compile(r"(?<![\w./-])[\w-]+\.(?:[A-Za-z][A-Za-z0-9]{0,5})\b(?![/\w])
 _FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 _NUMBER = re.compile(r"(?<![\w.])([<>+-]?)(\d+(?:\.\d+)?)\s*([A-Za-z]{1,10})?\b")  # "megabytes" is 9 letters
 _COMMAND_NUMBER = re.compile(r"(?<![\w.])([+-]?)(\d+(?:\.\d+)?)([A-Za-z]{0,2})\b")
+# A number glued to a cluster of short flags (`split -dl1`, `head -n5`): the command states it all the same.
+_GLUED = re.compile(r"(?<![\w-])-[A-Za-z]{1,3}(\d+)([A-Za-z]{0,2})\b")
+# `head`/`tail` with no count of their own show 10 lines.
+_HEAD_TAIL = re.compile(r"(?:^|[|;&(`])\s*(?:\S*/)?(?:head|tail)\b([^|;&)`]*)")
+_COUNTED = re.compile(r"(?<![\w-])(?:-[nc]|--lines|--bytes|[+-]\d)")
+_EMPTY = re.compile(r"(?<![\w-])(!\s*|-not\s+)?-empty\b")
+_THOUSANDS = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+)(?![\d,])")  # "2,000"; "1,2" stays a list
+_BLOCKS = re.compile(r"\b512[\s-]?bytes?\s+(blocks?)\b", re.IGNORECASE)  # "5 512-byte blocks" counts 5
+# "24 to 48 hours": the unit said once is both ends'. Only "to" or a dash: "between five and ten" stays two.
+_RANGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:to|-|–)\s*(\d+(?:\.\d+)?)\s*([A-Za-z]{1,10})\b")
+# A compressor names the extension it writes: "to .bz2 archives" is `bzip2`.
+_COMPRESSORS = {"gz": "gzip", "bz2": "bzip2"}
 
 # Slashed phrases that are prose, not paths ("files/directories", "normal/regular"): two bare words.
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")
@@ -181,7 +193,13 @@ def _comparator(before: str, sign: str) -> str | None:
         if found is None:
             continue
         # "not changed in the last 4 days" is older than 4 days: a negation just before flips the direction.
-        if found != "exact" and any(x in ("not", "n't") or x.endswith("n't") for x in words[max(0, i - 6) : i]):
+        # "not accessed in over 30 days" is still over 30 days: the negation is of the access, not of the span.
+        spans = found == "more" and i > 0 and words[i - 1] in ("in", "for")
+        if (
+            found != "exact"
+            and not spans
+            and any(x in ("not", "n't") or x.endswith("n't") for x in words[max(0, i - 6) : i])
+        ):
             found = "less" if found == "more" else "more"
         return found
     return None
@@ -225,6 +243,9 @@ def extract(text: str) -> list[Literal]:
     rest = _FLAG.sub(" ", rest)
     rest = _SPELLED.sub(lambda w: _spelled_value(w.group(0)), rest)  # before "one day": "twenty one days" is 21
     rest = _ONE.sub("1", rest)
+    rest = _THOUSANDS.sub(lambda m: m.group(1).replace(",", ""), rest)
+    rest = _BLOCKS.sub(lambda m: m.group(1), rest)
+    rest = _RANGE.sub(_range, rest)
     spelled = _PRODUCT.sub(lambda m: str(int(m.group(1)) * int(m.group(2))), rest)  # "5*24 hours"
     for m in _NUMBER.finditer(spelled):
         sign, number, unit = m.groups()
@@ -238,6 +259,11 @@ def extract(text: str) -> list[Literal]:
             )
         )
     return found
+
+
+def _range(m: re.Match[str]) -> str:
+    low, high, unit = m.groups()
+    return f"{low} {unit} to {high} {unit}" if _unit_family(unit) else m.group(0)
 
 
 def _canonical(number: str) -> str:
@@ -270,14 +296,27 @@ def procedure_text(description: str, task_type: str, tags: Iterable[str], comman
                 (lit.comparator or "", set(lit.unit.split("|")) if lit.unit else set())
             )
     for command in commands:
-        for m in _COMMAND_NUMBER.finditer(PARAMETER.sub(" ", command)):
+        plain = PARAMETER.sub(" ", command)  # the flag is looked for in the text the number was found in
+        for m in _COMMAND_NUMBER.finditer(plain):
             sign, number, suffix = m.groups()
-            flag = re.search(r"-(\w+)\s*$", command[: m.start()])
+            flag = re.search(r"-(\w+)\s*$", plain[: m.start()])
             units = _unit_family(suffix) | (_unit_family(flag.group(1)) if flag else set())
             comparator = {"+": "more", "-": "less"}.get(
                 sign, "exact" if flag and units & (_TIME_UNITS | _SIZE_UNITS) else ""
             )
+            if re.search(r"-perm\s*/?$", plain[: m.start()]):
+                # `-perm -644` is every one of those bits (at least), `/644` or `+644` any of them, `644` exactly.
+                comparator = {"-": "more", "+": ""}.get(sign, "" if plain[: m.start()].endswith("/") else "exact")
             numbers.setdefault(_canonical(number), []).append((comparator, units))
+        for m in _GLUED.finditer(plain):
+            if m.group(1) == "0":
+                continue  # `xargs -r0`, `sort -z0`: a null separator, not an amount
+            numbers.setdefault(_canonical(m.group(1)), []).append(("", _unit_family(m.group(2))))
+        for m in _HEAD_TAIL.finditer(command):
+            if not _COUNTED.search(m.group(1)):
+                numbers.setdefault("10", []).append(("", {"line"}))
+        if any(not m.group(1) for m in _EMPTY.finditer(command)):
+            numbers.setdefault("0", []).append(("exact", {"byte"}))
     params = list(dict.fromkeys(n for c in commands for n in PARAMETER.findall(c)))
     globs = [g for g in dict.fromkeys(_PROC_GLOB.findall(body.lower())) if len(re.sub(r"[*?\[\]]", "", g)) >= 2]
     return ProcedureText(body.lower(), numbers, params, globs, described)
@@ -360,6 +399,8 @@ def _text_agrees(lit: Literal, proc: ProcedureText) -> bool:
     if lit.kind == "ext":
         if re.search(rf"\.{re.escape(value)}\b", proc.text) or re.search(rf"\b{re.escape(value)}\b", proc.text):
             return True
+        if value in _COMPRESSORS and re.search(rf"\b{_COMPRESSORS[value]}\b", proc.text):
+            return True
         return any(fnmatch.fnmatchcase(f"x.{value}", g) for g in proc.globs)  # ".pl" under `*.p[lm]`
     placeholder = _PLACEHOLDER.match(lit.value)
     if placeholder and lit.kind in ("name", "path", "quoted") and len(placeholder.group(1)) >= 1:
@@ -368,7 +409,31 @@ def _text_agrees(lit: Literal, proc: ProcedureText) -> bool:
         return value in proc.text or value.rstrip("/") in proc.text
     if lit.kind == "flag":
         return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", proc.text) is not None
-    return value in proc.text
+    return value in proc.text or _loosely_in(lit, value, proc.text) or _plural_of_described(lit, value, proc)
+
+
+def _plural_of_described(lit: Literal, value: str, proc: ProcedureText) -> bool:
+    """A quoted word that the description quotes in the singular or plural ('others' for 'other'). Only a quoted
+    word of the description: `myfiles` is not the file `myfile` a command names."""
+    if lit.kind != "quoted" or not re.fullmatch(r"[a-z]{5,}", value):  # "ips" is an identifier, not ip's plural
+        return False
+    return any(x.kind == "quoted" and value in (x.value.lower() + "s", x.value.lower()[:-1]) for x in proc.described)
+
+
+def _loose(text: str) -> str:
+    """Text with the shell's spelling taken off: backslashes (a regex escaped once or twice is one regex), and
+    one-letter brackets (`[p]ython` is grep's way of writing python without matching itself)."""
+    return re.sub(r"\[(\w)\]", r"\1", re.sub(r"\\+", r"\\", text))  # "\r" stays an escape, not an r
+
+
+def _loosely_in(lit: Literal, value: str, text: str) -> bool:
+    """The same value spelled otherwise: escaped, or a quoted message around a `$variable`."""
+    if ("\\" in value or "[" in text or "\\" in text) and _loose(value) in _loose(text):
+        return True
+    if lit.kind == "quoted" and "$" in value:
+        parts = [p.strip() for p in re.split(r"(\$\{?\w+\}?)", value)]
+        return all(p in text for p in parts if p)  # "$dir is empty": `echo {} is empty` for $dir
+    return False
 
 
 def _param_for(lit: Literal, free: list[str]) -> str | None:
