@@ -152,7 +152,7 @@ def run_arm(home: Path, copy: Path, asks: list[Ask], name: str, calibrate: bool,
     ends = {len(asks) * (t + 1) // THIRDS - 1 for t in range(THIRDS)}
     began = time.perf_counter()
     for i, ask in enumerate(asks):
-        d = matcher.match(ask.query)
+        d = matcher.match(ask.query, by=by)  # the agent asks as it answers: its answers shape its own matches
         run.lowest = min(run.lowest, d.floor)
         if run.first_calibrated is None and d.floor_reason and d.floor_reason.startswith("calibrated"):
             run.first_calibrated = i
