@@ -13,8 +13,6 @@ from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, Resource
 from pydantic import ValidationError
 
-from ..skills.store.answers import owner_of, seen_by
-
 if TYPE_CHECKING:
     from .tool_threads import ToolThreads
 
@@ -67,8 +65,8 @@ class ProceduresServer(MCPServer[Any]):
         shown = proc.model_dump(mode="json", include=_SHOWN)
         shown["aliases"] = [
             a.model_dump(mode="json", include=_ALIAS_SHOWN)
-            for a in skills.aliases(proc.id)
-            if a.kind == "alias" and seen_by(owner_of(a.by), self.agent)
+            for a in skills.aliases(proc.id, shown_to=self.agent)
+            if a.kind == "alias"
         ]
         return json.dumps(shown)
 

@@ -18,6 +18,7 @@ from .match.floor import MatchFloor
 from .match.matcher import Matcher
 from .match.models import MatchCandidate as MatchCandidate  # for callers: what `MatchDecision.offered` holds
 from .match.models import MatchDecision
+from .replay.payload import replay_payload
 from .store.answers import WordingAnswer
 from .store.models import (
     CapturedProcedure,
@@ -35,15 +36,6 @@ if TYPE_CHECKING:
     from ..sessions import SessionStore
     from .capture.learning import Learner
     from .mine.mining import MiningResult
-
-REPLAY_STATUS = {
-    "succeeded": "succeeded",
-    "diverged": "diverged",
-    "dry_run": "dry-run",
-    "no_match": "no-match",
-    "needs_confirmation": "needs-confirmation",
-    "refused": "refused",
-}
 
 
 class CaptureResult(BaseModel):
@@ -63,56 +55,6 @@ def _machine(name: str) -> Workflow:
     from ..engine.workflow import load_workflow
 
     return load_workflow(data_file("statemachines", f"{name}.yaml"))
-
-
-def replay_payload(result: Any) -> dict[str, Any]:
-    """A replay run as plain data: status, procedure, rendered steps and how each went, why it stopped."""
-    from .replay.actions import step_results
-
-    ctx = result.context
-    proc = ctx.get("procedure") or {}
-    executed = {r["index"]: r for r in step_results(ctx)}
-    steps = []
-    for i, command in enumerate(ctx.get("rendered") or [], 1):
-        step: dict[str, Any] = {"index": i, "command": command}
-        if i in executed:
-            step.update(
-                exit_code=executed[i]["exit_code"],
-                passed=executed[i]["passed"],
-                reason=executed[i]["reason"],
-                duration_ms=executed[i]["duration_ms"],
-            )
-        steps.append(step)
-    status = "error" if result.status == "error" else REPLAY_STATUS.get(result.state, result.state)
-    reason = (
-        result.error
-        or (ctx.get("divergence") or {}).get("reason")
-        or ctx.get("select_reason")
-        or ("; ".join(ctx.get("preflight_problems") or []) or None)
-    )
-    return {
-        "status": status,
-        "procedure_id": proc.get("id"),
-        "version": proc.get("version"),
-        "confidence": proc.get("confidence"),
-        "replayed_before": proc.get("replayed"),
-        "steps": steps,
-        "diverged_step": ctx.get("diverged_step"),
-        "divergence": ctx.get("divergence"),
-        "reason": reason,
-        "llm_calls": result.counters.get("llm_calls", 0),
-        "tokens": result.counters.get("tokens", 0),
-        "match_mode": ctx.get("match_mode"),
-        "degraded": ctx.get("degraded"),
-        "params": ctx.get("params") or {},
-        "params_from_task": ctx.get("params_from_task") or {},
-        "matches": ctx.get("matches"),
-        "candidates": ctx.get("offered") or [],
-        "judged_by": ctx.get("judged_by"),
-        "edited_steps": ctx.get("edited_steps"),
-        "verification": ctx.get("verification"),
-        "run_id": result.run_id,
-    }
 
 
 class SkillStore:
@@ -239,10 +181,14 @@ class SkillStore:
         scopes = [task_type] if task_type else sorted({"", *answered})
         return [MatchFloor.of(scope, self.matcher.floor_for(scope or None)) for scope in scopes]
 
-    def aliases(self, procedure_id: str | None = None) -> list[WordingAnswer]:
-        """Aliases, then rejections (of one procedure, when given)."""
+    def aliases(self, procedure_id: str | None = None, *, shown_to: str | None = None) -> list[WordingAnswer]:
+        """Aliases, then rejections (of one procedure, when given); `shown_to` an agent (`agent:NAME`): only those
+        that shape its matches (everyone's and its own, never another agent's)."""
+        from .store.answers import owner_of, seen_by
+
         pid = self.store.get(procedure_id).id if procedure_id else None
-        return self.matcher.answers.entries(pid)
+        found = self.matcher.answers.entries(pid)
+        return found if shown_to is None else [a for a in found if seen_by(owner_of(a.by), shown_to)]
 
     def forget(self, answer_id: str) -> WordingAnswer:
         """Remove one alias (`a<N>`) or rejection (`r<N>`)."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from sherpa_skills.engine.runstore import RunStore
 go, sink, die_after = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 store = RunStore(home=Path(sys.argv[4]))
+Path(sys.argv[4] + ".ready").touch()  # imported and connected: the start waits for every relay to be here
 while not go.exists(): time.sleep(0.002)
 fd = os.open(sink, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 sent = 0
@@ -70,6 +71,16 @@ def _relay(tmp_path: Path, url: str, name: str, die_after: int = -1) -> subproce
     )
 
 
+def _all_ready(tmp_path: Path, relays: list[subprocess.Popen[str]]) -> None:
+    import time
+
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("*.ready"))) < len(relays):
+        assert time.monotonic() < deadline, "the relays did not start"
+        assert all(p.poll() is None for p in relays), "a relay died before the start"
+        time.sleep(0.01)
+
+
 def _received(tmp_path: Path) -> Counter[str]:
     return Counter(line for sink in tmp_path.glob("*.sink") for line in sink.read_text().split())
 
@@ -78,6 +89,7 @@ def _received(tmp_path: Path) -> Counter[str]:
 def test_relays_in_several_processes_publish_every_event_exactly_once(postgres_url: str, tmp_path: Path) -> None:
     ids = _fill(postgres_url, tmp_path / "home")
     relays = [_relay(tmp_path, postgres_url, f"machine{i}") for i in range(4)]
+    _all_ready(tmp_path, relays)  # a relay that started first could otherwise publish the whole outbox alone
     (tmp_path / "go").touch()
     counts = []
     for proc in relays:

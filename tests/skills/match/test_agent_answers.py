@@ -110,6 +110,8 @@ class TestEachAgentKeepsItsOwnAnswer:
         for agent in (MALLORY, "agent:eve"):
             assert skills.match(BACKUP_ASK, by=agent).procedure_id == backup, agent
         assert skills.match(BACKUP_ASK).decision == "needs-confirmation"  # still their claims, not a person's
+        assert [a.by for a in skills.aliases(backup, shown_to="agent:eve")] == ["agent:eve"]  # never the other's
+        assert [a.by for a in skills.aliases(backup)] == [MALLORY, "agent:eve"]  # a person sees every claim
 
     def test_another_agents_rejection_leaves_an_agents_alias(self, skills: sk.SkillStore) -> None:
         backup = _id(skills, "db-backup")
