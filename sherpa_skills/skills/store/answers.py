@@ -15,6 +15,7 @@ wording answered through the CLI, Python or MCP.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -91,6 +92,39 @@ def _held_for(conn: Connection, table: str, pair: tuple[str, str, str], owner: s
         (*pair, owner, owner),
     ).fetchone()
     return int(row[0])
+
+
+#: Each kind of answer's table and answerer column, and the opposite kind's, which a newer answer may withdraw.
+_TABLES = {
+    "alias": ("aliases", "confirmed_by", "rejections", "rejected_by"),
+    "rejection": ("rejections", "rejected_by", "aliases", "confirmed_by"),
+}
+
+
+def _answer_pair(
+    conn: Connection,
+    kind: Literal["alias", "rejection"],
+    pair: tuple[str, str, str],
+    answerer: str,
+    asked: Any,
+    insert: Callable[[str], None],
+) -> int:
+    """One answer of a pair, the same way for an alias and a rejection: an agent's adds nothing where an answer every
+    asker sees holds already; a person's takes agents' answers of the pair over (`_adopt`), else it is written
+    (`insert(owner)`) and subsumes theirs; then the opposite answers it may withdraw go (`_WITHDRAWS`). Returns the id
+    of the answer that holds for the answerer."""
+    table, who, opposite, opposite_who = _TABLES[kind]
+    owner, person = owner_of(answerer), by_person(answerer)
+    if owner and _shared(conn, table, pair):
+        pass  # a person's, a run's or a judge's answer of the pair already holds for this agent
+    elif not (person and not _shared(conn, table, pair) and _adopt(conn, table, who, pair, answerer, asked)):
+        insert(owner)
+        if person:  # agents' answers of the pair are subsumed: the person's holds for them too
+            conn.execute(f"DELETE FROM {table} WHERE {_PAIR} AND owner <> ''", pair)
+    conn.execute(
+        f"DELETE FROM {opposite} WHERE {_PAIR} AND {_WITHDRAWS.format(opposite_who)}", (*pair, answerer, person)
+    )
+    return _held_for(conn, table, pair, owner)
 
 
 class WordingAnswer(BaseModel):
@@ -181,18 +215,10 @@ class Answers:
         text = redact(text.strip())
         confirmer, now = by or current_user(), time.time()
 
-        owner, person = owner_of(confirmer), by_person(confirmer)
-
         def write(conn: Connection) -> int:
             proc = self.store._locked(procedure_id)  # an alias and a rejection of one pair at once: one wins
-            pair = (proc.id, scope or "", key)
-            if owner and _shared(conn, "aliases", pair):
-                pass  # a person's, a run's or a judge's alias of the pair already holds for this agent
-            elif not (
-                person
-                and not _shared(conn, "aliases", pair)
-                and _adopt(conn, "aliases", "confirmed_by", pair, confirmer, asked)
-            ):
+
+            def insert(owner: str) -> None:
                 conn.execute(
                     "INSERT INTO aliases (procedure_id, task_type, scope, text, key, confirmed_by, created,"
                     " vector, embedder, asked_score, asked_top, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -217,14 +243,10 @@ class Answers:
                         owner,
                     ),
                 )
-                if person:  # agents' aliases of the pair are subsumed: the person's holds for them too
-                    conn.execute(f"DELETE FROM aliases WHERE {_PAIR} AND owner <> ''", pair)
-            conn.execute(
-                f"DELETE FROM rejections WHERE {_PAIR} AND {_WITHDRAWS.format('rejected_by')}",
-                (*pair, confirmer, person),
-            )
+
+            found = _answer_pair(conn, "alias", (proc.id, scope or "", key), confirmer, asked, insert)
             self._bump()
-            return _held_for(conn, "aliases", pair, owner)
+            return found
 
         found = self.store.db.transaction(write, what=f"an alias of procedure '{procedure_id}'")
         return self.get(f"a{found}")
@@ -244,18 +266,10 @@ class Answers:
         text = redact(text.strip())
         rejecter, now = by or current_user(), time.time()
 
-        owner, person = owner_of(rejecter), by_person(rejecter)
-
         def write(conn: Connection) -> int:
             proc = self.store._locked(procedure_id)
-            pair = (proc.id, scope or "", key)
-            if owner and _shared(conn, "rejections", pair):
-                pass  # a person's or a judge's rejection of the pair already holds for this agent
-            elif not (
-                person
-                and not _shared(conn, "rejections", pair)
-                and _adopt(conn, "rejections", "rejected_by", pair, rejecter, asked)
-            ):
+
+            def insert(owner: str) -> None:
                 conn.execute(
                     "INSERT INTO rejections (procedure_id, scope, text, key, rejected_by, created, asked_score,"
                     " asked_top, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -266,14 +280,10 @@ class Answers:
                     f" WHERE {_WEIGHT.format('excluded.rejected_by')} > {_WEIGHT.format('rejections.rejected_by')}",
                     (proc.id, scope or "", text, key, rejecter, now, *_asked_columns(asked), owner),
                 )
-                if person:  # agents' rejections of the pair are subsumed: the person's holds for them too
-                    conn.execute(f"DELETE FROM rejections WHERE {_PAIR} AND owner <> ''", pair)
-            conn.execute(
-                f"DELETE FROM aliases WHERE {_PAIR} AND {_WITHDRAWS.format('confirmed_by')}",
-                (*pair, rejecter, person),
-            )
+
+            found = _answer_pair(conn, "rejection", (proc.id, scope or "", key), rejecter, asked, insert)
             self._bump()
-            return _held_for(conn, "rejections", pair, owner)
+            return found
 
         found = self.store.db.transaction(write, what=f"a rejection of procedure '{procedure_id}'")
         return self.get(f"r{found}")
