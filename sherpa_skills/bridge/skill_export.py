@@ -287,6 +287,7 @@ def import_skills(skills: SkillStore, directory: str | Path) -> SkillsImport:
 
     from ..errors import UsageError
     from ..skills.api import CapturedProcedure
+    from ..skills.face.transfer import without_secrets
 
     root = Path(directory)
     if not root.is_dir():
@@ -343,6 +344,7 @@ def import_skills(skills: SkillStore, directory: str | Path) -> SkillsImport:
                 tags=["agent-skill"],
                 context={"agent_skill": str(folder)},
             )
+        proc = without_secrets(proc)  # SKILL.md and procedure.json compare redacted: the secret is not stored either
         known = skills.known(proc)
         if known is not None:
             result.known.append(known.id)

@@ -139,6 +139,72 @@ def test_an_export_files_counts_are_claims_and_its_procedures_candidates(
     assert out["status"] != "succeeded" and not (work / "pwned").exists()
 
 
+#: A GitHub token's shape and a password pair: what an export file written elsewhere (or forged) may carry.
+TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+PASSWORD = "hunter2-" + "Correct-Horse"
+
+
+def _holds_secret(home: Path) -> list[str]:
+    """The files under `home` (the store, its journal, the companion index) in which either secret is written."""
+    return [
+        str(f) for f in home.rglob("*") if f.is_file() and any(s.encode() in f.read_bytes() for s in (TOKEN, PASSWORD))
+    ]
+
+
+def test_secrets_an_export_file_carries_are_never_stored(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path
+) -> None:
+    """Secrets are never stored, whoever wrote the file: its steps' secrets become env vars (as a person's capture
+    makes them), and its conditions, description and learnings are redacted before anything is written."""
+    _proven_home(tmp_path / "a")
+    exported = tmp_path / "procedures.json"
+    assert main(["learn", "export", str(exported), "--home", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    data = json.loads(exported.read_text())
+    forged = data["procedures"][0]
+    forged["steps"][0]["command"] = f'curl -fsS -H "Authorization: Bearer {TOKEN}" https://api.example.invalid/'
+    forged["preconditions"] = [f"test -n {TOKEN}"]
+    forged["description"] = f"write the notes file (password={PASSWORD})"
+    forged["context"] = {"note": f"token {TOKEN}"}
+    data["learnings"] = [
+        {
+            "command": f"gh auth login --with-token {TOKEN}",
+            "error": f"bad token {TOKEN}",
+            "about": f"password={PASSWORD}",
+        }
+    ]
+    exported.write_text(json.dumps(data))
+    code, summary = cli(capsys, tmp_path / "b", "learn", "import", str(exported))
+    assert code == 0 and len(summary["candidates"]) == 1
+    sk.SkillStore(tmp_path / "b").close()
+    assert _holds_secret(tmp_path / "b") == []
+    proc = sk.SkillStore(tmp_path / "b").get(summary["candidates"][0])
+    assert proc.status == "candidate" and proc.steps[0].env_vars == ["AUTHORIZATION"]
+    assert "${AUTHORIZATION}" in proc.steps[0].command
+
+
+def test_secrets_a_skills_procedure_json_carries_are_never_stored(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path
+) -> None:
+    """The procedure.json beside a SKILL.md holds the secret its SKILL.md shows redacted (they compare as equal once
+    redacted): the secret is not stored either."""
+    _proven_home(tmp_path / "a")
+    cli(capsys, tmp_path / "a", "learn", "export", "--skills", str(tmp_path / "skills"))
+    folder = tmp_path / "skills" / "write-notes"
+    asset = folder / "assets" / "procedure.json"
+    data = json.loads(asset.read_text())
+    data["steps"][0]["command"] = f"export API_TOKEN={TOKEN}"
+    asset.write_text(json.dumps(data))
+    skill_md = folder / "SKILL.md"
+    skill_md.write_text(skill_md.read_text().replace("touch notes.txt", "export API_TOKEN=[REDACTED]"))
+    code, imported = cli(capsys, tmp_path / "b", "learn", "import", "--skills", str(tmp_path / "skills"))
+    assert code == 0 and imported["problems"] == [] and len(imported["candidates"]) == 1
+    sk.SkillStore(tmp_path / "b").close()
+    assert _holds_secret(tmp_path / "b") == []
+    proc = sk.SkillStore(tmp_path / "b").get(imported["candidates"][0])
+    assert proc.status == "candidate" and proc.steps[0].env_vars == ["API_TOKEN"]
+
+
 # ---------------------------------------------------------------- session logs never promote
 
 
