@@ -53,20 +53,13 @@ def console(stderr: bool = False) -> Any:
 
 
 def visible(text: str) -> str:
-    """`text` as a person must read it before running it: control and format characters (a terminal escape that
-    erases a line, a carriage return, a bidi override that reverses text) written out as `\\x1b`, `\\u202e`, and
-    rich markup escaped, so what is shown is what would run."""
-    import unicodedata
-
+    """`text` as a person must read it before running it: control and format characters written out
+    (`as_it_runs`) and rich markup escaped, so what is shown is what would run."""
     from rich.markup import escape
 
-    shown = "".join(
-        c
-        if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf")
-        else (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
-        for c in str(text)
-    )
-    return escape(shown)
+    from ..skills.face.text import as_it_runs
+
+    return escape(as_it_runs(text))
 
 
 def when(at: float | None) -> str:

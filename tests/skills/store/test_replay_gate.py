@@ -239,6 +239,25 @@ def test_the_review_shows_a_candidates_step_as_it_would_run(
         assert not {"\x1b", "\r", "\u202e"} & set(shown), args
 
 
+@pytest.mark.parametrize("disguise", ["terminal escape", "bidi override"])
+def test_the_views_review_shows_a_candidates_step_as_it_would_run(home: Path, disguise: str) -> None:
+    """A browser reverses text after a bidi override too: the review list (with its promote button) and the
+    procedure's page write such characters out."""
+    pytest.importorskip("httpx", reason="starlette's TestClient needs httpx")
+    from starlette.testclient import TestClient
+
+    from sherpa_skills.ui import create_app
+
+    step, shown_as = DISGUISES[disguise]
+    skills = sk.SkillStore(home)
+    proc = skills.capture("tidy", [step], description="tidy the workspace", claimed_by="agent:mallory").procedure
+    assert proc is not None
+    skills.close()
+    with TestClient(create_app(home, allow_actions=True), base_url="http://127.0.0.1") as client:
+        for page in (client.get("/procedures").text, client.get(f"/procedures/{proc.id}").text):
+            assert shown_as in page and not {"\x1b", "\r", "\u202e"} & set(page)
+
+
 # ---------------------------------------------------------------- session logs never promote
 
 
