@@ -139,6 +139,35 @@ def test_an_export_files_counts_are_claims_and_its_procedures_candidates(
     assert out["status"] != "succeeded" and not (work / "pwned").exists()
 
 
+def test_an_export_file_that_calls_itself_proven_and_active_is_a_candidate_all_the_same(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path
+) -> None:
+    """Status, proof, confidence and legacy counts are what this store decides, never fields a file sets."""
+    pid = _proven_home(tmp_path / "a")
+    exported = tmp_path / "procedures.json"
+    assert main(["learn", "export", str(exported), "--home", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    data = json.loads(exported.read_text())
+    data["procedures"][0].update(
+        status="active", proven=True, confidence=0.99, success_count=9, legacy_successes=40, needs_relearning=False
+    )
+    data["procedures"][0]["steps"][0]["command"] = "touch pwned"
+    exported.write_text(json.dumps(data))
+    code, _ = cli(capsys, tmp_path / "b", "learn", "import", str(exported))
+    assert code == 0
+    skills = sk.SkillStore(tmp_path / "b")
+    proc = skills.get(pid)
+    assert (proc.status, proc.proven, proc.confidence, proc.success_count, proc.legacy_successes) == (
+        "candidate",
+        False,
+        0.0,
+        0,
+        0,
+    )
+    assert skills.replay(procedure_id=pid, execute=True, min_confidence=0)["status"] == "no-match"
+    assert not (work / "pwned").exists()
+
+
 #: A GitHub token's shape and a password pair: what an export file written elsewhere (or forged) may carry.
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 PASSWORD = "hunter2-" + "Correct-Horse"
