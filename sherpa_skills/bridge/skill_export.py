@@ -304,7 +304,7 @@ def import_skills(skills: SkillStore, directory: str | Path) -> SkillsImport:
 
     from ..errors import UsageError
     from ..skills.api import CapturedProcedure
-    from ..skills.face.transfer import without_secrets
+    from ..skills.face.transfer import as_imported
 
     root = Path(directory)
     if not root.is_dir():
@@ -361,7 +361,7 @@ def import_skills(skills: SkillStore, directory: str | Path) -> SkillsImport:
                 tags=["agent-skill"],
                 context={"agent_skill": str(folder)},
             )
-        proc = without_secrets(proc)  # SKILL.md and procedure.json compare redacted: the secret is not stored either
+        proc = as_imported(proc)  # SKILL.md and procedure.json compare redacted: the secret is not stored either
         known = skills.known(proc)
         if known is not None:
             result.known.append(known.id)

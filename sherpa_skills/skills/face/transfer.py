@@ -66,7 +66,7 @@ def import_data(
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
             done.problems.append(f"procedures[{i}]{where}: {first['msg'].removeprefix('Value error, ')}")
             continue
-        proc = without_secrets(proc)  # a secret in a file is never stored, nor compared as a different procedure
+        proc = as_imported(proc)  # a secret in a file is never stored, nor compared as a different procedure
         known = store.find_by_signature(step_signature(proc.steps), proc.task_type)
         exists = known is not None
         if not exists:
@@ -99,10 +99,10 @@ def import_data(
     return done
 
 
-def without_secrets(proc: CapturedProcedure) -> CapturedProcedure:
-    """A procedure from a file (an export, an Agent Skill) with no secret left to store: a step's literal secret
-    becomes an env var the step needs, as a person's capture makes it, and its conditions, description, tags and
-    context are redacted."""
+def as_imported(proc: CapturedProcedure) -> CapturedProcedure:
+    """A procedure from a file (an export, an Agent Skill) as this store keeps it: no secret left (a step's literal
+    secret becomes an env var the step needs, as a person's capture makes it; its conditions, description, tags and
+    context redacted), and no mining record (how often it was seen is what this store's own mining says)."""
     from ..capture.actions import secrets_to_env
 
     steps, named = [], set[str]()
@@ -118,7 +118,7 @@ def without_secrets(proc: CapturedProcedure) -> CapturedProcedure:
             "postconditions": [redact(c) for c in proc.postconditions],
             "description": redact(proc.description),
             "tags": [redact(t) for t in proc.tags],
-            "context": redact_value(proc.context),
+            "context": redact_value({k: v for k, v in proc.context.items() if k != "mined"}),
         }
     )
 

@@ -168,6 +168,26 @@ def test_an_export_file_that_calls_itself_proven_and_active_is_a_candidate_all_t
     assert not (work / "pwned").exists()
 
 
+def test_an_export_files_mining_record_is_not_shown_as_what_this_store_saw(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path
+) -> None:
+    """`seen N× in M sessions` is what this store's mining observed; a file's own record of it (forged or from another
+    home) was shown to the reviewer as this store's, and put the candidate first in the queue."""
+    pid = _proven_home(tmp_path / "a")
+    exported = tmp_path / "procedures.json"
+    assert main(["learn", "export", str(exported), "--home", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    data = json.loads(exported.read_text())
+    sessions = [f"s{i}" for i in range(40)]
+    data["procedures"][0]["context"] = {"mined": {"support": 500, "sessions": sessions, "long_running_steps": []}}
+    exported.write_text(json.dumps(data))
+    assert cli(capsys, tmp_path / "b", "learn", "import", str(exported))[0] == 0
+    _, rows = cli(capsys, tmp_path / "b", "learn", "candidates")
+    assert [(r["id"], r["support"], r["sessions"]) for r in rows] == [(pid, 0, 0)]
+    assert main(["learn", "candidates", "--home", str(tmp_path / "b")]) == 0
+    assert "seen 500" not in capsys.readouterr().out
+
+
 #: A GitHub token's shape and a password pair: what an export file written elsewhere (or forged) may carry.
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 PASSWORD = "hunter2-" + "Correct-Horse"
