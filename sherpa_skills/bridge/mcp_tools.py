@@ -116,6 +116,8 @@ class Bridge:
             )
         if task is not None:
             task = _task(task)
+            # What the task's literals put into a parameter is the agent's data as much as `params` is: checked alike.
+            _params({k: v for k, v in store.matcher.params_for(task, proc).items() if k not in given})
             try:  # naming the procedure for a task is confirming it, as `learn replay QUERY --procedure ID` does
                 store.confirm(task, proc.id, by=f"agent:{self.agent}")
             except SherpaError as exc:
@@ -210,5 +212,7 @@ class Bridge:
 
 
 def _task_type(task: str) -> str:
-    words = re.findall(r"[a-z0-9]+", task.lower())[:6]
+    from ..redact import redact
+
+    words = re.findall(r"[a-z0-9]+", redact(task).lower())[:6]  # a token pasted into the task is no name for it
     return "-".join(words) or "agent-task"

@@ -211,6 +211,16 @@ def export_skills(skills: SkillStore, directory: str | Path) -> SkillsExport:
             name = skill_name(proc.task_type, suffix=proc.id.rsplit("-", 1)[-1])
         taken.add(name)
         folder = root / name
+        linked = _linked(folder)
+        if linked is not None:
+            result.skipped.append(
+                {
+                    "procedure_id": proc.id,
+                    "reason": f"{linked} is a symbolic link: an export writes only into its own folder, never "
+                    "through a link (remove the link, or export elsewhere)",
+                }
+            )
+            continue
         (folder / "scripts").mkdir(parents=True, exist_ok=True)
         (folder / "assets").mkdir(exist_ok=True)
         (folder / "SKILL.md").write_text(render_skill(proc, name), encoding="utf-8")
@@ -221,6 +231,13 @@ def export_skills(skills: SkillStore, directory: str | Path) -> SkillsExport:
         (folder / "assets" / "procedure.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         result.exported.append({"procedure_id": proc.id, "skill": name, "folder": str(folder)})
     return result
+
+
+def _linked(folder: Path) -> Path | None:
+    """The first path an export would write through that is a symbolic link (anyone who may write in the skills folder,
+    an agent in its project, could point one at a file of the person's: ~/.bashrc made replay.sh), or None."""
+    written = ("", "scripts", "assets", "SKILL.md", "scripts/replay.sh", "assets/procedure.json")
+    return next((folder / part for part in written if (folder / part).is_symlink()), None)
 
 
 def _skill_folders(root: Path) -> list[Path]:
@@ -287,6 +304,7 @@ def import_skills(skills: SkillStore, directory: str | Path) -> SkillsImport:
 
     from ..errors import UsageError
     from ..skills.api import CapturedProcedure
+    from ..skills.face.transfer import as_imported
 
     root = Path(directory)
     if not root.is_dir():
@@ -343,6 +361,7 @@ def import_skills(skills: SkillStore, directory: str | Path) -> SkillsImport:
                 tags=["agent-skill"],
                 context={"agent_skill": str(folder)},
             )
+        proc = as_imported(proc)  # SKILL.md and procedure.json compare redacted: the secret is not stored either
         known = skills.known(proc)
         if known is not None:
             result.known.append(known.id)

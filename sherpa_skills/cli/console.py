@@ -52,6 +52,16 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
+def visible(text: str) -> str:
+    """`text` as a person must read it before running it: control and format characters written out
+    (`as_it_runs`) and rich markup escaped, so what is shown is what would run."""
+    from rich.markup import escape
+
+    from ..skills.face.text import as_it_runs
+
+    return escape(as_it_runs(text))
+
+
 def when(at: float | None) -> str:
     """A stored time stamp as people read it, to the minute, in local time."""
     from datetime import datetime

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from .console import EXIT_OK, hint_words, open_home, print_commands
+from .console import EXIT_OK, hint_words, open_home, print_commands, visible
 from .console import console as _console
 from .console import print_json as _print_json
 
@@ -22,8 +22,6 @@ def cmd_candidates(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(rows)
         return EXIT_OK
-    from rich.markup import escape
-
     console = _console()
     if not rows:
         console.print("no candidates to review: mined routines appear here once they recur in two sessions or days")
@@ -35,18 +33,22 @@ def cmd_candidates(args: argparse.Namespace) -> int:
         if r["claimed_successes"] or r["claimed_failures"]:
             seen.append(f"claimed {r['claimed_successes']} ok / {r['claimed_failures']} failed, not counted")
         who = ", ".join(t for t in r["tags"] if t.startswith("agent:")) or r["source"]
-        console.print(f"[bold]{r['id']}[/]  {r['task_type']}  [dim]from {who}; {'; '.join(seen) or 'no evidence'}[/]")
+        # What a person promotes is what they read here: every text as it would run, never as markup or escapes.
+        head = f"[bold]{visible(r['id'])}[/]  {visible(r['task_type'])}"
+        console.print(f"{head}  [dim]from {visible(who)}; {'; '.join(seen) or 'no evidence'}[/]")
         for check in r["preconditions"]:
-            console.print(f"    before: {escape(check)}")
+            console.print(f"    before: {visible(check)}")
         for i, step in enumerate(r["steps"]):
             mark = "  [yellow](long-running: not replayed blindly)[/]" if i in r["long_running_steps"] else ""
-            console.print(f"    {i + 1}. {escape(step)}{mark}")
+            console.print(f"    {i + 1}. {visible(step)}{mark}")
         for check in r["postconditions"]:
-            console.print(f"    after: {escape(check)}")
+            console.print(f"    after: {visible(check)}")
         for folder in r["cwd"]:
-            console.print(f"    runs in: {escape(folder)}")
+            console.print(f"    runs in: {visible(folder)}")
         for name, examples in r["parameters"].items():
-            console.print(f"    [cyan]{{{{ {name} }}}}[/] e.g. " + escape(", ".join(repr(e) for e in examples[:3])))
+            console.print(
+                f"    [cyan]{{{{ {visible(name)} }}}}[/] e.g. " + visible(", ".join(repr(e) for e in examples[:3]))
+            )
     console.print(f"\n{len(rows)} candidate(s): promote one to make it replayable, or reject it for good:")
     print_commands(
         console,

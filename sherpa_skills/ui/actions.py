@@ -52,7 +52,8 @@ async def _checked_form(ui: Any, request: Request) -> dict[str, list[str]] | Res
         return _refuse(403, f"refused: a form posted from {origin[:80]} (another origin)")
     form = form_fields(await request.body())
     token = (form.get("csrf") or [request.headers.get("x-csrf-token", "")])[0]
-    if not token or not secrets.compare_digest(token, ui.csrf):
+    # Bytes: compare_digest refuses str with non-ASCII characters, which a client is free to send.
+    if not token or not secrets.compare_digest(token.encode("utf-8", "surrogatepass"), ui.csrf.encode()):
         # Same origin, stale token (the view restarted since the page loaded): the person gets the page back to reload.
         back = request.url.path.rsplit("/", 1)[0]
         return _refused(ui, request, 403, "refused: missing or wrong CSRF token (reload the page)", back, "reload it")

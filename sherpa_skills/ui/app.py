@@ -32,6 +32,7 @@ from starlette.types import ASGIApp
 
 from ..db.url import database_url
 from ..errors import SherpaError, StoreError, UsageError
+from ..skills.face.text import as_it_runs
 from . import memory_view, reading, run_view, views
 from .format import FILTERS
 from .security import LOOPBACK_NAMES, Guard, allowed_names
@@ -73,6 +74,9 @@ class UI:
         )
         self.env.filters.update(FILTERS)
         self.env.filters["statechart"] = statechart_svg  # diagrams are drawn here, not in the browser
+        self.env.filters["as_it_runs"] = (
+            as_it_runs  # a step reviewed here is shown as it runs, bidi overrides written out
+        )
 
     @property
     def empty(self) -> bool:

@@ -112,3 +112,76 @@ def test_once_a_person_promotes_it_the_agent_may_run_it_and_those_runs_count(tmp
     assert not error and result["status"] == "succeeded" and (work / "reviewed").exists()
     proc = SkillStore(home).get(captured["procedure_id"])
     assert proc.success_count == 3 and proc.claimed_successes == 1  # promotion (2) + the replay this store ran
+
+
+#: A GitHub token's shape: what an agent may paste into a task or a description.
+TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def test_a_secret_in_what_an_agent_captures_is_never_stored(tmp_path: Path) -> None:
+    """Not in the steps (an env var), nor in the description (the task, when none is given), nor in the task type the
+    server derives from the task."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+
+    async def capture(session: ClientSession) -> list[Any]:
+        return [
+            await call(session, "capture_procedure", task=f"{TOKEN} lists the repos", steps=["gh repo list"]),
+            await call(
+                session,
+                "capture_procedure",
+                task="list the issues",
+                steps=[f"GH_TOKEN={TOKEN} gh issue list"],
+                description=f"list the issues with the token {TOKEN}",
+            ),
+        ]
+
+    answers = talk(home, work, capture, "--agent", "mallory")
+    assert all(not error and a["status"] == "candidate" for error, a in answers), answers
+    SkillStore(home).close()
+    holding = [str(f) for f in home.rglob("*") if f.is_file() and TOKEN[4:].encode() in f.read_bytes()]
+    assert holding == []
+    assert answers[1][1]["secrets_to_env"] == ["GH_TOKEN"]
+
+
+def test_a_value_the_task_gives_a_parameter_is_data_as_one_passed_as_params_is(tmp_path: Path) -> None:
+    """A person's procedure that hands its parameter to a second shell (`sh -c`, `ssh`): a task's literal filled that
+    parameter with the agent's `;` unchecked, and the replay ran the agent's command. A value from the task is held
+    to what `params` is held to; plain data still fills it."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    skills = SkillStore(home)
+    captured = skills.capture(
+        "restart-service", ["sh -c 'touch restarted-{{ service }}'"], description="restart the {{ service }} service"
+    ).procedure
+    assert captured is not None
+    skills.promote(captured.id, by="alice")
+    pid = captured.id
+
+    async def attack(session: ClientSession) -> dict[str, Any]:
+        return {
+            "as_params": await call(
+                session, "replay_procedure", procedure_id=pid, params={"service": "web; touch pwned"}, execute=True
+            ),
+            "in_the_task": await call(
+                session,
+                "replay_procedure",
+                procedure_id=pid,
+                execute=True,
+                task="restart the 'web; touch pwned' service",
+            ),
+            "forged_by": await call(session, "record_outcome", procedure_id=pid, outcome="success", by="alice"),
+            "plain": await call(
+                session, "replay_procedure", procedure_id=pid, execute=True, task="restart the 'web' service"
+            ),
+        }
+
+    seen = talk(home, work, attack, "--allow-execute", "--agent", "mallory")
+    for door in ("as_params", "in_the_task"):
+        error, refused = seen[door]
+        assert error and "parameter 'service' holds the shell metacharacter ';'" in refused, (door, refused)
+    error, refused = seen["forged_by"]
+    assert error and "unknown argument 'by'" in refused  # who answers is the server's --agent, never a field
+    assert not seen["plain"][0] and seen["plain"][1]["status"] == "succeeded", seen["plain"]
+    assert sorted(p.name for p in work.iterdir()) == ["restarted-web"]
+    assert SkillStore(home).get(pid).claimed_successes == 0

@@ -232,3 +232,28 @@ def test_a_hostile_task_type_stays_inside_replay_sh_comments_and_quotes(tmp_path
     done = subprocess.run(["sh", str(script)], capture_output=True, text=True, env=bare_env(tmp_path), cwd=tmp_path)
     assert done.returncode == 127, done.stderr
     assert not list(tmp_path.glob("pwned*"))
+
+
+@pytest.mark.parametrize("planted", ["scripts/replay.sh", "SKILL.md", "assets/procedure.json", "scripts", "."])
+def test_export_never_writes_through_a_link_planted_in_the_skills_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], planted: str
+) -> None:
+    """The attack: an agent that may write only in its project plants a symbolic link where the next export writes
+    (a skill's replay.sh pointing at the person's ~/.bashrc); the export followed it, overwrote the file outside the
+    folder and made it executable. The skill is skipped, saying why; the file outside is untouched."""
+    ids = learned_home(tmp_path / "home")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "bashrc"
+    victim.write_text("keep me\n")
+    victim.chmod(0o600)
+    folder = tmp_path / "skills" / "rotate-logs"
+    link = folder / planted if planted != "." else folder
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(victim if "." in link.name and planted != "." else outside)
+    out = export(tmp_path / "home", tmp_path / "skills", capsys)
+    assert out["exported"] == []
+    reasons = {s["procedure_id"]: s["reason"] for s in out["skipped"]}
+    assert "symbolic link" in reasons[ids["rotate"]] and str(link) in reasons[ids["rotate"]]
+    assert victim.read_text() == "keep me\n" and not os.access(victim, os.X_OK)
+    assert sorted(p.name for p in outside.iterdir()) == ["bashrc"]

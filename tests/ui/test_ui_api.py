@@ -241,6 +241,9 @@ class TestRefusals:
         assert client.get(f"/api/runs/{run_id}/state").json()["status"] == "waiting"
 
 
+FORM = "application/x-www-form-urlencoded"
+
+
 class TestActions:
     @pytest.fixture()
     def acting(self, tmp_path: Path) -> Any:
@@ -271,6 +274,18 @@ class TestActions:
             headers={"Origin": "http://evil.example.invalid"},
         )
         assert r.status_code == 403
+        assert c.get(f"/api/runs/{run_id}/state").json()["status"] == "waiting"
+
+    def test_a_token_that_is_not_ascii_is_refused_not_a_server_error(self, acting: Any) -> None:
+        """compare_digest refuses str with non-ASCII characters, which a client is free to send: a 403 that says why,
+        not a 500 and a traceback; the run stays waiting."""
+        c, run_id, _ = acting
+        form = {"content": b"trigger=approve&csrf=%C3%A9", "headers": {"content-type": FORM}}
+        for refused in (
+            c.post(f"/runs/{run_id}/resume", **form),
+            c.post(f"/runs/{run_id}/resume", headers={"x-csrf-token": b"\xc3\xa9"}),
+        ):
+            assert refused.status_code == 403 and "CSRF token" in refused.json()["error"]
         assert c.get(f"/api/runs/{run_id}/state").json()["status"] == "waiting"
 
     def test_refuses_a_trigger_the_state_does_not_offer(self, acting: Any) -> None:

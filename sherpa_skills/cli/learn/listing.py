@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..console import EXIT_OK, Folded, compact_table, print_table
+from ..console import EXIT_OK, Folded, compact_table, print_table, visible
 from ..console import console as _console
 from ..console import print_json as _print_json
 from ..console import when as _when
@@ -54,17 +54,23 @@ def cmd_show(args: argparse.Namespace) -> int:
         _print_json(data)
         return EXIT_OK
     console = _console()
-    console.print(f"[bold]{p.id}[/] v{p.version} — {p.task_type} — confidence {p.confidence:.2f} — {health.status}")
+    # A candidate is reviewed here before it is promoted: every text as it would run, never as markup or escapes.
+    console.print(
+        f"[bold]{visible(p.id)}[/] v{p.version} — {visible(p.task_type)} — confidence {p.confidence:.2f} — "
+        f"{health.status}"
+    )
     if p.description:
-        console.print(p.description)
+        console.print(visible(p.description))
     for i, s in enumerate(p.steps, 1):
-        pattern = f", /{s.expected_output_pattern}/" if s.expected_output_pattern else ""
+        pattern = f", /{visible(s.expected_output_pattern)}/" if s.expected_output_pattern else ""
         extra = f"  [dim]exit {s.expected_exit_code}{pattern}, timeout {s.timeout_secs:g}s[/]"
-        console.print(f"  {i}. {s.command}{extra}")
+        console.print(f"  {i}. {visible(s.command)}{extra}")
     for i, d in enumerate(p.decisions, 1):
         arg_text = f" {json.dumps(d.args)}" if d.args else ""
         checks = "".join(f", check {c.action} {json.dumps(c.features)}" for c in d.checks if c.features is not None)
-        console.print(f"  {i}. in {d.state}: {d.trigger}{arg_text}  [dim]({d.decided_by}{checks})[/]")
+        console.print(
+            f"  {i}. in {visible(d.state)}: {visible(d.trigger + arg_text)}  [dim]({d.decided_by}{checks})[/]"
+        )
     legacy = (
         f" ({p.legacy_successes} and {p.legacy_failures} from before counts kept their source)"
         if p.legacy_successes or p.legacy_failures
@@ -92,7 +98,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     for a in data["aliases"]:
         console.print(f"alias {a['id']}: {escape(repr(a['text']))}  [dim]({alias_origin(a)}{scope_note(a)})[/]")
     for a in data["rejections"]:
-        console.print(f"rejected {a['id']}: {a['text']!r}  [dim](by {a['by']}{scope_note(a)})[/]")
+        console.print(f"rejected {a['id']}: {escape(repr(a['text']))}  [dim](by {escape(a['by'])}{scope_note(a)})[/]")
     for b in data["branches"]:
         path = " → ".join(f"{d['state']}: {d['trigger']}" for d in b["decisions"])
         console.print(f"branch taken by {b['runs']} run(s), leaving at decision {b['step']} in {b['state']}: {path}")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...engine.inputs import parse_assignments
-from ..console import EXIT_ERROR, EXIT_NEEDS_CONFIRMATION, EXIT_OK
+from ..console import EXIT_ERROR, EXIT_NEEDS_CONFIRMATION, EXIT_OK, visible
 from ..console import console as _console
 from ..console import print_json as _print_json
 from .common import open_home, quiet_logs
@@ -31,7 +31,7 @@ def _confirm(console: Any, store: SkillStore, pending: dict[str, Any]) -> tuple[
     )
     rendered = [step["command"] for step in pending["steps"]]
     for step in pending["steps"]:
-        console.print(f"  {step['index']}. {step['command']}", markup=False)
+        console.print(f"  {step['index']}. {visible(step['command'])}")  # what runs, escapes written out
     text = editor_text(rendered)
     while True:
         answer = input("Execute? [y/n/edit]: ").strip().lower()
@@ -222,7 +222,7 @@ def _show_replay(console: Any, p: dict[str, Any]) -> None:
     for s in p["steps"]:
         mark = "" if "passed" not in s else ("[green]✓[/] " if s["passed"] else "[red]✗[/] ")
         said = f"  [red]{escape(s['reason'])}[/]" if s.get("reason") else ""
-        console.print(f"  {mark}{s['index']}. {escape(s['command'])}{said}")
+        console.print(f"  {mark}{s['index']}. {visible(s['command'])}{said}")
         if at_step is not None and s["index"] == at_step:
             _show_tail(console, tail)
     if p["status"] == "dry-run":

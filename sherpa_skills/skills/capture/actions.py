@@ -282,6 +282,8 @@ def _plain(value: Any) -> dict[str, Any]:
 @default_registry.action("capture_crystallise")
 def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
     """A new procedure, or — when re-learning one that diverged — its next version."""
+    from ...redact import redact
+
     view = ctx.view
     store = skill_store(ctx.home)
     steps = crystallise_steps(view.get("steps_filtered") or [])
@@ -299,9 +301,9 @@ def capture_crystallise(args: NoArgs, ctx: ActionContext) -> ActionResult:
     captured = CapturedProcedure(
         id="",
         task_type=task_type or "",
-        description=view.get("description") or "",
+        description=redact(view.get("description") or ""),  # text, not a step: a secret in it is never stored
         steps=steps,
-        tags=list(view.get("tags") or []),
+        tags=[redact(t) for t in view.get("tags") or []],
         preconditions=list(view.get("preconditions") or []),
         postconditions=list(view.get("postconditions") or []),
         # a new version says only where it came from; a new procedure may say more (mined, imported)

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ...redact import redact, redact_value
 from ..match.failures import FailureFinder
 from ..match.matcher import Matcher
 from ..store.database import ProcedureDatabase
@@ -65,6 +66,7 @@ def import_data(
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
             done.problems.append(f"procedures[{i}]{where}: {first['msg'].removeprefix('Value error, ')}")
             continue
+        proc = as_imported(proc)  # a secret in a file is never stored, nor compared as a different procedure
         known = store.find_by_signature(step_signature(proc.steps), proc.task_type)
         exists = known is not None
         if not exists:
@@ -88,10 +90,37 @@ def import_data(
         done.fresh.append(stored)
     for raw in data.get("learnings") or []:
         try:
-            store.add_learning(CapturedLearning.model_validate({**raw, "id": None}))
+            learning = CapturedLearning.model_validate({**raw, "id": None})
+            store.add_learning(
+                learning.model_copy(update={k: redact(getattr(learning, k)) for k in ("command", "error", "about")})
+            )
         except ValidationError:
             pass
     return done
+
+
+def as_imported(proc: CapturedProcedure) -> CapturedProcedure:
+    """A procedure from a file (an export, an Agent Skill) as this store keeps it: no secret left (a step's literal
+    secret becomes an env var the step needs, as a person's capture makes it; its conditions, description, tags and
+    context redacted), and no mining record (how often it was seen is what this store's own mining says)."""
+    from ..capture.actions import secrets_to_env
+
+    steps, named = [], set[str]()
+    for step in proc.steps:
+        command, names = secrets_to_env(step.command, named)
+        named.update(names)
+        env_vars = list(dict.fromkeys([*step.env_vars, *names]))
+        steps.append(step.model_copy(update={"command": command, "env_vars": env_vars}))
+    return proc.model_copy(
+        update={
+            "steps": steps,
+            "preconditions": [redact(c) for c in proc.preconditions],
+            "postconditions": [redact(c) for c in proc.postconditions],
+            "description": redact(proc.description),
+            "tags": [redact(t) for t in proc.tags],
+            "context": redact_value({k: v for k, v in proc.context.items() if k != "mined"}),
+        }
+    )
 
 
 def index_imported(
