@@ -7,12 +7,14 @@ calibration point) loop, in seconds rather than the full bench's minutes. For tu
     python bench/decision_head_sim.py --per-intent 10 --hindsight   # scores compared, each at its best threshold
     python bench/decision_head_sim.py --per-intent 20 --seeds 36,1,2,3,4,5,6   # the same stream in other orders
     python bench/decision_head_sim.py --per-intent 10 --seeds 36,1,2,3,4,5,6 --variant joint   # round 4's variants
+    SIM_ROUND5=1 python bench/decision_head_sim.py --per-intent 20 --seeds 36,1,2,3,4,5,6 --hindsight   # round 5's
 
 Each run's JSON also breaks the decisions down by kind of state (route, pick) and third: the LLM share, why the memory
 abstained (no guess, uncalibrated, below the threshold), how often its guess was the model's decision where it
 abstained, and its answers that differ from the model's (`by_kind`; over several orders, `by_kind_mean`).
 Knobs by environment: SIM_WRONG=1 prints each answer that differs from the model's (stderr); SIM_JOINT_OWN and
-SIM_LOO_EVERY tune the `joint` and `loo` variants; SIM_TOPK=1 adds k-nearest-mean scores to --hindsight.
+SIM_LOO_EVERY tune the `joint` and `loo` variants; SIM_TOPK=1 adds k-nearest-mean scores to --hindsight;
+SIM_ROUND5=1 adds round 5's (a softmax regression beside the head, confusion penalties: bench/_decision_sim_round5.py).
 """
 
 from __future__ import annotations
@@ -290,10 +292,12 @@ def hindsight(items: list[dict[str, Any]], delta: float, lex: float = 0.0) -> di
     before it (the model always asked), then the largest share of decisions one threshold answers with at most
     δ × decisions wrong — chosen in hindsight, so an upper bound on what any calibration of that score reaches."""
     import numpy as np
+    from _decision_sim_round5 import Round5
 
     vec = vectors([it["text"] for it in items])
     seen: dict[str, tuple[list[Any], list[str]]] = {}
     scored: list[tuple[dict[str, float], dict[str, bool]]] = []
+    round5 = Round5() if os.environ.get("SIM_ROUND5") else None
     for item in items:
         q = vec[item["text"]]
         q = combined(q, item["text"], lex) if lex else q
@@ -341,9 +345,18 @@ def hindsight(items: list[dict[str, Any]], delta: float, lex: float = 0.0) -> di
                         key = f"margin(top{k}) + 1.0 nearest{k}"
                         scores[key] = float(ev_k[o_k[0]] - ev_k[o_k[1]]) + float(near_k[o_k[0]])
                         guesses[key] = names[int(o_k[0])]
-                scored.append((scores, {k: g == truth for k, g in guesses.items()}))
+                right = {k: g == truth for k, g in guesses.items()}
+                if round5 is not None:
+                    # Round 5: a regression beside the head, and penalties for confusions seen before.
+                    second = names[int(order[1])]
+                    extra, extra_ok = round5.scores(where, q, scores["margin + 1.0 nearest"], top, second, truth)
+                    scores.update(extra)
+                    right.update(extra_ok)
+                scored.append((scores, right))
             rows.append(q)
             labels.append(truth)
+            if round5 is not None:
+                round5.learned(where, rows, labels)
     out = {}
     allowed = delta * len(scored)
     for key in scored[0][0]:
@@ -356,6 +369,20 @@ def hindsight(items: list[dict[str, Any]], delta: float, lex: float = 0.0) -> di
             best = i + 1
         out[key] = round(best / len(scored), 3)
     return out
+
+
+def hindsight_orders(args: Any, seeds: list[int]) -> None:
+    """`--hindsight` over several orders: a line each, then each score's mean and its gain over the shipped one."""
+    lines = []
+    for seed in seeds:
+        out = hindsight(load_stream(2 if args.quick else args.per_intent, seed), args.delta, args.lex)
+        lines.append(out)
+        print(json.dumps({"seed": seed, **out}), flush=True)
+    mean = {k: round(sum(o[k] for o in lines) / len(lines), 3) for k in lines[0]}
+    shipped = mean["margin + 1.0 nearest"]
+    gain = {k: round(v - shipped, 3) for k, v in mean.items()}
+    worst = {k: round(min(o[k] - o["margin + 1.0 nearest"] for o in lines), 3) for k in lines[0]}
+    print(json.dumps({"orders": len(lines), "mean": mean, "gain_over_shipped": gain, "worst_order_gain": worst}))
 
 
 def orders(args: Any, seeds: list[int]) -> None:
@@ -432,6 +459,9 @@ def main() -> None:
 
     if set(args.variant.split("+")) - NAMES:
         parser.error(f"--variant {args.variant!r}: each name one of {sorted(NAMES)}, joined by '+'")
+    if args.seeds and args.hindsight:
+        hindsight_orders(args, [int(s) for s in args.seeds.split(",")])
+        return
     if args.seeds:
         orders(args, [int(s) for s in args.seeds.split(",")])
         return
