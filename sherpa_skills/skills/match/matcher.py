@@ -51,7 +51,17 @@ from .similarity import TermIndex, cosines, coverage, words
 from .texts import describe, procedure_words
 from .verifier import Verifier
 from .vouch import Evidence, repeated, vouched
-from .wording import contrast, earlier_key, key_words, same_wording, says_less, spoken, verbatim, wording_key
+from .wording import (
+    asked_alike,
+    contrast,
+    earlier_key,
+    key_words,
+    same_wording,
+    says_less,
+    spoken,
+    verbatim,
+    wording_key,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -285,7 +295,13 @@ class Matcher(Deciding):
         vector, near, degraded = self._semantic(query, pool, snap, include_candidates, task_type)
         said = key_words(query)
         aliases = [v for v in self._alias_views(task_type) if seen_by(v[0].owner, asker)] if with_aliases else []
-        alias_exact = {a.procedure_id: a.id for a, keys, _ in aliases if same_wording(said, keys)}
+        # A wording no judge confirmed (a run's, an agent's) says the same only when it asks the same kind of question:
+        # folding drops the question words a customer's request turns on ("how" / "why verify my identity").
+        alias_exact = {
+            a.procedure_id: a.id
+            for a, keys, _ in aliases
+            if same_wording(said, keys) and (not a.exact_only or asked_alike(query, a.text))
+        }
         alias_cos, near_cos = self._alias_cosines(vector, aliases)
         rejected = self.answers.rejected(wording_key(query), task_type, asker)
         if (earlier := earlier_key(query)) != wording_key(query):
@@ -444,7 +460,8 @@ class Matcher(Deciding):
             if row.exact or row.agreement.disagreed or row.semantic is None:
                 continue
             described = self._text(row.proc)[4]
-            if same_wording(said, described):
+            # A trajectory's description is a request as someone wrote it: its question words are part of the ask.
+            if same_wording(said, described) and (row.proc.kind == "shell" or asked_alike(query, row.proc.description)):
                 why = "says what the description says"
             elif (
                 # A trajectory is described by a request as someone wrote it: a clause left out may be why it was

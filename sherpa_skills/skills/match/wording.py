@@ -209,6 +209,16 @@ def earlier_key(text: str) -> str:
     return " ".join(sorted(folded)) if folded else "=" + " ".join(text.lower().split())
 
 
+#: Words that say what kind of answer is asked for: stop words to folding, yet "how can I verify my identity" and
+#: "why do I need to verify my identity" ask different things (two intents of BANKING77's, one key-word set).
+QUESTION_WORDS = frozenset("how why what when where which who whom whose".split())
+
+
+def asked_alike(a: str, b: str) -> bool:
+    """Two wordings ask the same kind of question: the same question words, or none in either."""
+    return QUESTION_WORDS.intersection(spoken(a)) == QUESTION_WORDS.intersection(spoken(b))
+
+
 def spoken(text: str) -> list[str]:
     """Every word as said, in order (no folding): what `verbatim` compares."""
     return re.findall(r"[a-z0-9]+", text.lower())
