@@ -98,10 +98,15 @@ class SkillStore:
         self.close()
 
     def learner(self) -> Learner:
-        """What `workflow.agent(learn=True, store=this)` learns with: this store and its matcher."""
-        from .capture.learning import Learner
+        """What `workflow.agent(learn=True, store=this)` learns with: this store and its matcher (the home's Learner,
+        kept across runs, unless this store has a connection of its own)."""
+        from .capture.learning import Learner, home_learner
 
-        return Learner(self.store, self.matcher)
+        if not self._own_connection:
+            return home_learner(self.home)
+        if self._learner is None:
+            self._learner = Learner(self.store, self.matcher)
+        return self._learner
 
     # ------------------------------------------------------------------ reading
 
@@ -516,6 +521,7 @@ class SkillStore:
     # --- the view's, bridge's and heartbeat's view of the store
 
     _own_connection = False  # True from `own`: close() closes the connection too
+    _learner: Learner | None = None  # with a connection of its own, the Learner its runs share
     _home_runs: Callable[[], RunStore] | None = None  # from `over`: where capture and replay runs are kept
 
     @classmethod

@@ -4,10 +4,12 @@ continues it (a resume after a wait or a crash) replays from there and captures 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ...engine.hooks import HookRequest
 from ...errors import UsageError
+from ...home import per_home
 from ..decide.memory import DecisionMemory
 from ..match.matcher import Matcher
 from ..match.models import MatchDecision
@@ -60,6 +62,16 @@ class Learner:
         return decision, proc
 
 
+def _new_learner(home: Path) -> Learner:
+    return Learner(skill_store(home), skill_matcher(home))
+
+
+def home_learner(home: str | Path | None) -> Learner:
+    """The home's Learner, one per thread as its store and matcher are: its decision memory and task vectors outlive a
+    run, so each run reads only the examples that are new (rebuilt per run, a request cost more as examples grew)."""
+    return per_home(_new_learner, home)
+
+
 @runtime_checkable
 class _GivesLearner(Protocol):
     """What to learn with, known by what it offers: the public SkillStore sits a layer above this module."""
@@ -75,7 +87,7 @@ def learner_for(request: HookRequest) -> Learner | None:
     if learn is False:
         return None
     if learn is True:
-        return Learner(skill_store(request.home), skill_matcher(request.home))
+        return home_learner(request.home)
     if isinstance(learn, Learner):
         return learn
     if isinstance(learn, ProcedureDatabase):

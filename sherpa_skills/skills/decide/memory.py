@@ -354,6 +354,8 @@ class DecisionMemory:
         self._unsaved: dict[str, int] = {}
         #: Examples up to the calibration's last id the memory read, counted as read: what a snapshot records.
         self._counted: dict[str, int] = {}
+        #: The workflow's shape (its states and triggers) its examples were read for: another shape reads them again.
+        self._shape: dict[str, str | None] = {}
 
     def calibration(self, workflow: str) -> Calibration:
         """`workflow`'s calibration points, read from the store as they grow."""
@@ -409,6 +411,10 @@ class DecisionMemory:
         from the workflow's persisted snapshot where one still stands for the store's examples; a read that changed
         the memory persists it again."""
         conf = settings()
+        shape = snapshot.valid_key(valid)
+        if workflow in self._states and (self._shape.get(workflow) != shape or not self._holds(workflow)):
+            self._drop(workflow)
+        self._shape[workflow] = shape
         fresh = workflow not in self._states
         restored = fresh and self._restore(workflow, conf, valid)
         # The calibration counts what it reads first, then the examples are read up to its last id: an example
@@ -455,6 +461,21 @@ class DecisionMemory:
             lag = 0
         self._unsaved[workflow] = lag
         return unusable
+
+    def _holds(self, workflow: str) -> bool:
+        """Whether the store still has every example of `workflow` this memory counted: another memory (the CLI's
+        `--forget`, another process's eviction) may have deleted some since, and a memory kept across runs must not
+        answer from them."""
+        upto = self._points_read.get(workflow, (0, 0))[0]
+        return snapshot.counts(self.store, workflow, upto) == self._counted.get(workflow, 0)
+
+    def _drop(self, workflow: str) -> None:
+        """Forget all that was read of `workflow`: the next refresh starts again (from its snapshot if one stands);
+        the examples were deleted elsewhere, or the workflow changed shape."""
+        kept: list[dict[str, Any]] = [self._read, self._states, self._unusable, self._calibration, self._points_read]
+        for found in [*kept, self._cost, self._unsaved, self._counted]:
+            found.pop(workflow, None)
+        log.info("decision_memory_reread", workflow=workflow)
 
     def _persist(self, workflow: str, conf: dict[str, Any], valid: set[tuple[str, str]] | None) -> None:
         """Keep the workflow's memory as a snapshot, for the next process's first ask."""

@@ -91,7 +91,8 @@ def valid_key(valid: set[tuple[str, str]] | None) -> str | None:
     return hashlib.sha256(json.dumps(sorted(valid)).encode()).hexdigest()[:16]
 
 
-def _counts(store: ProcedureDatabase, workflow: str, upto: int) -> int:
+def counts(store: ProcedureDatabase, workflow: str, upto: int) -> int:
+    """How many of `workflow`'s examples the store holds up to id `upto`."""
     row = store.conn.execute(
         "SELECT COUNT(*) FROM decision_examples WHERE workflow = ? AND id <= ?", (workflow, upto)
     ).fetchone()
@@ -135,7 +136,7 @@ def load(
     if kept_stamp != stamp(conf):
         log.info("decision_snapshot_ignored", workflow=workflow, why=f"another format or settings ({kept_stamp})")
         return None
-    if _counts(store, workflow, int(upto)) != int(examples):
+    if counts(store, workflow, int(upto)) != int(examples):
         why = "examples were deleted, or committed below what it read, since it was taken"
         log.info("decision_snapshot_ignored", workflow=workflow, why=why)
         return None

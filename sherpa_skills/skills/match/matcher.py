@@ -146,6 +146,8 @@ class Matcher(Deciding):
         self._procs: dict[str, CapturedProcedure] = {}  # parsed rows, reused while (version, updated) holds
         self._reverse: dict[tuple[Any, ...], tuple[float, dict[str, float]]] = {}  # description words' IDF per index
         self._aliases: tuple[tuple[int, str], list[tuple[AliasRow, frozenset[str], Any]]] | None = None
+        #: Each alias's wording and its key words, by alias id (folded once per wording, not at every change).
+        self._alias_words: dict[str, tuple[str, frozenset[str]]] = {}
         self.calibrate = calibrate
         self._floors: dict[tuple[int, str], Floor] = {}
 
@@ -532,12 +534,16 @@ class Matcher(Deciding):
                     self.answers.set_vector(row.id, row.vector, str(name))
             except Exception as exc:  # found by their exact wording still; the reason is logged
                 log.warning("alias_embed_failed", aliases=len(missing), reason=str(exc))
-        views = [
-            # Key words read again from the wording, not its stored key: a key stored before verbs were folded
-            # would miss a wording said with the folded verb.
-            (r, key_words(r.text), _vector_of(r, name))
-            for r in rows
-        ]
+        # Key words read again from the wording, not its stored key: a key stored before verbs were folded would miss
+        # a wording said with the folded verb. Kept per alias: every run that learns adds one, and folding them all
+        # again at each was most of a match's cost late in a long stream.
+        words = self._alias_words
+        views = []
+        for r in rows:
+            known = words.get(r.id)
+            if known is None or known[0] != r.text:
+                known = words[r.id] = (r.text, key_words(r.text))
+            views.append((r, known[1], _vector_of(r, name)))
         self._aliases = (key, views)
         return views
 

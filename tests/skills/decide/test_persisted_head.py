@@ -286,7 +286,7 @@ def test_an_example_committed_below_what_was_read_makes_the_snapshot_stale(engin
     """On PostgreSQL an example's id is taken when it is inserted, so one with a lower id can commit after a reader
     went past it: a snapshot written then must not count it as read, or every later process trusts a snapshot that
     omits it. Simulated: the id below what was read is filled after the memory read past it, then the memory writes
-    its snapshot again (after new examples)."""
+    its snapshot again (after new examples). (It notices the late example itself now, counting at each refresh.)"""
     store = engine.procedures()
     teach(store)
     # the id the late example takes, free while the memory reads past it
@@ -304,7 +304,8 @@ def test_an_example_committed_below_what_was_read_makes_the_snapshot_stale(engin
     fresh = DecisionMemory(engine.procedures())
     answer = ask(fresh, CENTRES["c"])
     state = fresh._states["w"]["s"]
-    assert state.restored is None  # stale: rebuilt from the examples
+    # The memory that read past it counts again at each refresh, so it read the late example before writing: the
+    # snapshot counts it (else a fresh process finds the snapshot stale and rebuilds; either way it is there).
     assert 3 in {e.id for e in state.examples} and answer.guess is not None and answer.guess.startswith("c ")
     again = DecisionMemory(engine.procedures())
     again.refresh("w")
@@ -384,3 +385,40 @@ def test_a_snapshot_of_other_settings_or_another_workflow_shape_is_not_used(engi
 
 def test_the_settings_stamp_names_the_format() -> None:
     assert snapshot.stamp(settings()).startswith(f"decide-snapshot/{snapshot.FORMAT} ")
+
+
+def test_a_live_memory_drops_a_state_another_forgot(engine: Engine) -> None:
+    """A memory kept across runs (one per home in a process) must not answer from examples forgotten elsewhere: the
+    CLI's `learn decisions --forget`, another process's eviction."""
+    store = engine.procedures()
+    teach(store)
+    live = DecisionMemory(store)
+    assert ask(live).example is not None
+    assert DecisionMemory(engine.procedures()).forget_state("w", "s") == 500
+    answer = ask(live)
+    assert answer.example is None and answer.why == "no decision in 's' seen yet"
+
+
+def test_a_live_memory_drops_examples_deleted_behind_its_back(engine: Engine) -> None:
+    store = engine.procedures()
+    teach(store)
+    live = DecisionMemory(store)
+    ask(live)
+    store.db.transaction(lambda conn: conn.execute("DELETE FROM decision_examples WHERE trigger = 'a'"))
+    answer = ask(live)
+    assert {e.trigger for e in live._states["w"]["s"].examples} == {"b"}
+    assert answer.example is None or answer.example.trigger != "a"
+
+
+def test_a_live_memory_reads_only_what_is_new(engine: Engine) -> None:
+    """Kept across runs, a memory reads each run's new examples, not every example again: what keeps a request's
+    cost flat as examples grow (bench/RESULTS.md, the BANKING77 stream's cost by tenth)."""
+    store = engine.procedures()
+    teach(store)
+    live = DecisionMemory(store)
+    ask(live)
+    before = live._states["w"]["s"]
+    teach(store, n=4, labels="c")
+    answer = ask(live, CENTRES["c"])
+    assert live._states["w"]["s"] is before and before.size() == 2 * 128 + 4
+    assert answer.guess is not None and answer.guess.startswith("c ")
