@@ -10,7 +10,7 @@ them with their units. Words that change what is asked stay: negations ("not", "
 
 Verbs that name one action (`SYNONYMS`: "remove" and "erase" are "delete", "display" is "show") are folded too; a
 key word swapped for another is otherwise a change of what is asked, and some swaps turn it around (`contrast`:
-"stop" for "start", "decompress" for "compress", "list" is not "delete" either, but only a judge can say so).
+"stop" for "start", "decompress" for "compress", "find" for "delete": a verb that looks for one that destroys).
 Meaning alone cannot tell these apart: MiniLM puts "enable" and "disable" closer (0.73) than "run" and "execute"
 (0.41), so the contrast is read from the words.
 
@@ -110,6 +110,11 @@ _OPPOSITES = (
     "block unblock,hide unhide,follow unfollow,subscribe unsubscribe,merge split,encode decode,pack unpack"
 )
 OPPOSITES = frozenset(frozenset(pair.split()) for pair in _OPPOSITES.split(","))
+# Verbs that only look and verbs that destroy (after `SYNONYMS`): one said for the other asks the opposite work too, and
+# a destroying procedure must never replay for a task that asked to look ("delete files in /var/log modified more than
+# 60 minutes ago" replayed a `find` of them; the other way round it would delete what someone asked to list).
+_LOOKING = frozenset("find list show print count get check".split())
+_DESTROYING = frozenset("delete kill truncate wipe purge drop overwrite shred".split())
 # Prefixes that make a word's opposite ("unmount", "disable", "decrypt", "nonempty").
 _NEGATING_PREFIXES = ("un", "dis", "de", "non")
 _NUMBER_WORDS = frozenset(
@@ -172,6 +177,8 @@ def says_less(said: frozenset[str], description: str) -> bool:
 def opposite(a: str, b: str) -> bool:
     """Two key words that turn a task around when one is said for the other ("stop"/"start", "unmount"/"mount")."""
     if frozenset((a, b)) in OPPOSITES:
+        return True
+    if (a in _LOOKING and b in _DESTROYING) or (a in _DESTROYING and b in _LOOKING):
         return True
     return any(x == p + y for x, y in ((a, b), (b, a)) for p in _NEGATING_PREFIXES if len(y) >= 3)
 

@@ -30,13 +30,22 @@ SAME = ["launch the nginx web server on the proxy host", "start the nginx web se
 class TestWords:
     @pytest.mark.parametrize(
         ("a", "b"),
-        [("start", "stop"), ("enable", "disable"), ("mount", "unmount"), ("encrypt", "decrypt"), ("add", "delete")],
+        [
+            ("start", "stop"),
+            ("enable", "disable"),
+            ("mount", "unmount"),
+            ("encrypt", "decrypt"),
+            ("add", "delete"),
+            ("find", "delete"),  # a verb that looks and one that destroys
+            ("list", "kill"),
+            ("count", "purge"),
+        ],
     )
     def test_opposites_turn_a_task_around(self, a: str, b: str) -> None:
         assert opposite(a, b) and opposite(b, a)
 
     @pytest.mark.parametrize(
-        ("a", "b"), [("start", "launch"), ("list", "delete"), ("redeploy", "deploy"), ("a", "una")]
+        ("a", "b"), [("start", "launch"), ("list", "find"), ("delete", "kill"), ("redeploy", "deploy"), ("a", "una")]
     )
     def test_other_words_are_not_opposites(self, a: str, b: str) -> None:
         assert not opposite(a, b)
@@ -123,6 +132,31 @@ def _cli(home: Path, *args: str) -> dict:
         timeout=240,
     )
     return json.loads(done.stdout)
+
+
+class TestLookingAndDestroying:
+    """A destroying procedure never replays for a task that asked to look, nor a looking one for a task that asked to
+    destroy: "delete files in /var/log modified more than 60 minutes ago" replayed a `find` of them (relevance 0.80)."""
+
+    def test_either_way_it_is_asked_about(self, skill_store: sk.SkillStore) -> None:
+        for task_type, description, step in [
+            ("old-logs", "Find files in /var/log modified more than 60 minutes ago", "find /var/log -mmin +60"),
+            ("kill-py", "kill all python processes on the build host", "pkill python"),
+        ]:
+            for _ in range(3):
+                skill_store.capture(task_type, [step], description=description)
+        for task, procedure in [
+            ("delete files in /var/log modified more than 60 minutes ago", "old-logs"),
+            ("list all python processes on the build host", "kill-py"),
+        ]:
+            decision = skill_store.match(task)
+            assert decision.decision != "match", (task, decision.reason)
+            twin = next(c for c in decision.candidates if c.task_type == procedure)
+            assert twin.contrast, twin
+
+    def test_looking_and_then_destroying_is_not_a_swap(self, skill_store: sk.SkillStore) -> None:
+        """Saying both (find them and delete them) swaps nothing: relevance decides as before."""
+        assert contrast(key_words("find the old logs and delete them"), key_words("delete the old logs")) is None
 
 
 class TestThroughTheDoors:
