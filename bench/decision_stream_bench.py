@@ -392,7 +392,31 @@ def figures(rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
         "tokens_saved": sum(r["tokens_saved"] for r in rows),
         "calls_saved": sum(r["calls_saved"] for r in rows),
         "llm_calls": sum(r["llm_calls"] for r in rows),
+        **besides_model(rows),
     }
+
+
+def besides_model(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a request costs besides the model, by tenth of the stream: whether it stays flat as examples grow.
+    A request's time is the workflow's own plus each model call's (litellm and the local server), so per tenth a least
+    squares fit of ms on the calls (decisions and judge questions) gives both: its intercept is a request without a
+    call, its slope a call. Also the median of the requests that made no call at all (where a tenth has ≥ 5)."""
+    import numpy as np
+
+    tenth = max(len(rows) // 10, 1)
+    fitted, silent = [], []
+    for i in range(0, len(rows), tenth):
+        part = rows[i : i + tenth]
+        calls = np.asarray([r["llm_calls"] + r["judge_calls"] for r in part], dtype=float)
+        ms = np.asarray([r["ms"] for r in part], dtype=float)
+        quiet = [r["ms"] for r in part if r["llm_calls"] + r["judge_calls"] == 0]
+        silent.append(round(median(quiet), 1) if len(quiet) >= 5 else None)
+        if len(set(calls.tolist())) < 2:
+            fitted.append(None)
+            continue
+        slope, intercept = np.polyfit(calls, ms, 1)
+        fitted.append([round(float(intercept), 1), round(float(slope), 1)])
+    return {"ms_besides_model_by_tenth": fitted, "ms_no_call_by_tenth": silent}
 
 
 def row(label: str, per_intent: int, noise: float, f: dict[str, Any]) -> str:
