@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -162,8 +163,10 @@ class Asked(BaseModel):
     top: bool
 
 
-class AliasRow(BaseModel):
-    """An alias as matching reads it."""
+@dataclass(slots=True)
+class AliasRow:
+    """An alias as matching reads it (read at every match after an answer changed, and a run that learns adds one: a
+    plain row, not a validated model; what it holds was validated when written)."""
 
     id: str
     procedure_id: str
