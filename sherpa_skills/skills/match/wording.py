@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 from ..store.params import PARAMETER
 from .similarity import STOP_WORDS
@@ -174,6 +175,7 @@ def says_less(said: frozenset[str], description: str) -> bool:
     return leading_word(description) in said and not (described - said) & (_MEANINGFUL | _SCOPING)
 
 
+@lru_cache(maxsize=1 << 16)  # asked for every pair of words two candidates' descriptions differ by, at every match
 def opposite(a: str, b: str) -> bool:
     """Two key words that turn a task around when one is said for the other ("stop"/"start", "unmount"/"mount")."""
     if frozenset((a, b)) in OPPOSITES:
