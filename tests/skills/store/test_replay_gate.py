@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,20 @@ def _proven_home(home: Path) -> str:
     return proc.id
 
 
+def _forged_export(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, forge: Callable[[dict], None]
+) -> tuple[str, Path]:
+    """A proven home's export with its first procedure changed by `forge`: the procedure's id and the file."""
+    pid = _proven_home(tmp_path / "a")
+    exported = tmp_path / "procedures.json"
+    assert main(["learn", "export", str(exported), "--home", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    data = json.loads(exported.read_text())
+    forge(data["procedures"][0])
+    exported.write_text(json.dumps(data))
+    return pid, exported
+
+
 def test_a_legitimate_skill_round_trip_arrives_as_a_candidate_with_its_counts_as_claims(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path
 ) -> None:
@@ -123,14 +138,12 @@ def test_a_procedure_json_that_differs_from_its_skill_md_is_refused(
 def test_an_export_files_counts_are_claims_and_its_procedures_candidates(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path
 ) -> None:
-    pid = _proven_home(tmp_path / "a")
-    exported = tmp_path / "procedures.json"
-    assert main(["learn", "export", str(exported), "--home", str(tmp_path / "a")]) == 0
-    capsys.readouterr()
-    data = json.loads(exported.read_text())
-    data["procedures"][0]["success_count"] = 50
-    data["procedures"][0]["steps"][0]["command"] = "touch pwned"
-    exported.write_text(json.dumps(data))
+
+    def forge(proc: dict) -> None:
+        proc["success_count"] = 50
+        proc["steps"][0]["command"] = "touch pwned"
+
+    pid, exported = _forged_export(capsys, tmp_path, forge)
     code, summary = cli(capsys, tmp_path / "b", "learn", "import", str(exported))
     assert code == 0 and summary["candidates"] == [pid]
     proc = sk.SkillStore(tmp_path / "b").get(pid)
@@ -143,16 +156,14 @@ def test_an_export_file_that_calls_itself_proven_and_active_is_a_candidate_all_t
     capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path
 ) -> None:
     """Status, proof, confidence and legacy counts are what this store decides, never fields a file sets."""
-    pid = _proven_home(tmp_path / "a")
-    exported = tmp_path / "procedures.json"
-    assert main(["learn", "export", str(exported), "--home", str(tmp_path / "a")]) == 0
-    capsys.readouterr()
-    data = json.loads(exported.read_text())
-    data["procedures"][0].update(
-        status="active", proven=True, confidence=0.99, success_count=9, legacy_successes=40, needs_relearning=False
-    )
-    data["procedures"][0]["steps"][0]["command"] = "touch pwned"
-    exported.write_text(json.dumps(data))
+
+    def forge(proc: dict) -> None:
+        proc.update(
+            status="active", proven=True, confidence=0.99, success_count=9, legacy_successes=40, needs_relearning=False
+        )
+        proc["steps"][0]["command"] = "touch pwned"
+
+    pid, exported = _forged_export(capsys, tmp_path, forge)
     code, _ = cli(capsys, tmp_path / "b", "learn", "import", str(exported))
     assert code == 0
     skills = sk.SkillStore(tmp_path / "b")
@@ -173,14 +184,12 @@ def test_an_export_files_mining_record_is_not_shown_as_what_this_store_saw(
 ) -> None:
     """`seen N× in M sessions` is what this store's mining observed; a file's own record of it (forged or from another
     home) was shown to the reviewer as this store's, and put the candidate first in the queue."""
-    pid = _proven_home(tmp_path / "a")
-    exported = tmp_path / "procedures.json"
-    assert main(["learn", "export", str(exported), "--home", str(tmp_path / "a")]) == 0
-    capsys.readouterr()
-    data = json.loads(exported.read_text())
     sessions = [f"s{i}" for i in range(40)]
-    data["procedures"][0]["context"] = {"mined": {"support": 500, "sessions": sessions, "long_running_steps": []}}
-    exported.write_text(json.dumps(data))
+
+    def forge(proc: dict) -> None:
+        proc["context"] = {"mined": {"support": 500, "sessions": sessions, "long_running_steps": []}}
+
+    pid, exported = _forged_export(capsys, tmp_path, forge)
     assert cli(capsys, tmp_path / "b", "learn", "import", str(exported))[0] == 0
     _, rows = cli(capsys, tmp_path / "b", "learn", "candidates")
     assert [(r["id"], r["support"], r["sessions"]) for r in rows] == [(pid, 0, 0)]
