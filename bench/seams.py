@@ -32,6 +32,7 @@ SEAMS: dict[str, tuple[str, str]] = {
     "index_text": ("sherpa_skills.skills.match.procedure_index", "index_text"),  # texts embedded once, outside timing
     "FEATURES": ("sherpa_skills.skills.match.relevance", "FEATURES"),  # the relevance model refitted
     "MODEL_FILE": ("sherpa_skills.skills.match.relevance", "MODEL_FILE"),  # the shipped model match_calibrate rewrites
+    "SETTINGS": ("sherpa_skills.skills.match.relevance", "SETTINGS"),  # what a refit keeps as shipped
     "default_model": ("sherpa_skills.skills.match.relevance", "default_model"),  # the shipped setting, varied
     "from_dict": ("sherpa_skills.skills.match.relevance", "from_dict"),  # a fitted setting tried held out
     "TermIndex": ("sherpa_skills.skills.match.similarity", "TermIndex"),  # the lexical view alone
