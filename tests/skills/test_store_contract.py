@@ -617,6 +617,30 @@ def test_a_run_an_alias_came_from_stays(engine: Engine, store: ProcedureDatabase
     assert kept == {"run-c": f"alias {alias.id} of procedure {p.id} came from it"}
 
 
+def test_only_the_aliases_written_since_are_read_again(engine: Engine, store: ProcedureDatabase) -> None:
+    """m017: a matcher reads the aliases written at or after the version it last read, while none was removed; an
+    update a match reads (a person confirming a run's wording, a vector) is a write too."""
+    p = store.add_procedure(procedure("t"))
+    answers = Answers(store)
+    old = answers.add_alias(p.id, "do the thing", "do thing", scope="t", by="run:r1")
+    version, removals = answers.alias_changes()
+    assert answers.alias_rows("t", since=version) == []
+    new = answers.add_alias(p.id, "do the other thing", "do other thing", scope="t")
+    assert [r.id for r in answers.alias_rows("t", since=version)] == [new.id]
+    assert answers.alias_rows("elsewhere", since=version) == []  # another scope's reader reads nothing
+    # An update is a change too: a person confirming the run's wording makes it a full alias.
+    version, _ = answers.alias_changes()
+    answers.add_alias(p.id, "do the thing", "do thing", scope="t", by="alice")
+    [changed] = answers.alias_rows("t", since=version)
+    assert (changed.id, changed.exact_only) == (old.id, False)
+    version, _ = answers.alias_changes()
+    answers.set_vector(new.id, b"\0" * 8, "other-embedder")  # written without a new version: read again still
+    assert [r.id for r in answers.alias_rows("t", since=version)] == [new.id]
+    answers.forget(old.id)
+    assert answers.alias_changes()[1] == removals + 1
+    assert [r.id for r in answers.alias_rows("t")] == [new.id]
+
+
 def _store_before(engine: Engine, migration: str) -> Any:
     """A connection to a store at the level before `migration`, for rows written as the code before it wrote them."""
     from sherpa_skills.skills.store.migrations import MIGRATIONS

@@ -101,6 +101,32 @@ def astuple_shallow(row: _Row) -> tuple[Any, ...]:
     return (row.proc, row.share, row.matched, row.agreement, row.semantic, row.exact, row.reverse)
 
 
+#: An alias as a match uses it: its row, its key words, its vector (None: not embedded by this embedder).
+_AliasView = tuple[AliasRow, frozenset[str], Any]
+
+
+@dataclass
+class _AliasViews:
+    """A scope's aliases as read at one version of the answers, while no alias was removed (`Answers.alias_changes`)."""
+
+    version: int
+    removals: int
+    by_id: dict[str, _AliasView]
+    views: list[_AliasView]
+    _vectors: tuple[list[AliasRow], Any, Any] | None = None
+
+    def vectors(self) -> tuple[list[AliasRow], Any, Any]:
+        """The aliases that have a vector, their vectors stacked, and each one's length: made once per read, not at
+        every match (stacking a long stream's aliases again was most of scoring them)."""
+        if self._vectors is None:
+            import numpy as np
+
+            rows = [a for a, _, v in self.views if v is not None]
+            matrix = np.asarray([v for _, _, v in self.views if v is not None], dtype=np.float32)
+            self._vectors = (rows, matrix, np.linalg.norm(matrix, axis=1) if rows else matrix)
+        return self._vectors
+
+
 def _vector_bytes(vector: Any) -> bytes:
     import numpy as np
 
@@ -145,7 +171,8 @@ class Matcher(Deciding):
         self._texts: dict[tuple[str, int, float], _Prepared] = {}
         self._procs: dict[str, CapturedProcedure] = {}  # parsed rows, reused while (version, updated) holds
         self._reverse: dict[tuple[Any, ...], tuple[float, dict[str, float]]] = {}  # description words' IDF per index
-        self._aliases: tuple[tuple[int, str], list[tuple[AliasRow, frozenset[str], Any]]] | None = None
+        #: Per scope, the aliases as last read (`_alias_views`): only what changed since is read again.
+        self._aliases: dict[str, _AliasViews] = {}
         #: Each alias's wording and its key words, by alias id (folded once per wording, not at every change).
         self._alias_words: dict[str, tuple[str, frozenset[str]]] = {}
         self.calibrate = calibrate
@@ -296,7 +323,8 @@ class Matcher(Deciding):
         pool = POOL if not task_type else POOL * 10
         vector, near, degraded = self._semantic(query, pool, snap, include_candidates, task_type)
         said = key_words(query)
-        aliases = [v for v in self._alias_views(task_type) if seen_by(v[0].owner, asker)] if with_aliases else []
+        read = self._alias_views(task_type) if with_aliases else None
+        aliases = [v for v in read.views if seen_by(v[0].owner, asker)] if read is not None else []
         # A wording no judge confirmed (a run's, an agent's) says the same only when it asks the same kind of question:
         # folding drops the question words a customer's request turns on ("how" / "why verify my identity").
         alias_exact = {
@@ -304,7 +332,7 @@ class Matcher(Deciding):
             for a, keys, _ in aliases
             if same_wording(said, keys) and (not a.exact_only or asked_alike(query, a.text))
         }
-        alias_cos, near_cos = self._alias_cosines(vector, aliases)
+        alias_cos, near_cos = self._alias_cosines(vector, read, asker)
         rejected = self.answers.rejected(wording_key(query), task_type, asker)
         if (earlier := earlier_key(query)) != wording_key(query):
             rejected |= self.answers.rejected(
@@ -414,7 +442,7 @@ class Matcher(Deciding):
         self,
         candidates: list[MatchCandidate],
         said: frozenset[str],
-        aliases: list[tuple[AliasRow, frozenset[str], Any]],
+        aliases: list[_AliasView],
         rejected: set[str],
         near: dict[str, float],
         stated: list[lit.Literal],
@@ -515,14 +543,16 @@ class Matcher(Deciding):
     def answers(self) -> Answers:
         return Answers(self.store)
 
-    def _alias_views(self, scope: str | None) -> list[tuple[AliasRow, frozenset[str], Any]]:
+    def _alias_views(self, scope: str | None) -> _AliasViews:
         """The aliases a match in this scope may use, each with its key words and vector (embedded now when missing,
-        and kept); re-read only when an answer changes."""
-        version = self.answers.version()
-        key = (version, scope or "")
-        if self._aliases is not None and self._aliases[0] == key:
-            return self._aliases[1]
-        rows = self.answers.alias_rows(scope)
+        and kept); after an answer changes, only the aliases written since are read (a run that learns adds one, and
+        reading them all again after each was a growing share of a long stream's cost)."""
+        version, removals = self.answers.alias_changes()
+        cached = self._aliases.get(scope or "")
+        if cached is not None and (cached.version, cached.removals) == (version, removals):
+            return cached
+        since = cached.version if cached is not None and cached.removals == removals else None
+        rows = self.answers.alias_rows(scope, since=since)
         embedder, _ = self._semantic_embedder() if rows else (None, None)
         name = getattr(embedder, "name", None)
         missing = [r for r in rows if r.vector is None or r.embedder != name] if embedder is not None else []
@@ -535,33 +565,49 @@ class Matcher(Deciding):
             except Exception as exc:  # found by their exact wording still; the reason is logged
                 log.warning("alias_embed_failed", aliases=len(missing), reason=str(exc))
         # Key words read again from the wording, not its stored key: a key stored before verbs were folded would miss
-        # a wording said with the folded verb. Kept per alias: every run that learns adds one, and folding them all
-        # again at each was most of a match's cost late in a long stream.
+        # a wording said with the folded verb. Kept per alias: folding them all again at each change was most of a
+        # match's cost late in a long stream.
         words = self._alias_words
-        views = []
+        # A new alias has a higher id than any kept (a removal reads all again), so the views stay in id order.
+        by_id = dict(cached.by_id) if since is not None and cached is not None else {}
         for r in rows:
             known = words.get(r.id)
             if known is None or known[0] != r.text:
                 known = words[r.id] = (r.text, key_words(r.text))
-            views.append((r, known[1], _vector_of(r, name)))
-        self._aliases = (key, views)
-        return views
+            by_id[r.id] = (r, known[1], _vector_of(r, name))
+        if len(self._aliases) > 100:  # scopes are task types: a handful; a caller inventing them is not kept
+            self._aliases.clear()
+        found = self._aliases[scope or ""] = _AliasViews(version, removals, by_id, list(by_id.values()))
+        return found
 
     def _alias_cosines(
-        self, vector: Any, aliases: list[tuple[AliasRow, frozenset[str], Any]]
+        self, vector: Any, aliases: _AliasViews | None, asker: str | None
     ) -> tuple[dict[str, tuple[float, str]], dict[str, tuple[float, str]]]:
-        """Per procedure, the best cosine between the task and one of its aliases, and that alias's id: among those a
-        judge confirmed (what may vouch), and among all (how close the procedure stands: a candidate, and a rival).
-        A run's or an agent's alias (`AliasRow.exact_only`) never vouches: no judge said what words near
-        it mean."""
-        with_vectors = {a.id: (a.procedure_id, v, a.exact_only) for a, _, v in aliases if v is not None}
+        """Per procedure, the best cosine between the task and one of its aliases `asker` sees, and that alias's id:
+        among those a judge confirmed (what may vouch), and among all (how close the procedure stands: a candidate,
+        and a rival). A run's or an agent's alias (`AliasRow.exact_only`) never vouches: no judge said what words
+        near it mean."""
         judged: dict[str, tuple[float, str]] = {}
         near: dict[str, tuple[float, str]] = {}
-        for alias_id, cos in cosines(vector, {k: v for k, (_, v, _) in with_vectors.items()}).items():
-            pid, _, exact_only = with_vectors[alias_id]
-            for best in (near,) if exact_only else (near, judged):
+        if vector is None or aliases is None:
+            return judged, near
+        rows, matrix, lengths = aliases.vectors()
+        if not rows:
+            return judged, near
+        import numpy as np
+
+        # As `similarity.cosines` scores them, in one product over the stacked vectors.
+        q = np.asarray(vector, dtype=np.float32)
+        norms = lengths * (float(np.linalg.norm(q)) or 1.0)
+        sims = np.einsum("ij,j->i", matrix, q) / np.where(norms > 0, norms, 1.0)
+        for row, x in zip(rows, sims.tolist(), strict=True):
+            if not seen_by(row.owner, asker):
+                continue
+            cos = max(0.0, min(1.0, x))
+            pid = row.procedure_id
+            for best in (near,) if row.exact_only else (near, judged):
                 if pid not in best or cos > best[pid][0]:
-                    best[pid] = (cos, alias_id)
+                    best[pid] = (cos, row.id)
         return judged, near
 
     def params_for(self, query: str, proc: CapturedProcedure) -> dict[str, str]:

@@ -407,12 +407,19 @@ class Answers:
         ).fetchall()
         return sorted({r[0] for r in rows})
 
-    def alias_rows(self, scope: str | None) -> list[AliasRow]:
-        """The aliases a match in this scope may use."""
+    def alias_changes(self) -> tuple[int, int]:
+        """The answers' version and how many aliases were ever removed: while the count holds, the aliases written
+        since a version are `alias_rows(scope, since=version)` (m017)."""
+        found = dict(self.conn.execute("SELECT key, value FROM skill_meta WHERE key IN ('answers', 'alias_removals')"))
+        return int(found.get("answers", 0)), int(found.get("alias_removals", 0))
+
+    def alias_rows(self, scope: str | None, since: int | None = None) -> list[AliasRow]:
+        """The aliases a match in this scope may use, by id; with `since`, only those written at or after that
+        version of the answers."""
         rows = self.conn.execute(
             "SELECT id, procedure_id, task_type, key, text, vector, embedder, confirmed_by, owner FROM aliases"
-            " WHERE scope = ? ORDER BY id",
-            (scope or "",),
+            " WHERE scope = ? AND changed >= ? ORDER BY id",
+            (scope or "", -1 if since is None else since),
         )
         return [
             AliasRow(

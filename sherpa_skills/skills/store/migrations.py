@@ -1,10 +1,11 @@
-"""The skill store's schema, one migration per change (m001…m016), and the list `migrate` applies in order."""
+"""The skill store's schema, one migration per change (m001…m017), and the list `migrate` applies in order."""
 
 from __future__ import annotations
 
 import sqlite3
 
 from ...db import procedure_text
+from ...db.connection import dialect_of
 from ...db.sqlite import execute_script
 from .signatures import learning_key, path_of, stored_decisions
 
@@ -351,6 +352,50 @@ def m016_answer_owners(conn: sqlite3.Connection) -> None:
     )
 
 
+def m017_alias_changes(conn: sqlite3.Connection) -> None:
+    """Which aliases changed since a matcher last read them: each row carries the answers' version at its last write
+    (`changed`), and removals are counted (`alias_removals`), so a matcher reads only the rows written since, not
+    every alias after each run adds one. Triggers keep both, whatever writes (an answer, a vector, a run's removal)."""
+    execute_script(
+        conn,
+        """
+        ALTER TABLE aliases ADD COLUMN changed INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX aliases_changed ON aliases (scope, changed);
+        INSERT INTO skill_meta (key, value) VALUES ('alias_removals', 0) ON CONFLICT DO NOTHING;
+    """,
+    )
+    # What a match reads of an alias (`Answers.alias_rows`); `source` and the asked columns are not.
+    read = "procedure_id, task_type, scope, text, key, confirmed_by, vector, embedder, owner"
+    version = "(SELECT value FROM skill_meta WHERE key = 'answers')"
+    if dialect_of(conn) == "postgresql":  # statement by statement: a function's body holds semicolons
+        for statement in (
+            "CREATE FUNCTION sherpa_alias_changed() RETURNS trigger LANGUAGE plpgsql AS"
+            f" $$ BEGIN NEW.changed := {version}; RETURN NEW; END $$",
+            f"CREATE TRIGGER aliases_changed BEFORE INSERT OR UPDATE OF {read} ON aliases"
+            " FOR EACH ROW EXECUTE FUNCTION sherpa_alias_changed()",
+            "CREATE FUNCTION sherpa_alias_removed() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN UPDATE skill_meta SET value = value + 1 WHERE key = 'alias_removals'; RETURN NULL; END $$",
+            "CREATE TRIGGER aliases_removed AFTER DELETE ON aliases"
+            " FOR EACH ROW EXECUTE FUNCTION sherpa_alias_removed()",
+        ):
+            conn.execute(statement)
+        return
+    execute_script(
+        conn,
+        f"""
+        CREATE TRIGGER aliases_changed_insert AFTER INSERT ON aliases BEGIN
+            UPDATE aliases SET changed = {version} WHERE id = NEW.id;
+        END;
+        CREATE TRIGGER aliases_changed_update AFTER UPDATE OF {read} ON aliases BEGIN
+            UPDATE aliases SET changed = {version} WHERE id = NEW.id;
+        END;
+        CREATE TRIGGER aliases_removed AFTER DELETE ON aliases BEGIN
+            UPDATE skill_meta SET value = value + 1 WHERE key = 'alias_removals';
+        END;
+    """,
+    )
+
+
 MIGRATIONS = [
     m001_skills,
     m002_fts_by_rowid,
@@ -368,4 +413,5 @@ MIGRATIONS = [
     m014_asked_scores,
     m015_held_replays,
     m016_answer_owners,
+    m017_alias_changes,
 ]
