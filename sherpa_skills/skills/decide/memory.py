@@ -120,6 +120,8 @@ class StateMemory:
     _varied: set[str] = field(default_factory=set)
     _groups: dict[tuple[Any, ...], Group] | None = None
     _head: Head | None = None
+    #: Each stored example's values as JSON, by example id (`_code`).
+    _codes: dict[int, dict[str, str]] = field(default_factory=dict)
 
     @property
     def examples(self) -> list[Example]:
@@ -194,6 +196,20 @@ class StateMemory:
             self._matrix = m / np.where(norms == 0, 1, norms)
         return self._matrix
 
+    def _code(self, e: Example) -> dict[str, str]:
+        """Each of the example's values as JSON (what `seen` holds), made once per stored example: the separating
+        values are found again over every example of a state at each change, and encoding them all again was most of
+        that."""
+        if not e.id:
+            return {k: json.dumps(v, sort_keys=True) for k, v in e.features.items()}
+        code = self._codes.get(e.id)
+        if code is None:
+            if len(self._codes) > 2 * len(self.examples) + 64:  # evicted examples' codes go
+                kept = {x.id for x in self.examples}
+                self._codes = {i: c for i, c in self._codes.items() if i in kept}
+            code = self._codes[e.id] = {k: json.dumps(v, sort_keys=True) for k, v in e.features.items()}
+        return code
+
     def find_separating(self, most_values: int, close: float) -> None:
         """The values that separated past examples: those that differ between two examples of different decisions on
         the same path whose tasks are alike in meaning (similarity at least `close`: tasks far apart in meaning are
@@ -201,19 +217,18 @@ class StateMemory:
         separates)."""
         import numpy as np
 
+        codes = [self._code(e) for e in self.examples]
         distinct: dict[str, set[str]] = {}
-        for e in self.examples:
-            for k, v in e.features.items():
-                distinct.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
+        for code in codes:
+            for k, shown in code.items():
+                distinct.setdefault(k, set()).add(shown)
         keys = sorted(distinct)
         usable = [k for k in keys if len(distinct[k] | {"null"}) <= most_values]
-        self.seen = {
-            k: distinct[k] | ({"null"} if any(k not in e.features for e in self.examples) else set()) for k in usable
-        }
+        self.seen = {k: distinct[k] | ({"null"} if any(k not in c for c in codes) else set()) for k in usable}
         # Examples by path, then by (decision, values): each such set is compared once with every other decision's.
-        by_path: dict[str, dict[tuple[str, str], list[int]]] = {}
-        for i, e in enumerate(self.examples):
-            values = json.dumps([e.features.get(k) for k in usable], sort_keys=True, default=str)
+        by_path: dict[str, dict[tuple[str, tuple[str, ...]], list[int]]] = {}
+        for i, (e, code) in enumerate(zip(self.examples, codes, strict=True)):
+            values = tuple(code.get(k, "null") for k in usable)
             by_path.setdefault(e.path, {}).setdefault((e.label, values), []).append(i)
         matrix = self.matrix(_DIM)
         known = np.linalg.norm(matrix, axis=1) > 0
@@ -227,14 +242,13 @@ class StateMemory:
                     # Different options (the guards told the cases apart), or no meaning to compare (an example
                     # kept without a vector), count as alike: the cautious side.
                     options = usable.index("options") if "options" in usable else None
-                    alike = (
-                        options is not None and json.loads(values_a)[options] != json.loads(values_b)[options]
-                    ) or (not known[rows_a].all() or not known[rows_b].all())
+                    alike = (options is not None and values_a[options] != values_b[options]) or (
+                        not known[rows_a].all() or not known[rows_b].all()
+                    )
                     if not alike:
                         alike = float((matrix[rows_a] @ matrix[rows_b].T).max()) >= close
                     if alike:
-                        va, vb = json.loads(values_a), json.loads(values_b)
-                        found.update(k for k, x, y in zip(usable, va, vb, strict=True) if x != y)
+                        found.update(k for k, x, y in zip(usable, values_a, values_b, strict=True) if x != y)
         self.separating = tuple(sorted(found))
         self._varied = set(keys) - set(usable)
         self._groups = None
