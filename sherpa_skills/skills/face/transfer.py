@@ -102,7 +102,8 @@ def import_data(
 def as_imported(proc: CapturedProcedure) -> CapturedProcedure:
     """A procedure from a file (an export, an Agent Skill) as this store keeps it: no secret left (a step's literal
     secret becomes an env var the step needs, as a person's capture makes it; its conditions, description, tags and
-    context redacted), and no mining record (how often it was seen is what this store's own mining says)."""
+    context redacted), no mining record (how often it was seen is what this store's own mining says), and no planning
+    cost (what a replay saved is what planning cost as this store saw it: a file's figure would be counted as saved)."""
     from ..capture.actions import secrets_to_env
 
     steps, named = [], set[str]()
@@ -119,6 +120,8 @@ def as_imported(proc: CapturedProcedure) -> CapturedProcedure:
             "description": redact(proc.description),
             "tags": [redact(t) for t in proc.tags],
             "context": redact_value({k: v for k, v in proc.context.items() if k != "mined"}),
+            "planned_tokens": 0,
+            "planned_llm_calls": 0,
         }
     )
 

@@ -197,6 +197,26 @@ def test_an_export_files_mining_record_is_not_shown_as_what_this_store_saw(
     assert "seen 500" not in capsys.readouterr().out
 
 
+def test_what_a_file_says_planning_cost_is_not_counted_as_saved(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path
+) -> None:
+    """"Saved" is what a replay spent less than planning cost, as this store saw it: a file saying its procedure took a
+    billion tokens to plan made every replay of it report a billion saved (`learn stats`, the run line, the view)."""
+
+    def forge(proc: dict) -> None:
+        proc.update(planned_tokens=10**9, planned_llm_calls=1000)
+
+    pid, exported = _forged_export(capsys, tmp_path, forge)
+    assert cli(capsys, tmp_path / "b", "learn", "import", str(exported))[0] == 0
+    skills = sk.SkillStore(tmp_path / "b")
+    assert (skills.get(pid).planned_tokens, skills.get(pid).planned_llm_calls) == (0, 0)
+    skills.promote(pid, by="bob")
+    assert skills.replay(procedure_id=pid, execute=True)["status"] == "succeeded"
+    _, stats = cli(capsys, tmp_path / "b", "learn", "stats")
+    [row] = [r for r in stats["per_procedure"] if r["procedure_id"] == pid]
+    assert (row["replays"], row["tokens_saved"], row["llm_calls_saved"]) == (1, 0, 0)
+
+
 #: A GitHub token's shape and a password pair: what an export file written elsewhere (or forged) may carry.
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 PASSWORD = "hunter2-" + "Correct-Horse"
