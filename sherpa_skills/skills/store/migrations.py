@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from ...db import procedure_text
-from ...db.connection import dialect_of
+from ...db.change_stamps import ChangeStamps, create_change_stamps
 from ...db.sqlite import execute_script
 from .signatures import learning_key, path_of, stored_decisions
 
@@ -364,35 +364,17 @@ def m017_alias_changes(conn: sqlite3.Connection) -> None:
         INSERT INTO skill_meta (key, value) VALUES ('alias_removals', 0) ON CONFLICT DO NOTHING;
     """,
     )
-    # What a match reads of an alias (`Answers.alias_rows`); `source` and the asked columns are not.
-    read = "procedure_id, task_type, scope, text, key, confirmed_by, vector, embedder, owner"
-    version = "(SELECT value FROM skill_meta WHERE key = 'answers')"
-    if dialect_of(conn) == "postgresql":  # statement by statement: a function's body holds semicolons
-        for statement in (
-            "CREATE FUNCTION sherpa_alias_changed() RETURNS trigger LANGUAGE plpgsql AS"
-            f" $$ BEGIN NEW.changed := {version}; RETURN NEW; END $$",
-            f"CREATE TRIGGER aliases_changed BEFORE INSERT OR UPDATE OF {read} ON aliases"
-            " FOR EACH ROW EXECUTE FUNCTION sherpa_alias_changed()",
-            "CREATE FUNCTION sherpa_alias_removed() RETURNS trigger LANGUAGE plpgsql AS"
-            " $$ BEGIN UPDATE skill_meta SET value = value + 1 WHERE key = 'alias_removals'; RETURN NULL; END $$",
-            "CREATE TRIGGER aliases_removed AFTER DELETE ON aliases"
-            " FOR EACH ROW EXECUTE FUNCTION sherpa_alias_removed()",
-        ):
-            conn.execute(statement)
-        return
-    execute_script(
-        conn,
-        f"""
-        CREATE TRIGGER aliases_changed_insert AFTER INSERT ON aliases BEGIN
-            UPDATE aliases SET changed = {version} WHERE id = NEW.id;
-        END;
-        CREATE TRIGGER aliases_changed_update AFTER UPDATE OF {read} ON aliases BEGIN
-            UPDATE aliases SET changed = {version} WHERE id = NEW.id;
-        END;
-        CREATE TRIGGER aliases_removed AFTER DELETE ON aliases BEGIN
-            UPDATE skill_meta SET value = value + 1 WHERE key = 'alias_removals';
-        END;
-    """,
+    create_change_stamps(
+        conn,  # type: ignore[arg-type]
+        ChangeStamps(
+            table="aliases",
+            key="id",
+            column="changed",
+            # What a match reads of an alias (`Answers.alias_rows`); `source` and the asked columns are not.
+            read=("procedure_id", "task_type", "scope", "text", "key", "confirmed_by", "vector", "embedder", "owner"),
+            version="(SELECT value FROM skill_meta WHERE key = 'answers')",
+            removed="UPDATE skill_meta SET value = value + 1 WHERE key = 'alias_removals'",
+        ),
     )
 
 
