@@ -27,17 +27,12 @@ class Learner:
         self.store = store
         self.matcher = matcher or Matcher(store)
         self.memory = DecisionMemory(store)
-        self._vectors: dict[str, Any] = {}
 
     def vector(self, text: str) -> tuple[Any, str | None]:
-        """The task wording's embedding (made once per wording in this process) and the embedder's name."""
+        """The task wording's embedding (made once per wording lately asked: the match embedded it already) and the
+        embedder's name."""
         embedder = self.matcher.embedder
-        name = getattr(embedder, "name", None)
-        if text not in self._vectors:
-            if len(self._vectors) > 1024:
-                self._vectors.clear()
-            self._vectors[text] = embedder.embed([text])[0]
-        return self._vectors[text], name
+        return self.matcher.embed_one(text, embedder), getattr(embedder, "name", None)
 
     def hook(self) -> LearningHook:
         """One run's learning in this store (each run gets its own hook)."""

@@ -177,6 +177,9 @@ class Matcher(Deciding):
         self._alias_words: dict[str, tuple[str, frozenset[str]]] = {}
         self.calibrate = calibrate
         self._floors: dict[tuple[int, str], Floor] = {}
+        #: Wordings embedded lately, by (embedder, text): a run's request is embedded to match it, to decide its
+        #: transitions and to keep it as an alias; once is enough.
+        self._embedded: dict[tuple[str | None, str], Any] = {}
 
     @property
     def embedder(self) -> Any:
@@ -189,6 +192,17 @@ class Matcher(Deciding):
     @embedder.setter
     def embedder(self, value: Any) -> None:
         self._embedder = value
+
+    def embed_one(self, text: str, embedder: Any = None) -> Any:
+        """`text`'s vector from `embedder` (default: the matcher's), made once for the lately asked wordings."""
+        embedder = self.embedder if embedder is None else embedder
+        key = (getattr(embedder, "name", None), text)
+        found = self._embedded.get(key)
+        if found is None:
+            if len(self._embedded) >= 256:  # a long-lived process asked many wordings: the old ones go
+                self._embedded.clear()
+            found = self._embedded[key] = embedder.embed([text])[0]
+        return found
 
     def _semantic_embedder(self) -> tuple[Any, str | None]:
         """The embedder when it gives meaning; else None and why not."""
@@ -216,7 +230,7 @@ class Matcher(Deciding):
         if embedder is None:
             return None, [], why
         try:
-            vector = embedder.embed([query])[0]
+            vector = self.embed_one(query, embedder)
         except ModelFileError:
             raise  # a model that is not the one pinned is refused out loud, not quietly matched around
         except Exception as exc:
@@ -639,7 +653,7 @@ class Matcher(Deciding):
         embedder, _ = self._semantic_embedder()
         if embedder is not None:
             try:
-                vector, name_of = _vector_bytes(embedder.embed([text])[0]), str(embedder.name)
+                vector, name_of = _vector_bytes(self.embed_one(text, embedder)), str(embedder.name)
             except Exception as exc:
                 log.warning("alias_embed_failed", aliases=1, reason=str(exc))
         asked = None

@@ -200,7 +200,7 @@ def test_an_export_files_mining_record_is_not_shown_as_what_this_store_saw(
 def test_what_a_file_says_planning_cost_is_not_counted_as_saved(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, work: Path
 ) -> None:
-    """"Saved" is what a replay spent less than planning cost, as this store saw it: a file saying its procedure took a
+    """ "Saved" is what a replay spent less than planning cost, as this store saw it: a file saying its procedure took a
     billion tokens to plan made every replay of it report a billion saved (`learn stats`, the run line, the view)."""
 
     def forge(proc: dict) -> None:
