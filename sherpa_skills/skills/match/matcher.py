@@ -113,18 +113,62 @@ class _AliasViews:
     removals: int
     by_id: dict[str, _AliasView]
     views: list[_AliasView]
-    _vectors: tuple[list[AliasRow], Any, Any] | None = None
+    _table: _AliasTable | None = None
 
-    def vectors(self) -> tuple[list[AliasRow], Any, Any]:
-        """The aliases that have a vector, their vectors stacked, and each one's length: made once per read, not at
-        every match (stacking a long stream's aliases again was most of scoring them)."""
-        if self._vectors is None:
+    def table(self) -> _AliasTable:
+        """The aliases that have a vector, as arrays: made once per read, not at every match (stacking and walking a
+        long stream's aliases again at each match was most of scoring them)."""
+        if self._table is None:
             import numpy as np
 
             rows = [a for a, _, v in self.views if v is not None]
             matrix = np.asarray([v for _, _, v in self.views if v is not None], dtype=np.float32)
-            self._vectors = (rows, matrix, np.linalg.norm(matrix, axis=1) if rows else matrix)
-        return self._vectors
+            procedures: dict[str, int] = {}
+            owners: dict[str, int] = {"": 0}
+            self._table = _AliasTable(
+                rows=rows,
+                matrix=matrix,
+                lengths=np.linalg.norm(matrix, axis=1) if rows else matrix,
+                procedure=np.asarray([procedures.setdefault(a.procedure_id, len(procedures)) for a in rows], dtype=int),
+                procedures=list(procedures),
+                owner=np.asarray([owners.setdefault(a.owner, len(owners)) for a in rows], dtype=int),
+                owners=owners,
+                exact_only=np.asarray([a.exact_only for a in rows], dtype=bool),
+            )
+        return self._table
+
+
+@dataclass
+class _AliasTable:
+    """A scope's aliases with a vector, in id order, as arrays: each one's procedure and owner by number."""
+
+    rows: list[AliasRow]
+    matrix: Any
+    lengths: Any
+    procedure: Any
+    procedures: list[str]
+    owner: Any
+    owners: dict[str, int]
+    exact_only: Any
+
+    def best(self, sims: Any, mask: Any) -> dict[str, tuple[float, str]]:
+        """Per procedure, its best cosine among the aliases `mask` keeps and that alias's id (the first in id order
+        on a tie), procedures in the order their first kept alias comes."""
+        import numpy as np
+
+        kept = np.flatnonzero(mask)
+        if not kept.size:
+            return {}
+        groups, scores = self.procedure[kept], sims[kept]
+        order = np.lexsort((kept, -scores, groups))  # by procedure, best first, then by id
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = groups[order][1:] != groups[order][:-1]
+        winners = order[first]  # one per procedure present, by procedure number
+        _, seen_at = np.unique(groups, return_index=True)  # where each procedure's first kept alias stands
+        return {
+            self.procedures[groups[w]]: (float(scores[w]), self.rows[kept[w]].id)
+            for w in winners[np.argsort(seen_at, kind="stable")]
+        }
 
 
 def _vector_bytes(vector: Any) -> bytes:
@@ -605,24 +649,19 @@ class Matcher(Deciding):
         near: dict[str, tuple[float, str]] = {}
         if vector is None or aliases is None:
             return judged, near
-        rows, matrix, lengths = aliases.vectors()
-        if not rows:
+        table = aliases.table()
+        if not table.rows:
             return judged, near
         import numpy as np
 
         # As `similarity.cosines` scores them, in one product over the stacked vectors.
         q = np.asarray(vector, dtype=np.float32)
-        norms = lengths * (float(np.linalg.norm(q)) or 1.0)
-        sims = np.einsum("ij,j->i", matrix, q) / np.where(norms > 0, norms, 1.0)
-        for row, x in zip(rows, sims.tolist(), strict=True):
-            if not seen_by(row.owner, asker):
-                continue
-            cos = max(0.0, min(1.0, x))
-            pid = row.procedure_id
-            for best in (near,) if row.exact_only else (near, judged):
-                if pid not in best or cos > best[pid][0]:
-                    best[pid] = (cos, row.id)
-        return judged, near
+        norms = table.lengths * (float(np.linalg.norm(q)) or 1.0)
+        sims = np.clip(np.einsum("ij,j->i", table.matrix, q) / np.where(norms > 0, norms, 1.0), 0.0, 1.0)
+        seen = table.owner == 0
+        if asker in table.owners and asker:
+            seen |= table.owner == table.owners[asker]
+        return table.best(sims, seen & ~table.exact_only), table.best(sims, seen)
 
     def params_for(self, query: str, proc: CapturedProcedure) -> dict[str, str]:
         """The parameter values a task's literals give this procedure (none where they disagree)."""
