@@ -68,3 +68,40 @@ def test_a_long_run_of_changes_keeps_what_the_store_holds(skills: sk.SkillStore,
         assert kept() == held() and len(held()) == 4
     finally:
         other.close()
+
+
+def test_each_procedures_closest_alias_is_the_one_the_asker_may_use() -> None:
+    """Scored in one pass over the kept aliases (`_AliasTable.best`): per procedure the closest alias the asker sees,
+    the first by id on a tie; a run's alias counts for how close a procedure stands, never for what may vouch;
+    another agent's alias not at all."""
+    import numpy as np
+
+    from sherpa_skills.skills.match.matcher import _AliasViews
+    from sherpa_skills.skills.store.answers import AliasRow
+
+    def view(n: int, pid: str, vector: list[float], exact_only: bool = False, owner: str = "") -> tuple:
+        row = AliasRow(
+            id=f"a{n}", procedure_id=pid, task_type="t", key="k", text="w", exact_only=exact_only, owner=owner
+        )
+        return row, frozenset(), np.asarray(vector, dtype=np.float32)
+
+    table = _AliasViews(
+        0,
+        0,
+        {},
+        [
+            view(1, "p2", [0.0, 1.0]),  # cosine 0: p2 comes first, its best is a4
+            view(2, "p1", [1.0, 1.0]),
+            view(3, "p1", [1.0, 1.0]),  # a tie with a2: a2 stays
+            view(4, "p2", [1.0, 0.2], exact_only=True),  # a run's: the closest of all, never vouching
+            view(5, "p3", [1.0, 0.0], owner=MALLORY),  # another agent's
+        ],
+    ).table()
+    sims = np.clip(table.matrix @ np.asarray([1.0, 0.0]) / table.lengths, 0.0, 1.0)
+    seen = table.owner == 0
+    judged, near = table.best(sims, seen & ~table.exact_only), table.best(sims, seen)
+    assert [(pid, alias) for pid, (_, alias) in near.items()] == [("p2", "a4"), ("p1", "a2")]
+    assert [(pid, alias) for pid, (_, alias) in judged.items()] == [("p2", "a1"), ("p1", "a2")]
+    assert judged["p2"][0] == 0.0 and abs(near["p1"][0] - 2**-0.5) < 1e-6
+    mallory = seen | (table.owner == table.owners[MALLORY])
+    assert table.best(sims, mallory)["p3"] == (1.0, "a5")
