@@ -41,6 +41,7 @@ from ..store.answers import RUN_PREFIX, AliasRow, Answers, Asked, WordingAnswer,
 from ..store.database import ProcedureDatabase
 from ..store.models import CapturedProcedure
 from . import literals as lit
+from .alias_table import AliasView, AliasViews
 from .deciding import MAX_OFFERED, Deciding
 from .exact import _plain, exact_reason
 from .floor import Floor, calibrated_floor
@@ -101,76 +102,6 @@ def astuple_shallow(row: _Row) -> tuple[Any, ...]:
     return (row.proc, row.share, row.matched, row.agreement, row.semantic, row.exact, row.reverse)
 
 
-#: An alias as a match uses it: its row, its key words, its vector (None: not embedded by this embedder).
-_AliasView = tuple[AliasRow, frozenset[str], Any]
-
-
-@dataclass
-class _AliasViews:
-    """A scope's aliases as read at one version of the answers, while no alias was removed (`Answers.alias_changes`)."""
-
-    version: int
-    removals: int
-    by_id: dict[str, _AliasView]
-    views: list[_AliasView]
-    _table: _AliasTable | None = None
-
-    def table(self) -> _AliasTable:
-        """The aliases that have a vector, as arrays: made once per read, not at every match (stacking and walking a
-        long stream's aliases again at each match was most of scoring them)."""
-        if self._table is None:
-            import numpy as np
-
-            rows = [a for a, _, v in self.views if v is not None]
-            matrix = np.asarray([v for _, _, v in self.views if v is not None], dtype=np.float32)
-            procedures: dict[str, int] = {}
-            owners: dict[str, int] = {"": 0}
-            self._table = _AliasTable(
-                rows=rows,
-                matrix=matrix,
-                lengths=np.linalg.norm(matrix, axis=1) if rows else matrix,
-                procedure=np.asarray([procedures.setdefault(a.procedure_id, len(procedures)) for a in rows], dtype=int),
-                procedures=list(procedures),
-                owner=np.asarray([owners.setdefault(a.owner, len(owners)) for a in rows], dtype=int),
-                owners=owners,
-                exact_only=np.asarray([a.exact_only for a in rows], dtype=bool),
-            )
-        return self._table
-
-
-@dataclass
-class _AliasTable:
-    """A scope's aliases with a vector, in id order, as arrays: each one's procedure and owner by number."""
-
-    rows: list[AliasRow]
-    matrix: Any
-    lengths: Any
-    procedure: Any
-    procedures: list[str]
-    owner: Any
-    owners: dict[str, int]
-    exact_only: Any
-
-    def best(self, sims: Any, mask: Any) -> dict[str, tuple[float, str]]:
-        """Per procedure, its best cosine among the aliases `mask` keeps and that alias's id (the first in id order
-        on a tie), procedures in the order their first kept alias comes."""
-        import numpy as np
-
-        kept = np.flatnonzero(mask)
-        if not kept.size:
-            return {}
-        groups, scores = self.procedure[kept], sims[kept]
-        order = np.lexsort((kept, -scores, groups))  # by procedure, best first, then by id
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = groups[order][1:] != groups[order][:-1]
-        winners = order[first]  # one per procedure present, by procedure number
-        _, seen_at = np.unique(groups, return_index=True)  # where each procedure's first kept alias stands
-        return {
-            self.procedures[groups[w]]: (float(scores[w]), self.rows[kept[w]].id)
-            for w in winners[np.argsort(seen_at, kind="stable")]
-        }
-
-
 def _vector_bytes(vector: Any) -> bytes:
     import numpy as np
 
@@ -216,7 +147,7 @@ class Matcher(Deciding):
         self._procs: dict[str, CapturedProcedure] = {}  # parsed rows, reused while (version, updated) holds
         self._reverse: dict[tuple[Any, ...], tuple[float, dict[str, float]]] = {}  # description words' IDF per index
         #: Per scope, the aliases as last read (`_alias_views`): only what changed since is read again.
-        self._aliases: dict[str, _AliasViews] = {}
+        self._aliases: dict[str, AliasViews] = {}
         #: Each alias's wording and its key words, by alias id (folded once per wording, not at every change).
         self._alias_words: dict[str, tuple[str, frozenset[str]]] = {}
         self.calibrate = calibrate
@@ -500,7 +431,7 @@ class Matcher(Deciding):
         self,
         candidates: list[MatchCandidate],
         said: frozenset[str],
-        aliases: list[_AliasView],
+        aliases: list[AliasView],
         rejected: set[str],
         near: dict[str, float],
         stated: list[lit.Literal],
@@ -601,7 +532,7 @@ class Matcher(Deciding):
     def answers(self) -> Answers:
         return Answers(self.store)
 
-    def _alias_views(self, scope: str | None) -> _AliasViews:
+    def _alias_views(self, scope: str | None) -> AliasViews:
         """The aliases a match in this scope may use, each with its key words and vector (embedded now when missing,
         and kept); after an answer changes, only the aliases written since are read (a run that learns adds one, and
         reading them all again after each was a growing share of a long stream's cost)."""
@@ -635,11 +566,11 @@ class Matcher(Deciding):
             by_id[r.id] = (r, known[1], _vector_of(r, name))
         if len(self._aliases) > 100:  # scopes are task types: a handful; a caller inventing them is not kept
             self._aliases.clear()
-        found = self._aliases[scope or ""] = _AliasViews(version, removals, by_id, list(by_id.values()))
+        found = self._aliases[scope or ""] = AliasViews(version, removals, by_id, list(by_id.values()))
         return found
 
     def _alias_cosines(
-        self, vector: Any, aliases: _AliasViews | None, asker: str | None
+        self, vector: Any, aliases: AliasViews | None, asker: str | None
     ) -> tuple[dict[str, tuple[float, str]], dict[str, tuple[float, str]]]:
         """Per procedure, the best cosine between the task and one of its aliases `asker` sees, and that alias's id:
         among those a judge confirmed (what may vouch), and among all (how close the procedure stands: a candidate,

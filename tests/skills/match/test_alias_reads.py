@@ -71,12 +71,12 @@ def test_a_long_run_of_changes_keeps_what_the_store_holds(skills: sk.SkillStore,
 
 
 def test_each_procedures_closest_alias_is_the_one_the_asker_may_use() -> None:
-    """Scored in one pass over the kept aliases (`_AliasTable.best`): per procedure the closest alias the asker sees,
+    """Scored in one pass over the kept aliases (`AliasTable.best`): per procedure the closest alias the asker sees,
     the first by id on a tie; a run's alias counts for how close a procedure stands, never for what may vouch;
     another agent's alias not at all."""
     import numpy as np
 
-    from sherpa_skills.skills.match.matcher import _AliasViews
+    from sherpa_skills.skills.match.alias_table import AliasViews
     from sherpa_skills.skills.store.answers import AliasRow
 
     def view(n: int, pid: str, vector: list[float], exact_only: bool = False, owner: str = "") -> tuple:
@@ -85,7 +85,7 @@ def test_each_procedures_closest_alias_is_the_one_the_asker_may_use() -> None:
         )
         return row, frozenset(), np.asarray(vector, dtype=np.float32)
 
-    table = _AliasViews(
+    table = AliasViews(
         0,
         0,
         {},
