@@ -23,26 +23,19 @@ class AliasViews:
     views: list[AliasView]
     _table: AliasTable | None = None
 
+    def grown(self, version: int, removals: int, by_id: dict[str, AliasView], written: list[str]) -> AliasViews:
+        """The views after the aliases `written` (ids) were read at `version`: a table already made grows by their
+        rows when they are all new (a run adds one), else is made again when asked."""
+        found = AliasViews(version, removals, by_id, list(by_id.values()))
+        if self._table is not None and not any(i in self.by_id for i in written):
+            found._table = self._table.extended([by_id[i] for i in written])
+        return found
+
     def table(self) -> AliasTable:
         """The aliases that have a vector, as arrays: made once per read, not at every match (stacking and walking a
         long stream's aliases again at each match was most of scoring them)."""
         if self._table is None:
-            import numpy as np
-
-            rows = [a for a, _, v in self.views if v is not None]
-            matrix = np.asarray([v for _, _, v in self.views if v is not None], dtype=np.float32)
-            procedures: dict[str, int] = {}
-            owners: dict[str, int] = {"": 0}
-            self._table = AliasTable(
-                rows=rows,
-                matrix=matrix,
-                lengths=np.linalg.norm(matrix, axis=1) if rows else matrix,
-                procedure=np.asarray([procedures.setdefault(a.procedure_id, len(procedures)) for a in rows], dtype=int),
-                procedures=list(procedures),
-                owner=np.asarray([owners.setdefault(a.owner, len(owners)) for a in rows], dtype=int),
-                owners=owners,
-                exact_only=np.asarray([a.exact_only for a in rows], dtype=bool),
-            )
+            self._table = AliasTable.empty().extended(self.views)
         return self._table
 
 
@@ -54,10 +47,41 @@ class AliasTable:
     matrix: Any
     lengths: Any
     procedure: Any
-    procedures: list[str]
+    #: Each procedure's number, in the order its first alias came.
+    procedures: dict[str, int]
     owner: Any
     owners: dict[str, int]
     exact_only: Any
+
+    @classmethod
+    def empty(cls) -> AliasTable:
+        import numpy as np
+
+        nothing = np.zeros(0, dtype=int)
+        return cls([], None, np.zeros(0, dtype=np.float32), nothing, {}, nothing, {"": 0}, np.zeros(0, dtype=bool))
+
+    def extended(self, views: list[AliasView]) -> AliasTable:
+        """This table and `views` after it (aliases written later: higher ids); those without a vector are left out.
+        A run adds an alias: the table grows by its row, not made again from every alias."""
+        import numpy as np
+
+        added = [(a, v) for a, _, v in views if v is not None]
+        if not added:
+            return self
+        vectors = np.asarray([v for _, v in added], dtype=np.float32)
+        procedures, owners = dict(self.procedures), dict(self.owners)
+        return AliasTable(
+            rows=self.rows + [a for a, _ in added],
+            matrix=vectors if self.matrix is None else np.concatenate([self.matrix, vectors]),
+            lengths=np.concatenate([self.lengths, np.linalg.norm(vectors, axis=1)]),
+            procedure=np.concatenate(
+                [self.procedure, [procedures.setdefault(a.procedure_id, len(procedures)) for a, _ in added]]
+            ).astype(int),
+            procedures=procedures,
+            owner=np.concatenate([self.owner, [owners.setdefault(a.owner, len(owners)) for a, _ in added]]).astype(int),
+            owners=owners,
+            exact_only=np.concatenate([self.exact_only, [a.exact_only for a, _ in added]]).astype(bool),
+        )
 
     def best(self, sims: Any, mask: Any) -> dict[str, tuple[float, str]]:
         """Per procedure, its best cosine among the aliases `mask` keeps and that alias's id (the first in id order
@@ -73,7 +97,8 @@ class AliasTable:
         first[1:] = groups[order][1:] != groups[order][:-1]
         winners = order[first]  # one per procedure present, by procedure number
         _, seen_at = np.unique(groups, return_index=True)  # where each procedure's first kept alias stands
+        names = list(self.procedures)
         return {
-            self.procedures[groups[w]]: (float(scores[w]), self.rows[kept[w]].id)
+            names[groups[w]]: (float(scores[w]), self.rows[kept[w]].id)
             for w in winners[np.argsort(seen_at, kind="stable")]
         }

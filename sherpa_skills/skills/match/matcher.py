@@ -566,7 +566,12 @@ class Matcher(Deciding):
             by_id[r.id] = (r, known[1], _vector_of(r, name))
         if len(self._aliases) > 100:  # scopes are task types: a handful; a caller inventing them is not kept
             self._aliases.clear()
-        found = self._aliases[scope or ""] = AliasViews(version, removals, by_id, list(by_id.values()))
+        written = [r.id for r in rows]
+        found = self._aliases[scope or ""] = (
+            cached.grown(version, removals, by_id, written)
+            if cached is not None and since is not None
+            else AliasViews(version, removals, by_id, list(by_id.values()))
+        )
         return found
 
     def _alias_cosines(

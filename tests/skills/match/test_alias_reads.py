@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 import sherpa_skills as sk
+from sherpa_skills.skills.match.alias_table import AliasTable
 
 MALLORY = "agent:mallory"
 BACKUP_ASK = "take a backup of the db"
@@ -41,12 +44,22 @@ def test_a_matcher_follows_what_another_store_writes(skills: sk.SkillStore, home
 
 def test_a_long_run_of_changes_keeps_what_the_store_holds(skills: sk.SkillStore, home: Path) -> None:
     """After adds, updates and removals in turn, by this store and another, the aliases a matcher keeps are the
-    store's, row for row (who answered, whose they are)."""
+    store's, row for row (who answered, whose they are), and their table, grown by each new alias, is the one made
+    from them all at once."""
     backup, proxy = _id(skills, "db-backup"), _id(skills, "deploy-proxy")
     matcher = skills.matcher
 
     def kept() -> list[tuple[str, str, bool, str]]:
-        return [(r.id, r.procedure_id, r.exact_only, r.owner) for r, _, _ in matcher._alias_views(None).views]
+        matcher.match("a backup of the database")  # scores the aliases: their table is made, then grown by new ones
+        views = matcher._alias_views(None)
+        grown, fresh = views.table(), AliasTable.empty().extended(views.views)
+        assert [row_of(grown, i) for i in range(len(grown.rows))] == [row_of(fresh, i) for i in range(len(fresh.rows))]
+        assert np.array_equal(grown.matrix, fresh.matrix) and np.array_equal(grown.lengths, fresh.lengths)
+        return [(r.id, r.procedure_id, r.exact_only, r.owner) for r, _, _ in views.views]
+
+    def row_of(table: AliasTable, i: int) -> tuple[str, str, str, bool]:
+        names, owners = list(table.procedures), list(table.owners)
+        return table.rows[i].id, names[table.procedure[i]], owners[table.owner[i]], bool(table.exact_only[i])
 
     def held() -> list[tuple[str, str, bool, str]]:
         return [(r.id, r.procedure_id, r.exact_only, r.owner) for r in matcher.answers.alias_rows(None)]
