@@ -4,7 +4,6 @@ rows written since (and everything again after a removal)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .connection import Connection, dialect_of
@@ -39,7 +38,7 @@ def _sqlite_ddl(s: ChangeStamps) -> str:
         CREATE TRIGGER {s.table}_{s.column}_insert AFTER INSERT ON {s.table} BEGIN
             {stamp}
         END;
-        CREATE TRIGGER {s.table}_{s.column}_update AFTER UPDATE OF {_columns(s.read)} ON {s.table} BEGIN
+        CREATE TRIGGER {s.table}_{s.column}_update AFTER UPDATE OF {", ".join(s.read)} ON {s.table} BEGIN
             {stamp}
         END;
         CREATE TRIGGER {s.table}_{s.column}_removed AFTER DELETE ON {s.table} BEGIN
@@ -53,14 +52,10 @@ def _postgres_ddl(s: ChangeStamps) -> list[str]:
     return [
         f"CREATE FUNCTION sherpa_{s.table}_{s.column}() RETURNS trigger LANGUAGE plpgsql AS"
         f" $$ BEGIN NEW.{s.column} := {s.version}; RETURN NEW; END $$",
-        f"CREATE TRIGGER {s.table}_{s.column} BEFORE INSERT OR UPDATE OF {_columns(s.read)} ON {s.table}"
+        f"CREATE TRIGGER {s.table}_{s.column} BEFORE INSERT OR UPDATE OF {', '.join(s.read)} ON {s.table}"
         f" FOR EACH ROW EXECUTE FUNCTION sherpa_{s.table}_{s.column}()",
         f"CREATE FUNCTION sherpa_{s.table}_{s.column}_removed() RETURNS trigger LANGUAGE plpgsql AS"
         f" $$ BEGIN {s.removed}; RETURN NULL; END $$",
         f"CREATE TRIGGER {s.table}_{s.column}_removed AFTER DELETE ON {s.table}"
         f" FOR EACH ROW EXECUTE FUNCTION sherpa_{s.table}_{s.column}_removed()",
     ]
-
-
-def _columns(names: Sequence[str]) -> str:
-    return ", ".join(names)

@@ -48,7 +48,7 @@ from .floor import Floor, calibrated_floor
 from .models import MARGIN, RELEVANCE_FLOOR, MatchCandidate, MatchDecision
 from .procedure_index import INLINE_EMBED, ProcedureIndex, Snapshot, digest
 from .relevance import RelevanceModel, default_model, length_feature
-from .similarity import TermIndex, cosines, coverage, words
+from .similarity import TermIndex, cosine_row, cosines, coverage, words
 from .texts import describe, procedure_words
 from .verifier import Verifier
 from .vouch import Evidence, repeated, vouched
@@ -540,8 +540,9 @@ class Matcher(Deciding):
         cached = self._aliases.get(scope or "")
         if cached is not None and (cached.version, cached.removals) == (version, removals):
             return cached
-        since = cached.version if cached is not None and cached.removals == removals else None
-        rows = self.answers.alias_rows(scope, since=since)
+        # While no alias was removed, what is kept holds but for the rows written since.
+        kept = cached if cached is not None and cached.removals == removals else None
+        rows = self.answers.alias_rows(scope, since=kept.version if kept is not None else None)
         embedder, _ = self._semantic_embedder() if rows else (None, None)
         name = getattr(embedder, "name", None)
         missing = [r for r in rows if r.vector is None or r.embedder != name] if embedder is not None else []
@@ -558,7 +559,7 @@ class Matcher(Deciding):
         # match's cost late in a long stream.
         words = self._alias_words
         # A new alias has a higher id than any kept (a removal reads all again), so the views stay in id order.
-        by_id = dict(cached.by_id) if since is not None and cached is not None else {}
+        by_id = dict(kept.by_id) if kept is not None else {}
         for r in rows:
             known = words.get(r.id)
             if known is None or known[0] != r.text:
@@ -566,10 +567,9 @@ class Matcher(Deciding):
             by_id[r.id] = (r, known[1], _vector_of(r, name))
         if len(self._aliases) > 100:  # scopes are task types: a handful; a caller inventing them is not kept
             self._aliases.clear()
-        written = [r.id for r in rows]
         found = self._aliases[scope or ""] = (
-            cached.grown(version, removals, by_id, written)
-            if cached is not None and since is not None
+            kept.grown(version, removals, by_id, [r.id for r in rows])
+            if kept is not None
             else AliasViews(version, removals, by_id, list(by_id.values()))
         )
         return found
@@ -590,10 +590,7 @@ class Matcher(Deciding):
             return judged, near
         import numpy as np
 
-        # As `similarity.cosines` scores them, in one product over the stacked vectors.
-        q = np.asarray(vector, dtype=np.float32)
-        norms = table.lengths * (float(np.linalg.norm(q)) or 1.0)
-        sims = np.clip(np.einsum("ij,j->i", table.matrix, q) / np.where(norms > 0, norms, 1.0), 0.0, 1.0)
+        sims = np.clip(cosine_row(vector, table.matrix, table.lengths), 0.0, 1.0)
         seen = table.owner == 0
         if asker in table.owners and asker:
             seen |= table.owner == table.owners[asker]

@@ -126,12 +126,20 @@ def cosines(query: Any, vectors: dict[str, Any]) -> dict[str, float]:
         return {}
     import numpy as np
 
-    q = np.asarray(query, dtype=np.float32)
     m = np.asarray(list(vectors.values()), dtype=np.float32)
-    norms = np.linalg.norm(m, axis=1) * (float(np.linalg.norm(q)) or 1.0)
-    # einsum, not `m @ q`: a BLAS product wakes OpenBLAS threads that then slow the next query embedding.
-    sims = np.einsum("ij,j->i", m, q) / np.where(norms > 0, norms, 1.0)
+    sims = cosine_row(query, m, np.linalg.norm(m, axis=1))
     return {key: max(0.0, min(1.0, float(x))) for key, x in zip(vectors, sims, strict=True)}
+
+
+def cosine_row(query: Any, matrix: Any, lengths: Any) -> Any:
+    """The query's cosine with each row of `matrix` (whose lengths are `lengths`), unclamped, as an array; a zero row
+    or query scores 0."""
+    import numpy as np
+
+    q = np.asarray(query, dtype=np.float32)
+    norms = lengths * (float(np.linalg.norm(q)) or 1.0)
+    # einsum, not `m @ q`: a BLAS product wakes OpenBLAS threads that then slow the next query embedding.
+    return np.einsum("ij,j->i", matrix, q) / np.where(norms > 0, norms, 1.0)
 
 
 def semantic_query(
