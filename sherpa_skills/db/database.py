@@ -177,7 +177,10 @@ class Database:
                     log.warning("connection lost; writing again", what=what, where=self.where)
                 except BaseException:
                     if conn.in_transaction:  # a Ctrl-C landing just after COMMIT has nothing to undo, and must stay one
-                        conn.execute("ROLLBACK")
+                        try:
+                            conn.execute("ROLLBACK")
+                        except ConnectionLost:  # the transaction went with its connection; the first error is the one
+                            pass
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 

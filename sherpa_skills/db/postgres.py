@@ -65,8 +65,8 @@ class PgConnection:
         try:
             send(cursor)
             return cursor
-        except psycopg.OperationalError:
-            if not (self.raw.broken or self.raw.closed) or self._reconnecting:
+        except psycopg.OperationalError as exc:
+            if not _lost(self.raw, exc) or self._reconnecting:
                 raise
         self.reconnect()
         if outside and sql.lstrip()[:6].upper() == "SELECT":  # a read on its own: nothing was written, ask again
@@ -110,12 +110,12 @@ class PgConnection:
             self._reconnecting = False
 
     def _give_back(self, raw: psycopg.Connection[Any]) -> None:
-        """A dropped connection back to the pool, which discards it (or closed, without one)."""
+        """A dropped connection closed and handed back to the pool, which discards it (one that only looks alive,
+        left mid-command, must not go back to serve another store)."""
         try:
+            raw.close()
             if self._pool is not None:
                 self._pool.putconn(raw)
-            else:
-                raw.close()
         except Exception:  # already gone either way
             pass
 
@@ -130,8 +130,8 @@ class PgConnection:
         try:
             with raw.pipeline():
                 yield
-        except psycopg.OperationalError:
-            if self.raw is not raw or not (raw.broken or raw.closed) or self._reconnecting:
+        except psycopg.OperationalError as exc:
+            if self.raw is not raw or not _lost(raw, exc) or self._reconnecting:
                 raise
             self.reconnect()
             raise ConnectionLost(
@@ -141,9 +141,15 @@ class PgConnection:
 
     @property
     def in_transaction(self) -> bool:
-        from psycopg.pq import TransactionStatus
+        """Inside BEGIN … COMMIT (a batch under way counts: its statements are queued). A connection libpq left
+        mid-command outside a batch, or found broken, holds no transaction any more: the next statement finds it
+        lost and swaps it."""
+        from psycopg.pq import PipelineStatus, TransactionStatus
 
-        return self.raw.info.transaction_status != TransactionStatus.IDLE
+        status = self.raw.info.transaction_status
+        if status == TransactionStatus.ACTIVE:
+            return self.raw.pgconn.pipeline_status != PipelineStatus.OFF
+        return status in (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
     def close(self) -> None:
         """Back to the pool (a transaction left open is rolled back there), or closed when it has none."""
@@ -176,6 +182,21 @@ def connect(url: str) -> PgConnection:
         _probe(url)
         raise StoreFileError(f"cannot open {describe(url)}: {scrub(str(exc), url)}") from None
     return PgConnection(raw, pool, url)
+
+
+def _lost(raw: psycopg.Connection[Any], exc: Exception) -> bool:
+    """Whether an OperationalError means the connection is gone, however libpq said it: marked broken; the server's
+    own word (a connection exception, 08…, or the backend shut down, 57P01–57P03) before libpq saw the socket close;
+    or a send refused with libpq still mid-command (status ACTIVE or UNKNOWN), which nothing but a new connection
+    clears. A statement timeout or a lock refused (57014, 55P03) leaves a usable connection: not lost."""
+    from psycopg.pq import TransactionStatus
+
+    if raw.broken or raw.closed:
+        return True
+    state = getattr(exc, "sqlstate", None) or ""
+    if state.startswith("08") or state in ("57P01", "57P02", "57P03"):
+        return True
+    return raw.info.transaction_status in (TransactionStatus.ACTIVE, TransactionStatus.UNKNOWN)
 
 
 def _direct(url: str) -> psycopg.Connection[Any]:

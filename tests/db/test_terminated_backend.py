@@ -1,0 +1,73 @@
+"""A connection the server ended while it sat idle is found out however libpq tells it: marked broken, or only an
+error from the server (57P01) or a send refused with the connection left mid-command. Each way, the write goes again
+on a fresh connection, and a ROLLBACK that cannot be sent never hides what went wrong."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from sherpa_skills.db.database import Database
+
+ROUNDS = 40  # how libpq learns of the drop varies from one round to the next (a race with the server's FATAL)
+
+
+def _notes(admin) -> list[str]:  # type: ignore[no-untyped-def]
+    return sorted(r[0] for r in admin.execute("SELECT text FROM notes").fetchall())
+
+
+@pytest.mark.postgres
+def test_each_write_after_the_backend_was_terminated_is_written_once_on_a_fresh_connection(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    db = Database.open(tmp_path, database=postgres_url)
+    admin = psycopg.connect(postgres_url, autocommit=True)
+    try:
+        db.transaction(lambda conn: conn.execute("CREATE TABLE notes (text TEXT)"))
+        for n in range(ROUNDS):
+            pid = db.conn.raw.info.backend_pid  # type: ignore[attr-defined]
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            deadline = time.monotonic() + 10
+            while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+                assert time.monotonic() < deadline, "the terminated backend never ended"
+                time.sleep(0.01)
+            db.transaction(lambda conn, n=n: conn.execute("INSERT INTO notes (text) VALUES (?)", (f"n{n}",)))
+        assert _notes(admin) == sorted(f"n{n}" for n in range(ROUNDS)), "each write landed once"
+    finally:
+        admin.close()
+        db.close()
+
+
+@pytest.mark.postgres
+def test_a_connection_left_mid_command_is_swapped_and_the_write_goes_through(postgres_url: str, tmp_path: Path) -> None:
+    # What CI once met: libpq refused to send (a command still in progress) on a connection not marked broken; the
+    # transaction's ROLLBACK then failed the same way and hid the first error.
+    import psycopg
+
+    db = Database.open(tmp_path, database=postgres_url)
+    admin = psycopg.connect(postgres_url, autocommit=True)
+    try:
+        db.transaction(lambda conn: conn.execute("CREATE TABLE notes (text TEXT)"))
+        stuck = db.conn.raw  # type: ignore[attr-defined]
+        stuck.pgconn.send_query(b"SELECT pg_sleep(30)")  # sent, its answer never read: libpq is mid-command
+        assert not stuck.broken
+        db.transaction(lambda conn: conn.execute("INSERT INTO notes (text) VALUES ('once')"), what="a note")
+        assert _notes(admin) == ["once"]
+        assert db.conn.raw is not stuck and stuck.closed, "the stuck connection is closed, not handed back to the pool"
+
+        def fails(conn) -> None:  # type: ignore[no-untyped-def]
+            conn.execute("INSERT INTO notes (text) VALUES ('undone')")
+            db.conn.raw.pgconn.send_query(b"SELECT pg_sleep(30)")  # type: ignore[attr-defined]
+            raise RuntimeError("the caller's own error")
+
+        with pytest.raises(RuntimeError, match="the caller's own error"):
+            db.transaction(fails)  # its ROLLBACK cannot be sent: the error the caller raised is still the one seen
+        db.transaction(lambda conn: conn.execute("INSERT INTO notes (text) VALUES ('after')"))
+        assert _notes(admin) == ["after", "once"]
+    finally:
+        admin.close()
+        db.close()
