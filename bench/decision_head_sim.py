@@ -14,7 +14,8 @@ abstained (no guess, uncalibrated, below the threshold), how often its guess was
 abstained, and its answers that differ from the model's (`by_kind`; over several orders, `by_kind_mean`).
 Knobs by environment: SIM_WRONG=1 prints each answer that differs from the model's (stderr); SIM_JOINT_OWN and
 SIM_LOO_EVERY tune the `joint` and `loo` variants; SIM_TOPK=1 adds k-nearest-mean scores to --hindsight;
-SIM_ROUND5=1 adds round 5's (a softmax regression beside the head, confusion penalties: bench/_decision_sim_round5.py).
+SIM_ROUND5=1 adds round 5's (a softmax regression beside the head, confusion penalties: bench/_decision_sim_round5.py);
+SIM_ROUND8=1 round 8's (a lexical head's vote beside the shipped one: bench/_decision_sim_round8.py).
 """
 
 from __future__ import annotations
@@ -293,11 +294,13 @@ def hindsight(items: list[dict[str, Any]], delta: float, lex: float = 0.0) -> di
     δ × decisions wrong — chosen in hindsight, so an upper bound on what any calibration of that score reaches."""
     import numpy as np
     from _decision_sim_round5 import Round5
+    from _decision_sim_round8 import Round8
 
     vec = vectors([it["text"] for it in items])
     seen: dict[str, tuple[list[Any], list[str]]] = {}
     scored: list[tuple[dict[str, float], dict[str, bool]]] = []
     round5 = Round5() if os.environ.get("SIM_ROUND5") else None
+    round8 = Round8() if os.environ.get("SIM_ROUND8") else None
     for item in items:
         q = vec[item["text"]]
         q = combined(q, item["text"], lex) if lex else q
@@ -352,11 +355,20 @@ def hindsight(items: list[dict[str, Any]], delta: float, lex: float = 0.0) -> di
                     extra, extra_ok = round5.scores(where, q, scores["margin + 1.0 nearest"], top, second, truth)
                     scores.update(extra)
                     right.update(extra_ok)
+                if round8 is not None:
+                    # Round 8: a lexical head's vote beside the shipped one.
+                    extra, extra_ok = round8.scores(
+                        where, lexical(item["text"]), scores["margin + 1.0 nearest"], top, truth
+                    )
+                    scores.update(extra)
+                    right.update(extra_ok)
                 scored.append((scores, right))
             rows.append(q)
             labels.append(truth)
             if round5 is not None:
                 round5.learned(where, rows, labels)
+            if round8 is not None:
+                round8.learned(where, lexical(item["text"]), truth)
     out = {}
     allowed = delta * len(scored)
     for key in scored[0][0]:
