@@ -378,6 +378,19 @@ def m017_alias_changes(conn: sqlite3.Connection) -> None:
     )
 
 
+def m018_asked_indexes(conn: sqlite3.Connection) -> None:
+    """The answered questions that carry what was asked (`Answers.asked_points`, read at each match for the floor)
+    indexed apart: a store's aliases are mostly runs' wordings that were never asked, and reading the floor's points
+    walked every alias of the scope at each match."""
+    execute_script(
+        conn,
+        """
+        CREATE INDEX aliases_asked ON aliases (scope, id) WHERE asked_score IS NOT NULL;
+        CREATE INDEX rejections_asked ON rejections (scope, id) WHERE asked_score IS NOT NULL;
+    """,
+    )
+
+
 MIGRATIONS = [
     m001_skills,
     m002_fts_by_rowid,
@@ -396,4 +409,5 @@ MIGRATIONS = [
     m015_held_replays,
     m016_answer_owners,
     m017_alias_changes,
+    m018_asked_indexes,
 ]

@@ -52,3 +52,33 @@ def test_a_judge_confirming_a_runs_alias_makes_it_theirs(procedure_db: Procedure
     again = answers.add_alias(p.id, "do the thing", "do thing", scope="t", by="run:r2")
     assert (again.id, again.by) == (ran.id, "alice")
     assert answers.add_alias(p.id, "do the thing", "do thing", scope="t", by="bob").by == "alice"  # first person stays
+
+
+def test_the_floors_points_are_read_without_walking_the_unasked_aliases(procedure_db: ProcedureDatabase) -> None:
+    """m018: a match reads the floor's points (`asked_points`) each time; a store's aliases are mostly runs' wordings
+    nobody was asked about, so those reads go through indexes of the asked rows only, not a walk over the scope."""
+    from sherpa_skills.skills.store.answers import Asked
+
+    p = procedure_db.add_procedure(
+        CapturedProcedure(id="", task_type="t", description="d", steps=[ProcedureStep(command="true")])
+    )
+    answers = Answers(procedure_db)
+    for n in range(30):
+        answers.add_alias(p.id, f"wording {n}", f"wording {n}", scope="wf", by="run:r")
+    answers.add_alias(p.id, "asked once", "asked once", scope="wf", by="cli", asked=Asked(score=0.5, top=True))
+    answers.add_rejection(p.id, "not this", "not this", scope="wf", asked=Asked(score=0.7, top=True))
+    statements: list[str] = []
+    procedure_db.conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]  # values bound in
+    try:
+        points = answers.asked_points("wf")
+    finally:
+        procedure_db.conn.set_trace_callback(None)  # type: ignore[attr-defined]
+    assert sorted((pt.score, pt.wrong) for pt in points) == [(0.5, False), (0.7, True)]
+    plans = {
+        table: " ".join(str(row[-1]) for row in procedure_db.conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        for sql in statements
+        for table in ("aliases", "rejections")
+        if f"FROM {table} " in sql
+    }
+    assert "USING INDEX aliases_asked" in plans["aliases"], plans
+    assert "USING INDEX rejections_asked" in plans["rejections"], plans
