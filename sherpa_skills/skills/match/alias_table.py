@@ -22,14 +22,35 @@ class AliasViews:
     by_id: dict[str, AliasView]
     views: list[AliasView]
     _table: AliasTable | None = None
+    _by_words: dict[frozenset[str], list[AliasView]] | None = None
+    _by_procedure: dict[str, list[AliasView]] | None = None
 
     def grown(self, version: int, removals: int, by_id: dict[str, AliasView], written: list[str]) -> AliasViews:
-        """The views after the aliases `written` (ids) were read at `version`: a table already made grows by their
-        rows when they are all new (a run adds one), else is made again when asked."""
+        """The views after the aliases `written` (ids) were read at `version`: a table and lookups already made grow
+        by their rows when they are all new (a run adds one), else are made again when asked."""
         found = AliasViews(version, removals, by_id, list(by_id.values()))
-        if self._table is not None and not any(i in self.by_id for i in written):
-            found._table = self._table.extended([by_id[i] for i in written])
+        if not any(i in self.by_id for i in written):
+            added = [by_id[i] for i in written]
+            if self._table is not None:
+                found._table = self._table.extended(added)
+            if self._by_words is not None:
+                found._by_words = _appended(self._by_words, added, lambda view: view[1])
+            if self._by_procedure is not None:
+                found._by_procedure = _appended(self._by_procedure, added, lambda view: view[0].procedure_id)
         return found
+
+    def saying(self, words: frozenset[str]) -> list[AliasView]:
+        """The aliases whose key words are `words`, in id order: an exact wording looked up, not searched for among
+        every alias at each match."""
+        if self._by_words is None:
+            self._by_words = _appended({}, self.views, lambda view: view[1])
+        return self._by_words.get(words, [])
+
+    def of(self, procedure_id: str) -> list[AliasView]:
+        """One procedure's aliases, in id order."""
+        if self._by_procedure is None:
+            self._by_procedure = _appended({}, self.views, lambda view: view[0].procedure_id)
+        return self._by_procedure.get(procedure_id, [])
 
     def table(self) -> AliasTable:
         """The aliases that have a vector, as arrays: made once per read, not at every match (stacking and walking a
@@ -37,6 +58,16 @@ class AliasViews:
         if self._table is None:
             self._table = AliasTable.empty().extended(self.views)
         return self._table
+
+
+def _appended(lookup: dict[Any, list[AliasView]], views: list[AliasView], key: Any) -> dict[Any, list[AliasView]]:
+    """`lookup` with `views` added under their keys, in order; the lists it had are left as they were (an older
+    AliasViews still holds them)."""
+    out = dict(lookup)
+    for view in views:
+        k = key(view)
+        out[k] = [*out.get(k, ()), view]
+    return out
 
 
 @dataclass

@@ -41,7 +41,7 @@ from ..store.answers import RUN_PREFIX, AliasRow, Answers, Asked, WordingAnswer,
 from ..store.database import ProcedureDatabase
 from ..store.models import CapturedProcedure
 from . import literals as lit
-from .alias_table import AliasView, AliasViews
+from .alias_table import AliasViews
 from .deciding import MAX_OFFERED, Deciding
 from .exact import _plain, exact_reason
 from .floor import Floor, calibrated_floor
@@ -313,13 +313,12 @@ class Matcher(Deciding):
         vector, near, degraded = self._semantic(query, pool, snap, include_candidates, task_type)
         said = key_words(query)
         read = self._alias_views(task_type) if with_aliases else None
-        aliases = [v for v in read.views if seen_by(v[0].owner, asker)] if read is not None else []
         # A wording no judge confirmed (a run's, an agent's) says the same only when it asks the same kind of question:
         # folding drops the question words a customer's request turns on ("how" / "why verify my identity").
         alias_exact = {
             a.procedure_id: a.id
-            for a, keys, _ in aliases
-            if same_wording(said, keys) and (not a.exact_only or asked_alike(query, a.text))
+            for a, keys, _ in (read.saying(said) if read is not None else [])
+            if seen_by(a.owner, asker) and same_wording(said, keys) and (not a.exact_only or asked_alike(query, a.text))
         }
         alias_cos, near_cos = self._alias_cosines(vector, read, asker)
         rejected = self.answers.rejected(wording_key(query), task_type, asker)
@@ -424,14 +423,15 @@ class Matcher(Deciding):
         candidates.sort(key=lambda c: (-c.score, -c.terms, c.procedure_id))
         mode: Literal["semantic", "lexical"] = "semantic" if vector is not None else "lexical"
         closest = {pid: cos for pid, (cos, _) in near_cos.items()}
-        vouch = self._vouched(candidates, said, aliases, rejected, closest, stated, query)
+        vouch = self._vouched(candidates, said, read, asker, rejected, closest, stated, query)
         return _Scored(candidates, rejected, vouch, mode, degraded, {r.proc.id for r in rows if r.exact})
 
     def _vouched(
         self,
         candidates: list[MatchCandidate],
         said: frozenset[str],
-        aliases: list[AliasView],
+        aliases: AliasViews | None,
+        asker: str | None,
         rejected: set[str],
         near: dict[str, float],
         stated: list[lit.Literal],
@@ -440,11 +440,12 @@ class Matcher(Deciding):
         """The candidate a confirmed wording vouches for (`vouch`), among those whose literals agree; or None. `near`
         is each procedure's closest wording of all, runs' aliases included: how close a rival stands."""
         agreeing = [c for c in candidates if not c.literals_disagreed and c.semantic is not None]
-        if not any(c.alias is not None for c in agreeing):
+        if aliases is None or not any(c.alias is not None for c in agreeing):
             return None
-        keys: dict[str, list[frozenset[str]]] = {}
-        for row, words_of, _ in aliases:
-            keys.setdefault(row.procedure_id, []).append(words_of)
+        keys = {
+            c.procedure_id: [words_of for row, words_of, _ in aliases.of(c.procedure_id) if seen_by(row.owner, asker)]
+            for c in agreeing
+        }
         by_id = {c.procedure_id: c for c in agreeing}
         evidence = [
             Evidence(

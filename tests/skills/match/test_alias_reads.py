@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import sherpa_skills as sk
-from sherpa_skills.skills.match.alias_table import AliasTable
+from sherpa_skills.skills.match.alias_table import AliasTable, AliasViews
 
 MALLORY = "agent:mallory"
 BACKUP_ASK = "take a backup of the db"
@@ -55,6 +55,12 @@ def test_a_long_run_of_changes_keeps_what_the_store_holds(skills: sk.SkillStore,
         grown, fresh = views.table(), AliasTable.empty().extended(views.views)
         assert [row_of(grown, i) for i in range(len(grown.rows))] == [row_of(fresh, i) for i in range(len(fresh.rows))]
         assert np.array_equal(grown.matrix, fresh.matrix) and np.array_equal(grown.lengths, fresh.lengths)
+        # The lookups by key words and by procedure, grown by each new alias too, are the ones made at once.
+        once = AliasViews(views.version, views.removals, views.by_id, views.views)
+        for words in {w for _, w, _ in views.views} | {frozenset({"nothing", "said"})}:
+            assert [v[0].id for v in views.saying(words)] == [v[0].id for v in once.saying(words)]
+        for pid in (backup, proxy, "no-such-procedure"):
+            assert [v[0].id for v in views.of(pid)] == [v[0].id for v in once.of(pid)]
         return [(r.id, r.procedure_id, r.exact_only, r.owner) for r, _, _ in views.views]
 
     def row_of(table: AliasTable, i: int) -> tuple[str, str, str, bool]:
@@ -89,7 +95,6 @@ def test_each_procedures_closest_alias_is_the_one_the_asker_may_use() -> None:
     another agent's alias not at all."""
     import numpy as np
 
-    from sherpa_skills.skills.match.alias_table import AliasViews
     from sherpa_skills.skills.store.answers import AliasRow
 
     def view(n: int, pid: str, vector: list[float], exact_only: bool = False, owner: str = "") -> tuple:
