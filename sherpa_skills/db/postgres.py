@@ -187,15 +187,19 @@ def connect(url: str) -> PgConnection:
 def _lost(raw: psycopg.Connection[Any], exc: Exception) -> bool:
     """Whether an OperationalError means the connection is gone, however libpq said it: marked broken; the server's
     own word (a connection exception, 08…, or the backend shut down, 57P01–57P03) before libpq saw the socket close;
-    or a send refused with libpq still mid-command (status ACTIVE or UNKNOWN), which nothing but a new connection
-    clears. A statement timeout or a lock refused (57014, 55P03) leaves a usable connection: not lost."""
-    from psycopg.pq import TransactionStatus
+    or, outside a batch, a send refused with libpq still mid-command (status ACTIVE or UNKNOWN), which nothing but a
+    new connection clears. A statement timeout or a lock refused (57014, 55P03) leaves a usable connection, and in a
+    batch libpq is busy by design (an error there, and the statements queued after it, are the batch's): not lost."""
+    from psycopg.errors import PipelineAborted
+    from psycopg.pq import PipelineStatus, TransactionStatus
 
     if raw.broken or raw.closed:
         return True
     state = getattr(exc, "sqlstate", None) or ""
     if state.startswith("08") or state in ("57P01", "57P02", "57P03"):
         return True
+    if isinstance(exc, PipelineAborted) or raw.pgconn.pipeline_status != PipelineStatus.OFF:
+        return False
     return raw.info.transaction_status in (TransactionStatus.ACTIVE, TransactionStatus.UNKNOWN)
 
 

@@ -71,3 +71,60 @@ def test_a_connection_left_mid_command_is_swapped_and_the_write_goes_through(pos
     finally:
         admin.close()
         db.close()
+
+
+@pytest.mark.postgres
+def test_an_error_inside_a_batch_is_the_callers_and_keeps_the_connection(postgres_url: str, tmp_path: Path) -> None:
+    # A batch's statements are queued (libpq busy by design): an error there is the statement's, not a lost connection.
+    import psycopg
+
+    db = Database.open(tmp_path, database=postgres_url)
+    admin = psycopg.connect(postgres_url, autocommit=True)
+    try:
+        db.transaction(lambda conn: conn.execute("CREATE TABLE notes (text TEXT PRIMARY KEY)"))
+        raw = db.conn.raw  # type: ignore[attr-defined]
+
+        def twice(conn) -> None:  # type: ignore[no-untyped-def]
+            conn.execute("INSERT INTO notes (text) VALUES (?)", ("same",))
+            conn.execute("INSERT INTO notes (text) VALUES (?)", ("same",))
+            for n in range(2000):  # enough that answers come back, the error among them, while more are queued
+                conn.execute("INSERT INTO notes (text) VALUES (?)", (f"n{n}",))
+
+        with pytest.raises(psycopg.IntegrityError):
+            db.transaction(twice, batch=True)
+        assert db.conn.raw is raw, "the connection was kept: nothing was lost"  # type: ignore[attr-defined]
+        assert _notes(admin) == [], "the batch was rolled back whole"
+        db.transaction(lambda conn: conn.execute("INSERT INTO notes (text) VALUES ('after')"), batch=True)
+        assert _notes(admin) == ["after"]
+    finally:
+        admin.close()
+        db.close()
+
+
+@pytest.mark.postgres
+def test_a_statement_timeout_inside_a_batch_is_not_a_lost_connection(postgres_url: str, tmp_path: Path) -> None:
+    # psycopg's OperationalError covers a cancelled statement too (57014); in a batch libpq is busy by design, so
+    # neither that nor the PipelineAborted of the statements queued after it may pass for a dropped connection.
+    import psycopg
+
+    db = Database.open(tmp_path, database=postgres_url)
+    admin = psycopg.connect(postgres_url, autocommit=True)
+    try:
+        db.transaction(lambda conn: conn.execute("CREATE TABLE notes (text TEXT PRIMARY KEY)"))
+        raw = db.conn.raw  # type: ignore[attr-defined]
+
+        def slow(conn) -> None:  # type: ignore[no-untyped-def]
+            conn.execute("SET LOCAL statement_timeout = 50")
+            conn.execute("SELECT pg_sleep(5)")
+            for n in range(2000):
+                conn.execute("INSERT INTO notes (text) VALUES (?)", (f"n{n}",))
+
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            db.transaction(slow, batch=True)
+        assert db.conn.raw is raw, "the connection was kept: nothing was lost"  # type: ignore[attr-defined]
+        assert _notes(admin) == []
+        db.transaction(lambda conn: conn.execute("INSERT INTO notes (text) VALUES ('after')"))
+        assert _notes(admin) == ["after"]
+    finally:
+        admin.close()
+        db.close()
