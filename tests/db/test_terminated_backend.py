@@ -102,7 +102,7 @@ def test_an_error_inside_a_batch_is_the_callers_and_keeps_the_connection(postgre
 
 
 @pytest.mark.postgres
-def test_a_statement_timeout_inside_a_batch_is_not_a_lost_connection(postgres_url: str, tmp_path: Path) -> None:
+def test_a_statement_timeout_in_a_batch_or_not_is_not_a_lost_connection(postgres_url: str, tmp_path: Path) -> None:
     # psycopg's OperationalError covers a cancelled statement too (57014); in a batch libpq is busy by design, so
     # neither that nor the PipelineAborted of the statements queued after it may pass for a dropped connection.
     import psycopg
@@ -119,9 +119,10 @@ def test_a_statement_timeout_inside_a_batch_is_not_a_lost_connection(postgres_ur
             for n in range(2000):
                 conn.execute("INSERT INTO notes (text) VALUES (?)", (f"n{n}",))
 
-        with pytest.raises(psycopg.errors.QueryCanceled):
-            db.transaction(slow, batch=True)
-        assert db.conn.raw is raw, "the connection was kept: nothing was lost"  # type: ignore[attr-defined]
+        for batch in (True, False):
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                db.transaction(slow, batch=batch)
+            assert db.conn.raw is raw, "the connection was kept: nothing was lost"  # type: ignore[attr-defined]
         assert _notes(admin) == []
         db.transaction(lambda conn: conn.execute("INSERT INTO notes (text) VALUES ('after')"))
         assert _notes(admin) == ["after"]
