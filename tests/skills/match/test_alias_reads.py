@@ -123,3 +123,37 @@ def test_each_procedures_closest_alias_is_the_one_the_asker_may_use() -> None:
     assert judged["p2"][0] == 0.0 and abs(near["p1"][0] - 2**-0.5) < 1e-6
     mallory = seen | (table.owner == table.owners[MALLORY])
     assert table.best(sims, mallory)["p3"] == (1.0, "a5")
+
+
+def test_a_table_grows_in_place_yet_an_older_one_keeps_its_rows() -> None:
+    """The vectors grow in a buffer with room (a run's alias costs its own row, not a copy of every vector); only the
+    newest table writes after its rows, so a table grown again from an older one (another thread's, say) copies, and
+    neither overwrites the other's rows."""
+    from sherpa_skills.skills.store.answers import AliasRow
+
+    rng = np.random.default_rng(36)
+
+    def view(n: int) -> tuple:
+        row = AliasRow(id=f"a{n:04d}", procedure_id=f"p{n % 7}", task_type="t", key="k", text="w")
+        return row, frozenset(), rng.random(8).astype(np.float32)
+
+    views = [view(n) for n in range(200)]
+    table, tables = AliasTable.empty(), []
+    for v in views:
+        table = table.extended([v])
+        tables.append(table)
+    assert np.shares_memory(tables[-1].matrix, tables[-2].matrix), "grown in place, not copied"
+    whole = AliasTable.empty().extended(views)
+    older = tables[99]
+    branch = older.extended(views[150:160])
+    assert np.array_equal(table.matrix, whole.matrix), "the newest table's rows are untouched"
+    assert np.array_equal(older.matrix, whole.matrix[:100])
+    assert np.array_equal(branch.matrix, np.concatenate([whole.matrix[:100], whole.matrix[150:160]]))
+    assert [r.id for r in branch.rows] == [v[0].id for v in views[:100] + views[150:160]]
+    made = AliasTable(
+        **{k: getattr(whole, k) for k in ("rows", "matrix", "lengths", "procedure", "procedures")},
+        owner=whole.owner,
+        owners=whole.owners,
+        exact_only=whole.exact_only,
+    )  # made whole: no room yet
+    assert np.array_equal(made.extended([view(999)]).matrix[:200], whole.matrix)
