@@ -6,6 +6,8 @@ A template is rendered with each value fenced by NUL bytes (no command can hold 
 shell-quoted when bare, backslash-escaped inside "…" and unquoted here-documents, '\\'' inside '…', kept as it is in a
 quoted here-document. Where no escaping is safe (`…`, $((…)), ${…}, a comment, right after a \\ or a $) the template
 is refused, at load time when the workflow is validated and at render time for anything only a render reveals.
+Where a second program parses the value as code (`sh -c "…"`, `eval`, `ssh host …`, `python3 -c`: `shell_code`), no
+escaping for this shell keeps it data: there only a plain word goes through.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from .shell_code import code_values, plain_word, refusal
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -252,10 +255,15 @@ class _Reader:
 
 def _escape(rendered: str) -> str:
     parts = rendered.split(_FENCE)
+    # Where a second program (sh -c, eval, ssh, python3 -c, a pipe into sh…) parses a value, only a plain word is data.
+    in_code = code_values(parts) if len(parts) > 1 else {}
     reader = _Reader()
     out: list[str] = []
     for index, part in enumerate(parts):
         if index % 2:
+            program = in_code.get(index // 2)
+            if program is not None and not plain_word(program).fullmatch(part):
+                raise UsageError(refusal(program))
             out.append(reader.value(part))
         else:
             reader.feed(part)

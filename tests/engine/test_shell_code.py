@@ -1,0 +1,169 @@
+"""Values that land in code another program runs (`sh -c "…"`, `eval`, `ssh host "…"`, `| sh`, `python3 -c`): quoting
+for the outer shell hands the value to the inner one as code, so there a value must be a plain word, or is refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_shell_template import HOSTILE  # noqa: E402
+
+from sherpa_skills.cli import main
+from sherpa_skills.engine.shell_code import code_values, plain_word
+from sherpa_skills.engine.shell_template import check_shell_template, render_shell
+from sherpa_skills.errors import UsageError
+
+PLAIN = ["web", "v1_2", "v1.2.3", "a/b-c_d", "user@host:22", "50%", "k=v,w", "-rf"]
+
+#: Commands whose `{{ x }}` is code for a second shell or an interpreter, with what each prints for a plain word v.
+NESTED: dict[str, tuple[str, object]] = {
+    "sh_c_double": ("sh -c \"printf '%s\\n' {{ x }}\"", lambda v: v),
+    "sh_c_single": ("sh -c 'printf \"%s\\n\" {{ x }}'", lambda v: v),
+    "bash_lc": ("bash -lc \"printf '%s\\n' '{{ x }}'\"", lambda v: v),
+    "path_and_options": ("/bin/sh -e -o errexit -c \"printf '%s\\n' {{ x }}\"", lambda v: v),
+    "bare_code": ("sh -c printf\\ \\'%s\\\\n\\'\\ {{ x }}", lambda v: v),
+    "eval": ("eval \"printf '%s\\n' {{ x }}\"", lambda v: v),
+    "eval_words": ("eval printf \"'%s\\n'\" {{ x }}", lambda v: v),
+    "wrapped": ("env A=1 timeout -s KILL 5 nice -n 1 sh -c \"printf '%s\\n' {{ x }}\"", lambda v: v),
+    "assignment_first": ("A=1 sh -c \"printf '%s\\n' {{ x }}\"", lambda v: v),
+    "in_a_condition": ("if true; then sh -c \"printf '%s\\n' {{ x }}\"; fi", lambda v: v),
+    "in_substitution": ("printf '%s\\n' \"$(sh -c \"printf '%s' {{ x }}\")\"", lambda v: v),
+    "xargs": ("echo a | xargs -I{} sh -c \"printf '%s\\n' {{ x }}\"", lambda v: v),
+    "find_exec": ("find . -maxdepth 0 -exec sh -c \"printf '%s\\n' {{ x }}\" \\;", lambda v: v),
+    "piped_to_sh": ("echo \"printf '%s\\n' {{ x }}\" | sh", lambda v: v),
+    "piped_to_sh_later": ("echo \"printf '%s\\n' {{ x }}\" | cat | bash -s", lambda v: v),
+    "heredoc_to_sh": ("sh <<EOF\nprintf '%s\\n' {{ x }}\nEOF", lambda v: v),
+    "herestring_to_sh": ("sh <<< \"printf '%s\\n' {{ x }}\"", lambda v: v),
+    "python": ("python3 -c \"print('{{ x }}')\"", lambda v: v),
+    "python_stdin": ("echo \"print('{{ x }}')\" | python3 -", lambda v: v),
+    "perl": ("perl -le 'print \"{{ x }}\"'", lambda v: v),
+    "awk": ("awk 'BEGIN { print \"{{ x }}\" }'", lambda v: v),
+    "awk_options": ("awk -F : -v n=1 'BEGIN { print \"{{ x }}\" }'", lambda v: v),
+    "sed": ("echo a | sed -e 's,a,{{ x }},'", lambda v: v),
+    "sed_script": ("echo a | sed -n 's,a,{{ x }},p'", lambda v: v),
+}
+
+#: Where the same value is data: an argument after the code (`$1`), a file name, an ordinary command's argument.
+DATA: dict[str, str] = {
+    "positional": 'sh -c \'printf "%s\\n" "$1"\' _ {{ x }}',
+    "script_file_argument": "bash /dev/stdin {{ x }} <<'EOF'\nprintf '%s\\n' \"$1\"\nEOF",
+    "ordinary": "printf '%s\\n' {{ x }}",
+    "python_argument": "python3 -c 'import sys; print(sys.argv[1])' {{ x }}",
+    "pipe_not_to_a_shell": "printf '%s\\n' {{ x }} | cat",
+    "heredoc_not_to_a_shell": "tr x x <<EOF\n{{ x }}\nEOF",
+}
+
+
+def _run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["/bin/bash", "-c", command], cwd=cwd, capture_output=True, timeout=20)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+def _available(template: str) -> bool:
+    return all(shutil.which(tool) for tool in ("perl", "python3", "awk", "sed") if tool in template)
+
+
+class TestNestedCode:
+    @pytest.mark.parametrize("context", list(NESTED))
+    def test_a_hostile_value_in_code_is_refused_and_nothing_runs(self, tmp_path: Path, context: str) -> None:
+        """Every hostile value that is not a plain word is refused where it would be code; nothing is created."""
+        template, _ = NESTED[context]
+        check_shell_template(template)  # the template itself is fine: only values decide
+        for value in HOSTILE:
+            if value == "-rf":
+                continue  # a plain word: passes (it can still be an option, as anywhere)
+            with pytest.raises(UsageError) as caught:
+                render_shell(template, {"x": value})
+            assert "\n" not in str(caught.value).strip(), (context, value)
+        assert list(tmp_path.iterdir()) == []
+
+    @pytest.mark.parametrize("context", list(NESTED))
+    def test_a_plain_word_goes_through_and_arrives_as_it_is(self, tmp_path: Path, context: str) -> None:
+        template, expected = NESTED[context]
+        if not _available(template):
+            pytest.skip("interpreter not installed")
+        parts = template.replace("{{ x }}", "\x00x\x00").split("\x00")
+        (program,) = set(code_values(parts).values())
+        plain = [v for v in PLAIN if plain_word(program).fullmatch(v)]
+        assert len(plain) >= 2
+        for value in plain:
+            command = render_shell(template, {"x": value})
+            done = _run(command, tmp_path)
+            assert done.returncode == 0, (context, value, command, done.stderr)
+            assert done.stdout == expected(value) + "\n", (context, value, command)  # type: ignore[operator]
+
+    def test_the_refusal_names_the_program_and_the_safe_way(self) -> None:
+        with pytest.raises(UsageError) as caught:
+            render_shell('ssh -p 22 web1 "systemctl restart {{ x }}"', {"x": "web; touch pwned"})
+        message = str(caught.value)
+        assert "ssh" in message and "plain word" in message and '"$1"' in message
+        with pytest.raises(UsageError, match="python3"):
+            render_shell("python3 -c \"print('{{ x }}')\"", {"x": "'); import os; os.system('id'); ('"})
+
+    @pytest.mark.parametrize("context", list(DATA))
+    def test_where_the_value_is_data_any_value_is_printed_verbatim(self, tmp_path: Path, context: str) -> None:
+        """The way the refusal points to (pass it as an argument) takes every hostile value as data."""
+        template = DATA[context]
+        for value in HOSTILE:
+            if "\x00" in value or ("\n{{ x }}" in template and "\n" in value):
+                with pytest.raises(UsageError):  # as anywhere: NUL, or a newline in a here-document's line
+                    render_shell(template, {"x": value})
+                continue
+            if context == "python_argument" and value.startswith("-"):
+                continue  # python3 reads a leading dash as its own option: not a quoting matter
+            command = render_shell(template, {"x": value})
+            done = _run(command, tmp_path)
+            assert list(tmp_path.iterdir()) == [], (context, value, command)
+            assert done.stdout == value + "\n", (context, value, command, done.stdout)
+
+
+class TestWhereCodeIs:
+    @pytest.mark.parametrize(
+        "template, programs",
+        [
+            ('sh -c "echo {{ x }}" _ {{ y }}', {0: "sh"}),
+            ("ssh -i key -o BatchMode=yes host ls {{ x }} {{ y }}", {0: "ssh", 1: "ssh"}),
+            ("ssh host < {{ x }}", {}),
+            ('su - deploy -c "make {{ x }}"', {0: "su"}),
+            ('sudo -u www-data bash -c "touch {{ x }}" && echo {{ y }}', {0: "bash"}),
+            ('docker exec -it -e A=1 web sh -c "ls {{ x }}"', {0: "sh"}),
+            ('kubectl exec pod -- bash -c "ls {{ x }}"', {0: "bash"}),
+            ("watch -n 1 ls {{ x }}", {0: "watch"}),
+            ('sqlite3 {{ x }} "select {{ y }}"', {1: "sqlite3"}),
+            ('psql -c "select {{ x }}" {{ y }}', {0: "psql"}),
+            ("grep {{ x }} file # sh -c {{ y }}", {}),
+            ("cat > {{ x }} <<EOF\n{{ y }}\nEOF", {}),
+            ("ssh host <<'EOF'\nls {{ x }}\nEOF\necho {{ y }}", {0: "ssh"}),
+            ("echo {{ x }} || sh", {}),
+        ],
+    )
+    def test_which_values_land_in_code(self, template: str, programs: dict[int, str]) -> None:
+        parts = template.replace("{{ x }}", "\x00x\x00").replace("{{ y }}", "\x00y\x00").split("\x00")
+        assert code_values(parts) == programs
+
+
+@pytest.mark.slow
+def test_run_input_into_a_second_shell_is_refused_through_the_cli(
+    tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --input` of a workflow whose step hands the input to `bash -c`: the attack stops with a one-line reason and
+    creates nothing; a plain word runs."""
+    monkeypatch.chdir(tmp_path)
+    spec = {
+        "name": "greet",
+        "initial": "go",
+        "inputs": {"who": {"required": True}},
+        "states": {"go": {"final": True, "on_enter": [{"shell": {"command": 'bash -c "echo hello {{ who }}"'}}]}},
+    }
+    path = tmp_path / "greet.yaml"
+    path.write_text(json.dumps(spec))
+    code = main(["run", str(path), "--input", "who=you; touch pwned", "--home", str(home), "--json"])
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert code == 1 and result["status"] == "error" and "bash" in result["error"], result
+    assert "Traceback" not in err
+    assert not (tmp_path / "pwned").exists()
+    assert main(["run", str(path), "--input", "who=you", "--home", str(home), "--json"]) == 0
