@@ -19,6 +19,10 @@ __all__ = ["code_values", "plain_word", "refusal"]
 #: Value k stands in the scanned text as the one character chr(_MARK + k) (the Unicode private use area).
 _MARK = 0xE000
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: `$name` and `${name…}` in an unquoted here-document's body, expanded by the outer shell.
+_EXPANDED = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*))")
+_DECLARERS = frozenset({"export", "local", "readonly", "declare", "typeset"})
 _PLAIN = re.compile(r"[A-Za-z0-9_.,:/@%+=-]+")
 #: A sed script's delimiter may be any character: only letters, digits and '_' cannot end a command there.
 _PLAIN_IN = {
@@ -121,22 +125,46 @@ def code_values(parts: list[str]) -> dict[int, str]:
     return found
 
 
+def _values_in(text: str) -> str:
+    return "".join(c for c in text if ord(c) >= _MARK)
+
+
 class _Scanner:
     """Splits a command the way /bin/sh does into simple commands and their words (quotes removed; an expansion
-    stands as '_'), with here-documents and here-strings given to the command whose stdin they are."""
+    stands as '_'), with here-documents and here-strings given to the command whose stdin they are. A variable given
+    a value (`v={{ x }}`, `export v=…`, `for v in … {{ x }}`) carries it: where this shell expands `$v`, the value
+    stands in the word, as it will when the command runs."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.i = 0
         self.commands: list[_Command] = []
         self.pipeline = 0
-        self.pending: list[tuple[str, bool, _Command]] = []  # here-documents whose bodies start after the newline
+        self.pending: list[tuple[str, bool, bool, _Command]] = []  # here-documents: delimiter, strip, quoted, whose
+        self.variables: dict[str, str] = {}  # a variable's name → the values it holds (their marks)
 
     def run(self) -> list[_Command]:
         self.level(nested=False)
+        self.looped(self.commands[-1])
         return self.commands
 
+    def assigned(self, command: _Command, word: str) -> None:
+        """`name=…` where the shell reads it as an assignment (before the program, or after `export` and the like)."""
+        found = _ASSIGNMENT.match(word)
+        if found is None:
+            return
+        if all(_ASSIGNMENT.match(w) for w in command.words) or (command.words and command.words[0] in _DECLARERS):
+            self.variables[word[: found.end() - 1]] = _values_in(word[found.end() :])
+
+    def looped(self, command: _Command) -> None:
+        """`for name in words`: the loop's variable holds each of the words in turn."""
+        words = command.words
+        if len(words) >= 3 and words[0] == "for" and words[2] == "in" and _NAME.fullmatch(words[1]):
+            self.variables[words[1]] = _values_in("".join(words[3:]))
+
     def new(self, same_pipeline: bool) -> _Command:
+        if self.commands:
+            self.looped(self.commands[-1])
         if not same_pipeline:
             self.pipeline += 1
         command = _Command(self.pipeline)
@@ -148,20 +176,22 @@ class _Scanner:
         text, n = self.text, len(self.text)
         command = self.new(False)
         word: list[str] | None = None
+        quoted = False  # the word holds quotes or a backslash (a here-document's delimiter so written is not expanded)
         target: str | None = None  # what the word being read is: a redirection's file, a here-document, a here-string
 
         def end() -> None:
-            nonlocal word, target
+            nonlocal word, target, quoted
             if word is None:
                 return
             done, word = "".join(word), None
             if target is None:
+                self.assigned(command, done)
                 command.words.append(done)
             elif target == "<<<":
                 command.stdin.append(done)
             elif target.startswith("<<"):
-                self.pending.append((done, target == "<<-", command))
-            target = None
+                self.pending.append((done, target == "<<-", quoted, command))
+            target, quoted = None, False
 
         while self.i < n:
             c = text[self.i]
@@ -178,14 +208,16 @@ class _Scanner:
                     self.i += 2
                     continue
                 word = (word or []) + [text[self.i + 1 : self.i + 2]]
+                quoted = True
                 self.i += 2
             elif c == "'":
                 close = text.find("'", self.i + 1)
                 close = n if close < 0 else close
                 word = (word or []) + [text[self.i + 1 : close]]
+                quoted = True
                 self.i = close + 1
             elif c == '"':
-                word = word or []
+                word, quoted = word or [], True
                 self.double(word)
             elif c == "$" or c == "`":
                 word = (word or []) + [self.expansion()]
@@ -248,17 +280,23 @@ class _Scanner:
             self.i += 2
             pipeline = self.pipeline
             self.level(nested=True)
+            self.looped(self.commands[-1])
             self.pipeline = max(self.pipeline, pipeline) + 1
             return "_"
         if text.startswith("${", self.i):
+            name = _NAME.match(text, self.i + 2)
             self.i = self.closing(self.i + 2, "{", "}") + 1
-            return "_"
+            return (self.variables.get(name.group(0), "") if name else "") + "_"
         if text[self.i] == "`":
             close = self.i + 1
             while close < len(text) and text[close] != "`":
                 close += 2 if text[close] == "\\" else 1
             self.i = close + 1
             return "_"
+        name = _NAME.match(text, self.i + 1)
+        if name is not None:
+            self.i = name.end()
+            return self.variables.get(name.group(0), "") + "_"
         self.i += 1
         return "$"
 
@@ -278,7 +316,7 @@ class _Scanner:
     def bodies(self) -> None:
         """The here-documents begun on the line just ended: their lines go to their commands' stdin."""
         text = self.text
-        for delimiter, strip, command in self.pending:
+        for delimiter, strip, quoted, command in self.pending:
             while self.i < len(text):
                 close = text.find("\n", self.i)
                 close = len(text) if close < 0 else close
@@ -286,6 +324,8 @@ class _Scanner:
                 self.i = close + 1
                 if (line.lstrip("\t") if strip else line) == delimiter:
                     break
+                if not quoted:  # this shell expands the body's variables before the program reads it
+                    line += "".join(self.variables.get(m.group(1) or m.group(2), "") for m in _EXPANDED.finditer(line))
                 command.stdin.append(line)
         self.pending = []
 

@@ -44,6 +44,11 @@ NESTED: dict[str, tuple[str, object]] = {
     "awk_options": ("awk -F : -v n=1 'BEGIN { print \"{{ x }}\" }'", lambda v: v),
     "sed": ("echo a | sed -e 's,a,{{ x }},'", lambda v: v),
     "sed_script": ("echo a | sed -n 's,a,{{ x }},p'", lambda v: v),
+    # The outer shell expands the variable before the second program gets its code: the value arrives as code.
+    "through_a_variable": ("v={{ x }}; sh -c \"printf '%s\\n' $v\"", lambda v: v),
+    "through_export": ("export v={{ x }} && sh -c \"printf '%s\\n' ${v}\"", lambda v: v),
+    "through_a_loop": ("for h in {{ x }}; do sh -c \"printf '%s\\n' $h\"; done", lambda v: v),
+    "through_a_heredoc": ("v={{ x }}\nsh <<EOF\nprintf '%s\\n' $v\nEOF", lambda v: v),
 }
 
 #: Where the same value is data: an argument after the code (`$1`), a file name, an ordinary command's argument.
@@ -54,6 +59,8 @@ DATA: dict[str, str] = {
     "python_argument": "python3 -c 'import sys; print(sys.argv[1])' {{ x }}",
     "pipe_not_to_a_shell": "printf '%s\\n' {{ x }} | cat",
     "heredoc_not_to_a_shell": "tr x x <<EOF\n{{ x }}\nEOF",
+    "variable_the_inner_shell_expands": "v={{ x }}; export v; sh -c 'printf \"%s\\n\" \"$v\"'",
+    "variable_in_a_quoted_heredoc": "v={{ x }}; export v\nsh <<'EOF'\nprintf '%s\\n' \"$v\"\nEOF",
 }
 
 
@@ -138,6 +145,11 @@ class TestWhereCodeIs:
             ("cat > {{ x }} <<EOF\n{{ y }}\nEOF", {}),
             ("ssh host <<'EOF'\nls {{ x }}\nEOF\necho {{ y }}", {0: "ssh"}),
             ("echo {{ x }} || sh", {}),
+            ("DIR={{ x }}; ssh host \"cd $DIR && make {{ y }}\"", {0: "ssh", 1: "ssh"}),
+            ("for h in {{ x }}; do ssh $h uptime; done", {}),
+            ("for h in a {{ x }}; do ssh host \"ping ${h}\"; done", {0: "ssh"}),
+            ("X={{ x }}; sh -c 'echo $X'", {}),
+            ("X={{ x }}; Y=$X; eval \"echo $Y\"", {0: "eval"}),
         ],
     )
     def test_which_values_land_in_code(self, template: str, programs: dict[int, str]) -> None:
