@@ -78,7 +78,11 @@ class ShellArgs(BaseModel):
     )
     expected_exit_code: int = 0
     check: bool = Field(False, description="Raise ActionError on a wrong exit code or a timeout.")
-    stdin: str | None = None
+    stdin: str | None = Field(
+        None,
+        description="Text fed to the command's stdin; a template here is refused where the command runs its stdin "
+        "as code (sh, python3 -, ssh host).",
+    )
 
     @field_validator("env")
     @classmethod
@@ -260,7 +264,7 @@ def _stderr_tail(stderr: str) -> str:
     return "\n".join(lines) if lines else "(stderr empty)"
 
 
-@default_registry.action("shell", side_effects=True, shell_fields=("command",))
+@default_registry.action("shell", side_effects=True, shell_fields=("command",), stdin_field="stdin")
 def run_shell(args: ShellArgs, ctx: ActionContext) -> ActionResult:
     """Run a shell command with a minimal environment, a hard timeout and bounded, non-deadlocking capture."""
     cwd = _resolve_cwd(args.cwd)

@@ -317,6 +317,7 @@ class _Compiler:
                 dynamic[key] = compiled
             else:
                 literal[key] = compiled
+        self.check_stdin(definition, call, loc)
         static_args = None
         # Missing fields may still come from the context or the transition at run time.
         missing = [
@@ -335,6 +336,24 @@ class _Compiler:
                     f"action '{call.name}': {_first_error(exc)}",
                 )
         return BoundAction(definition, freeze(literal), dynamic, call.save_as, static_args, where)
+
+    def check_stdin(self, definition: Any, call: Any, loc: tuple[Any, ...]) -> None:
+        """A template in the stdin of a command that reads its stdin as code (`sh`, `python3 -`) would run its
+        values: refused here, as a value in `sh -c "…"` is refused when rendered."""
+        field, command = definition.stdin_field, call.args.get(next(iter(definition.shell_fields), ""))
+        stdin = call.args.get(field) if field else None
+        if not (isinstance(stdin, str) and "{{" in stdin and isinstance(command, str)):
+            return
+        from .shell_template import stdin_reader
+
+        program = stdin_reader(command)
+        if program is not None:
+            self.problem(
+                (*self.args_loc(loc, call.name), field),
+                f"action '{call.name}' argument '{field}': {program} reads it as code, so a template value there "
+                f"would run as a command; pass values as arguments instead (sh -s -- {{{{ value }}}} reads it as "
+                '"$1")',
+            )
 
     def check_literal_args(self, definition: Any, literal: dict[str, Any], loc: tuple[Any, ...], name: str) -> None:
         """The written-out arguments of a call that also has templates: each one's type checked now, as if alone,

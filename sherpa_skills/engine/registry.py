@@ -56,6 +56,8 @@ class ActionDef:
     #: schema's hash): recorded when the action runs, compared by a replay before it follows,
     # so it refuses a changed world.
     check: Callable[[Any], Any] | None = None
+    #: The argument the action feeds its shell command's stdin: no template there where the command runs it as code.
+    stdin_field: str | None = None
 
 
 @dataclass
@@ -175,10 +177,13 @@ class Registry:
         replace: bool = False,
         shell_fields: tuple[str, ...] = (),
         check: Callable[[Any], Any] | None = None,
+        stdin_field: str | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register `fn(args, ctx) -> dict | ActionResult | None` (sync or async).
 
         `shell_fields` names arguments that are shell commands: their templates shell-quote every value.
+        `stdin_field` names the argument fed to that command's stdin: a template there is refused at load where the
+        command reads its stdin as code (`sh`, `python3 -`, `ssh host`).
         `check(view)` returns the features of the environment the action depends on (JSON-able); they are recorded
         with each call, and a replayed procedure diverges when they differ from the recorded ones.
         """
@@ -202,6 +207,7 @@ class Registry:
                 _doc(fn, description),
                 tuple(shell_fields),
                 check,
+                stdin_field,
             )
             return fn
 

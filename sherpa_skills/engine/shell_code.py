@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["code_values", "plain_word", "refusal"]
+__all__ = ["code_values", "plain_word", "refusal", "stdin_code"]
 
 #: Value k stands in the scanned text as the one character chr(_MARK + k) (the Unicode private use area).
 _MARK = 0xE000
@@ -94,6 +94,7 @@ class _Command:
     pipeline: int
     words: list[str] = field(default_factory=list)
     stdin: list[str] = field(default_factory=list)  # here-document bodies and here-strings
+    redirected: bool = False  # its stdin is a file (`< f`): not the command's own
 
 
 def code_values(parts: list[str]) -> dict[int, str]:
@@ -127,6 +128,23 @@ def code_values(parts: list[str]) -> dict[int, str]:
 
 def _values_in(text: str) -> str:
     return "".join(c for c in text if ord(c) >= _MARK)
+
+
+def stdin_code(parts: list[str]) -> str | None:
+    """The program that may read the command's own stdin as code (`sh`, `python3 -`, `ssh host`, or behind `cat |`),
+    if one does: the stdin an action feeds the command is then code too."""
+    text = "".join(part if k % 2 == 0 else chr(_MARK + k // 2) for k, part in enumerate(parts))
+    pipelines: dict[int, list[_Command]] = {}
+    for command in _Scanner(text).run():
+        pipelines.setdefault(command.pipeline, []).append(command)
+    for commands in pipelines.values():
+        if commands[0].stdin or commands[0].redirected:
+            continue  # the first command reads a here-document or a file, not the command's stdin
+        for command in commands:
+            program = _reads_code(command.words, 0)[1]
+            if program is not None and not command.stdin and not command.redirected:
+                return program
+    return None
 
 
 class _Scanner:
@@ -231,6 +249,7 @@ class _Scanner:
                 for op in ("<<<", "<<-", "<<", ">>", ">&", "<&", ">|", "<>", "<", ">"):
                     if text.startswith(op, self.i):
                         target = op if op.startswith("<<") else ">"
+                        command.redirected |= op in ("<", "<&", "<>")
                         self.i += len(op)
                         break
             elif c in ";&|()":

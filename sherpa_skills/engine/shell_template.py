@@ -18,12 +18,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from .shell_code import code_values, plain_word, refusal
+from .shell_code import code_values, plain_word, refusal, stdin_code
 
 if TYPE_CHECKING:
     from jinja2 import Environment
 
-__all__ = ["ShellTemplate", "check_shell_template", "render_shell"]
+__all__ = ["ShellTemplate", "check_shell_template", "render_shell", "stdin_reader"]
 
 _FENCE = "\x00"
 _TOP, _CMD, _SQ, _DQ, _BT, _PARAM, _ARITH, _COMMENT = range(8)
@@ -286,16 +286,26 @@ def _environment() -> Environment:
     return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, finalize=_fence)
 
 
+def _stand_ins(source: str) -> list[str]:
+    """A template's text split at its expressions, each standing in as the value "x" (the parts `_escape` reads)."""
+    pieces: list[str] = []
+    for index, literal in enumerate(_EXPRESSION.split(_JINJA_COMMENT.sub("", source))):
+        pieces += [literal] if index == 0 else ["x", literal]
+    return pieces
+
+
 def check_shell_template(source: str) -> None:
     """Refuse, before any run, a command whose `{{ }}` sit where no value could be escaped (UsageError says where)."""
     if _FENCE in source:
         raise UsageError("a shell command cannot hold a NUL byte")
     if "{%" in source:
         return  # which text surrounds a value depends on the blocks taken: checked when rendered
-    pieces: list[str] = []
-    for index, literal in enumerate(_EXPRESSION.split(_JINJA_COMMENT.sub("", source))):
-        pieces += [literal] if index == 0 else ["x", literal]  # each expression stands in as the value "x"
-    _escape(_FENCE.join(pieces))
+    _escape(_FENCE.join(_stand_ins(source)))
+
+
+def stdin_reader(source: str) -> str | None:
+    """The program of the command (a template or not) that may read the command's own stdin as code, if any."""
+    return stdin_code(_stand_ins(source))
 
 
 class ShellTemplate:

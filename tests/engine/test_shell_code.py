@@ -13,7 +13,7 @@ from test_shell_template import HOSTILE  # noqa: E402
 
 from sherpa_skills.cli import main
 from sherpa_skills.engine.shell_code import code_values, plain_word
-from sherpa_skills.engine.shell_template import check_shell_template, render_shell
+from sherpa_skills.engine.shell_template import check_shell_template, render_shell, stdin_reader
 from sherpa_skills.errors import UsageError
 
 PLAIN = ["web", "v1_2", "v1.2.3", "a/b-c_d", "user@host:22", "50%", "k=v,w", "-rf"]
@@ -59,7 +59,7 @@ DATA: dict[str, str] = {
     "python_argument": "python3 -c 'import sys; print(sys.argv[1])' {{ x }}",
     "pipe_not_to_a_shell": "printf '%s\\n' {{ x }} | cat",
     "heredoc_not_to_a_shell": "tr x x <<EOF\n{{ x }}\nEOF",
-    "variable_the_inner_shell_expands": "v={{ x }}; export v; sh -c 'printf \"%s\\n\" \"$v\"'",
+    "variable_the_inner_shell_expands": 'v={{ x }}; export v; sh -c \'printf "%s\\n" "$v"\'',
     "variable_in_a_quoted_heredoc": "v={{ x }}; export v\nsh <<'EOF'\nprintf '%s\\n' \"$v\"\nEOF",
 }
 
@@ -145,11 +145,11 @@ class TestWhereCodeIs:
             ("cat > {{ x }} <<EOF\n{{ y }}\nEOF", {}),
             ("ssh host <<'EOF'\nls {{ x }}\nEOF\necho {{ y }}", {0: "ssh"}),
             ("echo {{ x }} || sh", {}),
-            ("DIR={{ x }}; ssh host \"cd $DIR && make {{ y }}\"", {0: "ssh", 1: "ssh"}),
+            ('DIR={{ x }}; ssh host "cd $DIR && make {{ y }}"', {0: "ssh", 1: "ssh"}),
             ("for h in {{ x }}; do ssh $h uptime; done", {}),
-            ("for h in a {{ x }}; do ssh host \"ping ${h}\"; done", {0: "ssh"}),
+            ('for h in a {{ x }}; do ssh host "ping ${h}"; done', {0: "ssh"}),
             ("X={{ x }}; sh -c 'echo $X'", {}),
-            ("X={{ x }}; Y=$X; eval \"echo $Y\"", {0: "eval"}),
+            ('X={{ x }}; Y=$X; eval "echo $Y"', {0: "eval"}),
         ],
     )
     def test_which_values_land_in_code(self, template: str, programs: dict[int, str]) -> None:
@@ -179,3 +179,60 @@ def test_run_input_into_a_second_shell_is_refused_through_the_cli(
     assert "Traceback" not in err
     assert not (tmp_path / "pwned").exists()
     assert main(["run", str(path), "--input", "who=you", "--home", str(home), "--json"]) == 0
+
+
+class TestStdinOfTheShellAction:
+    """`shell: {command: sh, stdin: "echo {{ x }}"}` feeds its value to a shell as code: refused when the workflow
+    loads, as a value in `sh -c "…"` is refused when rendered."""
+
+    @pytest.mark.parametrize(
+        "command", ["sh", "bash -s", "cd /tmp && python3 -", "cat | sh", "ssh web1", "true; bash", "env A=1 sh"]
+    )
+    def test_a_command_that_runs_its_stdin(self, command: str) -> None:
+        assert stdin_reader(command) is not None
+
+    @pytest.mark.parametrize(
+        "command",
+        ["tr a-z A-Z", "sh -c 'cat'", "sh < /dev/null", "sh script.sh", "python3 -c 'print(1)'", "sh <<EOF\nls\nEOF"],
+    )
+    def test_a_command_that_reads_its_stdin_as_data(self, command: str) -> None:
+        assert stdin_reader(command) is None
+
+    def _workflow(self, tmp_path: Path, command: str, stdin: object) -> Path:
+        spec = {
+            "name": "feed",
+            "initial": "go",
+            "inputs": {"x": {"required": True}},
+            "states": {"go": {"final": True, "on_enter": [{"shell": {"command": command, "stdin": stdin}}]}},
+        }
+        path = tmp_path / "feed.yaml"
+        path.write_text(json.dumps(spec, indent=1))
+        return path
+
+    def test_validate_refuses_a_template_in_a_shells_stdin_naming_the_line(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = self._workflow(tmp_path, "cd /tmp && sh", "echo {{ x }}")
+        assert main(["validate", str(path)]) == 2
+        out, err = capsys.readouterr()
+        assert f"{path}:" in out + err and "sh reads it as code" in out + err and "Traceback" not in out + err
+
+    def test_the_attack_through_run_input_never_runs(
+        self, tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        path = self._workflow(tmp_path, "sh", "echo {{ x }}")
+        code = main(["run", str(path), "--input", "x=hi; touch pwned", "--home", str(home), "--json"])
+        capsys.readouterr()
+        assert code == 2 and not (tmp_path / "pwned").exists()
+
+    def test_data_for_a_program_and_a_whole_reference_are_fed_as_they_are(
+        self, tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Where the command reads its stdin as data, the template stays; so does `from_context` given whole."""
+        for command, stdin in (("tr a-z A-Z", "{{ x }}; touch pwned"), ("tr a-z A-Z", {"from_context": "x"})):
+            path = self._workflow(tmp_path, command, stdin)
+            code = main(["run", str(path), "--input", "x=hi; touch pwned", "--home", str(home), "--json"])
+            out = capsys.readouterr().out
+            assert code == 0, out
+            assert not (tmp_path / "pwned").exists()
