@@ -303,9 +303,10 @@ class _Scanner:
             self.pipeline = max(self.pipeline, pipeline) + 1
             return "_"
         if text.startswith("${", self.i):
-            name = _NAME.match(text, self.i + 2)
+            name, start = _NAME.match(text, self.i + 2), self.i
             self.i = self.closing(self.i + 2, "{", "}") + 1
-            return (self.variables.get(name.group(0), "") if name else "") + "_"
+            # As written (a program named so is recognised as one), with the values the variable holds.
+            return (self.variables.get(name.group(0), "") if name else "") + text[start : self.i]
         if text[self.i] == "`":
             close = self.i + 1
             while close < len(text) and text[close] != "`":
@@ -315,7 +316,7 @@ class _Scanner:
         name = _NAME.match(text, self.i + 1)
         if name is not None:
             self.i = name.end()
-            return self.variables.get(name.group(0), "") + "_"
+            return self.variables.get(name.group(0), "") + "$" + name.group(0)
         self.i += 1
         return "$"
 
@@ -369,6 +370,8 @@ def _reads_code(words: list[str], i: int) -> _Found:
         i += 1
     if i >= len(words) or any(ord(c) >= _MARK for c in words[i]):
         return {}, None  # nothing to run, or a value names the program: not a place we can reason about
+    if words[i].startswith("$"):
+        return _expanded(words, i)
     name = _program(words[i])
     if name == "busybox" and i + 1 < len(words):
         i, name = i + 1, _program(words[i + 1])
@@ -390,6 +393,17 @@ def _reads_code(words: list[str], i: int) -> _Found:
         return _flagged(words, i, name, {"-c"}, frozenset({"-W", "-X", "-Q"}), stop={"-m"}, attached="-c")
     if name in ("perl", "ruby"):
         return _perl(words, i, name)
+    return {}, None
+
+
+def _expanded(words: list[str], i: int) -> _Found:
+    """A program named by a variable (`$SHELL`, `${PYTHON:-python3}`): whatever it is, the word after its `-c` or
+    `-e` is taken for code."""
+    for k in range(i + 1, len(words) - 1):
+        if words[k] in ("-c", "-e"):
+            return {k + 1: words[i]}, None
+        if not words[k].startswith("-"):
+            break
     return {}, None
 
 

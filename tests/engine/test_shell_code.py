@@ -150,6 +150,9 @@ class TestWhereCodeIs:
             ('for h in a {{ x }}; do ssh host "ping ${h}"; done', {0: "ssh"}),
             ("X={{ x }}; sh -c 'echo $X'", {}),
             ('X={{ x }}; Y=$X; eval "echo $Y"', {0: "eval"}),
+            ('$SHELL -c "echo {{ x }}"', {0: "$SHELL"}),
+            ("\"${PYTHON:-python3}\" -c \"print('{{ x }}')\" {{ y }}", {0: "${PYTHON:-python3}"}),
+            ("$EDITOR {{ x }}", {}),
         ],
     )
     def test_which_values_land_in_code(self, template: str, programs: dict[int, str]) -> None:
