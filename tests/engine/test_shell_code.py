@@ -151,7 +151,7 @@ class TestWhereCodeIs:
             ("X={{ x }}; sh -c 'echo $X'", {}),
             ('X={{ x }}; Y=$X; eval "echo $Y"', {0: "eval"}),
             ('$SHELL -c "echo {{ x }}"', {0: "$SHELL"}),
-            ("\"${PYTHON:-python3}\" -c \"print('{{ x }}')\" {{ y }}", {0: "${PYTHON:-python3}"}),
+            ('"${PYTHON:-python3}" -c "print(\'{{ x }}\')" {{ y }}', {0: "${PYTHON:-python3}"}),
             ("$EDITOR {{ x }}", {}),
         ],
     )
