@@ -101,8 +101,7 @@ def code_values(parts: list[str]) -> dict[int, str]:
     """Of a rendered command split at its values (`parts[1::2]` are the values), the values (by position) that land
     in code a second program parses, each with that program's name."""
     count = len(parts) // 2
-    text = "".join(part if k % 2 == 0 else chr(_MARK + k // 2) for k, part in enumerate(parts))
-    commands = _Scanner(text).run()
+    commands = _Scanner(_marked(parts)).run()
     found: dict[int, str] = {}
 
     def mark(word: str, program: str) -> None:
@@ -126,6 +125,11 @@ def code_values(parts: list[str]) -> dict[int, str]:
     return found
 
 
+def _marked(parts: list[str]) -> str:
+    """The command's text with value k as the one character chr(_MARK + k)."""
+    return "".join(part if k % 2 == 0 else chr(_MARK + k // 2) for k, part in enumerate(parts))
+
+
 def _values_in(text: str) -> str:
     return "".join(c for c in text if ord(c) >= _MARK)
 
@@ -133,9 +137,8 @@ def _values_in(text: str) -> str:
 def stdin_code(parts: list[str]) -> str | None:
     """The program that may read the command's own stdin as code (`sh`, `python3 -`, `ssh host`, or behind `cat |`),
     if one does: the stdin an action feeds the command is then code too."""
-    text = "".join(part if k % 2 == 0 else chr(_MARK + k // 2) for k, part in enumerate(parts))
     pipelines: dict[int, list[_Command]] = {}
-    for command in _Scanner(text).run():
+    for command in _Scanner(_marked(parts)).run():
         pipelines.setdefault(command.pipeline, []).append(command)
     for commands in pipelines.values():
         if commands[0].stdin or commands[0].redirected:
@@ -433,7 +436,6 @@ def _flagged(
     with_argument: frozenset[str],
     stop: set[str] | None = None,
     attached: str | None = None,
-    stdin_without_operand: bool = True,
 ) -> _Found:
     """A program whose code follows one of `flags` (`-c CODE`, `--eval CODE`; `attached` for `-cCODE`); with none,
     its stdin is code when it has no operand, or '-'."""
@@ -458,7 +460,7 @@ def _flagged(
     if code:
         return code, None
     operand = j < len(words) and words[j] != "-"
-    return {}, (name if stdin_without_operand and not operand else None)
+    return {}, (None if operand else name)
 
 
 def _perl(words: list[str], i: int, name: str) -> _Found:
@@ -474,13 +476,9 @@ def _perl(words: list[str], i: int, name: str) -> _Found:
     return {}, (name if j >= len(words) or words[j] == "-" else None)
 
 
-def _rest(name: str) -> _Rule:
-    """`eval`-like: every later word, joined, is shell code."""
-
-    def rule(words: list[str], i: int, _: str) -> _Found:
-        return {k: name for k in range(i + 1, len(words))}, None
-
-    return rule
+def _eval(words: list[str], i: int, name: str) -> _Found:
+    """Every later word, joined, is shell code."""
+    return {k: name for k in range(i + 1, len(words))}, None
 
 
 def _ssh(words: list[str], i: int, name: str) -> _Found:
@@ -602,7 +600,7 @@ _SED = _script(
     ("-e", "--expression"), ("-f", "--file"), frozenset({"-e", "--expression", "-f", "--file", "-l", "--line-length"})
 )
 _RULES: dict[str, _Rule] = {
-    "eval": _rest("eval"),
+    "eval": _eval,
     "ssh": _ssh,
     "su": _after_flag(("-c", "--command"), True),
     "runuser": _after_flag(("-c", "--command"), False),

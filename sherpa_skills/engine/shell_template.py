@@ -253,10 +253,19 @@ class _Reader:
         raise UsageError(f'a template value {_WHERE[kind]} cannot be escaped safely; move it to a plain word or "…"')
 
 
-def _escape(rendered: str) -> str:
+#: A command's literal text between its values, and which values land in code a second program parses.
+_Shape = tuple[list[str], dict[int, str]]
+
+
+def _shape(parts: list[str]) -> _Shape:
+    return parts[0::2], (code_values(parts) if len(parts) > 1 else {})
+
+
+def _escape(rendered: str, shape: _Shape | None = None) -> str:
     parts = rendered.split(_FENCE)
-    # Where a second program (sh -c, eval, ssh, python3 -c, a pipe into sh…) parses a value, only a plain word is data.
-    in_code = code_values(parts) if len(parts) > 1 else {}
+    # Where a second program (sh -c, eval, ssh, python3 -c, a pipe into sh…) parses a value, only a plain word is data:
+    # the template's shape says where, read once, unless this render's text between the values is another.
+    in_code = shape[1] if shape is not None and shape[0] == parts[0::2] else _shape(parts)[1]
     reader = _Reader()
     out: list[str] = []
     for index, part in enumerate(parts):
@@ -294,13 +303,21 @@ def _stand_ins(source: str) -> list[str]:
     return pieces
 
 
-def check_shell_template(source: str) -> None:
-    """Refuse, before any run, a command whose `{{ }}` sit where no value could be escaped (UsageError says where)."""
+def _checked(source: str) -> _Shape | None:
+    """`check_shell_template`, giving the template's shape where its text alone fixes it."""
     if _FENCE in source:
         raise UsageError("a shell command cannot hold a NUL byte")
     if "{%" in source:
-        return  # which text surrounds a value depends on the blocks taken: checked when rendered
-    _escape(_FENCE.join(_stand_ins(source)))
+        return None  # which text surrounds a value depends on the blocks taken: checked when rendered
+    parts = _stand_ins(source)
+    shape = _shape(parts)
+    _escape(_FENCE.join(parts), shape)
+    return shape
+
+
+def check_shell_template(source: str) -> None:
+    """Refuse, before any run, a command whose `{{ }}` sit where no value could be escaped (UsageError says where)."""
+    _checked(source)
 
 
 def stdin_reader(source: str) -> str | None:
@@ -311,15 +328,15 @@ def stdin_reader(source: str) -> str | None:
 class ShellTemplate:
     """A compiled shell command template: `render(variables)` gives a command no value can change the shape of."""
 
-    __slots__ = ("source", "_template")
+    __slots__ = ("source", "_template", "_shape")
 
     def __init__(self, source: str):
-        check_shell_template(source)
+        self._shape = _checked(source)
         self.source = source
         self._template = _environment().from_string(source)
 
     def render(self, variables: dict[str, Any]) -> str:
-        return _escape(self._template.render(variables))
+        return _escape(self._template.render(variables), self._shape)
 
 
 @lru_cache(maxsize=1024)
