@@ -239,3 +239,33 @@ class TestStdinOfTheShellAction:
             out = capsys.readouterr().out
             assert code == 0, out
             assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.slow
+def test_learn_replay_param_into_a_second_shell_is_refused(
+    tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay door: a promoted procedure whose step hands its parameter to `sh -c`, replayed with
+    `--param … --execute --yes`: the attack is refused and creates nothing; a plain value runs the step."""
+    monkeypatch.chdir(tmp_path)
+    steps = tmp_path / "steps.yaml"
+    steps.write_text(
+        json.dumps({"description": "mark a service", "steps": [{"command": "sh -c 'touch made-{{ name }}'"}]})
+    )
+    assert main(["learn", "capture-success", "mark", "--steps-file", str(steps), "--home", str(home), "--json"]) == 0
+    procedure = json.loads(capsys.readouterr().out)["id"]
+    assert main(["learn", "promote", procedure, "--home", str(home)]) == 0
+    capsys.readouterr()
+
+    def replay(value: str) -> dict[str, object]:
+        argv = ["learn", "replay", "mark", "--procedure", procedure, "--param", f"name={value}"]
+        main([*argv, "--execute", "--yes", "--home", str(home), "--json"])
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err
+        return json.loads(out)  # type: ignore[no-any-return]
+
+    refused = replay("web; touch pwned")
+    assert refused["status"] == "refused" and "sh runs" in str(refused["reason"]), refused
+    assert not list(tmp_path.glob("made-*")) and not (tmp_path / "pwned").exists()
+    assert replay("web")["status"] == "succeeded"
+    assert (tmp_path / "made-web").exists() and not (tmp_path / "pwned").exists()
